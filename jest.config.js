@@ -1,0 +1,21 @@
+/**
+ * Jest in ESM mode (the Nest 12 packages are ESM-only). Run through `npm test`, which sets
+ * --experimental-vm-modules. Type checking is done once by `tsc --noEmit` before jest runs,
+ * so ts-jest only transpiles (isolatedModules in tsconfig.json).
+ * @type {import('jest').Config}
+ */
+export default {
+  testEnvironment: 'node',
+  rootDir: '.',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '/test/compat/'],
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json', diagnostics: false }],
+  },
+  testTimeout: 30000,
+  // Sockets and timers must be closed by the tests themselves; a hanging handle is a bug.
+  forceExit: false,
+};

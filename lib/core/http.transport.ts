@@ -1,0 +1,158 @@
+import http from 'node:http';
+import https from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import { PaymentsConnectionError, type PaymentsOperation } from './payments.errors.js';
+import type { PaymentsLogger } from './payments.logger.js';
+import type { RawResponse } from './response.parser.js';
+
+/** Settings of the transport. */
+export interface TransportOptions {
+  baseUrl: string;
+  publicKey: string;
+  privateKey: string;
+  timeoutMs: number;
+  maxRetries: number;
+  logger: PaymentsLogger;
+  /** Largest accepted answer, in bytes. Default 1 MiB. */
+  maxResponseBytes?: number;
+}
+
+/** One request to the service. */
+export interface TransportRequest {
+  operation: PaymentsOperation;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: object;
+  query?: Record<string, string>;
+}
+
+// Errors raised before a single byte reached the service: a POST may be sent again safely.
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL', 'ENETUNREACH', 'EHOSTUNREACH']);
+const TIMEOUTS = new Set(['ETIMEDOUT', 'ECONNABORTED']);
+const BASE_DELAY_MS = 100;
+const MAX_DELAY_MS = 5_000;
+
+/**
+ * The only place that talks HTTP to the service. Owns one axios instance with keep-alive agents,
+ * never follows redirects (the credentials must not travel to another host), applies a timeout
+ * to every attempt, and retries only where a repeat cannot do harm:
+ * GET on network errors, 429 and 5xx; POST only when the connection was refused before sending.
+ */
+export class HttpTransport {
+  readonly #authorization: string;
+  readonly #http: AxiosInstance;
+  readonly #agents: { http: http.Agent; https: https.Agent };
+  readonly #maxRetries: number;
+  readonly #logger: PaymentsLogger;
+  readonly #timeoutMs: number;
+
+  /** @param options where and how to send */
+  constructor(options: TransportOptions) {
+    this.#authorization = `Bearer ${options.publicKey}:${options.privateKey}`;
+    this.#maxRetries = options.maxRetries;
+    this.#logger = options.logger;
+    this.#timeoutMs = options.timeoutMs;
+    this.#agents = {
+      http: new http.Agent({ keepAlive: true }),
+      https: new https.Agent({ keepAlive: true }),
+    };
+    const maxBytes = options.maxResponseBytes ?? 1024 * 1024;
+    // The credentials are added per request, not to the defaults: axios instances are easy to
+    // inspect or log, and defaults would carry the private key along.
+    this.#http = axios.create({
+      baseURL: options.baseUrl,
+      timeout: options.timeoutMs,
+      maxRedirects: 0,
+      validateStatus: () => true,
+      responseType: 'text',
+      transformResponse: [(data: unknown) => data],
+      transitional: { clarifyTimeoutError: true, silentJSONParsing: true, forcedJSONParsing: false },
+      httpAgent: this.#agents.http,
+      httpsAgent: this.#agents.https,
+      maxContentLength: maxBytes,
+      maxBodyLength: maxBytes,
+      decompress: true,
+    });
+  }
+
+  /**
+   * Sends a request, with the retries allowed for its method.
+   * @returns the final answer's status and raw body (any status: the caller interprets it)
+   * @throws PaymentsConnectionError when no usable answer came back
+   */
+  async send(request: TransportRequest): Promise<RawResponse> {
+    const headers: Record<string, string> = { Authorization: this.#authorization, Accept: 'application/json' };
+    if (request.method === 'POST') headers['Content-Type'] = 'application/json';
+    const data = request.body === undefined ? undefined : JSON.stringify(request.body);
+
+    for (let attempt = 1; ; attempt++) {
+      let response: AxiosResponse<string>;
+      try {
+        response = await this.#http.request<string>({ method: request.method, url: request.path, params: request.query, data, headers });
+      } catch (error) {
+        const failure = classify(error, request.method);
+        if (attempt <= this.#maxRetries && failure.retryable) {
+          this.#logger.log(`${request.operation}: ${failure.reason}, retrying (attempt ${attempt + 1})`);
+          await sleep(backoff(attempt));
+          continue;
+        }
+        throw new PaymentsConnectionError({
+          operation: request.operation,
+          code: failure.timeout ? 'TIMEOUT' : 'CONNECTION_FAILED',
+          mayHaveBeenProcessed: request.method === 'POST' && failure.mayHaveBeenSent,
+          attempts: attempt,
+          reason: failure.timeout ? `no answer within ${this.#timeoutMs} ms` : failure.reason,
+        });
+      }
+      const status = response.status;
+      if (request.method === 'GET' && (status === 429 || status >= 500) && attempt <= this.#maxRetries) {
+        this.#logger.log(`${request.operation}: HTTP ${status}, retrying (attempt ${attempt + 1})`);
+        await sleep(backoff(attempt, retryAfterMs(response.headers['retry-after'])));
+        continue;
+      }
+      return { status, body: typeof response.data === 'string' ? response.data : String(response.data ?? '') };
+    }
+  }
+
+  /** Closes idle keep-alive sockets so the process can exit. */
+  close(): void {
+    this.#agents.http.destroy();
+    this.#agents.https.destroy();
+  }
+}
+
+interface Failure {
+  reason: string;
+  timeout: boolean;
+  mayHaveBeenSent: boolean;
+  retryable: boolean;
+}
+
+function classify(error: unknown, method: 'GET' | 'POST'): Failure {
+  const code = (error as { code?: unknown })?.code;
+  const text = typeof code === 'string' ? code : '';
+  const tooLarge = error instanceof Error && /maxContentLength|maxBodyLength/.test(error.message);
+  const timeout = TIMEOUTS.has(text);
+  const neverSent = NEVER_SENT.has(text);
+  const reason = tooLarge ? 'answer larger than the 1 MiB limit' : text || (error instanceof Error ? error.message : 'unknown error');
+  return {
+    reason,
+    timeout,
+    mayHaveBeenSent: !neverSent,
+    // A too-large answer will be as large next time; never retry it.
+    retryable: !tooLarge && (method === 'GET' || neverSent),
+  };
+}
+
+/** Exponential backoff with "equal jitter": half fixed, half random, capped. */
+export function backoff(attempt: number, atLeastMs = 0): number {
+  const exp = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (attempt - 1));
+  const jittered = exp / 2 + Math.random() * (exp / 2);
+  return Math.min(MAX_DELAY_MS, Math.max(jittered, atLeastMs));
+}
+
+function retryAfterMs(header: unknown): number {
+  const seconds = typeof header === 'string' ? Number(header) : NaN;
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
+}

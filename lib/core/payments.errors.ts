@@ -1,0 +1,210 @@
+/**
+ * Error classes of nestjs-payments. Every error the plugin throws is an instance of
+ * {@link PaymentsError} with a stable string `code`, so callers can branch on `code`
+ * (or `instanceof`) without parsing messages.
+ *
+ * None of these errors keeps a reference to the HTTP request or its headers, so the
+ * private key cannot leak through `JSON.stringify(error)`, `util.inspect(error)` or logs.
+ */
+
+/** Codes of the errors raised by the plugin itself; the service's own codes pass through as strings. */
+export type PaymentsErrorCode =
+  | 'VALIDATION_FAILED'
+  | 'REFUND_NOT_ALLOWED'
+  | 'CANCELLATION_FAILED'
+  | 'INVALID_CLIENT_ID'
+  | 'AUTHENTICATION_FAILED'
+  | 'BAD_REQUEST'
+  | 'API_ERROR'
+  | 'INVALID_RESPONSE'
+  | 'UNEXPECTED_REDIRECT'
+  | 'CONNECTION_FAILED'
+  | 'TIMEOUT';
+
+/** The operations of the service, as named in error messages and in `error.operation`. */
+export type PaymentsOperation = 'generatePayment' | 'refundPayment' | 'cancelPayment' | 'listBindings';
+
+/** Base class of every error thrown by nestjs-payments. */
+export class PaymentsError extends Error {
+  /** Stable machine-readable code, e.g. `VALIDATION_FAILED` or the service's own code. */
+  readonly code: string;
+
+  /**
+   * @param message human-readable description (never contains credentials)
+   * @param code stable machine-readable code
+   */
+  constructor(message: string, code: string) {
+    super(message);
+    this.code = code;
+    // Keeps `name` right after transpilation and minification, where `constructor.name` may not be.
+    Object.defineProperty(this, 'name', { value: new.target.name, enumerable: false, configurable: true });
+  }
+
+  /** A plain, credential-free representation for logs and API answers. */
+  toJSON(): Record<string, unknown> {
+    return { name: this.name, code: this.code, message: this.message };
+  }
+}
+
+/** One invalid field of a {@link PaymentsValidationError}. */
+export interface PaymentsFieldError {
+  /** The field's name as the caller wrote it (camelCase), e.g. `amount` or `webhook.secret`. */
+  readonly field: string;
+  /** Why it is invalid. The rejected value is never included. */
+  readonly messages: readonly string[];
+}
+
+/** Bad input caught before any request was sent (`VALIDATION_FAILED`). Lists every bad field. */
+export class PaymentsValidationError extends PaymentsError {
+  /** Every invalid field, in the order they were checked. */
+  readonly fields: readonly PaymentsFieldError[];
+
+  /**
+   * @param fields the invalid fields
+   * @param subject what was validated, for the message (e.g. `generatePayment input`)
+   */
+  constructor(fields: readonly PaymentsFieldError[], subject = 'input') {
+    const list = fields.map((f) => `${f.field} (${f.messages.join('; ')})`).join(', ');
+    super(`Invalid ${subject}: ${list}`, 'VALIDATION_FAILED');
+    this.fields = fields;
+  }
+
+  /** @inheritdoc */
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), fields: this.fields };
+  }
+}
+
+/** Details of an answer of the service that was an error. */
+export interface PaymentsApiErrorDetails {
+  /** Which operation failed. */
+  operation: PaymentsOperation;
+  /** HTTP status of the answer. */
+  httpStatus: number;
+  /** The service's own message, when the body carried one. */
+  serviceMessage?: string;
+  /** The first characters of a body that was not a recognised shape (HTML, empty, broken JSON). */
+  bodyExcerpt?: string;
+}
+
+/** The service answered with an error. Carries the HTTP status and the service's message. */
+export class PaymentsApiError extends PaymentsError {
+  /** Which operation failed. */
+  readonly operation: PaymentsOperation;
+  /** HTTP status of the answer (the error may also come with HTTP 200: the body decides). */
+  readonly httpStatus: number;
+  /** The service's own message, when the body carried one. */
+  readonly serviceMessage?: string;
+  /** Up to 200 characters of an unrecognised body, to help diagnose proxies and outages. */
+  readonly bodyExcerpt?: string;
+
+  /**
+   * @param code the service's code, or one of the plugin's (`API_ERROR`, `INVALID_RESPONSE`, ...)
+   * @param details status, operation and message of the answer
+   */
+  constructor(code: string, details: PaymentsApiErrorDetails) {
+    const what = details.serviceMessage ?? (details.bodyExcerpt !== undefined ? `unexpected body: ${JSON.stringify(details.bodyExcerpt)}` : 'no message');
+    super(`${details.operation} failed (HTTP ${details.httpStatus}, ${code}): ${what}`, code);
+    this.operation = details.operation;
+    this.httpStatus = details.httpStatus;
+    this.serviceMessage = details.serviceMessage;
+    this.bodyExcerpt = details.bodyExcerpt;
+  }
+
+  /** @inheritdoc */
+  override toJSON(): Record<string, unknown> {
+    return {
+      ...super.toJSON(),
+      operation: this.operation,
+      httpStatus: this.httpStatus,
+      serviceMessage: this.serviceMessage,
+      bodyExcerpt: this.bodyExcerpt,
+    };
+  }
+}
+
+/** The payment cannot be refunded (`REFUND_NOT_ALLOWED`). */
+export class RefundNotAllowedError extends PaymentsApiError {
+  /** @param details status, operation and message of the answer */
+  constructor(details: PaymentsApiErrorDetails) {
+    super('REFUND_NOT_ALLOWED', details);
+  }
+}
+
+/** The pre-authorized payment cannot be cancelled (`CANCELLATION_FAILED`). */
+export class CancellationFailedError extends PaymentsApiError {
+  /** @param details status, operation and message of the answer */
+  constructor(details: PaymentsApiErrorDetails) {
+    super('CANCELLATION_FAILED', details);
+  }
+}
+
+/** The service rejected the client id of a bindings lookup (`INVALID_CLIENT_ID`). */
+export class InvalidClientIdError extends PaymentsApiError {
+  /** @param details status, operation and message of the answer */
+  constructor(details: PaymentsApiErrorDetails) {
+    super('INVALID_CLIENT_ID', details);
+  }
+}
+
+/** The service refused the credentials: HTTP 401 or 403 (`AUTHENTICATION_FAILED`). */
+export class PaymentsAuthenticationError extends PaymentsApiError {
+  /** @param details status, operation and message of the answer */
+  constructor(details: PaymentsApiErrorDetails) {
+    super('AUTHENTICATION_FAILED', details);
+  }
+}
+
+/** Details of a {@link PaymentsConnectionError}. */
+export interface PaymentsConnectionErrorDetails {
+  /** Which operation failed. */
+  operation: PaymentsOperation;
+  /** `TIMEOUT` when `timeoutMs` passed, else `CONNECTION_FAILED`. */
+  code: 'CONNECTION_FAILED' | 'TIMEOUT';
+  /** Whether the service may have acted on the request (only false when it surely never got it). */
+  mayHaveBeenProcessed: boolean;
+  /** How many attempts were made. */
+  attempts: number;
+  /** The low-level reason (e.g. `ECONNREFUSED`), never with credentials. */
+  reason: string;
+}
+
+/**
+ * No usable answer came back (`CONNECTION_FAILED` or `TIMEOUT`).
+ *
+ * `mayHaveBeenProcessed` tells whether the service may have acted on the request: when true for a
+ * refund or a payment, do not simply try again; check the payment's state first.
+ */
+export class PaymentsConnectionError extends PaymentsError {
+  /** Which operation failed. */
+  readonly operation: PaymentsOperation;
+  /** Whether the service may have acted on the request. */
+  readonly mayHaveBeenProcessed: boolean;
+  /** How many attempts were made. */
+  readonly attempts: number;
+  /** The low-level reason, e.g. `ECONNREFUSED`, `ECONNRESET`, `timeout of 10000ms exceeded`. */
+  readonly reason: string;
+
+  /** @param details what failed and whether it may have been processed */
+  constructor(details: PaymentsConnectionErrorDetails) {
+    const tail = details.mayHaveBeenProcessed
+      ? 'the request may have been processed by the service; check before repeating it'
+      : 'the request was not processed';
+    super(`${details.operation} failed after ${details.attempts} attempt(s) (${details.code}: ${details.reason}); ${tail}`, details.code);
+    this.operation = details.operation;
+    this.mayHaveBeenProcessed = details.mayHaveBeenProcessed;
+    this.attempts = details.attempts;
+    this.reason = details.reason;
+  }
+
+  /** @inheritdoc */
+  override toJSON(): Record<string, unknown> {
+    return {
+      ...super.toJSON(),
+      operation: this.operation,
+      mayHaveBeenProcessed: this.mayHaveBeenProcessed,
+      attempts: this.attempts,
+      reason: this.reason,
+    };
+  }
+}
