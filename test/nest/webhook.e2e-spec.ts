@@ -114,10 +114,9 @@ async function startApp(setup: Setup): Promise<Running> {
       ...(setup.hostGlobals ? [AllowAllGuard, { provide: APP_GUARD, useExisting: AllowAllGuard }, { provide: APP_FILTER, useClass: RewritingFilter }] : []),
     ],
   }).compile();
-  const app = moduleRef.createNestApplication(setup.adapter === 'fastify' ? new FastifyAdapter() : undefined, {
-    logger: false,
-    rawBody: setup.rawBody,
-  }) as INestApplication;
+  const appOptions = { logger: false as const, rawBody: setup.rawBody };
+  const app: INestApplication =
+    setup.adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), appOptions) : moduleRef.createNestApplication(appOptions);
   if (setup.prefix) app.setGlobalPrefix(setup.prefix);
   await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');

@@ -40,7 +40,7 @@ export async function chromiumAvailable(): Promise<boolean> {
  * `describe` when the service is there; otherwise a skip with a one-line reason, except under CI
  * (CI set): there an absent service must fail the run, so the suite runs and fails loudly.
  */
-export function describeWithService(available: boolean, reason: string): typeof describe {
+export function describeWithService(available: boolean, reason: string): (name: string, fn: () => void) => void {
   if (available || process.env.CI) return describe;
   process.stderr.write(`skipped: ${reason}\n`);
   return describe.skip;

@@ -1,0 +1,14 @@
+import { PaymentsClient } from '../core/payments.client.js';
+import type { PaymentsOptions } from '../core/payments.options.js';
+
+/**
+ * Creates the client of the service for apps without Nest: the same four operations,
+ * validation, errors, retries and signed webhook URLs as `PaymentsService`.
+ *
+ * @param options the same options as `PaymentsModule.forRoot()` (`webhook.path` is unused:
+ *   mount the router where you like)
+ * @throws PaymentsValidationError naming each missing or invalid option
+ */
+export function createPaymentsClient(options: PaymentsOptions): PaymentsClient {
+  return new PaymentsClient(options);
+}
