@@ -1,0 +1,21 @@
+/**
+ * `nestjs-payments/testing`: the payment service sandbox, an in-process emulator of the whole
+ * service (API, checkout page, webhooks) for tests and local development.
+ */
+export { PaymentsSandbox, SANDBOX_PRIVATE_KEY, SANDBOX_PUBLIC_KEY } from './sandbox.server.js';
+export type {
+  PaymentsSandboxOptions,
+  SandboxBinding,
+  SandboxBindingInput,
+  SandboxBindingStatus,
+  SandboxClientOptions,
+  SandboxDelivery,
+  SandboxFault,
+  SandboxPayment,
+  SandboxPaymentKind,
+  SandboxPaymentState,
+  SandboxPreauthorizationInput,
+  SandboxRequest,
+  SandboxSettlement,
+  SandboxWebhookOutcome,
+} from './sandbox.types.js';

@@ -1,0 +1,141 @@
+/**
+ * The emulated `/api/v2/` endpoints. Success and error bodies follow the spec's shapes exactly;
+ * where the spec says "not shown", the sandbox's choice is written next to the code:
+ *
+ * - Missing or wrong credentials: HTTP 401, nested shape `{"result":{"status":401,"message":"Unauthorized"}}`,
+ *   checked before anything else (even on unknown paths), as a gateway would.
+ * - HTTP status of refund and cancel: 200 on success, 400 on every refusal.
+ * - Refusal codes beyond the spec's examples: `BAD_REQUEST` for a missing `payment_id`, a
+ *   non-JSON body or a wrong Content-Type (message says which).
+ * - Payment state after a refund: `refunded`; a second refund is `REFUND_NOT_ALLOWED`.
+ * - Unknown path: 404 `{"result":{"status":404,"message":"Not Found"}}`; known path, wrong
+ *   method: 405 in the endpoint's error shape, with an `Allow` header.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isJsonContentType, sendJson } from './sandbox.http.js';
+import type { SandboxState } from './sandbox.state.js';
+import { isJsonObject, isValidClientId, parseGenerateRequest } from './sandbox.validation.js';
+
+/** Service name label of the `generate_payment` answer (the spec shows a label, not its value). */
+export const SANDBOX_SERVICE_NAME = 'Payment Service Sandbox';
+
+/** What the endpoints need from the sandbox. */
+export interface ApiContext {
+  /** The sandbox's memory. */
+  readonly state: SandboxState;
+  /** The exact `Authorization` value accepted. */
+  readonly authorization: string;
+}
+
+/** Error shape of an endpoint (spec section 7). */
+type ErrorShape = 'nested' | 'flat';
+
+interface Route {
+  method: 'GET' | 'POST';
+  shape: ErrorShape;
+  handle: (ctx: ApiContext, res: ServerResponse, input: { body: Record<string, unknown>; query: URLSearchParams }) => void;
+}
+
+function nestedError(res: ServerResponse, status: number, message: string): void {
+  sendJson(res, status, { result: { status, message } });
+}
+
+function flatError(res: ServerResponse, status: number, message: string, code: string): void {
+  sendJson(res, status, { status: 'error', message, code });
+}
+
+function errorIn(shape: ErrorShape, res: ServerResponse, status: number, message: string, code: string): void {
+  // The nested shape carries no code; generate_payment's only documented message is "Bad Request".
+  if (shape === 'nested') nestedError(res, status, status === 400 ? 'Bad Request' : message);
+  else flatError(res, status, message, code);
+}
+
+function paymentIdOf(body: Record<string, unknown>): string | undefined {
+  return typeof body.payment_id === 'string' && body.payment_id !== '' ? body.payment_id : undefined;
+}
+
+const routes: Record<string, Route> = {
+  '/api/v2/generate_payment': {
+    method: 'POST',
+    shape: 'nested',
+    handle(ctx, res, { body }) {
+      const input = parseGenerateRequest(body);
+      if (!input) return nestedError(res, 400, 'Bad Request');
+      const payment = ctx.state.createPayment(input);
+      const result: Record<string, unknown> = { success: true, payment_id: payment.paymentId, link: payment.link };
+      if (payment.developerTrackingId !== undefined) result.developer_tracking_id = payment.developerTrackingId;
+      sendJson(res, 200, { result, name: SANDBOX_SERVICE_NAME, code: 0, version: 'v2' });
+    },
+  },
+  '/api/v2/refund_payment': {
+    method: 'POST',
+    shape: 'flat',
+    handle(ctx, res, { body }) {
+      const paymentId = paymentIdOf(body);
+      if (paymentId === undefined) return flatError(res, 400, 'payment_id is required', 'BAD_REQUEST');
+      const payment = ctx.state.refund(paymentId);
+      if (!payment) return flatError(res, 400, 'Payment cannot be refunded', 'REFUND_NOT_ALLOWED');
+      sendJson(res, 200, {
+        result: {
+          refund_id: payment.refundId,
+          payment_id: payment.paymentId,
+          // The spec leaves the unit of this field unstated; the sandbox answers millimes,
+          // the unit of the payment's own amount.
+          amount: payment.amount,
+          status: 'success',
+          refunded_at: payment.refundedAt,
+        },
+        status: 'success',
+      });
+    },
+  },
+  '/api/v2/cancel_payment': {
+    method: 'POST',
+    shape: 'flat',
+    handle(ctx, res, { body }) {
+      const paymentId = paymentIdOf(body);
+      if (paymentId === undefined) return flatError(res, 400, 'payment_id is required', 'BAD_REQUEST');
+      const payment = ctx.state.cancel(paymentId);
+      if (!payment) return flatError(res, 400, 'Pre-auth payment cannot be cancelled', 'CANCELLATION_FAILED');
+      sendJson(res, 200, { result: { payment_id: payment.paymentId, status: 'cancelled', cancelled_at: payment.cancelledAt }, status: 'success' });
+    },
+  },
+  '/api/v2/bindings/list': {
+    method: 'GET',
+    shape: 'nested',
+    handle(ctx, res, { query }) {
+      const values = query.getAll('client_id');
+      // A repeated client_id is ambiguous; refusing it beats picking one silently.
+      const clientId = values.length === 1 ? values[0] : undefined;
+      if (!isValidClientId(clientId)) return nestedError(res, 400, 'Invalid client_id');
+      sendJson(res, 200, { result: { success: true, bindings: ctx.state.bindings(clientId) }, status: 'success' });
+    },
+  },
+};
+
+/**
+ * Answers one request under `/api/v2/`, whose body has already been read (and logged).
+ * Never throws: every outcome is an HTTP answer.
+ */
+export function handleApiRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, url: URL, rawBody: string): void {
+  if (req.headers.authorization !== ctx.authorization) return nestedError(res, 401, 'Unauthorized');
+  const route = Object.hasOwn(routes, url.pathname) ? routes[url.pathname] : undefined;
+  if (!route) return nestedError(res, 404, 'Not Found');
+  if (req.method !== route.method) {
+    res.setHeader('Allow', route.method);
+    return errorIn(route.shape, res, 405, 'Method Not Allowed', 'METHOD_NOT_ALLOWED');
+  }
+  let body: Record<string, unknown> = {};
+  if (route.method === 'POST') {
+    if (!isJsonContentType(req)) return errorIn(route.shape, res, 400, 'Content-Type must be application/json', 'BAD_REQUEST');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(rawBody);
+    } catch {
+      parsed = undefined;
+    }
+    if (!isJsonObject(parsed)) return errorIn(route.shape, res, 400, 'Request body must be a JSON object', 'BAD_REQUEST');
+    body = parsed;
+  }
+  route.handle(ctx, res, { body, query: url.searchParams });
+}

@@ -1,0 +1,76 @@
+/**
+ * The checkout page behind each payment's `link`, and its Pay / Decline buttons. Plain HTML
+ * forms and 303 redirects, so any browser (or a test with `fetch`) can pay without scripts.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { checkoutPage, messagePage } from './sandbox.html.js';
+import { redirect303, sendHtml } from './sandbox.http.js';
+import { CHECKOUT_PATH, type SandboxState, type Settlement } from './sandbox.state.js';
+import type { SandboxPaymentState, SandboxSettlement } from './sandbox.types.js';
+
+/** Outcome of paying or declining: the settlement, or why it was refused. */
+export type SettleOutcome = { ok: true; settlement: SandboxSettlement } | { ok: false; reason: 'unknown' | SandboxPaymentState };
+
+/** What the checkout needs from the sandbox. */
+export interface CheckoutContext {
+  /** The sandbox's memory. */
+  readonly state: SandboxState;
+  /** Changes the state, then delivers the webhook; shared with `completePayment` / `failPayment`. */
+  readonly settle: (paymentId: string, outcome: Settlement) => Promise<SettleOutcome>;
+}
+
+const ROUTE = new RegExp(`^${CHECKOUT_PATH}/([^/]+)(?:/(pay|decline))?$`);
+
+function decodeSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+function notFound(res: ServerResponse): void {
+  sendHtml(res, 404, messagePage('Payment not found', 'There is no payment at this address.'));
+}
+
+/**
+ * Answers a request whose path is under the checkout path. Returns false, answering nothing,
+ * when the path is not a checkout route.
+ */
+export async function handleCheckoutRequest(ctx: CheckoutContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+  const match = ROUTE.exec(url.pathname);
+  if (!match) return false;
+  const paymentId = decodeSegment(match[1]);
+  const action = match[2] as 'pay' | 'decline' | undefined;
+  if (paymentId === undefined) {
+    notFound(res);
+    return true;
+  }
+
+  if (!action) {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      sendHtml(res, 405, messagePage('Method not allowed', 'Open this page with GET.'), { Allow: 'GET, HEAD' });
+      return true;
+    }
+    const payment = ctx.state.get(paymentId);
+    if (!payment) notFound(res);
+    else sendHtml(res, 200, checkoutPage(payment));
+    return true;
+  }
+
+  if (req.method !== 'POST') {
+    sendHtml(res, 405, messagePage('Method not allowed', 'Use the buttons of the checkout page.'), { Allow: 'POST' });
+    return true;
+  }
+  const outcome = await ctx.settle(paymentId, action === 'pay' ? 'paid' : 'failed');
+  if (outcome.ok) {
+    const { payment } = outcome.settlement;
+    redirect303(res, (action === 'pay' ? payment.successLink : payment.failLink) ?? '/');
+  } else if (outcome.reason === 'unknown') {
+    notFound(res);
+  } else {
+    // 409: the click came too late (already paid, declined, expired...); the page says why.
+    sendHtml(res, 409, messagePage('Payment not pending', `This payment is ${outcome.reason}; it can no longer be paid or declined.`));
+  }
+  return true;
+}
