@@ -169,8 +169,9 @@ export class PaymentsSandbox {
   }
 
   /**
-   * Declines a pending payment, as the customer clicking Decline: the state becomes `failed`,
-   * then a `failed` confirmation is delivered to the webhook URL (if any).
+   * Declines a pending payment, as the customer clicking Decline: the state becomes `failed`.
+   * Nothing is delivered: the spec's webhook receives payment confirmation only, so a
+   * declined payment is silent (a plugin must never read a decline as a confirmation).
    *
    * @throws Error when the payment is unknown or not pending
    */
@@ -266,7 +267,7 @@ export class PaymentsSandbox {
   private async settle(paymentId: string, outcome: Settlement): Promise<SettleOutcome> {
     const result = this.state.settle(paymentId, outcome);
     if ('error' in result) return { ok: false, reason: result.error };
-    if (result.webhook === undefined) return { ok: true, settlement: { payment: result } };
+    if (result.webhook === undefined || outcome !== 'paid') return { ok: true, settlement: { payment: result } };
     const webhook = await deliverWebhook(result, result.webhook, {
       attempts: this.webhookAttempts,
       timeoutMs: this.webhookTimeoutMs,

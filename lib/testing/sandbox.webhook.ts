@@ -33,11 +33,11 @@ export function backoffMs(attempt: number): number {
   return 100 * 3 ** (attempt - 1);
 }
 
-/** The JSON body the sandbox posts for a paid (`completed`) or declined (`failed`) payment. */
+/** The JSON body the sandbox posts to confirm a paid payment (declines are not delivered). */
 export function webhookPayload(payment: SandboxPayment): string {
   const body: Record<string, string> = {
     payment_id: payment.paymentId,
-    status: payment.state === 'paid' ? 'completed' : 'failed',
+    status: 'completed',
     amount: payment.amount,
   };
   if (payment.developerTrackingId !== undefined) body.developer_tracking_id = payment.developerTrackingId;

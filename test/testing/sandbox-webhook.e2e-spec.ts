@@ -37,13 +37,14 @@ describe('PaymentsSandbox webhook delivery', () => {
     expect(hit.body).toBe(`{"payment_id":"${payment_id}","status":"completed","amount":"12500","developer_tracking_id":"o-1"}`);
   });
 
-  it('failPayment delivers a failed confirmation, without a tracking id when there is none', async () => {
+  it('failPayment delivers nothing: the webhook is for confirmations only', async () => {
     const sandbox = await start();
     const { payment_id } = await generate(sandbox, { amount: '700', webhook: `${receiver.url}/wh` });
     const result = await sandbox.failPayment(payment_id);
     expect(result.payment.state).toBe('failed');
-    expect(result.webhook).toEqual({ status: 200, attempts: 1, delivered: true });
-    expect(receiver.received[0].body).toBe(`{"payment_id":"${payment_id}","status":"failed","amount":"700"}`);
+    expect(result.webhook).toBeUndefined();
+    expect(receiver.received).toEqual([]);
+    expect(sandbox.deliveries).toEqual([]);
   });
 
   it('resolves without webhook when the payment has no webhook URL', async () => {
