@@ -11,7 +11,12 @@ export default {
   testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/test/compat/'],
   extensionsToTreatAsEsm: ['.ts'],
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    // The sample app imports the package by name, as a merchant would; tests run it from source.
+    '^nestjs-payments$': '<rootDir>/lib/index.ts',
+    '^nestjs-payments/(.*)$': '<rootDir>/lib/$1/index.ts',
+  },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json', diagnostics: false }],
   },
