@@ -1,0 +1,37 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type Provider } from '@nestjs/common';
+import { PaymentsSandbox } from 'nestjs-payments/testing';
+import { SHOP_SETTINGS, type ShopSettings } from './shop.settings.js';
+
+/** Injection token of the embedded sandbox: a `PaymentsSandbox`, or `null` with real keys. */
+export const SHOP_SANDBOX = Symbol('SHOP_SANDBOX');
+
+/** The customer whose card binding is seeded into the sandbox, for the admin's bindings lookup. */
+export const DEMO_CUSTOMER_ID = 'demo-customer';
+
+/**
+ * Starts the sandbox when no `PAYMENTS_PUBLIC_KEY` is set, so `npm start` gives a working shop
+ * with nothing else installed. With real keys it provides `null` and nothing is started.
+ */
+export const sandboxProvider: Provider = {
+  provide: SHOP_SANDBOX,
+  inject: [SHOP_SETTINGS],
+  useFactory: async (settings: ShopSettings): Promise<PaymentsSandbox | null> => {
+    if (!settings.sandboxMode) return null;
+    const sandbox = await PaymentsSandbox.start({ port: settings.sandboxPort });
+    // The service has no endpoint that creates bindings, so the sandbox is given one directly.
+    sandbox.addBinding({ clientId: DEMO_CUSTOMER_ID, cardLastFour: '4242', cardBrand: 'VISA' });
+    new Logger('Shop').log(`No PAYMENTS_* keys set: using the built-in sandbox at ${sandbox.url} (no real money moves)`);
+    return sandbox;
+  },
+};
+
+/** Closes the embedded sandbox when the app shuts down, so no socket outlives the app. */
+@Injectable()
+export class SandboxLifecycle implements OnApplicationShutdown {
+  constructor(@Inject(SHOP_SANDBOX) private readonly sandbox: PaymentsSandbox | null) {}
+
+  /** Stops the sandbox (after the webhooks in flight have been drained by the plugin). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.sandbox?.close();
+  }
+}
