@@ -1,7 +1,10 @@
 import { Inject } from '@nestjs/common';
-import { OnEvent, type OnEventOptions } from '@nestjs/event-emitter';
+import { OnEvent } from '@nestjs/event-emitter';
 import { PaymentEvents, type PaymentEventName } from '../core/payment.events.js';
 import { PAYMENTS_MODULE_OPTIONS } from './payments.module-definition.js';
+
+/** `@OnEvent`'s options, read from its signature: @nestjs/event-emitter 3.x (Nest 11) does not export `OnEventOptions`. */
+type OnEventOptions = NonNullable<Parameters<typeof OnEvent>[1]>;
 
 /** Listener options of the payment decorators; errors always propagate (that is the guarantee). */
 export type PaymentEventHandlerOptions = Omit<OnEventOptions, 'suppressErrors' | 'async' | 'promisify'>;

@@ -1,0 +1,1 @@
+../express5/main.js
