@@ -1,0 +1,91 @@
+import type { RedisOptions } from 'ioredis';
+import type { PaymentsLogger } from '../core/payments.logger.js';
+
+/** Options of {@link RedisPaymentsStore}. */
+export interface RedisPaymentsStoreOptions {
+  /**
+   * Prepended to every key the store writes (`<prefix>binding:<tokenId>`,
+   * `<prefix>event:<eventKey>`), so that several apps or environments can share one Redis
+   * without seeing each other's claims. Applied after the client's own ioredis `keyPrefix`, if
+   * any. Default `'nestjs-payments:'`.
+   */
+  keyPrefix?: string;
+
+  /**
+   * Longest time, in ms, one store operation may take before its promise rejects, whatever the
+   * client's own settings (a host's client may be configured to queue commands forever). A
+   * rejection makes the webhook answer 503 and the service deliver again later, which beats a
+   * request hanging until the proxy gives up. Default 2000. Must be a positive number.
+   *
+   * A command that timed out may still reach Redis later (ioredis cannot unsend it); the worst
+   * outcome is a claim nobody acts on, which blocks redeliveries until its lease expires.
+   */
+  operationTimeoutMs?: number;
+
+  /**
+   * Extra ioredis options for the client the store creates when given a URL; they override the
+   * store's defaults (see {@link REDIS_CLIENT_DEFAULTS}). Ignored when a client is passed in:
+   * that client is the host's, configured by the host.
+   */
+  redisOptions?: RedisOptions;
+
+  /**
+   * Told when the store's own connection goes down (once per outage, not once per reconnect
+   * attempt) and when it is back. Default: the core's logger, which writes to stderr. Ignored
+   * when a client is passed in: its `error` events belong to the host.
+   */
+  logger?: PaymentsLogger;
+}
+
+/** Default key prefix of {@link RedisPaymentsStore}. */
+export const DEFAULT_KEY_PREFIX = 'nestjs-payments:';
+
+/** Default of {@link RedisPaymentsStoreOptions.operationTimeoutMs}. */
+export const DEFAULT_OPERATION_TIMEOUT_MS = 2000;
+
+/**
+ * ioredis options of the client the store creates from a URL, chosen so that an unreachable
+ * Redis fails store operations quickly instead of piling them up:
+ * - `lazyConnect: false`: connect at construction, so the first webhook does not pay for it and a
+ *   wrong URL shows up in the logs at startup;
+ * - `enableOfflineQueue: true`: commands issued while (re)connecting wait for the connection
+ *   rather than failing at once, which covers startup and short blips;
+ * - `maxRetriesPerRequest: 1`: that queue is flushed with an error after the second failed
+ *   reconnection attempt, so it cannot grow for as long as Redis stays down;
+ * - `commandTimeout`: each command also rejects after `operationTimeoutMs` (set by the store);
+ * - `connectTimeout: 5000`: a host that swallows SYN packets is given up on after 5 s (ioredis
+ *   defaults to 10 s) and reconnection starts over.
+ */
+export const REDIS_CLIENT_DEFAULTS: Readonly<RedisOptions> = Object.freeze({
+  lazyConnect: false,
+  enableOfflineQueue: true,
+  maxRetriesPerRequest: 1,
+  connectTimeout: 5000,
+});
+
+/** The store's options with defaults applied and checked. */
+export interface ResolvedStoreOptions {
+  /** See {@link RedisPaymentsStoreOptions.keyPrefix}. */
+  keyPrefix: string;
+  /** See {@link RedisPaymentsStoreOptions.operationTimeoutMs}. */
+  operationTimeoutMs: number;
+}
+
+/**
+ * Applies defaults and rejects nonsense at construction, where a mistake is cheap to find.
+ * @throws TypeError or RangeError on a bad option
+ */
+export function resolveStoreOptions(options: RedisPaymentsStoreOptions): ResolvedStoreOptions {
+  const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  if (typeof keyPrefix !== 'string') throw new TypeError('RedisPaymentsStore: keyPrefix must be a string');
+  const operationTimeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
+  if (typeof operationTimeoutMs !== 'number' || !Number.isFinite(operationTimeoutMs) || operationTimeoutMs <= 0) {
+    throw new RangeError('RedisPaymentsStore: operationTimeoutMs must be a positive number of milliseconds');
+  }
+  return { keyPrefix, operationTimeoutMs };
+}
+
+/** Options of the client the store creates: defaults, the store's timeout, then the host's overrides. */
+export function ownedClientOptions(options: RedisPaymentsStoreOptions, resolved: ResolvedStoreOptions): RedisOptions {
+  return { ...REDIS_CLIENT_DEFAULTS, commandTimeout: resolved.operationTimeoutMs, ...options.redisOptions };
+}

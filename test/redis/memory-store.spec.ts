@@ -1,0 +1,54 @@
+import { describe, expect, it } from '@jest/globals';
+import { MemoryPaymentsStore } from '../../lib/core/memory.store.js';
+import { describeStoreContract } from '../support/store-contract.js';
+
+describeStoreContract('MemoryPaymentsStore', async () => {
+  const store = new MemoryPaymentsStore();
+  return { store, cleanup: () => store.close() };
+});
+
+describe('MemoryPaymentsStore bounds', () => {
+  const DAY_MS = 86_400_000;
+
+  it('keeps at most maxEvents delivery records through 50 000 distinct deliveries', async () => {
+    const store = new MemoryPaymentsStore({ maxEvents: 1000 });
+    let largest = 0;
+    let handled = 0;
+    // Tallied rather than asserted per iteration: 100 000 expect() calls would dominate the run.
+    for (let i = 0; i < 50_000; i++) {
+      const claimed = await store.claim(`payment.confirmed:${i}`, `owner-${i}`, DAY_MS);
+      const done = await store.markDone(`payment.confirmed:${i}`, `owner-${i}`, DAY_MS);
+      if (claimed === 'claimed' && done) handled++;
+      largest = Math.max(largest, store.size);
+    }
+    expect(handled).toBe(50_000);
+    expect(largest).toBeLessThanOrEqual(1000);
+    expect(store.size).toBeLessThanOrEqual(1000);
+    // Least recently used go first: the newest are still remembered, the oldest were evicted
+    // (the documented price of the bound: a very late duplicate would run again).
+    await expect(store.claim('payment.confirmed:49999', 'late', DAY_MS)).resolves.toBe('done');
+    await expect(store.claim('payment.confirmed:0', 'late', DAY_MS)).resolves.toBe('claimed');
+    await store.close();
+  });
+
+  it('keeps at most maxBindings bindings, on top of maxEvents records', async () => {
+    const store = new MemoryPaymentsStore({ maxBindings: 500, maxEvents: 200 });
+    for (let i = 0; i < 5000; i++) {
+      await store.saveBinding(`token-${i}`, { paymentId: `pay-${i}`, amount: '1000', createdAt: new Date(0).toISOString() }, DAY_MS);
+      await store.claim(`payment.confirmed:${i}`, `owner-${i}`, DAY_MS);
+    }
+    expect(store.size).toBeLessThanOrEqual(700);
+    expect((await store.findBinding('token-4999'))?.paymentId).toBe('pay-4999');
+    await expect(store.findBinding('token-0')).resolves.toBeUndefined();
+    await store.close();
+  });
+
+  it('empties on close', async () => {
+    const store = new MemoryPaymentsStore();
+    await store.saveBinding('t', { paymentId: 'p', amount: '1', createdAt: new Date(0).toISOString() }, DAY_MS);
+    await store.claim('e', 'o', DAY_MS);
+    expect(store.size).toBe(2);
+    await store.close();
+    expect(store.size).toBe(0);
+  });
+});

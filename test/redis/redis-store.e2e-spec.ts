@@ -1,0 +1,455 @@
+import net from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import type { PaymentsLogger } from '../../lib/core/payments.logger.js';
+import { DEFAULT_KEY_PREFIX, RedisPaymentsStore } from '../../lib/redis/index.js';
+import { REDIS_URL, describeWithService, redisAvailable } from '../support/services.js';
+import { describeStoreContract, sleep } from '../support/store-contract.js';
+
+const available = await redisAvailable();
+
+/** Every key this run writes starts with it, so that afterAll can delete them all. */
+const RUN_PREFIX = `test:${process.pid}:${randomUUID()}:`;
+const prefix = () => `${RUN_PREFIX}${randomUUID()}:`;
+const LONG_MS = 60_000;
+
+/** Records what the store logs, and keeps the test output quiet. */
+function recordingLogger(): PaymentsLogger & { errors: string[]; warnings: string[] } {
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  return { errors, warnings, log: () => undefined, warn: (m) => warnings.push(m), error: (m) => errors.push(m) };
+}
+
+/** A port nothing listens on: opened by us, then closed. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A server that accepts connections and never answers: a Redis hung or behind a black hole. */
+async function silentServer(): Promise<{ port: number; close: () => Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    port,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * A client as a host would create it; one retry at a steady pace so that, when Redis is absent
+ * (CI), tests fail fast instead of waiting on ioredis's growing reconnection delays.
+ */
+const hostClient = () => new Redis(REDIS_URL, { maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+
+/** QUIT when connected (waits for pending replies); otherwise drop the socket, QUIT would queue. */
+async function closeClient(client: Redis): Promise<void> {
+  if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
+  else client.disconnect();
+}
+
+/** Time a promise takes to reject, and its error. */
+async function timeRejection(pending: Promise<unknown>): Promise<{ ms: number; error: Error }> {
+  const started = Date.now();
+  const error = await pending.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (e: unknown) => e as Error,
+  );
+  return { ms: Date.now() - started, error };
+}
+
+describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaymentsStore against a real Redis', () => {
+  let admin: Redis;
+
+  beforeAll(() => {
+    admin = hostClient();
+  });
+
+  afterAll(async () => {
+    // SCAN + DEL by prefix: the run's keys go, whatever tests failed; other data is untouched.
+    const pattern = `${RUN_PREFIX.replace(/[*?[\]\\]/g, '\\$&')}*`;
+    try {
+      let cursor = '0';
+      do {
+        const [next, keys] = await admin.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        if (keys.length > 0) await admin.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+    } finally {
+      await closeClient(admin);
+    }
+  });
+
+  describeStoreContract('RedisPaymentsStore (URL)', async () => {
+    const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: prefix(), logger: recordingLogger() });
+    return { store, cleanup: () => store.close() };
+  });
+
+  describeStoreContract('RedisPaymentsStore (client of the host)', async () => {
+    const client = hostClient();
+    const store = new RedisPaymentsStore(client, { keyPrefix: prefix() });
+    return {
+      store,
+      cleanup: async () => {
+        await store.close();
+        await closeClient(client);
+      },
+    };
+  });
+
+  describe('keys and values', () => {
+    let store: RedisPaymentsStore;
+    let keyPrefix: string;
+
+    beforeAll(() => {
+      keyPrefix = prefix();
+      store = new RedisPaymentsStore(REDIS_URL, { keyPrefix, logger: recordingLogger() });
+    });
+
+    afterAll(() => store.close());
+
+    it('writes a binding as JSON under <prefix>binding:<tokenId> with its TTL', async () => {
+      const token = randomUUID();
+      const binding = { paymentId: 'pay-1', amount: '12500', createdAt: '2025-01-01T00:00:00.000Z' };
+      await store.saveBinding(token, binding, 5000);
+      const key = `${keyPrefix}binding:${token}`;
+      expect(JSON.parse((await admin.get(key))!)).toEqual(binding);
+      const pttl = await admin.pttl(key);
+      expect(pttl).toBeGreaterThan(4000);
+      expect(pttl).toBeLessThanOrEqual(5000);
+    });
+
+    it('writes claimed:<owner> with the lease, then done with the done TTL', async () => {
+      const event = `payment.confirmed:${randomUUID()}`;
+      const key = `${keyPrefix}event:${event}`;
+      await store.claim(event, 'instance-a', 5000);
+      expect(await admin.get(key)).toBe('claimed:instance-a');
+      expect(await admin.pttl(key)).toBeGreaterThan(4000);
+      await store.markDone(event, 'instance-a', 90_000);
+      expect(await admin.get(key)).toBe('done');
+      expect(await admin.pttl(key)).toBeGreaterThan(85_000);
+      await store.release(event, 'instance-a');
+      expect(await admin.get(key)).toBe('done');
+    });
+
+    it('rounds a fractional lease up to whole milliseconds', async () => {
+      const event = randomUUID();
+      await expect(store.claim(event, 'o', 1500.2)).resolves.toBe('claimed');
+      expect(await admin.pttl(`${keyPrefix}event:${event}`)).toBeGreaterThan(1400);
+    });
+
+    it.each([0, -5, Number.NaN, Number.POSITIVE_INFINITY])('rejects a lease or TTL of %p instead of storing it forever', async (ms) => {
+      await expect(store.claim(randomUUID(), 'o', ms)).rejects.toThrow(RangeError);
+      await expect(store.markDone(randomUUID(), 'o', ms)).rejects.toThrow(RangeError);
+      await expect(store.saveBinding(randomUUID(), { paymentId: 'p', amount: '1', createdAt: 'x' }, ms)).rejects.toThrow(RangeError);
+    });
+
+    it.each([
+      ['not JSON', '{"paymentId":'],
+      ['null', 'null'],
+      ['an array', '[]'],
+      ['a number', '42'],
+      ['a binding without amount', '{"paymentId":"p","createdAt":"x"}'],
+      ['a binding with a numeric paymentId', '{"paymentId":5,"amount":"1","createdAt":"x"}'],
+      ['a binding with a numeric tracking id', '{"paymentId":"p","amount":"1","createdAt":"x","developerTrackingId":7}'],
+    ])('treats a stored value that is %s as no binding', async (_what, raw) => {
+      const token = randomUUID();
+      await admin.set(`${keyPrefix}binding:${token}`, raw, 'PX', 5000);
+      await expect(store.findBinding(token)).resolves.toBeUndefined();
+    });
+
+    it('answers busy for an event key holding a value it did not write, and leaves it alone', async () => {
+      const event = randomUUID();
+      await admin.set(`${keyPrefix}event:${event}`, 'something else', 'PX', 5000);
+      await expect(store.claim(event, 'o', LONG_MS)).resolves.toBe('busy');
+      await expect(store.markDone(event, 'o', LONG_MS)).resolves.toBe(false);
+      await store.release(event, 'o');
+      expect(await admin.get(`${keyPrefix}event:${event}`)).toBe('something else');
+    });
+
+    it("uses 'nestjs-payments:' as the default prefix", async () => {
+      expect(DEFAULT_KEY_PREFIX).toBe('nestjs-payments:');
+      const client = hostClient();
+      const plain = new RedisPaymentsStore(client);
+      const event = `${RUN_PREFIX}${randomUUID()}`;
+      const key = `nestjs-payments:event:${event}`;
+      try {
+        await plain.claim(event, 'o', 5000);
+        expect(await admin.get(key)).toBe('claimed:o');
+      } finally {
+        await plain.close();
+        await closeClient(client);
+        await admin.del(key);
+      }
+    });
+
+    it('keeps the client out of util.inspect and JSON of the store (its options may hold a password)', async () => {
+      const { inspect } = await import('node:util');
+      const withPassword = new RedisPaymentsStore('redis://:s3cret-pw@127.0.0.1:1', {
+        logger: recordingLogger(),
+        redisOptions: { lazyConnect: true },
+      });
+      expect(inspect(withPassword, { depth: 5 })).not.toContain('s3cret-pw');
+      expect(JSON.stringify(withPassword)).not.toContain('s3cret-pw');
+      await withPassword.close();
+    });
+  });
+
+  describe('ownership of the client', () => {
+    it('leaves a client passed in open and usable after close()', async () => {
+      const client = hostClient();
+      try {
+        const store = new RedisPaymentsStore(client, { keyPrefix: prefix() });
+        await expect(store.claim('e', 'o', LONG_MS)).resolves.toBe('claimed');
+        await store.close();
+        expect(client.status).toBe('ready');
+        await expect(client.ping()).resolves.toBe('PONG');
+        // The host can still use a store on it, e.g. one created again after a module reload.
+        await expect(new RedisPaymentsStore(client, { keyPrefix: prefix() }).claim('e', 'o', LONG_MS)).resolves.toBe('claimed');
+      } finally {
+        await closeClient(client);
+      }
+    });
+
+    it("works under a host client's own ioredis keyPrefix, scripts and plain commands alike", async () => {
+      const hostPrefix = `${RUN_PREFIX}host:`;
+      const client = new Redis(REDIS_URL, { keyPrefix: hostPrefix, maxRetriesPerRequest: 1 });
+      try {
+        const store = new RedisPaymentsStore(client, { keyPrefix: 'app:' });
+        await store.saveBinding('t', { paymentId: 'p', amount: '1', createdAt: 'x' }, LONG_MS);
+        await expect(store.claim('e', 'o', LONG_MS)).resolves.toBe('claimed');
+        expect(await admin.get(`${hostPrefix}app:event:e`)).toBe('claimed:o');
+        expect(await admin.exists(`${hostPrefix}app:binding:t`)).toBe(1);
+        await expect(store.findBinding('t')).resolves.toEqual({ paymentId: 'p', amount: '1', createdAt: 'x' });
+        await expect(store.markDone('e', 'o', LONG_MS)).resolves.toBe(true);
+      } finally {
+        await closeClient(client);
+      }
+    });
+
+    it.each([
+      ['RESP2', { protocol: 2 as const }],
+      ['RESP3 with resp3 reply mapping', { protocol: 3 as const, replyMapping: 'resp3' as const }],
+      ['stringNumbers', { stringNumbers: true }],
+    ])('works on a %s client', async (_name, options) => {
+      const client = new Redis(REDIS_URL, { ...options, maxRetriesPerRequest: 1 });
+      try {
+        const store = new RedisPaymentsStore(client, { keyPrefix: prefix() });
+        await expect(store.claim('e', 'o', LONG_MS)).resolves.toBe('claimed');
+        await expect(store.claim('e', 'o2', LONG_MS)).resolves.toBe('busy');
+        await expect(store.markDone('e', 'o2', LONG_MS)).resolves.toBe(false);
+        await expect(store.markDone('e', 'o', LONG_MS)).resolves.toBe(true);
+        await expect(store.claim('e', 'o2', LONG_MS)).resolves.toBe('done');
+      } finally {
+        await closeClient(client);
+      }
+    });
+
+    it('closes the client it created; later calls reject; close() twice is fine', async () => {
+      const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: prefix(), logger: recordingLogger() });
+      try {
+        await expect(store.claim('e', 'o', LONG_MS)).resolves.toBe('claimed');
+      } finally {
+        await store.close();
+      }
+      await store.close();
+      await expect(store.claim('e2', 'o', LONG_MS)).rejects.toThrow(/claim called after close\(\)/);
+      await expect(store.findBinding('t')).rejects.toThrow(/after close/);
+    });
+
+    it('rejects something that is neither a URL nor a client', () => {
+      expect(() => new RedisPaymentsStore({} as unknown as string)).toThrow(TypeError);
+      expect(() => new RedisPaymentsStore(REDIS_URL, { operationTimeoutMs: 0 })).toThrow(RangeError);
+    });
+  });
+
+  describe('several stores', () => {
+    const stores: RedisPaymentsStore[] = [];
+    const open = (keyPrefix: string) => {
+      const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix, logger: recordingLogger() });
+      stores.push(store);
+      return store;
+    };
+
+    afterEach(async () => {
+      await Promise.all(stores.splice(0).map((s) => s.close()));
+    });
+
+    it('with different prefixes do not see each other', async () => {
+      const [a, b] = [open(prefix()), open(prefix())];
+      await expect(a.claim('payment.confirmed:1', 'a', LONG_MS)).resolves.toBe('claimed');
+      await expect(b.claim('payment.confirmed:1', 'b', LONG_MS)).resolves.toBe('claimed');
+      await a.markDone('payment.confirmed:1', 'a', LONG_MS);
+      await expect(b.claim('payment.confirmed:1', 'b2', LONG_MS)).resolves.toBe('busy');
+      await a.saveBinding('token', { paymentId: 'p', amount: '1', createdAt: 'x' }, LONG_MS);
+      await expect(b.findBinding('token')).resolves.toBeUndefined();
+    });
+
+    it('with the same prefix share claims, bindings and done markers', async () => {
+      const shared = prefix();
+      const [a, b] = [open(shared), open(shared)];
+      await expect(a.claim('e', 'instance-a', LONG_MS)).resolves.toBe('claimed');
+      await expect(b.claim('e', 'instance-b', LONG_MS)).resolves.toBe('busy');
+      await expect(b.markDone('e', 'instance-b', LONG_MS)).resolves.toBe(false);
+      await b.release('e', 'instance-b');
+      await expect(a.markDone('e', 'instance-a', LONG_MS)).resolves.toBe(true);
+      await expect(b.claim('e', 'instance-b', LONG_MS)).resolves.toBe('done');
+      await b.saveBinding('token', { paymentId: 'p', amount: '1', createdAt: 'x' }, LONG_MS);
+      await expect(a.findBinding('token')).resolves.toEqual({ paymentId: 'p', amount: '1', createdAt: 'x' });
+    });
+
+    it('on two connections racing 100 claims over 20 events grant exactly one claim per event', async () => {
+      const shared = prefix();
+      const [a, b] = [open(shared), open(shared)];
+      // Both connections must be up, or the race would only be between queued commands.
+      await Promise.all([a.findBinding('warm-up'), b.findBinding('warm-up')]);
+      const attempts = Array.from({ length: 100 }, (_, i) => ({ event: `e${i % 20}`, owner: `o${i}`, store: i % 2 ? a : b }));
+      attempts.sort(() => Math.random() - 0.5);
+      const outcomes = await Promise.all(attempts.map((t) => t.store.claim(t.event, t.owner, LONG_MS)));
+
+      const winners = new Map<string, string[]>();
+      attempts.forEach((t, i) => {
+        if (outcomes[i] === 'claimed') winners.set(t.event, [...(winners.get(t.event) ?? []), t.owner]);
+      });
+      expect(winners.size).toBe(20);
+      for (const owners of winners.values()) expect(owners).toHaveLength(1);
+      expect(outcomes.filter((o) => o === 'busy')).toHaveLength(80);
+      // Redis agrees with what each winner was told.
+      for (const [event, [winner]] of winners) {
+        expect(await admin.get(`${shared}event:${event}`)).toBe(`claimed:${winner}`);
+      }
+    });
+  });
+
+  describe('when Redis is unreachable', () => {
+    it('rejects every operation within a few seconds when the port is closed', async () => {
+      const logger = recordingLogger();
+      const store = new RedisPaymentsStore(`redis://127.0.0.1:${await closedPort()}`, { logger });
+      try {
+        const started = Date.now();
+        const results = await Promise.allSettled([
+          store.claim('e', 'o', LONG_MS),
+          store.markDone('e', 'o', LONG_MS),
+          store.release('e', 'o'),
+          store.saveBinding('t', { paymentId: 'p', amount: '1', createdAt: 'x' }, LONG_MS),
+          store.findBinding('t'),
+        ]);
+        expect(Date.now() - started).toBeLessThan(3000);
+        expect(results.map((r) => r.status)).toEqual(Array(5).fill('rejected'));
+        // Reconnection keeps failing, but the outage is logged once.
+        await sleep(300);
+        expect(logger.errors).toHaveLength(1);
+        expect(logger.errors[0]).toMatch(/ECONNREFUSED/);
+      } finally {
+        const closing = Date.now();
+        await store.close();
+        expect(Date.now() - closing).toBeLessThan(500);
+      }
+    });
+
+    it('closes at once while reconnecting, and rejects later calls at once', async () => {
+      const store = new RedisPaymentsStore(`redis://127.0.0.1:${await closedPort()}`, { logger: recordingLogger() });
+      await expect(store.findBinding('t')).rejects.toThrow();
+      const started = Date.now();
+      await store.close();
+      await expect(store.claim('e', 'o', LONG_MS)).rejects.toThrow(/after close/);
+      expect(Date.now() - started).toBeLessThan(200);
+    });
+
+    it('rejects within operationTimeoutMs when Redis accepts connections but never answers', async () => {
+      const server = await silentServer();
+      const store = new RedisPaymentsStore(`redis://127.0.0.1:${server.port}`, { operationTimeoutMs: 300, logger: recordingLogger() });
+      try {
+        const { ms, error } = await timeRejection(store.claim('e', 'o', LONG_MS));
+        expect(error.message).toMatch(/timed out/);
+        expect(ms).toBeGreaterThanOrEqual(250);
+        expect(ms).toBeLessThan(1500);
+      } finally {
+        await store.close();
+        await server.close();
+      }
+    });
+
+    it('bounds operations even on a host client set to queue commands forever', async () => {
+      const client = new Redis(`redis://127.0.0.1:${await closedPort()}`, { maxRetriesPerRequest: null });
+      client.on('error', () => undefined);
+      const store = new RedisPaymentsStore(client, { operationTimeoutMs: 300 });
+      try {
+        const { ms, error } = await timeRejection(store.claim('e', 'o', LONG_MS));
+        expect(error.message).toMatch(/claim timed out after 300 ms/);
+        expect(ms).toBeLessThan(1500);
+      } finally {
+        await store.close();
+        client.disconnect();
+      }
+    });
+
+    it('recovers by itself once Redis is back', async () => {
+      // A proxy we can cut and restore stands in for a Redis that goes away and comes back.
+      const target = new URL(REDIS_URL);
+      const upstreams = new Set<net.Socket>();
+      const clients = new Set<net.Socket>();
+      let accepting = true;
+      const proxy = net.createServer((socket) => {
+        if (!accepting) return socket.destroy();
+        const upstream = net.connect(Number(target.port || 6379), target.hostname);
+        clients.add(socket);
+        upstreams.add(upstream);
+        socket.pipe(upstream).pipe(socket);
+        const drop = () => {
+          socket.destroy();
+          upstream.destroy();
+          clients.delete(socket);
+          upstreams.delete(upstream);
+        };
+        socket.on('error', drop).on('close', drop);
+        upstream.on('error', drop).on('close', drop);
+      });
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+      const { port } = proxy.address() as net.AddressInfo;
+      const logger = recordingLogger();
+      const store = new RedisPaymentsStore(`redis://127.0.0.1:${port}`, {
+        keyPrefix: prefix(),
+        operationTimeoutMs: 500,
+        logger,
+        redisOptions: { retryStrategy: () => 50 },
+      });
+      try {
+        await expect(store.claim('before', 'o', LONG_MS)).resolves.toBe('claimed');
+
+        accepting = false;
+        for (const s of [...clients, ...upstreams]) s.destroy();
+        await expect(store.claim('during', 'o', LONG_MS)).rejects.toThrow();
+        expect(logger.errors).toHaveLength(1);
+
+        accepting = true;
+        const deadline = Date.now() + 3000;
+        let outcome: string | undefined;
+        while (outcome === undefined && Date.now() < deadline) {
+          outcome = await store.claim('after', 'o', LONG_MS).catch(() => undefined);
+          if (outcome === undefined) await sleep(50);
+        }
+        expect(outcome).toBe('claimed');
+        expect(logger.warnings.some((w) => /back/.test(w))).toBe(true);
+      } finally {
+        await store.close();
+        for (const s of [...clients, ...upstreams]) s.destroy();
+        await new Promise<void>((resolve) => proxy.close(() => resolve()));
+      }
+    });
+  });
+});
