@@ -11,16 +11,17 @@ export const DONE_VALUE = 'done';
 /** Prefix of the value of an event key held by a delivery attempt (`claimed:<owner>`). */
 export const CLAIMED_PREFIX = 'claimed:';
 
-// KEYS[1] event key; ARGV[1] owner; ARGV[2] lease in ms. Anything other than an empty key or
-// `done` counts as a claim by someone (even a foreign value), so the script errs on not running.
+// KEYS[1] event key; ARGV[1] owner; ARGV[2] lease in ms. The same owner claiming again (a command
+// resent after a reconnect) gets its claim back with a fresh lease. Anything else but an empty key
+// or `done` counts as a claim by someone (even a foreign value), so the script errs on not running.
 const CLAIM_LUA = `
 local current = redis.call('GET', KEYS[1])
-if not current then
-  redis.call('SET', KEYS[1], '${CLAIMED_PREFIX}' .. ARGV[1], 'PX', ARGV[2])
-  return 'claimed'
-end
 if current == '${DONE_VALUE}' then
   return 'done'
+end
+if not current or current == '${CLAIMED_PREFIX}' .. ARGV[1] then
+  redis.call('SET', KEYS[1], '${CLAIMED_PREFIX}' .. ARGV[1], 'PX', ARGV[2])
+  return 'claimed'
 end
 return 'busy'
 `;

@@ -36,10 +36,25 @@ describe('MemoryPaymentsStore bounds', () => {
     for (let i = 0; i < 5000; i++) {
       await store.saveBinding(`token-${i}`, { paymentId: `pay-${i}`, amount: '1000', createdAt: new Date(0).toISOString() }, DAY_MS);
       await store.claim(`payment.confirmed:${i}`, `owner-${i}`, DAY_MS);
+      await store.markDone(`payment.confirmed:${i}`, `owner-${i}`, DAY_MS);
     }
     expect(store.size).toBeLessThanOrEqual(700);
     expect((await store.findBinding('token-4999'))?.paymentId).toBe('pay-4999');
     await expect(store.findBinding('token-0')).resolves.toBeUndefined();
+    await store.close();
+  });
+
+  it('never evicts a claim in progress, however many confirmations are handled meanwhile', async () => {
+    const store = new MemoryPaymentsStore({ maxEvents: 100 });
+    await expect(store.claim('payment.confirmed:slow', 'first', DAY_MS)).resolves.toBe('claimed');
+    for (let i = 0; i < 1000; i++) {
+      await store.claim(`payment.confirmed:${i}`, `owner-${i}`, DAY_MS);
+      await store.markDone(`payment.confirmed:${i}`, `owner-${i}`, DAY_MS);
+    }
+    // A concurrent duplicate of the slow one must still be told it is busy.
+    await expect(store.claim('payment.confirmed:slow', 'duplicate', DAY_MS)).resolves.toBe('busy');
+    await expect(store.markDone('payment.confirmed:slow', 'first', DAY_MS)).resolves.toBe(true);
+    expect(store.size).toBeLessThanOrEqual(100);
     await store.close();
   });
 

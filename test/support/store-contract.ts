@@ -120,6 +120,21 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     });
 
     describe('claims', () => {
+      it('is idempotent for the same owner (a resent claim gets its claim back)', async () => {
+        const k = key();
+        const me = owner();
+        await expect(store.claim(k, me, LONG_MS)).resolves.toBe('claimed');
+        await expect(store.claim(k, me, LONG_MS)).resolves.toBe('claimed');
+        await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('busy');
+        await expect(store.markDone(k, me, LONG_MS)).resolves.toBe(true);
+        await expect(store.claim(k, me, LONG_MS)).resolves.toBe('done');
+      });
+
+      it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY])('refuses a lease or TTL of %p', async (bad) => {
+        await expect(store.claim(key(), owner(), bad)).rejects.toBeInstanceOf(RangeError);
+        await expect(store.saveBinding(randomUUID(), binding(), bad)).rejects.toBeInstanceOf(RangeError);
+      });
+
       it('grants the first claim and answers busy to another owner', async () => {
         const k = key();
         await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('claimed');
