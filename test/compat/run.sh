@@ -5,7 +5,8 @@
 # the framework versions each one targets from the npm registry, into:
 #   - the apps of test/compat/apps/<name>/: small real projects that build (tsc), start a
 #     PaymentsSandbox, take a payment through the plugin, receive its signed webhook, refund it,
-#     and print `<name>: ok (...)`;
+#     and print `<name>: ok (...)`; the Nest ones (those with a src/) get the shared scenario and
+#     shop module of test/compat/shared/ copied into their src/;
 #   - the type checks of test/compat/types/: every entry point under TypeScript moduleResolution
 #     node16, nodenext and bundler, against the Nest 11 and the Nest 12 peers.
 # One line per entry, then `compat: N passed, M failed`; exits non-zero if anything failed.
@@ -158,6 +159,18 @@ run_app() {
   local name="$1" src="$HERE/apps/$1" dir="$APPS/$1" log="$LOGS/$1.log" status
   cp -RL "$src" "$dir" # -L: a linked file (express4/main.js) becomes a copy
   rm -rf "$dir/node_modules" "$dir/dist" "$dir/package-lock.json"
+  # The TypeScript Nest apps (those with a src/) share their scenario and shop module: the files of
+  # test/compat/shared/ go into src/ beside the app's own main.ts (never over a file of the app).
+  if [ -d "$dir/src" ]; then
+    local shared
+    for shared in "$HERE"/shared/*.ts; do
+      if [ -e "$dir/src/${shared##*/}" ]; then
+        fail "$name" "src/${shared##*/} is also in test/compat/shared/; one of them must go"
+        return
+      fi
+      cp "$shared" "$dir/src/"
+    done
+  fi
   npm_install "$dir" "$log"
   status=$?
   [ $status -eq 0 ] || { fail "$name" "$(why $status "npm install" "$INSTALL_TIMEOUT")" "$log"; return; }

@@ -1,103 +1,35 @@
-// Compatibility app: Nest 11 in a CommonJS project. Generates a payment on a PaymentsSandbox,
-// has the sandbox deliver the signed confirmation webhook to this app, then refunds it.
-// Prints `nest11-cjs: ok (...)` and exits 0, or prints why and exits 1.
+// Compatibility app: Nest 11 in a CommonJS project, Express adapter. Runs the scenario of
+// nest-scenario.ts (test/compat/shared/, copied into src/ by run.sh): generates a payment on a
+// PaymentsSandbox, has the sandbox deliver the signed confirmation webhook to this app, then
+// refunds it. Prints `nest11-cjs: ok (...)` and exits 0, or prints why and exits 1.
 import 'reflect-metadata';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { PaymentsModule, PaymentsService } from 'nestjs-payments';
-import { PaymentsSandbox } from 'nestjs-payments/testing';
-import { Orders, ShopModule } from './shop.module';
+import { assertOwnInstall, runNestScenario } from './nest-scenario.js';
 
-const NAME = 'nest11-cjs';
-const SECRET = 'compat-webhook-secret-7f3a9c1e5b2d4f60a8c7'; // at least 32 characters
-const AMOUNT = '12500';
-
-function checkModuleSystem(): string {
-  // This file really is CommonJS, and the package came in through require().
-  assert.equal(typeof module, 'object', 'not running as CommonJS');
-  assert.equal(typeof require, 'function', 'no require() here');
-  // Everything comes from this app's own install (the packed tarball), nothing from elsewhere.
-  const own = path.join(__dirname, '..', 'node_modules') + path.sep;
-  for (const id of ['nestjs-payments', 'nestjs-payments/testing', '@nestjs/core', '@nestjs/event-emitter']) {
-    const file = require.resolve(id);
-    assert.ok(file.startsWith(own), `${id} resolved outside this app: ${file}`);
-  }
-  assert.equal(require('nestjs-payments').PaymentsModule, PaymentsModule, 'require() gave another PaymentsModule');
-  const nest = require('@nestjs/core/package.json').version as string;
-  assert.match(nest, /^11\./, `expected @nestjs/core 11, got ${nest}`);
-  return nest;
-}
-
-function listen(server: http.Server): Promise<string> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
-  });
-}
-
-async function main(): Promise<string> {
-  const nest = checkModuleSystem();
-  // import() of the same package from CommonJS gives the very same module (no dual-package copy).
-  const viaImport = await import('nestjs-payments');
-  assert.equal(viaImport.PaymentsService, PaymentsService, 'import() and require() gave different copies of the package');
-
-  const sandbox = await PaymentsSandbox.start({ port: 0 });
-  // The app's own HTTP server listens first (port 0), so the webhook URL can name its real port.
-  const server = http.createServer();
-  const url = await listen(server);
-  const app = await NestFactory.create(
-    ShopModule.register(sandbox.options({ webhook: { publicUrl: `${url}/payments/webhook`, secret: SECRET } })),
-    new ExpressAdapter(),
-    { logger: ['error', 'warn'] },
-  );
-  try {
-    await app.init();
+runNestScenario({
+  name: 'nest11-cjs',
+  amount: '12500',
+  developerTrackingId: 'order-11',
+  shop: {}, // PaymentsModule.forRoot(options), a synchronous confirmation handler
+  async check() {
+    // This file really is CommonJS, and the package came in through require().
+    assert.equal(typeof module, 'object', 'not running as CommonJS');
+    assert.equal(typeof require, 'function', 'no require() here');
+    assertOwnInstall(path.join(__dirname, '..'), (id) => require.resolve(id));
+    assert.equal(require('nestjs-payments').PaymentsModule, PaymentsModule, 'require() gave another PaymentsModule');
+    const nest = require('@nestjs/core/package.json').version as string;
+    assert.match(nest, /^11\./, `expected @nestjs/core 11, got ${nest}`);
+    // import() of the same package from CommonJS gives the very same module (no dual-package copy).
+    const viaImport = await import('nestjs-payments');
+    assert.equal(viaImport.PaymentsService, PaymentsService, 'import() and require() gave different copies of the package');
+    return `@nestjs/core ${nest}, express adapter, commonjs (require)`;
+  },
+  create: (module, _server, options) => NestFactory.create(module, new ExpressAdapter(), options),
+  serve: (app, server) => {
     server.on('request', app.getHttpAdapter().getInstance());
-
-    const payments = app.get(PaymentsService);
-    const orders = app.get(Orders);
-    const { paymentId, link } = await payments.generatePayment({ amount: AMOUNT, developerTrackingId: 'order-11' });
-    assert.ok(paymentId && link.startsWith(sandbox.url), `unexpected payment: ${paymentId} ${link}`);
-    const webhookUrl = sandbox.getPayment(paymentId)?.webhook ?? '';
-    assert.ok(webhookUrl.startsWith(`${url}/payments/webhook?`), `the payment's webhook is not this app's signed URL: ${webhookUrl}`);
-
-    const settlement = await sandbox.completePayment(paymentId);
-    assert.equal(settlement.webhook?.status, 200, `the sandbox's webhook got ${JSON.stringify(settlement.webhook)}`);
-    assert.equal(settlement.webhook?.attempts, 1, `webhook needed ${settlement.webhook?.attempts} attempts`);
-    assert.equal(orders.confirmed.length, 1, `@OnPaymentConfirmed ran ${orders.confirmed.length} times`);
-    assert.equal(orders.confirmed[0].paymentId, paymentId);
-    assert.equal(orders.confirmed[0].amount, AMOUNT);
-    assert.equal(orders.confirmed[0].developerTrackingId, 'order-11');
-
-    const refund = await payments.refundPayment(paymentId);
-    assert.equal(refund.paymentId, paymentId);
-    assert.equal(refund.status, 'success');
-    assert.ok(refund.refundId, 'no refundId');
-    assert.equal(sandbox.getPayment(paymentId)?.state, 'refunded');
-    assert.equal(orders.refunded.length, 1, `payment.refunded ran ${orders.refunded.length} times`);
-  } finally {
-    await app.close();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await sandbox.close();
-  }
-  return `node ${process.version}, @nestjs/core ${nest}, express adapter, commonjs (require)`;
-}
-
-main().then(
-  (details) => {
-    console.log(`${NAME}: ok (generate, webhook, refund) [${details}]`);
-    // Everything is closed: the process must now end on its own. If a handle stays open, say so.
-    setTimeout(() => {
-      console.error(`${NAME}: FAIL: the process did not exit after everything was closed (open handles)`);
-      process.exit(1);
-    }, 5000).unref();
   },
-  (error: unknown) => {
-    console.error(`${NAME}: FAIL: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exit(1);
-  },
-);
+});

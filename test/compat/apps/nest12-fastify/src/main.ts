@@ -1,110 +1,48 @@
-// Compatibility app: Nest 12 on the Fastify adapter, built with `moduleResolution: bundler`.
-// Generates a payment on a PaymentsSandbox, has the sandbox deliver the signed confirmation
-// webhook to this app, then refunds it. Prints `nest12-fastify: ok (...)` and exits 0, or prints
-// why and exits 1.
+// Compatibility app: Nest 12 on the Fastify adapter, built with `moduleResolution: bundler`. Runs
+// the scenario of nest-scenario.ts (test/compat/shared/, copied into src/ by run.sh): generates a
+// payment on a PaymentsSandbox, has the sandbox deliver the signed confirmation webhook to this
+// app, then refunds it. Prints `nest12-fastify: ok (...)` and exits 0, or prints why and exits 1.
 import 'reflect-metadata';
 import assert from 'node:assert/strict';
-import http from 'node:http';
+import type http from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { PaymentsService } from 'nestjs-payments';
-import { PaymentsSandbox } from 'nestjs-payments/testing';
-import { Orders, ShopModule } from './shop.module.js';
+import { assertOwnInstall, runNestScenario } from './nest-scenario.js';
 
-const NAME = 'nest12-fastify';
-const SECRET = 'compat-webhook-secret-7f3a9c1e5b2d4f60a8c7'; // at least 32 characters
-const AMOUNT = '4750';
 const require = createRequire(import.meta.url);
 
-function checkModuleSystem(): string {
-  assert.equal(typeof module, 'undefined', 'not running as an ES module');
-  // Everything comes from this app's own install (the packed tarball), nothing from elsewhere.
-  const own = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules') + path.sep;
-  for (const id of ['nestjs-payments', 'nestjs-payments/testing', '@nestjs/core', '@nestjs/event-emitter']) {
-    const file = fileURLToPath(import.meta.resolve(id));
-    assert.ok(file.startsWith(own), `${id} resolved outside this app: ${file}`);
-  }
-  // No Express here: the plugin's Nest layer must not need it on the Fastify adapter.
-  assert.throws(() => require.resolve('express'), `express is installed, so this app would not prove the Fastify path needs none`);
-  const nest = require('@nestjs/core/package.json').version as string;
-  assert.match(nest, /^12\./, `expected @nestjs/core 12, got ${nest}`);
-  const fastify = require('fastify/package.json').version as string;
-  return `@nestjs/core ${nest}, fastify ${fastify}`;
-}
-
-function listen(server: http.Server): Promise<string> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
-  });
-}
-
-async function main(): Promise<string> {
-  const versions = checkModuleSystem();
-  const sandbox = await PaymentsSandbox.start({ port: 0 });
-  // The app's own HTTP server listens first (port 0), so the webhook URL can name its real port;
-  // Fastify serves on it through `serverFactory`.
-  const server = http.createServer();
-  const url = await listen(server);
-  const adapter = new FastifyAdapter({
-    serverFactory: (handler: http.RequestListener) => {
-      server.on('request', handler);
-      return server;
-    },
-  });
-  const app = await NestFactory.create<NestFastifyApplication>(
-    ShopModule.register(() => sandbox.options({ webhook: { publicUrl: `${url}/payments/webhook`, secret: SECRET } })),
-    adapter,
-    { logger: ['error', 'warn'] },
-  );
-  try {
-    await app.init();
+runNestScenario<NestFastifyApplication>({
+  name: 'nest12-fastify',
+  amount: '4750',
+  developerTrackingId: 'order-fastify',
+  // PaymentsModule.forRootAsync({ useFactory }); an awaited confirmation handler (20 ms).
+  shop: { forRootAsync: true, confirmDelayMs: 20 },
+  check() {
+    assert.equal(typeof module, 'undefined', 'not running as an ES module');
+    assertOwnInstall(path.join(path.dirname(fileURLToPath(import.meta.url)), '..'), (id) => fileURLToPath(import.meta.resolve(id)));
+    // No Express here: the plugin's Nest layer must not need it on the Fastify adapter.
+    assert.throws(() => require.resolve('express'), `express is installed, so this app would not prove the Fastify path needs none`);
+    const nest = require('@nestjs/core/package.json').version as string;
+    assert.match(nest, /^12\./, `expected @nestjs/core 12, got ${nest}`);
+    const fastify = require('fastify/package.json').version as string;
+    return `@nestjs/core ${nest}, fastify ${fastify}, fastify adapter, esm (import), bundler resolution`;
+  },
+  // Fastify serves on the app's own server (already listening) through `serverFactory`.
+  create: (module, server, options) =>
+    NestFactory.create<NestFastifyApplication>(
+      module,
+      new FastifyAdapter({
+        serverFactory: (handler: http.RequestListener) => {
+          server.on('request', handler);
+          return server;
+        },
+      }),
+      options,
+    ),
+  serve: async (app) => {
     await app.getHttpAdapter().getInstance().ready();
-
-    const payments = app.get(PaymentsService);
-    const orders = app.get(Orders);
-    const { paymentId, link } = await payments.generatePayment({ amount: AMOUNT, developerTrackingId: 'order-fastify' });
-    assert.ok(paymentId && link.startsWith(sandbox.url), `unexpected payment: ${paymentId} ${link}`);
-    const webhookUrl = sandbox.getPayment(paymentId)?.webhook ?? '';
-    assert.ok(webhookUrl.startsWith(`${url}/payments/webhook?`), `the payment's webhook is not this app's signed URL: ${webhookUrl}`);
-
-    const settlement = await sandbox.completePayment(paymentId);
-    assert.equal(settlement.webhook?.status, 200, `the sandbox's webhook got ${JSON.stringify(settlement.webhook)}`);
-    assert.equal(settlement.webhook?.attempts, 1, `webhook needed ${settlement.webhook?.attempts} attempts`);
-    assert.equal(orders.confirmed.length, 1, `@OnPaymentConfirmed ran ${orders.confirmed.length} times`);
-    assert.equal(orders.confirmed[0].paymentId, paymentId);
-    assert.equal(orders.confirmed[0].amount, AMOUNT);
-    assert.equal(orders.confirmed[0].developerTrackingId, 'order-fastify');
-
-    const refund = await payments.refundPayment(paymentId);
-    assert.equal(refund.paymentId, paymentId);
-    assert.equal(refund.status, 'success');
-    assert.ok(refund.refundId, 'no refundId');
-    assert.equal(sandbox.getPayment(paymentId)?.state, 'refunded');
-    assert.equal(orders.refunded.length, 1, `payment.refunded ran ${orders.refunded.length} times`);
-  } finally {
-    await app.close(); // closes Fastify, and with it the server it was given
-    if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
-    await sandbox.close();
-  }
-  return `node ${process.version}, ${versions}, fastify adapter, esm (import), bundler resolution`;
-}
-
-main().then(
-  (details) => {
-    console.log(`${NAME}: ok (generate, webhook, refund) [${details}]`);
-    // Everything is closed: the process must now end on its own. If a handle stays open, say so.
-    setTimeout(() => {
-      console.error(`${NAME}: FAIL: the process did not exit after everything was closed (open handles)`);
-      process.exit(1);
-    }, 5000).unref();
   },
-  (error: unknown) => {
-    console.error(`${NAME}: FAIL: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exit(1);
-  },
-);
+});
