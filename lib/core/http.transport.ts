@@ -46,6 +46,8 @@ export class HttpTransport {
   readonly #maxRetries: number;
   readonly #logger: PaymentsLogger;
   readonly #timeoutMs: number;
+  /** Aborted by close(): no new attempt starts and pending backoffs end at once. */
+  readonly #lifetime = new AbortController();
 
   /** @param options where and how to send */
   constructor(options: TransportOptions) {
@@ -62,14 +64,20 @@ export class HttpTransport {
     // inspect or log, and defaults would carry the private key along.
     this.#http = axios.create({
       baseURL: options.baseUrl,
-      timeout: options.timeoutMs,
+      // No axios `timeout`: it is a socket idle timer (re-armed on every chunk) that the
+      // per-attempt deadline in send() makes redundant.
       maxRedirects: 0,
       validateStatus: () => true,
       responseType: 'text',
+      // The body is already JSON text: axios' default would parse it again to check it.
+      transformRequest: [(data: unknown) => data],
       transformResponse: [(data: unknown) => data],
       transitional: { clarifyTimeoutError: true, silentJSONParsing: true, forcedJSONParsing: false },
       httpAgent: this.#agents.http,
       httpsAgent: this.#agents.https,
+      // axios looks the proxy variables up on every request; when none is set at start-up, saying
+      // so once spares that (one set later then takes a restart, like every other setting).
+      ...(proxyConfigured() ? {} : { proxy: false as const }),
       maxContentLength: maxBytes,
       maxBodyLength: maxBytes,
       decompress: true,
@@ -87,14 +95,26 @@ export class HttpTransport {
     const data = request.body === undefined ? undefined : JSON.stringify(request.body);
 
     for (let attempt = 1; ; attempt++) {
+      if (this.#lifetime.signal.aborted) throw this.#closedError(request, attempt - 1);
+      // A deadline for the whole attempt (connect, headers and body). axios' own `timeout` is a
+      // socket idle timer: an answer trickling in byte by byte would never trip it.
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(), this.#timeoutMs);
       let response: AxiosResponse<string>;
       try {
-        response = await this.#http.request<string>({ method: request.method, url: request.path, params: request.query, data, headers });
+        response = await this.#http.request<string>({
+          method: request.method,
+          url: request.path,
+          params: request.query,
+          data,
+          headers,
+          signal: deadline.signal,
+        });
       } catch (error) {
-        const failure = classify(error, request.method);
-        if (attempt <= this.#maxRetries && failure.retryable) {
+        const failure = classify(error, request.method, deadline.signal.aborted);
+        if (attempt <= this.#maxRetries && failure.retryable && !this.#lifetime.signal.aborted) {
           this.#logger.log(`${request.operation}: ${failure.reason}, retrying (attempt ${attempt + 1})`);
-          await sleep(backoff(attempt));
+          await this.#pause(backoff(attempt));
           continue;
         }
         throw new PaymentsConnectionError({
@@ -102,23 +122,50 @@ export class HttpTransport {
           code: failure.timeout ? 'TIMEOUT' : 'CONNECTION_FAILED',
           mayHaveBeenProcessed: request.method === 'POST' && failure.mayHaveBeenSent,
           attempts: attempt,
-          reason: failure.timeout ? `no answer within ${this.#timeoutMs} ms` : failure.reason,
+          reason: failure.timeout ? `no answer within ${this.#timeoutMs} ms` : this.#lifetime.signal.aborted ? 'the client was closed' : failure.reason,
         });
+      } finally {
+        clearTimeout(timer);
       }
       const status = response.status;
-      if (request.method === 'GET' && (status === 429 || status >= 500) && attempt <= this.#maxRetries) {
+      if (request.method === 'GET' && (status === 429 || status >= 500) && attempt <= this.#maxRetries && !this.#lifetime.signal.aborted) {
         this.#logger.log(`${request.operation}: HTTP ${status}, retrying (attempt ${attempt + 1})`);
-        await sleep(backoff(attempt, retryAfterMs(response.headers['retry-after'])));
+        await this.#pause(backoff(attempt, retryAfterMs(response.headers['retry-after'])));
         continue;
       }
       return { status, body: typeof response.data === 'string' ? response.data : String(response.data ?? '') };
     }
   }
 
-  /** Closes idle keep-alive sockets so the process can exit. */
+  /**
+   * Closes the keep-alive sockets so the process can exit. Calls in flight fail (a POST as "may
+   * have been processed"), pending retries are dropped, and no new request is sent.
+   */
   close(): void {
+    this.#lifetime.abort();
     this.#agents.http.destroy();
     this.#agents.https.destroy();
+  }
+
+  /** Waits before a retry; close() cuts the wait short (the loop then stops). */
+  async #pause(ms: number): Promise<void> {
+    try {
+      await sleep(ms, undefined, { signal: this.#lifetime.signal });
+    } catch {
+      // Aborted by close(): the next loop turn reports it.
+    }
+  }
+
+  // Only reached before an attempt: the request was never sent (again), and the earlier attempts
+  // of a POST were only retried because they surely never reached the service.
+  #closedError(request: TransportRequest, attempts: number): PaymentsConnectionError {
+    return new PaymentsConnectionError({
+      operation: request.operation,
+      code: 'CONNECTION_FAILED',
+      mayHaveBeenProcessed: false,
+      attempts,
+      reason: 'the client was closed',
+    });
   }
 }
 
@@ -129,11 +176,11 @@ interface Failure {
   retryable: boolean;
 }
 
-function classify(error: unknown, method: 'GET' | 'POST'): Failure {
+function classify(error: unknown, method: 'GET' | 'POST', deadlinePassed: boolean): Failure {
   const code = (error as { code?: unknown })?.code;
   const text = typeof code === 'string' ? code : '';
   const tooLarge = error instanceof Error && /maxContentLength|maxBodyLength/.test(error.message);
-  const timeout = TIMEOUTS.has(text);
+  const timeout = deadlinePassed || TIMEOUTS.has(text);
   const neverSent = NEVER_SENT.has(text);
   const reason = tooLarge ? 'answer larger than the 1 MiB limit' : text || (error instanceof Error ? error.message : 'unknown error');
   return {
@@ -143,6 +190,11 @@ function classify(error: unknown, method: 'GET' | 'POST'): Failure {
     // A too-large answer will be as large next time; never retry it.
     retryable: !tooLarge && (method === 'GET' || neverSent),
   };
+}
+
+/** Whether a proxy variable axios would honour (http_proxy, https_proxy, all_proxy; any case) is set. */
+function proxyConfigured(): boolean {
+  return ['http_proxy', 'https_proxy', 'all_proxy'].some((name) => Boolean(process.env[name] || process.env[name.toUpperCase()]));
 }
 
 /** Exponential backoff with "equal jitter": half fixed, half random, capped. */

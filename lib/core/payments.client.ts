@@ -28,6 +28,9 @@ const PATHS = {
 
 const DEFAULTED_FIELDS = ['successLink', 'failLink', 'acceptCard', 'sessionTimeoutSecs', 'imageUrl'] as const;
 
+/** How many open clients use each store: one store shared by several apps closes with the last. */
+const storeUsers = new WeakMap<PaymentsStore, number>();
+
 /**
  * The framework-free client of the whole service: the four operations, the signed webhook
  * tokens they issue, and the webhook engine that checks them. `PaymentsService` (Nest) and
@@ -38,6 +41,9 @@ export class PaymentsClient implements PaymentsOperations {
   readonly #options: ResolvedPaymentsOptions;
   readonly #transport: HttpTransport;
   readonly #signer?: WebhookTokenSigner;
+  /** Whether the store was created here (no `store` option) rather than passed in by the host. */
+  readonly #ownsStore: boolean;
+  #closing?: Promise<void>;
   /** Bindings and delivery claims (the configured store, or an in-memory one). */
   readonly store: PaymentsStore;
   /** The webhook engine, shared by the Nest controller and the Express router. */
@@ -51,6 +57,8 @@ export class PaymentsClient implements PaymentsOperations {
     const resolved = resolvePaymentsOptions(options);
     this.#options = resolved;
     this.store = resolved.store ?? new MemoryPaymentsStore();
+    this.#ownsStore = resolved.store === undefined;
+    storeUsers.set(this.store, (storeUsers.get(this.store) ?? 0) + 1);
     this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger });
     if (resolved.webhook.enabled && resolved.webhook.secret) this.#signer = new WebhookTokenSigner(resolved.webhook.secret);
     this.webhooks = new WebhookProcessor(resolved.webhook, this.store, resolved.logger);
@@ -144,9 +152,27 @@ export class PaymentsClient implements PaymentsOperations {
     return bindings as CardBinding[];
   }
 
-  /** Closes keep-alive sockets and the store's own connections. Call on shutdown. */
-  async close(): Promise<void> {
+  /**
+   * Lets webhook confirmations in flight finish (new ones get 503), then closes keep-alive sockets
+   * and the store's own connections. Call on shutdown; idempotent.
+   * A store shared with other clients (several apps in one process) is closed by the last of
+   * them. An in-memory store passed in is left as it is: it holds no connection, and closing it
+   * would only drop the bindings and done markers that another app given the same store needs.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    // Confirmations in flight finish first (their handlers may still call the service, and must
+    // be marked done in a store that is still open); new ones get 503 and are delivered again.
+    await this.webhooks.drain();
     this.#transport.close();
+    const users = (storeUsers.get(this.store) ?? 1) - 1;
+    storeUsers.set(this.store, users);
+    if (users > 0) return;
+    if (!this.#ownsStore && this.store instanceof MemoryPaymentsStore) return;
     await this.store.close?.();
   }
 

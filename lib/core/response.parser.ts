@@ -19,7 +19,7 @@ const EXCERPT_LENGTH = 200;
 
 /** Parses a body as JSON; `undefined` when it is empty or not JSON. */
 export function parseJson(body: string): unknown {
-  if (body.trim() === '') return undefined;
+  if (!/\S/.test(body)) return undefined;
   try {
     return JSON.parse(body) as unknown;
   } catch {

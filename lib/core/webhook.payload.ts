@@ -31,6 +31,9 @@ export function parseWebhook(request: WebhookRequest): ParsedWebhook {
 
   const ids: string[] = [];
   const add = (value: unknown): string | undefined => {
+    // A parameter repeated with one value (`?payment_id=X&payment_id=X`, which query parsers turn
+    // into an array) is that value; copies that differ stay malformed.
+    if (Array.isArray(value) && value.length > 0 && value.length <= 16 && value.every((v) => v === (value as unknown[])[0])) value = value[0];
     if (value === undefined || value === null || value === '') return undefined;
     if (typeof value === 'number' && Number.isSafeInteger(value)) value = String(value);
     if (typeof value !== 'string') return 'payment id must be a single string';

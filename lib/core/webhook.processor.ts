@@ -42,10 +42,14 @@ const reject = (status: number, error: string, headers?: Record<string, string>)
  * - the store unreachable or the app shutting down: 503 with Retry-After.
  */
 export class WebhookProcessor {
+  // A private field (not `private`): the options hold the webhook secret, which must stay out of
+  // util.inspect, JSON.stringify and logs of this object (it is public as `client.webhooks`).
+  readonly #options: ResolvedWebhookOptions;
   private readonly signer?: WebhookTokenSigner;
   private inFlight = 0;
   private closing = false;
   private drained?: () => void;
+  private draining?: Promise<void>;
 
   /**
    * @param options resolved webhook options
@@ -53,10 +57,11 @@ export class WebhookProcessor {
    * @param logger where failures are reported
    */
   constructor(
-    private readonly options: ResolvedWebhookOptions,
+    options: ResolvedWebhookOptions,
     private readonly store: PaymentsStore,
     private readonly logger: PaymentsLogger,
   ) {
+    this.#options = options;
     if (options.enabled && options.secret) this.signer = new WebhookTokenSigner(options.secret);
   }
 
@@ -64,7 +69,7 @@ export class WebhookProcessor {
   async authenticate(request: WebhookRequest): Promise<WebhookAuthentication> {
     if (!this.signer) return { ok: false, answer: reject(404, 'webhooks are not configured') };
     const length = Number(Array.isArray(request.contentLength) ? request.contentLength[0] : request.contentLength);
-    if (Number.isFinite(length) && length > this.options.maxBodyBytes) {
+    if (Number.isFinite(length) && length > this.#options.maxBodyBytes) {
       return { ok: false, answer: reject(413, 'payload too large') };
     }
     const query = (typeof request.query === 'object' && request.query !== null ? request.query : {}) as JsonObject;
@@ -111,10 +116,11 @@ export class WebhookProcessor {
    * Stops taking new deliveries (they get 503 and will be redelivered) and waits for the ones
    * in flight to finish, so nothing half-done is marked done and nothing done is lost.
    */
-  async drain(): Promise<void> {
+  drain(): Promise<void> {
     this.closing = true;
-    if (this.inFlight === 0) return;
-    await new Promise<void>((resolve) => (this.drained = resolve));
+    // One promise for every caller (the Nest module and client.close() both drain).
+    this.draining ??= this.inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.drained = resolve));
+    return this.draining;
   }
 
   private async run(auth: Extract<WebhookAuthentication, { ok: true }>, dispatch: ConfirmationDispatcher): Promise<WebhookAnswer> {
@@ -123,7 +129,7 @@ export class WebhookProcessor {
     const owner = randomUUID();
     let claim;
     try {
-      claim = await this.store.claim(key, owner, this.options.leaseMs);
+      claim = await this.store.claim(key, owner, this.#options.leaseMs);
     } catch (error) {
       this.logger.error(`webhook: store unreachable while claiming ${binding.paymentId}: ${describe(error)}`);
       return reject(503, 'temporarily unavailable', { 'Retry-After': '5' });
@@ -133,7 +139,7 @@ export class WebhookProcessor {
 
     const event = new PaymentConfirmedEvent(binding.paymentId, binding.amount, binding.developerTrackingId, new Date(), auth.body, auth.query);
     try {
-      if (this.options.verify && !(await this.options.verify(event))) {
+      if (this.#options.verify && !(await this.#options.verify(event))) {
         await this.release(key, owner);
         return reject(403, 'confirmation refused by verify()');
       }
@@ -150,7 +156,7 @@ export class WebhookProcessor {
       return reject(500, 'handler failed');
     }
     try {
-      if (!(await this.store.markDone(key, owner, this.options.doneTtlMs))) {
+      if (!(await this.store.markDone(key, owner, this.#options.doneTtlMs))) {
         this.logger.warn(`webhook: the claim on ${binding.paymentId} expired while its handlers ran (raise webhook.leaseMs)`);
       }
     } catch (error) {
