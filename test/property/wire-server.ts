@@ -1,5 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+// The sandbox's check is the service-side rule, written apart from the plugin's class-validator one.
+import { isHttpUrl } from '../../lib/testing/sandbox.validation.js';
 
 /** One request that reached the wire-checking server. */
 export interface WireRequest {
@@ -13,16 +15,6 @@ export interface WireRequest {
 
 const GENERATE_KEYS = new Set(['amount', 'success_link', 'fail_link', 'webhook', 'developer_tracking_id', 'session_timeout_secs', 'accept_card', 'image_url']);
 
-/** An absolute http(s) URL with a host, as the service needs for links. */
-export function isAbsoluteHttpUrl(value: unknown): boolean {
-  if (typeof value !== 'string') return false;
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
-}
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isId = (v: unknown) => typeof v === 'string' && /\S/.test(v);
@@ -92,8 +84,8 @@ export class WireCheckingServer {
       case '/api/v2/generate_payment': {
         for (const key of Object.keys(b)) if (!GENERATE_KEYS.has(key)) problem(`key not in the spec: ${JSON.stringify(key)}`);
         if (typeof b.amount !== 'string' || !/^[1-9][0-9]*$/.test(b.amount)) problem(`amount ${JSON.stringify(b.amount)?.slice(0, 40)}`);
-        for (const key of ['success_link', 'fail_link']) if (!isAbsoluteHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
-        for (const key of ['webhook', 'image_url']) if (key in b && !isAbsoluteHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
+        for (const key of ['success_link', 'fail_link']) if (!isHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
+        for (const key of ['webhook', 'image_url']) if (key in b && !isHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
         if ('session_timeout_secs' in b && !(Number.isSafeInteger(b.session_timeout_secs) && (b.session_timeout_secs as number) > 0)) problem('session_timeout_secs');
         if ('accept_card' in b && typeof b.accept_card !== 'boolean') problem('accept_card');
         if ('developer_tracking_id' in b && !(typeof b.developer_tracking_id === 'string' && b.developer_tracking_id !== '')) problem('developer_tracking_id');

@@ -1,31 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import express from 'express';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { WEBHOOK_TOKEN_PARAM, type PaymentConfirmedEvent } from '../../lib/index.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from '../../lib/express/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
-import { FakeService, OK, PATHS } from '../support/fake-service.js';
+import { OK, PATHS } from '../support/fake-service.js';
 import { describeWithService, REDIS_URL, redisAvailable } from '../support/services.js';
-import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
+import { settle, useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
 // Plain Express: `await payments.close()` on shutdown must let confirmations in flight finish and
 // be marked done before the store closes, and refuse (503) the ones that arrive meanwhile.
 
 const SECRET = 'whsec_express_shutdown_0123456789abcdef01';
-const rejections = collectUnhandledRejections();
-let fake: FakeService;
+const fakeService = useFakeServiceWithoutUnhandledRejections();
 let counter = 0;
-
-beforeAll(async () => {
-  fake = await FakeService.start();
-});
-afterAll(async () => {
-  await fake.close();
-  await settle();
-  rejections.stop();
-  expect(rejections.seen).toEqual([]);
-});
 
 async function startExpress(client: PaymentsClient, onPaymentConfirmed: (e: PaymentConfirmedEvent) => Promise<void>) {
   const app = express();
@@ -37,9 +26,9 @@ async function startExpress(client: PaymentsClient, onPaymentConfirmed: (e: Paym
 
 async function generate(client: PaymentsClient) {
   const paymentId = `pay_express_shutdown_${++counter}`;
-  fake.reply(PATHS.generate, OK.generate(paymentId));
+  fakeService().reply(PATHS.generate, OK.generate(paymentId));
   await client.generatePayment({ amount: '100' });
-  return { paymentId, token: new URL(JSON.parse(fake.requests.at(-1)!.body).webhook).searchParams.get(WEBHOOK_TOKEN_PARAM)! };
+  return { paymentId, token: new URL(JSON.parse(fakeService().requests.at(-1)!.body).webhook).searchParams.get(WEBHOOK_TOKEN_PARAM)! };
 }
 
 async function deliver(url: string, p: { paymentId: string; token: string }) {
@@ -54,7 +43,7 @@ describeWithService(redisUp, `no Redis at ${REDIS_URL}`)('plain Express shutdown
     const options = {
       publicKey: 'pk',
       privateKey: 'sk_express_shutdown',
-      baseUrl: fake.url,
+      baseUrl: fakeService().url,
       successLink: 'https://shop.example/ok',
       failLink: 'https://shop.example/ko',
       webhook: { publicUrl: 'https://shop.example/hook', secret: SECRET },

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
@@ -13,9 +13,9 @@ import {
   type PaymentsStore,
 } from '../../lib/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
-import { FakeService, OK, PATHS } from '../support/fake-service.js';
+import { OK, PATHS } from '../support/fake-service.js';
 import { describeWithService, REDIS_URL, redisAvailable } from '../support/services.js';
-import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
+import { settle, useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
 // Graceful shutdown: app.close() while confirmations are in flight lets them finish (200, handler
 // done, marked done); deliveries arriving during shutdown get 503 and are redelivered; a new app
@@ -44,19 +44,8 @@ class SlowHandler {
   }
 }
 
-const rejections = collectUnhandledRejections();
-let fake: FakeService;
+const fakeService = useFakeServiceWithoutUnhandledRejections();
 let counter = 0;
-
-beforeAll(async () => {
-  fake = await FakeService.start();
-});
-afterAll(async () => {
-  await fake.close();
-  await settle();
-  rejections.stop();
-  expect(rejections.seen).toEqual([]);
-});
 
 interface Running {
   app: INestApplication;
@@ -69,7 +58,7 @@ async function start(adapter: 'express' | 'fastify', store: PaymentsStore): Prom
       PaymentsModule.forRoot({
         publicKey: 'pk',
         privateKey: 'sk_shutdown_private',
-        baseUrl: fake.url,
+        baseUrl: fakeService().url,
         successLink: 'https://shop.example/ok',
         failLink: 'https://shop.example/ko',
         webhook: { publicUrl: 'https://shop.example/payments/webhook', secret: SECRET },
@@ -86,9 +75,9 @@ async function start(adapter: 'express' | 'fastify', store: PaymentsStore): Prom
 
 async function generate(running: Running, tag: string) {
   const paymentId = `pay_${tag}_${++counter}`;
-  fake.reply(PATHS.generate, OK.generate(paymentId));
+  fakeService().reply(PATHS.generate, OK.generate(paymentId));
   await running.app.get(PaymentsService).generatePayment({ amount: '1000' });
-  const token = new URL(JSON.parse(fake.requests.at(-1)!.body).webhook).searchParams.get(WEBHOOK_TOKEN_PARAM)!;
+  const token = new URL(JSON.parse(fakeService().requests.at(-1)!.body).webhook).searchParams.get(WEBHOOK_TOKEN_PARAM)!;
   return { paymentId, token };
 }
 

@@ -1,4 +1,6 @@
+import { afterAll, beforeAll, expect } from '@jest/globals';
 import vm from 'node:vm';
+import { FakeService } from '../../support/fake-service.js';
 
 /**
  * Collects unhandled promise rejections of the whole process during a suite.
@@ -28,4 +30,24 @@ export async function rejectionOf(promise: Promise<unknown>): Promise<{ error: u
     return { error, ms: performance.now() - started };
   }
   throw new Error('expected a rejection, got a result');
+}
+
+/**
+ * Suite set-up shared by the shutdown suites: a loopback fake of the service for the whole file,
+ * and a check, after everything closed, that no promise rejection went unhandled.
+ * @returns a getter of the running fake
+ */
+export function useFakeServiceWithoutUnhandledRejections(): () => FakeService {
+  const rejections = collectUnhandledRejections();
+  let fake: FakeService | undefined;
+  beforeAll(async () => {
+    fake = await FakeService.start();
+  });
+  afterAll(async () => {
+    await fake?.close();
+    await settle();
+    rejections.stop();
+    expect(rejections.seen).toEqual([]);
+  });
+  return () => fake as FakeService;
 }
