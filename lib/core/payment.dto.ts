@@ -23,8 +23,11 @@ const ID_MESSAGE = 'must be a non-empty string';
 // 512 strings of at most 2 KiB (about 1 MiB in the worst case).
 const urlVerdicts = new Map<string, boolean>();
 
-/** An absolute http(s) URL, by the same rule as the DTO (verdicts of repeated strings remembered). */
-export function isHttpUrl(value: unknown): boolean {
+/**
+ * The one rule for links and option URLs: an absolute http(s) URL; hosts without a TLD, like
+ * `localhost`, are allowed (verdicts of repeated strings remembered).
+ */
+export function isHttpUrl(value: unknown): value is string {
   if (typeof value !== 'string') return false;
   const known = urlVerdicts.get(value);
   if (known !== undefined) return known;

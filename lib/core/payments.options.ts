@@ -1,4 +1,4 @@
-import { isURL } from 'class-validator';
+import { isHttpUrl } from './payment.dto.js';
 import type { PaymentConfirmedEvent } from './payment.events.js';
 import { PaymentsValidationError, type PaymentsFieldError } from './payments.errors.js';
 import { defaultPaymentsLogger, type PaymentsLogger } from './payments.logger.js';
@@ -104,13 +104,6 @@ export const PAYMENTS_DEFAULTS = {
   doneTtlSecs: 30 * 24 * 3600,
   minSecretLength: 32,
 } as const;
-
-const URL_OPTIONS = { protocols: ['http', 'https'], require_protocol: true, require_tld: false, require_host: true };
-
-/** True for an absolute http(s) URL (hosts without a TLD, like `localhost`, are allowed). */
-export function isHttpUrl(value: unknown): value is string {
-  return typeof value === 'string' && isURL(value, URL_OPTIONS);
-}
 
 function isPositiveInt(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;

@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { PaymentsApiError, PaymentsClient, PaymentsConnectionError, type PaymentsOptions } from '../../lib/index.js';
 import { backoff } from '../../lib/core/http.transport.js';
+import { PATHS } from '../support/fake-service.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
 import { behave, RawHttpServer } from './support/raw-server.js';
 
 const BINDINGS = '/api/v2/bindings/list';
-const GENERATE = '/api/v2/generate_payment';
 const OK_BINDINGS = { result: { success: true, bindings: [] }, status: 'success' };
 const BASE_MS = 100; // first backoff step of the transport
 const CAP_MS = 5000; // longest single backoff
@@ -100,10 +100,10 @@ describe('GET retries: exponential backoff with jitter, stopping at maxRetries',
   });
 
   it('a POST is never retried on 5xx, 429, resets or timeouts, whatever maxRetries says', async () => {
-    server.on(GENERATE, behave.sequence(behave.reply(503, ''), behave.reply(429, ''), behave.reset(), behave.hang()));
+    server.on(PATHS.generate, behave.sequence(behave.reply(503, ''), behave.reply(429, ''), behave.reset(), behave.hang()));
     const c = client({ maxRetries: 5, timeoutMs: 200 });
     for (let i = 0; i < 4; i++) await rejectionOf(c.generatePayment({ amount: '100' }));
-    expect(server.to(GENERATE)).toHaveLength(4);
+    expect(server.to(PATHS.generate)).toHaveLength(4);
   });
 });
 

@@ -11,6 +11,7 @@ import {
   type PaymentsLogger,
   type PaymentsOptions,
 } from '../../lib/index.js';
+import { PATHS } from '../support/fake-service.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
 import { behave, RawHttpServer, type RawBehaviour } from './support/raw-server.js';
 
@@ -20,12 +21,6 @@ const MAX_RETRIES = 2;
 const BOUND_MS = (MAX_RETRIES + 1) * TIMEOUT_MS + 300 + 2500;
 const MiB = 1024 * 1024;
 
-const PATHS = {
-  generate: '/api/v2/generate_payment',
-  refund: '/api/v2/refund_payment',
-  cancel: '/api/v2/cancel_payment',
-  bindings: '/api/v2/bindings/list',
-} as const;
 
 type Operations = Pick<PaymentsClient, 'generatePayment' | 'refundPayment' | 'cancelPayment' | 'listBindings'>;
 const OPS = [
