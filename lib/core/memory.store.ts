@@ -1,5 +1,17 @@
 import { LRUCache } from 'lru-cache';
-import type { ClaimOutcome, PaymentBinding, PaymentsStore } from './payments.store.js';
+import {
+  outcomeCursor,
+  outcomePageLimit,
+  outcomeSortsBefore,
+  parseOutcomeCursor,
+  type ClaimOutcome,
+  type OutcomePage,
+  type OutcomeQuery,
+  type OutcomeRecord,
+  type PaymentBinding,
+  type PaymentsStore,
+  type PendingPayment,
+} from './payments.store.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
 export interface MemoryPaymentsStoreOptions {
@@ -8,8 +20,12 @@ export interface MemoryPaymentsStoreOptions {
    * (roughly 30 MB), so that a flood of payments cannot exhaust memory.
    */
   maxBindings?: number;
-  /** Most done markers kept (handled confirmations); least recently used go first. Default 100 000. */
+  /** Most done markers kept (handled outcomes); least recently used go first. Default 100 000. */
   maxEvents?: number;
+  /** Most payments queued for reconciliation; the least recently queued go first. Default 100 000. */
+  maxPending?: number;
+  /** Most outcome records kept; least recently updated go first. Default 10 000. */
+  maxOutcomes?: number;
 }
 
 interface Claim {
@@ -17,12 +33,19 @@ interface Claim {
   expiresAt: number;
 }
 
+interface Queued {
+  entry: PendingPayment;
+  dueAt: number;
+}
+
 /**
  * The default store: in this process's memory, bounded in size (LRU) and age (per-entry TTL).
  *
- * Good for one instance and for tests. It forgets everything on restart, and an evicted done
- * marker lets a very late duplicate run again; with several instances, or to survive restarts,
- * use `RedisPaymentsStore` from `nestjs-payments/redis`.
+ * Good for one instance and for tests. It forgets everything on restart (confirmations still
+ * arrive: the signed webhook token carries what the plugin must check, and the service's verify
+ * answer decides), and an evicted done marker lets a very late duplicate run again. With several
+ * instances, or to keep the reconciliation queue across restarts, use `RedisPaymentsStore` or
+ * `PostgresPaymentsStore`.
  */
 export class MemoryPaymentsStore implements PaymentsStore {
   private readonly bindings: LRUCache<string, PaymentBinding>;
@@ -31,12 +54,16 @@ export class MemoryPaymentsStore implements PaymentsStore {
   // duplicate run the handlers twice. Their number is bounded by the deliveries in flight (each
   // ends in markDone or release) and expired leases are dropped as they are met.
   private readonly claims = new Map<string, Claim>();
+  private readonly pending: LRUCache<string, Queued>;
+  private readonly outcomes: LRUCache<string, OutcomeRecord>;
 
   /** @param options size caps; see {@link MemoryPaymentsStoreOptions} */
   constructor(options: MemoryPaymentsStoreOptions = {}) {
     // No default TTL: every set() passes its own, checked by positiveMs().
     this.bindings = new LRUCache({ max: options.maxBindings ?? 100_000, allowStale: false });
     this.done = new LRUCache({ max: options.maxEvents ?? 100_000, allowStale: false });
+    this.pending = new LRUCache({ max: options.maxPending ?? 100_000 });
+    this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false });
   }
 
   /** @inheritdoc */
@@ -75,17 +102,75 @@ export class MemoryPaymentsStore implements PaymentsStore {
     if (this.activeClaim(eventKey)?.owner === owner) this.claims.delete(eventKey);
   }
 
-  /** Number of entries held (bindings, done markers and claims in progress), for monitoring and tests. */
-  get size(): number {
-    return this.bindings.size + this.done.size + this.claims.size;
+  /** @inheritdoc */
+  async schedulePending(entry: PendingPayment, dueAt: number): Promise<void> {
+    this.pending.set(entry.paymentId, { entry: { ...entry }, dueAt: finiteMs(dueAt, 'dueAt') });
   }
 
   /** @inheritdoc */
-  async close(): Promise<void> {
-    this.bindings.clear();
-    this.done.clear();
-    this.claims.clear();
+  async takeDuePending(now: number, limit: number, leaseMs: number): Promise<PendingPayment[]> {
+    const lease = positiveMs(leaseMs, 'leaseMs');
+    // A linear scan: the queue holds the payments of one instance's open sessions, and
+    // reconciliation runs every intervalSecs, not per request.
+    const due = [...this.pending.entries()].filter(([, q]) => q.dueAt <= now).sort((a, b) => a[1].dueAt - b[1].dueAt);
+    return due.slice(0, Math.max(0, limit)).map(([, q]) => {
+      q.dueAt = now + lease;
+      return { ...q.entry };
+    });
   }
+
+  /** @inheritdoc */
+  async findPending(paymentId: string): Promise<PendingPayment | undefined> {
+    const queued = this.pending.peek(paymentId);
+    return queued ? { ...queued.entry } : undefined;
+  }
+
+  /** @inheritdoc */
+  async removePending(paymentId: string): Promise<void> {
+    this.pending.delete(paymentId);
+  }
+
+  /** @inheritdoc */
+  async countPending(): Promise<number> {
+    return this.pending.size;
+  }
+
+  /** @inheritdoc */
+  async saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void> {
+    this.outcomes.set(record.paymentId, { ...record }, { ttl: positiveMs(ttlMs, 'ttlMs') });
+  }
+
+  /** @inheritdoc */
+  async getOutcome(paymentId: string): Promise<OutcomeRecord | undefined> {
+    const found = this.outcomes.get(paymentId);
+    return found ? { ...found } : undefined;
+  }
+
+  /** @inheritdoc */
+  async listOutcomes(query: OutcomeQuery = {}): Promise<OutcomePage> {
+    const limit = outcomePageLimit(query);
+    const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
+    const matching = [...this.outcomes.values()]
+      .filter((r) => (query.handlers === undefined || r.handlers === query.handlers) && (query.outcome === undefined || r.outcome === query.outcome))
+      .filter((r) => after === undefined || outcomeSortsBefore(after, r))
+      .sort((a, b) => (outcomeSortsBefore(a, b) ? -1 : 1));
+    const items = matching.slice(0, limit).map((r) => ({ ...r }));
+    return matching.length > limit ? { items, nextCursor: outcomeCursor(items[items.length - 1]) } : { items };
+  }
+
+  /** @inheritdoc */
+  async ping(): Promise<void> {}
+
+  /** Number of entries held (bindings, done markers, claims, queued payments, records), for monitoring and tests. */
+  get size(): number {
+    return this.bindings.size + this.done.size + this.claims.size + this.pending.size + this.outcomes.size;
+  }
+
+  /**
+   * Holds no connection, so there is nothing to free; the data stays, because a store passed in
+   * by the host may still serve another app (or the same app after a restart of its module).
+   */
+  async close(): Promise<void> {}
 
   private activeClaim(eventKey: string): Claim | undefined {
     const claim = this.claims.get(eventKey);
@@ -103,4 +188,9 @@ function positiveMs(ms: number, name: string): number {
     throw new RangeError(`MemoryPaymentsStore: ${name} must be a positive number of milliseconds, got ${String(ms)}`);
   }
   return Math.ceil(ms);
+}
+
+function finiteMs(ms: number, name: string): number {
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new RangeError(`MemoryPaymentsStore: ${name} must be a finite epoch time in ms, got ${String(ms)}`);
+  return ms;
 }

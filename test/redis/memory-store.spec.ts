@@ -58,12 +58,13 @@ describe('MemoryPaymentsStore bounds', () => {
     await store.close();
   });
 
-  it('empties on close', async () => {
+  it('keeps its data on close (a store passed in may serve another app, or the same app again)', async () => {
     const store = new MemoryPaymentsStore();
     await store.saveBinding('t', { paymentId: 'p', amount: '1', createdAt: new Date(0).toISOString() }, DAY_MS);
     await store.claim('e', 'o', DAY_MS);
     expect(store.size).toBe(2);
     await store.close();
-    expect(store.size).toBe(0);
+    expect(store.size).toBe(2);
+    await expect(store.findBinding('t')).resolves.toMatchObject({ paymentId: 'p' });
   });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import type { PaymentBinding, PaymentsStore } from '../../lib/core/payments.store.js';
+import type { OutcomeRecord, PaymentBinding, PaymentsStore, PendingPayment } from '../../lib/core/payments.store.js';
 
 /** A store under test and how to dispose of it (close connections, delete its keys). */
 export interface StoreFixture {
@@ -278,6 +278,130 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const done = await Promise.all(owners.map((o) => store.markDone(k, o, LONG_MS)));
         expect(done.filter(Boolean)).toHaveLength(1);
         expect(done.indexOf(true)).toBe(outcomes.indexOf('claimed'));
+      });
+    });
+
+    describe('reconciliation queue', () => {
+      const pending = (overrides: Partial<PendingPayment> = {}): PendingPayment => ({ ...binding(), checks: 0, ...overrides });
+
+      it('finds a queued payment, field for field, and counts it', async () => {
+        const entry = pending({ sessionEndsAt: '2025-01-02T03:24:05.000Z', checks: 2 });
+        const before = await store.countPending();
+        await store.schedulePending(entry, Date.now() + LONG_MS);
+        await expect(store.findPending(entry.paymentId)).resolves.toStrictEqual(entry);
+        await expect(store.countPending()).resolves.toBe(before + 1);
+        await store.removePending(entry.paymentId);
+        await expect(store.findPending(entry.paymentId)).resolves.toBeUndefined();
+        await expect(store.countPending()).resolves.toBe(before);
+      });
+
+      it('keeps one entry per payment: scheduling again replaces it', async () => {
+        const entry = pending();
+        await store.schedulePending(entry, Date.now() + LONG_MS);
+        await store.schedulePending({ ...entry, checks: 3 }, Date.now() + LONG_MS);
+        expect((await store.findPending(entry.paymentId))?.checks).toBe(3);
+        await store.removePending(entry.paymentId);
+      });
+
+      it('takes only due entries, oldest due first, at most limit', async () => {
+        // A time far in the future keeps other tests' entries (due at real now) out of the way.
+        const base = Date.now() + 1000 * LONG_MS;
+        const [a, b, c] = [pending(), pending(), pending()];
+        await store.schedulePending(b, base + 2);
+        await store.schedulePending(a, base + 1);
+        await store.schedulePending(c, base + 1000);
+        const taken = await store.takeDuePending(base + 10, 1, LONG_MS);
+        expect(taken.map((t) => t.paymentId)).toEqual([a.paymentId]);
+        expect(taken[0]).toStrictEqual(a);
+        const next = await store.takeDuePending(base + 10, 10, LONG_MS);
+        expect(next.map((t) => t.paymentId)).toContain(b.paymentId);
+        expect(next.map((t) => t.paymentId)).not.toContain(c.paymentId);
+        for (const e of [a, b, c]) await store.removePending(e.paymentId);
+      });
+
+      it('hides a taken entry for the lease, then offers it again (a crashed taker loses nothing)', async () => {
+        const base = Date.now() + 2000 * LONG_MS;
+        const entry = pending();
+        await store.schedulePending(entry, base);
+        expect((await store.takeDuePending(base, 10, 1000)).map((t) => t.paymentId)).toContain(entry.paymentId);
+        expect((await store.takeDuePending(base + 999, 10, 1000)).map((t) => t.paymentId)).not.toContain(entry.paymentId);
+        expect((await store.takeDuePending(base + 1000, 10, 1000)).map((t) => t.paymentId)).toContain(entry.paymentId);
+        await store.removePending(entry.paymentId);
+      });
+
+      it('gives each due entry to exactly one of 10 concurrent takers', async () => {
+        const base = Date.now() + 3000 * LONG_MS;
+        const entries = Array.from({ length: 20 }, () => pending());
+        for (const e of entries) await store.schedulePending(e, base);
+        const takes = await Promise.all(Array.from({ length: 10 }, () => store.takeDuePending(base, 5, LONG_MS)));
+        const ids = takes.flat().map((t) => t.paymentId).filter((id) => entries.some((e) => e.paymentId === id));
+        expect(ids).toHaveLength(20);
+        expect(new Set(ids).size).toBe(20);
+        for (const e of entries) await store.removePending(e.paymentId);
+      });
+
+      it('resolves removePending of an unknown payment', async () => {
+        await expect(store.removePending(`pay_${randomUUID()}`)).resolves.toBeUndefined();
+      });
+    });
+
+    describe('outcome records', () => {
+      const record = (overrides: Partial<OutcomeRecord> = {}): OutcomeRecord => ({
+        paymentId: `pay_${randomUUID()}`,
+        outcome: 'confirmed',
+        status: 'SUCCESS',
+        source: 'webhook',
+        handlers: 'succeeded',
+        attempts: 1,
+        amount: '12500',
+        developerTrackingId: 'order-42',
+        updatedAt: '2025-01-02T03:04:05.000Z',
+        ...overrides,
+      });
+
+      it('gets a saved record field for field, and replaces it when saved again', async () => {
+        const saved = record({ lastError: 'Error: handler down', handlers: 'failed' });
+        await store.saveOutcome(saved, LONG_MS);
+        await expect(store.getOutcome(saved.paymentId)).resolves.toStrictEqual(saved);
+        const { lastError: _gone, ...replaced } = { ...saved, handlers: 'succeeded' as const, attempts: 2 };
+        await store.saveOutcome(replaced, LONG_MS);
+        await expect(store.getOutcome(saved.paymentId)).resolves.toStrictEqual(replaced);
+      });
+
+      it('answers undefined for an unknown payment', async () => {
+        await expect(store.getOutcome(`pay_${randomUUID()}`)).resolves.toBeUndefined();
+      });
+
+      it('forgets a record once its TTL has passed', async () => {
+        const saved = record();
+        await store.saveOutcome(saved, SHORT_MS);
+        await sleep(PAST_SHORT_MS);
+        await expect(store.getOutcome(saved.paymentId)).resolves.toBeUndefined();
+      });
+
+      it('lists newest first, filters, and pages through every match exactly once', async () => {
+        // A distinctive year keeps other tests' records out of the filtered pages' way.
+        const marker = randomUUID();
+        const saved = Array.from({ length: 7 }, (_, i) =>
+          record({ updatedAt: `2999-01-01T00:00:0${i}.000Z`, handlers: i % 2 === 0 ? 'failed' : 'succeeded', lastError: marker }),
+        );
+        for (const r of saved) await store.saveOutcome(r, LONG_MS);
+        const seen: OutcomeRecord[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await store.listOutcomes({ handlers: 'failed', limit: 2, cursor });
+          seen.push(...page.items);
+          cursor = page.nextCursor;
+        } while (cursor !== undefined);
+        const mine = seen.filter((r) => r.lastError === marker);
+        expect(mine.map((r) => r.updatedAt)).toEqual(['2999-01-01T00:00:06.000Z', '2999-01-01T00:00:04.000Z', '2999-01-01T00:00:02.000Z', '2999-01-01T00:00:00.000Z']);
+        expect(seen.every((r) => r.handlers === 'failed')).toBe(true);
+        expect(new Set(seen.map((r) => r.paymentId)).size).toBe(seen.length);
+      });
+
+      it('refuses a foreign cursor and a non-positive limit', async () => {
+        await expect(store.listOutcomes({ cursor: 'not-a-cursor' })).rejects.toThrow(RangeError);
+        await expect(store.listOutcomes({ limit: 0 })).rejects.toThrow(RangeError);
       });
     });
   });
