@@ -3,8 +3,17 @@
  * service (API, checkout page, webhooks) for tests and local development.
  */
 export { PaymentsSandbox, SANDBOX_PRIVATE_KEY, SANDBOX_PUBLIC_KEY } from './sandbox.server.js';
+export { SandboxWebhookError } from './sandbox.errors.js';
+export { SANDBOX_VERIFY_STATUSES } from './sandbox.status.js';
 export type {
   PaymentsSandboxOptions,
+  SandboxDestination,
+  SandboxGenerateAnswer,
+  SandboxPaymentIdInUrl,
+  SandboxRateLimit,
+  SandboxSettleOptions,
+  SandboxVerifyStatus,
+  SandboxWebhookMethod,
   SandboxBinding,
   SandboxBindingInput,
   SandboxBindingStatus,

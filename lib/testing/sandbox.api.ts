@@ -10,11 +10,22 @@
  * - Payment state after a refund: `refunded`; a second refund is `REFUND_NOT_ALLOWED`.
  * - Unknown path: 404 `{"result":{"status":404,"message":"Not Found"}}`; known path, wrong
  *   method: 405 in the endpoint's error shape, with an `Allow` header.
+ * - verify_payment (facts §1) of an unknown id: 404 `{"result":{"status":404,"message":"Payment not found"}}`
+ *   (the page shows no error; moodle-paygw_flouci handles a 404 there, and the nested shape is
+ *   the one of the other GET endpoint). Over the rate limit: 429 with `Retry-After` (seconds) and
+ *   `{"result":{"status":429,"message":"Too Many Requests"}}`.
+ * - confirm_payment (facts §5) errors, flat shape, HTTP 400: `CAPTURE_NOT_ALLOWED` when there is
+ *   no held pre-authorization to capture (unknown, pending, standard, already captured or
+ *   cancelled), `AMOUNT_EXCEEDS_AUTHORIZATION` when `amount` is above the held amount,
+ *   `BAD_REQUEST` for a missing `payment_id` or an `amount` that is not a positive digit string.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isJsonContentType, sendJson } from './sandbox.http.js';
+import type { VerifyLimiter } from './sandbox.ratelimit.js';
 import type { SandboxState } from './sandbox.state.js';
-import { isJsonObject, isValidClientId, parseGenerateRequest } from './sandbox.validation.js';
+import type { SandboxGenerateAnswer } from './sandbox.types.js';
+import { isJsonObject, isValidClientId, parseGenerateRequest, parseMillimes } from './sandbox.validation.js';
+import { verifyAnswer } from './sandbox.verify.js';
 
 /** Service name label of the `generate_payment` answer (the spec shows a label, not its value). */
 export const SANDBOX_SERVICE_NAME = 'Payment Service Sandbox';
@@ -25,7 +36,14 @@ export interface ApiContext {
   readonly state: SandboxState;
   /** The exact `Authorization` value accepted. */
   readonly authorization: string;
+  /** Shape of the generate_payment answer. */
+  readonly generateAnswer: SandboxGenerateAnswer;
+  /** Counts verify calls and applies their rate limit. */
+  readonly verifyLimiter: VerifyLimiter;
 }
+
+/** Path prefix of verify_payment; the payment id is the rest of the path. */
+export const VERIFY_PATH_PREFIX = '/api/v2/verify_payment/';
 
 /** Error shape of an endpoint (spec section 7). */
 type ErrorShape = 'nested' | 'flat';
@@ -33,7 +51,7 @@ type ErrorShape = 'nested' | 'flat';
 interface Route {
   method: 'GET' | 'POST';
   shape: ErrorShape;
-  handle: (ctx: ApiContext, res: ServerResponse, input: { body: Record<string, unknown>; query: URLSearchParams }) => void;
+  handle: (ctx: ApiContext, res: ServerResponse, input: { body: Record<string, unknown>; query: URLSearchParams; param: string }) => void;
 }
 
 function nestedError(res: ServerResponse, status: number, message: string): void {
@@ -62,6 +80,7 @@ const routes: Record<string, Route> = {
       const input = parseGenerateRequest(body);
       if (!input) return nestedError(res, 400, 'Bad Request');
       const payment = ctx.state.createPayment(input);
+      if (ctx.generateAnswer === 'minimal') return sendJson(res, 200, { result: { payment_id: payment.paymentId, link: payment.link } });
       const result: Record<string, unknown> = { success: true, payment_id: payment.paymentId, link: payment.link };
       if (payment.developerTrackingId !== undefined) result.developer_tracking_id = payment.developerTrackingId;
       sendJson(res, 200, { result, name: SANDBOX_SERVICE_NAME, code: 0, version: 'v2' });
@@ -100,6 +119,28 @@ const routes: Record<string, Route> = {
       sendJson(res, 200, { result: { payment_id: payment.paymentId, status: 'cancelled', cancelled_at: payment.cancelledAt }, status: 'success' });
     },
   },
+  '/api/v2/confirm_payment': {
+    method: 'POST',
+    shape: 'flat',
+    handle(ctx, res, { body }) {
+      const paymentId = paymentIdOf(body);
+      if (paymentId === undefined) return flatError(res, 400, 'payment_id is required', 'BAD_REQUEST');
+      const amount = 'amount' in body ? parseMillimes(body.amount) : undefined;
+      if ('amount' in body && amount === undefined) {
+        return flatError(res, 400, 'amount must be a positive number of millimes as a string of digits', 'BAD_REQUEST');
+      }
+      const captured = ctx.state.capture(paymentId, amount);
+      if ('error' in captured) {
+        return captured.error === 'exceeds'
+          ? flatError(res, 400, 'Amount exceeds the pre-authorized amount', 'AMOUNT_EXCEEDS_AUTHORIZATION')
+          : flatError(res, 400, 'Payment cannot be captured', 'CAPTURE_NOT_ALLOWED');
+      }
+      sendJson(res, 200, {
+        result: { payment_id: captured.paymentId, status: 'confirmed', amount: captured.capturedAmount, confirmed_at: captured.capturedAt },
+        status: 'success',
+      });
+    },
+  },
   '/api/v2/bindings/list': {
     method: 'GET',
     shape: 'nested',
@@ -113,14 +154,42 @@ const routes: Record<string, Route> = {
   },
 };
 
+const verifyRoute: Route = {
+  method: 'GET',
+  shape: 'nested',
+  handle(ctx, res, { param }) {
+    const decision = ctx.verifyLimiter.call(param);
+    if (!decision.allowed) {
+      return sendJson(res, 429, { result: { status: 429, message: 'Too Many Requests' } }, { 'Retry-After': String(decision.retryAfterSecs) });
+    }
+    const payment = ctx.state.get(param);
+    if (!payment) return nestedError(res, 404, 'Payment not found');
+    sendJson(res, 200, verifyAnswer(payment));
+  },
+};
+
+function findRoute(pathname: string): { route: Route; param: string } | undefined {
+  if (Object.hasOwn(routes, pathname)) return { route: routes[pathname], param: '' };
+  if (!pathname.startsWith(VERIFY_PATH_PREFIX)) return undefined;
+  const segment = pathname.slice(VERIFY_PATH_PREFIX.length);
+  if (segment.includes('/')) return undefined;
+  try {
+    return { route: verifyRoute, param: decodeURIComponent(segment) };
+  } catch {
+    // Undecodable: no payment can have that id, so it is counted and answered as unknown.
+    return { route: verifyRoute, param: segment };
+  }
+}
+
 /**
  * Answers one request under `/api/v2/`, whose body has already been read (and logged).
  * Never throws: every outcome is an HTTP answer.
  */
 export function handleApiRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, url: URL, rawBody: string): void {
   if (req.headers.authorization !== ctx.authorization) return nestedError(res, 401, 'Unauthorized');
-  const route = Object.hasOwn(routes, url.pathname) ? routes[url.pathname] : undefined;
-  if (!route) return nestedError(res, 404, 'Not Found');
+  const found = findRoute(url.pathname);
+  if (!found) return nestedError(res, 404, 'Not Found');
+  const { route, param } = found;
   if (req.method !== route.method) {
     res.setHeader('Allow', route.method);
     return errorIn(route.shape, res, 405, 'Method Not Allowed', 'METHOD_NOT_ALLOWED');
@@ -137,5 +206,5 @@ export function handleApiRequest(ctx: ApiContext, req: IncomingMessage, res: Ser
     if (!isJsonObject(parsed)) return errorIn(route.shape, res, 400, 'Request body must be a JSON object', 'BAD_REQUEST');
     body = parsed;
   }
-  route.handle(ctx, res, { body, query: url.searchParams });
+  route.handle(ctx, res, { body, query: url.searchParams, param });
 }

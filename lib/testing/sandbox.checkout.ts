@@ -1,12 +1,19 @@
 /**
  * The checkout page behind each payment's `link`, and its Pay / Decline buttons. Plain HTML
  * forms and 303 redirects, so any browser (or a test with `fetch`) can pay without scripts.
+ *
+ * The redirect back to the shop carries `payment_id` (public-api-facts §3), added with the one
+ * rule of `sandbox.url.ts`. A Pay or Decline sent from another site is refused with 403 (a
+ * forged form must not settle someone's payment): a browser's `Sec-Fetch-Site` other than
+ * `same-origin` / `none`, or an `Origin` other than the sandbox's own, is refused; a request
+ * with neither header (curl, a test's HTTP client) is not a browser's and is accepted.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { checkoutPage, messagePage } from './sandbox.html.js';
 import { redirect303, sendHtml } from './sandbox.http.js';
 import { CHECKOUT_PATH, type SandboxState, type Settlement } from './sandbox.state.js';
 import type { SandboxPaymentState, SandboxSettlement } from './sandbox.types.js';
+import { appendQuery, toAsciiUrl } from './sandbox.url.js';
 
 /** Outcome of paying or declining: the settlement, or why it was refused. */
 export type SettleOutcome = { ok: true; settlement: SandboxSettlement } | { ok: false; reason: 'unknown' | SandboxPaymentState };
@@ -16,7 +23,7 @@ export interface CheckoutContext {
   /** The sandbox's memory. */
   readonly state: SandboxState;
   /** Changes the state, then delivers the webhook; shared with `completePayment` / `failPayment`. */
-  readonly settle: (paymentId: string, outcome: Settlement) => Promise<SettleOutcome>;
+  readonly settle: (paymentId: string, outcome: Exclude<Settlement, 'expired'>) => Promise<SettleOutcome>;
 }
 
 const ROUTE = new RegExp(`^${CHECKOUT_PATH}/([^/]+)(?:/(pay|decline))?$`);
@@ -27,6 +34,21 @@ function decodeSegment(segment: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Whether a browser says this request comes from a page of another origin. */
+export function isCrossSite(req: IncomingMessage): boolean {
+  const site = req.headers['sec-fetch-site'];
+  if (typeof site === 'string' && site !== 'same-origin' && site !== 'none') return true;
+  const origin = req.headers.origin;
+  if (origin === undefined) return false;
+  // `Origin: null` (sandboxed frame, opaque redirect) is never our own page.
+  return origin !== `http://${req.headers.host ?? ''}`;
+}
+
+/** The shop URL a settled payment redirects to, with `payment_id` added (facts §3). */
+export function returnUrl(link: string, paymentId: string): string {
+  return appendQuery(link, [['payment_id', paymentId]]);
 }
 
 function notFound(res: ServerResponse): void {
@@ -62,10 +84,15 @@ export async function handleCheckoutRequest(ctx: CheckoutContext, req: IncomingM
     sendHtml(res, 405, messagePage('Method not allowed', 'Use the buttons of the checkout page.'), { Allow: 'POST' });
     return true;
   }
+  if (isCrossSite(req)) {
+    sendHtml(res, 403, messagePage('Forbidden', 'Pay and Decline are accepted from this checkout page only.'));
+    return true;
+  }
   const outcome = await ctx.settle(paymentId, action === 'pay' ? 'paid' : 'failed');
   if (outcome.ok) {
     const { payment } = outcome.settlement;
-    redirect303(res, (action === 'pay' ? payment.successLink : payment.failLink) ?? '/');
+    const link = action === 'pay' ? payment.successLink : payment.failLink;
+    redirect303(res, link === undefined ? '/' : toAsciiUrl(returnUrl(link, payment.paymentId)));
   } else if (outcome.reason === 'unknown') {
     notFound(res);
   } else {

@@ -38,7 +38,7 @@ function defaultContentType(body: string): string {
   }
 }
 
-/** The faults armed on a sandbox, keyed by exact request path (no query string). */
+/** The faults armed on a sandbox, keyed by exact request path (no query string) or `prefix/*`. */
 export class SandboxFaults {
   private readonly armed = new Map<string, ArmedFault>();
 
@@ -57,15 +57,27 @@ export class SandboxFaults {
     this.armed.clear();
   }
 
-  /** The fault to apply to this request, counted as applied; undefined when none. */
+  /**
+   * The fault to apply to this request, counted as applied; undefined when none. An exact path
+   * wins; otherwise the longest armed `prefix/*` whose prefix the path is under.
+   */
   take(path: string): Readonly<SandboxFault> | undefined {
-    const fault = this.armed.get(path);
-    if (!fault) return undefined;
+    const key = this.armed.has(path) ? path : this.prefixKey(path);
+    const fault = key === undefined ? undefined : this.armed.get(key);
+    if (!fault || key === undefined) return undefined;
     if (fault.remaining !== undefined) {
       fault.remaining -= 1;
-      if (fault.remaining <= 0) this.armed.delete(path);
+      if (fault.remaining <= 0) this.armed.delete(key);
     }
     return fault.spec;
+  }
+
+  private prefixKey(path: string): string | undefined {
+    let best: string | undefined;
+    for (const key of this.armed.keys()) {
+      if (key.endsWith('/*') && path.startsWith(key.slice(0, -1)) && (best === undefined || key.length > best.length)) best = key;
+    }
+    return best;
   }
 }
 

@@ -1,8 +1,9 @@
 /**
- * HTML of the sandbox's pages. Self-contained (inline CSS, no scripts, no external assets) so
- * they work offline and in a locked-down headless browser; every interpolated value goes
- * through {@link escapeHtml}, since tracking ids and URLs come from the client.
+ * HTML of the sandbox's pages. Self-contained (one inline stylesheet, no scripts, no external
+ * assets) so they work offline and in a locked-down headless browser; every interpolated value
+ * goes through {@link escapeHtml}, since tracking ids and URLs come from the client.
  */
+import { createHash } from 'node:crypto';
 import { fromMillimes } from '../core/money.util.js';
 import { CHECKOUT_PATH } from './sandbox.state.js';
 import type { SandboxPayment, SandboxPaymentState } from './sandbox.types.js';
@@ -23,8 +24,9 @@ dl{display:grid;grid-template-columns:auto 1fr;gap:.35rem 1rem;margin:0 0 1.5rem
 dt{color:#6b7280}dd{margin:0;word-break:break-all}
 .state{display:inline-block;padding:.05rem .5rem;border-radius:999px;background:#e5e7eb;font-size:.8rem;font-weight:600}
 .state-pending{background:#dbeafe;color:#1e40af}.state-paid{background:#dcfce7;color:#166534}
+.state-preauthorized,.state-captured{background:#fef3c7;color:#92400e}
 .state-failed,.state-expired,.state-cancelled{background:#fee2e2;color:#991b1b}
-.actions{display:flex;gap:.75rem}.actions form{flex:1}
+.actions{display:flex;gap:.75rem}#hold{margin-bottom:1rem}.actions form{flex:1}
 button{width:100%;padding:.75rem 1rem;border:0;border-radius:8px;font:inherit;font-weight:600;cursor:pointer}
 #pay{background:#16a34a;color:#fff}#pay:hover{background:#15803d}
 #decline{background:#e5e7eb;color:#111827}#decline:hover{background:#d1d5db}
@@ -32,6 +34,26 @@ button{width:100%;padding:.75rem 1rem;border:0;border-radius:8px;font:inherit;fo
 footer{margin-top:1.5rem;color:#9ca3af;font-size:.75rem}
 ul{padding-left:1.25rem}a{color:#1d4ed8}
 `;
+
+/**
+ * Headers of every sandbox page. A checkout page is where a customer confirms a payment, so it
+ * must not be framed (clickjacking): `frame-ancestors 'none'` and, for old browsers,
+ * `X-Frame-Options: DENY`. The CSP allows nothing but the page's own stylesheet (by hash, so no
+ * `'unsafe-inline'`) and the empty `data:` favicon; no script at all. `form-action` is left out
+ * on purpose: Chromium applies it to the redirect after Pay, which goes to the shop's origin.
+ */
+export const PAGE_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'Content-Security-Policy': [
+    "default-src 'none'",
+    `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
+    'img-src data:',
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ].join('; '),
+  'X-Frame-Options': 'DENY',
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+});
 
 /** A whole page around `content` (already HTML). */
 export function layout(title: string, content: string): string {
@@ -41,6 +63,7 @@ export function layout(title: string, content: string): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
+<link rel="icon" href="data:,">
 <style>${STYLE}</style>
 </head>
 <body>
@@ -64,8 +87,9 @@ const STATE_NOTICES: Record<SandboxPaymentState, string> = {
   failed: 'This payment was declined.',
   expired: 'This payment session has expired.',
   refunded: 'This payment has been paid and refunded.',
-  preauthorized: 'This payment is pre-authorized; there is nothing to pay here.',
-  cancelled: 'This pre-authorized payment has been cancelled.',
+  preauthorized: 'The amount is held on the card (pre-authorized); the merchant will capture or release it. There is nothing to pay here.',
+  captured: 'This pre-authorized payment has been captured.',
+  cancelled: 'This pre-authorized payment has been cancelled; the held amount was released.',
 };
 
 /** Path of the checkout page of a payment (the `link` without the origin). */
@@ -77,14 +101,19 @@ export function checkoutPath(paymentId: string): string {
 export function checkoutPage(payment: SandboxPayment): string {
   const rows: Array<[string, string]> = [['Payment', payment.paymentId]];
   if (payment.developerTrackingId !== undefined) rows.push(['Tracking id', payment.developerTrackingId]);
+  if (payment.kind === 'preauthorized') rows.push(['Type', 'Pre-authorization (amount held, captured later)']);
   rows.push(['Cards accepted', payment.acceptCard ? 'yes' : 'no']);
   if (payment.state === 'pending' && payment.expiresAt) rows.push(['Expires at', payment.expiresAt]);
   const details = rows.map(([term, value]) => `<dt>${escapeHtml(term)}</dt><dd>${escapeHtml(value)}</dd>`).join('\n');
   const state = escapeHtml(payment.state);
   const base = escapeHtml(checkoutPath(payment.paymentId));
+  const hold =
+    payment.kind === 'preauthorized'
+      ? `<p class="notice" id="hold">Paying holds ${escapeHtml(fromMillimes(payment.amount))} TND on your card: the merchant captures it later, in full or in part, or releases it.</p>\n`
+      : '';
   const actions =
     payment.state === 'pending'
-      ? `<div class="actions">
+      ? `${hold}<div class="actions">
 <form method="post" action="${base}/pay"><button type="submit" id="pay">Pay</button></form>
 <form method="post" action="${base}/decline"><button type="submit" id="decline">Decline</button></form>
 </div>`

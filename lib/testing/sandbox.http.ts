@@ -3,6 +3,7 @@
  * status, body and content type (tests assert the wire byte for byte).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PAGE_SECURITY_HEADERS } from './sandbox.html.js';
 
 /** Largest request body the sandbox reads: 1 MiB. Larger bodies get 413. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -50,9 +51,9 @@ export function sendJson(res: ServerResponse, status: number, value: unknown, he
   send(res, status, 'application/json; charset=utf-8', JSON.stringify(value), headers);
 }
 
-/** Sends an HTML page. */
+/** Sends an HTML page, always with the pages' security headers (CSP, no framing). */
 export function sendHtml(res: ServerResponse, status: number, html: string, headers?: Record<string, string>): void {
-  send(res, status, 'text/html; charset=utf-8', html, headers);
+  send(res, status, 'text/html; charset=utf-8', html, { ...PAGE_SECURITY_HEADERS, ...headers });
 }
 
 /** Sends a 303 See Other, the redirect a browser follows with a GET after a form POST. */

@@ -8,10 +8,13 @@ import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { handleApiRequest } from './sandbox.api.js';
 import { handleCheckoutRequest, type SettleOutcome } from './sandbox.checkout.js';
+import { SandboxWebhookError } from './sandbox.errors.js';
 import { applyFault, SandboxFaults } from './sandbox.faults.js';
-import { indexPage, messagePage } from './sandbox.html.js';
-import { readBody, sendHtml, sendJson } from './sandbox.http.js';
+import { indexPage, messagePage, PAGE_SECURITY_HEADERS } from './sandbox.html.js';
+import { readBody, send, sendHtml, sendJson } from './sandbox.http.js';
+import { validateRateLimit, VerifyLimiter } from './sandbox.ratelimit.js';
 import { SandboxState, type Settlement } from './sandbox.state.js';
+import { isWebhookStatus, verifyStatusOf } from './sandbox.status.js';
 import type {
   PaymentsSandboxOptions,
   SandboxBinding,
@@ -19,11 +22,16 @@ import type {
   SandboxClientOptions,
   SandboxDelivery,
   SandboxFault,
+  SandboxGenerateAnswer,
   SandboxPayment,
   SandboxPreauthorizationInput,
+  SandboxRateLimit,
   SandboxRequest,
+  SandboxSettleOptions,
   SandboxSettlement,
+  SandboxWebhookMethod,
 } from './sandbox.types.js';
+import type { SandboxPaymentIdInUrl } from './sandbox.url.js';
 import { isValidClientId, parseMillimes } from './sandbox.validation.js';
 import { deliverWebhook } from './sandbox.webhook.js';
 
@@ -64,15 +72,37 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
   return value;
 }
 
+function oneOf<T extends string>(name: string, value: T | undefined, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (!allowed.includes(value)) throw new TypeError(`PaymentsSandbox: ${name} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
+  return value;
+}
+
+/** Total webhook attempts from `webhookAttempts` or its deprecated alias `webhookRetries`. */
+function webhookAttemptsOf(options: PaymentsSandboxOptions): number {
+  const attempts = positiveInteger('webhookAttempts', options.webhookAttempts, 3);
+  const legacy = positiveInteger('webhookRetries', options.webhookRetries, attempts);
+  if (options.webhookAttempts !== undefined && options.webhookRetries !== undefined && legacy !== attempts) {
+    throw new TypeError('PaymentsSandbox: webhookRetries is a deprecated name of webhookAttempts; give one of them');
+  }
+  return legacy;
+}
+
+/** The favicon browsers ask for before reading the page's `<link rel="icon">`: nothing, but no 404. */
+const FAVICON_PATH = '/favicon.ico';
+
 /**
  * A running emulator of the payment service. Start one with {@link PaymentsSandbox.start},
  * point the plugin at it with {@link PaymentsSandbox.options}, and close it with
  * {@link PaymentsSandbox.close}.
  *
- * Choices where the spec says "not shown" are documented on the modules that make them:
- * `sandbox.api.ts` (statuses, codes, 401), `sandbox.webhook.ts` (payload, retries),
- * `sandbox.types.ts` (payment states). Request bodies over 1 MiB get 413, on the API in the
- * nested shape `{"result":{"status":413,"message":"Payload Too Large"}}`.
+ * Choices where the spec and the public docs are silent are documented on the modules that make
+ * them: `sandbox.api.ts` (HTTP statuses, error codes, 401, 404, 429), `sandbox.verify.ts` (the
+ * verify answer), `sandbox.status.ts` (verify status of each state), `sandbox.webhook.ts`
+ * (payload, methods, retries), `sandbox.url.ts` (adding `payment_id` to URLs),
+ * `sandbox.checkout.ts` (redirects, cross-site refusal), `sandbox.types.ts` (payment states).
+ * Request bodies over 1 MiB get 413, on the API in the nested shape
+ * `{"result":{"status":413,"message":"Payload Too Large"}}`.
  */
 export class PaymentsSandbox {
   /** The public key the sandbox accepts. */
@@ -93,6 +123,10 @@ export class PaymentsSandbox {
   private readonly lifetime = new AbortController();
   private readonly webhookAttempts: number;
   private readonly webhookTimeoutMs: number;
+  private readonly webhookMethod: SandboxWebhookMethod;
+  private readonly webhookPaymentIdInUrl: SandboxPaymentIdInUrl;
+  private readonly generateAnswer: SandboxGenerateAnswer;
+  private readonly verifyLimiter: VerifyLimiter;
   private readonly authorization: string;
   private baseUrl = '';
   private closing?: Promise<void>;
@@ -103,9 +137,18 @@ export class PaymentsSandbox {
     Object.defineProperty(this, 'privateKey', { value: options.privateKey ?? SANDBOX_PRIVATE_KEY, enumerable: false });
     this.authorization = `Bearer ${this.publicKey}:${this.privateKey}`;
     Object.defineProperty(this, 'authorization', { enumerable: false });
-    this.webhookAttempts = positiveInteger('webhookRetries', options.webhookRetries, 3);
+    this.webhookAttempts = webhookAttemptsOf(options);
     this.webhookTimeoutMs = positiveInteger('webhookTimeoutMs', options.webhookTimeoutMs, 5000);
-    this.state = new SandboxState(options.now ?? (() => Date.now()), () => this.baseUrl);
+    this.webhookMethod = oneOf('webhookMethod', options.webhookMethod, ['POST', 'GET'], 'POST');
+    this.webhookPaymentIdInUrl = oneOf('webhookPaymentIdInUrl', options.webhookPaymentIdInUrl, ['none', 'append', 'naive'], 'append');
+    if (this.webhookMethod === 'GET' && this.webhookPaymentIdInUrl === 'none') {
+      throw new TypeError("PaymentsSandbox: webhookMethod 'GET' carries payment_id in the URL only, so webhookPaymentIdInUrl cannot be 'none'");
+    }
+    this.generateAnswer = oneOf('generateAnswer', options.generateAnswer, ['full', 'minimal'], 'full');
+    validateRateLimit(options.verifyRateLimit);
+    const now = options.now ?? (() => Date.now());
+    this.verifyLimiter = new VerifyLimiter(now, options.verifyRateLimit ? { ...options.verifyRateLimit } : null);
+    this.state = new SandboxState(now, () => this.baseUrl);
     this.server = http.createServer((req, res) => {
       this.handle(req, res).catch(() => {
         // A bug in a handler must not take the test process down; answer 500 and go on.
@@ -158,49 +201,88 @@ export class PaymentsSandbox {
   }
 
   /**
-   * Pays a pending payment, as the customer clicking Pay: the state becomes `paid`, then the
-   * confirmation is delivered to the payment's webhook URL (if any, with retries).
-   * Resolves once delivery is over, successful or not.
+   * Pays a pending payment, as the customer clicking Pay: the state becomes `paid` (`preauthorized`
+   * for a pre-authorization: the amount is held), a payment with a `client_id` gets a binding, then
+   * the outcome (`SUCCESS` / `PREAUTH_SUCCESS`) is delivered to the payment's webhook URL, if any,
+   * with retries. Resolves once delivery is over.
    *
+   * @throws SandboxWebhookError when the payment has a webhook URL and no attempt got a 2xx
+   *   answer (the payment stays paid), unless `options.requireDelivery` is false
    * @throws Error when the payment is unknown or not pending
    */
-  completePayment(paymentId: string): Promise<SandboxSettlement> {
-    return this.settleOrThrow(paymentId, 'paid');
+  completePayment(paymentId: string, options?: SandboxSettleOptions): Promise<SandboxSettlement> {
+    return this.settleOrThrow(paymentId, 'paid', options);
   }
 
   /**
-   * Declines a pending payment, as the customer clicking Decline: the state becomes `failed`.
-   * Nothing is delivered: the spec's webhook receives payment confirmation only, so a
-   * declined payment is silent (a plugin must never read a decline as a confirmation).
+   * Declines a pending payment, as the customer clicking Decline: the state becomes `failed`,
+   * then the `FAILURE` outcome is delivered to the payment's webhook URL, if any (the public
+   * pages describe failure webhooks too, public-api-facts §2).
    *
+   * @throws SandboxWebhookError when the payment has a webhook URL and no attempt got a 2xx
+   *   answer (the payment stays failed), unless `options.requireDelivery` is false
    * @throws Error when the payment is unknown or not pending
    */
-  failPayment(paymentId: string): Promise<SandboxSettlement> {
-    return this.settleOrThrow(paymentId, 'failed');
+  failPayment(paymentId: string, options?: SandboxSettleOptions): Promise<SandboxSettlement> {
+    return this.settleOrThrow(paymentId, 'failed', options);
   }
 
   /**
-   * Creates a payment in state `preauthorized`, to test `cancel_payment`. The spec does not
-   * show how the service creates one, so this is a test-only shortcut with no HTTP endpoint.
+   * Ends a pending payment's session now, as if `session_timeout_secs` had passed: verify answers
+   * `EXPIRED`. No webhook is sent (see `sandbox.status.ts` for why), so the result always has
+   * `attempts: 0`.
+   *
+   * @throws Error when the payment is unknown or not pending
+   */
+  expirePayment(paymentId: string): Promise<SandboxSettlement> {
+    return this.settleOrThrow(paymentId, 'expired', { requireDelivery: false });
+  }
+
+  /**
+   * Creates a pre-authorization already held (state `preauthorized`, verify `PREAUTH_SUCCESS`),
+   * without a checkout, to test confirm_payment and cancel_payment quickly. Through the API the
+   * same is `generate_payment` with `pre_auth: true`, then Pay. With `clientId`, a binding is
+   * created, as for any paid payment.
    *
    * @returns the payment id
-   * @throws TypeError when `amount` is not a positive string of ASCII digits
+   * @throws TypeError when `amount` is not positive millimes or `clientId` is one bindings/list refuses
    */
   async createPreauthorizedPayment(input: SandboxPreauthorizationInput): Promise<string> {
-    const amount = parseMillimes(input.amount);
-    if (amount === undefined) throw new TypeError('PaymentsSandbox: amount must be a positive number of millimes as a string of digits');
+    const amount = parseMillimes(input.amount, true);
+    if (amount === undefined) throw new TypeError('PaymentsSandbox: amount must be a positive number of millimes (a string of digits or a safe integer)');
+    if (input.clientId !== undefined && !isValidClientId(input.clientId)) throw new TypeError('PaymentsSandbox: clientId must be 1-128 characters of [A-Za-z0-9._:@-]');
     return this.state.createPreauthorized({ ...input, amount }).paymentId;
   }
 
   /**
-   * Stores a card binding for a customer (the spec does not show the endpoint that creates
-   * bindings). `binding_id` is a random UUID, `created_at` the sandbox clock, `status` default `'active'`.
+   * Stores a card binding for a customer directly (bindings are otherwise created by paying a
+   * payment made with `client_id`). `binding_id` is a random UUID, `created_at` the sandbox
+   * clock, `status` default `'active'`.
    *
    * @throws TypeError when `clientId` is one `bindings/list` would refuse
    */
   addBinding(input: SandboxBindingInput): SandboxBinding {
     if (!isValidClientId(input.clientId)) throw new TypeError('PaymentsSandbox: clientId must be 1-128 characters of [A-Za-z0-9._:@-]');
     return this.state.addBinding(input);
+  }
+
+  /**
+   * Number of authenticated verify_payment calls received for `paymentId` (those answered 404 or
+   * 429 included), or for all payment ids when omitted: lets a test hold a client to its call
+   * budget (the docs warn that repeated verify calls get rate-limited or banned).
+   */
+  verifyCalls(paymentId?: string): number {
+    return this.verifyLimiter.calls(paymentId);
+  }
+
+  /**
+   * Sets (or, with null, removes) the verify_payment rate limit at run time, with the meaning of
+   * the `verifyRateLimit` start option. Open windows are forgotten; call counts are kept.
+   *
+   * @throws TypeError for a limit that is not two positive integers
+   */
+  setVerifyRateLimit(limit: SandboxRateLimit | null): void {
+    this.verifyLimiter.setLimit(limit);
   }
 
   /** Read-only snapshot of a payment (session expiry applied), or undefined when unknown. */
@@ -220,8 +302,10 @@ export class PaymentsSandbox {
 
   /**
    * Injects a fault on one path (exact match on the path, query string ignored), e.g.
-   * `'/api/v2/refund_payment'`; `null` clears it. Applied to matching requests after they are
-   * logged, before authentication. See {@link SandboxFault} for the fields and their defaults.
+   * `'/api/v2/refund_payment'`, or on every path under a prefix with a trailing `/*`, e.g.
+   * `'/api/v2/verify_payment/*'` (an exact path wins over a prefix); `null` clears it. Applied to
+   * matching requests after they are logged, before authentication. See {@link SandboxFault}
+   * for the fields and their defaults.
    *
    * @throws TypeError for an invalid spec
    */
@@ -253,10 +337,14 @@ export class PaymentsSandbox {
     return `PaymentsSandbox { url: '${this.url}', publicKey: '${this.publicKey}' }`;
   }
 
-  private async settleOrThrow(paymentId: string, outcome: Settlement): Promise<SandboxSettlement> {
+  private async settleOrThrow(paymentId: string, outcome: Settlement, options: SandboxSettleOptions = {}): Promise<SandboxSettlement> {
     const result = await this.settle(paymentId, outcome);
-    if (result.ok) return result.settlement;
-    const verb = outcome === 'paid' ? 'complete' : 'fail';
+    if (result.ok) {
+      const { settlement } = result;
+      if (settlement.webhook && !settlement.delivered && options.requireDelivery !== false) throw new SandboxWebhookError(settlement);
+      return settlement;
+    }
+    const verb = outcome === 'paid' ? 'complete' : outcome === 'failed' ? 'fail' : 'expire';
     throw new Error(
       result.reason === 'unknown'
         ? `PaymentsSandbox: cannot ${verb} payment ${paymentId}: no such payment`
@@ -264,17 +352,31 @@ export class PaymentsSandbox {
     );
   }
 
+  /** The one path from a pending payment to its outcome, for the checkout page and the test methods alike. */
   private async settle(paymentId: string, outcome: Settlement): Promise<SettleOutcome> {
-    const result = this.state.settle(paymentId, outcome);
-    if ('error' in result) return { ok: false, reason: result.error };
-    if (result.webhook === undefined || outcome !== 'paid') return { ok: true, settlement: { payment: result } };
-    const webhook = await deliverWebhook(result, result.webhook, {
+    const payment = this.state.settle(paymentId, outcome);
+    if ('error' in payment) return { ok: false, reason: payment.error };
+    const status = verifyStatusOf(payment.state);
+    if (payment.webhook === undefined || !isWebhookStatus(status)) {
+      return { ok: true, settlement: { payment, status, delivered: false, attempts: 0 } };
+    }
+    const webhook = await deliverWebhook(payment.webhook, payment.paymentId, status, {
       attempts: this.webhookAttempts,
       timeoutMs: this.webhookTimeoutMs,
+      method: this.webhookMethod,
+      paymentIdInUrl: this.webhookPaymentIdInUrl,
       signal: this.lifetime.signal,
       log: (delivery) => (this.deliveries as SandboxDelivery[]).push(delivery),
     });
-    return { ok: true, settlement: { payment: result, webhook } };
+    const settlement: SandboxSettlement = {
+      payment,
+      status,
+      delivered: webhook.delivered,
+      attempts: webhook.attempts,
+      ...(webhook.status !== 0 && { lastStatus: webhook.status }),
+      webhook,
+    };
+    return { ok: true, settlement };
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -308,10 +410,11 @@ export class PaymentsSandbox {
       return;
     }
     if (api) {
-      handleApiRequest({ state: this.state, authorization: this.authorization }, req, res, url, body.text);
+      const context = { state: this.state, authorization: this.authorization, generateAnswer: this.generateAnswer, verifyLimiter: this.verifyLimiter };
+      handleApiRequest(context, req, res, url, body.text);
       return;
     }
-    const checkout = { state: this.state, settle: (id: string, outcome: Settlement) => this.settle(id, outcome) };
+    const checkout = { state: this.state, settle: (id: string, outcome: 'paid' | 'failed') => this.settle(id, outcome) };
     if (await handleCheckoutRequest(checkout, req, res, url)) return;
     this.handlePage(req, res, url);
   }
@@ -319,6 +422,7 @@ export class PaymentsSandbox {
   /** The sandbox's own pages: the index, and the default success and failure targets. */
   private handlePage(req: IncomingMessage, res: ServerResponse, url: URL): void {
     const readable = req.method === 'GET' || req.method === 'HEAD';
+    if (readable && url.pathname === FAVICON_PATH) return send(res, 204, 'image/x-icon', '', { 'Cache-Control': 'max-age=86400', ...PAGE_SECURITY_HEADERS });
     if (readable && url.pathname === '/') return sendHtml(res, 200, indexPage(this.url, this.state.list()));
     if (readable && url.pathname === SANDBOX_SUCCESS_PATH) return sendHtml(res, 200, messagePage('Payment successful', 'The sandbox payment succeeded. You can close this page.'));
     if (readable && url.pathname === SANDBOX_FAIL_PATH) return sendHtml(res, 200, messagePage('Payment failed', 'The sandbox payment failed or was declined. You can close this page.'));

@@ -2,13 +2,13 @@
  * The sandbox's memory: payments, bindings, and the transitions between payment states.
  * No I/O here, so every rule of the state machine lives in one place and reads top to bottom.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import type {
   SandboxBinding,
   SandboxBindingInput,
+  SandboxDestination,
   SandboxPayment,
   SandboxPaymentState,
-  SandboxPreauthorizationInput,
 } from './sandbox.types.js';
 
 /** Default session timeout of the spec, in seconds. */
@@ -16,6 +16,19 @@ export const DEFAULT_SESSION_TIMEOUT_SECS = 1200;
 
 /** Path of the checkout page under the sandbox URL; the spec's `<merchant_slug>` is fixed. */
 export const CHECKOUT_PATH = '/checkout/sandbox-merchant';
+
+/**
+ * The card every sandbox customer pays with: the public docs' own example (verify-transaction),
+ * so a client's fixtures and the sandbox's answers look alike. Bindings created by paying use it too.
+ */
+export const SANDBOX_CARD = Object.freeze({
+  holder: 'SANDBOX CUSTOMER',
+  pan: '450921**1119',
+  lastFour: '1119',
+  brand: 'VISA',
+  /** `YYYYMM`, as in the docs' example. */
+  expiration: '202612',
+});
 
 /** A validated `generate_payment` request, in camelCase. */
 export interface NewPayment {
@@ -35,6 +48,22 @@ export interface NewPayment {
   acceptCard?: boolean;
   /** Absolute http(s) URL. Default: none. */
   imageUrl?: string;
+  /** Paying holds the amount instead of taking it. Default false. */
+  preAuthorization?: boolean;
+  /** Customer id: paying creates a binding. Default: none. */
+  clientId?: string;
+  /** Split of the amount. Default: none. */
+  destinations?: SandboxDestination[];
+}
+
+/** A pre-authorization already held, as `createPreauthorizedPayment` makes it. */
+export interface NewPreauthorization {
+  /** Millimes, digits without leading zeros. */
+  amount: string;
+  /** Any string. Default: none. */
+  developerTrackingId?: string;
+  /** Customer id: a binding is created. Default: none. */
+  clientId?: string;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -44,8 +73,11 @@ interface PaymentRecord extends Mutable<SandboxPayment> {
   expiresAtMs?: number;
 }
 
-/** The two outcomes a customer can choose on the checkout page. */
-export type Settlement = 'paid' | 'failed';
+/** What can end a pending payment: the customer paying or declining, or the session ending. */
+export type Settlement = 'paid' | 'failed' | 'expired';
+
+/** Why confirm_payment is refused: nothing held to capture, or more asked than held. */
+export type CaptureRefusal = 'not_allowed' | 'exceeds';
 
 function randomId(prefix: string): string {
   // 12 random bytes: unguessable and URL-safe once hex-encoded.
@@ -56,6 +88,7 @@ function randomId(prefix: string): string {
 export class SandboxState {
   private readonly paymentsById = new Map<string, PaymentRecord>();
   private readonly bindingsByClient = new Map<string, SandboxBinding[]>();
+  private orderCounter = 0;
 
   /**
    * @param now the sandbox clock, epoch ms
@@ -70,7 +103,12 @@ export class SandboxState {
     return new Date(this.now()).toISOString();
   }
 
-  /** Creates a pending standard payment. */
+  private nextOrderNumber(): string {
+    this.orderCounter += 1;
+    return String(100000 + this.orderCounter);
+  }
+
+  /** Creates a pending payment (standard, or a pre-authorization to be held by paying). */
   createPayment(input: NewPayment): SandboxPayment {
     const paymentId = randomId('pay');
     const createdAtMs = this.now();
@@ -78,7 +116,7 @@ export class SandboxState {
     const expiresAtMs = createdAtMs + sessionTimeoutSecs * 1000;
     const record: PaymentRecord = {
       paymentId,
-      kind: 'standard',
+      kind: input.preAuthorization ? 'preauthorized' : 'standard',
       state: 'pending',
       amount: input.amount,
       successLink: input.successLink,
@@ -86,31 +124,36 @@ export class SandboxState {
       acceptCard: input.acceptCard ?? false,
       sessionTimeoutSecs,
       link: `${this.baseUrl()}${CHECKOUT_PATH}/${paymentId}`,
+      orderNumber: this.nextOrderNumber(),
       createdAt: new Date(createdAtMs).toISOString(),
       expiresAt: new Date(expiresAtMs).toISOString(),
       expiresAtMs,
     };
     if (input.developerTrackingId !== undefined) record.developerTrackingId = input.developerTrackingId;
+    if (input.clientId !== undefined) record.clientId = input.clientId;
+    if (input.destinations !== undefined) record.destinations = Object.freeze([...input.destinations]);
     if (input.webhook !== undefined) record.webhook = input.webhook;
     if (input.imageUrl !== undefined) record.imageUrl = input.imageUrl;
     this.paymentsById.set(paymentId, record);
     return snapshot(record);
   }
 
-  /** Creates a payment already in state `preauthorized` (no checkout, no expiry). */
-  createPreauthorized(input: SandboxPreauthorizationInput): SandboxPayment {
+  /** Creates a pre-authorization already held (state `preauthorized`; no checkout, no expiry). */
+  createPreauthorized(input: NewPreauthorization): SandboxPayment {
     const record: PaymentRecord = {
       paymentId: randomId('pay'),
       kind: 'preauthorized',
-      state: 'preauthorized',
+      state: 'pending',
       amount: input.amount,
       acceptCard: false,
       sessionTimeoutSecs: DEFAULT_SESSION_TIMEOUT_SECS,
+      orderNumber: this.nextOrderNumber(),
       createdAt: this.isoNow(),
     };
     if (input.developerTrackingId !== undefined) record.developerTrackingId = input.developerTrackingId;
     if (input.clientId !== undefined) record.clientId = input.clientId;
     this.paymentsById.set(record.paymentId, record);
+    this.pay(record);
     return snapshot(record);
   }
 
@@ -126,22 +169,29 @@ export class SandboxState {
   }
 
   /**
-   * Pays or declines a pending payment, as the customer does on the checkout page.
+   * Ends a pending payment: paid (held, for a pre-authorization), declined, or expired.
    * Returns the new snapshot, or the reason it cannot be done.
    */
   settle(paymentId: string, outcome: Settlement): SandboxPayment | { error: 'unknown' | SandboxPaymentState } {
     const record = this.read(paymentId);
     if (!record) return { error: 'unknown' };
     if (record.state !== 'pending') return { error: record.state };
-    record.state = outcome;
-    if (outcome === 'paid') record.paidAt = this.isoNow();
-    else record.failedAt = this.isoNow();
+    if (outcome === 'paid') {
+      this.pay(record);
+    } else if (outcome === 'failed') {
+      record.state = 'failed';
+      record.failedAt = this.isoNow();
+    } else {
+      this.expire(record, this.isoNow());
+    }
     return snapshot(record);
   }
 
   /** Refunds a paid standard payment, once. Undefined when the payment cannot be refunded. */
   refund(paymentId: string): SandboxPayment | undefined {
     const record = this.read(paymentId);
+    // The spec refunds "a completed standard payment"; a captured pre-authorization is not one,
+    // and no page shows whether it can be refunded, so the sandbox refuses it.
     if (!record || record.kind !== 'standard' || record.state !== 'paid') return undefined;
     record.state = 'refunded';
     record.refundId = randomId('ref');
@@ -149,12 +199,26 @@ export class SandboxState {
     return snapshot(record);
   }
 
-  /** Cancels a pre-authorized payment, once. Undefined when the payment cannot be cancelled. */
+  /** Cancels a held pre-authorization, once. Undefined when the payment cannot be cancelled. */
   cancel(paymentId: string): SandboxPayment | undefined {
     const record = this.read(paymentId);
     if (!record || record.state !== 'preauthorized') return undefined;
     record.state = 'cancelled';
     record.cancelledAt = this.isoNow();
+    return snapshot(record);
+  }
+
+  /**
+   * Captures a held pre-authorization, once (facts §5): all of it when `amount` is undefined, else
+   * `amount` millimes (at most the held amount; the rest is released).
+   */
+  capture(paymentId: string, amount: string | undefined): SandboxPayment | { error: CaptureRefusal } {
+    const record = this.read(paymentId);
+    if (!record || record.state !== 'preauthorized') return { error: 'not_allowed' };
+    if (amount !== undefined && BigInt(amount) > BigInt(record.amount)) return { error: 'exceeds' };
+    record.state = 'captured';
+    record.capturedAmount = amount ?? record.amount;
+    record.capturedAt = this.isoNow();
     return snapshot(record);
   }
 
@@ -179,11 +243,30 @@ export class SandboxState {
     return [...(this.bindingsByClient.get(clientId) ?? [])];
   }
 
+  /**
+   * The customer pays: the amount is taken (standard) or held (pre-authorization), and a payment
+   * made with a `client_id` leaves a binding of the card (create-binding page: "once the customer
+   * pays, the binding exists"), one per paid payment.
+   */
+  private pay(record: PaymentRecord): void {
+    record.state = record.kind === 'preauthorized' ? 'preauthorized' : 'paid';
+    record.paidAt = this.isoNow();
+    record.approvalCode = String(randomInt(0, 1_000_000)).padStart(6, '0');
+    if (record.clientId !== undefined) {
+      record.bindingId = this.addBinding({ clientId: record.clientId, cardLastFour: SANDBOX_CARD.lastFour, cardBrand: SANDBOX_CARD.brand }).binding_id;
+    }
+  }
+
+  private expire(record: PaymentRecord, at: string): void {
+    record.state = 'expired';
+    record.expiredAt = at;
+  }
+
   /** The live record, with expiry applied lazily so no timer has to run (and be cleaned up). */
   private read(paymentId: string): PaymentRecord | undefined {
     const record = this.paymentsById.get(paymentId);
     if (record && record.state === 'pending' && record.expiresAtMs !== undefined && this.now() >= record.expiresAtMs) {
-      record.state = 'expired';
+      this.expire(record, new Date(record.expiresAtMs).toISOString());
     }
     return record;
   }

@@ -3,6 +3,11 @@
  * its logs. Kept apart from the implementation so the barrel can export types without code.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { SandboxVerifyStatus } from './sandbox.status.js';
+import type { SandboxPaymentIdInUrl } from './sandbox.url.js';
+
+export type { SandboxVerifyStatus } from './sandbox.status.js';
+export type { SandboxPaymentIdInUrl } from './sandbox.url.js';
 
 /** Options of {@link PaymentsSandbox.start}. Every field is optional. */
 export interface PaymentsSandboxOptions {
@@ -25,24 +30,83 @@ export interface PaymentsSandboxOptions {
    */
   now?: () => number;
   /**
-   * Total number of webhook delivery attempts per confirmation (first try included).
-   * Default `3`. Waits between attempts: 100 ms, then 300 ms, then three times longer each time.
+   * Total number of webhook delivery attempts per outcome, the first one included (so `1` means
+   * no retry). Default `3`. Waits between attempts: 100 ms, then 300 ms, then three times longer.
+   */
+  webhookAttempts?: number;
+  /**
+   * @deprecated Use {@link webhookAttempts}: despite its name this always counted total attempts,
+   * not retries. Still accepted with that meaning; giving both with different values is an error.
    */
   webhookRetries?: number;
   /** Timeout of each webhook delivery attempt, in ms. Default `5000`. */
   webhookTimeoutMs?: number;
+  /**
+   * How webhooks are sent. Default `'POST'`, with the JSON body `{"payment_id","status"}`.
+   * `'GET'` sends no body and puts `payment_id` and `status` in the query instead (public
+   * clients accept both; the real payload is undocumented).
+   */
+  webhookMethod?: SandboxWebhookMethod;
+  /**
+   * Whether and how the delivery URL gets `payment_id`. Default `'append'` (`?` or `&`, as the
+   * redirects). `'naive'` always adds a second `?`, to test a receiver against a careless service;
+   * `'none'` leaves the URL as given. With `webhookMethod: 'GET'` the id can only travel in the
+   * URL, so `'none'` is refused there.
+   */
+  webhookPaymentIdInUrl?: SandboxPaymentIdInUrl;
+  /**
+   * Shape of a successful `generate_payment` answer. Default `'full'`: the interface spec's
+   * `{result:{success,payment_id,link,developer_tracking_id?},name,code,version}`. `'minimal'`:
+   * `{result:{payment_id,link}}` only, as two public doc pages show, to prove a client accepts both.
+   */
+  generateAnswer?: SandboxGenerateAnswer;
+  /**
+   * Rate limit of `verify_payment`, per payment id, on the sandbox clock. Default: none. Once
+   * `max` calls for one payment id were answered within `windowMs`, further calls get 429 with
+   * `Retry-After` until the window (which starts at that id's first call) is over. The docs warn
+   * that repeated verify calls are rate-limited but give no numbers, so there is no default.
+   */
+  verifyRateLimit?: SandboxRateLimit | null;
 }
+
+/** A limit of {@link PaymentsSandboxOptions.verifyRateLimit}. */
+export interface SandboxRateLimit {
+  /** Calls allowed per payment id per window; a positive integer. */
+  max: number;
+  /** Length of the window in ms, on the sandbox clock; a positive integer. */
+  windowMs: number;
+}
+
+/** HTTP method of webhook deliveries; see {@link PaymentsSandboxOptions.webhookMethod}. */
+export type SandboxWebhookMethod = 'POST' | 'GET';
+
+/** Shape of the `generate_payment` answer; see {@link PaymentsSandboxOptions.generateAnswer}. */
+export type SandboxGenerateAnswer = 'full' | 'minimal';
 
 /**
  * States of a sandbox payment. The spec names only "completed" (here `paid`), "pre-authorized"
  * and "cancelled"; the sandbox adds `pending` (created, not yet paid), `failed` (customer
- * declined), `expired` (session timed out) and `refunded` (the spec does not show the state
- * after a refund; the sandbox picks a distinct one so a second refund is refused).
+ * declined), `expired` (session timed out), `refunded` (the spec does not show the state after a
+ * refund; a distinct one so a second refund is refused) and `captured` (a pre-authorization
+ * captured with confirm_payment, in full or in part). What verify_payment answers for each is in
+ * `sandbox.status.ts`.
  */
-export type SandboxPaymentState = 'pending' | 'paid' | 'failed' | 'expired' | 'refunded' | 'preauthorized' | 'cancelled';
+export type SandboxPaymentState = 'pending' | 'paid' | 'failed' | 'expired' | 'refunded' | 'preauthorized' | 'captured' | 'cancelled';
 
-/** Kind of payment: one made through `generate_payment`, or a test-made pre-authorization. */
+/**
+ * Kind of payment: a standard one, or a pre-authorization (made with `generate_payment` and
+ * `pre_auth` / `pre_authorization: true`, or directly with `createPreauthorizedPayment`): paying
+ * it holds the amount (`preauthorized`) until confirm_payment captures it or cancel_payment releases it.
+ */
 export type SandboxPaymentKind = 'standard' | 'preauthorized';
+
+/** One share of a split payment, exactly as sent in `destination` (and echoed by verify). */
+export interface SandboxDestination {
+  /** Share in millimes, a positive JSON integer. */
+  readonly amount: number;
+  /** Receiving merchant's id. */
+  readonly destination: string;
+}
 
 /** Read-only snapshot of a payment as the sandbox stores it (camelCase; not a wire shape). */
 export interface SandboxPayment {
@@ -52,17 +116,19 @@ export interface SandboxPayment {
   readonly kind: SandboxPaymentKind;
   /** Current state, with session expiry already applied. */
   readonly state: SandboxPaymentState;
-  /** Amount in millimes, a string of digits without leading zeros. */
+  /** Amount in millimes (held amount for a pre-authorization), digits without leading zeros. */
   readonly amount: string;
   /** Merchant's tracking id, when one was given. */
   readonly developerTrackingId?: string;
-  /** Customer id, for pre-authorized payments made with one. */
+  /** Customer id (`client_id`), when one was given: paying creates a binding for it. */
   readonly clientId?: string;
-  /** Redirect target after success (standard payments only). */
+  /** Split of the amount (`destination`), when one was given. */
+  readonly destinations?: readonly SandboxDestination[];
+  /** Redirect target after success (payments made with `generate_payment`). */
   readonly successLink?: string;
-  /** Redirect target after failure (standard payments only). */
+  /** Redirect target after failure (payments made with `generate_payment`). */
   readonly failLink?: string;
-  /** Confirmation URL, exactly as received. */
+  /** Webhook URL, exactly as received. */
   readonly webhook?: string;
   /** Image URL, when one was given. The checkout page does not load it (no external assets). */
   readonly imageUrl?: string;
@@ -70,22 +136,34 @@ export interface SandboxPayment {
   readonly acceptCard: boolean;
   /** Session timeout in seconds. Default 1200, as in the spec. */
   readonly sessionTimeoutSecs: number;
-  /** Checkout link (standard payments only). */
+  /** Checkout link (payments made with `generate_payment`). */
   readonly link?: string;
+  /** The service's order number, shown in verify `result.details.order_number`. */
+  readonly orderNumber: string;
   /** ISO 8601 UTC creation time, on the sandbox clock. */
   readonly createdAt: string;
-  /** ISO 8601 UTC time at which a pending payment expires (standard payments only). */
+  /** ISO 8601 UTC time at which a pending payment expires (payments made with `generate_payment`). */
   readonly expiresAt?: string;
-  /** ISO 8601 UTC time of payment. */
+  /** ISO 8601 UTC time of payment (for a pre-authorization: when the amount was held). */
   readonly paidAt?: string;
+  /** Approval code of the card payment, six digits, once paid. */
+  readonly approvalCode?: string;
+  /** Id of the binding created by paying, when the payment had a `client_id`. */
+  readonly bindingId?: string;
   /** ISO 8601 UTC time of the decline. */
   readonly failedAt?: string;
+  /** ISO 8601 UTC time at which the session ended unpaid (set by `expirePayment` or the clock). */
+  readonly expiredAt?: string;
   /** ISO 8601 UTC time of the refund. */
   readonly refundedAt?: string;
   /** Identifier of the refund: `ref_` followed by 24 hex characters. */
   readonly refundId?: string;
   /** ISO 8601 UTC time of the cancellation. */
   readonly cancelledAt?: string;
+  /** Captured millimes of a pre-authorization (at most `amount`; the rest was released). */
+  readonly capturedAmount?: string;
+  /** ISO 8601 UTC time of the capture. */
+  readonly capturedAt?: string;
 }
 
 /** Status of a card binding. The spec shows only `active`; others are allowed for tests. */
@@ -119,13 +197,13 @@ export interface SandboxBindingInput {
   status?: SandboxBindingStatus;
 }
 
-/** Input of {@link PaymentsSandbox.createPreauthorizedPayment}. */
+/** Input of {@link PaymentsSandbox.createPreauthorizedPayment}: a pre-authorization already held. */
 export interface SandboxPreauthorizationInput {
-  /** Amount in millimes: a string of ASCII digits, greater than zero. */
-  amount: string;
+  /** Amount in millimes: a string of ASCII digits (or a safe integer), greater than zero. */
+  amount: string | number;
   /** Merchant's tracking id. Default: none. */
   developerTrackingId?: string;
-  /** Customer identifier. Default: none. */
+  /** Customer identifier. Default: none. With one, a binding is created, as for a paid payment. */
   clientId?: string;
 }
 
@@ -147,9 +225,13 @@ export interface SandboxRequest {
 
 /** One webhook delivery attempt. */
 export interface SandboxDelivery {
-  /** Payment being confirmed. */
+  /** Payment whose outcome is delivered. */
   readonly paymentId: string;
-  /** URL posted to, exactly the payment's `webhook`. */
+  /** Outcome delivered: the payment's verify status at that moment. */
+  readonly paymentStatus: SandboxVerifyStatus;
+  /** HTTP method used (see `webhookMethod`). */
+  readonly method: SandboxWebhookMethod;
+  /** URL requested: the payment's `webhook` with the query added per `webhookPaymentIdInUrl` / `webhookMethod`. */
   readonly url: string;
   /** Attempt number, from 1. */
   readonly attempt: number;
@@ -157,11 +239,11 @@ export interface SandboxDelivery {
   readonly status?: number;
   /** Why there was no answer (network error, timeout, sandbox closed). */
   readonly error?: string;
-  /** The exact JSON body sent. */
+  /** The exact body sent; `''` for GET. */
   readonly payload: string;
 }
 
-/** Outcome of the webhook delivery of one confirmation. */
+/** Outcome of the webhook delivery of one payment outcome. */
 export interface SandboxWebhookOutcome {
   /** HTTP status of the last attempt's answer; `0` when the last attempt got none. */
   readonly status: number;
@@ -173,12 +255,34 @@ export interface SandboxWebhookOutcome {
   readonly error?: string;
 }
 
-/** Result of {@link PaymentsSandbox.completePayment} and {@link PaymentsSandbox.failPayment}. */
+/**
+ * Result of {@link PaymentsSandbox.completePayment}, {@link PaymentsSandbox.failPayment} and
+ * {@link PaymentsSandbox.expirePayment}. The flat fields answer "did the shop hear about it?"
+ * without digging into `webhook`.
+ */
 export interface SandboxSettlement {
   /** The payment after the state change. */
   readonly payment: SandboxPayment;
-  /** Delivery outcome; absent when the payment has no webhook URL. */
+  /** What verify_payment now answers for it (and what the webhook carried). */
+  readonly status: SandboxVerifyStatus;
+  /** Whether a webhook attempt got a 2xx answer; false when nothing was sent. */
+  readonly delivered: boolean;
+  /** Webhook attempts made; `0` when the payment has no webhook URL or the outcome sends none. */
+  readonly attempts: number;
+  /** HTTP status of the last attempt's answer, when it got one. */
+  readonly lastStatus?: number;
+  /** Delivery details; absent when nothing was sent. */
   readonly webhook?: SandboxWebhookOutcome;
+}
+
+/** Options of {@link PaymentsSandbox.completePayment} and {@link PaymentsSandbox.failPayment}. */
+export interface SandboxSettleOptions {
+  /**
+   * Reject with `SandboxWebhookError` when the payment has a webhook URL and no attempt got a
+   * 2xx answer. Default `true`: a test that settles a payment almost always means "and the shop
+   * heard about it"; pass `false` to test the shop's behaviour without the webhook.
+   */
+  requireDelivery?: boolean;
 }
 
 /** A fault to inject on one path; see {@link PaymentsSandbox.fault}. */

@@ -1,9 +1,12 @@
 /**
- * Validation of request input, as strict as the spec's types: the sandbox exists to catch a
- * client that sends the wrong wire, so it refuses what the spec does not allow (a JSON number
- * as `amount`, `null` for an optional field) rather than guessing what the service tolerates.
+ * Validation of request input, as strict as the documented types: the sandbox exists to catch a
+ * client that sends the wrong wire, so it refuses what no public page allows (`null` for an
+ * optional field, a fractional amount) rather than guessing what the service tolerates. Where the
+ * public pages disagree (`amount` as a string or a JSON integer, the two pre-authorization flag
+ * names; public-api-facts §4), it accepts every documented form.
  */
 import type { NewPayment } from './sandbox.state.js';
+import type { SandboxDestination } from './sandbox.types.js';
 
 const DIGITS = /^[0-9]+$/;
 const CLIENT_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
@@ -19,10 +22,47 @@ export function isHttpUrl(value: unknown): value is string {
   }
 }
 
-/** A positive amount in millimes as ASCII digits, without leading zeros; undefined when invalid. */
-export function parseMillimes(value: unknown): string | undefined {
+/**
+ * A positive amount in millimes as ASCII digits, without leading zeros; undefined when invalid.
+ * A string of digits always; a JSON integer only when `integers` is set (generate_payment, where
+ * pages show both, facts §4), never elsewhere (confirm_payment documents a string, facts §5).
+ */
+export function parseMillimes(value: unknown, integers = false): string | undefined {
+  if (integers && typeof value === 'number') return Number.isSafeInteger(value) && value > 0 ? String(value) : undefined;
   if (typeof value !== 'string' || !DIGITS.test(value) || !/[1-9]/.test(value)) return undefined;
   return value.replace(/^0+/, '');
+}
+
+/**
+ * The pre-authorization flag of a generate_payment body: `pre_auth` (api-reference/pre-authorization)
+ * or `pre_authorization` (advanced-payment-flow/initiate-pre-authorization), booleans. Both
+ * present with different values is ambiguous and refused (undefined), never resolved by guessing.
+ */
+export function parsePreAuthorization(body: Record<string, unknown>): boolean | undefined {
+  const flags = (['pre_auth', 'pre_authorization'] as const).filter((name) => name in body).map((name) => body[name]);
+  if (flags.some((flag) => typeof flag !== 'boolean')) return undefined;
+  if (flags.length === 2 && flags[0] !== flags[1]) return undefined;
+  return flags[0] === true;
+}
+
+/**
+ * The `destination` list of a split payment (api-reference/payment-orchestration): objects
+ * `{amount: <positive JSON integer>, destination: <non-empty string>}` whose amounts add up to at
+ * most `total` millimes. Undefined when invalid; extra fields of an entry are dropped.
+ */
+export function parseDestinations(value: unknown, total: string): SandboxDestination[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const destinations: SandboxDestination[] = [];
+  let sum = 0n;
+  for (const entry of value) {
+    if (!isJsonObject(entry)) return undefined;
+    const { amount, destination } = entry;
+    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount <= 0) return undefined;
+    if (typeof destination !== 'string' || destination.trim() === '') return undefined;
+    sum += BigInt(amount);
+    destinations.push(Object.freeze({ amount, destination }));
+  }
+  return sum <= BigInt(total) ? destinations : undefined;
 }
 
 /** Whether a `client_id` is acceptable: 1 to 128 characters of `[A-Za-z0-9._:@-]`. */
@@ -40,7 +80,7 @@ export function isJsonObject(value: unknown): value is Record<string, unknown> {
  * field is invalid: the service's error is a bare "Bad Request", so there is nothing to list.
  */
 export function parseGenerateRequest(body: Record<string, unknown>): NewPayment | undefined {
-  const amount = parseMillimes(body.amount);
+  const amount = parseMillimes(body.amount, true);
   if (amount === undefined || !isHttpUrl(body.success_link) || !isHttpUrl(body.fail_link)) return undefined;
   const result: NewPayment = { amount, successLink: body.success_link, failLink: body.fail_link };
   if ('webhook' in body) {
@@ -63,6 +103,18 @@ export function parseGenerateRequest(body: Record<string, unknown>): NewPayment 
   if ('accept_card' in body) {
     if (typeof body.accept_card !== 'boolean') return undefined;
     result.acceptCard = body.accept_card;
+  }
+  const preAuthorization = parsePreAuthorization(body);
+  if (preAuthorization === undefined) return undefined;
+  if (preAuthorization) result.preAuthorization = true;
+  if ('client_id' in body) {
+    if (!isValidClientId(body.client_id)) return undefined;
+    result.clientId = body.client_id;
+  }
+  if ('destination' in body) {
+    const destinations = parseDestinations(body.destination, amount);
+    if (destinations === undefined) return undefined;
+    result.destinations = destinations;
   }
   return result;
 }

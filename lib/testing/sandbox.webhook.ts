@@ -1,27 +1,37 @@
 /**
- * Webhook delivery of payment confirmations. The spec shows no payload, timing, retries or
- * signing, so the sandbox chooses (and documents) them:
+ * Webhook delivery of payment outcomes. The interface spec shows no payload, timing, retries or
+ * signing; the public pages describe success and failure webhooks whose payload is still
+ * undocumented, and public clients read `payment_id` (by GET or POST) and never trust the body's
+ * status (public-api-facts §2). So the sandbox chooses, and documents:
  *
- * - `POST` to exactly the payment's `webhook` URL, query string untouched (the plugin puts its
- *   signed token there), `Content-Type: application/json`, no signature header.
- * - Body: `{"payment_id", "status": "completed" | "failed", "amount": "<millimes>",
- *   "developer_tracking_id"}` (the last only when the payment has one).
- * - Sent synchronously with the customer's click: the checkout page redirects only once
- *   delivery is over, so a test that follows the redirect sees the webhook already handled.
+ * - Sent for the outcomes `isWebhookStatus` names (paid, held, declined), not for expiry.
+ * - `POST` (default): JSON body `{"payment_id":"…","status":"SUCCESS"}`, `Content-Type:
+ *   application/json`, where `status` is the verify status of that moment. `GET`: no body,
+ *   `payment_id` and `status` in the query.
+ * - The payment id in the URL per `webhookPaymentIdInUrl` (`sandbox.url.ts` holds the rule).
+ * - No signature header: the service shows none.
+ * - Sent synchronously with the customer's click: the checkout page redirects only once delivery
+ *   is over, so a test that follows the redirect sees the webhook already handled.
  * - Retried on a non-2xx answer or a network error, up to `attempts` in total, waiting 100 ms,
  *   300 ms, then three times longer each time.
  */
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { SandboxDelivery, SandboxPayment, SandboxWebhookOutcome } from './sandbox.types.js';
+import type { SandboxVerifyStatus } from './sandbox.status.js';
+import type { SandboxDelivery, SandboxWebhookMethod, SandboxWebhookOutcome } from './sandbox.types.js';
+import { addQueryByMode, type QueryParams, type SandboxPaymentIdInUrl } from './sandbox.url.js';
 
 /** Settings of the deliverer. */
 export interface WebhookSettings {
-  /** Total attempts per confirmation. */
+  /** Total attempts per outcome. */
   attempts: number;
   /** Timeout of one attempt, in ms. */
   timeoutMs: number;
+  /** HTTP method of the deliveries. */
+  method: SandboxWebhookMethod;
+  /** How the payment id goes into the URL. */
+  paymentIdInUrl: SandboxPaymentIdInUrl;
   /** Aborted when the sandbox closes: cancels in-flight requests and backoff waits. */
   signal: AbortSignal;
   /** Receives every attempt, for the sandbox's `deliveries` log. */
@@ -33,41 +43,52 @@ export function backoffMs(attempt: number): number {
   return 100 * 3 ** (attempt - 1);
 }
 
-/** The JSON body the sandbox posts to confirm a paid payment (declines are not delivered). */
-export function webhookPayload(payment: SandboxPayment): string {
-  const body: Record<string, string> = {
-    payment_id: payment.paymentId,
-    status: 'completed',
-    amount: payment.amount,
+/** The request of one delivery: where, how, and with which body. */
+export interface WebhookRequest {
+  /** Target URL, query added. */
+  readonly url: string;
+  /** HTTP method. */
+  readonly method: SandboxWebhookMethod;
+  /** JSON body for POST; `''` for GET. */
+  readonly payload: string;
+}
+
+/** Builds the delivery of `status` for `paymentId` to the payment's `webhook` URL. */
+export function webhookRequest(webhook: string, paymentId: string, status: SandboxVerifyStatus, settings: Pick<WebhookSettings, 'method' | 'paymentIdInUrl'>): WebhookRequest {
+  if (settings.method === 'GET') {
+    const params: QueryParams = [
+      ['payment_id', paymentId],
+      ['status', status],
+    ];
+    return { url: addQueryByMode(webhook, params, settings.paymentIdInUrl), method: 'GET', payload: '' };
+  }
+  return {
+    url: addQueryByMode(webhook, [['payment_id', paymentId]], settings.paymentIdInUrl),
+    method: 'POST',
+    payload: JSON.stringify({ payment_id: paymentId, status }),
   };
-  if (payment.developerTrackingId !== undefined) body.developer_tracking_id = payment.developerTrackingId;
-  return JSON.stringify(body);
 }
 
 type AttemptResult = { status: number } | { error: string };
 
-function postOnce(url: string, payload: string, timeoutMs: number, signal: AbortSignal): Promise<AttemptResult> {
+function sendOnce(request: WebhookRequest, timeoutMs: number, signal: AbortSignal): Promise<AttemptResult> {
   return new Promise((resolve) => {
     let target: URL;
     try {
-      target = new URL(url);
+      target = new URL(request.url);
     } catch {
       resolve({ error: 'invalid webhook URL' });
       return;
     }
     const transport = target.protocol === 'https:' ? https : http;
+    const headers: Record<string, string> = { 'User-Agent': 'nestjs-payments-sandbox' };
+    if (request.method === 'POST') {
+      headers['Content-Type'] = 'application/json';
+      headers['Content-Length'] = String(Buffer.byteLength(request.payload));
+    }
     // agent: false gives each attempt its own socket, closed afterwards, so no pooled
     // keep-alive socket outlives the sandbox (and keeps a test runner alive).
-    const req = transport.request(target, {
-      method: 'POST',
-      agent: false,
-      signal,
-      headers: {
-        'Content-Type': 'application/json',
-        'Content-Length': String(Buffer.byteLength(payload)),
-        'User-Agent': 'nestjs-payments-sandbox',
-      },
-    });
+    const req = transport.request(target, { method: request.method, agent: false, signal, headers });
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
     req.on('response', (res) => {
       res.resume();
@@ -77,19 +98,19 @@ function postOnce(url: string, payload: string, timeoutMs: number, signal: Abort
     req.on('error', (error: NodeJS.ErrnoException) => {
       resolve({ error: signal.aborted ? 'sandbox closed' : error.code ? `${error.code}: ${error.message}` : error.message });
     });
-    req.end(payload);
+    req.end(request.method === 'POST' ? request.payload : undefined);
   });
 }
 
-/** Delivers the confirmation of `payment` to its webhook URL, with retries. */
-export async function deliverWebhook(payment: SandboxPayment, url: string, settings: WebhookSettings): Promise<SandboxWebhookOutcome> {
-  const payload = webhookPayload(payment);
+/** Delivers `status` of `paymentId` to `webhook`, with retries. */
+export async function deliverWebhook(webhook: string, paymentId: string, status: SandboxVerifyStatus, settings: WebhookSettings): Promise<SandboxWebhookOutcome> {
+  const request = webhookRequest(webhook, paymentId, status, settings);
   let last: AttemptResult = { error: 'not attempted' };
   let attempt = 0;
   while (attempt < settings.attempts && !settings.signal.aborted) {
     attempt += 1;
-    last = await postOnce(url, payload, settings.timeoutMs, settings.signal);
-    settings.log(Object.freeze({ paymentId: payment.paymentId, url, attempt, ...last, payload }));
+    last = await sendOnce(request, settings.timeoutMs, settings.signal);
+    settings.log(Object.freeze({ paymentId, paymentStatus: status, method: request.method, url: request.url, attempt, ...last, payload: request.payload }));
     if ('status' in last && last.status >= 200 && last.status < 300) {
       return { status: last.status, attempts: attempt, delivered: true };
     }
