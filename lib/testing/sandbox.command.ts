@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { PaymentsSandbox, SANDBOX_PRIVATE_KEY } from './sandbox.server.js';
+import type { SandboxGenerateAnswer, SandboxPaymentIdInUrl, SandboxRateLimit, SandboxWebhookMethod } from './sandbox.types.js';
 
 /** Port of the command's sandbox when `--port` is not given: fixed, so bookmarks and configs keep working. */
 export const CLI_DEFAULT_PORT = 4010;
@@ -18,13 +19,42 @@ Options:
   --host <host>         address to listen on (default 127.0.0.1)
   --public-key <key>    public key to accept (default sandbox_public_key)
   --private-key <key>   private key to accept (default sandbox_private_key)
+  --generate-answer <full|minimal>
+                        generate_payment answer: the spec's full one, or only
+                        {result:{payment_id,link}} as two doc pages show (default full)
+  --webhook-method <POST|GET>
+                        how webhooks are sent: JSON body, or payment_id and status
+                        in the query (default POST)
+  --webhook-payment-id-in-url <append|naive|none>
+                        add payment_id to the webhook URL with ? or &, always with a
+                        second ? like a careless service, or not at all (default append)
+  --webhook-attempts <n>
+                        total webhook attempts per outcome, first included (default 3)
+  --webhook-timeout-ms <ms>
+                        timeout of one webhook attempt (default 5000)
+  --verify-rate-limit <n>/<seconds>
+                        answer 429 with Retry-After once a payment id had n
+                        verify_payment calls within that many seconds (default: no limit)
   -h, --help            print this help
 `;
 
+/** Parsed command line of `sandbox`: options absent when their flag was not given (the sandbox's defaults apply). */
+export interface SandboxCliRun {
+  readonly command: 'sandbox';
+  readonly port: number;
+  readonly host: string;
+  readonly publicKey?: string;
+  readonly privateKey?: string;
+  readonly generateAnswer?: SandboxGenerateAnswer;
+  readonly webhookMethod?: SandboxWebhookMethod;
+  readonly webhookPaymentIdInUrl?: SandboxPaymentIdInUrl;
+  readonly webhookAttempts?: number;
+  readonly webhookTimeoutMs?: number;
+  readonly verifyRateLimit?: SandboxRateLimit;
+}
+
 /** Parsed command line. */
-export type SandboxCliArgs =
-  | { readonly command: 'help' }
-  | { readonly command: 'sandbox'; readonly port: number; readonly host: string; readonly publicKey?: string; readonly privateKey?: string };
+export type SandboxCliArgs = { readonly command: 'help' } | SandboxCliRun;
 
 /** A command line that cannot be run; its message says why. */
 export class SandboxUsageError extends Error {
@@ -36,10 +66,33 @@ function nonEmpty(flag: string, value: string | undefined): string | undefined {
   return value;
 }
 
+function choice<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value)) throw new SandboxUsageError(`${flag} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+  return value as T;
+}
+
+function positive(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = /^[0-9]{1,9}$/.test(value) ? Number(value) : NaN;
+  if (!(n > 0)) throw new SandboxUsageError(`${flag} must be a positive integer, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** `N/SECONDS`, e.g. `5/60`: at most N verify calls per payment id per SECONDS seconds. */
+function rateLimit(flag: string, value: string | undefined): SandboxRateLimit | undefined {
+  if (value === undefined) return undefined;
+  const match = /^([0-9]{1,9})\/([0-9]{1,9})$/.exec(value);
+  const max = match ? Number(match[1]) : 0;
+  const seconds = match ? Number(match[2]) : 0;
+  if (!(max > 0 && seconds > 0)) throw new SandboxUsageError(`${flag} must be N/SECONDS with positive integers, e.g. 5/60, got ${JSON.stringify(value)}`);
+  return { max, windowMs: seconds * 1000 };
+}
+
 /**
  * Parses the arguments after the executable name, e.g. `['sandbox', '--port', '4010']`.
  *
- * @throws SandboxUsageError for an unknown option, a missing or unknown command, or a bad port
+ * @throws SandboxUsageError for an unknown option, a missing or unknown command, or a bad value
  */
 export function parseSandboxArgs(argv: readonly string[]): SandboxCliArgs {
   let parsed;
@@ -53,6 +106,12 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxCliArgs {
         host: { type: 'string' },
         'public-key': { type: 'string' },
         'private-key': { type: 'string' },
+        'generate-answer': { type: 'string' },
+        'webhook-method': { type: 'string' },
+        'webhook-payment-id-in-url': { type: 'string' },
+        'webhook-attempts': { type: 'string' },
+        'webhook-timeout-ms': { type: 'string' },
+        'verify-rate-limit': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -73,13 +132,40 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxCliArgs {
   const host = nonEmpty('--host', values.host) ?? '127.0.0.1';
   const publicKey = nonEmpty('--public-key', values['public-key']);
   const privateKey = nonEmpty('--private-key', values['private-key']);
+  const generateAnswer = choice<SandboxGenerateAnswer>('--generate-answer', values['generate-answer'], ['full', 'minimal']);
+  const webhookMethod = choice<SandboxWebhookMethod>('--webhook-method', values['webhook-method'], ['POST', 'GET']);
+  const webhookPaymentIdInUrl = choice<SandboxPaymentIdInUrl>('--webhook-payment-id-in-url', values['webhook-payment-id-in-url'], ['append', 'naive', 'none']);
+  if (webhookMethod === 'GET' && webhookPaymentIdInUrl === 'none') {
+    throw new SandboxUsageError('--webhook-method GET carries payment_id in the URL, so --webhook-payment-id-in-url cannot be none');
+  }
+  const webhookAttempts = positive('--webhook-attempts', values['webhook-attempts']);
+  const webhookTimeoutMs = positive('--webhook-timeout-ms', values['webhook-timeout-ms']);
+  const verifyRateLimit = rateLimit('--verify-rate-limit', values['verify-rate-limit']);
   return {
     command: 'sandbox',
     port,
     host,
     ...(publicKey !== undefined && { publicKey }),
     ...(privateKey !== undefined && { privateKey }),
+    ...(generateAnswer !== undefined && { generateAnswer }),
+    ...(webhookMethod !== undefined && { webhookMethod }),
+    ...(webhookPaymentIdInUrl !== undefined && { webhookPaymentIdInUrl }),
+    ...(webhookAttempts !== undefined && { webhookAttempts }),
+    ...(webhookTimeoutMs !== undefined && { webhookTimeoutMs }),
+    ...(verifyRateLimit !== undefined && { verifyRateLimit }),
   };
+}
+
+/** One banner line per behaviour flag given, so the person reading the terminal sees what differs from the defaults. */
+function behaviourLines(args: SandboxCliRun): string {
+  const lines: string[] = [];
+  if (args.generateAnswer !== undefined) lines.push(`generate answer: ${args.generateAnswer}`);
+  if (args.webhookMethod !== undefined) lines.push(`webhook method: ${args.webhookMethod}`);
+  if (args.webhookPaymentIdInUrl !== undefined) lines.push(`webhook payment_id in URL: ${args.webhookPaymentIdInUrl}`);
+  if (args.webhookAttempts !== undefined) lines.push(`webhook attempts: ${args.webhookAttempts}`);
+  if (args.webhookTimeoutMs !== undefined) lines.push(`webhook timeout: ${args.webhookTimeoutMs} ms`);
+  if (args.verifyRateLimit !== undefined) lines.push(`verify rate limit: ${args.verifyRateLimit.max} calls per payment per ${args.verifyRateLimit.windowMs / 1000} s`);
+  return lines.map((line) => `  ${line}\n`).join('');
 }
 
 /** Where the command writes and which signals stop it; the process's own by default, replaceable in tests. */
@@ -116,7 +202,8 @@ export async function runSandboxCommand(argv: readonly string[], io: SandboxComm
 
   let sandbox: PaymentsSandbox;
   try {
-    sandbox = await PaymentsSandbox.start({ port: args.port, host: args.host, publicKey: args.publicKey, privateKey: args.privateKey });
+    const { command: _command, ...options } = args;
+    sandbox = await PaymentsSandbox.start(options);
   } catch (error) {
     io.stderr.write(`nestjs-payments: cannot start the sandbox on ${args.host}:${args.port}: ${(error as Error).message}\n`);
     return 1;
@@ -131,6 +218,7 @@ export async function runSandboxCommand(argv: readonly string[], io: SandboxComm
       `  baseUrl:     ${sandbox.url}\n` +
       `  publicKey:   ${sandbox.publicKey}\n` +
       `  privateKey:  ${privateKeyLine}\n` +
+      behaviourLines(args) +
       `Press Ctrl+C to stop.\n`,
   );
 

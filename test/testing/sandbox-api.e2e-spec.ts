@@ -104,6 +104,7 @@ describe('PaymentsSandbox API', () => {
         acceptCard: true,
         sessionTimeoutSecs: 600,
         link: `${sandbox.url}/checkout/sandbox-merchant/${id}`,
+        orderNumber: expect.stringMatching(/^[0-9]+$/),
         createdAt: '2030-01-02T03:04:05.678Z',
         expiresAt: '2030-01-02T03:14:05.678Z',
       });
@@ -133,7 +134,9 @@ describe('PaymentsSandbox API', () => {
 
     const base = { amount: '12500', success_link: 'https://shop.example/ok', fail_link: 'https://shop.example/ko' };
     it.each<[string, Record<string, unknown>]>([
-      ['amount as a JSON number', { ...base, amount: 12500 }],
+      ['amount as a negative JSON number', { ...base, amount: -1 }],
+      ['amount as a fractional JSON number', { ...base, amount: 12.5 }],
+      ['amount as JSON zero', { ...base, amount: 0 }],
       ['amount zero', { ...base, amount: '0' }],
       ['amount with decimals', { ...base, amount: '12.5' }],
       ['amount negative', { ...base, amount: '-1' }],

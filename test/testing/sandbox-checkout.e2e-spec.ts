@@ -36,8 +36,9 @@ describe('PaymentsSandbox checkout page', () => {
     expect(html).toContain('<span class="state state-pending" id="state">pending</span>');
     expect(html).toContain(`<form method="post" action="/checkout/sandbox-merchant/${payment_id}/pay"><button type="submit" id="pay">Pay</button></form>`);
     expect(html).toContain(`<form method="post" action="/checkout/sandbox-merchant/${payment_id}/decline"><button type="submit" id="decline">Decline</button></form>`);
-    // Self-contained: no scripts, no external stylesheets, images or fonts.
-    expect(html).not.toMatch(/<script|<link|<img|src=|url\(/i);
+    // Self-contained: no scripts, no external stylesheets, images or fonts; the only link is the empty data: favicon.
+    expect(html).not.toMatch(/<script|<img|src=|url\(/i);
+    expect(html.match(/<link[^>]*>/g)).toEqual(['<link rel="icon" href="data:,">']);
   });
 
   it('escapes every interpolated value', async () => {
@@ -48,7 +49,7 @@ describe('PaymentsSandbox checkout page', () => {
     expect(html).toContain('0.005 TND');
   });
 
-  it('Pay marks the payment paid, delivers the webhook first, then redirects 303 to success_link', async () => {
+  it('Pay marks the payment paid, delivers the webhook first, then redirects 303 to success_link with payment_id', async () => {
     const webhook = `${receiver.url}/payments/webhook?token=a.b-c_d%2Fe&n=1`;
     const { payment_id, link } = await generate(sandbox, {
       amount: '12500',
@@ -58,19 +59,27 @@ describe('PaymentsSandbox checkout page', () => {
     });
     const res = await rawRequest(`${link}/pay`, { method: 'POST', headers: form, body: '' });
     expect(res.status).toBe(303);
-    expect(res.headers.location).toBe('https://shop.example/thanks?order=8');
+    expect(res.headers.location).toBe(`https://shop.example/thanks?order=8&payment_id=${payment_id}`);
     // The redirect came after delivery: the receiver already has it.
     expect(receiver.received).toEqual([
       {
         method: 'POST',
-        url: '/payments/webhook?token=a.b-c_d%2Fe&n=1',
+        url: `/payments/webhook?token=a.b-c_d%2Fe&n=1&payment_id=${payment_id}`,
         headers: expect.objectContaining({ 'content-type': 'application/json' }),
-        body: JSON.stringify({ payment_id, status: 'completed', amount: '12500', developer_tracking_id: 'order-8' }),
+        body: JSON.stringify({ payment_id, status: 'SUCCESS' }),
       },
     ]);
     expect(sandbox.getPayment(payment_id)).toMatchObject({ state: 'paid', paidAt: '2030-06-01T12:00:00.000Z' });
     expect(sandbox.deliveries.filter((d) => d.paymentId === payment_id)).toEqual([
-      { paymentId: payment_id, url: webhook, attempt: 1, status: 200, payload: receiver.received[0].body },
+      {
+        paymentId: payment_id,
+        paymentStatus: 'SUCCESS',
+        method: 'POST',
+        url: `${webhook}&payment_id=${payment_id}`,
+        attempt: 1,
+        status: 200,
+        payload: receiver.received[0].body,
+      },
     ]);
 
     const page = (await rawRequest(link)).text;
@@ -88,12 +97,12 @@ describe('PaymentsSandbox checkout page', () => {
     expect(receiver.received).toHaveLength(1);
   });
 
-  it('Decline marks the payment failed, delivers nothing, then redirects 303 to fail_link', async () => {
+  it('Decline marks the payment failed, delivers the FAILURE webhook, then redirects 303 to fail_link with payment_id', async () => {
     const { payment_id, link } = await generate(sandbox, { amount: '900', webhook: `${receiver.url}/hook`, fail_link: 'http://shop.example/sorry' });
     const res = await rawRequest(`${link}/decline`, { method: 'POST', headers: form, body: '' });
     expect(res.status).toBe(303);
-    expect(res.headers.location).toBe('http://shop.example/sorry');
-    expect(receiver.received).toEqual([]);
+    expect(res.headers.location).toBe(`http://shop.example/sorry?payment_id=${payment_id}`);
+    expect(receiver.received.map((r) => r.body)).toEqual([JSON.stringify({ payment_id, status: 'FAILURE' })]);
     expect(sandbox.getPayment(payment_id)?.state).toBe('failed');
     expect((await rawRequest(link)).text).toContain('This payment was declined.');
   });
@@ -102,7 +111,7 @@ describe('PaymentsSandbox checkout page', () => {
     const before = sandbox.deliveries.length;
     const { payment_id, link } = await generate(sandbox);
     const res = await rawRequest(`${link}/pay`, { method: 'POST' });
-    expect([res.status, res.headers.location]).toEqual([303, 'https://shop.example/ok']);
+    expect([res.status, res.headers.location]).toEqual([303, `https://shop.example/ok?payment_id=${payment_id}`]);
     expect(sandbox.getPayment(payment_id)?.state).toBe('paid');
     expect(sandbox.deliveries).toHaveLength(before);
   });
@@ -174,6 +183,7 @@ describe('PaymentsSandbox checkout page', () => {
       rawRequest(`${link}/decline`, { method: 'POST' }),
     ]);
     expect(answers.map((a) => a.status).sort()).toEqual([303, 409, 409]);
+    // Whichever click won, exactly one outcome was delivered.
     expect(receiver.received).toHaveLength(1);
     expect(JSON.parse(receiver.received[0].body).payment_id).toBe(payment_id);
   });

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { PaymentsSandbox } from '../../lib/testing/index.js';
+import { PaymentsSandbox, SandboxWebhookError } from '../../lib/testing/index.js';
 import { closedPort, generate, WebhookReceiver } from './sandbox.helpers.js';
 
 describe('PaymentsSandbox webhook delivery', () => {
@@ -22,36 +22,45 @@ describe('PaymentsSandbox webhook delivery', () => {
   });
   afterAll(() => receiver.close());
 
-  it('completePayment delivers a completed confirmation to the exact URL and reports it', async () => {
+  it('§2 completePayment POSTs {payment_id, status: SUCCESS} to the URL with payment_id appended, and reports it', async () => {
     const sandbox = await start();
     const webhook = `${receiver.url}/wh?token=x.y.z&payment=1`;
     const { payment_id } = await generate(sandbox, { amount: '12500', developer_tracking_id: 'o-1', webhook });
     const result = await sandbox.completePayment(payment_id);
-    expect(result.payment).toMatchObject({ paymentId: payment_id, state: 'paid' });
-    expect(result.webhook).toEqual({ status: 200, attempts: 1, delivered: true });
+    expect(result).toEqual({
+      payment: sandbox.getPayment(payment_id),
+      status: 'SUCCESS',
+      delivered: true,
+      attempts: 1,
+      lastStatus: 200,
+      webhook: { status: 200, attempts: 1, delivered: true },
+    });
+    expect(result.payment.state).toBe('paid');
     expect(receiver.received).toHaveLength(1);
     const [hit] = receiver.received;
     expect(hit.method).toBe('POST');
-    expect(hit.url).toBe('/wh?token=x.y.z&payment=1');
+    expect(hit.url).toBe(`/wh?token=x.y.z&payment=1&payment_id=${payment_id}`);
     expect(hit.headers['content-type']).toBe('application/json');
-    expect(hit.body).toBe(`{"payment_id":"${payment_id}","status":"completed","amount":"12500","developer_tracking_id":"o-1"}`);
+    expect(hit.body).toBe(`{"payment_id":"${payment_id}","status":"SUCCESS"}`);
   });
 
-  it('failPayment delivers nothing: the webhook is for confirmations only', async () => {
+  it('§2 failPayment delivers the failure webhook too: {payment_id, status: FAILURE}', async () => {
     const sandbox = await start();
     const { payment_id } = await generate(sandbox, { amount: '700', webhook: `${receiver.url}/wh` });
     const result = await sandbox.failPayment(payment_id);
+    expect(result).toMatchObject({ status: 'FAILURE', delivered: true, attempts: 1, lastStatus: 200 });
     expect(result.payment.state).toBe('failed');
-    expect(result.webhook).toBeUndefined();
-    expect(receiver.received).toEqual([]);
-    expect(sandbox.deliveries).toEqual([]);
+    expect(receiver.received.map((r) => [r.method, r.url, r.body])).toEqual([['POST', `/wh?payment_id=${payment_id}`, `{"payment_id":"${payment_id}","status":"FAILURE"}`]]);
+    expect(sandbox.deliveries).toEqual([
+      { paymentId: payment_id, paymentStatus: 'FAILURE', method: 'POST', url: `${receiver.url}/wh?payment_id=${payment_id}`, attempt: 1, status: 200, payload: receiver.received[0].body },
+    ]);
   });
 
-  it('resolves without webhook when the payment has no webhook URL', async () => {
+  it('resolves with delivered: false and attempts: 0 when the payment has no webhook URL', async () => {
     const sandbox = await start();
     const { payment_id } = await generate(sandbox);
     const result = await sandbox.completePayment(payment_id);
-    expect(result).toEqual({ payment: sandbox.getPayment(payment_id) });
+    expect(result).toEqual({ payment: sandbox.getPayment(payment_id), status: 'SUCCESS', delivered: false, attempts: 0 });
     expect(sandbox.deliveries).toEqual([]);
   });
 
@@ -59,9 +68,7 @@ describe('PaymentsSandbox webhook delivery', () => {
     const sandbox = await start();
     receiver.script.push(500);
     const { payment_id } = await generate(sandbox, { webhook: `${receiver.url}/wh` });
-    const started = Date.now();
     const result = await sandbox.completePayment(payment_id);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(90);
     expect(result.webhook).toEqual({ status: 200, attempts: 2, delivered: true });
     expect(receiver.received).toHaveLength(2);
     expect(receiver.received[1].body).toBe(receiver.received[0].body);
@@ -71,26 +78,59 @@ describe('PaymentsSandbox webhook delivery', () => {
     ]);
   });
 
-  it('gives up after webhookRetries attempts, keeping the state change', async () => {
-    const sandbox = await start({ webhookRetries: 2 });
+  it('gives up after webhookAttempts attempts: completePayment rejects with SandboxWebhookError, keeping the state change', async () => {
+    const sandbox = await start({ webhookAttempts: 2 });
     receiver.script.push(503, 404, 200);
     const { payment_id } = await generate(sandbox, { webhook: `${receiver.url}/wh` });
-    const result = await sandbox.completePayment(payment_id);
-    expect(result.webhook).toEqual({ status: 404, attempts: 2, delivered: false });
+    const error = await sandbox.completePayment(payment_id).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SandboxWebhookError);
+    const webhookError = error as SandboxWebhookError;
+    expect(webhookError).toMatchObject({ name: 'SandboxWebhookError', paymentId: payment_id, attempts: 2, lastStatus: 404 });
+    expect(webhookError.message).toBe(
+      `PaymentsSandbox: the SUCCESS webhook of payment ${payment_id} was not delivered after 2 attempt(s) (last answer HTTP 404); pass { requireDelivery: false } if that is expected`,
+    );
+    expect(webhookError.settlement).toMatchObject({ status: 'SUCCESS', delivered: false, attempts: 2, lastStatus: 404, webhook: { status: 404, attempts: 2, delivered: false } });
     expect(receiver.received).toHaveLength(2);
     expect(sandbox.getPayment(payment_id)?.state).toBe('paid');
+  });
+
+  it('failPayment rejects the same way when the failure webhook is not delivered', async () => {
+    const sandbox = await start({ webhookAttempts: 1 });
+    receiver.script.push(500);
+    const { payment_id } = await generate(sandbox, { webhook: `${receiver.url}/wh` });
+    await expect(sandbox.failPayment(payment_id)).rejects.toMatchObject({ name: 'SandboxWebhookError', attempts: 1, lastStatus: 500 });
+    expect(sandbox.getPayment(payment_id)?.state).toBe('failed');
+  });
+
+  it('requireDelivery: false resolves with delivered: false instead of rejecting', async () => {
+    const sandbox = await start({ webhookAttempts: 1 });
+    receiver.script.push(500);
+    const { payment_id } = await generate(sandbox, { webhook: `${receiver.url}/wh` });
+    const result = await sandbox.completePayment(payment_id, { requireDelivery: false });
+    expect(result).toMatchObject({ status: 'SUCCESS', delivered: false, attempts: 1, lastStatus: 500 });
+  });
+
+  it('keeps webhookRetries as a deprecated alias of webhookAttempts (total attempts)', async () => {
+    const sandbox = await start({ webhookRetries: 1 });
+    receiver.script.push(500);
+    const { payment_id } = await generate(sandbox, { webhook: `${receiver.url}/wh` });
+    const result = await sandbox.completePayment(payment_id, { requireDelivery: false });
+    expect(result.attempts).toBe(1);
+    await expect(PaymentsSandbox.start({ webhookAttempts: 2, webhookRetries: 3 })).rejects.toThrow('webhookRetries is a deprecated name of webhookAttempts');
   });
 
   it('retries network errors (3 attempts by default) and logs them', async () => {
     const sandbox = await start();
     const url = `http://127.0.0.1:${await closedPort()}/wh`;
     const { payment_id } = await generate(sandbox, { webhook: url });
-    const result = await sandbox.completePayment(payment_id);
+    const result = await sandbox.completePayment(payment_id, { requireDelivery: false });
     expect(result.webhook).toEqual({ status: 0, attempts: 3, delivered: false, error: expect.stringMatching(/^ECONNREFUSED/) });
+    expect(result.lastStatus).toBeUndefined();
+    const target = `${url}?payment_id=${payment_id}`;
     expect(sandbox.deliveries.map((d) => [d.paymentId, d.url, d.attempt, d.status])).toEqual([
-      [payment_id, url, 1, undefined],
-      [payment_id, url, 2, undefined],
-      [payment_id, url, 3, undefined],
+      [payment_id, target, 1, undefined],
+      [payment_id, target, 2, undefined],
+      [payment_id, target, 3, undefined],
     ]);
     expect(sandbox.deliveries.every((d) => d.error?.startsWith('ECONNREFUSED'))).toBe(true);
     expect(sandbox.getPayment(payment_id)?.state).toBe('paid');
@@ -106,15 +146,16 @@ describe('PaymentsSandbox webhook delivery', () => {
     expect(sandbox.deliveries[0].status).toBeUndefined();
   });
 
-  it('close() cancels pending retries', async () => {
+  it('close() cancels pending retries; the undelivered webhook still rejects completePayment', async () => {
     const sandbox = await start();
     receiver.script.push(500, 500, 500);
     const { payment_id } = await generate(sandbox, { webhook: `${receiver.url}/wh` });
-    const settling = sandbox.completePayment(payment_id);
+    const settling = sandbox.completePayment(payment_id).catch((e: unknown) => e);
     while (sandbox.deliveries.length === 0) await new Promise((r) => setTimeout(r, 5));
     await sandbox.close();
-    const result = await settling;
-    expect(result.webhook).toEqual({ status: 500, attempts: 1, delivered: false });
+    const error = (await settling) as SandboxWebhookError;
+    expect(error).toBeInstanceOf(SandboxWebhookError);
+    expect(error.settlement.webhook).toEqual({ status: 500, attempts: 1, delivered: false });
     expect(receiver.received).toHaveLength(1);
   });
 
@@ -131,6 +172,12 @@ describe('PaymentsSandbox webhook delivery', () => {
 
   it('refuses invalid delivery options', async () => {
     await expect(PaymentsSandbox.start({ webhookRetries: 0 })).rejects.toThrow(TypeError);
+    await expect(PaymentsSandbox.start({ webhookAttempts: 0 })).rejects.toThrow('webhookAttempts must be a positive integer');
     await expect(PaymentsSandbox.start({ webhookTimeoutMs: -1 })).rejects.toThrow(TypeError);
+    await expect(PaymentsSandbox.start({ webhookMethod: 'PUT' as 'POST' })).rejects.toThrow("webhookMethod must be one of 'POST', 'GET'");
+    await expect(PaymentsSandbox.start({ webhookPaymentIdInUrl: 'query' as 'none' })).rejects.toThrow(TypeError);
+    await expect(PaymentsSandbox.start({ webhookMethod: 'GET', webhookPaymentIdInUrl: 'none' })).rejects.toThrow("cannot be 'none'");
+    await expect(PaymentsSandbox.start({ generateAnswer: 'short' as 'full' })).rejects.toThrow(TypeError);
+    await expect(PaymentsSandbox.start({ verifyRateLimit: { max: 0, windowMs: 1000 } })).rejects.toThrow('verifyRateLimit');
   });
 });
