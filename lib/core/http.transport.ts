@@ -5,6 +5,7 @@ import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import { PaymentsConnectionError, type PaymentsOperation } from './payments.errors.js';
 import type { PaymentsLogger } from './payments.logger.js';
 import type { RawResponse } from './response.parser.js';
+import { backoff, isRetryable, retryAfterSecs } from './retry.policy.js';
 
 /** Settings of the transport. */
 export interface TransportOptions {
@@ -30,8 +31,6 @@ export interface TransportRequest {
 // Errors raised before a single byte reached the service: a POST may be sent again safely.
 const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL', 'ENETUNREACH', 'EHOSTUNREACH']);
 const TIMEOUTS = new Set(['ETIMEDOUT', 'ECONNABORTED']);
-const BASE_DELAY_MS = 100;
-const MAX_DELAY_MS = 5_000;
 
 /**
  * The only place that talks HTTP to the service. Owns one axios instance with keep-alive agents,
@@ -41,6 +40,8 @@ const MAX_DELAY_MS = 5_000;
  */
 export class HttpTransport {
   readonly #authorization: string;
+  /** Forms of the private key an answer might echo (raw, URL-encoded), removed from every body. */
+  readonly #secrets: string[];
   readonly #http: AxiosInstance;
   readonly #agents: { http: http.Agent; https: https.Agent };
   readonly #maxRetries: number;
@@ -52,6 +53,7 @@ export class HttpTransport {
   /** @param options where and how to send */
   constructor(options: TransportOptions) {
     this.#authorization = `Bearer ${options.publicKey}:${options.privateKey}`;
+    this.#secrets = [...new Set([options.privateKey, encodeURIComponent(options.privateKey)])].filter((s) => s.length >= 4);
     this.#maxRetries = options.maxRetries;
     this.#logger = options.logger;
     this.#timeoutMs = options.timeoutMs;
@@ -111,29 +113,31 @@ export class HttpTransport {
           signal: deadline.signal,
         });
       } catch (error) {
-        const failure = classify(error, request.method, deadline.signal.aborted);
-        if (attempt <= this.#maxRetries && failure.retryable && !this.#lifetime.signal.aborted) {
-          this.#logger.log(`${request.operation}: ${failure.reason}, retrying (attempt ${attempt + 1})`);
+        const failure = classify(error, deadline.signal.aborted);
+        if (attempt <= this.#maxRetries && isRetryable(request.method, failure) && !this.#lifetime.signal.aborted) {
+          this.#logger.log(`${request.operation}: ${failure.error}, retrying (attempt ${attempt + 1})`);
           await this.#pause(backoff(attempt));
           continue;
         }
         throw new PaymentsConnectionError({
           operation: request.operation,
           code: failure.timeout ? 'TIMEOUT' : 'CONNECTION_FAILED',
-          mayHaveBeenProcessed: request.method === 'POST' && failure.mayHaveBeenSent,
+          mayHaveBeenProcessed: request.method === 'POST' && !failure.neverSent,
           attempts: attempt,
-          reason: failure.timeout ? `no answer within ${this.#timeoutMs} ms` : this.#lifetime.signal.aborted ? 'the client was closed' : failure.reason,
+          reason: failure.timeout ? `no answer within ${this.#timeoutMs} ms` : this.#lifetime.signal.aborted ? 'the client was closed' : failure.error,
         });
       } finally {
         clearTimeout(timer);
       }
       const status = response.status;
-      if (request.method === 'GET' && (status === 429 || status >= 500) && attempt <= this.#maxRetries && !this.#lifetime.signal.aborted) {
+      const waitSecs = retryAfterSecs(response.headers['retry-after']);
+      if (attempt <= this.#maxRetries && isRetryable(request.method, { status }) && !this.#lifetime.signal.aborted) {
         this.#logger.log(`${request.operation}: HTTP ${status}, retrying (attempt ${attempt + 1})`);
-        await this.#pause(backoff(attempt, retryAfterMs(response.headers['retry-after'])));
+        await this.#pause(backoff(attempt, (waitSecs ?? 0) * 1000));
         continue;
       }
-      return { status, body: typeof response.data === 'string' ? response.data : String(response.data ?? '') };
+      const body = this.#redact(typeof response.data === 'string' ? response.data : String(response.data ?? ''));
+      return waitSecs === undefined ? { status, body } : { status, body, retryAfterSecs: waitSecs };
     }
   }
 
@@ -145,6 +149,14 @@ export class HttpTransport {
     this.#lifetime.abort();
     this.#agents.http.destroy();
     this.#agents.https.destroy();
+  }
+
+  // A service (or a proxy in front of it) that echoes the request's headers must not put the
+  // private key into an error message, an excerpt or a log line.
+  #redact(body: string): string {
+    let text = body;
+    for (const secret of this.#secrets) if (text.includes(secret)) text = text.split(secret).join('[redacted]');
+    return text;
   }
 
   /** Waits before a retry; close() cuts the wait short (the loop then stops). */
@@ -170,41 +182,25 @@ export class HttpTransport {
 }
 
 interface Failure {
-  reason: string;
+  error: string;
   timeout: boolean;
-  mayHaveBeenSent: boolean;
-  retryable: boolean;
+  neverSent: boolean;
+  tooLarge: boolean;
 }
 
-function classify(error: unknown, method: 'GET' | 'POST', deadlinePassed: boolean): Failure {
+function classify(error: unknown, deadlinePassed: boolean): Failure {
   const code = (error as { code?: unknown })?.code;
   const text = typeof code === 'string' ? code : '';
   const tooLarge = error instanceof Error && /maxContentLength|maxBodyLength/.test(error.message);
-  const timeout = deadlinePassed || TIMEOUTS.has(text);
-  const neverSent = NEVER_SENT.has(text);
-  const reason = tooLarge ? 'answer larger than the 1 MiB limit' : text || (error instanceof Error ? error.message : 'unknown error');
   return {
-    reason,
-    timeout,
-    mayHaveBeenSent: !neverSent,
-    // A too-large answer will be as large next time; never retry it.
-    retryable: !tooLarge && (method === 'GET' || neverSent),
+    error: tooLarge ? 'answer larger than the 1 MiB limit' : text || (error instanceof Error ? error.message : 'unknown error'),
+    timeout: deadlinePassed || TIMEOUTS.has(text),
+    neverSent: NEVER_SENT.has(text),
+    tooLarge,
   };
 }
 
 /** Whether a proxy variable axios would honour (http_proxy, https_proxy, all_proxy; any case) is set. */
 function proxyConfigured(): boolean {
   return ['http_proxy', 'https_proxy', 'all_proxy'].some((name) => Boolean(process.env[name] || process.env[name.toUpperCase()]));
-}
-
-/** Exponential backoff with "equal jitter": half fixed, half random, capped. */
-export function backoff(attempt: number, atLeastMs = 0): number {
-  const exp = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (attempt - 1));
-  const jittered = exp / 2 + Math.random() * (exp / 2);
-  return Math.min(MAX_DELAY_MS, Math.max(jittered, atLeastMs));
-}
-
-function retryAfterMs(header: unknown): number {
-  const seconds = typeof header === 'string' ? Number(header) : NaN;
-  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
 }

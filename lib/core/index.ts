@@ -1,12 +1,18 @@
 // Public API of the framework-free core. Internal helpers (transport, parsers, DTOs) stay private.
-export { PaymentsClient } from './payments.client.js';
+export { PaymentsClient, SERVICE_PATHS } from './payments.client.js';
 export type {
   CardBinding,
   GeneratePaymentInput,
   GeneratedPayment,
+  KnownPaymentStatus,
   PaymentCancellation,
+  PaymentCapture,
+  PaymentDestination,
   PaymentRefund,
   PaymentsOperations,
+  ReconcileOptions,
+  ReconcileResult,
+  VerifiedPayment,
 } from './payments.types.js';
 export {
   PaymentsError,
@@ -17,18 +23,52 @@ export {
   InvalidClientIdError,
   PaymentsAuthenticationError,
   PaymentsConnectionError,
+  PaymentsStoreUnavailableError,
 } from './payments.errors.js';
 export type { PaymentsErrorCode, PaymentsFieldError, PaymentsOperation, PaymentsApiErrorDetails, PaymentsConnectionErrorDetails } from './payments.errors.js';
 export { toMillimes, fromMillimes } from './money.util.js';
 export { PAYMENTS_DEFAULTS, resolvePaymentsOptions } from './payments.options.js';
-export type { PaymentsOptions, PaymentsWebhookOptions, ResolvedPaymentsOptions, ResolvedWebhookOptions } from './payments.options.js';
+export type {
+  PaymentsOptions,
+  PaymentsWebhookOptions,
+  PaymentsReconciliationOptions,
+  ResolvedPaymentsOptions,
+  ResolvedWebhookOptions,
+} from './payments.options.js';
+export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './payment.fields.js';
+export type { PaymentField, PreAuthorizationFlag } from './payment.fields.js';
+export { outcomeOf } from './payment.outcome.js';
 export type { PaymentsLogger } from './payments.logger.js';
-export type { PaymentsStore, PaymentBinding, ClaimOutcome } from './payments.store.js';
+export { STORE_METHODS, OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from './payments.store.js';
+export type {
+  PaymentsStore,
+  PaymentBinding,
+  PendingPayment,
+  ClaimOutcome,
+  PaymentOutcome,
+  OutcomeSource,
+  HandlerResult,
+  OutcomeRecord,
+  OutcomeQuery,
+  OutcomePage,
+} from './payments.store.js';
 export { MemoryPaymentsStore } from './memory.store.js';
 export type { MemoryPaymentsStoreOptions } from './memory.store.js';
-export { PaymentEvents, PaymentConfirmedEvent, PaymentRefundedEvent, PaymentCancelledEvent } from './payment.events.js';
+export {
+  PaymentEvents,
+  PaymentOutcomeEvent,
+  PaymentConfirmedEvent,
+  PaymentFailedEvent,
+  PaymentExpiredEvent,
+  PaymentAuthorizedEvent,
+  PaymentMismatchEvent,
+  PaymentCapturedEvent,
+  PaymentRefundedEvent,
+  PaymentCancelledEvent,
+} from './payment.events.js';
 export type { PaymentEventName } from './payment.events.js';
 export { WebhookProcessor } from './webhook.processor.js';
-export type { WebhookAnswer, WebhookAuthentication, ConfirmationDispatcher } from './webhook.processor.js';
+export type { WebhookAnswer, WebhookAuthentication, AuthenticatedWebhook } from './webhook.processor.js';
+export type { OutcomeDispatcher } from './outcome.processor.js';
 export type { WebhookRequest } from './webhook.payload.js';
 export { WEBHOOK_TOKEN_PARAM } from './webhook.token.js';

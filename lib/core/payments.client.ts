@@ -1,50 +1,80 @@
 import { inspect } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpTransport } from './http.transport.js';
 import { MemoryPaymentsStore } from './memory.store.js';
 import { normalizeMillimes } from './money.util.js';
-import { PaymentsApiError, PaymentsError, type PaymentsOperation } from './payments.errors.js';
-import { resolvePaymentsOptions, type PaymentsOptions, type ResolvedPaymentsOptions } from './payments.options.js';
-import type { PaymentsStore } from './payments.store.js';
+import { describe, OutcomeProcessor, type OutcomeDispatcher, type OutcomeExpectation } from './outcome.processor.js';
+import { checkPaymentInput, toPaymentWire } from './payment.fields.js';
+import { outcomeOf } from './payment.outcome.js';
+import { identifier, millimes } from './payment.rules.js';
+import {
+  PaymentsApiError,
+  PaymentsError,
+  PaymentsStoreUnavailableError,
+  PaymentsValidationError,
+  type PaymentsOperation,
+} from './payments.errors.js';
+import { PAYMENTS_DEFAULTS, resolvePaymentsOptions, type PaymentsOptions, type ResolvedPaymentsOptions } from './payments.options.js';
+import type { OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PaymentsStore } from './payments.store.js';
 import type {
   CardBinding,
   GeneratePaymentInput,
   GeneratedPayment,
   PaymentCancellation,
+  PaymentCapture,
   PaymentRefund,
   PaymentsOperations,
+  ReconcileOptions,
+  ReconcileResult,
+  VerifiedPayment,
 } from './payments.types.js';
-import { validateClientId, validateGeneratePayment, validatePaymentId } from './payments.validator.js';
+import { ReconciliationScheduler } from './reconciliation.scheduler.js';
 import { interpretResponse } from './response.parser.js';
 import { WebhookProcessor } from './webhook.processor.js';
 import { WebhookTokenSigner } from './webhook.token.js';
-import { fromBindingWire, fromCancellationWire, fromGeneratePaymentWire, fromRefundWire, isJsonObject, toGeneratePaymentWire, type JsonObject } from './wire.mapper.js';
+import {
+  fromBindingWire,
+  fromCancellationWire,
+  fromCaptureWire,
+  fromGeneratePaymentWire,
+  fromRefundWire,
+  fromVerifyWire,
+  isJsonObject,
+  type JsonObject,
+} from './wire.mapper.js';
 
-const PATHS = {
+/** The service's paths (interface spec §4, public-api-facts §1 and §5). */
+export const SERVICE_PATHS = {
   generate: '/api/v2/generate_payment',
+  verify: '/api/v2/verify_payment/',
+  capture: '/api/v2/confirm_payment',
   refund: '/api/v2/refund_payment',
   cancel: '/api/v2/cancel_payment',
   bindings: '/api/v2/bindings/list',
 } as const;
 
-const DEFAULTED_FIELDS = ['successLink', 'failLink', 'acceptCard', 'sessionTimeoutSecs', 'imageUrl'] as const;
+/** How long `reconcilePayment` waits for another path that is handling the same payment. */
+const RETURN_WAIT_MS = 3_000;
+const RETURN_POLL_MS = 150;
 
 /** How many open clients use each store: one store shared by several apps closes with the last. */
 const storeUsers = new WeakMap<PaymentsStore, number>();
 
 /**
- * The framework-free client of the whole service: the four operations, the signed webhook
- * tokens they issue, and the webhook engine that checks them. `PaymentsService` (Nest) and
- * `createPaymentsClient` (Express) are thin front ends over one instance of it.
+ * The framework-free client of the whole service: its operations, the signed webhook tokens they
+ * issue, the outcome engine every confirmation path goes through, and reconciliation.
+ * `PaymentsService` (Nest) and `createPaymentsClient` (Express) are thin front ends over one
+ * instance of it.
  */
 export class PaymentsClient implements PaymentsOperations {
   /** Options after validation, defaults filled in. */
   readonly #options: ResolvedPaymentsOptions;
   readonly #transport: HttpTransport;
   readonly #signer?: WebhookTokenSigner;
-  /** Whether the store was created here (no `store` option) rather than passed in by the host. */
-  readonly #ownsStore: boolean;
+  readonly #outcomes: OutcomeProcessor;
+  readonly #reconciler: ReconciliationScheduler;
   #closing?: Promise<void>;
-  /** Bindings and delivery claims (the configured store, or an in-memory one). */
+  /** Bindings, claims, the reconciliation queue and the outcome record (the configured store, or an in-memory one). */
   readonly store: PaymentsStore;
   /** The webhook engine, shared by the Nest controller and the Express router. */
   readonly webhooks: WebhookProcessor;
@@ -57,11 +87,22 @@ export class PaymentsClient implements PaymentsOperations {
     const resolved = resolvePaymentsOptions(options);
     this.#options = resolved;
     this.store = resolved.store ?? new MemoryPaymentsStore();
-    this.#ownsStore = resolved.store === undefined;
     storeUsers.set(this.store, (storeUsers.get(this.store) ?? 0) + 1);
     this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger });
     if (resolved.webhook.enabled && resolved.webhook.secret) this.#signer = new WebhookTokenSigner(resolved.webhook.secret);
-    this.webhooks = new WebhookProcessor(resolved.webhook, this.store, resolved.logger);
+    this.#outcomes = new OutcomeProcessor(
+      { leaseMs: resolved.webhook.leaseMs, doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs, registration: resolved.name },
+      this.store,
+      (paymentId) => this.verifyPayment(paymentId),
+      resolved.logger,
+    );
+    this.webhooks = new WebhookProcessor(resolved.webhook, this.#signer, this.store, this.#outcomes, resolved.logger);
+    this.#reconciler = new ReconciliationScheduler(resolved.reconciliation, Math.max(resolved.webhook.leaseMs * 2, 60_000), this.store, this.#outcomes, resolved.logger);
+  }
+
+  /** The registration's name, when the options gave one. */
+  get name(): string | undefined {
+    return this.#options.name;
   }
 
   /** The resolved webhook route path (without leading slash), e.g. `payments/webhook`. */
@@ -69,9 +110,9 @@ export class PaymentsClient implements PaymentsOperations {
     return this.#options.webhook.path;
   }
 
-  /** Whether signed webhooks are configured (publicUrl and secret set). */
+  /** Whether the webhook route is served: signed webhooks configured, or unsigned ones accepted. */
   get webhooksEnabled(): boolean {
-    return this.#options.webhook.enabled;
+    return this.#options.webhook.enabled || this.#options.webhook.acceptUnsigned;
   }
 
   /** Largest accepted webhook body, in bytes. */
@@ -79,85 +120,158 @@ export class PaymentsClient implements PaymentsOperations {
     return this.#options.webhook.maxBodyBytes;
   }
 
+  /**
+   * Sets who runs the outcome handlers (`payment.confirmed`, `.failed`, `.expired`, `.authorized`,
+   * `.mismatch`) and starts reconciliation, which needs them. The Nest module and the Express
+   * router call it; until then outcomes are left undone (and retried), never dropped.
+   */
+  setOutcomeDispatcher(dispatcher: OutcomeDispatcher | undefined): void {
+    this.#outcomes.setDispatcher(dispatcher);
+    if (dispatcher && !this.#closing) this.#reconciler.start();
+  }
+
   /** @inheritdoc */
   async generatePayment(input: GeneratePaymentInput): Promise<GeneratedPayment> {
-    const merged: GeneratePaymentInput = typeof input === 'object' && input !== null ? { ...input } : input;
-    if (typeof merged === 'object' && merged !== null) {
-      for (const field of DEFAULTED_FIELDS) {
-        const fallback = this.#options.defaults[field];
-        if ((merged[field] === undefined || merged[field] === null) && fallback !== undefined) {
-          (merged as unknown as Record<string, unknown>)[field] = fallback;
-        }
-      }
-    }
-    validateGeneratePayment(merged);
+    const merged = (isJsonObject(input) ? { ...this.#options.defaults, ...withoutUnset(input) } : input) as GeneratePaymentInput;
+    const errors = checkPaymentInput(merged);
+    if (errors.length > 0) throw new PaymentsValidationError(errors, 'generatePayment input');
 
-    // The plugin's own signed URL, unless the caller chose a webhook URL (then verifying it is theirs).
-    const issued = merged.webhook == null && this.#signer ? this.#signer.issue() : undefined;
+    const amount = normalizeMillimes(merged.amount) as string;
+    const issued = merged.webhook == null && this.#signer ? this.#signer.issue(amount, merged.developerTrackingId, this.#options.webhook.tokenTtlMs) : undefined;
     if (issued) merged.webhook = WebhookTokenSigner.urlWithToken(this.#options.webhook.publicUrl as string, issued.token);
 
-    const json = await this.#call('generatePayment', 'POST', PATHS.generate, toGeneratePaymentWire(merged), undefined, (j) =>
-      isJsonObject(j.result) && j.result.success === true,
+    // A created payment is one with an id and a link and no error shape, with or without
+    // `result.success` (two documented answers lack it): refusing it would orphan a real payment.
+    const json = await this.#call('generatePayment', 'POST', SERVICE_PATHS.generate, toPaymentWire(merged, this.#options.preAuthorizationFlag), undefined, (j) =>
+      isJsonObject(j.result) && j.result.payment_id !== undefined && j.result.link !== undefined,
     );
     const payment = fromGeneratePaymentWire(json.result as JsonObject);
-    if (!payment) throw unexpected('generatePayment');
+    if (!payment) throw unexpected('generatePayment', 'the payment id or the link is malformed');
 
-    if (issued) {
-      const binding = {
-        paymentId: payment.paymentId,
-        amount: normalizeMillimes(merged.amount) as string,
-        developerTrackingId: merged.developerTrackingId ?? undefined,
-        createdAt: new Date().toISOString(),
-      };
-      try {
-        await this.store.saveBinding(issued.nonce, binding, this.#options.webhook.tokenTtlMs);
-      } catch {
-        // Without the binding its confirmation would be refused; failing now keeps the customer
-        // from paying a payment whose confirmation would be lost.
-        throw new PaymentsError(
-          `generatePayment: payment ${payment.paymentId} was created but its webhook token could not be stored; do not redirect the customer to it`,
-          'STORE_UNAVAILABLE',
-        );
-      }
+    const createdAt = Date.now();
+    const sessionSecs = merged.sessionTimeoutSecs ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
+    const binding: PaymentBinding = {
+      paymentId: payment.paymentId,
+      amount,
+      createdAt: new Date(createdAt).toISOString(),
+      sessionEndsAt: new Date(createdAt + sessionSecs * 1000).toISOString(),
+    };
+    if (merged.developerTrackingId != null) binding.developerTrackingId = merged.developerTrackingId;
+    try {
+      if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.#options.webhook.tokenTtlMs);
+      await this.store.schedulePending({ ...binding, checks: 0 }, createdAt + (sessionSecs + this.#options.reconciliation.graceSecs) * 1000);
+    } catch (error) {
+      throw new PaymentsStoreUnavailableError(payment.paymentId, describe(error));
     }
     return payment;
   }
 
   /** @inheritdoc */
+  async verifyPayment(paymentId: string): Promise<VerifiedPayment> {
+    checkId(paymentId, 'paymentId', 'verifyPayment');
+    const json = await this.#call('verifyPayment', 'GET', SERVICE_PATHS.verify + encodeURIComponent(paymentId), undefined, undefined, (j) =>
+      j.success === true && isJsonObject(j.result),
+    );
+    const verified = fromVerifyWire(paymentId, json.result as JsonObject);
+    if (!verified) throw unexpected('verifyPayment', 'the status or the amount is missing or malformed');
+    return verified;
+  }
+
+  /** @inheritdoc */
+  async capturePayment(paymentId: string, options: { amount?: string | number } = {}): Promise<PaymentCapture> {
+    checkId(paymentId, 'paymentId', 'capturePayment');
+    const body: JsonObject = { payment_id: paymentId };
+    if (options?.amount !== undefined && options.amount !== null) {
+      const problem = millimes(options.amount);
+      if (problem) throw new PaymentsValidationError([{ field: 'amount', messages: [problem] }], 'capturePayment input');
+      body.amount = normalizeMillimes(options.amount);
+    }
+    const json = await this.#call('capturePayment', 'POST', SERVICE_PATHS.capture, body, undefined, (j) => isJsonObject(j.result) && (j.status === 'success' || j.result.status !== undefined));
+    const capture = fromCaptureWire(paymentId, json.result as JsonObject);
+    if (!capture) throw unexpected('capturePayment', 'no status');
+    return capture;
+  }
+
+  /** @inheritdoc */
+  async reconcilePayment(paymentId: string, options: ReconcileOptions = {}): Promise<ReconcileResult> {
+    checkId(paymentId, 'paymentId', 'reconcilePayment');
+    const expected = await this.#expectationFor(paymentId, options);
+    const result = await this.#outcomes.settle(paymentId, options.source ?? 'return', expected);
+    switch (result.kind) {
+      case 'handled':
+        return { paymentId, status: result.verification.status, outcome: result.outcome, handled: true };
+      case 'pending':
+        return { paymentId, status: result.verification.status, outcome: 'pending', handled: false };
+      case 'mismatch':
+        return { paymentId, status: result.verification.status, outcome: 'mismatch', handled: false };
+      case 'handlers-failed':
+        return { paymentId, status: result.verification.status, outcome: result.outcome, handled: false, error: result.error };
+      case 'duplicate':
+        return this.#doneOutcome(paymentId);
+      case 'busy':
+        return this.#awaitOther(paymentId);
+      case 'verify-failed':
+        throw result.error;
+      case 'store-unavailable':
+      case 'foreign':
+        throw new PaymentsError(`reconcilePayment: the store is unreachable (${result.kind === 'store-unavailable' ? result.error : 'foreign'})`, 'STORE_UNAVAILABLE');
+    }
+  }
+
+  /** @inheritdoc */
   async refundPayment(paymentId: string): Promise<PaymentRefund> {
-    validatePaymentId(paymentId, 'refundPayment');
-    const json = await this.#call('refundPayment', 'POST', PATHS.refund, { payment_id: paymentId }, undefined, isFlatSuccess);
+    checkId(paymentId, 'paymentId', 'refundPayment');
+    const json = await this.#call('refundPayment', 'POST', SERVICE_PATHS.refund, { payment_id: paymentId }, undefined, isFlatSuccess);
     const refund = fromRefundWire(json.result as JsonObject);
-    if (!refund) throw unexpected('refundPayment');
+    if (!refund) throw unexpected('refundPayment', 'no refund id');
     return refund;
   }
 
   /** @inheritdoc */
   async cancelPayment(paymentId: string): Promise<PaymentCancellation> {
-    validatePaymentId(paymentId, 'cancelPayment');
-    const json = await this.#call('cancelPayment', 'POST', PATHS.cancel, { payment_id: paymentId }, undefined, isFlatSuccess);
+    checkId(paymentId, 'paymentId', 'cancelPayment');
+    const json = await this.#call('cancelPayment', 'POST', SERVICE_PATHS.cancel, { payment_id: paymentId }, undefined, isFlatSuccess);
     const cancellation = fromCancellationWire(json.result as JsonObject);
-    if (!cancellation) throw unexpected('cancelPayment');
+    if (!cancellation) throw unexpected('cancelPayment', 'no payment id');
     return cancellation;
   }
 
   /** @inheritdoc */
   async listBindings(clientId: string): Promise<CardBinding[]> {
-    validateClientId(clientId);
-    const json = await this.#call('listBindings', 'GET', PATHS.bindings, undefined, { client_id: clientId }, (j) =>
+    checkId(clientId, 'clientId', 'listBindings');
+    const json = await this.#call('listBindings', 'GET', SERVICE_PATHS.bindings, undefined, { client_id: clientId }, (j) =>
       isJsonObject(j.result) && j.result.success === true && Array.isArray(j.result.bindings),
     );
     const bindings = ((json.result as JsonObject).bindings as unknown[]).map(fromBindingWire);
-    if (bindings.some((b) => b === undefined)) throw unexpected('listBindings');
+    if (bindings.some((b) => b === undefined)) throw unexpected('listBindings', 'a binding without an id');
     return bindings as CardBinding[];
   }
 
+  /** The record of a payment's outcome (what was verified, by which path, how its handlers did). */
+  getOutcome(paymentId: string): Promise<OutcomeRecord | undefined> {
+    checkId(paymentId, 'paymentId', 'getOutcome');
+    return this.store.getOutcome(paymentId);
+  }
+
+  /** Records of outcomes, newest first; e.g. `{ handlers: 'failed' }` lists those to retry with `reconcilePayment`. */
+  listOutcomes(query?: OutcomeQuery): Promise<OutcomePage> {
+    return this.store.listOutcomes(query);
+  }
+
+  /** How many payments await reconciliation (the backlog). */
+  countPending(): Promise<number> {
+    return this.store.countPending();
+  }
+
+  /** Runs one reconciliation pass now (the timer does it every `intervalSecs`); for tests and admin tools. */
+  runReconciliation(now?: number): Promise<{ checked: number; settled: number }> {
+    return this.#reconciler.runOnce(now);
+  }
+
   /**
-   * Lets webhook confirmations in flight finish (new ones get 503), then closes keep-alive sockets
-   * and the store's own connections. Call on shutdown; idempotent.
-   * A store shared with other clients (several apps in one process) is closed by the last of
-   * them. An in-memory store passed in is left as it is: it holds no connection, and closing it
-   * would only drop the bindings and done markers that another app given the same store needs.
+   * Lets outcomes in flight finish (new webhooks get 503), stops reconciliation, then closes
+   * keep-alive sockets and the store's own connections. Call on shutdown; idempotent. A store
+   * shared with other clients (several apps in one process) is closed by the last of them.
    */
   close(): Promise<void> {
     this.#closing ??= this.#close();
@@ -165,15 +279,13 @@ export class PaymentsClient implements PaymentsOperations {
   }
 
   async #close(): Promise<void> {
-    // Confirmations in flight finish first (their handlers may still call the service, and must
-    // be marked done in a store that is still open); new ones get 503 and are delivered again.
-    await this.webhooks.drain();
+    // Outcomes in flight finish first (their handlers may still call the service, and must be
+    // marked done in a store that is still open); new webhooks get 503 and are delivered again.
+    await Promise.all([this.webhooks.drain(), this.#reconciler.stop()]);
     this.#transport.close();
     const users = (storeUsers.get(this.store) ?? 1) - 1;
     storeUsers.set(this.store, users);
-    if (users > 0) return;
-    if (!this.#ownsStore && this.store instanceof MemoryPaymentsStore) return;
-    await this.store.close?.();
+    if (users <= 0) await this.store.close?.();
   }
 
   /** Shows what is safe to show: never the private key. */
@@ -184,6 +296,38 @@ export class PaymentsClient implements PaymentsOperations {
   /** Serialises without credentials. */
   toJSON(): Record<string, unknown> {
     return { baseUrl: this.#options.baseUrl, publicKey: this.#options.publicKey, webhooks: this.webhooksEnabled };
+  }
+
+  async #expectationFor(paymentId: string, options: ReconcileOptions): Promise<OutcomeExpectation | undefined> {
+    const given = options.expected;
+    if (given && (given.amount !== undefined || given.developerTrackingId !== undefined)) {
+      const problem = given.amount === undefined ? undefined : millimes(given.amount);
+      if (problem) throw new PaymentsValidationError([{ field: 'expected.amount', messages: [problem] }], 'reconcilePayment input');
+      return { amount: given.amount === undefined ? undefined : normalizeMillimes(given.amount), developerTrackingId: given.developerTrackingId, origin: 'caller' };
+    }
+    const pending = await this.store.findPending(paymentId).catch(() => undefined);
+    return pending ? { amount: pending.amount, developerTrackingId: pending.developerTrackingId, origin: 'binding' } : undefined;
+  }
+
+  // Done earlier by another path: the record says what it was, without a call to the service.
+  async #doneOutcome(paymentId: string): Promise<ReconcileResult> {
+    const record = await this.store.getOutcome(paymentId).catch(() => undefined);
+    if (record) return { paymentId, status: record.status, outcome: record.outcome, handled: false };
+    const verified = await this.verifyPayment(paymentId);
+    return { paymentId, status: verified.status, outcome: outcomeOf(verified.status), handled: false };
+  }
+
+  // Another path (usually the webhook) is handling it right now: a customer back on the return
+  // page is worth a short wait for its result rather than a "still processing".
+  async #awaitOther(paymentId: string): Promise<ReconcileResult> {
+    for (let waited = 0; waited < RETURN_WAIT_MS; waited += RETURN_POLL_MS) {
+      await sleep(RETURN_POLL_MS);
+      const record = await this.store.getOutcome(paymentId).catch(() => undefined);
+      if (record && record.outcome !== 'pending' && record.handlers !== 'failed') {
+        return { paymentId, status: record.status, outcome: record.outcome, handled: false };
+      }
+    }
+    return { paymentId, status: 'PENDING', outcome: 'pending', handled: false };
   }
 
   async #call(
@@ -199,10 +343,22 @@ export class PaymentsClient implements PaymentsOperations {
   }
 }
 
+/** Keys set to undefined or null mean "not set": they must not hide the module's defaults. */
+function withoutUnset(input: object): Partial<GeneratePaymentInput> {
+  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined && v !== null));
+}
+
+function checkId(value: unknown, field: string, operation: string): asserts value is string {
+  const problem = identifier(value);
+  if (problem) throw new PaymentsValidationError([{ field, messages: [problem] }], `${operation} input`);
+}
+
 function isFlatSuccess(json: JsonObject): boolean {
   return json.status === 'success' && isJsonObject(json.result);
 }
 
-function unexpected(operation: PaymentsOperation): PaymentsApiError {
-  return new PaymentsApiError('INVALID_RESPONSE', { operation, httpStatus: 200, bodyExcerpt: 'success answer without the expected fields' });
+function unexpected(operation: PaymentsOperation, what: string): PaymentsApiError {
+  return new PaymentsApiError('INVALID_RESPONSE', { operation, httpStatus: 200, bodyExcerpt: `success answer without the expected fields: ${what}` });
 }
+
+

@@ -18,16 +18,19 @@ export type PaymentsErrorCode =
   | 'API_ERROR'
   | 'INVALID_RESPONSE'
   | 'UNEXPECTED_REDIRECT'
+  | 'NOT_FOUND'
+  | 'RATE_LIMITED'
   | 'CONNECTION_FAILED'
-  | 'TIMEOUT';
+  | 'TIMEOUT'
+  | 'STORE_UNAVAILABLE';
 
 /** The operations of the service, as named in error messages and in `error.operation`. */
-export type PaymentsOperation = 'generatePayment' | 'refundPayment' | 'cancelPayment' | 'listBindings';
+export type PaymentsOperation = 'generatePayment' | 'verifyPayment' | 'capturePayment' | 'refundPayment' | 'cancelPayment' | 'listBindings';
 
 /** Base class of every error thrown by nestjs-payments. */
 export class PaymentsError extends Error {
-  /** Stable machine-readable code, e.g. `VALIDATION_FAILED` or the service's own code. */
-  readonly code: string;
+  /** Stable machine-readable code: one of {@link PaymentsErrorCode}, or the service's own code. */
+  readonly code: PaymentsErrorCode | (string & {});
 
   /**
    * @param message human-readable description (never contains credentials)
@@ -85,6 +88,8 @@ export interface PaymentsApiErrorDetails {
   serviceMessage?: string;
   /** The first characters of a body that was not a recognised shape (HTML, empty, broken JSON). */
   bodyExcerpt?: string;
+  /** Seconds the service asked to wait (`Retry-After` of a 429 or 503), when it said. */
+  retryAfterSecs?: number;
 }
 
 /** The service answered with an error. Carries the HTTP status and the service's message. */
@@ -97,6 +102,8 @@ export class PaymentsApiError extends PaymentsError {
   readonly serviceMessage?: string;
   /** Up to 200 characters of an unrecognised body, to help diagnose proxies and outages. */
   readonly bodyExcerpt?: string;
+  /** Seconds the service asked to wait before trying again, when it said (429, 503). */
+  readonly retryAfterSecs?: number;
 
   /**
    * @param code the service's code, or one of the plugin's (`API_ERROR`, `INVALID_RESPONSE`, ...)
@@ -109,6 +116,7 @@ export class PaymentsApiError extends PaymentsError {
     this.httpStatus = details.httpStatus;
     this.serviceMessage = details.serviceMessage;
     this.bodyExcerpt = details.bodyExcerpt;
+    this.retryAfterSecs = details.retryAfterSecs;
   }
 
   /** @inheritdoc */
@@ -119,6 +127,7 @@ export class PaymentsApiError extends PaymentsError {
       httpStatus: this.httpStatus,
       serviceMessage: this.serviceMessage,
       bodyExcerpt: this.bodyExcerpt,
+      retryAfterSecs: this.retryAfterSecs,
     };
   }
 }
@@ -147,11 +156,39 @@ export class InvalidClientIdError extends PaymentsApiError {
   }
 }
 
-/** The service refused the credentials: HTTP 401 or 403 (`AUTHENTICATION_FAILED`). */
+/**
+ * The service refused the credentials: HTTP 401 or 403 (`AUTHENTICATION_FAILED`). The message says
+ * what to check: the key pair, and that `baseUrl` is the environment the keys were issued for.
+ */
 export class PaymentsAuthenticationError extends PaymentsApiError {
   /** @param details status, operation and message of the answer */
   constructor(details: PaymentsApiErrorDetails) {
     super('AUTHENTICATION_FAILED', details);
+    this.message += ' (check publicKey/privateKey, and that baseUrl is the environment, sandbox or live, the keys were issued for)';
+  }
+}
+
+/**
+ * The store failed after the service created a payment (`STORE_UNAVAILABLE`). The payment exists:
+ * its webhook still confirms it (the signed token carries what must be checked), but it is not in
+ * the reconciliation queue, so if its webhook never comes only your own `reconcilePayment(paymentId)` settles it.
+ */
+export class PaymentsStoreUnavailableError extends PaymentsError {
+  /** The payment that was created. */
+  readonly paymentId: string;
+
+  /**
+   * @param paymentId the payment that was created
+   * @param reason why the store failed (no secrets)
+   */
+  constructor(paymentId: string, reason: string) {
+    super(`payment ${paymentId} was created but could not be recorded in the store (${reason}); reconcile it yourself if no webhook confirms it`, 'STORE_UNAVAILABLE');
+    this.paymentId = paymentId;
+  }
+
+  /** @inheritdoc */
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), paymentId: this.paymentId };
   }
 }
 

@@ -1,36 +1,54 @@
-import { isHttpUrl } from './payment.dto.js';
-import type { PaymentConfirmedEvent } from './payment.events.js';
+import { DEFAULT_PRE_AUTHORIZATION_FLAG, PAYMENT_FIELDS, type PreAuthorizationFlag } from './payment.fields.js';
+import { httpUrl } from './payment.rules.js';
 import { PaymentsValidationError, type PaymentsFieldError } from './payments.errors.js';
 import { defaultPaymentsLogger, type PaymentsLogger } from './payments.logger.js';
-import type { PaymentsStore } from './payments.store.js';
+import { STORE_METHODS, type PaymentsStore } from './payments.store.js';
+import type { GeneratePaymentInput } from './payments.types.js';
 
-/** Webhook options. Webhooks are on when both `publicUrl` and `secret` are set. */
+/** Webhook options. Signed webhooks are on when both `publicUrl` and `secret` are set. */
 export interface PaymentsWebhookOptions {
   /** Route of the webhook controller, under the host's global prefix if any. Default `'payments/webhook'`. */
   path?: string;
   /**
    * The public absolute URL at which the service can reach that route, e.g.
-   * `https://shop.example.com/api/payments/webhook` (behind a proxy: the proxy's URL). No default.
+   * `https://shop.example.com/api/payments/webhook` (behind a proxy: the proxy's URL). Each
+   * payment's webhook URL is this plus `/<signed token>`. No default.
    */
   publicUrl?: string;
   /** HMAC-SHA256 key signing webhook tokens: at least 32 characters; keep it secret. No default. */
   secret?: string;
   /**
-   * Optional extra check of a confirmation before it is emitted (e.g. ask another system).
-   * Return false to refuse it (403, nothing emitted); throw to have it redelivered (503).
-   * Default: none; the signed token is the proof.
+   * Also accept deliveries without the plugin's token (a webhook URL set in the service's
+   * dashboard). They are only hints: the payment must be one this plugin generated (in the
+   * store's reconciliation queue), it is verified with the service, and at most once per
+   * `unsignedIntervalSecs`. Default false (401).
    */
-  verify?: (event: PaymentConfirmedEvent) => boolean | Promise<boolean>;
-  /** Largest accepted webhook body in bytes; larger ones get 413. Default 65 536. */
+  acceptUnsigned?: boolean;
+  /** Least time between two verifications triggered by unsigned deliveries for one payment, in seconds. Default 30. */
+  unsignedIntervalSecs?: number;
+  /** Largest accepted webhook body in bytes (chunked bodies too); larger ones get 413. Default 65 536. */
   maxBodyBytes?: number;
   /** How long a token stays valid after generation, in seconds. Default 604 800 (7 days). */
   tokenTtlSecs?: number;
-  /** How long a delivery's claim lasts before another delivery may take over, in ms. Default 60 000. */
+  /** How long one attempt may hold a payment's claim (its handlers' time limit), in ms. Default 60 000. */
   leaseMs?: number;
-  /** How long a handled confirmation is remembered, so duplicates run nothing, in seconds. Default 2 592 000 (30 days). */
+  /** How long a handled outcome is remembered, so duplicates run nothing, in seconds. Default 2 592 000 (30 days). */
   doneTtlSecs?: number;
 }
 
+/** Reconciliation: re-checking payments whose outcome the plugin has not seen. */
+export interface PaymentsReconciliationOptions {
+  /** Run the periodic check in this process. Default true. (Every instance may run it: the store hands each payment to one.) */
+  enabled?: boolean;
+  /** Seconds between two runs. Default 60. */
+  intervalSecs?: number;
+  /** Seconds after a session's end before its first check (the webhook usually comes first). Default 60. */
+  graceSecs?: number;
+  /** Checks of a payment that stays unsettled before it is given up (logged as an error). Default 10. */
+  maxChecks?: number;
+  /** Payments checked per run, at most. Default 20 (each costs one call to the service). */
+  batchSize?: number;
+}
 /** Options shared by `PaymentsModule` and `createPaymentsClient`. */
 export interface PaymentsOptions {
   /** Public key issued by the service. Required. */
@@ -55,10 +73,21 @@ export interface PaymentsOptions {
   maxRetries?: number;
   /** Signed webhooks; see {@link PaymentsWebhookOptions}. Default: off. */
   webhook?: PaymentsWebhookOptions;
-  /** Where bindings and delivery claims live. Default: a new `MemoryPaymentsStore`. */
+  /** Re-checking unsettled payments; see {@link PaymentsReconciliationOptions}. Default: on, every 60 s. */
+  reconciliation?: PaymentsReconciliationOptions;
+  /**
+   * Wire name of `generatePayment`'s `preAuthorization` flag: the service's pages disagree
+   * (public-api-facts §4). Default `'pre_authorization'`; `'both'` sends both names.
+   */
+  preAuthorizationFlag?: PreAuthorizationFlag;
+  /** How long the record of each payment's outcome is kept, in seconds. Default 2 592 000 (30 days). */
+  outcomeRecordTtlSecs?: number;
+  /** Where token bindings, claims, the reconciliation queue and the outcome record live. Default: a new `MemoryPaymentsStore`. */
   store?: PaymentsStore;
   /** Where the plugin logs. Default: Nest's `Logger` in a Nest app, stderr (warnings and errors only) elsewhere. */
   logger?: PaymentsLogger;
+  /** Name of this registration, when an app has several (several merchant accounts). Put on every event. Default: none. */
+  name?: string;
 }
 
 /** Options after validation, with every default filled in. */
@@ -66,18 +95,17 @@ export interface ResolvedPaymentsOptions {
   readonly publicKey: string;
   readonly privateKey: string;
   readonly baseUrl: string;
-  readonly defaults: {
-    readonly successLink?: string;
-    readonly failLink?: string;
-    readonly acceptCard?: boolean;
-    readonly sessionTimeoutSecs?: number;
-    readonly imageUrl?: string;
-  };
+  /** Defaults of `generatePayment` fields, from the options of the same names (see `PAYMENT_FIELDS`). */
+  readonly defaults: Readonly<Partial<GeneratePaymentInput>>;
   readonly timeoutMs: number;
   readonly maxRetries: number;
   readonly webhook: ResolvedWebhookOptions;
+  readonly reconciliation: Required<PaymentsReconciliationOptions>;
+  readonly preAuthorizationFlag: PreAuthorizationFlag;
+  readonly outcomeRecordTtlMs: number;
   readonly store?: PaymentsStore;
   readonly logger: PaymentsLogger;
+  readonly name?: string;
 }
 
 /** Webhook options after validation. `enabled` is true when publicUrl and secret are set. */
@@ -86,7 +114,8 @@ export interface ResolvedWebhookOptions {
   readonly path: string;
   readonly publicUrl?: string;
   readonly secret?: string;
-  readonly verify?: (event: PaymentConfirmedEvent) => boolean | Promise<boolean>;
+  readonly acceptUnsigned: boolean;
+  readonly unsignedIntervalSecs: number;
   readonly maxBodyBytes: number;
   readonly tokenTtlMs: number;
   readonly leaseMs: number;
@@ -103,6 +132,11 @@ export const PAYMENTS_DEFAULTS = {
   leaseMs: 60_000,
   doneTtlSecs: 30 * 24 * 3600,
   minSecretLength: 32,
+  unsignedIntervalSecs: 30,
+  reconciliation: { enabled: true, intervalSecs: 60, graceSecs: 60, maxChecks: 10, batchSize: 20 },
+  outcomeRecordTtlSecs: 30 * 24 * 3600,
+  /** The service's own default session, when a payment sets none (interface spec §4.1). */
+  serviceSessionTimeoutSecs: 1200,
 } as const;
 
 function isPositiveInt(value: unknown): value is number {
@@ -124,47 +158,60 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
   else if (/[\s:]/.test(o.publicKey)) bad('publicKey', 'must not contain spaces or colons');
   if (typeof o.privateKey !== 'string' || o.privateKey.trim() === '') bad('privateKey', 'is required (a non-empty string)');
   else if (/[\r\n]/.test(o.privateKey)) bad('privateKey', 'must not contain line breaks');
-  if (!isHttpUrl(o.baseUrl)) bad('baseUrl', 'is required (an absolute http(s) URL)');
-  for (const field of ['successLink', 'failLink', 'imageUrl'] as const) {
-    if (o[field] !== undefined && !isHttpUrl(o[field])) bad(field, 'must be an absolute http(s) URL');
+  if (o.baseUrl === undefined) bad('baseUrl', 'is required (an absolute http(s) URL)');
+  else if (httpUrl(o.baseUrl)) bad('baseUrl', httpUrl(o.baseUrl) as string);
+  // The fields' own rules (payment.fields.ts), for the options that default them.
+  for (const field of PAYMENT_FIELDS) {
+    const value = (o as Record<string, unknown>)[field.name];
+    if (field.fromOptions && value !== undefined) {
+      const problem = field.rule(value);
+      if (problem) bad(field.name, problem);
+    }
   }
-  if (o.acceptCard !== undefined && typeof o.acceptCard !== 'boolean') bad('acceptCard', 'must be a boolean');
-  if (o.sessionTimeoutSecs !== undefined && !isPositiveInt(o.sessionTimeoutSecs)) bad('sessionTimeoutSecs', 'must be a positive integer');
   if (o.timeoutMs !== undefined && !isPositiveInt(o.timeoutMs)) bad('timeoutMs', 'must be a positive integer');
   if (o.maxRetries !== undefined && !(Number.isSafeInteger(o.maxRetries) && o.maxRetries >= 0 && o.maxRetries <= 10)) {
     bad('maxRetries', 'must be an integer from 0 to 10');
   }
-  if (o.store !== undefined && !isStore(o.store)) bad('store', 'must implement PaymentsStore');
+  if (o.store !== undefined && !isStore(o.store)) bad('store', `must implement PaymentsStore (${STORE_METHODS.join(', ')})`);
+  if (o.preAuthorizationFlag !== undefined && !['pre_authorization', 'pre_auth', 'both'].includes(o.preAuthorizationFlag)) {
+    bad('preAuthorizationFlag', "must be 'pre_authorization', 'pre_auth' or 'both'");
+  }
+  if (o.outcomeRecordTtlSecs !== undefined && !isPositiveInt(o.outcomeRecordTtlSecs)) bad('outcomeRecordTtlSecs', 'must be a positive integer');
+  if (o.name !== undefined && (typeof o.name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(o.name))) bad('name', 'must be 1 to 64 letters, digits, - or _');
 
   const w = o.webhook ?? {};
   if (w.path !== undefined && (typeof w.path !== 'string' || !/^\/?[A-Za-z0-9._~\-/]+$/.test(w.path))) {
     bad('webhook.path', 'must be a URL path such as "payments/webhook"');
   }
-  if (w.publicUrl !== undefined && !isHttpUrl(w.publicUrl)) bad('webhook.publicUrl', 'must be an absolute http(s) URL');
+  if (w.publicUrl !== undefined && httpUrl(w.publicUrl)) bad('webhook.publicUrl', httpUrl(w.publicUrl) as string);
   if (w.secret !== undefined && (typeof w.secret !== 'string' || w.secret.length < PAYMENTS_DEFAULTS.minSecretLength)) {
     bad('webhook.secret', `must be a string of at least ${PAYMENTS_DEFAULTS.minSecretLength} characters`);
   }
   if (w.publicUrl !== undefined && w.secret === undefined) bad('webhook.secret', 'is required when webhook.publicUrl is set');
   if (w.secret !== undefined && w.publicUrl === undefined) bad('webhook.publicUrl', 'is required when webhook.secret is set');
-  if (w.verify !== undefined && typeof w.verify !== 'function') bad('webhook.verify', 'must be a function');
-  for (const field of ['maxBodyBytes', 'tokenTtlSecs', 'leaseMs', 'doneTtlSecs'] as const) {
+  if (w.acceptUnsigned !== undefined && typeof w.acceptUnsigned !== 'boolean') bad('webhook.acceptUnsigned', 'must be a boolean');
+  for (const field of ['maxBodyBytes', 'tokenTtlSecs', 'leaseMs', 'doneTtlSecs', 'unsignedIntervalSecs'] as const) {
     if (w[field] !== undefined && !isPositiveInt(w[field])) bad(`webhook.${field}`, 'must be a positive integer');
+  }
+  const r = o.reconciliation ?? {};
+  if (r.enabled !== undefined && typeof r.enabled !== 'boolean') bad('reconciliation.enabled', 'must be a boolean');
+  for (const field of ['intervalSecs', 'graceSecs', 'maxChecks', 'batchSize'] as const) {
+    if (r[field] !== undefined && !isPositiveInt(r[field])) bad(`reconciliation.${field}`, 'must be a positive integer');
   }
 
   if (errors.length > 0) throw new PaymentsValidationError(errors, 'payments options');
 
   const opts = o as PaymentsOptions;
+  const defaults: Record<string, unknown> = {};
+  for (const field of PAYMENT_FIELDS) {
+    const value = (opts as unknown as Record<string, unknown>)[field.name];
+    if (field.fromOptions && value !== undefined) defaults[field.name] = value;
+  }
   return {
     publicKey: opts.publicKey,
     privateKey: opts.privateKey,
     baseUrl: opts.baseUrl.replace(/\/+$/, ''),
-    defaults: {
-      successLink: opts.successLink,
-      failLink: opts.failLink,
-      acceptCard: opts.acceptCard,
-      sessionTimeoutSecs: opts.sessionTimeoutSecs,
-      imageUrl: opts.imageUrl,
-    },
+    defaults,
     timeoutMs: opts.timeoutMs ?? PAYMENTS_DEFAULTS.timeoutMs,
     maxRetries: opts.maxRetries ?? PAYMENTS_DEFAULTS.maxRetries,
     webhook: {
@@ -172,21 +219,27 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
       path: (w.path ?? PAYMENTS_DEFAULTS.webhookPath).replace(/^\/+|\/+$/g, ''),
       publicUrl: w.publicUrl,
       secret: w.secret,
-      verify: w.verify,
+      acceptUnsigned: w.acceptUnsigned ?? false,
+      unsignedIntervalSecs: w.unsignedIntervalSecs ?? PAYMENTS_DEFAULTS.unsignedIntervalSecs,
       maxBodyBytes: w.maxBodyBytes ?? PAYMENTS_DEFAULTS.maxBodyBytes,
       tokenTtlMs: (w.tokenTtlSecs ?? PAYMENTS_DEFAULTS.tokenTtlSecs) * 1000,
       leaseMs: w.leaseMs ?? PAYMENTS_DEFAULTS.leaseMs,
       doneTtlMs: (w.doneTtlSecs ?? PAYMENTS_DEFAULTS.doneTtlSecs) * 1000,
     },
+    reconciliation: { ...PAYMENTS_DEFAULTS.reconciliation, ...dropUndefined(r) },
+    preAuthorizationFlag: opts.preAuthorizationFlag ?? DEFAULT_PRE_AUTHORIZATION_FLAG,
+    outcomeRecordTtlMs: (opts.outcomeRecordTtlSecs ?? PAYMENTS_DEFAULTS.outcomeRecordTtlSecs) * 1000,
     store: opts.store,
     logger: opts.logger ?? defaultPaymentsLogger,
+    name: opts.name,
   };
+}
+
+function dropUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 function isStore(value: unknown): value is PaymentsStore {
   const s = value as Record<string, unknown> | null;
-  return (
-    typeof s === 'object' && s !== null &&
-    ['saveBinding', 'findBinding', 'claim', 'markDone', 'release'].every((m) => typeof s[m] === 'function')
-  );
+  return typeof s === 'object' && s !== null && STORE_METHODS.every((m) => typeof s[m] === 'function');
 }

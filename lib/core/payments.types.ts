@@ -1,5 +1,7 @@
+import type { OutcomeSource, PaymentOutcome } from './payments.store.js';
+
 /**
- * Input and output shapes of the four operations, in camelCase. On the wire they travel in
+ * Input and output shapes of the operations, in camelCase. On the wire they travel in
  * snake_case (see `wire.mapper.ts`).
  */
 
@@ -28,6 +30,27 @@ export interface GeneratePaymentInput {
   acceptCard?: boolean;
   /** Image shown on the payment page (service default: the merchant portal's). Defaults to the module's `imageUrl`. */
   imageUrl?: string;
+  /**
+   * Pre-authorize instead of charging: the amount is held, `payment.authorized` fires once the
+   * customer paid, and `capturePayment` (all or part) or `cancelPayment` settles it. The wire
+   * name of the flag is the `preAuthorizationFlag` option. Default: not sent (a standard payment).
+   */
+  preAuthorization?: boolean;
+  /**
+   * Your identifier of the customer: once they pay, the service keeps a card binding for it,
+   * listed by `listBindings(clientId)` and named in the verify details (`bindingId`).
+   */
+  clientId?: string;
+  /** Split payment: parts of the amount for other merchants; their sum must not exceed `amount`. */
+  destinations?: PaymentDestination[];
+}
+
+/** One part of a split payment. */
+export interface PaymentDestination {
+  /** The receiving merchant's id at the service. */
+  merchantId: string;
+  /** Its part, in millimes (digit string or positive safe integer). */
+  amount: string | number;
 }
 
 /** Result of `generatePayment`. */
@@ -80,10 +103,78 @@ export interface CardBinding {
   createdAt: string;
 }
 
-/** The four operations, shared by `PaymentsService` (Nest) and `createPaymentsClient` (Express). */
+/**
+ * The statuses `verify_payment` is documented to send (public-api-facts §1). Any other string
+ * may arrive too and is kept as sent: it is never taken for paid.
+ */
+export type KnownPaymentStatus = 'SUCCESS' | 'PENDING' | 'EXPIRED' | 'FAILURE' | 'PREAUTH_SUCCESS' | 'SYSTEM_FAILURE';
+
+/** Result of `verifyPayment`: the service's own account of a payment, the only proof of payment. */
+export interface VerifiedPayment {
+  /** The payment. */
+  paymentId: string;
+  /** The service's status as sent; paid only when `SUCCESS`. */
+  status: KnownPaymentStatus | (string & {});
+  /** Amount in millimes as a digit string (the service sends a JSON number here). */
+  amount: string;
+  /** The tracking id the service has for the payment, if any. */
+  developerTrackingId?: string;
+  /** Payment type, e.g. `card`. */
+  type?: string;
+  /** The service's details object as sent (card mask, approval code, binding id...). */
+  details?: Readonly<Record<string, unknown>>;
+}
+
+/** Result of `capturePayment`. */
+export interface PaymentCapture {
+  /** The captured payment. */
+  paymentId: string;
+  /** The service's status, e.g. `confirmed` (an older page shows `SUCCESS`). */
+  status: string;
+  /** Captured amount in millimes, when the service says. */
+  amount?: string;
+  /** ISO 8601 time of the capture, when the service says. */
+  capturedAt?: string;
+}
+
+/** The outcome `reconcilePayment` found (see `PaymentOutcome`). */
+export interface ReconcileResult {
+  /** The payment. */
+  paymentId: string;
+  /** The verified status (or `PENDING` when another path is handling it right now). */
+  status: string;
+  /** What the status means for the shop. */
+  outcome: PaymentOutcome;
+  /** Whether this call ran the outcome's handlers (false when another path already had, or none had to run). */
+  handled: boolean;
+  /** Why the handlers failed, when they ran and one threw (the outcome is not done: it runs again later). */
+  error?: string;
+}
+
+/** Options of `reconcilePayment`. */
+export interface ReconcileOptions {
+  /**
+   * What you expect (e.g. from your order): a verified amount or tracking id that differs is never
+   * confirmed. Default: what the plugin recorded at generation, when its store still has it.
+   */
+  expected?: { amount?: string | number; developerTrackingId?: string };
+  /** Which path this is, for the events and the record. Default `return`. */
+  source?: OutcomeSource;
+}
+
+/** The operations shared by `PaymentsService` (Nest) and `createPaymentsClient` (Express). */
 export interface PaymentsOperations {
   /** Creates a payment and returns the link to redirect the customer to. */
   generatePayment(input: GeneratePaymentInput): Promise<GeneratedPayment>;
+  /** Reads a payment from the service (`GET /api/v2/verify_payment/{id}`). Safe to retry; rate-limited by the service. */
+  verifyPayment(paymentId: string): Promise<VerifiedPayment>;
+  /** Captures a pre-authorized payment, all or part (`POST /api/v2/confirm_payment`). */
+  capturePayment(paymentId: string, options?: { amount?: string | number }): Promise<PaymentCapture>;
+  /**
+   * Verifies a payment and, when its status is final, runs its outcome's handlers exactly as a
+   * webhook would (one claim for every path: whichever comes first runs them, once).
+   */
+  reconcilePayment(paymentId: string, options?: ReconcileOptions): Promise<ReconcileResult>;
   /** Refunds a completed standard payment. Never retried automatically once it may have been sent. */
   refundPayment(paymentId: string): Promise<PaymentRefund>;
   /** Cancels a pre-authorized payment and releases the reserved funds. */

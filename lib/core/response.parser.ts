@@ -9,10 +9,12 @@ import {
 } from './payments.errors.js';
 import { isJsonObject, type JsonObject } from './wire.mapper.js';
 
-/** An answer of the service as the transport returns it: status and raw text. */
+/** An answer of the service as the transport returns it: status, raw text and what the service asked to wait. */
 export interface RawResponse {
   status: number;
   body: string;
+  /** Seconds from a `Retry-After` header, when there was one. */
+  retryAfterSecs?: number;
 }
 
 const EXCERPT_LENGTH = 200;
@@ -33,13 +35,36 @@ function excerpt(body: string): string {
 }
 
 function message(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
+  return typeof value === 'string' && value !== '' ? value.slice(0, 500) : undefined;
 }
 
-const FLAT_ERRORS: Record<string, new (d: PaymentsApiErrorDetails) => PaymentsApiError> = {
+const CODE_ERRORS: Record<string, new (d: PaymentsApiErrorDetails) => PaymentsApiError> = {
   REFUND_NOT_ALLOWED: RefundNotAllowedError,
   CANCELLATION_FAILED: CancellationFailedError,
+  INVALID_CLIENT_ID: InvalidClientIdError,
 };
+
+/**
+ * The one status-and-code -> error mapping. 401/403 (in the HTTP status or the body's own) is
+ * always an authentication error; a known service code gets its class; otherwise the code is the
+ * service's, or derived from the status.
+ */
+export function apiError(statuses: number[], serviceCode: string | undefined, details: PaymentsApiErrorDetails): PaymentsApiError {
+  if (statuses.some((s) => s === 401 || s === 403)) return new PaymentsAuthenticationError(details);
+  if (serviceCode !== undefined) {
+    const Known = CODE_ERRORS[serviceCode];
+    return Known ? new Known(details) : new PaymentsApiError(serviceCode, details);
+  }
+  const status = statuses.find((s) => s >= 300) ?? details.httpStatus;
+  const code =
+    status >= 300 && status < 400 ? 'UNEXPECTED_REDIRECT'
+    : status === 400 ? 'BAD_REQUEST'
+    : status === 404 ? 'NOT_FOUND'
+    : status === 429 ? 'RATE_LIMITED'
+    : status >= 200 && status < 300 ? 'INVALID_RESPONSE'
+    : 'API_ERROR';
+  return new PaymentsApiError(code, details);
+}
 
 /**
  * Reads an answer: the parsed JSON object when it is a success in the shape of `operation`,
@@ -55,37 +80,24 @@ export function interpretResponse(
 ): JsonObject {
   const { status } = response;
   const json = parseJson(response.body);
-  const base = { operation, httpStatus: status };
+  const base = { operation, httpStatus: status, ...(response.retryAfterSecs !== undefined ? { retryAfterSecs: response.retryAfterSecs } : {}) };
 
-  if (!isJsonObject(json)) {
-    const details = { ...base, bodyExcerpt: excerpt(response.body) };
-    if (status === 401 || status === 403) throw new PaymentsAuthenticationError(details);
-    throw new PaymentsApiError(status >= 300 && status < 400 ? 'UNEXPECTED_REDIRECT' : 'INVALID_RESPONSE', details);
-  }
+  if (!isJsonObject(json)) throw apiError([status], undefined, { ...base, bodyExcerpt: excerpt(response.body) });
 
-  // Flat shape (refund, cancel): {status: "error", message, code}
-  if (json.status === 'error') {
-    const code = message(json.code) ?? 'API_ERROR';
-    const details = { ...base, serviceMessage: message(json.message) };
-    if (status === 401 || status === 403) throw new PaymentsAuthenticationError(details);
-    const Known = FLAT_ERRORS[code];
-    throw Known ? new Known(details) : new PaymentsApiError(code, details);
-  }
+  // Flat shape (refund, cancel, capture): {status: "error", message, code}
+  if (json.status === 'error') throw apiError([status], message(json.code) ?? 'API_ERROR', { ...base, serviceMessage: message(json.message) });
 
-  // Nested shape (generate, bindings): {result: {status: 400, message}}
+  // Nested shape (generate, bindings, verify): {result: {status: 400, message}}, or verify's {success: false}
   const result = json.result;
-  if (isJsonObject(result) && (typeof result.status === 'number' || result.success === false)) {
-    const nestedStatus = typeof result.status === 'number' ? result.status : status;
-    const details = { ...base, serviceMessage: message(result.message) };
-    if ([status, nestedStatus].some((s) => s === 401 || s === 403)) throw new PaymentsAuthenticationError(details);
-    if (operation === 'listBindings' && /client_id/i.test(details.serviceMessage ?? '')) throw new InvalidClientIdError(details);
-    throw new PaymentsApiError(nestedStatus === 400 ? 'BAD_REQUEST' : 'API_ERROR', details);
+  const nestedError = isJsonObject(result) && (typeof result.status === 'number' || result.success === false);
+  if (nestedError || json.success === false) {
+    const nested = isJsonObject(result) ? result : {};
+    const nestedStatus = typeof nested.status === 'number' ? nested.status : status;
+    const details = { ...base, serviceMessage: message(nested.message) ?? message(json.message) };
+    const invalidClient = operation === 'listBindings' && /client_id/i.test(details.serviceMessage ?? '');
+    throw apiError([status, nestedStatus], invalidClient ? 'INVALID_CLIENT_ID' : undefined, { ...details, httpStatus: status });
   }
 
   if (status >= 200 && status < 300 && isSuccess(json)) return json;
-
-  const details = { ...base, bodyExcerpt: excerpt(response.body) };
-  if (status === 401 || status === 403) throw new PaymentsAuthenticationError(details);
-  if (status >= 300 && status < 400) throw new PaymentsApiError('UNEXPECTED_REDIRECT', details);
-  throw new PaymentsApiError(status >= 200 && status < 300 ? 'INVALID_RESPONSE' : 'API_ERROR', details);
+  throw apiError([status], undefined, { ...base, bodyExcerpt: excerpt(response.body) });
 }

@@ -1,3 +1,4 @@
+import { identifier } from './payment.rules.js';
 import { WEBHOOK_TOKEN_PARAM } from './webhook.token.js';
 import { isJsonObject, type JsonObject } from './wire.mapper.js';
 
@@ -9,65 +10,102 @@ export interface WebhookRequest {
   body: unknown;
   /** The request's Content-Length header, if any. */
   contentLength?: string | string[] | number;
+  /** The token from the route's last path segment, when the route has one. */
+  pathToken?: string;
 }
 
 /** The payload of a webhook after parsing, or the reason it is malformed. */
 export type ParsedWebhook =
-  | { ok: true; token: unknown; paymentIds: string[]; body: JsonObject; query: JsonObject }
+  | { ok: true; token?: string; paymentId?: string; body: JsonObject; query: JsonObject }
   | { ok: false; reason: string };
 
-const ID_KEYS = ['payment_id', 'paymentId', 'id'] as const;
+/**
+ * Where public clients of the service find the payment id (public-api-facts §2), most specific
+ * first. The first place that has one decides, so an unrelated `id` next to a `payment_id`
+ * never makes a delivery ambiguous.
+ */
+const ID_PLACES: ReadonlyArray<(source: JsonObject) => unknown> = [
+  (s) => s.payment_id,
+  (s) => s.paymentId,
+  (s) => (isJsonObject(s.data) ? s.data.payment_id : undefined),
+  (s) => (isJsonObject(s.result) ? s.result.payment_id : undefined),
+  (s) => s.payment_ref,
+  (s) => s.id,
+];
 
 /**
- * Parses a webhook request. The spec shows no payload, so the payment id is looked for where
- * services usually put it: `payment_id`, `paymentId`, `id` in the query or the body, and
- * `result.payment_id` in the body. Every candidate found is returned; the caller requires them
- * to agree with the payment the token was issued for.
+ * Parses a webhook request: its token (path segment, else the `webhook_token` query parameter)
+ * and the payment id (query first, then body; see {@link ID_PLACES}). A service that appends
+ * `?payment_id=X` to a URL that already has a query leaves `...?a=b?payment_id=X`; such values are
+ * split back into their parameters.
  */
-export function parseWebhook(request: WebhookRequest): ParsedWebhook {
-  const query = isJsonObject(request.query) ? request.query : {};
-  const body = toBody(request.body);
-  if (body === undefined) return { ok: false, reason: 'body is neither JSON nor form data' };
+export function parseWebhook(request: WebhookRequest, maxBodyBytes: number): ParsedWebhook {
+  const query = repairQuery(isJsonObject(request.query) ? request.query : {});
+  const body = toBody(request.body, maxBodyBytes);
+  if (typeof body === 'string') return { ok: false, reason: body };
 
-  const ids: string[] = [];
-  const add = (value: unknown): string | undefined => {
-    // A parameter repeated with one value (`?payment_id=X&payment_id=X`, which query parsers turn
-    // into an array) is that value; copies that differ stay malformed.
-    if (Array.isArray(value) && value.length > 0 && value.length <= 16 && value.every((v) => v === (value as unknown[])[0])) value = value[0];
-    if (value === undefined || value === null || value === '') return undefined;
-    if (typeof value === 'number' && Number.isSafeInteger(value)) value = String(value);
-    if (typeof value !== 'string') return 'payment id must be a single string';
-    if (value.length > 256) return 'payment id is too long';
-    ids.push(value);
-    return undefined;
-  };
+  let paymentId: string | undefined;
   for (const source of [query, body]) {
-    for (const key of ID_KEYS) {
-      const problem = add(source[key]);
-      if (problem) return { ok: false, reason: problem };
+    for (const place of ID_PLACES) {
+      const found = single(place(source));
+      if (found === undefined) continue;
+      if (typeof found !== 'string' || identifier(found)) return { ok: false, reason: 'payment id must be a single string of at most 256 characters' };
+      paymentId = found;
+      break;
     }
-  }
-  if (isJsonObject(body.result)) {
-    const problem = add(body.result.payment_id);
-    if (problem) return { ok: false, reason: problem };
+    if (paymentId !== undefined) break;
   }
 
-  const { [WEBHOOK_TOKEN_PARAM]: token, ...rest } = query;
-  return { ok: true, token, paymentIds: [...new Set(ids)], body, query: rest };
+  const { [WEBHOOK_TOKEN_PARAM]: queryToken, ...rest } = query;
+  const token = request.pathToken ?? single(queryToken);
+  return { ok: true, token: typeof token === 'string' ? token : undefined, paymentId, body, query: rest };
 }
 
-function toBody(body: unknown): JsonObject | undefined {
+// A parameter repeated with one value (`?payment_id=X&payment_id=X`, which query parsers turn
+// into an array) is that value; copies that differ stay ambiguous (returned as the array).
+function single(value: unknown): unknown {
+  if (Array.isArray(value) && value.length > 0 && value.length <= 16 && value.every((v: unknown) => v === (value as unknown[])[0])) value = value[0];
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  return value;
+}
+
+function repairQuery(query: JsonObject): JsonObject {
+  const repaired: JsonObject = {};
+  const add = (key: string, value: unknown) => {
+    const existing = repaired[key];
+    repaired[key] = existing === undefined ? value : ([] as unknown[]).concat(existing, value);
+  };
+  for (const [key, value] of Object.entries(query)) {
+    if (typeof value === 'string' && value.includes('?')) {
+      const [own, ...appended] = value.split('?');
+      add(key, own);
+      for (const [k, v] of new URLSearchParams(appended.join('&'))) add(k, v);
+    } else {
+      add(key, value);
+    }
+  }
+  return repaired;
+}
+
+/** The body as an object, or the reason it is refused. */
+function toBody(body: unknown, maxBodyBytes: number): JsonObject | string {
   if (body === undefined || body === null || body === '') return {};
-  if (isJsonObject(body) && !Buffer.isBuffer(body)) return body;
+  if (isJsonObject(body) && !Buffer.isBuffer(body)) {
+    // A chunked body has no Content-Length to check up front: measure what was parsed.
+    return JSON.stringify(body).length > maxBodyBytes ? 'payload too large' : body;
+  }
   const text = Buffer.isBuffer(body) ? body.toString('utf8') : typeof body === 'string' ? body : undefined;
-  if (text === undefined) return undefined;
+  if (text === undefined) return 'body is neither JSON nor form data';
+  if (Buffer.byteLength(text) > maxBodyBytes) return 'payload too large';
   if (text.trim() === '') return {};
   try {
     const json = JSON.parse(text) as unknown;
-    return isJsonObject(json) ? json : undefined;
+    return isJsonObject(json) ? json : 'body is neither JSON nor form data';
   } catch {
-    // Not JSON: accept form encoding, which is what many services post.
-    if (!/^[^=&]+=[^&]*(&[^=&]+=[^&]*)*$/.test(text.trim())) return undefined;
-    return Object.fromEntries(new URLSearchParams(text.trim()));
+    // Not JSON: form encoding (what many services post), also when sent as text/plain.
+    const trimmed = text.trim();
+    if (!/^[^=&]+=[^&]*(&[^=&]+=[^&]*)*$/.test(trimmed)) return 'body is neither JSON nor form data';
+    return Object.fromEntries(new URLSearchParams(trimmed));
   }
 }

@@ -1,51 +1,58 @@
 import { randomUUID } from 'node:crypto';
-import { PaymentConfirmedEvent, PaymentEvents } from './payment.events.js';
-import type { PaymentsLogger } from './payments.logger.js';
+import { describe, type OutcomeExpectation, type OutcomeProcessor, type SettleResult } from './outcome.processor.js';
 import type { ResolvedWebhookOptions } from './payments.options.js';
-import type { PaymentBinding, PaymentsStore } from './payments.store.js';
+import type { PaymentsLogger } from './payments.logger.js';
+import type { PaymentsStore } from './payments.store.js';
 import { parseWebhook, type WebhookRequest } from './webhook.payload.js';
-import { safeEqual, WEBHOOK_TOKEN_PARAM, WebhookTokenSigner } from './webhook.token.js';
-import type { JsonObject } from './wire.mapper.js';
+import { trackingHash, WebhookTokenSigner, type WebhookTokenClaims } from './webhook.token.js';
 
 /** The HTTP answer a webhook front end (Nest controller, Express router) sends. */
 export interface WebhookAnswer {
   /** HTTP status. */
   status: number;
   /** JSON body. Never contains secrets or internal error details. */
-  body: { received: boolean; duplicate?: boolean; error?: string };
+  body: { received: boolean; duplicate?: boolean; pending?: boolean; error?: string };
   /** Extra headers, e.g. `Retry-After`. */
   headers?: Record<string, string>;
 }
 
-/** Outcome of {@link WebhookProcessor.authenticate}. */
-export type WebhookAuthentication =
-  | { ok: true; binding: PaymentBinding; body: JsonObject; query: JsonObject }
-  | { ok: false; answer: WebhookAnswer };
+/** A delivery that passed {@link WebhookProcessor.authenticate}: which payment, and what to expect of it. */
+export interface AuthenticatedWebhook {
+  /** The payment the delivery names. */
+  paymentId: string;
+  /** What the service's answer must match. */
+  expected?: OutcomeExpectation;
+  /** The token's claims, when it had no stored binding (to bind it once verified). */
+  unboundToken?: WebhookTokenClaims;
+}
 
-/** Runs the handlers of a confirmed payment; a rejection means "not handled, redeliver". */
-export type ConfirmationDispatcher = (event: PaymentConfirmedEvent) => Promise<unknown>;
+/** Outcome of {@link WebhookProcessor.authenticate}. */
+export type WebhookAuthentication = ({ ok: true } & AuthenticatedWebhook) | { ok: false; answer: WebhookAnswer };
 
 const reject = (status: number, error: string, headers?: Record<string, string>): WebhookAnswer => ({
   status,
   body: { received: false, error },
   headers,
 });
+const unavailable = (seconds = 5): WebhookAnswer => reject(503, 'temporarily unavailable', { 'Retry-After': String(seconds) });
 
 /**
- * The webhook engine shared by the Nest controller and the Express router: authenticates a
- * delivery (signed token bound to one payment), then runs the handlers effectively-once using
- * a claim with a lease in the store.
+ * The webhook front door shared by the Nest controller and the Express router. A delivery is
+ * only a hint that a payment may have settled: it is authenticated cheaply (the signed token,
+ * no call to the service for a forged one), then handed to the {@link OutcomeProcessor}, which
+ * asks the service and runs the handlers once.
  *
- * - a handler that throws: 500, the claim is released, a redelivery runs it again;
- * - a duplicate of a handled confirmation: 200, nothing runs;
- * - a duplicate while another delivery is running it: 409 with Retry-After, nothing runs;
- * - the store unreachable or the app shutting down: 503 with Retry-After.
+ * Answers: 200 handled or duplicate; 202 still pending (reconciliation checks it later);
+ * 400 malformed; 401 missing, forged, expired or foreign token; 409 + Retry-After while another
+ * path handles it; 413 too large; 429 unsigned deliveries too frequent; 500 a handler failed
+ * (redelivery runs it again); 503 + Retry-After the store or the service unavailable, or
+ * shutting down.
  */
 export class WebhookProcessor {
   // A private field (not `private`): the options hold the webhook secret, which must stay out of
   // util.inspect, JSON.stringify and logs of this object (it is public as `client.webhooks`).
   readonly #options: ResolvedWebhookOptions;
-  private readonly signer?: WebhookTokenSigner;
+  readonly #signer?: WebhookTokenSigner;
   private inFlight = 0;
   private closing = false;
   private drained?: () => void;
@@ -53,53 +60,68 @@ export class WebhookProcessor {
 
   /**
    * @param options resolved webhook options
+   * @param signer the client's token signer (absent when no secret is configured)
    * @param store bindings and claims
+   * @param outcomes verifies and runs the handlers
    * @param logger where failures are reported
    */
   constructor(
     options: ResolvedWebhookOptions,
+    signer: WebhookTokenSigner | undefined,
     private readonly store: PaymentsStore,
+    private readonly outcomes: OutcomeProcessor,
     private readonly logger: PaymentsLogger,
   ) {
     this.#options = options;
-    if (options.enabled && options.secret) this.signer = new WebhookTokenSigner(options.secret);
+    this.#signer = signer;
   }
 
-  /** Checks size, token, body and payment id. Never throws. */
+  /** Checks size, token, body and payment id, without calling the service. Never throws. */
   async authenticate(request: WebhookRequest): Promise<WebhookAuthentication> {
-    if (!this.signer) return { ok: false, answer: reject(404, 'webhooks are not configured') };
+    if (!this.#signer && !this.#options.acceptUnsigned) return { ok: false, answer: reject(404, 'webhooks are not configured') };
     const length = Number(Array.isArray(request.contentLength) ? request.contentLength[0] : request.contentLength);
-    if (Number.isFinite(length) && length > this.#options.maxBodyBytes) {
-      return { ok: false, answer: reject(413, 'payload too large') };
+    if (Number.isFinite(length) && length > this.#options.maxBodyBytes) return { ok: false, answer: reject(413, 'payload too large') };
+
+    const parsed = parseWebhook(request, this.#options.maxBodyBytes);
+    if (!parsed.ok) return { ok: false, answer: reject(parsed.reason === 'payload too large' ? 413 : 400, `malformed webhook: ${parsed.reason}`) };
+
+    if (parsed.token === undefined) {
+      if (!this.#options.acceptUnsigned) return { ok: false, answer: reject(401, 'missing or invalid webhook token') };
+      if (parsed.paymentId === undefined) return { ok: false, answer: reject(400, 'malformed webhook: no payment id') };
+      return this.unsigned(parsed.paymentId);
     }
-    const query = (typeof request.query === 'object' && request.query !== null ? request.query : {}) as JsonObject;
-    const nonce = this.signer.verify(query[WEBHOOK_TOKEN_PARAM]);
-    if (!nonce) return { ok: false, answer: reject(401, 'missing or invalid webhook token') };
+    const claims = this.#signer?.verify(parsed.token);
+    if (!claims) return { ok: false, answer: reject(401, 'missing or invalid webhook token') };
+    if (parsed.paymentId === undefined) return { ok: false, answer: reject(400, 'malformed webhook: no payment id') };
 
-    const parsed = parseWebhook(request);
-    if (!parsed.ok) return { ok: false, answer: reject(400, `malformed webhook: ${parsed.reason}`) };
-
-    let binding: PaymentBinding | undefined;
+    let binding;
     try {
-      binding = await this.store.findBinding(nonce);
+      binding = await this.store.findBinding(claims.nonce);
     } catch (error) {
       this.logger.error(`webhook: store unreachable while reading a token: ${describe(error)}`);
-      return { ok: false, answer: reject(503, 'temporarily unavailable', { 'Retry-After': '5' }) };
+      return { ok: false, answer: unavailable() };
     }
-    if (!binding) return { ok: false, answer: reject(401, 'unknown or expired webhook token') };
-    // Every payment id the payload names must be the token's payment: a token cannot confirm another payment.
-    if (!parsed.paymentIds.every((id) => safeEqual(id, binding.paymentId))) {
-      return { ok: false, answer: reject(401, 'webhook token was issued for another payment') };
+    if (binding) {
+      if (binding.paymentId !== parsed.paymentId) return { ok: false, answer: reject(401, 'webhook token was issued for another payment') };
+      return { ok: true, paymentId: parsed.paymentId, expected: { amount: binding.amount, developerTrackingId: binding.developerTrackingId, origin: 'binding' } };
     }
-    return { ok: true, binding, body: parsed.body, query: parsed.query };
+    // The store forgot the token (restart, eviction): the token itself says what to expect.
+    return {
+      ok: true,
+      paymentId: parsed.paymentId,
+      expected: { amount: claims.amount, trackingMatches: (t) => trackingHash(t) === claims.trackingHash, origin: 'token' },
+      unboundToken: claims,
+    };
   }
 
-  /** Runs the handlers of an authenticated confirmation, at most once to success. Never throws. */
-  async deliver(auth: Extract<WebhookAuthentication, { ok: true }>, dispatch: ConfirmationDispatcher): Promise<WebhookAnswer> {
+  /** Settles an authenticated delivery and says how to answer. Never throws. */
+  async deliver(auth: AuthenticatedWebhook): Promise<WebhookAnswer> {
     if (this.closing) return reject(503, 'shutting down', { 'Retry-After': '5' });
     this.inFlight++;
     try {
-      return await this.run(auth, dispatch);
+      const result = await this.outcomes.settle(auth.paymentId, 'webhook', auth.expected);
+      if (auth.unboundToken && (result.kind === 'handled' || result.kind === 'pending')) await this.rebind(auth);
+      return answerFor(result);
     } finally {
       this.inFlight--;
       if (this.inFlight === 0) this.drained?.();
@@ -107,9 +129,9 @@ export class WebhookProcessor {
   }
 
   /** authenticate() then deliver(): the whole webhook, for front ends without a separate guard. */
-  async handle(request: WebhookRequest, dispatch: ConfirmationDispatcher): Promise<WebhookAnswer> {
+  async handle(request: WebhookRequest): Promise<WebhookAnswer> {
     const auth = await this.authenticate(request);
-    return auth.ok ? this.deliver(auth, dispatch) : auth.answer;
+    return auth.ok ? this.deliver(auth) : auth.answer;
   }
 
   /**
@@ -123,59 +145,57 @@ export class WebhookProcessor {
     return this.draining;
   }
 
-  private async run(auth: Extract<WebhookAuthentication, { ok: true }>, dispatch: ConfirmationDispatcher): Promise<WebhookAnswer> {
-    const { binding } = auth;
-    const key = `${PaymentEvents.CONFIRMED}:${binding.paymentId}`;
-    const owner = randomUUID();
-    let claim;
+  // Deliveries without a token (a URL set in the service's dashboard) are verify-backed: only
+  // payments this plugin generated (queued for reconciliation) are checked, at most once per
+  // `unsignedIntervalSecs` each, so a stranger cannot spend the merchant's verify budget.
+  private async unsigned(paymentId: string): Promise<WebhookAuthentication> {
     try {
-      claim = await this.store.claim(key, owner, this.#options.leaseMs);
-    } catch (error) {
-      this.logger.error(`webhook: store unreachable while claiming ${binding.paymentId}: ${describe(error)}`);
-      return reject(503, 'temporarily unavailable', { 'Retry-After': '5' });
-    }
-    if (claim === 'done') return { status: 200, body: { received: true, duplicate: true } };
-    if (claim === 'busy') return reject(409, 'this confirmation is being handled', { 'Retry-After': '5' });
-
-    const event = new PaymentConfirmedEvent(binding.paymentId, binding.amount, binding.developerTrackingId, new Date(), auth.body, auth.query);
-    try {
-      if (this.#options.verify && !(await this.#options.verify(event))) {
-        await this.release(key, owner);
-        return reject(403, 'confirmation refused by verify()');
+      const pending = await this.store.findPending(paymentId);
+      if (!pending) {
+        const done = await this.store.getOutcome(paymentId);
+        return done ? { ok: false, answer: { status: 200, body: { received: true, duplicate: true } } } : { ok: false, answer: reject(404, 'unknown payment') };
       }
+      const slot = await this.store.claim(`unsigned:${paymentId}`, randomUUID(), this.#options.unsignedIntervalSecs * 1000);
+      if (slot !== 'claimed') return { ok: false, answer: reject(429, 'too many deliveries for this payment', { 'Retry-After': String(this.#options.unsignedIntervalSecs) }) };
+      return { ok: true, paymentId, expected: { amount: pending.amount, developerTrackingId: pending.developerTrackingId, origin: 'binding' } };
     } catch (error) {
-      this.logger.warn(`webhook: verify() failed for ${binding.paymentId}: ${describe(error)}`);
-      await this.release(key, owner);
-      return reject(503, 'verification unavailable', { 'Retry-After': '5' });
+      this.logger.error(`webhook: store unreachable for an unsigned delivery: ${describe(error)}`);
+      return { ok: false, answer: unavailable() };
     }
-    try {
-      await dispatch(event);
-    } catch (error) {
-      this.logger.warn(`webhook: a payment.confirmed handler failed for ${binding.paymentId}; answering 500 so it is redelivered: ${describe(error)}`);
-      await this.release(key, owner);
-      return reject(500, 'handler failed');
-    }
-    try {
-      if (!(await this.store.markDone(key, owner, this.#options.doneTtlMs))) {
-        this.logger.warn(`webhook: the claim on ${binding.paymentId} expired while its handlers ran (raise webhook.leaseMs)`);
-      }
-    } catch (error) {
-      // The handlers ran; a redelivery after the lease will run them again, which the store cannot prevent now.
-      this.logger.error(`webhook: could not mark ${binding.paymentId} done: ${describe(error)}`);
-    }
-    return { status: 200, body: { received: true } };
   }
 
-  private async release(key: string, owner: string): Promise<void> {
+  // Once the service confirmed what the token was signed for, bind it to that payment, so that
+  // a replay of the same URL naming another payment is refused without a call to the service.
+  private async rebind(auth: AuthenticatedWebhook): Promise<void> {
+    const claims = auth.unboundToken as WebhookTokenClaims;
     try {
-      await this.store.release(key, owner);
+      const ttl = claims.expiresAt - Date.now();
+      if (ttl > 0) await this.store.saveBinding(claims.nonce, { paymentId: auth.paymentId, amount: claims.amount, createdAt: new Date().toISOString() }, ttl);
     } catch (error) {
-      // The lease expires on its own; a redelivery after it runs the event again.
-      this.logger.error(`webhook: could not release ${key}: ${describe(error)}`);
+      this.logger.warn(`webhook: could not re-bind a token to ${auth.paymentId}: ${describe(error)}`);
     }
   }
 }
 
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+/** The HTTP answer for what settling a delivery did. */
+export function answerFor(result: SettleResult): WebhookAnswer {
+  switch (result.kind) {
+    case 'handled':
+    case 'mismatch':
+      return { status: 200, body: { received: true } };
+    case 'duplicate':
+      return { status: 200, body: { received: true, duplicate: true } };
+    case 'pending':
+      return { status: 202, body: { received: true, pending: true } };
+    case 'busy':
+      return reject(409, 'this payment is being handled', { 'Retry-After': '5' });
+    case 'foreign':
+      return reject(401, 'webhook token was issued for another payment');
+    case 'handlers-failed':
+      return reject(500, 'handler failed');
+    case 'verify-failed':
+      return unavailable(result.retryAfterSecs ?? 5);
+    case 'store-unavailable':
+      return unavailable();
+  }
 }

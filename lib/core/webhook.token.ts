@@ -1,40 +1,34 @@
-import { createHmac, createSecretKey, hash, randomFillSync, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, hash, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 
-/** Name of the query parameter that carries the plugin's webhook token. */
+/** Name of the query parameter that may carry the plugin's webhook token (the path is the default place). */
 export const WEBHOOK_TOKEN_PARAM = 'webhook_token';
 
-const DOMAIN = 'nestjs-payments:webhook:v1:';
-const TOKEN_FORMAT = /^([A-Za-z0-9_-]{24})\.([A-Za-z0-9_-]{43})$/;
-const NONCE_BYTES = 18;
+const DOMAIN = 'nestjs-payments:webhook:v2:';
+// Only characters that are never escaped in a URL path or query: the service can append to the
+// URL however it likes without touching the token.
+const TOKEN_FORMAT = /^([A-Za-z0-9_-]{24})\.([0-9a-z]{1,11})\.([0-9]{1,15})\.([A-Za-z0-9_-]{0,22})\.([A-Za-z0-9_-]{43})$/;
 
-// Nonces come from a pool refilled 256 at a time by the same CSPRNG (as crypto.randomUUID does):
-// one randomBytes() call per payment was a measurable share of generatePayment's CPU. Each nonce
-// is read once; the pool is module-private.
-const pool = Buffer.alloc(NONCE_BYTES * 256);
-let poolOffset = pool.length;
-
-function nextNonce(): string {
-  if (poolOffset + NONCE_BYTES > pool.length) {
-    randomFillSync(pool);
-    poolOffset = 0;
-  }
-  const nonce = pool.toString('base64url', poolOffset, poolOffset + NONCE_BYTES);
-  poolOffset += NONCE_BYTES;
-  return nonce;
+/** What a valid token says: signed by the plugin when it generated the payment. */
+export interface WebhookTokenClaims {
+  /** The token's random id, under which the store binds it to the payment. */
+  nonce: string;
+  /** Epoch ms after which the token is refused. */
+  expiresAt: number;
+  /** The amount in millimes the payment was generated for. */
+  amount: string;
+  /** A hash of the tracking id it was generated with (empty when none). */
+  trackingHash: string;
 }
-
-// A URL-safe stand-in for the token, replaced textually: the token's characters ([A-Za-z0-9._-])
-// are never escaped in a query string, so this gives exactly what URLSearchParams would.
-const TOKEN_PLACEHOLDER = '__nestjs_payments_token__';
-const urlTemplates = new Map<string, [string, string]>();
 
 /**
  * Issues and checks the tokens carried by signed webhook URLs.
  *
- * A token is `<nonce>.<HMAC-SHA256(secret, nonce)>` in base64url. The nonce is random because the
- * payment id is not known until the service answers; the store then binds nonce -> payment.
- * The HMAC lets forged tokens be refused without a store lookup, and a leaked store dump
- * cannot be turned into valid URLs.
+ * A token is `<nonce>.<expiry>.<amount>.<tracking hash>.<HMAC-SHA256>` (base64url and digits).
+ * The payment id is not known when the URL must be sent, so the token carries what the plugin
+ * must check once it is: the amount and the tracking id it sent. Thus a delivery is checked
+ * even when the store forgot the token (a restart with the in-memory store, an eviction): the
+ * service's verify answer must then match what the token was signed for. The HMAC lets forged
+ * tokens be refused before any store lookup or call to the service.
  */
 export class WebhookTokenSigner {
   readonly #secret: KeyObject;
@@ -44,42 +38,54 @@ export class WebhookTokenSigner {
     this.#secret = createSecretKey(Buffer.from(secret, 'utf8'));
   }
 
-  /** A new token and its nonce (the id under which the binding is stored). */
-  issue(): { token: string; nonce: string } {
-    const nonce = nextNonce();
-    return { token: `${nonce}.${this.#sign(nonce)}`, nonce };
+  /**
+   * A new token for a payment about to be generated.
+   * @param amount millimes, digits
+   * @param trackingId the tracking id sent with it, if any
+   * @param ttlMs how long the token stays valid
+   */
+  issue(amount: string, trackingId: string | undefined, ttlMs: number): { token: string; claims: WebhookTokenClaims } {
+    const nonce = randomBytes(18).toString('base64url');
+    const expiresAt = Date.now() + ttlMs;
+    const body = `${nonce}.${Math.ceil(expiresAt / 1000).toString(36)}.${amount}.${trackingHash(trackingId)}`;
+    return { token: `${body}.${this.#sign(body)}`, claims: { nonce, expiresAt: Math.ceil(expiresAt / 1000) * 1000, amount, trackingHash: trackingHash(trackingId) } };
   }
 
   /**
-   * Checks a token's signature in constant time.
-   * @returns its nonce when the signature is right, otherwise undefined
+   * Checks a token's signature (in constant time) and expiry.
+   * @returns its claims when valid, otherwise undefined
    */
-  verify(token: unknown): string | undefined {
+  verify(token: unknown, now = Date.now()): WebhookTokenClaims | undefined {
     if (typeof token !== 'string') return undefined;
     const match = TOKEN_FORMAT.exec(token);
     if (!match) return undefined;
-    const expected = Buffer.from(this.#sign(match[1]), 'utf8');
-    const actual = Buffer.from(match[2], 'utf8');
-    return expected.length === actual.length && timingSafeEqual(expected, actual) ? match[1] : undefined;
+    const body = token.slice(0, token.lastIndexOf('.'));
+    const expected = Buffer.from(this.#sign(body), 'utf8');
+    const actual = Buffer.from(match[5], 'utf8');
+    if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return undefined;
+    const expiresAt = parseInt(match[2], 36) * 1000;
+    if (!(expiresAt > now)) return undefined;
+    return { nonce: match[1], expiresAt, amount: match[3], trackingHash: match[4] };
   }
 
-  /** The webhook URL for a token: `publicUrl` with the token added to its query. */
+  /**
+   * The webhook URL for a token: the token as the last path segment of `publicUrl`, keeping its
+   * query. In the path, it survives a service that appends `?payment_id=` naively.
+   */
   static urlWithToken(publicUrl: string, token: string): string {
-    let template = urlTemplates.get(publicUrl);
-    if (!template) {
-      const url = new URL(publicUrl);
-      url.searchParams.set(WEBHOOK_TOKEN_PARAM, TOKEN_PLACEHOLDER);
-      const text = url.toString();
-      const at = text.indexOf(TOKEN_PLACEHOLDER);
-      template = [text.slice(0, at), text.slice(at + TOKEN_PLACEHOLDER.length)];
-      if (urlTemplates.size < 16) urlTemplates.set(publicUrl, template);
-    }
-    return template[0] + token + template[1];
+    const url = new URL(publicUrl);
+    url.pathname = `${url.pathname.replace(/\/+$/, '')}/${token}`;
+    return url.toString();
   }
 
-  #sign(nonce: string): string {
-    return createHmac('sha256', this.#secret).update(DOMAIN + nonce).digest('base64url');
+  #sign(body: string): string {
+    return createHmac('sha256', this.#secret).update(DOMAIN + body).digest('base64url');
   }
+}
+
+/** The hash of a tracking id a token carries: 16 bytes of SHA-256, or empty when there is none. */
+export function trackingHash(trackingId: string | undefined): string {
+  return trackingId === undefined ? '' : hash('sha256', `tracking:${trackingId}`, 'buffer').subarray(0, 16).toString('base64url');
 }
 
 /** Compares two strings in constant time (hashing first, so lengths leak nothing either). */

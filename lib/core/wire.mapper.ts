@@ -1,17 +1,12 @@
-import { normalizeMillimes } from './money.util.js';
-import type { CardBinding, GeneratePaymentInput, GeneratedPayment, PaymentCancellation, PaymentRefund } from './payments.types.js';
-
-/** The JSON body of `generate_payment`, as it travels. */
-export interface GeneratePaymentWire {
-  amount: string;
-  success_link: string;
-  fail_link: string;
-  webhook?: string;
-  developer_tracking_id?: string;
-  session_timeout_secs?: number;
-  accept_card?: boolean;
-  image_url?: string;
-}
+import { httpUrl, identifier } from './payment.rules.js';
+import type {
+  CardBinding,
+  GeneratedPayment,
+  PaymentCancellation,
+  PaymentCapture,
+  PaymentRefund,
+  VerifiedPayment,
+} from './payments.types.js';
 
 /** A JSON object as parsed from a body. */
 export type JsonObject = Record<string, unknown>;
@@ -21,42 +16,54 @@ export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const GENERATE_FIELDS = [
-  ['webhook', 'webhook'],
-  ['developerTrackingId', 'developer_tracking_id'],
-  ['sessionTimeoutSecs', 'session_timeout_secs'],
-  ['acceptCard', 'accept_card'],
-  ['imageUrl', 'image_url'],
-] as const;
-
-/**
- * camelCase input -> snake_case wire body. Unset optional fields are omitted (never null), and
- * `amount` always becomes a string of digits. Expects validated input.
- */
-export function toGeneratePaymentWire(input: GeneratePaymentInput): GeneratePaymentWire {
-  const wire: GeneratePaymentWire = {
-    amount: normalizeMillimes(input.amount) as string,
-    success_link: input.successLink as string,
-    fail_link: input.failLink as string,
-  };
-  for (const [from, to] of GENERATE_FIELDS) {
-    const value = input[from];
-    if (value !== undefined && value !== null) (wire as unknown as JsonObject)[to] = value;
-  }
-  return wire;
-}
-
 function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;
 }
 
-/** `result` of a successful generate answer -> camelCase; undefined when it lacks id or link. */
+/**
+ * `result` of a successful generate answer -> camelCase; undefined when it lacks a well-formed
+ * payment id or an http(s) link (a `javascript:` link or an id with a line break is not passed on).
+ */
 export function fromGeneratePaymentWire(result: JsonObject): GeneratedPayment | undefined {
   const paymentId = str(result.payment_id);
   const link = str(result.link);
-  if (!paymentId || !link) return undefined;
+  if (paymentId === undefined || identifier(paymentId) || link === undefined || httpUrl(link)) return undefined;
   const tracking = str(result.developer_tracking_id);
   return tracking === undefined ? { paymentId, link } : { paymentId, link, developerTrackingId: tracking };
+}
+
+/**
+ * A successful verify answer -> camelCase (public-api-facts §1): `result.amount` comes as a JSON
+ * number and becomes a digit string; the status is kept exactly as sent. Undefined when the
+ * status or the amount is missing or malformed.
+ */
+export function fromVerifyWire(paymentId: string, result: JsonObject): VerifiedPayment | undefined {
+  const status = typeof result.status === 'string' && result.status !== '' && result.status.length <= 64 ? result.status : undefined;
+  const amount =
+    typeof result.amount === 'number' && Number.isSafeInteger(result.amount) && result.amount >= 0
+      ? String(result.amount)
+      : typeof result.amount === 'string' && /^[0-9]{1,15}$/.test(result.amount)
+        ? result.amount.replace(/^0+(?=.)/, '')
+        : undefined;
+  if (status === undefined || amount === undefined) return undefined;
+  const verified: VerifiedPayment = { paymentId, status, amount };
+  const tracking = str(result.developer_tracking_id);
+  if (tracking !== undefined && tracking !== '') verified.developerTrackingId = tracking;
+  if (typeof result.type === 'string') verified.type = result.type;
+  if (isJsonObject(result.details)) verified.details = result.details;
+  return verified;
+}
+
+/** `result` of a successful capture answer -> camelCase (both documented shapes, public-api-facts §5). */
+export function fromCaptureWire(paymentId: string, result: JsonObject): PaymentCapture | undefined {
+  const status = str(result.status);
+  if (status === undefined) return undefined;
+  const capture: PaymentCapture = { paymentId: str(result.payment_id) ?? paymentId, status };
+  const amount = str(result.amount);
+  if (amount !== undefined) capture.amount = amount;
+  const at = str(result.confirmed_at) ?? str(result.captured_at);
+  if (at !== undefined) capture.capturedAt = at;
+  return capture;
 }
 
 /** `result` of a successful refund answer -> camelCase; undefined when it lacks the ids. */

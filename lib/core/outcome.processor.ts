@@ -1,0 +1,235 @@
+import { randomUUID } from 'node:crypto';
+import { PaymentMismatchEvent, type PaymentEventName, type PaymentOutcomeEvent } from './payment.events.js';
+import { OUTCOME_EVENTS, outcomeOf } from './payment.outcome.js';
+import { normalizeMillimes } from './money.util.js';
+import { PaymentsApiError, PaymentsConnectionError, PaymentsError } from './payments.errors.js';
+import type { PaymentsLogger } from './payments.logger.js';
+import type { OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from './payments.store.js';
+import type { VerifiedPayment } from './payments.types.js';
+
+/**
+ * Runs the handlers of one outcome. It must run every handler, even when one fails, and reject
+ * (with an AggregateError, say) only once all have settled: releasing the claim while one still
+ * runs would let the next attempt run it a second time concurrently.
+ */
+export type OutcomeDispatcher = (name: PaymentEventName, event: PaymentOutcomeEvent) => Promise<void>;
+
+/** What the caller expects of a payment; differences are a mismatch, never a confirmation. */
+export interface OutcomeExpectation {
+  /** Amount in millimes. */
+  amount?: string;
+  /** Exact tracking id. */
+  developerTrackingId?: string;
+  /** Tests a verified tracking id (used where only a hash of it is known, as in a webhook token). */
+  trackingMatches?: (trackingId: string | undefined) => boolean;
+  /**
+   * Where the expectation comes from. `token`: a webhook token without a stored binding; a
+   * difference then means the token was replayed for another payment, so nothing is recorded.
+   */
+  origin: 'binding' | 'token' | 'caller';
+}
+
+/** What {@link OutcomeProcessor.settle} did. */
+export type SettleResult =
+  | { kind: 'handled'; outcome: PaymentOutcome; verification: VerifiedPayment }
+  | { kind: 'duplicate' }
+  | { kind: 'busy' }
+  | { kind: 'pending'; verification: VerifiedPayment }
+  | { kind: 'mismatch'; verification: VerifiedPayment; problems: string[] }
+  | { kind: 'foreign'; problems: string[] }
+  | { kind: 'handlers-failed'; outcome: PaymentOutcome; verification: VerifiedPayment; error: string }
+  | { kind: 'verify-failed'; error: PaymentsError; retryAfterSecs?: number }
+  | { kind: 'store-unavailable'; error: string };
+
+/** Settings of the processor. */
+export interface OutcomeProcessorOptions {
+  /** How long one attempt may hold a payment's claim, in ms. */
+  leaseMs: number;
+  /** How long a done outcome is remembered, in ms. */
+  doneTtlMs: number;
+  /** How long outcome records are kept, in ms. */
+  recordTtlMs: number;
+  /** The registration's name, put on every event. */
+  registration?: string;
+}
+
+/** The claim key of a payment's outcome: one per payment, shared by every path and instance. */
+export const outcomeKey = (paymentId: string): string => `outcome:${paymentId}`;
+
+/**
+ * The heart of "what makes a payment paid": every path (webhook, return, reconciliation) ends in
+ * {@link settle}, which claims the payment, asks the service (`verify_payment`), maps the status,
+ * checks it against what was sent, runs the handlers and marks the payment done. One claim per
+ * payment makes the paths and the instances agree: whichever comes first does the work, once;
+ * the others find it busy or done and spend no call to the service.
+ */
+export class OutcomeProcessor {
+  #dispatcher?: OutcomeDispatcher;
+
+  /**
+   * @param options leases and TTLs
+   * @param store claims, the queue and the record
+   * @param verify reads a payment from the service
+   * @param logger where problems are reported
+   */
+  constructor(
+    private readonly options: OutcomeProcessorOptions,
+    private readonly store: PaymentsStore,
+    private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
+    private readonly logger: PaymentsLogger,
+  ) {}
+
+  /** Sets who runs the handlers (the Nest event bridge, the Express router). */
+  setDispatcher(dispatcher: OutcomeDispatcher | undefined): void {
+    this.#dispatcher = dispatcher;
+  }
+
+  /** Whether a dispatcher is set. */
+  get hasDispatcher(): boolean {
+    return this.#dispatcher !== undefined;
+  }
+
+  /**
+   * Verifies a payment and runs its outcome's handlers, at most once to success across paths
+   * and instances. Never throws: every result is a {@link SettleResult}.
+   */
+  async settle(paymentId: string, source: OutcomeSource, expected?: OutcomeExpectation): Promise<SettleResult> {
+    const key = outcomeKey(paymentId);
+    const owner = randomUUID();
+    let claim;
+    try {
+      claim = await this.store.claim(key, owner, this.options.leaseMs);
+    } catch (error) {
+      // The claim may still have landed on the server after we gave up waiting: give it back so
+      // the next attempt does not wait a whole lease.
+      void this.store.release(key, owner).catch(() => undefined);
+      this.logger.error(`${source}: store unreachable while claiming ${paymentId}: ${describe(error)}`);
+      return { kind: 'store-unavailable', error: describe(error) };
+    }
+    if (claim === 'done') return { kind: 'duplicate' };
+    if (claim === 'busy') return { kind: 'busy' };
+
+    let verification: VerifiedPayment;
+    try {
+      verification = await this.verify(paymentId);
+    } catch (error) {
+      await this.release(key, owner);
+      const failure = error instanceof PaymentsError ? error : new PaymentsError(describe(error), 'API_ERROR');
+      this.logger.warn(`${source}: could not verify ${paymentId}: ${failure.message}`);
+      return { kind: 'verify-failed', error: failure, retryAfterSecs: retryAfterOf(failure) };
+    }
+
+    const outcome = outcomeOf(verification.status);
+    if (outcome === 'pending') {
+      await this.release(key, owner);
+      await this.record(verification, 'pending', source, 'none');
+      return { kind: 'pending', verification };
+    }
+
+    const problems = expected ? differences(verification, expected) : [];
+    if (problems.length > 0 && expected?.origin === 'token') {
+      await this.release(key, owner);
+      return { kind: 'foreign', problems };
+    }
+    if (problems.length > 0) {
+      this.logger.error(`${source}: payment ${paymentId} is ${verification.status} at the service but NOT confirmed: ${problems.join('; ')}`);
+      await this.finish(key, owner, paymentId);
+      await this.record(verification, 'mismatch', source, 'none', problems.join('; '));
+      await this.dispatchQuietly('payment.mismatch', new PaymentMismatchEvent(verification, source, this.options.registration, problems));
+      return { kind: 'mismatch', verification, problems };
+    }
+
+    const { name, event } = OUTCOME_EVENTS[outcome as keyof typeof OUTCOME_EVENTS];
+    try {
+      if (!this.#dispatcher) throw new Error('no outcome handlers are registered yet');
+      await this.#dispatcher(name, new event(outcome, verification, source, this.options.registration));
+    } catch (error) {
+      const message = describe(error);
+      this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);
+      await this.release(key, owner);
+      await this.record(verification, outcome, source, 'failed', message);
+      return { kind: 'handlers-failed', outcome, verification, error: message };
+    }
+    await this.finish(key, owner, paymentId);
+    await this.record(verification, outcome, source, 'succeeded');
+    return { kind: 'handled', outcome, verification };
+  }
+
+  // Marks the payment done and drops it from the reconciliation queue. The handlers have run: a
+  // failure here is logged, not retried (a later duplicate may then run them again).
+  private async finish(key: string, owner: string, paymentId: string): Promise<void> {
+    try {
+      if (!(await this.store.markDone(key, owner, this.options.doneTtlMs))) {
+        this.logger.warn(`the claim on ${paymentId} expired while its handlers ran (raise webhook.leaseMs)`);
+      }
+      await this.store.removePending(paymentId);
+    } catch (error) {
+      this.logger.error(`could not mark ${paymentId} done: ${describe(error)}`);
+    }
+  }
+
+  private async release(key: string, owner: string): Promise<void> {
+    try {
+      await this.store.release(key, owner);
+    } catch (error) {
+      // The lease expires on its own; the next attempt after it runs the outcome.
+      this.logger.error(`could not release ${key}: ${describe(error)}`);
+    }
+  }
+
+  // The record of outcomes is for people; failing to write it must not fail the outcome.
+  private async record(verification: VerifiedPayment, outcome: PaymentOutcome, source: OutcomeSource, handlers: OutcomeRecord['handlers'], lastError?: string): Promise<void> {
+    try {
+      const previous = await this.store.getOutcome(verification.paymentId);
+      const record: OutcomeRecord = {
+        paymentId: verification.paymentId,
+        outcome,
+        status: verification.status,
+        source,
+        handlers,
+        attempts: (previous?.attempts ?? 0) + (handlers === 'none' && outcome === 'pending' ? 0 : 1),
+        amount: verification.amount,
+        updatedAt: new Date().toISOString(),
+      };
+      if (verification.developerTrackingId !== undefined) record.developerTrackingId = verification.developerTrackingId;
+      if (lastError !== undefined) record.lastError = lastError.slice(0, 500);
+      await this.store.saveOutcome(record, this.options.recordTtlMs);
+    } catch (error) {
+      this.logger.error(`could not record the outcome of ${verification.paymentId}: ${describe(error)}`);
+    }
+  }
+
+  private async dispatchQuietly(name: PaymentEventName, event: PaymentOutcomeEvent): Promise<void> {
+    try {
+      await this.#dispatcher?.(name, event);
+    } catch (error) {
+      this.logger.error(`a ${name} handler failed: ${describe(error)}`);
+    }
+  }
+}
+
+function differences(verification: VerifiedPayment, expected: OutcomeExpectation): string[] {
+  const problems: string[] = [];
+  if (expected.amount !== undefined && normalizeMillimes(verification.amount) !== normalizeMillimes(expected.amount)) {
+    problems.push(`amount ${verification.amount} instead of ${expected.amount}`);
+  }
+  if (expected.developerTrackingId !== undefined && verification.developerTrackingId !== expected.developerTrackingId) {
+    problems.push(`tracking id ${JSON.stringify(verification.developerTrackingId ?? null)} instead of ${JSON.stringify(expected.developerTrackingId)}`);
+  }
+  if (expected.trackingMatches && !expected.trackingMatches(verification.developerTrackingId)) {
+    problems.push('tracking id differs from the one the webhook token was issued for');
+  }
+  return problems;
+}
+
+function retryAfterOf(error: PaymentsError): number | undefined {
+  if (error instanceof PaymentsApiError && error.httpStatus === 429) return error.retryAfterSecs ?? 30;
+  if (error instanceof PaymentsConnectionError) return 5;
+  return undefined;
+}
+
+/** A short, secret-free description of a thrown value. */
+export function describe(error: unknown): string {
+  if (error instanceof AggregateError) return error.errors.map(describe).join('; ');
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

@@ -1,0 +1,99 @@
+import { describe, type OutcomeProcessor } from './outcome.processor.js';
+import type { PaymentsReconciliationOptions } from './payments.options.js';
+import type { PaymentsLogger } from './payments.logger.js';
+import type { PaymentsStore } from './payments.store.js';
+
+/** What one reconciliation run did. */
+export interface ReconciliationRun {
+  /** Payments verified in this run. */
+  checked: number;
+  /** Of those, how many reached a final outcome (handled, already done, or a mismatch). */
+  settled: number;
+}
+
+/** Longest wait between two checks of one payment. */
+const MAX_BACKOFF_MS = 3_600_000;
+
+/**
+ * Re-checks the payments whose outcome no webhook or return has brought: every `intervalSecs` it
+ * takes the due ones from the store's queue (the store gives each to one instance) and settles
+ * them like any other path. A payment is first due a little after its session ended; one that
+ * stays unsettled is checked again with growing waits, then given up (logged as an error) after
+ * `maxChecks`.
+ */
+export class ReconciliationScheduler {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<ReconciliationRun>;
+
+  /**
+   * @param options resolved reconciliation options
+   * @param leaseMs how long a taken entry stays hidden from other instances
+   * @param store the queue
+   * @param outcomes settles each payment
+   * @param logger where problems are reported
+   */
+  constructor(
+    private readonly options: Required<PaymentsReconciliationOptions>,
+    private readonly leaseMs: number,
+    private readonly store: PaymentsStore,
+    private readonly outcomes: OutcomeProcessor,
+    private readonly logger: PaymentsLogger,
+  ) {}
+
+  /** Starts the periodic runs (when enabled). The timer does not keep the process alive. */
+  start(): void {
+    if (!this.options.enabled || this.timer) return;
+    this.timer = setInterval(() => void this.runOnce().catch(() => undefined), this.options.intervalSecs * 1000);
+    this.timer.unref();
+  }
+
+  /** Runs one pass now (also what the timer calls); a pass already running is joined, not doubled. */
+  runOnce(now = Date.now()): Promise<ReconciliationRun> {
+    this.running ??= this.pass(now).finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  /** Stops the timer and waits for a pass in progress. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running?.catch(() => undefined);
+  }
+
+  private async pass(now: number): Promise<ReconciliationRun> {
+    const run: ReconciliationRun = { checked: 0, settled: 0 };
+    let due;
+    try {
+      due = await this.store.takeDuePending(now, this.options.batchSize, this.leaseMs);
+    } catch (error) {
+      this.logger.error(`reconciliation: store unreachable: ${describe(error)}`);
+      return run;
+    }
+    // One at a time: each is a call to the service, whose docs warn against bursts of verifies.
+    for (const entry of due) {
+      const result = await this.outcomes.settle(entry.paymentId, 'reconciliation', {
+        amount: entry.amount,
+        developerTrackingId: entry.developerTrackingId,
+        origin: 'binding',
+      });
+      if (result.kind !== 'busy' && result.kind !== 'duplicate' && result.kind !== 'store-unavailable') run.checked++;
+      try {
+        if (result.kind === 'handled' || result.kind === 'mismatch' || result.kind === 'duplicate') {
+          run.settled++;
+          await this.store.removePending(entry.paymentId);
+        } else if (result.kind === 'busy') {
+          // Another path holds it; the taken lease brings it back if that path does not finish.
+        } else if (entry.checks + 1 >= this.options.maxChecks) {
+          await this.store.removePending(entry.paymentId);
+          this.logger.error(`reconciliation: gave up on ${entry.paymentId} after ${entry.checks + 1} checks (last: ${result.kind}); reconcile it by hand`);
+        } else {
+          const wait = Math.min(MAX_BACKOFF_MS, this.options.intervalSecs * 1000 * 2 ** entry.checks);
+          await this.store.schedulePending({ ...entry, checks: entry.checks + 1 }, now + wait);
+        }
+      } catch (error) {
+        this.logger.error(`reconciliation: store unreachable while updating ${entry.paymentId}: ${describe(error)}`);
+      }
+    }
+    return run;
+  }
+}
