@@ -3,7 +3,17 @@ export { createPaymentsClient } from './payments-client.factory.js';
 export { createWebhookRouter } from './webhook.router.js';
 export type { WebhookRouterOptions } from './webhook.router.js';
 export { PaymentsClient } from '../core/payments.client.js';
-export { PaymentEvents, PaymentConfirmedEvent } from '../core/payment.events.js';
+export {
+  PaymentEvents,
+  PaymentOutcomeEvent,
+  PaymentConfirmedEvent,
+  PaymentFailedEvent,
+  PaymentExpiredEvent,
+  PaymentAuthorizedEvent,
+  PaymentMismatchEvent,
+} from '../core/payment.events.js';
+export type { GeneratePaymentInput, GeneratedPayment, VerifiedPayment, PaymentCapture, ReconcileResult, ReconcileOptions } from '../core/payments.types.js';
+export type { OutcomeRecord, OutcomePage, OutcomeQuery, PaymentOutcome, PaymentsStore } from '../core/payments.store.js';
 export * from '../core/payments.errors.js';
 export type { PaymentsOptions } from '../core/payments.options.js';
 export { toMillimes, fromMillimes } from '../core/money.util.js';

@@ -2,7 +2,7 @@ import { PaymentsClient } from '../core/payments.client.js';
 import type { PaymentsOptions } from '../core/payments.options.js';
 
 /**
- * Creates the client of the service for apps without Nest: the same four operations,
+ * Creates the client of the service for apps without Nest: the same operations (generate, verify, capture, reconcile, refund, cancel, bindings),
  * validation, errors, retries and signed webhook URLs as `PaymentsService`.
  *
  * @param options the same options as `PaymentsModule.forRoot()` (`webhook.path` is unused:

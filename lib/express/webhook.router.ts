@@ -1,5 +1,14 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { PaymentConfirmedEvent } from '../core/payment.events.js';
+import { dispatcherOf, type OutcomeHandler } from '../core/outcome.handlers.js';
+import {
+  PaymentEvents,
+  type PaymentAuthorizedEvent,
+  type PaymentConfirmedEvent,
+  type PaymentEventName,
+  type PaymentExpiredEvent,
+  type PaymentFailedEvent,
+  type PaymentMismatchEvent,
+} from '../core/payment.events.js';
 import type { PaymentsClient } from '../core/payments.client.js';
 import type { WebhookAnswer } from '../core/webhook.processor.js';
 
@@ -8,37 +17,56 @@ export interface WebhookRouterOptions {
   /** The client from `createPaymentsClient()`: its secret checks tokens, its store holds bindings and claims. */
   client: PaymentsClient;
   /**
-   * Called once per confirmed payment, awaited before the webhook answers. Throw to answer 500
-   * and have the confirmation delivered again later (nothing is marked done).
+   * Called once per payment the service verified as paid (`SUCCESS`), awaited before the webhook
+   * answers. Throw to leave it undone: the next webhook, return or reconciliation runs it again.
    */
-  onPaymentConfirmed: (event: PaymentConfirmedEvent) => unknown | Promise<unknown>;
+  onPaymentConfirmed: (event: PaymentConfirmedEvent) => unknown;
+  /** Called once per payment verified as failed (`FAILURE`, `SYSTEM_FAILURE`). Default: none. */
+  onPaymentFailed?: (event: PaymentFailedEvent) => unknown;
+  /** Called once per payment whose session ended unpaid (`EXPIRED`). Default: none. */
+  onPaymentExpired?: (event: PaymentExpiredEvent) => unknown;
+  /** Called once per pre-authorization holding the amount (`PREAUTH_SUCCESS`). Default: none. */
+  onPaymentAuthorized?: (event: PaymentAuthorizedEvent) => unknown;
+  /** Called when the service's amount or tracking id differs from what was sent (never confirmed). Default: none (an error is logged). */
+  onPaymentMismatch?: (event: PaymentMismatchEvent) => unknown;
 }
 
 /**
- * An Express router receiving the service's confirmations, with the same token check, body
- * limits, answers and delivery rules as the Nest controller (both use the core's
- * `WebhookProcessor`). Mount it at the path of your `webhook.publicUrl`:
+ * An Express router receiving the service's webhooks, with the same token check, body limits,
+ * answers and delivery rules as the Nest controller (both use the core's `WebhookProcessor`).
+ * Mount it at the path of your `webhook.publicUrl`:
  * `app.use('/payments/webhook', createWebhookRouter({ client, onPaymentConfirmed }))`.
- * It parses its own bodies, so it works with or without app-wide body parsers.
+ * It parses its own bodies (JSON, form, text or none), so it works with or without app-wide
+ * body parsers. Creating it registers the handlers on the client, so `client.reconcilePayment()`
+ * and reconciliation run them too.
  */
 export function createWebhookRouter(options: WebhookRouterOptions): Router {
-  const { client, onPaymentConfirmed } = options;
-  if (typeof onPaymentConfirmed !== 'function') throw new TypeError('createWebhookRouter: onPaymentConfirmed must be a function');
+  const { client } = options;
+  if (typeof options.onPaymentConfirmed !== 'function') throw new TypeError('createWebhookRouter: onPaymentConfirmed must be a function');
+  const table: Partial<Record<PaymentEventName, OutcomeHandler>> = {
+    [PaymentEvents.CONFIRMED]: options.onPaymentConfirmed as OutcomeHandler,
+    [PaymentEvents.FAILED]: options.onPaymentFailed as OutcomeHandler | undefined,
+    [PaymentEvents.EXPIRED]: options.onPaymentExpired as OutcomeHandler | undefined,
+    [PaymentEvents.AUTHORIZED]: options.onPaymentAuthorized as OutcomeHandler | undefined,
+    [PaymentEvents.MISMATCH]: options.onPaymentMismatch as OutcomeHandler | undefined,
+  };
+  client.setOutcomeDispatcher(dispatcherOf((name) => (table[name] ? [table[name]] : [])));
+
   const limit = client.webhookMaxBodyBytes;
   const router = express.Router();
-  router.use(express.json({ limit }), express.urlencoded({ extended: false, limit }));
+  // JSON and form by their types; anything else (text/plain, no Content-Type) as text, which the
+  // core parses as JSON or form: real services are not careful with Content-Type.
+  router.use(express.json({ limit }), express.urlencoded({ extended: false, limit }), express.text({ limit, type: () => true }));
 
   const receive = async (req: Request, res: Response): Promise<void> => {
-    const answer = await client.webhooks.handle(
-      { query: req.query, body: req.body, contentLength: req.headers['content-length'] },
-      async (event) => {
-        await onPaymentConfirmed(event);
-      },
-    );
+    const token = typeof req.params.token === 'string' ? req.params.token : undefined;
+    const answer = await client.webhooks.handle({ query: req.query, body: req.body, contentLength: req.headers['content-length'], pathToken: token });
     send(res, answer);
   };
-  router.get('/', (req, res, next) => void receive(req, res).catch(next));
-  router.post('/', (req, res, next) => void receive(req, res).catch(next));
+  for (const path of ['/', '/:token']) {
+    router.get(path, (req, res, next) => void receive(req, res).catch(next));
+    router.post(path, (req, res, next) => void receive(req, res).catch(next));
+  }
 
   // Body-parser failures (too large, broken JSON) answer like the Nest controller does, as JSON.
   router.use((error: { status?: number; type?: string }, _req: Request, res: Response, next: NextFunction) => {
