@@ -45,3 +45,12 @@ export function describeWithService(available: boolean, reason: string): (name: 
   process.stderr.write(`skipped: ${reason}\n`);
   return describe.skip;
 }
+
+/** PostgreSQL connection string used by the tests (POSTGRES_URL, default the local server's `test` database). */
+export const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** Whether the PostgreSQL at POSTGRES_URL accepts connections. */
+export async function postgresAvailable(): Promise<boolean> {
+  const url = new URL(POSTGRES_URL);
+  return canConnect(url.hostname || '127.0.0.1', Number(url.port || 5432));
+}

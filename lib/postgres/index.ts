@@ -1,0 +1,14 @@
+/**
+ * `nestjs-payments/postgres`: the PostgreSQL store, for several app instances sharing one
+ * database. Takes a `pg` Pool, a PGlite instance or a connection string (the latter needs the
+ * optional peer dependency `pg`).
+ */
+export { PostgresPaymentsStore } from './postgres.store.js';
+export {
+  DEFAULT_CLEANUP_EVERY_WRITES,
+  DEFAULT_PG_OPERATION_TIMEOUT_MS,
+  DEFAULT_TABLE_PREFIX,
+  type PostgresPaymentsStoreOptions,
+  type PostgresQueryable,
+} from './postgres.options.js';
+export { paymentsStoreMigration, type PaymentsStoreMigrationOptions } from './postgres.schema.js';

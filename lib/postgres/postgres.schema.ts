@@ -1,0 +1,93 @@
+import { resolveTableNames, type PostgresPaymentsStoreOptions, type ResolvedTableNames } from './postgres.options.js';
+
+/** Options of {@link paymentsStoreMigration}: the same names as the store's. */
+export type PaymentsStoreMigrationOptions = Pick<PostgresPaymentsStoreOptions, 'tablePrefix' | 'schema'>;
+
+/** Quoted, schema-qualified names of the store's tables. */
+export interface StoreTables {
+  /** Token bindings: `<prefix>bindings`. */
+  bindings: string;
+  /** Claims and done markers: `<prefix>events`. */
+  events: string;
+  /** Reconciliation queue: `<prefix>pending`. */
+  pending: string;
+  /** Outcome records: `<prefix>outcomes`. */
+  outcomes: string;
+}
+
+// Identifiers are validated by resolveTableNames (letters, digits, underscores) before they get
+// here; quoting keeps their case instead of folding it.
+const quote = (identifier: string): string => `"${identifier}"`;
+
+/** The quoted table names for validated names. */
+export function storeTables(names: ResolvedTableNames): StoreTables {
+  const qualify = (table: string) => (names.schema === undefined ? '' : `${quote(names.schema)}.`) + quote(`${names.prefix}${table}`);
+  return { bindings: qualify('bindings'), events: qualify('events'), pending: qualify('pending'), outcomes: qualify('outcomes') };
+}
+
+function buildMigration(names: ResolvedTableNames): string {
+  const t = storeTables(names);
+  const index = (suffix: string) => quote(`${names.prefix}${suffix}`);
+  // COLLATE "C" on the keys that listOutcomes sorts and pages by: byte order, the same on every
+  // server whatever its locale, and the order the other stores use.
+  return [
+    `-- Tables of nestjs-payments' PostgresPaymentsStore (tablePrefix ${names.prefix}). Safe to run again.`,
+    ...(names.schema === undefined ? [] : [`CREATE SCHEMA IF NOT EXISTS ${quote(names.schema)};`]),
+    `CREATE TABLE IF NOT EXISTS ${t.bindings} (
+  token_id text COLLATE "C" PRIMARY KEY,
+  binding jsonb NOT NULL,
+  expires_at timestamptz NOT NULL
+);`,
+    `CREATE INDEX IF NOT EXISTS ${index('bindings_expires_idx')} ON ${t.bindings} (expires_at);`,
+    `CREATE TABLE IF NOT EXISTS ${t.events} (
+  event_key text COLLATE "C" PRIMARY KEY,
+  state text NOT NULL CHECK (state IN ('claimed', 'done')),
+  owner text,
+  expires_at timestamptz NOT NULL
+);`,
+    `CREATE INDEX IF NOT EXISTS ${index('events_expires_idx')} ON ${t.events} (expires_at);`,
+    `CREATE TABLE IF NOT EXISTS ${t.pending} (
+  payment_id text COLLATE "C" PRIMARY KEY,
+  entry jsonb NOT NULL,
+  due_at bigint NOT NULL
+);`,
+    `CREATE INDEX IF NOT EXISTS ${index('pending_due_idx')} ON ${t.pending} (due_at, payment_id);`,
+    `CREATE TABLE IF NOT EXISTS ${t.outcomes} (
+  payment_id text COLLATE "C" PRIMARY KEY,
+  outcome text NOT NULL,
+  handlers text NOT NULL,
+  updated_at text COLLATE "C" NOT NULL,
+  record jsonb NOT NULL,
+  expires_at timestamptz NOT NULL
+);`,
+    `CREATE INDEX IF NOT EXISTS ${index('outcomes_updated_idx')} ON ${t.outcomes} (updated_at DESC, payment_id);`,
+    `CREATE INDEX IF NOT EXISTS ${index('outcomes_expires_idx')} ON ${t.outcomes} (expires_at);`,
+  ].join('\n');
+}
+
+/**
+ * The DDL of the store's tables and indexes, for hosts that apply schema changes in their own
+ * migrations (then pass `createTables: false` to the store). It is exactly what the store runs
+ * itself when `createTables` is on, and is idempotent (`IF NOT EXISTS` throughout).
+ * @param options the `tablePrefix` (default `'payments_'`) and `schema` the store will be given
+ * @throws TypeError when a name is not a plain SQL identifier
+ */
+export function paymentsStoreMigration(options: PaymentsStoreMigrationOptions = {}): string {
+  return buildMigration(resolveTableNames(options));
+}
+
+/**
+ * The migration as one statement the store can send through any `query()`: a DO block (so it
+ * also goes through the extended protocol, where several statements are refused) that first
+ * takes a transaction-scoped advisory lock, because concurrent `CREATE TABLE IF NOT EXISTS` of
+ * the same table can fail with a duplicate-key error when several instances start at once.
+ */
+export function ensureTablesStatement(names: ResolvedTableNames): string {
+  const lockName = `nestjs-payments:${names.schema ?? ''}.${names.prefix}`;
+  return `DO $nestjs_payments$
+BEGIN
+PERFORM pg_advisory_xact_lock(hashtext('${lockName}'));
+${buildMigration(names)}
+END
+$nestjs_payments$`;
+}

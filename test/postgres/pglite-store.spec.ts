@@ -1,0 +1,209 @@
+import { randomUUID } from 'node:crypto';
+import { inspect } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PGlite } from '@electric-sql/pglite';
+import { DEFAULT_TABLE_PREFIX, PostgresPaymentsStore, paymentsStoreMigration } from '../../lib/postgres/index.js';
+import { describeStoreContract, sleep } from '../support/store-contract.js';
+
+const LONG_MS = 60_000;
+const binding = { paymentId: 'pay-1', amount: '12500', createdAt: '2025-01-01T00:00:00.000Z' };
+
+/** Rows of a query, for looking at what the store wrote. */
+async function rows(db: PGlite, text: string, params: unknown[] = []): Promise<Array<Record<string, unknown>>> {
+  return (await db.query<Record<string, unknown>>(text, params)).rows;
+}
+
+// One in-memory database for the contract suite: keys are random per test, as on a shared server.
+let shared: PGlite;
+
+beforeAll(() => {
+  shared = new PGlite();
+});
+
+afterAll(async () => {
+  await shared.close();
+});
+
+describeStoreContract('PostgresPaymentsStore on PGlite', async () => {
+  const store = new PostgresPaymentsStore(shared);
+  return { store, cleanup: () => store.close() };
+});
+
+describe('PostgresPaymentsStore on PGlite', () => {
+  it('creates its tables with the default prefix in the search_path schema', async () => {
+    const db = new PGlite();
+    try {
+      const store = new PostgresPaymentsStore(db);
+      await store.ping();
+      const tables = await rows(db, `SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE 'payments\\_%' ORDER BY table_name`);
+      expect(DEFAULT_TABLE_PREFIX).toBe('payments_');
+      expect(tables).toEqual(['bindings', 'events', 'outcomes', 'pending'].map((t) => ({ table_schema: 'public', table_name: `payments_${t}` })));
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('honours tablePrefix and schema, and keeps stores with different names apart', async () => {
+    const db = new PGlite();
+    try {
+      const a = new PostgresPaymentsStore(db, { tablePrefix: 'shop_a_', schema: 'billing' });
+      const b = new PostgresPaymentsStore(db, { tablePrefix: 'Shop_B_' });
+      await expect(a.claim('e', 'o', LONG_MS)).resolves.toBe('claimed');
+      await expect(b.claim('e', 'o2', LONG_MS)).resolves.toBe('claimed');
+      await a.saveBinding('t', binding, LONG_MS);
+      await expect(b.findBinding('t')).resolves.toBeUndefined();
+      expect(await rows(db, `SELECT owner FROM billing.shop_a_events WHERE event_key = 'e'`)).toEqual([{ owner: 'o' }]);
+      // Quoted: the case of the prefix is kept, not folded.
+      expect(await rows(db, `SELECT owner FROM public."Shop_B_events" WHERE event_key = 'e'`)).toEqual([{ owner: 'o2' }]);
+      expect(await rows(db, `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'billing'`)).toEqual([{ n: 4 }]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('creates exactly what paymentsStoreMigration() returns, which hosts can run themselves', async () => {
+    const db = new PGlite();
+    try {
+      // The host's own migration in one schema, the store's automatic one in another.
+      await db.exec(paymentsStoreMigration({ schema: 'by_host' }));
+      await db.exec(paymentsStoreMigration({ schema: 'by_host' })); // idempotent
+      await new PostgresPaymentsStore(db, { schema: 'by_store' }).ping();
+      const catalog = async (schema: string) => ({
+        columns: await rows(
+          db,
+          `SELECT table_name, column_name, data_type, is_nullable, collation_name, ordinal_position FROM information_schema.columns
+           WHERE table_schema = $1 ORDER BY table_name, ordinal_position`,
+          [schema],
+        ),
+        indexes: (await rows(db, `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [schema])).map((r) => ({
+          ...r,
+          indexdef: String(r.indexdef).replaceAll(schema, 'S'),
+        })),
+        checks: await rows(
+          db,
+          `SELECT conname, pg_get_constraintdef(c.oid) AS def FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = $1 ORDER BY conname`,
+          [schema],
+        ),
+      });
+      const [host, byStore] = [await catalog('by_host'), await catalog('by_store')];
+      expect(host.columns.length).toBeGreaterThan(10);
+      expect(host.indexes).toHaveLength(9);
+      expect(byStore).toEqual(host);
+      // A store told not to create tables works on the host's.
+      const store = new PostgresPaymentsStore(db, { schema: 'by_host', createTables: false });
+      await expect(store.claim('e', 'o', LONG_MS)).resolves.toBe('claimed');
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('with createTables: false fails clearly when the tables are missing', async () => {
+    const db = new PGlite();
+    try {
+      const store = new PostgresPaymentsStore(db, { createTables: false });
+      await expect(store.claim('e', 'o', LONG_MS)).rejects.toThrow(/payments_events/);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it.each([
+    ['a quote', 'x"; DROP TABLE t; --'],
+    ['a dot', 'a.b'],
+    ['a leading digit', '1abc'],
+    ['a space', 'a b'],
+    ['an empty name', ''],
+    ['a name too long', 'a'.repeat(41)],
+  ])('refuses a tablePrefix or schema with %s', (_what, bad) => {
+    expect(() => new PostgresPaymentsStore(shared, { tablePrefix: bad })).toThrow(TypeError);
+    expect(() => new PostgresPaymentsStore(shared, { schema: bad })).toThrow(TypeError);
+    expect(() => paymentsStoreMigration({ tablePrefix: bad })).toThrow(TypeError);
+  });
+
+  it('refuses bad options and something that cannot query', () => {
+    expect(() => new PostgresPaymentsStore({} as unknown as string)).toThrow(TypeError);
+    expect(() => new PostgresPaymentsStore('')).toThrow(TypeError);
+    expect(() => new PostgresPaymentsStore(shared, { operationTimeoutMs: 0 })).toThrow(RangeError);
+    expect(() => new PostgresPaymentsStore(shared, { cleanupEveryWrites: 0 })).toThrow(RangeError);
+  });
+
+  it('binds every value: keys full of SQL are stored as they are', async () => {
+    const store = new PostgresPaymentsStore(shared);
+    const evil = `'); DELETE FROM payments_events; --${randomUUID()}`;
+    await expect(store.claim(evil, evil, LONG_MS)).resolves.toBe('claimed');
+    await store.saveBinding(evil, { ...binding, paymentId: evil }, LONG_MS);
+    await expect(store.findBinding(evil)).resolves.toMatchObject({ paymentId: evil });
+    await expect(store.markDone(evil, evil, LONG_MS)).resolves.toBe(true);
+    await expect(store.claim(evil, 'x', LONG_MS)).resolves.toBe('done');
+  });
+
+  it('deletes expired rows every cleanupEveryWrites writes, and only expired ones', async () => {
+    const db = new PGlite();
+    try {
+      const store = new PostgresPaymentsStore(db, { cleanupEveryWrites: 3 });
+      await store.saveBinding('short', binding, 500); // write 1
+      await store.saveBinding('long', binding, LONG_MS); // write 2
+      await store.saveOutcome({ paymentId: 'p', outcome: 'confirmed', status: 'SUCCESS', source: 'webhook', handlers: 'succeeded', attempts: 1, updatedAt: 'x' }, 500); // write 3: sweep starts, nothing expired yet
+      await store.close(); // waits for the sweep in progress
+      expect(await rows(db, 'SELECT token_id FROM payments_bindings ORDER BY token_id')).toEqual([{ token_id: 'long' }, { token_id: 'short' }]);
+      await sleep(600);
+      await store.claim('e1', 'o', LONG_MS); // 4
+      await store.claim('e2', 'o', LONG_MS); // 5
+      await store.claim('e3', 'o', LONG_MS); // 6: sweep
+      await store.close();
+      expect(await rows(db, 'SELECT token_id FROM payments_bindings')).toEqual([{ token_id: 'long' }]);
+      expect(await rows(db, 'SELECT payment_id FROM payments_outcomes')).toEqual([]);
+      expect(await rows(db, 'SELECT count(*)::int AS n FROM payments_events')).toEqual([{ n: 3 }]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('leaves a PGlite passed in open after close(), and keeps working on it', async () => {
+    const db = new PGlite();
+    try {
+      const store = new PostgresPaymentsStore(db);
+      await store.claim('e', 'o', LONG_MS);
+      await store.close();
+      expect(db.closed).toBe(false);
+      await expect(store.claim('e', 'o2', LONG_MS)).resolves.toBe('busy');
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('pings, and rejects ping once the database is gone', async () => {
+    const db = new PGlite();
+    const store = new PostgresPaymentsStore(db);
+    await expect(store.ping()).resolves.toBeUndefined();
+    await db.close();
+    await expect(store.ping()).rejects.toThrow();
+  });
+
+  it('rejects within operationTimeoutMs when the database never answers', async () => {
+    const hung = { query: () => new Promise<{ rows: unknown[] }>(() => undefined) };
+    const store = new PostgresPaymentsStore(hung, { operationTimeoutMs: 100 });
+    await expect(store.claim('e', 'o', LONG_MS)).rejects.toThrow(/claim timed out after 100 ms/);
+  });
+
+  it('treats rows it did not write as absent rather than trusting them', async () => {
+    const db = new PGlite();
+    try {
+      const store = new PostgresPaymentsStore(db);
+      await store.ping();
+      await db.query(`INSERT INTO payments_bindings VALUES ('t', '{"paymentId": 5}', now() + interval '1 hour')`);
+      await db.query(`INSERT INTO payments_pending VALUES ('p', '[]', 0)`);
+      await expect(store.findBinding('t')).resolves.toBeUndefined();
+      await expect(store.findPending('p')).resolves.toBeUndefined();
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('keeps a connection string with its password out of util.inspect and JSON', async () => {
+    const store = new PostgresPaymentsStore('postgres://app:s3cret-pw@127.0.0.1:1/db');
+    expect(inspect(store, { depth: 10, showHidden: true })).not.toContain('s3cret-pw');
+    expect(JSON.stringify(store)).not.toContain('s3cret-pw');
+    await store.close();
+  });
+});
