@@ -122,3 +122,20 @@ export async function closedPort(): Promise<number> {
 
 /** ISO 8601 UTC with milliseconds, as `Date.prototype.toISOString` writes it. */
 export const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** `GET /api/v2/verify_payment/{id}` with the sandbox's credentials; the body parsed when JSON. */
+export async function verify(sandbox: PaymentsSandbox, paymentId: string): Promise<RawResponse & { json: any }> {
+  const res = await getApi(sandbox, `/api/v2/verify_payment/${encodeURIComponent(paymentId)}`);
+  let json: unknown;
+  try {
+    json = JSON.parse(res.text);
+  } catch {
+    json = undefined;
+  }
+  return { ...res, json };
+}
+
+/** Clicks Pay or Decline on a checkout link, as a form POST (no Origin: a non-browser client). */
+export function click(link: string, action: 'pay' | 'decline', headers: Record<string, string> = {}): Promise<RawResponse> {
+  return rawRequest(`${link}/${action}`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers }, body: '' });
+}
