@@ -1,0 +1,198 @@
+import { randomUUID } from 'node:crypto';
+import { inspect } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import type { PendingPayment } from '../../lib/core/payments.store.js';
+import { PostgresPaymentsStore, paymentsStoreMigration } from '../../lib/postgres/index.js';
+import { POSTGRES_URL, describeWithService, postgresAvailable } from '../support/services.js';
+import { describeStoreContract } from '../support/store-contract.js';
+
+const available = await postgresAvailable();
+
+/** Every table this run creates lives in this schema, dropped in afterAll. */
+const RUN_SCHEMA = `test_${process.pid}_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+const LONG_MS = 60_000;
+
+/** A pool as a host would create it: small, failing fast when the server is absent (CI). */
+const hostPool = (options: pg.PoolConfig = {}) => new pg.Pool({ connectionString: POSTGRES_URL, max: 4, connectionTimeoutMillis: 2000, ...options });
+
+const pending = (): PendingPayment => ({ paymentId: `pay_${randomUUID()}`, amount: '1000', createdAt: new Date(0).toISOString(), checks: 0 });
+
+describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('PostgresPaymentsStore against a real PostgreSQL', () => {
+  let admin: pg.Pool;
+
+  beforeAll(() => {
+    admin = hostPool({ max: 2 });
+  });
+
+  afterAll(async () => {
+    try {
+      await admin.query(`DROP SCHEMA IF EXISTS "${RUN_SCHEMA}" CASCADE`);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  describe('given a pg Pool', () => {
+    let pool: pg.Pool;
+    beforeAll(() => {
+      pool = hostPool();
+    });
+    afterAll(() => pool.end());
+
+    describeStoreContract('PostgresPaymentsStore (pg Pool)', async () => {
+      const store = new PostgresPaymentsStore(pool, { schema: RUN_SCHEMA, tablePrefix: 'pool_' });
+      return { store, cleanup: () => store.close() };
+    });
+  });
+
+  describeStoreContract('PostgresPaymentsStore (connection string)', async () => {
+    const store = new PostgresPaymentsStore(POSTGRES_URL, { schema: RUN_SCHEMA, tablePrefix: 'url_', poolOptions: { max: 4 } });
+    return { store, cleanup: () => store.close() };
+  });
+
+  describe('tables', () => {
+    it('honours schema and tablePrefix, and creates what paymentsStoreMigration() returns', async () => {
+      const pool = hostPool();
+      try {
+        const store = new PostgresPaymentsStore(pool, { schema: RUN_SCHEMA, tablePrefix: 'auto_' });
+        await store.claim('e', 'o', LONG_MS);
+        // The host's own migration, run as a host would (one simple-protocol query).
+        await admin.query(paymentsStoreMigration({ schema: RUN_SCHEMA, tablePrefix: 'manual_' }));
+        const catalog = async (prefix: string) => ({
+          columns: (
+            await admin.query(
+              `SELECT table_name, column_name, data_type, is_nullable, collation_name FROM information_schema.columns
+               WHERE table_schema = $1 AND table_name LIKE $2 ORDER BY table_name, ordinal_position`,
+              [RUN_SCHEMA, `${prefix}%`],
+            )
+          ).rows.map((r: Record<string, string>) => ({ ...r, table_name: r.table_name.slice(prefix.length) })),
+          indexes: (
+            await admin.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename LIKE $2 ORDER BY indexname`, [RUN_SCHEMA, `${prefix}%`])
+          ).rows.map((r: Record<string, string>) => ({ indexname: r.indexname.slice(prefix.length), indexdef: r.indexdef.replaceAll(prefix, 'P_') })),
+        });
+        const [auto, manual] = [await catalog('auto_'), await catalog('manual_')];
+        expect(auto.columns.map((c) => c.table_name)).toContain('events');
+        expect(auto.indexes).toHaveLength(9);
+        expect(auto).toEqual(manual);
+        const { rows } = await admin.query(`SELECT owner FROM "${RUN_SCHEMA}".auto_events WHERE event_key = 'e'`);
+        expect(rows).toEqual([{ owner: 'o' }]);
+        await store.close();
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('lets many instances create the same tables at the same time', async () => {
+      const pools = Array.from({ length: 6 }, () => hostPool({ max: 1 }));
+      try {
+        const prefix = `race_${randomUUID().slice(0, 8)}_`;
+        const stores = pools.map((p) => new PostgresPaymentsStore(p, { schema: RUN_SCHEMA, tablePrefix: prefix }));
+        await expect(Promise.all(stores.map((s) => s.ping()))).resolves.toHaveLength(6);
+        const outcomes = await Promise.all(stores.map((s, i) => s.claim('e', `o${i}`, LONG_MS)));
+        expect(outcomes.filter((o) => o === 'claimed')).toHaveLength(1);
+      } finally {
+        await Promise.all(pools.map((p) => p.end()));
+      }
+    });
+  });
+
+  describe('two instances on two pools', () => {
+    let pools: pg.Pool[];
+    let a: PostgresPaymentsStore;
+    let b: PostgresPaymentsStore;
+
+    beforeAll(async () => {
+      pools = [hostPool({ max: 5 }), hostPool({ max: 5 })];
+      [a, b] = pools.map((p) => new PostgresPaymentsStore(p, { schema: RUN_SCHEMA, tablePrefix: 'shared_' }));
+      await Promise.all([a.ping(), b.ping()]);
+    });
+
+    afterAll(async () => {
+      await Promise.all(pools.map((p) => p.end()));
+    });
+
+    it('share claims: one instance holds, the other is told busy, then done', async () => {
+      const event = `payment.confirmed:${randomUUID()}`;
+      await expect(a.claim(event, 'instance-a', LONG_MS)).resolves.toBe('claimed');
+      await expect(b.claim(event, 'instance-b', LONG_MS)).resolves.toBe('busy');
+      await expect(b.markDone(event, 'instance-b', LONG_MS)).resolves.toBe(false);
+      await expect(a.markDone(event, 'instance-a', LONG_MS)).resolves.toBe(true);
+      await expect(b.claim(event, 'instance-b', LONG_MS)).resolves.toBe('done');
+    });
+
+    it('racing 100 claims over 20 events grant exactly one claim per event', async () => {
+      const events = Array.from({ length: 20 }, () => randomUUID());
+      const attempts = Array.from({ length: 100 }, (_, i) => ({ event: events[i % 20], owner: `o${i}`, store: i % 2 ? a : b }));
+      const outcomes = await Promise.all(attempts.map((t) => t.store.claim(t.event, t.owner, LONG_MS)));
+      const winners = new Map<string, string[]>();
+      attempts.forEach((t, i) => {
+        if (outcomes[i] === 'claimed') winners.set(t.event, [...(winners.get(t.event) ?? []), t.owner]);
+      });
+      expect(winners.size).toBe(20);
+      for (const owners of winners.values()) expect(owners).toHaveLength(1);
+      // The database agrees with what each winner was told.
+      const { rows } = await admin.query(`SELECT event_key, owner FROM "${RUN_SCHEMA}".shared_events WHERE event_key = ANY($1)`, [events]);
+      expect(new Map(rows.map((r: { event_key: string; owner: string }) => [r.event_key, [r.owner]]))).toEqual(winners);
+    });
+
+    it('taking due entries concurrently from both pools gives each entry to exactly one taker', async () => {
+      const base = Date.now() + 10_000 * LONG_MS;
+      const entries = Array.from({ length: 60 }, pending);
+      await Promise.all(entries.map((e, i) => (i % 2 ? a : b).schedulePending(e, base + (i % 5))));
+      // Ten takers on ten connections at once, five entries each at most, then whatever is left.
+      const takes = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).takeDuePending(base + 10, 5, LONG_MS)));
+      const rest = await a.takeDuePending(base + 10, 100, LONG_MS);
+      const ids = [...takes.flat(), ...rest].map((t) => t.paymentId).filter((id) => entries.some((e) => e.paymentId === id));
+      expect(ids).toHaveLength(60);
+      expect(new Set(ids).size).toBe(60);
+      await expect(b.takeDuePending(base + 10, 100, LONG_MS)).resolves.toEqual([]);
+      await Promise.all(entries.map((e) => a.removePending(e.paymentId)));
+    });
+  });
+
+  describe('ownership of the pool', () => {
+    it('never ends a pool passed in; the store keeps working on it after close()', async () => {
+      const pool = hostPool();
+      try {
+        const store = new PostgresPaymentsStore(pool, { schema: RUN_SCHEMA });
+        await expect(store.claim(randomUUID(), 'o', LONG_MS)).resolves.toBe('claimed');
+        await store.close();
+        expect(pool.ended).toBe(false);
+        await expect(pool.query('SELECT 1 AS one')).resolves.toMatchObject({ rows: [{ one: 1 }] });
+        await expect(store.claim(randomUUID(), 'o', LONG_MS)).resolves.toBe('claimed');
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('ends the pool it created from a connection string; later calls reject; close() twice is fine', async () => {
+      const applicationName = `nestjs-payments-test-${randomUUID().slice(0, 8)}`;
+      const store = new PostgresPaymentsStore(POSTGRES_URL, { schema: RUN_SCHEMA, poolOptions: { application_name: applicationName } });
+      const connections = async () =>
+        Number((await admin.query('SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1', [applicationName])).rows[0].n);
+      await expect(store.claim(randomUUID(), 'o', LONG_MS)).resolves.toBe('claimed');
+      expect(await connections()).toBeGreaterThan(0);
+      await store.close();
+      await store.close();
+      // The server notices the disconnection asynchronously: poll rather than assume a delay.
+      for (let i = 0; i < 50 && (await connections()) > 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(await connections()).toBe(0);
+      await expect(store.claim(randomUUID(), 'o', LONG_MS)).rejects.toThrow(/claim called after close\(\)/);
+    });
+
+    it('keeps the password of a pool passed in out of util.inspect and JSON of the store', async () => {
+      const pool = new pg.Pool({ connectionString: 'postgres://app:s3cret-pw@127.0.0.1:1/db' });
+      const store = new PostgresPaymentsStore(pool);
+      expect(inspect(store, { depth: 10, showHidden: true })).not.toContain('s3cret-pw');
+      expect(JSON.stringify(store)).not.toContain('s3cret-pw');
+      await pool.end();
+    });
+
+    it('rejects operations within operationTimeoutMs when the server is unreachable', async () => {
+      const store = new PostgresPaymentsStore('postgres://postgres@127.0.0.1:1/test', { operationTimeoutMs: 1000, logger: { log: () => {}, warn: () => {}, error: () => {} } });
+      await expect(store.ping()).rejects.toThrow();
+      await store.close();
+    });
+  });
+});
