@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { describe, expect, it } from '@jest/globals';
 import ts from 'typescript';
 import { CLI_DEFAULT_PORT, parseSandboxArgs, runSandboxCommand, SANDBOX_USAGE, SandboxUsageError } from '../../lib/testing/sandbox.command.js';
-import { rawRequest } from './sandbox.helpers.js';
+import { rawRequest, WebhookReceiver } from './sandbox.helpers.js';
 
 describe('parseSandboxArgs', () => {
   it('parses the command with its defaults', () => {
@@ -26,6 +26,41 @@ describe('parseSandboxArgs', () => {
     expect(parseSandboxArgs(['sandbox', '--port', '65535'])).toMatchObject({ port: 65535 });
   });
 
+  it('parses the behaviour flags into start options', () => {
+    expect(
+      parseSandboxArgs([
+        'sandbox',
+        '--generate-answer',
+        'minimal',
+        '--webhook-method=GET',
+        '--webhook-payment-id-in-url',
+        'naive',
+        '--webhook-attempts',
+        '5',
+        '--webhook-timeout-ms',
+        '250',
+        '--verify-rate-limit',
+        '3/60',
+      ]),
+    ).toEqual({
+      command: 'sandbox',
+      port: CLI_DEFAULT_PORT,
+      host: '127.0.0.1',
+      generateAnswer: 'minimal',
+      webhookMethod: 'GET',
+      webhookPaymentIdInUrl: 'naive',
+      webhookAttempts: 5,
+      webhookTimeoutMs: 250,
+      verifyRateLimit: { max: 3, windowMs: 60_000 },
+    });
+  });
+
+  it('--help lists every behaviour flag', () => {
+    for (const flag of ['--generate-answer <full|minimal>', '--webhook-method <POST|GET>', '--webhook-payment-id-in-url <append|naive|none>', '--webhook-attempts <n>', '--webhook-timeout-ms <ms>', '--verify-rate-limit <n>/<seconds>']) {
+      expect(SANDBOX_USAGE).toContain(flag);
+    }
+  });
+
   it('recognises --help and -h anywhere', () => {
     expect(parseSandboxArgs(['--help'])).toEqual({ command: 'help' });
     expect(parseSandboxArgs(['sandbox', '-h'])).toEqual({ command: 'help' });
@@ -41,6 +76,15 @@ describe('parseSandboxArgs', () => {
     [['sandbox', '--host', ''], '--host must not be empty'],
     [['sandbox', '--bogus'], /bogus/],
     [['sandbox', '--port'], /port/],
+    [['sandbox', '--generate-answer', 'short'], '--generate-answer must be one of full, minimal, got "short"'],
+    [['sandbox', '--webhook-method', 'post'], '--webhook-method must be one of POST, GET, got "post"'],
+    [['sandbox', '--webhook-payment-id-in-url', 'query'], /--webhook-payment-id-in-url must be one of append, naive, none/],
+    [['sandbox', '--webhook-method', 'GET', '--webhook-payment-id-in-url', 'none'], /cannot be none/],
+    [['sandbox', '--webhook-attempts', '0'], '--webhook-attempts must be a positive integer, got "0"'],
+    [['sandbox', '--webhook-timeout-ms', '1.5'], /--webhook-timeout-ms must be a positive integer/],
+    [['sandbox', '--verify-rate-limit', '5'], '--verify-rate-limit must be N/SECONDS with positive integers, e.g. 5/60, got "5"'],
+    [['sandbox', '--verify-rate-limit', '0/60'], /--verify-rate-limit/],
+    [['sandbox', '--verify-rate-limit', '5/0'], /--verify-rate-limit/],
   ])('refuses %j', (argv, message) => {
     expect(() => parseSandboxArgs(argv as string[])).toThrow(SandboxUsageError);
     expect(() => parseSandboxArgs(argv as string[])).toThrow(message);
@@ -97,6 +141,41 @@ describe('runSandboxCommand', () => {
     expect(io.out).toContain('Payments sandbox stopped.\n');
     expect(io.signals.listenerCount('SIGINT') + io.signals.listenerCount('SIGTERM')).toBe(0);
     await expect(rawRequest(url)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('starts with the behaviour flags applied, over HTTP: minimal answer, GET webhooks, verify rate limit', async () => {
+    const io = new CapturedIo();
+    const receiver = await WebhookReceiver.start();
+    const running = runSandboxCommand(
+      ['sandbox', '--port', '0', '--generate-answer', 'minimal', '--webhook-method', 'GET', '--verify-rate-limit', '1/60', '--webhook-attempts', '1'],
+      io,
+    );
+    try {
+      await io.waitFor('Press Ctrl+C');
+      const url = /listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(io.out)?.[1] as string;
+      expect(io.out).toContain('  generate answer: minimal\n  webhook method: GET\n  webhook attempts: 1\n  verify rate limit: 1 calls per payment per 60 s\n');
+      const auth = { Authorization: 'Bearer sandbox_public_key:sandbox_private_key' };
+      const created = await rawRequest(`${url}/api/v2/generate_payment`, {
+        method: 'POST',
+        headers: { ...auth, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ amount: 500, success_link: 'https://s.example/ok', fail_link: 'https://s.example/ko', webhook: `${receiver.url}/wh` }),
+      });
+      const body = JSON.parse(created.text);
+      expect(Object.keys(body.result)).toEqual(['payment_id', 'link']);
+      await rawRequest(`${body.result.link}/pay`, { method: 'POST' });
+      expect(receiver.received.map((r) => [r.method, r.url])).toEqual([['GET', `/wh?payment_id=${body.result.payment_id}&status=SUCCESS`]]);
+      const verifyUrl = `${url}/api/v2/verify_payment/${body.result.payment_id}`;
+      expect((await rawRequest(verifyUrl, { headers: auth })).status).toBe(200);
+      const limited = await rawRequest(verifyUrl, { headers: auth });
+      expect(limited.status).toBe(429);
+      // The CLI runs on the real clock, so the wait left is at most the window, at least a second.
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
+    } finally {
+      io.signals.emit('SIGINT');
+      await running;
+      await receiver.close();
+    }
   });
 
   it('does not echo a private key given on the command line', async () => {

@@ -202,7 +202,7 @@ describe('PaymentsSandbox against public-api-facts.md', () => {
       const sandbox = await start();
       const { id } = await create(sandbox);
       const path = `${sandbox.url}/api/v2/verify_payment/${id}`;
-      for (const headers of [{}, { Authorization: 'Bearer sandbox_public_key:wrong' }]) {
+      for (const headers of [{}, { Authorization: 'Bearer sandbox_public_key:wrong' }] as Array<Record<string, string>>) {
         const res = await rawRequest(path, { headers });
         expect([res.status, res.text]).toEqual([401, '{"result":{"status":401,"message":"Unauthorized"}}']);
       }
