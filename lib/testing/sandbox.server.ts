@@ -66,6 +66,21 @@ function queryOf(params: URLSearchParams): Record<string, string | string[]> {
   return query;
 }
 
+/**
+ * The `Authorization` value as the request log keeps it: scheme and public key, never what follows
+ * the colon (the private key, right or wrong), so a log printed in a failing test leaks nothing.
+ */
+export function redactAuthorization(value: string): string {
+  const prefix = /^\S+ [^:]*:/.exec(value)?.[0];
+  return prefix === undefined ? '[redacted]' : `${prefix}[redacted]`;
+}
+
+function loggedHeaders(headers: IncomingMessage['headers']): IncomingMessage['headers'] {
+  const copy = { ...headers };
+  if (typeof copy.authorization === 'string') copy.authorization = redactAuthorization(copy.authorization);
+  return Object.freeze(copy);
+}
+
 function positiveInteger(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`PaymentsSandbox: ${name} must be a positive integer`);
@@ -110,7 +125,8 @@ export class PaymentsSandbox {
   /** The private key the sandbox accepts (a test key; hidden from `JSON.stringify` and `inspect` anyway). */
   declare readonly privateKey: string;
   /**
-   * Every request received under `/api/v2/`, oldest first, including refused ones (401, 404...).
+   * Every request received under `/api/v2/`, oldest first, including refused ones (401, 404...),
+   * with the private key cut out of `Authorization` (see `authorized` for whether it matched).
    * The same array for the sandbox's whole life; {@link clearRequests} empties it in place.
    */
   readonly requests: readonly SandboxRequest[] = [];
@@ -396,7 +412,8 @@ export class PaymentsSandbox {
           path: url.pathname,
           query: Object.freeze(queryOf(url.searchParams)),
           url: req.url ?? '/',
-          headers: Object.freeze({ ...req.headers }),
+          headers: loggedHeaders(req.headers),
+          authorized: req.headers.authorization === this.authorization,
           body: body.text,
         }),
       );

@@ -217,8 +217,14 @@ export interface SandboxRequest {
   readonly query: Readonly<Record<string, string | string[]>>;
   /** The raw request target, path and query string as sent. */
   readonly url: string;
-  /** Headers, names in lower case (Node's `IncomingHttpHeaders`). */
+  /**
+   * Headers, names in lower case (Node's `IncomingHttpHeaders`). `authorization` keeps only the
+   * scheme and public key (`'Bearer pk:[redacted]'`, or `'[redacted]'` when malformed), so the log
+   * can be printed in a failing test without leaking a key.
+   */
   readonly headers: IncomingHttpHeaders;
+  /** Whether `Authorization` was exactly the one the sandbox accepts. */
+  readonly authorized: boolean;
   /** Raw body as UTF-8 text; `''` when empty or over the 1 MiB limit. */
   readonly body: string;
 }

@@ -375,11 +375,29 @@ describe('PaymentsSandbox API', () => {
         path: '/api/v2/refund_payment',
         query: {},
         url: '/api/v2/refund_payment',
-        headers: expect.objectContaining({ authorization: authHeader(sandbox), 'content-type': 'application/json', 'content-length': String(raw.length) }),
+        headers: expect.objectContaining({ authorization: 'Bearer sandbox_public_key:[redacted]', 'content-type': 'application/json', 'content-length': String(raw.length) }),
+        authorized: true,
         body: raw,
       });
       expect(sandbox.requests[1]).toMatchObject({ method: 'GET', path: '/api/v2/bindings/list', query: { client_id: 'c1', x: ['1', '2'] }, body: '' });
-      expect(sandbox.requests[2]).toMatchObject({ method: 'GET', path: '/api/v2/nope', headers: expect.not.objectContaining({ authorization: expect.anything() }) });
+      expect(sandbox.requests[2]).toMatchObject({ method: 'GET', path: '/api/v2/nope', authorized: false, headers: expect.not.objectContaining({ authorization: expect.anything() }) });
+    });
+
+    it('never keeps the private key in the log, right or wrong', async () => {
+      const own = await PaymentsSandbox.start({ privateKey: 'sk_secret_value_1' });
+      try {
+        await getApi(own, '/api/v2/bindings/list?client_id=c1');
+        await getApi(own, '/api/v2/bindings/list?client_id=c1', { Authorization: 'Bearer sandbox_public_key:sk_wrong_value_2' });
+        await getApi(own, '/api/v2/bindings/list?client_id=c1', { Authorization: 'sk_bare_value_3' });
+        expect(own.requests.map((r) => [r.headers.authorization, r.authorized])).toEqual([
+          ['Bearer sandbox_public_key:[redacted]', true],
+          ['Bearer sandbox_public_key:[redacted]', false],
+          ['[redacted]', false],
+        ]);
+        expect(JSON.stringify(own.requests)).not.toMatch(/sk_secret_value_1|sk_wrong_value_2|sk_bare_value_3/);
+      } finally {
+        await own.close();
+      }
     });
 
     it('empties in place on clearRequests()', async () => {
