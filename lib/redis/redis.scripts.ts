@@ -3,6 +3,9 @@
  * it is atomic across every app instance sharing the Redis, and costs one round trip.
  *
  * Event keys hold `claimed:<owner>` (with the lease as PX) or `done` (with the done TTL as PX).
+ * The reconciliation queue is a sorted set of payment ids by due time plus a hash of the entries.
+ * Outcome records are string keys with PX, indexed by a sorted set ordered as `listOutcomes`
+ * returns them and a sorted set of their expiry times (to drop index members of expired records).
  */
 
 /** Value of an event key whose delivery has been handled. */
@@ -45,6 +48,124 @@ end
 return 0
 `;
 
+// KEYS[1] due-time sorted set, KEYS[2] entries hash; ARGV[1] payment id, ARGV[2] entry JSON,
+// ARGV[3] due time (epoch ms). Both structures change together or not at all.
+const SCHEDULE_PENDING_LUA = `
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+return 1
+`;
+
+// KEYS[1] due-time sorted set, KEYS[2] entries hash; ARGV[1] now, ARGV[2] limit, ARGV[3] now +
+// lease. Range and push-back in one script: no other instance can take the same entry between
+// them. Oldest due first (ties by payment id, the sorted set's own order). A due id without an
+// entry (written by hand, or a half-applied older version) is dropped from the queue.
+const TAKE_DUE_PENDING_LUA = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+local taken = {}
+for _, id in ipairs(ids) do
+  local entry = redis.call('HGET', KEYS[2], id)
+  if entry then
+    redis.call('ZADD', KEYS[1], ARGV[3], id)
+    taken[#taken + 1] = entry
+  else
+    redis.call('ZREM', KEYS[1], id)
+  end
+end
+return taken
+`;
+
+// KEYS[1] due-time sorted set, KEYS[2] entries hash; ARGV[1] payment id.
+const REMOVE_PENDING_LUA = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+`;
+
+/** How many index members of expired records one saveOutcome drops at most: keeps it short. */
+export const OUTCOME_SWEEP_BATCH = 100;
+
+// KEYS[1] record key, KEYS[2] order index, KEYS[3] expiry index; ARGV[1] record JSON, ARGV[2]
+// TTL in ms, ARGV[3] order score, ARGV[4] payment id. The expiry index uses the server's clock,
+// like the record's PX, and lets each save drop a few index members of records that expired.
+const SAVE_OUTCOME_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[4])
+local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, ${OUTCOME_SWEEP_BATCH})
+for _, id in ipairs(expired) do
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('ZREM', KEYS[3], id)
+end
+return 1
+`;
+
+/** Most index members one listOutcomes examines; a page may end early, with a cursor, past it. */
+export const OUTCOME_SCAN_BUDGET = 1000;
+
+// KEYS[1] order index, KEYS[2] record key prefix (a key, so that a host client's ioredis
+// keyPrefix applies to it too), KEYS[3] expiry index. ARGV[1] lowest score ('-inf' or the
+// cursor's), ARGV[2] '1' when there is a cursor, ARGV[3] the cursor's payment id, ARGV[4] how many
+// records to return, ARGV[5] handlers filter or '', ARGV[6] outcome filter or ''.
+// The index scores are -updatedAt in ms, so ascending score is newest first and ties are ordered
+// by member (payment id, byte order). Members whose record expired are dropped as they are met.
+// Replies { lastScore, lastId, exhausted ('1'/'0'), then score, id, record JSON of each match }.
+const LIST_OUTCOMES_LUA = `
+local want = tonumber(ARGV[4])
+local hasCursor = ARGV[2] == '1'
+local cursorScore = tonumber(ARGV[1])
+local afterId = ARGV[3]
+-- Byte order, independent of the server's locale (Lua's < on strings uses strcoll).
+local function after(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+local items, stale = {}, {}
+local examined, offset = 0, 0
+local lastScore, lastId = '', ''
+local exhausted = '0'
+while #items < want * 3 and examined < ${OUTCOME_SCAN_BUDGET} do
+  local chunk = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', offset, 100)
+  if #chunk == 0 then
+    exhausted = '1'
+    break
+  end
+  offset = offset + #chunk / 2
+  for i = 1, #chunk, 2 do
+    local id, score = chunk[i], chunk[i + 1]
+    if not hasCursor or tonumber(score) ~= cursorScore or after(id, afterId) then
+      examined = examined + 1
+      local raw = redis.call('GET', KEYS[2] .. id)
+      if not raw then
+        stale[#stale + 1] = id
+      else
+        local ok, rec = pcall(cjson.decode, raw)
+        if ok and type(rec) == 'table' and (ARGV[5] == '' or rec.handlers == ARGV[5]) and (ARGV[6] == '' or rec.outcome == ARGV[6]) then
+          items[#items + 1] = score
+          items[#items + 1] = id
+          items[#items + 1] = raw
+        end
+      end
+      lastScore, lastId = score, id
+      if #items >= want * 3 or examined >= ${OUTCOME_SCAN_BUDGET} then break end
+    end
+  end
+end
+for _, id in ipairs(stale) do
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZREM', KEYS[3], id)
+end
+local reply = { lastScore, lastId, exhausted }
+for _, raw in ipairs(items) do reply[#reply + 1] = raw end
+return reply
+`;
+
 /**
  * Names under which the scripts are defined on the ioredis client (`defineCommand`). They are
  * namespaced because the client may belong to the host, which may define commands of its own;
@@ -54,6 +175,11 @@ export const SCRIPT_NAMES = {
   claim: 'nestjsPaymentsClaim',
   markDone: 'nestjsPaymentsMarkDone',
   release: 'nestjsPaymentsRelease',
+  schedulePending: 'nestjsPaymentsSchedulePending',
+  takeDuePending: 'nestjsPaymentsTakeDuePending',
+  removePending: 'nestjsPaymentsRemovePending',
+  saveOutcome: 'nestjsPaymentsSaveOutcome',
+  listOutcomes: 'nestjsPaymentsListOutcomes',
 } as const;
 
 /** The scripts, in the shape `Redis#defineCommand` takes. */
@@ -61,6 +187,11 @@ export const SCRIPTS: ReadonlyArray<{ name: string; lua: string; numberOfKeys: n
   { name: SCRIPT_NAMES.claim, lua: CLAIM_LUA, numberOfKeys: 1 },
   { name: SCRIPT_NAMES.markDone, lua: MARK_DONE_LUA, numberOfKeys: 1 },
   { name: SCRIPT_NAMES.release, lua: RELEASE_LUA, numberOfKeys: 1 },
+  { name: SCRIPT_NAMES.schedulePending, lua: SCHEDULE_PENDING_LUA, numberOfKeys: 2 },
+  { name: SCRIPT_NAMES.takeDuePending, lua: TAKE_DUE_PENDING_LUA, numberOfKeys: 2 },
+  { name: SCRIPT_NAMES.removePending, lua: REMOVE_PENDING_LUA, numberOfKeys: 2 },
+  { name: SCRIPT_NAMES.saveOutcome, lua: SAVE_OUTCOME_LUA, numberOfKeys: 3 },
+  { name: SCRIPT_NAMES.listOutcomes, lua: LIST_OUTCOMES_LUA, numberOfKeys: 3 },
 ];
 
 /**
@@ -74,4 +205,24 @@ export interface StoreScriptCommands {
   [SCRIPT_NAMES.markDone](eventKey: string, owner: string, ttlMs: number): Promise<unknown>;
   /** Replies 1 when the owner's claim was deleted, else 0. */
   [SCRIPT_NAMES.release](eventKey: string, owner: string): Promise<unknown>;
+  /** Replies 1. */
+  [SCRIPT_NAMES.schedulePending](dueKey: string, entriesKey: string, paymentId: string, entryJson: string, dueAt: string): Promise<unknown>;
+  /** Replies the JSON of the entries taken, oldest due first. */
+  [SCRIPT_NAMES.takeDuePending](dueKey: string, entriesKey: string, now: string, limit: number, leasedUntil: string): Promise<unknown>;
+  /** Replies 1. */
+  [SCRIPT_NAMES.removePending](dueKey: string, entriesKey: string, paymentId: string): Promise<unknown>;
+  /** Replies 1. */
+  [SCRIPT_NAMES.saveOutcome](recordKey: string, indexKey: string, expiryKey: string, json: string, ttlMs: number, score: string, paymentId: string): Promise<unknown>;
+  /** Replies `[lastScore, lastId, exhausted, ...(score, id, recordJson) of each match]`. */
+  [SCRIPT_NAMES.listOutcomes](
+    indexKey: string,
+    recordPrefix: string,
+    expiryKey: string,
+    minScore: string,
+    hasCursor: string,
+    afterId: string,
+    want: number,
+    handlers: string,
+    outcome: string,
+  ): Promise<unknown>;
 }

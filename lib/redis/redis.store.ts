@@ -1,6 +1,17 @@
 import { Redis } from 'ioredis';
 import { defaultPaymentsLogger, type PaymentsLogger } from '../core/payments.logger.js';
-import type { ClaimOutcome, PaymentBinding, PaymentsStore } from '../core/payments.store.js';
+import {
+  outcomeCursor,
+  outcomePageLimit,
+  parseOutcomeCursor,
+  type ClaimOutcome,
+  type OutcomePage,
+  type OutcomeQuery,
+  type OutcomeRecord,
+  type PaymentBinding,
+  type PaymentsStore,
+  type PendingPayment,
+} from '../core/payments.store.js';
 import {
   ownedClientOptions,
   resolveStoreOptions,
@@ -17,6 +28,11 @@ import { SCRIPTS, SCRIPT_NAMES, type StoreScriptCommands } from './redis.scripts
  *
  * Every operation settles within `operationTimeoutMs` (default 2 s): when Redis is down it
  * rejects, and the webhook layer answers 503 so that the service delivers again later.
+ *
+ * Keys (under `keyPrefix`): `binding:<tokenId>`, `event:<eventKey>`, `pending:due` (sorted set
+ * of payment ids by due time) and `pending:entries` (hash), `outcome:<paymentId>` (record, with
+ * PX), `outcomes:index` and `outcomes:expiry` (sorted sets over the records). For a standalone
+ * Redis (or one primary): the scripts of the queue and the records touch several keys.
  *
  * ```ts
  * PaymentsModule.forRoot({ ..., store: new RedisPaymentsStore(process.env.REDIS_URL!) })
@@ -87,9 +103,114 @@ export class RedisPaymentsStore implements PaymentsStore {
     return Number(reply) === 1;
   }
 
-  /** @inheritdoc */
+  /**
+   * Gives a claim up if `owner` still holds it. Also what to call after a claim timed out on the
+   * client (see `operationTimeoutMs`): the claim may still have reached Redis and would block
+   * redeliveries for its whole lease. The release goes out on the same connection after the
+   * claim, and Redis runs a connection's commands in order, so it frees such a late claim.
+   */
   async release(eventKey: string, owner: string): Promise<void> {
     await this.#run('release', () => this.#scripts[SCRIPT_NAMES.release](this.#eventKey(eventKey), owner));
+  }
+
+  /** @inheritdoc */
+  async schedulePending(entry: PendingPayment, dueAt: number): Promise<void> {
+    const due = finiteMs(dueAt, 'dueAt');
+    await this.#run('schedulePending', () =>
+      this.#scripts[SCRIPT_NAMES.schedulePending](this.#key('pending:due'), this.#key('pending:entries'), entry.paymentId, JSON.stringify(entry), String(due)),
+    );
+  }
+
+  /** @inheritdoc */
+  async takeDuePending(now: number, limit: number, leaseMs: number): Promise<PendingPayment[]> {
+    const lease = toPx(leaseMs, 'leaseMs');
+    const at = finiteMs(now, 'now');
+    const count = Math.floor(limit);
+    if (!(count > 0)) return [];
+    const reply = await this.#run('takeDuePending', () =>
+      this.#scripts[SCRIPT_NAMES.takeDuePending](this.#key('pending:due'), this.#key('pending:entries'), String(at), count, String(at + lease)),
+    );
+    return (Array.isArray(reply) ? reply : []).map(parsePending).filter((e): e is PendingPayment => e !== undefined);
+  }
+
+  /** @inheritdoc */
+  async findPending(paymentId: string): Promise<PendingPayment | undefined> {
+    const raw = await this.#run('findPending', () => this.#client.hget(this.#key('pending:entries'), paymentId));
+    return raw === null ? undefined : parsePending(raw);
+  }
+
+  /** @inheritdoc */
+  async removePending(paymentId: string): Promise<void> {
+    await this.#run('removePending', () => this.#scripts[SCRIPT_NAMES.removePending](this.#key('pending:due'), this.#key('pending:entries'), paymentId));
+  }
+
+  /** @inheritdoc */
+  async countPending(): Promise<number> {
+    return Number(await this.#run('countPending', () => this.#client.hlen(this.#key('pending:entries'))));
+  }
+
+  /** @inheritdoc */
+  async saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void> {
+    const px = toPx(ttlMs, 'ttlMs');
+    await this.#run('saveOutcome', () =>
+      this.#scripts[SCRIPT_NAMES.saveOutcome](
+        this.#key(`outcome:${record.paymentId}`),
+        this.#key('outcomes:index'),
+        this.#key('outcomes:expiry'),
+        JSON.stringify(record),
+        px,
+        outcomeScore(record.updatedAt),
+        record.paymentId,
+      ),
+    );
+  }
+
+  /** @inheritdoc */
+  async getOutcome(paymentId: string): Promise<OutcomeRecord | undefined> {
+    const raw = await this.#run('getOutcome', () => this.#client.get(this.#key(`outcome:${paymentId}`)));
+    return raw === null ? undefined : parseOutcome(raw);
+  }
+
+  /**
+   * Records, newest update first (ties by payment id), filtered and paginated. Ordered by the
+   * update time in whole milliseconds (`updatedAt` is ISO 8601). One call examines at most 1000
+   * records: with a rare filter a page may hold fewer than `limit` items and still have a
+   * `nextCursor`, which keeps each call short.
+   */
+  async listOutcomes(query: OutcomeQuery = {}): Promise<OutcomePage> {
+    const limit = outcomePageLimit(query);
+    const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
+    const reply = await this.#run('listOutcomes', () =>
+      this.#scripts[SCRIPT_NAMES.listOutcomes](
+        this.#key('outcomes:index'),
+        this.#key('outcome:'),
+        this.#key('outcomes:expiry'),
+        after ? outcomeScore(after.updatedAt) : '-inf',
+        after ? '1' : '0',
+        after?.paymentId ?? '',
+        limit + 1,
+        query.handlers ?? '',
+        query.outcome ?? '',
+      ),
+    );
+    if (!Array.isArray(reply) || reply.length < 3) throw new Error('RedisPaymentsStore: unexpected reply to listOutcomes');
+    const [lastScore, lastId, exhausted, ...flat] = reply.map((v) => String(v));
+    const matches: Array<{ score: string; id: string; record: OutcomeRecord | undefined }> = [];
+    for (let i = 0; i + 2 < flat.length; i += 3) matches.push({ score: flat[i], id: flat[i + 1], record: parseOutcome(flat[i + 2]) });
+    const items = matches
+      .slice(0, limit)
+      .map((m) => m.record)
+      .filter((r): r is OutcomeRecord => r !== undefined);
+    // Cursors are made from the index (score and member), the order the script pages by, so a
+    // record that fails to parse cannot stop the paging. With more matches than the page, go on
+    // after the page's last one; when the scan budget ran out first, after the last examined.
+    const next = matches.length > limit ? matches[limit - 1] : exhausted !== '1' && lastId !== '' ? { score: lastScore, id: lastId } : undefined;
+    return next ? { items, nextCursor: outcomeCursor({ updatedAt: new Date(-Number(next.score)).toISOString(), paymentId: next.id }) } : { items };
+  }
+
+  /** Sends PING; rejects when Redis does not answer within `operationTimeoutMs`. */
+  async ping(): Promise<void> {
+    await this.#run('ping', () => this.#client.ping());
   }
 
   /**
@@ -105,6 +226,10 @@ export class RedisPaymentsStore implements PaymentsStore {
 
   #bindingKey(tokenId: string): string {
     return `${this.#keyPrefix}binding:${tokenId}`;
+  }
+
+  #key(suffix: string): string {
+    return `${this.#keyPrefix}${suffix}`;
   }
 
   #eventKey(eventKey: string): string {
@@ -146,6 +271,45 @@ function toPx(ms: number, name: string): number {
     throw new RangeError(`RedisPaymentsStore: ${name} must be a positive number of milliseconds, got ${String(ms)}`);
   }
   return Math.ceil(ms);
+}
+
+function finiteMs(ms: number, name: string): number {
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new RangeError(`RedisPaymentsStore: ${name} must be a finite epoch time in ms, got ${String(ms)}`);
+  return ms;
+}
+
+// The order index's score: minus the update time in ms, so that ascending scores (the sorted
+// set's order) are newest first, and members (payment ids) break ties in byte order. A time that
+// does not parse sorts as the epoch, last.
+function outcomeScore(updatedAt: string): string {
+  const ms = Date.parse(updatedAt);
+  return String(Number.isFinite(ms) ? -ms : 0);
+}
+
+function parseObject(raw: unknown): Record<string, unknown> | undefined {
+  if (typeof raw !== 'string') return undefined;
+  try {
+    const value = JSON.parse(raw) as unknown;
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const optionalString = (v: unknown) => v === undefined || typeof v === 'string';
+
+// Same rule as bindings: what the store did not write counts as absent.
+function parsePending(raw: unknown): PendingPayment | undefined {
+  const entry = parseBinding(typeof raw === 'string' ? raw : '');
+  return entry && typeof (entry as Partial<PendingPayment>).checks === 'number' ? (entry as PendingPayment) : undefined;
+}
+
+function parseOutcome(raw: unknown): OutcomeRecord | undefined {
+  const r = parseObject(raw);
+  if (!r) return undefined;
+  if (!['paymentId', 'outcome', 'status', 'source', 'handlers', 'updatedAt'].every((k) => typeof r[k] === 'string') || typeof r.attempts !== 'number') return undefined;
+  if (!optionalString(r.amount) || !optionalString(r.developerTrackingId) || !optionalString(r.lastError)) return undefined;
+  return r as unknown as OutcomeRecord;
 }
 
 // The value may have been written by another version of the plugin or by hand; anything that is

@@ -281,6 +281,12 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       });
     });
 
+    describe('health', () => {
+      it('answers ping when it has one', async () => {
+        if (store.ping) await expect(store.ping()).resolves.toBeUndefined();
+      });
+    });
+
     describe('reconciliation queue', () => {
       const pending = (overrides: Partial<PendingPayment> = {}): PendingPayment => ({ ...binding(), checks: 0, ...overrides });
 
@@ -397,6 +403,45 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         expect(mine.map((r) => r.updatedAt)).toEqual(['2999-01-01T00:00:06.000Z', '2999-01-01T00:00:04.000Z', '2999-01-01T00:00:02.000Z', '2999-01-01T00:00:00.000Z']);
         expect(seen.every((r) => r.handlers === 'failed')).toBe(true);
         expect(new Set(seen.map((r) => r.paymentId)).size).toBe(seen.length);
+      });
+
+      it('does not list a record once its TTL has passed', async () => {
+        const marker = randomUUID();
+        const short = record({ updatedAt: '2998-06-01T00:00:00.000Z', outcome: 'expired', lastError: marker });
+        const kept = record({ updatedAt: '2998-06-01T00:00:00.000Z', outcome: 'expired', lastError: marker });
+        await store.saveOutcome(short, SHORT_MS);
+        await store.saveOutcome(kept, LONG_MS);
+        const listed = async () => {
+          const seen: OutcomeRecord[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await store.listOutcomes({ outcome: 'expired', limit: 500, cursor });
+            seen.push(...page.items);
+            cursor = page.nextCursor;
+          } while (cursor !== undefined);
+          return seen.filter((r) => r.lastError === marker).map((r) => r.paymentId);
+        };
+        expect((await listed()).sort()).toEqual([short.paymentId, kept.paymentId].sort());
+        await sleep(PAST_SHORT_MS);
+        expect(await listed()).toEqual([kept.paymentId]);
+      });
+
+      it('orders records updated at the same time by payment id, across pages, and filters by outcome', async () => {
+        const marker = randomUUID();
+        const at = '2997-03-03T03:03:03.000Z';
+        const ids = Array.from({ length: 5 }, () => `pay_${randomUUID()}`);
+        for (const id of ids) await store.saveOutcome(record({ paymentId: id, updatedAt: at, outcome: 'authorized', lastError: marker }), LONG_MS);
+        await store.saveOutcome(record({ updatedAt: at, outcome: 'failed', lastError: marker }), LONG_MS);
+        const seen: OutcomeRecord[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await store.listOutcomes({ outcome: 'authorized', limit: 2, cursor });
+          expect(page.items.length).toBeLessThanOrEqual(2);
+          seen.push(...page.items);
+          cursor = page.nextCursor;
+        } while (cursor !== undefined);
+        expect(seen.every((r) => r.outcome === 'authorized')).toBe(true);
+        expect(seen.filter((r) => r.lastError === marker).map((r) => r.paymentId)).toEqual([...ids].sort());
       });
 
       it('refuses a foreign cursor and a non-positive limit', async () => {
