@@ -33,7 +33,11 @@ INSTALL_TIMEOUT="${COMPAT_INSTALL_TIMEOUT:-300}"
 BUILD_TIMEOUT="${COMPAT_BUILD_TIMEOUT:-180}"
 ONLY="${COMPAT_ONLY:-}"
 TYPE_STACKS=(nest11 nest12)
-TYPE_MODES=(node16 nodenext bundler)
+# TypeScript module modes per stack. The package's code is CommonJS (see docs/module-formats.md):
+# with Nest 12, whose packages are ES modules only, that takes Node >= 20.19 (require() of ES
+# modules), which TypeScript models as `node20` (and `nodenext`); `node16` models older Nodes, so
+# it rightly reports the Nest 12 imports of the package's .d.ts files (unless skipLibCheck).
+declare -A TYPE_MODES=([nest11]="node16 node20 nodenext bundler" [nest12]="node20 nodenext bundler")
 STARTED=$SECONDS
 
 die() {
@@ -151,26 +155,39 @@ why() { # status, what, limit
   if [ "$1" -eq 124 ] || [ "$1" -eq 137 ]; then echo "$2 timed out after $3 s"; else echo "$2 exited with $1"; fi
 }
 
+# Every project installs through the user's npm cache (shared by all of them and by earlier runs);
+# --prefer-offline takes package metadata from it when it has them instead of asking the registry
+# again (COMPAT_NPM_ONLINE=1 asks every time).
+NPM_INSTALL_FLAGS=(--no-audit --no-fund)
+[ "${COMPAT_NPM_ONLINE:-}" = 1 ] || NPM_INSTALL_FLAGS+=(--prefer-offline)
 npm_install() { # dir, log
-  (cd "$1" && step "$2" "$INSTALL_TIMEOUT" npm install --no-audit --no-fund)
+  (cd "$1" && step "$2" "$INSTALL_TIMEOUT" npm install "${NPM_INSTALL_FLAGS[@]}")
 }
 
 run_app() {
   local name="$1" src="$HERE/apps/$1" dir="$APPS/$1" log="$LOGS/$1.log" status
   cp -RL "$src" "$dir" # -L: a linked file (express4/main.js) becomes a copy
   rm -rf "$dir/node_modules" "$dir/dist" "$dir/package-lock.json"
-  # The TypeScript Nest apps (those with a src/) share their scenario and shop module: the files of
-  # test/compat/shared/ go into src/ beside the app's own main.ts (never over a file of the app).
-  if [ -d "$dir/src" ]; then
-    local shared
-    for shared in "$HERE"/shared/*.ts; do
-      if [ -e "$dir/src/${shared##*/}" ]; then
-        fail "$name" "src/${shared##*/} is also in test/compat/shared/; one of them must go"
+  # The TypeScript Nest apps share their scenario. Those with a test/ (e2e tests run by a test
+  # runner) get test/compat/shared/e2e/{src,test}/*.ts in their src/ and test/; the others (with
+  # a src/ only) get test/compat/shared/*.ts in their src/, beside their own main.ts. Never over a
+  # file of the app.
+  local pairs=() pair from to shared
+  if [ -d "$dir/test" ]; then
+    pairs=("$HERE/shared/e2e/src:src" "$HERE/shared/e2e/test:test")
+  elif [ -d "$dir/src" ]; then
+    pairs=("$HERE/shared:src")
+  fi
+  for pair in "${pairs[@]}"; do
+    from="${pair%:*}" to="${pair##*:}"
+    for shared in "$from"/*.ts; do
+      if [ -e "$dir/$to/${shared##*/}" ]; then
+        fail "$name" "$to/${shared##*/} is also in ${from#"$HERE"/}/; one of them must go"
         return
       fi
-      cp "$shared" "$dir/src/"
+      cp "$shared" "$dir/$to/"
     done
-  fi
+  done
   npm_install "$dir" "$log"
   status=$?
   [ $status -eq 0 ] || { fail "$name" "$(why $status "npm install" "$INSTALL_TIMEOUT")" "$log"; return; }
@@ -198,17 +215,19 @@ run_app() {
 run_types() {
   local stack="$1" name="types-$1" dir="$APPS/types-$1" log="$LOGS/types-$1.log" status mode
   mkdir -p "$dir"
+  local modes
+  read -r -a modes <<<"${TYPE_MODES[$stack]}"
   cp "$HERE"/types/*.ts "$HERE"/types/*.cts "$HERE"/types/tsconfig.*.json "$dir/"
   cp "$HERE/types/$stack/package.json" "$dir/package.json"
   npm_install "$dir" "$log"
   status=$?
   if [ $status -ne 0 ]; then
-    for mode in "${TYPE_MODES[@]}"; do fail "$name $mode" "$(why $status "npm install" "$INSTALL_TIMEOUT")" "$log"; done
+    for mode in "${modes[@]}"; do fail "$name $mode" "$(why $status "npm install" "$INSTALL_TIMEOUT")" "$log"; done
     return
   fi
   local versions
   versions="$(cd "$dir" && node -p '["typescript", "@nestjs/core", "@nestjs/event-emitter", "express", "ioredis"].map((p) => p.replace("@nestjs/", "") + " " + require(p + "/package.json").version).join(", ")')"
-  for mode in "${TYPE_MODES[@]}"; do
+  for mode in "${modes[@]}"; do
     local mlog="$LOGS/types-$stack-$mode.log"
     (cd "$dir" && step "$mlog" "$BUILD_TIMEOUT" ./node_modules/.bin/tsc -p "tsconfig.$mode.json")
     status=$?

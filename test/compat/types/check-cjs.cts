@@ -1,5 +1,5 @@
-// The same package from a CommonJS TypeScript file (`.cts`): with `module: nodenext` (or
-// `node20`), TypeScript knows Node >= 20.19 require()s ES modules. Type-checked, never run.
+// The same package from a CommonJS TypeScript file (`.cts`), under node16 and nodenext: the
+// `require` condition of every entry point leads to CommonJS types. Type-checked, never run.
 import { PaymentsModule, PaymentsService, toMillimes } from 'nestjs-payments';
 import { createPaymentsClient } from 'nestjs-payments/express';
 import { RedisPaymentsStore } from 'nestjs-payments/redis';

@@ -31,9 +31,20 @@ function checkModuleSystem() {
   assert.equal(require('nestjs-payments/express').createPaymentsClient, createPaymentsClient, 'require() gave another copy');
   // Nest is not installed (see .npmrc), so the Express entry above loaded without it.
   assert.throws(() => require.resolve('@nestjs/core'), 'Nest is installed, so this app would not prove that Express needs none');
+  // The Nest entry, without Nest: a one-line error naming the missing packages (require() here,
+  // import in main()).
+  assert.throws(() => require('nestjs-payments'), checkNestEntryError);
   const version = require('express/package.json').version;
   assert.equal(version.split('.')[0], EXPRESS_MAJOR, `expected express ${EXPRESS_MAJOR}, got ${version}`);
   return version;
+}
+
+/** The error of loading `nestjs-payments` (the Nest entry) where Nest is not installed. */
+function checkNestEntryError(error) {
+  assert.ok(error instanceof Error, `not an Error: ${error}`);
+  assert.match(error.message, /^nestjs-payments needs (?=.*@nestjs\/common)(?=.*@nestjs\/core).*, not installed: npm install /);
+  assert.ok(!error.message.includes('\n'), `the error is not one line: ${error.message}`);
+  return true;
 }
 
 function listen(server) {
@@ -45,6 +56,9 @@ function listen(server) {
 
 async function main() {
   const version = checkModuleSystem();
+  const nestEntry = await import('nestjs-payments').then(() => undefined, (error) => error);
+  assert.ok(nestEntry, 'import("nestjs-payments") loaded without Nest installed');
+  checkNestEntryError(nestEntry);
   const sandbox = await PaymentsSandbox.start({ port: 0 });
   const app = express();
   app.use(express.json()); // an app-wide body parser: the webhook router must cope with parsed bodies
@@ -99,7 +113,7 @@ async function main() {
     await new Promise((resolve) => server.close(() => resolve()));
     await sandbox.close();
   }
-  return `node ${process.version}, express ${version}, no Nest installed, esm (import)`;
+  return `node ${process.version}, express ${version}, no Nest installed (the Nest entry says so in one line), esm (import)`;
 }
 
 main().then(
