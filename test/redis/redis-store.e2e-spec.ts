@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import type { PaymentsLogger } from '../../lib/core/payments.logger.js';
+import type { OutcomeRecord, PendingPayment } from '../../lib/core/payments.store.js';
 import { DEFAULT_KEY_PREFIX, RedisPaymentsStore } from '../../lib/redis/index.js';
 import { REDIS_URL, describeWithService, redisAvailable } from '../support/services.js';
 import { describeStoreContract, sleep } from '../support/store-contract.js';
@@ -449,6 +450,181 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
         await store.close();
         for (const s of [...clients, ...upstreams]) s.destroy();
         await new Promise<void>((resolve) => proxy.close(() => resolve()));
+      }
+    });
+  });
+  describe('reconciliation queue and outcome records', () => {
+    const stores: RedisPaymentsStore[] = [];
+    const open = (keyPrefix = prefix(), options: { operationTimeoutMs?: number } = {}) => {
+      const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix, logger: recordingLogger(), ...options });
+      stores.push(store);
+      return store;
+    };
+    const pendingEntry = (): PendingPayment => ({ paymentId: `pay_${randomUUID()}`, amount: '1000', createdAt: '2025-01-01T00:00:00.000Z', checks: 1 });
+    const outcome = (overrides: Partial<OutcomeRecord> = {}): OutcomeRecord => ({
+      paymentId: `pay_${randomUUID()}`,
+      outcome: 'confirmed',
+      status: 'SUCCESS',
+      source: 'webhook',
+      handlers: 'succeeded',
+      attempts: 1,
+      updatedAt: '2025-01-01T00:00:00.000Z',
+      ...overrides,
+    });
+
+    afterEach(async () => {
+      await Promise.all(stores.splice(0).map((s) => s.close()));
+    });
+
+    it('keeps the queue in <prefix>pending:due (by due time) and <prefix>pending:entries, and leases by pushing the score', async () => {
+      const keyPrefix = prefix();
+      const store = open(keyPrefix);
+      const entry = pendingEntry();
+      await store.schedulePending(entry, 1000);
+      expect(await admin.zscore(`${keyPrefix}pending:due`, entry.paymentId)).toBe('1000');
+      expect(JSON.parse((await admin.hget(`${keyPrefix}pending:entries`, entry.paymentId))!)).toEqual(entry);
+      await expect(store.takeDuePending(1500, 10, 700)).resolves.toEqual([entry]);
+      expect(await admin.zscore(`${keyPrefix}pending:due`, entry.paymentId)).toBe('2200');
+      await store.removePending(entry.paymentId);
+      expect(await admin.exists(`${keyPrefix}pending:due`, `${keyPrefix}pending:entries`)).toBe(0);
+      await expect(store.countPending()).resolves.toBe(0);
+    });
+
+    it('drops a queued id whose entry is missing instead of offering it forever', async () => {
+      const keyPrefix = prefix();
+      const store = open(keyPrefix);
+      await admin.zadd(`${keyPrefix}pending:due`, 5, 'ghost');
+      await expect(store.takeDuePending(10, 10, LONG_MS)).resolves.toEqual([]);
+      expect(await admin.zscore(`${keyPrefix}pending:due`, 'ghost')).toBeNull();
+    });
+
+    it('on two connections taking the queue at once, gives each due entry to exactly one taker', async () => {
+      const shared = prefix();
+      const [a, b] = [open(shared), open(shared)];
+      await Promise.all([a.ping(), b.ping()]);
+      const entries = Array.from({ length: 40 }, pendingEntry);
+      for (const [i, e] of entries.entries()) await a.schedulePending(e, 100 + (i % 7));
+      const takes = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? a : b).takeDuePending(200, 4, LONG_MS)));
+      const ids = takes.flat().map((e) => e.paymentId);
+      expect(ids).toHaveLength(40);
+      expect(new Set(ids).size).toBe(40);
+      await expect(b.takeDuePending(200, 100, LONG_MS)).resolves.toEqual([]);
+    });
+
+    it('writes a record under <prefix>outcome:<paymentId> with its TTL, indexed by update time', async () => {
+      const keyPrefix = prefix();
+      const store = open(keyPrefix);
+      const saved = outcome({ updatedAt: '2025-03-04T05:06:07.089Z' });
+      await store.saveOutcome(saved, 5000);
+      const key = `${keyPrefix}outcome:${saved.paymentId}`;
+      expect(JSON.parse((await admin.get(key))!)).toEqual(saved);
+      expect(await admin.pttl(key)).toBeGreaterThan(4000);
+      expect(Number(await admin.zscore(`${keyPrefix}outcomes:index`, saved.paymentId))).toBe(-Date.parse(saved.updatedAt));
+    });
+
+    it('drops index members of expired records as later records are saved', async () => {
+      const keyPrefix = prefix();
+      const store = open(keyPrefix);
+      for (let i = 0; i < 3; i++) await store.saveOutcome(outcome(), 50);
+      expect(await admin.zcard(`${keyPrefix}outcomes:index`)).toBe(3);
+      await sleep(150);
+      const kept = outcome();
+      await store.saveOutcome(kept, LONG_MS);
+      expect(await admin.zrange(`${keyPrefix}outcomes:index`, '0', '-1')).toEqual([kept.paymentId]);
+      expect(await admin.zrange(`${keyPrefix}outcomes:expiry`, '0', '-1')).toEqual([kept.paymentId]);
+    });
+
+    it('bounds one listOutcomes call, and still pages through every match exactly once', async () => {
+      const store = open();
+      // 1100 newer records that do not match, in front of 3 older ones that do.
+      const noise = Array.from({ length: 1100 }, (_, i) => outcome({ updatedAt: new Date(Date.UTC(2030, 0, 1) + i * 1000).toISOString() }));
+      for (let i = 0; i < noise.length; i += 100) await Promise.all(noise.slice(i, i + 100).map((r) => store.saveOutcome(r, LONG_MS)));
+      const wanted = [0, 1, 2].map((i) => outcome({ handlers: 'failed', updatedAt: new Date(Date.UTC(2020, 0, 1) + i * 1000).toISOString() }));
+      for (const r of wanted) await store.saveOutcome(r, LONG_MS);
+      const first = await store.listOutcomes({ handlers: 'failed', limit: 10 });
+      // The first call stopped at its scan budget, inside the noise: nothing yet, but a cursor.
+      expect(first.items).toEqual([]);
+      expect(first.nextCursor).toBeDefined();
+      const seen: OutcomeRecord[] = [];
+      let cursor = first.nextCursor;
+      while (cursor !== undefined) {
+        const page = await store.listOutcomes({ handlers: 'failed', limit: 10, cursor });
+        seen.push(...page.items);
+        cursor = page.nextCursor;
+      }
+      expect(seen.map((r) => r.paymentId)).toEqual([...wanted].reverse().map((r) => r.paymentId));
+    });
+
+    it("works under a host client's own ioredis keyPrefix", async () => {
+      const hostPrefix = `${RUN_PREFIX}host2:`;
+      const client = new Redis(REDIS_URL, { keyPrefix: hostPrefix, maxRetriesPerRequest: 1 });
+      try {
+        const store = new RedisPaymentsStore(client, { keyPrefix: 'app:' });
+        const entry = pendingEntry();
+        await store.schedulePending(entry, 1);
+        await expect(store.takeDuePending(2, 5, LONG_MS)).resolves.toEqual([entry]);
+        await expect(store.findPending(entry.paymentId)).resolves.toEqual(entry);
+        expect(await admin.hexists(`${hostPrefix}app:pending:entries`, entry.paymentId)).toBe(1);
+        const saved = outcome();
+        await store.saveOutcome(saved, LONG_MS);
+        expect(await admin.exists(`${hostPrefix}app:outcome:${saved.paymentId}`)).toBe(1);
+        await expect(store.getOutcome(saved.paymentId)).resolves.toEqual(saved);
+        await expect(store.listOutcomes()).resolves.toEqual({ items: [saved] });
+      } finally {
+        await closeClient(client);
+      }
+    });
+
+    it('treats queue entries and records it did not write as absent', async () => {
+      const keyPrefix = prefix();
+      const store = open(keyPrefix);
+      await admin.hset(`${keyPrefix}pending:entries`, 'p', '{"paymentId":"p"}');
+      await admin.set(`${keyPrefix}outcome:o`, 'not json', 'PX', 5000);
+      await expect(store.findPending('p')).resolves.toBeUndefined();
+      await expect(store.getOutcome('o')).resolves.toBeUndefined();
+    });
+
+    it('pings, and rejects ping within the operation timeout when Redis is unreachable', async () => {
+      await expect(open().ping()).resolves.toBeUndefined();
+      const down = new RedisPaymentsStore(`redis://127.0.0.1:${await closedPort()}`, { logger: recordingLogger(), operationTimeoutMs: 300 });
+      try {
+        await expect(down.ping()).rejects.toThrow();
+      } finally {
+        await down.close();
+      }
+    });
+  });
+
+  describe('a claim that completes after the client gave up (#13.4)', () => {
+    it('is freed by release() from the same owner, instead of blocking redeliveries for its lease', async () => {
+      const keyPrefix = prefix();
+      const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix, operationTimeoutMs: 50, logger: recordingLogger() });
+      const [released, control] = [`payment.confirmed:${randomUUID()}`, `payment.confirmed:${randomUUID()}`];
+      try {
+        await store.ping();
+        // Redis holds every write (scripts included) until UNPAUSE; the store's clock runs on.
+        await admin.call('CLIENT', 'PAUSE', '5000', 'WRITE');
+        try {
+          await expect(store.claim(released, 'attempt-1', LONG_MS)).rejects.toThrow(/timed out/i);
+          await expect(store.claim(control, 'attempt-2', LONG_MS)).rejects.toThrow(/timed out/i);
+          // What the processor does after a timed-out claim; it may time out as well, and still
+          // goes out after the claim on the same connection.
+          await store.release(released, 'attempt-1').catch(() => undefined);
+        } finally {
+          await admin.call('CLIENT', 'UNPAUSE');
+        }
+        // A round trip on the store's own connection: everything sent before it has run.
+        for (let i = 0; i < 20; i++) {
+          if (await store.ping().then(() => true, () => false)) break;
+        }
+        // The late claims did land: the one not released blocks other owners for its lease...
+        expect(await admin.get(`${keyPrefix}event:${control}`)).toBe('claimed:attempt-2');
+        await expect(store.claim(control, 'redelivery', LONG_MS)).resolves.toBe('busy');
+        // ...and the released one lets the redelivery in.
+        expect(await admin.get(`${keyPrefix}event:${released}`)).toBeNull();
+        await expect(store.claim(released, 'redelivery', LONG_MS)).resolves.toBe('claimed');
+      } finally {
+        await store.close();
       }
     });
   });
