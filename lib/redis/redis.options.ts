@@ -5,7 +5,8 @@ import type { PaymentsLogger } from '../core/payments.logger.js';
 export interface RedisPaymentsStoreOptions {
   /**
    * Prepended to every key the store writes (`<prefix>binding:<tokenId>`,
-   * `<prefix>event:<eventKey>`), so that several apps or environments can share one Redis
+   * `<prefix>event:<eventKey>`, `<prefix>pending:due`, `<prefix>pending:entries`,
+   * `<prefix>outcome:<paymentId>`, `<prefix>outcomes:index`, `<prefix>outcomes:expiry`), so that several apps or environments can share one Redis
    * without seeing each other's claims. Applied after the client's own ioredis `keyPrefix`, if
    * any. Default `'nestjs-payments:'`.
    */
@@ -17,8 +18,9 @@ export interface RedisPaymentsStoreOptions {
    * rejection makes the webhook answer 503 and the service deliver again later, which beats a
    * request hanging until the proxy gives up. Default 2000. Must be a positive number.
    *
-   * A command that timed out may still reach Redis later (ioredis cannot unsend it); the worst
-   * outcome is a claim nobody acts on, which blocks redeliveries until its lease expires.
+   * A command that timed out may still reach Redis later (ioredis cannot unsend it). For a claim
+   * that would block redeliveries for its whole lease, so the caller releases it with the same
+   * owner: the release follows the claim on the same connection and Redis runs them in order.
    */
   operationTimeoutMs?: number;
 
