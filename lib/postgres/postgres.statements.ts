@@ -11,6 +11,7 @@ import type { StoreTables } from './postgres.schema.js';
  * epoch ms the caller passes (`takeDuePending(now, ...)`), as the store interface asks.
  */
 export interface StoreStatements {
+  // Each member is the SQL of the store method of the same name; `cleanup` is the lazy sweep.
   saveBinding: string;
   findBinding: string;
   claim: string;

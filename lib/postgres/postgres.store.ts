@@ -220,7 +220,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
 
   #countWrite(): void {
     this.#writes += 1;
-    if (this.#writes % this.#cleanupEvery !== 0 || this.#cleaning) return;
+    if (this.#writes % this.#cleanupEvery !== 0 || this.#cleaning || this.#closing) return;
     // In the background: a write must not wait for the sweep. close() waits for it.
     this.#cleaning = this.#query('cleanup', this.#sql.cleanup, [])
       .then(
