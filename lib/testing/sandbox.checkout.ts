@@ -5,8 +5,8 @@
  * The redirect back to the shop carries `payment_id` (public-api-facts §3), added with the one
  * rule of `sandbox.url.ts`. A Pay or Decline sent from another site is refused with 403 (a
  * forged form must not settle someone's payment): a browser's `Sec-Fetch-Site` other than
- * `same-origin` / `none`, or an `Origin` other than the sandbox's own, is refused; a request
- * with neither header (curl, a test's HTTP client) is not a browser's and is accepted.
+ * `same-origin` / `none`, or (without it) an `Origin` other than the sandbox's own, is refused;
+ * a request with neither header (curl, a test's HTTP client) is not a browser's and is accepted.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { checkoutPage, messagePage } from './sandbox.html.js';
@@ -36,10 +36,14 @@ function decodeSegment(segment: string): string | undefined {
   }
 }
 
-/** Whether a browser says this request comes from a page of another origin. */
+/**
+ * Whether a browser says this request comes from a page of another origin. `Sec-Fetch-Site` is
+ * set by the browser alone, so when present it decides; `Origin` is the fallback for older
+ * browsers (a browser may send `Origin: null` under some referrer policies, hence not first).
+ */
 export function isCrossSite(req: IncomingMessage): boolean {
   const site = req.headers['sec-fetch-site'];
-  if (typeof site === 'string' && site !== 'same-origin' && site !== 'none') return true;
+  if (typeof site === 'string') return site !== 'same-origin' && site !== 'none';
   const origin = req.headers.origin;
   if (origin === undefined) return false;
   // `Origin: null` (sandboxed frame, opaque redirect) is never our own page.

@@ -52,7 +52,8 @@ export const PAGE_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.fr
   ].join('; '),
   'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
+  // Not `no-referrer`: under it a browser sends `Origin: null` with the page's own Pay form.
+  'Referrer-Policy': 'same-origin',
 });
 
 /** A whole page around `content` (already HTML). */

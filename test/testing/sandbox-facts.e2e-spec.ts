@@ -683,6 +683,7 @@ describe('PaymentsSandbox against public-api-facts.md', () => {
       ['Origin null', { Origin: 'null' }],
       ['Sec-Fetch-Site cross-site', { 'Sec-Fetch-Site': 'cross-site' }],
       ['Sec-Fetch-Site same-site', { 'Sec-Fetch-Site': 'same-site' }],
+      ['Sec-Fetch-Site cross-site despite a same-looking Origin', { 'Sec-Fetch-Site': 'cross-site', Origin: 'http://127.0.0.1' }],
     ])('checkout: Pay / Decline from %s is refused with 403 and changes nothing', async (_label, headers) => {
       const sandbox = await start();
       const { id, link } = await create(sandbox, { webhook: `${receiver.url}/wh` });
@@ -701,6 +702,14 @@ describe('PaymentsSandbox against public-api-facts.md', () => {
       const res = await click(link, 'pay', { Origin: sandbox.url, 'Sec-Fetch-Site': 'same-origin' });
       expect(res.status).toBe(303);
       expect((await verify(sandbox, id)).json.result.status).toBe('SUCCESS');
+    });
+
+    it('checkout: Sec-Fetch-Site same-origin decides over Origin: null (what a browser may send under strict referrer policies)', async () => {
+      const sandbox = await start();
+      const { id, link } = await create(sandbox);
+      expect((await click(link, 'pay', { Origin: 'null', 'Sec-Fetch-Site': 'same-origin' })).status).toBe(303);
+      expect((await verify(sandbox, id)).json.result.status).toBe('SUCCESS');
+      expect((await rawRequest(link)).headers['referrer-policy']).toBe('same-origin');
     });
 
     it('checkout: a pre-authorization page says the amount will be held, and offers Pay / Decline', async () => {
