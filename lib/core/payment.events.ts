@@ -114,12 +114,14 @@ export class PaymentCapturedEvent {
    * @param amount captured amount in millimes, when the service said
    * @param capturedAt ISO 8601 time of the capture, when the service said
    * @param status the service's status, e.g. `confirmed`
+   * @param registration the module registration's `name` (several merchant accounts), if any
    */
   constructor(
     readonly paymentId: string,
     readonly amount: string | undefined,
     readonly capturedAt: string | undefined,
     readonly status: string,
+    readonly registration?: string,
   ) {}
 }
 
@@ -130,12 +132,14 @@ export class PaymentRefundedEvent {
    * @param refundId the service's id of the refund
    * @param amount the refunded amount as the service wrote it
    * @param refundedAt ISO 8601 time of the refund
+   * @param registration the module registration's `name` (several merchant accounts), if any
    */
   constructor(
     readonly paymentId: string,
     readonly refundId: string,
     readonly amount: string,
     readonly refundedAt: string,
+    readonly registration?: string,
   ) {}
 }
 
@@ -144,9 +148,11 @@ export class PaymentCancelledEvent {
   /**
    * @param paymentId the cancelled payment
    * @param cancelledAt ISO 8601 time of the cancellation
+   * @param registration the module registration's `name` (several merchant accounts), if any
    */
   constructor(
     readonly paymentId: string,
     readonly cancelledAt: string,
+    readonly registration?: string,
   ) {}
 }

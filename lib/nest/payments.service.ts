@@ -1,30 +1,51 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { inspect } from 'node:util';
-import { PaymentCancelledEvent, PaymentEvents, PaymentRefundedEvent } from '../core/payment.events.js';
+import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent } from '../core/payment.events.js';
 import type { PaymentsClient } from '../core/payments.client.js';
+import type { OutcomePage, OutcomeQuery, OutcomeRecord } from '../core/payments.store.js';
 import type {
   CardBinding,
   GeneratePaymentInput,
   GeneratedPayment,
   PaymentCancellation,
+  PaymentCapture,
   PaymentRefund,
   PaymentsOperations,
+  ReconcileOptions,
+  ReconcileResult,
+  VerifiedPayment,
 } from '../core/payments.types.js';
-import { PAYMENTS_CLIENT } from './payments.module-definition.js';
+import { emitAfterOperation } from './payments.events-bridge.js';
+import { PAYMENTS_CLIENT } from './payments.tokens.js';
 
 /**
- * The service's four operations for Nest apps. Inject it anywhere `PaymentsModule` is visible.
- * Refunds and cancellations also emit `payment.refunded` / `payment.cancelled`.
+ * The service's operations for Nest apps: a thin front end over one registration's
+ * `PaymentsClient`, plus events. Inject it by type (the default registration) or with
+ * `@InjectPayments(name)`. Captures, refunds and cancellations also emit `payment.captured`,
+ * `payment.refunded` and `payment.cancelled`.
+ *
+ * Lifecycle: when the module is destroyed, webhooks in flight finish (new ones get 503 and are
+ * delivered again); on application shutdown the client closes (reconciliation stops, keep-alive
+ * sockets and the store's own connections close).
  */
 @Injectable()
 export class PaymentsService implements PaymentsOperations, OnModuleDestroy, OnApplicationShutdown {
   private readonly logger = new Logger('Payments');
 
+  /**
+   * @param client the registration's core client
+   * @param events the module's emitter, where the `@OnPayment…` listeners are
+   */
   constructor(
     @Inject(PAYMENTS_CLIENT) private readonly client: PaymentsClient,
     private readonly events: EventEmitter2,
   ) {}
+
+  /** The registration's `name`, if it has one. */
+  get registration(): string | undefined {
+    return this.client.name;
+  }
 
   /**
    * Creates a payment; redirect the customer to `link`. Module defaults fill unset fields, and
@@ -38,12 +59,51 @@ export class PaymentsService implements PaymentsOperations, OnModuleDestroy, OnA
   }
 
   /**
+   * Reads a payment from the service (`verify_payment`). Emits nothing and runs no handler: use
+   * `reconcilePayment` for that. The service rate-limits this call.
+   */
+  verifyPayment(paymentId: string): Promise<VerifiedPayment> {
+    return this.client.verifyPayment(paymentId);
+  }
+
+  /**
+   * Captures a pre-authorized payment, all or part (`amount` in millimes; omitted: all), then
+   * emits `payment.captured`.
+   */
+  async capturePayment(paymentId: string, options: { amount?: string | number } = {}): Promise<PaymentCapture> {
+    const capture = await this.client.capturePayment(paymentId, options);
+    await emitAfterOperation(
+      this.events,
+      PaymentEvents.CAPTURED,
+      this.registration,
+      new PaymentCapturedEvent(capture.paymentId, capture.amount, capture.capturedAt, capture.status, this.registration),
+      this.logger,
+    );
+    return capture;
+  }
+
+  /**
+   * Verifies a payment and, when its status is final, runs its outcome's handlers exactly as a
+   * webhook would (one claim for every path: whichever comes first runs them, once). Call it on
+   * the return page (`?payment_id=`).
+   */
+  reconcilePayment(paymentId: string, options?: ReconcileOptions): Promise<ReconcileResult> {
+    return this.client.reconcilePayment(paymentId, options);
+  }
+
+  /**
    * Refunds a completed standard payment, then emits `payment.refunded`.
    * @throws RefundNotAllowedError when the service refuses the refund
    */
   async refundPayment(paymentId: string): Promise<PaymentRefund> {
     const refund = await this.client.refundPayment(paymentId);
-    await this.emit(PaymentEvents.REFUNDED, new PaymentRefundedEvent(refund.paymentId, refund.refundId, refund.amount, refund.refundedAt));
+    await emitAfterOperation(
+      this.events,
+      PaymentEvents.REFUNDED,
+      this.registration,
+      new PaymentRefundedEvent(refund.paymentId, refund.refundId, refund.amount, refund.refundedAt, this.registration),
+      this.logger,
+    );
     return refund;
   }
 
@@ -53,7 +113,13 @@ export class PaymentsService implements PaymentsOperations, OnModuleDestroy, OnA
    */
   async cancelPayment(paymentId: string): Promise<PaymentCancellation> {
     const cancellation = await this.client.cancelPayment(paymentId);
-    await this.emit(PaymentEvents.CANCELLED, new PaymentCancelledEvent(cancellation.paymentId, cancellation.cancelledAt));
+    await emitAfterOperation(
+      this.events,
+      PaymentEvents.CANCELLED,
+      this.registration,
+      new PaymentCancelledEvent(cancellation.paymentId, cancellation.cancelledAt, this.registration),
+      this.logger,
+    );
     return cancellation;
   }
 
@@ -65,12 +131,32 @@ export class PaymentsService implements PaymentsOperations, OnModuleDestroy, OnA
     return this.client.listBindings(clientId);
   }
 
+  /** The record of a payment's outcome (what was verified, by which path, how its handlers did). */
+  getOutcome(paymentId: string): Promise<OutcomeRecord | undefined> {
+    return this.client.getOutcome(paymentId);
+  }
+
+  /** Records of outcomes, newest first; e.g. `{ handlers: 'failed' }` lists those to retry with `reconcilePayment`. */
+  listOutcomes(query?: OutcomeQuery): Promise<OutcomePage> {
+    return this.client.listOutcomes(query);
+  }
+
+  /** How many payments await reconciliation (the backlog). */
+  countPending(): Promise<number> {
+    return this.client.countPending();
+  }
+
+  /** Runs one reconciliation pass now (a timer does it every `reconciliation.intervalSecs`); for tests and admin tools. */
+  runReconciliation(now?: number): Promise<{ checked: number; settled: number }> {
+    return this.client.runReconciliation(now);
+  }
+
   /** Lets webhooks in flight finish before the store and sockets close. */
   async onModuleDestroy(): Promise<void> {
     await this.client.webhooks.drain();
   }
 
-  /** Closes keep-alive sockets and the store's own connections. */
+  /** Stops reconciliation and closes keep-alive sockets and the store's own connections. */
   async onApplicationShutdown(): Promise<void> {
     await this.client.close();
   }
@@ -84,13 +170,12 @@ export class PaymentsService implements PaymentsOperations, OnModuleDestroy, OnA
   toJSON(): Record<string, unknown> {
     return { client: this.client.toJSON() };
   }
+}
 
-  // The operation succeeded at the service; a failing listener must not turn that into an error.
-  private async emit(event: string, payload: object): Promise<void> {
-    try {
-      await this.events.emitAsync(event, payload);
-    } catch (error) {
-      this.logger.error(`a ${event} handler failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  }
+/**
+ * The injection token of a registration's `PaymentsService`.
+ * @param name the registration's `name`; omitted: the default registration (the `PaymentsService` class)
+ */
+export function getPaymentsServiceToken(name?: string): string | typeof PaymentsService {
+  return name === undefined ? PaymentsService : `nestjs-payments:service:${name}`;
 }

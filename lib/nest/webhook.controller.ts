@@ -1,51 +1,112 @@
-import { Controller, Get, Inject, InternalServerErrorException, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { Controller, Get, HttpException, Inject, Post, Req, Res, UseGuards, type CanActivate, type Type } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { EventEmitter2 } from '@nestjs/event-emitter';
-import { PaymentEvents, type PaymentConfirmedEvent } from '../core/payment.events.js';
 import type { PaymentsClient } from '../core/payments.client.js';
-import { PAYMENTS_CLIENT } from './payments.module-definition.js';
-import { authenticationOf, PaymentsWebhookGuard, setHeaders } from './webhook.guard.js';
+import type { PaymentsModuleOptions } from './payments.module-options.js';
+import { attachedAuthentication, setHeaders } from './webhook.guard.js';
+import { authenticateWebhook, FASTIFY_ROUTE_CONFIG_METADATA, WEBHOOK_ROUTE_FLAG, type WebhookHttpRequest } from './webhook.request.js';
+
+// Nest's PATH_METADATA key; spelled out because its import path differs between Nest 11 and 12.
+const PATH_METADATA = 'path';
+const CONFIGURED = Symbol('nestjs-payments.controllerConfigured');
 
 /**
- * Receives the service's payment confirmations at `webhook.path` (default `payments/webhook`,
- * under the host's global prefix), by GET or POST, and emits `payment.confirmed` to the
- * `@OnPaymentConfirmed()` handlers, awaiting them before it answers.
+ * What every generated webhook controller does (see {@link createWebhookController}): receives
+ * the service's deliveries at `webhook.path` and `webhook.path/:token` (under the host's global
+ * prefix), by GET or POST, with JSON, form, text or no body, and answers with what the core's
+ * webhook processor decided: 200 handled or duplicate, 202 still pending, 401/400/413 refused,
+ * 409 busy, 500 a handler failed (delivered again later), 503 unavailable.
+ *
+ * Not a route by itself: each registration gets its own subclass with its own path, so several
+ * registrations (and several apps in one process) never share route metadata.
  */
-@Controller()
-@UseGuards(PaymentsWebhookGuard)
-export class PaymentsWebhookController {
+export abstract class PaymentsWebhookController {
+  /**
+   * @param client the registration's client
+   * @param adapterHost replies on Express and Fastify alike
+   */
   constructor(
-    @Inject(PAYMENTS_CLIENT) private readonly client: PaymentsClient,
-    private readonly events: EventEmitter2,
-    private readonly adapterHost: HttpAdapterHost,
+    protected readonly client: PaymentsClient,
+    protected readonly adapterHost: HttpAdapterHost,
   ) {}
 
-  /** Confirmation delivered by POST (JSON or form body). */
-  @Post()
-  receivePost(@Req() request: object, @Res() response: unknown): Promise<void> {
-    return this.receive(request, response);
-  }
-
-  /** Confirmation delivered by GET (payment id in the query). */
-  @Get()
-  receiveGet(@Req() request: object, @Res() response: unknown): Promise<void> {
-    return this.receive(request, response);
-  }
-
-  private async receive(request: object, response: unknown): Promise<void> {
-    const auth = authenticationOf(request);
-    // The guard always runs first; this only protects against a host re-routing the handler.
-    if (!auth) throw new InternalServerErrorException();
-    const answer = await this.client.webhooks.deliver(auth, (event) => this.dispatch(event));
+  /** Settles one delivery; the guard has normally authenticated it already. */
+  protected async receive(request: WebhookHttpRequest, response: unknown): Promise<void> {
+    let auth = attachedAuthentication(request, this.client);
+    if (!auth) {
+      // No result of this registration's guard (overridden in a test, or re-routed by the host):
+      // authenticate here, with the same rules.
+      const result = await authenticateWebhook(this.client, request);
+      if (!result.ok) {
+        setHeaders(this.adapterHost, response, result.answer);
+        throw new HttpException(result.answer.body, result.answer.status);
+      }
+      auth = { ...result, client: this.client };
+    }
+    const answer = await this.client.webhooks.deliver(auth);
     setHeaders(this.adapterHost, response, answer);
     this.adapterHost.httpAdapter.reply(response, answer.body, answer.status);
   }
+}
 
-  private async dispatch(event: PaymentConfirmedEvent): Promise<void> {
-    // Marking a confirmation done with nobody listening would lose it; fail so it is redelivered.
-    if (this.events.listenerCount(PaymentEvents.CONFIRMED) === 0) {
-      throw new Error('no payment.confirmed handler is registered (use @OnPaymentConfirmed())');
+/**
+ * Builds the webhook controller class of one registration: its own class (so its path and
+ * decorators are its own), guarded by `guard`, injecting the client under `clientToken`. Its
+ * path is set by {@link configureWebhookController} once the (possibly async) options are known,
+ * which Nest does before it registers routes.
+ */
+export function createWebhookController(clientToken: string | symbol, guard: Type<CanActivate>, registration?: string): Type<PaymentsWebhookController> {
+  @Controller()
+  @UseGuards(guard)
+  class RegistrationWebhookController extends PaymentsWebhookController {
+    constructor(@Inject(clientToken) client: PaymentsClient, @Inject(HttpAdapterHost) adapterHost: HttpAdapterHost) {
+      super(client, adapterHost);
     }
-    await this.events.emitAsync(PaymentEvents.CONFIRMED, event);
+
+    /** Delivery by POST, token in the query (legacy `?webhook_token=`) or none (`acceptUnsigned`). */
+    @Post()
+    post(@Req() request: WebhookHttpRequest, @Res() response: unknown): Promise<void> {
+      return this.receive(request, response);
+    }
+
+    /** Delivery by GET, payment id in the query. */
+    @Get()
+    get(@Req() request: WebhookHttpRequest, @Res() response: unknown): Promise<void> {
+      return this.receive(request, response);
+    }
+
+    /** Delivery by POST to the signed URL `<publicUrl>/<token>`. */
+    @Post(':token')
+    postWithToken(@Req() request: WebhookHttpRequest, @Res() response: unknown): Promise<void> {
+      return this.receive(request, response);
+    }
+
+    /** Delivery by GET to the signed URL `<publicUrl>/<token>`. */
+    @Get(':token')
+    getWithToken(@Req() request: WebhookHttpRequest, @Res() response: unknown): Promise<void> {
+      return this.receive(request, response);
+    }
+  }
+  Object.defineProperty(RegistrationWebhookController, 'name', { value: registration === undefined ? 'PaymentsWebhookController' : `PaymentsWebhookController_${registration}` });
+  // Flags the routes for the Fastify catch-all body parser (acceptAnyBodyOnWebhookRoutes).
+  for (const method of ['post', 'get', 'postWithToken', 'getWithToken'] as const) {
+    Reflect.defineMetadata(FASTIFY_ROUTE_CONFIG_METADATA, { [WEBHOOK_ROUTE_FLAG]: true }, RegistrationWebhookController.prototype[method]);
+  }
+  return RegistrationWebhookController;
+}
+
+/**
+ * Gives a registration's controller its path (`webhook.path`) and the host's decorators
+ * (`webhook.decorators`). Runs when the client is built: after async options resolve, before
+ * Nest registers routes. Decorators are applied once per class, even when one module definition
+ * is compiled by several apps.
+ */
+export function configureWebhookController(controller: Type<PaymentsWebhookController>, client: PaymentsClient, options: PaymentsModuleOptions): void {
+  Reflect.defineMetadata(PATH_METADATA, client.webhookPath, controller);
+  const target = controller as Type<PaymentsWebhookController> & { [CONFIGURED]?: boolean };
+  if (target[CONFIGURED]) return;
+  target[CONFIGURED] = true;
+  for (const decorator of options.webhook?.decorators ?? []) {
+    if (typeof decorator !== 'function') throw new TypeError('webhook.decorators must be decorators (functions)');
+    (decorator as ClassDecorator)(controller);
   }
 }

@@ -1,52 +1,74 @@
-import { HttpException, Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { HttpException, Inject, Injectable, Optional, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { PaymentsClient } from '../core/payments.client.js';
-import type { WebhookAnswer, WebhookAuthentication } from '../core/webhook.processor.js';
-import { PAYMENTS_CLIENT } from './payments.module-definition.js';
+import type { AuthenticatedWebhook, WebhookAnswer } from '../core/webhook.processor.js';
+import { PAYMENTS_CLIENT } from './payments.tokens.js';
+import { authenticateWebhook, type WebhookHttpRequest } from './webhook.request.js';
 
-type Authenticated = Extract<WebhookAuthentication, { ok: true }>;
+/**
+ * Where {@link PaymentsWebhookGuard} leaves its result on the request: a symbol-keyed property,
+ * so it cannot clash with the host's request fields nor be set from HTTP. The webhook controller
+ * uses it instead of authenticating again; a host route guarded by `PaymentsWebhookGuard` can read
+ * it too (`request[PAYMENTS_WEBHOOK_AUTHENTICATION].paymentId`).
+ */
+export const PAYMENTS_WEBHOOK_AUTHENTICATION: unique symbol = Symbol.for('nestjs-payments.webhookAuthentication');
 
-// Keyed by the request object itself: nothing is added to the host's request, and entries go with it.
-const authenticated = new WeakMap<object, Authenticated>();
+/** What {@link PaymentsWebhookGuard} attaches to an authenticated request. */
+export interface PaymentsWebhookAuthentication extends AuthenticatedWebhook {
+  /** The client (registration) whose secret and store authenticated it. */
+  readonly client: PaymentsClient;
+}
 
-/** The authentication a guard attached to a request, for the controller. */
-export function authenticationOf(request: object): Authenticated | undefined {
-  return authenticated.get(request);
+/** The authentication a guard of `client` attached to a request, if any. */
+export function attachedAuthentication(request: object, client: PaymentsClient): PaymentsWebhookAuthentication | undefined {
+  const attached = (request as { [PAYMENTS_WEBHOOK_AUTHENTICATION]?: PaymentsWebhookAuthentication })[PAYMENTS_WEBHOOK_AUTHENTICATION];
+  return attached?.client === client ? attached : undefined;
 }
 
 /**
- * Lets a webhook through only with a valid signed token bound to the payment it names.
- * A missing, forged, expired or foreign token answers 401, a too-large body 413, a malformed
- * one 400; nothing is emitted for any of them. Works on the Express and Fastify adapters.
+ * Lets a webhook through only with a valid signed token bound to the payment it names (or, with
+ * `webhook.acceptUnsigned`, an unsigned delivery for a payment the plugin generated). It makes no
+ * call to the service. A missing, forged, expired or foreign token answers 401, a too-large body
+ * 413, a malformed one 400 (as an `HttpException`, so host exception filters apply); nothing is
+ * emitted for any of them. On success the result is put on the request under
+ * {@link PAYMENTS_WEBHOOK_AUTHENTICATION}.
+ *
+ * The generated webhook controller uses it (its own subclass for a named registration). It can
+ * also guard a host route, in any module where `PAYMENTS_CLIENT` (`getPaymentsClientToken()`) is
+ * visible, i.e. importing `PaymentsModule` or with a global registration.
+ * Works on the Express and Fastify adapters.
  */
 @Injectable()
 export class PaymentsWebhookGuard implements CanActivate {
+  /**
+   * @param client the registration's client (the default registration's unless subclassed)
+   * @param adapterHost to set `Retry-After` on refusals; absent in application contexts
+   */
   constructor(
-    @Inject(PAYMENTS_CLIENT) private readonly client: PaymentsClient,
-    private readonly adapterHost: HttpAdapterHost,
+    @Inject(PAYMENTS_CLIENT) protected readonly client: PaymentsClient,
+    @Optional() @Inject(HttpAdapterHost) protected readonly adapterHost?: HttpAdapterHost,
   ) {}
 
   /** @inheritdoc */
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
-    const request = http.getRequest<{ query?: unknown; body?: unknown; headers: Record<string, string | string[] | undefined> }>();
-    const auth = await this.client.webhooks.authenticate({
-      query: request.query,
-      body: request.body,
-      contentLength: request.headers['content-length'],
-    });
+    const request = http.getRequest<WebhookHttpRequest>();
+    const auth = await authenticateWebhook(this.client, request);
     if (!auth.ok) {
       setHeaders(this.adapterHost, http.getResponse(), auth.answer);
       throw new HttpException(auth.answer.body, auth.answer.status);
     }
-    authenticated.set(request, auth);
+    const { ok: _ok, ...webhook } = auth;
+    const attached: PaymentsWebhookAuthentication = { ...webhook, client: this.client };
+    // Not enumerable: the client stays out of anything that serialises the request.
+    Object.defineProperty(request, PAYMENTS_WEBHOOK_AUTHENTICATION, { value: attached, configurable: true, enumerable: false });
     return true;
   }
 }
 
 /** Copies an answer's extra headers (Retry-After) onto a response of whichever adapter. */
-export function setHeaders(adapterHost: HttpAdapterHost, response: unknown, answer: WebhookAnswer): void {
+export function setHeaders(adapterHost: HttpAdapterHost | undefined, response: unknown, answer: WebhookAnswer): void {
   for (const [name, value] of Object.entries(answer.headers ?? {})) {
-    adapterHost.httpAdapter.setHeader(response, name, value);
+    adapterHost?.httpAdapter?.setHeader(response, name, value);
   }
 }

@@ -1,0 +1,75 @@
+import { Logger } from '@nestjs/common';
+import type { EventEmitter2, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
+import { runAllHandlers, type OutcomeHandler } from '../core/outcome.handlers.js';
+import { PaymentEvents, type PaymentEventName, type PaymentOutcomeEvent } from '../core/payment.events.js';
+import { describe, type OutcomeDispatcher } from '../core/outcome.processor.js';
+
+/**
+ * The event name a registration-filtered listener subscribes to: `payment.confirmed:b` for
+ * `@OnPaymentConfirmed({ registration: 'b' })`. It is not a wildcard segment of its own (the
+ * emitter's delimiter is `.`), so `payment.*` listeners do not see it twice: listeners are
+ * de-duplicated anyway.
+ */
+export function registrationEventName(name: string, registration: string): string {
+  return `${name}:${registration}`;
+}
+
+/**
+ * Every listener of an event for one registration: those of the plain name (every registration)
+ * and those of the registration's own name, each once.
+ */
+export function listenersFor(emitter: EventEmitter2, name: string, registration: string | undefined): Array<(...args: unknown[]) => unknown> {
+  const all = emitter.listeners(name) as Array<(...args: unknown[]) => unknown>;
+  if (registration !== undefined) all.push(...(emitter.listeners(registrationEventName(name, registration)) as Array<(...args: unknown[]) => unknown>));
+  return [...new Set(all)];
+}
+
+/**
+ * Runs every listener of an event and waits for all of them, even when one fails early
+ * (`emitAsync` rejects at the first failure while the others still run: the outcome would then be
+ * released, and the redelivery would run the slow ones a second time, concurrently).
+ * @throws AggregateError of the failures, once all listeners have settled
+ */
+export async function emitToAll(emitter: EventEmitter2, name: string, registration: string | undefined, event: object): Promise<number> {
+  const listeners = listenersFor(emitter, name, registration);
+  await runAllHandlers(
+    listeners.map((listener): OutcomeHandler => (e) => listener.call(emitter, e)),
+    event as PaymentOutcomeEvent,
+  );
+  return listeners.length;
+}
+
+/**
+ * The outcome dispatcher of one registration: outcomes become events on the module's
+ * EventEmitter2, every listener is awaited, and a failure of any leaves the outcome undone (it runs
+ * again on the next webhook, return or reconciliation). A `payment.confirmed` nobody listens to
+ * fails too (never marked done with nobody told); other outcomes without listeners are done.
+ *
+ * @param emitter the module's emitter (where `@OnPayment…` listeners are registered)
+ * @param registration the registration's name, for registration-filtered listeners
+ * @param ready resolves once the listeners are registered (Nest registers them at bootstrap)
+ */
+export function nestOutcomeDispatcher(emitter: EventEmitter2, registration: string | undefined, ready?: EventEmitterReadinessWatcher): OutcomeDispatcher {
+  return async (name: PaymentEventName, event: PaymentOutcomeEvent) => {
+    // An outcome settled before bootstrap (reconciliation, an early return) must not find "no
+    // listeners" only because they are not registered yet.
+    await ready?.waitUntilReady();
+    if (name === PaymentEvents.CONFIRMED && listenersFor(emitter, name, registration).length === 0) {
+      throw new Error(`no ${name} handler is registered${registration === undefined ? '' : ` for registration '${registration}'`} (use @OnPaymentConfirmed())`);
+    }
+    await emitToAll(emitter, name, registration, event);
+  };
+}
+
+/**
+ * Emits an event about an operation that already succeeded at the service (captured, refunded,
+ * cancelled): every listener is awaited, and a failing one is logged, never turned into an error
+ * of the operation (the caller would retry a refund that happened).
+ */
+export async function emitAfterOperation(emitter: EventEmitter2, name: PaymentEventName, registration: string | undefined, event: object, logger: Logger): Promise<void> {
+  try {
+    await emitToAll(emitter, name, registration, event);
+  } catch (error) {
+    logger.error(`a ${name} handler failed: ${describe(error)}`);
+  }
+}
