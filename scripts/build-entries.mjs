@@ -88,14 +88,10 @@ for (const [subpath, target] of Object.entries(pkg.exports ?? {})) {
   const dts = target?.require?.types;
   const dmts = target?.import?.types;
   const stem = typeof cjs === 'string' ? cjs.replace(/^\.\/dist\//, '').replace(/\.cjs$/, '') : undefined;
-  if (
-    !stem ||
-    cjs !== `./dist/${stem}.cjs` ||
-    mjs !== `./dist/${stem}.mjs` ||
-    dts !== `./dist/${stem}.d.ts` ||
-    dmts !== `./dist/${stem}.d.mts`
-  ) {
-    problems.push(`exports["${subpath}"] must be { import: { types: ./dist/X.d.mts, default: ./dist/X.mjs }, require: { types: ./dist/X.d.ts, default: ./dist/X.cjs } }`);
+  if (!stem || cjs !== `./dist/${stem}.cjs` || mjs !== `./dist/${stem}.mjs` || dts !== `./dist/${stem}.d.ts` || dmts !== `./dist/${stem}.d.mts`) {
+    problems.push(
+      `exports["${subpath}"] must be { import: { types: ./dist/X.d.mts, default: ./dist/X.mjs }, require: { types: ./dist/X.d.ts, default: ./dist/X.cjs } }`,
+    );
     continue;
   }
   const impl = path.join(DIST, `${stem}.js`);
@@ -120,10 +116,7 @@ for (const [subpath, target] of Object.entries(pkg.exports ?? {})) {
   // The ES-module entry checks the peers in an ES module of its own, evaluated before the
   // CommonJS code: Node 20 reports a CommonJS module that throws under `import` as an uncaught
   // exception even when the import() is caught; an ES module that throws only rejects it.
-  writeFileSync(
-    path.join(DIST, `${stem}.peers.mjs`),
-    `${header('peer check of the ES-module')}import { requirePeers } from '${peersPath}';\n${check}`,
-  );
+  writeFileSync(path.join(DIST, `${stem}.peers.mjs`), `${header('peer check of the ES-module')}import { requirePeers } from '${peersPath}';\n${check}`);
   writeFileSync(
     path.join(DIST, `${stem}.mjs`),
     header('ES-module (`import`)') +
@@ -143,8 +136,12 @@ const require = createRequire(import.meta.url);
 for (const { subpath, stem } of entries) {
   const viaRequire = require(path.join(DIST, `${stem}.cjs`));
   const viaImport = await import(pathToFileURL(path.join(DIST, `${stem}.mjs`)).href);
-  const required = Object.keys(viaRequire).filter((k) => k !== '__esModule').sort();
-  const imported = Object.keys(viaImport).filter((k) => k !== '__esModule' && k !== 'default').sort();
+  const required = Object.keys(viaRequire)
+    .filter((k) => k !== '__esModule')
+    .sort();
+  const imported = Object.keys(viaImport)
+    .filter((k) => k !== '__esModule' && k !== 'default')
+    .sort();
   const onlyRequired = required.filter((k) => !imported.includes(k));
   const onlyImported = imported.filter((k) => !required.includes(k));
   if (onlyRequired.length || onlyImported.length) {

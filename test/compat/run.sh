@@ -5,10 +5,11 @@
 # the framework versions each one targets from the npm registry, into:
 #   - the apps of test/compat/apps/<name>/: small real projects that build (tsc), start a
 #     PaymentsSandbox, take a payment through the plugin, receive its signed webhook, refund it,
-#     and print `<name>: ok (...)`; the Nest ones (those with a src/) get the shared scenario and
-#     shop module of test/compat/shared/ copied into their src/;
+#     and print `<name>: ok (...)`; the Nest ones with a src/ only get the shared scenario and
+#     shop module of test/compat/shared/ copied into their src/; those with a test/ (Jest, Vitest)
+#     get test/compat/shared/e2e/{src,test}/ copied into their src/ and test/;
 #   - the type checks of test/compat/types/: every entry point under TypeScript moduleResolution
-#     node16, nodenext and bundler, against the Nest 11 and the Nest 12 peers.
+#     node16 (Nest 11), node20, nodenext and bundler, against the Nest 11 and the Nest 12 peers.
 # One line per entry, then `compat: N passed, M failed`; exits non-zero if anything failed.
 #
 # Where things go: test/compat/.work/ (git-ignored) holds the tarball, one log per entry and a

@@ -39,6 +39,7 @@ const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
   nest: (n) => n.startsWith('@nestjs/'),
   express: (n) => n === 'express',
   redis: (n) => n === 'ioredis',
+  postgres: (n) => n === 'pg',
   testing: () => false,
 };
 /** Which sibling layers each layer may import: data flows nest/express -> core, never back. */
@@ -47,6 +48,7 @@ const LAYER_LAYERS: Record<string, string[]> = {
   nest: ['core'],
   express: ['core'],
   redis: ['core'],
+  postgres: ['core'],
   testing: ['core'],
 };
 
@@ -86,5 +88,65 @@ describe('lib/ imports', () => {
   it('uses .js extensions on relative imports (required by Node ESM)', () => {
     const bad = imports.flatMap(({ file, specs }) => specs.filter((s) => s.startsWith('.') && !s.endsWith('.js')).map((s) => `${file}: ${s}`));
     expect(bad).toEqual([]);
+  });
+});
+
+/** package.json as published: entry points, types, peers. */
+const manifest = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf8')) as {
+  main?: string;
+  types?: string;
+  bin?: Record<string, string>;
+  exports: Record<string, string | { import?: Record<string, string>; require?: Record<string, string> }>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+};
+const typedoc = JSON.parse(await readFile(path.join(root, 'typedoc.json'), 'utf8')) as { entryPoints: string[] };
+/** lib/ folders that are internal layers, not package subpaths (DESIGN.md). */
+const INTERNAL_LAYERS = ['core', 'nest'];
+
+describe('package.json exports (one CommonJS build, ES-module re-exports: docs/module-formats.md)', () => {
+  const subpaths = Object.keys(manifest.exports).filter((s) => s !== './package.json');
+  /** `.` -> `index`, `./express` -> `express/index`. */
+  const stem = (subpath: string) => (subpath === '.' ? 'index' : `${subpath.slice(2)}/index`);
+
+  it('gives every entry point an import and a require condition, each with its types first', () => {
+    const expected = Object.fromEntries(
+      subpaths.map((s) => [
+        s,
+        {
+          import: { types: `./dist/${stem(s)}.d.mts`, default: `./dist/${stem(s)}.mjs` },
+          require: { types: `./dist/${stem(s)}.d.ts`, default: `./dist/${stem(s)}.cjs` },
+        },
+      ]),
+    );
+    expect(Object.fromEntries(subpaths.map((s) => [s, manifest.exports[s]]))).toEqual(expected);
+    for (const s of subpaths) {
+      const target = manifest.exports[s] as { import: Record<string, string>; require: Record<string, string> };
+      expect([Object.keys(target.import)[0], Object.keys(target.require)[0]]).toEqual(['types', 'types']);
+    }
+    expect(manifest.exports['./package.json']).toBe('./package.json');
+    expect({ main: manifest.main, types: manifest.types }).toEqual({ main: './dist/index.cjs', types: './dist/index.d.ts' });
+  });
+
+  it('has one entry point per public folder of lib/, and the API reference documents each', async () => {
+    const folders = (await readdir(path.join(root, 'lib'), { withFileTypes: true }))
+      .filter((e) => e.isDirectory() && !INTERNAL_LAYERS.includes(e.name))
+      .map((e) => e.name);
+    const withIndex: string[] = [];
+    for (const folder of folders) {
+      if ((await readdir(path.join(root, 'lib', folder))).includes('index.ts')) withIndex.push(`./${folder}`);
+    }
+    expect([...subpaths].sort()).toEqual(['.', ...withIndex].sort());
+    expect([...typedoc.entryPoints].sort()).toEqual(subpaths.map((s) => `lib/${stem(s)}.ts`).sort());
+  });
+
+  it('runs the sandbox CLI from the build', async () => {
+    expect(manifest.bin).toEqual({ 'nestjs-payments': './dist/testing/sandbox.cli.js' });
+    expect((await readFile(path.join(root, 'lib/testing/sandbox.cli.ts'), 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
+  });
+
+  it('needs class-validator everywhere; every other peer is optional (an Express app installs no Nest)', () => {
+    const required = Object.keys(manifest.peerDependencies ?? {}).filter((name) => !manifest.peerDependenciesMeta?.[name]?.optional);
+    expect(required).toEqual(['class-validator']);
   });
 });

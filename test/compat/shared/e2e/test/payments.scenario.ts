@@ -68,7 +68,7 @@ export async function runPaymentsScenario({ app: appModule, orders: ordersClass,
     const moduleRef = await Test.createTestingModule({ imports: [appModule] }).compile();
     app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: ['error', 'warn'] });
     await app.init();
-    server.on('request', app.getHttpAdapter().getInstance());
+    server.on('request', app.getHttpAdapter().getInstance() as http.RequestListener);
 
     const payments = app.get(PaymentsService);
     const orders = app.get(ordersClass);
