@@ -1,6 +1,7 @@
 import 'reflect-metadata';
-import type { LoggerService, LogLevel } from '@nestjs/common';
+import { Logger, type LoggerService, type LogLevel } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
+import cookieParser from 'cookie-parser';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express';
 import http from 'node:http';
@@ -10,6 +11,9 @@ import { AppModule } from './app.module.js';
 import { configModuleOptions, parsePort, type ShopEnv } from './config/config.options.js';
 import { SHOP_SANDBOX } from './config/sandbox.provider.js';
 import { SHOP_SETTINGS, type ShopSettings } from './config/shop.settings.js';
+import { ShopDatabase } from './db/database.js';
+import { StartupReconciliation, type StartupReconciliationReport } from './orders/startup-reconciliation.js';
+import { NotFoundPageFilter } from './views/not-found.filter.js';
 import { securityHeaders } from './views/security-headers.middleware.js';
 
 /** Options of {@link createShopApp}; all optional. */
@@ -37,14 +41,20 @@ export interface ShopApp {
   readonly port: number;
   /** The built-in sandbox, in sandbox mode (no `PAYMENTS_PUBLIC_KEY`). */
   readonly sandbox?: PaymentsSandbox;
+  /** The database of the orders and of the plugin's store. */
+  readonly database: ShopDatabase;
+  /** The admin password (`ADMIN_PASSWORD`, or the one generated for this sandbox run). */
+  readonly adminPassword: string;
+  /** The start-up pass over the pending orders, started once the shop listens. */
+  readonly startupReconciliation: Promise<StartupReconciliationReport>;
   /** Stops the shop: in-flight webhooks finish, then the sandbox and the server close. Idempotent. */
   close(): Promise<void>;
 }
 
-function listen(server: http.Server, port: number): Promise<void> {
+function listen(server: http.Server, port: number, host: string | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, () => {
+    server.listen(port, host, () => {
       server.off('error', reject);
       resolve();
     });
@@ -74,41 +84,68 @@ export async function createShopApp(options: ShopAppOptions = {}): Promise<ShopA
   // The socket is bound before the app is built: the webhook URL given to the payments plugin
   // contains the shop's real port, and with port 0 that port exists only once bound. Express
   // gets the requests once the app is ready.
-  const server = http.createServer();
-  await listen(server, options.port ?? parsePort('PORT', vars.PORT) ?? 3000);
-  const port = (server.address() as AddressInfo).port;
+  //
+  // In sandbox mode the shop listens on 127.0.0.1 only (its admin password is printed in the
+  // log): HOST=0.0.0.0 opens it to the network. With real keys, HOST or every interface.
+  const port0 = options.port ?? parsePort('PORT', vars.PORT) ?? 3000;
+  const sandboxMode = !vars.PAYMENTS_PUBLIC_KEY;
+  const host = vars.HOST || (sandboxMode ? '127.0.0.1' : undefined);
 
+  // Orders and the plugin's store: PGlite in DATA_DIR (default sample-app/.data), or the
+  // PostgreSQL server at DATABASE_URL. Migrations are applied here, before anything is served.
+  const database = await ShopDatabase.open({ databaseUrl: vars.DATABASE_URL || undefined, dataDir: vars.DATA_DIR || undefined });
+
+  const server = http.createServer();
   let app: NestExpressApplication;
   try {
-    app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, { port, sandboxPort: options.sandboxPort }), new ExpressAdapter(), {
+    await listen(server, port0, host);
+    const port = (server.address() as AddressInfo).port;
+    app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, { port, sandboxPort: options.sandboxPort }, database), new ExpressAdapter(), {
       logger: options.logger,
       // Throw start-up errors to the caller (main prints them; tests see them) instead of aborting.
       abortOnError: false,
     });
+    const early = app.get<ShopSettings>(SHOP_SETTINGS);
     app.use(securityHeaders);
+    // Signs the admin session cookie (and parses the CSRF and customer cookies).
+    app.use(cookieParser(early.sessionSecret));
+    app.useGlobalFilters(new NotFoundPageFilter({ sandboxMode: early.sandboxMode }, `/${(vars.PAYMENTS_WEBHOOK_PATH || 'payments/webhook').replace(/^\/+|\/+$/g, '')}`));
     await app.init();
   } catch (error) {
-    await closeServer(server);
+    if (server.listening) await closeServer(server);
+    await database.close();
     throw error;
   }
   server.on('request', app.getHttpAdapter().getInstance());
+  const port = (server.address() as AddressInfo).port;
 
   const settings = app.get<ShopSettings>(SHOP_SETTINGS);
   const sandbox = app.get<PaymentsSandbox | null>(SHOP_SANDBOX) ?? undefined;
+  if (settings.adminPasswordGenerated) {
+    new Logger('Shop').log(`Admin password for this run (set ADMIN_PASSWORD to choose one): ${settings.adminPassword}`);
+  }
+  // Webhooks can arrive meanwhile: the plugin's claims make whichever comes first do the work.
+  const startupReconciliation = app.get(StartupReconciliation).run();
   let closing: Promise<void> | undefined;
   return {
     app,
     url: settings.publicUrl,
     port,
     sandbox,
+    database,
+    adminPassword: settings.adminPassword,
+    startupReconciliation,
     close() {
       closing ??= (async () => {
         // Order matters: stop taking connections, let the app drain webhooks in flight and close
         // the sandbox (its shutdown hook), then drop the sockets still open (idle keep-alives).
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        await startupReconciliation;
         await app.close();
         server.closeAllConnections();
         await closed;
+        // Last: the plugin's store and the orders use it until the app has closed.
+        await database.close();
       })();
       return closing;
     },

@@ -1,11 +1,12 @@
-import { Body, Controller, Get, Header, Inject, Logger, Param, Post, Query, Redirect, UseFilters } from '@nestjs/common';
-import { InjectPaymentsOptions, PaymentsService, type CardBinding, type PaymentsModuleOptions } from 'nestjs-payments';
-import type { PaymentsSandbox } from 'nestjs-payments/testing';
-import { Catalog } from '../catalog/catalog.service.js';
-import { SHOP_SANDBOX } from '../config/sandbox.provider.js';
+import { Body, Controller, Get, Header, Inject, Logger, NotFoundException, Param, Post, Query, Redirect, UseFilters, UseGuards } from '@nestjs/common';
+import { fromMillimes, InjectPaymentsOptions, PaymentsService, toMillimes, type CardBinding, type PaymentsModuleOptions } from 'nestjs-payments';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
-import { OrdersStore } from '../orders/orders.store.js';
-import { adminPage, type BindingsLookup } from '../views/admin.view.js';
+import { SHOP_DATABASE, type ShopDatabase } from '../db/database.js';
+import type { Order } from '../orders/order.model.js';
+import { OrdersRepository, TRANSITIONS } from '../orders/orders.repository.js';
+import { AdminGuard } from '../security/admin.guard.js';
+import { CsrfToken } from '../security/csrf-token.decorator.js';
+import { adminPage, refundConfirmPage, type BindingsLookup, type FailedOutcomes } from '../views/admin.view.js';
 import { HtmlExceptionFilter } from '../views/html-exception.filter.js';
 import { FlashMessages } from './admin.flash.js';
 import { describePaymentsError } from './admin.messages.js';
@@ -16,88 +17,164 @@ interface RedirectTo {
   statusCode: number;
 }
 
+const FAILED_OUTCOMES_SHOWN = 20;
+
 /**
- * The shop's back office: orders with Refund / Cancel, the card-bindings lookup, and (sandbox
- * only) a way to make a pre-authorized order. No login, as a demo: a real shop puts this
- * behind its staff authentication (and CSRF protection) before using real keys.
+ * The shop's back office, behind the admin login (every route: {@link AdminGuard}) and CSRF
+ * protection (every form): orders with Refund (after a confirmation page), Capture (all or part)
+ * and Cancel for pre-authorized orders, the payments whose handlers failed with "Retry now",
+ * and the card-bindings lookup.
+ *
+ * Actions update the order in the same request, after the service said yes, through the same
+ * guarded transitions as the outcome handlers: a double click or a stale tab changes nothing.
  */
 @Controller('admin')
 @UseFilters(HtmlExceptionFilter)
+@UseGuards(AdminGuard)
 export class AdminController {
   private readonly logger = new Logger('Admin');
   // Only the base URL is kept: the options also hold the private key, which no page may show.
   private readonly serviceUrl: string;
+  private readonly databaseLabel: string;
 
   constructor(
-    private readonly orders: OrdersStore,
-    private readonly catalog: Catalog,
+    private readonly orders: OrdersRepository,
     private readonly payments: PaymentsService,
     private readonly flashes: FlashMessages,
     @Inject(SHOP_SETTINGS) private readonly settings: ShopSettings,
-    @Inject(SHOP_SANDBOX) private readonly sandbox: PaymentsSandbox | null,
+    @Inject(SHOP_DATABASE) database: ShopDatabase,
     @InjectPaymentsOptions() options: PaymentsModuleOptions,
   ) {
     this.serviceUrl = options.baseUrl;
+    this.databaseLabel = `${database.kind === 'pglite' ? 'PGlite' : 'PostgreSQL'} (${database.location})`;
   }
 
   /** GET /admin, optionally `?flash=<id>` after an action and `?clientId=` for the bindings lookup. */
   @Get()
   @Header('Content-Type', 'text/html; charset=utf-8')
-  async index(@Query('flash') flashId?: unknown, @Query('clientId') clientId?: unknown): Promise<string> {
-    return adminPage(
-      { sandboxMode: this.settings.sandboxMode },
-      {
-        orders: this.orders.list(),
-        products: this.catalog.list(),
-        flash: this.flashes.take(flashId),
-        bindings: typeof clientId === 'string' ? await this.lookUpBindings(clientId.trim()) : undefined,
-        serviceUrl: this.serviceUrl,
-      },
-    );
+  async index(@CsrfToken() csrfToken: string, @Query('flash') flashId?: unknown, @Query('clientId') clientId?: unknown): Promise<string> {
+    const [orders, failedOutcomes, bindings] = await Promise.all([
+      this.orders.list(),
+      this.failedOutcomes(),
+      typeof clientId === 'string' ? this.lookUpBindings(clientId.trim()) : undefined,
+    ]);
+    return adminPage(this.ctx(), {
+      orders,
+      flash: this.flashes.take(flashId),
+      bindings,
+      failedOutcomes,
+      serviceUrl: this.serviceUrl,
+      databaseLabel: this.databaseLabel,
+      csrfToken,
+    });
   }
 
-  /** POST /admin/orders/:id/refund: refunds the order's payment; the refund event updates the order. */
+  /** GET /admin/orders/:id/refund: the confirmation step before a refund. */
+  @Get('orders/:id/refund')
+  @Header('Content-Type', 'text/html; charset=utf-8')
+  async confirmRefund(@Param('id') orderId: string, @CsrfToken() csrfToken: string): Promise<string> {
+    const order = await this.find(orderId);
+    return refundConfirmPage(this.ctx(), order, csrfToken);
+  }
+
+  /** POST /admin/orders/:id/refund (`confirm=yes`, `_csrf`): refunds the order's payment. Without `confirm`, back to the confirmation. */
   @Post('orders/:id/refund')
   @Redirect()
-  async refund(@Param('id') orderId: string): Promise<RedirectTo> {
-    const order = this.orders.get(orderId);
-    if (!order?.paymentId) return this.back('error', 'There is no payment to refund for this order.');
+  async refund(@Param('id') orderId: string, @Body('confirm') confirm: unknown): Promise<RedirectTo> {
+    const order = await this.find(orderId);
+    if (confirm !== 'yes') return { url: `/admin/orders/${order.id}/refund`, statusCode: 303 };
+    if (!order.paymentId) return this.back('error', 'There is no payment to refund for this order.');
     try {
       const refund = await this.payments.refundPayment(order.paymentId);
+      await this.orders.transition(order.id, { to: 'refunded', from: TRANSITIONS.refunded, source: 'admin', serviceStatus: refund.status, detail: refund.refundId, set: { refundId: refund.refundId } });
       return this.back('success', `Refund of order ${order.id} succeeded (refund ${refund.refundId}).`);
     } catch (error) {
       return this.backWithError(error, `Refund of order ${order.id}`);
     }
   }
 
-  /** POST /admin/orders/:id/cancel: cancels a pre-authorized payment; the cancel event updates the order. */
+  /**
+   * POST /admin/orders/:id/capture (`amount` in dinars, empty = all; `_csrf`): captures a
+   * pre-authorized order (`capturePayment`); a part releases the rest of the hold.
+   */
+  @Post('orders/:id/capture')
+  @Redirect()
+  async capture(@Param('id') orderId: string, @Body('amount') rawAmount: unknown): Promise<RedirectTo> {
+    const order = await this.find(orderId);
+    if (!order.paymentId || order.status !== 'authorized') return this.back('error', `Order ${order.id} has no held amount to capture (it is ${order.status}).`);
+    const amount = this.captureAmount(order, rawAmount);
+    if (amount === undefined) return this.back('error', `Enter an amount in TND from 0.001 to ${fromMillimes(order.amount)}, or leave it empty to capture all.`);
+    try {
+      const partial = amount !== order.amount;
+      const capture = await this.payments.capturePayment(order.paymentId, partial ? { amount } : {});
+      const captured = capture.amount ?? amount;
+      await this.orders.transition(order.id, {
+        to: 'captured',
+        from: TRANSITIONS.captured,
+        source: 'admin',
+        serviceStatus: capture.status,
+        detail: `${captured} of ${order.amount} millimes`,
+        set: { capturedAmount: Number(captured) },
+      });
+      return this.back('success', `Captured ${fromMillimes(captured)} TND of order ${order.id}${partial ? `; the remaining ${fromMillimes(String(BigInt(order.amount) - BigInt(captured)))} TND are released` : ''}.`);
+    } catch (error) {
+      return this.backWithError(error, `Capture of order ${order.id}`);
+    }
+  }
+
+  /** POST /admin/orders/:id/cancel (`_csrf`): cancels a pre-authorization and releases the funds. */
   @Post('orders/:id/cancel')
   @Redirect()
   async cancel(@Param('id') orderId: string): Promise<RedirectTo> {
-    const order = this.orders.get(orderId);
-    if (!order?.paymentId) return this.back('error', 'There is no payment to cancel for this order.');
+    const order = await this.find(orderId);
+    if (!order.paymentId) return this.back('error', 'There is no payment to cancel for this order.');
     try {
-      await this.payments.cancelPayment(order.paymentId);
+      const cancellation = await this.payments.cancelPayment(order.paymentId);
+      await this.orders.transition(order.id, { to: 'cancelled', from: TRANSITIONS.cancelled, source: 'admin', serviceStatus: cancellation.status });
       return this.back('success', `Pre-authorization of order ${order.id} cancelled; the funds are released.`);
     } catch (error) {
       return this.backWithError(error, `Cancellation of order ${order.id}`);
     }
   }
 
-  /**
-   * POST /admin/test-orders (form field `productId`): a pre-authorized order to try Cancel on.
-   * Sandbox only: the service shows no endpoint that creates a pre-authorization.
-   */
-  @Post('test-orders')
+  /** POST /admin/outcomes/:paymentId/retry (`_csrf`): verifies the payment and runs its handlers now. */
+  @Post('outcomes/:paymentId/retry')
   @Redirect()
-  async createPreauthorized(@Body('productId') productId: unknown): Promise<RedirectTo> {
-    if (!this.sandbox) return this.back('error', 'Pre-authorized test orders need the built-in sandbox.');
-    const product = this.catalog.find(productId);
-    if (!product) return this.back('error', 'Choose a product.');
-    const order = this.orders.create(product, 'preauthorized');
-    const paymentId = await this.sandbox.createPreauthorizedPayment({ amount: order.amount, developerTrackingId: order.id });
-    this.orders.attachPayment(order.id, paymentId);
-    return this.back('success', `Pre-authorized test order ${order.id} created (payment ${paymentId}).`);
+  async retry(@Param('paymentId') paymentId: string): Promise<RedirectTo> {
+    const order = await this.orders.findByPaymentId(paymentId);
+    try {
+      const result = await this.payments.reconcilePayment(paymentId, {
+        source: 'reconciliation',
+        ...(order && { expected: { amount: order.amount, developerTrackingId: order.id } }),
+      });
+      if (result.error !== undefined) return this.back('error', `Payment ${paymentId} is ${result.outcome}, but its handlers failed again: ${result.error}`);
+      if (result.outcome === 'pending') return this.back('error', `Payment ${paymentId} is still being processed (or handled elsewhere right now); try again in a minute.`);
+      return this.back('success', `Payment ${paymentId}: ${result.outcome}${result.handled ? ', handlers ran' : ', already handled'}.`);
+    } catch (error) {
+      return this.backWithError(error, `Retry of payment ${paymentId}`);
+    }
+  }
+
+  private captureAmount(order: Order, raw: unknown): string | undefined {
+    if (raw === undefined || (typeof raw === 'string' && raw.trim() === '')) return order.amount;
+    if (typeof raw !== 'string') return undefined;
+    let millimes: string;
+    try {
+      millimes = toMillimes(raw.trim());
+    } catch {
+      return undefined;
+    }
+    return BigInt(millimes) > 0n && BigInt(millimes) <= BigInt(order.amount) ? millimes : undefined;
+  }
+
+  private async failedOutcomes(): Promise<FailedOutcomes> {
+    try {
+      const page = await this.payments.listOutcomes({ handlers: 'failed', limit: FAILED_OUTCOMES_SHOWN });
+      return { items: page.items };
+    } catch (error) {
+      this.logger.error(`could not list failed outcomes: ${error instanceof Error ? error.message : String(error)}`);
+      return { error: 'The payments store could not be read; try again in a moment.' };
+    }
   }
 
   private async lookUpBindings(clientId: string): Promise<BindingsLookup> {
@@ -110,6 +187,16 @@ export class AdminController {
       if (message === undefined) throw error;
       return { clientId, error: message };
     }
+  }
+
+  private async find(orderId: string): Promise<Order> {
+    const order = /^ord_[0-9a-f]{16}$/.test(orderId) ? await this.orders.get(orderId) : undefined;
+    if (!order) throw new NotFoundException('There is no order with this number.');
+    return order;
+  }
+
+  private ctx() {
+    return { sandboxMode: this.settings.sandboxMode };
   }
 
   private backWithError(error: unknown, action: string): RedirectTo {

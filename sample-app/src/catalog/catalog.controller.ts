@@ -1,5 +1,6 @@
 import { Controller, Get, Header, Inject, UseFilters } from '@nestjs/common';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
+import { CsrfToken } from '../security/csrf-token.decorator.js';
 import { catalogPage } from '../views/catalog.view.js';
 import { HtmlExceptionFilter } from '../views/html-exception.filter.js';
 import { Catalog } from './catalog.service.js';
@@ -16,7 +17,7 @@ export class CatalogController {
   /** GET / : the catalog. */
   @Get()
   @Header('Content-Type', 'text/html; charset=utf-8')
-  index(): string {
-    return catalogPage({ sandboxMode: this.settings.sandboxMode }, this.catalog.list());
+  index(@CsrfToken() csrfToken: string): string {
+    return catalogPage({ sandboxMode: this.settings.sandboxMode }, this.catalog.list(), csrfToken);
   }
 }

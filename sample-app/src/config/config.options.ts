@@ -35,3 +35,15 @@ export function parsePort(name: string, value: unknown): number | undefined {
   if (!(port >= 0 && port <= 65535)) throw new Error(`${name} must be a TCP port number from 0 to 65535`);
   return port;
 }
+
+/**
+ * Reads a positive integer variable: undefined when unset or empty.
+ * @throws Error naming the variable when it is not a positive integer
+ */
+export function parsePositiveInteger(name: string, value: unknown): number | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const text = String(value);
+  const n = /^[0-9]{1,9}$/.test(text) ? Number(text) : NaN;
+  if (!(n > 0)) throw new Error(`${name} must be a positive integer`);
+  return n;
+}

@@ -1,4 +1,5 @@
 import type { ConfigService } from '@nestjs/config';
+import { randomBytes } from 'node:crypto';
 import { parsePort } from './config.options.js';
 
 /** Injection token of the {@link ShopSettings}. */
@@ -25,11 +26,21 @@ export interface ShopSettings {
   readonly sandboxMode: boolean;
   /** Port of the embedded sandbox; 0 picks a free one. */
   readonly sandboxPort: number;
+  /** The admin password: `ADMIN_PASSWORD`, or (sandbox mode only) one generated for this run. */
+  readonly adminPassword: string;
+  /** True when {@link adminPassword} was generated (it is printed once at start). */
+  readonly adminPasswordGenerated: boolean;
+  /** Signs the admin session cookie and the CSRF tokens: `SESSION_SECRET`, else random per run. */
+  readonly sessionSecret: string;
+  /** Cookies get `Secure` when the shop's public URL is https. */
+  readonly secureCookies: boolean;
 }
 
+const MIN_SECRET_LENGTH = 32;
+
 /**
- * Reads `PUBLIC_URL` (default `http://localhost:<port>`), `SANDBOX_PORT` (default 0) and
- * whether `PAYMENTS_PUBLIC_KEY` is set.
+ * Reads `PUBLIC_URL` (default `http://localhost:<port>`), `SANDBOX_PORT` (default 0), whether
+ * `PAYMENTS_PUBLIC_KEY` is set, `ADMIN_PASSWORD` (required with real keys) and `SESSION_SECRET`.
  * @throws Error naming the variable when one is malformed, so a typo stops the start
  */
 export function readShopSettings(config: ConfigService, runtime: ShopRuntime): ShopSettings {
@@ -43,11 +54,28 @@ export function readShopSettings(config: ConfigService, runtime: ShopRuntime): S
   if (publicUrl.protocol !== 'http:' && publicUrl.protocol !== 'https:') {
     throw new Error('PUBLIC_URL must be an absolute http(s) URL, like https://shop.example.com');
   }
+  const sandboxMode = !config.get<string>('PAYMENTS_PUBLIC_KEY');
+  const configuredPassword = config.get<string>('ADMIN_PASSWORD') || undefined;
+  if (!configuredPassword && !sandboxMode) {
+    throw new Error('ADMIN_PASSWORD must be set to protect /admin when the shop uses real PAYMENTS_* keys');
+  }
+  if (configuredPassword !== undefined && configuredPassword.length < 12) {
+    throw new Error('ADMIN_PASSWORD must be at least 12 characters long');
+  }
+  const sessionSecret = config.get<string>('SESSION_SECRET') || undefined;
+  if (sessionSecret !== undefined && sessionSecret.length < MIN_SECRET_LENGTH) {
+    throw new Error(`SESSION_SECRET must be at least ${MIN_SECRET_LENGTH} characters long`);
+  }
   return {
     port: runtime.port,
     // A trailing slash would give "//orders/..." in every link built from it.
     publicUrl: publicUrl.href.replace(/\/+$/, ''),
-    sandboxMode: !config.get<string>('PAYMENTS_PUBLIC_KEY'),
+    sandboxMode,
     sandboxPort: runtime.sandboxPort ?? parsePort('SANDBOX_PORT', config.get('SANDBOX_PORT')) ?? 0,
+    adminPassword: configuredPassword ?? randomBytes(12).toString('base64url'),
+    adminPasswordGenerated: configuredPassword === undefined,
+    // Without SESSION_SECRET, admin sessions and open forms end when the shop restarts.
+    sessionSecret: sessionSecret ?? randomBytes(32).toString('base64url'),
+    secureCookies: publicUrl.protocol === 'https:',
   };
 }

@@ -1,30 +1,21 @@
-import {
-  BadGatewayException,
-  Body,
-  Controller,
-  Get,
-  Header,
-  Inject,
-  Logger,
-  NotFoundException,
-  Param,
-  Post,
-  Redirect,
-  UseFilters,
-} from '@nestjs/common';
-import { PaymentsError, PaymentsService } from 'nestjs-payments';
+import { BadGatewayException, Body, Controller, Get, Header, Inject, Logger, NotFoundException, Param, Post, Query, Redirect, UseFilters } from '@nestjs/common';
+import { PaymentsError, PaymentsService, type ReconcileResult } from 'nestjs-payments';
 import { Catalog } from '../catalog/catalog.service.js';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
+import { CustomerId } from '../security/csrf-token.decorator.js';
 import { HtmlExceptionFilter } from '../views/html-exception.filter.js';
-import { orderPage } from '../views/order.view.js';
+import { orderPage, type ReturnPage } from '../views/order.view.js';
 import type { Order } from './order.model.js';
-import { OrdersStore } from './orders.store.js';
+import { OrdersRepository } from './orders.repository.js';
 
 /** What `@Redirect()` handlers return: where to send the browser. */
 interface RedirectTo {
   url: string;
   statusCode: number;
 }
+
+/** What the return page learned from the payment service, when it asked. */
+export type ReturnCheck = Pick<ReconcileResult, 'outcome' | 'error'> | { outcome: 'unreachable'; error?: string };
 
 /** Checkout, and the pages the payment service sends the customer back to. */
 @Controller('orders')
@@ -34,69 +25,99 @@ export class OrdersController {
 
   constructor(
     private readonly catalog: Catalog,
-    private readonly orders: OrdersStore,
+    private readonly orders: OrdersRepository,
     private readonly payments: PaymentsService,
     @Inject(SHOP_SETTINGS) private readonly settings: ShopSettings,
   ) {}
 
   /**
-   * POST /orders (form field `productId`): creates the order and its payment, then sends the
-   * customer to the payment service's checkout with a 303 (the browser then GETs it).
+   * POST /orders (form fields `productId`, optional `saveCard`, and `_csrf`): creates the order
+   * and its payment, then sends the customer to the payment service's checkout with a 303.
+   * "Capture later" products are pre-authorized (`preAuthorization: true`); with "save my card"
+   * the customer's id goes as `clientId`, and the service keeps the card once paid (a binding).
    */
   @Post()
   @Redirect()
-  async checkout(@Body('productId') productId: unknown): Promise<RedirectTo> {
+  async checkout(@Body('productId') productId: unknown, @Body('saveCard') saveCard: unknown, @CustomerId() customerId: string): Promise<RedirectTo> {
     const product = this.catalog.find(productId);
     if (!product) throw new NotFoundException('This product does not exist (any more).');
-    const order = this.orders.create(product);
+    const clientId = saveCard === 'on' || saveCard === 'yes' ? customerId : undefined;
+    const order = await this.orders.create(product, { clientId });
     const base = `${this.settings.publicUrl}/orders/${order.id}`;
     try {
       const { paymentId, link } = await this.payments.generatePayment({
         amount: product.amount,
         developerTrackingId: order.id,
-        // Per-order return pages: the customer lands on their own order, no lookup needed.
+        // Per-order return pages; the service adds ?payment_id=<id> to them.
         successLink: `${base}/success`,
         failLink: `${base}/failed`,
+        ...(product.capture === 'later' && { preAuthorization: true }),
+        ...(clientId !== undefined && { clientId }),
       });
-      this.orders.attachPayment(order.id, paymentId);
+      await this.orders.attachPayment(order.id, paymentId);
       return { url: link, statusCode: 303 };
     } catch (error) {
       if (!(error instanceof PaymentsError)) throw error;
-      // The customer never saw a payment page, so nothing was charged: the order is simply failed.
-      this.orders.markFailed(order.id);
+      // The customer never saw a payment page, so nothing was charged: the order is failed.
+      await this.orders.transition(order.id, { to: 'failed', from: ['pending'], source: 'checkout', detail: `payment not created: ${error.code}` });
       this.logger.error(`order ${order.id}: could not create the payment: ${error.message}`);
       throw new BadGatewayException('The payment service is not available right now. You have not been charged; please try again in a moment.');
     }
   }
 
   /**
-   * GET /orders/:id/success: where the service sends the customer after paying. The redirect
-   * proves nothing (anyone can open this URL), so the page only shows what the confirmed
-   * webhook recorded, and refreshes itself while the confirmation is on its way.
+   * GET /orders/:id/success?payment_id=...: where the service sends the customer after paying.
+   * The redirect proves nothing (anyone can type it), so while the order is pending the page
+   * asks the service (`reconcilePayment`, which verifies and runs the outcome handlers exactly
+   * as a webhook would) and shows the verified state: paid as soon as the customer is back,
+   * webhook or not.
    */
   @Get(':id/success')
   @Header('Content-Type', 'text/html; charset=utf-8')
-  success(@Param('id') orderId: string): string {
-    return orderPage({ sandboxMode: this.settings.sandboxMode }, this.find(orderId), 'success');
+  async success(@Param('id') orderId: string, @Query('payment_id') paymentId?: unknown): Promise<string> {
+    return this.returnPage(orderId, paymentId, 'success');
   }
 
-  /**
-   * GET /orders/:id/failed: where the service sends the customer after a failed or declined
-   * payment. The service sends no webhook for a decline, so this visit is the only signal: a
-   * pending order becomes failed. That is safe to take from an unauthenticated GET because it
-   * moves no money and is not final: a confirmation that arrives later still marks it paid.
-   */
+  /** GET /orders/:id/failed?payment_id=...: after a decline; verified the same way (declined -> failed). */
   @Get(':id/failed')
   @Header('Content-Type', 'text/html; charset=utf-8')
-  failed(@Param('id') orderId: string): string {
-    const order = this.find(orderId);
-    const result = this.orders.markFailed(order.id);
-    if (result?.changed) this.logger.log(`order ${order.id}: the customer came back from a failed payment`);
-    return orderPage({ sandboxMode: this.settings.sandboxMode }, result?.order ?? order, 'failed');
+  async failed(@Param('id') orderId: string, @Query('payment_id') paymentId?: unknown): Promise<string> {
+    return this.returnPage(orderId, paymentId, 'failed');
   }
 
-  private find(orderId: string): Order {
-    const order = this.orders.get(orderId);
+  private async returnPage(orderId: string, returnedPaymentId: unknown, page: ReturnPage): Promise<string> {
+    let order = await this.find(orderId);
+    let check: ReturnCheck | undefined;
+    if (order.status === 'pending' && order.paymentId !== undefined) {
+      // The order's own payment is verified; a payment_id in the URL is only a hint, and one
+      // naming another payment is ignored (it cannot make this order paid).
+      if (typeof returnedPaymentId === 'string' && returnedPaymentId !== order.paymentId) {
+        this.logger.warn(`order ${order.id}: return with payment_id ${returnedPaymentId.slice(0, 64)}, not the order's; checking the order's payment`);
+      }
+      check = await this.reconcile(order);
+      order = (await this.orders.get(order.id)) ?? order;
+    }
+    return orderPage({ sandboxMode: this.settings.sandboxMode }, order, page, check);
+  }
+
+  private async reconcile(order: Order): Promise<ReturnCheck> {
+    try {
+      const result = await this.payments.reconcilePayment(order.paymentId!, {
+        expected: { amount: order.amount, developerTrackingId: order.id },
+      });
+      if (result.outcome === 'mismatch') this.logger.error(`order ${order.id}: the service's record of payment ${result.paymentId} does not match the order`);
+      return { outcome: result.outcome, error: result.error };
+    } catch (error) {
+      if (!(error instanceof PaymentsError)) throw error;
+      // The service is unreachable or refused: the page says "processing", the webhook or the
+      // reconciliation will settle it.
+      this.logger.warn(`order ${order.id}: could not verify payment ${order.paymentId}: ${error.message}`);
+      return { outcome: 'unreachable', error: error.code };
+    }
+  }
+
+  private async find(orderId: string): Promise<Order> {
+    const order = /^ord_[0-9a-f]{16}$/.test(orderId) ? await this.orders.get(orderId) : undefined;
     if (!order) throw new NotFoundException('There is no order with this number.');
     return order;
   }

@@ -1,82 +1,97 @@
 import { Injectable, Logger } from '@nestjs/common';
 import {
+  OnPaymentAuthorized,
   OnPaymentConfirmed,
-  OnPaymentEvent,
-  PaymentCancelledEvent,
-  PaymentConfirmedEvent,
-  PaymentEvents,
-  PaymentRefundedEvent,
+  OnPaymentExpired,
+  OnPaymentFailed,
+  type PaymentAuthorizedEvent,
+  type PaymentConfirmedEvent,
+  type PaymentExpiredEvent,
+  type PaymentFailedEvent,
+  type PaymentOutcomeEvent,
 } from 'nestjs-payments';
+import { crashPoint } from './crash-points.js';
 import type { Order } from './order.model.js';
-import { OrdersStore } from './orders.store.js';
+import { OrdersRepository, TRANSITIONS } from './orders.repository.js';
+
+/** The order states the payment outcomes lead to. */
+type OutcomeStatus = 'paid' | 'failed' | 'expired' | 'authorized';
 
 /**
- * Payload statuses that mean the customer did not pay. The spec says the webhook carries
- * payment confirmation and shows no payload, so a delivery is a payment; but should a service
- * also post declines there with a status like these, they must not become paid orders.
- */
-const DECLINED_STATUSES = new Set(['failed', 'declined', 'rejected', 'error', 'expired', 'cancelled', 'canceled']);
-
-/**
- * Keeps orders in step with the payment service. Every handler is idempotent (the store's
- * transitions are), since a confirmation may be delivered again after a crash.
+ * Keeps orders in step with the payment service's verified outcomes. The plugin calls these
+ * after `verify_payment`, whichever path came first (webhook, the customer's return, the
+ * reconciliation), and once per outcome; but after a crash between our commit and the plugin's
+ * "done" mark the same outcome runs again, so every handler is idempotent: one guarded UPDATE
+ * plus its event row, in one transaction (see {@link OrdersRepository.transition}).
+ *
+ * A handler that throws (the database is down) leaves the outcome undone: the plugin runs it
+ * again on the next webhook, return or reconciliation, and the admin page lists it meanwhile.
+ * Cases a retry cannot fix (no such order) are logged, not thrown.
  */
 @Injectable()
 export class PaymentEventsHandler {
   private readonly logger = new Logger('Orders');
 
-  constructor(private readonly orders: OrdersStore) {}
+  constructor(private readonly orders: OrdersRepository) {}
 
-  /**
-   * The service confirmed a payment through the plugin's signed webhook: mark the order paid
-   * (or failed, for a payload that says it was declined). Awaited before the webhook answers; a throw here would make the
-   * service deliver it again, so cases a retry cannot fix are logged instead of thrown.
-   */
+  /** `SUCCESS`: the customer paid. */
   @OnPaymentConfirmed()
-  onConfirmed(event: PaymentConfirmedEvent): void {
-    const order = this.orderOf(event.paymentId, event.developerTrackingId);
+  async onConfirmed(event: PaymentConfirmedEvent): Promise<void> {
+    await this.apply(event, 'paid');
+  }
+
+  /** `FAILURE` / `SYSTEM_FAILURE`: declined or failed; nothing was charged. */
+  @OnPaymentFailed()
+  async onFailed(event: PaymentFailedEvent): Promise<void> {
+    await this.apply(event, 'failed');
+  }
+
+  /** `EXPIRED`: the checkout session ended unpaid. */
+  @OnPaymentExpired()
+  async onExpired(event: PaymentExpiredEvent): Promise<void> {
+    await this.apply(event, 'expired');
+  }
+
+  /** `PREAUTH_SUCCESS`: a "capture later" order's amount is held on the card. */
+  @OnPaymentAuthorized()
+  async onAuthorized(event: PaymentAuthorizedEvent): Promise<void> {
+    await this.apply(event, 'authorized');
+  }
+
+  private async apply(event: PaymentOutcomeEvent, to: OutcomeStatus): Promise<void> {
+    const order = await this.orderOf(event);
     if (!order) {
-      this.logger.warn(`confirmation of ${event.paymentId} matches no order; ignored`);
+      this.logger.warn(`${to} outcome of payment ${event.paymentId} matches no order; ignored`);
       return;
     }
-    // The tracking id alone is ours to trust only together with the payment it was sent with.
+    // The plugin already checked the verified amount and tracking id against what it sent;
+    // this checks them against the order itself, the shop's own record.
     if (order.paymentId !== undefined && order.paymentId !== event.paymentId) {
-      this.logger.warn(`confirmation of ${event.paymentId} names order ${order.id}, which belongs to payment ${order.paymentId}; ignored`);
+      this.logger.error(`${to} outcome of payment ${event.paymentId} names order ${order.id}, which belongs to payment ${order.paymentId}; ignored`);
       return;
     }
     if (event.amount !== order.amount) {
-      this.logger.error(`confirmation of ${event.paymentId} is for ${event.amount} millimes, order ${order.id} costs ${order.amount}; not marked paid`);
+      this.logger.error(`${to} outcome of payment ${event.paymentId} is for ${event.amount} millimes, order ${order.id} costs ${order.amount}; ignored`);
       return;
     }
-    const status = typeof event.payload.status === 'string' ? event.payload.status.toLowerCase() : undefined;
-    if (status !== undefined && DECLINED_STATUSES.has(status)) {
-      const result = this.orders.markFailed(order.id);
-      if (result?.changed) this.logger.log(`order ${order.id}: payment ${event.paymentId} declined (${status})`);
-      return;
-    }
-    const result = this.orders.markPaid(order.id, event.paymentId);
-    if (result?.changed) this.logger.log(`order ${order.id}: paid by ${event.paymentId}`);
-  }
-
-  /** `refundPayment` succeeded (from the admin page): mark the order refunded. */
-  @OnPaymentEvent(PaymentEvents.REFUNDED)
-  onRefunded(event: PaymentRefundedEvent): void {
-    const order = this.orders.findByPaymentId(event.paymentId);
-    if (order && this.orders.markRefunded(order.id, event.refundId)?.changed) {
-      this.logger.log(`order ${order.id}: refunded (${event.refundId})`);
+    await crashPoint('before-update', order.id);
+    const result = await this.orders.transition(order.id, {
+      to,
+      from: TRANSITIONS[to],
+      source: event.source,
+      serviceStatus: event.status,
+      // Set when the shop stopped between creating the payment and recording its id.
+      set: order.paymentId === undefined ? { paymentId: event.paymentId } : undefined,
+      inTransaction: () => crashPoint('in-transaction', order.id),
+    });
+    if (result?.changed) {
+      this.logger.log(`order ${order.id}: ${to} (payment ${event.paymentId}, ${event.status}, via ${event.source})`);
+      await crashPoint('after-commit', order.id);
     }
   }
 
-  /** `cancelPayment` succeeded (from the admin page): mark the order cancelled. */
-  @OnPaymentEvent(PaymentEvents.CANCELLED)
-  onCancelled(event: PaymentCancelledEvent): void {
-    const order = this.orders.findByPaymentId(event.paymentId);
-    if (order && this.orders.markCancelled(order.id)?.changed) {
-      this.logger.log(`order ${order.id}: pre-authorization cancelled`);
-    }
-  }
-
-  private orderOf(paymentId: string, trackingId: string | undefined): Order | undefined {
-    return (trackingId !== undefined ? this.orders.get(trackingId) : undefined) ?? this.orders.findByPaymentId(paymentId);
+  private async orderOf(event: PaymentOutcomeEvent): Promise<Order | undefined> {
+    const byTracking = event.developerTrackingId !== undefined ? await this.orders.get(event.developerTrackingId) : undefined;
+    return byTracking ?? (await this.orders.findByPaymentId(event.paymentId));
   }
 }

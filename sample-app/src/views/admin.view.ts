@@ -1,7 +1,6 @@
-import type { CardBinding } from 'nestjs-payments';
+import type { CardBinding, OutcomeRecord } from 'nestjs-payments';
 import type { Flash } from '../admin/admin.flash.js';
-import type { CatalogItem } from '../catalog/catalog.service.js';
-import type { Order } from '../orders/order.model.js';
+import { orderTitle, type Order } from '../orders/order.model.js';
 import { html, type SafeHtml } from './html.util.js';
 import { layout, type PageContext } from './layout.view.js';
 import { money, shortDate, stateBadge } from './parts.view.js';
@@ -9,50 +8,98 @@ import { money, shortDate, stateBadge } from './parts.view.js';
 /** Outcome of a bindings lookup: the bindings, or why there are none to show. */
 export type BindingsLookup = { clientId: string; bindings: CardBinding[]; error?: undefined } | { clientId: string; error: string; bindings?: undefined };
 
+/** Payments whose outcome handlers failed (`listOutcomes({ handlers: 'failed' })`), or why they could not be listed. */
+export type FailedOutcomes = { items: readonly OutcomeRecord[]; error?: undefined } | { items?: undefined; error: string };
+
 /** Everything the admin page shows. */
 export interface AdminView {
   /** Orders, newest first. */
   readonly orders: readonly Order[];
-  /** Products, for the pre-authorized test order form. */
-  readonly products: readonly CatalogItem[];
   /** The message of the last action, shown once. */
   readonly flash?: Flash;
   /** Result of `?clientId=`, when a lookup was made. */
   readonly bindings?: BindingsLookup;
+  /** Payments whose handlers failed. */
+  readonly failedOutcomes: FailedOutcomes;
   /** Base URL of the payment service (never the keys). */
   readonly serviceUrl: string;
+  /** Where the orders are: `PGlite (sample-app/.data)`, `PostgreSQL (host:5432/shop)`. */
+  readonly databaseLabel: string;
+  /** The token of the page's forms. */
+  readonly csrfToken: string;
 }
 
-/** The action a row offers: Refund for paid orders, Cancel for pre-authorized ones. */
-function orderAction(order: Order): SafeHtml {
-  if (order.state === 'paid') {
-    return html`<form method="post" action="/admin/orders/${order.id}/refund"><button class="small danger" type="submit" data-action="refund">Refund</button></form>`;
+const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
+
+/** The sign-out button in the header of admin pages. */
+export function signOutForm(csrfToken: string): SafeHtml {
+  return html`<form method="post" action="/admin/logout">${csrfField(csrfToken)}<button type="submit" id="sign-out">Sign out</button></form>`;
+}
+
+/** What a row offers: Refund (paid or captured: to a confirmation page), Capture / Cancel (authorized). */
+function orderAction(order: Order, csrfToken: string): SafeHtml {
+  if (order.status === 'paid' || order.status === 'captured') {
+    return html`<a class="button small danger" href="/admin/orders/${order.id}/refund" data-action="refund">Refund…</a>`;
   }
-  if (order.state === 'preauthorized') {
-    return html`<form method="post" action="/admin/orders/${order.id}/cancel"><button class="small secondary" type="submit" data-action="cancel">Cancel</button></form>`;
+  if (order.status === 'authorized') {
+    return html`<form method="post" action="/admin/orders/${order.id}/capture">${csrfField(csrfToken)}<input class="amount" name="amount" inputmode="decimal" placeholder="all" aria-label="Amount to capture (TND)"> <button class="small" type="submit" data-action="capture">Capture</button></form>
+<form method="post" action="/admin/orders/${order.id}/cancel">${csrfField(csrfToken)}<button class="small secondary" type="submit" data-action="cancel">Cancel</button></form>`;
   }
   return html`<span class="muted">—</span>`;
 }
 
-function ordersTable(orders: readonly Order[]): SafeHtml {
+function ordersTable(orders: readonly Order[], csrfToken: string): SafeHtml {
   if (orders.length === 0) return html`<div class="table-wrap"><p class="empty">No orders yet. Buy something in the catalog.</p></div>`;
   const rows = orders.map(
-    (o) => html`<tr id="order-${o.id}" data-state="${o.state}">
+    (o) => html`<tr id="order-${o.id}" data-state="${o.status}">
 <td class="mono">${o.id}</td>
-<td>${o.productName}</td>
+<td>${orderTitle(o)}</td>
 <td class="num">${money(o.amount)}</td>
-<td>${stateBadge(o.state)}</td>
+<td>${stateBadge(o.status)}${o.capturedAmount !== undefined && html` <span class="muted" data-captured="${o.capturedAmount}">${money(o.capturedAmount)}</span>`}</td>
 <td class="mono">${o.paymentId ?? '—'}</td>
+<td class="mono">${o.clientId ?? '—'}</td>
 <td>${shortDate(o.createdAt)}</td>
-<td class="action">${orderAction(o)}</td>
+<td class="action">${orderAction(o, csrfToken)}</td>
 </tr>`,
   );
   return html`<div class="table-wrap"><table id="orders">
-<thead><tr><th>Order</th><th>Product</th><th class="num">Amount</th><th>State</th><th>Payment id</th><th>Created (UTC)</th><th class="action">Action</th></tr></thead>
+<thead><tr><th>Order</th><th>Product</th><th class="num">Amount</th><th>State</th><th>Payment id</th><th>Saved card for</th><th>Created (UTC)</th><th class="action">Action</th></tr></thead>
 <tbody>
 ${rows}
 </tbody>
 </table></div>`;
+}
+
+function failedOutcomesPanel(failed: FailedOutcomes, csrfToken: string): SafeHtml {
+  let body: SafeHtml;
+  if (failed.error !== undefined) {
+    body = html`<p class="flash flash-error result" id="failed-outcomes-error">${failed.error}</p>`;
+  } else if (failed.items.length === 0) {
+    body = html`<p class="result muted" id="failed-outcomes-empty">None: every verified outcome was handled.</p>`;
+  } else {
+    const rows = failed.items.map(
+      (r) => html`<tr data-payment="${r.paymentId}">
+<td class="mono">${r.paymentId}</td>
+<td class="mono">${r.developerTrackingId ?? '—'}</td>
+<td>${r.outcome} <span class="muted">(${r.status})</span></td>
+<td class="num">${r.attempts}</td>
+<td>${r.lastError ?? ''}</td>
+<td>${shortDate(r.updatedAt)}</td>
+<td class="action"><form method="post" action="/admin/outcomes/${r.paymentId}/retry">${csrfField(csrfToken)}<button class="small" type="submit" data-action="retry">Retry now</button></form></td>
+</tr>`,
+    );
+    body = html`<div class="table-wrap result"><table id="failed-outcomes">
+<thead><tr><th>Payment id</th><th>Order</th><th>Outcome</th><th class="num">Attempts</th><th>Last error</th><th>Updated (UTC)</th><th class="action">Action</th></tr></thead>
+<tbody>
+${rows}
+</tbody>
+</table></div>`;
+  }
+  return html`<section class="panel" id="failed-handlers">
+<h2>Payments whose handlers failed</h2>
+<p class="muted">The service verified these payments, but updating the order failed. They are retried on the next webhook, return or reconciliation; "Retry now" verifies and runs the handlers at once.</p>
+${body}
+</section>`;
 }
 
 function bindingsResult(lookup: BindingsLookup | undefined): SafeHtml {
@@ -76,38 +123,69 @@ ${rows}
 </table></div>`;
 }
 
-/** GET /admin: orders with their actions, the bindings lookup, and the sandbox's test tools. */
+/** GET /admin: orders with their actions, failed handlers, and the card bindings lookup. */
 export function adminPage(ctx: PageContext, view: AdminView): string {
   const flash = view.flash && html`<p class="flash flash-${view.flash.kind}" id="flash" role="status">${view.flash.text}</p>`;
-  const options = view.products.map((p) => html`<option value="${p.id}">${p.name} (${money(p.amount)})</option>`);
-  const testTools =
-    ctx.sandboxMode &&
-    html`<section class="panel" id="test-tools">
-<h2>Sandbox test tools</h2>
-<p class="muted">The payment service has no public endpoint for pre-authorizations; the sandbox can make one, so you can try Cancel.</p>
-<form class="inline-form" method="post" action="/admin/test-orders">
-<select name="productId" aria-label="Product">${options}</select>
-<button type="submit" id="create-preauthorized">Create pre-authorized test order</button>
-</form>
-</section>`;
   return layout(
     ctx,
     'Admin',
     'admin',
     html`<h1>Orders</h1>
-<p class="lead">Payment service: <code>${view.serviceUrl}</code>${ctx.sandboxMode && ' (built-in sandbox)'}. This demo page has no login.</p>
+<p class="lead">Payment service: <code>${view.serviceUrl}</code>${ctx.sandboxMode && ' (built-in sandbox)'}. Orders in ${view.databaseLabel}.</p>
 ${flash}
-${ordersTable(view.orders)}
-${testTools}
+${ordersTable(view.orders, view.csrfToken)}
+<p class="muted">"Charged when shipped" orders are pre-authorized at checkout (the amount is held on the card): capture all of it or a part (the rest is released) when you ship, or cancel to release it all.</p>
+${failedOutcomesPanel(view.failedOutcomes, view.csrfToken)}
 <section class="panel" id="bindings-lookup">
 <h2>Card bindings</h2>
-<p class="muted">Cards a customer saved with the payment service, by your customer id${ctx.sandboxMode && html` (try <code>demo-customer</code>)`}.</p>
+<p class="muted">Cards customers saved with the payment service ("Save my card" at checkout), by customer id${ctx.sandboxMode && html` (try <code>demo-customer</code>, or a customer id from the orders table)`}.</p>
 <form class="inline-form" method="get" action="/admin">
 <label for="clientId">Customer id</label>
-<input id="clientId" name="clientId" value="${view.bindings?.clientId ?? ''}" placeholder="demo-customer" autocomplete="off">
+<input id="clientId" name="clientId" value="${view.bindings?.clientId ?? ''}" placeholder="cus_…" autocomplete="off">
 <button type="submit" id="lookup">Look up</button>
 </form>
 ${bindingsResult(view.bindings)}
+</section>`,
+    undefined,
+    { nav: signOutForm(view.csrfToken) },
+  );
+}
+
+/** GET /admin/orders/:id/refund: the confirmation step before a refund (money leaves the shop). */
+export function refundConfirmPage(ctx: PageContext, order: Order, csrfToken: string): string {
+  const amount = order.capturedAmount ?? order.amount;
+  return layout(
+    ctx,
+    'Confirm refund',
+    'admin',
+    html`<section class="panel narrow" id="refund-confirm">
+<h1>Refund ${money(amount)}?</h1>
+<p class="muted">Order <span class="mono">${order.id}</span> (${orderTitle(order)}), payment <span class="mono">${order.paymentId ?? '—'}</span>. The customer gets the whole payment back. This cannot be undone.</p>
+<form class="inline-form" method="post" action="/admin/orders/${order.id}/refund">${csrfField(csrfToken)}<input type="hidden" name="confirm" value="yes">
+<button class="danger" type="submit" id="confirm-refund">Refund ${money(amount)}</button>
+<a class="button secondary" href="/admin">Back</a>
+</form>
+</section>`,
+    undefined,
+    { nav: signOutForm(csrfToken) },
+  );
+}
+
+/** GET /admin/login. */
+export function loginPage(ctx: PageContext, csrfToken: string, next: string, error?: string): string {
+  return layout(
+    ctx,
+    'Sign in',
+    'admin',
+    html`<section class="panel narrow" id="login">
+<h1>Sign in to the admin</h1>
+${error !== undefined && html`<p class="flash flash-error" id="login-error">${error}</p>`}
+<p class="muted">${ctx.sandboxMode ? 'The password is ADMIN_PASSWORD, or the one the shop printed when it started.' : 'The password is the shop’s ADMIN_PASSWORD.'}</p>
+<form class="inline-form" method="post" action="/admin/login">${csrfField(csrfToken)}<input type="hidden" name="next" value="${next}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
+<button type="submit" id="sign-in">Sign in</button>
+</form>
 </section>`,
   );
 }

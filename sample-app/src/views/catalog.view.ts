@@ -13,16 +13,21 @@ function initials(name: string): string {
     .toUpperCase();
 }
 
-/** GET / : one card per product, each with a Buy form posting to the checkout. */
-export function catalogPage(ctx: PageContext, products: readonly CatalogItem[]): string {
+/**
+ * GET / : one card per product, each with a Buy form posting to the checkout: the CSRF token,
+ * and a "save my card" box (the service then keeps the card for this customer: a binding).
+ */
+export function catalogPage(ctx: PageContext, products: readonly CatalogItem[], csrfToken: string): string {
   const cards = products.map(
     (p) => html`<article class="card" id="product-${p.id}">
 <div class="picture" style="background:linear-gradient(135deg,${p.colors[0]},${p.colors[1]})">${initials(p.name)}</div>
 <div class="card-body">
-<h2>${p.name}</h2>
+<h2>${p.name}${p.capture === 'later' && html`<span class="tag">Charged when shipped</span>`}</h2>
 <p>${p.description}</p>
 <div class="price">${fromMillimes(p.amount)}<small>TND</small></div>
-<form method="post" action="/orders"><input type="hidden" name="productId" value="${p.id}"><button type="submit">Buy now</button></form>
+<form method="post" action="/orders"><input type="hidden" name="_csrf" value="${csrfToken}"><input type="hidden" name="productId" value="${p.id}">
+<label class="check"><input type="checkbox" name="saveCard" value="on" id="save-${p.id}"> Save my card for next time</label>
+<button type="submit">${p.capture === 'later' ? 'Reserve now' : 'Buy now'}</button></form>
 </div>
 </article>`,
   );

@@ -1,11 +1,13 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus, Inject, Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
+import { LoginRequiredException } from '../security/admin.guard.js';
 import { errorPage } from './error.view.js';
 
 const TITLES: Record<number, string> = {
   [HttpStatus.BAD_REQUEST]: 'Bad request',
   [HttpStatus.NOT_FOUND]: 'Not found',
+  [HttpStatus.FORBIDDEN]: 'Request refused',
   [HttpStatus.BAD_GATEWAY]: 'Payment service unavailable',
 };
 
@@ -22,6 +24,10 @@ export class HtmlExceptionFilter implements ExceptionFilter {
   /** Answers the error as a page; unexpected errors are logged and shown without details. */
   catch(exception: unknown, host: ArgumentsHost): void {
     const response = host.switchToHttp().getResponse<Response>();
+    if (exception instanceof LoginRequiredException) {
+      response.redirect(303, `/admin/login?next=${encodeURIComponent(exception.returnTo)}`);
+      return;
+    }
     let status: number = HttpStatus.INTERNAL_SERVER_ERROR;
     let text = 'Something went wrong on our side. Please try again.';
     if (exception instanceof HttpException) {

@@ -12,6 +12,12 @@ export interface PageContext {
 /** Which navigation link is the current page. */
 export type NavItem = 'catalog' | 'admin' | 'none';
 
+/** Extra header content: the admin's sign-out form, when signed in. */
+export interface LayoutExtras {
+  /** Markup added at the end of the navigation. */
+  readonly nav?: SafeHtml;
+}
+
 // One stylesheet for the whole shop, inline: the pages load no external assets.
 const STYLE = `
 *{box-sizing:border-box}
@@ -26,6 +32,7 @@ nav{margin-left:auto;display:flex;gap:.25rem}
 nav a{color:var(--ink);text-decoration:none;padding:.4rem .75rem;border-radius:8px;font-weight:500}
 nav a:hover{background:#f3ede8}
 nav a[aria-current]{background:#f3ede8;color:var(--brand)}
+nav form{display:inline}nav form button{background:none;color:var(--muted);font-weight:500;padding:.4rem .75rem}nav form button:hover{background:#f3ede8}
 .testmode{background:#fef3c7;color:#92400e;border-bottom:1px solid #fde68a;text-align:center;font-size:.85rem;padding:.4rem 1rem}
 main{max-width:72rem;margin:0 auto;padding:2rem 1.25rem 3rem}
 h1{font-size:1.65rem;line-height:1.25;margin:0 0 .35rem;letter-spacing:-.01em}
@@ -65,12 +72,18 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .badge-paid,.badge-active{background:#dcfce7;color:#166534}
 .badge-failed{background:#fee2e2;color:#991b1b}
 .badge-refunded{background:#ede9fe;color:#5b21b6}
-.badge-preauthorized{background:#fef3c7;color:#92400e}
+.badge-authorized{background:#fef3c7;color:#92400e}
+.badge-captured{background:#dcfce7;color:#166534}
+.badge-expired{background:#f3f4f6;color:#6b7280}
 .badge-cancelled{background:#e5e7eb;color:#374151}
 .flash{padding:.8rem 1rem;border-radius:10px;margin:0 0 1.5rem;border:1px solid}
 .flash-success{background:#f0fdf4;border-color:#bbf7d0;color:#166534}
 .flash-error{background:#fef2f2;border-color:#fecaca;color:#991b1b}
 .inline-form{display:flex;gap:.6rem;flex-wrap:wrap;align-items:center}
+.check{display:flex;gap:.4rem;align-items:center;font-weight:500;font-size:.85rem;color:var(--muted);margin:0 0 .5rem}
+.check input{min-width:0}
+input.amount{min-width:0;width:6.5rem;padding:.3rem .5rem;font-size:.85rem}
+.tag{display:inline-block;font-size:.72rem;font-weight:700;color:#92400e;background:#fef3c7;border-radius:6px;padding:.05rem .45rem;margin-left:.3rem;vertical-align:.1rem}
 input,select{font:inherit;padding:.55rem .7rem;border:1px solid #d6cfc7;border-radius:8px;background:#fff;min-width:14rem}
 label{font-weight:600;font-size:.9rem}
 .empty{color:var(--muted);padding:1.25rem;text-align:center}
@@ -87,7 +100,7 @@ const STYLESHEET = new SafeHtml(STYLE);
  *
  * @param refreshSecs reload the page after this many seconds (the success page waiting for its confirmation)
  */
-export function layout(ctx: PageContext, title: string, current: NavItem, content: SafeHtml, refreshSecs?: number): string {
+export function layout(ctx: PageContext, title: string, current: NavItem, content: SafeHtml, refreshSecs?: number, extras: LayoutExtras = {}): string {
   const link = (href: string, item: NavItem, label: string) => html`<a href="${href}"${current === item ? html` aria-current="page"` : ''}>${label}</a>`;
   return html`<!doctype html>
 <html lang="en">
@@ -103,7 +116,7 @@ ${refreshSecs !== undefined && html`<meta http-equiv="refresh" content="${refres
 <header class="top">
 <div class="bar">
 <a class="brand" href="/"><span></span>${SHOP_NAME}</a>
-<nav>${link('/', 'catalog', 'Catalog')}${link('/admin', 'admin', 'Admin')}</nav>
+<nav>${link('/', 'catalog', 'Catalog')}${link('/admin', 'admin', 'Admin')}${extras.nav}</nav>
 </div>
 ${ctx.sandboxMode && html`<div class="testmode" id="test-mode">Test mode: payments go to the built-in sandbox. No real money moves.</div>`}
 </header>

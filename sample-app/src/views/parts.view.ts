@@ -1,18 +1,20 @@
 import { fromMillimes } from 'nestjs-payments';
-import type { OrderState } from '../orders/order.model.js';
+import type { OrderStatus } from '../orders/order.model.js';
 import { html, type SafeHtml } from './html.util.js';
 
-const STATE_LABELS: Record<OrderState, string> = {
+const STATE_LABELS: Record<OrderStatus, string> = {
   pending: 'Pending',
   paid: 'Paid',
   failed: 'Failed',
+  expired: 'Expired',
+  authorized: 'Authorized',
+  captured: 'Captured',
   refunded: 'Refunded',
-  preauthorized: 'Pre-authorized',
   cancelled: 'Cancelled',
 };
 
 /** A coloured badge for an order state; `data-state` carries the raw state for tests and scripts. */
-export function stateBadge(state: OrderState): SafeHtml {
+export function stateBadge(state: OrderStatus): SafeHtml {
   return html`<span class="badge badge-${state}" data-state="${state}">${STATE_LABELS[state]}</span>`;
 }
 
