@@ -158,16 +158,30 @@ describe('PaymentsModule configuration', () => {
     );
   });
 
-  it('forRootAsync reports invalid options from the factory at start-up too', async () => {
+  it('forRootAsync reports invalid options from the factory at start-up, naming the variables to set', async () => {
     await expect(
       start([PaymentsModule.forRootAsync({ useFactory: () => paymentsOptionsFromConfig({ get: () => undefined }) })]),
-    ).rejects.toThrow('Invalid payments options: publicKey (is required (a non-empty string)), privateKey (is required (a non-empty string)), baseUrl (is required (an absolute http(s) URL))');
+    ).rejects.toThrow(
+      'Invalid payments options from the environment: PAYMENTS_PUBLIC_KEY (publicKey) (is required (a non-empty string)), ' +
+        'PAYMENTS_PRIVATE_KEY (privateKey) (is required (a non-empty string)), PAYMENTS_BASE_URL (baseUrl) (is required (an absolute http(s) URL))',
+    );
   });
 
-  it('reports a malformed number variable by its option name', async () => {
-    const config = { get: (k: string) => ({ PAYMENTS_PUBLIC_KEY: 'pk', PAYMENTS_PRIVATE_KEY: 'x', PAYMENTS_BASE_URL: fake.url, PAYMENTS_TIMEOUT_MS: '10s' })[k] };
+  it('reports a malformed variable by its name and option; an option set in code keeps its own name', async () => {
+    const env: Record<string, string> = { PAYMENTS_PUBLIC_KEY: 'pk', PAYMENTS_PRIVATE_KEY: 'x', PAYMENTS_BASE_URL: fake.url, PAYMENTS_TIMEOUT_MS: '10s' };
+    const config = { get: (k: string) => env[k] };
     await expect(start([PaymentsModule.forRootAsync({ useFactory: () => paymentsOptionsFromConfig(config) })])).rejects.toThrow(
-      'Invalid payments options: timeoutMs (must be a positive integer)',
+      'Invalid payments options from the environment: PAYMENTS_TIMEOUT_MS (timeoutMs) (must be a positive integer)',
     );
+    const fields = (err: unknown) => (err as PaymentsValidationError).fields.map((f) => f.field);
+    const inCode = (() => {
+      try {
+        return paymentsOptionsFromConfig(config, { timeoutMs: 0, webhook: { secret: 'short' } });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(inCode).toBeInstanceOf(PaymentsValidationError);
+    expect(fields(inCode)).toEqual(['timeoutMs', 'webhook.secret', 'PAYMENTS_WEBHOOK_PUBLIC_URL (webhook.publicUrl)']);
   });
 });

@@ -288,10 +288,11 @@ describe('PaymentsService against a loopback service', () => {
     });
 
     it.each([
-      [502, '<html><body><h1>502 Bad Gateway</h1></body></html>', 'INVALID_RESPONSE', '<html><body><h1>502 Bad Gateway</h1></body></html>'],
+      // An unrecognised body is INVALID_RESPONSE on a 2xx, API_ERROR (the service failed) otherwise.
+      [502, '<html><body><h1>502 Bad Gateway</h1></body></html>', 'API_ERROR', '<html><body><h1>502 Bad Gateway</h1></body></html>'],
       [200, '', 'INVALID_RESPONSE', ''],
       [200, '{"result": {"success": tru', 'INVALID_RESPONSE', '{"result": {"success": tru'],
-      [500, '[1,2]', 'INVALID_RESPONSE', '[1,2]'],
+      [500, '[1,2]', 'API_ERROR', '[1,2]'],
       [200, '{"status":"success"}', 'INVALID_RESPONSE', '{"status":"success"}'],
       [503, '{"unexpected":true}', 'API_ERROR', '{"unexpected":true}'],
     ])('HTTP %i with body %p -> PaymentsApiError %s with an excerpt, never a crash', async (status, body, code, excerpt) => {
@@ -381,7 +382,7 @@ describe('PaymentsService against a loopback service', () => {
         await caught(payments.cancelPayment('pay_1')),
         await caught(payments.generatePayment({ amount: 'x' })),
       ];
-      expect(errors.map((e) => e.code)).toEqual(['REFUND_NOT_ALLOWED', 'INVALID_RESPONSE', 'TIMEOUT', 'VALIDATION_FAILED']);
+      expect(errors.map((e) => e.code)).toEqual(['REFUND_NOT_ALLOWED', 'API_ERROR', 'TIMEOUT', 'VALIDATION_FAILED']);
       for (const error of errors) {
         expectNoSecret(error);
         expectNoSecret(error.message);

@@ -6,21 +6,28 @@ import {
   CancellationFailedError,
   InvalidClientIdError,
   OnPaymentConfirmed,
+  OnPaymentFailed,
   PaymentsApiError,
   PaymentsAuthenticationError,
   PaymentsModule,
   PaymentsService,
   RefundNotAllowedError,
   type PaymentConfirmedEvent,
+  type PaymentFailedEvent,
 } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 
 @Injectable()
 class Orders {
   readonly paid: PaymentConfirmedEvent[] = [];
+  readonly failed: PaymentFailedEvent[] = [];
   @OnPaymentConfirmed()
   markPaid(event: PaymentConfirmedEvent) {
     this.paid.push(event);
+  }
+  @OnPaymentFailed()
+  markFailed(event: PaymentFailedEvent) {
+    this.failed.push(event);
   }
 }
 
@@ -66,11 +73,12 @@ describe('the plugin against its own sandbox', () => {
     await expect(payments.refundPayment(paymentId)).rejects.toBeInstanceOf(RefundNotAllowedError);
   });
 
-  it('a declined payment emits no confirmation and cannot be refunded', async () => {
+  it('a declined payment: its failure webhook emits payment.failed, never a confirmation, and it cannot be refunded', async () => {
     const { paymentId } = await payments.generatePayment({ amount: '500' });
     const settlement = await sandbox.failPayment(paymentId);
-    expect(settlement.webhook).toBeUndefined();
+    expect(settlement.webhook).toMatchObject({ status: 200, delivered: true });
     expect(app.get(Orders).paid.map((e) => e.paymentId)).not.toContain(paymentId);
+    expect(app.get(Orders).failed.map((e) => [e.paymentId, e.status])).toEqual([[paymentId, 'FAILURE']]);
     await expect(payments.refundPayment(paymentId)).rejects.toBeInstanceOf(RefundNotAllowedError);
   });
 
@@ -92,7 +100,7 @@ describe('the plugin against its own sandbox', () => {
     sandbox.fault('/api/v2/generate_payment', { status: 502, body: '<html>Bad gateway</html>', times: 1 });
     const error = await payments.generatePayment({ amount: '1' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PaymentsApiError);
-    expect((error as PaymentsApiError).code).toBe('INVALID_RESPONSE');
+    expect((error as PaymentsApiError).code).toBe('API_ERROR');
   });
 
   it('wrong keys give PaymentsAuthenticationError', async () => {
