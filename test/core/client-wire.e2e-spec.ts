@@ -1,0 +1,175 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { PaymentsClient, SERVICE_PATHS } from '../../lib/core/payments.client.js';
+import { PaymentsApiError, PaymentsAuthenticationError, PaymentsValidationError } from '../../lib/core/payments.errors.js';
+import { FakeService } from '../support/fake-service.js';
+import { generateAnswer, verifyAnswer, verifyPath } from '../support/verify-answers.js';
+
+const PRIVATE_KEY = 'sk_wire_0123456789_secret';
+const LINKS = { successLink: 'https://shop.example/ok', failLink: 'https://shop.example/ko' };
+
+describe('the wire of the operations the public docs add (public-api-facts §1, §4, §5)', () => {
+  let fake: FakeService;
+  let client: PaymentsClient;
+
+  beforeAll(async () => {
+    fake = await FakeService.start();
+    client = new PaymentsClient({ publicKey: 'pk_wire', privateKey: PRIVATE_KEY, baseUrl: fake.url, maxRetries: 0, reconciliation: { enabled: false }, ...LINKS });
+  });
+  afterEach(() => fake.reset());
+  afterAll(async () => {
+    await client.close();
+    await fake.close();
+  });
+
+  const last = () => fake.requests[fake.requests.length - 1];
+
+  describe('verifyPayment', () => {
+    it('GETs /api/v2/verify_payment/{id} with the Bearer header and no body', async () => {
+      fake.reply(verifyPath('pay_1'), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 1250, trackingId: 'order-1' }) });
+      const verified = await client.verifyPayment('pay_1');
+      expect(last()).toMatchObject({ method: 'GET', path: '/api/v2/verify_payment/pay_1', body: '' });
+      expect(last().headers.authorization).toBe(`Bearer pk_wire:${PRIVATE_KEY}`);
+      expect(last().headers['content-type']).toBeUndefined();
+      expect(verified).toMatchObject({ paymentId: 'pay_1', status: 'SUCCESS', amount: '1250', developerTrackingId: 'order-1', type: 'card' });
+      expect(verified.details).toMatchObject({ pan: '450921**1119' });
+    });
+
+    it('percent-encodes the payment id into the path', async () => {
+      fake.reply(verifyPath('a/b c'), { status: 200, body: verifyAnswer({ status: 'PENDING' }) });
+      await client.verifyPayment('a/b c');
+      expect(last().path).toBe('/api/v2/verify_payment/a%2Fb%20c');
+    });
+
+    it.each(['SUCCESS', 'PENDING', 'EXPIRED', 'FAILURE', 'PREAUTH_SUCCESS', 'SYSTEM_FAILURE', 'REVERSED_BY_BANK'])('keeps the status %s exactly as sent', async (status) => {
+      fake.reply(verifyPath('pay_s'), { status: 200, body: verifyAnswer({ status }) });
+      await expect(client.verifyPayment('pay_s')).resolves.toMatchObject({ status });
+    });
+
+    it('accepts the amount as a digit string too', async () => {
+      const body = verifyAnswer({ status: 'SUCCESS' });
+      (body.result as Record<string, unknown>).amount = '0012500';
+      fake.reply(verifyPath('pay_str'), { status: 200, body });
+      await expect(client.verifyPayment('pay_str')).resolves.toMatchObject({ amount: '12500' });
+    });
+
+    it('refuses an answer whose top-level success is not true, whatever result says', async () => {
+      const body = { ...verifyAnswer({ status: 'SUCCESS' }), success: false };
+      fake.reply(verifyPath('pay_f'), { status: 200, body });
+      await expect(client.verifyPayment('pay_f')).rejects.toBeInstanceOf(PaymentsApiError);
+    });
+
+    it.each([
+      ['no status', { success: true, result: { amount: 1 } }],
+      ['a fractional amount', { success: true, result: { amount: 12.5, status: 'SUCCESS' } }],
+      ['a negative amount', { success: true, result: { amount: -1, status: 'SUCCESS' } }],
+    ])('answers INVALID_RESPONSE for %s', async (_name, body) => {
+      fake.reply(verifyPath('pay_bad'), { status: 200, body });
+      await expect(client.verifyPayment('pay_bad')).rejects.toMatchObject({ code: 'INVALID_RESPONSE' });
+    });
+
+    it('maps 404 to NOT_FOUND and 429 to RATE_LIMITED with the Retry-After', async () => {
+      fake.reply(verifyPath('pay_404'), { status: 404, body: { result: { status: 404, message: 'Payment not found' } } });
+      await expect(client.verifyPayment('pay_404')).rejects.toMatchObject({ code: 'NOT_FOUND', httpStatus: 404, serviceMessage: 'Payment not found' });
+      fake.reply(verifyPath('pay_429'), { status: 429, body: { result: { status: 429, message: 'Too Many Requests' } }, headers: { 'retry-after': '7' } });
+      await expect(client.verifyPayment('pay_429')).rejects.toMatchObject({ code: 'RATE_LIMITED', retryAfterSecs: 7 });
+    });
+
+    it('refuses a malformed payment id before any request', async () => {
+      await expect(client.verifyPayment('a\r\nb')).rejects.toBeInstanceOf(PaymentsValidationError);
+      expect(fake.requests).toHaveLength(0);
+    });
+  });
+
+  describe('capturePayment', () => {
+    it('POSTs payment_id only when capturing everything', async () => {
+      fake.reply(SERVICE_PATHS.capture, { status: 200, body: { result: { payment_id: 'pre_1', status: 'confirmed', amount: '20000', confirmed_at: '2026-11-22T10:00:00Z' }, status: 'success' } });
+      const capture = await client.capturePayment('pre_1');
+      expect(last()).toMatchObject({ method: 'POST', path: '/api/v2/confirm_payment' });
+      expect(last().headers['content-type']).toBe('application/json');
+      expect(JSON.parse(last().body)).toStrictEqual({ payment_id: 'pre_1' });
+      expect(capture).toStrictEqual({ paymentId: 'pre_1', status: 'confirmed', amount: '20000', capturedAt: '2026-11-22T10:00:00Z' });
+    });
+
+    it('sends a partial amount as a digit string', async () => {
+      fake.reply(SERVICE_PATHS.capture, { status: 200, body: { result: { payment_id: 'pre_2', status: 'confirmed', amount: '5000', confirmed_at: 'x' }, status: 'success' } });
+      await client.capturePayment('pre_2', { amount: 5000 });
+      expect(JSON.parse(last().body)).toStrictEqual({ payment_id: 'pre_2', amount: '5000' });
+    });
+
+    it('reads the older answer shape { result: { status: "SUCCESS" } }', async () => {
+      fake.reply(SERVICE_PATHS.capture, { status: 200, body: { result: { status: 'SUCCESS' } } });
+      await expect(client.capturePayment('pre_3')).resolves.toStrictEqual({ paymentId: 'pre_3', status: 'SUCCESS' });
+    });
+
+    it('maps the flat error shape to an error with the service code, and refuses dinars before sending', async () => {
+      fake.reply(SERVICE_PATHS.capture, { status: 400, body: { status: 'error', message: 'cannot capture', code: 'CAPTURE_NOT_ALLOWED' } });
+      await expect(client.capturePayment('pre_4')).rejects.toMatchObject({ code: 'CAPTURE_NOT_ALLOWED', serviceMessage: 'cannot capture' });
+      const before = fake.requests.length;
+      await expect(client.capturePayment('pre_4', { amount: 12.5 })).rejects.toThrow(/toMillimes\('12.5'\)/);
+      expect(fake.requests).toHaveLength(before);
+    });
+  });
+
+  describe('generatePayment with the documented extras', () => {
+    it('sends pre_authorization, client_id and destination as the docs show them', async () => {
+      fake.reply(SERVICE_PATHS.generate, { status: 200, body: generateAnswer('pay_g1') });
+      await client.generatePayment({ amount: '20000', preAuthorization: true, clientId: 'cust-1', destinations: [{ merchantId: 'm-2', amount: '5000' }] });
+      expect(JSON.parse(last().body)).toStrictEqual({
+        amount: '20000',
+        ...{ success_link: LINKS.successLink, fail_link: LINKS.failLink },
+        pre_authorization: true,
+        client_id: 'cust-1',
+        destination: [{ amount: 5000, destination: 'm-2' }],
+      });
+    });
+
+    it('uses the configured name of the pre-authorization flag', async () => {
+      const other = new PaymentsClient({ publicKey: 'pk', privateKey: 'sk', baseUrl: fake.url, preAuthorizationFlag: 'pre_auth', reconciliation: { enabled: false }, ...LINKS });
+      fake.reply(SERVICE_PATHS.generate, { status: 200, body: generateAnswer('pay_g2') });
+      await other.generatePayment({ amount: '1000', preAuthorization: true });
+      await other.close();
+      expect(JSON.parse(last().body)).toMatchObject({ pre_auth: true });
+      expect(JSON.parse(last().body)).not.toHaveProperty('pre_authorization');
+    });
+
+    it('recognises a created payment without result.success (the shorter documented answer)', async () => {
+      fake.reply(SERVICE_PATHS.generate, { status: 200, body: generateAnswer('pay_min', { minimal: true }) });
+      await expect(client.generatePayment({ amount: '1000' })).resolves.toStrictEqual({ paymentId: 'pay_min', link: 'https://checkout.example.test/shop/pay_min' });
+    });
+
+    it.each([
+      ['a javascript: link', { result: { success: true, payment_id: 'p', link: 'javascript:alert(1)' } }],
+      ['a payment id with CR/LF', { result: { success: true, payment_id: 'p\r\nX-Evil: 1', link: 'https://c.example/p' } }],
+      ['no link', { result: { success: true, payment_id: 'p' } }],
+    ])('refuses %s from the service as INVALID_RESPONSE', async (_name, body) => {
+      fake.reply(SERVICE_PATHS.generate, { status: 200, body });
+      await expect(client.generatePayment({ amount: '1000' })).rejects.toMatchObject({ code: 'INVALID_RESPONSE' });
+    });
+
+    it('queues the payment for reconciliation after its session', async () => {
+      fake.reply(SERVICE_PATHS.generate, { status: 200, body: generateAnswer('pay_q') });
+      await client.generatePayment({ amount: '1000', developerTrackingId: 'order-q', sessionTimeoutSecs: 300 });
+      const pending = await client.store.findPending('pay_q');
+      expect(pending).toMatchObject({ paymentId: 'pay_q', amount: '1000', developerTrackingId: 'order-q', checks: 0 });
+      expect(Date.parse(pending?.sessionEndsAt ?? '') - Date.parse(pending?.createdAt ?? '')).toBe(300_000);
+    });
+  });
+
+  describe('secrets in answers', () => {
+    it('redacts the private key when the service echoes the Authorization header', async () => {
+      fake.reply(verifyPath('pay_echo'), { status: 500, body: `<html>bad request: Authorization: Bearer pk_wire:${PRIVATE_KEY}</html>` });
+      const error = await client.verifyPayment('pay_echo').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PaymentsApiError);
+      expect(JSON.stringify(error)).not.toContain(PRIVATE_KEY);
+      expect((error as Error).message).not.toContain(PRIVATE_KEY);
+      expect((error as Error).message).toContain('[redacted]');
+    });
+
+    it('says what to check on a 401', async () => {
+      fake.reply(verifyPath('pay_401'), { status: 401, body: { result: { status: 401, message: 'Unauthorized' } } });
+      const error = await client.verifyPayment('pay_401').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PaymentsAuthenticationError);
+      expect((error as Error).message).toMatch(/check publicKey\/privateKey, and that baseUrl is the environment/);
+    });
+  });
+});
