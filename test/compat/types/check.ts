@@ -75,7 +75,7 @@ export async function useService(payments: PaymentsService): Promise<void> {
   try {
     await payments.cancelPayment(generated.paymentId);
   } catch (error) {
-    if (error instanceof RefundNotAllowedError) expectType<Equal<typeof error.code, string>>();
+    if (error instanceof RefundNotAllowedError) expectType<Equal<typeof error.code extends string ? true : false, true>>();
     if (error instanceof PaymentsError) void error.code;
   }
 }

@@ -88,7 +88,7 @@ async function main() {
     assert.ok(payment, `the redirect does not lead to a sandbox payment: ${link}`);
     const { paymentId } = payment;
     assert.equal(payment.amount, AMOUNT);
-    assert.ok(payment.webhook?.startsWith(`${url}/payments/webhook?`), `the payment's webhook is not this app's signed URL: ${payment.webhook}`);
+    assert.ok(payment.webhook?.startsWith(`${url}/payments/webhook`), `the payment's webhook is not this app's signed URL: ${payment.webhook}`);
 
     const settlement = await sandbox.completePayment(paymentId);
     assert.equal(settlement.webhook?.status, 200, `the sandbox's webhook got ${JSON.stringify(settlement.webhook)}`);
