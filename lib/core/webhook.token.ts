@@ -6,7 +6,7 @@ export const WEBHOOK_TOKEN_PARAM = 'webhook_token';
 const DOMAIN = 'nestjs-payments:webhook:v2:';
 // Only characters that are never escaped in a URL path or query: the service can append to the
 // URL however it likes without touching the token.
-const TOKEN_FORMAT = /^([A-Za-z0-9_-]{24})\.([0-9a-z]{1,11})\.([0-9]{1,15})\.([A-Za-z0-9_-]{0,22})\.([A-Za-z0-9_-]{43})$/;
+const TOKEN_FORMAT = /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,11})\.([0-9]{1,15})\.([A-Za-z0-9_-]{0,16})\.([A-Za-z0-9_-]{22})$/;
 
 /** What a valid token says: signed by the plugin when it generated the payment. */
 export interface WebhookTokenClaims {
@@ -23,7 +23,8 @@ export interface WebhookTokenClaims {
 /**
  * Issues and checks the tokens carried by signed webhook URLs.
  *
- * A token is `<nonce>.<expiry>.<amount>.<tracking hash>.<HMAC-SHA256>` (base64url and digits).
+ * A token is `<nonce>.<expiry>.<amount>.<tracking hash>.<HMAC-SHA256/128>` (base64url and digits,
+ * at most 80 characters).
  * The payment id is not known when the URL must be sent, so the token carries what the plugin
  * must check once it is: the amount and the tracking id it sent. Thus a delivery is checked
  * even when the store forgot the token (a restart with the in-memory store, an eviction): the
@@ -45,7 +46,7 @@ export class WebhookTokenSigner {
    * @param ttlMs how long the token stays valid
    */
   issue(amount: string, trackingId: string | undefined, ttlMs: number): { token: string; claims: WebhookTokenClaims } {
-    const nonce = randomBytes(18).toString('base64url');
+    const nonce = randomBytes(12).toString('base64url');
     const expiresAt = Date.now() + ttlMs;
     const body = `${nonce}.${Math.ceil(expiresAt / 1000).toString(36)}.${amount}.${trackingHash(trackingId)}`;
     return { token: `${body}.${this.#sign(body)}`, claims: { nonce, expiresAt: Math.ceil(expiresAt / 1000) * 1000, amount, trackingHash: trackingHash(trackingId) } };
@@ -78,14 +79,16 @@ export class WebhookTokenSigner {
     return url.toString();
   }
 
+  // HMAC-SHA256 truncated to 128 bits (RFC 2104 §5 allows truncation to half the output): the
+  // token must stay under Fastify's default 100-character limit on a path parameter.
   #sign(body: string): string {
-    return createHmac('sha256', this.#secret).update(DOMAIN + body).digest('base64url');
+    return createHmac('sha256', this.#secret).update(DOMAIN + body).digest().subarray(0, 16).toString('base64url');
   }
 }
 
-/** The hash of a tracking id a token carries: 16 bytes of SHA-256, or empty when there is none. */
+/** The hash of a tracking id a token carries: 12 bytes of SHA-256, or empty when there is none. */
 export function trackingHash(trackingId: string | undefined): string {
-  return trackingId === undefined ? '' : hash('sha256', `tracking:${trackingId}`, 'buffer').subarray(0, 16).toString('base64url');
+  return trackingId === undefined ? '' : hash('sha256', `tracking:${trackingId}`, 'buffer').subarray(0, 12).toString('base64url');
 }
 
 /** Compares two strings in constant time (hashing first, so lengths leak nothing either). */

@@ -23,6 +23,7 @@ import {
   type PaymentsStore,
 } from 'nestjs-payments';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from 'nestjs-payments/express';
+import { paymentsStoreMigration, PostgresPaymentsStore } from 'nestjs-payments/postgres';
 import { RedisPaymentsStore } from 'nestjs-payments/redis';
 import { PaymentsSandbox, type SandboxSettlement } from 'nestjs-payments/testing';
 
@@ -98,7 +99,13 @@ export function expressApp(store?: PaymentsStore): Router {
 export const stores: PaymentsStore[] = [
   new RedisPaymentsStore('redis://127.0.0.1:6379'),
   new RedisPaymentsStore(new Redis({ lazyConnect: true }), { keyPrefix: 'shop:' }),
+  // PostgreSQL: a connection string, or anything with query(text, params) (a pg Pool, PGlite).
+  new PostgresPaymentsStore('postgres://shop@127.0.0.1:5432/shop'),
+  new PostgresPaymentsStore({ query: async () => ({ rows: [] }) }, { tablePrefix: 'shop_payments_' }),
 ];
+expectType<Equal<ReturnType<typeof paymentsStoreMigration>, string>>();
+// @ts-expect-error a store needs a connection string or something that runs queries
+new PostgresPaymentsStore(5432);
 
 // Testing: the sandbox.
 export async function sandbox(): Promise<SandboxSettlement> {
