@@ -39,6 +39,8 @@ export interface ShopApp {
   readonly url: string;
   /** The port the shop listens on. */
   readonly port: number;
+  /** The listening HTTP server (bound to 127.0.0.1 in sandbox mode unless `HOST` says otherwise). */
+  readonly server: http.Server;
   /** The built-in sandbox, in sandbox mode (no `PAYMENTS_PUBLIC_KEY`). */
   readonly sandbox?: PaymentsSandbox;
   /** The database of the orders and of the plugin's store. */
@@ -131,6 +133,7 @@ export async function createShopApp(options: ShopAppOptions = {}): Promise<ShopA
     app,
     url: settings.publicUrl,
     port,
+    server,
     sandbox,
     database,
     adminPassword: settings.adminPassword,

@@ -1,14 +1,20 @@
 /**
- * The sample shop without a browser: boots `createShopApp` in-process (port 0, embedded
- * sandbox on port 0) and drives it with fetch, as the pages' forms would.
+ * The sample shop without a browser: boots `createShopApp` in-process (port 0, embedded sandbox
+ * on port 0, PGlite in memory or in a temporary directory) and drives it with fetch, as the
+ * pages' forms would, cookies and CSRF tokens included.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PaymentsSandbox } from 'nestjs-payments/testing';
+import { OrdersRepository } from '../../sample-app/src/orders/orders.repository.js';
 import { createShopApp, type ShopApp } from '../../sample-app/src/shop.bootstrap.js';
-import { CapturingLogger, ShopClient } from './shop.helpers.js';
+import { CapturingLogger, paymentIdOf, ShopClient } from './shop.helpers.js';
 
 const WEBHOOK_SECRET = 'shop-e2e-webhook-secret-0123456789abcdef';
+const ADMIN_PASSWORD = 'e2e-admin-password-0123';
 
 /** A port that was free a moment ago. */
 async function freePort(): Promise<number> {
@@ -26,9 +32,31 @@ async function listenOn(port: number): Promise<void> {
   await new Promise((resolve) => server.close(resolve));
 }
 
-/** The payment id at the end of a sandbox checkout link. */
-function paymentIdOf(link: string): string {
-  return decodeURIComponent(new URL(link).pathname.split('/').pop()!);
+/** Helpers over one running shop in sandbox mode. */
+function shopDriver(getShop: () => ShopApp, getClient: () => ShopClient) {
+  const sandbox = () => getShop().sandbox!;
+  return {
+    /** Buys a product through the catalog's form; returns the order and payment ids and the link. */
+    async buy(productId = 'espresso-beans', options: { saveCard?: boolean } = {}) {
+      const res = await getClient().buy(productId, options);
+      expect(res.status).toBe(303);
+      const link = res.location!;
+      const paymentId = paymentIdOf(link);
+      const orderId = sandbox().getPayment(paymentId)!.developerTrackingId!;
+      return { orderId, paymentId, link };
+    },
+    /** The admin table row of an order. */
+    async adminRow(orderId: string): Promise<string> {
+      const page = await getClient().get('/admin');
+      const match = new RegExp(`<tr id="order-${orderId}"[\\s\\S]*?</tr>`).exec(page.text);
+      if (!match) throw new Error(`order ${orderId} is not on /admin (${page.status})`);
+      return match[0];
+    },
+    /** What the customer sees coming back from the checkout, as the service sends them. */
+    returnTo(orderId: string, paymentId: string, page: 'success' | 'failed') {
+      return getClient().get(`/orders/${orderId}/${page}?payment_id=${encodeURIComponent(paymentId)}`);
+    },
+  };
 }
 
 describe('sample shop in sandbox mode', () => {
@@ -36,45 +64,35 @@ describe('sample shop in sandbox mode', () => {
   let sandbox: PaymentsSandbox;
   let client: ShopClient;
   const logger = new CapturingLogger();
-
-  /** Buys a product through the checkout form; returns the order and payment ids and the link. */
-  async function buy(productId = 'espresso-beans'): Promise<{ orderId: string; paymentId: string; link: string }> {
-    const res = await client.post('/orders', { productId });
-    expect(res.status).toBe(303);
-    const link = res.location!;
-    const paymentId = paymentIdOf(link);
-    const orderId = sandbox.getPayment(paymentId)!.developerTrackingId!;
-    return { orderId, paymentId, link };
-  }
-
-  /** The admin table row of an order. */
-  async function adminRow(orderId: string): Promise<string> {
-    const page = await client.get('/admin');
-    const match = new RegExp(`<tr id="order-${orderId}"[\\s\\S]*?</tr>`).exec(page.text);
-    if (!match) throw new Error(`order ${orderId} is not on /admin`);
-    return match[0];
-  }
+  const { buy, adminRow, returnTo } = shopDriver(
+    () => shop,
+    () => client,
+  );
 
   beforeAll(async () => {
-    // env: {} keeps the developer's shell (a real PAYMENTS_PUBLIC_KEY...) out of the test.
-    shop = await createShopApp({ port: 0, sandboxPort: 0, env: { PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET }, logger });
+    // env given in code keeps the developer's shell (a real PAYMENTS_PUBLIC_KEY...) out of the test.
+    shop = await createShopApp({ port: 0, sandboxPort: 0, env: { PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET, DATA_DIR: 'memory://' }, logger });
     sandbox = shop.sandbox!;
     client = new ShopClient(shop.url);
-  });
+    await client.signIn(shop.adminPassword);
+  }, 30_000);
 
   afterAll(async () => {
     await shop?.close();
   });
 
-  it('starts the embedded sandbox and says so in the log', () => {
+  it('starts the embedded sandbox on 127.0.0.1 and prints a generated admin password once', () => {
     expect(sandbox).toBeInstanceOf(PaymentsSandbox);
     expect(shop.url).toBe(`http://localhost:${shop.port}`);
-    expect(logger.lines).toContainEqual(
-      `log [Shop] No PAYMENTS_* keys set: using the built-in sandbox at ${sandbox.url} (no real money moves)`,
-    );
+    expect(logger.lines).toContainEqual(`log [Shop] No PAYMENTS_* keys set: using the built-in sandbox at ${sandbox.url} (no real money moves)`);
+    expect(shop.adminPassword).toMatch(/^[A-Za-z0-9_-]{16}$/);
+    expect(logger.lines.filter((l) => l.includes(shop.adminPassword))).toEqual([
+      `log [Shop] Admin password for this run (set ADMIN_PASSWORD to choose one): ${shop.adminPassword}`,
+    ]);
+    expect((shop.server.address() as net.AddressInfo).address).toBe('127.0.0.1');
   });
 
-  it('serves the catalog: every product with its price in dinars and a Buy form', async () => {
+  it('serves the catalog: every product with its price, a Buy form with its CSRF token and a save-card box', async () => {
     const page = await client.get('/');
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
@@ -92,9 +110,30 @@ describe('sample shop in sandbox mode', () => {
       expect(page.text).toContain(`<h2>${name}</h2>`);
       expect(page.text).toContain(`<div class="price">${price}<small>TND</small></div>`);
       expect(page.text).toContain(`<input type="hidden" name="productId" value="${id}">`);
+      expect(page.text).toContain(`<input type="checkbox" name="saveCard" value="on" id="save-${id}">`);
     }
+    expect(page.text).toContain('<h2>Espresso machine<span class="tag">Charged when shipped</span></h2>');
+    expect(page.text).toContain('>Reserve now</button>');
+    expect(page.text.match(/name="_csrf" value="[^"]+"/g)).toHaveLength(5);
     // Self-contained: no scripts, no external assets.
     expect(page.text).not.toMatch(/<script|src=|<link rel="stylesheet"|url\(/i);
+    // The customer and CSRF cookies: HttpOnly, SameSite.
+    const cookies = page.headers.getSetCookie().join('\n');
+    expect(client.cookies.get('shop_customer')).toMatch(/^cus_[0-9a-f]{16}$/);
+    expect(cookies).toMatch(/shop_csrf=[^;]+; Path=\/; HttpOnly; SameSite=Strict/);
+  });
+
+  it('refuses a checkout without the CSRF token (403 page), and one with another visitor’s token', async () => {
+    const bare = await client.post('/orders', { productId: 'espresso-beans' }, { csrf: false });
+    expect(bare.status).toBe(403);
+    expect(bare.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(bare.text).toContain('This form has expired or was not sent from our pages.');
+
+    const other = new ShopClient(shop.url);
+    await other.get('/');
+    const stolen = await client.post('/orders', { productId: 'espresso-beans', _csrf: other.csrfToken! });
+    expect(stolen.status).toBe(403);
+    expect(sandbox.payments().length).toBe(0);
   });
 
   it('checkout creates a pending order and its payment, then answers 303 to the sandbox checkout', async () => {
@@ -103,125 +142,254 @@ describe('sample shop in sandbox mode', () => {
     expect(orderId).toMatch(/^ord_[0-9a-f]{16}$/);
     const payment = sandbox.getPayment(paymentId)!;
     expect(payment).toMatchObject({
+      kind: 'standard',
       state: 'pending',
       amount: '12500',
       developerTrackingId: orderId,
       successLink: `${shop.url}/orders/${orderId}/success`,
       failLink: `${shop.url}/orders/${orderId}/failed`,
     });
+    expect(payment.clientId).toBeUndefined();
     // The plugin's signed webhook URL, on the shop's public URL.
-    expect(payment.webhook).toMatch(new RegExp(`^${shop.url}/payments/webhook\\?webhook_token=`));
+    expect(payment.webhook).toMatch(new RegExp(`^${shop.url}/payments/webhook`));
 
-    // Before the confirmation, the success page does not claim the order is paid, and refreshes.
-    const waiting = await client.get(`/orders/${orderId}/success`);
+    // Before paying, the return page asks the service, which says PENDING: "processing", refreshing.
+    const verifies = sandbox.verifyCalls(paymentId);
+    const waiting = await returnTo(orderId, paymentId, 'success');
     expect(waiting.status).toBe(200);
+    expect(waiting.text).toContain('Your payment is being processed');
     expect(waiting.text).toContain('data-state="pending"');
-    expect(waiting.text).toContain('<meta http-equiv="refresh" content="2">');
+    expect(waiting.text).toContain('data-outcome="pending"');
+    expect(waiting.text).toContain('<meta http-equiv="refresh" content="3">');
+    expect(sandbox.verifyCalls(paymentId)).toBe(verifies + 1);
     expect(await adminRow(orderId)).toContain('data-state="pending"');
   });
 
-  it('the confirmation webhook (sandbox.completePayment) marks the order paid, once', async () => {
+  it('the webhook marks the order paid, once; the return page then shows it without asking the service again', async () => {
     const { orderId, paymentId } = await buy('moka-pot');
     const settlement = await sandbox.completePayment(paymentId);
-    expect(settlement.webhook).toMatchObject({ delivered: true, status: 200, attempts: 1 });
+    expect(settlement.webhook).toMatchObject({ delivered: true });
 
-    const page = await client.get(`/orders/${orderId}/success`);
+    const verifies = sandbox.verifyCalls(paymentId);
+    const page = await returnTo(orderId, paymentId, 'success');
     expect(page.text).toContain('Thank you, your order is paid');
     expect(page.text).toContain('<dd id="order-amount">27.750&nbsp;TND</dd>');
     expect(page.text).toContain('data-state="paid"');
     expect(page.text).not.toContain('http-equiv="refresh"');
+    expect(sandbox.verifyCalls(paymentId)).toBe(verifies);
 
     const row = await adminRow(orderId);
     expect(row).toContain('<td>Moka pot</td>');
     expect(row).toContain('27.750&nbsp;TND');
     expect(row).toContain('data-state="paid"');
     expect(row).toContain(`<td class="mono">${paymentId}</td>`);
-    expect(row).toContain(`action="/admin/orders/${orderId}/refund"`);
+    expect(row).toContain(`href="/admin/orders/${orderId}/refund"`);
 
-    // A redelivery of the same confirmation is acknowledged and changes nothing.
+    // A redelivery of the same webhook is acknowledged and changes nothing.
     const delivery = sandbox.deliveries.find((d) => d.paymentId === paymentId)!;
-    const again = await fetch(delivery.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: delivery.payload });
+    const again = await fetch(delivery.url, { method: delivery.method, ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }) });
     expect(again.status).toBe(200);
-    expect(await again.json()).toEqual({ received: true, duplicate: true });
-    expect(await adminRow(orderId)).toContain('data-state="paid"');
+    const events = await shop.app.get(OrdersRepository).events(orderId);
+    expect(events.map((e) => [e.kind, e.source, e.serviceStatus ?? null])).toEqual([
+      ['created', 'checkout', null],
+      ['paid', 'webhook', 'SUCCESS'],
+    ]);
   });
 
-  it('a forged confirmation (no signed token) is refused and changes nothing', async () => {
+  it('a forged webhook (no signed token) is refused and changes nothing', async () => {
     const { orderId, paymentId } = await buy('pour-over-set');
     const forged = await fetch(`${shop.url}/payments/webhook`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ payment_id: paymentId, status: 'completed', amount: '34900', developer_tracking_id: orderId }),
+      body: JSON.stringify({ payment_id: paymentId, status: 'SUCCESS', amount: '34900', developer_tracking_id: orderId }),
     });
-    expect(forged.status).toBe(401);
+    expect(forged.status).toBeGreaterThanOrEqual(400);
+    expect(forged.status).toBeLessThan(500);
     expect(await adminRow(orderId)).toContain('data-state="pending"');
   });
 
-  it('a declined payment: the customer returning to the fail page marks the order failed', async () => {
+  it('a declined payment: the failure is verified and the order failed, on either return page', async () => {
     const { orderId, paymentId } = await buy('hand-grinder');
     await sandbox.failPayment(paymentId);
-    // The service sends no webhook for a decline.
-    expect(sandbox.deliveries.filter((d) => d.paymentId === paymentId)).toEqual([]);
-    expect(await adminRow(orderId)).toContain('data-state="pending"');
-    const page = await client.get(`/orders/${orderId}/failed`);
+    const page = await returnTo(orderId, paymentId, 'failed');
     expect(page.status).toBe(200);
     expect(page.text).toContain('Payment failed');
     expect(page.text).toContain('data-state="failed"');
     expect(await adminRow(orderId)).toContain('data-state="failed"');
+    // A "success" URL typed by hand changes nothing: the verified state is failed.
+    expect((await returnTo(orderId, paymentId, 'success')).text).toContain('data-state="failed"');
   });
 
-  it('admin Refund refunds a paid order; a second refund shows REFUND_NOT_ALLOWED', async () => {
+  it('an expired session: the return page shows it expired', async () => {
+    const { orderId, paymentId } = await buy('espresso-beans');
+    await sandbox.expirePayment(paymentId);
+    const page = await returnTo(orderId, paymentId, 'failed');
+    expect(page.text).toContain('Payment session expired');
+    expect(page.text).toContain('data-state="expired"');
+  });
+
+  it('a payment_id in the URL naming another payment cannot make an order paid', async () => {
+    const paid = await buy('moka-pot');
+    await sandbox.completePayment(paid.paymentId);
+    const { orderId } = await buy('moka-pot');
+    const page = await returnTo(orderId, paid.paymentId, 'success');
+    expect(page.text).toContain('data-state="pending"');
+  });
+
+  it('"save my card" sends the customer id as client_id; once paid, the admin lookup shows the card', async () => {
+    const { orderId, paymentId } = await buy('espresso-beans', { saveCard: true });
+    const customerId = client.cookies.get('shop_customer')!;
+    expect(sandbox.getPayment(paymentId)!.clientId).toBe(customerId);
+    await sandbox.completePayment(paymentId);
+    const page = await returnTo(orderId, paymentId, 'success');
+    expect(page.text).toContain(`Saved for customer <span class="mono">${customerId}</span>`);
+    expect(await adminRow(orderId)).toContain(`<td class="mono">${customerId}</td>`);
+
+    const lookup = await client.get(`/admin?clientId=${customerId}`);
+    expect(lookup.text).toMatch(/<tr data-binding="[^"]+">\n<td><strong>[A-Z]+<\/strong><\/td>\n<td class="mono">•••• [0-9]{4}<\/td>\n<td><span class="badge badge-active">active<\/span><\/td>/);
+  });
+
+  it('"capture later": checkout pre-authorizes; the order is authorized; the admin captures a part', async () => {
+    const { orderId, paymentId } = await buy('espresso-machine');
+    expect(sandbox.getPayment(paymentId)).toMatchObject({ kind: 'preauthorized', amount: '649000' });
+    await sandbox.completePayment(paymentId);
+    const page = await returnTo(orderId, paymentId, 'success');
+    expect(page.text).toContain('Thank you, your order is confirmed');
+    expect(page.text).toContain('data-state="authorized"');
+    const row = await adminRow(orderId);
+    expect(row).toContain('data-state="authorized"');
+    expect(row).toContain(`action="/admin/orders/${orderId}/capture"`);
+    expect(row).toContain(`action="/admin/orders/${orderId}/cancel"`);
+
+    const bad = await client.postAndFollow(`/admin/orders/${orderId}/capture`, { amount: '700' });
+    expect(bad.text).toContain('Enter an amount in TND from 0.001 to 649.000');
+    const done = await client.postAndFollow(`/admin/orders/${orderId}/capture`, { amount: '600.5' });
+    expect(done.text).toContain(`Captured 600.500 TND of order ${orderId}; the remaining 48.500 TND are released.`);
+    expect(sandbox.getPayment(paymentId)).toMatchObject({ state: 'captured', capturedAmount: '600500' });
+    const captured = await adminRow(orderId);
+    expect(captured).toContain('data-state="captured"');
+    expect(captured).toContain('data-captured="600500"');
+    // A stale tab's second capture: the order is no longer authorized.
+    const again = await client.postAndFollow(`/admin/orders/${orderId}/capture`, { amount: '' });
+    expect(again.text).toContain(`Order ${orderId} has no held amount to capture (it is captured).`);
+  });
+
+  it('"capture later": the admin cancels a hold; a second cancel shows the refusal', async () => {
+    const { orderId, paymentId } = await buy('espresso-machine');
+    await sandbox.completePayment(paymentId);
+    const cancelled = await client.postAndFollow(`/admin/orders/${orderId}/cancel`);
+    expect(cancelled.text).toContain(`Pre-authorization of order ${orderId} cancelled; the funds are released.`);
+    expect(await adminRow(orderId)).toContain('data-state="cancelled"');
+    const refused = await client.postAndFollow(`/admin/orders/${orderId}/cancel`);
+    expect(refused.text).toContain('(CANCELLATION_FAILED)');
+  });
+
+  it('refund asks for confirmation first; then refunds once; a second refund shows REFUND_NOT_ALLOWED', async () => {
     const { orderId, paymentId } = await buy('espresso-beans');
     await sandbox.completePayment(paymentId);
 
-    const done = await client.postAndFollow(`/admin/orders/${orderId}/refund`);
+    const confirm = await client.get(`/admin/orders/${orderId}/refund`);
+    expect(confirm.status).toBe(200);
+    expect(confirm.text).toContain('<h1>Refund 12.500&nbsp;TND?</h1>');
+    expect(confirm.text).toContain('<input type="hidden" name="confirm" value="yes">');
+    // Posting without the confirmation only leads to the confirmation page.
+    const unconfirmed = await client.post(`/admin/orders/${orderId}/refund`);
+    expect(unconfirmed.status).toBe(303);
+    expect(unconfirmed.location).toBe(`/admin/orders/${orderId}/refund`);
+    expect(sandbox.getPayment(paymentId)!.state).toBe('paid');
+
+    const done = await client.postAndFollow(`/admin/orders/${orderId}/refund`, { confirm: 'yes' });
     expect(done.text).toMatch(new RegExp(`<p class="flash flash-success" id="flash" role="status">Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.</p>`));
     expect(sandbox.getPayment(paymentId)!.state).toBe('refunded');
     expect(await adminRow(orderId)).toContain('data-state="refunded"');
 
-    // A stale page's second click: the service refuses, the page explains.
-    const refused = await client.postAndFollow(`/admin/orders/${orderId}/refund`);
-    expect(refused.text).toContain(
-      `<p class="flash flash-error" id="flash" role="status">Refund of order ${orderId} refused by the payment service: Payment cannot be refunded (REFUND_NOT_ALLOWED).</p>`,
-    );
+    const refused = await client.postAndFollow(`/admin/orders/${orderId}/refund`, { confirm: 'yes' });
+    expect(refused.text).toContain(`Refund of order ${orderId} refused by the payment service:`);
+    expect(refused.text).toContain('(REFUND_NOT_ALLOWED).');
     // A flash is shown once.
     expect((await client.get('/admin')).text).not.toContain('id="flash"');
   });
 
-  it('the sandbox test tools create a pre-authorized order that admin Cancel cancels', async () => {
-    const created = await client.postAndFollow('/admin/test-orders', { productId: 'pour-over-set' });
-    const match = /Pre-authorized test order (ord_[0-9a-f]+) created \(payment (pay_[0-9a-f]+)\)\./.exec(created.text);
-    expect(match).not.toBeNull();
-    const [, orderId, paymentId] = match!;
-    expect(sandbox.getPayment(paymentId)).toMatchObject({ state: 'preauthorized', amount: '34900', developerTrackingId: orderId });
-    const row = await adminRow(orderId);
-    expect(row).toContain('data-state="preauthorized"');
-    expect(row).toContain(`action="/admin/orders/${orderId}/cancel"`);
+  it('lists payments whose handlers failed, and "Retry now" runs them again', async () => {
+    const repo = shop.app.get(OrdersRepository);
+    const original = repo.transition.bind(repo);
+    repo.transition = async () => {
+      throw new Error('database unavailable (test)');
+    };
+    let ids;
+    try {
+      ids = await buy('pour-over-set');
+      await sandbox.completePayment(ids.paymentId, { requireDelivery: false });
+    } finally {
+      repo.transition = original;
+    }
+    const { orderId, paymentId } = ids;
+    expect(await adminRow(orderId)).toContain('data-state="pending"');
+    const admin = await client.get('/admin');
+    const row = new RegExp(`<tr data-payment="${paymentId}">[\\s\\S]*?</tr>`).exec(admin.text)?.[0];
+    expect(row).toContain(`<td class="mono">${orderId}</td>`);
+    expect(row).toContain('database unavailable (test)');
+    expect(row).toContain(`action="/admin/outcomes/${paymentId}/retry"`);
 
-    const cancelled = await client.postAndFollow(`/admin/orders/${orderId}/cancel`);
-    expect(cancelled.text).toContain(`Pre-authorization of order ${orderId} cancelled; the funds are released.`);
-    expect(await adminRow(orderId)).toContain('data-state="cancelled"');
-
-    const refused = await client.postAndFollow(`/admin/orders/${orderId}/cancel`);
-    expect(refused.text).toContain('refused by the payment service: Pre-auth payment cannot be cancelled (CANCELLATION_FAILED).');
+    const retried = await client.postAndFollow(`/admin/outcomes/${paymentId}/retry`);
+    expect(retried.text).toContain(`Payment ${paymentId}: confirmed, handlers ran.`);
+    expect(retried.text).not.toContain(`<tr data-payment="${paymentId}">`);
+    expect(await adminRow(orderId)).toContain('data-state="paid"');
   });
 
   it('looks up card bindings: the seeded demo customer, an unknown one, and an invalid id', async () => {
     const demo = await client.get('/admin?clientId=demo-customer');
     expect(demo.text).toMatch(/<tr data-binding="[0-9a-f-]{36}">\n<td><strong>VISA<\/strong><\/td>\n<td class="mono">•••• 4242<\/td>\n<td><span class="badge badge-active">active<\/span><\/td>/);
     expect(demo.text).toContain('value="demo-customer"');
-
-    const nobody = await client.get('/admin?clientId=nobody');
-    expect(nobody.text).toContain('No card bindings for <strong>nobody</strong>.');
-
+    expect((await client.get('/admin?clientId=nobody')).text).toContain('No card bindings for <strong>nobody</strong>.');
     const invalid = await client.get(`/admin?clientId=${encodeURIComponent('bad id!')}`);
     expect(invalid.status).toBe(200);
-    expect(invalid.text).toContain(
-      '<p class="flash flash-error result" id="bindings-error">The payment service does not accept this customer id: Invalid client_id (INVALID_CLIENT_ID).</p>',
-    );
+    expect(invalid.text).toContain('<p class="flash flash-error result" id="bindings-error">The payment service does not accept this customer id:');
+    expect((await client.get('/admin?clientId=')).text).toContain('Enter a customer id.');
+  });
 
-    const empty = await client.get('/admin?clientId=');
-    expect(empty.text).toContain('Enter a customer id.');
+  it('the admin needs a session: login page, wrong password, forged cookie, CSRF on every form, sign out', async () => {
+    const visitor = new ShopClient(shop.url);
+    const gate = await visitor.get('/admin?clientId=demo-customer');
+    expect(gate.status).toBe(303);
+    expect(gate.location).toBe('/admin/login?next=%2Fadmin%3FclientId%3Ddemo-customer');
+    for (const path of ['/admin/orders/ord_0000000000000000/refund', '/admin/outcomes/pay_1/retry']) {
+      await visitor.get('/');
+      expect((await visitor.post(path, { confirm: 'yes' })).status).toBe(303);
+    }
+    const login = await visitor.get(gate.location!);
+    expect(login.text).toContain('<input type="hidden" name="next" value="/admin?clientId=demo-customer">');
+    const wrong = await visitor.post('/admin/login', { password: 'guess', next: '/admin' });
+    expect(wrong.status).toBe(401);
+    expect(wrong.text).toContain('Wrong password.');
+    expect((await visitor.post('/admin/login', { password: shop.adminPassword }, { csrf: false })).status).toBe(403);
+
+    // A session cookie not signed by the shop is ignored.
+    visitor.cookies.set('shop_admin', 's%3A0123456789abcdef0123456789abcdef.9999999999999.forged');
+    expect((await visitor.get('/admin')).status).toBe(303);
+    visitor.cookies.delete('shop_admin');
+
+    const signedIn = await visitor.post('/admin/login', { password: shop.adminPassword, next: 'https://evil.example/' });
+    expect(signedIn.status).toBe(303);
+    expect(signedIn.location).toBe('/admin');
+    const session = signedIn.headers.getSetCookie().find((c) => c.startsWith('shop_admin='))!;
+    expect(session).toMatch(/; Path=\/admin; Expires=[^;]+; HttpOnly; SameSite=Strict$/);
+    const admin = await visitor.get('/admin');
+    expect(admin.status).toBe(200);
+    // Every form of the admin page that changes something carries the token.
+    const postForms = admin.text.match(/<form method="post"[^>]*>(?:(?!<\/form>)[\s\S])*<\/form>/g) ?? [];
+    expect(postForms.length).toBeGreaterThanOrEqual(1);
+    for (const form of postForms) expect(form).toContain('name="_csrf"');
+    // The customer-side token (made before signing in) is bound to the old session: refused.
+    const before = new ShopClient(shop.url);
+    await before.get('/admin/login');
+    const tokenBefore = before.csrfToken!;
+    await before.post('/admin/login', { password: shop.adminPassword });
+    expect((await before.post('/admin/logout', { _csrf: tokenBefore })).status).toBe(403);
+
+    const out = await visitor.post('/admin/logout');
+    expect(out.status).toBe(303);
+    expect((await visitor.get('/admin')).status).toBe(303);
   });
 
   it('escapes what the visitor typed', async () => {
@@ -230,7 +398,7 @@ describe('sample shop in sandbox mode', () => {
     expect(page.text).toContain('value="&#34;&#62;&#60;script&#62;alert(1)&#60;/script&#62;"');
   });
 
-  it('answers unknown products and orders with an HTML 404', async () => {
+  it('answers unknown products, orders and pages with an HTML 404; the webhook path keeps JSON', async () => {
     const product = await client.post('/orders', { productId: 'nope' });
     expect(product.status).toBe(404);
     expect(product.headers.get('content-type')).toMatch(/^text\/html/);
@@ -238,11 +406,21 @@ describe('sample shop in sandbox mode', () => {
     const order = await client.get('/orders/ord_0000000000000000/success');
     expect(order.status).toBe(404);
     expect(order.text).toContain('There is no order with this number.');
+    const adminOrder = await client.get('/admin/orders/nope/refund');
+    expect(adminOrder.status).toBe(404);
+    expect(adminOrder.text).toContain('There is no order with this number.');
+    const nowhere = await client.get('/no/such/page');
+    expect(nowhere.status).toBe(404);
+    expect(nowhere.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(nowhere.text).toContain('There is no page at this address.');
+    const hook = await fetch(`${shop.url}/payments/webhook/nothing-here`);
+    expect(hook.status).toBeGreaterThanOrEqual(400);
+    expect(hook.headers.get('content-type')).toMatch(/^application\/json/);
   });
 
   it('shows a 502 page, and fails the order, when the payment service refuses to create the payment', async () => {
     sandbox.fault('/api/v2/generate_payment', { status: 503, body: '<html>down</html>', times: 1 });
-    const res = await client.post('/orders', { productId: 'moka-pot' });
+    const res = await client.buy('moka-pot');
     expect(res.status).toBe(502);
     expect(res.text).toContain('Payment service unavailable');
     expect(res.text).toContain('You have not been charged');
@@ -257,7 +435,83 @@ describe('sample shop in sandbox mode', () => {
       for (const body of client.bodies) expect(body).not.toContain(secret);
       for (const line of logger.lines) expect(line).not.toContain(secret);
     }
+    for (const body of client.bodies) expect(body).not.toContain(shop.adminPassword);
   });
+});
+
+describe('sample shop without webhooks: the return page and the start-up reconciliation decide', () => {
+  // The service outlives the shop (as the real one does): a sandbox of the test's own, used
+  // with "real" keys, so a restarted shop finds its payments there.
+  let service: PaymentsSandbox;
+  let dataDir: string;
+  const env = () => ({
+    PAYMENTS_PUBLIC_KEY: service.publicKey,
+    PAYMENTS_PRIVATE_KEY: service.privateKey,
+    PAYMENTS_BASE_URL: service.url,
+    // The webhook URL points nowhere: nothing reaches the shop but the customer.
+    PAYMENTS_WEBHOOK_PUBLIC_URL: 'http://127.0.0.1:9/payments/webhook',
+    PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    ADMIN_PASSWORD,
+    DATA_DIR: dataDir,
+  });
+
+  beforeAll(async () => {
+    service = await PaymentsSandbox.start();
+    dataDir = await mkdtemp(join(tmpdir(), 'shop-e2e-'));
+  });
+  afterAll(async () => {
+    await service?.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('paid as soon as the customer is back; declined -> failed; paid while down -> paid at the next start', async () => {
+    let shop = await createShopApp({ port: 0, env: env(), logger: false });
+    let client = new ShopClient(shop.url);
+    const { buy, returnTo, adminRow } = shopDriver(
+      () => ({ ...shop, sandbox: service }),
+      () => client,
+    );
+    let paidWhileDown: { orderId: string; paymentId: string };
+    let paidOrder: string;
+    try {
+      const paid = await buy('moka-pot');
+      await service.completePayment(paid.paymentId, { requireDelivery: false });
+      const page = await returnTo(paid.orderId, paid.paymentId, 'success');
+      expect(page.text).toContain('Thank you, your order is paid');
+      const events = await shop.app.get(OrdersRepository).events(paid.orderId);
+      expect(events.map((e) => [e.kind, e.source])).toEqual([
+        ['created', 'checkout'],
+        ['paid', 'return'],
+      ]);
+      paidOrder = paid.orderId;
+
+      const declined = await buy('hand-grinder');
+      await service.failPayment(declined.paymentId, { requireDelivery: false });
+      expect((await returnTo(declined.orderId, declined.paymentId, 'failed')).text).toContain('data-state="failed"');
+
+      paidWhileDown = await buy('espresso-beans');
+    } finally {
+      await shop.close();
+    }
+    // The customer pays while the shop is down, and never comes back.
+    await service.completePayment(paidWhileDown.paymentId, { requireDelivery: false });
+
+    shop = await createShopApp({ port: 0, env: env(), logger: false });
+    try {
+      expect(await shop.startupReconciliation).toEqual({ checked: 1, outcomes: { confirmed: 1 } });
+      client = new ShopClient(shop.url);
+      await client.signIn(ADMIN_PASSWORD);
+      expect(await adminRow(paidWhileDown.orderId)).toContain('data-state="paid"');
+      expect(await adminRow(paidOrder)).toContain('data-state="paid"');
+      const events = await shop.app.get(OrdersRepository).events(paidWhileDown.orderId);
+      expect(events.map((e) => [e.kind, e.source])).toEqual([
+        ['created', 'checkout'],
+        ['paid', 'reconciliation'],
+      ]);
+    } finally {
+      await shop.close();
+    }
+  }, 60_000);
 });
 
 describe('sample shop with real keys (pointed at a separate sandbox)', () => {
@@ -275,30 +529,33 @@ describe('sample shop with real keys (pointed at a separate sandbox)', () => {
     PAYMENTS_PUBLIC_KEY: keys.publicKey,
     PAYMENTS_PRIVATE_KEY: keys.privateKey,
     PAYMENTS_BASE_URL: service.url,
+    ADMIN_PASSWORD,
+    DATA_DIR: 'memory://',
     ...extra,
   });
 
-  it('uses the PAYMENTS_* variables, starts no sandbox, and confirms payments through the webhook', async () => {
+  it('uses the PAYMENTS_* variables and ADMIN_PASSWORD, starts no sandbox, and confirms payments through the webhook', async () => {
     const logger = new CapturingLogger();
     const secret = 'real-mode-webhook-secret-0123456789abcdef';
     const shop = await createShopApp({ port: 0, env: realEnv({ PAYMENTS_WEBHOOK_SECRET: secret }), logger });
     try {
       expect(shop.sandbox).toBeUndefined();
+      expect(shop.adminPassword).toBe(ADMIN_PASSWORD);
       expect(logger.lines.join('\n')).not.toContain('built-in sandbox');
+      expect(logger.lines.join('\n')).not.toContain('Admin password');
       const client = new ShopClient(shop.url);
-      const res = await client.post('/orders', { productId: 'espresso-beans' });
+      const res = await client.buy('espresso-beans');
       expect(res.status).toBe(303);
       expect(res.location!.startsWith(`${service.url}/checkout/`)).toBe(true);
       const paymentId = paymentIdOf(res.location!);
       const orderId = service.getPayment(paymentId)!.developerTrackingId!;
       await service.completePayment(paymentId);
-      expect((await client.get(`/orders/${orderId}/success`)).text).toContain('data-state="paid"');
+      expect((await client.get(`/orders/${orderId}/success?payment_id=${paymentId}`)).text).toContain('data-state="paid"');
 
+      await client.signIn(ADMIN_PASSWORD);
       const admin = await client.get('/admin');
       expect(admin.text).toContain(`<code>${service.url}</code>`);
-      expect(admin.text).not.toContain('id="test-tools"');
       expect(admin.text).not.toContain('id="test-mode"');
-      expect((await client.post('/admin/test-orders', { productId: 'moka-pot' })).status).toBe(303);
       for (const text of [...client.bodies, ...logger.lines]) {
         expect(text).not.toContain(keys.privateKey);
         expect(text).not.toContain(secret);
@@ -313,7 +570,7 @@ describe('sample shop with real keys (pointed at a separate sandbox)', () => {
     const shop = await createShopApp({ port: 0, env: realEnv(), logger });
     try {
       expect(logger.lines).toContainEqual(expect.stringMatching(/^warn \[Shop\] PAYMENTS_WEBHOOK_SECRET is not set: payment confirmations will not arrive/));
-      const res = await new ShopClient(shop.url).post('/orders', { productId: 'espresso-beans' });
+      const res = await new ShopClient(shop.url).buy('espresso-beans');
       expect(res.status).toBe(303);
       expect(service.getPayment(paymentIdOf(res.location!))!.webhook).toBeUndefined();
     } finally {
@@ -322,13 +579,18 @@ describe('sample shop with real keys (pointed at a separate sandbox)', () => {
   });
 
   it('refuses to start with a malformed or missing setting, naming it and freeing the port', async () => {
-    await expect(createShopApp({ env: { PORT: 'eighty' }, logger: false })).rejects.toThrow('PORT must be a TCP port number');
+    await expect(createShopApp({ env: { PORT: 'eighty', DATA_DIR: 'memory://' }, logger: false })).rejects.toThrow('PORT must be a TCP port number');
     const port = await freePort();
-    await expect(createShopApp({ port, env: { PUBLIC_URL: 'shop.example.com' }, logger: false })).rejects.toThrow('PUBLIC_URL must be an absolute http(s) URL');
+    await expect(createShopApp({ port, env: { PUBLIC_URL: 'shop.example.com', DATA_DIR: 'memory://' }, logger: false })).rejects.toThrow('PUBLIC_URL must be an absolute http(s) URL');
     // The failed start released its socket: the port can be bound again.
     await expect(listenOn(port)).resolves.toBeUndefined();
-    const missing = createShopApp({ port: 0, env: { PAYMENTS_PUBLIC_KEY: keys.publicKey, PAYMENTS_PRIVATE_KEY: keys.privateKey }, logger: false });
-    await expect(missing).rejects.toThrow(/baseUrl/);
+    const noPassword = realEnv();
+    delete (noPassword as Record<string, string | undefined>).ADMIN_PASSWORD;
+    await expect(createShopApp({ port: 0, env: noPassword, logger: false })).rejects.toThrow('ADMIN_PASSWORD must be set');
+    await expect(createShopApp({ port: 0, env: realEnv({ ADMIN_PASSWORD: 'short' }), logger: false })).rejects.toThrow('at least 12 characters');
+    await expect(createShopApp({ port: 0, env: realEnv({ DATABASE_URL: 'not a url' }), logger: false })).rejects.toThrow('DATABASE_URL must be a connection string');
+    const missing = createShopApp({ port: 0, env: { PAYMENTS_PUBLIC_KEY: keys.publicKey, PAYMENTS_PRIVATE_KEY: keys.privateKey, ADMIN_PASSWORD, DATA_DIR: 'memory://' }, logger: false });
+    await expect(missing).rejects.toThrow(/baseUrl|PAYMENTS_BASE_URL/);
     await expect(missing).rejects.not.toThrow(keys.privateKey);
   });
 });

@@ -36,12 +36,22 @@ export interface Page {
   location: string | null;
 }
 
+/** The value of the forms' hidden `_csrf` field in a page, if any. */
+export function csrfTokenIn(text: string): string | undefined {
+  return /name="_csrf" value="([^"]+)"/.exec(text)?.[1];
+}
+
 /**
- * A small browser-less client of the shop: never follows redirects (the tests assert them) and
- * keeps every body it received, so a test can check that no page ever showed a secret.
+ * A small browser-less client of the shop: keeps its cookies (customer id, CSRF cookie, admin
+ * session) like a browser, adds the CSRF token of the last page it saw to the forms it posts,
+ * never follows redirects (the tests assert them), and keeps every body it received, so a test
+ * can check that no page ever showed a secret.
  */
 export class ShopClient {
   readonly bodies: string[] = [];
+  readonly cookies = new Map<string, string>();
+  /** The CSRF token of the last page that had forms. */
+  csrfToken?: string;
 
   constructor(private readonly base: string) {}
 
@@ -50,23 +60,57 @@ export class ShopClient {
     return this.request(path, { method: 'GET' });
   }
 
-  /** POST an urlencoded form, as the pages' forms do. */
-  post(path: string, form: Record<string, string> = {}): Promise<Page> {
-    return this.request(path, { method: 'POST', body: new URLSearchParams(form) });
+  /**
+   * POST an urlencoded form, as the pages' forms do, with the current CSRF token unless the
+   * form has its own `_csrf` or `csrf: false` is given.
+   */
+  post(path: string, form: Record<string, string> = {}, options: { csrf?: boolean } = {}): Promise<Page> {
+    const fields = { ...form };
+    if (options.csrf !== false && fields._csrf === undefined && this.csrfToken !== undefined) fields._csrf = this.csrfToken;
+    return this.request(path, { method: 'POST', body: new URLSearchParams(fields) });
   }
 
   /** POST a form and GET where its 303 points (the admin's actions answer that way). */
   async postAndFollow(path: string, form: Record<string, string> = {}): Promise<Page> {
     const first = await this.post(path, form);
-    if (first.status !== 303 || !first.location) throw new Error(`expected a 303 from ${path}, got ${first.status}`);
+    if (first.status !== 303 || !first.location) throw new Error(`expected a 303 from ${path}, got ${first.status}: ${first.text.slice(0, 300)}`);
     return this.get(first.location);
+  }
+
+  /** Signs in to the admin (GET the login page for its token, POST the password). */
+  async signIn(password: string): Promise<Page> {
+    await this.get('/admin/login');
+    const res = await this.post('/admin/login', { password, next: '/admin' });
+    if (res.status !== 303) throw new Error(`sign-in failed: ${res.status}`);
+    return this.get(res.location!);
+  }
+
+  /** Loads the catalog (which sets the customer and CSRF cookies) and buys a product through its form. */
+  async buy(productId: string, options: { saveCard?: boolean } = {}): Promise<Page> {
+    await this.get('/');
+    return this.post('/orders', { productId, ...(options.saveCard && { saveCard: 'on' }) });
   }
 
   private async request(path: string, init: RequestInit): Promise<Page> {
     const url = /^https?:/.test(path) ? path : `${this.base}${path}`;
-    const res = await fetch(url, { ...init, redirect: 'manual' });
+    const sameOrigin = url.startsWith(this.base);
+    const headers = new Headers(init.headers);
+    if (sameOrigin && this.cookies.size > 0) headers.set('cookie', [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '));
+    const res = await fetch(url, { ...init, headers, redirect: 'manual' });
+    if (sameOrigin) {
+      for (const line of res.headers.getSetCookie()) {
+        const [pair] = line.split(';');
+        const eq = pair.indexOf('=');
+        const name = pair.slice(0, eq).trim();
+        const value = pair.slice(eq + 1).trim();
+        if (value === '' || /expires=Thu, 01 Jan 1970/i.test(line)) this.cookies.delete(name);
+        else this.cookies.set(name, value);
+      }
+    }
     const text = await res.text();
     this.bodies.push(text);
+    const token = csrfTokenIn(text);
+    if (token !== undefined) this.csrfToken = token;
     return { status: res.status, headers: res.headers, text, location: res.headers.get('location') };
   }
 }
@@ -76,4 +120,9 @@ export function orderIdIn(url: string): string {
   const match = /\/orders\/(ord_[0-9a-f]+)\//.exec(url);
   if (!match) throw new Error(`no order id in ${url}`);
   return match[1];
+}
+
+/** The payment id at the end of a sandbox checkout link. */
+export function paymentIdOf(link: string): string {
+  return decodeURIComponent(new URL(link).pathname.split('/').pop()!);
 }
