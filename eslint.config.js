@@ -40,6 +40,8 @@ export default defineConfig(
       'test/compat/apps/**',
       // Type-checked only by the compatibility matrix, against the packed package.
       'test/compat/types/**',
+      // Generated from README.md by scripts/readme-snippets.mjs.
+      'test/readme/snippets/**',
     ],
   },
   js.configs.recommended,
