@@ -1,4 +1,16 @@
-import { Inject, Injectable, Logger, Module, type DynamicModule, type OnModuleInit, type Provider, type Type } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  Optional,
+  type DynamicModule,
+  type MiddlewareConsumer,
+  type NestModule,
+  type OnModuleInit,
+  type Provider,
+  type Type,
+} from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { EventEmitter2, EventEmitterModule, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
 import { PaymentsClient } from '../core/payments.client.js';
@@ -7,7 +19,7 @@ import { nestOutcomeDispatcher } from './payments.events-bridge.js';
 import type { PaymentsModuleAsyncOptions, PaymentsModuleExtras, PaymentsModuleOptions, PaymentsOptionsFactory } from './payments.module-options.js';
 import { getPaymentsServiceToken, PaymentsService } from './payments.service.js';
 import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.tokens.js';
-import { configureWebhookController, createWebhookController, type PaymentsWebhookController } from './webhook.controller.js';
+import { adaptWebhookRoutes, configureWebhookController, createWebhookController, type PaymentsWebhookController } from './webhook.controller.js';
 import { PaymentsWebhookGuard } from './webhook.guard.js';
 import { acceptAnyBodyOnWebhookRoutes } from './webhook.request.js';
 
@@ -39,6 +51,15 @@ class PaymentsEventsBridge implements OnModuleInit {
   }
 }
 
+/**
+ * Per-registration facts the module instance needs: the same token in every registration's
+ * module, each module resolving its own.
+ */
+const REGISTRATION = Symbol('nestjs-payments:registration');
+interface Registration {
+  controller: Type<PaymentsWebhookController>;
+}
+
 /** What `forRoot` options may carry beside the client's options. */
 type ForRootOptions = PaymentsModuleOptions & PaymentsModuleExtras;
 
@@ -54,7 +75,21 @@ type ForRootOptions = PaymentsModuleOptions & PaymentsModuleExtras;
  * the default one (`PaymentsService` by type).
  */
 @Module({})
-export class PaymentsModule {
+export class PaymentsModule implements NestModule {
+  /**
+   * @param registration this registration's controller (absent if the class is imported bare)
+   * @param adapterHost tells Express from Fastify
+   */
+  constructor(
+    @Optional() @Inject(REGISTRATION) private readonly registration?: Registration,
+    @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
+  ) {}
+
+  /** Adapts the webhook routes to the HTTP platform (Nest calls it before registering routes); adds no middleware. */
+  configure(_consumer: MiddlewareConsumer): void {
+    if (this.registration) adaptWebhookRoutes(this.registration.controller, this.adapterHost?.httpAdapter?.getType?.());
+  }
+
   /**
    * Registers the plugin with options known now.
    * @param options the plugin's options, plus `isGlobal` (default false)
@@ -111,6 +146,7 @@ export class PaymentsModule {
         inject: [clientToken, EventEmitter2, { token: EventEmitterReadinessWatcher, optional: true }, { token: HttpAdapterHost, optional: true }],
       },
       guard,
+      { provide: REGISTRATION, useValue: { controller } satisfies Registration },
     ];
     return {
       module: PaymentsModule,

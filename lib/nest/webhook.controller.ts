@@ -95,6 +95,20 @@ export function createWebhookController(clientToken: string | symbol, guard: Typ
 }
 
 /**
+ * Adapts the token routes to the HTTP platform, once it is known (Nest calls module `configure()`
+ * after the adapter is attached and before it registers routes). Fastify refuses a route
+ * parameter longer than its `maxParamLength` (100 by default) with 414, and a token with a
+ * tracking id is longer: there the token routes are Fastify's wildcard (`<path>/*`), which has no
+ * such limit. Express keeps `<path>/:token` (Express 5 has no named bare wildcard).
+ */
+export function adaptWebhookRoutes(controller: Type<PaymentsWebhookController>, platform: string | undefined): void {
+  const tokenPath = platform === 'fastify' ? '*' : ':token';
+  for (const method of ['postWithToken', 'getWithToken']) {
+    Reflect.defineMetadata(PATH_METADATA, tokenPath, (controller.prototype as Record<string, object>)[method]);
+  }
+}
+
+/**
  * Gives a registration's controller its path (`webhook.path`) and the host's decorators
  * (`webhook.decorators`). Runs when the client is built: after async options resolve, before
  * Nest registers routes. Decorators are applied once per class, even when one module definition

@@ -54,7 +54,8 @@ export async function webhookBody(request: WebhookHttpRequest, limit: number): P
 /** Authenticates a webhook request with a registration's client: token, size, body, payment id. No call to the service. */
 export async function authenticateWebhook(client: PaymentsClient, request: WebhookHttpRequest): Promise<WebhookAuthentication> {
   const body = await webhookBody(request, client.webhookMaxBodyBytes);
-  const token = request.params?.token;
+  // `:token` on Express; Fastify's wildcard (see webhook.controller.ts) gives `*`.
+  const token = request.params?.token ?? request.params?.['*'];
   return client.webhooks.authenticate({
     query: request.query,
     body,
@@ -90,8 +91,11 @@ export function acceptAnyBodyOnWebhookRoutes(adapterHost: HttpAdapterHost | unde
     if (fastify.hasContentTypeParser('*')) return;
     fastify.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
       if (request.routeOptions?.config?.[WEBHOOK_ROUTE_FLAG] === true) return done(null, body);
+      // Shaped like Fastify's own error (and like an http-errors one), so Nest answers 415 as before.
       const type = String(request.headers['content-type'] ?? '');
-      done(Object.assign(new Error(`Unsupported Media Type: ${type}`), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }));
+      const error = Object.assign(new Error(`Unsupported Media Type: ${type}`), { statusCode: 415, status: 415, expose: true, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' });
+      error.name = 'FastifyError';
+      done(error);
     });
   } catch (error) {
     // Too late (the server is listening): webhooks with unusual content types get Fastify's 415.
