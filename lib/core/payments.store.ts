@@ -218,7 +218,7 @@ export function parseOutcomeCursor(cursor: string): { updatedAt: string; payment
   try {
     const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
     if (Array.isArray(parsed) && parsed.length === 2 && parsed.every((p) => typeof p === 'string')) {
-      return { updatedAt: parsed[0] as string, paymentId: parsed[1] as string };
+      return { updatedAt: String(parsed[0]), paymentId: String(parsed[1]) };
     }
   } catch {
     // reported below

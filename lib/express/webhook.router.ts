@@ -44,11 +44,11 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
   const { client } = options;
   if (typeof options.onPaymentConfirmed !== 'function') throw new TypeError('createWebhookRouter: onPaymentConfirmed must be a function');
   const table: Partial<Record<PaymentEventName, OutcomeHandler>> = {
-    [PaymentEvents.CONFIRMED]: options.onPaymentConfirmed as OutcomeHandler,
-    [PaymentEvents.FAILED]: options.onPaymentFailed as OutcomeHandler | undefined,
-    [PaymentEvents.EXPIRED]: options.onPaymentExpired as OutcomeHandler | undefined,
-    [PaymentEvents.AUTHORIZED]: options.onPaymentAuthorized as OutcomeHandler | undefined,
-    [PaymentEvents.MISMATCH]: options.onPaymentMismatch as OutcomeHandler | undefined,
+    [PaymentEvents.CONFIRMED]: options.onPaymentConfirmed,
+    [PaymentEvents.FAILED]: options.onPaymentFailed,
+    [PaymentEvents.EXPIRED]: options.onPaymentExpired,
+    [PaymentEvents.AUTHORIZED]: options.onPaymentAuthorized,
+    [PaymentEvents.MISMATCH]: options.onPaymentMismatch as OutcomeHandler,
   };
   client.setOutcomeDispatcher(dispatcherOf((name) => (table[name] ? [table[name]] : [])));
 
