@@ -1,7 +1,8 @@
 /**
  * Starts the sample shop: `node sample-app/dist/main.js` (or `npm start` at the repository root).
- * Configuration: PORT, PUBLIC_URL and the PAYMENTS_* variables (see the README); with no
- * PAYMENTS_PUBLIC_KEY it runs on the built-in sandbox.
+ * Configuration (see sample-app/README.md): PORT, HOST, PUBLIC_URL, DATABASE_URL or DATA_DIR,
+ * ADMIN_PASSWORD, SESSION_SECRET and the PAYMENTS_* variables; with no PAYMENTS_PUBLIC_KEY it
+ * runs on the built-in sandbox, with its orders in PGlite under sample-app/.data/.
  */
 import { Logger } from '@nestjs/common';
 import { createShopApp } from './shop.bootstrap.js';

@@ -18,7 +18,8 @@ export const sandboxProvider: Provider = {
   useFactory: async (settings: ShopSettings): Promise<PaymentsSandbox | null> => {
     if (!settings.sandboxMode) return null;
     const sandbox = await PaymentsSandbox.start({ port: settings.sandboxPort });
-    // The service has no endpoint that creates bindings, so the sandbox is given one directly.
+    // Bindings come from paying with "Save my card" ticked; one is seeded so the admin's lookup
+    // has something to show before the first purchase.
     sandbox.addBinding({ clientId: DEMO_CUSTOMER_ID, cardLastFour: '4242', cardBrand: 'VISA' });
     new Logger('Shop').log(`No PAYMENTS_* keys set: using the built-in sandbox at ${sandbox.url} (no real money moves)`);
     return sandbox;
