@@ -3,9 +3,10 @@ import { Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { OnPaymentConfirmed, PaymentsModule, PaymentsService, WEBHOOK_TOKEN_PARAM, type PaymentConfirmedEvent } from '../../lib/index.js';
+import { OnPaymentConfirmed, PaymentsModule, PaymentsService, type PaymentConfirmedEvent } from '../../lib/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { FakeService, OK, PATHS } from '../support/fake-service.js';
+import { answerVerify } from '../support/nest-app.js';
 import { describeWithService, REDIS_URL, redisAvailable } from '../support/services.js';
 
 const available = await redisAvailable();
@@ -47,6 +48,7 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('two app i
             successLink: 'https://shop.example/ok',
             failLink: 'https://shop.example/ko',
             webhook: { publicUrl: 'https://shop.example/payments/webhook', secret: SECRET },
+            reconciliation: { enabled: false },
             store: new RedisPaymentsStore(REDIS_URL, { keyPrefix: prefix }),
           }),
         ],
@@ -77,13 +79,14 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('two app i
       fake.reply(PATHS.generate, OK.generate(paymentId));
       await apps[generatedOn].app.get(PaymentsService).generatePayment({ amount: String(1000 + i), developerTrackingId: `order-${i}` });
       const webhook = new URL(JSON.parse(fake.requests.at(-1)!.body).webhook as string);
-      payments.push({ paymentId, token: webhook.searchParams.get(WEBHOOK_TOKEN_PARAM)!, generatedOn });
+      payments.push({ paymentId, token: webhook.pathname.split('/').at(-1)!, generatedOn });
+      answerVerify(fake, paymentId, { status: 'SUCCESS', amount: 1000 + i, trackingId: `order-${i}` });
     }
     const FAILING = 8;
     for (const p of payments.slice(0, FAILING)) failOnce.add(p.paymentId);
 
     const deliver = (instance: 'A' | 'B', p: (typeof payments)[number]) =>
-      fetch(`${apps[instance].url}/payments/webhook?${WEBHOOK_TOKEN_PARAM}=${p.token}`, {
+      fetch(`${apps[instance].url}/payments/webhook/${p.token}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ payment_id: p.paymentId, status: 'completed' }),
