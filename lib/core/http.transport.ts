@@ -88,16 +88,18 @@ export class HttpTransport {
 
   /**
    * Sends a request, with the retries allowed for its method.
+   * @param stats when given, receives the number of attempts made
    * @returns the final answer's status and raw body (any status: the caller interprets it)
    * @throws PaymentsConnectionError when no usable answer came back
    */
-  async send(request: TransportRequest): Promise<RawResponse> {
+  async send(request: TransportRequest, stats?: { attempts: number }): Promise<RawResponse> {
     const headers: Record<string, string> = { Authorization: this.#authorization, Accept: 'application/json' };
     if (request.method === 'POST') headers['Content-Type'] = 'application/json';
     const data = request.body === undefined ? undefined : JSON.stringify(request.body);
 
     for (let attempt = 1; ; attempt++) {
       if (this.#lifetime.signal.aborted) throw this.#closedError(request, attempt - 1);
+      if (stats) stats.attempts = attempt; // for the call's span (payments.telemetry.ts)
       // A deadline for the whole attempt (connect, headers and body). axios' own `timeout` is a
       // socket idle timer: an answer trickling in byte by byte would never trip it.
       const deadline = new AbortController();

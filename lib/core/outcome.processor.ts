@@ -5,6 +5,7 @@ import { normalizeMillimes } from './money.util.js';
 import { PaymentsApiError, PaymentsConnectionError, PaymentsError } from './payments.errors.js';
 import type { PaymentsLogger } from './payments.logger.js';
 import type { OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from './payments.store.js';
+import { PaymentsTelemetry, type SettleTrace } from './payments.telemetry.js';
 import type { VerifiedPayment } from './payments.types.js';
 
 /**
@@ -71,12 +72,14 @@ export class OutcomeProcessor {
    * @param store claims, the queue and the record
    * @param verify reads a payment from the service
    * @param logger where problems are reported
+   * @param telemetry spans and metrics of each settle (off by default)
    */
   constructor(
     private readonly options: OutcomeProcessorOptions,
     private readonly store: PaymentsStore,
     private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
     private readonly logger: PaymentsLogger,
+    private readonly telemetry: PaymentsTelemetry = PaymentsTelemetry.off,
   ) {}
 
   /** Sets who runs the handlers (the Nest event bridge, the Express router). */
@@ -93,7 +96,12 @@ export class OutcomeProcessor {
    * Verifies a payment and runs its outcome's handlers, at most once to success across paths
    * and instances. Never throws: every result is a {@link SettleResult}.
    */
-  async settle(paymentId: string, source: OutcomeSource, expected?: OutcomeExpectation): Promise<SettleResult> {
+  settle(paymentId: string, source: OutcomeSource, expected?: OutcomeExpectation): Promise<SettleResult> {
+    // The span's context is active in the verify call and the handlers (payments.telemetry.ts).
+    return this.telemetry.settle(paymentId, source, (trace) => this.run(paymentId, source, expected, trace));
+  }
+
+  private async run(paymentId: string, source: OutcomeSource, expected: OutcomeExpectation | undefined, trace: SettleTrace): Promise<SettleResult> {
     const key = outcomeKey(paymentId);
     const owner = randomUUID();
     let claim;
@@ -141,8 +149,9 @@ export class OutcomeProcessor {
 
     const { name, event } = OUTCOME_EVENTS[outcome as keyof typeof OUTCOME_EVENTS];
     try {
-      if (!this.#dispatcher) throw new Error('no outcome handlers are registered yet');
-      await this.#dispatcher(name, new event(outcome, verification, source, this.options.registration));
+      const dispatcher = this.#dispatcher;
+      if (!dispatcher) throw new Error('no outcome handlers are registered yet');
+      await trace.handlers(name, () => dispatcher(name, new event(outcome, verification, source, this.options.registration)));
     } catch (error) {
       const message = describe(error);
       this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);

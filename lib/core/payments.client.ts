@@ -28,6 +28,7 @@ import type {
   ReconcileResult,
   VerifiedPayment,
 } from './payments.types.js';
+import { PaymentsTelemetry } from './payments.telemetry.js';
 import { ReconciliationScheduler } from './reconciliation.scheduler.js';
 import { interpretResponse } from './response.parser.js';
 import { WebhookProcessor } from './webhook.processor.js';
@@ -73,6 +74,7 @@ export class PaymentsClient implements PaymentsOperations {
   readonly #signer?: WebhookTokenSigner;
   readonly #outcomes: OutcomeProcessor;
   readonly #reconciler: ReconciliationScheduler;
+  readonly #telemetry: PaymentsTelemetry;
   #closing?: Promise<void>;
   /** Bindings, claims, the reconciliation queue and the outcome record (the configured store, or an in-memory one). */
   readonly store: PaymentsStore;
@@ -90,14 +92,17 @@ export class PaymentsClient implements PaymentsOperations {
     storeUsers.set(this.store, (storeUsers.get(this.store) ?? 0) + 1);
     this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger });
     if (resolved.webhook.enabled && resolved.webhook.secret) this.#signer = new WebhookTokenSigner(resolved.webhook.secret);
+    this.#telemetry = resolved.telemetry.enabled ? new PaymentsTelemetry(resolved.telemetry, { registration: resolved.name, baseUrl: resolved.baseUrl, store: this.store }) : PaymentsTelemetry.off;
     this.#outcomes = new OutcomeProcessor(
       { leaseMs: resolved.webhook.leaseMs, doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs, registration: resolved.name },
       this.store,
       (paymentId) => this.verifyPayment(paymentId),
       resolved.logger,
+      this.#telemetry,
     );
     this.webhooks = new WebhookProcessor(resolved.webhook, this.#signer, this.store, this.#outcomes, resolved.logger);
-    this.#reconciler = new ReconciliationScheduler(resolved.reconciliation, Math.max(resolved.webhook.leaseMs * 2, 60_000), this.store, this.#outcomes, resolved.logger);
+    this.webhooks.telemetry = this.#telemetry;
+    this.#reconciler = new ReconciliationScheduler(resolved.reconciliation, Math.max(resolved.webhook.leaseMs * 2, 60_000), this.store, this.#outcomes, resolved.logger, this.#telemetry);
   }
 
   /** The registration's name, when the options gave one. */
@@ -282,6 +287,7 @@ export class PaymentsClient implements PaymentsOperations {
     // Outcomes in flight finish first (their handlers may still call the service, and must be
     // marked done in a store that is still open); new webhooks get 503 and are delivered again.
     await Promise.all([this.webhooks.drain(), this.#reconciler.stop()]);
+    this.#telemetry.close();
     this.#transport.close();
     const users = (storeUsers.get(this.store) ?? 1) - 1;
     storeUsers.set(this.store, users);
@@ -338,8 +344,14 @@ export class PaymentsClient implements PaymentsOperations {
     query: Record<string, string> | undefined,
     isSuccess: (json: JsonObject) => boolean,
   ): Promise<JsonObject> {
-    const response = await this.#transport.send({ operation, method, path, body, query });
-    return interpretResponse(operation, response, isSuccess);
+    if (!this.#telemetry.active) return interpretResponse(operation, await this.#transport.send({ operation, method, path, body, query }), isSuccess);
+    // Traced: a CLIENT span and the call's metrics (payments.telemetry.ts); the payment id stays out of the template.
+    const template = path.startsWith(SERVICE_PATHS.verify) ? `${SERVICE_PATHS.verify}{payment_id}` : path;
+    return this.#telemetry.call(operation, method, template, async (stats) => {
+      const response = await this.#transport.send({ operation, method, path, body, query }, stats);
+      stats.status = response.status;
+      return interpretResponse(operation, response, isSuccess);
+    });
   }
 }
 

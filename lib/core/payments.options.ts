@@ -4,6 +4,7 @@ import { PaymentsValidationError, type PaymentsFieldError } from './payments.err
 import { defaultPaymentsLogger, type PaymentsLogger } from './payments.logger.js';
 import { STORE_METHODS, type PaymentsStore } from './payments.store.js';
 import type { GeneratePaymentInput } from './payments.types.js';
+import { telemetrySettings } from './payments.telemetry.js';
 
 /** Webhook options. Signed webhooks are on when both `publicUrl` and `secret` are set. */
 export interface PaymentsWebhookOptions {
@@ -88,6 +89,19 @@ export interface PaymentsOptions {
   logger?: PaymentsLogger;
   /** Name of this registration, when an app has several (several merchant accounts). Put on every event. Default: none. */
   name?: string;
+  /**
+   * Tracing and metrics through `@opentelemetry/api`, when it is installed (docs/operations.md).
+   * `false` turns them off; providers default to the global ones; the reconciliation backlog gauge
+   * reads `store.countPending()` at most once per `backlogIntervalSecs` (default 30). Default: on.
+   */
+  telemetry?:
+    | boolean
+    | {
+        enabled?: boolean;
+        tracerProvider?: { getTracer(name: string, version?: string): unknown };
+        meterProvider?: { getMeter(name: string, version?: string): unknown };
+        backlogIntervalSecs?: number;
+      };
 }
 
 /** Options after validation, with every default filled in. */
@@ -106,6 +120,13 @@ export interface ResolvedPaymentsOptions {
   readonly store?: PaymentsStore;
   readonly logger: PaymentsLogger;
   readonly name?: string;
+  /** Tracing and metrics: off only when `telemetry` is `false` (or `enabled: false`); the backlog interval in ms. */
+  readonly telemetry: {
+    readonly enabled: boolean;
+    readonly tracerProvider?: { getTracer(name: string, version?: string): unknown };
+    readonly meterProvider?: { getMeter(name: string, version?: string): unknown };
+    readonly backlogIntervalMs: number;
+  };
 }
 
 /** Webhook options after validation. `enabled` is true when publicUrl and secret are set. */
@@ -177,6 +198,9 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
     bad('preAuthorizationFlag', "must be 'pre_authorization', 'pre_auth' or 'both'");
   }
   if (o.outcomeRecordTtlSecs !== undefined && !isPositiveInt(o.outcomeRecordTtlSecs)) bad('outcomeRecordTtlSecs', 'must be a positive integer');
+  const t = o.telemetry;
+  if (t !== undefined && typeof t !== 'boolean' && (typeof t !== 'object' || t === null)) bad('telemetry', 'must be a boolean or an object');
+  else if (typeof t === 'object' && t.backlogIntervalSecs !== undefined && !isPositiveInt(t.backlogIntervalSecs)) bad('telemetry.backlogIntervalSecs', 'must be a positive integer');
   if (o.name !== undefined && (typeof o.name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(o.name))) bad('name', 'must be 1 to 64 letters, digits, - or _');
 
   const w = o.webhook ?? {};
@@ -232,6 +256,7 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
     store: opts.store,
     logger: opts.logger ?? defaultPaymentsLogger,
     name: opts.name,
+    telemetry: telemetrySettings(opts.telemetry),
   };
 }
 

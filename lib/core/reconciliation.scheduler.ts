@@ -2,6 +2,7 @@ import { describe, type OutcomeProcessor } from './outcome.processor.js';
 import type { PaymentsReconciliationOptions } from './payments.options.js';
 import type { PaymentsLogger } from './payments.logger.js';
 import type { PaymentsStore } from './payments.store.js';
+import { PaymentsTelemetry } from './payments.telemetry.js';
 
 /** What one reconciliation run did. */
 export interface ReconciliationRun {
@@ -31,6 +32,7 @@ export class ReconciliationScheduler {
    * @param store the queue
    * @param outcomes settles each payment
    * @param logger where problems are reported
+   * @param telemetry a span per pass (off by default)
    */
   constructor(
     private readonly options: Required<PaymentsReconciliationOptions>,
@@ -38,6 +40,7 @@ export class ReconciliationScheduler {
     private readonly store: PaymentsStore,
     private readonly outcomes: OutcomeProcessor,
     private readonly logger: PaymentsLogger,
+    private readonly telemetry: PaymentsTelemetry = PaymentsTelemetry.off,
   ) {}
 
   /** Starts the periodic runs (when enabled). The timer does not keep the process alive. */
@@ -49,7 +52,7 @@ export class ReconciliationScheduler {
 
   /** Runs one pass now (also what the timer calls); a pass already running is joined, not doubled. */
   runOnce(now = Date.now()): Promise<ReconciliationRun> {
-    this.running ??= this.pass(now).finally(() => (this.running = undefined));
+    this.running ??= this.telemetry.reconciliation((due) => this.pass(now, due)).finally(() => (this.running = undefined));
     return this.running;
   }
 
@@ -60,7 +63,7 @@ export class ReconciliationScheduler {
     await this.running?.catch(() => undefined);
   }
 
-  private async pass(now: number): Promise<ReconciliationRun> {
+  private async pass(now: number, noteDue: (count: number) => void = () => undefined): Promise<ReconciliationRun> {
     const run: ReconciliationRun = { checked: 0, settled: 0 };
     let due;
     try {
@@ -69,6 +72,7 @@ export class ReconciliationScheduler {
       this.logger.error(`reconciliation: store unreachable: ${describe(error)}`);
       return run;
     }
+    noteDue(due.length);
     // One at a time: each is a call to the service, whose docs warn against bursts of verifies.
     for (const entry of due) {
       const result = await this.outcomes.settle(entry.paymentId, 'reconciliation', {

@@ -3,6 +3,7 @@ import { describe, type OutcomeExpectation, type OutcomeProcessor, type SettleRe
 import type { ResolvedWebhookOptions } from './payments.options.js';
 import type { PaymentsLogger } from './payments.logger.js';
 import type { PaymentsStore } from './payments.store.js';
+import { PaymentsTelemetry, type WebhookTrace } from './payments.telemetry.js';
 import { parseWebhook, type WebhookRequest } from './webhook.payload.js';
 import { trackingHash, WebhookTokenSigner, type WebhookTokenClaims } from './webhook.token.js';
 
@@ -34,6 +35,9 @@ const reject = (status: number, error: string, headers?: Record<string, string>)
   body: { received: false, error },
   headers,
 });
+/** Where authenticate() leaves a delivery's span for deliver() (a symbol: it survives `{ ...auth }`). */
+const TRACE: unique symbol = Symbol('nestjs-payments.webhookTrace');
+
 const unavailable = (seconds = 5): WebhookAnswer => reject(503, 'temporarily unavailable', { 'Retry-After': String(seconds) });
 
 /**
@@ -57,6 +61,11 @@ export class WebhookProcessor {
   private closing = false;
   private drained?: () => void;
   private draining?: Promise<void>;
+  /**
+   * Spans and metrics of deliveries; set by the client.
+   * @internal
+   */
+  telemetry: PaymentsTelemetry = PaymentsTelemetry.off;
 
   /**
    * @param options resolved webhook options
@@ -78,6 +87,17 @@ export class WebhookProcessor {
 
   /** Checks size, token, body and payment id, without calling the service. Never throws. */
   async authenticate(request: WebhookRequest): Promise<WebhookAuthentication> {
+    if (!this.telemetry.active) return this.check(request);
+    // The delivery's span starts here and ends in deliver() (or now, when refused). The route is a
+    // template: the token never reaches an attribute.
+    const trace = this.telemetry.webhook(`/${this.#options.path}${request.pathToken === undefined ? '' : '/:token'}`);
+    const auth = await trace.within(() => this.check(request));
+    if (auth.ok) return Object.assign(auth, { [TRACE]: trace });
+    trace.end(auth.answer.status, auth.answer.status === 200 ? 'duplicate' : 'rejected');
+    return auth;
+  }
+
+  private async check(request: WebhookRequest): Promise<WebhookAuthentication> {
     if (!this.#signer && !this.#options.acceptUnsigned) return { ok: false, answer: reject(404, 'webhooks are not configured') };
     const length = Number(Array.isArray(request.contentLength) ? request.contentLength[0] : request.contentLength);
     if (Number.isFinite(length) && length > this.#options.maxBodyBytes) return { ok: false, answer: reject(413, 'payload too large') };
@@ -116,12 +136,19 @@ export class WebhookProcessor {
 
   /** Settles an authenticated delivery and says how to answer. Never throws. */
   async deliver(auth: AuthenticatedWebhook): Promise<WebhookAnswer> {
-    if (this.closing) return reject(503, 'shutting down', { 'Retry-After': '5' });
+    const trace = (auth as { [TRACE]?: WebhookTrace })[TRACE] ?? (this.telemetry.active ? this.telemetry.webhook(`/${this.#options.path}`) : undefined);
+    if (this.closing) {
+      trace?.end(503, 'shutting-down');
+      return reject(503, 'shutting down', { 'Retry-After': '5' });
+    }
     this.inFlight++;
     try {
-      const result = await this.outcomes.settle(auth.paymentId, 'webhook', auth.expected);
+      const settle = () => this.outcomes.settle(auth.paymentId, 'webhook', auth.expected);
+      const result = await (trace ? trace.within(settle) : settle());
       if (auth.unboundToken && (result.kind === 'handled' || result.kind === 'pending')) await this.rebind(auth);
-      return answerFor(result);
+      const answer = answerFor(result);
+      trace?.end(answer.status, result.kind, auth.paymentId);
+      return answer;
     } finally {
       this.inFlight--;
       if (this.inFlight === 0) this.drained?.();

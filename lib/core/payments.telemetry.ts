@@ -1,0 +1,475 @@
+/**
+ * Tracing and metrics through `@opentelemetry/api`, an optional peer dependency.
+ *
+ * Nothing here imports the API at load time. The first client built asks for it once per process:
+ * in the published CommonJS build with a synchronous `require` inside a try/catch (so spans start
+ * with the very first call), elsewhere (the ES-module sources under a test runner) with a dynamic
+ * `import()` whose result is kept for every later call. Without the package, or with
+ * `telemetry: false`, every hook is a plain function call that runs the wrapped work and nothing
+ * else: no span, no context switch, no clock read.
+ *
+ * No attribute ever holds a key, the webhook secret, a webhook token, a full URL or a header: only
+ * operation names, HTTP methods and statuses, route templates, error codes, counts, durations, the
+ * registration's name and payment ids (the service's ids, not secrets).
+ */
+import type * as OtelApi from '@opentelemetry/api';
+import type { PaymentsOperation } from './payments.errors.js';
+import type { OutcomeSource, PaymentsStore } from './payments.store.js';
+
+/** Instrumentation scope of every tracer and meter. */
+export const TELEMETRY_SCOPE = 'nestjs-payments';
+
+/** Span names (the operation is appended to `payments ` for calls to the service). */
+export const SPAN_NAMES = {
+  call: (operation: string) => `payments ${operation}`,
+  webhook: 'payments webhook',
+  settle: 'payments settle',
+  reconciliation: 'payments reconciliation',
+} as const;
+
+/** Metric names: OpenTelemetry semantic conventions where they exist, `payments.*` otherwise. */
+export const METRIC_NAMES = {
+  /** Histogram (s): one per call to the service (semconv `http.client.request.duration`). */
+  clientDuration: 'http.client.request.duration',
+  /** Counter: calls to the service by `payments.operation` and `payments.result` (`ok` or an error code). */
+  clientCalls: 'payments.client.calls',
+  /** Counter: webhook deliveries by `http.response.status_code` and `payments.webhook.result`. */
+  webhookDeliveries: 'payments.webhook.deliveries',
+  /** Histogram (s): time to answer a webhook delivery. */
+  webhookDuration: 'payments.webhook.duration',
+  /** Counter: settle attempts by `payments.source`, `payments.settle.result` and `payments.outcome`. */
+  settles: 'payments.outcome.settles',
+  /** Histogram (s): duration of one settle (claim, verify, handlers, done). */
+  settleDuration: 'payments.outcome.duration',
+  /** Histogram (s): how long the outcome's handlers ran, by `payments.event` and `payments.handler.result`. */
+  handlerDuration: 'payments.handler.duration',
+  /** Counter: verify calls made to settle a payment, by `payments.source`. */
+  verifyCalls: 'payments.verify.calls',
+  /** Counter: payments that reached a final outcome (handled or mismatch), by `payments.source` and `payments.outcome`. */
+  settled: 'payments.settled',
+  /** Observable gauge: payments queued for reconciliation (`store.countPending()`, throttled). */
+  backlog: 'payments.reconciliation.backlog',
+} as const;
+
+/** Attribute values are strings, numbers or booleans. */
+type Attributes = Record<string, string | number | boolean>;
+
+/** Telemetry settings (the `telemetry` option, after defaults). */
+export interface TelemetrySettings {
+  /** false: nothing is traced or counted even when `@opentelemetry/api` is installed. */
+  enabled: boolean;
+  /** A TracerProvider; default the global one. */
+  tracerProvider?: { getTracer(name: string, version?: string): unknown };
+  /** A MeterProvider; default the global one. */
+  meterProvider?: { getMeter(name: string, version?: string): unknown };
+  /** Least time between two `countPending()` reads for the backlog gauge, in ms. */
+  backlogIntervalMs: number;
+}
+
+/** What a call to the service reports to its span, filled in by the transport. */
+export interface CallStats {
+  /** Attempts made (1 + retries). */
+  attempts: number;
+  /** HTTP status of the final answer, when one came. */
+  status?: number;
+}
+
+/** The handle a settle gives to the work it wraps. */
+export interface SettleTrace {
+  /** Runs the outcome's handlers, timing them. */
+  handlers<T>(event: string, run: () => Promise<T>): Promise<T>;
+}
+
+/** The handle of one webhook delivery, from authentication to the answer. */
+export interface WebhookTrace {
+  /** Runs the settling of the delivery inside the delivery's span. */
+  within<T>(run: () => Promise<T>): Promise<T>;
+  /** Ends the delivery with its answer. */
+  end(status: number, result: string, paymentId?: string): void;
+}
+
+/** The minimal shape of a settle result the telemetry reads. */
+interface SettleLike {
+  kind: string;
+  outcome?: string;
+}
+
+// ------------------------------------------------------------------ loading the API, once
+
+/** undefined: not tried yet; null: not installed (or failed to load). */
+let api: typeof OtelApi | null | undefined;
+let loading: Promise<typeof OtelApi | null> | undefined;
+
+/**
+ * Loads `@opentelemetry/api` if it is installed, once per process. Synchronous in the CommonJS
+ * build; elsewhere the first call starts a dynamic import and returns undefined until it settles.
+ */
+function loadApi(): typeof OtelApi | null | undefined {
+  if (api !== undefined) return api;
+  if (typeof require === 'function') {
+    try {
+      api = require('@opentelemetry/api') as typeof OtelApi;
+    } catch {
+      api = null;
+    }
+    return api;
+  }
+  void loadTelemetryApi();
+  return undefined;
+}
+
+/**
+ * Resolves once the optional `@opentelemetry/api` has been looked for: true when it is installed.
+ * The CommonJS build finds it synchronously; under an ES-module loader (tests, `tsx`), await this
+ * before the first call that should be traced.
+ */
+export function loadTelemetryApi(): Promise<boolean> {
+  if (api !== undefined) return Promise.resolve(api !== null);
+  loading ??= import('@opentelemetry/api').then(
+    (m: unknown) => {
+      // A CommonJS module imported from ES modules may come as its `default` export.
+      const mod = m as typeof OtelApi & { default?: typeof OtelApi };
+      return (api = mod.trace ? mod : (mod.default ?? null));
+    },
+    () => (api = null),
+  );
+  return loading.then((a) => a !== null);
+}
+
+// ------------------------------------------------------------------ the hooks
+
+const NOOP_SETTLE: SettleTrace = { handlers: (_event, run) => run() };
+const NOOP_WEBHOOK: WebhookTrace = { within: (run) => run(), end: () => undefined };
+
+/**
+ * The plugin's hooks into tracing and metrics. One per client. Every hook costs a function call
+ * when telemetry is off or `@opentelemetry/api` is missing.
+ */
+export class PaymentsTelemetry {
+  readonly #settings: TelemetrySettings;
+  readonly #common: Attributes;
+  readonly #server: Attributes;
+  readonly #store?: PaymentsStore;
+  #instruments?: Instruments | null;
+  #backlog?: { value?: number; at: number; reading?: Promise<void> };
+  #closed = false;
+
+  /**
+   * @param settings the resolved `telemetry` option
+   * @param context the registration's name, the service's base URL (host and port only are kept) and the store (backlog gauge)
+   */
+  constructor(settings: TelemetrySettings, context: { registration?: string; baseUrl?: string; store?: PaymentsStore } = {}) {
+    this.#settings = settings;
+    this.#common = context.registration === undefined ? {} : { 'payments.registration': context.registration };
+    this.#server = { ...this.#common };
+    if (context.baseUrl) {
+      try {
+        const url = new URL(context.baseUrl);
+        this.#server['server.address'] = url.hostname;
+        this.#server['server.port'] = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+      } catch {
+        // validated elsewhere
+      }
+    }
+    this.#store = context.store;
+    if (settings.enabled) loadApi();
+    else this.#instruments = null;
+  }
+
+  /** Telemetry that never records anything. */
+  static readonly off = new PaymentsTelemetry({ enabled: false, backlogIntervalMs: 30_000 });
+
+  /** Whether spans and metrics are being recorded (`@opentelemetry/api` loaded and not turned off). */
+  get active(): boolean {
+    return this.#get() !== null;
+  }
+
+  /**
+   * A call to the service: a CLIENT span `payments <operation>` around `run`, and its duration
+   * and result in the metrics. `run` fills in the attempts and the HTTP status.
+   */
+  call<T>(operation: PaymentsOperation, method: 'GET' | 'POST', urlTemplate: string, run: (stats: CallStats) => Promise<T>): Promise<T> {
+    const i = this.#get();
+    if (i === null) return run({ attempts: 0 });
+    return this.#call(i, operation, method, urlTemplate, run);
+  }
+
+  async #call<T>(i: Instruments, operation: PaymentsOperation, method: 'GET' | 'POST', urlTemplate: string, run: (stats: CallStats) => Promise<T>): Promise<T> {
+    const { api: otel } = i;
+    const stats: CallStats = { attempts: 0 };
+    const span = i.tracer.startSpan(SPAN_NAMES.call(operation), {
+      kind: otel.SpanKind.CLIENT,
+      attributes: { ...this.#server, 'payments.operation': operation, 'http.request.method': method, 'url.template': urlTemplate },
+    });
+    const started = performance.now();
+    const metric: Attributes = { ...this.#server, 'payments.operation': operation, 'http.request.method': method };
+    try {
+      const result = await otel.context.with(otel.trace.setSpan(otel.context.active(), span), () => run(stats));
+      if (stats.status !== undefined) metric['http.response.status_code'] = stats.status;
+      span.setAttributes(callAttributes(stats));
+      i.clientCalls.add(1, { ...this.#common, 'payments.operation': operation, 'payments.result': 'ok' });
+      return result;
+    } catch (error) {
+      const failure = callFailure(error, stats);
+      if (stats.status !== undefined) metric['http.response.status_code'] = stats.status;
+      metric['error.type'] = failure.type;
+      span.setAttributes({ ...callAttributes(stats), ...failure.attributes, 'error.type': failure.type });
+      span.setStatus({ code: otel.SpanStatusCode.ERROR, message: failure.type });
+      i.clientCalls.add(1, { ...this.#common, 'payments.operation': operation, 'payments.result': failure.type });
+      throw error;
+    } finally {
+      i.clientDuration.record((performance.now() - started) / 1000, metric);
+      span.end();
+    }
+  }
+
+  /**
+   * One settle (claim -> verify -> handlers -> done): an INTERNAL span `payments settle` whose
+   * context the work, the verify call and the handlers run in; its result in the metrics.
+   */
+  settle<R extends SettleLike>(paymentId: string, source: OutcomeSource, run: (trace: SettleTrace) => Promise<R>): Promise<R> {
+    const i = this.#get();
+    if (i === null) return run(NOOP_SETTLE);
+    return this.#settle(i, paymentId, source, run);
+  }
+
+  async #settle<R extends SettleLike>(i: Instruments, paymentId: string, source: OutcomeSource, run: (trace: SettleTrace) => Promise<R>): Promise<R> {
+    const { api: otel } = i;
+    const span = i.tracer.startSpan(SPAN_NAMES.settle, {
+      kind: otel.SpanKind.INTERNAL,
+      attributes: { ...this.#common, 'payments.source': source, 'payments.payment_id': paymentId },
+    });
+    const started = performance.now();
+    let handlerMs: number | undefined;
+    const trace: SettleTrace = {
+      handlers: async (event, work) => {
+        const t0 = performance.now();
+        let result = 'succeeded';
+        try {
+          return await work();
+        } catch (error) {
+          result = 'failed';
+          throw error;
+        } finally {
+          const ms = performance.now() - t0;
+          handlerMs = (handlerMs ?? 0) + ms;
+          i.handlerDuration.record(ms / 1000, { ...this.#common, 'payments.event': event, 'payments.handler.result': result });
+        }
+      },
+    };
+    let kind = 'error';
+    let outcome: string | undefined;
+    try {
+      const result = await otel.context.with(otel.trace.setSpan(otel.context.active(), span), () => run(trace));
+      kind = result.kind;
+      outcome = result.outcome ?? (kind === 'pending' ? 'pending' : kind === 'mismatch' ? 'mismatch' : undefined);
+      return result;
+    } finally {
+      const attributes: Attributes = { 'payments.settle.result': kind };
+      if (outcome !== undefined) attributes['payments.outcome'] = outcome;
+      if (handlerMs !== undefined) attributes['payments.handlers.duration_ms'] = Math.round(handlerMs * 1000) / 1000;
+      span.setAttributes(attributes);
+      if (SETTLE_ERRORS.has(kind)) {
+        span.setAttribute('error.type', kind);
+        span.setStatus({ code: otel.SpanStatusCode.ERROR, message: kind });
+      }
+      span.end();
+      const metric: Attributes = { ...this.#common, 'payments.source': source, 'payments.settle.result': kind };
+      if (outcome !== undefined) metric['payments.outcome'] = outcome;
+      i.settles.add(1, metric);
+      i.settleDuration.record((performance.now() - started) / 1000, { ...this.#common, 'payments.source': source, 'payments.settle.result': kind });
+      if (!NO_VERIFY.has(kind)) i.verifyCalls.add(1, { ...this.#common, 'payments.source': source });
+      if (kind === 'handled' || kind === 'mismatch') i.settled.add(1, { ...this.#common, 'payments.source': source, 'payments.outcome': outcome ?? kind });
+    }
+  }
+
+  /**
+   * Starts the span of one webhook delivery (`payments webhook`: SERVER, or INTERNAL inside an
+   * HTTP server span of an instrumented framework). Ended by {@link WebhookTrace.end} with the answer.
+   * @param route the route template, e.g. `/payments/webhook/:token` (never the token itself)
+   */
+  webhook(route: string): WebhookTrace {
+    const i = this.#get();
+    if (i === null) return NOOP_WEBHOOK;
+    const { api: otel } = i;
+    const parent = otel.context.active();
+    const span = i.tracer.startSpan(
+      SPAN_NAMES.webhook,
+      { kind: otel.trace.getSpan(parent) ? otel.SpanKind.INTERNAL : otel.SpanKind.SERVER, attributes: { ...this.#common, 'http.route': route } },
+      parent,
+    );
+    const started = performance.now();
+    let ended = false;
+    return {
+      within: (run) => otel.context.with(otel.trace.setSpan(parent, span), run),
+      end: (status, result, paymentId) => {
+        if (ended) return;
+        ended = true;
+        span.setAttributes({ 'http.response.status_code': status, 'payments.webhook.result': result, ...(paymentId === undefined ? {} : { 'payments.payment_id': paymentId }) });
+        if (status >= 500) {
+          span.setAttribute('error.type', String(status));
+          span.setStatus({ code: otel.SpanStatusCode.ERROR, message: result });
+        }
+        span.end();
+        i.webhookDeliveries.add(1, { ...this.#common, 'http.response.status_code': status, 'payments.webhook.result': result });
+        i.webhookDuration.record((performance.now() - started) / 1000, { ...this.#common, 'http.response.status_code': status });
+      },
+    };
+  }
+
+  /** One reconciliation pass: an INTERNAL span `payments reconciliation` around it (its settles are children). */
+  reconciliation<R extends { checked: number; settled: number }>(run: (due: (count: number) => void) => Promise<R>): Promise<R> {
+    const i = this.#get();
+    if (i === null) return run(noop);
+    const { api: otel } = i;
+    const span = i.tracer.startSpan(SPAN_NAMES.reconciliation, { kind: otel.SpanKind.INTERNAL, attributes: { ...this.#common } });
+    return otel.context
+      .with(otel.trace.setSpan(otel.context.active(), span), () => run((count) => span.setAttribute('payments.reconciliation.due', count)))
+      .then(
+        (result) => {
+          span.setAttributes({ 'payments.reconciliation.checked': result.checked, 'payments.reconciliation.settled': result.settled });
+          span.end();
+          return result;
+        },
+        (error: unknown) => {
+          span.setStatus({ code: otel.SpanStatusCode.ERROR });
+          span.end();
+          throw error;
+        },
+      );
+  }
+
+  /** Stops observing the backlog (the client is closing). */
+  close(): void {
+    this.#closed = true;
+    if (this.#instruments) this.#instruments.backlog.removeCallback(this.#instruments.observeBacklog);
+  }
+
+  // The instruments, built on first use (after the SDK has registered its providers) and again
+  // when the global meter or tracer provider changes; null while nothing can be recorded.
+  #get(): Instruments | null {
+    const cached = this.#instruments;
+    if (cached === null) return null;
+    if (cached !== undefined && (this.#settings.meterProvider || cached.meterProvider === cached.api.metrics.getMeterProvider())) return cached;
+    const otel = loadApi();
+    if (!otel) {
+      if (otel === null) this.#instruments = null;
+      return null;
+    }
+    if (cached) cached.backlog.removeCallback(cached.observeBacklog);
+    this.#instruments = this.#build(otel);
+    return this.#instruments;
+  }
+
+  #build(otel: typeof OtelApi): Instruments {
+    const version = PACKAGE_VERSION;
+    const tracer = (this.#settings.tracerProvider ? (this.#settings.tracerProvider.getTracer(TELEMETRY_SCOPE, version) as OtelApi.Tracer) : otel.trace.getTracer(TELEMETRY_SCOPE, version));
+    const meterProvider = otel.metrics.getMeterProvider();
+    const meter = (this.#settings.meterProvider ? this.#settings.meterProvider.getMeter(TELEMETRY_SCOPE, version) : meterProvider.getMeter(TELEMETRY_SCOPE, version)) as OtelApi.Meter;
+    const seconds = (name: string, description: string, boundaries: number[]) => meter.createHistogram(name, { unit: 's', description, advice: { explicitBucketBoundaries: boundaries } });
+    const backlog = meter.createObservableGauge(METRIC_NAMES.backlog, { unit: '{payment}', description: 'Payments queued for reconciliation (store.countPending(), read at most once per backlog interval)' });
+    const observeBacklog: OtelApi.ObservableCallback = async (result) => {
+      const value = await this.#readBacklog();
+      if (value !== undefined) result.observe(value, this.#common);
+    };
+    if (this.#store && !this.#closed) backlog.addCallback(observeBacklog);
+    return {
+      api: otel,
+      meterProvider,
+      tracer,
+      clientDuration: seconds(METRIC_NAMES.clientDuration, 'Duration of calls to the payment service (retries included)', HTTP_BUCKETS),
+      clientCalls: meter.createCounter(METRIC_NAMES.clientCalls, { unit: '{call}', description: 'Calls to the payment service by operation and result' }),
+      webhookDeliveries: meter.createCounter(METRIC_NAMES.webhookDeliveries, { unit: '{delivery}', description: 'Webhook deliveries by answer status and result' }),
+      webhookDuration: seconds(METRIC_NAMES.webhookDuration, 'Time to answer a webhook delivery', HTTP_BUCKETS),
+      settles: meter.createCounter(METRIC_NAMES.settles, { unit: '{settle}', description: 'Settle attempts (webhook, return, reconciliation) by source, result and outcome' }),
+      settleDuration: seconds(METRIC_NAMES.settleDuration, 'Duration of one settle: claim, verify, handlers, done', HTTP_BUCKETS),
+      handlerDuration: seconds(METRIC_NAMES.handlerDuration, 'Duration of the outcome handlers of one settle', HTTP_BUCKETS),
+      verifyCalls: meter.createCounter(METRIC_NAMES.verifyCalls, { unit: '{call}', description: 'verify_payment calls made to settle payments, by source' }),
+      settled: meter.createCounter(METRIC_NAMES.settled, { unit: '{payment}', description: 'Payments that reached a final outcome (handled or mismatch)' }),
+      backlog,
+      observeBacklog,
+    };
+  }
+
+  // countPending() at most once per interval (collections may be frequent; the store may be remote).
+  async #readBacklog(): Promise<number | undefined> {
+    const state = (this.#backlog ??= { at: -Infinity });
+    if (this.#closed || !this.#store) return state.value;
+    if (performance.now() - state.at >= this.#settings.backlogIntervalMs) {
+      state.reading ??= this.#store
+        .countPending()
+        .then(
+          (n) => {
+            state.value = n;
+          },
+          () => undefined, // keep the last value; the store's health is the health check's business
+        )
+        .finally(() => {
+          state.at = performance.now();
+          state.reading = undefined;
+        });
+      await state.reading;
+    }
+    return state.value;
+  }
+}
+
+interface Instruments {
+  api: typeof OtelApi;
+  meterProvider: OtelApi.MeterProvider;
+  tracer: OtelApi.Tracer;
+  clientDuration: OtelApi.Histogram;
+  clientCalls: OtelApi.Counter;
+  webhookDeliveries: OtelApi.Counter;
+  webhookDuration: OtelApi.Histogram;
+  settles: OtelApi.Counter;
+  settleDuration: OtelApi.Histogram;
+  handlerDuration: OtelApi.Histogram;
+  verifyCalls: OtelApi.Counter;
+  settled: OtelApi.Counter;
+  backlog: OtelApi.ObservableGauge;
+  observeBacklog: OtelApi.ObservableCallback;
+}
+
+/** The package's version, for the instrumentation scope (kept in step by hand, like CHANGELOG.md). */
+const PACKAGE_VERSION = '0.1.0';
+/** semconv's advice for http.client.request.duration. */
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+/** Settle results that end the span in error. */
+const SETTLE_ERRORS = new Set(['mismatch', 'handlers-failed', 'verify-failed', 'store-unavailable', 'error']);
+/** Settle results reached without a verify call. */
+const NO_VERIFY = new Set(['duplicate', 'busy', 'store-unavailable', 'error']);
+
+function noop(): void {}
+
+function callAttributes(stats: CallStats): Attributes {
+  const attributes: Attributes = { 'payments.attempts': stats.attempts };
+  if (stats.attempts > 1) attributes['http.request.resend_count'] = stats.attempts - 1;
+  if (stats.status !== undefined) attributes['http.response.status_code'] = stats.status;
+  return attributes;
+}
+
+// What a failed call says, without its message (an excerpt of the service's answer has no place
+// in telemetry): the error's stable code, and for connection errors whether it may have been processed.
+function callFailure(error: unknown, stats: CallStats): { type: string; attributes: Attributes } {
+  const e = error as { code?: unknown; httpStatus?: unknown; mayHaveBeenProcessed?: unknown; attempts?: unknown } | null;
+  const type = typeof e?.code === 'string' && /^[A-Z0-9_]{1,64}$/.test(e.code) ? e.code : error instanceof Error ? error.name : 'unknown';
+  const attributes: Attributes = {};
+  if (typeof e?.mayHaveBeenProcessed === 'boolean') attributes['payments.may_have_been_processed'] = e.mayHaveBeenProcessed;
+  if (typeof e?.attempts === 'number' && e.attempts > stats.attempts) attributes['payments.attempts'] = e.attempts;
+  if (typeof e?.httpStatus === 'number' && stats.status === undefined) stats.status = e.httpStatus;
+  return { type, attributes };
+}
+
+/**
+ * Resolves the `telemetry` option.
+ * @param option `false` turns it off; an object may give providers and the backlog interval
+ */
+export function telemetrySettings(option: boolean | { enabled?: boolean; tracerProvider?: TelemetrySettings['tracerProvider']; meterProvider?: TelemetrySettings['meterProvider']; backlogIntervalSecs?: number } | undefined): TelemetrySettings {
+  if (option === false) return { enabled: false, backlogIntervalMs: 30_000 };
+  const o = typeof option === 'object' && option !== null ? option : {};
+  const settings: TelemetrySettings = { enabled: o.enabled !== false, backlogIntervalMs: (o.backlogIntervalSecs ?? 30) * 1000 };
+  if (o.tracerProvider) settings.tracerProvider = o.tracerProvider;
+  if (o.meterProvider) settings.meterProvider = o.meterProvider;
+  return settings;
+}
