@@ -35,12 +35,14 @@ const imports = await Promise.all(
 
 /** Which packages each layer may import (DESIGN.md); relative imports are checked separately. */
 const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
-  core: (n) => ['axios', 'class-validator', 'lru-cache'].includes(n),
+  // @opentelemetry/api: an optional peer, loaded lazily by payments.telemetry.ts only.
+  core: (n) => ['axios', 'class-validator', 'lru-cache', '@opentelemetry/api'].includes(n),
   nest: (n) => n.startsWith('@nestjs/'),
   express: (n) => n === 'express',
   redis: (n) => n === 'ioredis',
   postgres: (n) => n === 'pg',
   testing: () => false,
+  terminus: (n) => n.startsWith('@nestjs/'),
 };
 /** Which sibling layers each layer may import: data flows nest/express -> core, never back. */
 const LAYER_LAYERS: Record<string, string[]> = {
@@ -50,6 +52,7 @@ const LAYER_LAYERS: Record<string, string[]> = {
   redis: ['core'],
   postgres: ['core'],
   testing: ['core'],
+  terminus: ['core', 'nest'],
 };
 
 describe('lib/ imports', () => {

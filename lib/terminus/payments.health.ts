@@ -1,0 +1,129 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+import type { PaymentsClient } from '../core/payments.client.js';
+import { getPaymentsClientToken } from '../nest/payments.tokens.js';
+
+/** Options of {@link PaymentsHealthIndicator.isHealthy}. */
+export interface PaymentsHealthCheckOptions {
+  /**
+   * Also check that the service answers and accepts the keys, with one cheap read
+   * (`GET /api/v2/bindings/list` of a made-up customer id), at most once per `serviceCacheSecs`.
+   * Default false: the store only.
+   */
+  checkService?: boolean;
+  /** How long the service check's result (up or down) is reused, in seconds. Default 60. */
+  serviceCacheSecs?: number;
+  /** Time limit of each check, in ms. Default 3000. */
+  timeoutMs?: number;
+  /** The registration to check (its `name`); default the unnamed one. */
+  registration?: string;
+}
+
+/** The customer id the service check lists the bindings of: no customer has it. */
+export const HEALTH_PROBE_CLIENT_ID = 'nestjs-payments-health-probe';
+
+interface ServiceCheck {
+  expiresAt: number;
+  result: Promise<{ up: boolean; reason?: string; checkedAt: string }>;
+}
+
+/** Service checks per client, shared by every indicator instance (one probe per interval per client). */
+const serviceChecks = new WeakMap<PaymentsClient, ServiceCheck>();
+
+/**
+ * A health indicator for `@nestjs/terminus` (11 and 12): is the plugin's store reachable (its
+ * `ping()`, or a `countPending()` read when it has none) and, optionally, does the payment service
+ * answer and accept the keys. Provide it beside `TerminusModule`:
+ *
+ * ```ts
+ * @Module({ imports: [TerminusModule, PaymentsModule.forRoot(...)], providers: [PaymentsHealthIndicator], controllers: [HealthController] })
+ *
+ * @Get('health') @HealthCheck()
+ * check() {
+ *   return this.health.check([() => this.payments.isHealthy('payments', { checkService: true })]);
+ * }
+ * ```
+ *
+ * The service check spends no `verify_payment` call (the service's docs warn that repeated
+ * verifies are rate-limited): it lists the card bindings of a customer id no one has, a read that
+ * touches no payment. Any answer of the service other than refused keys, a server error or no
+ * answer at all (an empty list, or 400 "Invalid client_id") means the service is reachable and
+ * accepts the keys. Its result is kept for `serviceCacheSecs`, so however often the health
+ * endpoint is polled the service sees one call per interval (per registration and process).
+ * Results carry no secret and no error text, only codes.
+ */
+@Injectable()
+export class PaymentsHealthIndicator {
+  /**
+   * @param health Terminus' result builder
+   * @param moduleRef finds the registration's client
+   */
+  constructor(
+    @Inject(HealthIndicatorService) private readonly health: HealthIndicatorService,
+    @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
+  ) {}
+
+  /**
+   * Checks the store and, with `checkService`, the service.
+   * @param key the key of the result, e.g. `'payments'`
+   * @param options what to check
+   * @returns `up` or `down`, with `store`, `service` (when checked) and `reason` (a code) in the data
+   */
+  async isHealthy<const Key extends string>(key: Key, options: PaymentsHealthCheckOptions = {}): Promise<HealthIndicatorResult<Key>> {
+    const session = this.health.check(key);
+    const timeoutMs = options.timeoutMs ?? 3000;
+    let client: PaymentsClient;
+    try {
+      client = this.moduleRef.get<PaymentsClient>(getPaymentsClientToken(options.registration), { strict: false });
+    } catch {
+      return session.down({ store: 'unknown', reason: 'NO_REGISTRATION' });
+    }
+    const data: Record<string, string> = {};
+    try {
+      const store = client.store;
+      await withTimeout<unknown>(store.ping ? store.ping() : store.countPending(), timeoutMs);
+      data.store = 'up';
+    } catch (error) {
+      return session.down({ store: 'down', reason: codeOf(error) });
+    }
+    if (!options.checkService) return session.up(data);
+    const service = await checkService(client, timeoutMs, (options.serviceCacheSecs ?? 60) * 1000);
+    data.service = service.up ? 'up' : 'down';
+    data.serviceCheckedAt = service.checkedAt;
+    if (!service.up) return session.down({ ...data, reason: service.reason ?? 'SERVICE_DOWN' });
+    return session.up(data);
+  }
+}
+
+function checkService(client: PaymentsClient, timeoutMs: number, cacheMs: number): Promise<{ up: boolean; reason?: string; checkedAt: string }> {
+  const now = Date.now();
+  const cached = serviceChecks.get(client);
+  if (cached && cached.expiresAt > now) return cached.result;
+  const result = withTimeout(client.listBindings(HEALTH_PROBE_CLIENT_ID), timeoutMs).then(
+    () => ({ up: true, checkedAt: new Date().toISOString() }),
+    (error: unknown) => {
+      const e = error as { code?: unknown; httpStatus?: unknown };
+      // The service answered about the made-up customer: reachable, keys accepted.
+      const answered = e?.code === 'INVALID_CLIENT_ID' || (typeof e?.httpStatus === 'number' && e.httpStatus >= 400 && e.httpStatus < 500 && e.httpStatus !== 401 && e.httpStatus !== 403 && e.httpStatus !== 404 && e.httpStatus !== 429);
+      return answered ? { up: true, checkedAt: new Date().toISOString() } : { up: false, reason: codeOf(error), checkedAt: new Date().toISOString() };
+    },
+  );
+  serviceChecks.set(client, { expiresAt: now + cacheMs, result });
+  return result;
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${ms} ms`), { code: 'TIMEOUT' })), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+// Codes only: a health endpoint is often public, and driver messages may name hosts or users.
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[A-Z0-9_]{1,64}$/.test(code)) return code;
+  return error instanceof Error && /^[A-Za-z]{1,64}$/.test(error.name) ? error.name : 'ERROR';
+}
