@@ -3,15 +3,15 @@
 // Run by run.mjs (with --expose-gc); prints nothing, answers over IPC.
 import 'reflect-metadata';
 import http from 'node:http';
-import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import axios from 'axios';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { PaymentsClient, PaymentsModule, PaymentsService } from '../dist/index.js';
 import { median, quantile } from './common.mjs';
+import { startTracing } from './tracing.mjs';
 
-const [baseUrl, sliceArg, roundsArg, beforeIndex] = process.argv.slice(2);
+const [baseUrl, sliceArg, roundsArg] = process.argv.slice(2);
 // Short slices, interleaved round-robin between the clients (order rotated every round), many
 // rounds: load from outside the benchmark then falls on every client alike.
 const SLICE_MS = Number(sliceArg ?? 300);
@@ -76,9 +76,15 @@ async function naiveCall() {
   return check(data.result.payment_id, data.result.link);
 }
 
-// 4. The plugin's framework-free client.
+// 4. The plugin's framework-free client: telemetry off (what an app without @opentelemetry/api
+// gets), the default with the API installed but no SDK registered, and tracing + metrics on
+// through the SDK (no-op exporters; providers passed to this client only, so the other variants
+// record nothing).
 const options = { publicKey: PUBLIC_KEY, privateKey: PRIVATE_KEY, baseUrl, successLink: SUCCESS, failLink: FAIL };
 const core = new PaymentsClient(options);
+const coreOff = new PaymentsClient({ ...options, telemetry: false });
+const sdk = startTracing({ global: false });
+const coreOn = new PaymentsClient({ ...options, telemetry: { tracerProvider: sdk.tracerProvider, meterProvider: sdk.meterProvider } });
 
 // 5./6. Through Nest: PaymentsService, without and with signed webhook URLs (HMAC + store write).
 async function nestService(extra, lib = { PaymentsModule, PaymentsService }) {
@@ -90,24 +96,15 @@ async function nestService(extra, lib = { PaymentsModule, PaymentsService }) {
 const plain = await nestService({});
 const signed = await nestService({ webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: 'bench-secret-0123456789abcdef-0123456789' } });
 
-// The plugin as it was before the fixes (built by run.mjs from git), measured in the same slices.
-const before = beforeIndex ? await import(pathToFileURL(beforeIndex).href) : undefined;
-const beforeCore = before ? new before.PaymentsClient(options) : undefined;
-const beforeNest = before ? await nestService({}, before) : undefined;
-
 const VARIANTS = [
   ['raw node:http, keep-alive agent (floor)', rawCall],
   ['axios instance, keep-alive, maxRedirects 0 (tuned)', tunedCall],
   ['axios.post per call (naive)', naiveCall],
+  ['PaymentsClient (core), telemetry: false', () => coreOff.generatePayment(INPUT)],
   ['PaymentsClient (core)', () => core.generatePayment(INPUT)],
+  ['PaymentsClient (core), tracing + metrics (SDK, no-op exporters)', () => coreOn.generatePayment(INPUT)],
   ['PaymentsService (Nest)', () => plain.service.generatePayment(INPUT)],
   ['PaymentsService (Nest), signed webhook URL', () => signed.service.generatePayment(INPUT)],
-  ...(before
-    ? [
-        ['PaymentsClient (core), before the fixes', () => beforeCore.generatePayment(INPUT)],
-        ['PaymentsService (Nest), before the fixes', () => beforeNest.service.generatePayment(INPUT)],
-      ]
-    : []),
 ];
 
 async function measure(call, concurrency, durationMs, keep) {
@@ -188,8 +185,9 @@ process.on('message', async (message) => {
   await plain.app.close();
   await signed.app.close();
   await core.close();
-  await beforeNest?.app.close();
-  await beforeCore?.close();
+  await coreOff.close();
+  await coreOn.close();
+  await sdk.shutdown();
   rawAgent.destroy();
   tunedAgent.destroy();
   process.exit(0);

@@ -5,12 +5,14 @@
 //   node bench/run.mjs --quick         short smoke run (figures not meaningful)
 //   node bench/run.mjs --report-only   rewrite RESULTS.md from the figures of the last run
 //
-// Before/after: the plugin as it was at BENCH_BEFORE_REF (default: the commit before the
-// performance fixes) is extracted with `git archive`, compiled into bench/.work/before/, and
-// measured in the same run, interleaved with the current build: on a shared machine only
-// figures taken side by side can be compared.
+// What it measures, side by side in one run (ratios are only meaningful within a run on a shared
+// machine): the client's overhead against naive and tuned axios, with telemetry off, with
+// @opentelemetry/api but no SDK, and with the SDK on; webhook ingest with verify_payment in the
+// path for the memory, Redis, PGlite and PostgreSQL stores, and tracing on vs off (memory store);
+// verify calls per forged delivery; verify calls per settled payment with two instances on one
+// Redis receiving webhook + return + reconciliation for the same payments.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -22,62 +24,29 @@ const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const BEFORE_REF = process.env.BENCH_BEFORE_REF ?? '1f57b59dc04512e37f94a67935f3a5a115d4ce20';
+const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CFG = QUICK
-  ? { clientSliceMs: 100, clientRounds: 2, ingestSecs: 1, ingestRepeats: 1, ingestConnections: 32, tokens: 10_000, memoryTotal: 20_000, memoryCap: 2000 }
-  : { clientSliceMs: 300, clientRounds: 16, ingestSecs: 3, ingestRepeats: 4, ingestConnections: 32, tokens: 60_000, memoryTotal: 200_000, memoryCap: 20_000 };
+  ? { clientSliceMs: 100, clientRounds: 2, ingestSecs: 1, ingestRepeats: 1, ingestConnections: 16, tokens: { memory: 20_000, redis: 15_000, pglite: 4000, postgres: 6000 }, forgedSecs: 1, budgetPayments: 50 }
+  : { clientSliceMs: 250, clientRounds: 10, ingestSecs: 2, ingestRepeats: 4, ingestConnections: 16, tokens: { memory: 80_000, redis: 50_000, pglite: 12_000, postgres: 20_000 }, forgedSecs: 2, budgetPayments: 400 };
 
 const log = (line) => process.stdout.write(`${line}\n`);
 const started = performance.now();
 
-function git(...gitArgs) {
-  return execFileSync('git', gitArgs, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-}
-
 function gitCommit() {
   try {
+    const git = (...a) => execFileSync('git', a, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     const sha = git('rev-parse', '--short', 'HEAD');
-    return git('status', '--porcelain', '--', 'lib') !== '' ? `${sha} + uncommitted changes in lib/` : sha;
+    return git('status', '--porcelain', '--', 'lib', 'bench') !== '' ? `${sha} + uncommitted changes in lib/ or bench/` : sha;
   } catch {
     return 'unknown';
   }
 }
 
-/** Compiles lib/core + lib/nest as they were at BEFORE_REF into bench/.work/before/dist. */
-function buildBefore() {
-  const paths = ['lib/core', 'lib/nest', 'lib/index.ts'];
-  try {
-    git('cat-file', '-e', `${BEFORE_REF}^{commit}`);
-    const changed = git('diff', '--name-only', BEFORE_REF, '--', ...paths);
-    if (!changed) return { skipped: `lib/core and lib/nest are the same as at ${BEFORE_REF.slice(0, 7)}` };
-    const dir = fileURLToPath(new URL('./.work/before/', import.meta.url));
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(`${dir}src`, { recursive: true });
-    const tarball = execFileSync('git', ['archive', '--format=tar', BEFORE_REF, ...paths], { cwd: ROOT, maxBuffer: 64 * 2 ** 20 });
-    execFileSync('tar', ['-x', '-C', `${dir}src`], { input: tarball });
-    writeFileSync(`${dir}package.json`, '{ "type": "module", "private": true }\n');
-    writeFileSync(
-      `${dir}src/tsconfig.json`,
-      JSON.stringify({
-        compilerOptions: {
-          target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022'], types: ['node'], strict: true,
-          experimentalDecorators: true, emitDecoratorMetadata: true, esModuleInterop: true, skipLibCheck: true, rootDir: 'lib', outDir: '../dist',
-        },
-        include: ['lib'],
-      }),
-    );
-    execFileSync(process.execPath, [`${ROOT}node_modules/typescript/bin/tsc`, '-p', `${dir}src/tsconfig.json`], { stdio: 'ignore' });
-    return { ref: BEFORE_REF.slice(0, 7), distDir: `${dir}dist`, index: `${dir}dist/index.js`, changed: changed.split('\n') };
-  } catch (error) {
-    return { skipped: `could not build ${BEFORE_REF.slice(0, 7)} from git (${error.message.split('\n')[0]})` };
-  }
-}
-
-function redisReachable() {
-  const url = new URL(REDIS_URL);
+function reachable(urlText, defaultPort) {
+  const url = new URL(urlText);
   if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(url.hostname)) return Promise.resolve(false); // loopback only
   return new Promise((resolve) => {
-    const socket = net.connect({ host: url.hostname, port: Number(url.port || 6379) });
+    const socket = net.connect({ host: url.hostname, port: Number(url.port || defaultPort) });
     const done = (ok) => (socket.destroy(), resolve(ok));
     socket.setTimeout(1000, () => done(false));
     socket.once('connect', () => done(true));
@@ -86,20 +55,16 @@ function redisReachable() {
 }
 
 // ---------------------------------------------------------------- 1. client overhead
-async function clientOverhead(before) {
+async function clientOverhead() {
   log('client overhead: starting the stub in a separate process');
   const stub = forkChild('./stub-server.mjs');
   const { port } = await stub.next('ready');
-  const bench = forkChild(
-    './client-overhead.mjs',
-    [`http://127.0.0.1:${port}`, String(CFG.clientSliceMs), String(CFG.clientRounds), ...(before.index ? [before.index] : [])],
-    { execArgv: ['--expose-gc'] },
-  );
+  const bench = forkChild('./client-overhead.mjs', [`http://127.0.0.1:${port}`, String(CFG.clientSliceMs), String(CFG.clientRounds)], { execArgv: ['--expose-gc'] });
   const { results } = await bench.next('result', 600_000);
   await bench.stop();
   await stub.stop();
   for (const r of results) {
-    log(`  ${r.name.padEnd(52)} c=1 ${fmt(r.byConcurrency[1].rps)} req/s ${fmt(r.byConcurrency[1].cpuUsPerCall)} µs  c=32 ${fmt(r.byConcurrency[32].rps)} req/s ${fmt(r.byConcurrency[32].cpuUsPerCall)} µs`);
+    log(`  ${r.name.padEnd(66)} c=1 ${fmt(r.byConcurrency[1].rps)} req/s ${fmt(r.byConcurrency[1].cpuUsPerCall)} µs  c=32 ${fmt(r.byConcurrency[32].rps)} req/s ${fmt(r.byConcurrency[32].cpuUsPerCall)} µs`);
   }
   return results;
 }
@@ -115,30 +80,47 @@ function cannon({ port, path, makeRequest, seconds, connections }) {
   });
 }
 
-/** Starts one webhook app per build, then alternates bare / webhook measurements between them. */
-async function ingest(storeKind, builds) {
-  log(`webhook ingest (${storeKind} store): ${builds.map((b) => b.label).join(', ')}`);
+const stubCount = async (stubUrl) => (await (await fetch(`${stubUrl}/__count`)).json()).verifies;
+const body = (id) => JSON.stringify({ payment_id: id, status: 'completed' });
+const bareRequest = (req) => ({ ...req, headers: { 'content-type': 'application/json' }, body: body('pay_bare') });
+
+/**
+ * Starts one webhook app per variant (same store kind), then alternates bare / webhook
+ * measurements between them. Every webhook request is a distinct genuine payment, verified
+ * against the stub.
+ */
+async function ingest(storeKind, variants, stubUrl) {
+  log(`webhook ingest (${storeKind} store): ${variants.map((v) => v.label).join(', ')}`);
   const apps = [];
-  for (const build of builds) {
-    const child = forkChild('./webhook-app.mjs', [storeKind, String(CFG.tokens), REDIS_URL, ...(build.distDir ? [build.distDir] : [])], { readyTimeoutMs: 120_000 });
-    const { port, tokens } = await child.next('ready', 120_000);
-    apps.push({ ...build, child, port, tokens, next: 0, bare: [], webhook: [], non2xx: 0 });
+  for (const variant of variants) {
+    const child = forkChild('./webhook-app.mjs', [storeKind, String(CFG.tokens[storeKind]), stubUrl, REDIS_URL, POSTGRES_URL, variant.tracing], { readyTimeoutMs: 180_000 });
+    const { port, tokens } = await child.next('ready', 180_000);
+    apps.push({ ...variant, child, port, tokens, next: 0, bare: [], webhook: [], non2xx: 0, verifies: 0, handledInSlices: 0 });
   }
-  const body = (id) => JSON.stringify({ payment_id: id, status: 'completed' });
-  const bareRequest = (req) => ({ ...req, headers: { 'content-type': 'application/json' }, body: body('pay_bare') });
   const webhookRequest = (app) => (req) => {
     const [token, id] = app.tokens[app.next++ % app.tokens.length];
-    return { ...req, path: `/payments/webhook?webhook_token=${token}`, headers: { 'content-type': 'application/json' }, body: body(id) };
+    return { ...req, path: `/payments/webhook/${token}`, headers: { 'content-type': 'application/json' }, body: body(id) };
   };
   const mark = async (app) => {
     app.child.send({ type: 'mark' });
     return app.child.next('mark');
   };
   const measured = async (app, path, makeRequest, seconds = CFG.ingestSecs) => {
+    const v0 = await stubCount(stubUrl);
     const m0 = await mark(app);
     const result = await cannon({ port: app.port, path, makeRequest, seconds, connections: CFG.ingestConnections });
+    await new Promise((resolve) => setTimeout(resolve, 100)); // requests cut off at the end finish their verify and handler
     const m1 = await mark(app);
-    return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors, cpu: (m1.cpuUs - m0.cpuUs) / Math.max(1, m1.requests - m0.requests) };
+    const v1 = await stubCount(stubUrl);
+    return {
+      rps: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      non2xx: result.non2xx + result.errors,
+      cpu: (m1.cpuUs - m0.cpuUs) / Math.max(1, m1.requests - m0.requests),
+      verifies: v1 - v0,
+      handled: m1.handled - m0.handled,
+    };
   };
   for (const app of apps) {
     await measured(app, '/bare', bareRequest, 1); // warm-up
@@ -150,29 +132,74 @@ async function ingest(storeKind, builds) {
       const w = await measured(app, '/payments/webhook', webhookRequest(app));
       app.webhook.push(w);
       app.non2xx += w.non2xx;
+      app.verifies += w.verifies;
+      app.handledInSlices += w.handled;
     }
   }
   const out = [];
   for (const app of apps) {
+    // Forged deliveries (valid format, wrong signature): refused, and no call to the service.
+    if (app.forged) {
+      const forged = app.tokens.slice(0, 1000).map(([token, id]) => [`${token.slice(0, -4)}${token.slice(-4) === 'AAAA' ? 'BBBB' : 'AAAA'}`, id]);
+      let i = 0;
+      const v0 = await stubCount(stubUrl);
+      const result = await cannon({
+        port: app.port,
+        path: '/payments/webhook',
+        seconds: CFG.forgedSecs,
+        connections: CFG.ingestConnections,
+        makeRequest: (req) => {
+          const [token, id] = forged[i++ % forged.length];
+          return { ...req, path: `/payments/webhook/${token}`, headers: { 'content-type': 'application/json' }, body: body(id) };
+        },
+      });
+      const v1 = await stubCount(stubUrl);
+      app.forgedResult = { sent: result.requests.total, rps: result.requests.average, status401: result['4xx'], verifies: v1 - v0 };
+      log(`  forged deliveries: ${app.forgedResult.sent} sent (${fmt(app.forgedResult.rps)} req/s), ${app.forgedResult.status401} answered 4xx, ${app.forgedResult.verifies} verify calls`);
+    }
     app.child.send({ type: 'handled' });
     const { handled } = await app.child.next('handled');
     await app.child.stop();
     const m = (list, key) => median(list.map((x) => x[key]));
     const summary = (list) => ({ rps: m(list, 'rps'), p50: m(list, 'p50'), p99: m(list, 'p99'), cpu: m(list, 'cpu'), samples: list.map((x) => Math.round(x.rps)) });
-    const x = { store: storeKind, label: app.label, bare: summary(app.bare), webhook: summary(app.webhook), non2xx: app.non2xx, handled, sent: app.next, tokens: app.tokens.length };
-    log(`  ${app.label}: bare ${fmt(x.bare.rps)} req/s (${fmt(x.bare.cpu)} µs CPU/req), webhook ${fmt(x.webhook.rps)} req/s (${fmt(x.webhook.cpu)} µs CPU/req, ${fmt(x.webhook.rps / x.bare.rps, 2)}x), non-2xx ${x.non2xx}, handled ${handled}`);
+    const x = {
+      store: storeKind,
+      label: app.label,
+      bare: summary(app.bare),
+      webhook: summary(app.webhook),
+      webhookSamples: app.webhook.map((w) => w.rps),
+      bareSamples: app.bare.map((w) => w.rps),
+      non2xx: app.non2xx,
+      handled,
+      sent: app.next,
+      tokens: app.tokens.length,
+      verifies: app.verifies,
+      handledInSlices: app.handledInSlices,
+      forged: app.forgedResult,
+    };
+    log(
+      `  ${app.label}: bare ${fmt(x.bare.rps)} req/s (${fmt(x.bare.cpu)} µs CPU/req), webhook ${fmt(x.webhook.rps)} req/s (${fmt(x.webhook.cpu)} µs CPU/req, ${fmt(x.webhook.rps / x.bare.rps, 2)}x), non-2xx ${x.non2xx}, handled ${handled}, verify/settled ${fmt(x.verifies / x.handledInSlices, 3)}${x.sent > x.tokens ? `, WARNING: ${x.sent - x.tokens} duplicates (tokens ran out)` : ''}`,
+    );
     out.push(x);
   }
-  return out;
+  // Paired ratios of every variant to the first: per repeat, then the median.
+  const ratios = {};
+  for (const app of apps.slice(1)) {
+    ratios[app.label] = {
+      rps: median(apps[0].webhook.map((w, k) => app.webhook[k].rps / w.rps)),
+      cpu: median(apps[0].webhook.map((w, k) => app.webhook[k].cpu / w.cpu)),
+    };
+  }
+  return { list: out, ratios };
 }
 
-// ---------------------------------------------------------------- 3. memory
-async function memory(cap) {
-  log(`memory: ${CFG.memoryTotal} confirmations, store cap ${cap}`);
-  const child = forkChild('./memory.mjs', [String(CFG.memoryTotal), String(cap)], { execArgv: ['--expose-gc'] });
-  const result = await child.next('result', 600_000);
+// ---------------------------------------------------------------- 3. verify budget, two instances
+async function verifyBudget(stubUrl) {
+  log(`verify budget: ${CFG.budgetPayments} payments, two instances on one Redis, webhook (to both) + return + reconciliation`);
+  const child = forkChild('./verify-budget.mjs', [stubUrl, REDIS_URL, String(CFG.budgetPayments)], { readyTimeoutMs: 120_000 });
+  const result = await child.next('result', 120_000);
   await child.stop();
-  log(`  RSS ${result.points.map((p) => fmt(p.rssMiB, 1)).join(' -> ')} MiB`);
+  log(`  ${result.verifies} verify calls for ${result.settled} settled payments: ${fmt(result.perSettled, 3)} per payment; handler runs ${result.handlerRuns}; ${fmt(result.seconds, 1)} s`);
   return result;
 }
 
@@ -182,7 +209,12 @@ const TUNED = 'axios instance, keep-alive, maxRedirects 0 (tuned)';
 const RAW = 'raw node:http, keep-alive agent (floor)';
 const NEST = 'PaymentsService (Nest)';
 const CORE = 'PaymentsClient (core)';
+const CORE_OFF = 'PaymentsClient (core), telemetry: false';
+const CORE_ON = 'PaymentsClient (core), tracing + metrics (SDK, no-op exporters)';
 const SIGNED = 'PaymentsService (Nest), signed webhook URL';
+const TRACING_OFF = 'no SDK, telemetry: false';
+const TRACING_SDK = 'SDK + HTTP server spans, telemetry: false';
+const TRACING_ON = 'SDK + HTTP server spans, telemetry on';
 
 function clientTable(results) {
   const by = (name) => results.find((r) => r.name === name);
@@ -206,71 +238,46 @@ function addedCpu(results) {
   return [1, 32]
     .map((c) => {
       const nest = cpu(NEST, c);
-      return `- concurrency ${c}: PaymentsService uses ${fmt(nest)} µs of client CPU per call, ${fmt(nest - cpu(TUNED, c))} µs more than the tuned axios instance (validation, wire and error mapping, the per-attempt deadline) and ${fmt(nest - cpu(RAW, c))} µs more than raw node:http (most of it axios); a signed webhook URL (HMAC + store write) comes to ${fmt(cpu(SIGNED, c))} µs per call.`;
+      return `- concurrency ${c}: PaymentsService uses ${fmt(nest)} µs of client CPU per call, ${fmt(nest - cpu(TUNED, c))} µs more than the tuned axios instance and ${fmt(nest - cpu(RAW, c))} µs more than raw node:http (most of it axios); a signed webhook URL (HMAC + store write) comes to ${fmt(cpu(SIGNED, c))} µs per call.`;
+    })
+    .join('\n');
+}
+
+function telemetryCost(results) {
+  const x = (name, c) => results.find((r) => r.name === name)?.byConcurrency[c];
+  return [1, 32]
+    .map((c) => {
+      const off = x(CORE_OFF, c);
+      const noSdk = x(CORE, c);
+      const on = x(CORE_ON, c);
+      return `- concurrency ${c}: with the API but no SDK ${fmt(noSdk.rps / off.rps, 2)}× the throughput of \`telemetry: false\` (${fmt(noSdk.cpuUsPerCall - off.cpuUsPerCall)} µs CPU per call); with the SDK recording ${fmt(on.rps / off.rps, 2)}× (${fmt(on.cpuUsPerCall - off.cpuUsPerCall)} µs CPU per call more).`;
     })
     .join('\n');
 }
 
 function ingestTable(list) {
   const rows = [
-    '| build | route | store | req/s | p50 ms | p99 ms | server CPU µs/request | × bare route (req/s) | non-2xx | handler runs |',
-    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| store | variant | route | req/s | p50 ms | p99 ms | server CPU µs/request | × bare route (req/s) | non-2xx | handler runs | verify calls per settled payment |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const x of list) {
     if (x.skipped) {
-      rows.push(`| | webhook | ${x.store} | skipped: ${x.skipped} | | | | | | |`);
+      rows.push(`| ${x.store} | | webhook | skipped: ${x.skipped} | | | | | | | |`);
       continue;
     }
-    rows.push(`| ${x.label} | bare \`@Post()\` returning 200 | (same app) | ${fmt(x.bare.rps)} | ${fmt(x.bare.p50, 1)} | ${fmt(x.bare.p99, 1)} | ${fmt(x.bare.cpu)} | 1.00 | | |`);
-    rows.push(`| ${x.label} | \`payments/webhook\` (guard, parse, claim, emit, handler) | ${x.store} | ${fmt(x.webhook.rps)} | ${fmt(x.webhook.p50, 1)} | ${fmt(x.webhook.p99, 1)} | ${fmt(x.webhook.cpu)} | ${fmt(x.webhook.rps / x.bare.rps, 2)} | ${x.non2xx} | ${x.handled} |`);
-  }
-  return rows.join('\n');
-}
-
-function memoryTable(list) {
-  const rows = [
-    '| store cap (bindings + delivery records) | confirmations | RSS MiB after gc, at 0 / 12.5 / 25 / 50 / 75 / 100 % | heap used MiB | RSS growth over the second half | store entries at the end | time |',
-    '|---|---:|---|---|---:|---:|---:|',
-  ];
-  for (const m of list) {
-    const mid = m.points.find((p) => p.done === Math.round(m.total / 2));
-    const end = m.points.at(-1);
+    rows.push(`| ${x.store} | ${x.label} | bare \`@Post()\` returning 200 | ${fmt(x.bare.rps)} | ${fmt(x.bare.p50, 1)} | ${fmt(x.bare.p99, 1)} | ${fmt(x.bare.cpu)} | 1.00 | | | |`);
     rows.push(
-      `| ${m.cap} | ${m.total} | ${m.points.map((p) => fmt(p.rssMiB)).join(' / ')} | ${m.points.map((p) => fmt(p.heapUsedMiB)).join(' / ')} | ${fmt(end.rssMiB - mid.rssMiB, 1)} MiB | ${end.storeSize} | ${fmt(m.seconds, 1)} s |`,
+      `| ${x.store} | ${x.label} | \`payments/webhook/:token\` (guard, claim, verify, handler, done) | ${fmt(x.webhook.rps)} | ${fmt(x.webhook.p50, 1)} | ${fmt(x.webhook.p99, 1)} | ${fmt(x.webhook.cpu)} | ${fmt(x.webhook.rps / x.bare.rps, 2)} | ${x.non2xx} | ${x.handled} | ${fmt(x.verifies / x.handledInSlices, 3)} |`,
     );
   }
   return rows.join('\n');
 }
 
-function beforeAfter(r) {
-  if (!r.before?.ref) return `_No before/after in this run: ${r.before?.skipped ?? 'not attempted'}._`;
-  const cl = (name, c) => r.client.find((x) => x.name === name)?.byConcurrency[c];
-  const rows = ['| figure | before the fixes | after | change |', '|---|---:|---:|---:|'];
-  const add = (label, b, a, decimals = 0) => rows.push(`| ${label} | ${fmt(b, decimals)} | ${fmt(a, decimals)} | ${Number.isFinite(a / b) ? `${a >= b ? '+' : ''}${fmt((a / b - 1) * 100, 0)} %` : '—'} |`);
-  for (const [label, after, before] of [['PaymentsClient (core)', CORE, `${CORE}, before the fixes`], ['PaymentsService (Nest)', NEST, `${NEST}, before the fixes`]]) {
-    for (const c of [1, 32]) {
-      add(`${label}, c=${c}: req/s`, cl(before, c)?.rps, cl(after, c)?.rps);
-      add(`${label}, c=${c}: × tuned axios`, cl(before, c)?.rps / cl(TUNED, c).rps, cl(after, c)?.rps / cl(TUNED, c).rps, 2);
-      add(`${label}, c=${c}: client CPU µs/call`, cl(before, c)?.cpuUsPerCall, cl(after, c)?.cpuUsPerCall);
-    }
-  }
-  const ia = r.ingest.find((x) => x.store === 'memory' && x.label === 'after');
-  const ib = r.ingest.find((x) => x.store === 'memory' && x.label === 'before the fixes');
-  if (ia && ib) {
-    add('webhook ingest (memory store): req/s', ib.webhook.rps, ia.webhook.rps);
-    add('webhook ingest (memory store): × its bare route', ib.webhook.rps / ib.bare.rps, ia.webhook.rps / ia.bare.rps, 2);
-    add('webhook ingest (memory store): server CPU µs/request', ib.webhook.cpu, ia.webhook.cpu);
-  }
-  return `"Before" is lib/core and lib/nest as at commit ${r.before.ref} (the files changed since: ${r.before.changed.map((f) => `\`${f}\``).join(', ')}),
-extracted with \`git archive\` and compiled by this run; it was measured in the same run as "after", in the same
-interleaved slices (client) and alternating with it (ingest), so both saw the same machine.
-
-${rows.join('\n')}`;
-}
-
 function report(r) {
   const cl = (name, c) => r.client.find((x) => x.name === name).byConcurrency[c];
-  const mem = r.ingest.find((x) => x.store === 'memory' && x.label === 'after');
+  const off = r.ingest.find((x) => x.store === 'memory' && x.label === TRACING_OFF);
+  const forged = off?.forged;
+  const b = r.budget;
   const notes = new URL('./notes.md', import.meta.url);
   return `# Benchmark results
 
@@ -280,8 +287,22 @@ Run of ${r.date}, commit ${r.commit}, ${fmt(r.totalSeconds)} s in total.
 Machine: Node ${r.facts.node}, ${r.facts.cpu}, ${r.facts.cores} cores, ${r.facts.memoryGiB} GiB, ${r.facts.os}.
 Load average (1, 5, 15 min) at the start: ${r.facts.loadAtStart}; at the end: ${r.facts.loadAtEnd}. The machine is shared with
 other work, which shows in the spread of the slices below: compare figures within this run, not across runs.
-Everything runs on 127.0.0.1; the server under load and the load generator are separate processes sharing these
-${r.facts.cores} cores.
+Everything runs on 127.0.0.1; the server under load, the stub of the service and the load generator are separate
+processes sharing these ${r.facts.cores} cores.
+
+## Summary
+
+| figure | target | this run |
+|---|---|---:|
+| PaymentsService / naive axios, c=1 and c=32 | ≥ 1.0× | ${fmt(cl(NEST, 1).rps / cl(NAIVE, 1).rps, 2)}×, ${fmt(cl(NEST, 32).rps / cl(NAIVE, 32).rps, 2)}× |
+| PaymentsService / tuned axios, c=1 and c=32 | ≥ 0.9× | ${fmt(cl(NEST, 1).rps / cl(TUNED, 1).rps, 2)}×, ${fmt(cl(NEST, 32).rps / cl(TUNED, 32).rps, 2)}× |
+| client with tracing + metrics / \`telemetry: false\`, c=1 and c=32 | ≥ 0.95× | ${fmt(cl(CORE_ON, 1).rps / cl(CORE_OFF, 1).rps, 2)}×, ${fmt(cl(CORE_ON, 32).rps / cl(CORE_OFF, 32).rps, 2)}× |
+| webhook ingest (memory store), tracing on / off (SDK + plugin's telemetry / neither), paired median | ≥ 0.95× | ${fmt(r.memoryRatios?.[TRACING_ON]?.rps, 2)}× (server CPU per request ${fmt(r.memoryRatios?.[TRACING_ON]?.cpu, 2)}×) |
+| the plugin's share: telemetry on / off, both with the SDK and HTTP server spans | ≥ 0.95× | ${fmt(r.memoryRatios?.[TRACING_ON]?.rps / r.memoryRatios?.[TRACING_SDK]?.rps, 2)}× (server CPU per request ${fmt(r.memoryRatios?.[TRACING_ON]?.cpu / r.memoryRatios?.[TRACING_SDK]?.cpu, 2)}×) |
+| the SDK and HTTP server spans alone (plugin's telemetry off) / neither | | ${fmt(r.memoryRatios?.[TRACING_SDK]?.rps, 2)}× (server CPU per request ${fmt(r.memoryRatios?.[TRACING_SDK]?.cpu, 2)}×) |
+| verify calls per forged delivery | 0 | ${forged ? `${fmt(forged.verifies / Math.max(1, forged.sent), 3)} (${forged.verifies} for ${forged.sent})` : 'not measured'} |
+| verify calls per settled payment, two instances on one Redis, webhook + return + reconciliation | ≤ 1.1 | ${b?.skipped ? `skipped: ${b.skipped}` : `${fmt(b.perSettled, 3)} (${b.verifies} for ${b.settled}; handler runs ${b.handlerRuns})`} |
+| verify calls per settled payment, webhook ingest | 1 | ${r.ingest.filter((x) => !x.skipped).map((x) => `${x.store}${x.store === 'memory' ? ` (${x.label})` : ''} ${fmt(x.verifies / x.handledInSlices, 3)}`).join('; ')} |
 
 ## Client overhead: \`generatePayment\`
 
@@ -290,61 +311,110 @@ service in a separate process (\`bench/stub-server.mjs\`, forked), with 1 and wi
 take turns in slices of ${r.config.clientSliceMs} ms (${r.config.clientRounds} rounds per concurrency, order rotated every round), so that load from
 outside the benchmark falls on all of them alike; req/s and CPU are medians over the slices, p50/p99 over all calls.
 Client CPU is \`process.cpuUsage()\` of the client process divided by the calls made. "naive" is
-\`axios.post(fullUrl, body, { headers })\` per call (default axios: follows redirects, Node's global agent, which
-keeps connections alive since Node 19). "tuned" is one \`axios.create()\` instance with a keep-alive agent and
-\`maxRedirects: 0\`, the same settings the plugin's transport uses.
+\`axios.post(fullUrl, body, { headers })\` per call; "tuned" is one \`axios.create()\` instance with a keep-alive agent
+and \`maxRedirects: 0\`, the settings the plugin's transport uses. The three \`PaymentsClient\` rows differ only in
+telemetry: \`telemetry: false\` (the path an app without \`@opentelemetry/api\` takes: every hook is one function
+call), the default with the API installed and no SDK registered (no-op tracer and meter), and tracing + metrics
+recorded by the SDK (\`BasicTracerProvider\` + \`BatchSpanProcessor\`, \`MeterProvider\` + periodic reader, no-op
+exporters: \`bench/tracing.mjs\`).
 
 ${clientTable(r.client)}
-
-Targets: PaymentsService ≥ 1.0× naive axios: c=1 ${fmt(cl(NEST, 1).rps / cl(NAIVE, 1).rps, 2)}×, c=32 ${fmt(cl(NEST, 32).rps / cl(NAIVE, 32).rps, 2)}×;
-≥ 0.9× the tuned axios instance: c=1 ${fmt(cl(NEST, 1).rps / cl(TUNED, 1).rps, 2)}×, c=32 ${fmt(cl(NEST, 32).rps / cl(TUNED, 32).rps, 2)}×.
 
 The plugin's own CPU per call:
 ${addedCpu(r.client)}
 
-## Webhook ingest
+Telemetry:
+${telemetryCost(r.client)}
+
+## Webhook ingest, with verify_payment in the path
 
 autocannon, ${r.config.ingestConnections} connections, ${r.config.ingestSecs} s per measurement, ${r.config.ingestRepeats} measurements per route (medians), against a Nest
-app (Express adapter) in a separate process (\`bench/webhook-app.mjs\`). Every webhook request is a genuine
-confirmation of a distinct payment (a token signed with the app's secret and bound in its store, as
-\`generatePayment\` does), so each one goes through the guard (token check, body parse, store lookup), the claim,
-\`payment.confirmed\` to a trivial \`@OnPaymentConfirmed()\` handler, and the done marker. The bare route is a
-\`@Post()\` in the same app returning 200, sent the same body. Server CPU is \`process.cpuUsage()\` of the app's
-process per request: steadier than req/s when other load comes and goes.
+app (Express adapter) in a separate process (\`bench/webhook-app.mjs\`), whose \`baseUrl\` is the stub (a separate
+process answering \`GET /api/v2/verify_payment/:id\` with SUCCESS for the bound amount). Every webhook request is a
+genuine confirmation of a distinct payment (a token signed with the app's secret and bound in its store, as
+\`generatePayment\` does), so each one goes through the guard (token check, store lookup), the claim, one
+verify_payment call to the stub, \`payment.confirmed\` to a trivial \`@OnPaymentConfirmed()\` handler, the done
+marker and the outcome record. The bare route is a \`@Post()\` in the same app returning 200, sent the same body.
+Server CPU is \`process.cpuUsage()\` of the app's process per request. "verify calls per settled payment" is the
+stub's count of verify calls during the measured slices over the handler runs in them. PGlite runs in the app's
+process (WASM, one connection); PostgreSQL is the server at ${r.postgresUrl.replace(/\/\/[^@]*@/, '//')} through a \`pg\` Pool of 10.
+The three memory-store apps differ only in tracing: no SDK and \`telemetry: false\` (an app without OpenTelemetry);
+the SDK registered globally (no-op exporters, AsyncLocalStorage context manager) with a SERVER span around every
+request, active while the app handles it (what \`@opentelemetry/instrumentation-http\` does), but the plugin's
+\`telemetry: false\`; and the same with the plugin's telemetry (3 more spans and 6 metric records per confirmation). They are measured in turn,
+and the ratios in the summary are medians of the per-repeat ratios.
 
 ${ingestTable(r.ingest)}
 
-Target: ≥ 0.7× the bare route with the memory store: ${mem ? `${fmt(mem.webhook.rps / mem.bare.rps, 2)}×` : 'not measured'} (server CPU ${mem ? `${fmt(mem.webhook.cpu / mem.bare.cpu, 2)}×` : '—'} the bare route's).
+${forged ? `Forged deliveries (memory store, no SDK): ${forged.sent} POSTs to \`payments/webhook/<token>\` with well-formed tokens whose signature is wrong, ${fmt(forged.rps)} req/s; ${forged.status401} answered 4xx; verify calls to the stub meanwhile: ${forged.verifies}.` : ''}
 
-## Memory
+## Verify calls per settled payment: two instances, three paths
 
-\`client.webhooks.handle()\` driven in-process (\`bench/memory.mjs\`, run with \`--expose-gc\`) with distinct genuine
-confirmations, each with its binding saved first; RSS and heap measured after \`global.gc()\`.
+\`bench/verify-budget.mjs\`: ${b?.skipped ? `skipped: ${b.skipped}` : `${b.payments} payments, each bound and queued for reconciliation as \`generatePayment\` leaves them. Two \`PaymentsClient\`s (each with its own Redis connection and \`RedisPaymentsStore\`; they share only Redis, like two app processes) then get, for every payment at the same moment: the webhook delivered to both instances, the customer's return (\`reconcilePayment\`) on one of them, while both run reconciliation passes in a loop until the queue is empty.
 
-${memoryTable(r.memory)}
+| payments | settled | handler runs | verify calls | per settled payment | webhook answers | return results | reconciliation passes (per instance) | time |
+|---:|---:|---:|---:|---:|---|---|---|---:|
+| ${b.payments} | ${b.settled} | ${b.handlerRuns} | ${b.verifies} | ${fmt(b.perSettled, 3)} | ${Object.entries(b.answers.webhook).map(([k, v]) => `${k}: ${v}`).join(', ')} | ${Object.entries(b.answers.return).map(([k, v]) => `${k}: ${v}`).join(', ')} | ${b.reconciliationPasses.join(', ')} | ${fmt(b.seconds, 1)} s |`}
 
-Target: growth bounded by the store's cap, not by the number of confirmations.
+Why at most one verify per payment: every path goes through one claim per payment in the shared store
+(\`outcome:<id>\`); whoever holds it verifies, the others get busy (webhook: 409 + Retry-After; return: waits for the
+outcome record; reconciliation: leaves the entry for later) or done (no call). A verify can only be repeated when
+the claim is released without an outcome (the service failed, or still pending).
 
-## Before / after the fixes
+## Round trips per confirmation (Redis)
 
-${beforeAfter(r)}
+A genuine webhook with the Redis store costs these round trips, in order: \`findBinding\` (GET), \`claim\` (one
+script), verify_payment (HTTP), \`markDone\` (one script), \`removePending\` (one script), \`getOutcome\` and
+\`saveOutcome\` (the outcome record): 6 Redis round trips and one call to the service. Folding the binding lookup
+and the claim into one script (#13.4) would save one of the six; not done here: the table above shows the verify
+call and the HTTP stack, not Redis, bound the route.
 ${existsSync(notes) ? `\n${readFileSync(notes, 'utf8')}` : ''}`;
 }
 
 async function main() {
   const facts = { ...machineFacts(), loadAtStart: os.loadavg().map((l) => l.toFixed(2)).join(' ') };
   log(`node ${facts.node}, ${facts.cpu}, ${facts.cores} cores${QUICK ? ' (quick run)' : ''}`);
-  const before = buildBefore();
-  log(before.ref ? `before the fixes: built ${before.ref} into bench/.work/before` : `no before/after: ${before.skipped}`);
-  const client = await clientOverhead(before);
-  const builds = [{ label: 'after' }, ...(before.ref ? [{ label: 'before the fixes', distDir: before.distDir }] : [])];
-  const ingestResults = [...(await ingest('memory', builds))];
-  if (await redisReachable()) ingestResults.push(...(await ingest('redis', [{ label: 'after' }])));
+  const client = await clientOverhead();
+
+  const stub = forkChild('./stub-server.mjs');
+  const { port } = await stub.next('ready');
+  const stubUrl = `http://127.0.0.1:${port}`;
+  const ingestResults = [];
+  const memory = await ingest(
+    'memory',
+    [
+      { label: TRACING_OFF, tracing: 'off', forged: true },
+      { label: TRACING_SDK, tracing: 'sdk' },
+      { label: TRACING_ON, tracing: 'on' },
+    ],
+    stubUrl,
+  );
+  ingestResults.push(...memory.list);
+  const plain = [{ label: TRACING_OFF, tracing: 'off' }];
+  const redisUp = await reachable(REDIS_URL, 6379);
+  if (redisUp) ingestResults.push(...(await ingest('redis', plain, stubUrl)).list);
   else ingestResults.push({ store: 'redis', skipped: `no Redis at ${REDIS_URL}` });
-  const memoryResults = [await memory(CFG.memoryCap), await memory('default')];
+  ingestResults.push(...(await ingest('pglite', plain, stubUrl)).list);
+  if (await reachable(POSTGRES_URL, 5432)) ingestResults.push(...(await ingest('postgres', plain, stubUrl)).list);
+  else ingestResults.push({ store: 'postgres', skipped: `no PostgreSQL at ${POSTGRES_URL}` });
+  const budget = redisUp ? await verifyBudget(stubUrl) : { skipped: `no Redis at ${REDIS_URL}` };
+  await stub.stop();
+
   facts.loadAtEnd = os.loadavg().map((l) => l.toFixed(2)).join(' ');
   const totalSeconds = (performance.now() - started) / 1000;
-  const result = { date: new Date().toISOString(), commit: gitCommit(), facts, config: CFG, quick: QUICK, before, client, ingest: ingestResults, memory: memoryResults, totalSeconds };
+  const result = {
+    date: new Date().toISOString(),
+    commit: gitCommit(),
+    facts,
+    config: CFG,
+    quick: QUICK,
+    postgresUrl: POSTGRES_URL,
+    client,
+    ingest: ingestResults,
+    memoryRatios: memory.ratios,
+    budget,
+    totalSeconds,
+  };
   mkdirSync(new URL('./.work/', import.meta.url), { recursive: true });
   writeFileSync(new URL('./.work/last.json', import.meta.url), JSON.stringify(result, null, 2));
   writeFileSync(new URL('./RESULTS.md', import.meta.url), report(result));

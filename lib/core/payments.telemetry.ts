@@ -29,17 +29,15 @@ export const SPAN_NAMES = {
 
 /** Metric names: OpenTelemetry semantic conventions where they exist, `payments.*` otherwise. */
 export const METRIC_NAMES = {
-  /** Histogram (s): one per call to the service (semconv `http.client.request.duration`). */
+  /**
+   * Histogram (s): one per call to the service (semconv `http.client.request.duration`), by
+   * `payments.operation`, `http.request.method`, `http.response.status_code` and `error.type`
+   * (the error's code): its count is the calls by operation and result.
+   */
   clientDuration: 'http.client.request.duration',
-  /** Counter: calls to the service by `payments.operation` and `payments.result` (`ok` or an error code). */
-  clientCalls: 'payments.client.calls',
-  /** Counter: webhook deliveries by `http.response.status_code` and `payments.webhook.result`. */
-  webhookDeliveries: 'payments.webhook.deliveries',
-  /** Histogram (s): time to answer a webhook delivery. */
+  /** Histogram (s): time to answer a webhook delivery, by `http.response.status_code` and `payments.webhook.result`; its count is the deliveries. */
   webhookDuration: 'payments.webhook.duration',
-  /** Counter: settle attempts by `payments.source`, `payments.settle.result` and `payments.outcome`. */
-  settles: 'payments.outcome.settles',
-  /** Histogram (s): duration of one settle (claim, verify, handlers, done). */
+  /** Histogram (s): one per settle (claim, verify, handlers, done), by `payments.source`, `payments.settle.result` and `payments.outcome`; its count is the settles. */
   settleDuration: 'payments.outcome.duration',
   /** Histogram (s): how long the outcome's handlers ran, by `payments.event` and `payments.handler.result`. */
   handlerDuration: 'payments.handler.duration',
@@ -207,7 +205,6 @@ export class PaymentsTelemetry {
       const result = await otel.context.with(otel.trace.setSpan(otel.context.active(), span), () => run(stats));
       if (stats.status !== undefined) metric['http.response.status_code'] = stats.status;
       span.setAttributes(callAttributes(stats));
-      i.clientCalls.add(1, { ...this.#common, 'payments.operation': operation, 'payments.result': 'ok' });
       return result;
     } catch (error) {
       const failure = callFailure(error, stats);
@@ -215,7 +212,6 @@ export class PaymentsTelemetry {
       metric['error.type'] = failure.type;
       span.setAttributes({ ...callAttributes(stats), ...failure.attributes, 'error.type': failure.type });
       span.setStatus({ code: otel.SpanStatusCode.ERROR, message: failure.type });
-      i.clientCalls.add(1, { ...this.#common, 'payments.operation': operation, 'payments.result': failure.type });
       throw error;
     } finally {
       i.clientDuration.record((performance.now() - started) / 1000, metric);
@@ -276,8 +272,7 @@ export class PaymentsTelemetry {
       span.end();
       const metric: Attributes = { ...this.#common, 'payments.source': source, 'payments.settle.result': kind };
       if (outcome !== undefined) metric['payments.outcome'] = outcome;
-      i.settles.add(1, metric);
-      i.settleDuration.record((performance.now() - started) / 1000, { ...this.#common, 'payments.source': source, 'payments.settle.result': kind });
+      i.settleDuration.record((performance.now() - started) / 1000, metric);
       if (!NO_VERIFY.has(kind)) i.verifyCalls.add(1, { ...this.#common, 'payments.source': source });
       if (kind === 'handled' || kind === 'mismatch') i.settled.add(1, { ...this.#common, 'payments.source': source, 'payments.outcome': outcome ?? kind });
     }
@@ -311,8 +306,7 @@ export class PaymentsTelemetry {
           span.setStatus({ code: otel.SpanStatusCode.ERROR, message: result });
         }
         span.end();
-        i.webhookDeliveries.add(1, { ...this.#common, 'http.response.status_code': status, 'payments.webhook.result': result });
-        i.webhookDuration.record((performance.now() - started) / 1000, { ...this.#common, 'http.response.status_code': status });
+        i.webhookDuration.record((performance.now() - started) / 1000, { ...this.#common, 'http.response.status_code': status, 'payments.webhook.result': result });
       },
     };
   }
@@ -378,11 +372,8 @@ export class PaymentsTelemetry {
       meterProvider,
       tracer,
       clientDuration: seconds(METRIC_NAMES.clientDuration, 'Duration of calls to the payment service (retries included)', HTTP_BUCKETS),
-      clientCalls: meter.createCounter(METRIC_NAMES.clientCalls, { unit: '{call}', description: 'Calls to the payment service by operation and result' }),
-      webhookDeliveries: meter.createCounter(METRIC_NAMES.webhookDeliveries, { unit: '{delivery}', description: 'Webhook deliveries by answer status and result' }),
-      webhookDuration: seconds(METRIC_NAMES.webhookDuration, 'Time to answer a webhook delivery', HTTP_BUCKETS),
-      settles: meter.createCounter(METRIC_NAMES.settles, { unit: '{settle}', description: 'Settle attempts (webhook, return, reconciliation) by source, result and outcome' }),
-      settleDuration: seconds(METRIC_NAMES.settleDuration, 'Duration of one settle: claim, verify, handlers, done', HTTP_BUCKETS),
+      webhookDuration: seconds(METRIC_NAMES.webhookDuration, 'Time to answer a webhook delivery, by status and result', HTTP_BUCKETS),
+      settleDuration: seconds(METRIC_NAMES.settleDuration, 'Duration of one settle (claim, verify, handlers, done) by source, result and outcome', HTTP_BUCKETS),
       handlerDuration: seconds(METRIC_NAMES.handlerDuration, 'Duration of the outcome handlers of one settle', HTTP_BUCKETS),
       verifyCalls: meter.createCounter(METRIC_NAMES.verifyCalls, { unit: '{call}', description: 'verify_payment calls made to settle payments, by source' }),
       settled: meter.createCounter(METRIC_NAMES.settled, { unit: '{payment}', description: 'Payments that reached a final outcome (handled or mismatch)' }),
@@ -419,10 +410,7 @@ interface Instruments {
   meterProvider: OtelApi.MeterProvider;
   tracer: OtelApi.Tracer;
   clientDuration: OtelApi.Histogram;
-  clientCalls: OtelApi.Counter;
-  webhookDeliveries: OtelApi.Counter;
   webhookDuration: OtelApi.Histogram;
-  settles: OtelApi.Counter;
   settleDuration: OtelApi.Histogram;
   handlerDuration: OtelApi.Histogram;
   verifyCalls: OtelApi.Counter;
