@@ -57,6 +57,12 @@ export const SERVICE_PATHS = {
 /** How long `reconcilePayment` waits for another path that is handling the same payment. */
 const RETURN_WAIT_MS = 3_000;
 const RETURN_POLL_MS = 150;
+/**
+ * A payment verified as still pending this recently is answered from the record: a return page
+ * that reloads every few seconds must not turn into a verify call per reload (the service
+ * rate-limits verify).
+ */
+const PENDING_RECHECK_MS = 10_000;
 
 /** How many open clients use each store: one store shared by several apps closes with the last. */
 const storeUsers = new WeakMap<PaymentsStore, number>();
@@ -200,6 +206,10 @@ export class PaymentsClient implements PaymentsOperations {
   /** @inheritdoc */
   async reconcilePayment(paymentId: string, options: ReconcileOptions = {}): Promise<ReconcileResult> {
     checkId(paymentId, 'paymentId', 'reconcilePayment');
+    const recent = await this.store.getOutcome(paymentId).catch(() => undefined);
+    if (recent?.outcome === 'pending' && Date.now() - Date.parse(recent.updatedAt) < PENDING_RECHECK_MS) {
+      return { paymentId, status: recent.status, outcome: 'pending', handled: false };
+    }
     const expected = await this.#expectationFor(paymentId, options);
     const result = await this.#outcomes.settle(paymentId, options.source ?? 'return', expected);
     switch (result.kind) {

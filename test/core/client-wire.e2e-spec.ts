@@ -173,3 +173,28 @@ describe('the wire of the operations the public docs add (public-api-facts §1, 
     });
   });
 });
+
+describe('reconcilePayment and the verify budget', () => {
+  it('answers a payment verified as pending moments ago from the record, without another verify call', async () => {
+    const fake = await FakeService.start();
+    const client = new PaymentsClient({ publicKey: 'pk', privateKey: 'sk', baseUrl: fake.url, maxRetries: 0, reconciliation: { enabled: false }, ...LINKS });
+    client.setOutcomeDispatcher(async () => undefined);
+    try {
+      fake.always(verifyPath('pay_p'), { status: 200, body: verifyAnswer({ status: 'PENDING' }) });
+      const verifies = () => fake.requests.filter((r) => r.path === verifyPath('pay_p')).length;
+      await expect(client.reconcilePayment('pay_p')).resolves.toMatchObject({ outcome: 'pending', status: 'PENDING', handled: false });
+      expect(verifies()).toBe(1);
+      for (let i = 0; i < 5; i++) await expect(client.reconcilePayment('pay_p')).resolves.toMatchObject({ outcome: 'pending' });
+      expect(verifies()).toBe(1);
+      fake.always(verifyPath('pay_p'), { status: 200, body: verifyAnswer({ status: 'SUCCESS' }) });
+      // Once the record is old enough, the service is asked again.
+      const record = await client.store.getOutcome('pay_p');
+      await client.store.saveOutcome({ ...(record as NonNullable<typeof record>), updatedAt: new Date(Date.now() - 60_000).toISOString() }, 60_000);
+      await expect(client.reconcilePayment('pay_p')).resolves.toMatchObject({ outcome: 'confirmed', handled: true });
+      expect(verifies()).toBe(2);
+    } finally {
+      await client.close();
+      await fake.close();
+    }
+  });
+});
