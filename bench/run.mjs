@@ -26,8 +26,26 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CFG = QUICK
-  ? { clientSliceMs: 100, clientRounds: 2, ingestSecs: 1, ingestRepeats: 1, ingestConnections: 16, tokens: { memory: 20_000, redis: 15_000, pglite: 4000, postgres: 6000 }, forgedSecs: 1, budgetPayments: 50 }
-  : { clientSliceMs: 250, clientRounds: 10, ingestSecs: 2, ingestRepeats: 4, ingestConnections: 16, tokens: { memory: 80_000, redis: 50_000, pglite: 12_000, postgres: 20_000 }, forgedSecs: 2, budgetPayments: 400 };
+  ? {
+      clientSliceMs: 100,
+      clientRounds: 2,
+      ingestSecs: 1,
+      ingestRepeats: 1,
+      ingestConnections: 16,
+      tokens: { memory: 20_000, redis: 15_000, pglite: 4000, postgres: 6000 },
+      forgedSecs: 1,
+      budgetPayments: 50,
+    }
+  : {
+      clientSliceMs: 250,
+      clientRounds: 10,
+      ingestSecs: 2,
+      ingestRepeats: 4,
+      ingestConnections: 16,
+      tokens: { memory: 80_000, redis: 50_000, pglite: 12_000, postgres: 20_000 },
+      forgedSecs: 2,
+      budgetPayments: 400,
+    };
 
 const log = (line) => process.stdout.write(`${line}\n`);
 const started = performance.now();
@@ -59,12 +77,16 @@ async function clientOverhead() {
   log('client overhead: starting the stub in a separate process');
   const stub = forkChild('./stub-server.mjs');
   const { port } = await stub.next('ready');
-  const bench = forkChild('./client-overhead.mjs', [`http://127.0.0.1:${port}`, String(CFG.clientSliceMs), String(CFG.clientRounds)], { execArgv: ['--expose-gc'] });
+  const bench = forkChild('./client-overhead.mjs', [`http://127.0.0.1:${port}`, String(CFG.clientSliceMs), String(CFG.clientRounds)], {
+    execArgv: ['--expose-gc'],
+  });
   const { results } = await bench.next('result', 600_000);
   await bench.stop();
   await stub.stop();
   for (const r of results) {
-    log(`  ${r.name.padEnd(66)} c=1 ${fmt(r.byConcurrency[1].rps)} req/s ${fmt(r.byConcurrency[1].cpuUsPerCall)} µs  c=32 ${fmt(r.byConcurrency[32].rps)} req/s ${fmt(r.byConcurrency[32].cpuUsPerCall)} µs`);
+    log(
+      `  ${r.name.padEnd(66)} c=1 ${fmt(r.byConcurrency[1].rps)} req/s ${fmt(r.byConcurrency[1].cpuUsPerCall)} µs  c=32 ${fmt(r.byConcurrency[32].rps)} req/s ${fmt(r.byConcurrency[32].cpuUsPerCall)} µs`,
+    );
   }
   return results;
 }
@@ -93,7 +115,9 @@ async function ingest(storeKind, variants, stubUrl) {
   log(`webhook ingest (${storeKind} store): ${variants.map((v) => v.label).join(', ')}`);
   const apps = [];
   for (const variant of variants) {
-    const child = forkChild('./webhook-app.mjs', [storeKind, String(CFG.tokens[storeKind]), stubUrl, REDIS_URL, POSTGRES_URL, variant.tracing], { readyTimeoutMs: 180_000 });
+    const child = forkChild('./webhook-app.mjs', [storeKind, String(CFG.tokens[storeKind]), stubUrl, REDIS_URL, POSTGRES_URL, variant.tracing], {
+      readyTimeoutMs: 180_000,
+    });
     const { port, tokens } = await child.next('ready', 180_000);
     apps.push({ ...variant, child, port, tokens, next: 0, bare: [], webhook: [], non2xx: 0, verifies: 0, handledInSlices: 0 });
   }
@@ -155,13 +179,21 @@ async function ingest(storeKind, variants, stubUrl) {
       });
       const v1 = await stubCount(stubUrl);
       app.forgedResult = { sent: result.requests.total, rps: result.requests.average, status401: result['4xx'], verifies: v1 - v0 };
-      log(`  forged deliveries: ${app.forgedResult.sent} sent (${fmt(app.forgedResult.rps)} req/s), ${app.forgedResult.status401} answered 4xx, ${app.forgedResult.verifies} verify calls`);
+      log(
+        `  forged deliveries: ${app.forgedResult.sent} sent (${fmt(app.forgedResult.rps)} req/s), ${app.forgedResult.status401} answered 4xx, ${app.forgedResult.verifies} verify calls`,
+      );
     }
     app.child.send({ type: 'handled' });
     const { handled } = await app.child.next('handled');
     await app.child.stop();
     const m = (list, key) => median(list.map((x) => x[key]));
-    const summary = (list) => ({ rps: m(list, 'rps'), p50: m(list, 'p50'), p99: m(list, 'p99'), cpu: m(list, 'cpu'), samples: list.map((x) => Math.round(x.rps)) });
+    const summary = (list) => ({
+      rps: m(list, 'rps'),
+      p50: m(list, 'p50'),
+      p99: m(list, 'p99'),
+      cpu: m(list, 'cpu'),
+      samples: list.map((x) => Math.round(x.rps)),
+    });
     const x = {
       store: storeKind,
       label: app.label,
@@ -199,7 +231,9 @@ async function verifyBudget(stubUrl) {
   const child = forkChild('./verify-budget.mjs', [stubUrl, REDIS_URL, String(CFG.budgetPayments)], { readyTimeoutMs: 120_000 });
   const result = await child.next('result', 120_000);
   await child.stop();
-  log(`  ${result.verifies} verify calls for ${result.settled} settled payments: ${fmt(result.perSettled, 3)} per payment; handler runs ${result.handlerRuns}; ${fmt(result.seconds, 1)} s`);
+  log(
+    `  ${result.verifies} verify calls for ${result.settled} settled payments: ${fmt(result.perSettled, 3)} per payment; handler runs ${result.handlerRuns}; ${fmt(result.seconds, 1)} s`,
+  );
   return result;
 }
 
@@ -265,7 +299,9 @@ function ingestTable(list) {
       rows.push(`| ${x.store} | | webhook | skipped: ${x.skipped} | | | | | | | |`);
       continue;
     }
-    rows.push(`| ${x.store} | ${x.label} | bare \`@Post()\` returning 200 | ${fmt(x.bare.rps)} | ${fmt(x.bare.p50, 1)} | ${fmt(x.bare.p99, 1)} | ${fmt(x.bare.cpu)} | 1.00 | | | |`);
+    rows.push(
+      `| ${x.store} | ${x.label} | bare \`@Post()\` returning 200 | ${fmt(x.bare.rps)} | ${fmt(x.bare.p50, 1)} | ${fmt(x.bare.p99, 1)} | ${fmt(x.bare.cpu)} | 1.00 | | | |`,
+    );
     rows.push(
       `| ${x.store} | ${x.label} | \`payments/webhook/:token\` (guard, claim, verify, handler, done) | ${fmt(x.webhook.rps)} | ${fmt(x.webhook.p50, 1)} | ${fmt(x.webhook.p99, 1)} | ${fmt(x.webhook.cpu)} | ${fmt(x.webhook.rps / x.bare.rps, 2)} | ${x.non2xx} | ${x.handled} | ${fmt(x.verifies / x.handledInSlices, 3)} |`,
     );
@@ -302,7 +338,10 @@ processes sharing these ${r.facts.cores} cores.
 | the SDK and HTTP server spans alone (plugin's telemetry off) / neither | | ${fmt(r.memoryRatios?.[TRACING_SDK]?.rps, 2)}× (server CPU per request ${fmt(r.memoryRatios?.[TRACING_SDK]?.cpu, 2)}×) |
 | verify calls per forged delivery | 0 | ${forged ? `${fmt(forged.verifies / Math.max(1, forged.sent), 3)} (${forged.verifies} for ${forged.sent})` : 'not measured'} |
 | verify calls per settled payment, two instances on one Redis, webhook + return + reconciliation | ≤ 1.1 | ${b?.skipped ? `skipped: ${b.skipped}` : `${fmt(b.perSettled, 3)} (${b.verifies} for ${b.settled}; handler runs ${b.handlerRuns})`} |
-| verify calls per settled payment, webhook ingest | 1 | ${r.ingest.filter((x) => !x.skipped).map((x) => `${x.store}${x.store === 'memory' ? ` (${x.label})` : ''} ${fmt(x.verifies / x.handledInSlices, 3)}`).join('; ')} |
+| verify calls per settled payment, webhook ingest | 1 | ${r.ingest
+    .filter((x) => !x.skipped)
+    .map((x) => `${x.store}${x.store === 'memory' ? ` (${x.label})` : ''} ${fmt(x.verifies / x.handledInSlices, 3)}`)
+    .join('; ')} |
 
 ## Client overhead: \`generatePayment\`
 
@@ -350,11 +389,19 @@ ${forged ? `Forged deliveries (memory store, no SDK): ${forged.sent} POSTs to \`
 
 ## Verify calls per settled payment: two instances, three paths
 
-\`bench/verify-budget.mjs\`: ${b?.skipped ? `skipped: ${b.skipped}` : `${b.payments} payments, each bound and queued for reconciliation as \`generatePayment\` leaves them. Two \`PaymentsClient\`s (each with its own Redis connection and \`RedisPaymentsStore\`; they share only Redis, like two app processes) then get, for every payment at the same moment: the webhook delivered to both instances, the customer's return (\`reconcilePayment\`) on one of them, while both run reconciliation passes in a loop until the queue is empty.
+\`bench/verify-budget.mjs\`: ${
+    b?.skipped
+      ? `skipped: ${b.skipped}`
+      : `${b.payments} payments, each bound and queued for reconciliation as \`generatePayment\` leaves them. Two \`PaymentsClient\`s (each with its own Redis connection and \`RedisPaymentsStore\`; they share only Redis, like two app processes) then get, for every payment at the same moment: the webhook delivered to both instances, the customer's return (\`reconcilePayment\`) on one of them, while both run reconciliation passes in a loop until the queue is empty.
 
 | payments | settled | handler runs | verify calls | per settled payment | webhook answers | return results | reconciliation passes (per instance) | time |
 |---:|---:|---:|---:|---:|---|---|---|---:|
-| ${b.payments} | ${b.settled} | ${b.handlerRuns} | ${b.verifies} | ${fmt(b.perSettled, 3)} | ${Object.entries(b.answers.webhook).map(([k, v]) => `${k}: ${v}`).join(', ')} | ${Object.entries(b.answers.return).map(([k, v]) => `${k}: ${v}`).join(', ')} | ${b.reconciliationPasses.join(', ')} | ${fmt(b.seconds, 1)} s |`}
+| ${b.payments} | ${b.settled} | ${b.handlerRuns} | ${b.verifies} | ${fmt(b.perSettled, 3)} | ${Object.entries(b.answers.webhook)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join(', ')} | ${Object.entries(b.answers.return)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join(', ')} | ${b.reconciliationPasses.join(', ')} | ${fmt(b.seconds, 1)} s |`
+  }
 
 Why at most one verify per payment: every path goes through one claim per payment in the shared store
 (\`outcome:<id>\`); whoever holds it verifies, the others get busy (webhook: 409 + Retry-After; return: waits for the
@@ -372,7 +419,13 @@ ${existsSync(notes) ? `\n${readFileSync(notes, 'utf8')}` : ''}`;
 }
 
 async function main() {
-  const facts = { ...machineFacts(), loadAtStart: os.loadavg().map((l) => l.toFixed(2)).join(' ') };
+  const facts = {
+    ...machineFacts(),
+    loadAtStart: os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' '),
+  };
   log(`node ${facts.node}, ${facts.cpu}, ${facts.cores} cores${QUICK ? ' (quick run)' : ''}`);
   const client = await clientOverhead();
 
@@ -400,7 +453,10 @@ async function main() {
   const budget = redisUp ? await verifyBudget(stubUrl) : { skipped: `no Redis at ${REDIS_URL}` };
   await stub.stop();
 
-  facts.loadAtEnd = os.loadavg().map((l) => l.toFixed(2)).join(' ');
+  facts.loadAtEnd = os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
   const totalSeconds = (performance.now() - started) / 1000;
   const result = {
     date: new Date().toISOString(),

@@ -106,6 +106,7 @@ function loadApi(): typeof OtelApi | null | undefined {
   if (api !== undefined) return api;
   if (typeof require === 'function') {
     try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- the optional peer, loaded lazily and synchronously in the CommonJS build
       api = require('@opentelemetry/api') as typeof OtelApi;
     } catch {
       api = null;
@@ -300,13 +301,21 @@ export class PaymentsTelemetry {
       end: (status, result, paymentId) => {
         if (ended) return;
         ended = true;
-        span.setAttributes({ 'http.response.status_code': status, 'payments.webhook.result': result, ...(paymentId === undefined ? {} : { 'payments.payment_id': paymentId }) });
+        span.setAttributes({
+          'http.response.status_code': status,
+          'payments.webhook.result': result,
+          ...(paymentId === undefined ? {} : { 'payments.payment_id': paymentId }),
+        });
         if (status >= 500) {
           span.setAttribute('error.type', String(status));
           span.setStatus({ code: otel.SpanStatusCode.ERROR, message: result });
         }
         span.end();
-        i.webhookDuration.record((performance.now() - started) / 1000, { ...this.#common, 'http.response.status_code': status, 'payments.webhook.result': result });
+        i.webhookDuration.record((performance.now() - started) / 1000, {
+          ...this.#common,
+          'http.response.status_code': status,
+          'payments.webhook.result': result,
+        });
       },
     };
   }
@@ -340,40 +349,67 @@ export class PaymentsTelemetry {
   }
 
   // The instruments, built on first use (after the SDK has registered its providers) and again
-  // when the global meter or tracer provider changes; null while nothing can be recorded.
+  // when the global meter or tracer provider changes; null while nothing can be recorded: no API,
+  // telemetry off, or the API's no-op providers only (no SDK registered: then a call costs two
+  // global lookups, not a no-op span and context switch).
   #get(): Instruments | null {
     const cached = this.#instruments;
     if (cached === null) return null;
-    if (cached !== undefined && (this.#settings.meterProvider || cached.meterProvider === cached.api.metrics.getMeterProvider())) return cached;
-    const otel = loadApi();
+    const otel = cached?.api ?? loadApi();
     if (!otel) {
       if (otel === null) this.#instruments = null;
       return null;
     }
+    if (this.#settings.meterProvider || this.#settings.tracerProvider) return (this.#instruments = cached ?? this.#build(otel, undefined, undefined));
+    const meterProvider = otel.metrics.getMeterProvider();
+    const tracerDelegate = (otel.trace.getTracerProvider() as { getDelegate?: () => unknown }).getDelegate?.();
+    if (cached && cached.meterProvider === meterProvider && cached.tracerDelegate === tracerDelegate) return cached.noop ? null : cached;
     if (cached) cached.backlog.removeCallback(cached.observeBacklog);
-    this.#instruments = this.#build(otel);
-    return this.#instruments;
+    const built = this.#build(otel, meterProvider, tracerDelegate);
+    this.#instruments = built;
+    return built.noop ? null : built;
   }
 
-  #build(otel: typeof OtelApi): Instruments {
+  #build(otel: typeof OtelApi, meterProvider: OtelApi.MeterProvider | undefined, tracerDelegate: unknown): Instruments {
     const version = PACKAGE_VERSION;
-    const tracer = (this.#settings.tracerProvider ? (this.#settings.tracerProvider.getTracer(TELEMETRY_SCOPE, version) as OtelApi.Tracer) : otel.trace.getTracer(TELEMETRY_SCOPE, version));
-    const meterProvider = otel.metrics.getMeterProvider();
-    const meter = (this.#settings.meterProvider ? this.#settings.meterProvider.getMeter(TELEMETRY_SCOPE, version) : meterProvider.getMeter(TELEMETRY_SCOPE, version)) as OtelApi.Meter;
-    const seconds = (name: string, description: string, boundaries: number[]) => meter.createHistogram(name, { unit: 's', description, advice: { explicitBucketBoundaries: boundaries } });
-    const backlog = meter.createObservableGauge(METRIC_NAMES.backlog, { unit: '{payment}', description: 'Payments queued for reconciliation (store.countPending(), read at most once per backlog interval)' });
+    const tracer = this.#settings.tracerProvider
+      ? (this.#settings.tracerProvider.getTracer(TELEMETRY_SCOPE, version) as OtelApi.Tracer)
+      : otel.trace.getTracer(TELEMETRY_SCOPE, version);
+    const meter = (
+      this.#settings.meterProvider
+        ? this.#settings.meterProvider.getMeter(TELEMETRY_SCOPE, version)
+        : (meterProvider ?? otel.metrics.getMeterProvider()).getMeter(TELEMETRY_SCOPE, version)
+    ) as OtelApi.Meter;
+    // The API's own no-op providers: a fresh ProxyTracerProvider delegates to the no-op one.
+    const noop =
+      !this.#settings.tracerProvider &&
+      !this.#settings.meterProvider &&
+      meter === otel.createNoopMeter() &&
+      tracerDelegate === new otel.ProxyTracerProvider().getDelegate();
+    const seconds = (name: string, description: string, boundaries: number[]) =>
+      meter.createHistogram(name, { unit: 's', description, advice: { explicitBucketBoundaries: boundaries } });
+    const backlog = meter.createObservableGauge(METRIC_NAMES.backlog, {
+      unit: '{payment}',
+      description: 'Payments queued for reconciliation (store.countPending(), read at most once per backlog interval)',
+    });
     const observeBacklog: OtelApi.ObservableCallback = async (result) => {
       const value = await this.#readBacklog();
       if (value !== undefined) result.observe(value, this.#common);
     };
-    if (this.#store && !this.#closed) backlog.addCallback(observeBacklog);
+    if (this.#store && !this.#closed && !noop) backlog.addCallback(observeBacklog);
     return {
       api: otel,
       meterProvider,
+      tracerDelegate,
+      noop,
       tracer,
       clientDuration: seconds(METRIC_NAMES.clientDuration, 'Duration of calls to the payment service (retries included)', HTTP_BUCKETS),
       webhookDuration: seconds(METRIC_NAMES.webhookDuration, 'Time to answer a webhook delivery, by status and result', HTTP_BUCKETS),
-      settleDuration: seconds(METRIC_NAMES.settleDuration, 'Duration of one settle (claim, verify, handlers, done) by source, result and outcome', HTTP_BUCKETS),
+      settleDuration: seconds(
+        METRIC_NAMES.settleDuration,
+        'Duration of one settle (claim, verify, handlers, done) by source, result and outcome',
+        HTTP_BUCKETS,
+      ),
       handlerDuration: seconds(METRIC_NAMES.handlerDuration, 'Duration of the outcome handlers of one settle', HTTP_BUCKETS),
       verifyCalls: meter.createCounter(METRIC_NAMES.verifyCalls, { unit: '{call}', description: 'verify_payment calls made to settle payments, by source' }),
       settled: meter.createCounter(METRIC_NAMES.settled, { unit: '{payment}', description: 'Payments that reached a final outcome (handled or mismatch)' }),
@@ -407,7 +443,11 @@ export class PaymentsTelemetry {
 
 interface Instruments {
   api: typeof OtelApi;
-  meterProvider: OtelApi.MeterProvider;
+  /** The global providers these were built for (undefined when the options gave providers). */
+  meterProvider?: OtelApi.MeterProvider;
+  tracerDelegate?: unknown;
+  /** Built over the API's no-op providers: record nothing. */
+  noop: boolean;
   tracer: OtelApi.Tracer;
   clientDuration: OtelApi.Histogram;
   webhookDuration: OtelApi.Histogram;
@@ -453,7 +493,17 @@ function callFailure(error: unknown, stats: CallStats): { type: string; attribut
  * Resolves the `telemetry` option.
  * @param option `false` turns it off; an object may give providers and the backlog interval
  */
-export function telemetrySettings(option: boolean | { enabled?: boolean; tracerProvider?: TelemetrySettings['tracerProvider']; meterProvider?: TelemetrySettings['meterProvider']; backlogIntervalSecs?: number } | undefined): TelemetrySettings {
+export function telemetrySettings(
+  option:
+    | boolean
+    | {
+        enabled?: boolean;
+        tracerProvider?: TelemetrySettings['tracerProvider'];
+        meterProvider?: TelemetrySettings['meterProvider'];
+        backlogIntervalSecs?: number;
+      }
+    | undefined,
+): TelemetrySettings {
   if (option === false) return { enabled: false, backlogIntervalMs: 30_000 };
   const o = typeof option === 'object' && option !== null ? option : {};
   const settings: TelemetrySettings = { enabled: o.enabled !== false, backlogIntervalMs: (o.backlogIntervalSecs ?? 30) * 1000 };

@@ -105,7 +105,15 @@ function checkService(client: PaymentsClient, timeoutMs: number, cacheMs: number
     (error: unknown) => {
       const e = error as { code?: unknown; httpStatus?: unknown };
       // The service answered about the made-up customer: reachable, keys accepted.
-      const answered = e?.code === 'INVALID_CLIENT_ID' || (typeof e?.httpStatus === 'number' && e.httpStatus >= 400 && e.httpStatus < 500 && e.httpStatus !== 401 && e.httpStatus !== 403 && e.httpStatus !== 404 && e.httpStatus !== 429);
+      const answered =
+        e?.code === 'INVALID_CLIENT_ID' ||
+        (typeof e?.httpStatus === 'number' &&
+          e.httpStatus >= 400 &&
+          e.httpStatus < 500 &&
+          e.httpStatus !== 401 &&
+          e.httpStatus !== 403 &&
+          e.httpStatus !== 404 &&
+          e.httpStatus !== 429);
       return answered ? { up: true, checkedAt: new Date().toISOString() } : { up: false, reason: codeOf(error), checkedAt: new Date().toISOString() };
     },
   );

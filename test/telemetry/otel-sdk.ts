@@ -95,7 +95,11 @@ function flatten(resource: ResourceMetrics): Point[] {
     for (const metric of scope.metrics) {
       for (const dp of metric.dataPoints as Array<{ attributes: Record<string, unknown>; value: unknown }>) {
         const v = dp.value as number | { count: number; sum?: number };
-        out.push(typeof v === 'number' ? { name: metric.descriptor.name, attributes: dp.attributes, value: v } : { name: metric.descriptor.name, attributes: dp.attributes, value: v.count, sum: v.sum });
+        out.push(
+          typeof v === 'number'
+            ? { name: metric.descriptor.name, attributes: dp.attributes, value: v }
+            : { name: metric.descriptor.name, attributes: dp.attributes, value: v.count, sum: v.sum },
+        );
       }
     }
   }

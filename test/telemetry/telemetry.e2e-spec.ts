@@ -5,10 +5,10 @@
  * result; the backlog gauge; and no secret in any span or metric.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, metrics, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { PaymentsClient } from '../../lib/core/payments.client.js';
-import { loadTelemetryApi, METRIC_NAMES } from '../../lib/core/payments.telemetry.js';
+import { loadTelemetryApi, METRIC_NAMES, PaymentsTelemetry } from '../../lib/core/payments.telemetry.js';
 import { FakeService, PATHS } from '../support/fake-service.js';
 import { generateAnswer, verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { startSdk, total, type TestSdk } from './otel-sdk.js';
@@ -88,7 +88,12 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
     });
     expect(settle.kind).toBe(SpanKind.INTERNAL);
     expect(parentId(settle)).toBe(spanId(webhook));
-    expect(settle.attributes).toMatchObject({ 'payments.source': 'webhook', 'payments.outcome': 'confirmed', 'payments.settle.result': 'handled', 'payments.payment_id': 'pay_w1' });
+    expect(settle.attributes).toMatchObject({
+      'payments.source': 'webhook',
+      'payments.outcome': 'confirmed',
+      'payments.settle.result': 'handled',
+      'payments.payment_id': 'pay_w1',
+    });
     expect(typeof settle.attributes['payments.handlers.duration_ms']).toBe('number');
     expect(verify.kind).toBe(SpanKind.CLIENT);
     expect(parentId(verify)).toBe(spanId(settle));
@@ -134,7 +139,12 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
     const result = await client.reconcilePayment('pay_r1');
     expect(result).toMatchObject({ handled: false, error: expect.any(String) });
     const [settle] = named('payments settle');
-    expect(settle.attributes).toMatchObject({ 'payments.source': 'return', 'payments.settle.result': 'handlers-failed', 'error.type': 'handlers-failed', 'payments.outcome': 'confirmed' });
+    expect(settle.attributes).toMatchObject({
+      'payments.source': 'return',
+      'payments.settle.result': 'handlers-failed',
+      'error.type': 'handlers-failed',
+      'payments.outcome': 'confirmed',
+    });
     expect(settle.status.code).toBe(SpanStatusCode.ERROR);
     expect(handlerSpans.at(-1)).toBe(spanId(settle));
     expect(parentId(named('payments verifyPayment')[0])).toBe(spanId(settle));
@@ -161,18 +171,31 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
     sdk.spans.reset();
     fake.reply(verifyPath('pay_503'), { status: 503, body: 'busy' }, { status: 200, body: verifyAnswer({ status: 'PENDING' }) });
     await client.verifyPayment('pay_503');
-    expect(named('payments verifyPayment')[0].attributes).toMatchObject({ 'payments.attempts': 2, 'http.request.resend_count': 1, 'http.response.status_code': 200 });
+    expect(named('payments verifyPayment')[0].attributes).toMatchObject({
+      'payments.attempts': 2,
+      'http.request.resend_count': 1,
+      'http.response.status_code': 200,
+    });
 
     fake.reply(PATHS.refund, { status: 401, body: { status: 'error', message: 'bad key', code: 'UNAUTHORIZED' } });
     await expect(client.refundPayment('pay_1')).rejects.toMatchObject({ code: 'AUTHENTICATION_FAILED' });
     const [refund] = named('payments refundPayment');
     expect(refund.kind).toBe(SpanKind.CLIENT);
-    expect(refund.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.response.status_code': 401, 'error.type': 'AUTHENTICATION_FAILED', 'url.template': '/api/v2/refund_payment' });
+    expect(refund.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.response.status_code': 401,
+      'error.type': 'AUTHENTICATION_FAILED',
+      'url.template': '/api/v2/refund_payment',
+    });
     expect(refund.status).toMatchObject({ code: SpanStatusCode.ERROR, message: 'AUTHENTICATION_FAILED' });
 
     fake.reply(PATHS.cancel, { destroy: true });
     await expect(client.cancelPayment('pay_1')).rejects.toMatchObject({ code: 'CONNECTION_FAILED', mayHaveBeenProcessed: true });
-    expect(named('payments cancelPayment')[0].attributes).toMatchObject({ 'error.type': 'CONNECTION_FAILED', 'payments.may_have_been_processed': true, 'payments.attempts': 1 });
+    expect(named('payments cancelPayment')[0].attributes).toMatchObject({
+      'error.type': 'CONNECTION_FAILED',
+      'payments.may_have_been_processed': true,
+      'payments.attempts': 1,
+    });
   });
 
   it('metrics: call durations and results by operation, webhook answers, outcomes, verify calls per settled payment, backlog', async () => {
@@ -181,12 +204,16 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
     expect(durations.length).toBeGreaterThan(0);
     expect(total(points, METRIC_NAMES.clientDuration, { 'payments.operation': 'verifyPayment', 'http.response.status_code': 200 })).toBeGreaterThanOrEqual(3);
     expect(total(points, METRIC_NAMES.clientDuration, { 'payments.operation': 'refundPayment', 'error.type': 'AUTHENTICATION_FAILED' })).toBe(1);
-    const ok = points.filter((p) => p.name === METRIC_NAMES.clientDuration && p.attributes['payments.operation'] === 'generatePayment' && p.attributes['error.type'] === undefined);
+    const ok = points.filter(
+      (p) => p.name === METRIC_NAMES.clientDuration && p.attributes['payments.operation'] === 'generatePayment' && p.attributes['error.type'] === undefined,
+    );
     expect(ok.reduce((sum, p) => sum + p.value, 0)).toBe(2);
     expect(total(points, METRIC_NAMES.clientDuration, { 'payments.operation': 'cancelPayment', 'error.type': 'CONNECTION_FAILED' })).toBe(1);
     expect(total(points, METRIC_NAMES.webhookDuration, { 'http.response.status_code': 200 })).toBe(2);
     expect(total(points, METRIC_NAMES.webhookDuration, { 'http.response.status_code': 401, 'payments.webhook.result': 'rejected' })).toBe(1);
-    expect(total(points, METRIC_NAMES.settleDuration, { 'payments.source': 'webhook', 'payments.settle.result': 'handled', 'payments.outcome': 'confirmed' })).toBe(1);
+    expect(
+      total(points, METRIC_NAMES.settleDuration, { 'payments.source': 'webhook', 'payments.settle.result': 'handled', 'payments.outcome': 'confirmed' }),
+    ).toBe(1);
     expect(total(points, METRIC_NAMES.settleDuration, { 'payments.settle.result': 'duplicate' })).toBe(1);
     expect(total(points, METRIC_NAMES.handlerDuration, { 'payments.event': 'payment.confirmed', 'payments.handler.result': 'failed' })).toBe(1);
     // Two payments settled, with one verify call each plus one for the failed handler's attempt.
@@ -219,11 +246,30 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
 });
 
 describe('telemetry off', () => {
+  it('with the API but no SDK registered, is inactive (no no-op spans); an SDK registered later is picked up', async () => {
+    expect(await loadTelemetryApi()).toBe(true);
+    trace.disable();
+    metrics.disable();
+    context.disable();
+    const telemetry = new PaymentsTelemetry({ enabled: true, backlogIntervalMs: 1000 });
+    expect(telemetry.active).toBe(false);
+    const sdk = startSdk();
+    expect(telemetry.active).toBe(true);
+    await sdk.shutdown();
+    expect(telemetry.active).toBe(false);
+  });
+
   it('telemetry: false records nothing, even with the SDK registered', async () => {
     expect(await loadTelemetryApi()).toBe(true);
     const sdk = startSdk();
     const fake = await FakeService.start();
-    const client = new PaymentsClient({ publicKey: PUBLIC_KEY, privateKey: PRIVATE_KEY, baseUrl: fake.url, reconciliation: { enabled: false }, telemetry: false });
+    const client = new PaymentsClient({
+      publicKey: PUBLIC_KEY,
+      privateKey: PRIVATE_KEY,
+      baseUrl: fake.url,
+      reconciliation: { enabled: false },
+      telemetry: false,
+    });
     try {
       fake.reply(verifyPath('pay_off'), { status: 200, body: verifyAnswer({ status: 'PENDING' }) });
       await client.verifyPayment('pay_off');

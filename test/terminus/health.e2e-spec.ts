@@ -64,6 +64,8 @@ describe('PaymentsHealthIndicator in a Terminus app', () => {
     const response = await fetch(`${running.url}${path}`);
     return { status: response.status, text: await response.text() };
   };
+  type Health = { info: Record<string, Record<string, unknown>>; error: Record<string, Record<string, unknown>> };
+  const json = (text: string) => JSON.parse(text) as Health;
   const probes = (f: FakeService) => f.requests.filter((r) => r.path === PATHS.bindings);
 
   beforeAll(async () => {
@@ -103,7 +105,7 @@ describe('PaymentsHealthIndicator in a Terminus app', () => {
     for (let i = 0; i < 5; i++) {
       const answer = await get('/health/service');
       expect(answer.status).toBe(200);
-      expect(JSON.parse(answer.text).info.payments).toMatchObject({ status: 'up', store: 'up', service: 'up', serviceCheckedAt: expect.any(String) });
+      expect(json(answer.text).info.payments).toMatchObject({ status: 'up', store: 'up', service: 'up', serviceCheckedAt: expect.any(String) });
     }
     expect(probes(fake)).toHaveLength(1);
     expect(probes(fake)[0].query).toEqual({ client_id: HEALTH_PROBE_CLIENT_ID });
@@ -114,7 +116,7 @@ describe('PaymentsHealthIndicator in a Terminus app', () => {
     second.always(PATHS.bindings, { status: 401, body: { result: { status: 401, message: 'Unauthorized' } } });
     const answer = await get('/health/second');
     expect(answer.status).toBe(503);
-    expect(JSON.parse(answer.text).error.second).toMatchObject({ status: 'down', store: 'up', service: 'down', reason: 'AUTHENTICATION_FAILED' });
+    expect(json(answer.text).error.second).toMatchObject({ status: 'down', store: 'up', service: 'down', reason: 'AUTHENTICATION_FAILED' });
     await get('/health/second');
     expect(probes(second)).toHaveLength(1);
     // After the cache interval (1 s here) the service is asked again, and is up.
@@ -131,7 +133,7 @@ describe('PaymentsHealthIndicator in a Terminus app', () => {
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const answer = await get('/health/second');
     expect(answer.status).toBe(503);
-    expect(JSON.parse(answer.text).error.second).toMatchObject({ service: 'down', reason: 'CONNECTION_FAILED' });
+    expect(json(answer.text).error.second).toMatchObject({ service: 'down', reason: 'CONNECTION_FAILED' });
     second = await FakeService.start(); // for afterAll
   });
 
@@ -139,13 +141,13 @@ describe('PaymentsHealthIndicator in a Terminus app', () => {
     store.down = true;
     const answer = await get('/health/store');
     expect(answer.status).toBe(503);
-    expect(JSON.parse(answer.text).error.payments).toEqual({ status: 'down', store: 'down', reason: 'ECONNREFUSED' });
+    expect(json(answer.text).error.payments).toEqual({ status: 'down', store: 'down', reason: 'ECONNREFUSED' });
     expect(answer.text).not.toMatch(/hunter2|10\.0\.0\.7|admin/);
   });
 
   it('an unknown registration is down', async () => {
     const answer = await get('/health/missing');
     expect(answer.status).toBe(503);
-    expect(JSON.parse(answer.text).error.missing).toMatchObject({ status: 'down', reason: 'NO_REGISTRATION' });
+    expect(json(answer.text).error.missing).toMatchObject({ status: 'down', reason: 'NO_REGISTRATION' });
   });
 });
