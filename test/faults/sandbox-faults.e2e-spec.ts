@@ -15,6 +15,8 @@ const GENERATE = '/api/v2/generate_payment';
 const REFUND = '/api/v2/refund_payment';
 const CANCEL = '/api/v2/cancel_payment';
 const BINDINGS = '/api/v2/bindings/list';
+const VERIFY_ALL = '/api/v2/verify_payment/*';
+const verifyOf = (id: string) => `/api/v2/verify_payment/${id}`;
 const TIMEOUT_MS = 300;
 const MAX_RETRIES = 2;
 const MiB = 1024 * 1024;
@@ -42,7 +44,7 @@ beforeAll(async () => {
   payments = app.get(PaymentsService);
 });
 afterEach(() => {
-  for (const path of [GENERATE, REFUND, CANCEL, BINDINGS]) sandbox.fault(path, null);
+  for (const path of [GENERATE, REFUND, CANCEL, BINDINGS, VERIFY_ALL]) sandbox.fault(path, null);
   sandbox.clearRequests();
 });
 afterAll(async () => {
@@ -60,19 +62,19 @@ describe('the sandbox\'s faults, through PaymentsService', () => {
     ['cancelPayment', CANCEL, () => payments.cancelPayment('pay_000000000000000000000001')],
   ] as const;
 
-  it.each(POSTS)('%s: 500 with an HTML page -> PaymentsApiError INVALID_RESPONSE with the excerpt, sent once', async (_op, path, call) => {
+  it.each(POSTS)('%s: 500 with an HTML page -> PaymentsApiError API_ERROR (a non-2xx without an error shape) with the excerpt, sent once', async (_op, path, call) => {
     sandbox.fault(path, { status: 500, body: '<html><body><h1>Internal Server Error</h1></body></html>' });
     const { error } = await rejectionOf(call());
     expect(error).toBeInstanceOf(PaymentsApiError);
     const e = error as PaymentsApiError;
-    expect([e.code, e.httpStatus, e.bodyExcerpt]).toEqual(['INVALID_RESPONSE', 500, '<html><body><h1>Internal Server Error</h1></body></html>']);
+    expect([e.code, e.httpStatus, e.bodyExcerpt]).toEqual(['API_ERROR', 500, '<html><body><h1>Internal Server Error</h1></body></html>']);
     expect(sent(path)).toHaveLength(1);
   });
 
-  it.each(POSTS)('%s: 429 -> PaymentsApiError with httpStatus 429, sent once', async (_op, path, call) => {
+  it.each(POSTS)('%s: 429 -> PaymentsApiError RATE_LIMITED with httpStatus 429, sent once (a POST is never retried)', async (_op, path, call) => {
     sandbox.fault(path, { status: 429, body: '' });
     const { error } = await rejectionOf(call());
-    expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual(['INVALID_RESPONSE', 429]);
+    expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual(['RATE_LIMITED', 429]);
     expect(sent(path)).toHaveLength(1);
   });
 
@@ -145,5 +147,53 @@ describe('the sandbox\'s faults, through PaymentsService', () => {
     expect(sandbox.getPayment(paymentId)?.state).toBe('pending');
     await sandbox.completePayment(paymentId);
     await expect(payments.refundPayment(paymentId)).resolves.toMatchObject({ paymentId, status: 'success' });
+  });
+});
+
+describe('verify_payment faults: a GET, so retried; never taken for an answer', () => {
+  it('503 twice then normal -> verifyPayment succeeds on the third attempt, and says PENDING for an open session', async () => {
+    const { paymentId } = await payments.generatePayment({ amount: '1500' });
+    sandbox.fault(VERIFY_ALL, { status: 503, body: '<html>busy</html>', times: 2 });
+    await expect(payments.verifyPayment(paymentId)).resolves.toMatchObject({ paymentId, status: 'PENDING', amount: '1500' });
+    expect(sent(verifyOf(paymentId))).toHaveLength(3);
+  });
+
+  it('429 every time -> RATE_LIMITED after maxRetries + 1 attempts', async () => {
+    const { paymentId } = await payments.generatePayment({ amount: '1600' });
+    sandbox.fault(VERIFY_ALL, { status: 429, body: '' });
+    const { error } = await rejectionOf(payments.verifyPayment(paymentId));
+    expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual(['RATE_LIMITED', 429]);
+    expect(sent(verifyOf(paymentId))).toHaveLength(MAX_RETRIES + 1);
+  });
+
+  it('an unknown payment -> NOT_FOUND, not retried (a 404 will not change)', async () => {
+    const { error } = await rejectionOf(payments.verifyPayment('pay_nobody_knows'));
+    expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual(['NOT_FOUND', 404]);
+    expect(sent(verifyOf('pay_nobody_knows'))).toHaveLength(1);
+  });
+
+  it('a 200 without success:true (an HTML page, a body saying "completed") is INVALID_RESPONSE, never a status', async () => {
+    const { paymentId } = await payments.generatePayment({ amount: '1700' });
+    await sandbox.completePayment(paymentId);
+    for (const body of ['<html>Payment completed</html>', JSON.stringify({ status: 'completed', result: { status: 'SUCCESS' } })]) {
+      sandbox.clearRequests();
+      sandbox.fault(VERIFY_ALL, { status: 200, body, times: 1 });
+      const { error } = await rejectionOf(payments.verifyPayment(paymentId));
+      expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual(['INVALID_RESPONSE', 200]);
+      expect(sent(verifyOf(paymentId))).toHaveLength(1);
+    }
+    await expect(payments.verifyPayment(paymentId)).resolves.toMatchObject({ status: 'SUCCESS', amount: '1700' });
+  });
+
+  it('reconcilePayment through a verify that keeps timing out: TIMEOUT, nothing settled; once healthy it settles', async () => {
+    const { paymentId } = await payments.generatePayment({ amount: '1800' });
+    await sandbox.completePayment(paymentId);
+    sandbox.fault(VERIFY_ALL, { delayMs: TIMEOUT_MS + 400 });
+    const { error } = await rejectionOf(payments.reconcilePayment(paymentId));
+    expect([(error as PaymentsConnectionError).code, (error as PaymentsConnectionError).attempts]).toEqual(['TIMEOUT', MAX_RETRIES + 1]);
+    expect(await payments.getOutcome(paymentId)).toBeUndefined();
+    sandbox.fault(VERIFY_ALL, null);
+    // No confirmation handler is registered in this app: the outcome is verified but left undone (retried later).
+    await expect(payments.reconcilePayment(paymentId)).resolves.toMatchObject({ paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: false });
   });
 });

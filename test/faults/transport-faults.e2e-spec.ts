@@ -56,11 +56,11 @@ const SUCCESS_BODY = JSON.stringify({ result: { success: true, payment_id: 'pay_
 const flat = (s: string) => s.replace(/\s+/g, ' ').trim();
 
 const FAULTS: Fault[] = [
-  { name: '500 with an HTML error page', behaviour: () => behave.reply(500, HTML_500), expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 500, bodyExcerpt: flat(HTML_500) }, getRetried: true },
-  { name: '502 from a proxy (nginx page)', behaviour: () => behave.reply(502, HTML_502), expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 502, bodyExcerpt: flat(HTML_502) }, getRetried: true },
+  { name: '500 with an HTML error page', behaviour: () => behave.reply(500, HTML_500), expected: { type: 'api', code: 'API_ERROR', httpStatus: 500, bodyExcerpt: flat(HTML_500) }, getRetried: true },
+  { name: '502 from a proxy (nginx page)', behaviour: () => behave.reply(502, HTML_502), expected: { type: 'api', code: 'API_ERROR', httpStatus: 502, bodyExcerpt: flat(HTML_502) }, getRetried: true },
   { name: '503 with the nested error shape', behaviour: () => behave.reply(503, { result: { status: 503, message: 'Service Unavailable' } }), expected: { type: 'api', code: 'API_ERROR', httpStatus: 503, serviceMessage: 'Service Unavailable' }, getRetried: true },
-  { name: '504 with an empty body', behaviour: () => behave.reply(504, ''), expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 504, bodyExcerpt: '' }, getRetried: true },
-  { name: '429 with an empty body', behaviour: () => behave.reply(429, '', { 'retry-after': '0' }), expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 429, bodyExcerpt: '' }, getRetried: true },
+  { name: '504 with an empty body', behaviour: () => behave.reply(504, ''), expected: { type: 'api', code: 'API_ERROR', httpStatus: 504, bodyExcerpt: '' }, getRetried: true },
+  { name: '429 with an empty body', behaviour: () => behave.reply(429, '', { 'retry-after': '0' }), expected: { type: 'api', code: 'RATE_LIMITED', httpStatus: 429, bodyExcerpt: '' }, getRetried: true },
   { name: '200 with truncated JSON', behaviour: () => behave.reply(200, TRUNCATED), expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 200, bodyExcerpt: TRUNCATED }, getRetried: false },
   { name: '200 with invalid JSON', behaviour: () => behave.reply(200, "{result: {success: true, payment_id: 'pay_1'}}"), expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 200, bodyExcerpt: "{result: {success: true, payment_id: 'pay_1'}}" }, getRetried: false },
   { name: '200 with an HTML page (captive portal)', behaviour: () => behave.reply(200, '<html><body>Please log in to the Wi-Fi</body></html>'), expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 200, bodyExcerpt: '<html><body>Please log in to the Wi-Fi</body></html>' }, getRetried: false },
