@@ -97,9 +97,19 @@ export interface PaymentsOptions {
   telemetry?:
     | boolean
     | {
+        /** false: record nothing. Default true. */
         enabled?: boolean;
-        tracerProvider?: { getTracer(name: string, version?: string): unknown };
-        meterProvider?: { getMeter(name: string, version?: string): unknown };
+        /** An OpenTelemetry TracerProvider for this registration. Default: the global one. */
+        tracerProvider?: {
+          /** Returns a Tracer. */
+          getTracer(name: string, version?: string): unknown;
+        };
+        /** An OpenTelemetry MeterProvider for this registration. Default: the global one. */
+        meterProvider?: {
+          /** Returns a Meter. */
+          getMeter(name: string, version?: string): unknown;
+        };
+        /** Least time between two `countPending()` reads of the backlog gauge, in seconds. Default 30. */
         backlogIntervalSecs?: number;
       };
 }
@@ -122,9 +132,19 @@ export interface ResolvedPaymentsOptions {
   readonly name?: string;
   /** Tracing and metrics: off only when `telemetry` is `false` (or `enabled: false`); the backlog interval in ms. */
   readonly telemetry: {
+    /** Whether anything is recorded. */
     readonly enabled: boolean;
-    readonly tracerProvider?: { getTracer(name: string, version?: string): unknown };
-    readonly meterProvider?: { getMeter(name: string, version?: string): unknown };
+    /** The registration's own TracerProvider, if given. */
+    readonly tracerProvider?: {
+      /** Returns a Tracer. */
+      getTracer(name: string, version?: string): unknown;
+    };
+    /** The registration's own MeterProvider, if given. */
+    readonly meterProvider?: {
+      /** Returns a Meter. */
+      getMeter(name: string, version?: string): unknown;
+    };
+    /** Least time between two backlog reads, in ms. */
     readonly backlogIntervalMs: number;
   };
 }
