@@ -66,6 +66,8 @@ export const outcomeKey = (paymentId: string): string => `outcome:${paymentId}`;
  */
 export class OutcomeProcessor {
   #dispatcher?: OutcomeDispatcher;
+  /** Settles in progress, so that close() can wait for them. */
+  readonly #inFlight = new Set<Promise<SettleResult>>();
 
   /**
    * @param options leases and TTLs
@@ -98,7 +100,20 @@ export class OutcomeProcessor {
    */
   settle(paymentId: string, source: OutcomeSource, expected?: OutcomeExpectation): Promise<SettleResult> {
     // The span's context is active in the verify call and the handlers (payments.telemetry.ts).
-    return this.telemetry.settle(paymentId, source, (trace) => this.run(paymentId, source, expected, trace));
+    const settling = this.telemetry.settle(paymentId, source, (trace) => this.run(paymentId, source, expected, trace));
+    this.#inFlight.add(settling);
+    const forget = () => void this.#inFlight.delete(settling);
+    settling.then(forget, forget);
+    return settling;
+  }
+
+  /**
+   * Resolves once no settle is in flight, whichever path started it (webhook, return,
+   * reconciliation): close() waits for it, so handlers finish and are marked done before the
+   * transport and the store close.
+   */
+  async drain(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
   }
 
   private async run(paymentId: string, source: OutcomeSource, expected: OutcomeExpectation | undefined, trace: SettleTrace): Promise<SettleResult> {

@@ -297,6 +297,8 @@ export class PaymentsClient implements PaymentsOperations {
     // Outcomes in flight finish first (their handlers may still call the service, and must be
     // marked done in a store that is still open); new webhooks get 503 and are delivered again.
     await Promise.all([this.webhooks.drain(), this.#reconciler.stop()]);
+    // Returns (reconcilePayment) in flight too: the same outcome engine, the same rule.
+    await this.#outcomes.drain();
     this.#telemetry.close();
     this.#transport.close();
     const users = (storeUsers.get(this.store) ?? 1) - 1;

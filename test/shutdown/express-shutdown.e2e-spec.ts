@@ -2,10 +2,12 @@ import { describe, expect, it } from '@jest/globals';
 import express from 'express';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { WEBHOOK_TOKEN_PARAM, type PaymentConfirmedEvent } from '../../lib/index.js';
+import type { PaymentConfirmedEvent } from '../../lib/index.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from '../../lib/express/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { OK, PATHS } from '../support/fake-service.js';
+import { tokenOf, verifyCount } from '../support/outcome-kit.js';
+import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { describeWithService, REDIS_URL, redisAvailable } from '../support/services.js';
 import { settle, useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
@@ -28,11 +30,12 @@ async function generate(client: PaymentsClient) {
   const paymentId = `pay_express_shutdown_${++counter}`;
   fakeService().reply(PATHS.generate, OK.generate(paymentId));
   await client.generatePayment({ amount: '100' });
-  return { paymentId, token: new URL(JSON.parse(fakeService().requests.at(-1)!.body).webhook).searchParams.get(WEBHOOK_TOKEN_PARAM)! };
+  fakeService().always(verifyPath(paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 100 }) });
+  return { paymentId, token: tokenOf(JSON.parse(fakeService().requests.at(-1)!.body).webhook) };
 }
 
 async function deliver(url: string, p: { paymentId: string; token: string }) {
-  const res = await fetch(`${url}?${WEBHOOK_TOKEN_PARAM}=${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId }) });
+  const res = await fetch(`${url}/${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId }) });
   return { status: res.status, body: await res.json() };
 }
 
@@ -78,6 +81,8 @@ describeWithService(redisUp, `no Redis at ${REDIS_URL}`)('plain Express shutdown
       expect(await deliver(b.url, inFlight)).toEqual({ status: 200, body: { received: true, duplicate: true } });
       expect(await deliver(b.url, late)).toEqual({ status: 200, body: { received: true } });
       expect(runs.filter((r) => r.startsWith('done'))).toEqual([`done ${inFlight.paymentId}`, `done ${late.paymentId}`]);
+      // The refused delivery and the duplicate cost no verify call.
+      expect([verifyCount(fakeService(), inFlight.paymentId), verifyCount(fakeService(), late.paymentId)]).toEqual([1, 1]);
     } finally {
       await second.close();
       b.server.closeAllConnections();

@@ -8,18 +8,20 @@ import {
   OnPaymentConfirmed,
   PaymentsModule,
   PaymentsService,
-  WEBHOOK_TOKEN_PARAM,
   type PaymentConfirmedEvent,
   type PaymentsStore,
 } from '../../lib/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { OK, PATHS } from '../support/fake-service.js';
+import { tokenOf, verifyCount } from '../support/outcome-kit.js';
+import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { describeWithService, REDIS_URL, redisAvailable } from '../support/services.js';
 import { settle, useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
 // Graceful shutdown: app.close() while confirmations are in flight lets them finish (200, handler
 // done, marked done); deliveries arriving during shutdown get 503 and are redelivered; a new app
 // sharing the store then runs each confirmation exactly once. Nothing half-done is marked done.
+// Every delivery is only a hint: the service (the fake) verifies each payment as SUCCESS.
 
 const SECRET = 'whsec_shutdown_0123456789abcdef0123456789';
 const HANDLER_MS = 400;
@@ -77,12 +79,13 @@ async function generate(running: Running, tag: string) {
   const paymentId = `pay_${tag}_${++counter}`;
   fakeService().reply(PATHS.generate, OK.generate(paymentId));
   await running.app.get(PaymentsService).generatePayment({ amount: '1000' });
-  const token = new URL(JSON.parse(fakeService().requests.at(-1)!.body).webhook).searchParams.get(WEBHOOK_TOKEN_PARAM)!;
+  const token = tokenOf(JSON.parse(fakeService().requests.at(-1)!.body).webhook);
+  fakeService().always(verifyPath(paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 1000 }) });
   return { paymentId, token };
 }
 
 async function deliver(running: Running, p: { paymentId: string; token: string }) {
-  const res = await fetch(`${running.url}/payments/webhook?${WEBHOOK_TOKEN_PARAM}=${p.token}`, {
+  const res = await fetch(`${running.url}/payments/webhook/${p.token}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', connection: 'close' },
     body: JSON.stringify({ payment_id: p.paymentId, status: 'completed' }),
@@ -147,6 +150,8 @@ function scenarios(adapter: 'express' | 'fastify', makeStores: () => Promise<{ f
       // Each confirmation's handler completed exactly once; the failed attempt was not marked done.
       expect([runsOf(inFlight.paymentId), SlowHandler.journal.filter((l) => l === `done ${failing.paymentId}`).length, runsOf(late.paymentId)]).toEqual([1, 1, 1]);
       expect(SlowHandler.journal.filter((l) => l === `fail ${failing.paymentId}`)).toHaveLength(1);
+      // Verify calls: one per attempt that ran handlers; the refused (503) and duplicate deliveries cost none.
+      expect([verifyCount(fakeService(), inFlight.paymentId), verifyCount(fakeService(), failing.paymentId), verifyCount(fakeService(), late.paymentId)]).toEqual([1, 2, 1]);
     } finally {
       await second?.app.close();
       if (!second) await first.app.close().catch(() => undefined);
