@@ -1,5 +1,6 @@
 // Public API of the framework-free core. Internal helpers (transport, parsers, DTOs) stay private.
-export { PaymentsClient, SERVICE_PATHS } from './payments.client.js';
+export { PaymentsClient } from './payments.client.js';
+export type { ReconciliationRun } from './reconciliation.scheduler.js';
 export type {
   CardBinding,
   GeneratePaymentInput,
@@ -10,6 +11,7 @@ export type {
   PaymentDestination,
   PaymentRefund,
   PaymentsOperations,
+  ReconcileExpectation,
   ReconcileOptions,
   ReconcileResult,
   VerifiedPayment,
@@ -27,16 +29,15 @@ export {
 } from './payments.errors.js';
 export type { PaymentsErrorCode, PaymentsFieldError, PaymentsOperation, PaymentsApiErrorDetails, PaymentsConnectionErrorDetails } from './payments.errors.js';
 export { toMillimes, fromMillimes } from './money.util.js';
-export { PAYMENTS_DEFAULTS, resolvePaymentsOptions } from './payments.options.js';
+export { PAYMENTS_DEFAULTS } from './payments.options.js';
 export type {
   PaymentsOptions,
   PaymentsWebhookOptions,
   PaymentsReconciliationOptions,
-  ResolvedPaymentsOptions,
-  ResolvedWebhookOptions,
 } from './payments.options.js';
 export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './payment.fields.js';
 export type { PaymentField, PreAuthorizationFlag } from './payment.fields.js';
+export type { ValueRule } from './payment.rules.js';
 export { outcomeOf } from './payment.outcome.js';
 export type { PaymentsLogger } from './payments.logger.js';
 export { STORE_METHODS, OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from './payments.store.js';
@@ -68,7 +69,7 @@ export {
 } from './payment.events.js';
 export type { PaymentEventName } from './payment.events.js';
 export { WebhookProcessor } from './webhook.processor.js';
-export type { WebhookAnswer, WebhookAuthentication, AuthenticatedWebhook } from './webhook.processor.js';
+export type { WebhookAnswer, WebhookAnswerBody, WebhookAuthentication, WebhookAccepted, WebhookRefused, AuthenticatedWebhook } from './webhook.processor.js';
 export type { OutcomeDispatcher } from './outcome.processor.js';
 export type { WebhookRequest } from './webhook.payload.js';
 export { WEBHOOK_TOKEN_PARAM } from './webhook.token.js';

@@ -29,7 +29,7 @@ import type {
   VerifiedPayment,
 } from './payments.types.js';
 import { PaymentsTelemetry } from './payments.telemetry.js';
-import { ReconciliationScheduler } from './reconciliation.scheduler.js';
+import { ReconciliationScheduler, type ReconciliationRun } from './reconciliation.scheduler.js';
 import { interpretResponse } from './response.parser.js';
 import { WebhookProcessor } from './webhook.processor.js';
 import { WebhookTokenSigner } from './webhook.token.js';
@@ -279,7 +279,7 @@ export class PaymentsClient implements PaymentsOperations {
   }
 
   /** Runs one reconciliation pass now (the timer does it every `intervalSecs`); for tests and admin tools. */
-  runReconciliation(now?: number): Promise<{ checked: number; settled: number }> {
+  runReconciliation(now?: number): Promise<ReconciliationRun> {
     return this.#reconciler.runOnce(now);
   }
 

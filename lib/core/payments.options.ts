@@ -165,16 +165,27 @@ export interface ResolvedWebhookOptions {
 
 /** Default option values, for documentation and tests. */
 export const PAYMENTS_DEFAULTS = {
+  /** `timeoutMs`. */
   timeoutMs: 10_000,
+  /** `maxRetries`. */
   maxRetries: 2,
+  /** `webhook.path`. */
   webhookPath: 'payments/webhook',
+  /** `webhook.maxBodyBytes`. */
   maxBodyBytes: 65_536,
+  /** `webhook.tokenTtlSecs` (7 days). */
   tokenTtlSecs: 7 * 24 * 3600,
+  /** `webhook.leaseMs`. */
   leaseMs: 60_000,
+  /** `webhook.doneTtlSecs` (30 days). */
   doneTtlSecs: 30 * 24 * 3600,
+  /** Shortest accepted `webhook.secret`. */
   minSecretLength: 32,
+  /** `webhook.unsignedIntervalSecs`. */
   unsignedIntervalSecs: 30,
-  reconciliation: { enabled: true, intervalSecs: 60, graceSecs: 60, maxChecks: 10, batchSize: 20 },
+  /** `reconciliation.*`. */
+  reconciliation: { enabled: true, intervalSecs: 60, graceSecs: 60, maxChecks: 10, batchSize: 20 } as Required<PaymentsReconciliationOptions>,
+  /** `outcomeRecordTtlSecs` (30 days). */
   outcomeRecordTtlSecs: 30 * 24 * 3600,
   /** The service's own default session, when a payment sets none (interface spec §4.1). */
   serviceSessionTimeoutSecs: 1200,

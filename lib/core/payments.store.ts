@@ -190,7 +190,12 @@ export const STORE_METHODS = [
 ] as const satisfies ReadonlyArray<keyof PaymentsStore>;
 
 /** Default and largest page size of {@link PaymentsStore.listOutcomes}. */
-export const OUTCOME_PAGE = { defaultLimit: 50, maxLimit: 500 } as const;
+export const OUTCOME_PAGE = {
+  /** Page size when the query sets none. */
+  defaultLimit: 50,
+  /** Largest page size; larger requests are clamped. */
+  maxLimit: 500,
+} as const;
 
 /**
  * The page size a store uses for a query: the default when unset, clamped to 1..500.
@@ -214,7 +219,7 @@ export function outcomeCursor(record: Pick<OutcomeRecord, 'updatedAt' | 'payment
  * Reads a cursor made by {@link outcomeCursor}.
  * @throws RangeError when it is not one
  */
-export function parseOutcomeCursor(cursor: string): { updatedAt: string; paymentId: string } {
+export function parseOutcomeCursor(cursor: string): Pick<OutcomeRecord, 'updatedAt' | 'paymentId'> {
   try {
     const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
     if (Array.isArray(parsed) && parsed.length === 2 && parsed.every((p) => typeof p === 'string')) {

@@ -151,13 +151,21 @@ export interface ReconcileResult {
   error?: string;
 }
 
+/** What `reconcilePayment`'s caller expects of a payment (e.g. from its order). */
+export interface ReconcileExpectation {
+  /** Amount in millimes (digit string or positive safe integer). */
+  amount?: string | number;
+  /** The tracking id the payment was generated with. */
+  developerTrackingId?: string;
+}
+
 /** Options of `reconcilePayment`. */
 export interface ReconcileOptions {
   /**
    * What you expect (e.g. from your order): a verified amount or tracking id that differs is never
    * confirmed. Default: what the plugin recorded at generation, when its store still has it.
    */
-  expected?: { amount?: string | number; developerTrackingId?: string };
+  expected?: ReconcileExpectation;
   /** Which path this is, for the events and the record. Default `return`. */
   source?: OutcomeSource;
 }

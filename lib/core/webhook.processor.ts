@@ -7,12 +7,24 @@ import { PaymentsTelemetry, type WebhookTrace } from './payments.telemetry.js';
 import { parseWebhook, type WebhookRequest } from './webhook.payload.js';
 import { trackingHash, WebhookTokenSigner, type WebhookTokenClaims } from './webhook.token.js';
 
+/** The JSON body of a webhook answer. Never contains secrets or internal error details. */
+export interface WebhookAnswerBody {
+  /** Whether the delivery was taken (it may still be pending). */
+  received: boolean;
+  /** The payment's outcome was already handled: nothing ran. */
+  duplicate?: boolean;
+  /** The service says the payment is not settled yet: reconciliation checks it later. */
+  pending?: boolean;
+  /** Why it was refused. */
+  error?: string;
+}
+
 /** The HTTP answer a webhook front end (Nest controller, Express router) sends. */
 export interface WebhookAnswer {
   /** HTTP status. */
   status: number;
-  /** JSON body. Never contains secrets or internal error details. */
-  body: { received: boolean; duplicate?: boolean; pending?: boolean; error?: string };
+  /** JSON body. */
+  body: WebhookAnswerBody;
   /** Extra headers, e.g. `Retry-After`. */
   headers?: Record<string, string>;
 }
@@ -21,14 +33,28 @@ export interface WebhookAnswer {
 export interface AuthenticatedWebhook {
   /** The payment the delivery names. */
   paymentId: string;
-  /** What the service's answer must match. */
+  /** What the service's answer must match. @internal */
   expected?: OutcomeExpectation;
-  /** The token's claims, when it had no stored binding (to bind it once verified). */
+  /** The token's claims, when it had no stored binding (to bind it once verified). @internal */
   unboundToken?: WebhookTokenClaims;
 }
 
+/** A delivery {@link WebhookProcessor.authenticate} let through. */
+export interface WebhookAccepted extends AuthenticatedWebhook {
+  /** Accepted. */
+  ok: true;
+}
+
+/** A delivery {@link WebhookProcessor.authenticate} refused, and the answer to send. */
+export interface WebhookRefused {
+  /** Refused. */
+  ok: false;
+  /** The answer to send (401, 400, 413, 429, 503...). */
+  answer: WebhookAnswer;
+}
+
 /** Outcome of {@link WebhookProcessor.authenticate}. */
-export type WebhookAuthentication = ({ ok: true } & AuthenticatedWebhook) | { ok: false; answer: WebhookAnswer };
+export type WebhookAuthentication = WebhookAccepted | WebhookRefused;
 
 const reject = (status: number, error: string, headers?: Record<string, string>): WebhookAnswer => ({
   status,
@@ -43,7 +69,7 @@ const unavailable = (seconds = 5): WebhookAnswer => reject(503, 'temporarily una
 /**
  * The webhook front door shared by the Nest controller and the Express router. A delivery is
  * only a hint that a payment may have settled: it is authenticated cheaply (the signed token,
- * no call to the service for a forged one), then handed to the {@link OutcomeProcessor}, which
+ * no call to the service for a forged one), then handed to the client's outcome engine, which
  * asks the service and runs the handlers once.
  *
  * Answers: 200 handled or duplicate; 202 still pending (reconciliation checks it later);
@@ -68,6 +94,8 @@ export class WebhookProcessor {
   telemetry: PaymentsTelemetry = PaymentsTelemetry.off;
 
   /**
+   * Built by `PaymentsClient` (its `webhooks`); not meant to be constructed elsewhere.
+   * @internal
    * @param options resolved webhook options
    * @param signer the client's token signer (absent when no secret is configured)
    * @param store bindings and claims

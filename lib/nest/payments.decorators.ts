@@ -6,7 +6,7 @@ import { getPaymentsServiceToken } from './payments.service.js';
 import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.tokens.js';
 
 /** `@OnEvent`'s options, read from its signature: @nestjs/event-emitter 3.x (Nest 11) does not export `OnEventOptions`. */
-type OnEventOptions = NonNullable<Parameters<typeof OnEvent>[1]>;
+export type OnEventOptions = NonNullable<Parameters<typeof OnEvent>[1]>;
 
 /**
  * Listener options of the payment decorators. Errors always propagate (that is the delivery

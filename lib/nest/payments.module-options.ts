@@ -1,4 +1,4 @@
-import type { ModuleMetadata, Provider, Type } from '@nestjs/common';
+import type { ModuleMetadata, OptionalFactoryDependency, Provider, Type } from '@nestjs/common';
 import type { PaymentsOptions, PaymentsWebhookOptions } from '../core/payments.options.js';
 
 /** Webhook options of the Nest module: the core's, plus how the generated controller is decorated. */
@@ -42,7 +42,7 @@ export interface PaymentsModuleAsyncOptions extends PaymentsModuleExtras, Pick<M
   /** Builds the options; its arguments are the `inject` tokens. */
   useFactory?: (...args: any[]) => PaymentsModuleOptions | Promise<PaymentsModuleOptions>;
   /** Tokens to inject into `useFactory`. Default none. */
-  inject?: Array<string | symbol | Type | { token: string | symbol | Type; optional: boolean }>;
+  inject?: Array<string | symbol | Type | OptionalFactoryDependency>;
   /** A class, provided in the module, whose `createPaymentsOptions()` gives the options. */
   useClass?: Type<PaymentsOptionsFactory>;
   /** An existing provider (from `imports`) whose `createPaymentsOptions()` gives the options. */

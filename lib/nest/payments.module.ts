@@ -77,6 +77,8 @@ type ForRootOptions = PaymentsModuleOptions & PaymentsModuleExtras;
 @Module({})
 export class PaymentsModule implements NestModule {
   /**
+   * Created by Nest for each registration.
+   * @internal
    * @param registration this registration's controller (absent if the class is imported bare)
    * @param adapterHost tells Express from Fastify
    */
@@ -94,7 +96,7 @@ export class PaymentsModule implements NestModule {
    * Registers the plugin with options known now.
    * @param options the plugin's options, plus `isGlobal` (default false)
    */
-  static forRoot(options: ForRootOptions): DynamicModule {
+  static forRoot(options: PaymentsModuleOptions & PaymentsModuleExtras): DynamicModule {
     const { isGlobal, ...rest } = options ?? ({} as ForRootOptions);
     return PaymentsModule.register(rest.name, isGlobal, [{ provide: getPaymentsOptionsToken(rest.name), useValue: rest }], []);
   }

@@ -3,6 +3,7 @@ import { EventEmitter2 } from '@nestjs/event-emitter';
 import { inspect } from 'node:util';
 import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent } from '../core/payment.events.js';
 import type { PaymentsClient } from '../core/payments.client.js';
+import type { ReconciliationRun } from '../core/reconciliation.scheduler.js';
 import type { OutcomePage, OutcomeQuery, OutcomeRecord } from '../core/payments.store.js';
 import type {
   CardBinding,
@@ -147,7 +148,7 @@ export class PaymentsService implements PaymentsOperations, OnModuleDestroy, OnA
   }
 
   /** Runs one reconciliation pass now (a timer does it every `reconciliation.intervalSecs`); for tests and admin tools. */
-  runReconciliation(now?: number): Promise<{ checked: number; settled: number }> {
+  runReconciliation(now?: number): Promise<ReconciliationRun> {
     return this.client.runReconciliation(now);
   }
 

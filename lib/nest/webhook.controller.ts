@@ -10,7 +10,7 @@ const PATH_METADATA = 'path';
 const CONFIGURED = Symbol('nestjs-payments.controllerConfigured');
 
 /**
- * What every generated webhook controller does (see {@link createWebhookController}): receives
+ * What every generated webhook controller does: receives
  * the service's deliveries at `webhook.path` and `webhook.path/:token` (under the host's global
  * prefix), by GET or POST, with JSON, form, text or no body, and answers with what the core's
  * webhook processor decided: 200 handled or duplicate, 202 still pending, 401/400/413 refused,
@@ -29,7 +29,7 @@ export abstract class PaymentsWebhookController {
     protected readonly adapterHost: HttpAdapterHost,
   ) {}
 
-  /** Settles one delivery; the guard has normally authenticated it already. */
+  /** Settles one delivery; the guard has normally authenticated it already. @internal */
   protected async receive(request: WebhookHttpRequest, response: unknown): Promise<void> {
     let auth = attachedAuthentication(request, this.client);
     if (!auth) {

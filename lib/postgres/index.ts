@@ -10,5 +10,6 @@ export {
   DEFAULT_TABLE_PREFIX,
   type PostgresPaymentsStoreOptions,
   type PostgresQueryable,
+  type PostgresQueryResult,
 } from './postgres.options.js';
 export { paymentsStoreMigration, type PaymentsStoreMigrationOptions } from './postgres.schema.js';

@@ -1,5 +1,11 @@
 import type { PaymentsLogger } from '../core/payments.logger.js';
 
+/** What a `query()` answers: the rows (a `pg` result and a PGlite result both have them). */
+export interface PostgresQueryResult {
+  /** The rows returned. */
+  rows: unknown[];
+}
+
 /**
  * What the store needs of a database connection: a `query(text, params)` answering `{ rows }`.
  * A `pg` `Pool` or `Client`, a PGlite instance (`@electric-sql/pglite`) and most wrappers have it.
@@ -9,7 +15,7 @@ import type { PaymentsLogger } from '../core/payments.logger.js';
  */
 export interface PostgresQueryable {
   /** Runs one statement with its parameters bound as `$1`, `$2`, ... */
-  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+  query(text: string, params?: unknown[]): Promise<PostgresQueryResult>;
 }
 
 /** Options of {@link PostgresPaymentsStore}. */

@@ -10,6 +10,7 @@ import type { SandboxSettlement } from './sandbox.types.js';
  * or pass `{ requireDelivery: false }` to get the settlement without the error.
  */
 export class SandboxWebhookError extends Error {
+  /** `'SandboxWebhookError'`. */
   override readonly name = 'SandboxWebhookError';
   /** The payment whose outcome was not delivered. */
   readonly paymentId: string;

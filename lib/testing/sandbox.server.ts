@@ -344,7 +344,7 @@ export class PaymentsSandbox {
   }
 
   /** What `JSON.stringify` shows: no private key. */
-  toJSON(): { url: string; publicKey: string } {
+  toJSON(): Record<'url' | 'publicKey', string> {
     return { url: this.url, publicKey: this.publicKey };
   }
 
