@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable, type INestApplication, type LoggerService } from '@nestjs/common';
+import { ModulesContainer } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import express from 'express';
+import http from 'node:http';
 import net from 'node:net';
 import { inspect } from 'node:util';
 import {
@@ -12,14 +14,14 @@ import {
   PaymentsService,
   PaymentsWebhookController,
   PaymentsWebhookGuard,
-  WEBHOOK_TOKEN_PARAM,
-  type PaymentBinding,
   type PaymentConfirmedEvent,
   type PaymentsModuleOptions,
-  type PaymentsStore,
 } from '../../lib/index.js';
-import { createPaymentsClient, createWebhookRouter } from '../../lib/express/index.js';
-import { PaymentsSandbox } from '../../lib/testing/index.js';
+import { WebhookTokenSigner } from '../../lib/core/webhook.token.js';
+import { getPaymentsClientToken } from '../../lib/nest/payments.tokens.js';
+import { createPaymentsClient, createWebhookRouter, type PaymentOutcomeEvent } from '../../lib/express/index.js';
+import { PaymentsSandbox, SandboxWebhookError } from '../../lib/testing/index.js';
+import { DelegatingStore, tokenOf as tokenOfUrl } from '../support/outcome-kit.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
 
 // A full run of a Nest app (and a plain Express one) through every error path, with ALL output
@@ -55,18 +57,11 @@ class CaptureLogger implements LoggerService {
   fatal(message: unknown, ...rest: unknown[]) { this.keep('fatal', message, rest); }
 }
 
-/** A memory store whose operations can be made to fail, like an unreachable database. */
-class FlakyStore implements PaymentsStore {
-  readonly inner = new MemoryPaymentsStore();
-  fail = new Set<'saveBinding' | 'findBinding' | 'claim' | 'markDone' | 'release'>();
-  private check(op: 'saveBinding' | 'findBinding' | 'claim' | 'markDone' | 'release') {
-    if (this.fail.has(op)) throw new Error(`store down during ${op} (ECONNREFUSED 127.0.0.1:6379)`);
+/** A memory store whose operations can be made to fail, like an unreachable database (every store method, the queue and the record included). */
+class FlakyStore extends DelegatingStore {
+  constructor() {
+    super(new MemoryPaymentsStore());
   }
-  async saveBinding(id: string, b: PaymentBinding, ttl: number) { this.check('saveBinding'); return this.inner.saveBinding(id, b, ttl); }
-  async findBinding(id: string) { this.check('findBinding'); return this.inner.findBinding(id); }
-  async claim(key: string, owner: string, lease: number) { this.check('claim'); return this.inner.claim(key, owner, lease); }
-  async markDone(key: string, owner: string, ttl: number) { this.check('markDone'); return this.inner.markDone(key, owner, ttl); }
-  async release(key: string, owner: string) { this.check('release'); return this.inner.release(key, owner); }
 }
 
 @Injectable()
@@ -147,8 +142,9 @@ describe('a full run through every error path leaks neither the private key nor 
   let store: FlakyStore;
   let appUrl: string;
 
-  async function hook(query: string, body: unknown = {}, method = 'POST') {
-    const res = await fetch(`${appUrl}/payments/webhook?${query}`, {
+  /** A delivery to `/payments/webhook/<token>` (`token` '' = no token: `/payments/webhook`). */
+  async function hook(token: string, body: unknown = {}, method = 'POST', query = '') {
+    const res = await fetch(`${appUrl}/payments/webhook${token ? `/${token}` : ''}${query ? `?${query}` : ''}`, {
       method,
       headers: method === 'POST' ? { 'content-type': 'application/json' } : {},
       body: method === 'POST' ? (typeof body === 'string' ? body : JSON.stringify(body)) : undefined,
@@ -158,7 +154,7 @@ describe('a full run through every error path leaks neither the private key nor 
     return res.status;
   }
 
-  const tokenOf = (paymentId: string) => new URL(sandbox.getPayment(paymentId)!.webhook!).searchParams.get(WEBHOOK_TOKEN_PARAM)!;
+  const tokenOf = (paymentId: string) => tokenOfUrl(sandbox.getPayment(paymentId)!.webhook!);
 
   beforeAll(async () => {
     sandbox = await PaymentsSandbox.start({ publicKey: 'pk_live', privateKey: PRIVATE_KEY, webhookRetries: 2 });
@@ -216,13 +212,16 @@ describe('a full run through every error path leaks neither the private key nor 
     }
   });
 
-  it('the happy path: a payment generated, paid in the sandbox, confirmed by its webhook', async () => {
+  it('the happy path: a payment generated, paid in the sandbox, its webhook verified and confirmed', async () => {
     const { paymentId } = await payments.generatePayment({ amount: '12500', developerTrackingId: 'order-1' });
     const settlement = await sandbox.completePayment(paymentId);
-    expect(settlement.webhook?.status).toBe(200);
+    expect([settlement.delivered, settlement.lastStatus]).toEqual([true, 200]);
+    expect(sandbox.verifyCalls(paymentId)).toBe(1);
     expect(orders.paid).toEqual([paymentId]);
-    // A duplicate delivery answers 200 and runs nothing.
-    expect(await hook(`${WEBHOOK_TOKEN_PARAM}=${tokenOf(paymentId)}`, { payment_id: paymentId })).toBe(200);
+    // A duplicate delivery answers 200, runs nothing and costs no verify call.
+    expect(await hook(tokenOf(paymentId), { payment_id: paymentId })).toBe(200);
+    expect(sandbox.verifyCalls(paymentId)).toBe(1);
+    logger.log(inspect(await payments.getOutcome(paymentId), { depth: 10 }));
     logger.log(inspect(payments, { depth: 10, showHidden: true }));
     logger.log(JSON.stringify(payments));
   });
@@ -230,27 +229,34 @@ describe('a full run through every error path leaks neither the private key nor 
   it('a failing handler: 500, logged, redelivered; then it succeeds', async () => {
     const { paymentId } = await payments.generatePayment({ amount: '100' });
     orders.failing = true;
-    const settlement = await sandbox.completePayment(paymentId);
-    expect(settlement.webhook).toMatchObject({ delivered: false, status: 500 });
+    const error = await sandbox.completePayment(paymentId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SandboxWebhookError);
+    expect([(error as SandboxWebhookError).settlement.delivered, (error as SandboxWebhookError).lastStatus]).toEqual([false, 500]);
+    hostLogs(error);
     orders.failing = false;
-    expect(await hook(`${WEBHOOK_TOKEN_PARAM}=${tokenOf(paymentId)}`, { payment_id: paymentId })).toBe(200);
+    expect(await hook(tokenOf(paymentId), { payment_id: paymentId })).toBe(200);
     expect(orders.paid).toContain(paymentId);
+    logger.log(inspect(await payments.listOutcomes({ handlers: 'succeeded' }), { depth: 10 }));
   });
 
-  it('401s: missing, forged, foreign and doubled tokens; 400 and 413 bodies; 404 methods', async () => {
+  it('401s: missing, forged, foreign and other-secret tokens (no verify call); 400 and 413 bodies; 404 methods', async () => {
     const a = await payments.generatePayment({ amount: '100' });
     const b = await payments.generatePayment({ amount: '200' });
     const token = tokenOf(a.paymentId);
+    // Signed with a secret that differs from ours by one character: must be refused like any forgery.
+    const otherSecret = new WebhookTokenSigner(`${WEBHOOK_SECRET.slice(0, -1)}X`).issue('100', undefined, 60_000).token;
+    const verifiesBefore = sandbox.verifyCalls();
     const statuses = [
       await hook('', { payment_id: a.paymentId }),
-      await hook(`${WEBHOOK_TOKEN_PARAM}=${token.slice(0, -3)}AAA`, { payment_id: a.paymentId }),
-      await hook(`${WEBHOOK_TOKEN_PARAM}=${token}`, { payment_id: b.paymentId }),
-      await hook(`${WEBHOOK_TOKEN_PARAM}=${token}&${WEBHOOK_TOKEN_PARAM}=${token}`, { payment_id: a.paymentId }),
-      await hook(`${WEBHOOK_TOKEN_PARAM}=${token}`, '{"payment_id": '),
-      await hook(`${WEBHOOK_TOKEN_PARAM}=${token}`, { payment_id: a.paymentId, padding: 'x'.repeat(70_000) }),
-      await hook(`${WEBHOOK_TOKEN_PARAM}=${token}`, undefined, 'PUT'),
+      await hook(`${token.slice(0, -3)}AAA`, { payment_id: a.paymentId }),
+      await hook(token, { payment_id: b.paymentId }),
+      await hook(otherSecret, { payment_id: a.paymentId }),
+      await hook(token, '{"payment_id": '),
+      await hook(token, { payment_id: a.paymentId, padding: 'x'.repeat(70_000) }),
+      await hook(token, undefined, 'PUT'),
     ];
     expect(statuses).toEqual([401, 401, 401, 401, 400, 413, 404]);
+    expect(sandbox.verifyCalls()).toBe(verifiesBefore);
   });
 
   it('store errors: while saving a binding, reading a token, claiming and marking done', async () => {
@@ -262,19 +268,29 @@ describe('a full run through every error path leaks neither the private key nor 
     const { paymentId } = await payments.generatePayment({ amount: '400' });
     const token = tokenOf(paymentId);
     for (const op of ['findBinding', 'claim'] as const) {
-      store.fail = new Set([op]);
-      expect(await hook(`${WEBHOOK_TOKEN_PARAM}=${token}`, { payment_id: paymentId })).toBe(503);
+      store.fail.clear();
+      store.fail.add(op);
+      expect(await hook(token, { payment_id: paymentId })).toBe(503);
     }
-    store.fail = new Set(['markDone']);
-    expect(await hook(`${WEBHOOK_TOKEN_PARAM}=${token}`, { payment_id: paymentId })).toBe(200);
+    // The service's own delivery: the handlers ran, marking done failed (logged): still 200.
+    store.fail.clear();
+    store.fail.add('markDone');
+    expect((await sandbox.completePayment(paymentId)).lastStatus).toBe(200);
     store.fail.clear();
 
+    // A failing handler whose claim cannot be released: 500 (the lease frees it later).
     orders.failing = true;
+    store.fail.add('release');
     const other = await payments.generatePayment({ amount: '500' });
-    store.fail = new Set(['release']);
-    expect(await hook(`${WEBHOOK_TOKEN_PARAM}=${tokenOf(other.paymentId)}`, { payment_id: other.paymentId })).toBe(500);
+    await sandbox.completePayment(other.paymentId, { requireDelivery: false });
+    expect(sandbox.deliveries.filter((d) => d.paymentId === other.paymentId).map((d) => d.status)[0]).toBe(500);
     store.fail.clear();
     orders.failing = false;
+
+    // The record of outcomes and the reconciliation queue unreachable: reconcilePayment fails typed, nothing leaks.
+    store.fail.add('claim');
+    await attempt(() => payments.reconcilePayment(other.paymentId));
+    store.fail.clear();
   });
 
   it('API errors, authentication failures, timeouts, retries and validation errors', async () => {
@@ -306,7 +322,11 @@ describe('a full run through every error path leaks neither the private key nor 
   });
 
   it('the objects a host can reach show no secret when logged', async () => {
-    for (const object of [app.get(PaymentsService), app.get(PaymentsWebhookGuard), app.get(PaymentsWebhookController), store]) {
+    // The webhook controller is a per-registration subclass: found among the app's controllers.
+    const controllers = [...app.get(ModulesContainer).values()].flatMap((m) => [...m.controllers.values()].map((w) => w.instance as unknown));
+    const controller = controllers.find((c) => c instanceof PaymentsWebhookController);
+    expect(controller).toBeDefined();
+    for (const object of [app.get(PaymentsService), app.get(PaymentsWebhookGuard), controller, store, app.get(getPaymentsClientToken())]) {
       logger.log(inspect(object, { depth: 10, showHidden: true }));
       logger.log(object);
     }
@@ -322,11 +342,15 @@ describe('a full run through every error path leaks neither the private key nor 
     try {
       const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/hook`;
       const { paymentId } = await client.generatePayment({ amount: '900' });
-      const token = new URL(sandbox.getPayment(paymentId)!.webhook!).searchParams.get(WEBHOOK_TOKEN_PARAM)!;
-      for (const query of [`${WEBHOOK_TOKEN_PARAM}=${token}`, `${WEBHOOK_TOKEN_PARAM}=forged`, '']) {
-        const res = await fetch(`${url}?${query}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: paymentId }) });
+      await sandbox.completePayment(paymentId, { requireDelivery: false }); // its webhook URL (port 1) reaches nobody
+      const token = tokenOfUrl(sandbox.getPayment(paymentId)!.webhook!);
+      const statuses: number[] = [];
+      for (const path of [`/${token}`, '/forged', '']) {
+        const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: paymentId }) });
+        statuses.push(res.status);
         answers.push(`${res.status} ${JSON.stringify([...res.headers])} ${await res.text()}`);
       }
+      expect(statuses).toEqual([500, 401, 401]);
       fail = false;
       logger.log(inspect(client, { depth: 10, showHidden: true }));
       logger.log(inspect(client.webhooks, { depth: 10, showHidden: true }));
@@ -340,6 +364,82 @@ describe('a full run through every error path leaks neither the private key nor 
     }
   });
 
+  it('a service (or proxy) echoing the Authorization header back, in error bodies and in the verify answer, leaks nothing', async () => {
+    // Echoes the request's Authorization header (raw, URL-encoded and as the whole header set) into every answer.
+    const echo = http.createServer((req, res) => {
+      const auth = req.headers.authorization ?? '';
+      const path = new URL(req.url ?? '/', 'http://echo').pathname;
+      const json = (status: number, body: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(body));
+      };
+      if (path.startsWith('/api/v2/verify_payment/')) {
+        const id = decodeURIComponent(path.split('/').at(-1)!);
+        const amount = id.endsWith('mismatch') ? 1 : 900;
+        return json(200, { success: true, result: { type: 'card', amount, status: 'SUCCESS', developer_tracking_id: `t-${id}`, details: { echoed: auth, encoded: encodeURIComponent(auth), headers: req.headers } } });
+      }
+      if (path === '/api/v2/generate_payment') return json(500, { result: { status: 500, message: `rejected ${auth}` } });
+      if (path === '/api/v2/refund_payment') return json(400, { status: 'error', message: `cannot refund for ${auth}`, code: 'REFUND_NOT_ALLOWED' });
+      if (path === '/api/v2/cancel_payment') return json(401, { status: 'error', message: `bad credentials ${encodeURIComponent(auth)}`, code: 'AUTH' });
+      if (path === '/api/v2/bindings/list') {
+        res.writeHead(200, { 'content-type': 'text/html' });
+        return res.end(`<html><pre>${JSON.stringify(req.headers)}</pre></html>`);
+      }
+      return json(404, { result: { status: 404, message: `no ${path} for ${auth}` } });
+    });
+    await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+    const seen: PaymentOutcomeEvent[] = [];
+    const client = createPaymentsClient({
+      publicKey: 'pk_live',
+      privateKey: PRIVATE_KEY,
+      baseUrl: `http://127.0.0.1:${(echo.address() as net.AddressInfo).port}`,
+      successLink: 'https://shop.example/ok',
+      failLink: 'https://shop.example/ko',
+      webhook: { publicUrl: 'https://shop.example/hook', secret: WEBHOOK_SECRET },
+      maxRetries: 0,
+      logger: { log: (m) => void lines.push(`[echo log] ${m}`), warn: (m) => void lines.push(`[echo warn] ${m}`), error: (m) => void lines.push(`[echo error] ${m}`) },
+    });
+    createWebhookRouter({ client, onPaymentConfirmed: (e) => void seen.push(e), onPaymentMismatch: (e) => void seen.push(e) });
+    try {
+      const errors = [
+        await attempt(() => client.generatePayment({ amount: '900' })),
+        await attempt(() => client.refundPayment('pay_1')),
+        await attempt(() => client.cancelPayment('pay_1')),
+        await attempt(() => client.listBindings('client-1')),
+        await attempt(() => client.capturePayment('pay_1')),
+      ];
+      expect(errors.map((e) => (e as PaymentsError).code)).toEqual(['API_ERROR', 'REFUND_NOT_ALLOWED', 'AUTHENTICATION_FAILED', 'INVALID_RESPONSE', 'NOT_FOUND']);
+      // The echoed key was there, and was cut out: the redaction marker proves the echo happened.
+      expect(errors.map((e) => JSON.stringify(e)).join('\n')).toContain('[redacted]');
+
+      // Verified outcomes whose verify answer echoes the header: the event, the record, a direct verify.
+      for (const id of ['pay_echo_ok', 'pay_echo_mismatch']) {
+        const result = await client.reconcilePayment(id, { expected: { amount: '900', developerTrackingId: `t-${id}` } });
+        expect(result.outcome).toBe(id.endsWith('mismatch') ? 'mismatch' : 'confirmed');
+        logger.log(inspect(result, { depth: 10 }));
+        logger.log(inspect(await client.getOutcome(id), { depth: 10 }));
+      }
+      const verified = await client.verifyPayment('pay_echo_ok');
+      expect(JSON.stringify(verified.details)).toContain('[redacted]');
+      logger.log(inspect(verified, { depth: 10, showHidden: true }));
+      logger.log(JSON.stringify(verified));
+      expect(seen.map((e) => [e.constructor.name, e.paymentId])).toEqual([
+        ['PaymentConfirmedEvent', 'pay_echo_ok'],
+        ['PaymentMismatchEvent', 'pay_echo_mismatch'],
+      ]);
+      for (const event of seen) {
+        expect(JSON.stringify(event.verification)).toContain('[redacted]');
+        logger.log(inspect(event, { depth: 10, showHidden: true }));
+        logger.log(JSON.stringify(event));
+        logger.log(JSON.stringify(event.verification));
+      }
+    } finally {
+      await client.close();
+      echo.closeAllConnections();
+      await new Promise((r) => echo.close(r));
+    }
+  });
+
   it('after all that: the captured output is substantial, covers the error paths, and holds no secret', async () => {
     await app.close();
     const everything = [...lines, ...answers].join('\n');
@@ -347,6 +447,7 @@ describe('a full run through every error path leaks neither the private key nor 
     for (const expected of [
       'handler failed', 'store unreachable', 'could not mark', 'could not release', 'retrying', 'STORE_UNAVAILABLE', 'AUTHENTICATION_FAILED',
       'REFUND_NOT_ALLOWED', 'TIMEOUT', 'VALIDATION_FAILED', 'privateKey', 'webhook.secret', 'callback failed', 'missing or invalid webhook token',
+      '[redacted]', 'NOT confirmed', 'PaymentMismatchEvent',
     ]) {
       expect(everything).toContain(expected);
     }
