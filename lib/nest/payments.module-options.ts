@@ -40,6 +40,7 @@ export interface PaymentsModuleAsyncOptions extends PaymentsModuleExtras, Pick<M
    */
   name?: string;
   /** Builds the options; its arguments are the `inject` tokens. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the inject tokens' types are the host's, as in Nest's own FactoryProvider
   useFactory?: (...args: any[]) => PaymentsModuleOptions | Promise<PaymentsModuleOptions>;
   /** Tokens to inject into `useFactory`. Default none. */
   inject?: Array<string | symbol | Type | OptionalFactoryDependency>;

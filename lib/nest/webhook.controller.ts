@@ -89,6 +89,7 @@ export function createWebhookController(clientToken: string | symbol, guard: Typ
   Object.defineProperty(RegistrationWebhookController, 'name', { value: registration === undefined ? 'PaymentsWebhookController' : `PaymentsWebhookController_${registration}` });
   // Flags the routes for the Fastify catch-all body parser (acceptAnyBodyOnWebhookRoutes).
   for (const method of ['post', 'get', 'postWithToken', 'getWithToken'] as const) {
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- the method is a metadata target, never called unbound
     Reflect.defineMetadata(FASTIFY_ROUTE_CONFIG_METADATA, { [WEBHOOK_ROUTE_FLAG]: true }, RegistrationWebhookController.prototype[method]);
   }
   return RegistrationWebhookController;

@@ -86,8 +86,8 @@ describe('parseSandboxArgs', () => {
     [['sandbox', '--verify-rate-limit', '0/60'], /--verify-rate-limit/],
     [['sandbox', '--verify-rate-limit', '5/0'], /--verify-rate-limit/],
   ])('refuses %j', (argv, message) => {
-    expect(() => parseSandboxArgs(argv as string[])).toThrow(SandboxUsageError);
-    expect(() => parseSandboxArgs(argv as string[])).toThrow(message);
+    expect(() => parseSandboxArgs(argv)).toThrow(SandboxUsageError);
+    expect(() => parseSandboxArgs(argv)).toThrow(message);
   });
 });
 

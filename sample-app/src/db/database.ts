@@ -71,8 +71,8 @@ export class ShopDatabase {
     try {
       const db = drizzlePglite(client, { schema });
       await migratePglite(db, { migrationsFolder: MIGRATIONS_FOLDER });
-      const queryable: PostgresQueryable = client as unknown as PostgresQueryable;
-      return new ShopDatabase(db as unknown as ShopDb, queryable, 'pglite', inMemory ? 'memory://' : dataDir, () => client.close());
+      const queryable: PostgresQueryable = client;
+      return new ShopDatabase(db, queryable, 'pglite', inMemory ? 'memory://' : dataDir, () => client.close());
     } catch (error) {
       await client.close().catch(() => undefined);
       throw error;
@@ -100,11 +100,11 @@ export class ShopDatabase {
         await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
         lock.release();
       }
-      return new ShopDatabase(db as unknown as ShopDb, pool as unknown as PostgresQueryable, 'postgres', location, () => pool.end());
+      return new ShopDatabase(db, pool, 'postgres', location, () => pool.end());
     } catch (error) {
       await pool.end().catch(() => undefined);
       // pg's messages name the host, never the password; the URL itself is not repeated.
-      throw new Error(`could not open the database at ${location}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new Error(`could not open the database at ${location}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
   }
 

@@ -54,7 +54,7 @@ export class ShopSecurity {
    */
   handle(req: Request, res: Response, next: NextFunction): void {
     const cookies = (req.cookies ?? {}) as Record<string, unknown>;
-    let customerId = typeof cookies[CUSTOMER_COOKIE] === 'string' ? (cookies[CUSTOMER_COOKIE] as string) : '';
+    let customerId = typeof cookies[CUSTOMER_COOKIE] === 'string' ? (cookies[CUSTOMER_COOKIE]) : '';
     if (!CUSTOMER_ID.test(customerId)) {
       customerId = `cus_${randomBytes(8).toString('hex')}`;
       res.cookie(CUSTOMER_COOKIE, customerId, { httpOnly: true, sameSite: 'lax', secure: this.settings.secureCookies, path: '/', maxAge: 365 * 24 * 3600 * 1000 });

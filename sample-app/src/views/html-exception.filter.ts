@@ -33,7 +33,7 @@ export class HtmlExceptionFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       status = exception.getStatus();
       const body = exception.getResponse();
-      const message = typeof body === 'object' && body !== null && 'message' in body ? (body as { message: unknown }).message : body;
+      const message = typeof body === 'object' && body !== null && 'message' in body ? (body).message : body;
       text = Array.isArray(message) ? message.join(' ') : String(message);
     } else {
       this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
