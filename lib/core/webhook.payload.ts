@@ -77,7 +77,13 @@ function repairQuery(query: JsonObject): JsonObject {
     repaired[key] = existing === undefined ? value : ([] as unknown[]).concat(existing, value);
   };
   for (const [key, value] of Object.entries(query)) {
-    if (typeof value === 'string' && value.includes('?')) {
+    if (typeof value === 'string' && key.includes('?')) {
+      // The public URL's query ended in a bare flag or an empty `?` (`...?debug`, `...?`): the
+      // naive `?payment_id=X` then lands in the key (`debug?payment_id` = `X`).
+      const [own, ...names] = key.split('?');
+      if (own !== '') add(own, '');
+      names.forEach((name, i) => name !== '' && add(name, i === names.length - 1 ? value : ''));
+    } else if (typeof value === 'string' && value.includes('?')) {
       const [own, ...appended] = value.split('?');
       add(key, own);
       for (const [k, v] of new URLSearchParams(appended.join('&'))) add(k, v);
