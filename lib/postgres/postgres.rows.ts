@@ -27,8 +27,8 @@ export function parseBinding(raw: unknown): PaymentBinding | undefined {
 
 /** A stored queue entry, or undefined when the text is not one. */
 export function parsePending(raw: unknown): PendingPayment | undefined {
-  const binding = parseBinding(raw) as (PaymentBinding & { checks?: unknown }) | undefined;
-  return binding && typeof binding.checks === 'number' ? (binding as PendingPayment) : undefined;
+  const binding: (PaymentBinding & { checks?: unknown }) | undefined = parseBinding(raw);
+  return binding && typeof binding.checks === 'number' ? { ...binding, checks: binding.checks } : undefined;
 }
 
 /** A stored outcome record, or undefined when the text is not one. */
