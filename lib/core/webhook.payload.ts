@@ -77,16 +77,14 @@ function repairQuery(query: JsonObject): JsonObject {
     repaired[key] = existing === undefined ? value : ([] as unknown[]).concat(existing, value);
   };
   for (const [key, value] of Object.entries(query)) {
-    if (typeof value === 'string' && key.includes('?')) {
-      // The public URL's query ended in a bare flag or an empty `?` (`...?debug`, `...?`): the
-      // naive `?payment_id=X` then lands in the key (`debug?payment_id` = `X`).
-      const [own, ...names] = key.split('?');
-      if (own !== '') add(own, '');
-      names.forEach((name, i) => name !== '' && add(name, i === names.length - 1 ? value : ''));
-    } else if (typeof value === 'string' && value.includes('?')) {
-      const [own, ...appended] = value.split('?');
-      add(key, own);
-      for (const [k, v] of new URLSearchParams(appended.join('&'))) add(k, v);
+    if (typeof value === 'string' && (key.includes('?') || value.includes('?'))) {
+      // A naive `?payment_id=X` lands in a value (`...?a=b` -> `a` = `b?payment_id=X`), or in the
+      // key when the query ended in a bare flag or an empty `?` (`debug?payment_id` = `X`).
+      const q = key.indexOf('?');
+      const [ownKey, ownValue] = q < 0 ? [key, value.split('?')[0]] : [key.slice(0, q), ''];
+      const appended = q < 0 ? value.split('?').slice(1).join('&') : `${key.slice(q + 1).split('?').join('&')}=${value.split('?').join('&')}`;
+      if (ownKey !== '') add(ownKey, ownValue);
+      for (const [k, v] of new URLSearchParams(appended)) if (k !== '') add(k, v);
     } else {
       add(key, value);
     }
