@@ -1,5 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import {
+  epochMs,
+  positiveMs,
   outcomeCursor,
   outcomePageLimit,
   outcomeSortsBefore,
@@ -68,7 +70,7 @@ export class MemoryPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async saveBinding(tokenId: string, binding: PaymentBinding, ttlMs: number): Promise<void> {
-    this.bindings.set(tokenId, { ...binding }, { ttl: positiveMs(ttlMs, 'ttlMs') });
+    this.bindings.set(tokenId, { ...binding }, { ttl: positiveMs('MemoryPaymentsStore', ttlMs, 'ttlMs') });
   }
 
   /** @inheritdoc */
@@ -79,7 +81,7 @@ export class MemoryPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async claim(eventKey: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
-    const lease = positiveMs(leaseMs, 'leaseMs');
+    const lease = positiveMs('MemoryPaymentsStore', leaseMs, 'leaseMs');
     // Check-and-set with no await in between: atomic within the event loop.
     if (this.done.has(eventKey)) return 'done';
     const current = this.activeClaim(eventKey);
@@ -90,7 +92,7 @@ export class MemoryPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async markDone(eventKey: string, owner: string, ttlMs: number): Promise<boolean> {
-    const ttl = positiveMs(ttlMs, 'ttlMs');
+    const ttl = positiveMs('MemoryPaymentsStore', ttlMs, 'ttlMs');
     if (this.activeClaim(eventKey)?.owner !== owner) return false;
     this.claims.delete(eventKey);
     this.done.set(eventKey, true, { ttl });
@@ -104,12 +106,12 @@ export class MemoryPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async schedulePending(entry: PendingPayment, dueAt: number): Promise<void> {
-    this.pending.set(entry.paymentId, { entry: { ...entry }, dueAt: finiteMs(dueAt, 'dueAt') });
+    this.pending.set(entry.paymentId, { entry: { ...entry }, dueAt: epochMs('MemoryPaymentsStore', dueAt, 'dueAt') });
   }
 
   /** @inheritdoc */
   async takeDuePending(now: number, limit: number, leaseMs: number): Promise<PendingPayment[]> {
-    const lease = positiveMs(leaseMs, 'leaseMs');
+    const lease = positiveMs('MemoryPaymentsStore', leaseMs, 'leaseMs');
     // A linear scan: the queue holds the payments of one instance's open sessions, and
     // reconciliation runs every intervalSecs, not per request.
     const due = [...this.pending.entries()].filter(([, q]) => q.dueAt <= now).sort((a, b) => a[1].dueAt - b[1].dueAt);
@@ -137,7 +139,7 @@ export class MemoryPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void> {
-    this.outcomes.set(record.paymentId, { ...record }, { ttl: positiveMs(ttlMs, 'ttlMs') });
+    this.outcomes.set(record.paymentId, { ...record }, { ttl: positiveMs('MemoryPaymentsStore', ttlMs, 'ttlMs') });
   }
 
   /** @inheritdoc */
@@ -182,15 +184,4 @@ export class MemoryPaymentsStore implements PaymentsStore {
   }
 }
 
-// Same rule as the Redis store: a zero lease would mean "forever" to lru-cache, a negative one "never".
-function positiveMs(ms: number, name: string): number {
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
-    throw new RangeError(`MemoryPaymentsStore: ${name} must be a positive number of milliseconds, got ${String(ms)}`);
-  }
-  return Math.ceil(ms);
-}
 
-function finiteMs(ms: number, name: string): number {
-  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new RangeError(`MemoryPaymentsStore: ${name} must be a finite epoch time in ms, got ${String(ms)}`);
-  return ms;
-}

@@ -235,3 +235,27 @@ export function parseOutcomeCursor(cursor: string): Pick<OutcomeRecord, 'updated
 export function outcomeSortsBefore(a: Pick<OutcomeRecord, 'updatedAt' | 'paymentId'>, b: Pick<OutcomeRecord, 'updatedAt' | 'paymentId'>): boolean {
   return a.updatedAt > b.updatedAt || (a.updatedAt === b.updatedAt && a.paymentId < b.paymentId);
 }
+
+/**
+ * The rule every store applies to a lease or TTL: a positive, finite number of ms (rounded up).
+ * A zero, negative or NaN value is a caller's bug that would otherwise mean "forever" (lru-cache,
+ * Redis) or "expired on arrival" (SQL), far from its cause.
+ * @param store the store's class name, for the message
+ * @throws RangeError naming the parameter
+ */
+export function positiveMs(store: string, ms: number, name: string): number {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
+    throw new RangeError(`${store}: ${name} must be a positive number of milliseconds, got ${String(ms)}`);
+  }
+  return Math.ceil(ms);
+}
+
+/**
+ * The rule every store applies to an epoch time in ms (`dueAt`, `now`): a finite number.
+ * @param store the store's class name, for the message
+ * @throws RangeError naming the parameter
+ */
+export function epochMs(store: string, ms: number, name: string): number {
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new RangeError(`${store}: ${name} must be a finite epoch time in ms, got ${String(ms)}`);
+  return ms;
+}

@@ -1,5 +1,7 @@
 import { defaultPaymentsLogger, type PaymentsLogger } from '../core/payments.logger.js';
 import {
+  epochMs,
+  positiveMs,
   outcomeCursor,
   outcomePageLimit,
   parseOutcomeCursor,
@@ -91,7 +93,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async saveBinding(tokenId: string, binding: PaymentBinding, ttlMs: number): Promise<void> {
-    const ttl = positiveMs(ttlMs, 'ttlMs');
+    const ttl = positiveMs('PostgresPaymentsStore', ttlMs, 'ttlMs');
     await this.#write('saveBinding', this.#sql.saveBinding, [tokenId, JSON.stringify(binding), ttl]);
   }
 
@@ -103,7 +105,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async claim(eventKey: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
-    const lease = positiveMs(leaseMs, 'leaseMs');
+    const lease = positiveMs('PostgresPaymentsStore', leaseMs, 'leaseMs');
     const rows = await this.#write('claim', this.#sql.claim, [eventKey, owner, lease]);
     const row = rows[0] as { state?: unknown; owner?: unknown } | undefined;
     if (row?.state === 'done') return 'done';
@@ -113,7 +115,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async markDone(eventKey: string, owner: string, ttlMs: number): Promise<boolean> {
-    const ttl = positiveMs(ttlMs, 'ttlMs');
+    const ttl = positiveMs('PostgresPaymentsStore', ttlMs, 'ttlMs');
     const rows = await this.#write('markDone', this.#sql.markDone, [eventKey, owner, ttl]);
     return rows.length === 1;
   }
@@ -126,14 +128,14 @@ export class PostgresPaymentsStore implements PaymentsStore {
   /** @inheritdoc */
   async schedulePending(entry: PendingPayment, dueAt: number): Promise<void> {
     // Rounded up: an entry is never offered before the time asked for.
-    const due = Math.ceil(finiteMs(dueAt, 'dueAt'));
+    const due = Math.ceil(epochMs('PostgresPaymentsStore', dueAt, 'dueAt'));
     await this.#write('schedulePending', this.#sql.schedulePending, [entry.paymentId, JSON.stringify(entry), String(due)]);
   }
 
   /** @inheritdoc */
   async takeDuePending(now: number, limit: number, leaseMs: number): Promise<PendingPayment[]> {
-    const lease = positiveMs(leaseMs, 'leaseMs');
-    const at = Math.floor(finiteMs(now, 'now'));
+    const lease = positiveMs('PostgresPaymentsStore', leaseMs, 'leaseMs');
+    const at = Math.floor(epochMs('PostgresPaymentsStore', now, 'now'));
     const count = Math.floor(limit);
     if (!(count > 0)) return [];
     const rows = await this.#write('takeDuePending', this.#sql.takeDuePending, [String(at), Math.min(count, 2 ** 31 - 1), String(at + lease)]);
@@ -159,7 +161,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void> {
-    const ttl = positiveMs(ttlMs, 'ttlMs');
+    const ttl = positiveMs('PostgresPaymentsStore', ttlMs, 'ttlMs');
     await this.#write('saveOutcome', this.#sql.saveOutcome, [record.paymentId, record.outcome, record.handlers, record.updatedAt, JSON.stringify(record), ttl]);
   }
 
@@ -292,19 +294,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
   }
 }
 
-// A zero, negative or NaN lease is a bug of the caller that would otherwise become a row that is
-// expired on arrival (or an SQL error far from its cause).
-function positiveMs(ms: number, name: string): number {
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
-    throw new RangeError(`PostgresPaymentsStore: ${name} must be a positive number of milliseconds, got ${String(ms)}`);
-  }
-  return Math.ceil(ms);
-}
 
-function finiteMs(ms: number, name: string): number {
-  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new RangeError(`PostgresPaymentsStore: ${name} must be a finite epoch time in ms, got ${String(ms)}`);
-  return ms;
-}
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -1,6 +1,8 @@
 import { Redis } from 'ioredis';
 import { defaultPaymentsLogger, type PaymentsLogger } from '../core/payments.logger.js';
 import {
+  epochMs,
+  positiveMs,
   outcomeCursor,
   outcomePageLimit,
   parseOutcomeCursor,
@@ -77,7 +79,7 @@ export class RedisPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async saveBinding(tokenId: string, binding: PaymentBinding, ttlMs: number): Promise<void> {
-    const px = toPx(ttlMs, 'ttlMs');
+    const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
     await this.#run('saveBinding', () => this.#client.set(this.#bindingKey(tokenId), JSON.stringify(binding), 'PX', px));
   }
 
@@ -89,7 +91,7 @@ export class RedisPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async claim(eventKey: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
-    const px = toPx(leaseMs, 'leaseMs');
+    const px = positiveMs('RedisPaymentsStore', leaseMs, 'leaseMs');
     const reply = await this.#run('claim', () => this.#scripts[SCRIPT_NAMES.claim](this.#eventKey(eventKey), owner, px));
     if (reply === 'claimed' || reply === 'done' || reply === 'busy') return reply;
     throw new Error(`RedisPaymentsStore: unexpected reply to claim: ${String(reply)}`);
@@ -97,7 +99,7 @@ export class RedisPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async markDone(eventKey: string, owner: string, ttlMs: number): Promise<boolean> {
-    const px = toPx(ttlMs, 'ttlMs');
+    const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
     const reply = await this.#run('markDone', () => this.#scripts[SCRIPT_NAMES.markDone](this.#eventKey(eventKey), owner, px));
     // A host's client with `stringNumbers: true` answers '1' instead of 1.
     return Number(reply) === 1;
@@ -115,7 +117,7 @@ export class RedisPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async schedulePending(entry: PendingPayment, dueAt: number): Promise<void> {
-    const due = finiteMs(dueAt, 'dueAt');
+    const due = epochMs('RedisPaymentsStore', dueAt, 'dueAt');
     await this.#run('schedulePending', () =>
       this.#scripts[SCRIPT_NAMES.schedulePending](this.#key('pending:due'), this.#key('pending:entries'), entry.paymentId, JSON.stringify(entry), String(due)),
     );
@@ -123,8 +125,8 @@ export class RedisPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async takeDuePending(now: number, limit: number, leaseMs: number): Promise<PendingPayment[]> {
-    const lease = toPx(leaseMs, 'leaseMs');
-    const at = finiteMs(now, 'now');
+    const lease = positiveMs('RedisPaymentsStore', leaseMs, 'leaseMs');
+    const at = epochMs('RedisPaymentsStore', now, 'now');
     const count = Math.floor(limit);
     if (!(count > 0)) return [];
     const reply = await this.#run('takeDuePending', () =>
@@ -151,7 +153,7 @@ export class RedisPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void> {
-    const px = toPx(ttlMs, 'ttlMs');
+    const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
     await this.#run('saveOutcome', () =>
       this.#scripts[SCRIPT_NAMES.saveOutcome](
         this.#key(`outcome:${record.paymentId}`),
@@ -264,19 +266,7 @@ function isRedisClient(value: unknown): value is Redis {
   return typeof c === 'object' && c !== null && ['defineCommand', 'get', 'set', 'on'].every((m) => typeof c[m] === 'function');
 }
 
-// Redis wants a positive integer of ms; a zero, negative or NaN lease is a bug of the caller that
-// would otherwise become "no expiry" or a Redis syntax error far from its cause.
-function toPx(ms: number, name: string): number {
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
-    throw new RangeError(`RedisPaymentsStore: ${name} must be a positive number of milliseconds, got ${String(ms)}`);
-  }
-  return Math.ceil(ms);
-}
 
-function finiteMs(ms: number, name: string): number {
-  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new RangeError(`RedisPaymentsStore: ${name} must be a finite epoch time in ms, got ${String(ms)}`);
-  return ms;
-}
 
 // The order index's score: minus the update time in ms, so that ascending scores (the sorted
 // set's order) are newest first, and members (payment ids) break ties in byte order. A time that
