@@ -64,6 +64,9 @@ const RETURN_POLL_MS = 150;
  */
 const PENDING_RECHECK_MS = 10_000;
 
+/** The largest epoch time in ms a Date can hold. */
+const MAX_DATE_MS = 8.64e15;
+
 /** How many open clients use each store: one store shared by several apps closes with the last. */
 const storeUsers = new WeakMap<PaymentsStore, number>();
 
@@ -161,16 +164,19 @@ export class PaymentsClient implements PaymentsOperations {
 
     const createdAt = Date.now();
     const sessionSecs = merged.sessionTimeoutSecs ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
+    // Any positive safe integer is a valid session length; beyond the last date a Date can hold
+    // (year 275760) toISOString() would throw after the payment was created, orphaning it.
+    const at = (ms: number) => Math.min(ms, MAX_DATE_MS);
     const binding: PaymentBinding = {
       paymentId: payment.paymentId,
       amount,
       createdAt: new Date(createdAt).toISOString(),
-      sessionEndsAt: new Date(createdAt + sessionSecs * 1000).toISOString(),
+      sessionEndsAt: new Date(at(createdAt + sessionSecs * 1000)).toISOString(),
     };
     if (merged.developerTrackingId != null) binding.developerTrackingId = merged.developerTrackingId;
     try {
       if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.#options.webhook.tokenTtlMs);
-      await this.store.schedulePending({ ...binding, checks: 0 }, createdAt + (sessionSecs + this.#options.reconciliation.graceSecs) * 1000);
+      await this.store.schedulePending({ ...binding, checks: 0 }, at(createdAt + (sessionSecs + this.#options.reconciliation.graceSecs) * 1000));
     } catch (error) {
       throw new PaymentsStoreUnavailableError(payment.paymentId, describe(error));
     }
