@@ -1,0 +1,281 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { runAllHandlers, type OutcomeHandler } from '../../lib/core/outcome.handlers.js';
+import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
+import { MemoryPaymentsStore } from '../../lib/index.js';
+import { FakeService } from '../support/fake-service.js';
+import { answerVerify, generateVia, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
+import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
+import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
+
+// Issue #9: only a verified SUCCESS (with the amount and tracking id that were sent) confirms a
+// payment, whichever path brings it: webhook (plain Express router), return (reconcilePayment)
+// or reconciliation; each outcome's handlers run once; a duplicate costs no verify call.
+
+const SECRET = 'whsec_outcomes_0123456789abcdef0123456789';
+const SESSION_SECS = 600;
+const GRACE_SECS = 60;
+
+const rejections = collectUnhandledRejections();
+let fake: FakeService;
+let n = 0;
+const open: Array<{ close(): Promise<void> }> = [];
+
+type Seen = { callback: string; event: PaymentOutcomeEvent };
+
+function newClient(publicUrl = 'https://shop.example/hook', store = new MemoryPaymentsStore()) {
+  const client = createPaymentsClient({
+    publicKey: 'pk_outcomes',
+    privateKey: 'sk_outcomes_private',
+    baseUrl: fake.url,
+    successLink: 'https://shop.example/ok',
+    failLink: 'https://shop.example/ko',
+    sessionTimeoutSecs: SESSION_SECS,
+    maxRetries: 0,
+    webhook: { publicUrl, secret: SECRET },
+    reconciliation: { enabled: false, graceSecs: GRACE_SECS },
+    logger: quietLogger(),
+    store,
+  });
+  open.push(client);
+  return client;
+}
+
+/** A router with every callback recording into `seen`. */
+async function routerFor(client: PaymentsClient, seen: Seen[], confirmed?: OutcomeHandler): Promise<RunningRouter> {
+  const record = (callback: string) => (event: PaymentOutcomeEvent) => void seen.push({ callback, event });
+  const running = await startRouter({
+    client,
+    onPaymentConfirmed: confirmed ?? record('confirmed'),
+    onPaymentFailed: record('failed'),
+    onPaymentExpired: record('expired'),
+    onPaymentAuthorized: record('authorized'),
+    onPaymentMismatch: record('mismatch'),
+  });
+  open.push(running);
+  return running;
+}
+
+const nextId = (tag: string) => `pay_${tag}_${++n}`;
+
+beforeAll(async () => {
+  fake = await FakeService.start();
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((o) => o.close()));
+});
+afterAll(async () => {
+  await fake.close();
+  await settle();
+  rejections.stop();
+  expect(rejections.seen).toEqual([]);
+});
+
+describe('only a verified SUCCESS with what was sent confirms', () => {
+  it.each([
+    ['FAILURE', { status: 'FAILURE' }, 200, 'failed'],
+    ['SYSTEM_FAILURE', { status: 'SYSTEM_FAILURE' }, 200, 'failed'],
+    ['EXPIRED', { status: 'EXPIRED' }, 200, 'expired'],
+    ['PENDING', { status: 'PENDING' }, 202, undefined],
+    ['an unknown status (success, in lower case)', { status: 'success' }, 202, undefined],
+    ['an unknown status (PAID)', { status: 'PAID' }, 202, undefined],
+    ['SUCCESS for another amount', { status: 'SUCCESS', amount: 1 }, 200, 'mismatch'],
+    ['SUCCESS for another tracking id', { status: 'SUCCESS', trackingId: 'order-other' }, 200, 'mismatch'],
+    ['SUCCESS without the tracking id', { status: 'SUCCESS', trackingId: undefined }, 200, 'mismatch'],
+  ] as const)('%s never runs onPaymentConfirmed', async (_name, answer, httpStatus, callback) => {
+    const client = newClient();
+    const seen: Seen[] = [];
+    const router = await routerFor(client, seen);
+    const tracking = `order-${n + 1}`;
+    const p = await generateVia(client, fake, nextId('status'), { amount: '4200', developerTrackingId: tracking });
+    const verify = { amount: 4200, trackingId: tracking, ...answer };
+    fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer(verify) });
+
+    const res = await fetch(`${router.url}/${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId, status: 'SUCCESS' }) });
+    expect(res.status).toBe(httpStatus);
+    // The return and reconciliation reach the same verdict.
+    const returned = await client.reconcilePayment(p.paymentId);
+    await client.runReconciliation(Date.now() + (SESSION_SECS + GRACE_SECS) * 1000 + 1000);
+
+    expect(seen.filter((s) => s.callback === 'confirmed')).toEqual([]);
+    expect(seen.map((s) => s.callback)).toEqual(callback === undefined ? [] : [callback]);
+    expect(returned.outcome).toBe(callback ?? 'pending');
+    if (callback === 'mismatch') expect(await client.getOutcome(p.paymentId)).toMatchObject({ outcome: 'mismatch', handlers: 'none', status: 'SUCCESS' });
+  });
+
+  it('PREAUTH_SUCCESS is authorized, not confirmed', async () => {
+    const client = newClient();
+    const seen: Seen[] = [];
+    const router = await routerFor(client, seen);
+    const p = await generateVia(client, fake, nextId('preauth'), { amount: '900' });
+    answerVerify(fake, p.paymentId, { status: 'PREAUTH_SUCCESS', amount: 900 });
+    expect((await fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`)).status).toBe(200);
+    expect(seen.map((s) => s.callback)).toEqual(['authorized']);
+  });
+});
+
+describe('the webhook path', () => {
+  it('a restart between payment and webhook (memory store, new client, same secret) confirms once, with the verified amount and tracking id', async () => {
+    const before = newClient();
+    const p = await generateVia(before, fake, nextId('restart'), { amount: '12500', developerTrackingId: 'order-restart' });
+    await before.close();
+
+    const after = newClient(); // a new MemoryPaymentsStore: the binding is gone
+    const seen: Seen[] = [];
+    const router = await routerFor(after, seen);
+    fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 12500, trackingId: 'order-restart' }) });
+    const deliver = () => fetch(`${router.url}/${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId }) });
+    expect((await deliver()).status).toBe(200);
+    expect((await deliver()).status).toBe(200);
+    expect(seen.map((s) => [s.callback, s.event.paymentId, s.event.amount, s.event.developerTrackingId, s.event.source])).toEqual([
+      ['confirmed', p.paymentId, '12500', 'order-restart', 'webhook'],
+    ]);
+    expect(verifyCount(fake, p.paymentId)).toBe(1);
+  });
+
+  it('after a restart, the same token naming another payment is refused once the first is bound (no verify call)', async () => {
+    const before = newClient();
+    const p = await generateVia(before, fake, nextId('rebind'), { amount: '300' });
+    await before.close();
+    const after = newClient();
+    const seen: Seen[] = [];
+    const router = await routerFor(after, seen);
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 300 });
+    expect((await fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`)).status).toBe(200);
+    const other = nextId('rebind-other');
+    expect((await fetch(`${router.url}/${p.token}?payment_id=${other}`)).status).toBe(401);
+    expect(verifyCount(fake, other)).toBe(0);
+    expect(seen).toHaveLength(1);
+  });
+
+  it.each([
+    ['no query, ?payment_id= appended', 'https://shop.example/hook', (url: string, id: string) => `${url}?payment_id=${id}`],
+    ['a query, appended properly (&payment_id=)', 'https://shop.example/hook?shop=7', (url: string, id: string) => `${url}&payment_id=${id}`],
+    ['a query, appended naively (?payment_id= again)', 'https://shop.example/hook?shop=7', (url: string, id: string) => `${url}?payment_id=${id}`],
+    ['a bare flag, appended naively', 'https://shop.example/hook?debug', (url: string, id: string) => `${url}?payment_id=${id}`],
+  ])('public URL with %s: confirmed once', async (_name, publicUrl, append) => {
+    const client = newClient(publicUrl);
+    const seen: Seen[] = [];
+    const router = await routerFor(client, seen);
+    const p = await generateVia(client, fake, nextId('append'), { amount: '800' });
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 800 });
+    // The URL the service got, moved to the test's server, then appended to as the service does.
+    const issued = new URL(p.webhook);
+    expect(issued.pathname.endsWith(`/${p.token}`)).toBe(true);
+    const delivered = append(`${router.url}/${p.token}${issued.search || (publicUrl.endsWith('?debug') ? '?debug' : '')}`, p.paymentId);
+    for (const method of ['GET', 'POST']) {
+      const res = await fetch(delivered, { method });
+      expect([method, res.status]).toEqual([method, 200]);
+    }
+    expect(seen.map((s) => [s.callback, s.event.paymentId])).toEqual([['confirmed', p.paymentId]]);
+    expect(verifyCount(fake, p.paymentId)).toBe(1);
+  });
+
+  it.each([
+    ['JSON', 'application/json', (id: string) => JSON.stringify({ payment_id: id })],
+    ['JSON, nested data.payment_id', 'application/json', (id: string) => JSON.stringify({ data: { payment_id: id }, id: 'evt_1' })],
+    ['form', 'application/x-www-form-urlencoded', (id: string) => `payment_id=${id}&status=SUCCESS`],
+    ['text/plain JSON', 'text/plain', (id: string) => JSON.stringify({ paymentId: id })],
+    ['text/plain form', 'text/plain', (id: string) => `payment_ref=${id}`],
+    ['untyped (no Content-Type)', undefined, (id: string) => JSON.stringify({ id })],
+  ])('the payment id in a %s body', async (_name, type, body) => {
+    const client = newClient();
+    const seen: Seen[] = [];
+    const router = await routerFor(client, seen);
+    const p = await generateVia(client, fake, nextId('body'), { amount: '500' });
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 500 });
+    const res = await fetch(`${router.url}/${p.token}`, {
+      method: 'POST',
+      headers: type ? { 'content-type': type } : {},
+      body: type ? body(p.paymentId) : new Blob([body(p.paymentId)]),
+    });
+    expect(res.status).toBe(200);
+    expect(seen.map((s) => [s.callback, s.event.paymentId])).toEqual([['confirmed', p.paymentId]]);
+  });
+
+  it('the payment id by GET, in the query', async () => {
+    const client = newClient();
+    const seen: Seen[] = [];
+    const router = await routerFor(client, seen);
+    const p = await generateVia(client, fake, nextId('get'), { amount: '510' });
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 510 });
+    expect((await fetch(`${router.url}/${p.token}?paymentId=${p.paymentId}`)).status).toBe(200);
+    expect(seen.map((s) => s.event.paymentId)).toEqual([p.paymentId]);
+  });
+});
+
+describe('the paths agree: whichever comes first runs the handlers, once', () => {
+  it('a return (reconcilePayment) then a late webhook: handlers run once, the late webhook costs no verify call', async () => {
+    const client = newClient();
+    const seen: Seen[] = [];
+    const router = await routerFor(client, seen);
+    const p = await generateVia(client, fake, nextId('return'), { amount: '700', developerTrackingId: 'order-return' });
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 700, trackingId: 'order-return' });
+    await expect(client.reconcilePayment(p.paymentId)).resolves.toEqual({ paymentId: p.paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: true });
+    expect(verifyCount(fake, p.paymentId)).toBe(1);
+    const late = await fetch(`${router.url}/${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId }) });
+    expect([late.status, await late.json()]).toEqual([200, { received: true, duplicate: true }]);
+    await expect(client.reconcilePayment(p.paymentId)).resolves.toMatchObject({ outcome: 'confirmed', handled: false });
+    expect(verifyCount(fake, p.paymentId)).toBe(1);
+    expect(seen.map((s) => [s.callback, s.event.source])).toEqual([['confirmed', 'return']]);
+    // Reconciliation finds nothing left to do.
+    await expect(client.runReconciliation(Date.now() + 86_400_000)).resolves.toEqual({ checked: 0, settled: 0 });
+  });
+
+  it('no webhook at all: runReconciliation(now + session + grace) confirms; not before', async () => {
+    const client = newClient();
+    const seen: Seen[] = [];
+    await routerFor(client, seen);
+    const generatedAt = Date.now();
+    const p = await generateVia(client, fake, nextId('recon'), { amount: '650', developerTrackingId: 'order-recon' });
+    fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 650, trackingId: 'order-recon' }) });
+    await expect(client.runReconciliation(generatedAt + SESSION_SECS * 1000)).resolves.toEqual({ checked: 0, settled: 0 });
+    expect(verifyCount(fake, p.paymentId)).toBe(0);
+    await expect(client.runReconciliation(Date.now() + (SESSION_SECS + GRACE_SECS) * 1000)).resolves.toEqual({ checked: 1, settled: 1 });
+    expect(seen.map((s) => [s.callback, s.event.paymentId, s.event.amount, s.event.developerTrackingId, s.event.source])).toEqual([
+      ['confirmed', p.paymentId, '650', 'order-recon', 'reconciliation'],
+    ]);
+    await expect(client.countPending()).resolves.toBe(0);
+    expect(verifyCount(fake, p.paymentId)).toBe(1);
+  });
+
+  it('two handlers, one failing fast: the failure is answered only after the slow one ended, and the redelivery never overlaps it', async () => {
+    const client = newClient();
+    const journal: string[] = [];
+    let failures = 1;
+    let releaseSlow!: () => void;
+    const fast: OutcomeHandler = () => {
+      journal.push('fast');
+      if (failures-- > 0) throw new Error('fast handler failed');
+    };
+    const slow: OutcomeHandler = async (e) => {
+      journal.push(`slow start ${e.source}`);
+      await new Promise<void>((r) => (releaseSlow = r));
+      journal.push('slow end');
+    };
+    const router = await routerFor(client, [], (event) => runAllHandlers([fast, slow], event));
+    const p = await generateVia(client, fake, nextId('two'), { amount: '990' });
+    fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 990 }) });
+    const deliver = () => fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' }).then((r) => r.status);
+
+    const first = deliver();
+    for (let i = 0; i < 600 && !journal.includes('slow start webhook'); i++) await settle(5);
+    expect(journal).toEqual(['fast', 'slow start webhook']);
+    // The service redelivers while the slow handler still runs: busy, nothing started.
+    expect(await deliver()).toBe(409);
+    expect(await client.reconcilePayment(p.paymentId).then((r) => r.handled)).toBe(false);
+    expect(journal).toEqual(['fast', 'slow start webhook']);
+    releaseSlow();
+    expect(await first).toBe(500);
+    expect(journal).toEqual(['fast', 'slow start webhook', 'slow end']);
+
+    // The next redelivery runs both again, and this time they succeed.
+    const second = deliver();
+    for (let i = 0; i < 600 && journal.length < 5; i++) await settle(5);
+    releaseSlow();
+    expect(await second).toBe(200);
+    expect(journal).toEqual(['fast', 'slow start webhook', 'slow end', 'fast', 'slow start webhook', 'slow end']);
+    expect(await deliver()).toBe(200);
+    expect(journal).toHaveLength(6);
+    await expect(client.getOutcome(p.paymentId)).resolves.toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', attempts: 2 });
+  });
+});
