@@ -30,11 +30,7 @@ export {
 export type { PaymentsErrorCode, PaymentsFieldError, PaymentsOperation, PaymentsApiErrorDetails, PaymentsConnectionErrorDetails } from './payments.errors.js';
 export { toMillimes, fromMillimes } from './money.util.js';
 export { PAYMENTS_DEFAULTS } from './payments.options.js';
-export type {
-  PaymentsOptions,
-  PaymentsWebhookOptions,
-  PaymentsReconciliationOptions,
-} from './payments.options.js';
+export type { PaymentsOptions, PaymentsWebhookOptions, PaymentsReconciliationOptions } from './payments.options.js';
 export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './payment.fields.js';
 export type { PaymentField, PreAuthorizationFlag } from './payment.fields.js';
 export type { ValueRule } from './payment.rules.js';

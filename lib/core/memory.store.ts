@@ -183,5 +183,3 @@ export class MemoryPaymentsStore implements PaymentsStore {
     return claim;
   }
 }
-
-

@@ -202,7 +202,13 @@ export class OutcomeProcessor {
   }
 
   // The record of outcomes is for people; failing to write it must not fail the outcome.
-  private async record(verification: VerifiedPayment, outcome: PaymentOutcome, source: OutcomeSource, handlers: OutcomeRecord['handlers'], lastError?: string): Promise<void> {
+  private async record(
+    verification: VerifiedPayment,
+    outcome: PaymentOutcome,
+    source: OutcomeSource,
+    handlers: OutcomeRecord['handlers'],
+    lastError?: string,
+  ): Promise<void> {
     try {
       const previous = await this.store.getOutcome(verification.paymentId);
       const record: OutcomeRecord = {

@@ -7,13 +7,7 @@ import { describe, OutcomeProcessor, type OutcomeDispatcher, type OutcomeExpecta
 import { checkPaymentInput, toPaymentWire } from './payment.fields.js';
 import { outcomeOf } from './payment.outcome.js';
 import { identifier, millimes } from './payment.rules.js';
-import {
-  PaymentsApiError,
-  PaymentsError,
-  PaymentsStoreUnavailableError,
-  PaymentsValidationError,
-  type PaymentsOperation,
-} from './payments.errors.js';
+import { PaymentsApiError, PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
 import { PAYMENTS_DEFAULTS, resolvePaymentsOptions, type PaymentsOptions, type ResolvedPaymentsOptions } from './payments.options.js';
 import type { OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PaymentsStore } from './payments.store.js';
 import type {
@@ -101,7 +95,9 @@ export class PaymentsClient implements PaymentsOperations {
     storeUsers.set(this.store, (storeUsers.get(this.store) ?? 0) + 1);
     this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger });
     if (resolved.webhook.enabled && resolved.webhook.secret) this.#signer = new WebhookTokenSigner(resolved.webhook.secret);
-    this.#telemetry = resolved.telemetry.enabled ? new PaymentsTelemetry(resolved.telemetry, { registration: resolved.name, baseUrl: resolved.baseUrl, store: this.store }) : PaymentsTelemetry.off;
+    this.#telemetry = resolved.telemetry.enabled
+      ? new PaymentsTelemetry(resolved.telemetry, { registration: resolved.name, baseUrl: resolved.baseUrl, store: this.store })
+      : PaymentsTelemetry.off;
     this.#outcomes = new OutcomeProcessor(
       { leaseMs: resolved.webhook.leaseMs, doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs, registration: resolved.name },
       this.store,
@@ -111,7 +107,14 @@ export class PaymentsClient implements PaymentsOperations {
     );
     this.webhooks = new WebhookProcessor(resolved.webhook, this.#signer, this.store, this.#outcomes, resolved.logger);
     this.webhooks.telemetry = this.#telemetry;
-    this.#reconciler = new ReconciliationScheduler(resolved.reconciliation, Math.max(resolved.webhook.leaseMs * 2, 60_000), this.store, this.#outcomes, resolved.logger, this.#telemetry);
+    this.#reconciler = new ReconciliationScheduler(
+      resolved.reconciliation,
+      Math.max(resolved.webhook.leaseMs * 2, 60_000),
+      this.store,
+      this.#outcomes,
+      resolved.logger,
+      this.#telemetry,
+    );
   }
 
   /** The registration's name, when the options gave one. */
@@ -151,13 +154,19 @@ export class PaymentsClient implements PaymentsOperations {
     if (errors.length > 0) throw new PaymentsValidationError(errors, 'generatePayment input');
 
     const amount = normalizeMillimes(merged.amount) as string;
-    const issued = merged.webhook == null && this.#signer ? this.#signer.issue(amount, merged.developerTrackingId, this.#options.webhook.tokenTtlMs) : undefined;
+    const issued =
+      merged.webhook == null && this.#signer ? this.#signer.issue(amount, merged.developerTrackingId, this.#options.webhook.tokenTtlMs) : undefined;
     if (issued) merged.webhook = WebhookTokenSigner.urlWithToken(this.#options.webhook.publicUrl as string, issued.token);
 
     // A created payment is one with an id and a link and no error shape, with or without
     // `result.success` (two documented answers lack it): refusing it would orphan a real payment.
-    const json = await this.#call('generatePayment', 'POST', SERVICE_PATHS.generate, toPaymentWire(merged, this.#options.preAuthorizationFlag), undefined, (j) =>
-      isJsonObject(j.result) && j.result.payment_id !== undefined && j.result.link !== undefined,
+    const json = await this.#call(
+      'generatePayment',
+      'POST',
+      SERVICE_PATHS.generate,
+      toPaymentWire(merged, this.#options.preAuthorizationFlag),
+      undefined,
+      (j) => isJsonObject(j.result) && j.result.payment_id !== undefined && j.result.link !== undefined,
     );
     const payment = fromGeneratePaymentWire(json.result as JsonObject);
     if (!payment) throw unexpected('generatePayment', 'the payment id or the link is malformed');
@@ -186,8 +195,13 @@ export class PaymentsClient implements PaymentsOperations {
   /** @inheritdoc */
   async verifyPayment(paymentId: string): Promise<VerifiedPayment> {
     checkId(paymentId, 'paymentId', 'verifyPayment');
-    const json = await this.#call('verifyPayment', 'GET', SERVICE_PATHS.verify + encodeURIComponent(paymentId), undefined, undefined, (j) =>
-      j.success === true && isJsonObject(j.result),
+    const json = await this.#call(
+      'verifyPayment',
+      'GET',
+      SERVICE_PATHS.verify + encodeURIComponent(paymentId),
+      undefined,
+      undefined,
+      (j) => j.success === true && isJsonObject(j.result),
     );
     const verified = fromVerifyWire(paymentId, json.result as JsonObject);
     if (!verified) throw unexpected('verifyPayment', 'the status or the amount is missing or malformed');
@@ -203,7 +217,14 @@ export class PaymentsClient implements PaymentsOperations {
       if (problem) throw new PaymentsValidationError([{ field: 'amount', messages: [problem] }], 'capturePayment input');
       body.amount = normalizeMillimes(options.amount);
     }
-    const json = await this.#call('capturePayment', 'POST', SERVICE_PATHS.capture, body, undefined, (j) => isJsonObject(j.result) && (j.status === 'success' || j.result.status !== undefined));
+    const json = await this.#call(
+      'capturePayment',
+      'POST',
+      SERVICE_PATHS.capture,
+      body,
+      undefined,
+      (j) => isJsonObject(j.result) && (j.status === 'success' || j.result.status !== undefined),
+    );
     const capture = fromCaptureWire(paymentId, json.result as JsonObject);
     if (!capture) throw unexpected('capturePayment', 'no status');
     return capture;
@@ -235,7 +256,10 @@ export class PaymentsClient implements PaymentsOperations {
         throw result.error;
       case 'store-unavailable':
       case 'foreign':
-        throw new PaymentsError(`reconcilePayment: the store is unreachable (${result.kind === 'store-unavailable' ? result.error : 'foreign'})`, 'STORE_UNAVAILABLE');
+        throw new PaymentsError(
+          `reconcilePayment: the store is unreachable (${result.kind === 'store-unavailable' ? result.error : 'foreign'})`,
+          'STORE_UNAVAILABLE',
+        );
     }
   }
 
@@ -260,8 +284,13 @@ export class PaymentsClient implements PaymentsOperations {
   /** @inheritdoc */
   async listBindings(clientId: string): Promise<CardBinding[]> {
     checkId(clientId, 'clientId', 'listBindings');
-    const json = await this.#call('listBindings', 'GET', SERVICE_PATHS.bindings, undefined, { client_id: clientId }, (j) =>
-      isJsonObject(j.result) && j.result.success === true && Array.isArray(j.result.bindings),
+    const json = await this.#call(
+      'listBindings',
+      'GET',
+      SERVICE_PATHS.bindings,
+      undefined,
+      { client_id: clientId },
+      (j) => isJsonObject(j.result) && j.result.success === true && Array.isArray(j.result.bindings),
     );
     const bindings = ((json.result as JsonObject).bindings as unknown[]).map(fromBindingWire);
     if (bindings.some((b) => b === undefined)) throw unexpected('listBindings', 'a binding without an id');
@@ -327,7 +356,11 @@ export class PaymentsClient implements PaymentsOperations {
     if (given && (given.amount !== undefined || given.developerTrackingId !== undefined)) {
       const problem = given.amount === undefined ? undefined : millimes(given.amount);
       if (problem) throw new PaymentsValidationError([{ field: 'expected.amount', messages: [problem] }], 'reconcilePayment input');
-      return { amount: given.amount === undefined ? undefined : normalizeMillimes(given.amount), developerTrackingId: given.developerTrackingId, origin: 'caller' };
+      return {
+        amount: given.amount === undefined ? undefined : normalizeMillimes(given.amount),
+        developerTrackingId: given.developerTrackingId,
+        origin: 'caller',
+      };
     }
     const pending = await this.store.findPending(paymentId).catch(() => undefined);
     return pending ? { amount: pending.amount, developerTrackingId: pending.developerTrackingId, origin: 'binding' } : undefined;
@@ -390,5 +423,3 @@ function isFlatSuccess(json: JsonObject): boolean {
 function unexpected(operation: PaymentsOperation, what: string): PaymentsApiError {
   return new PaymentsApiError('INVALID_RESPONSE', { operation, httpStatus: 200, bodyExcerpt: `success answer without the expected fields: ${what}` });
 }
-
-

@@ -182,7 +182,10 @@ export class PaymentsStoreUnavailableError extends PaymentsError {
    * @param reason why the store failed (no secrets)
    */
   constructor(paymentId: string, reason: string) {
-    super(`payment ${paymentId} was created but could not be recorded in the store (${reason}); reconcile it yourself if no webhook confirms it`, 'STORE_UNAVAILABLE');
+    super(
+      `payment ${paymentId} was created but could not be recorded in the store (${reason}); reconcile it yourself if no webhook confirms it`,
+      'STORE_UNAVAILABLE',
+    );
     this.paymentId = paymentId;
   }
 

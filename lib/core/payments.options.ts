@@ -231,7 +231,8 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
   if (o.outcomeRecordTtlSecs !== undefined && !isPositiveInt(o.outcomeRecordTtlSecs)) bad('outcomeRecordTtlSecs', 'must be a positive integer');
   const t = o.telemetry;
   if (t !== undefined && typeof t !== 'boolean' && (typeof t !== 'object' || t === null)) bad('telemetry', 'must be a boolean or an object');
-  else if (typeof t === 'object' && t.backlogIntervalSecs !== undefined && !isPositiveInt(t.backlogIntervalSecs)) bad('telemetry.backlogIntervalSecs', 'must be a positive integer');
+  else if (typeof t === 'object' && t.backlogIntervalSecs !== undefined && !isPositiveInt(t.backlogIntervalSecs))
+    bad('telemetry.backlogIntervalSecs', 'must be a positive integer');
   if (o.name !== undefined && (typeof o.name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(o.name))) bad('name', 'must be 1 to 64 letters, digits, - or _');
 
   const w = o.webhook ?? {};

@@ -57,12 +57,17 @@ export function apiError(statuses: number[], serviceCode: string | undefined, de
   }
   const status = statuses.find((s) => s >= 300) ?? details.httpStatus;
   const code =
-    status >= 300 && status < 400 ? 'UNEXPECTED_REDIRECT'
-    : status === 400 ? 'BAD_REQUEST'
-    : status === 404 ? 'NOT_FOUND'
-    : status === 429 ? 'RATE_LIMITED'
-    : status >= 200 && status < 300 ? 'INVALID_RESPONSE'
-    : 'API_ERROR';
+    status >= 300 && status < 400
+      ? 'UNEXPECTED_REDIRECT'
+      : status === 400
+        ? 'BAD_REQUEST'
+        : status === 404
+          ? 'NOT_FOUND'
+          : status === 429
+            ? 'RATE_LIMITED'
+            : status >= 200 && status < 300
+              ? 'INVALID_RESPONSE'
+              : 'API_ERROR';
   return new PaymentsApiError(code, details);
 }
 
@@ -73,11 +78,7 @@ export function apiError(statuses: number[], serviceCode: string | undefined, de
  *
  * @param isSuccess tells whether a parsed object is the operation's success shape
  */
-export function interpretResponse(
-  operation: PaymentsOperation,
-  response: RawResponse,
-  isSuccess: (json: JsonObject) => boolean,
-): JsonObject {
+export function interpretResponse(operation: PaymentsOperation, response: RawResponse, isSuccess: (json: JsonObject) => boolean): JsonObject {
   const { status } = response;
   const json = parseJson(response.body);
   const base = { operation, httpStatus: status, ...(response.retryAfterSecs !== undefined ? { retryAfterSecs: response.retryAfterSecs } : {}) };

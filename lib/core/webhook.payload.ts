@@ -15,9 +15,7 @@ export interface WebhookRequest {
 }
 
 /** The payload of a webhook after parsing, or the reason it is malformed. */
-export type ParsedWebhook =
-  | { ok: true; token?: string; paymentId?: string; body: JsonObject; query: JsonObject }
-  | { ok: false; reason: string };
+export type ParsedWebhook = { ok: true; token?: string; paymentId?: string; body: JsonObject; query: JsonObject } | { ok: false; reason: string };
 
 /**
  * Where public clients of the service find the payment id (public-api-facts §2), most specific
@@ -82,7 +80,13 @@ function repairQuery(query: JsonObject): JsonObject {
       // key when the query ended in a bare flag or an empty `?` (`debug?payment_id` = `X`).
       const q = key.indexOf('?');
       const [ownKey, ownValue] = q < 0 ? [key, value.split('?')[0]] : [key.slice(0, q), ''];
-      const appended = q < 0 ? value.split('?').slice(1).join('&') : `${key.slice(q + 1).split('?').join('&')}=${value.split('?').join('&')}`;
+      const appended =
+        q < 0
+          ? value.split('?').slice(1).join('&')
+          : `${key
+              .slice(q + 1)
+              .split('?')
+              .join('&')}=${value.split('?').join('&')}`;
       if (ownKey !== '') add(ownKey, ownValue);
       for (const [k, v] of new URLSearchParams(appended)) if (k !== '') add(k, v);
     } else {

@@ -151,7 +151,11 @@ export class WebhookProcessor {
     }
     if (binding) {
       if (binding.paymentId !== parsed.paymentId) return { ok: false, answer: reject(401, 'webhook token was issued for another payment') };
-      return { ok: true, paymentId: parsed.paymentId, expected: { amount: binding.amount, developerTrackingId: binding.developerTrackingId, origin: 'binding' } };
+      return {
+        ok: true,
+        paymentId: parsed.paymentId,
+        expected: { amount: binding.amount, developerTrackingId: binding.developerTrackingId, origin: 'binding' },
+      };
     }
     // The store forgot the token (restart, eviction): the token itself says what to expect.
     return {
@@ -211,7 +215,8 @@ export class WebhookProcessor {
         return done ? { ok: false, answer: { status: 200, body: { received: true, duplicate: true } } } : { ok: false, answer: reject(404, 'unknown payment') };
       }
       const slot = await this.store.claim(`unsigned:${paymentId}`, randomUUID(), this.#options.unsignedIntervalSecs * 1000);
-      if (slot !== 'claimed') return { ok: false, answer: reject(429, 'too many deliveries for this payment', { 'Retry-After': String(this.#options.unsignedIntervalSecs) }) };
+      if (slot !== 'claimed')
+        return { ok: false, answer: reject(429, 'too many deliveries for this payment', { 'Retry-After': String(this.#options.unsignedIntervalSecs) }) };
       return { ok: true, paymentId, expected: { amount: pending.amount, developerTrackingId: pending.developerTrackingId, origin: 'binding' } };
     } catch (error) {
       this.logger.error(`webhook: store unreachable for an unsigned delivery: ${describe(error)}`);

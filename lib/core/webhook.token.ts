@@ -49,7 +49,10 @@ export class WebhookTokenSigner {
     const nonce = randomBytes(12).toString('base64url');
     const expiresAt = Date.now() + ttlMs;
     const body = `${nonce}.${Math.ceil(expiresAt / 1000).toString(36)}.${amount}.${trackingHash(trackingId)}`;
-    return { token: `${body}.${this.#sign(body)}`, claims: { nonce, expiresAt: Math.ceil(expiresAt / 1000) * 1000, amount, trackingHash: trackingHash(trackingId) } };
+    return {
+      token: `${body}.${this.#sign(body)}`,
+      claims: { nonce, expiresAt: Math.ceil(expiresAt / 1000) * 1000, amount, trackingHash: trackingHash(trackingId) },
+    };
   }
 
   /**
@@ -82,7 +85,11 @@ export class WebhookTokenSigner {
   // HMAC-SHA256 truncated to 128 bits (RFC 2104 §5 allows truncation to half the output): the
   // token must stay under Fastify's default 100-character limit on a path parameter.
   #sign(body: string): string {
-    return createHmac('sha256', this.#secret).update(DOMAIN + body).digest().subarray(0, 16).toString('base64url');
+    return createHmac('sha256', this.#secret)
+      .update(DOMAIN + body)
+      .digest()
+      .subarray(0, 16)
+      .toString('base64url');
   }
 }
 

@@ -1,12 +1,5 @@
 import { httpUrl, identifier } from './payment.rules.js';
-import type {
-  CardBinding,
-  GeneratedPayment,
-  PaymentCancellation,
-  PaymentCapture,
-  PaymentRefund,
-  VerifiedPayment,
-} from './payments.types.js';
+import type { CardBinding, GeneratedPayment, PaymentCancellation, PaymentCapture, PaymentRefund, VerifiedPayment } from './payments.types.js';
 
 /** A JSON object as parsed from a body. */
 export type JsonObject = Record<string, unknown>;

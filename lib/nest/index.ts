@@ -1,6 +1,12 @@
 // Public API of the Nest layer.
 export { PaymentsModule } from './payments.module.js';
-export type { PaymentsModuleOptions, PaymentsModuleWebhookOptions, PaymentsModuleAsyncOptions, PaymentsOptionsFactory, PaymentsModuleExtras } from './payments.module-options.js';
+export type {
+  PaymentsModuleOptions,
+  PaymentsModuleWebhookOptions,
+  PaymentsModuleAsyncOptions,
+  PaymentsOptionsFactory,
+  PaymentsModuleExtras,
+} from './payments.module-options.js';
 export { PAYMENTS_CLIENT, PAYMENTS_MODULE_OPTIONS, getPaymentsClientToken, getPaymentsOptionsToken } from './payments.tokens.js';
 export { PaymentsService, getPaymentsServiceToken } from './payments.service.js';
 export { PaymentsWebhookController } from './webhook.controller.js';

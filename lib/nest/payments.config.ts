@@ -139,7 +139,10 @@ export function paymentsOptionsFromConfig(config: PaymentsConfigReader, override
     resolvePaymentsOptions({ ...options, webhook: options.webhook ? coreWebhook : undefined });
   } catch (error) {
     if (!(error instanceof PaymentsValidationError)) throw error;
-    throw new PaymentsValidationError(error.fields.map((f) => withVariable(f, overrides)), 'payments options from the environment');
+    throw new PaymentsValidationError(
+      error.fields.map((f) => withVariable(f, overrides)),
+      'payments options from the environment',
+    );
   }
   return options;
 }

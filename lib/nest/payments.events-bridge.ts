@@ -33,7 +33,11 @@ export function listenersFor(emitter: EventEmitter2, name: string, registration:
 export async function emitToAll(emitter: EventEmitter2, name: string, registration: string | undefined, event: object): Promise<number> {
   const listeners = listenersFor(emitter, name, registration);
   await runAllHandlers(
-    listeners.map((listener): OutcomeHandler => (e) => listener.call(emitter, e)),
+    listeners.map(
+      (listener): OutcomeHandler =>
+        (e) =>
+          listener.call(emitter, e),
+    ),
     event as PaymentOutcomeEvent,
   );
   return listeners.length;
@@ -66,7 +70,13 @@ export function nestOutcomeDispatcher(emitter: EventEmitter2, registration: stri
  * cancelled): every listener is awaited, and a failing one is logged, never turned into an error
  * of the operation (the caller would retry a refund that happened).
  */
-export async function emitAfterOperation(emitter: EventEmitter2, name: PaymentEventName, registration: string | undefined, event: object, logger: Logger): Promise<void> {
+export async function emitAfterOperation(
+  emitter: EventEmitter2,
+  name: PaymentEventName,
+  registration: string | undefined,
+  event: object,
+  logger: Logger,
+): Promise<void> {
   try {
     await emitToAll(emitter, name, registration, event);
   } catch (error) {

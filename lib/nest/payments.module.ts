@@ -121,7 +121,12 @@ export class PaymentsModule implements NestModule {
     return PaymentsModule.register(name, isGlobal, providers, imports);
   }
 
-  private static register(name: string | undefined, isGlobal: boolean | undefined, optionsProviders: Provider[], imports: NonNullable<DynamicModule['imports']>): DynamicModule {
+  private static register(
+    name: string | undefined,
+    isGlobal: boolean | undefined,
+    optionsProviders: Provider[],
+    imports: NonNullable<DynamicModule['imports']>,
+  ): DynamicModule {
     const optionsToken = getPaymentsOptionsToken(name);
     const clientToken = getPaymentsClientToken(name);
     const serviceToken = getPaymentsServiceToken(name);

@@ -86,7 +86,9 @@ export function createWebhookController(clientToken: string | symbol, guard: Typ
       return this.receive(request, response);
     }
   }
-  Object.defineProperty(RegistrationWebhookController, 'name', { value: registration === undefined ? 'PaymentsWebhookController' : `PaymentsWebhookController_${registration}` });
+  Object.defineProperty(RegistrationWebhookController, 'name', {
+    value: registration === undefined ? 'PaymentsWebhookController' : `PaymentsWebhookController_${registration}`,
+  });
   // Flags the routes for the Fastify catch-all body parser (acceptAnyBodyOnWebhookRoutes).
   for (const method of ['post', 'get', 'postWithToken', 'getWithToken'] as const) {
     // eslint-disable-next-line @typescript-eslint/unbound-method -- the method is a metadata target, never called unbound

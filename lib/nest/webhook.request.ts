@@ -69,7 +69,11 @@ interface FastifyLike {
   addContentTypeParser(
     type: string,
     options: { parseAs: 'string' },
-    parser: (request: { routeOptions?: { config?: Record<string, unknown> }; headers: Record<string, unknown> }, body: string, done: (error: Error | null, body?: unknown) => void) => void,
+    parser: (
+      request: { routeOptions?: { config?: Record<string, unknown> }; headers: Record<string, unknown> },
+      body: string,
+      done: (error: Error | null, body?: unknown) => void,
+    ) => void,
   ): void;
 }
 
@@ -93,7 +97,12 @@ export function acceptAnyBodyOnWebhookRoutes(adapterHost: HttpAdapterHost | unde
       if (request.routeOptions?.config?.[WEBHOOK_ROUTE_FLAG] === true) return done(null, body);
       // Shaped like Fastify's own error (and like an http-errors one), so Nest answers 415 as before.
       const type = String(request.headers['content-type'] ?? '');
-      const error = Object.assign(new Error(`Unsupported Media Type: ${type}`), { statusCode: 415, status: 415, expose: true, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' });
+      const error = Object.assign(new Error(`Unsupported Media Type: ${type}`), {
+        statusCode: 415,
+        status: 415,
+        expose: true,
+        code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE',
+      });
       error.name = 'FastifyError';
       done(error);
     });

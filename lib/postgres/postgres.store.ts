@@ -294,8 +294,6 @@ export class PostgresPaymentsStore implements PaymentsStore {
   }
 }
 
-
-
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

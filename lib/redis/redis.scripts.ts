@@ -212,7 +212,15 @@ export interface StoreScriptCommands {
   /** Replies 1. */
   [SCRIPT_NAMES.removePending](dueKey: string, entriesKey: string, paymentId: string): Promise<unknown>;
   /** Replies 1. */
-  [SCRIPT_NAMES.saveOutcome](recordKey: string, indexKey: string, expiryKey: string, json: string, ttlMs: number, score: string, paymentId: string): Promise<unknown>;
+  [SCRIPT_NAMES.saveOutcome](
+    recordKey: string,
+    indexKey: string,
+    expiryKey: string,
+    json: string,
+    ttlMs: number,
+    score: string,
+    paymentId: string,
+  ): Promise<unknown>;
   /** Replies `[lastScore, lastId, exhausted, ...(score, id, recordJson) of each match]`. */
   [SCRIPT_NAMES.listOutcomes](
     indexKey: string,

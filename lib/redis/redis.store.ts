@@ -14,11 +14,7 @@ import {
   type PaymentsStore,
   type PendingPayment,
 } from '../core/payments.store.js';
-import {
-  ownedClientOptions,
-  resolveStoreOptions,
-  type RedisPaymentsStoreOptions,
-} from './redis.options.js';
+import { ownedClientOptions, resolveStoreOptions, type RedisPaymentsStoreOptions } from './redis.options.js';
 import { SCRIPTS, SCRIPT_NAMES, type StoreScriptCommands } from './redis.scripts.js';
 
 /**
@@ -266,8 +262,6 @@ function isRedisClient(value: unknown): value is Redis {
   return typeof c === 'object' && c !== null && ['defineCommand', 'get', 'set', 'on'].every((m) => typeof c[m] === 'function');
 }
 
-
-
 // The order index's score: minus the update time in ms, so that ascending scores (the sorted
 // set's order) are newest first, and members (payment ids) break ties in byte order. A time that
 // does not parse sorts as the epoch, last.
@@ -297,7 +291,8 @@ function parsePending(raw: unknown): PendingPayment | undefined {
 function parseOutcome(raw: unknown): OutcomeRecord | undefined {
   const r = parseObject(raw);
   if (!r) return undefined;
-  if (!['paymentId', 'outcome', 'status', 'source', 'handlers', 'updatedAt'].every((k) => typeof r[k] === 'string') || typeof r.attempts !== 'number') return undefined;
+  if (!['paymentId', 'outcome', 'status', 'source', 'handlers', 'updatedAt'].every((k) => typeof r[k] === 'string') || typeof r.attempts !== 'number')
+    return undefined;
   if (!optionalString(r.amount) || !optionalString(r.developerTrackingId) || !optionalString(r.lastError)) return undefined;
   return r as unknown as OutcomeRecord;
 }

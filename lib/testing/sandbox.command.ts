@@ -68,7 +68,8 @@ function nonEmpty(flag: string, value: string | undefined): string | undefined {
 
 function choice<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
   if (value === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(value)) throw new SandboxUsageError(`${flag} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+  if (!(allowed as readonly string[]).includes(value))
+    throw new SandboxUsageError(`${flag} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
   return value as T;
 }
 
@@ -164,7 +165,8 @@ function behaviourLines(args: SandboxCliRun): string {
   if (args.webhookPaymentIdInUrl !== undefined) lines.push(`webhook payment_id in URL: ${args.webhookPaymentIdInUrl}`);
   if (args.webhookAttempts !== undefined) lines.push(`webhook attempts: ${args.webhookAttempts}`);
   if (args.webhookTimeoutMs !== undefined) lines.push(`webhook timeout: ${args.webhookTimeoutMs} ms`);
-  if (args.verifyRateLimit !== undefined) lines.push(`verify rate limit: ${args.verifyRateLimit.max} calls per payment per ${args.verifyRateLimit.windowMs / 1000} s`);
+  if (args.verifyRateLimit !== undefined)
+    lines.push(`verify rate limit: ${args.verifyRateLimit.max} calls per payment per ${args.verifyRateLimit.windowMs / 1000} s`);
   return lines.map((line) => `  ${line}\n`).join('');
 }
 
@@ -187,7 +189,10 @@ export interface SandboxCommandIo {
  *
  * @returns the exit code: 0 after a clean stop or `--help`, 1 on a usage or start error
  */
-export async function runSandboxCommand(argv: readonly string[], io: SandboxCommandIo = { stdout: process.stdout, stderr: process.stderr, signals: process }): Promise<number> {
+export async function runSandboxCommand(
+  argv: readonly string[],
+  io: SandboxCommandIo = { stdout: process.stdout, stderr: process.stderr, signals: process },
+): Promise<number> {
   let args: SandboxCliArgs;
   try {
     args = parseSandboxArgs(argv);
@@ -211,8 +216,7 @@ export async function runSandboxCommand(argv: readonly string[], io: SandboxComm
 
   // The default private key is the sandbox's own published test key, so printing it is harmless
   // and saves a trip to the docs; a key chosen on the command line is not echoed back.
-  const privateKeyLine =
-    args.privateKey === undefined ? `${SANDBOX_PRIVATE_KEY}  (sandbox-only test key, not a secret)` : '(as given with --private-key)';
+  const privateKeyLine = args.privateKey === undefined ? `${SANDBOX_PRIVATE_KEY}  (sandbox-only test key, not a secret)` : '(as given with --private-key)';
   io.stdout.write(
     `Payments sandbox listening on ${sandbox.url}\n` +
       `  baseUrl:     ${sandbox.url}\n` +

@@ -266,7 +266,8 @@ export class PaymentsSandbox {
   async createPreauthorizedPayment(input: SandboxPreauthorizationInput): Promise<string> {
     const amount = parseMillimes(input.amount, true);
     if (amount === undefined) throw new TypeError('PaymentsSandbox: amount must be a positive number of millimes (a string of digits or a safe integer)');
-    if (input.clientId !== undefined && !isValidClientId(input.clientId)) throw new TypeError('PaymentsSandbox: clientId must be 1-128 characters of [A-Za-z0-9._:@-]');
+    if (input.clientId !== undefined && !isValidClientId(input.clientId))
+      throw new TypeError('PaymentsSandbox: clientId must be 1-128 characters of [A-Za-z0-9._:@-]');
     return this.state.createPreauthorized({ ...input, amount }).paymentId;
   }
 
@@ -441,8 +442,10 @@ export class PaymentsSandbox {
     const readable = req.method === 'GET' || req.method === 'HEAD';
     if (readable && url.pathname === FAVICON_PATH) return send(res, 204, 'image/x-icon', '', { 'Cache-Control': 'max-age=86400', ...PAGE_SECURITY_HEADERS });
     if (readable && url.pathname === '/') return sendHtml(res, 200, indexPage(this.url, this.state.list()));
-    if (readable && url.pathname === SANDBOX_SUCCESS_PATH) return sendHtml(res, 200, messagePage('Payment successful', 'The sandbox payment succeeded. You can close this page.'));
-    if (readable && url.pathname === SANDBOX_FAIL_PATH) return sendHtml(res, 200, messagePage('Payment failed', 'The sandbox payment failed or was declined. You can close this page.'));
+    if (readable && url.pathname === SANDBOX_SUCCESS_PATH)
+      return sendHtml(res, 200, messagePage('Payment successful', 'The sandbox payment succeeded. You can close this page.'));
+    if (readable && url.pathname === SANDBOX_FAIL_PATH)
+      return sendHtml(res, 200, messagePage('Payment failed', 'The sandbox payment failed or was declined. You can close this page.'));
     sendHtml(res, 404, messagePage('Not found', 'There is nothing at this address.'));
   }
 }

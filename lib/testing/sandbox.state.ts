@@ -3,13 +3,7 @@
  * No I/O here, so every rule of the state machine lives in one place and reads top to bottom.
  */
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import type {
-  SandboxBinding,
-  SandboxBindingInput,
-  SandboxDestination,
-  SandboxPayment,
-  SandboxPaymentState,
-} from './sandbox.types.js';
+import type { SandboxBinding, SandboxBindingInput, SandboxDestination, SandboxPayment, SandboxPaymentState } from './sandbox.types.js';
 
 /** Default session timeout of the spec, in seconds. */
 export const DEFAULT_SESSION_TIMEOUT_SECS = 1200;

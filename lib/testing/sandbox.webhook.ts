@@ -54,7 +54,12 @@ export interface WebhookRequest {
 }
 
 /** Builds the delivery of `status` for `paymentId` to the payment's `webhook` URL. */
-export function webhookRequest(webhook: string, paymentId: string, status: SandboxVerifyStatus, settings: Pick<WebhookSettings, 'method' | 'paymentIdInUrl'>): WebhookRequest {
+export function webhookRequest(
+  webhook: string,
+  paymentId: string,
+  status: SandboxVerifyStatus,
+  settings: Pick<WebhookSettings, 'method' | 'paymentIdInUrl'>,
+): WebhookRequest {
   if (settings.method === 'GET') {
     const params: QueryParams = [
       ['payment_id', paymentId],
@@ -103,7 +108,12 @@ function sendOnce(request: WebhookRequest, timeoutMs: number, signal: AbortSigna
 }
 
 /** Delivers `status` of `paymentId` to `webhook`, with retries. */
-export async function deliverWebhook(webhook: string, paymentId: string, status: SandboxVerifyStatus, settings: WebhookSettings): Promise<SandboxWebhookOutcome> {
+export async function deliverWebhook(
+  webhook: string,
+  paymentId: string,
+  status: SandboxVerifyStatus,
+  settings: WebhookSettings,
+): Promise<SandboxWebhookOutcome> {
   const request = webhookRequest(webhook, paymentId, status, settings);
   let last: AttemptResult = { error: 'not attempted' };
   let attempt = 0;
@@ -123,5 +133,7 @@ export async function deliverWebhook(webhook: string, paymentId: string, status:
     }
   }
   if (!('status' in last) && settings.signal.aborted) last = { error: 'sandbox closed' };
-  return 'status' in last ? { status: last.status, attempts: attempt, delivered: false } : { status: 0, attempts: attempt, delivered: false, error: last.error };
+  return 'status' in last
+    ? { status: last.status, attempts: attempt, delivered: false }
+    : { status: 0, attempts: attempt, delivered: false, error: last.error };
 }

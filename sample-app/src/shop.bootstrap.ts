@@ -102,16 +102,22 @@ export async function createShopApp(options: ShopAppOptions = {}): Promise<ShopA
   try {
     await listen(server, port0, host);
     const port = (server.address() as AddressInfo).port;
-    app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, { port, sandboxPort: options.sandboxPort }, database), new ExpressAdapter(), {
-      logger: options.logger,
-      // Throw start-up errors to the caller (main prints them; tests see them) instead of aborting.
-      abortOnError: false,
-    });
+    app = await NestFactory.create<NestExpressApplication>(
+      AppModule.forRoot(config, { port, sandboxPort: options.sandboxPort }, database),
+      new ExpressAdapter(),
+      {
+        logger: options.logger,
+        // Throw start-up errors to the caller (main prints them; tests see them) instead of aborting.
+        abortOnError: false,
+      },
+    );
     const early = app.get<ShopSettings>(SHOP_SETTINGS);
     app.use(securityHeaders);
     // Signs the admin session cookie (and parses the CSRF and customer cookies).
     app.use(cookieParser(early.sessionSecret));
-    app.useGlobalFilters(new NotFoundPageFilter({ sandboxMode: early.sandboxMode }, `/${(vars.PAYMENTS_WEBHOOK_PATH || 'payments/webhook').replace(/^\/+|\/+$/g, '')}`));
+    app.useGlobalFilters(
+      new NotFoundPageFilter({ sandboxMode: early.sandboxMode }, `/${(vars.PAYMENTS_WEBHOOK_PATH || 'payments/webhook').replace(/^\/+|\/+$/g, '')}`),
+    );
     await app.init();
   } catch (error) {
     if (server.listening) await closeServer(server);

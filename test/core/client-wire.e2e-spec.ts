@@ -13,7 +13,14 @@ describe('the wire of the operations the public docs add (public-api-facts §1, 
 
   beforeAll(async () => {
     fake = await FakeService.start();
-    client = new PaymentsClient({ publicKey: 'pk_wire', privateKey: PRIVATE_KEY, baseUrl: fake.url, maxRetries: 0, reconciliation: { enabled: false }, ...LINKS });
+    client = new PaymentsClient({
+      publicKey: 'pk_wire',
+      privateKey: PRIVATE_KEY,
+      baseUrl: fake.url,
+      maxRetries: 0,
+      reconciliation: { enabled: false },
+      ...LINKS,
+    });
   });
   afterEach(() => fake.reset());
   afterAll(async () => {
@@ -40,10 +47,13 @@ describe('the wire of the operations the public docs add (public-api-facts §1, 
       expect(last().path).toBe('/api/v2/verify_payment/a%2Fb%20c');
     });
 
-    it.each(['SUCCESS', 'PENDING', 'EXPIRED', 'FAILURE', 'PREAUTH_SUCCESS', 'SYSTEM_FAILURE', 'REVERSED_BY_BANK'])('keeps the status %s exactly as sent', async (status) => {
-      fake.reply(verifyPath('pay_s'), { status: 200, body: verifyAnswer({ status }) });
-      await expect(client.verifyPayment('pay_s')).resolves.toMatchObject({ status });
-    });
+    it.each(['SUCCESS', 'PENDING', 'EXPIRED', 'FAILURE', 'PREAUTH_SUCCESS', 'SYSTEM_FAILURE', 'REVERSED_BY_BANK'])(
+      'keeps the status %s exactly as sent',
+      async (status) => {
+        fake.reply(verifyPath('pay_s'), { status: 200, body: verifyAnswer({ status }) });
+        await expect(client.verifyPayment('pay_s')).resolves.toMatchObject({ status });
+      },
+    );
 
     it('accepts the amount as a digit string too', async () => {
       const body = verifyAnswer({ status: 'SUCCESS' });
@@ -82,7 +92,10 @@ describe('the wire of the operations the public docs add (public-api-facts §1, 
 
   describe('capturePayment', () => {
     it('POSTs payment_id only when capturing everything', async () => {
-      fake.reply(SERVICE_PATHS.capture, { status: 200, body: { result: { payment_id: 'pre_1', status: 'confirmed', amount: '20000', confirmed_at: '2026-11-22T10:00:00Z' }, status: 'success' } });
+      fake.reply(SERVICE_PATHS.capture, {
+        status: 200,
+        body: { result: { payment_id: 'pre_1', status: 'confirmed', amount: '20000', confirmed_at: '2026-11-22T10:00:00Z' }, status: 'success' },
+      });
       const capture = await client.capturePayment('pre_1');
       expect(last()).toMatchObject({ method: 'POST', path: '/api/v2/confirm_payment' });
       expect(last().headers['content-type']).toBe('application/json');
@@ -91,7 +104,10 @@ describe('the wire of the operations the public docs add (public-api-facts §1, 
     });
 
     it('sends a partial amount as a digit string', async () => {
-      fake.reply(SERVICE_PATHS.capture, { status: 200, body: { result: { payment_id: 'pre_2', status: 'confirmed', amount: '5000', confirmed_at: 'x' }, status: 'success' } });
+      fake.reply(SERVICE_PATHS.capture, {
+        status: 200,
+        body: { result: { payment_id: 'pre_2', status: 'confirmed', amount: '5000', confirmed_at: 'x' }, status: 'success' },
+      });
       await client.capturePayment('pre_2', { amount: 5000 });
       expect(JSON.parse(last().body)).toStrictEqual({ payment_id: 'pre_2', amount: '5000' });
     });
@@ -124,7 +140,14 @@ describe('the wire of the operations the public docs add (public-api-facts §1, 
     });
 
     it('uses the configured name of the pre-authorization flag', async () => {
-      const other = new PaymentsClient({ publicKey: 'pk', privateKey: 'sk', baseUrl: fake.url, preAuthorizationFlag: 'pre_auth', reconciliation: { enabled: false }, ...LINKS });
+      const other = new PaymentsClient({
+        publicKey: 'pk',
+        privateKey: 'sk',
+        baseUrl: fake.url,
+        preAuthorizationFlag: 'pre_auth',
+        reconciliation: { enabled: false },
+        ...LINKS,
+      });
       fake.reply(SERVICE_PATHS.generate, { status: 200, body: generateAnswer('pay_g2') });
       await other.generatePayment({ amount: '1000', preAuthorization: true });
       await other.close();
@@ -134,7 +157,10 @@ describe('the wire of the operations the public docs add (public-api-facts §1, 
 
     it('recognises a created payment without result.success (the shorter documented answer)', async () => {
       fake.reply(SERVICE_PATHS.generate, { status: 200, body: generateAnswer('pay_min', { minimal: true }) });
-      await expect(client.generatePayment({ amount: '1000' })).resolves.toStrictEqual({ paymentId: 'pay_min', link: 'https://checkout.example.test/shop/pay_min' });
+      await expect(client.generatePayment({ amount: '1000' })).resolves.toStrictEqual({
+        paymentId: 'pay_min',
+        link: 'https://checkout.example.test/shop/pay_min',
+      });
     });
 
     it.each([

@@ -5,7 +5,9 @@ import { resolvePaymentsOptions } from '../../lib/core/payments.options.js';
 
 const BASE = { amount: '12500', successLink: 'https://shop.example/ok', failLink: 'https://shop.example/ko' };
 const messagesFor = (input: Record<string, unknown>, field: string): string[] =>
-  checkPaymentInput(input).filter((e) => e.field === field).flatMap((e) => e.messages);
+  checkPaymentInput(input)
+    .filter((e) => e.field === field)
+    .flatMap((e) => e.messages);
 
 // One row per field and rule: [field, value, accepted?, part of the message when refused].
 const ROWS: Array<[string, unknown, boolean, string]> = [
@@ -49,7 +51,15 @@ const ROWS: Array<[string, unknown, boolean, string]> = [
   ['clientId', 'customer-7', true, ''],
   ['clientId', '\ud800', false, 'well-formed Unicode'],
   ['destinations', [{ merchantId: 'm-1', amount: '5000' }], true, ''],
-  ['destinations', [{ merchantId: 'm-1', amount: 5000 }, { merchantId: 'm-2', amount: '7500' }], true, ''],
+  [
+    'destinations',
+    [
+      { merchantId: 'm-1', amount: 5000 },
+      { merchantId: 'm-2', amount: '7500' },
+    ],
+    true,
+    '',
+  ],
   ['destinations', [], false, '1 to 32'],
   ['destinations', [{ merchantId: '', amount: '5000' }], false, 'merchantId'],
   ['destinations', [{ merchantId: 'm-1', amount: '5.5' }], false, 'amount'],
@@ -69,7 +79,19 @@ describe('the field table of generate_payment', () => {
     expect(new Set(names).size).toBe(names.length);
     expect(new Set(PAYMENT_FIELDS.map((f) => f.wire)).size).toBe(names.length);
     expect(names.sort()).toEqual(
-      ['acceptCard', 'amount', 'clientId', 'destinations', 'developerTrackingId', 'failLink', 'imageUrl', 'preAuthorization', 'sessionTimeoutSecs', 'successLink', 'webhook'].sort(),
+      [
+        'acceptCard',
+        'amount',
+        'clientId',
+        'destinations',
+        'developerTrackingId',
+        'failLink',
+        'imageUrl',
+        'preAuthorization',
+        'sessionTimeoutSecs',
+        'successLink',
+        'webhook',
+      ].sort(),
     );
   });
 
@@ -80,7 +102,9 @@ describe('the field table of generate_payment', () => {
   });
 
   it('refuses unknown fields, including __proto__ and constructor, without echoing values', () => {
-    const input = JSON.parse('{"amount":"1","successLink":"https://a.example","failLink":"https://a.example","__proto__":{"x":1},"constructor":"c","secretish":"sk_do_not_echo"}');
+    const input = JSON.parse(
+      '{"amount":"1","successLink":"https://a.example","failLink":"https://a.example","__proto__":{"x":1},"constructor":"c","secretish":"sk_do_not_echo"}',
+    );
     const errors = checkPaymentInput(input);
     expect(errors.map((e) => e.field).sort()).toEqual(['__proto__', 'constructor', 'secretish']);
     expect(JSON.stringify(errors)).not.toContain('sk_do_not_echo');
@@ -119,19 +143,31 @@ describe('the field table of generate_payment', () => {
   ] as const)('sends the pre-authorization flag as %s', (flag, expected) => {
     expect(toPaymentWire({ ...BASE, preAuthorization: true }, flag)).toMatchObject(expected);
     const wire = toPaymentWire({ ...BASE, preAuthorization: true }, flag);
-    expect(Object.keys(wire).filter((k) => k.startsWith('pre_')).sort()).toEqual(Object.keys(expected).sort());
+    expect(
+      Object.keys(wire)
+        .filter((k) => k.startsWith('pre_'))
+        .sort(),
+    ).toEqual(Object.keys(expected).sort());
   });
 
   it('gives the options that default fields the fields own rules', () => {
-    expect(() => resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://payments:8080', successLink: 'javascript:x', sessionTimeoutSecs: -1 })).toThrow(
-      /successLink \(is not an absolute http\(s\) URL\).*sessionTimeoutSecs \(must be a positive integer\)/,
-    );
-    const resolved = resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://payments:8080', acceptCard: true, imageUrl: 'https://cdn.example/i.png' });
+    expect(() =>
+      resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://payments:8080', successLink: 'javascript:x', sessionTimeoutSecs: -1 }),
+    ).toThrow(/successLink \(is not an absolute http\(s\) URL\).*sessionTimeoutSecs \(must be a positive integer\)/);
+    const resolved = resolvePaymentsOptions({
+      publicKey: 'pk',
+      privateKey: 'sk',
+      baseUrl: 'http://payments:8080',
+      acceptCard: true,
+      imageUrl: 'https://cdn.example/i.png',
+    });
     expect(resolved.defaults).toStrictEqual({ acceptCard: true, imageUrl: 'https://cdn.example/i.png' });
   });
 
   it('refuses a baseUrl with credentials and says what is wrong with a malformed one', () => {
-    expect(() => resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://user:pass@pay.example' })).toThrow(/baseUrl \(must not contain a user name or password/);
+    expect(() => resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://user:pass@pay.example' })).toThrow(
+      /baseUrl \(must not contain a user name or password/,
+    );
     expect(() => resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'pay.example' })).toThrow(/baseUrl \(is not an absolute http\(s\) URL\)/);
   });
 });

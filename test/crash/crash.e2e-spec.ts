@@ -47,12 +47,14 @@ async function startApp(keyPrefix: string, hang: boolean): Promise<App> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       const ready = /READY (\d+)/.exec(out);
       if (ready) resolve(Number(ready[1]));
@@ -88,7 +90,10 @@ async function generate(keyPrefix: string, amount: number) {
     store: new RedisPaymentsStore(REDIS_URL, { keyPrefix }),
   });
   try {
-    const p = await generateVia(client, fake, `pay_crash_${process.pid}_${++counter}`, { amount: String(amount), developerTrackingId: `order-crash-${counter}` });
+    const p = await generateVia(client, fake, `pay_crash_${process.pid}_${++counter}`, {
+      amount: String(amount),
+      developerTrackingId: `order-crash-${counter}`,
+    });
     fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount, trackingId: `order-crash-${counter}` }) });
     return p;
   } finally {
@@ -106,7 +111,10 @@ async function outcomeOf(keyPrefix: string, paymentId: string) {
 }
 
 async function killMidHandler(app: App, keyPrefix: string, paymentId: string) {
-  const started = await until(() => list(keyPrefix, 'started'), (l) => l.some((e) => e.includes(paymentId)));
+  const started = await until(
+    () => list(keyPrefix, 'started'),
+    (l) => l.some((e) => e.includes(paymentId)),
+  );
   expect(started).toEqual([`${app.child.pid} ${paymentId} ${started[0]?.split(' ')[2]}`]);
   expect(app.child.kill('SIGKILL')).toBe(true);
   expect(await app.exited).toEqual({ code: null, signal: 'SIGKILL' });
@@ -125,7 +133,15 @@ describeWithService(redisUp, `no Redis at ${REDIS_URL}`)('a process killed mid-h
     mkdirSync(OUT_DIR, { recursive: true });
     execFileSync(
       path.join(ROOT, 'node_modules/.bin/esbuild'),
-      [path.join(import.meta.dirname, 'fixtures/entry.ts'), '--bundle', '--platform=node', '--format=esm', '--packages=external', `--outfile=${BUNDLE}`, '--log-level=error'],
+      [
+        path.join(import.meta.dirname, 'fixtures/entry.ts'),
+        '--bundle',
+        '--platform=node',
+        '--format=esm',
+        '--packages=external',
+        `--outfile=${BUNDLE}`,
+        '--log-level=error',
+      ],
       { cwd: ROOT, stdio: 'pipe' },
     );
     fake = await FakeService.start();
@@ -155,8 +171,12 @@ describeWithService(redisUp, `no Redis at ${REDIS_URL}`)('a process killed mid-h
     const p = await generate(keyPrefix, 2500);
     const first = await startApp(keyPrefix, true);
     const deliver = (app: App) =>
-      fetch(`${app.url}/hook/${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId }) }).then(
-        async (r) => ({ status: r.status, body: (await r.json()) as unknown }),
+      fetch(`${app.url}/hook/${p.token}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ payment_id: p.paymentId }),
+      }).then(
+        async (r) => ({ status: r.status, body: await r.json() }),
         (e: unknown) => ({ status: 0, body: String(e) }),
       );
     const dying = deliver(first);
@@ -206,7 +226,10 @@ describeWithService(redisUp, `no Redis at ${REDIS_URL}`)('a process killed mid-h
     const runs: Array<{ checked: number; settled: number }> = [];
     const last = await until(
       async () => {
-        const run = (await (await fetch(`${second.url}/admin/reconcile?now=${far + ++k * 3_600_000}`, { method: 'POST' })).json()) as { checked: number; settled: number };
+        const run = (await (await fetch(`${second.url}/admin/reconcile?now=${far + ++k * 3_600_000}`, { method: 'POST' })).json()) as {
+          checked: number;
+          settled: number;
+        };
         runs.push(run);
         return run;
       },
@@ -215,7 +238,7 @@ describeWithService(redisUp, `no Redis at ${REDIS_URL}`)('a process killed mid-h
     expect(last).toEqual({ checked: 1, settled: 1 });
     // Passes before it found the payment busy (not checked, no verify call).
     expect(runs.slice(0, -1).every((r) => r.checked === 0 && r.settled === 0)).toBe(true);
-    const after = (await (await fetch(`${second.url}/admin/reconcile?now=${far + 1000 * 3_600_000}`, { method: 'POST' })).json()) as unknown;
+    const after = await (await fetch(`${second.url}/admin/reconcile?now=${far + 1000 * 3_600_000}`, { method: 'POST' })).json();
     expect(after).toEqual({ checked: 0, settled: 0 });
 
     expect(await list(keyPrefix, 'done')).toEqual([`${second.child.pid} ${p.paymentId} reconciliation 3100`]);

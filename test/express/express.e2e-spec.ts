@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import express from 'express';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createPaymentsClient, createWebhookRouter, PaymentsClient, PaymentsValidationError, RefundNotAllowedError, type PaymentConfirmedEvent } from '../../lib/express/index.js';
+import {
+  createPaymentsClient,
+  createWebhookRouter,
+  PaymentsClient,
+  PaymentsValidationError,
+  RefundNotAllowedError,
+  type PaymentConfirmedEvent,
+} from '../../lib/express/index.js';
 import { FakeService, OK, PATHS } from '../support/fake-service.js';
 import { quietLogger, tokenOf, verifyCount } from '../support/outcome-kit.js';
 

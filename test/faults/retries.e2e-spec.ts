@@ -144,7 +144,11 @@ describe('close() ends retries: a closed client sends nothing more and holds no 
     const c = client({});
     await c.close();
     const { error } = await rejectionOf(c.generatePayment({ amount: '100' }));
-    expect([(error as PaymentsConnectionError).code, (error as PaymentsConnectionError).mayHaveBeenProcessed, (error as PaymentsConnectionError).attempts]).toEqual(['CONNECTION_FAILED', false, 0]);
+    expect([
+      (error as PaymentsConnectionError).code,
+      (error as PaymentsConnectionError).mayHaveBeenProcessed,
+      (error as PaymentsConnectionError).attempts,
+    ]).toEqual(['CONNECTION_FAILED', false, 0]);
     expect(server.requests).toHaveLength(0);
     expect(server.connectionsOpened).toBe(0);
   });

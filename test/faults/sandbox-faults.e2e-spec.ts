@@ -1,13 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import {
-  PaymentsApiError,
-  PaymentsConnectionError,
-  PaymentsError,
-  PaymentsModule,
-  PaymentsService,
-} from '../../lib/index.js';
+import { PaymentsApiError, PaymentsConnectionError, PaymentsError, PaymentsModule, PaymentsService } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
 
@@ -55,21 +49,24 @@ afterAll(async () => {
   expect(rejections.seen).toEqual([]);
 });
 
-describe('the sandbox\'s faults, through PaymentsService', () => {
+describe("the sandbox's faults, through PaymentsService", () => {
   const POSTS = [
     ['generatePayment', GENERATE, () => payments.generatePayment({ amount: '12500' })],
     ['refundPayment', REFUND, () => payments.refundPayment('pay_000000000000000000000001')],
     ['cancelPayment', CANCEL, () => payments.cancelPayment('pay_000000000000000000000001')],
   ] as const;
 
-  it.each(POSTS)('%s: 500 with an HTML page -> PaymentsApiError API_ERROR (a non-2xx without an error shape) with the excerpt, sent once', async (_op, path, call) => {
-    sandbox.fault(path, { status: 500, body: '<html><body><h1>Internal Server Error</h1></body></html>' });
-    const { error } = await rejectionOf(call());
-    expect(error).toBeInstanceOf(PaymentsApiError);
-    const e = error as PaymentsApiError;
-    expect([e.code, e.httpStatus, e.bodyExcerpt]).toEqual(['API_ERROR', 500, '<html><body><h1>Internal Server Error</h1></body></html>']);
-    expect(sent(path)).toHaveLength(1);
-  });
+  it.each(POSTS)(
+    '%s: 500 with an HTML page -> PaymentsApiError API_ERROR (a non-2xx without an error shape) with the excerpt, sent once',
+    async (_op, path, call) => {
+      sandbox.fault(path, { status: 500, body: '<html><body><h1>Internal Server Error</h1></body></html>' });
+      const { error } = await rejectionOf(call());
+      expect(error).toBeInstanceOf(PaymentsApiError);
+      const e = error as PaymentsApiError;
+      expect([e.code, e.httpStatus, e.bodyExcerpt]).toEqual(['API_ERROR', 500, '<html><body><h1>Internal Server Error</h1></body></html>']);
+      expect(sent(path)).toHaveLength(1);
+    },
+  );
 
   it.each(POSTS)('%s: 429 -> PaymentsApiError RATE_LIMITED with httpStatus 429, sent once (a POST is never retried)', async (_op, path, call) => {
     sandbox.fault(path, { status: 429, body: '' });
@@ -92,7 +89,11 @@ describe('the sandbox\'s faults, through PaymentsService', () => {
       sandbox.clearRequests();
       sandbox.fault(path, { status: 200, body, contentType: 'application/json', times: 1 });
       const { error } = await rejectionOf(call());
-      expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus, (error as PaymentsApiError).bodyExcerpt]).toEqual(['INVALID_RESPONSE', 200, body]);
+      expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus, (error as PaymentsApiError).bodyExcerpt]).toEqual([
+        'INVALID_RESPONSE',
+        200,
+        body,
+      ]);
       expect(sent(path)).toHaveLength(1);
     }
   });
@@ -110,11 +111,20 @@ describe('the sandbox\'s faults, through PaymentsService', () => {
     const before = sandbox.payments().length;
     const { error, ms } = await rejectionOf(payments.generatePayment({ amount: '777' }));
     expect(error).toBeInstanceOf(PaymentsConnectionError);
-    expect([(error as PaymentsConnectionError).code, (error as PaymentsConnectionError).mayHaveBeenProcessed, (error as PaymentsConnectionError).attempts]).toEqual(['TIMEOUT', true, 1]);
+    expect([
+      (error as PaymentsConnectionError).code,
+      (error as PaymentsConnectionError).mayHaveBeenProcessed,
+      (error as PaymentsConnectionError).attempts,
+    ]).toEqual(['TIMEOUT', true, 1]);
     expect(ms).toBeLessThan(TIMEOUT_MS + 1000);
     // The sandbox finishes the request after its delay: the payment exists although the client gave up.
     for (let i = 0; i < 100 && sandbox.payments().length === before; i++) await settle(10);
-    expect(sandbox.payments().slice(before).map((p) => p.amount)).toEqual(['777']);
+    expect(
+      sandbox
+        .payments()
+        .slice(before)
+        .map((p) => p.amount),
+    ).toEqual(['777']);
     expect(sent(GENERATE)).toHaveLength(1);
   });
 
@@ -130,7 +140,11 @@ describe('the sandbox\'s faults, through PaymentsService', () => {
     sandbox.fault(BINDINGS, { delayMs: TIMEOUT_MS + 400 });
     const { error, ms } = await rejectionOf(payments.listBindings('faults-client'));
     expect(error).toBeInstanceOf(PaymentsConnectionError);
-    expect([(error as PaymentsConnectionError).code, (error as PaymentsConnectionError).attempts, (error as PaymentsConnectionError).mayHaveBeenProcessed]).toEqual(['TIMEOUT', MAX_RETRIES + 1, false]);
+    expect([
+      (error as PaymentsConnectionError).code,
+      (error as PaymentsConnectionError).attempts,
+      (error as PaymentsConnectionError).mayHaveBeenProcessed,
+    ]).toEqual(['TIMEOUT', MAX_RETRIES + 1, false]);
     expect(ms).toBeLessThan((MAX_RETRIES + 1) * TIMEOUT_MS + 300 + 2000);
     expect(sent(BINDINGS)).toHaveLength(MAX_RETRIES + 1);
   });
@@ -138,7 +152,11 @@ describe('the sandbox\'s faults, through PaymentsService', () => {
   it('bindings/list: reset every time -> CONNECTION_FAILED after maxRetries + 1 attempts, never "processed"', async () => {
     sandbox.fault(BINDINGS, { reset: true });
     const { error } = await rejectionOf(payments.listBindings('faults-client'));
-    expect([(error as PaymentsError).code, (error as PaymentsConnectionError).attempts, (error as PaymentsConnectionError).mayHaveBeenProcessed]).toEqual(['CONNECTION_FAILED', MAX_RETRIES + 1, false]);
+    expect([(error as PaymentsError).code, (error as PaymentsConnectionError).attempts, (error as PaymentsConnectionError).mayHaveBeenProcessed]).toEqual([
+      'CONNECTION_FAILED',
+      MAX_RETRIES + 1,
+      false,
+    ]);
     expect(sent(BINDINGS)).toHaveLength(MAX_RETRIES + 1);
   });
 

@@ -21,7 +21,6 @@ const MAX_RETRIES = 2;
 const BOUND_MS = (MAX_RETRIES + 1) * TIMEOUT_MS + 300 + 2500;
 const MiB = 1024 * 1024;
 
-
 type Operations = Pick<PaymentsClient, 'generatePayment' | 'refundPayment' | 'cancelPayment' | 'listBindings'>;
 const OPS = [
   { name: 'generatePayment', method: 'POST', path: PATHS.generate, call: (c: Operations) => c.generatePayment({ amount: '12500' }) },
@@ -31,8 +30,16 @@ const OPS = [
 ] as const;
 
 const GOOD: Record<string, RawBehaviour> = {
-  [PATHS.generate]: behave.reply(200, { result: { success: true, payment_id: 'pay_ok', link: 'https://checkout.example/m/pay_ok' }, name: 'Payment Service', code: 0, version: 'v2' }),
-  [PATHS.refund]: behave.reply(200, { result: { refund_id: 'ref_1', payment_id: 'pay_1', amount: '12500', status: 'success', refunded_at: '2026-01-01T00:00:00Z' }, status: 'success' }),
+  [PATHS.generate]: behave.reply(200, {
+    result: { success: true, payment_id: 'pay_ok', link: 'https://checkout.example/m/pay_ok' },
+    name: 'Payment Service',
+    code: 0,
+    version: 'v2',
+  }),
+  [PATHS.refund]: behave.reply(200, {
+    result: { refund_id: 'ref_1', payment_id: 'pay_1', amount: '12500', status: 'success', refunded_at: '2026-01-01T00:00:00Z' },
+    status: 'success',
+  }),
   [PATHS.cancel]: behave.reply(200, { result: { payment_id: 'pay_1', status: 'cancelled', cancelled_at: '2026-01-01T00:00:00Z' }, status: 'success' }),
   [PATHS.bindings]: behave.reply(200, { result: { success: true, bindings: [] }, status: 'success' }),
 };
@@ -50,30 +57,111 @@ interface Fault {
 }
 
 const HTML_500 = '<!DOCTYPE html><html><head><title>500 Internal Server Error</title></head><body><h1>Internal Server Error</h1></body></html>';
-const HTML_502 = '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>';
+const HTML_502 =
+  '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>';
 const TRUNCATED = '{"result":{"success":true,"payment_id":"pay_1","link":"https://checkout.exa';
 const SUCCESS_BODY = JSON.stringify({ result: { success: true, payment_id: 'pay_1', link: 'https://checkout.example/m/pay_1' }, status: 'success' });
 const flat = (s: string) => s.replace(/\s+/g, ' ').trim();
 
 const FAULTS: Fault[] = [
-  { name: '500 with an HTML error page', behaviour: () => behave.reply(500, HTML_500), expected: { type: 'api', code: 'API_ERROR', httpStatus: 500, bodyExcerpt: flat(HTML_500) }, getRetried: true },
-  { name: '502 from a proxy (nginx page)', behaviour: () => behave.reply(502, HTML_502), expected: { type: 'api', code: 'API_ERROR', httpStatus: 502, bodyExcerpt: flat(HTML_502) }, getRetried: true },
-  { name: '503 with the nested error shape', behaviour: () => behave.reply(503, { result: { status: 503, message: 'Service Unavailable' } }), expected: { type: 'api', code: 'API_ERROR', httpStatus: 503, serviceMessage: 'Service Unavailable' }, getRetried: true },
-  { name: '504 with an empty body', behaviour: () => behave.reply(504, ''), expected: { type: 'api', code: 'API_ERROR', httpStatus: 504, bodyExcerpt: '' }, getRetried: true },
-  { name: '429 with an empty body', behaviour: () => behave.reply(429, '', { 'retry-after': '0' }), expected: { type: 'api', code: 'RATE_LIMITED', httpStatus: 429, bodyExcerpt: '' }, getRetried: true },
-  { name: '200 with truncated JSON', behaviour: () => behave.reply(200, TRUNCATED), expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 200, bodyExcerpt: TRUNCATED }, getRetried: false },
-  { name: '200 with invalid JSON', behaviour: () => behave.reply(200, "{result: {success: true, payment_id: 'pay_1'}}"), expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 200, bodyExcerpt: "{result: {success: true, payment_id: 'pay_1'}}" }, getRetried: false },
-  { name: '200 with an HTML page (captive portal)', behaviour: () => behave.reply(200, '<html><body>Please log in to the Wi-Fi</body></html>'), expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 200, bodyExcerpt: '<html><body>Please log in to the Wi-Fi</body></html>' }, getRetried: false },
+  {
+    name: '500 with an HTML error page',
+    behaviour: () => behave.reply(500, HTML_500),
+    expected: { type: 'api', code: 'API_ERROR', httpStatus: 500, bodyExcerpt: flat(HTML_500) },
+    getRetried: true,
+  },
+  {
+    name: '502 from a proxy (nginx page)',
+    behaviour: () => behave.reply(502, HTML_502),
+    expected: { type: 'api', code: 'API_ERROR', httpStatus: 502, bodyExcerpt: flat(HTML_502) },
+    getRetried: true,
+  },
+  {
+    name: '503 with the nested error shape',
+    behaviour: () => behave.reply(503, { result: { status: 503, message: 'Service Unavailable' } }),
+    expected: { type: 'api', code: 'API_ERROR', httpStatus: 503, serviceMessage: 'Service Unavailable' },
+    getRetried: true,
+  },
+  {
+    name: '504 with an empty body',
+    behaviour: () => behave.reply(504, ''),
+    expected: { type: 'api', code: 'API_ERROR', httpStatus: 504, bodyExcerpt: '' },
+    getRetried: true,
+  },
+  {
+    name: '429 with an empty body',
+    behaviour: () => behave.reply(429, '', { 'retry-after': '0' }),
+    expected: { type: 'api', code: 'RATE_LIMITED', httpStatus: 429, bodyExcerpt: '' },
+    getRetried: true,
+  },
+  {
+    name: '200 with truncated JSON',
+    behaviour: () => behave.reply(200, TRUNCATED),
+    expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 200, bodyExcerpt: TRUNCATED },
+    getRetried: false,
+  },
+  {
+    name: '200 with invalid JSON',
+    behaviour: () => behave.reply(200, "{result: {success: true, payment_id: 'pay_1'}}"),
+    expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 200, bodyExcerpt: "{result: {success: true, payment_id: 'pay_1'}}" },
+    getRetried: false,
+  },
+  {
+    name: '200 with an HTML page (captive portal)',
+    behaviour: () => behave.reply(200, '<html><body>Please log in to the Wi-Fi</body></html>'),
+    expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 200, bodyExcerpt: '<html><body>Please log in to the Wi-Fi</body></html>' },
+    getRetried: false,
+  },
   { name: 'no answer at all within timeoutMs', behaviour: () => behave.hang(), expected: { type: 'connection', code: 'TIMEOUT' }, getRetried: true },
-  { name: 'headers, then silence past timeoutMs', behaviour: () => behave.headersThenHang(), expected: { type: 'connection', code: 'TIMEOUT' }, getRetried: true },
-  { name: 'a body dripping one byte every 40 ms (each byte quick, the whole past timeoutMs)', behaviour: () => behave.drip(SUCCESS_BODY, 40), expected: { type: 'connection', code: 'TIMEOUT' }, getRetried: true },
-  { name: 'the connection closed before any answer', behaviour: () => behave.destroy(), expected: { type: 'connection', code: 'CONNECTION_FAILED' }, getRetried: true },
+  {
+    name: 'headers, then silence past timeoutMs',
+    behaviour: () => behave.headersThenHang(),
+    expected: { type: 'connection', code: 'TIMEOUT' },
+    getRetried: true,
+  },
+  {
+    name: 'a body dripping one byte every 40 ms (each byte quick, the whole past timeoutMs)',
+    behaviour: () => behave.drip(SUCCESS_BODY, 40),
+    expected: { type: 'connection', code: 'TIMEOUT' },
+    getRetried: true,
+  },
+  {
+    name: 'the connection closed before any answer',
+    behaviour: () => behave.destroy(),
+    expected: { type: 'connection', code: 'CONNECTION_FAILED' },
+    getRetried: true,
+  },
   { name: 'a TCP reset before any answer', behaviour: () => behave.reset(), expected: { type: 'connection', code: 'CONNECTION_FAILED' }, getRetried: true },
-  { name: 'headers and half a body (Content-Length), then the connection dies', behaviour: () => behave.halfThenDestroy(SUCCESS_BODY), expected: { type: 'connection', code: 'CONNECTION_FAILED' }, getRetried: true },
-  { name: 'headers and half a chunked body, then the connection dies', behaviour: () => behave.halfThenDestroy(SUCCESS_BODY, true), expected: { type: 'connection', code: 'CONNECTION_FAILED' }, getRetried: true },
-  { name: 'a 2 MiB answer with Content-Length (over the 1 MiB cap)', behaviour: () => behave.huge(200, 2 * MiB), expected: { type: 'connection', code: 'CONNECTION_FAILED', reason: /1 MiB/ }, getRetried: false },
-  { name: 'a 3 MiB chunked answer (over the 1 MiB cap)', behaviour: () => behave.huge(200, 3 * MiB, true), expected: { type: 'connection', code: 'CONNECTION_FAILED', reason: /1 MiB/ }, getRetried: false },
-  { name: 'a 2 MiB error page on 500 (over the 1 MiB cap)', behaviour: () => behave.huge(500, 2 * MiB), expected: { type: 'connection', code: 'CONNECTION_FAILED', reason: /1 MiB/ }, getRetried: false },
+  {
+    name: 'headers and half a body (Content-Length), then the connection dies',
+    behaviour: () => behave.halfThenDestroy(SUCCESS_BODY),
+    expected: { type: 'connection', code: 'CONNECTION_FAILED' },
+    getRetried: true,
+  },
+  {
+    name: 'headers and half a chunked body, then the connection dies',
+    behaviour: () => behave.halfThenDestroy(SUCCESS_BODY, true),
+    expected: { type: 'connection', code: 'CONNECTION_FAILED' },
+    getRetried: true,
+  },
+  {
+    name: 'a 2 MiB answer with Content-Length (over the 1 MiB cap)',
+    behaviour: () => behave.huge(200, 2 * MiB),
+    expected: { type: 'connection', code: 'CONNECTION_FAILED', reason: /1 MiB/ },
+    getRetried: false,
+  },
+  {
+    name: 'a 3 MiB chunked answer (over the 1 MiB cap)',
+    behaviour: () => behave.huge(200, 3 * MiB, true),
+    expected: { type: 'connection', code: 'CONNECTION_FAILED', reason: /1 MiB/ },
+    getRetried: false,
+  },
+  {
+    name: 'a 2 MiB error page on 500 (over the 1 MiB cap)',
+    behaviour: () => behave.huge(500, 2 * MiB),
+    expected: { type: 'connection', code: 'CONNECTION_FAILED', reason: /1 MiB/ },
+    getRetried: false,
+  },
 ];
 
 const PRIVATE_KEY = 'sk_faults_private_0123456789';

@@ -93,9 +93,7 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('two app i
       }).then((r) => r.status);
 
     // Round 1: every payment delivered several times to both instances at once.
-    const first = await Promise.all(
-      payments.flatMap((p) => Array.from({ length: DUPLICATES_PER_INSTANCE }, () => [deliver('A', p), deliver('B', p)]).flat()),
-    );
+    const first = await Promise.all(payments.flatMap((p) => Array.from({ length: DUPLICATES_PER_INSTANCE }, () => [deliver('A', p), deliver('B', p)]).flat()));
     expect(first.every((s) => [200, 409, 500].includes(s))).toBe(true);
     // Each failing payment's first run fails exactly once, whichever instance claimed it.
     expect(first.filter((s) => s === 500)).toHaveLength(FAILING);
@@ -116,7 +114,15 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('two app i
     for (const run of runs) perPayment.set(run.paymentId, (perPayment.get(run.paymentId) ?? 0) + 1);
     // Listed as "id: instances that ran it", so a failure shows where the duplicate ran.
     const notOnce = payments.filter((p) => perPayment.get(p.paymentId) !== 1);
-    expect(notOnce.map((p) => `${p.paymentId}: ${runs.filter((r) => r.paymentId === p.paymentId).map((r) => r.instance).join('')}`)).toEqual([]);
+    expect(
+      notOnce.map(
+        (p) =>
+          `${p.paymentId}: ${runs
+            .filter((r) => r.paymentId === p.paymentId)
+            .map((r) => r.instance)
+            .join('')}`,
+      ),
+    ).toEqual([]);
     expect(runs).toHaveLength(PAYMENTS);
     expect(failOnce.size).toBe(0);
     // Both instances did work, and payments generated on one were confirmed on the other.

@@ -159,9 +159,7 @@ describe('PaymentsModule configuration', () => {
   });
 
   it('forRootAsync reports invalid options from the factory at start-up, naming the variables to set', async () => {
-    await expect(
-      start([PaymentsModule.forRootAsync({ useFactory: () => paymentsOptionsFromConfig({ get: () => undefined }) })]),
-    ).rejects.toThrow(
+    await expect(start([PaymentsModule.forRootAsync({ useFactory: () => paymentsOptionsFromConfig({ get: () => undefined }) })])).rejects.toThrow(
       'Invalid payments options from the environment: PAYMENTS_PUBLIC_KEY (publicKey) (is required (a non-empty string)), ' +
         'PAYMENTS_PRIVATE_KEY (privateKey) (is required (a non-empty string)), PAYMENTS_BASE_URL (baseUrl) (is required (an absolute http(s) URL))',
     );

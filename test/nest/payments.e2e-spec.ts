@@ -169,7 +169,12 @@ describe('PaymentsService against a loopback service', () => {
       const result = await payments.cancelPayment('pay_pre');
       expect(result).toEqual({ paymentId: 'pay_pre', status: 'cancelled', cancelledAt: '2026-11-22T10:00:00Z' });
       const [req] = fake.requests;
-      expect([req.method, req.path, req.body, req.headers['content-type']]).toEqual(['POST', '/api/v2/cancel_payment', '{"payment_id":"pay_pre"}', 'application/json']);
+      expect([req.method, req.path, req.body, req.headers['content-type']]).toEqual([
+        'POST',
+        '/api/v2/cancel_payment',
+        '{"payment_id":"pay_pre"}',
+        'application/json',
+      ]);
       expect(listener.cancelled.at(-1)).toMatchObject({ paymentId: 'pay_pre', cancelledAt: '2026-11-22T10:00:00Z' });
     });
 
@@ -216,15 +221,29 @@ describe('PaymentsService against a loopback service', () => {
       expect(fake.requests).toHaveLength(0);
     });
 
-    it.each([['0'], ['-5'], ['+5'], ['1e3'], ['12.5'], [''], ['١٢٣'], [' 12'], [1.5], [0], [-1], [Number.MAX_SAFE_INTEGER + 2], [NaN], [null], [undefined], [{}]])(
-      'refuses the amount %p',
-      async (amount) => {
-        const error = await caught(payments.generatePayment({ amount: amount as string }));
-        expect(error).toBeInstanceOf(PaymentsValidationError);
-        expect((error as PaymentsValidationError).fields.map((f) => f.field)).toEqual(['amount']);
-        expect(fake.requests).toHaveLength(0);
-      },
-    );
+    it.each([
+      ['0'],
+      ['-5'],
+      ['+5'],
+      ['1e3'],
+      ['12.5'],
+      [''],
+      ['١٢٣'],
+      [' 12'],
+      [1.5],
+      [0],
+      [-1],
+      [Number.MAX_SAFE_INTEGER + 2],
+      [NaN],
+      [null],
+      [undefined],
+      [{}],
+    ])('refuses the amount %p', async (amount) => {
+      const error = await caught(payments.generatePayment({ amount: amount as string }));
+      expect(error).toBeInstanceOf(PaymentsValidationError);
+      expect((error as PaymentsValidationError).fields.map((f) => f.field)).toEqual(['amount']);
+      expect(fake.requests).toHaveLength(0);
+    });
 
     it('refuses unknown fields (a typo must not silently drop a setting)', async () => {
       const error = await caught(payments.generatePayment({ amount: '10', sucessLink: 'https://x.example' } as never));

@@ -199,7 +199,13 @@ class HostHookModule {}
 describe.each(ADAPTERS)('host guards on Nest-%s', (adapter) => {
   it('a global guard refusing everything lets the webhook through when webhook.decorators mark it public', async () => {
     const running = await startNestApp(adapter, {
-      imports: [PaymentsModule.forRoot(options('payments/webhook', SECRET_A, { webhook: { publicUrl: 'https://shop.example/payments/webhook', secret: SECRET_A, decorators: [SetMetadata(IS_PUBLIC_KEY, true)] } }))],
+      imports: [
+        PaymentsModule.forRoot(
+          options('payments/webhook', SECRET_A, {
+            webhook: { publicUrl: 'https://shop.example/payments/webhook', secret: SECRET_A, decorators: [SetMetadata(IS_PUBLIC_KEY, true)] },
+          }),
+        ),
+      ],
       controllers: [AccountController],
       providers: [{ provide: APP_GUARD, useClass: RefuseUnlessPublic }],
     });
@@ -228,7 +234,9 @@ describe.each(ADAPTERS)('host guards on Nest-%s', (adapter) => {
   });
 
   it('PaymentsWebhookGuard provided in another module resolves the exported client token and attaches its result', async () => {
-    const running = await startNestApp(adapter, { imports: [PaymentsModule.forRoot({ ...options('payments/webhook', SECRET_A), isGlobal: true }), HostHookModule] });
+    const running = await startNestApp(adapter, {
+      imports: [PaymentsModule.forRoot({ ...options('payments/webhook', SECRET_A), isGlobal: true }), HostHookModule],
+    });
     try {
       const { token } = await generateThrough(fake, 'pay_host', () => running.app.get(PaymentsService).generatePayment({ amount: '12500' }));
       const ok = await post(`${running.url}/host-hook/${token}`, { payment_id: 'pay_host' });

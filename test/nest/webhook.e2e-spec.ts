@@ -146,7 +146,9 @@ async function startShop(adapter: AdapterName, setup: Setup = {}): Promise<Shop>
 /** Generates a payment through the plugin; returns its id, the signed URL and where to deliver it on this app. */
 async function generate(shop: Shop, options: { amount?: string; trackingId?: string; id?: string } = {}) {
   const id = options.id ?? `pay_${++counter}`;
-  const generated = await generateThrough(fake, id, () => shop.payments.generatePayment({ amount: options.amount ?? '12500', developerTrackingId: options.trackingId }));
+  const generated = await generateThrough(fake, id, () =>
+    shop.payments.generatePayment({ amount: options.amount ?? '12500', developerTrackingId: options.trackingId }),
+  );
   // The public URL's origin is the shop's public one; deliveries go to the app on loopback.
   const hook = (extra = '') => `${shop.url}${generated.webhook.pathname}${generated.webhook.search}${extra}`;
   return { ...generated, hook };
@@ -262,7 +264,10 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
       ['a token with a changed amount', (t: string, base: string) => `${base}/${t.replace('.12500.', '.1.')}`],
       ['a token signed with another secret', (_t: string, base: string) => `${base}/${other.issue('12500', undefined, 60_000).token}`],
       ['an expired token', (_t: string, base: string) => `${base}/${ours.issue('12500', undefined, -60_000).token}`],
-      ['an expired token in the legacy query parameter', (_t: string, base: string) => `${base}?webhook_token=${ours.issue('12500', undefined, -60_000).token}`],
+      [
+        'an expired token in the legacy query parameter',
+        (_t: string, base: string) => `${base}?webhook_token=${ours.issue('12500', undefined, -60_000).token}`,
+      ],
     ])('%s', async (_name, makeUrl) => {
       const { paymentId, token } = await generate(shop);
       answerVerify(fake, paymentId, { status: 'SUCCESS' });
@@ -376,7 +381,11 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
     answerVerify(fake, paymentId, { status: 'SUCCESS' });
     shop.outcomes.confirmFailures = 1;
     expect((await post(hook(), { payment_id: paymentId })).status).toBe(500);
-    expect(await shop.payments.getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', handlers: 'failed', lastError: expect.stringContaining('database down') });
+    expect(await shop.payments.getOutcome(paymentId)).toMatchObject({
+      outcome: 'confirmed',
+      handlers: 'failed',
+      lastError: expect.stringContaining('database down'),
+    });
     expect((await post(hook(), { payment_id: paymentId })).status).toBe(200);
     expect(shop.outcomes.named(PaymentEvents.CONFIRMED).map((e) => e.paymentId)).toEqual([paymentId]);
     expect(await shop.payments.getOutcome(paymentId)).toMatchObject({ handlers: 'succeeded', attempts: 2 });
@@ -388,7 +397,9 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
     expect(await shop.payments.runReconciliation(Date.now())).toEqual({ checked: 0, settled: 0 });
     const afterSession = Date.now() + (1200 + 60 + 1) * 1000;
     expect(await shop.payments.runReconciliation(afterSession)).toEqual({ checked: 1, settled: 1 });
-    expect(shop.outcomes.named(PaymentEvents.CONFIRMED).map((e) => [e.paymentId, e.source, e.developerTrackingId])).toEqual([[paymentId, 'reconciliation', 'order-r']]);
+    expect(shop.outcomes.named(PaymentEvents.CONFIRMED).map((e) => [e.paymentId, e.source, e.developerTrackingId])).toEqual([
+      [paymentId, 'reconciliation', 'order-r'],
+    ]);
     expect(await shop.payments.countPending()).toBe(0);
   });
 });
@@ -469,7 +480,9 @@ describe.each(ADAPTERS)('webhook set-ups on Nest-%s', (adapter) => {
 
       answerVerify(fake, paymentId, { status: 'SUCCESS', amount: 7000, trackingId: 'order-7' });
       expect((await post(url, { payment_id: paymentId })).status).toBe(200);
-      expect(second.outcomes.events.map(([n, e]) => [n, e.paymentId, e.amount, e.developerTrackingId])).toEqual([[PaymentEvents.CONFIRMED, paymentId, '7000', 'order-7']]);
+      expect(second.outcomes.events.map(([n, e]) => [n, e.paymentId, e.amount, e.developerTrackingId])).toEqual([
+        [PaymentEvents.CONFIRMED, paymentId, '7000', 'order-7'],
+      ]);
 
       // Now bound to its payment: a replay naming another one is refused without a call.
       const calls = verifyCalls(fake);
@@ -546,7 +559,10 @@ describe.each(ADAPTERS)('webhook set-ups on Nest-%s', (adapter) => {
       const { paymentId, hook } = await generate(shop);
       answerVerify(fake, paymentId, { status: 'SUCCESS' });
       expect((await post(hook(), { payment_id: paymentId })).status).toBe(500);
-      expect(await shop.payments.getOutcome(paymentId)).toMatchObject({ handlers: 'failed', lastError: expect.stringContaining('no payment.confirmed handler') });
+      expect(await shop.payments.getOutcome(paymentId)).toMatchObject({
+        handlers: 'failed',
+        lastError: expect.stringContaining('no payment.confirmed handler'),
+      });
     } finally {
       await shop.close();
     }
@@ -554,7 +570,9 @@ describe.each(ADAPTERS)('webhook set-ups on Nest-%s', (adapter) => {
 
   it('without webhook options the route answers 404 and generatePayment sends no webhook', async () => {
     const running = await startNestApp(adapter, {
-      imports: [PaymentsModule.forRoot({ publicKey: 'pk', privateKey: 'sk', baseUrl: fake.url, successLink: 'https://s.example/a', failLink: 'https://s.example/b' })],
+      imports: [
+        PaymentsModule.forRoot({ publicKey: 'pk', privateKey: 'sk', baseUrl: fake.url, successLink: 'https://s.example/a', failLink: 'https://s.example/b' }),
+      ],
     });
     try {
       fake.reply('/api/v2/generate_payment', { status: 200, body: { result: { success: true, payment_id: 'pay_plain', link: 'https://l.example/x' } } });

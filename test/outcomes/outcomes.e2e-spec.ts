@@ -90,7 +90,11 @@ describe('only a verified SUCCESS with what was sent confirms', () => {
     const verify = { amount: 4200, trackingId: tracking, ...answer };
     fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer(verify) });
 
-    const res = await fetch(`${router.url}/${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId, status: 'SUCCESS' }) });
+    const res = await fetch(`${router.url}/${p.token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ payment_id: p.paymentId, status: 'SUCCESS' }),
+    });
     expect(res.status).toBe(httpStatus);
     // The return and reconciliation reach the same verdict.
     const returned = await client.reconcilePayment(p.paymentId);
@@ -123,7 +127,8 @@ describe('the webhook path', () => {
     const seen: Seen[] = [];
     const router = await routerFor(after, seen);
     fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 12500, trackingId: 'order-restart' }) });
-    const deliver = () => fetch(`${router.url}/${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId }) });
+    const deliver = () =>
+      fetch(`${router.url}/${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId }) });
     expect((await deliver()).status).toBe(200);
     expect((await deliver()).status).toBe(200);
     expect(seen.map((s) => [s.callback, s.event.paymentId, s.event.amount, s.event.developerTrackingId, s.event.source])).toEqual([
@@ -212,7 +217,11 @@ describe('the paths agree: whichever comes first runs the handlers, once', () =>
     answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 700, trackingId: 'order-return' });
     await expect(client.reconcilePayment(p.paymentId)).resolves.toEqual({ paymentId: p.paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: true });
     expect(verifyCount(fake, p.paymentId)).toBe(1);
-    const late = await fetch(`${router.url}/${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId }) });
+    const late = await fetch(`${router.url}/${p.token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ payment_id: p.paymentId }),
+    });
     expect([late.status, await late.json()]).toEqual([200, { received: true, duplicate: true }]);
     await expect(client.reconcilePayment(p.paymentId)).resolves.toMatchObject({ outcome: 'confirmed', handled: false });
     expect(verifyCount(fake, p.paymentId)).toBe(1);

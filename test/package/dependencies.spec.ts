@@ -18,7 +18,12 @@ async function sources(dir: string): Promise<string[]> {
 /** Every module specifier imported or re-exported by a file (static and dynamic). */
 function specifiers(code: string): string[] {
   const found = new Set<string>();
-  for (const re of [/\bfrom\s+['"]([^'"]+)['"]/g, /\bimport\s+['"]([^'"]+)['"]/g, /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g, /\brequire\(\s*['"]([^'"]+)['"]\s*\)/g]) {
+  for (const re of [
+    /\bfrom\s+['"]([^'"]+)['"]/g,
+    /\bimport\s+['"]([^'"]+)['"]/g,
+    /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g,
+    /\brequire\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ]) {
     for (const m of code.matchAll(re)) found.add(m[1]);
   }
   return [...found];
@@ -29,9 +34,7 @@ function packageName(spec: string): string {
 }
 
 const files = await sources(path.join(root, 'lib'));
-const imports = await Promise.all(
-  files.map(async (file) => ({ file: path.relative(root, file), specs: specifiers(await readFile(file, 'utf8')) })),
-);
+const imports = await Promise.all(files.map(async (file) => ({ file: path.relative(root, file), specs: specifiers(await readFile(file, 'utf8')) })));
 
 /** Which packages each layer may import (DESIGN.md); relative imports are checked separately. */
 const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {

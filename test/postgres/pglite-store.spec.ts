@@ -143,7 +143,10 @@ describe('PostgresPaymentsStore on PGlite', () => {
       const store = new PostgresPaymentsStore(db, { cleanupEveryWrites: 3 });
       await store.saveBinding('short', binding, 500); // write 1
       await store.saveBinding('long', binding, LONG_MS); // write 2
-      await store.saveOutcome({ paymentId: 'p', outcome: 'confirmed', status: 'SUCCESS', source: 'webhook', handlers: 'succeeded', attempts: 1, updatedAt: 'x' }, 500); // write 3: sweep starts, nothing expired yet
+      await store.saveOutcome(
+        { paymentId: 'p', outcome: 'confirmed', status: 'SUCCESS', source: 'webhook', handlers: 'succeeded', attempts: 1, updatedAt: 'x' },
+        500,
+      ); // write 3: sweep starts, nothing expired yet
       await store.close(); // waits for the sweep in progress
       expect(await rows(db, 'SELECT token_id FROM payments_bindings ORDER BY token_id')).toEqual([{ token_id: 'long' }, { token_id: 'short' }]);
       await sleep(600);

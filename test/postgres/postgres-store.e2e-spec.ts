@@ -68,7 +68,10 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
             )
           ).rows.map((r: Record<string, string>) => ({ ...r, table_name: r.table_name.slice(prefix.length) })),
           indexes: (
-            await admin.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename LIKE $2 ORDER BY indexname`, [RUN_SCHEMA, `${prefix}%`])
+            await admin.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename LIKE $2 ORDER BY indexname`, [
+              RUN_SCHEMA,
+              `${prefix}%`,
+            ])
           ).rows.map((r: Record<string, string>) => ({ indexname: r.indexname.slice(prefix.length), indexdef: r.indexdef.replaceAll(prefix, 'P_') })),
         });
         const [auto, manual] = [await catalog('auto_'), await catalog('manual_')];
@@ -190,7 +193,10 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
     });
 
     it('rejects operations within operationTimeoutMs when the server is unreachable', async () => {
-      const store = new PostgresPaymentsStore('postgres://postgres@127.0.0.1:1/test', { operationTimeoutMs: 1000, logger: { log: () => {}, warn: () => {}, error: () => {} } });
+      const store = new PostgresPaymentsStore('postgres://postgres@127.0.0.1:1/test', {
+        operationTimeoutMs: 1000,
+        logger: { log: () => {}, warn: () => {}, error: () => {} },
+      });
       await expect(store.ping()).rejects.toThrow();
       await store.close();
     });

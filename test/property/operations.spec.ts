@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { PaymentsApiError, PaymentsClient, PaymentsError, PaymentsValidationError } from '../../lib/index.js';
+import { PaymentsClient, PaymentsError, PaymentsValidationError } from '../../lib/index.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
 import { WireCheckingServer } from './wire-server.js';
 
@@ -39,22 +39,104 @@ afterAll(async () => {
 
 // ---------------------------------------------------------------- arbitraries
 const HOSTILE_STRINGS = [
-  '', ' ', '\t\n', '0', '00', '000', '-1', '+1', '1e3', '1.5', '1,5', ' 12', '12 ', '١٢٣', '１２', '०१', '0x10', '0b1', 'Infinity', 'NaN', '1_000',
-  'javascript:alert(1)', 'ftp://files.example/x', '//evil.example/x', 'http://', 'https://', 'http:// a.example', 'https://a b.example', 'mailto:a@b.example',
-  'data:text/html,<b>x</b>', 'file:///etc/passwd', 'http://a.example\u0000.evil', 'https://exa\nmple.com', 'HTTP://SHOP.EXAMPLE/OK', 'http://[::1]:3000/x',
-  'https://shop.example:99999/x', 'https://user:pass@shop.example/x', 'https://xn--80ak6aa92e.com/', 'https://shop.example/ok?x=1#frag', 'http://localhost:3000/ok',
-  '\ud800', 'a\udfffb', '\u202e', '\ufeff', 'null', 'undefined', '{}', '[]', 'x'.repeat(70_000),
+  '',
+  ' ',
+  '\t\n',
+  '0',
+  '00',
+  '000',
+  '-1',
+  '+1',
+  '1e3',
+  '1.5',
+  '1,5',
+  ' 12',
+  '12 ',
+  '١٢٣',
+  '１２',
+  '०१',
+  '0x10',
+  '0b1',
+  'Infinity',
+  'NaN',
+  '1_000',
+  'javascript:alert(1)',
+  'ftp://files.example/x',
+  '//evil.example/x',
+  'http://',
+  'https://',
+  'http:// a.example',
+  'https://a b.example',
+  'mailto:a@b.example',
+  'data:text/html,<b>x</b>',
+  'file:///etc/passwd',
+  'http://a.example\u0000.evil',
+  'https://exa\nmple.com',
+  'HTTP://SHOP.EXAMPLE/OK',
+  'http://[::1]:3000/x',
+  'https://shop.example:99999/x',
+  'https://user:pass@shop.example/x',
+  'https://xn--80ak6aa92e.com/',
+  'https://shop.example/ok?x=1#frag',
+  'http://localhost:3000/ok',
+  '\ud800',
+  'a\udfffb',
+  '\u202e',
+  '\ufeff',
+  'null',
+  'undefined',
+  '{}',
+  '[]',
+  'x'.repeat(70_000),
 ];
 const HOSTILE_VALUES: unknown[] = [
-  null, undefined, NaN, Infinity, -Infinity, 0, -0, -1, 1.5, 1e21, 2 ** 53, Number.MAX_SAFE_INTEGER + 2, -Number.MAX_SAFE_INTEGER, true, false,
-  10n, [], ['100'], {}, { amount: '1' }, new Date(0), /x/, new String('100'), new Number(100), Symbol('s'), () => '100', new Map(), Buffer.from('100'),
+  null,
+  undefined,
+  NaN,
+  Infinity,
+  -Infinity,
+  0,
+  -0,
+  -1,
+  1.5,
+  1e21,
+  2 ** 53,
+  Number.MAX_SAFE_INTEGER + 2,
+  -Number.MAX_SAFE_INTEGER,
+  true,
+  false,
+  10n,
+  [],
+  ['100'],
+  {},
+  { amount: '1' },
+  new Date(0),
+  /x/,
+  new String('100'),
+  new Number(100),
+  Symbol('s'),
+  () => '100',
+  new Map(),
+  Buffer.from('100'),
   Object.create(null),
 ];
 
 const hostile = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...HOSTILE_STRINGS) },
   { weight: 3, arbitrary: fc.constantFrom(...HOSTILE_VALUES) },
-  { weight: 2, arbitrary: fc.anything({ maxDepth: 2, withBigInt: true, withDate: true, withMap: true, withSet: true, withTypedArray: true, withNullPrototype: true, withSparseArray: true }) },
+  {
+    weight: 2,
+    arbitrary: fc.anything({
+      maxDepth: 2,
+      withBigInt: true,
+      withDate: true,
+      withMap: true,
+      withSet: true,
+      withTypedArray: true,
+      withNullPrototype: true,
+      withSparseArray: true,
+    }),
+  },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
   { weight: 1, arbitrary: fc.double() },
   { weight: 1, arbitrary: fc.integer({ min: -1e9, max: 0 }) },
@@ -63,12 +145,20 @@ const hostile = fc.oneof(
 const digits = fc.stringMatching(/^0{0,3}[1-9][0-9]{0,40}$/);
 const validAmount = fc.oneof(digits, fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }));
 const validUrl = fc.oneof(
-  fc.constantFrom('https://shop.example/ok', 'http://localhost:3000/cb', 'https://cdn.example.com/logo.png?v=2', 'http://127.0.0.1:8080/x', 'https://sub.shop.example/a/b?c=d#e'),
+  fc.constantFrom(
+    'https://shop.example/ok',
+    'http://localhost:3000/cb',
+    'https://cdn.example.com/logo.png?v=2',
+    'http://127.0.0.1:8080/x',
+    'https://sub.shop.example/a/b?c=d#e',
+  ),
   fc.webUrl({ validSchemes: ['http', 'https'], withQueryParameters: true, withFragments: true }),
 );
 // Identifiers (tracking, payment and client ids) follow one rule: non-blank, at most 256 characters, no control characters, well-formed Unicode.
 const isIdentifier = (v: unknown): v is string => typeof v === 'string' && /\S/.test(v) && v.length <= 256 && !/\p{Cc}/u.test(v) && !/\p{Cs}/u.test(v);
-const validTracking = fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }), fc.constantFrom('order-42', 'x'.repeat(256), 'ü€😀', 'a b')).filter(isIdentifier);
+const validTracking = fc
+  .oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }), fc.constantFrom('order-42', 'x'.repeat(256), 'ü€😀', 'a b'))
+  .filter(isIdentifier);
 
 const validInput = fc.record(
   {
@@ -84,22 +174,38 @@ const validInput = fc.record(
   { requiredKeys: ['amount'] },
 );
 
-const FIELDS = ['amount', 'successLink', 'failLink', 'webhook', 'developerTrackingId', 'sessionTimeoutSecs', 'acceptCard', 'imageUrl'] as const;
 const mixedField = <T>(valid: fc.Arbitrary<T>) => fc.oneof({ weight: 2, arbitrary: valid }, { weight: 1, arbitrary: hostile });
 const mixedInput = fc.oneof(
-  { weight: 6, arbitrary: fc.record({
-    amount: mixedField(validAmount),
-    successLink: mixedField(validUrl),
-    failLink: mixedField(validUrl),
-    webhook: mixedField(validUrl),
-    developerTrackingId: mixedField(validTracking),
-    sessionTimeoutSecs: mixedField(fc.integer({ min: 1, max: 1e6 })),
-    acceptCard: mixedField(fc.boolean()),
-    imageUrl: mixedField(validUrl),
-  }, { requiredKeys: [] }) },
+  {
+    weight: 6,
+    arbitrary: fc.record(
+      {
+        amount: mixedField(validAmount),
+        successLink: mixedField(validUrl),
+        failLink: mixedField(validUrl),
+        webhook: mixedField(validUrl),
+        developerTrackingId: mixedField(validTracking),
+        sessionTimeoutSecs: mixedField(fc.integer({ min: 1, max: 1e6 })),
+        acceptCard: mixedField(fc.boolean()),
+        imageUrl: mixedField(validUrl),
+      },
+      { requiredKeys: [] },
+    ),
+  },
   // Valid inputs plus unknown keys (typos, snake_case spellings, prototype tricks).
-  { weight: 2, arbitrary: fc.tuple(validInput, fc.dictionary(fc.constantFrom('success_link', 'Amount', 'amountt', '__proto__', 'constructor', 'toString', 'extra', 'webhookUrl', 'paymentId'), hostile, { minKeys: 1, maxKeys: 2 }))
-    .map(([v, extra]) => Object.assign(Object.create(null) as object, v, extra)) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(
+        validInput,
+        fc.dictionary(
+          fc.constantFrom('success_link', 'Amount', 'amountt', '__proto__', 'constructor', 'toString', 'extra', 'webhookUrl', 'paymentId'),
+          hostile,
+          { minKeys: 1, maxKeys: 2 },
+        ),
+      )
+      .map(([v, extra]) => Object.assign(Object.create(null) as object, v, extra)),
+  },
   { weight: 1, arbitrary: hostile },
 );
 
@@ -119,7 +225,12 @@ function expectedWire(input: Record<string, unknown>): Record<string, unknown> {
     fail_link: pick('failLink', DEFAULTS.failLink),
     session_timeout_secs: pick('sessionTimeoutSecs', DEFAULTS.sessionTimeoutSecs),
   };
-  for (const [from, to] of [['webhook', 'webhook'], ['developerTrackingId', 'developer_tracking_id'], ['acceptCard', 'accept_card'], ['imageUrl', 'image_url']]) {
+  for (const [from, to] of [
+    ['webhook', 'webhook'],
+    ['developerTrackingId', 'developer_tracking_id'],
+    ['acceptCard', 'accept_card'],
+    ['imageUrl', 'image_url'],
+  ]) {
     const v = pick(from);
     if (v !== undefined) wire[to] = v;
   }
@@ -159,18 +270,23 @@ describe('generatePayment with random input', () => {
     await fc.assert(
       fc.asyncProperty(validInput, async (input) => {
         const problem = await probe(
-          () => client.generatePayment(input as never),
+          () => client.generatePayment(input),
           (result, sent) => {
             if (sent !== 1) return `sent ${sent} requests`;
             const request = server.requests.at(-1)!;
             expect(request.body).toEqual(expectedWire(input));
             const tracking = (request.body as Record<string, unknown>).developer_tracking_id;
             const id = `pay_${server.requests.filter((r) => r.path.endsWith('generate_payment')).length}`;
-            expect(result).toEqual({ paymentId: id, link: `https://checkout.example/shop/${id}`, ...(tracking === undefined ? {} : { developerTrackingId: tracking }) });
+            expect(result).toEqual({
+              paymentId: id,
+              link: `https://checkout.example/shop/${id}`,
+              ...(tracking === undefined ? {} : { developerTrackingId: tracking }),
+            });
             return undefined;
           },
         );
-        if (problem?.startsWith('threw VALIDATION_FAILED') || problem?.includes('Invalid generatePayment')) throw new Error(`a valid input was refused: ${problem}`);
+        if (problem?.startsWith('threw VALIDATION_FAILED') || problem?.includes('Invalid generatePayment'))
+          throw new Error(`a valid input was refused: ${problem}`);
         asserted(problem);
       }),
       { numRuns: Math.round(RUNS * 0.7) },
@@ -179,7 +295,6 @@ describe('generatePayment with random input', () => {
 
   it('hostile inputs: no invalid request is ever sent; only PaymentsValidationError is thrown; accepted ones map exactly', async () => {
     let accepted = 0;
-    let refused = 0;
     await fc.assert(
       fc.asyncProperty(mixedInput, async (input) => {
         const problem = await probe(
@@ -196,7 +311,7 @@ describe('generatePayment with random input', () => {
       }),
       { numRuns: RUNS * 2 },
     );
-    refused = RUNS * 2 - accepted;
+    const refused = RUNS * 2 - accepted;
     // Both sides of the property were exercised.
     expect(accepted).toBeGreaterThan(RUNS / 25);
     expect(refused).toBeGreaterThan(RUNS / 2);
@@ -204,7 +319,10 @@ describe('generatePayment with random input', () => {
 });
 
 describe('refundPayment, cancelPayment and listBindings with random ids', () => {
-  const validId = fc.oneof(fc.constantFrom('pay_1', 'pay_000000000000000000000001', ' x ', 'ü', '😀', 'a'.repeat(256), 'id with spaces & = ? # / %'), fc.string({ unit: 'binary', minLength: 1, maxLength: 50 }).filter(isIdentifier));
+  const validId = fc.oneof(
+    fc.constantFrom('pay_1', 'pay_000000000000000000000001', ' x ', 'ü', '😀', 'a'.repeat(256), 'id with spaces & = ? # / %'),
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 50 }).filter(isIdentifier),
+  );
   const anyId = fc.oneof(validId, hostile, fc.string({ unit: 'binary', maxLength: 50 }), fc.constantFrom('a'.repeat(257), 'a\nb', 'a\u0000b', 'x\ud800'));
   const isValidId = isIdentifier;
 
@@ -244,7 +362,9 @@ describe('refundPayment, cancelPayment and listBindings with random ids', () => 
             if (sent !== 1) return `sent ${sent} requests`;
             const request = server.requests.at(-1)!;
             expect([request.method, request.path, request.query, request.rawBody]).toEqual(['GET', '/api/v2/bindings/list', [['client_id', id]], '']);
-            expect(result).toEqual([{ bindingId: 'b-1', clientId: id, cardLastFour: '4242', cardBrand: 'VISA', status: 'active', createdAt: '2026-01-01T00:00:00Z' }]);
+            expect(result).toEqual([
+              { bindingId: 'b-1', clientId: id, cardLastFour: '4242', cardBrand: 'VISA', status: 'active', createdAt: '2026-01-01T00:00:00Z' },
+            ]);
             return undefined;
           },
         );
@@ -262,7 +382,11 @@ describe('inputs the properties found, pinned', () => {
   const before = () => server.requests.length;
 
   it('an own "__proto__" key (as JSON.parse makes) is refused as an unknown field, never a TypeError', async () => {
-    for (const input of [JSON.parse('{"amount":"1","__proto__":{}}'), JSON.parse('{"amount":"1","__proto__":"x"}'), { amount: 1, ['__proto__']: Object.create(null) }]) {
+    for (const input of [
+      JSON.parse('{"amount":"1","__proto__":{}}'),
+      JSON.parse('{"amount":"1","__proto__":"x"}'),
+      { amount: 1, ['__proto__']: Object.create(null) },
+    ]) {
       const n = before();
       const error = await client.generatePayment(input).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PaymentsValidationError);
@@ -271,12 +395,15 @@ describe('inputs the properties found, pinned', () => {
     }
   });
 
-  it.each(['constructor', 'hasOwnProperty', 'isPrototypeOf', '__defineGetter__', 'toString'])('an unknown field named like an Object.prototype member (%s) is refused too', async (name) => {
-    const n = before();
-    const error = await client.generatePayment({ amount: '1', [name]: 'x' } as never).catch((e: unknown) => e);
-    expect((error as PaymentsValidationError).fields).toEqual([{ field: name, messages: ['is not a field of generatePayment'] }]);
-    expect(server.requests.length).toBe(n);
-  });
+  it.each(['constructor', 'hasOwnProperty', 'isPrototypeOf', '__defineGetter__', 'toString'])(
+    'an unknown field named like an Object.prototype member (%s) is refused too',
+    async (name) => {
+      const n = before();
+      const error = await client.generatePayment({ amount: '1', [name]: 'x' }).catch((e: unknown) => e);
+      expect((error as PaymentsValidationError).fields).toEqual([{ field: name, messages: ['is not a field of generatePayment'] }]);
+      expect(server.requests.length).toBe(n);
+    },
+  );
 
   it.each([2 ** 53, 1e21, Number.MAX_VALUE])('sessionTimeoutSecs %p (an integer, but not an exact one) is refused', async (secs) => {
     const n = before();
@@ -290,13 +417,16 @@ describe('inputs the properties found, pinned', () => {
     expect((server.requests.at(-1)!.body as Record<string, unknown>).session_timeout_secs).toBe(Number.MAX_SAFE_INTEGER);
   });
 
-  it.each(['\ud800', 'abc\udfff', '\udc00\ud800'])('listBindings(%p): a client id that cannot be URL-encoded is a validation error, not a connection error', async (id) => {
-    const n = before();
-    const error = await client.listBindings(id).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(PaymentsValidationError);
-    expect((error as PaymentsValidationError).fields[0].field).toBe('clientId');
-    expect(server.requests.length).toBe(n);
-  });
+  it.each(['\ud800', 'abc\udfff', '\udc00\ud800'])(
+    'listBindings(%p): a client id that cannot be URL-encoded is a validation error, not a connection error',
+    async (id) => {
+      const n = before();
+      const error = await client.listBindings(id).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PaymentsValidationError);
+      expect((error as PaymentsValidationError).fields[0].field).toBe('clientId');
+      expect(server.requests.length).toBe(n);
+    },
+  );
 
   it('a client id with astral characters (surrogate pairs) is fine', async () => {
     await expect(client.listBindings('😀-client')).resolves.toHaveLength(1);

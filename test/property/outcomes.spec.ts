@@ -181,11 +181,14 @@ describe('webhook, return and reconciliation on two clients sharing a store, aga
             }
           };
           // Consecutive concurrent steps run together (real interleavings); returns run alone.
-          for (let i = 0; i < steps.length; ) {
+          for (let i = 0; i < steps.length;) {
             const batch = [steps[i++]];
             while (i < steps.length && steps[i].concurrent && batch[0].path !== 'return' && steps[i].path !== 'return') batch.push(steps[i++]);
             await Promise.all(batch.map(invoke));
-            for (const p of payments) expect(runs.filter((r) => r.paymentId === p.paymentId && r.ok)).toHaveLength(Math.min(1, runs.filter((r) => r.paymentId === p.paymentId && r.ok).length));
+            for (const p of payments)
+              expect(runs.filter((r) => r.paymentId === p.paymentId && r.ok)).toHaveLength(
+                Math.min(1, runs.filter((r) => r.paymentId === p.paymentId && r.ok).length),
+              );
           }
           // Drain: reconciliation until every payment with a final status is settled.
           for (const p of payments) {

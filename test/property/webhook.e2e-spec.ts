@@ -47,11 +47,7 @@ interface Payment {
 }
 
 type TokenChoice =
-  | { kind: 'genuine'; i: number }
-  | { kind: 'badSignature'; i: number }
-  | { kind: 'signedButUnbound' }
-  | { kind: 'random' }
-  | { kind: 'junk'; text: string };
+  { kind: 'genuine'; i: number } | { kind: 'badSignature'; i: number } | { kind: 'signedButUnbound' } | { kind: 'random' } | { kind: 'junk'; text: string };
 type IdValue = { kind: 'own' } | { kind: 'other'; i: number } | { kind: 'junk'; value: unknown };
 type IdPlace = { where: 'query' | 'body'; key: 'payment_id' | 'paymentId' | 'id' | 'result.payment_id'; value: IdValue };
 interface Model {
@@ -69,8 +65,18 @@ interface Model {
 }
 
 const CONTENT_TYPES = [
-  'application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/x-www-form-urlencoded', 'text/plain', 'text/html',
-  'multipart/form-data; boundary=xyz', 'application/xml', 'application/octet-stream', 'application/json; charset=utf-16', 'application/vnd.api+json', 'garbage/',
+  'application/json',
+  'application/json; charset=utf-8',
+  'APPLICATION/JSON',
+  'application/x-www-form-urlencoded',
+  'text/plain',
+  'text/html',
+  'multipart/form-data; boundary=xyz',
+  'application/xml',
+  'application/octet-stream',
+  'application/json; charset=utf-16',
+  'application/vnd.api+json',
+  'garbage/',
 ];
 
 const b64 = fc.string({ unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'), minLength: 1, maxLength: 70 });
@@ -79,25 +85,64 @@ const tokenChoice: fc.Arbitrary<TokenChoice> = fc.oneof(
   { weight: 1, arbitrary: fc.nat(PAYMENTS - 1).map((i) => ({ kind: 'badSignature' as const, i })) },
   { weight: 1, arbitrary: fc.constant({ kind: 'signedButUnbound' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'random' as const }) },
-  { weight: 1, arbitrary: fc.oneof(b64, fc.string({ unit: 'binary', minLength: 1, maxLength: 30 })).filter((t) => t.replace(/\p{Cs}/gu, '') !== '').map((text) => ({ kind: 'junk' as const, text })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .oneof(b64, fc.string({ unit: 'binary', minLength: 1, maxLength: 30 }))
+      .filter((t) => t.replace(/\p{Cs}/gu, '') !== '')
+      .map((text) => ({ kind: 'junk' as const, text })),
+  },
 );
 const idValue: fc.Arbitrary<IdValue> = fc.oneof(
   { weight: 8, arbitrary: fc.constant({ kind: 'own' as const }) },
   { weight: 2, arbitrary: fc.nat(PAYMENTS - 1).map((i) => ({ kind: 'other' as const, i })) },
-  { weight: 2, arbitrary: fc.oneof(fc.string({ unit: 'binary', maxLength: 20 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.constant(''), fc.array(fc.string(), { maxLength: 2 }), fc.object({ maxDepth: 1 }), fc.constant('x'.repeat(300))).map((value) => ({ kind: 'junk' as const, value })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .oneof(
+        fc.string({ unit: 'binary', maxLength: 20 }),
+        fc.integer(),
+        fc.double(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.constant(''),
+        fc.array(fc.string(), { maxLength: 2 }),
+        fc.object({ maxDepth: 1 }),
+        fc.constant('x'.repeat(300)),
+      )
+      .map((value) => ({ kind: 'junk' as const, value })),
+  },
 );
 const model: fc.Arbitrary<Model> = fc.record({
   method: fc.constantFrom('GET', 'POST', 'POST', 'PUT'),
   pathToken: fc.oneof({ weight: 4, arbitrary: tokenChoice }, { weight: 1, arbitrary: fc.constant(undefined) }),
-  tokens: fc.oneof({ weight: 6, arbitrary: fc.constant([] as TokenChoice[]) }, { weight: 2, arbitrary: fc.array(tokenChoice, { minLength: 1, maxLength: 1 }) }, { weight: 1, arbitrary: fc.array(tokenChoice, { minLength: 2, maxLength: 3 }) }),
+  tokens: fc.oneof(
+    { weight: 6, arbitrary: fc.constant([] as TokenChoice[]) },
+    { weight: 2, arbitrary: fc.array(tokenChoice, { minLength: 1, maxLength: 1 }) },
+    { weight: 1, arbitrary: fc.array(tokenChoice, { minLength: 2, maxLength: 3 }) },
+  ),
   ids: fc.oneof(
-    { weight: 5, arbitrary: fc.array(fc.record({ where: fc.constantFrom('query', 'body'), key: fc.constantFrom('payment_id', 'paymentId', 'id', 'result.payment_id'), value: idValue }), { minLength: 1, maxLength: 3 }) },
+    {
+      weight: 5,
+      arbitrary: fc.array(
+        fc.record({ where: fc.constantFrom('query', 'body'), key: fc.constantFrom('payment_id', 'paymentId', 'id', 'result.payment_id'), value: idValue }),
+        { minLength: 1, maxLength: 3 },
+      ),
+    },
     { weight: 1, arbitrary: fc.constant([] as IdPlace[]) },
   ),
   body: fc.constantFrom('json', 'json', 'form', 'text', 'none', 'bytes', 'huge'),
   contentType: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
-  extraQuery: fc.oneof({ weight: 4, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('&a[b]=c', '&%zz', '&&&=', '&rid=dup', '&x=%E0%A4%A', '&status=completed&amount=1') }, { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }).map((s) => `&${encodeURIComponent(s.replace(/\p{Cs}/gu, ''))}`) }),
-  extraBody: fc.dictionary(fc.constantFrom('status', 'amount', 'note', 'result_code', 'x'), fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.boolean()), { maxKeys: 2 }),
+  extraQuery: fc.oneof(
+    { weight: 4, arbitrary: fc.constant('') },
+    { weight: 1, arbitrary: fc.constantFrom('&a[b]=c', '&%zz', '&&&=', '&rid=dup', '&x=%E0%A4%A', '&status=completed&amount=1') },
+    { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }).map((s) => `&${encodeURIComponent(s.replace(/\p{Cs}/gu, ''))}`) },
+  ),
+  extraBody: fc.dictionary(
+    fc.constantFrom('status', 'amount', 'note', 'result_code', 'x'),
+    fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.boolean()),
+    { maxKeys: 2 },
+  ),
   junkText: fc.string({ unit: 'binary', maxLength: 40 }),
 });
 
@@ -122,15 +167,17 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
   beforeAll(async () => {
     fake = await FakeService.start();
     const moduleRef = await Test.createTestingModule({
-      imports: [PaymentsModule.forRoot({
-        publicKey: 'pk',
-        privateKey: 'sk_property_private',
-        baseUrl: fake.url,
-        successLink: 'https://shop.example/ok',
-        failLink: 'https://shop.example/ko',
-        webhook: { publicUrl: 'https://shop.example/payments/webhook', secret: SECRET },
-        logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
-      })],
+      imports: [
+        PaymentsModule.forRoot({
+          publicKey: 'pk',
+          privateKey: 'sk_property_private',
+          baseUrl: fake.url,
+          successLink: 'https://shop.example/ok',
+          failLink: 'https://shop.example/ko',
+          webhook: { publicUrl: 'https://shop.example/payments/webhook', secret: SECRET },
+          logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
+        }),
+      ],
       providers: [Handler],
     }).compile();
     app = adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false }) : moduleRef.createNestApplication({ logger: false });
@@ -192,7 +239,8 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
     const bodyObject: Record<string, unknown> = { ...m.extraBody };
     for (const place of m.ids) {
       const value = valueOf(place.value);
-      if (place.where === 'query') query.append(place.key === 'result.payment_id' ? 'result[payment_id]' : place.key, typeof value === 'string' ? value : JSON.stringify(value) ?? '');
+      if (place.where === 'query')
+        query.append(place.key === 'result.payment_id' ? 'result[payment_id]' : place.key, typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
       else setPath(bodyObject, place.key, value);
     }
     let body: Buffer | undefined;
@@ -206,7 +254,7 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
         const form = new URLSearchParams();
         for (const [k, v] of Object.entries(bodyObject)) {
           if (k === 'result' && typeof v === 'object' && v) form.append('result[payment_id]', String((v as Record<string, unknown>).payment_id));
-          else form.append(k, typeof v === 'string' ? v : JSON.stringify(v) ?? '');
+          else form.append(k, typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
         }
         body = Buffer.from(form.toString());
         contentType ??= 'application/x-www-form-urlencoded';
@@ -302,14 +350,19 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
         //    naming a payment the service does not know: verify answers 404, the delivery 503.
         if (status === 503) expect({ status, signed, tokenOf, newVerifies }).toEqual({ status, signed: true, tokenOf: undefined, newVerifies: 1 });
         else if (status >= 500) {
-          expect({ status, authenticFailing: tokenOf !== undefined && handler.failFor.has(tokenOf.paymentId) }).toEqual({ status: 500, authenticFailing: true });
+          expect({ status, authenticFailing: tokenOf !== undefined && handler.failFor.has(tokenOf.paymentId) }).toEqual({
+            status: 500,
+            authenticFailing: true,
+          });
         }
         expect(text).not.toContain(SECRET);
 
         // 3. A well-formed authentic confirmation is accepted.
         // The payment id must now be in the delivery (the query, or a POST's JSON/form body).
         const idFound = m.ids.some((p) =>
-          p.where === 'query' ? p.key !== 'result.payment_id' : m.method === 'POST' && (m.body === 'json' || (m.body === 'form' && p.key !== 'result.payment_id')),
+          p.where === 'query'
+            ? p.key !== 'result.payment_id'
+            : m.method === 'POST' && (m.body === 'json' || (m.body === 'form' && p.key !== 'result.payment_id')),
         );
         const wellFormed =
           tokenOf !== undefined &&

@@ -15,7 +15,6 @@ export interface WireRequest {
 
 const GENERATE_KEYS = new Set(['amount', 'success_link', 'fail_link', 'webhook', 'developer_tracking_id', 'session_timeout_secs', 'accept_card', 'image_url']);
 
-
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isId = (v: unknown) => typeof v === 'string' && /\S/.test(v);
 
@@ -86,18 +85,32 @@ export class WireCheckingServer {
         if (typeof b.amount !== 'string' || !/^[1-9][0-9]*$/.test(b.amount)) problem(`amount ${JSON.stringify(b.amount)?.slice(0, 40)}`);
         for (const key of ['success_link', 'fail_link']) if (!isHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
         for (const key of ['webhook', 'image_url']) if (key in b && !isHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
-        if ('session_timeout_secs' in b && !(Number.isSafeInteger(b.session_timeout_secs) && (b.session_timeout_secs as number) > 0)) problem('session_timeout_secs');
+        if ('session_timeout_secs' in b && !(Number.isSafeInteger(b.session_timeout_secs) && (b.session_timeout_secs as number) > 0))
+          problem('session_timeout_secs');
         if ('accept_card' in b && typeof b.accept_card !== 'boolean') problem('accept_card');
         if ('developer_tracking_id' in b && !(typeof b.developer_tracking_id === 'string' && b.developer_tracking_id !== '')) problem('developer_tracking_id');
         const id = `pay_${++this.count}`;
-        answer = { result: { success: true, payment_id: id, link: `https://checkout.example/shop/${id}`, ...('developer_tracking_id' in b ? { developer_tracking_id: b.developer_tracking_id } : {}) }, name: 'Payment Service', code: 0, version: 'v2' };
+        answer = {
+          result: {
+            success: true,
+            payment_id: id,
+            link: `https://checkout.example/shop/${id}`,
+            ...('developer_tracking_id' in b ? { developer_tracking_id: b.developer_tracking_id } : {}),
+          },
+          name: 'Payment Service',
+          code: 0,
+          version: 'v2',
+        };
         break;
       }
       case '/api/v2/refund_payment':
       case '/api/v2/cancel_payment': {
         if (Object.keys(b).join() !== 'payment_id' || !isId(b.payment_id)) problem(`body ${rawBody.slice(0, 60)}`);
         answer = url.pathname.endsWith('refund_payment')
-          ? { result: { refund_id: 'ref_1', payment_id: b.payment_id, amount: '100', status: 'success', refunded_at: '2026-01-01T00:00:00Z' }, status: 'success' }
+          ? {
+              result: { refund_id: 'ref_1', payment_id: b.payment_id, amount: '100', status: 'success', refunded_at: '2026-01-01T00:00:00Z' },
+              status: 'success',
+            }
           : { result: { payment_id: b.payment_id, status: 'cancelled', cancelled_at: '2026-01-01T00:00:00Z' }, status: 'success' };
         break;
       }
@@ -106,7 +119,15 @@ export class WireCheckingServer {
         if (rawBody !== '') problem('a GET with a body');
         if (request.query.length !== 1 || request.query[0][0] !== 'client_id' || !isId(request.query[0][1])) problem(`query ${url.search.slice(0, 60)}`);
         const clientId = request.query[0]?.[1];
-        answer = { result: { success: true, bindings: [{ binding_id: 'b-1', client_id: clientId, card_last_four: '4242', card_brand: 'VISA', status: 'active', created_at: '2026-01-01T00:00:00Z' }] }, status: 'success' };
+        answer = {
+          result: {
+            success: true,
+            bindings: [
+              { binding_id: 'b-1', client_id: clientId, card_last_four: '4242', card_brand: 'VISA', status: 'active', created_at: '2026-01-01T00:00:00Z' },
+            ],
+          },
+          status: 'success',
+        };
         break;
       }
       default:

@@ -17,7 +17,8 @@ describe('README snippets', () => {
 
   it('are whole modules: each imports what it uses from the package by its public names', () => {
     expect(snippets.length).toBeGreaterThanOrEqual(10);
-    for (const [, text] of snippets) expect(text).toMatch(/^import .* from '(nestjs-payments(\/\w+)?|@nestjs\/\w+|express|@electric-sql\/pglite|@jest\/globals)';$/m);
+    for (const [, text] of snippets)
+      expect(text).toMatch(/^import .* from '(nestjs-payments(\/\w+)?|@nestjs\/\w+|express|@electric-sql\/pglite|@jest\/globals)';$/m);
     expect(snippets.map(([name]) => name)).toContain('readme-recipe.e2e-spec.ts');
   });
 });

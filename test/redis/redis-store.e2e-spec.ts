@@ -615,7 +615,13 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
         }
         // A round trip on the store's own connection: everything sent before it has run.
         for (let i = 0; i < 20; i++) {
-          if (await store.ping().then(() => true, () => false)) break;
+          if (
+            await store.ping().then(
+              () => true,
+              () => false,
+            )
+          )
+            break;
         }
         // The late claims did land: the one not released blocks other owners for its lease...
         expect(await admin.get(`${keyPrefix}event:${control}`)).toBe('claimed:attempt-2');

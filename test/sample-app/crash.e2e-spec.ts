@@ -124,7 +124,10 @@ function crashScenarios(database: () => DatabaseConfig) {
           // service's webhook again (here, its redelivery) runs the handler, which changes nothing.
           await sleep(LEASE_MS + 200);
           const delivery = service.deliveries.filter((d) => d.paymentId === paymentId).at(-1)!;
-          const again = await fetch(delivery.url, { method: delivery.method, ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }) });
+          const again = await fetch(delivery.url, {
+            method: delivery.method,
+            ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }),
+          });
           expect(again.status).toBe(200);
         } else {
           // The customer's return page (it refreshes itself) verifies and runs the handler, once
@@ -133,7 +136,10 @@ function crashScenarios(database: () => DatabaseConfig) {
         }
         // A second webhook delivery after that: a duplicate, nothing runs.
         const delivery = service.deliveries.filter((d) => d.paymentId === paymentId).at(-1)!;
-        const dup = await fetch(delivery.url, { method: delivery.method, ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }) });
+        const dup = await fetch(delivery.url, {
+          method: delivery.method,
+          ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }),
+        });
         expect(dup.status).toBe(200);
       } finally {
         expect((await second.stop('SIGTERM')).code).toBe(0);
@@ -213,7 +219,10 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('crash 
           const other = new URL(delivery.url);
           other.port = String(other.port === String(portA) ? portB : portA);
           const send = (target: string) =>
-            fetch(target, { method: delivery.method, ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }) });
+            fetch(target, {
+              method: delivery.method,
+              ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }),
+            });
           await Promise.all([
             send(delivery.url),
             send(other.href),

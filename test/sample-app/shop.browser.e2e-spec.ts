@@ -40,7 +40,10 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
   async function checkout(productId: string, options: { saveCard?: boolean } = {}): Promise<void> {
     await page.goto(`${shop.url}/`);
     if (options.saveCard) await page.locator(`#save-${productId}`).check();
-    await navigate(() => page.locator(`#product-${productId} button`).click(), (url) => url.href.startsWith(`${sandbox.url}/checkout/`));
+    await navigate(
+      () => page.locator(`#product-${productId} button`).click(),
+      (url) => url.href.startsWith(`${sandbox.url}/checkout/`),
+    );
   }
 
   /** Opens the admin, signing in when the login page shows up. */
@@ -48,7 +51,10 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     await page.goto(`${shop.url}${path}`);
     if (new URL(page.url()).pathname === '/admin/login') {
       await page.locator('#password').fill(shop.adminPassword);
-      await navigate(() => page.locator('#sign-in').click(), (url) => url.pathname === '/admin');
+      await navigate(
+        () => page.locator('#sign-in').click(),
+        (url) => url.pathname === '/admin',
+      );
     }
   }
 
@@ -59,7 +65,16 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     sandbox = shop.sandbox!;
     browser = await chromium.launch({
       executablePath: CHROMIUM_PATH,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     page = await context.newPage();
@@ -98,10 +113,16 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     const orderId = await page.locator('#order-id').innerText();
     await shot('success');
 
-    await navigate(() => page.locator('nav a', { hasText: 'Admin' }).click(), (url) => url.pathname === '/admin/login');
+    await navigate(
+      () => page.locator('nav a', { hasText: 'Admin' }).click(),
+      (url) => url.pathname === '/admin/login',
+    );
     await shot('admin-login');
     await page.locator('#password').fill('not the password');
-    await navigate(() => page.locator('#sign-in').click(), (url) => url.pathname === '/admin/login');
+    await navigate(
+      () => page.locator('#sign-in').click(),
+      (url) => url.pathname === '/admin/login',
+    );
     expect(await page.locator('#login-error').innerText()).toBe('Wrong password.');
     await page.locator('#password').fill(shop.adminPassword);
     await navigate(() => page.locator('#sign-in').click(), `${shop.url}/admin`);
@@ -184,7 +205,10 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
 
   it('signs out; showed no console error (no blocked style, no CSP violation) and never the private key', async () => {
     await openAdmin();
-    await navigate(() => page.locator('#sign-out').click(), (url) => url.pathname === '/admin/login');
+    await navigate(
+      () => page.locator('#sign-out').click(),
+      (url) => url.pathname === '/admin/login',
+    );
     await page.goto(`${shop.url}/admin`);
     expect(new URL(page.url()).pathname).toBe('/admin/login');
     await page.goto(`${shop.url}/no-such-page`);

@@ -187,7 +187,10 @@ describe('sample shop in sandbox mode', () => {
 
     // A redelivery of the same webhook is acknowledged and changes nothing.
     const delivery = sandbox.deliveries.find((d) => d.paymentId === paymentId)!;
-    const again = await fetch(delivery.url, { method: delivery.method, ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }) });
+    const again = await fetch(delivery.url, {
+      method: delivery.method,
+      ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }),
+    });
     expect(again.status).toBe(200);
     const events = await shop.app.get(OrdersRepository).events(orderId);
     expect(events.map((e) => [e.kind, e.source, e.serviceStatus ?? null])).toEqual([
@@ -246,7 +249,9 @@ describe('sample shop in sandbox mode', () => {
     expect(await adminRow(orderId)).toContain(`<td class="mono">${customerId}</td>`);
 
     const lookup = await client.get(`/admin?clientId=${customerId}`);
-    expect(lookup.text).toMatch(/<tr data-binding="[^"]+">\n<td><strong>[A-Z]+<\/strong><\/td>\n<td class="mono">•••• [0-9]{4}<\/td>\n<td><span class="badge badge-active">active<\/span><\/td>/);
+    expect(lookup.text).toMatch(
+      /<tr data-binding="[^"]+">\n<td><strong>[A-Z]+<\/strong><\/td>\n<td class="mono">•••• [0-9]{4}<\/td>\n<td><span class="badge badge-active">active<\/span><\/td>/,
+    );
   });
 
   it('"capture later": checkout pre-authorizes; the order is authorized; the admin captures a part', async () => {
@@ -299,7 +304,9 @@ describe('sample shop in sandbox mode', () => {
     expect(sandbox.getPayment(paymentId)!.state).toBe('paid');
 
     const done = await client.postAndFollow(`/admin/orders/${orderId}/refund`, { confirm: 'yes' });
-    expect(done.text).toMatch(new RegExp(`<p class="flash flash-success" id="flash" role="status">Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.</p>`));
+    expect(done.text).toMatch(
+      new RegExp(`<p class="flash flash-success" id="flash" role="status">Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.</p>`),
+    );
     expect(sandbox.getPayment(paymentId)!.state).toBe('refunded');
     expect(await adminRow(orderId)).toContain('data-state="refunded"');
 
@@ -339,7 +346,9 @@ describe('sample shop in sandbox mode', () => {
 
   it('looks up card bindings: the seeded demo customer, an unknown one, and an invalid id', async () => {
     const demo = await client.get('/admin?clientId=demo-customer');
-    expect(demo.text).toMatch(/<tr data-binding="[0-9a-f-]{36}">\n<td><strong>VISA<\/strong><\/td>\n<td class="mono">•••• 4242<\/td>\n<td><span class="badge badge-active">active<\/span><\/td>/);
+    expect(demo.text).toMatch(
+      /<tr data-binding="[0-9a-f-]{36}">\n<td><strong>VISA<\/strong><\/td>\n<td class="mono">•••• 4242<\/td>\n<td><span class="badge badge-active">active<\/span><\/td>/,
+    );
     expect(demo.text).toContain('value="demo-customer"');
     expect((await client.get('/admin?clientId=nobody')).text).toContain('No card bindings for <strong>nobody</strong>.');
     const invalid = await client.get(`/admin?clientId=${encodeURIComponent('bad id!')}`);
@@ -424,7 +433,9 @@ describe('sample shop in sandbox mode', () => {
     expect(res.status).toBe(502);
     expect(res.text).toContain('Payment service unavailable');
     expect(res.text).toContain('You have not been charged');
-    const failed = /<tr id="order-(ord_[0-9a-f]+)" data-state="failed">\n<td class="mono">[^<]+<\/td>\n<td>Moka pot<\/td>/.exec((await client.get('/admin')).text);
+    const failed = /<tr id="order-(ord_[0-9a-f]+)" data-state="failed">\n<td class="mono">[^<]+<\/td>\n<td>Moka pot<\/td>/.exec(
+      (await client.get('/admin')).text,
+    );
     expect(failed).not.toBeNull();
   });
 
@@ -581,15 +592,23 @@ describe('sample shop with real keys (pointed at a separate sandbox)', () => {
   it('refuses to start with a malformed or missing setting, naming it and freeing the port', async () => {
     await expect(createShopApp({ env: { PORT: 'eighty', DATA_DIR: 'memory://' }, logger: false })).rejects.toThrow('PORT must be a TCP port number');
     const port = await freePort();
-    await expect(createShopApp({ port, env: { PUBLIC_URL: 'shop.example.com', DATA_DIR: 'memory://' }, logger: false })).rejects.toThrow('PUBLIC_URL must be an absolute http(s) URL');
+    await expect(createShopApp({ port, env: { PUBLIC_URL: 'shop.example.com', DATA_DIR: 'memory://' }, logger: false })).rejects.toThrow(
+      'PUBLIC_URL must be an absolute http(s) URL',
+    );
     // The failed start released its socket: the port can be bound again.
     await expect(listenOn(port)).resolves.toBeUndefined();
     const noPassword = realEnv();
     delete (noPassword as Record<string, string | undefined>).ADMIN_PASSWORD;
     await expect(createShopApp({ port: 0, env: noPassword, logger: false })).rejects.toThrow('ADMIN_PASSWORD must be set');
     await expect(createShopApp({ port: 0, env: realEnv({ ADMIN_PASSWORD: 'short' }), logger: false })).rejects.toThrow('at least 12 characters');
-    await expect(createShopApp({ port: 0, env: realEnv({ DATABASE_URL: 'not a url' }), logger: false })).rejects.toThrow('DATABASE_URL must be a connection string');
-    const missing = createShopApp({ port: 0, env: { PAYMENTS_PUBLIC_KEY: keys.publicKey, PAYMENTS_PRIVATE_KEY: keys.privateKey, ADMIN_PASSWORD, DATA_DIR: 'memory://' }, logger: false });
+    await expect(createShopApp({ port: 0, env: realEnv({ DATABASE_URL: 'not a url' }), logger: false })).rejects.toThrow(
+      'DATABASE_URL must be a connection string',
+    );
+    const missing = createShopApp({
+      port: 0,
+      env: { PAYMENTS_PUBLIC_KEY: keys.publicKey, PAYMENTS_PRIVATE_KEY: keys.privateKey, ADMIN_PASSWORD, DATA_DIR: 'memory://' },
+      logger: false,
+    });
     await expect(missing).rejects.toThrow(/baseUrl|PAYMENTS_BASE_URL/);
     await expect(missing).rejects.not.toThrow(keys.privateKey);
   });

@@ -37,7 +37,15 @@ function needles(): string[] {
   const list: string[] = [];
   for (const secret of [PRIVATE_KEY, WEBHOOK_SECRET, SHORT_SECRET]) {
     const b = Buffer.from(secret);
-    list.push(secret, secret.slice(6, 20), b.toString('base64'), b.toString('base64url'), b.toString('hex'), encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1));
+    list.push(
+      secret,
+      secret.slice(6, 20),
+      b.toString('base64'),
+      b.toString('base64url'),
+      b.toString('hex'),
+      encodeURIComponent(secret),
+      JSON.stringify(secret).slice(1, -1),
+    );
   }
   list.push(Buffer.from(`pk_live:${PRIVATE_KEY}`).toString('base64'));
   return list;
@@ -49,12 +57,24 @@ class CaptureLogger implements LoggerService {
   private keep(level: string, message: unknown, rest: unknown[]) {
     this.lines.push(`[${level}] ${[message, ...rest].map((m) => (typeof m === 'string' ? m : inspect(m, { depth: 10, showHidden: true }))).join(' ')}`);
   }
-  log(message: unknown, ...rest: unknown[]) { this.keep('log', message, rest); }
-  error(message: unknown, ...rest: unknown[]) { this.keep('error', message, rest); }
-  warn(message: unknown, ...rest: unknown[]) { this.keep('warn', message, rest); }
-  debug(message: unknown, ...rest: unknown[]) { this.keep('debug', message, rest); }
-  verbose(message: unknown, ...rest: unknown[]) { this.keep('verbose', message, rest); }
-  fatal(message: unknown, ...rest: unknown[]) { this.keep('fatal', message, rest); }
+  log(message: unknown, ...rest: unknown[]) {
+    this.keep('log', message, rest);
+  }
+  error(message: unknown, ...rest: unknown[]) {
+    this.keep('error', message, rest);
+  }
+  warn(message: unknown, ...rest: unknown[]) {
+    this.keep('warn', message, rest);
+  }
+  debug(message: unknown, ...rest: unknown[]) {
+    this.keep('debug', message, rest);
+  }
+  verbose(message: unknown, ...rest: unknown[]) {
+    this.keep('verbose', message, rest);
+  }
+  fatal(message: unknown, ...rest: unknown[]) {
+    this.keep('fatal', message, rest);
+  }
 }
 
 /** A memory store whose operations can be made to fail, like an unreachable database (every store method, the queue and the record included). */
@@ -111,17 +131,18 @@ beforeAll(() => {
   // Intercept every byte written to stdout and stderr, and console.* (which Jest routes elsewhere).
   for (const stream of [process.stdout, process.stderr]) {
     const original = stream.write;
-    stream.write = ((chunk: unknown, ...rest: unknown[]) => {
+    stream.write = (chunk: unknown, ...rest: unknown[]) => {
       lines.push(`[${stream === process.stdout ? 'stdout' : 'stderr'}] ${Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk)}`);
       const callback = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
       callback?.();
       return true;
-    }) as typeof stream.write;
+    };
     restore.push(() => (stream.write = original));
   }
   for (const method of ['log', 'info', 'warn', 'error', 'debug', 'trace'] as const) {
     const original = console[method];
-    console[method] = (...args: unknown[]) => void lines.push(`[console.${method}] ${args.map((a) => (typeof a === 'string' ? a : inspect(a, { depth: 10 }))).join(' ')}`);
+    console[method] = (...args: unknown[]) =>
+      void lines.push(`[console.${method}] ${args.map((a) => (typeof a === 'string' ? a : inspect(a, { depth: 10 }))).join(' ')}`);
     restore.push(() => (console[method] = original));
   }
 });
@@ -195,10 +216,10 @@ describe('a full run through every error path leaks neither the private key nor 
       { webhook: { publicUrl: 'https://shop.example/hook', secret: SHORT_SECRET } },
       { baseUrl: `not a url ${PRIVATE_KEY}` },
       { webhook: { publicUrl: `javascript:${WEBHOOK_SECRET}`, secret: WEBHOOK_SECRET } },
-      { privateKey: undefined, webhook: { secret: WEBHOOK_SECRET } as never },
+      { privateKey: undefined, webhook: { secret: WEBHOOK_SECRET } },
     ];
     for (const overrides of bad) {
-      const error = await Test.createTestingModule({ imports: [PaymentsModule.forRoot({ ...sandbox.options(), privateKey: PRIVATE_KEY, ...overrides } as PaymentsModuleOptions)] })
+      const error = await Test.createTestingModule({ imports: [PaymentsModule.forRoot({ ...sandbox.options(), privateKey: PRIVATE_KEY, ...overrides })] })
         .setLogger(logger)
         .compile()
         .then(async (m) => {
@@ -307,10 +328,20 @@ describe('a full run through every error path leaks neither the private key nor 
     sandbox.fault('/api/v2/refund_payment', { reset: true, times: 1 });
     await attempt(() => payments.refundPayment(paymentId)); // CONNECTION_FAILED
     // Secrets passed by mistake as input are not echoed by validation errors either.
-    await attempt(() => payments.generatePayment({ amount: PRIVATE_KEY, successLink: WEBHOOK_SECRET, developerTrackingId: 42 as never, privateKey: PRIVATE_KEY, webhookSecret: WEBHOOK_SECRET } as never));
+    await attempt(() =>
+      payments.generatePayment({
+        amount: PRIVATE_KEY,
+        successLink: WEBHOOK_SECRET,
+        developerTrackingId: 42 as never,
+        privateKey: PRIVATE_KEY,
+        webhookSecret: WEBHOOK_SECRET,
+      } as never),
+    );
 
     // The same plugin with a key the service refuses.
-    const moduleRef = await Test.createTestingModule({ imports: [PaymentsModule.forRoot({ ...otherSandbox.options(), privateKey: PRIVATE_KEY })] }).setLogger(logger).compile();
+    const moduleRef = await Test.createTestingModule({ imports: [PaymentsModule.forRoot({ ...otherSandbox.options(), privateKey: PRIVATE_KEY })] })
+      .setLogger(logger)
+      .compile();
     const wrong = await moduleRef.createNestApplication({ logger }).init();
     try {
       const error = (await attempt(() => wrong.get(PaymentsService).generatePayment({ amount: '1' }))) as PaymentsError;
@@ -333,10 +364,23 @@ describe('a full run through every error path leaks neither the private key nor 
   });
 
   it('the plain Express router, with its default logger (stderr), through the same paths', async () => {
-    const client = createPaymentsClient({ ...sandbox.options(), privateKey: PRIVATE_KEY, webhook: { publicUrl: 'http://127.0.0.1:1/hook', secret: WEBHOOK_SECRET }, timeoutMs: 400 });
+    const client = createPaymentsClient({
+      ...sandbox.options(),
+      privateKey: PRIVATE_KEY,
+      webhook: { publicUrl: 'http://127.0.0.1:1/hook', secret: WEBHOOK_SECRET },
+      timeoutMs: 400,
+    });
     const expressApp = express();
     let fail = true;
-    expressApp.use('/hook', createWebhookRouter({ client, onPaymentConfirmed: () => { if (fail) throw new Error('callback failed'); } }));
+    expressApp.use(
+      '/hook',
+      createWebhookRouter({
+        client,
+        onPaymentConfirmed: () => {
+          if (fail) throw new Error('callback failed');
+        },
+      }),
+    );
     const server = expressApp.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     try {
@@ -346,7 +390,11 @@ describe('a full run through every error path leaks neither the private key nor 
       const token = tokenOfUrl(sandbox.getPayment(paymentId)!.webhook!);
       const statuses: number[] = [];
       for (const path of [`/${token}`, '/forged', '']) {
-        const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: paymentId }) });
+        const res = await fetch(`${url}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ payment_id: paymentId }),
+        });
         statuses.push(res.status);
         answers.push(`${res.status} ${JSON.stringify([...res.headers])} ${await res.text()}`);
       }
@@ -376,7 +424,16 @@ describe('a full run through every error path leaks neither the private key nor 
       if (path.startsWith('/api/v2/verify_payment/')) {
         const id = decodeURIComponent(path.split('/').at(-1)!);
         const amount = id.endsWith('mismatch') ? 1 : 900;
-        return json(200, { success: true, result: { type: 'card', amount, status: 'SUCCESS', developer_tracking_id: `t-${id}`, details: { echoed: auth, encoded: encodeURIComponent(auth), headers: req.headers } } });
+        return json(200, {
+          success: true,
+          result: {
+            type: 'card',
+            amount,
+            status: 'SUCCESS',
+            developer_tracking_id: `t-${id}`,
+            details: { echoed: auth, encoded: encodeURIComponent(auth), headers: req.headers },
+          },
+        });
       }
       if (path === '/api/v2/generate_payment') return json(500, { result: { status: 500, message: `rejected ${auth}` } });
       if (path === '/api/v2/refund_payment') return json(400, { status: 'error', message: `cannot refund for ${auth}`, code: 'REFUND_NOT_ALLOWED' });
@@ -397,7 +454,11 @@ describe('a full run through every error path leaks neither the private key nor 
       failLink: 'https://shop.example/ko',
       webhook: { publicUrl: 'https://shop.example/hook', secret: WEBHOOK_SECRET },
       maxRetries: 0,
-      logger: { log: (m) => void lines.push(`[echo log] ${m}`), warn: (m) => void lines.push(`[echo warn] ${m}`), error: (m) => void lines.push(`[echo error] ${m}`) },
+      logger: {
+        log: (m) => void lines.push(`[echo log] ${m}`),
+        warn: (m) => void lines.push(`[echo warn] ${m}`),
+        error: (m) => void lines.push(`[echo error] ${m}`),
+      },
     });
     createWebhookRouter({ client, onPaymentConfirmed: (e) => void seen.push(e), onPaymentMismatch: (e) => void seen.push(e) });
     try {
@@ -408,7 +469,13 @@ describe('a full run through every error path leaks neither the private key nor 
         await attempt(() => client.listBindings('client-1')),
         await attempt(() => client.capturePayment('pay_1')),
       ];
-      expect(errors.map((e) => (e as PaymentsError).code)).toEqual(['API_ERROR', 'REFUND_NOT_ALLOWED', 'AUTHENTICATION_FAILED', 'INVALID_RESPONSE', 'NOT_FOUND']);
+      expect(errors.map((e) => (e as PaymentsError).code)).toEqual([
+        'API_ERROR',
+        'REFUND_NOT_ALLOWED',
+        'AUTHENTICATION_FAILED',
+        'INVALID_RESPONSE',
+        'NOT_FOUND',
+      ]);
       // The echoed key was there, and was cut out: the redaction marker proves the echo happened.
       expect(errors.map((e) => JSON.stringify(e)).join('\n')).toContain('[redacted]');
 
@@ -445,9 +512,23 @@ describe('a full run through every error path leaks neither the private key nor 
     const everything = [...lines, ...answers].join('\n');
     // The run did go through the paths that log (otherwise the check below proves nothing).
     for (const expected of [
-      'handler failed', 'store unreachable', 'could not mark', 'could not release', 'retrying', 'STORE_UNAVAILABLE', 'AUTHENTICATION_FAILED',
-      'REFUND_NOT_ALLOWED', 'TIMEOUT', 'VALIDATION_FAILED', 'privateKey', 'webhook.secret', 'callback failed', 'missing or invalid webhook token',
-      '[redacted]', 'NOT confirmed', 'PaymentMismatchEvent',
+      'handler failed',
+      'store unreachable',
+      'could not mark',
+      'could not release',
+      'retrying',
+      'STORE_UNAVAILABLE',
+      'AUTHENTICATION_FAILED',
+      'REFUND_NOT_ALLOWED',
+      'TIMEOUT',
+      'VALIDATION_FAILED',
+      'privateKey',
+      'webhook.secret',
+      'callback failed',
+      'missing or invalid webhook token',
+      '[redacted]',
+      'NOT confirmed',
+      'PaymentMismatchEvent',
     ]) {
       expect(everything).toContain(expected);
     }

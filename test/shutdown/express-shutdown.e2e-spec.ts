@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 import express from 'express';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
@@ -35,7 +35,11 @@ async function generate(client: PaymentsClient) {
 }
 
 async function deliver(url: string, p: { paymentId: string; token: string }) {
-  const res = await fetch(`${url}/${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId }) });
+  const res = await fetch(`${url}/${p.token}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ payment_id: p.paymentId }),
+  });
   return { status: res.status, body: await res.json() };
 }
 

@@ -53,47 +53,49 @@ async function until(predicate: () => boolean) {
 }
 
 function scenarios(makeStores: () => Promise<{ first: PaymentsStore; second: PaymentsStore; cleanup(): Promise<void> }>) {
-  it.each(['return', 'reconciliation'] as const)('a %s in flight at close(): its handler finishes and is marked done before close() resolves; a new client runs nothing again', async (path) => {
-    const stores = await makeStores();
-    const journal: string[] = [];
-    const first = slowClient(stores.first, journal);
-    let second: PaymentsClient | undefined;
-    try {
-      const p = await generateVia(first.client, fakeService(), `pay_outcome_shutdown_${++counter}`, { amount: '700', sessionTimeoutSecs: 60 });
-      fakeService().always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 700 }) });
+  it.each(['return', 'reconciliation'] as const)(
+    'a %s in flight at close(): its handler finishes and is marked done before close() resolves; a new client runs nothing again',
+    async (path) => {
+      const stores = await makeStores();
+      const journal: string[] = [];
+      const first = slowClient(stores.first, journal);
+      let second: PaymentsClient | undefined;
+      try {
+        const p = await generateVia(first.client, fakeService(), `pay_outcome_shutdown_${++counter}`, { amount: '700', sessionTimeoutSecs: 60 });
+        fakeService().always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 700 }) });
 
-      const running =
-        path === 'return' ? first.client.reconcilePayment(p.paymentId) : first.client.runReconciliation(Date.now() + 3_600_000);
-      await until(() => journal.includes(`start ${p.paymentId} ${path}`));
-      const closing = first.client.close().then(() => journal.push('closed'));
-      await settle(30);
-      expect(journal).not.toContain('closed');
-      first.release();
-      const result = await running;
-      await closing;
-      if (path === 'return') expect(result).toMatchObject({ outcome: 'confirmed', handled: true });
-      else expect(result).toEqual({ checked: 1, settled: 1 });
-      expect(journal).toEqual([`start ${p.paymentId} ${path}`, `done ${p.paymentId}`, 'closed']);
+        const running = path === 'return' ? first.client.reconcilePayment(p.paymentId) : first.client.runReconciliation(Date.now() + 3_600_000);
+        await until(() => journal.includes(`start ${p.paymentId} ${path}`));
+        const closing = first.client.close().then(() => journal.push('closed'));
+        await settle(30);
+        expect(journal).not.toContain('closed');
+        first.release();
+        const result = await running;
+        await closing;
+        if (path === 'return') expect(result).toMatchObject({ outcome: 'confirmed', handled: true });
+        else expect(result).toEqual({ checked: 1, settled: 1 });
+        expect(journal).toEqual([`start ${p.paymentId} ${path}`, `done ${p.paymentId}`, 'closed']);
 
-      // A new client on the same store: the webhook, the return and reconciliation all find it done.
-      const again: string[] = [];
-      second = createPaymentsClient(options(stores.second));
-      createWebhookRouter({ client: second, onPaymentConfirmed: (e) => void again.push(e.paymentId) });
-      await expect(second.reconcilePayment(p.paymentId)).resolves.toMatchObject({ outcome: 'confirmed', handled: false });
-      await expect(second.runReconciliation(Date.now() + 7_200_000)).resolves.toEqual({ checked: 0, settled: 0 });
-      await expect(second.webhooks.handle({ query: {}, body: { payment_id: p.paymentId }, pathToken: p.token })).resolves.toMatchObject({
-        status: 200,
-        body: { received: true, duplicate: true },
-      });
-      expect(again).toEqual([]);
-      expect(verifyCount(fakeService(), p.paymentId)).toBe(1);
-    } finally {
-      first.release();
-      await first.client.close();
-      await second?.close();
-      await stores.cleanup();
-    }
-  });
+        // A new client on the same store: the webhook, the return and reconciliation all find it done.
+        const again: string[] = [];
+        second = createPaymentsClient(options(stores.second));
+        createWebhookRouter({ client: second, onPaymentConfirmed: (e) => void again.push(e.paymentId) });
+        await expect(second.reconcilePayment(p.paymentId)).resolves.toMatchObject({ outcome: 'confirmed', handled: false });
+        await expect(second.runReconciliation(Date.now() + 7_200_000)).resolves.toEqual({ checked: 0, settled: 0 });
+        await expect(second.webhooks.handle({ query: {}, body: { payment_id: p.paymentId }, pathToken: p.token })).resolves.toMatchObject({
+          status: 200,
+          body: { received: true, duplicate: true },
+        });
+        expect(again).toEqual([]);
+        expect(verifyCount(fakeService(), p.paymentId)).toBe(1);
+      } finally {
+        first.release();
+        await first.client.close();
+        await second?.close();
+        await stores.cleanup();
+      }
+    },
+  );
 }
 
 describe('outcomes in flight at shutdown, memory store shared by both clients', () => {

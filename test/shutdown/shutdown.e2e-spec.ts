@@ -3,14 +3,7 @@ import { Injectable, type INestApplication } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import {
-  MemoryPaymentsStore,
-  OnPaymentConfirmed,
-  PaymentsModule,
-  PaymentsService,
-  type PaymentConfirmedEvent,
-  type PaymentsStore,
-} from '../../lib/index.js';
+import { MemoryPaymentsStore, OnPaymentConfirmed, PaymentsModule, PaymentsService, type PaymentConfirmedEvent, type PaymentsStore } from '../../lib/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { OK, PATHS } from '../support/fake-service.js';
 import { tokenOf, verifyCount } from '../support/outcome-kit.js';
@@ -70,7 +63,8 @@ async function start(adapter: 'express' | 'fastify', store: PaymentsStore): Prom
     ],
     providers: [SlowHandler],
   }).compile();
-  const app = adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false }) : moduleRef.createNestApplication({ logger: false });
+  const app =
+    adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false }) : moduleRef.createNestApplication({ logger: false });
   await app.listen(0, '127.0.0.1');
   return { app, url: `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}` };
 }
@@ -148,10 +142,16 @@ function scenarios(adapter: 'express' | 'fastify', makeStores: () => Promise<{ f
         expect(await deliver(second, p)).toMatchObject({ status: 200, body: { received: true, duplicate: true } });
       }
       // Each confirmation's handler completed exactly once; the failed attempt was not marked done.
-      expect([runsOf(inFlight.paymentId), SlowHandler.journal.filter((l) => l === `done ${failing.paymentId}`).length, runsOf(late.paymentId)]).toEqual([1, 1, 1]);
+      expect([runsOf(inFlight.paymentId), SlowHandler.journal.filter((l) => l === `done ${failing.paymentId}`).length, runsOf(late.paymentId)]).toEqual([
+        1, 1, 1,
+      ]);
       expect(SlowHandler.journal.filter((l) => l === `fail ${failing.paymentId}`)).toHaveLength(1);
       // Verify calls: one per attempt that ran handlers; the refused (503) and duplicate deliveries cost none.
-      expect([verifyCount(fakeService(), inFlight.paymentId), verifyCount(fakeService(), failing.paymentId), verifyCount(fakeService(), late.paymentId)]).toEqual([1, 2, 1]);
+      expect([
+        verifyCount(fakeService(), inFlight.paymentId),
+        verifyCount(fakeService(), failing.paymentId),
+        verifyCount(fakeService(), late.paymentId),
+      ]).toEqual([1, 2, 1]);
     } finally {
       await second?.app.close();
       if (!second) await first.app.close().catch(() => undefined);

@@ -11,10 +11,7 @@ export interface RecordedRequest {
 }
 
 /** What the fake answers: a status and a body (object -> JSON), or a behaviour. */
-export type FakeReply =
-  | { status: number; body?: unknown; headers?: Record<string, string> }
-  | { hang: true }
-  | { destroy: true };
+export type FakeReply = { status: number; body?: unknown; headers?: Record<string, string> } | { hang: true } | { destroy: true };
 
 /**
  * A real HTTP server on 127.0.0.1:0 standing in for the service: it records every request
@@ -40,7 +37,8 @@ export class FakeService {
           headers: req.headers,
           body: Buffer.concat(chunks).toString('utf8'),
         });
-        const reply = this.queued.get(url.pathname)?.shift() ?? this.defaults.get(url.pathname) ?? { status: 404, body: { result: { status: 404, message: 'Not Found' } } };
+        const reply = this.queued.get(url.pathname)?.shift() ??
+          this.defaults.get(url.pathname) ?? { status: 404, body: { result: { status: 404, message: 'Not Found' } } };
         if ('hang' in reply) {
           this.hung.add(res);
           return;

@@ -26,7 +26,8 @@ export async function startNestApp(
   if (options.override) builder = options.override(builder);
   const moduleRef = await builder.compile();
   const appOptions = { logger: false as const, rawBody: options.rawBody };
-  const app: INestApplication = adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), appOptions) : moduleRef.createNestApplication(appOptions);
+  const app: INestApplication =
+    adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), appOptions) : moduleRef.createNestApplication(appOptions);
   if (options.prefix) app.setGlobalPrefix(options.prefix);
   await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
@@ -37,7 +38,11 @@ export async function startNestApp(
  * Answers the next generate_payment with `paymentId`, calls `generate`, and returns the signed
  * webhook URL the plugin sent with it (read from the request the fake received).
  */
-export async function generateThrough(fake: FakeService, paymentId: string, generate: () => Promise<unknown>): Promise<{ paymentId: string; webhook: URL; token: string }> {
+export async function generateThrough(
+  fake: FakeService,
+  paymentId: string,
+  generate: () => Promise<unknown>,
+): Promise<{ paymentId: string; webhook: URL; token: string }> {
   fake.reply('/api/v2/generate_payment', { status: 200, body: generateAnswer(paymentId) });
   await generate();
   const sent = [...fake.requests].reverse().find((r) => r.path === '/api/v2/generate_payment');

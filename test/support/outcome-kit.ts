@@ -95,19 +95,45 @@ export class DelegatingStore implements PaymentsStore {
     return call();
   }
 
-  saveBinding(...a: Parameters<PaymentsStore['saveBinding']>) { return this.run('saveBinding', a, () => this.inner.saveBinding(...a)); }
-  findBinding(...a: Parameters<PaymentsStore['findBinding']>) { return this.run('findBinding', a, () => this.inner.findBinding(...a)); }
-  claim(...a: Parameters<PaymentsStore['claim']>) { return this.run('claim', a, () => this.inner.claim(...a)); }
-  markDone(...a: Parameters<PaymentsStore['markDone']>) { return this.run('markDone', a, () => this.inner.markDone(...a)); }
-  release(...a: Parameters<PaymentsStore['release']>) { return this.run('release', a, () => this.inner.release(...a)); }
-  schedulePending(...a: Parameters<PaymentsStore['schedulePending']>) { return this.run('schedulePending', a, () => this.inner.schedulePending(...a)); }
-  takeDuePending(...a: Parameters<PaymentsStore['takeDuePending']>) { return this.run('takeDuePending', a, () => this.inner.takeDuePending(...a)); }
-  findPending(...a: Parameters<PaymentsStore['findPending']>) { return this.run('findPending', a, () => this.inner.findPending(...a)); }
-  removePending(...a: Parameters<PaymentsStore['removePending']>) { return this.run('removePending', a, () => this.inner.removePending(...a)); }
-  countPending(...a: Parameters<PaymentsStore['countPending']>) { return this.run('countPending', a, () => this.inner.countPending(...a)); }
-  saveOutcome(...a: Parameters<PaymentsStore['saveOutcome']>) { return this.run('saveOutcome', a, () => this.inner.saveOutcome(...a)); }
-  getOutcome(...a: Parameters<PaymentsStore['getOutcome']>) { return this.run('getOutcome', a, () => this.inner.getOutcome(...a)); }
-  listOutcomes(...a: Parameters<PaymentsStore['listOutcomes']>) { return this.run('listOutcomes', a, () => this.inner.listOutcomes(...a)); }
+  saveBinding(...a: Parameters<PaymentsStore['saveBinding']>) {
+    return this.run('saveBinding', a, () => this.inner.saveBinding(...a));
+  }
+  findBinding(...a: Parameters<PaymentsStore['findBinding']>) {
+    return this.run('findBinding', a, () => this.inner.findBinding(...a));
+  }
+  claim(...a: Parameters<PaymentsStore['claim']>) {
+    return this.run('claim', a, () => this.inner.claim(...a));
+  }
+  markDone(...a: Parameters<PaymentsStore['markDone']>) {
+    return this.run('markDone', a, () => this.inner.markDone(...a));
+  }
+  release(...a: Parameters<PaymentsStore['release']>) {
+    return this.run('release', a, () => this.inner.release(...a));
+  }
+  schedulePending(...a: Parameters<PaymentsStore['schedulePending']>) {
+    return this.run('schedulePending', a, () => this.inner.schedulePending(...a));
+  }
+  takeDuePending(...a: Parameters<PaymentsStore['takeDuePending']>) {
+    return this.run('takeDuePending', a, () => this.inner.takeDuePending(...a));
+  }
+  findPending(...a: Parameters<PaymentsStore['findPending']>) {
+    return this.run('findPending', a, () => this.inner.findPending(...a));
+  }
+  removePending(...a: Parameters<PaymentsStore['removePending']>) {
+    return this.run('removePending', a, () => this.inner.removePending(...a));
+  }
+  countPending(...a: Parameters<PaymentsStore['countPending']>) {
+    return this.run('countPending', a, () => this.inner.countPending(...a));
+  }
+  saveOutcome(...a: Parameters<PaymentsStore['saveOutcome']>) {
+    return this.run('saveOutcome', a, () => this.inner.saveOutcome(...a));
+  }
+  getOutcome(...a: Parameters<PaymentsStore['getOutcome']>) {
+    return this.run('getOutcome', a, () => this.inner.getOutcome(...a));
+  }
+  listOutcomes(...a: Parameters<PaymentsStore['listOutcomes']>) {
+    return this.run('listOutcomes', a, () => this.inner.listOutcomes(...a));
+  }
   async ping(): Promise<void> {
     await this.inner.ping?.();
   }

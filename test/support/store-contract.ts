@@ -340,7 +340,10 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const entries = Array.from({ length: 20 }, () => pending());
         for (const e of entries) await store.schedulePending(e, base);
         const takes = await Promise.all(Array.from({ length: 10 }, () => store.takeDuePending(base, 5, LONG_MS)));
-        const ids = takes.flat().map((t) => t.paymentId).filter((id) => entries.some((e) => e.paymentId === id));
+        const ids = takes
+          .flat()
+          .map((t) => t.paymentId)
+          .filter((id) => entries.some((e) => e.paymentId === id));
         expect(ids).toHaveLength(20);
         expect(new Set(ids).size).toBe(20);
         for (const e of entries) await store.removePending(e.paymentId);
@@ -400,7 +403,12 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
           cursor = page.nextCursor;
         } while (cursor !== undefined);
         const mine = seen.filter((r) => r.lastError === marker);
-        expect(mine.map((r) => r.updatedAt)).toEqual(['2999-01-01T00:00:06.000Z', '2999-01-01T00:00:04.000Z', '2999-01-01T00:00:02.000Z', '2999-01-01T00:00:00.000Z']);
+        expect(mine.map((r) => r.updatedAt)).toEqual([
+          '2999-01-01T00:00:06.000Z',
+          '2999-01-01T00:00:04.000Z',
+          '2999-01-01T00:00:02.000Z',
+          '2999-01-01T00:00:00.000Z',
+        ]);
         expect(seen.every((r) => r.handlers === 'failed')).toBe(true);
         expect(new Set(seen.map((r) => r.paymentId)).size).toBe(seen.length);
       });

@@ -167,7 +167,11 @@ describe('PaymentsSandbox API', () => {
       const json = JSON.stringify(base);
       const wrongType = await postJson(sandbox, '/api/v2/generate_payment', json, { 'Content-Type': 'text/plain' });
       expect([wrongType.status, wrongType.text]).toEqual([400, BAD_REQUEST]);
-      const noType = await rawRequest(`${sandbox.url}/api/v2/generate_payment`, { method: 'POST', headers: { Authorization: authHeader(sandbox) }, body: json });
+      const noType = await rawRequest(`${sandbox.url}/api/v2/generate_payment`, {
+        method: 'POST',
+        headers: { Authorization: authHeader(sandbox) },
+        body: json,
+      });
       expect([noType.status, noType.text]).toEqual([400, BAD_REQUEST]);
       for (const bad of ['{"amount":', '[]', 'null', '"x"', '']) {
         const res = await postJson(sandbox, '/api/v2/generate_payment', bad);
@@ -247,7 +251,13 @@ describe('PaymentsSandbox API', () => {
     it('cancels a pre-authorized payment once, then refuses', async () => {
       const payment_id = await sandbox.createPreauthorizedPayment({ amount: '7000', developerTrackingId: 't-1', clientId: 'client-1' });
       expect(payment_id).toMatch(/^pay_[0-9a-f]{24}$/);
-      expect(sandbox.getPayment(payment_id)).toMatchObject({ kind: 'preauthorized', state: 'preauthorized', amount: '7000', developerTrackingId: 't-1', clientId: 'client-1' });
+      expect(sandbox.getPayment(payment_id)).toMatchObject({
+        kind: 'preauthorized',
+        state: 'preauthorized',
+        amount: '7000',
+        developerTrackingId: 't-1',
+        clientId: 'client-1',
+      });
       const res = await postJson(sandbox, '/api/v2/cancel_payment', { payment_id });
       expect(res.status).toBe(200);
       expect(res.text).toBe(JSON.stringify({ result: { payment_id, status: 'cancelled', cancelled_at: new Date(clock).toISOString() }, status: 'success' }));
@@ -375,12 +385,21 @@ describe('PaymentsSandbox API', () => {
         path: '/api/v2/refund_payment',
         query: {},
         url: '/api/v2/refund_payment',
-        headers: expect.objectContaining({ authorization: 'Bearer sandbox_public_key:[redacted]', 'content-type': 'application/json', 'content-length': String(raw.length) }),
+        headers: expect.objectContaining({
+          authorization: 'Bearer sandbox_public_key:[redacted]',
+          'content-type': 'application/json',
+          'content-length': String(raw.length),
+        }),
         authorized: true,
         body: raw,
       });
       expect(sandbox.requests[1]).toMatchObject({ method: 'GET', path: '/api/v2/bindings/list', query: { client_id: 'c1', x: ['1', '2'] }, body: '' });
-      expect(sandbox.requests[2]).toMatchObject({ method: 'GET', path: '/api/v2/nope', authorized: false, headers: expect.not.objectContaining({ authorization: expect.anything() }) });
+      expect(sandbox.requests[2]).toMatchObject({
+        method: 'GET',
+        path: '/api/v2/nope',
+        authorized: false,
+        headers: expect.not.objectContaining({ authorization: expect.anything() }),
+      });
     });
 
     it('never keeps the private key in the log, right or wrong', async () => {

@@ -38,7 +38,16 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     shopUrl = `http://localhost:${(shop.address() as AddressInfo).port}`;
     browser = await chromium.launch({
       executablePath: CHROMIUM_PATH,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   }, 60_000);
 

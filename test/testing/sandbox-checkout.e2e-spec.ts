@@ -35,7 +35,9 @@ describe('PaymentsSandbox checkout page', () => {
     expect(html).toContain('<dd>order-7</dd>');
     expect(html).toContain('<span class="state state-pending" id="state">pending</span>');
     expect(html).toContain(`<form method="post" action="/checkout/sandbox-merchant/${payment_id}/pay"><button type="submit" id="pay">Pay</button></form>`);
-    expect(html).toContain(`<form method="post" action="/checkout/sandbox-merchant/${payment_id}/decline"><button type="submit" id="decline">Decline</button></form>`);
+    expect(html).toContain(
+      `<form method="post" action="/checkout/sandbox-merchant/${payment_id}/decline"><button type="submit" id="decline">Decline</button></form>`,
+    );
     // Self-contained: no scripts, no external stylesheets, images or fonts; the only link is the empty data: favicon.
     expect(html).not.toMatch(/<script|<img|src=|url\(/i);
     expect(html.match(/<link[^>]*>/g)).toEqual(['<link rel="icon" href="data:,">']);

@@ -56,7 +56,14 @@ describe('parseSandboxArgs', () => {
   });
 
   it('--help lists every behaviour flag', () => {
-    for (const flag of ['--generate-answer <full|minimal>', '--webhook-method <POST|GET>', '--webhook-payment-id-in-url <append|naive|none>', '--webhook-attempts <n>', '--webhook-timeout-ms <ms>', '--verify-rate-limit <n>/<seconds>']) {
+    for (const flag of [
+      '--generate-answer <full|minimal>',
+      '--webhook-method <POST|GET>',
+      '--webhook-payment-id-in-url <append|naive|none>',
+      '--webhook-attempts <n>',
+      '--webhook-timeout-ms <ms>',
+      '--verify-rate-limit <n>/<seconds>',
+    ]) {
       expect(SANDBOX_USAGE).toContain(flag);
     }
   });

@@ -499,7 +499,13 @@ describe('PaymentsSandbox against public-api-facts.md', () => {
     });
 
     it.each([
-      ['a sum above the amount', [{ amount: 10000, destination: 'a' }, { amount: 2501, destination: 'b' }]],
+      [
+        'a sum above the amount',
+        [
+          { amount: 10000, destination: 'a' },
+          { amount: 2501, destination: 'b' },
+        ],
+      ],
       ['a string share', [{ amount: '100', destination: 'a' }]],
       ['a zero share', [{ amount: 0, destination: 'a' }]],
       ['a missing merchant', [{ amount: 100 }]],
@@ -525,7 +531,9 @@ describe('PaymentsSandbox against public-api-facts.md', () => {
       const res = await postJson(sandbox, '/api/v2/generate_payment', { ...base, developer_tracking_id: 't-1' });
       expect(res.status).toBe(200);
       const { result } = JSON.parse(res.text);
-      expect(res.text).toBe(JSON.stringify({ result: { payment_id: result.payment_id, link: `${sandbox.url}/checkout/sandbox-merchant/${result.payment_id}` } }));
+      expect(res.text).toBe(
+        JSON.stringify({ result: { payment_id: result.payment_id, link: `${sandbox.url}/checkout/sandbox-merchant/${result.payment_id}` } }),
+      );
       // Still a real payment: payable and verifiable.
       await click(result.link, 'pay');
       expect((await verify(sandbox, result.payment_id)).json.result).toMatchObject({ status: 'SUCCESS', developer_tracking_id: 't-1' });
@@ -551,7 +559,9 @@ describe('PaymentsSandbox against public-api-facts.md', () => {
       clock += 5_000;
       const res = await postJson(sandbox, '/api/v2/confirm_payment', { payment_id: id });
       expect(res.status).toBe(200);
-      expect(res.text).toBe(JSON.stringify({ result: { payment_id: id, status: 'confirmed', amount: '40000', confirmed_at: new Date(clock).toISOString() }, status: 'success' }));
+      expect(res.text).toBe(
+        JSON.stringify({ result: { payment_id: id, status: 'confirmed', amount: '40000', confirmed_at: new Date(clock).toISOString() }, status: 'success' }),
+      );
       expect(JSON.parse(res.text).result.confirmed_at).toMatch(ISO_UTC);
       expect((await verify(sandbox, id)).json.result).toMatchObject({ status: 'SUCCESS', amount: 40000 });
     });
@@ -617,7 +627,10 @@ describe('PaymentsSandbox against public-api-facts.md', () => {
       const id = await held(sandbox);
       for (const amount of [15000, '1.5', '0', '', null]) {
         const res = await postJson(sandbox, '/api/v2/confirm_payment', { payment_id: id, amount });
-        expect([res.status, res.text]).toEqual([400, '{"status":"error","message":"amount must be a positive number of millimes as a string of digits","code":"BAD_REQUEST"}']);
+        expect([res.status, res.text]).toEqual([
+          400,
+          '{"status":"error","message":"amount must be a positive number of millimes as a string of digits","code":"BAD_REQUEST"}',
+        ]);
       }
       const missing = await postJson(sandbox, '/api/v2/confirm_payment', { amount: '1' });
       expect([missing.status, missing.text]).toEqual([400, '{"status":"error","message":"payment_id is required","code":"BAD_REQUEST"}']);
@@ -627,7 +640,11 @@ describe('PaymentsSandbox against public-api-facts.md', () => {
     it('§5 capture: requires credentials and POST', async () => {
       const sandbox = await start();
       const id = await held(sandbox);
-      const anonymous = await rawRequest(`${sandbox.url}/api/v2/confirm_payment`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ payment_id: id }) });
+      const anonymous = await rawRequest(`${sandbox.url}/api/v2/confirm_payment`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ payment_id: id }),
+      });
       expect(anonymous.status).toBe(401);
       const get = await getApi(sandbox, '/api/v2/confirm_payment');
       expect([get.status, get.headers.allow, get.text]).toEqual([405, 'POST', '{"status":"error","message":"Method Not Allowed","code":"METHOD_NOT_ALLOWED"}']);
@@ -716,7 +733,9 @@ describe('PaymentsSandbox against public-api-facts.md', () => {
       const sandbox = await start();
       const { id, link } = await create(sandbox, { amount: '34900', pre_auth: true });
       const html = (await rawRequest(link)).text;
-      expect(html).toContain('<p class="notice" id="hold">Paying holds 34.900 TND on your card: the merchant captures it later, in full or in part, or releases it.</p>');
+      expect(html).toContain(
+        '<p class="notice" id="hold">Paying holds 34.900 TND on your card: the merchant captures it later, in full or in part, or releases it.</p>',
+      );
       expect(html).toContain('id="pay"');
       expect(html).toContain('id="decline"');
       await click(link, 'pay');

@@ -28,7 +28,11 @@ describe('PaymentsSandbox lifecycle', () => {
         successLink: `${sandbox.url}/sandbox/success`,
         failLink: `${sandbox.url}/sandbox/fail`,
       });
-      const extended = sandbox.options({ successLink: 'https://shop.example/ok', timeoutMs: 500, webhook: { publicUrl: 'http://x/wh', secret: 's'.repeat(32) } });
+      const extended = sandbox.options({
+        successLink: 'https://shop.example/ok',
+        timeoutMs: 500,
+        webhook: { publicUrl: 'http://x/wh', secret: 's'.repeat(32) },
+      });
       expect(extended).toEqual({
         publicKey: 'pk',
         privateKey: 'sk',

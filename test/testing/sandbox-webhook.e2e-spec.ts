@@ -50,9 +50,19 @@ describe('PaymentsSandbox webhook delivery', () => {
     const result = await sandbox.failPayment(payment_id);
     expect(result).toMatchObject({ status: 'FAILURE', delivered: true, attempts: 1, lastStatus: 200 });
     expect(result.payment.state).toBe('failed');
-    expect(receiver.received.map((r) => [r.method, r.url, r.body])).toEqual([['POST', `/wh?payment_id=${payment_id}`, `{"payment_id":"${payment_id}","status":"FAILURE"}`]]);
+    expect(receiver.received.map((r) => [r.method, r.url, r.body])).toEqual([
+      ['POST', `/wh?payment_id=${payment_id}`, `{"payment_id":"${payment_id}","status":"FAILURE"}`],
+    ]);
     expect(sandbox.deliveries).toEqual([
-      { paymentId: payment_id, paymentStatus: 'FAILURE', method: 'POST', url: `${receiver.url}/wh?payment_id=${payment_id}`, attempt: 1, status: 200, payload: receiver.received[0].body },
+      {
+        paymentId: payment_id,
+        paymentStatus: 'FAILURE',
+        method: 'POST',
+        url: `${receiver.url}/wh?payment_id=${payment_id}`,
+        attempt: 1,
+        status: 200,
+        payload: receiver.received[0].body,
+      },
     ]);
   });
 
@@ -89,7 +99,13 @@ describe('PaymentsSandbox webhook delivery', () => {
     expect(webhookError.message).toBe(
       `PaymentsSandbox: the SUCCESS webhook of payment ${payment_id} was not delivered after 2 attempt(s) (last answer HTTP 404); pass { requireDelivery: false } if that is expected`,
     );
-    expect(webhookError.settlement).toMatchObject({ status: 'SUCCESS', delivered: false, attempts: 2, lastStatus: 404, webhook: { status: 404, attempts: 2, delivered: false } });
+    expect(webhookError.settlement).toMatchObject({
+      status: 'SUCCESS',
+      delivered: false,
+      attempts: 2,
+      lastStatus: 404,
+      webhook: { status: 404, attempts: 2, delivered: false },
+    });
     expect(receiver.received).toHaveLength(2);
     expect(sandbox.getPayment(payment_id)?.state).toBe('paid');
   });

@@ -36,7 +36,10 @@ export class AdminLoginController {
       this.logger.warn('admin sign-in refused: wrong password');
       // Slows down guessing; the password itself is long and random by default.
       await new Promise((resolve) => setTimeout(resolve, 300));
-      res.status(401).type('html').send(loginPage({ sandboxMode: this.settings.sandboxMode }, csrfToken, safeAdminPath(next), 'Wrong password.'));
+      res
+        .status(401)
+        .type('html')
+        .send(loginPage({ sandboxMode: this.settings.sandboxMode }, csrfToken, safeAdminPath(next), 'Wrong password.'));
       return;
     }
     this.security.startAdminSession(res);

@@ -86,7 +86,14 @@ export class AdminController {
     if (!order.paymentId) return this.back('error', 'There is no payment to refund for this order.');
     try {
       const refund = await this.payments.refundPayment(order.paymentId);
-      await this.orders.transition(order.id, { to: 'refunded', from: TRANSITIONS.refunded, source: 'admin', serviceStatus: refund.status, detail: refund.refundId, set: { refundId: refund.refundId } });
+      await this.orders.transition(order.id, {
+        to: 'refunded',
+        from: TRANSITIONS.refunded,
+        source: 'admin',
+        serviceStatus: refund.status,
+        detail: refund.refundId,
+        set: { refundId: refund.refundId },
+      });
       return this.back('success', `Refund of order ${order.id} succeeded (refund ${refund.refundId}).`);
     } catch (error) {
       return this.backWithError(error, `Refund of order ${order.id}`);
@@ -101,9 +108,11 @@ export class AdminController {
   @Redirect()
   async capture(@Param('id') orderId: string, @Body('amount') rawAmount: unknown): Promise<RedirectTo> {
     const order = await this.find(orderId);
-    if (!order.paymentId || order.status !== 'authorized') return this.back('error', `Order ${order.id} has no held amount to capture (it is ${order.status}).`);
+    if (!order.paymentId || order.status !== 'authorized')
+      return this.back('error', `Order ${order.id} has no held amount to capture (it is ${order.status}).`);
     const amount = this.captureAmount(order, rawAmount);
-    if (amount === undefined) return this.back('error', `Enter an amount in TND from 0.001 to ${fromMillimes(order.amount)}, or leave it empty to capture all.`);
+    if (amount === undefined)
+      return this.back('error', `Enter an amount in TND from 0.001 to ${fromMillimes(order.amount)}, or leave it empty to capture all.`);
     try {
       const partial = amount !== order.amount;
       const capture = await this.payments.capturePayment(order.paymentId, partial ? { amount } : {});
@@ -116,7 +125,10 @@ export class AdminController {
         detail: `${captured} of ${order.amount} millimes`,
         set: { capturedAmount: Number(captured) },
       });
-      return this.back('success', `Captured ${fromMillimes(captured)} TND of order ${order.id}${partial ? `; the remaining ${fromMillimes(String(BigInt(order.amount) - BigInt(captured)))} TND are released` : ''}.`);
+      return this.back(
+        'success',
+        `Captured ${fromMillimes(captured)} TND of order ${order.id}${partial ? `; the remaining ${fromMillimes(String(BigInt(order.amount) - BigInt(captured)))} TND are released` : ''}.`,
+      );
     } catch (error) {
       return this.backWithError(error, `Capture of order ${order.id}`);
     }
@@ -148,7 +160,8 @@ export class AdminController {
         ...(order && { expected: { amount: order.amount, developerTrackingId: order.id } }),
       });
       if (result.error !== undefined) return this.back('error', `Payment ${paymentId} is ${result.outcome}, but its handlers failed again: ${result.error}`);
-      if (result.outcome === 'pending') return this.back('error', `Payment ${paymentId} is still being processed (or handled elsewhere right now); try again in a minute.`);
+      if (result.outcome === 'pending')
+        return this.back('error', `Payment ${paymentId} is still being processed (or handled elsewhere right now); try again in a minute.`);
       return this.back('success', `Payment ${paymentId}: ${result.outcome}${result.handled ? ', handlers ran' : ', already handled'}.`);
     } catch (error) {
       return this.backWithError(error, `Retry of payment ${paymentId}`);

@@ -28,7 +28,12 @@ const DEFAULT_WEBHOOK_PATH = 'payments/webhook';
  * and `SHOP_OUTCOME_LEASE_MS` tune how soon an unsettled payment is re-checked and how long a
  * crashed instance's claim blocks others (the crash tests shorten both).
  */
-export function createPaymentsOptions(config: ConfigService, settings: ShopSettings, sandbox: PaymentsSandbox | null, database: ShopDatabase): PaymentsModuleOptions {
+export function createPaymentsOptions(
+  config: ConfigService,
+  settings: ShopSettings,
+  sandbox: PaymentsSandbox | null,
+  database: ShopDatabase,
+): PaymentsModuleOptions {
   const logger = new Logger('Shop');
   const path = config.get<string>(PAYMENTS_ENV.webhookPath) || DEFAULT_WEBHOOK_PATH;
   const publicUrl = config.get<string>(PAYMENTS_ENV.webhookPublicUrl) || `${settings.publicUrl}/${path.replace(/^\/+|\/+$/g, '')}`;

@@ -1,4 +1,18 @@
-import { BadGatewayException, Body, Controller, Get, Header, Inject, Logger, NotFoundException, Param, Post, Query, Redirect, UseFilters } from '@nestjs/common';
+import {
+  BadGatewayException,
+  Body,
+  Controller,
+  Get,
+  Header,
+  Inject,
+  Logger,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  Redirect,
+  UseFilters,
+} from '@nestjs/common';
 import { PaymentsError, PaymentsService, type ReconcileResult } from 'nestjs-payments';
 import { Catalog } from '../catalog/catalog.service.js';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';

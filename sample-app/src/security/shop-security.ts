@@ -54,10 +54,16 @@ export class ShopSecurity {
    */
   handle(req: Request, res: Response, next: NextFunction): void {
     const cookies = (req.cookies ?? {}) as Record<string, unknown>;
-    let customerId = typeof cookies[CUSTOMER_COOKIE] === 'string' ? (cookies[CUSTOMER_COOKIE]) : '';
+    let customerId = typeof cookies[CUSTOMER_COOKIE] === 'string' ? cookies[CUSTOMER_COOKIE] : '';
     if (!CUSTOMER_ID.test(customerId)) {
       customerId = `cus_${randomBytes(8).toString('hex')}`;
-      res.cookie(CUSTOMER_COOKIE, customerId, { httpOnly: true, sameSite: 'lax', secure: this.settings.secureCookies, path: '/', maxAge: 365 * 24 * 3600 * 1000 });
+      res.cookie(CUSTOMER_COOKIE, customerId, {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: this.settings.secureCookies,
+        path: '/',
+        maxAge: 365 * 24 * 3600 * 1000,
+      });
     }
     const shopReq = req as ShopRequest;
     let token: string | undefined;
@@ -74,7 +80,13 @@ export class ShopSecurity {
     res
       .status(403)
       .type('html')
-      .send(errorPage({ sandboxMode: this.settings.sandboxMode }, 'Request refused', 'This form has expired or was not sent from our pages. Go back, reload the page and try again.'));
+      .send(
+        errorPage(
+          { sandboxMode: this.settings.sandboxMode },
+          'Request refused',
+          'This form has expired or was not sent from our pages. Go back, reload the page and try again.',
+        ),
+      );
   }
 
   /** Whether `password` is the admin password (constant time). */

@@ -29,7 +29,7 @@ export interface AdminView {
   readonly csrfToken: string;
 }
 
-const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
+const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}" />`;
 
 /** The sign-out button in the header of admin pages. */
 export function signOutForm(csrfToken: string): SafeHtml {
@@ -42,8 +42,13 @@ function orderAction(order: Order, csrfToken: string): SafeHtml {
     return html`<a class="button small danger" href="/admin/orders/${order.id}/refund" data-action="refund">Refund…</a>`;
   }
   if (order.status === 'authorized') {
-    return html`<form method="post" action="/admin/orders/${order.id}/capture">${csrfField(csrfToken)}<input class="amount" name="amount" inputmode="decimal" placeholder="all" aria-label="Amount to capture (TND)"> <button class="small" type="submit" data-action="capture">Capture</button></form>
-<form method="post" action="/admin/orders/${order.id}/cancel">${csrfField(csrfToken)}<button class="small secondary" type="submit" data-action="cancel">Cancel</button></form>`;
+    return html`<form method="post" action="/admin/orders/${order.id}/capture">
+        ${csrfField(csrfToken)}<input class="amount" name="amount" inputmode="decimal" placeholder="all" aria-label="Amount to capture (TND)" />
+        <button class="small" type="submit" data-action="capture">Capture</button>
+      </form>
+      <form method="post" action="/admin/orders/${order.id}/cancel">
+        ${csrfField(csrfToken)}<button class="small secondary" type="submit" data-action="cancel">Cancel</button>
+      </form>`;
   }
   return html`<span class="muted">—</span>`;
 }
@@ -51,23 +56,39 @@ function orderAction(order: Order, csrfToken: string): SafeHtml {
 function ordersTable(orders: readonly Order[], csrfToken: string): SafeHtml {
   if (orders.length === 0) return html`<div class="table-wrap"><p class="empty">No orders yet. Buy something in the catalog.</p></div>`;
   const rows = orders.map(
-    (o) => html`<tr id="order-${o.id}" data-state="${o.status}">
-<td class="mono">${o.id}</td>
-<td>${orderTitle(o)}</td>
-<td class="num">${money(o.amount)}</td>
-<td>${stateBadge(o.status)}${o.capturedAmount !== undefined && html` <span class="muted" data-captured="${o.capturedAmount}">${money(o.capturedAmount)}</span>`}</td>
-<td class="mono">${o.paymentId ?? '—'}</td>
-<td class="mono">${o.clientId ?? '—'}</td>
-<td>${shortDate(o.createdAt)}</td>
-<td class="action">${orderAction(o, csrfToken)}</td>
-</tr>`,
+    (o) =>
+      html`<tr id="order-${o.id}" data-state="${o.status}">
+        <td class="mono">${o.id}</td>
+        <td>${orderTitle(o)}</td>
+        <td class="num">${money(o.amount)}</td>
+        <td>
+          ${stateBadge(o.status)}${o.capturedAmount !== undefined && html` <span class="muted" data-captured="${o.capturedAmount}">${money(o.capturedAmount)}</span>`}
+        </td>
+        <td class="mono">${o.paymentId ?? '—'}</td>
+        <td class="mono">${o.clientId ?? '—'}</td>
+        <td>${shortDate(o.createdAt)}</td>
+        <td class="action">${orderAction(o, csrfToken)}</td>
+      </tr>`,
   );
-  return html`<div class="table-wrap"><table id="orders">
-<thead><tr><th>Order</th><th>Product</th><th class="num">Amount</th><th>State</th><th>Payment id</th><th>Saved card for</th><th>Created (UTC)</th><th class="action">Action</th></tr></thead>
-<tbody>
-${rows}
-</tbody>
-</table></div>`;
+  return html`<div class="table-wrap">
+    <table id="orders">
+      <thead>
+        <tr>
+          <th>Order</th>
+          <th>Product</th>
+          <th class="num">Amount</th>
+          <th>State</th>
+          <th>Payment id</th>
+          <th>Saved card for</th>
+          <th>Created (UTC)</th>
+          <th class="action">Action</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${rows}
+      </tbody>
+    </table>
+  </div>`;
 }
 
 function failedOutcomesPanel(failed: FailedOutcomes, csrfToken: string): SafeHtml {
@@ -78,28 +99,48 @@ function failedOutcomesPanel(failed: FailedOutcomes, csrfToken: string): SafeHtm
     body = html`<p class="result muted" id="failed-outcomes-empty">None: every verified outcome was handled.</p>`;
   } else {
     const rows = failed.items.map(
-      (r) => html`<tr data-payment="${r.paymentId}">
-<td class="mono">${r.paymentId}</td>
-<td class="mono">${r.developerTrackingId ?? '—'}</td>
-<td>${r.outcome} <span class="muted">(${r.status})</span></td>
-<td class="num">${r.attempts}</td>
-<td>${r.lastError ?? ''}</td>
-<td>${shortDate(r.updatedAt)}</td>
-<td class="action"><form method="post" action="/admin/outcomes/${r.paymentId}/retry">${csrfField(csrfToken)}<button class="small" type="submit" data-action="retry">Retry now</button></form></td>
-</tr>`,
+      (r) =>
+        html`<tr data-payment="${r.paymentId}">
+          <td class="mono">${r.paymentId}</td>
+          <td class="mono">${r.developerTrackingId ?? '—'}</td>
+          <td>${r.outcome} <span class="muted">(${r.status})</span></td>
+          <td class="num">${r.attempts}</td>
+          <td>${r.lastError ?? ''}</td>
+          <td>${shortDate(r.updatedAt)}</td>
+          <td class="action">
+            <form method="post" action="/admin/outcomes/${r.paymentId}/retry">
+              ${csrfField(csrfToken)}<button class="small" type="submit" data-action="retry">Retry now</button>
+            </form>
+          </td>
+        </tr>`,
     );
-    body = html`<div class="table-wrap result"><table id="failed-outcomes">
-<thead><tr><th>Payment id</th><th>Order</th><th>Outcome</th><th class="num">Attempts</th><th>Last error</th><th>Updated (UTC)</th><th class="action">Action</th></tr></thead>
-<tbody>
-${rows}
-</tbody>
-</table></div>`;
+    body = html`<div class="table-wrap result">
+      <table id="failed-outcomes">
+        <thead>
+          <tr>
+            <th>Payment id</th>
+            <th>Order</th>
+            <th>Outcome</th>
+            <th class="num">Attempts</th>
+            <th>Last error</th>
+            <th>Updated (UTC)</th>
+            <th class="action">Action</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${rows}
+        </tbody>
+      </table>
+    </div>`;
   }
   return html`<section class="panel" id="failed-handlers">
-<h2>Payments whose handlers failed</h2>
-<p class="muted">The service verified these payments, but updating the order failed. They are retried on the next webhook, return or reconciliation; "Retry now" verifies and runs the handlers at once.</p>
-${body}
-</section>`;
+    <h2>Payments whose handlers failed</h2>
+    <p class="muted">
+      The service verified these payments, but updating the order failed. They are retried on the next webhook, return or reconciliation; "Retry now" verifies
+      and runs the handlers at once.
+    </p>
+    ${body}
+  </section>`;
 }
 
 function bindingsResult(lookup: BindingsLookup | undefined): SafeHtml {
@@ -107,20 +148,31 @@ function bindingsResult(lookup: BindingsLookup | undefined): SafeHtml {
   if (lookup.error !== undefined) return html`<p class="flash flash-error result" id="bindings-error">${lookup.error}</p>`;
   if (lookup.bindings.length === 0) return html`<p class="result muted" id="bindings-empty">No card bindings for <strong>${lookup.clientId}</strong>.</p>`;
   const rows = lookup.bindings.map(
-    (b) => html`<tr data-binding="${b.bindingId}">
-<td><strong>${b.cardBrand}</strong></td>
-<td class="mono">•••• ${b.cardLastFour}</td>
-<td><span class="badge badge-${b.status === 'active' ? 'active' : 'other'}">${b.status}</span></td>
-<td>${shortDate(b.createdAt)}</td>
-<td class="mono">${b.bindingId}</td>
-</tr>`,
+    (b) =>
+      html`<tr data-binding="${b.bindingId}">
+        <td><strong>${b.cardBrand}</strong></td>
+        <td class="mono">•••• ${b.cardLastFour}</td>
+        <td><span class="badge badge-${b.status === 'active' ? 'active' : 'other'}">${b.status}</span></td>
+        <td>${shortDate(b.createdAt)}</td>
+        <td class="mono">${b.bindingId}</td>
+      </tr>`,
   );
-  return html`<div class="table-wrap result"><table id="bindings">
-<thead><tr><th>Brand</th><th>Card</th><th>Status</th><th>Created (UTC)</th><th>Binding id</th></tr></thead>
-<tbody>
-${rows}
-</tbody>
-</table></div>`;
+  return html`<div class="table-wrap result">
+    <table id="bindings">
+      <thead>
+        <tr>
+          <th>Brand</th>
+          <th>Card</th>
+          <th>Status</th>
+          <th>Created (UTC)</th>
+          <th>Binding id</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${rows}
+      </tbody>
+    </table>
+  </div>`;
 }
 
 /** GET /admin: orders with their actions, failed handlers, and the card bindings lookup. */
@@ -131,21 +183,26 @@ export function adminPage(ctx: PageContext, view: AdminView): string {
     'Admin',
     'admin',
     html`<h1>Orders</h1>
-<p class="lead">Payment service: <code>${view.serviceUrl}</code>${ctx.sandboxMode && ' (built-in sandbox)'}. Orders in ${view.databaseLabel}.</p>
-${flash}
-${ordersTable(view.orders, view.csrfToken)}
-<p class="muted">"Charged when shipped" orders are pre-authorized at checkout (the amount is held on the card): capture all of it or a part (the rest is released) when you ship, or cancel to release it all.</p>
-${failedOutcomesPanel(view.failedOutcomes, view.csrfToken)}
-<section class="panel" id="bindings-lookup">
-<h2>Card bindings</h2>
-<p class="muted">Cards customers saved with the payment service ("Save my card" at checkout), by customer id${ctx.sandboxMode && html` (try <code>demo-customer</code>, or a customer id from the orders table)`}.</p>
-<form class="inline-form" method="get" action="/admin">
-<label for="clientId">Customer id</label>
-<input id="clientId" name="clientId" value="${view.bindings?.clientId ?? ''}" placeholder="cus_…" autocomplete="off">
-<button type="submit" id="lookup">Look up</button>
-</form>
-${bindingsResult(view.bindings)}
-</section>`,
+      <p class="lead">Payment service: <code>${view.serviceUrl}</code>${ctx.sandboxMode && ' (built-in sandbox)'}. Orders in ${view.databaseLabel}.</p>
+      ${flash} ${ordersTable(view.orders, view.csrfToken)}
+      <p class="muted">
+        "Charged when shipped" orders are pre-authorized at checkout (the amount is held on the card): capture all of it or a part (the rest is released) when
+        you ship, or cancel to release it all.
+      </p>
+      ${failedOutcomesPanel(view.failedOutcomes, view.csrfToken)}
+      <section class="panel" id="bindings-lookup">
+        <h2>Card bindings</h2>
+        <p class="muted">
+          Cards customers saved with the payment service ("Save my card" at checkout), by customer
+          id${ctx.sandboxMode && html` (try <code>demo-customer</code>, or a customer id from the orders table)`}.
+        </p>
+        <form class="inline-form" method="get" action="/admin">
+          <label for="clientId">Customer id</label>
+          <input id="clientId" name="clientId" value="${view.bindings?.clientId ?? ''}" placeholder="cus_…" autocomplete="off" />
+          <button type="submit" id="lookup">Look up</button>
+        </form>
+        ${bindingsResult(view.bindings)}
+      </section>`,
     undefined,
     { nav: signOutForm(view.csrfToken) },
   );
@@ -159,13 +216,17 @@ export function refundConfirmPage(ctx: PageContext, order: Order, csrfToken: str
     'Confirm refund',
     'admin',
     html`<section class="panel narrow" id="refund-confirm">
-<h1>Refund ${money(amount)}?</h1>
-<p class="muted">Order <span class="mono">${order.id}</span> (${orderTitle(order)}), payment <span class="mono">${order.paymentId ?? '—'}</span>. The customer gets the whole payment back. This cannot be undone.</p>
-<form class="inline-form" method="post" action="/admin/orders/${order.id}/refund">${csrfField(csrfToken)}<input type="hidden" name="confirm" value="yes">
-<button class="danger" type="submit" id="confirm-refund">Refund ${money(amount)}</button>
-<a class="button secondary" href="/admin">Back</a>
-</form>
-</section>`,
+      <h1>Refund ${money(amount)}?</h1>
+      <p class="muted">
+        Order <span class="mono">${order.id}</span> (${orderTitle(order)}), payment <span class="mono">${order.paymentId ?? '—'}</span>. The customer gets the
+        whole payment back. This cannot be undone.
+      </p>
+      <form class="inline-form" method="post" action="/admin/orders/${order.id}/refund">
+        ${csrfField(csrfToken)}<input type="hidden" name="confirm" value="yes" />
+        <button class="danger" type="submit" id="confirm-refund">Refund ${money(amount)}</button>
+        <a class="button secondary" href="/admin">Back</a>
+      </form>
+    </section>`,
     undefined,
     { nav: signOutForm(csrfToken) },
   );
@@ -178,14 +239,17 @@ export function loginPage(ctx: PageContext, csrfToken: string, next: string, err
     'Sign in',
     'admin',
     html`<section class="panel narrow" id="login">
-<h1>Sign in to the admin</h1>
-${error !== undefined && html`<p class="flash flash-error" id="login-error">${error}</p>`}
-<p class="muted">${ctx.sandboxMode ? 'The password is ADMIN_PASSWORD, or the one the shop printed when it started.' : 'The password is the shop’s ADMIN_PASSWORD.'}</p>
-<form class="inline-form" method="post" action="/admin/login">${csrfField(csrfToken)}<input type="hidden" name="next" value="${next}">
-<label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
-<button type="submit" id="sign-in">Sign in</button>
-</form>
-</section>`,
+      <h1>Sign in to the admin</h1>
+      ${error !== undefined && html`<p class="flash flash-error" id="login-error">${error}</p>`}
+      <p class="muted">
+        ${ctx.sandboxMode ? 'The password is ADMIN_PASSWORD, or the one the shop printed when it started.' : 'The password is the shop’s ADMIN_PASSWORD.'}
+      </p>
+      <form class="inline-form" method="post" action="/admin/login">
+        ${csrfField(csrfToken)}<input type="hidden" name="next" value="${next}" />
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required autofocus />
+        <button type="submit" id="sign-in">Sign in</button>
+      </form>
+    </section>`,
   );
 }

@@ -8,9 +8,9 @@ export function errorPage(ctx: PageContext, title: string, text: string): string
     title,
     'none',
     html`<section class="panel narrow" id="error">
-<h1>${title}</h1>
-<p class="muted">${text}</p>
-<a class="button secondary" href="/">Back to the catalog</a>
-</section>`,
+      <h1>${title}</h1>
+      <p class="muted">${text}</p>
+      <a class="button secondary" href="/">Back to the catalog</a>
+    </section>`,
   );
 }

@@ -33,12 +33,15 @@ export class HtmlExceptionFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       status = exception.getStatus();
       const body = exception.getResponse();
-      const message = typeof body === 'object' && body !== null && 'message' in body ? (body).message : body;
+      const message = typeof body === 'object' && body !== null && 'message' in body ? body.message : body;
       text = Array.isArray(message) ? message.join(' ') : String(message);
     } else {
       this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
     }
     const title = TITLES[status] ?? (status >= 500 ? 'Something went wrong' : 'Request refused');
-    response.status(status).type('html').send(errorPage({ sandboxMode: this.settings.sandboxMode }, title, text));
+    response
+      .status(status)
+      .type('html')
+      .send(errorPage({ sandboxMode: this.settings.sandboxMode }, title, text));
   }
 }

@@ -101,30 +101,29 @@ const STYLESHEET = new SafeHtml(STYLE);
  * @param refreshSecs reload the page after this many seconds (the success page waiting for its confirmation)
  */
 export function layout(ctx: PageContext, title: string, current: NavItem, content: SafeHtml, refreshSecs?: number, extras: LayoutExtras = {}): string {
-  const link = (href: string, item: NavItem, label: string) => html`<a href="${href}"${current === item ? html` aria-current="page"` : ''}>${label}</a>`;
+  const link = (href: string, item: NavItem, label: string) => html`<a href="${href}" ${current === item ? html` aria-current="page"` : ''}>${label}</a>`;
   return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-${refreshSecs !== undefined && html`<meta http-equiv="refresh" content="${refreshSecs}">`}
-<title>${title} · ${SHOP_NAME}</title>
-<link rel="icon" href="data:,">
-<style>${STYLESHEET}</style>
-</head>
-<body>
-<header class="top">
-<div class="bar">
-<a class="brand" href="/"><span></span>${SHOP_NAME}</a>
-<nav>${link('/', 'catalog', 'Catalog')}${link('/admin', 'admin', 'Admin')}${extras.nav}</nav>
-</div>
-${ctx.sandboxMode && html`<div class="testmode" id="test-mode">Test mode: payments go to the built-in sandbox. No real money moves.</div>`}
-</header>
-<main>
-${content}
-</main>
-<footer>A sample shop built with nestjs-payments. Prices in Tunisian dinars (TND).</footer>
-</body>
-</html>
-`.value;
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        ${refreshSecs !== undefined && html`<meta http-equiv="refresh" content="${refreshSecs}" />`}
+        <title>${title} · ${SHOP_NAME}</title>
+        <link rel="icon" href="data:," />
+        <style>
+          ${STYLESHEET}
+        </style>
+      </head>
+      <body>
+        <header class="top">
+          <div class="bar">
+            <a class="brand" href="/"><span></span>${SHOP_NAME}</a>
+            <nav>${link('/', 'catalog', 'Catalog')}${link('/admin', 'admin', 'Admin')}${extras.nav}</nav>
+          </div>
+          ${ctx.sandboxMode && html`<div class="testmode" id="test-mode">Test mode: payments go to the built-in sandbox. No real money moves.</div>`}
+        </header>
+        <main>${content}</main>
+        <footer>A sample shop built with nestjs-payments. Prices in Tunisian dinars (TND).</footer>
+      </body>
+    </html> `.value;
 }

@@ -25,6 +25,9 @@ export class NotFoundPageFilter implements ExceptionFilter {
       res.status(404).json(exception.getResponse());
       return;
     }
-    res.status(404).type('html').send(errorPage(this.ctx, 'Not found', 'There is no page at this address.'));
+    res
+      .status(404)
+      .type('html')
+      .send(errorPage(this.ctx, 'Not found', 'There is no page at this address.'));
   }
 }

@@ -25,9 +25,15 @@ function message(order: Order, check: ReturnCheck | undefined): { title: string;
     case 'refunded':
       return { title: 'This order was refunded', text: 'The payment has been returned to you.' };
     case 'failed':
-      return { title: 'Payment failed', text: 'The payment was declined or did not go through. You have not been charged; you can try again from the catalog.' };
+      return {
+        title: 'Payment failed',
+        text: 'The payment was declined or did not go through. You have not been charged; you can try again from the catalog.',
+      };
     case 'expired':
-      return { title: 'Payment session expired', text: 'The payment was not completed in time. You have not been charged; you can order again from the catalog.' };
+      return {
+        title: 'Payment session expired',
+        text: 'The payment was not completed in time. You have not been charged; you can order again from the catalog.',
+      };
     case 'cancelled':
       return { title: 'This order was cancelled', text: 'The reserved funds have been released.' };
     case 'pending':
@@ -52,14 +58,27 @@ function message(order: Order, check: ReturnCheck | undefined): { title: string;
 export function orderPage(ctx: PageContext, order: Order, _page: ReturnPage, check?: ReturnCheck): string {
   const { title, text } = message(order, check);
   const details: SafeHtml = html`<dl>
-<dt>Order</dt><dd class="mono" id="order-id">${order.id}</dd>
-<dt>Product</dt><dd>${orderTitle(order)}</dd>
-<dt>Amount</dt><dd id="order-amount">${money(order.amount)}</dd>
-${order.capturedAmount !== undefined && html`<dt>Charged</dt><dd id="order-captured">${money(order.capturedAmount)}</dd>`}
-<dt>State</dt><dd id="order-state">${stateBadge(order.status)}</dd>
-${order.clientId !== undefined && html`<dt>Saved card</dt><dd id="order-client">Saved for customer <span class="mono">${order.clientId}</span></dd>`}
-<dt>Ordered</dt><dd>${shortDate(order.createdAt)} UTC</dd>
-</dl>`;
+    <dt>Order</dt>
+    <dd class="mono" id="order-id">${order.id}</dd>
+    <dt>Product</dt>
+    <dd>${orderTitle(order)}</dd>
+    <dt>Amount</dt>
+    <dd id="order-amount">${money(order.amount)}</dd>
+    ${
+      order.capturedAmount !== undefined &&
+      html`<dt>Charged</dt>
+        <dd id="order-captured">${money(order.capturedAmount)}</dd>`
+    }
+    <dt>State</dt>
+    <dd id="order-state">${stateBadge(order.status)}</dd>
+    ${
+      order.clientId !== undefined &&
+      html`<dt>Saved card</dt>
+        <dd id="order-client">Saved for customer <span class="mono">${order.clientId}</span></dd>`
+    }
+    <dt>Ordered</dt>
+    <dd>${shortDate(order.createdAt)} UTC</dd>
+  </dl>`;
   // Reload only while there is something to wait for: not after a mismatch, which needs a person.
   const waiting = order.status === 'pending' && check?.outcome !== 'mismatch';
   return layout(
@@ -67,11 +86,11 @@ ${order.clientId !== undefined && html`<dt>Saved card</dt><dd id="order-client">
     title,
     'none',
     html`<section class="panel narrow" id="order" data-outcome="${check?.outcome ?? ''}">
-<h1>${title}</h1>
-<p class="muted">${text}</p>
-${details}
-<a class="button${order.status === 'paid' ? ' secondary' : ''}" href="/">Continue shopping</a>
-</section>`,
+      <h1>${title}</h1>
+      <p class="muted">${text}</p>
+      ${details}
+      <a class="button${order.status === 'paid' ? ' secondary' : ''}" href="/">Continue shopping</a>
+    </section>`,
     waiting ? PROCESSING_REFRESH_SECS : undefined,
   );
 }

@@ -18,7 +18,16 @@ export interface RawRequest {
 /** What the server does with a request: write anything (or nothing) to the socket. */
 export type RawBehaviour = (request: RawRequest, socket: net.Socket) => void;
 
-const REASONS: Record<number, string> = { 200: 'OK', 301: 'Moved Permanently', 400: 'Bad Request', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' };
+const REASONS: Record<number, string> = {
+  200: 'OK',
+  301: 'Moved Permanently',
+  400: 'Bad Request',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
 
 function head(status: number, headers: Record<string, string | number>): string {
   const lines = [`HTTP/1.1 ${status} ${REASONS[status] ?? 'Status'}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
@@ -72,7 +81,9 @@ export const behave = {
     return (_req, socket) => {
       const half = body.slice(0, Math.floor(body.length / 2));
       if (chunked) {
-        socket.write(head(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }) + `${Buffer.byteLength(half).toString(16)}\r\n${half}\r\n`);
+        socket.write(
+          head(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }) + `${Buffer.byteLength(half).toString(16)}\r\n${half}\r\n`,
+        );
       } else {
         socket.write(head(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }) + half);
       }

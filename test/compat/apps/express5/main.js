@@ -56,7 +56,10 @@ function listen(server) {
 
 async function main() {
   const version = checkModuleSystem();
-  const nestEntry = await import('nestjs-payments').then(() => undefined, (error) => error);
+  const nestEntry = await import('nestjs-payments').then(
+    () => undefined,
+    (error) => error,
+  );
   assert.ok(nestEntry, 'import("nestjs-payments") loaded without Nest installed');
   checkNestEntryError(nestEntry);
   const sandbox = await PaymentsSandbox.start({ port: 0 });
@@ -67,13 +70,16 @@ async function main() {
   const payments = createPaymentsClient(sandbox.options({ webhook: { publicUrl: `${url}/payments/webhook`, secret: SECRET } }));
 
   const confirmed = [];
-  app.use('/payments/webhook', createWebhookRouter({
-    client: payments,
-    onPaymentConfirmed: async (event) => {
-      await new Promise((resolve) => setTimeout(resolve, 20)); // an awaited handler, like a database write
-      confirmed.push(event);
-    },
-  }));
+  app.use(
+    '/payments/webhook',
+    createWebhookRouter({
+      client: payments,
+      onPaymentConfirmed: async (event) => {
+        await new Promise((resolve) => setTimeout(resolve, 20)); // an awaited handler, like a database write
+        confirmed.push(event);
+      },
+    }),
+  );
   app.post('/orders/:id/pay', async (req, res) => {
     const { link } = await payments.generatePayment({ amount: AMOUNT, developerTrackingId: req.params.id });
     res.redirect(303, link);
@@ -105,7 +111,10 @@ async function main() {
     assert.equal(sandbox.getPayment(paymentId)?.state, 'refunded');
 
     // A second refund is refused with the package's own error class.
-    const again = await payments.refundPayment(paymentId).then(() => null, (error) => error);
+    const again = await payments.refundPayment(paymentId).then(
+      () => null,
+      (error) => error,
+    );
     assert.ok(again instanceof PaymentsError, `a second refund gave ${again}`);
   } finally {
     await payments.close();
