@@ -25,6 +25,7 @@ export interface StoreStatements {
   saveOutcome: string;
   getOutcome: string;
   listOutcomes: string;
+  listFailedOutcomes: string;
   cleanup: string;
   ping: string;
 }
@@ -108,19 +109,35 @@ WHERE expires_at > statement_timestamp()
 ORDER BY updated_at DESC, payment_id
 LIMIT $5::integer`,
 
+    // listOutcomes({ handlers: 'failed' }), the admin's retry page. The filter is a literal so
+    // that the partial index on failed records is provably usable, in generic plans too; the
+    // parameters are those of listOutcomes ($1 is then 'failed').
+    listFailedOutcomes: `SELECT record::text AS value, updated_at, payment_id FROM ${t.outcomes}
+WHERE handlers = 'failed' AND expires_at > statement_timestamp()
+  AND ($1::text IS NULL OR $1::text = 'failed')
+  AND ($2::text IS NULL OR outcome = $2::text)
+  AND ($3::text IS NULL OR updated_at < $3::text OR (updated_at = $3::text AND payment_id > $4::text))
+ORDER BY updated_at DESC, payment_id
+LIMIT $5::integer`,
+
     // One statement, three bounded deletes (data-modifying CTEs all run): the sweep that stands
     // in for a cron. The pending queue has no expiry: its entries leave by removePending.
+    // A row picked while expired may be written again (a re-claim after a crash, a record or
+    // binding saved over it) by another connection before the DELETE reaches it: SKIP LOCKED
+    // passes over rows being written right now, and the expiry repeated on the DELETE itself is
+    // what PostgreSQL re-checks against a row updated meanwhile (a bare `key IN (...)` would
+    // still match and delete the fresh claim, letting a third claimer in).
     cleanup: `WITH b AS (
-  DELETE FROM ${t.bindings} WHERE token_id IN (
-    SELECT token_id FROM ${t.bindings} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH})
+  DELETE FROM ${t.bindings} WHERE expires_at < statement_timestamp() AND token_id IN (
+    SELECT token_id FROM ${t.bindings} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
   RETURNING 1
 ), e AS (
-  DELETE FROM ${t.events} WHERE event_key IN (
-    SELECT event_key FROM ${t.events} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH})
+  DELETE FROM ${t.events} WHERE expires_at < statement_timestamp() AND event_key IN (
+    SELECT event_key FROM ${t.events} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
   RETURNING 1
 ), o AS (
-  DELETE FROM ${t.outcomes} WHERE payment_id IN (
-    SELECT payment_id FROM ${t.outcomes} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH})
+  DELETE FROM ${t.outcomes} WHERE expires_at < statement_timestamp() AND payment_id IN (
+    SELECT payment_id FROM ${t.outcomes} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
   RETURNING 1
 )
 SELECT ((SELECT count(*) FROM b) + (SELECT count(*) FROM e) + (SELECT count(*) FROM o))::text AS value`,

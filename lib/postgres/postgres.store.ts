@@ -176,7 +176,8 @@ export class PostgresPaymentsStore implements PaymentsStore {
     const limit = outcomePageLimit(query);
     const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
     // One row more than the page tells whether there is a next page.
-    const rows = await this.#query('listOutcomes', this.#sql.listOutcomes, [
+    const sql = query.handlers === 'failed' ? this.#sql.listFailedOutcomes : this.#sql.listOutcomes;
+    const rows = await this.#query('listOutcomes', sql, [
       query.handlers ?? null,
       query.outcome ?? null,
       after?.updatedAt ?? null,

@@ -87,7 +87,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
       });
       const [host, byStore] = [await catalog('by_host'), await catalog('by_store')];
       expect(host.columns.length).toBeGreaterThan(10);
-      expect(host.indexes).toHaveLength(9);
+      expect(host.indexes).toHaveLength(10);
       expect(byStore).toEqual(host);
       // A store told not to create tables works on the host's.
       const store = new PostgresPaymentsStore(db, { schema: 'by_host', createTables: false });

@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import type { PendingPayment } from '../../lib/core/payments.store.js';
 import { PostgresPaymentsStore, paymentsStoreMigration } from '../../lib/postgres/index.js';
+import { storeTables } from '../../lib/postgres/postgres.schema.js';
+import { storeStatements } from '../../lib/postgres/postgres.statements.js';
 import { POSTGRES_URL, describeWithService, postgresAvailable } from '../support/services.js';
 import { describeStoreContract } from '../support/store-contract.js';
 
@@ -76,13 +78,32 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
         });
         const [auto, manual] = [await catalog('auto_'), await catalog('manual_')];
         expect(auto.columns.map((c) => c.table_name)).toContain('events');
-        expect(auto.indexes).toHaveLength(9);
+        expect(auto.indexes).toHaveLength(10);
         expect(auto).toEqual(manual);
         const { rows } = await admin.query(`SELECT owner FROM "${RUN_SCHEMA}".auto_events WHERE event_key = 'e'`);
         expect(rows).toEqual([{ owner: 'o' }]);
         await store.close();
       } finally {
         await pool.end();
+      }
+    });
+
+    it('pages through failed records on the partial index, even in a generic plan', async () => {
+      const prefix = `failed_${randomUUID().slice(0, 8)}_`;
+      const store = new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA, tablePrefix: prefix });
+      await store.ping();
+      const { listFailedOutcomes } = storeStatements(storeTables({ schema: RUN_SCHEMA, prefix }));
+      const client = await admin.connect();
+      try {
+        // A generic plan cannot lean on the parameter values; the literal filter must match the index's predicate.
+        await client.query('BEGIN');
+        await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+        await client.query('SET LOCAL enable_seqscan = off');
+        const plan = await client.query(`EXPLAIN ${listFailedOutcomes}`, ['failed', null, null, null, 51]);
+        expect(plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')).toContain(`${prefix}outcomes_failed_idx`);
+      } finally {
+        await client.query('ROLLBACK');
+        client.release();
       }
     });
 
@@ -151,6 +172,67 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
       expect(new Set(ids).size).toBe(60);
       await expect(b.takeDuePending(base + 10, 100, LONG_MS)).resolves.toEqual([]);
       await Promise.all(entries.map((e) => a.removePending(e.paymentId)));
+    });
+  });
+
+  describe('the cleanup sweep racing a write over an expired row', () => {
+    // A write that lands on an expired row (a re-claim after a crash, a record or binding saved
+    // again) is held open in a transaction on one connection while another instance sweeps on
+    // another: the sweep picked the row while it was expired, and must not delete it once it is live.
+    it('keeps the fresh claim, binding and record, so a third claimer is told busy', async () => {
+      const prefix = `sweep_${randomUUID().slice(0, 8)}_`;
+      const names = { schema: RUN_SCHEMA, tablePrefix: prefix };
+      const applicationName = `nestjs-payments-sweep-${randomUUID().slice(0, 8)}`;
+      const pools = { setup: hostPool({ max: 1 }), holder: hostPool({ max: 1 }), sweeper: hostPool({ max: 1, application_name: applicationName }) };
+      const event = `outcome:${randomUUID()}`;
+      const token = randomUUID();
+      const record = (attempts: number) => ({
+        paymentId: `pay_${randomUUID()}`,
+        outcome: 'confirmed' as const,
+        status: 'SUCCESS',
+        source: 'webhook' as const,
+        handlers: 'succeeded' as const,
+        attempts,
+        updatedAt: new Date().toISOString(),
+      });
+      const old = record(1);
+      const fresh = { ...old, attempts: 2 };
+      const holderClient = await pools.holder.connect();
+      try {
+        const setup = new PostgresPaymentsStore(pools.setup, names);
+        await expect(setup.claim(event, 'crashed', 50)).resolves.toBe('claimed');
+        await setup.saveBinding(token, { paymentId: 'pay-old', amount: '1000', createdAt: old.updatedAt }, 50);
+        await setup.saveOutcome(old, 50);
+        await new Promise((r) => setTimeout(r, 200));
+
+        // Tables exist: neither store runs its CREATE INDEX IF NOT EXISTS, which would wait for the open transaction.
+        await holderClient.query('BEGIN');
+        const holder = new PostgresPaymentsStore({ query: (text, params) => holderClient.query(text, params) }, { ...names, createTables: false });
+        await expect(holder.claim(event, 'fresh', LONG_MS)).resolves.toBe('claimed');
+        await holder.saveBinding(token, { paymentId: 'pay-fresh', amount: '1000', createdAt: old.updatedAt }, LONG_MS);
+        await holder.saveOutcome(fresh, LONG_MS);
+
+        const sweeper = new PostgresPaymentsStore(pools.sweeper, { ...names, createTables: false, cleanupEveryWrites: 1 });
+        await sweeper.removePending(`pay_${randomUUID()}`); // one write: the sweep starts in the background
+        let swept = false;
+        const sweeping = sweeper.close().then(() => (swept = true)); // close() waits for the sweep
+        // Until the sweep is done, or waits for the row locks of the open transaction.
+        for (let i = 0; i < 250 && !swept; i++) {
+          const { rows } = await admin.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [applicationName]);
+          if (rows.length > 0) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        await holderClient.query('COMMIT');
+        await sweeping;
+
+        const third = new PostgresPaymentsStore(pools.setup, names);
+        await expect(third.claim(event, 'third', LONG_MS)).resolves.toBe('busy');
+        await expect(third.findBinding(token)).resolves.toMatchObject({ paymentId: 'pay-fresh' });
+        await expect(third.getOutcome(old.paymentId)).resolves.toStrictEqual(fresh);
+      } finally {
+        holderClient.release();
+        await Promise.all(Object.values(pools).map((p) => p.end()));
+      }
     });
   });
 
