@@ -7,7 +7,14 @@ import { describe, OutcomeProcessor, type OutcomeDispatcher, type OutcomeExpecta
 import { checkPaymentInput, toPaymentWire } from './payment.fields.js';
 import { outcomeOf } from './payment.outcome.js';
 import { identifier, millimes } from './payment.rules.js';
-import { PaymentsApiError, PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
+import {
+  PaymentsApiError,
+  PaymentsError,
+  PaymentsStoreUnavailableError,
+  PaymentsValidationError,
+  type PaymentsFieldError,
+  type PaymentsOperation,
+} from './payments.errors.js';
 import { PAYMENTS_DEFAULTS, resolvePaymentsOptions, type PaymentsOptions, type ResolvedPaymentsOptions } from './payments.options.js';
 import type { OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PaymentsStore } from './payments.store.js';
 import type {
@@ -239,6 +246,13 @@ export class PaymentsClient implements PaymentsOperations {
     }
     const expected = await this.#expectationFor(paymentId, options);
     const result = await this.#outcomes.settle(paymentId, options.source ?? 'return', expected);
+    if ((result.kind === 'handled' || result.kind === 'handlers-failed') && expected?.amount === undefined) {
+      // Nothing said what amount was asked for (no `expected`, and the memory store lost its
+      // record in a restart, or reconciliation gave up on it): whoever reads the logs must know.
+      this.#options.logger.warn(
+        `reconcilePayment: payment ${paymentId} was settled without comparing its amount (${result.verification.amount} verified): nothing recorded it; pass expected.amount`,
+      );
+    }
     switch (result.kind) {
       case 'handled':
         return { paymentId, status: result.verification.status, outcome: result.outcome, handled: true };
@@ -255,10 +269,12 @@ export class PaymentsClient implements PaymentsOperations {
       case 'verify-failed':
         throw result.error;
       case 'store-unavailable':
+        throw new PaymentsStoreUnavailableError(paymentId, result.error, 'reconcilePayment');
       case 'foreign':
+        // Only an expectation taken from a webhook token ends here, and a return never has one.
         throw new PaymentsError(
-          `reconcilePayment: the store is unreachable (${result.kind === 'store-unavailable' ? result.error : 'foreign'})`,
-          'STORE_UNAVAILABLE',
+          `reconcilePayment: payment ${paymentId} does not match what was expected (${result.problems.join('; ')}); nothing ran`,
+          'API_ERROR',
         );
     }
   }
@@ -351,19 +367,34 @@ export class PaymentsClient implements PaymentsOperations {
     return { baseUrl: this.#options.baseUrl, publicKey: this.#options.publicKey, webhooks: this.webhooksEnabled };
   }
 
+  /**
+   * What the verified answer must match: the caller's `expected` merged field by field with what
+   * the plugin recorded at generation (the pending entry), so that passing only a tracking id
+   * still has the amount checked. A caller's value that contradicts the record means the caller
+   * names another payment than it thinks (a return URL's `payment_id` is the customer's to edit):
+   * refused before any claim or verify call, so that payment's own outcome stays untouched.
+   */
   async #expectationFor(paymentId: string, options: ReconcileOptions): Promise<OutcomeExpectation | undefined> {
-    const given = options.expected;
-    if (given && (given.amount !== undefined || given.developerTrackingId !== undefined)) {
-      const problem = given.amount === undefined ? undefined : millimes(given.amount);
-      if (problem) throw new PaymentsValidationError([{ field: 'expected.amount', messages: [problem] }], 'reconcilePayment input');
-      return {
-        amount: given.amount === undefined ? undefined : normalizeMillimes(given.amount),
-        developerTrackingId: given.developerTrackingId,
-        origin: 'caller',
-      };
-    }
+    const given = options.expected ?? {};
+    const problem = given.amount === undefined || given.amount === null ? undefined : millimes(given.amount);
+    if (problem) throw new PaymentsValidationError([{ field: 'expected.amount', messages: [problem] }], 'reconcilePayment input');
+    const givenAmount = given.amount === undefined || given.amount === null ? undefined : normalizeMillimes(given.amount);
+    const givenTracking = given.developerTrackingId ?? undefined;
     const pending = await this.store.findPending(paymentId).catch(() => undefined);
-    return pending ? { amount: pending.amount, developerTrackingId: pending.developerTrackingId, origin: 'binding' } : undefined;
+
+    const conflicts: PaymentsFieldError[] = [];
+    if (pending && givenAmount !== undefined && givenAmount !== pending.amount) {
+      conflicts.push({ field: 'expected.amount', messages: [`differs from the amount payment ${paymentId} was generated with`] });
+    }
+    if (pending && givenTracking !== undefined && givenTracking !== pending.developerTrackingId) {
+      conflicts.push({ field: 'expected.developerTrackingId', messages: [`differs from the tracking id payment ${paymentId} was generated with`] });
+    }
+    if (conflicts.length > 0) throw new PaymentsValidationError(conflicts, 'reconcilePayment input');
+
+    const amount = givenAmount ?? pending?.amount;
+    const developerTrackingId = givenTracking ?? pending?.developerTrackingId;
+    if (amount === undefined && developerTrackingId === undefined) return undefined;
+    return { amount, developerTrackingId, origin: givenAmount !== undefined || givenTracking !== undefined ? 'caller' : 'binding' };
   }
 
   // Done earlier by another path: the record says what it was, without a call to the service.

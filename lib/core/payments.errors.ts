@@ -7,7 +7,11 @@
  * private key cannot leak through `JSON.stringify(error)`, `util.inspect(error)` or logs.
  */
 
-/** Codes of the errors raised by the plugin itself; the service's own codes pass through as strings. */
+/**
+ * Codes of the errors raised by the plugin itself. `PaymentsError.code` is typed
+ * `PaymentsErrorCode | (string & {})`: the service's own codes (e.g. `INSUFFICIENT_FUNDS`) pass
+ * through as they are, so a `switch` on `code` keeps a `default` branch.
+ */
 export type PaymentsErrorCode =
   | 'VALIDATION_FAILED'
   | 'REFUND_NOT_ALLOWED'
@@ -29,7 +33,11 @@ export type PaymentsOperation = 'generatePayment' | 'verifyPayment' | 'capturePa
 
 /** Base class of every error thrown by nestjs-payments. */
 export class PaymentsError extends Error {
-  /** Stable machine-readable code: one of {@link PaymentsErrorCode}, or the service's own code. */
+  /**
+   * Stable machine-readable code: one of {@link PaymentsErrorCode}, or any other string when the
+   * service sent its own code (hence the type `PaymentsErrorCode | (string & {})`, which keeps
+   * the known codes in autocompletion).
+   */
   readonly code: PaymentsErrorCode | (string & {});
 
   /**
@@ -169,29 +177,40 @@ export class PaymentsAuthenticationError extends PaymentsApiError {
 }
 
 /**
- * The store failed after the service created a payment (`STORE_UNAVAILABLE`). The payment exists:
- * its webhook still confirms it (the signed token carries what must be checked), but it is not in
- * the reconciliation queue, so if its webhook never comes only your own `reconcilePayment(paymentId)` settles it.
+ * The store failed around a payment (`STORE_UNAVAILABLE`); `paymentId` names it.
+ *
+ * - From `generatePayment` (`step` `generatePayment`): the service created the payment but the
+ *   store could not record it. Its webhook still confirms it (the signed token carries what must
+ *   be checked), but it is not in the reconciliation queue, so if its webhook never comes only
+ *   your own `reconcilePayment(paymentId)` settles it.
+ * - From `reconcilePayment` (`step` `reconcilePayment`): the payment's claim could not be taken,
+ *   so nothing was verified and no handler ran; call again once the store is back.
  */
 export class PaymentsStoreUnavailableError extends PaymentsError {
-  /** The payment that was created. */
+  /** The payment concerned. */
   readonly paymentId: string;
+  /** The operation during which the store failed. */
+  readonly step: 'generatePayment' | 'reconcilePayment';
 
   /**
-   * @param paymentId the payment that was created
+   * @param paymentId the payment concerned
    * @param reason why the store failed (no secrets)
+   * @param step the operation during which it failed; default `generatePayment`
    */
-  constructor(paymentId: string, reason: string) {
+  constructor(paymentId: string, reason: string, step: 'generatePayment' | 'reconcilePayment' = 'generatePayment') {
     super(
-      `payment ${paymentId} was created but could not be recorded in the store (${reason}); reconcile it yourself if no webhook confirms it`,
+      step === 'generatePayment'
+        ? `payment ${paymentId} was created but could not be recorded in the store (${reason}); reconcile it yourself if no webhook confirms it`
+        : `reconcilePayment: the store is unreachable (${reason}); payment ${paymentId} was not verified and no handler ran, try again later`,
       'STORE_UNAVAILABLE',
     );
     this.paymentId = paymentId;
+    this.step = step;
   }
 
   /** @inheritdoc */
   override toJSON(): Record<string, unknown> {
-    return { ...super.toJSON(), paymentId: this.paymentId };
+    return { ...super.toJSON(), paymentId: this.paymentId, step: this.step };
   }
 }
 

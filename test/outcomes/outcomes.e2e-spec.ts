@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { runAllHandlers, type OutcomeHandler } from '../../lib/core/outcome.handlers.js';
 import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
-import { MemoryPaymentsStore } from '../../lib/index.js';
+import { MemoryPaymentsStore, PaymentsValidationError } from '../../lib/index.js';
 import { FakeService } from '../support/fake-service.js';
 import { answerVerify, generateVia, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
@@ -22,7 +22,7 @@ const open: Array<{ close(): Promise<void> }> = [];
 
 type Seen = { callback: string; event: PaymentOutcomeEvent };
 
-function newClient(publicUrl = 'https://shop.example/hook', store = new MemoryPaymentsStore()) {
+function newClient(publicUrl = 'https://shop.example/hook', store = new MemoryPaymentsStore(), logged?: string[]) {
   const client = createPaymentsClient({
     publicKey: 'pk_outcomes',
     privateKey: 'sk_outcomes_private',
@@ -33,7 +33,7 @@ function newClient(publicUrl = 'https://shop.example/hook', store = new MemoryPa
     maxRetries: 0,
     webhook: { publicUrl, secret: SECRET },
     reconciliation: { enabled: false, graceSecs: GRACE_SECS },
-    logger: quietLogger(),
+    logger: quietLogger(logged),
     store,
   });
   open.push(client);
@@ -286,5 +286,95 @@ describe('the paths agree: whichever comes first runs the handlers, once', () =>
     expect(await deliver()).toBe(200);
     expect(journal).toHaveLength(6);
     await expect(client.getOutcome(p.paymentId)).resolves.toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', attempts: 2 });
+  });
+});
+
+describe("reconcilePayment: the caller's expected is merged with what the plugin recorded", () => {
+  it('a tracking id alone still has the amount checked: SUCCESS for 1 millime of a 12500 payment is a mismatch, never confirmed', async () => {
+    const logged: string[] = [];
+    const client = newClient(undefined, undefined, logged);
+    const seen: Seen[] = [];
+    await routerFor(client, seen);
+    const p = await generateVia(client, fake, nextId('merge'), { amount: '12500', developerTrackingId: 'order-merge' });
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 1, trackingId: 'order-merge' });
+
+    const result = await client.reconcilePayment(p.paymentId, { expected: { developerTrackingId: 'order-merge' } });
+    expect(result).toEqual({ paymentId: p.paymentId, status: 'SUCCESS', outcome: 'mismatch', handled: false });
+    expect(seen.map((s) => s.callback)).toEqual(['mismatch']);
+    await expect(client.getOutcome(p.paymentId)).resolves.toMatchObject({ outcome: 'mismatch', handlers: 'none' });
+    expect(logged.some((l) => l.includes(p.paymentId) && l.includes('amount 1 instead of 12500'))).toBe(true);
+  });
+
+  it('an amount alone still has the tracking id checked', async () => {
+    const client = newClient();
+    const seen: Seen[] = [];
+    await routerFor(client, seen);
+    const p = await generateVia(client, fake, nextId('merge-tracking'), { amount: '12500', developerTrackingId: 'order-mine' });
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 12500, trackingId: 'order-someone-else' });
+    await expect(client.reconcilePayment(p.paymentId, { expected: { amount: 12500 } })).resolves.toMatchObject({ outcome: 'mismatch' });
+    expect(seen.map((s) => s.callback)).toEqual(['mismatch']);
+  });
+
+  it('an expected value contradicting the record is refused before any verify call, and leaves that payment to its own paths', async () => {
+    const client = newClient();
+    const seen: Seen[] = [];
+    const router = await routerFor(client, seen);
+    // A customer edits the return URL's payment_id to name another (cheaper) payment of the shop.
+    const cheap = await generateVia(client, fake, nextId('cheap'), { amount: '1', developerTrackingId: 'order-cheap' });
+    const error = await client.reconcilePayment(cheap.paymentId, { expected: { amount: '12500', developerTrackingId: 'order-dear' } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentsValidationError);
+    expect((error as PaymentsValidationError).fields.map((f) => f.field)).toEqual(['expected.amount', 'expected.developerTrackingId']);
+    expect(verifyCount(fake, cheap.paymentId)).toBe(0);
+
+    // The cheap payment's own webhook still confirms it.
+    answerVerify(fake, cheap.paymentId, { status: 'SUCCESS', amount: 1, trackingId: 'order-cheap' });
+    expect((await fetch(`${router.url}/${cheap.token}?payment_id=${cheap.paymentId}`, { method: 'POST' })).status).toBe(200);
+    expect(seen.map((s) => [s.callback, s.event.paymentId])).toEqual([['confirmed', cheap.paymentId]]);
+  });
+
+  it('what the caller passes and what was recorded agreeing: confirmed once, no warning', async () => {
+    const logged: string[] = [];
+    const client = newClient(undefined, undefined, logged);
+    const seen: Seen[] = [];
+    await routerFor(client, seen);
+    const p = await generateVia(client, fake, nextId('agree'), { amount: '12500', developerTrackingId: 'order-agree' });
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 12500, trackingId: 'order-agree' });
+    await expect(client.reconcilePayment(p.paymentId, { expected: { amount: '12500', developerTrackingId: 'order-agree' } })).resolves.toMatchObject({
+      outcome: 'confirmed',
+      handled: true,
+    });
+    expect(seen.map((s) => s.callback)).toEqual(['confirmed']);
+    expect(logged.filter((l) => l.includes('without comparing'))).toEqual([]);
+  });
+
+  it('nothing known (memory store after a restart, no expected): confirmed on the verified SUCCESS with a warning that the amount was not compared', async () => {
+    const before = newClient();
+    const p = await generateVia(before, fake, nextId('unknown'), { amount: '12500', developerTrackingId: 'order-unknown' });
+    await before.close();
+    const logged: string[] = [];
+    const after = newClient(undefined, undefined, logged);
+    const seen: Seen[] = [];
+    await routerFor(after, seen);
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 1, trackingId: 'order-unknown' });
+
+    await expect(after.reconcilePayment(p.paymentId)).resolves.toMatchObject({ outcome: 'confirmed', handled: true });
+    expect(seen.map((s) => [s.callback, s.event.amount])).toEqual([['confirmed', '1']]);
+    expect(logged.filter((l) => l.includes(p.paymentId) && l.includes('without comparing its amount'))).toHaveLength(1);
+  });
+
+  it('after a restart, passing the amount is what catches a wrong one', async () => {
+    const before = newClient();
+    const p = await generateVia(before, fake, nextId('restart-expected'), { amount: '12500', developerTrackingId: 'order-restart-expected' });
+    await before.close();
+    const logged: string[] = [];
+    const after = newClient(undefined, undefined, logged);
+    const seen: Seen[] = [];
+    await routerFor(after, seen);
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 1, trackingId: 'order-restart-expected' });
+    await expect(after.reconcilePayment(p.paymentId, { expected: { amount: '12500', developerTrackingId: 'order-restart-expected' } })).resolves.toMatchObject({
+      outcome: 'mismatch',
+    });
+    expect(seen.map((s) => s.callback)).toEqual(['mismatch']);
+    expect(logged.filter((l) => l.includes('without comparing'))).toEqual([]);
   });
 });
