@@ -59,6 +59,8 @@ export class PostgresPaymentsStore implements PaymentsStore {
   #pool: Promise<OwnedPool> | undefined;
   #ready: Promise<void> | undefined;
   #writes = 0;
+  /** Claim statements not settled yet, by (key, owner): see #trackClaim. */
+  readonly #claimsInFlight = new Map<string, Promise<unknown>>();
   #cleaning: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
 
@@ -106,7 +108,10 @@ export class PostgresPaymentsStore implements PaymentsStore {
   /** @inheritdoc */
   async claim(eventKey: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
     const lease = positiveMs('PostgresPaymentsStore', leaseMs, 'leaseMs');
-    const rows = await this.#write('claim', this.#sql.claim, [eventKey, owner, lease]);
+    const sent = this.#send('claim', this.#sql.claim, [eventKey, owner, lease]);
+    this.#trackClaim(eventKey, owner, sent);
+    const rows = await this.#bounded('claim', sent);
+    this.#countWrite();
     const row = rows[0] as { state?: unknown; owner?: unknown } | undefined;
     if (row?.state === 'done') return 'done';
     if (row?.state === 'claimed') return row.owner === owner ? 'claimed' : 'busy';
@@ -120,9 +125,22 @@ export class PostgresPaymentsStore implements PaymentsStore {
     return rows.length === 1;
   }
 
-  /** @inheritdoc */
+  /**
+   * Gives a claim up if `owner` still holds it. Also what to call after a claim timed out (see
+   * `operationTimeoutMs`): the claim may still be waiting for a connection or in flight, and
+   * commit later on another connection than this release. A release is therefore sent only once
+   * this store's claims of the same key and owner have settled, so it frees such a late claim
+   * (its promise may reject on the timeout meanwhile; the release still goes out).
+   */
   async release(eventKey: string, owner: string): Promise<void> {
-    await this.#write('release', this.#sql.release, [eventKey, owner]);
+    const inFlight = this.#claimsInFlight.get(claimId(eventKey, owner));
+    await this.#query(
+      'release',
+      this.#sql.release,
+      [eventKey, owner],
+      inFlight?.catch(() => undefined),
+    );
+    this.#countWrite();
   }
 
   /** @inheritdoc */
@@ -237,13 +255,25 @@ export class PostgresPaymentsStore implements PaymentsStore {
 
   // Bounds every operation by our own timer rather than trusting the pool's settings: a host's
   // pool may wait for a free connection forever (pg's default connectionTimeoutMillis is 0).
-  #query(operation: string, text: string, params: unknown[]): Promise<unknown[]> {
+  #query(operation: string, text: string, params: unknown[], after?: Promise<unknown>): Promise<unknown[]> {
+    return this.#bounded(operation, this.#send(operation, text, params, after));
+  }
+
+  // The statement itself, unbounded: it may still run and commit after #bounded gave up on it.
+  // `after`: a statement that must have settled before this one is sent.
+  #send(operation: string, text: string, params: unknown[], after?: Promise<unknown>): Promise<unknown[]> {
     if (this.#closing) return Promise.reject(new Error(`PostgresPaymentsStore: ${operation} called after close()`));
-    const pending = this.#database().then(async (db) => {
+    const pending = Promise.all([this.#database(), after]).then(async ([db]) => {
       await this.#ensureTables(db);
       const result = await db.query(text, params);
       return Array.isArray(result?.rows) ? result.rows : [];
     });
+    // The late result of a timed-out query is dropped, not left as an unhandled rejection.
+    pending.catch(() => undefined);
+    return pending;
+  }
+
+  #bounded(operation: string, pending: Promise<unknown[]>): Promise<unknown[]> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -252,9 +282,22 @@ export class PostgresPaymentsStore implements PaymentsStore {
       // A pending store call must never be what keeps the process alive.
       timer.unref();
     });
-    // The late result of a timed-out query is dropped, not left as an unhandled rejection.
-    pending.catch(() => undefined);
     return Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  // A claim statement is remembered until it settles, whether or not its caller still waits: a
+  // claim that timed out on our side may still be queued for a connection or in flight, and
+  // commit after the caller's release() ran on another connection, blocking the payment for a
+  // whole lease. release() of the same (key, owner) is sent only once it settled (see release).
+  #trackClaim(eventKey: string, owner: string, sent: Promise<unknown[]>): void {
+    const id = claimId(eventKey, owner);
+    const previous = this.#claimsInFlight.get(id);
+    const tracked = previous ? Promise.allSettled([previous, sent]) : sent;
+    this.#claimsInFlight.set(id, tracked);
+    const forget = () => {
+      if (this.#claimsInFlight.get(id) === tracked) this.#claimsInFlight.delete(id);
+    };
+    tracked.then(forget, forget);
   }
 
   #database(): Promise<PostgresQueryable> {
@@ -294,6 +337,9 @@ export class PostgresPaymentsStore implements PaymentsStore {
     return this.#ready;
   }
 }
+
+// NUL cannot occur in a PostgreSQL text value, so the pair cannot collide.
+const claimId = (eventKey: string, owner: string): string => `${eventKey}\u0000${owner}`;
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PGlite } from '@electric-sql/pglite';
 import { DEFAULT_TABLE_PREFIX, PostgresPaymentsStore, paymentsStoreMigration } from '../../lib/postgres/index.js';
 import { describeStoreContract, sleep } from '../support/store-contract.js';
+import { expectLateClaimReleased } from './late-claim.js';
 
 const LONG_MS = 60_000;
 const binding = { paymentId: 'pay-1', amount: '12500', createdAt: '2025-01-01T00:00:00.000Z' };
@@ -187,6 +188,10 @@ describe('PostgresPaymentsStore on PGlite', () => {
     const hung = { query: () => new Promise<{ rows: unknown[] }>(() => undefined) };
     const store = new PostgresPaymentsStore(hung, { operationTimeoutMs: 100 });
     await expect(store.claim('e', 'o', LONG_MS)).rejects.toThrow(/claim timed out after 100 ms/);
+  });
+
+  it('frees a claim that commits after it timed out, once the caller releases it (#13.4)', async () => {
+    await expectLateClaimReleased(shared, { tablePrefix: 'late_' });
   });
 
   it('treats rows it did not write as absent rather than trusting them', async () => {

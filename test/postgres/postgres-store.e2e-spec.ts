@@ -8,6 +8,7 @@ import { storeTables } from '../../lib/postgres/postgres.schema.js';
 import { storeStatements } from '../../lib/postgres/postgres.statements.js';
 import { POSTGRES_URL, describeWithService, postgresAvailable } from '../support/services.js';
 import { describeStoreContract } from '../support/store-contract.js';
+import { expectLateClaimReleased } from './late-claim.js';
 
 const available = await postgresAvailable();
 
@@ -232,6 +233,17 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
       } finally {
         holderClient.release();
         await Promise.all(Object.values(pools).map((p) => p.end()));
+      }
+    });
+  });
+
+  describe('a claim that completes after the client gave up (#13.4)', () => {
+    it('is freed by release() from the same owner, instead of blocking redeliveries for its lease', async () => {
+      const pool = hostPool();
+      try {
+        await expectLateClaimReleased(pool, { schema: RUN_SCHEMA, tablePrefix: 'late_' });
+      } finally {
+        await pool.end();
       }
     });
   });
