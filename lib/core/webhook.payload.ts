@@ -17,46 +17,69 @@ export interface WebhookRequest {
 /** The payload of a webhook after parsing, or the reason it is malformed. */
 export type ParsedWebhook = { ok: true; token?: string; paymentId?: string; body: JsonObject; query: JsonObject } | { ok: false; reason: string };
 
+/** Where a request carries parameters: its query string, or its body. */
+type Source = 'query' | 'body';
+
 /**
  * Where public clients of the service find the payment id (public-api-facts §2), most specific
- * first. The first place that has one decides, so an unrelated `id` next to a `payment_id`
- * never makes a delivery ambiguous.
+ * first, and in which part of the request to look. The most specific name wins wherever it is:
+ * a `payment_id` in the body beats an `id` in the query, which is most often the merchant's own
+ * (a public URL such as `.../hook?id=store7`), so an unrelated `id` never refuses a delivery.
+ * The bare `id` is read from the body before the query for the same reason.
  */
-const ID_PLACES: ReadonlyArray<(source: JsonObject) => unknown> = [
-  (s) => s.payment_id,
-  (s) => s.paymentId,
-  (s) => (isJsonObject(s.data) ? s.data.payment_id : undefined),
-  (s) => (isJsonObject(s.result) ? s.result.payment_id : undefined),
-  (s) => s.payment_ref,
-  (s) => s.id,
+const ID_PLACES: ReadonlyArray<{ read: (source: JsonObject) => unknown; from: readonly Source[] }> = [
+  { read: (s) => s.payment_id, from: ['query', 'body'] },
+  { read: (s) => s.paymentId, from: ['query', 'body'] },
+  { read: (s) => (isJsonObject(s.data) ? s.data.payment_id : undefined), from: ['body'] },
+  { read: (s) => (isJsonObject(s.result) ? s.result.payment_id : undefined), from: ['body'] },
+  { read: (s) => s.payment_ref, from: ['query', 'body'] },
+  { read: (s) => s.id, from: ['body', 'query'] },
 ];
+
+/** Characters that end a path token: none of them can be in one (`[A-Za-z0-9._-]`). */
+const PATH_TOKEN_END = /[&;]/;
 
 /**
  * Parses a webhook request: its token (path segment, else the `webhook_token` query parameter)
- * and the payment id (query first, then body; see {@link ID_PLACES}). A service that appends
- * `?payment_id=X` to a URL that already has a query leaves `...?a=b?payment_id=X`; such values are
- * split back into their parameters.
+ * and the payment id (see {@link ID_PLACES}). However the service appends `payment_id`, it is
+ * found: `?payment_id=X` (a plain query), `&payment_id=X` to a URL without a query (it lands in
+ * the path segment, `TOKEN&payment_id=X`: split at the first `&` or `;`), or a second
+ * `?payment_id=X` to a URL that already has a query (`...?a=b?payment_id=X`: split back into
+ * its parameters).
  */
 export function parseWebhook(request: WebhookRequest, maxBodyBytes: number): ParsedWebhook {
-  const query = repairQuery(isJsonObject(request.query) ? request.query : {});
+  const split = splitPathToken(request.pathToken);
+  const query = repairQuery(isJsonObject(request.query) ? request.query : {}, split.params);
   const body = toBody(request.body, maxBodyBytes);
   if (typeof body === 'string') return { ok: false, reason: body };
 
+  const sources: Record<Source, JsonObject> = { query, body };
   let paymentId: string | undefined;
-  for (const source of [query, body]) {
-    for (const place of ID_PLACES) {
-      const found = single(place(source));
+  search: for (const place of ID_PLACES) {
+    for (const from of place.from) {
+      const found = single(place.read(sources[from]));
       if (found === undefined) continue;
       if (typeof found !== 'string' || identifier(found)) return { ok: false, reason: 'payment id must be a single string of at most 256 characters' };
       paymentId = found;
-      break;
+      break search;
     }
-    if (paymentId !== undefined) break;
   }
 
   const { [WEBHOOK_TOKEN_PARAM]: queryToken, ...rest } = query;
-  const token = request.pathToken ?? single(queryToken);
+  const token = split.token ?? single(queryToken);
   return { ok: true, token: typeof token === 'string' ? token : undefined, paymentId, body, query: rest };
+}
+
+/**
+ * A path token followed by what a service appended with `&` (or `;`) to a URL that had no query:
+ * the token, and the rest as parameters.
+ */
+function splitPathToken(segment: string | undefined): { token?: string; params: Array<[string, string]> } {
+  if (segment === undefined) return { params: [] };
+  const end = segment.search(PATH_TOKEN_END);
+  if (end < 0) return { token: segment, params: [] };
+  const params = [...new URLSearchParams(segment.slice(end + 1).replace(/;/g, '&'))].filter(([k]) => k !== '');
+  return { token: end === 0 ? undefined : segment.slice(0, end), params };
 }
 
 // A parameter repeated with one value (`?payment_id=X&payment_id=X`, which query parsers turn
@@ -68,7 +91,7 @@ function single(value: unknown): unknown {
   return value;
 }
 
-function repairQuery(query: JsonObject): JsonObject {
+function repairQuery(query: JsonObject, fromPath: Array<[string, string]>): JsonObject {
   const repaired: JsonObject = {};
   const add = (key: string, value: unknown) => {
     const existing = repaired[key];
@@ -93,6 +116,7 @@ function repairQuery(query: JsonObject): JsonObject {
       add(key, value);
     }
   }
+  for (const [key, value] of fromPath) add(key, value);
   return repaired;
 }
 

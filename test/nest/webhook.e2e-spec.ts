@@ -301,6 +301,10 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
       ['GET query appended properly', (hook, id) => fetch(hook(`?payment_id=${id}`))],
       ['POST query appended properly, empty body', (hook, id) => post(hook(`?payment_id=${id}`), '', null)],
       ['data.payment_id', (hook, id) => post(hook(), { data: { payment_id: id } })],
+      // A service appending `&payment_id=` to a URL without a query: it lands in the token's path segment.
+      ['GET &payment_id= appended to a URL without a query', (hook, id) => fetch(hook(`&payment_id=${id}`))],
+      ['POST &payment_id= appended to a URL without a query, empty body', (hook, id) => post(hook(`&payment_id=${id}`), '', null)],
+      ['POST ;payment_id= appended, JSON body too', (hook, id) => post(hook(`;payment_id=${id}`), { payment_id: id })],
     ];
     it.each(cases)('%s', async (_name, send) => {
       const { paymentId, hook } = await generate(shop);
@@ -308,6 +312,32 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
       const res = await send(hook, paymentId);
       expect(res.status).toBe(200);
       expect(shop.outcomes.named(PaymentEvents.CONFIRMED).map((e) => e.paymentId)).toEqual([paymentId]);
+    });
+
+    it("an unrelated id in the public URL's own query never beats payment_id, wherever payment_id is", async () => {
+      const withId = await startShop(adapter, { options: { webhook: { publicUrl: `${PUBLIC_URL}?id=store7` } } });
+      try {
+        const sends: Array<[string, (hook: (extra?: string) => string, id: string) => Promise<Response>]> = [
+          ['JSON body', (hook, id) => post(hook(), { payment_id: id })],
+          ['JSON body with its own unrelated id', (hook, id) => post(hook(), { id: 'evt_1', payment_id: id })],
+          ['form body', (hook, id) => post(hook(), `payment_id=${id}`, 'application/x-www-form-urlencoded')],
+          ['data.payment_id in the body', (hook, id) => post(hook(), { data: { payment_id: id } })],
+          ['GET, &payment_id= appended', (hook, id) => fetch(hook(`&payment_id=${id}`))],
+          ['GET, ?payment_id= appended naively', (hook, id) => fetch(hook(`?payment_id=${id}`))],
+        ];
+        for (const [name, send] of sends) {
+          const { paymentId, hook, webhook } = await generate(withId);
+          expect(webhook.search).toBe('?id=store7');
+          answerVerify(fake, paymentId, { status: 'SUCCESS' });
+          const res = await send(hook, paymentId);
+          expect([name, res.status]).toEqual([name, 200]);
+          expect(verifyCalls(fake, paymentId)).toBe(1);
+          expect(verifyCalls(fake, 'store7')).toBe(0);
+        }
+        expect(withId.outcomes.named(PaymentEvents.CONFIRMED)).toHaveLength(sends.length);
+      } finally {
+        await withId.close();
+      }
     });
 
     it('400 for malformed bodies, no call, and the payment still confirms afterwards', async () => {

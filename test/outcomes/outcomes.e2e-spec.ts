@@ -154,6 +154,10 @@ describe('the webhook path', () => {
 
   it.each([
     ['no query, ?payment_id= appended', 'https://shop.example/hook', (url: string, id: string) => `${url}?payment_id=${id}`],
+    ['no query, &payment_id= appended (lands in the path segment)', 'https://shop.example/hook', (url: string, id: string) => `${url}&payment_id=${id}`],
+    ['no query, ;payment_id= appended', 'https://shop.example/hook', (url: string, id: string) => `${url};payment_id=${id}`],
+    ['an unrelated id, &payment_id= appended', 'https://shop.example/hook?id=store7', (url: string, id: string) => `${url}&payment_id=${id}`],
+    ['an unrelated id, ?payment_id= appended naively', 'https://shop.example/hook?id=store7', (url: string, id: string) => `${url}?payment_id=${id}`],
     ['a query, appended properly (&payment_id=)', 'https://shop.example/hook?shop=7', (url: string, id: string) => `${url}&payment_id=${id}`],
     ['a query, appended naively (?payment_id= again)', 'https://shop.example/hook?shop=7', (url: string, id: string) => `${url}?payment_id=${id}`],
     ['a bare flag, appended naively', 'https://shop.example/hook?debug', (url: string, id: string) => `${url}?payment_id=${id}`],
@@ -183,18 +187,20 @@ describe('the webhook path', () => {
     ['text/plain form', 'text/plain', (id: string) => `payment_ref=${id}`],
     ['untyped (no Content-Type)', undefined, (id: string) => JSON.stringify({ id })],
   ])('the payment id in a %s body', async (_name, type, body) => {
-    const client = newClient();
+    // The public URL has an unrelated `id` of its own: the body's id still wins.
+    const client = newClient('https://shop.example/hook?id=store7');
     const seen: Seen[] = [];
     const router = await routerFor(client, seen);
     const p = await generateVia(client, fake, nextId('body'), { amount: '500' });
     answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 500 });
-    const res = await fetch(`${router.url}/${p.token}`, {
+    const res = await fetch(`${router.url}/${p.token}${new URL(p.webhook).search}`, {
       method: 'POST',
       headers: type ? { 'content-type': type } : {},
       body: type ? body(p.paymentId) : new Blob([body(p.paymentId)]),
     });
     expect(res.status).toBe(200);
     expect(seen.map((s) => [s.callback, s.event.paymentId])).toEqual([['confirmed', p.paymentId]]);
+    expect(verifyCount(fake, 'store7')).toBe(0);
   });
 
   it('the payment id by GET, in the query', async () => {
