@@ -70,7 +70,7 @@ describe('webhook tokens', () => {
         publicUrl,
         amount,
         tracking,
-        fc.constantFrom('none', 'naive', 'proper'),
+        fc.constantFrom('none', 'naive', 'proper', 'ampersand'),
         fc.stringMatching(/^[A-Za-z0-9_-]{1,40}$/),
         (url, a, t, append, paymentId) => {
           const { token } = signer.issue(a, t, 60_000);
@@ -80,21 +80,24 @@ describe('webhook tokens', () => {
           // The public URL's origin and query are kept; the token is appended as one path segment.
           expect([built.origin, built.search]).toEqual([base.origin, base.search]);
           expect(built.pathname).toBe(`${base.pathname.replace(/\/+$/, '')}/${token}`);
-          // What the service may do to it: nothing, `?payment_id=` appended naively, or properly.
+          // What the service may do to it: nothing, `?payment_id=` appended naively, properly, or
+          // `&payment_id=` whether or not there is a query (then it lands in the path segment).
           const delivered =
             append === 'none'
               ? webhook
               : append === 'naive'
                 ? `${webhook}?payment_id=${paymentId}`
-                : `${webhook}${webhook.includes('?') ? '&' : '?'}payment_id=${paymentId}`;
+                : append === 'ampersand'
+                  ? `${webhook}&payment_id=${paymentId}`
+                  : `${webhook}${webhook.includes('?') ? '&' : '?'}payment_id=${paymentId}`;
           const received = new URL(delivered);
-          const segment = received.pathname.split('/').at(-1);
-          expect(segment).toBe(token);
+          const segment = received.pathname.split('/').at(-1) as string;
+          expect(segment).toBe(append === 'ampersand' && !webhook.includes('?') ? `${token}&payment_id=${paymentId}` : token);
           const parsed = parseWebhook({ query: Object.fromEntries(received.searchParams), body: undefined, pathToken: segment }, 65_536);
           expect(parsed).toMatchObject({ ok: true, token });
           // The appended id is found, also when a naive append hid it in another parameter (`?a=b?payment_id=`, `?flag?payment_id=`).
           if (append !== 'none' && !base.searchParams.has('payment_id')) expect(parsed).toMatchObject({ paymentId });
-          expect(signer.verify(segment)).toBeDefined();
+          expect(signer.verify(token)).toBeDefined();
         },
       ),
       { numRuns: RUNS },
