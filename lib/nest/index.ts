@@ -3,6 +3,7 @@ export { PaymentsModule } from './payments.module.js';
 export type {
   PaymentsModuleOptions,
   PaymentsModuleWebhookOptions,
+  PaymentsWebhookRouteOptions,
   PaymentsModuleAsyncOptions,
   PaymentsOptionsFactory,
   PaymentsModuleExtras,

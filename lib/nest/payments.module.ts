@@ -1,17 +1,5 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  Module,
-  Optional,
-  type DynamicModule,
-  type MiddlewareConsumer,
-  type NestModule,
-  type OnModuleInit,
-  type Provider,
-  type Type,
-} from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
+import { Inject, Injectable, Logger, Module, Optional, type DynamicModule, type OnModuleInit, type Provider, type Type } from '@nestjs/common';
+import { HttpAdapterHost, ModulesContainer } from '@nestjs/core';
 import { EventEmitter2, EventEmitterModule, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
 import { PaymentsClient } from '../core/payments.client.js';
 import { PaymentsValidationError } from '../core/payments.errors.js';
@@ -19,9 +7,10 @@ import { nestOutcomeDispatcher } from './payments.events-bridge.js';
 import type { PaymentsModuleAsyncOptions, PaymentsModuleExtras, PaymentsModuleOptions, PaymentsOptionsFactory } from './payments.module-options.js';
 import { getPaymentsServiceToken, PaymentsService } from './payments.service.js';
 import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.tokens.js';
-import { adaptWebhookRoutes, configureWebhookController, createWebhookController, type PaymentsWebhookController } from './webhook.controller.js';
+import { createWebhookController } from './webhook.controller.js';
 import { PaymentsWebhookGuard } from './webhook.guard.js';
 import { acceptAnyBodyOnWebhookRoutes } from './webhook.request.js';
+import { refuseSharedRoutes, resolveWebhookRoute, staticWebhookRoute, type RegistrationRoute, type StaticWebhookRoute } from './webhook.route.js';
 
 /**
  * The emitter the plugin emits on. Not global, so it never shadows the host's own
@@ -52,12 +41,17 @@ class PaymentsEventsBridge implements OnModuleInit {
 }
 
 /**
- * Per-registration facts the module instance needs: the same token in every registration's
+ * A registration's webhook route, resolved at start-up: the same token in every registration's
  * module, each module resolving its own.
  */
 const REGISTRATION = Symbol('nestjs-payments:registration');
-interface Registration {
-  controller: Type<PaymentsWebhookController>;
+
+/** Nest's MODULE_PATH key (what RouterModule writes); spelled out as its import path differs between Nest 11 and 12. */
+const MODULE_PATH = '__module_path__';
+
+/** The part of a Nest module (in `ModulesContainer`) read here. */
+interface ScannedModule {
+  providers: Map<unknown, { instance: unknown }>;
 }
 
 /** What `forRoot` options may carry beside the client's options. */
@@ -65,31 +59,38 @@ type ForRootOptions = PaymentsModuleOptions & PaymentsModuleExtras;
 
 /**
  * The plugin's Nest module: `PaymentsModule.forRoot(options)` or
- * `PaymentsModule.forRootAsync({ name?, imports, inject, useFactory | useClass | useExisting, isGlobal })`.
+ * `PaymentsModule.forRootAsync({ name?, webhook?, imports, inject, useFactory | useClass | useExisting, isGlobal })`.
  * Options are validated at start-up; a missing or invalid one stops the app with a message
  * naming it (never its value).
  *
  * Several registrations (several merchant accounts) live side by side when each has a `name`:
- * each has its own client, store, webhook route, guard and `PaymentsService`
- * (`@InjectPayments(name)`), and its events carry `registration: name`. The unnamed registration is
- * the default one (`PaymentsService` by type).
+ * each has its own client, store, webhook route (its own `webhook.path`: overlapping routes stop
+ * the app at start-up), guard and `PaymentsService` (`@InjectPayments(name)`), and its events
+ * carry `registration: name`. The unnamed registration is the default one (`PaymentsService` by type).
+ *
+ * The webhook controller of a registration is built, with its path and `webhook.decorators`,
+ * when the registration is defined: nothing about routes is written once Nest has scanned it.
  */
 @Module({})
-export class PaymentsModule implements NestModule {
+export class PaymentsModule implements OnModuleInit {
   /**
    * Created by Nest for each registration.
    * @internal
-   * @param registration this registration's controller (absent if the class is imported bare)
-   * @param adapterHost tells Express from Fastify
+   * @param route this registration's webhook route (absent if the class is imported bare)
+   * @param modules the app's modules, to compare routes with the other registrations
    */
   constructor(
-    @Optional() @Inject(REGISTRATION) private readonly registration?: Registration,
-    @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
+    @Optional() @Inject(REGISTRATION) private readonly route?: RegistrationRoute,
+    @Optional() @Inject(ModulesContainer) private readonly modules?: ModulesContainer,
   ) {}
 
-  /** Adapts the webhook routes to the HTTP platform (Nest calls it before registering routes); adds no middleware. */
-  configure(_consumer: MiddlewareConsumer): void {
-    if (this.registration) adaptWebhookRoutes(this.registration.controller, this.adapterHost?.httpAdapter?.getType?.());
+  /** Refuses a webhook route that overlaps another registration's in the same app. */
+  onModuleInit(): void {
+    if (!this.route || !this.modules) return;
+    const others = [...(this.modules.values() as Iterable<ScannedModule>)]
+      .map((m) => m.providers.get(REGISTRATION)?.instance as RegistrationRoute | undefined)
+      .filter((r): r is RegistrationRoute => r !== undefined);
+    refuseSharedRoutes(this.route, others);
   }
 
   /**
@@ -98,12 +99,15 @@ export class PaymentsModule implements NestModule {
    */
   static forRoot(options: PaymentsModuleOptions & PaymentsModuleExtras): DynamicModule {
     const { isGlobal, ...rest } = options ?? ({} as ForRootOptions);
-    return PaymentsModule.register(rest.name, isGlobal, [{ provide: getPaymentsOptionsToken(rest.name), useValue: rest }], []);
+    const route = staticWebhookRoute(rest.webhook, true);
+    return PaymentsModule.register(rest.name, isGlobal, route, [{ provide: getPaymentsOptionsToken(rest.name), useValue: rest }], []);
   }
 
   /**
    * Registers the plugin with options computed at start-up (e.g. from `ConfigService`).
-   * `name` must be given here, beside `useFactory`, when the registration has one.
+   * `name`, and the webhook route's `webhook: { path?, decorators? }`, are given here, beside
+   * `useFactory`: Nest needs them before the factory runs. Without a `webhook.path` here, the
+   * factory's is used (per app).
    */
   static forRootAsync(options: PaymentsModuleAsyncOptions): DynamicModule {
     const { name, isGlobal, imports = [], extraProviders = [] } = options;
@@ -118,12 +122,13 @@ export class PaymentsModule implements NestModule {
     } else {
       throw new TypeError('PaymentsModule.forRootAsync() needs useFactory, useClass or useExisting');
     }
-    return PaymentsModule.register(name, isGlobal, providers, imports);
+    return PaymentsModule.register(name, isGlobal, staticWebhookRoute(options.webhook, false), providers, imports);
   }
 
   private static register(
     name: string | undefined,
     isGlobal: boolean | undefined,
+    route: StaticWebhookRoute,
     optionsProviders: Provider[],
     imports: NonNullable<DynamicModule['imports']>,
   ): DynamicModule {
@@ -131,15 +136,27 @@ export class PaymentsModule implements NestModule {
     const clientToken = getPaymentsClientToken(name);
     const serviceToken = getPaymentsServiceToken(name);
     const guard = name === undefined ? PaymentsWebhookGuard : registrationGuard(clientToken, name);
-    const controller = createWebhookController(clientToken, guard, name);
+    // A path known now is the controller's; one from the factory is this registration's module
+    // path, written per app (below) as Nest's RouterModule does, so apps never share it.
+    const controller = createWebhookController({ clientToken, guard, registration: name, path: route.path ?? '', decorators: route.decorators });
+    const module = route.path === undefined ? registrationModule() : PaymentsModule;
     const logger = new Logger(name === undefined ? 'Payments' : `Payments:${name}`);
 
     const providers: Provider[] = [
       ...optionsProviders,
       {
+        provide: REGISTRATION,
+        useFactory: (options: PaymentsModuleOptions, modules?: ModulesContainer) => {
+          const resolved = resolveWebhookRoute(options, name, route);
+          if (route.path === undefined && modules) Reflect.defineMetadata(MODULE_PATH + modules.applicationId, resolved.path, module);
+          return resolved;
+        },
+        inject: [optionsToken, { token: ModulesContainer, optional: true }],
+      },
+      {
         provide: clientToken,
-        useFactory: (options: PaymentsModuleOptions) => createClient(options, name, controller, logger),
-        inject: [optionsToken],
+        useFactory: (options: PaymentsModuleOptions, resolved: RegistrationRoute) => createClient(options, name, resolved, logger),
+        inject: [optionsToken, REGISTRATION],
       },
       {
         provide: serviceToken,
@@ -153,10 +170,9 @@ export class PaymentsModule implements NestModule {
         inject: [clientToken, EventEmitter2, { token: EventEmitterReadinessWatcher, optional: true }, { token: HttpAdapterHost, optional: true }],
       },
       guard,
-      { provide: REGISTRATION, useValue: { controller } satisfies Registration },
     ];
     return {
-      module: PaymentsModule,
+      module,
       global: isGlobal ?? false,
       imports: [PAYMENTS_EVENTS, ...imports],
       controllers: [controller],
@@ -166,7 +182,18 @@ export class PaymentsModule implements NestModule {
   }
 }
 
-function createClient(options: PaymentsModuleOptions, name: string | undefined, controller: Type<PaymentsWebhookController>, logger: Logger): PaymentsClient {
+/**
+ * A module class of one registration's own, for a route path that only the options factory
+ * knows: Nest prefixes a module's routes with its per-app module path, so the path can differ
+ * between apps built from one module definition. Named `PaymentsModule` in Nest's logs.
+ */
+function registrationModule(): Type<PaymentsModule> {
+  class RegistrationPaymentsModule extends PaymentsModule {}
+  Object.defineProperty(RegistrationPaymentsModule, 'name', { value: 'PaymentsModule' });
+  return RegistrationPaymentsModule;
+}
+
+function createClient(options: PaymentsModuleOptions, name: string | undefined, route: RegistrationRoute, logger: Logger): PaymentsClient {
   if (options?.name !== undefined && options.name !== name) {
     throw new PaymentsValidationError(
       [{ field: 'name', messages: ['must be given to forRootAsync() beside useFactory (it names the injection tokens), and the options may only repeat it'] }],
@@ -175,9 +202,7 @@ function createClient(options: PaymentsModuleOptions, name: string | undefined, 
   }
   const { webhook, ...rest } = options ?? ({} as PaymentsModuleOptions);
   const { decorators: _decorators, ...coreWebhook } = webhook ?? {};
-  const client = new PaymentsClient({ ...rest, ...(webhook ? { webhook: coreWebhook } : {}), name, logger: options?.logger ?? logger });
-  configureWebhookController(controller, client, options);
-  return client;
+  return new PaymentsClient({ ...rest, webhook: { ...coreWebhook, path: route.path }, name, logger: options?.logger ?? logger });
 }
 
 /** A guard class bound to a named registration's client (the exported guard is the default one's). */

@@ -1,13 +1,8 @@
 import { Controller, Get, HttpException, Inject, Post, Req, Res, UseGuards, type CanActivate, type Type } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { PaymentsClient } from '../core/payments.client.js';
-import type { PaymentsModuleOptions } from './payments.module-options.js';
 import { attachedAuthentication, setHeaders } from './webhook.guard.js';
 import { authenticateWebhook, FASTIFY_ROUTE_CONFIG_METADATA, WEBHOOK_ROUTE_FLAG, type WebhookHttpRequest } from './webhook.request.js';
-
-// Nest's PATH_METADATA key; spelled out because its import path differs between Nest 11 and 12.
-const PATH_METADATA = 'path';
-const CONFIGURED = Symbol('nestjs-payments.controllerConfigured');
 
 /**
  * What every generated webhook controller does: receives
@@ -16,8 +11,9 @@ const CONFIGURED = Symbol('nestjs-payments.controllerConfigured');
  * webhook processor decided: 200 handled or duplicate, 202 still pending, 401/400/413 refused,
  * 409 busy, 500 a handler failed (delivered again later), 503 unavailable.
  *
- * Not a route by itself: each registration gets its own subclass with its own path, so several
- * registrations (and several apps in one process) never share route metadata.
+ * Not a route by itself: each registration gets its own subclass, whose path, guard and host
+ * decorators are fixed when the registration is defined, so several registrations (and several
+ * apps in one process) never share route metadata.
  */
 export abstract class PaymentsWebhookController {
   /**
@@ -48,15 +44,32 @@ export abstract class PaymentsWebhookController {
   }
 }
 
+/** What one registration's webhook controller is made of: all known when the registration is defined. */
+export interface WebhookControllerSpec {
+  /** Injection token of the registration's client. */
+  clientToken: string | symbol;
+  /** The registration's token guard. */
+  guard: Type<CanActivate>;
+  /** The registration's name (undefined: the default registration). */
+  registration?: string;
+  /** The controller's path; `''` when the registration's module path carries it (see payments.module.ts). */
+  path: string;
+  /** The host's `webhook.decorators`. */
+  decorators: ReadonlyArray<ClassDecorator | MethodDecorator>;
+}
+
 /**
- * Builds the webhook controller class of one registration: its own class (so its path and
- * decorators are its own), guarded by `guard`, injecting the client under `clientToken`. Its
- * path is set by {@link configureWebhookController} once the (possibly async) options are known,
- * which Nest does before it registers routes.
+ * Builds the webhook controller class of one registration, complete: its path, the host's
+ * decorators, then the registration's token guard (so host guards run first, as a global guard
+ * would), injecting the client under `spec.clientToken`. Nothing is written on the class after
+ * this: Nest scans it as it is (a guard or interceptor class added later would never be
+ * instantiated, and a path written later would be shared by every app using the class).
+ *
+ * The token routes are `:token` on Express and Fastify alike: a token is at most 80 characters,
+ * under Fastify's default `maxParamLength` (100).
  */
-export function createWebhookController(clientToken: string | symbol, guard: Type<CanActivate>, registration?: string): Type<PaymentsWebhookController> {
-  @Controller()
-  @UseGuards(guard)
+export function createWebhookController(spec: WebhookControllerSpec): Type<PaymentsWebhookController> {
+  const { clientToken, guard, registration, path, decorators } = spec;
   class RegistrationWebhookController extends PaymentsWebhookController {
     constructor(@Inject(clientToken) client: PaymentsClient, @Inject(HttpAdapterHost) adapterHost: HttpAdapterHost) {
       super(client, adapterHost);
@@ -94,36 +107,11 @@ export function createWebhookController(clientToken: string | symbol, guard: Typ
     // eslint-disable-next-line @typescript-eslint/unbound-method -- the method is a metadata target, never called unbound
     Reflect.defineMetadata(FASTIFY_ROUTE_CONFIG_METADATA, { [WEBHOOK_ROUTE_FLAG]: true }, RegistrationWebhookController.prototype[method]);
   }
+  Controller(path)(RegistrationWebhookController);
+  for (const decorator of decorators) {
+    if (typeof decorator !== 'function') throw new TypeError('webhook.decorators must be decorators (functions), e.g. [UseGuards(MyGuard)]');
+    (decorator as ClassDecorator)(RegistrationWebhookController);
+  }
+  UseGuards(guard)(RegistrationWebhookController);
   return RegistrationWebhookController;
-}
-
-/**
- * Adapts the token routes to the HTTP platform, once it is known (Nest calls module `configure()`
- * after the adapter is attached and before it registers routes). Fastify refuses a route
- * parameter longer than its `maxParamLength` (100 by default) with 414, and a token with a
- * tracking id is longer: there the token routes are Fastify's wildcard (`<path>/*`), which has no
- * such limit. Express keeps `<path>/:token` (Express 5 has no named bare wildcard).
- */
-export function adaptWebhookRoutes(controller: Type<PaymentsWebhookController>, platform: string | undefined): void {
-  const tokenPath = platform === 'fastify' ? '*' : ':token';
-  for (const method of ['postWithToken', 'getWithToken']) {
-    Reflect.defineMetadata(PATH_METADATA, tokenPath, (controller.prototype as Record<string, object>)[method]);
-  }
-}
-
-/**
- * Gives a registration's controller its path (`webhook.path`) and the host's decorators
- * (`webhook.decorators`). Runs when the client is built: after async options resolve, before
- * Nest registers routes. Decorators are applied once per class, even when one module definition
- * is compiled by several apps.
- */
-export function configureWebhookController(controller: Type<PaymentsWebhookController>, client: PaymentsClient, options: PaymentsModuleOptions): void {
-  Reflect.defineMetadata(PATH_METADATA, client.webhookPath, controller);
-  const target = controller as Type<PaymentsWebhookController> & { [CONFIGURED]?: boolean };
-  if (target[CONFIGURED]) return;
-  target[CONFIGURED] = true;
-  for (const decorator of options.webhook?.decorators ?? []) {
-    if (typeof decorator !== 'function') throw new TypeError('webhook.decorators must be decorators (functions)');
-    (decorator as ClassDecorator)(controller);
-  }
 }

@@ -34,8 +34,22 @@ export function attachedAuthentication(request: object, client: PaymentsClient):
  * {@link PAYMENTS_WEBHOOK_AUTHENTICATION}.
  *
  * The generated webhook controller uses it (its own subclass for a named registration). It can
- * also guard a host route, in any module where `PAYMENTS_CLIENT` (`getPaymentsClientToken()`) is
- * visible, i.e. importing `PaymentsModule` or with a global registration.
+ * also guard a host route. As exported it checks with the **default** registration's client
+ * (`PAYMENTS_CLIENT`), so that token must be visible where the route is: register the default
+ * registration with `isGlobal: true`, or put the route in the module that imports it. For a
+ * **named** registration, subclass it with that registration's client (the token
+ * `getPaymentsClientToken(name)` must be visible there in the same way):
+ *
+ * ```ts
+ * @Injectable()
+ * export class OutletWebhookGuard extends PaymentsWebhookGuard {
+ *   constructor(@InjectPaymentsClient('outlet') client: PaymentsClient, adapterHost: HttpAdapterHost) {
+ *     super(client, adapterHost);
+ *   }
+ * }
+ * // @UseGuards(OutletWebhookGuard) on the host route; request[PAYMENTS_WEBHOOK_AUTHENTICATION] is then set
+ * ```
+ *
  * Works on the Express and Fastify adapters.
  */
 @Injectable()

@@ -54,8 +54,7 @@ export async function webhookBody(request: WebhookHttpRequest, limit: number): P
 /** Authenticates a webhook request with a registration's client: token, size, body, payment id. No call to the service. */
 export async function authenticateWebhook(client: PaymentsClient, request: WebhookHttpRequest): Promise<WebhookAuthentication> {
   const body = await webhookBody(request, client.webhookMaxBodyBytes);
-  // `:token` on Express; Fastify's wildcard (see webhook.controller.ts) gives `*`.
-  const token = request.params?.token ?? request.params?.['*'];
+  const token = request.params?.token;
   return client.webhooks.authenticate({
     query: request.query,
     body,
