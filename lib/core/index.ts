@@ -30,9 +30,9 @@ export {
 export type { PaymentsErrorCode, PaymentsFieldError, PaymentsOperation, PaymentsApiErrorDetails, PaymentsConnectionErrorDetails } from './payments.errors.js';
 export { toMillimes, fromMillimes } from './money.util.js';
 export { PAYMENTS_DEFAULTS } from './payments.options.js';
-export type { PaymentsOptions, PaymentsWebhookOptions, PaymentsReconciliationOptions } from './payments.options.js';
+export type { PaymentsOptions, PaymentFieldDefaults, PaymentsWebhookOptions, PaymentsReconciliationOptions } from './payments.options.js';
 export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './payment.fields.js';
-export type { PaymentField, PreAuthorizationFlag } from './payment.fields.js';
+export type { PaymentField, PaymentFieldName, PaymentFieldType, PaymentFieldTypes, PreAuthorizationFlag } from './payment.fields.js';
 export type { ValueRule } from './payment.rules.js';
 export { outcomeOf } from './payment.outcome.js';
 export type { PaymentsLogger } from './payments.logger.js';

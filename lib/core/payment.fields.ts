@@ -1,7 +1,6 @@
 import { normalizeMillimes } from './money.util.js';
 import { boolean, httpUrl, identifier, millimes, positiveInteger, type ValueRule } from './payment.rules.js';
 import type { PaymentsFieldError } from './payments.errors.js';
-import type { GeneratePaymentInput, PaymentDestination } from './payments.types.js';
 import { isJsonObject, type JsonObject } from './wire.mapper.js';
 
 /**
@@ -15,21 +14,53 @@ export type PreAuthorizationFlag = 'pre_authorization' | 'pre_auth' | 'both';
 /** Default of the `preAuthorizationFlag` option; see {@link PreAuthorizationFlag}. */
 export const DEFAULT_PRE_AUTHORIZATION_FLAG: PreAuthorizationFlag = 'pre_authorization';
 
-/** What the table knows of one request field of `generate_payment`. */
-export interface PaymentField {
-  /** The field in `generatePayment`'s input (camelCase). */
-  readonly name: keyof GeneratePaymentInput;
+/** One part of a split payment. */
+export interface PaymentDestination {
+  /** The receiving merchant's id at the service. */
+  merchantId: string;
+  /** Its part, in millimes (digit string or positive safe integer). */
+  amount: string | number;
+}
+
+/**
+ * The kinds of value a request field holds, each with its TypeScript type. A kind also has one
+ * value rule and one wire conversion (in this file): a field's type, validation and wire form
+ * all follow from the kind the table gives it.
+ */
+export interface PaymentFieldTypes {
+  /** Millimes: a digit string such as `'12500'` or a positive safe integer, at most 15 digits; travels as a digit string. */
+  millimes: string | number;
+  /** An absolute http(s) URL without `user:pass@`, at most 2048 characters. */
+  httpUrl: string;
+  /** A non-blank string of at most 256 characters, no control characters, well-formed Unicode. */
+  identifier: string;
+  /** A positive safe integer. */
+  positiveInteger: number;
+  /** `true` or `false`. */
+  boolean: boolean;
+  /** 1 to 32 `{ merchantId, amount }` parts; travels as `[{ amount: <integer>, destination: <merchantId> }]`. */
+  destinations: PaymentDestination[];
+}
+
+/** The name of a kind of field value; see {@link PaymentFieldTypes}. */
+export type PaymentFieldType = keyof PaymentFieldTypes;
+
+/** What the table declares of one request field of `generate_payment`. */
+export interface PaymentField<T extends PaymentFieldType = PaymentFieldType> {
   /** Its name on the wire; `preAuthorization` is named by the `preAuthorizationFlag` option instead. */
   readonly wire: string;
+  /** The kind of value: gives the TypeScript type, the value rule and the wire form. */
+  readonly type: T;
   /** Whether a payment cannot be generated without it (after module defaults are merged in). */
   readonly required: boolean;
-  /** Whether the module options may give it a default (an option of the same name). */
+  /** Whether the module options may give it a default (an option of the same name, and a `PAYMENTS_*` variable). */
   readonly fromOptions: boolean;
-  /** The value rule. */
-  readonly rule: ValueRule;
-  /** Turns a valid value into what travels (e.g. amount -> digit string). Default: as it is. */
-  readonly toWire?: (value: never) => unknown;
+  /** What the service assumes when the field is not sent, when the service documents a value. */
+  readonly serviceDefault?: PaymentFieldTypes[T];
 }
+
+/** A {@link PaymentField} of any kind, its `serviceDefault` checked against its own kind. */
+type AnyPaymentField = { [T in PaymentFieldType]: PaymentField<T> }[PaymentFieldType];
 
 /** Split payments: a non-empty list of `{ merchantId, amount }` (at most 32). */
 const destinations: ValueRule = (value) => {
@@ -44,40 +75,131 @@ const destinations: ValueRule = (value) => {
   return undefined;
 };
 
-/**
- * Every request field of `generate_payment`, once: the spec's fields (interface §4.1) and those
- * the public documentation adds (public-api-facts §4). Types live in `GeneratePaymentInput`;
- * validation, the wire body and the option defaults are derived from this table.
- */
-export const PAYMENT_FIELDS: readonly PaymentField[] = [
-  { name: 'amount', wire: 'amount', required: true, fromOptions: false, rule: millimes, toWire: (v: string | number) => normalizeMillimes(v) },
-  { name: 'successLink', wire: 'success_link', required: true, fromOptions: true, rule: httpUrl },
-  { name: 'failLink', wire: 'fail_link', required: true, fromOptions: true, rule: httpUrl },
-  { name: 'webhook', wire: 'webhook', required: false, fromOptions: false, rule: httpUrl },
-  { name: 'developerTrackingId', wire: 'developer_tracking_id', required: false, fromOptions: false, rule: identifier },
-  { name: 'sessionTimeoutSecs', wire: 'session_timeout_secs', required: false, fromOptions: true, rule: positiveInteger },
-  { name: 'acceptCard', wire: 'accept_card', required: false, fromOptions: true, rule: boolean },
-  { name: 'imageUrl', wire: 'image_url', required: false, fromOptions: true, rule: httpUrl },
-  { name: 'preAuthorization', wire: 'pre_authorization', required: false, fromOptions: false, rule: boolean },
-  { name: 'clientId', wire: 'client_id', required: false, fromOptions: false, rule: identifier },
-  {
-    name: 'destinations',
-    wire: 'destination',
-    required: false,
-    fromOptions: false,
+/** The rule and wire conversion of each kind (values that passed the rule; default: sent as they are). */
+const KINDS: { readonly [T in PaymentFieldType]: { readonly rule: ValueRule; readonly toWire?: (value: PaymentFieldTypes[T]) => unknown } } = {
+  millimes: { rule: millimes, toWire: (value) => normalizeMillimes(value) },
+  httpUrl: { rule: httpUrl },
+  identifier: { rule: identifier },
+  positiveInteger: { rule: positiveInteger },
+  boolean: { rule: boolean },
+  // The orchestration page shows integer millimes and the key `destination` for the merchant.
+  destinations: {
     rule: destinations,
-    // The orchestration page shows integer millimes and the key `destination` for the merchant.
-    toWire: (list: PaymentDestination[]) => list.map((d) => ({ amount: Number(normalizeMillimes(d.amount)), destination: d.merchantId })),
+    toWire: (list) => list.map((d) => ({ amount: Number(normalizeMillimes(d.amount)), destination: d.merchantId })),
   },
-];
+};
 
-const BY_NAME: ReadonlyMap<string, PaymentField> = new Map(PAYMENT_FIELDS.map((f) => [f.name, f]));
+/**
+ * Every request field of `generate_payment`, once, with its documentation: the spec's fields
+ * (interface §4.1) and those the public documentation adds (public-api-facts §4). Everything
+ * else is derived from this table: the type {@link GeneratePaymentInput}, validation, the wire
+ * body, the module options that default fields and their `PAYMENTS_*` variables. Adding a field
+ * means adding one entry here (its doc comment is the field's documentation).
+ */
+const FIELDS = {
+  /**
+   * Amount to pay, in millimes (1 dinar = 1000 millimes): a string of ASCII digits such as
+   * `'12500'` or a positive safe integer. Decimals, signs and exponents are refused; use
+   * `toMillimes('12.5')` to convert from dinars.
+   */
+  amount: { wire: 'amount', type: 'millimes', required: true, fromOptions: false },
+  /**
+   * Absolute http(s) URL the customer is sent to after success (the service appends
+   * `payment_id`). Defaults to the module's `successLink` option.
+   */
+  successLink: { wire: 'success_link', type: 'httpUrl', required: true, fromOptions: true },
+  /**
+   * Absolute http(s) URL the customer is sent to after failure (the service appends
+   * `payment_id`). Defaults to the module's `failLink` option.
+   */
+  failLink: { wire: 'fail_link', type: 'httpUrl', required: true, fromOptions: true },
+  /**
+   * Absolute http(s) URL that receives the payment confirmation. Leave unset to let the plugin
+   * fill in its own signed webhook URL (when `webhook.publicUrl` and `webhook.secret` are set).
+   */
+  webhook: { wire: 'webhook', type: 'httpUrl', required: false, fromOptions: false },
+  /** Your own identifier of the order; echoed back, not checked by the service. */
+  developerTrackingId: { wire: 'developer_tracking_id', type: 'identifier', required: false, fromOptions: false },
+  /** Session timeout in seconds (service default: 1200). Defaults to the module's `sessionTimeoutSecs` option. */
+  sessionTimeoutSecs: { wire: 'session_timeout_secs', type: 'positiveInteger', required: false, fromOptions: true, serviceDefault: 1200 },
+  /** Whether card payments are accepted (service default: false). Defaults to the module's `acceptCard` option. */
+  acceptCard: { wire: 'accept_card', type: 'boolean', required: false, fromOptions: true, serviceDefault: false },
+  /** Image shown on the payment page (service default: the merchant portal's). Defaults to the module's `imageUrl` option. */
+  imageUrl: { wire: 'image_url', type: 'httpUrl', required: false, fromOptions: true },
+  /**
+   * Pre-authorize instead of charging: the amount is held, `payment.authorized` fires once the
+   * customer paid, and `capturePayment` (all or part) or `cancelPayment` settles it. The wire
+   * name of the flag is the `preAuthorizationFlag` option. Default: not sent (a standard payment).
+   */
+  preAuthorization: { wire: 'pre_authorization', type: 'boolean', required: false, fromOptions: false },
+  /**
+   * Your identifier of the customer: once they pay, the service keeps a card binding for it,
+   * listed by `listBindings(clientId)` and named in the verify details (`bindingId`).
+   */
+  clientId: { wire: 'client_id', type: 'identifier', required: false, fromOptions: false },
+  /** Split payment: parts of the amount for other merchants; their sum must not exceed `amount`. */
+  destinations: { wire: 'destination', type: 'destinations', required: false, fromOptions: false },
+} as const satisfies Readonly<Record<string, AnyPaymentField>>;
+
+type Fields = typeof FIELDS;
+
+/** The fields whose module option may default them (`successLink`, `failLink`, ...). */
+export type OptionDefaultedFieldName = { [K in keyof Fields]: Fields[K]['fromOptions'] extends true ? K : never }[keyof Fields];
+
+type RequiredInputName = { [K in keyof Fields]: Fields[K] extends { required: true; fromOptions: false } ? K : never }[keyof Fields];
+
+// `keyof Fields` written out (not an alias) makes this mapped type homomorphic, and Pick, Omit and
+// Partial keep that: each property keeps its declaration in the table (once: the two parts of the
+// input share no key), so editors and TypeDoc show the table's doc comment for it.
+type FieldValues = { -readonly [K in keyof Fields]: PaymentFieldTypes[Fields[K]['type']] };
+
+/**
+ * Input of `generatePayment`: the request fields in camelCase, derived from the field table
+ * (`PAYMENT_FIELDS`). `amount` is required; `successLink` and `failLink` too, here or as module
+ * options; the rest are optional and omitted from the wire when unset.
+ * @interface
+ */
+export type GeneratePaymentInput = Pick<FieldValues, RequiredInputName> & Partial<Omit<FieldValues, RequiredInputName>>;
+
+/** The name of a request field of `generatePayment` (camelCase). */
+export type PaymentFieldName = keyof GeneratePaymentInput;
+
+/**
+ * The table of request fields, by camelCase name (see {@link PaymentField}): read it to list the
+ * fields, their wire names, kinds and whether a module option defaults them.
+ */
+export const PAYMENT_FIELDS: Readonly<Record<PaymentFieldName, PaymentField>> = FIELDS;
+
+const FIELD_NAMES = Object.keys(FIELDS) as PaymentFieldName[];
 
 /** The fields the module options may default, by name. */
-export const OPTION_DEFAULTED_FIELDS = PAYMENT_FIELDS.filter((f) => f.fromOptions).map((f) => f.name);
+export const OPTION_DEFAULTED_FIELDS: readonly OptionDefaultedFieldName[] = FIELD_NAMES.filter(
+  (name): name is OptionDefaultedFieldName => FIELDS[name].fromOptions,
+);
+
+/** What the service assumes for a field that is not sent (e.g. a 1200 s session), as the table says. */
+export function serviceDefaultOf<K extends PaymentFieldName>(name: K): Fields[K] extends { serviceDefault: infer D } ? D : undefined {
+  const field: PaymentField = FIELDS[name];
+  return field.serviceDefault as Fields[K] extends { serviceDefault: infer D } ? D : undefined;
+}
+
+/** The kinds of the fields that module options may default (each needs a way to be read from a variable). */
+export type OptionDefaultedFieldType = { [K in OptionDefaultedFieldName]: Fields[K]['type'] }[OptionDefaultedFieldName];
+
+/** The kind of an option-defaulted field, as the table gives it. */
+export function optionFieldType(name: OptionDefaultedFieldName): OptionDefaultedFieldType {
+  return FIELDS[name].type;
+}
+
+/** The value rule of a field (its kind's rule). */
+export function ruleOf(name: PaymentFieldName): ValueRule {
+  return KINDS[FIELDS[name].type].rule;
+}
 
 /** Undefined and null mean "not set": the wire omits them. */
 const isSet = (value: unknown): boolean => value !== undefined && value !== null;
+
+const isFieldName = (key: string): key is PaymentFieldName => Object.hasOwn(FIELDS, key);
 
 /**
  * Checks a `generatePayment` input (module defaults merged in) against the table, plus the one
@@ -87,20 +209,20 @@ const isSet = (value: unknown): boolean => value !== undefined && value !== null
 export function checkPaymentInput(input: unknown): PaymentsFieldError[] {
   if (!isJsonObject(input)) return [{ field: 'input', messages: ['must be an object'] }];
   const errors: PaymentsFieldError[] = [];
-  // Own keys only, looked up in a Map: `__proto__`, `constructor` and the like are unknown fields.
+  // Own keys only, checked with Object.hasOwn: `__proto__`, `constructor` and the like are unknown fields.
   for (const [key, value] of Object.entries(input)) {
     if (!isSet(value)) continue;
-    const field = BY_NAME.get(key);
-    if (!field) {
+    if (!isFieldName(key)) {
       errors.push({ field: key.slice(0, 64), messages: ['is not a field of generatePayment'] });
       continue;
     }
-    const problem = field.rule(value);
+    const problem = ruleOf(key)(value);
     if (problem) errors.push({ field: key, messages: [problem] });
   }
-  for (const field of PAYMENT_FIELDS) {
-    if (field.required && !isSet(input[field.name])) {
-      errors.push({ field: field.name, messages: [field.fromOptions ? `is required (here or as the module's ${field.name} option)` : 'is required'] });
+  for (const name of FIELD_NAMES) {
+    const field: PaymentField = FIELDS[name];
+    if (field.required && !isSet(input[name])) {
+      errors.push({ field: name, messages: [field.fromOptions ? `is required (here or as the module's ${name} option)` : 'is required'] });
     }
   }
   const list = input.destinations;
@@ -115,20 +237,22 @@ export function checkPaymentInput(input: unknown): PaymentsFieldError[] {
 
 /**
  * camelCase input -> the JSON body of `generate_payment`: unset fields omitted (never null),
- * `amount` a digit string. Expects input that passed {@link checkPaymentInput}.
+ * each value in its kind's wire form (`amount` a digit string). Expects input that passed
+ * {@link checkPaymentInput}.
  * @param flag the wire name(s) of the pre-authorization flag
  */
 export function toPaymentWire(input: GeneratePaymentInput, flag: PreAuthorizationFlag): JsonObject {
   const wire: JsonObject = {};
-  const source = input as unknown as JsonObject;
-  for (const field of PAYMENT_FIELDS) {
-    const value = source[field.name];
+  const source: Partial<Record<PaymentFieldName, unknown>> = input;
+  for (const name of FIELD_NAMES) {
+    const value = source[name];
     if (!isSet(value)) continue;
-    const converted = field.toWire ? (field.toWire as (v: unknown) => unknown)(value) : value;
-    if (field.name === 'preAuthorization') {
-      for (const name of flag === 'both' ? ['pre_authorization', 'pre_auth'] : [flag]) wire[name] = converted;
+    const toWire = KINDS[FIELDS[name].type].toWire as ((v: unknown) => unknown) | undefined;
+    const converted = toWire ? toWire(value) : value;
+    if (name === 'preAuthorization') {
+      for (const wireName of flag === 'both' ? ['pre_authorization', 'pre_auth'] : [flag]) wire[wireName] = converted;
     } else {
-      wire[field.wire] = converted;
+      wire[FIELDS[name].wire] = converted;
     }
   }
   return wire;

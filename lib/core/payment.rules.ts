@@ -38,7 +38,10 @@ export function isHttpUrl(value: unknown): value is string {
 /** A positive whole number of millimes: a digit string or a positive safe integer, at most 15 digits. */
 export const millimes: ValueRule = (value) => {
   const normalized = normalizeMillimes(value);
-  if (normalized !== undefined) return normalized.length <= MAX_AMOUNT_DIGITS ? undefined : `must have at most ${MAX_AMOUNT_DIGITS} digits`;
+  const tooLong = `must have at most ${MAX_AMOUNT_DIGITS} digits`;
+  if (normalized !== undefined) return normalized.length <= MAX_AMOUNT_DIGITS ? undefined : tooLong;
+  // A whole number beyond 2^53 - 1 is not exact any more: it is too long, not dinars.
+  if (typeof value === 'number' && Number.isInteger(value) && value > 0) return tooLong;
   const looksLikeDinars = (typeof value === 'number' && Number.isFinite(value) && value > 0) || (typeof value === 'string' && /^[0-9]+\.[0-9]+$/.test(value));
   if (looksLikeDinars) return `looks like dinars: amounts are whole millimes, e.g. toMillimes('${String(value)}')`;
   return 'must be a positive whole number of millimes: ASCII digits like "12500" or a positive safe integer';
@@ -63,3 +66,32 @@ export const positiveInteger: ValueRule = (value) =>
 
 /** `true` or `false`. */
 export const boolean: ValueRule = (value) => (typeof value === 'boolean' ? undefined : 'must be a boolean');
+
+/** An integer from `min` to `max`, both included. */
+export const integerBetween =
+  (min: number, max: number): ValueRule =>
+  (value) =>
+    typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max ? undefined : `must be an integer from ${min} to ${max}`;
+
+/** One of the listed strings. */
+export const oneOf =
+  (allowed: readonly string[]): ValueRule =>
+  (value) =>
+    typeof value === 'string' && allowed.includes(value)
+      ? undefined
+      : `must be ${allowed
+          .map((a) => `'${a}'`)
+          .join(', ')
+          .replace(/, ([^,]*)$/, ' or $1')}`;
+
+/** A string matching `pattern` (anchored by the caller); `message` says what is expected. */
+export const matches =
+  (pattern: RegExp, message: string): ValueRule =>
+  (value) =>
+    typeof value === 'string' && pattern.test(value) ? undefined : message;
+
+/** A string of at least `length` characters (e.g. a secret); its value is never part of the message. */
+export const minLength =
+  (length: number): ValueRule =>
+  (value) =>
+    typeof value === 'string' && value.length >= length ? undefined : `must be a string of at least ${length} characters`;

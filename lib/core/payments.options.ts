@@ -1,5 +1,12 @@
-import { DEFAULT_PRE_AUTHORIZATION_FLAG, PAYMENT_FIELDS, type PreAuthorizationFlag } from './payment.fields.js';
-import { httpUrl } from './payment.rules.js';
+import {
+  DEFAULT_PRE_AUTHORIZATION_FLAG,
+  OPTION_DEFAULTED_FIELDS,
+  ruleOf,
+  serviceDefaultOf,
+  type OptionDefaultedFieldName,
+  type PreAuthorizationFlag,
+} from './payment.fields.js';
+import { boolean, httpUrl, integerBetween, matches, minLength, oneOf, positiveInteger, type ValueRule } from './payment.rules.js';
 import { PaymentsValidationError, type PaymentsFieldError } from './payments.errors.js';
 import { defaultPaymentsLogger, type PaymentsLogger } from './payments.logger.js';
 import { STORE_METHODS, type PaymentsStore } from './payments.store.js';
@@ -50,24 +57,23 @@ export interface PaymentsReconciliationOptions {
   /** Payments checked per run, at most. Default 20 (each costs one call to the service). */
   batchSize?: number;
 }
+/**
+ * The options that default `generatePayment` fields (`successLink`, `failLink`, `acceptCard`,
+ * `sessionTimeoutSecs`, `imageUrl`): each has the type, rule and documentation of the field of the
+ * same name in the field table (`PAYMENT_FIELDS`), and applies to every `generatePayment` that
+ * does not set it. Default: not sent (the service's own default).
+ * @interface
+ */
+export type PaymentFieldDefaults = Pick<GeneratePaymentInput, OptionDefaultedFieldName>;
+
 /** Options shared by `PaymentsModule` and `createPaymentsClient`. */
-export interface PaymentsOptions {
+export interface PaymentsOptions extends PaymentFieldDefaults {
   /** Public key issued by the service. Required. */
   publicKey: string;
   /** Private key issued by the service. Required. Never logged, echoed or serialised. */
   privateKey: string;
   /** Base address of the service, e.g. `https://pay.example.com` (paths start with `/api/v2/`). Required. */
   baseUrl: string;
-  /** Default `successLink` of every `generatePayment`. No default. */
-  successLink?: string;
-  /** Default `failLink` of every `generatePayment`. No default. */
-  failLink?: string;
-  /** Default `acceptCard` of every `generatePayment`. Default: not sent (the service assumes false). */
-  acceptCard?: boolean;
-  /** Default `sessionTimeoutSecs` of every `generatePayment`. Default: not sent (the service assumes 1200). */
-  sessionTimeoutSecs?: number;
-  /** Default `imageUrl` of every `generatePayment`. Default: not sent (the portal's image). */
-  imageUrl?: string;
   /** Timeout of each HTTP attempt, in ms. Default 10 000. */
   timeoutMs?: number;
   /** Extra attempts for safe cases (GET on network errors, 429, 5xx; POST refused before sending). Default 2. */
@@ -187,13 +193,15 @@ export const PAYMENTS_DEFAULTS = {
   reconciliation: { enabled: true, intervalSecs: 60, graceSecs: 60, maxChecks: 10, batchSize: 20 } as Required<PaymentsReconciliationOptions>,
   /** `outcomeRecordTtlSecs` (30 days). */
   outcomeRecordTtlSecs: 30 * 24 * 3600,
-  /** The service's own default session, when a payment sets none (interface spec §4.1). */
-  serviceSessionTimeoutSecs: 1200,
+  /** The service's own default session, when a payment sets none (interface spec §4.1; the field table's `serviceDefault`). */
+  serviceSessionTimeoutSecs: serviceDefaultOf('sessionTimeoutSecs'),
 } as const;
 
-function isPositiveInt(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
-}
+const preAuthorizationFlag: ValueRule = oneOf(['pre_authorization', 'pre_auth', 'both']);
+const registrationName: ValueRule = matches(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, - or _');
+const webhookPath: ValueRule = matches(/^\/?[A-Za-z0-9._~\-/]+$/, 'must be a URL path such as "payments/webhook"');
+const webhookSecret: ValueRule = minLength(PAYMENTS_DEFAULTS.minSecretLength);
+const retries: ValueRule = integerBetween(0, 10);
 
 /**
  * Validates options and fills in defaults. Every problem is reported at once, by option name;
@@ -206,63 +214,48 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
   const errors: PaymentsFieldError[] = [];
   const bad = (field: string, message: string) => errors.push({ field, messages: [message] });
 
+  // An option left undefined takes its default; a set one must pass its rule.
+  const check = (field: string, value: unknown, rule: ValueRule) => {
+    const problem = value === undefined ? undefined : rule(value);
+    if (problem) bad(field, problem);
+  };
+
   if (typeof o.publicKey !== 'string' || o.publicKey.trim() === '') bad('publicKey', 'is required (a non-empty string)');
   else if (/[\s:]/.test(o.publicKey)) bad('publicKey', 'must not contain spaces or colons');
   if (typeof o.privateKey !== 'string' || o.privateKey.trim() === '') bad('privateKey', 'is required (a non-empty string)');
   else if (/[\r\n]/.test(o.privateKey)) bad('privateKey', 'must not contain line breaks');
   if (o.baseUrl === undefined) bad('baseUrl', 'is required (an absolute http(s) URL)');
-  else if (httpUrl(o.baseUrl)) bad('baseUrl', httpUrl(o.baseUrl) as string);
-  // The fields' own rules (payment.fields.ts), for the options that default them.
-  for (const field of PAYMENT_FIELDS) {
-    const value = (o as Record<string, unknown>)[field.name];
-    if (field.fromOptions && value !== undefined) {
-      const problem = field.rule(value);
-      if (problem) bad(field.name, problem);
-    }
-  }
-  if (o.timeoutMs !== undefined && !isPositiveInt(o.timeoutMs)) bad('timeoutMs', 'must be a positive integer');
-  if (o.maxRetries !== undefined && !(Number.isSafeInteger(o.maxRetries) && o.maxRetries >= 0 && o.maxRetries <= 10)) {
-    bad('maxRetries', 'must be an integer from 0 to 10');
-  }
+  check('baseUrl', o.baseUrl, httpUrl);
+  // The options that default fields take the fields' own rules (the field table).
+  for (const name of OPTION_DEFAULTED_FIELDS) check(name, o[name], ruleOf(name));
+  check('timeoutMs', o.timeoutMs, positiveInteger);
+  check('maxRetries', o.maxRetries, retries);
   if (o.store !== undefined && !isStore(o.store)) bad('store', `must implement PaymentsStore (${STORE_METHODS.join(', ')})`);
-  if (o.preAuthorizationFlag !== undefined && !['pre_authorization', 'pre_auth', 'both'].includes(o.preAuthorizationFlag)) {
-    bad('preAuthorizationFlag', "must be 'pre_authorization', 'pre_auth' or 'both'");
-  }
-  if (o.outcomeRecordTtlSecs !== undefined && !isPositiveInt(o.outcomeRecordTtlSecs)) bad('outcomeRecordTtlSecs', 'must be a positive integer');
+  check('preAuthorizationFlag', o.preAuthorizationFlag, preAuthorizationFlag);
+  check('outcomeRecordTtlSecs', o.outcomeRecordTtlSecs, positiveInteger);
   const t = o.telemetry;
   if (t !== undefined && typeof t !== 'boolean' && (typeof t !== 'object' || t === null)) bad('telemetry', 'must be a boolean or an object');
-  else if (typeof t === 'object' && t.backlogIntervalSecs !== undefined && !isPositiveInt(t.backlogIntervalSecs))
-    bad('telemetry.backlogIntervalSecs', 'must be a positive integer');
-  if (o.name !== undefined && (typeof o.name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(o.name))) bad('name', 'must be 1 to 64 letters, digits, - or _');
+  else if (typeof t === 'object') check('telemetry.backlogIntervalSecs', t.backlogIntervalSecs, positiveInteger);
+  check('name', o.name, registrationName);
 
   const w = o.webhook ?? {};
-  if (w.path !== undefined && (typeof w.path !== 'string' || !/^\/?[A-Za-z0-9._~\-/]+$/.test(w.path))) {
-    bad('webhook.path', 'must be a URL path such as "payments/webhook"');
-  }
-  if (w.publicUrl !== undefined && httpUrl(w.publicUrl)) bad('webhook.publicUrl', httpUrl(w.publicUrl) as string);
-  if (w.secret !== undefined && (typeof w.secret !== 'string' || w.secret.length < PAYMENTS_DEFAULTS.minSecretLength)) {
-    bad('webhook.secret', `must be a string of at least ${PAYMENTS_DEFAULTS.minSecretLength} characters`);
-  }
+  check('webhook.path', w.path, webhookPath);
+  check('webhook.publicUrl', w.publicUrl, httpUrl);
+  check('webhook.secret', w.secret, webhookSecret);
   if (w.publicUrl !== undefined && w.secret === undefined) bad('webhook.secret', 'is required when webhook.publicUrl is set');
   if (w.secret !== undefined && w.publicUrl === undefined) bad('webhook.publicUrl', 'is required when webhook.secret is set');
-  if (w.acceptUnsigned !== undefined && typeof w.acceptUnsigned !== 'boolean') bad('webhook.acceptUnsigned', 'must be a boolean');
-  for (const field of ['maxBodyBytes', 'tokenTtlSecs', 'leaseMs', 'doneTtlSecs', 'unsignedIntervalSecs'] as const) {
-    if (w[field] !== undefined && !isPositiveInt(w[field])) bad(`webhook.${field}`, 'must be a positive integer');
-  }
+  check('webhook.acceptUnsigned', w.acceptUnsigned, boolean);
+  for (const field of ['maxBodyBytes', 'tokenTtlSecs', 'leaseMs', 'doneTtlSecs', 'unsignedIntervalSecs'] as const)
+    check(`webhook.${field}`, w[field], positiveInteger);
   const r = o.reconciliation ?? {};
-  if (r.enabled !== undefined && typeof r.enabled !== 'boolean') bad('reconciliation.enabled', 'must be a boolean');
-  for (const field of ['intervalSecs', 'graceSecs', 'maxChecks', 'batchSize'] as const) {
-    if (r[field] !== undefined && !isPositiveInt(r[field])) bad(`reconciliation.${field}`, 'must be a positive integer');
-  }
+  check('reconciliation.enabled', r.enabled, boolean);
+  for (const field of ['intervalSecs', 'graceSecs', 'maxChecks', 'batchSize'] as const) check(`reconciliation.${field}`, r[field], positiveInteger);
 
   if (errors.length > 0) throw new PaymentsValidationError(errors, 'payments options');
 
   const opts = o as PaymentsOptions;
-  const defaults: Record<string, unknown> = {};
-  for (const field of PAYMENT_FIELDS) {
-    const value = (opts as unknown as Record<string, unknown>)[field.name];
-    if (field.fromOptions && value !== undefined) defaults[field.name] = value;
-  }
+  const defaults: Partial<PaymentFieldDefaults> = {};
+  for (const name of OPTION_DEFAULTED_FIELDS) if (opts[name] !== undefined) Object.assign(defaults, { [name]: opts[name] });
   return {
     publicKey: opts.publicKey,
     privateKey: opts.privateKey,

@@ -1,3 +1,4 @@
+import type { GeneratePaymentInput } from './payment.fields.js';
 import type { OutcomeSource, PaymentOutcome } from './payments.store.js';
 
 /**
@@ -5,54 +6,8 @@ import type { OutcomeSource, PaymentOutcome } from './payments.store.js';
  * snake_case (see `wire.mapper.ts`).
  */
 
-/** Input of `generatePayment`: the spec's request fields in camelCase. */
-export interface GeneratePaymentInput {
-  /**
-   * Amount to pay, in millimes (1 dinar = 1000 millimes): a string of ASCII digits such as
-   * `'12500'` or a positive safe integer. Decimals, signs and exponents are refused; use
-   * `toMillimes('12.5')` to convert from dinars.
-   */
-  amount: string | number;
-  /** Absolute http(s) URL the customer is sent to after success. Defaults to the module's `successLink`. */
-  successLink?: string;
-  /** Absolute http(s) URL the customer is sent to after failure. Defaults to the module's `failLink`. */
-  failLink?: string;
-  /**
-   * Absolute http(s) URL that receives the payment confirmation. Leave unset to let the plugin
-   * fill in its own signed webhook URL (when `webhook.publicUrl` and `webhook.secret` are set).
-   */
-  webhook?: string;
-  /** Your own identifier of the order; echoed back, not checked by the service. */
-  developerTrackingId?: string;
-  /** Session timeout in seconds (service default: 1200). Defaults to the module's `sessionTimeoutSecs`. */
-  sessionTimeoutSecs?: number;
-  /** Whether card payments are accepted (service default: false). Defaults to the module's `acceptCard`. */
-  acceptCard?: boolean;
-  /** Image shown on the payment page (service default: the merchant portal's). Defaults to the module's `imageUrl`. */
-  imageUrl?: string;
-  /**
-   * Pre-authorize instead of charging: the amount is held, `payment.authorized` fires once the
-   * customer paid, and `capturePayment` (all or part) or `cancelPayment` settles it. The wire
-   * name of the flag is the `preAuthorizationFlag` option. Default: not sent (a standard payment).
-   */
-  preAuthorization?: boolean;
-  /**
-   * Your identifier of the customer: once they pay, the service keeps a card binding for it,
-   * listed by `listBindings(clientId)` and named in the verify details (`bindingId`).
-   */
-  clientId?: string;
-  /** Split payment: parts of the amount for other merchants; their sum must not exceed `amount`. */
-  destinations?: PaymentDestination[];
-}
-
-/** One part of a split payment. */
-export interface PaymentDestination {
-  /** The receiving merchant's id at the service. */
-  merchantId: string;
-  /** Its part, in millimes (digit string or positive safe integer). */
-  amount: string | number;
-}
-
+// The input of `generatePayment` is derived from the field table, where each field is declared once.
+export type { GeneratePaymentInput, PaymentDestination } from './payment.fields.js';
 /** Result of `generatePayment`. */
 export interface GeneratedPayment {
   /** Identifier of the new payment; keep it to refund or cancel later. */

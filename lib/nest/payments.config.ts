@@ -1,5 +1,6 @@
 import { PaymentsValidationError, type PaymentsFieldError } from '../core/payments.errors.js';
-import { resolvePaymentsOptions } from '../core/payments.options.js';
+import { OPTION_DEFAULTED_FIELDS, optionFieldType, type OptionDefaultedFieldName, type OptionDefaultedFieldType } from '../core/payment.fields.js';
+import { resolvePaymentsOptions, type PaymentFieldDefaults } from '../core/payments.options.js';
 import type { PaymentsModuleOptions } from './payments.module-options.js';
 
 /** Anything with `get(key)`: `ConfigService` from @nestjs/config, or a plain wrapper of `process.env`. */
@@ -8,64 +9,7 @@ export interface PaymentsConfigReader {
   get(key: string): unknown;
 }
 
-/** The environment variables read by {@link paymentsOptionsFromConfig}, by option. */
-export const PAYMENTS_ENV = {
-  /** `publicKey` */
-  publicKey: 'PAYMENTS_PUBLIC_KEY',
-  /** `privateKey` */
-  privateKey: 'PAYMENTS_PRIVATE_KEY',
-  /** `baseUrl` */
-  baseUrl: 'PAYMENTS_BASE_URL',
-  /** `successLink` */
-  successLink: 'PAYMENTS_SUCCESS_LINK',
-  /** `failLink` */
-  failLink: 'PAYMENTS_FAIL_LINK',
-  /** `acceptCard` (`true`/`false`/`1`/`0`) */
-  acceptCard: 'PAYMENTS_ACCEPT_CARD',
-  /** `sessionTimeoutSecs` */
-  sessionTimeoutSecs: 'PAYMENTS_SESSION_TIMEOUT_SECS',
-  /** `imageUrl` */
-  imageUrl: 'PAYMENTS_IMAGE_URL',
-  /** `timeoutMs` */
-  timeoutMs: 'PAYMENTS_TIMEOUT_MS',
-  /** `maxRetries` */
-  maxRetries: 'PAYMENTS_MAX_RETRIES',
-  /** `preAuthorizationFlag` (`pre_authorization`, `pre_auth` or `both`) */
-  preAuthorizationFlag: 'PAYMENTS_PRE_AUTHORIZATION_FLAG',
-  /** `webhook.path` */
-  webhookPath: 'PAYMENTS_WEBHOOK_PATH',
-  /** `webhook.publicUrl` */
-  webhookPublicUrl: 'PAYMENTS_WEBHOOK_PUBLIC_URL',
-  /** `webhook.secret` */
-  webhookSecret: 'PAYMENTS_WEBHOOK_SECRET',
-  /** `webhook.acceptUnsigned` (`true`/`false`/`1`/`0`) */
-  webhookAcceptUnsigned: 'PAYMENTS_WEBHOOK_ACCEPT_UNSIGNED',
-  /** `reconciliation.enabled` (`true`/`false`/`1`/`0`) */
-  reconciliationEnabled: 'PAYMENTS_RECONCILIATION_ENABLED',
-  /** `reconciliation.intervalSecs` */
-  reconciliationIntervalSecs: 'PAYMENTS_RECONCILIATION_INTERVAL_SECS',
-} as const;
-
-/** Option path (as validation errors name it) -> the variable it is read from. */
-const VARIABLE_OF: Readonly<Record<string, string>> = {
-  publicKey: PAYMENTS_ENV.publicKey,
-  privateKey: PAYMENTS_ENV.privateKey,
-  baseUrl: PAYMENTS_ENV.baseUrl,
-  successLink: PAYMENTS_ENV.successLink,
-  failLink: PAYMENTS_ENV.failLink,
-  acceptCard: PAYMENTS_ENV.acceptCard,
-  sessionTimeoutSecs: PAYMENTS_ENV.sessionTimeoutSecs,
-  imageUrl: PAYMENTS_ENV.imageUrl,
-  timeoutMs: PAYMENTS_ENV.timeoutMs,
-  maxRetries: PAYMENTS_ENV.maxRetries,
-  preAuthorizationFlag: PAYMENTS_ENV.preAuthorizationFlag,
-  'webhook.path': PAYMENTS_ENV.webhookPath,
-  'webhook.publicUrl': PAYMENTS_ENV.webhookPublicUrl,
-  'webhook.secret': PAYMENTS_ENV.webhookSecret,
-  'webhook.acceptUnsigned': PAYMENTS_ENV.webhookAcceptUnsigned,
-  'reconciliation.enabled': PAYMENTS_ENV.reconciliationEnabled,
-  'reconciliation.intervalSecs': PAYMENTS_ENV.reconciliationIntervalSecs,
-};
+type Reader = (config: PaymentsConfigReader, key: string) => unknown;
 
 function text(config: PaymentsConfigReader, key: string): string | undefined {
   const value = config.get(key);
@@ -74,19 +18,94 @@ function text(config: PaymentsConfigReader, key: string): string | undefined {
 }
 
 // Numbers and booleans stay as written when malformed, so validation names the variable.
-function integer(config: PaymentsConfigReader, key: string): number | undefined {
+function integer(config: PaymentsConfigReader, key: string): number | string | undefined {
   const raw = text(config, key);
   if (raw === undefined) return undefined;
-  return /^[0-9]+$/.test(raw) ? Number(raw) : (raw as unknown as number);
+  return /^[0-9]+$/.test(raw) ? Number(raw) : raw;
 }
 
-function boolean(config: PaymentsConfigReader, key: string): boolean | undefined {
+function boolean(config: PaymentsConfigReader, key: string): boolean | string | undefined {
   const raw = text(config, key)?.toLowerCase();
   if (raw === undefined) return undefined;
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
-  return raw as unknown as boolean;
+  return raw;
 }
+
+/** How a variable of each kind of field value is read (a kind a module option may default needs one). */
+const READ_FIELD: { readonly [T in OptionDefaultedFieldType]: Reader } = {
+  httpUrl: text,
+  positiveInteger: integer,
+  boolean,
+};
+
+/** One variable: its name, the option path it sets (as validation errors name it), how it is read. */
+interface VariableSource {
+  readonly variable: string;
+  readonly option: string;
+  readonly read: Reader;
+}
+
+/** The variables of the options that are not `generatePayment` field defaults. */
+const OPTION_VARIABLES = {
+  /** `publicKey` */
+  publicKey: { variable: 'PAYMENTS_PUBLIC_KEY', option: 'publicKey', read: text },
+  /** `privateKey` */
+  privateKey: { variable: 'PAYMENTS_PRIVATE_KEY', option: 'privateKey', read: text },
+  /** `baseUrl` */
+  baseUrl: { variable: 'PAYMENTS_BASE_URL', option: 'baseUrl', read: text },
+  /** `timeoutMs` */
+  timeoutMs: { variable: 'PAYMENTS_TIMEOUT_MS', option: 'timeoutMs', read: integer },
+  /** `maxRetries` */
+  maxRetries: { variable: 'PAYMENTS_MAX_RETRIES', option: 'maxRetries', read: integer },
+  /** `preAuthorizationFlag` (`pre_authorization`, `pre_auth` or `both`) */
+  preAuthorizationFlag: { variable: 'PAYMENTS_PRE_AUTHORIZATION_FLAG', option: 'preAuthorizationFlag', read: text },
+  /** `webhook.path` */
+  webhookPath: { variable: 'PAYMENTS_WEBHOOK_PATH', option: 'webhook.path', read: text },
+  /** `webhook.publicUrl` */
+  webhookPublicUrl: { variable: 'PAYMENTS_WEBHOOK_PUBLIC_URL', option: 'webhook.publicUrl', read: text },
+  /** `webhook.secret` */
+  webhookSecret: { variable: 'PAYMENTS_WEBHOOK_SECRET', option: 'webhook.secret', read: text },
+  /** `webhook.acceptUnsigned` (`true`/`false`/`1`/`0`) */
+  webhookAcceptUnsigned: { variable: 'PAYMENTS_WEBHOOK_ACCEPT_UNSIGNED', option: 'webhook.acceptUnsigned', read: boolean },
+  /** `reconciliation.enabled` (`true`/`false`/`1`/`0`) */
+  reconciliationEnabled: { variable: 'PAYMENTS_RECONCILIATION_ENABLED', option: 'reconciliation.enabled', read: boolean },
+  /** `reconciliation.intervalSecs` */
+  reconciliationIntervalSecs: { variable: 'PAYMENTS_RECONCILIATION_INTERVAL_SECS', option: 'reconciliation.intervalSecs', read: integer },
+} as const satisfies Readonly<Record<string, VariableSource>>;
+
+/** `successLink` -> `SUCCESS_LINK`. */
+type ScreamingSnake<S extends string> = S extends `${infer Head}${infer Tail}`
+  ? `${Head extends Lowercase<Head> ? Uppercase<Head> : `_${Head}`}${ScreamingSnake<Tail>}`
+  : S;
+
+const screamingSnake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
+
+/**
+ * The variables of the options that default `generatePayment` fields, derived from the field
+ * table: `PAYMENTS_` and the field's name in SCREAMING_SNAKE_CASE (`PAYMENTS_SUCCESS_LINK`).
+ */
+const FIELD_VARIABLES: ReadonlyArray<readonly [OptionDefaultedFieldName, VariableSource]> = OPTION_DEFAULTED_FIELDS.map(
+  (name) => [name, { variable: `PAYMENTS_${screamingSnake(name)}`, option: name, read: READ_FIELD[optionFieldType(name)] }] as const,
+);
+
+/** Every variable, options and field defaults alike: the one list the reader and the error messages use. */
+const SOURCES: readonly VariableSource[] = [...Object.values(OPTION_VARIABLES), ...FIELD_VARIABLES.map(([, source]) => source)];
+
+/**
+ * The environment variables read by {@link paymentsOptionsFromConfig}, by option: those of the
+ * options that default `generatePayment` fields (`successLink`: `PAYMENTS_SUCCESS_LINK`, ...;
+ * booleans as `true`/`false`/`1`/`0`) follow from the field table, the others are listed here.
+ * @namespace
+ */
+export const PAYMENTS_ENV: { readonly [K in keyof typeof OPTION_VARIABLES]: (typeof OPTION_VARIABLES)[K]['variable'] } & {
+  readonly [K in keyof PaymentFieldDefaults]-?: `PAYMENTS_${ScreamingSnake<K>}`;
+} = Object.freeze(
+  Object.fromEntries([
+    ...Object.entries(OPTION_VARIABLES).map(([key, source]) => [key, source.variable]),
+    ...FIELD_VARIABLES.map(([name, source]) => [name, source.variable]),
+  ]),
+) as never;
 
 /**
  * Builds module options from the configuration keys named in {@link PAYMENTS_ENV}, for
@@ -103,30 +122,18 @@ function boolean(config: PaymentsConfigReader, key: string): boolean | undefined
  * @throws PaymentsValidationError naming each invalid option and the variable it came from
  */
 export function paymentsOptionsFromConfig(config: PaymentsConfigReader, overrides: Partial<PaymentsModuleOptions> = {}): PaymentsModuleOptions {
-  const e = PAYMENTS_ENV;
-  const fromEnv: Partial<PaymentsModuleOptions> = dropUndefined({
-    publicKey: text(config, e.publicKey),
-    privateKey: text(config, e.privateKey),
-    baseUrl: text(config, e.baseUrl),
-    successLink: text(config, e.successLink),
-    failLink: text(config, e.failLink),
-    acceptCard: boolean(config, e.acceptCard),
-    sessionTimeoutSecs: integer(config, e.sessionTimeoutSecs),
-    imageUrl: text(config, e.imageUrl),
-    timeoutMs: integer(config, e.timeoutMs),
-    maxRetries: integer(config, e.maxRetries),
-    preAuthorizationFlag: text(config, e.preAuthorizationFlag) as PaymentsModuleOptions['preAuthorizationFlag'],
-  });
-  const webhook = dropUndefined({
-    path: text(config, e.webhookPath),
-    publicUrl: text(config, e.webhookPublicUrl),
-    secret: text(config, e.webhookSecret),
-    acceptUnsigned: boolean(config, e.webhookAcceptUnsigned),
-  });
-  const reconciliation = dropUndefined({
-    enabled: boolean(config, e.reconciliationEnabled),
-    intervalSecs: integer(config, e.reconciliationIntervalSecs),
-  });
+  // Every set variable lands at its option path (`webhook.secret` -> { webhook: { secret } }).
+  const fromEnv: Record<string, unknown> = {};
+  const webhook: Record<string, unknown> = {};
+  const reconciliation: Record<string, unknown> = {};
+  const groups: Readonly<Record<string, Record<string, unknown>>> = { webhook, reconciliation };
+  for (const { variable, option, read } of SOURCES) {
+    const value = read(config, variable);
+    if (value === undefined) continue;
+    const [group, key] = option.split('.');
+    if (key === undefined) fromEnv[group] = value;
+    else groups[group][key] = value;
+  }
 
   const options: PaymentsModuleOptions = { ...fromEnv, ...dropUndefined(overrides) } as PaymentsModuleOptions;
   const mergedWebhook = { ...webhook, ...dropUndefined(overrides.webhook ?? {}) };
@@ -150,7 +157,7 @@ export function paymentsOptionsFromConfig(config: PaymentsConfigReader, override
 // An option set in code keeps its name; one read (or missing) from the environment is named by
 // its variable, which is what the operator has to fix.
 function withVariable(field: PaymentsFieldError, overrides: Partial<PaymentsModuleOptions>): PaymentsFieldError {
-  const variable = VARIABLE_OF[field.field];
+  const variable = SOURCES.find((source) => source.option === field.field)?.variable;
   if (variable === undefined || valueAt(overrides, field.field) !== undefined) return field;
   return { field: `${variable} (${field.field})`, messages: field.messages };
 }

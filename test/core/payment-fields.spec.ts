@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { checkPaymentInput, PAYMENT_FIELDS, toPaymentWire } from '../../lib/core/payment.fields.js';
+import { checkPaymentInput, OPTION_DEFAULTED_FIELDS, PAYMENT_FIELDS, toPaymentWire, type PaymentFieldName } from '../../lib/core/payment.fields.js';
 import type { GeneratePaymentInput } from '../../lib/core/payments.types.js';
-import { resolvePaymentsOptions } from '../../lib/core/payments.options.js';
+import { PAYMENTS_DEFAULTS, resolvePaymentsOptions, type PaymentsOptions } from '../../lib/core/payments.options.js';
+import { PAYMENTS_ENV, paymentsOptionsFromConfig } from '../../lib/nest/payments.config.js';
 
 const BASE = { amount: '12500', successLink: 'https://shop.example/ok', failLink: 'https://shop.example/ko' };
 const messagesFor = (input: Record<string, unknown>, field: string): string[] =>
@@ -22,6 +23,22 @@ const ROWS: Array<[string, unknown, boolean, string]> = [
   ['amount', '9'.repeat(16), false, 'at most 15 digits'],
   ['amount', '9'.repeat(400), false, 'at most 15 digits'],
   ['amount', '١٢٣', false, 'positive whole number'],
+  ['amount', '999999999999999', true, ''],
+  ['amount', '000999999999999999', true, ''],
+  ['amount', Number.MAX_SAFE_INTEGER, false, 'at most 15 digits'],
+  ['amount', '-5', false, 'positive whole number'],
+  ['amount', '+5', false, 'positive whole number'],
+  ['amount', '', false, 'positive whole number'],
+  ['amount', ' 12', false, 'positive whole number'],
+  ['amount', 1.5, false, "toMillimes('1.5')"],
+  ['amount', 0, false, 'positive whole number'],
+  ['amount', -1, false, 'positive whole number'],
+  ['amount', Number.MAX_SAFE_INTEGER + 2, false, 'at most 15 digits'],
+  ['amount', 1e21, false, 'at most 15 digits'],
+  ['amount', NaN, false, 'positive whole number'],
+  ['amount', {}, false, 'positive whole number'],
+  ['amount', null, false, 'is required'],
+  ['amount', undefined, false, 'is required'],
   ['successLink', 'http://localhost:3000/ok', true, ''],
   ['successLink', 'http://shop/ok', true, ''],
   ['successLink', 'javascript:alert(1)', false, 'absolute http(s) URL'],
@@ -75,9 +92,8 @@ describe('the field table of generate_payment', () => {
   });
 
   it('declares every field of GeneratePaymentInput once, with a distinct wire name', () => {
-    const names = PAYMENT_FIELDS.map((f) => f.name);
-    expect(new Set(names).size).toBe(names.length);
-    expect(new Set(PAYMENT_FIELDS.map((f) => f.wire)).size).toBe(names.length);
+    const names = Object.keys(PAYMENT_FIELDS);
+    expect(new Set(Object.values(PAYMENT_FIELDS).map((f) => f.wire)).size).toBe(names.length);
     expect(names.sort()).toEqual(
       [
         'acceptCard',
@@ -171,3 +187,98 @@ describe('the field table of generate_payment', () => {
     expect(() => resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'pay.example' })).toThrow(/baseUrl \(is not an absolute http\(s\) URL\)/);
   });
 });
+
+describe('what is derived from the table', () => {
+  // The public names these must keep (README, operators' deployment files): written out here.
+  const VARIABLES: Record<string, string> = {
+    successLink: 'PAYMENTS_SUCCESS_LINK',
+    failLink: 'PAYMENTS_FAIL_LINK',
+    acceptCard: 'PAYMENTS_ACCEPT_CARD',
+    sessionTimeoutSecs: 'PAYMENTS_SESSION_TIMEOUT_SECS',
+    imageUrl: 'PAYMENTS_IMAGE_URL',
+  };
+
+  it('types: amount is required, the rest optional, each with its kind (checked by the compiler)', () => {
+    const minimal: GeneratePaymentInput = { amount: 1 };
+    // @ts-expect-error amount is the one field the type requires
+    const noAmount: GeneratePaymentInput = { successLink: BASE.successLink };
+    // @ts-expect-error sessionTimeoutSecs is a positiveInteger: a number
+    const badKind: GeneratePaymentInput = { amount: '1', sessionTimeoutSecs: '900' };
+    // @ts-expect-error a field that is not in the table
+    const unknown: GeneratePaymentInput = { amount: '1', sucessLink: BASE.successLink };
+    const options: PaymentsOptions = { publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://payments', ...VALID_DEFAULTS };
+    // @ts-expect-error the options that default fields take the fields' own types
+    const badOption: PaymentsOptions = { publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://payments', acceptCard: 'yes' };
+    // @ts-expect-error a field that no option defaults
+    const notAnOption: PaymentsOptions = { publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://payments', clientId: 'c' };
+    expect([minimal, noAmount, badKind, unknown, options, badOption, notAnOption]).toHaveLength(7);
+  });
+
+  it('the options that default fields are exactly the table rows marked fromOptions, each with its variable', () => {
+    expect([...OPTION_DEFAULTED_FIELDS].sort()).toEqual(Object.keys(VARIABLES).sort());
+    for (const name of OPTION_DEFAULTED_FIELDS) expect(PAYMENTS_ENV[name]).toBe(VARIABLES[name]);
+  });
+
+  it('reads each field default from its variable, by kind, and names the variable when it is invalid', () => {
+    const env: Record<string, string> = {
+      PAYMENTS_PUBLIC_KEY: 'pk',
+      PAYMENTS_PRIVATE_KEY: 'sk',
+      PAYMENTS_BASE_URL: 'http://payments:8080',
+      PAYMENTS_SUCCESS_LINK: 'https://shop.example/ok',
+      PAYMENTS_FAIL_LINK: 'https://shop.example/ko',
+      PAYMENTS_ACCEPT_CARD: '1',
+      PAYMENTS_SESSION_TIMEOUT_SECS: '900',
+      PAYMENTS_IMAGE_URL: 'https://cdn.example/i.png',
+    };
+    const options = paymentsOptionsFromConfig({ get: (key) => env[key] });
+    expect(options).toMatchObject({ ...VALID_DEFAULTS, acceptCard: true, sessionTimeoutSecs: 900 });
+    expect(resolvePaymentsOptions(options).defaults).toStrictEqual({ ...VALID_DEFAULTS, acceptCard: true, sessionTimeoutSecs: 900 });
+
+    const bad: Record<string, string> = { ...env, PAYMENTS_ACCEPT_CARD: 'maybe', PAYMENTS_SESSION_TIMEOUT_SECS: '15m', PAYMENTS_IMAGE_URL: 'logo.png' };
+    expect(() => paymentsOptionsFromConfig({ get: (key) => bad[key] })).toThrow(
+      'Invalid payments options from the environment: ' +
+        'PAYMENTS_SESSION_TIMEOUT_SECS (sessionTimeoutSecs) (must be a positive integer), PAYMENTS_ACCEPT_CARD (acceptCard) (must be a boolean), ' +
+        'PAYMENTS_IMAGE_URL (imageUrl) (is not an absolute http(s) URL)',
+    );
+  });
+
+  it("the service's documented defaults live in the table (1200 s session, no card payments)", () => {
+    expect(PAYMENT_FIELDS.sessionTimeoutSecs.serviceDefault).toBe(1200);
+    expect(PAYMENT_FIELDS.acceptCard.serviceDefault).toBe(false);
+    expect(PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs).toBe(1200);
+    const withDefault = (Object.keys(PAYMENT_FIELDS) as PaymentFieldName[]).filter((name) => PAYMENT_FIELDS[name].serviceDefault !== undefined);
+    expect(withDefault.sort()).toEqual(['acceptCard', 'sessionTimeoutSecs']);
+  });
+
+  it('other options use the same rules and messages as the fields', () => {
+    const base = { publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://payments:8080' };
+    const messages = (options: Record<string, unknown>) => {
+      try {
+        resolvePaymentsOptions({ ...base, ...options });
+        return [];
+      } catch (error) {
+        return (error as { fields: Array<{ field: string; messages: string[] }> }).fields.map((f) => `${f.field}: ${f.messages.join()}`);
+      }
+    };
+    expect(messages({ timeoutMs: 1.5, outcomeRecordTtlSecs: 0, reconciliation: { intervalSecs: '60', enabled: 'yes' } })).toEqual([
+      'timeoutMs: must be a positive integer',
+      'outcomeRecordTtlSecs: must be a positive integer',
+      'reconciliation.enabled: must be a boolean',
+      'reconciliation.intervalSecs: must be a positive integer',
+    ]);
+    expect(messages({ maxRetries: 11, preAuthorizationFlag: 'preauth', name: 'a b' })).toEqual([
+      'maxRetries: must be an integer from 0 to 10',
+      "preAuthorizationFlag: must be 'pre_authorization', 'pre_auth' or 'both'",
+      'name: must be 1 to 64 letters, digits, - or _',
+    ]);
+    expect(messages({ webhook: { publicUrl: 'https://u:p@shop.example/hook', secret: 'short', acceptUnsigned: 1, leaseMs: -1 } })).toEqual([
+      'webhook.publicUrl: must not contain a user name or password (user:pass@host)',
+      'webhook.secret: must be a string of at least 32 characters',
+      'webhook.acceptUnsigned: must be a boolean',
+      'webhook.leaseMs: must be a positive integer',
+    ]);
+    expect(messages({ maxRetries: 0, webhook: { path: '/hooks/pay', publicUrl: 'https://shop.example/hook', secret: 's'.repeat(32) } })).toEqual([]);
+  });
+});
+
+const VALID_DEFAULTS = { successLink: 'https://shop.example/ok', failLink: 'https://shop.example/ko', imageUrl: 'https://cdn.example/i.png' };

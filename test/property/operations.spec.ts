@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
+import { DEFAULT_PRE_AUTHORIZATION_FLAG, PAYMENT_FIELDS, type PaymentFieldType, type PreAuthorizationFlag } from '../../lib/core/payment.fields.js';
 import { PaymentsClient, PaymentsError, PaymentsValidationError } from '../../lib/index.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
 import { WireCheckingServer } from './wire-server.js';
@@ -210,6 +211,8 @@ const mixedInput = fc.oneof(
 );
 
 // ---------------------------------------------------------------- oracles
+// The field names, wire names and kinds come from the field table; what each kind becomes on the
+// wire is written here again, independently of the client's conversions.
 function expectedAmount(amount: unknown): string {
   return typeof amount === 'number' ? String(amount) : (amount as string).replace(/^0+/, '');
 }
@@ -217,22 +220,24 @@ function expectedAmount(amount: unknown): string {
 /** The wire carries JSON: what a value becomes once serialised (a `new String('x')` travels as "x"). */
 const asJson = (value: unknown): unknown => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
 
-function expectedWire(input: Record<string, unknown>): Record<string, unknown> {
-  const pick = (key: string, fallback?: unknown) => (input[key] === undefined || input[key] === null ? fallback : asJson(input[key]));
-  const wire: Record<string, unknown> = {
-    amount: expectedAmount(input.amount),
-    success_link: pick('successLink', DEFAULTS.successLink),
-    fail_link: pick('failLink', DEFAULTS.failLink),
-    session_timeout_secs: pick('sessionTimeoutSecs', DEFAULTS.sessionTimeoutSecs),
-  };
-  for (const [from, to] of [
-    ['webhook', 'webhook'],
-    ['developerTrackingId', 'developer_tracking_id'],
-    ['acceptCard', 'accept_card'],
-    ['imageUrl', 'image_url'],
-  ]) {
-    const v = pick(from);
-    if (v !== undefined) wire[to] = v;
+const WIRE_FORM: Record<PaymentFieldType, (value: unknown) => unknown> = {
+  millimes: expectedAmount,
+  destinations: (list) =>
+    (list as Array<{ merchantId: string; amount: unknown }>).map((d) => ({ amount: Number(expectedAmount(d.amount)), destination: d.merchantId })),
+  httpUrl: asJson,
+  identifier: asJson,
+  positiveInteger: asJson,
+  boolean: asJson,
+};
+
+function expectedWire(input: Record<string, unknown>, flag: PreAuthorizationFlag = DEFAULT_PRE_AUTHORIZATION_FLAG): Record<string, unknown> {
+  const wire: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(PAYMENT_FIELDS)) {
+    const own = input[name] === undefined || input[name] === null ? undefined : input[name];
+    const value = own ?? (field.fromOptions ? (DEFAULTS as Record<string, unknown>)[name] : undefined);
+    if (value === undefined) continue;
+    const names = name === 'preAuthorization' ? (flag === 'both' ? ['pre_authorization', 'pre_auth'] : [flag]) : [field.wire];
+    for (const wireName of names) wire[wireName] = WIRE_FORM[field.type](value);
   }
   return wire;
 }
