@@ -5,7 +5,7 @@ import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import { PaymentsConnectionError, type PaymentsOperation } from './payments.errors.js';
 import type { PaymentsLogger } from './payments.logger.js';
 import type { RawResponse } from './response.parser.js';
-import { backoff, isRetryable, retryAfterSecs } from './retry.policy.js';
+import { backoff, isRetryable, retryAfterSecs, retryDelay } from './retry.policy.js';
 
 /** Settings of the transport. */
 export interface TransportOptions {
@@ -37,6 +37,8 @@ const TIMEOUTS = new Set(['ETIMEDOUT', 'ECONNABORTED']);
  * never follows redirects (the credentials must not travel to another host), applies a timeout
  * to every attempt, and retries only where a repeat cannot do harm:
  * GET on network errors, 429 and 5xx; POST only when the connection was refused before sending.
+ * A `Retry-After` longer than one wait (5 s) ends the call with the answer instead: the caller
+ * (a webhook, reconciliation) defers by that much.
  */
 export class HttpTransport {
   readonly #authorization: string;
@@ -134,9 +136,15 @@ export class HttpTransport {
       const status = response.status;
       const waitSecs = retryAfterSecs(response.headers['retry-after']);
       if (attempt <= this.#maxRetries && isRetryable(request.method, { status }) && !this.#lifetime.signal.aborted) {
-        this.#logger.log(`${request.operation}: HTTP ${status}, retrying (attempt ${attempt + 1})`);
-        await this.#pause(backoff(attempt, (waitSecs ?? 0) * 1000));
-        continue;
+        const wait = retryDelay(attempt, waitSecs);
+        if (wait !== undefined) {
+          this.#logger.log(`${request.operation}: HTTP ${status}, retrying (attempt ${attempt + 1})`);
+          await this.#pause(wait);
+          continue;
+        }
+        // The service asked for a longer wait than a call may take: answer now with what it asked
+        // (a 429 becomes RATE_LIMITED with retryAfterSecs) rather than spend an attempt it refuses.
+        this.#logger.log(`${request.operation}: HTTP ${status} with Retry-After ${waitSecs} s: not retried within this call`);
       }
       const body = this.#redact(typeof response.data === 'string' ? response.data : String(response.data ?? ''));
       return waitSecs === undefined ? { status, body } : { status, body, retryAfterSecs: waitSecs };

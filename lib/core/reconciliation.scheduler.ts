@@ -1,4 +1,5 @@
-import { describe, type OutcomeProcessor } from './outcome.processor.js';
+import { describe, type OutcomeProcessor, type SettleResult } from './outcome.processor.js';
+import { PaymentsApiError } from './payments.errors.js';
 import type { PaymentsReconciliationOptions } from './payments.options.js';
 import type { PaymentsLogger } from './payments.logger.js';
 import type { PaymentsStore } from './payments.store.js';
@@ -10,21 +11,31 @@ export interface ReconciliationRun {
   checked: number;
   /** Of those, how many reached a final outcome (handled, already done, or a mismatch). */
   settled: number;
+  /**
+   * When the service rate-limited verify (HTTP 429): the epoch time in ms before which no pass
+   * takes payments (this one stopped there; the payments it had taken are due again then).
+   */
+  rateLimitedUntil?: number;
 }
 
 /** Longest wait between two checks of one payment. */
 const MAX_BACKOFF_MS = 3_600_000;
+/** How long to pause after a 429 that did not say how long (the webhook answers the same). */
+const DEFAULT_RATE_LIMIT_SECS = 30;
 
 /**
  * Re-checks the payments whose outcome no webhook or return has brought: every `intervalSecs` it
  * takes the due ones from the store's queue (the store gives each to one instance) and settles
  * them like any other path. A payment is first due a little after its session ended; one that
  * stays unsettled is checked again with growing waits, then given up (logged as an error) after
- * `maxChecks`.
+ * `maxChecks`. When the service answers verify with 429, the pass stops, puts the payments it
+ * took back (without counting a check), and no pass takes any until its `Retry-After` passed.
  */
 export class ReconciliationScheduler {
   private timer?: NodeJS.Timeout;
   private running?: Promise<ReconciliationRun>;
+  /** Epoch ms before which passes take nothing: the service rate-limited verify. */
+  private pausedUntil = 0;
 
   /**
    * @param options resolved reconciliation options
@@ -65,6 +76,7 @@ export class ReconciliationScheduler {
 
   private async pass(now: number, noteDue: (count: number) => void = () => undefined): Promise<ReconciliationRun> {
     const run: ReconciliationRun = { checked: 0, settled: 0 };
+    if (now < this.pausedUntil) return { ...run, rateLimitedUntil: this.pausedUntil };
     let due;
     try {
       due = await this.store.takeDuePending(now, this.options.batchSize, this.leaseMs);
@@ -74,12 +86,29 @@ export class ReconciliationScheduler {
     }
     noteDue(due.length);
     // One at a time: each is a call to the service, whose docs warn against bursts of verifies.
-    for (const entry of due) {
+    for (const [index, entry] of due.entries()) {
       const result = await this.outcomes.settle(entry.paymentId, 'reconciliation', {
         amount: entry.amount,
         developerTrackingId: entry.developerTrackingId,
         origin: 'binding',
       });
+      const waitSecs = rateLimitedFor(result);
+      if (waitSecs !== undefined) {
+        // Every further verify would be refused too (and may count against the merchant): stop,
+        // and give back what this pass took, due when the service said, no check counted.
+        this.pausedUntil = now + waitSecs * 1000;
+        const rest = due.slice(index);
+        this.logger.warn(`reconciliation: the service rate-limits verify; pausing ${waitSecs} s, ${rest.length} payment(s) put back`);
+        for (const back of rest) {
+          try {
+            await this.store.schedulePending(back, this.pausedUntil);
+          } catch (error) {
+            // The taken lease brings it back on its own.
+            this.logger.error(`reconciliation: store unreachable while putting back ${back.paymentId}: ${describe(error)}`);
+          }
+        }
+        return { ...run, rateLimitedUntil: this.pausedUntil };
+      }
       if (result.kind !== 'busy' && result.kind !== 'duplicate' && result.kind !== 'store-unavailable') run.checked++;
       try {
         if (result.kind === 'handled' || result.kind === 'mismatch' || result.kind === 'duplicate') {
@@ -100,4 +129,13 @@ export class ReconciliationScheduler {
     }
     return run;
   }
+}
+
+/** Seconds to pause when a settle ended in the service's 429, else undefined. */
+function rateLimitedFor(result: SettleResult): number | undefined {
+  if (result.kind !== 'verify-failed') return undefined;
+  const { error } = result;
+  // The status decides: a 429 whose body carried the service's own code is still a rate limit.
+  if (error.code !== 'RATE_LIMITED' && !(error instanceof PaymentsApiError && error.httpStatus === 429)) return undefined;
+  return result.retryAfterSecs ?? DEFAULT_RATE_LIMIT_SECS;
 }

@@ -13,7 +13,8 @@ export type AttemptResult =
 /**
  * @param method the request's method
  * @param result what the attempt produced
- * @returns whether another attempt is safe and useful (the caller also checks the attempt budget)
+ * @returns whether another attempt is safe and useful (the caller also checks the attempt budget
+ *   and {@link retryDelay})
  */
 export function isRetryable(method: 'GET' | 'POST', result: AttemptResult): boolean {
   if ('status' in result) return method === 'GET' && (result.status === 429 || result.status >= 500);
@@ -23,17 +24,43 @@ export function isRetryable(method: 'GET' | 'POST', result: AttemptResult): bool
 }
 
 const BASE_DELAY_MS = 100;
-const MAX_DELAY_MS = 5_000;
+/** Longest wait between two attempts of one call. */
+export const MAX_RETRY_WAIT_MS = 5_000;
+/** Longest `Retry-After` taken into account, in seconds. */
+const MAX_RETRY_AFTER_SECS = 3_600;
 
-/** Exponential backoff with "equal jitter" (half fixed, half random), capped at 5 s, never below what the service asked. */
-export function backoff(attempt: number, atLeastMs = 0): number {
-  const exp = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (attempt - 1));
-  const jittered = exp / 2 + Math.random() * (exp / 2);
-  return Math.min(MAX_DELAY_MS, Math.max(jittered, atLeastMs));
+/** Exponential backoff with "equal jitter" (half fixed, half random), capped at {@link MAX_RETRY_WAIT_MS}. */
+export function backoff(attempt: number): number {
+  const exp = Math.min(MAX_RETRY_WAIT_MS, BASE_DELAY_MS * 2 ** (attempt - 1));
+  return exp / 2 + Math.random() * (exp / 2);
 }
 
-/** Seconds of a `Retry-After` header given in seconds; undefined otherwise. */
-export function retryAfterSecs(header: unknown): number | undefined {
-  const seconds = typeof header === 'string' ? Number(header) : NaN;
-  return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, 3600) : undefined;
+/**
+ * How long to wait before the next attempt of a retryable call: the backoff, or what the
+ * service asked (`Retry-After`) when that is longer. Undefined when the service asked for more
+ * than {@link MAX_RETRY_WAIT_MS}: the call then ends at once with the answer (`RATE_LIMITED` and
+ * its `retryAfterSecs` for a 429), since waiting less would spend a call the service said it will
+ * refuse, and waiting that long would hold a webhook or a return page.
+ *
+ * @param attempt the attempt that just failed (1 for the first)
+ * @param retryAfter seconds the service asked to wait, if it said
+ */
+export function retryDelay(attempt: number, retryAfter?: number): number | undefined {
+  const askedMs = (retryAfter ?? 0) * 1000;
+  if (askedMs > MAX_RETRY_WAIT_MS) return undefined;
+  return Math.max(backoff(attempt), askedMs);
+}
+
+/**
+ * Seconds of a `Retry-After` header, given in seconds or as an HTTP date (at most an hour);
+ * undefined when absent, malformed, or not in the future.
+ *
+ * @param header the header's value
+ * @param now the current time in ms (for an HTTP date)
+ */
+export function retryAfterSecs(header: unknown, now = Date.now()): number | undefined {
+  if (typeof header !== 'string' || header.trim() === '') return undefined;
+  const text = header.trim();
+  const seconds = /^[0-9]+$/.test(text) ? Number(text) : Math.ceil((Date.parse(text) - now) / 1000);
+  return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, MAX_RETRY_AFTER_SECS) : undefined;
 }
