@@ -365,6 +365,15 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
     });
   });
 
+  it('verify rate-limited (429, Retry-After: 60): one verify call, 503 with Retry-After: 60, nothing emitted', async () => {
+    const { paymentId, hook } = await generate(shop);
+    fake.reply(`/api/v2/verify_payment/${paymentId}`, { status: 429, body: '', headers: { 'retry-after': '60' } });
+    const res = await post(hook(), { payment_id: paymentId });
+    expect([res.status, res.headers.get('retry-after')]).toEqual([503, '60']);
+    expect(verifyCalls(fake, paymentId)).toBe(1);
+    expect(shop.outcomes.events).toEqual([]);
+  });
+
   it('return first, then the late webhook: handlers once, the webhook makes no verify call', async () => {
     const { paymentId, hook } = await generate(shop);
     answerVerify(fake, paymentId, { status: 'SUCCESS' });
