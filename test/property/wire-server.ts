@@ -13,7 +13,21 @@ export interface WireRequest {
   body: unknown;
 }
 
-const GENERATE_KEYS = new Set(['amount', 'success_link', 'fail_link', 'webhook', 'developer_tracking_id', 'session_timeout_secs', 'accept_card', 'image_url']);
+// The request fields of the spec (interface §4.1) and of the public pages (public-api-facts §4),
+// written out here as the service's side of the contract (not read from the client's table).
+const GENERATE_KEYS = new Set([
+  'amount',
+  'success_link',
+  'fail_link',
+  'webhook',
+  'developer_tracking_id',
+  'session_timeout_secs',
+  'accept_card',
+  'image_url',
+  'pre_authorization',
+  'client_id',
+  'destination',
+]);
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isId = (v: unknown) => typeof v === 'string' && /\S/.test(v);
@@ -89,6 +103,25 @@ export class WireCheckingServer {
           problem('session_timeout_secs');
         if ('accept_card' in b && typeof b.accept_card !== 'boolean') problem('accept_card');
         if ('developer_tracking_id' in b && !(typeof b.developer_tracking_id === 'string' && b.developer_tracking_id !== '')) problem('developer_tracking_id');
+        if ('pre_authorization' in b && typeof b.pre_authorization !== 'boolean') problem('pre_authorization');
+        if ('client_id' in b && !isId(b.client_id)) problem('client_id');
+        if ('destination' in b) {
+          const parts = b.destination;
+          const valid =
+            Array.isArray(parts) &&
+            parts.length > 0 &&
+            parts.every(
+              (p) =>
+                isPlainObject(p) &&
+                Object.keys(p).sort().join() === 'amount,destination' &&
+                Number.isSafeInteger(p.amount) &&
+                (p.amount as number) > 0 &&
+                isId(p.destination),
+            );
+          if (!valid) problem(`destination ${JSON.stringify(parts)?.slice(0, 60)}`);
+          else if (typeof b.amount === 'string' && parts.reduce((sum: bigint, p) => sum + BigInt(p.amount as number), 0n) > BigInt(b.amount))
+            problem('destination adds up to more than amount');
+        }
         const id = `pay_${++this.count}`;
         answer = {
           result: {
