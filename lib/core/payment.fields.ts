@@ -134,7 +134,7 @@ const FIELDS = {
   preAuthorization: { wire: 'pre_authorization', type: 'boolean', required: false, fromOptions: false },
   /**
    * Your identifier of the customer: once they pay, the service keeps a card binding for it,
-   * listed by `listBindings(clientId)` and named in the verify details (`bindingId`).
+   * listed by `listBindings(clientId)` and named in `verifyPayment`'s `details` (`binding_id`, as the service sends it).
    */
   clientId: { wire: 'client_id', type: 'identifier', required: false, fromOptions: false },
   /** Split payment: parts of the amount for other merchants; their sum must not exceed `amount`. */

@@ -5,13 +5,18 @@ import { createServer, type AddressInfo } from 'node:net';
 import {
   CancellationFailedError,
   InvalidClientIdError,
+  OnPaymentAuthorized,
   OnPaymentConfirmed,
+  OnPaymentEvent,
   OnPaymentFailed,
+  PaymentEvents,
   PaymentsApiError,
   PaymentsAuthenticationError,
   PaymentsModule,
   PaymentsService,
   RefundNotAllowedError,
+  type PaymentAuthorizedEvent,
+  type PaymentCapturedEvent,
   type PaymentConfirmedEvent,
   type PaymentFailedEvent,
 } from '../../lib/index.js';
@@ -21,6 +26,16 @@ import { PaymentsSandbox } from '../../lib/testing/index.js';
 class Orders {
   readonly paid: PaymentConfirmedEvent[] = [];
   readonly failed: PaymentFailedEvent[] = [];
+  readonly authorized: PaymentAuthorizedEvent[] = [];
+  readonly captured: PaymentCapturedEvent[] = [];
+  @OnPaymentAuthorized()
+  markAuthorized(event: PaymentAuthorizedEvent) {
+    this.authorized.push(event);
+  }
+  @OnPaymentEvent(PaymentEvents.CAPTURED)
+  markCaptured(event: PaymentCapturedEvent) {
+    this.captured.push(event);
+  }
   @OnPaymentConfirmed()
   markPaid(event: PaymentConfirmedEvent) {
     this.paid.push(event);
@@ -80,6 +95,42 @@ describe('the plugin against its own sandbox', () => {
     expect(app.get(Orders).paid.map((e) => e.paymentId)).not.toContain(paymentId);
     expect(app.get(Orders).failed.map((e) => [e.paymentId, e.status])).toEqual([[paymentId, 'FAILURE']]);
     await expect(payments.refundPayment(paymentId)).rejects.toBeInstanceOf(RefundNotAllowedError);
+  });
+
+  it('pre-authorizes: generate with preAuthorization, the customer pays, payment.authorized, capture part, payment.captured', async () => {
+    const orders = app.get(Orders);
+    const { paymentId } = await payments.generatePayment({ amount: '20000', developerTrackingId: 'order-pre', preAuthorization: true });
+    const settlement = await sandbox.completePayment(paymentId);
+    expect([settlement.status, settlement.delivered]).toEqual(['PREAUTH_SUCCESS', true]);
+    expect(orders.authorized).toEqual([expect.objectContaining({ paymentId, amount: '20000', developerTrackingId: 'order-pre', status: 'PREAUTH_SUCCESS' })]);
+    expect(orders.paid.map((e) => e.paymentId)).not.toContain(paymentId);
+
+    const capture = await payments.capturePayment(paymentId, { amount: '15000' });
+    expect(capture).toMatchObject({ paymentId, amount: '15000' });
+    expect(orders.captured).toEqual([expect.objectContaining({ paymentId, amount: '15000', status: capture.status })]);
+    // Captured once: the rest was released, a second capture is refused and emits nothing.
+    await expect(payments.capturePayment(paymentId)).rejects.toMatchObject({ code: 'CAPTURE_NOT_ALLOWED' });
+    expect(orders.captured).toHaveLength(1);
+  });
+
+  it('saves the card: generate with clientId, the customer pays, listBindings shows the binding named in verify', async () => {
+    const clientId = 'customer-77';
+    await expect(payments.listBindings(clientId)).resolves.toEqual([]);
+    const { paymentId } = await payments.generatePayment({ amount: '3000', clientId });
+    await sandbox.completePayment(paymentId);
+    const bindings = await payments.listBindings(clientId);
+    expect(bindings).toEqual([
+      {
+        bindingId: expect.any(String),
+        clientId,
+        cardLastFour: expect.stringMatching(/^[0-9]{4}$/),
+        cardBrand: expect.any(String),
+        status: 'active',
+        createdAt: expect.any(String),
+      },
+    ]);
+    const verified = await payments.verifyPayment(paymentId);
+    expect(verified.details).toMatchObject({ binding_id: bindings[0].bindingId });
   });
 
   it('cancels a pre-authorized payment once', async () => {
