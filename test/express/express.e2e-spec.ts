@@ -11,7 +11,7 @@ import {
   type PaymentConfirmedEvent,
 } from '../../lib/express/index.js';
 import { FakeService, OK, PATHS } from '../support/fake-service.js';
-import { quietLogger, tokenOf, verifyCount } from '../support/outcome-kit.js';
+import { postChunked, quietLogger, tokenOf, verifyCount } from '../support/outcome-kit.js';
 
 const SECRET = 'express-webhook-secret-0123456789abcdef';
 
@@ -143,6 +143,23 @@ describe('nestjs-payments/express', () => {
     expect(await answers[3].json()).toEqual({ received: false, error: 'payload too large' });
     expect(events.length).toBe(before);
     expect(fake.requests.filter((r) => r.path.startsWith('/api/v2/verify_payment/')).length).toBe(verifiesBefore);
+  });
+
+  it('413 for chunked bodies over maxBodyBytes (no Content-Length), whatever the type, also past an app-wide JSON parser; no verify call', async () => {
+    const { paymentId, token } = await generate();
+    for (const contentType of ['application/json', 'text/plain', 'application/x-www-form-urlencoded', undefined]) {
+      const res = await postChunked(hook(token), 6_000, { contentType, paymentId });
+      expect([contentType, res.status, res.chunked, JSON.parse(res.body)]).toEqual([
+        contentType,
+        413,
+        true,
+        { received: false, error: expect.stringContaining('payload too large') },
+      ]);
+    }
+    expect(verifyCount(fake, paymentId)).toBe(0);
+    // Under the limit, a chunked delivery is an ordinary one.
+    expect((await postChunked(hook(token), 1_000, { contentType: 'application/json', paymentId })).status).toBe(200);
+    expect(events.filter((e) => e.paymentId === paymentId)).toHaveLength(1);
   });
 
   it('a failing callback answers 500 and the redelivery runs it; concurrent duplicates run it once', async () => {

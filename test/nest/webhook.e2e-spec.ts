@@ -17,6 +17,7 @@ import {
   type PaymentsModuleOptions,
 } from '../../lib/index.js';
 import { FakeService } from '../support/fake-service.js';
+import { postChunked } from '../support/outcome-kit.js';
 import { ADAPTERS, answerVerify, generateThrough, startNestApp, verifyCalls, type AdapterName, type RunningApp } from '../support/nest-app.js';
 
 const SECRET = 'whsec_0123456789abcdef0123456789abcdef';
@@ -355,6 +356,19 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
       expect((await post(hook(), {})).status).toBe(400);
       expect(verifyCalls(fake)).toBe(0);
       expect((await post(hook(), { payment_id: paymentId })).status).toBe(200);
+    });
+
+    it('413 for a chunked body over webhook.maxBodyBytes (no Content-Length to check up front), whatever its type; no call', async () => {
+      const { paymentId, hook } = await generate(shop);
+      answerVerify(fake, paymentId, { status: 'SUCCESS' });
+      for (const contentType of ['application/json', 'text/plain', 'application/x-www-form-urlencoded', undefined]) {
+        const res = await postChunked(hook(), 70_000, { contentType, paymentId });
+        expect([contentType, res.status, res.chunked]).toEqual([contentType, 413, true]);
+      }
+      expect(verifyCalls(fake)).toBe(0);
+      // A chunked body under the limit is an ordinary delivery.
+      expect((await postChunked(hook(), 2_000, { contentType: 'application/json', paymentId })).status).toBe(200);
+      expect(shop.outcomes.named(PaymentEvents.CONFIRMED).map((e) => e.paymentId)).toEqual([paymentId]);
     });
 
     it('413 for a body over webhook.maxBodyBytes, with or without a type', async () => {

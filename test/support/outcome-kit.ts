@@ -1,5 +1,5 @@
 import express from 'express';
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PaymentsClient } from '../../lib/core/payments.client.js';
 import { MemoryPaymentsStore } from '../../lib/core/memory.store.js';
@@ -73,6 +73,51 @@ export async function postJson(url: string, body: unknown): Promise<{ status: nu
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+}
+
+/**
+ * POSTs `bytes` bytes of body with `Transfer-Encoding: chunked` and no Content-Length (so a size
+ * limit cannot be checked up front), in 4 KiB chunks; resolves with the answer's status and body.
+ * The server may answer before the whole body was sent: write errors after that are expected.
+ */
+export function postChunked(
+  url: string,
+  bytes: number,
+  options: { contentType?: string; paymentId?: string } = {},
+): Promise<{ status: number; body: string; chunked: boolean }> {
+  const { contentType, paymentId = 'pay_chunked' } = options;
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { 'transfer-encoding': 'chunked' };
+    if (contentType) headers['content-type'] = contentType;
+    const req = http.request(url, { method: 'POST', headers });
+    let answered = false;
+    req.on('response', (res) => {
+      answered = true;
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), chunked: req.getHeader('content-length') === undefined }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', (error) => {
+      if (!answered) reject(error);
+    });
+    // A JSON object whose padding makes up the size: a parser that reads it whole sees valid JSON.
+    const head = Buffer.from(`{"payment_id":${JSON.stringify(paymentId)},"pad":"`);
+    const tail = Buffer.from('"}');
+    let left = Math.max(0, bytes - head.length - tail.length);
+    const write = () => {
+      if (answered || req.destroyed) return;
+      if (left === 0) return void req.end(tail);
+      const size = Math.min(4096, left);
+      left -= size;
+      if (req.write(Buffer.alloc(size, 'x'))) setImmediate(write);
+      else req.once('drain', write);
+    };
+    req.write(head);
+    write();
+  });
 }
 
 type StoreMethod = Exclude<keyof PaymentsStore, 'ping' | 'close'>;
