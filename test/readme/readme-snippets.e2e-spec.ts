@@ -1,0 +1,326 @@
+// Every README snippet runs as pasted. `scripts/readme-snippets.mjs` extracts them to
+// test/readme/snippets/ (readme.spec.ts checks they are current; `npm test` type-checks them):
+// the one named `*.e2e-spec.ts` is a test of its own; every other one is imported here, with the
+// PAYMENTS_* variables pointing at a PaymentsSandbox, booted (modules in a Nest app, providers
+// and controllers beside a module) and exercised by one of the SCENARIOS below, or declared a
+// fragment in FRAGMENTS with the reason it cannot run alone. A snippet whose exports no scenario
+// uses and no fragment names fails the test: nothing is skipped silently.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  Controller,
+  Injectable,
+  Module,
+  Post,
+  type CanActivate,
+  type DynamicModule,
+  type ExecutionContext,
+  type INestApplication,
+  type Type,
+} from '@nestjs/common';
+import { APP_GUARD, Reflector } from '@nestjs/core';
+import { Test } from '@nestjs/testing';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { getPaymentsServiceToken, PaymentsModule, PaymentsService, type PaymentsStore } from '../../lib/index.js';
+import { PaymentsSandbox } from '../../lib/testing/index.js';
+
+const SNIPPETS = join(import.meta.dirname, 'snippets');
+const SECRET = 'readme-snippets-webhook-secret-0123456789abcdef';
+
+/** What a scenario gets: the exports of the snippets it uses, and the running sandbox and port. */
+interface Context {
+  exports: Record<string, unknown>;
+  sandbox: PaymentsSandbox;
+  /** `http://127.0.0.1:<port>` of the pre-listened server the booted app serves (PAYMENTS_WEBHOOK_PUBLIC_URL's host). */
+  url: string;
+  boot(metadata: { imports?: Array<Type | DynamicModule>; controllers?: Type[]; providers?: Array<Type | object> }): Promise<INestApplication>;
+}
+
+interface Scenario {
+  /** What it shows works. */
+  name: string;
+  /** Exported names of the snippets it runs. */
+  uses: string[];
+  run(context: Context): Promise<void>;
+}
+
+/** A snippet that cannot run alone: identified by its exports (or `(no exports) <import>`), with the reason. */
+interface Fragment {
+  identity: string;
+  reason: string;
+}
+
+/** A request to one of the booted app's routes. */
+function post(url: string, body: unknown = { payment_id: 'pay_unknown' }) {
+  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+/** A JWT-style global guard honouring a public-route flag. */
+function refuseUnlessPublic(flag: string): Type<CanActivate> {
+  @Injectable()
+  class RefuseUnlessPublic implements CanActivate {
+    constructor(private readonly reflector: Reflector) {}
+    canActivate(context: ExecutionContext) {
+      return this.reflector.getAllAndOverride<boolean>(flag, [context.getHandler(), context.getClass()]) === true;
+    }
+  }
+  return RefuseUnlessPublic;
+}
+
+@Controller('account')
+class AccountController {
+  @Post()
+  secret() {
+    return { secret: true };
+  }
+}
+
+function sandboxPaymentOf(sandbox: PaymentsSandbox, link: string): string {
+  const payment = sandbox.payments().find((p) => p.link === link);
+  expect(payment).toBeDefined();
+  return payment!.paymentId;
+}
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: 'Quick start: the module, the checkout controller and the outcome handlers take a payment through the webhook',
+    uses: ['ShopModule', 'CheckoutController', 'OrdersService'],
+    async run({ exports, sandbox, url, boot }) {
+      const app = await boot({ imports: [exports.ShopModule as Type] });
+      const pay = await fetch(`${url}/orders/order-7/pay`, { method: 'POST', redirect: 'manual' });
+      expect(pay.status).toBe(303);
+      const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
+      expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-7' });
+      expect(await (await fetch(`${url}/orders/order-7/back?payment_id=${paymentId}`)).text()).toBe('Processing, refresh in a moment.');
+      await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+      // The webhook ran OrdersService.markPaid (the only payment.confirmed listener: without it the outcome would have failed).
+      expect(await app.get(PaymentsService).getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', source: 'webhook', handlers: 'succeeded' });
+      expect(await (await fetch(`${url}/orders/order-7/back?payment_id=${paymentId}`)).text()).toBe('Thank you, paid.');
+    },
+  },
+  {
+    name: 'Global guards: webhook.decorators mark the webhook route public for a deny-by-default APP_GUARD',
+    uses: ['PublicWebhookModule', 'IS_PUBLIC_KEY'],
+    async run({ exports, url, boot }) {
+      await boot({
+        imports: [exports.PublicWebhookModule as Type],
+        controllers: [AccountController],
+        providers: [{ provide: APP_GUARD, useClass: refuseUnlessPublic(exports.IS_PUBLIC_KEY as string) }],
+      });
+      expect((await post(`${url}/account`)).status).toBe(403);
+      // Past the host's guard, the plugin's token check answers.
+      expect((await post(`${url}/payments/webhook/forged-token`)).status).toBe(401);
+    },
+  },
+  {
+    name: 'Pre-authorization: CaptureLater holds, and captures part once the authorization arrives by webhook',
+    uses: ['CaptureLater'],
+    async run({ exports, sandbox, url, boot }) {
+      const app = await boot({
+        imports: [
+          PaymentsModule.forRoot(sandbox.options({ webhook: { publicUrl: `${url}/payments/webhook`, secret: SECRET }, reconciliation: { enabled: false } })),
+        ],
+        providers: [exports.CaptureLater as Type],
+      });
+      const captureLater = app.get(exports.CaptureLater as Type<{ hold(orderId: string): Promise<string> }>);
+      const paymentId = sandboxPaymentOf(sandbox, await captureLater.hold('order-5'));
+      await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ status: 'PREAUTH_SUCCESS', delivered: true });
+      expect(sandbox.getPayment(paymentId)).toMatchObject({ state: 'captured', clientId: 'customer-17' });
+      expect(sandbox.requests.filter((r) => r.path === '/api/v2/confirm_payment').map((r) => JSON.parse(r.body ?? '{}') as unknown)).toEqual([
+        expect.objectContaining({ amount: '15000' }),
+      ]);
+    },
+  },
+  {
+    name: 'Configuration from the environment: AppModule reads PAYMENTS_*, a failed payment reaches its webhook',
+    uses: ['AppModule'],
+    async run({ exports, sandbox, url, boot }) {
+      const app = await boot({ imports: [exports.AppModule as Type] });
+      const payments = app.get(PaymentsService);
+      const { paymentId } = await payments.generatePayment({ amount: '3000' });
+      expect(sandbox.getPayment(paymentId)?.webhook?.startsWith(`${url}/payments/webhook/`)).toBe(true);
+      await expect(sandbox.failPayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+      expect(await payments.getOutcome(paymentId)).toMatchObject({ outcome: 'failed', source: 'webhook' });
+    },
+  },
+  {
+    name: 'Several merchant accounts: two registrations, each with its own keys, service and webhook route',
+    uses: ['MarketplaceModule', 'Marketplace'],
+    async run({ exports, sandbox, url, boot }) {
+      const app = await boot({ imports: [exports.MarketplaceModule as Type] });
+      expect(app.get(exports.Marketplace as Type)).toBeDefined();
+      const links = { successLink: 'https://shop.example.com/ok', failLink: 'https://shop.example.com/ko' };
+      const shop = await app.get(PaymentsService).generatePayment({ amount: '1000', ...links });
+      const outlet = await app.get<PaymentsService>(getPaymentsServiceToken('outlet')).generatePayment({ amount: '2000', ...links });
+      expect([sandbox.getPayment(shop.paymentId)?.webhook, sandbox.getPayment(outlet.paymentId)?.webhook]).toEqual([
+        expect.stringMatching(/^https:\/\/shop\.example\.com\/payments\/webhook\/[^/]+$/),
+        expect.stringMatching(/^https:\/\/shop\.example\.com\/payments\/outlet\/webhook\/[^/]+$/),
+      ]);
+      expect((await post(`${url}/payments/webhook/forged-token`)).status).toBe(401);
+      expect((await post(`${url}/payments/outlet/webhook/forged-token`)).status).toBe(401);
+    },
+  },
+  {
+    name: "Several merchant accounts, async: OutletModule's static path and decorators, options from PAYMENTS_*",
+    uses: ['OutletModule'],
+    async run({ exports, sandbox, url, boot }) {
+      const app = await boot({
+        imports: [exports.OutletModule as Type],
+        controllers: [AccountController],
+        providers: [{ provide: APP_GUARD, useClass: refuseUnlessPublic('isPublic') }],
+      });
+      const { paymentId } = await app.get<PaymentsService>(getPaymentsServiceToken('outlet')).generatePayment({ amount: '2000' });
+      expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '2000', state: 'pending' });
+      expect((await post(`${url}/account`)).status).toBe(403);
+      expect((await post(`${url}/payments/outlet/webhook/forged-token`)).status).toBe(401);
+      expect((await post(`${url}/payments/webhook/forged-token`)).status).toBe(404);
+    },
+  },
+  {
+    name: 'Errors: refund() tells a refund from a refusal',
+    uses: ['refund'],
+    async run({ exports, sandbox, boot }) {
+      const refund = exports.refund as (payments: PaymentsService, paymentId: string) => Promise<string>;
+      const app = await boot({ imports: [PaymentsModule.forRoot(sandbox.options({ reconciliation: { enabled: false } }))] });
+      const payments = app.get(PaymentsService);
+      const { paymentId } = await payments.generatePayment({ amount: '4000' });
+      await sandbox.completePayment(paymentId);
+      expect(await refund(payments, paymentId)).toBe('refunded');
+      expect(await refund(payments, paymentId)).toBe('not refundable');
+    },
+  },
+  {
+    name: 'Stores: Redis, PostgreSQL and embedded PGlite stores answer, and the migration is SQL',
+    uses: ['redisStore', 'postgresStore', 'embeddedDb', 'embeddedStore', 'migrationSql'],
+    async run({ exports }) {
+      const stores = [exports.redisStore, exports.postgresStore, exports.embeddedStore] as PaymentsStore[];
+      try {
+        for (const store of stores) expect(typeof (await store.countPending())).toBe('number');
+        expect(exports.migrationSql).toMatch(/CREATE TABLE IF NOT EXISTS/);
+      } finally {
+        for (const store of stores) await store.close?.();
+        await (exports.embeddedDb as { close(): Promise<void> }).close();
+      }
+    },
+  },
+];
+
+const FRAGMENTS: Fragment[] = [
+  {
+    identity: '(no exports) nestjs-payments/express',
+    reason: 'builds an Express app without exporting or starting it, so no test can reach its routes (the Express router has its own suite)',
+  },
+];
+
+/** Snippets that are whole test files, run by Jest as such. */
+const OWN_TESTS = ['readme-recipe.e2e-spec.ts'];
+
+function snippetFiles(): Array<{ file: string; exports: string[]; identity: string }> {
+  return readdirSync(SNIPPETS)
+    .filter((file) => file.endsWith('.ts') && !OWN_TESTS.includes(file))
+    .sort()
+    .map((file) => {
+      const text = readFileSync(join(SNIPPETS, file), 'utf8');
+      const exports = [...text.matchAll(/^export (?:async )?(?:class|const|function|let) (\w+)/gm)].map((m) => m[1]);
+      const firstPackage = /from '(nestjs-payments[^']*)'/.exec(text)?.[1] ?? '?';
+      return { file, exports, identity: exports.length > 0 ? exports.join(', ') : `(no exports) ${firstPackage}` };
+    });
+}
+
+const ENV = {
+  PAYMENTS_WEBHOOK_SECRET: SECRET,
+  PAYMENTS_RECONCILIATION_ENABLED: 'false',
+  PAYMENTS_SUCCESS_LINK: 'https://shop.example.com/ok',
+  PAYMENTS_FAIL_LINK: 'https://shop.example.com/ko',
+};
+
+let sandbox: PaymentsSandbox;
+let server: Server;
+let url: string;
+const saved: Record<string, string | undefined> = {};
+const running: INestApplication[] = [];
+
+beforeAll(async () => {
+  sandbox = await PaymentsSandbox.start();
+  server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { publicKey, privateKey } = sandbox.options();
+  const env: Record<string, string> = {
+    ...ENV,
+    PAYMENTS_PUBLIC_KEY: publicKey,
+    PAYMENTS_PRIVATE_KEY: privateKey,
+    PAYMENTS_PUBLIC_KEY_SHOP: publicKey,
+    PAYMENTS_PRIVATE_KEY_SHOP: privateKey,
+    PAYMENTS_PUBLIC_KEY_OUTLET: publicKey,
+    PAYMENTS_PRIVATE_KEY_OUTLET: privateKey,
+    PAYMENTS_BASE_URL: sandbox.url,
+    PAYMENTS_WEBHOOK_PUBLIC_URL: `${url}/payments/webhook`,
+  };
+  for (const [key, value] of Object.entries(env)) {
+    saved[key] = process.env[key];
+    process.env[key] = value;
+  }
+});
+
+afterAll(async () => {
+  for (const [key, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[key];
+    else process.env[key] = value;
+  }
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  await sandbox.close();
+});
+
+/** Boots a Nest app (Express) serving the pre-listened server; closed after the scenario. */
+async function boot(metadata: Parameters<Context['boot']>[0]): Promise<INestApplication> {
+  @Module({ imports: metadata.imports ?? [], controllers: metadata.controllers ?? [], providers: (metadata.providers ?? []) as never[] })
+  class HostModule {}
+  const moduleRef = await Test.createTestingModule({ imports: [HostModule] }).compile();
+  const app = moduleRef.createNestApplication({ logger: false });
+  running.push(app);
+  await app.init();
+  server.removeAllListeners('request');
+  server.on('request', app.getHttpAdapter().getInstance() as RequestListener);
+  return app;
+}
+
+async function importSnippets(names: string[]): Promise<Record<string, unknown>> {
+  const exports: Record<string, unknown> = {};
+  for (const snippet of snippetFiles().filter((s) => s.exports.some((e) => names.includes(e)))) {
+    Object.assign(exports, (await import(join(SNIPPETS, snippet.file))) as Record<string, unknown>);
+  }
+  return exports;
+}
+
+describe('README snippets', () => {
+  it('each one is run by a scenario below, is a test of its own, or is a declared fragment', () => {
+    const used = new Set(SCENARIOS.flatMap((s) => s.uses));
+    const fragments = new Set(FRAGMENTS.map((f) => f.identity));
+    const snippets = snippetFiles();
+    const unaccounted = snippets.filter((s) => (s.exports.length === 0 || !s.exports.every((e) => used.has(e))) && !fragments.has(s.identity));
+    expect(unaccounted.map((s) => `${s.file}: ${s.identity}`)).toEqual([]);
+    // And nothing stale: every name a scenario uses, and every fragment, is still in the README.
+    const exported = new Set(snippets.flatMap((s) => s.exports));
+    expect([...used].filter((name) => !exported.has(name))).toEqual([]);
+    expect(FRAGMENTS.filter((f) => !snippets.some((s) => s.identity === f.identity))).toEqual([]);
+    for (const file of OWN_TESTS) expect(readdirSync(SNIPPETS)).toContain(file);
+  });
+
+  it.each(FRAGMENTS.map((f) => [f.identity, f.reason]))('fragment, type-checked only: %s (%s)', (identity) => {
+    expect(snippetFiles().filter((s) => s.identity === identity)).toHaveLength(1);
+  });
+
+  it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
+    const exports = await importSnippets(scenario.uses);
+    expect(Object.keys(exports)).toEqual(expect.arrayContaining(scenario.uses));
+    try {
+      await scenario.run({ exports, sandbox, url, boot });
+    } finally {
+      for (const app of running.splice(0)) await app.close();
+    }
+  });
+});
