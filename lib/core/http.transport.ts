@@ -4,8 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import { PaymentsConnectionError, type PaymentsOperation } from './payments.errors.js';
 import type { PaymentsLogger } from './payments.logger.js';
-import type { RawResponse } from './response.parser.js';
+import { parseJson, type RawResponse } from './response.parser.js';
 import { backoff, isRetryable, retryAfterSecs, retryDelay } from './retry.policy.js';
+import { SecretRedactor } from './secret.redactor.js';
 
 /** Settings of the transport. */
 export interface TransportOptions {
@@ -42,8 +43,8 @@ const TIMEOUTS = new Set(['ETIMEDOUT', 'ECONNABORTED']);
  */
 export class HttpTransport {
   readonly #authorization: string;
-  /** Forms of the private key an answer might echo (raw, URL-encoded), removed from every body. */
-  readonly #secrets: string[];
+  /** Cuts the private key out of every answer (raw text, and every string of a JSON body). */
+  readonly #redactor: SecretRedactor;
   readonly #http: AxiosInstance;
   readonly #agents: { http: http.Agent; https: https.Agent };
   readonly #maxRetries: number;
@@ -55,7 +56,7 @@ export class HttpTransport {
   /** @param options where and how to send */
   constructor(options: TransportOptions) {
     this.#authorization = `Bearer ${options.publicKey}:${options.privateKey}`;
-    this.#secrets = [...new Set([options.privateKey, encodeURIComponent(options.privateKey)])].filter((s) => s.length >= 4);
+    this.#redactor = new SecretRedactor(options.privateKey);
     this.#maxRetries = options.maxRetries;
     this.#logger = options.logger;
     this.#timeoutMs = options.timeoutMs;
@@ -146,8 +147,8 @@ export class HttpTransport {
         // (a 429 becomes RATE_LIMITED with retryAfterSecs) rather than spend an attempt it refuses.
         this.#logger.log(`${request.operation}: HTTP ${status} with Retry-After ${waitSecs} s: not retried within this call`);
       }
-      const body = this.#redact(typeof response.data === 'string' ? response.data : String(response.data ?? ''));
-      return waitSecs === undefined ? { status, body } : { status, body, retryAfterSecs: waitSecs };
+      const answer = this.#redact(typeof response.data === 'string' ? response.data : String(response.data ?? ''));
+      return waitSecs === undefined ? { status, ...answer } : { status, ...answer, retryAfterSecs: waitSecs };
     }
   }
 
@@ -162,11 +163,15 @@ export class HttpTransport {
   }
 
   // A service (or a proxy in front of it) that echoes the request's headers must not put the
-  // private key into an error message, an excerpt or a log line.
-  #redact(body: string): string {
-    let text = body;
-    for (const secret of this.#secrets) if (text.includes(secret)) text = text.split(secret).join('[redacted]');
-    return text;
+  // private key into an error message, an excerpt, a verify answer's details or a log line. The
+  // body is parsed here, once: every string of it is cleaned whatever escapes spelled the key,
+  // and a body that held it is passed on re-serialised, so no escaped form survives in excerpts.
+  #redact(raw: string): { body: string; json?: unknown } {
+    const body = this.#redactor.text(raw);
+    const parsed = parseJson(raw);
+    if (parsed === undefined) return { body };
+    const { value, changed } = this.#redactor.json(parsed);
+    return { body: changed ? JSON.stringify(value) : body, json: value };
   }
 
   /** Waits before a retry; close() cuts the wait short (the loop then stops). */

@@ -9,10 +9,13 @@ import {
 } from './payments.errors.js';
 import { isJsonObject, type JsonObject } from './wire.mapper.js';
 
-/** An answer of the service as the transport returns it: status, raw text and what the service asked to wait. */
+/** An answer of the service as the transport returns it: status, text, parsed JSON and what the service asked to wait. */
 export interface RawResponse {
   status: number;
+  /** The body's text, the private key cut out. */
   body: string;
+  /** The body parsed as JSON (the private key cut out of every string), when the transport parsed it; else the body is parsed here. */
+  json?: unknown;
   /** Seconds from a `Retry-After` header, when there was one. */
   retryAfterSecs?: number;
 }
@@ -80,7 +83,7 @@ export function apiError(statuses: number[], serviceCode: string | undefined, de
  */
 export function interpretResponse(operation: PaymentsOperation, response: RawResponse, isSuccess: (json: JsonObject) => boolean): JsonObject {
   const { status } = response;
-  const json = parseJson(response.body);
+  const json = response.json !== undefined ? response.json : parseJson(response.body);
   const base = { operation, httpStatus: status, ...(response.retryAfterSecs !== undefined ? { retryAfterSecs: response.retryAfterSecs } : {}) };
 
   if (!isJsonObject(json)) throw apiError([status], undefined, { ...base, bodyExcerpt: excerpt(response.body) });

@@ -31,11 +31,13 @@ import { collectUnhandledRejections, settle } from '../faults/support/guards.js'
 const PRIVATE_KEY = 'sk_live_PRIVKEY-7f3b2c9d1e-ZQ';
 const WEBHOOK_SECRET = 'whsec_WHSECRET-0a1b2c3d4e5f6a7b8c9d0e1f2a3b';
 const SHORT_SECRET = 'whsec_SHORTSECRET-42';
+/** A key with the characters JSON and URLs escape: `/` (PHP writes `\/`), `"`, `+` and `\`. */
+const ESCAPED_KEY = 'sk_live/AbC+dEf/123=="q\\uote';
 
 /** Every form in which a secret could show up in text. */
 function needles(): string[] {
   const list: string[] = [];
-  for (const secret of [PRIVATE_KEY, WEBHOOK_SECRET, SHORT_SECRET]) {
+  for (const secret of [PRIVATE_KEY, WEBHOOK_SECRET, SHORT_SECRET, ESCAPED_KEY]) {
     const b = Buffer.from(secret);
     list.push(
       secret,
@@ -45,10 +47,29 @@ function needles(): string[] {
       b.toString('hex'),
       encodeURIComponent(secret),
       JSON.stringify(secret).slice(1, -1),
+      JSON.stringify(secret).slice(1, -1).replace(/\//g, '\\/'),
+      hexJson(secret).slice(1, -1),
     );
   }
   list.push(Buffer.from(`pk_live:${PRIVATE_KEY}`).toString('base64'));
   return list;
+}
+
+/** JSON as PHP's json_encode writes it by default: `/` escaped as `\/`. */
+function phpJson(value: unknown): string {
+  return JSON.stringify(value).replace(/\//g, '\\/');
+}
+
+/** JSON with every character of every string but letters and digits written as a \uXXXX escape. */
+function hexJson(value: unknown): string {
+  if (typeof value === 'string')
+    return `"${[...value].map((c) => (/[A-Za-z0-9]/.test(c) ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)).join('')}"`;
+  if (Array.isArray(value)) return `[${value.map(hexJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null)
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${hexJson(k)}:${hexJson(v)}`)
+      .join(',')}}`;
+  return JSON.stringify(value);
 }
 
 /** A LoggerService that keeps everything, every argument, rendered deeply. */
@@ -178,7 +199,7 @@ describe('a full run through every error path leaks neither the private key nor 
   const tokenOf = (paymentId: string) => tokenOfUrl(sandbox.getPayment(paymentId)!.webhook!);
 
   beforeAll(async () => {
-    sandbox = await PaymentsSandbox.start({ publicKey: 'pk_live', privateKey: PRIVATE_KEY, webhookRetries: 2 });
+    sandbox = await PaymentsSandbox.start({ publicKey: 'pk_live', privateKey: PRIVATE_KEY, webhookAttempts: 2 });
     otherSandbox = await PaymentsSandbox.start({ publicKey: 'pk_live', privateKey: 'a-different-key' });
     store = new FlakyStore();
     const port = await freePort();
@@ -499,6 +520,101 @@ describe('a full run through every error path leaks neither the private key nor 
         logger.log(inspect(event, { depth: 10, showHidden: true }));
         logger.log(JSON.stringify(event));
         logger.log(JSON.stringify(event.verification));
+      }
+    } finally {
+      await client.close();
+      echo.closeAllConnections();
+      await new Promise((r) => echo.close(r));
+    }
+  });
+
+  it('a key with /, ", + and \\ echoed in escaped JSON (PHP-style \\/, \\uXXXX) is cut out of errors, verify details, events and records', async () => {
+    expect(phpJson(ESCAPED_KEY)).toContain('\\/');
+    // Every answer echoes the Authorization header, JSON-encoded two ways a real server might.
+    const echo = http.createServer((req, res) => {
+      const auth = req.headers.authorization ?? '';
+      const path = new URL(req.url ?? '/', 'http://echo').pathname;
+      const send = (status: number, text: string) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(text);
+      };
+      if (path.startsWith('/api/v2/verify_payment/')) {
+        const id = decodeURIComponent(path.split('/').at(-1)!);
+        const result = {
+          type: 'card',
+          amount: 900,
+          status: 'SUCCESS',
+          developer_tracking_id: `t-${id}`,
+          details: { echoed: auth, [auth]: 'as a key', deep: [{ auth }] },
+        };
+        return send(200, (id.endsWith('hex') ? hexJson : phpJson)({ success: true, result }));
+      }
+      if (path === '/api/v2/generate_payment') return send(500, phpJson({ result: { status: 500, message: `rejected ${auth}` } }));
+      if (path === '/api/v2/refund_payment') return send(400, hexJson({ status: 'error', message: `cannot refund for ${auth}`, code: 'REFUND_NOT_ALLOWED' }));
+      if (path === '/api/v2/cancel_payment') return send(401, phpJson({ status: 'error', message: `bad credentials ${auth}`, code: 'AUTH' }));
+      // A 200 that is no success shape: its excerpt goes into the error.
+      if (path === '/api/v2/bindings/list') return send(200, phpJson({ echoed: auth }));
+      return send(404, hexJson({ result: { status: 404, message: `no ${path} for ${auth}` } }));
+    });
+    await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+    const seen: PaymentOutcomeEvent[] = [];
+    const client = createPaymentsClient({
+      publicKey: 'pk_live',
+      privateKey: ESCAPED_KEY,
+      baseUrl: `http://127.0.0.1:${(echo.address() as net.AddressInfo).port}`,
+      successLink: 'https://shop.example/ok',
+      failLink: 'https://shop.example/ko',
+      webhook: { publicUrl: 'https://shop.example/hook', secret: WEBHOOK_SECRET },
+      maxRetries: 0,
+      logger: {
+        log: (m) => void lines.push(`[escaped log] ${m}`),
+        warn: (m) => void lines.push(`[escaped warn] ${m}`),
+        error: (m) => void lines.push(`[escaped error] ${m}`),
+      },
+    });
+    createWebhookRouter({ client, onPaymentConfirmed: (e) => void seen.push(e) });
+    try {
+      const errors = [
+        await attempt(() => client.generatePayment({ amount: '900' })),
+        await attempt(() => client.refundPayment('pay_1')),
+        await attempt(() => client.cancelPayment('pay_1')),
+        await attempt(() => client.listBindings('client-1')),
+        await attempt(() => client.capturePayment('pay_1')),
+      ];
+      expect(errors.map((e) => (e as PaymentsError).code)).toEqual([
+        'API_ERROR',
+        'REFUND_NOT_ALLOWED',
+        'AUTHENTICATION_FAILED',
+        'INVALID_RESPONSE',
+        'NOT_FOUND',
+      ]);
+      for (const error of errors) {
+        const text = `${(error as Error).message}\n${JSON.stringify(error)}`;
+        // The echo happened (the marker) and nothing of the key is left, in any spelling.
+        expect(text).toContain('[redacted]');
+        expect(needles().filter((n) => text.includes(n))).toEqual([]);
+      }
+
+      for (const id of ['pay_escaped_php', 'pay_escaped_hex']) {
+        const result = await client.reconcilePayment(id, { expected: { amount: '900', developerTrackingId: `t-${id}` } });
+        expect(result.outcome).toBe('confirmed');
+        const verified = await client.verifyPayment(id);
+        expect(verified.details).toEqual({
+          echoed: 'Bearer pk_live:[redacted]',
+          'Bearer pk_live:[redacted]': 'as a key',
+          deep: [{ auth: 'Bearer pk_live:[redacted]' }],
+        });
+        for (const shown of [JSON.stringify(verified), inspect(verified, { depth: 10 }), inspect(await client.getOutcome(id), { depth: 10 })]) {
+          expect(needles().filter((n) => shown.includes(n))).toEqual([]);
+          logger.log(shown);
+        }
+      }
+      expect(seen.map((e) => e.paymentId)).toEqual(['pay_escaped_php', 'pay_escaped_hex']);
+      for (const event of seen) {
+        const shown = `${JSON.stringify(event)}\n${inspect(event, { depth: 10, showHidden: true })}`;
+        expect(shown).toContain('[redacted]');
+        expect(needles().filter((n) => shown.includes(n))).toEqual([]);
+        logger.log(shown);
       }
     } finally {
       await client.close();
