@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
 import { PaymentsClient, SERVICE_PATHS } from '../../lib/core/payments.client.js';
 import { PaymentsApiError, PaymentsAuthenticationError, PaymentsValidationError } from '../../lib/core/payments.errors.js';
 import { FakeService } from '../support/fake-service.js';
@@ -123,6 +124,17 @@ describe('the wire of the operations the public docs add (public-api-facts §1, 
       const before = fake.requests.length;
       await expect(client.capturePayment('pre_4', { amount: 12.5 })).rejects.toThrow(/toMillimes\('12.5'\)/);
       expect(fake.requests).toHaveLength(before);
+    });
+  });
+
+  describe('generatePayment input', () => {
+    it('refuses dinars before sending, with the message the README quotes', async () => {
+      const message = "looks like dinars: amounts are whole millimes, e.g. toMillimes('12.5')";
+      const error = await client.generatePayment({ amount: '12.5' }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PaymentsValidationError);
+      expect((error as PaymentsValidationError).fields).toEqual([{ field: 'amount', messages: [message] }]);
+      expect(fake.requests).toHaveLength(0);
+      expect(readFileSync(new URL('../../README.md', import.meta.url), 'utf8')).toContain(`"${message}"`);
     });
   });
 

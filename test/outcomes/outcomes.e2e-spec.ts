@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { runAllHandlers, type OutcomeHandler } from '../../lib/core/outcome.handlers.js';
 import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
-import { MemoryPaymentsStore, PaymentsValidationError } from '../../lib/index.js';
+import { MemoryPaymentsStore, PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError } from '../../lib/index.js';
 import { FakeService } from '../support/fake-service.js';
-import { answerVerify, generateVia, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
+import { answerVerify, DelegatingStore, generateVia, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
 
@@ -382,5 +382,44 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
     });
     expect(seen.map((s) => s.callback)).toEqual(['mismatch']);
     expect(logged.filter((l) => l.includes('without comparing'))).toEqual([]);
+  });
+});
+
+describe('the store unreachable: PaymentsStoreUnavailableError names the payment', () => {
+  it('reconcilePayment: the claim cannot be taken, so nothing is verified and nothing runs', async () => {
+    const store = new DelegatingStore();
+    const client = newClient(undefined, store);
+    const seen: Seen[] = [];
+    await routerFor(client, seen);
+    const p = await generateVia(client, fake, nextId('store-down'), { amount: '300' });
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 300 });
+    store.fail.add('claim');
+    const error = await client.reconcilePayment(p.paymentId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentsStoreUnavailableError);
+    expect(error).toBeInstanceOf(PaymentsError);
+    const e = error as PaymentsStoreUnavailableError;
+    expect([e.code, e.paymentId, e.step, e.name]).toEqual(['STORE_UNAVAILABLE', p.paymentId, 'reconcilePayment', 'PaymentsStoreUnavailableError']);
+    expect(e.message).toMatch(/^reconcilePayment: the store is unreachable \(Error: store down during claim/);
+    expect(e.message).toContain(`payment ${p.paymentId} was not verified and no handler ran`);
+    expect(e.message).not.toContain('was created');
+    expect(JSON.parse(JSON.stringify(e))).toMatchObject({ code: 'STORE_UNAVAILABLE', paymentId: p.paymentId, step: 'reconcilePayment' });
+    expect(verifyCount(fake, p.paymentId)).toBe(0);
+    expect(seen).toEqual([]);
+
+    // Once the store is back, the same call settles it.
+    store.fail.clear();
+    await expect(client.reconcilePayment(p.paymentId)).resolves.toMatchObject({ outcome: 'confirmed', handled: true });
+  });
+
+  it('generatePayment: the payment was created but not recorded; paymentId says which', async () => {
+    const store = new DelegatingStore();
+    const client = newClient(undefined, store);
+    store.fail.add('schedulePending');
+    const paymentId = nextId('store-down-generate');
+    const error = await generateVia(client, fake, paymentId, { amount: '300' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentsStoreUnavailableError);
+    const e = error as PaymentsStoreUnavailableError;
+    expect([e.code, e.paymentId, e.step]).toEqual(['STORE_UNAVAILABLE', paymentId, 'generatePayment']);
+    expect(e.message).toContain(`payment ${paymentId} was created but could not be recorded in the store`);
   });
 });
