@@ -12,6 +12,7 @@
  * operation names, HTTP methods and statuses, route templates, error codes, counts, durations, the
  * registration's name and payment ids (the service's ids, not secrets).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type * as OtelApi from '@opentelemetry/api';
 import type { PaymentsOperation } from './payments.errors.js';
 import type { OutcomeSource, PaymentsStore } from './payments.store.js';
@@ -137,6 +138,19 @@ export function loadTelemetryApi(): Promise<boolean> {
 
 // ------------------------------------------------------------------ the hooks
 
+/** Set inside {@link asHealthProbe}: the calls made there are health probes. */
+const PROBE = new AsyncLocalStorage<true>();
+
+/**
+ * Runs `work` as a health probe: its calls to the service are recorded like any other, with
+ * `payments.probe=true` on their span and call-duration metric, so that the probe's expected
+ * refusals (`INVALID_CLIENT_ID`) can be told from real failures. Node's own async context
+ * carries the mark, whether or not an OpenTelemetry context manager is registered.
+ */
+export function asHealthProbe<T>(work: () => Promise<T>): Promise<T> {
+  return PROBE.run(true, work);
+}
+
 const NOOP_SETTLE: SettleTrace = { handlers: (_event, run) => run() };
 const NOOP_WEBHOOK: WebhookTrace = { within: (run) => run(), end: () => undefined };
 
@@ -202,6 +216,10 @@ export class PaymentsTelemetry {
     });
     const started = performance.now();
     const metric: Attributes = { ...this.#server, 'payments.operation': operation, 'http.request.method': method };
+    if (PROBE.getStore()) {
+      metric['payments.probe'] = true;
+      span.setAttribute('payments.probe', true);
+    }
     try {
       const result = await otel.context.with(otel.trace.setSpan(otel.context.active(), span), () => run(stats));
       if (stats.status !== undefined) metric['http.response.status_code'] = stats.status;

@@ -10,7 +10,8 @@ export interface PaymentsWebhookRouteOptions {
   /**
    * Route of the webhook controller, under the host's global prefix. Default `'payments/webhook'`.
    * Two registrations of one app may not share it (nor may one be the other's path plus one
-   * segment, which its token route would catch): start-up fails naming both.
+   * segment, which its token route would catch) when either serves webhooks: start-up fails
+   * naming both.
    *
    * In `forRootAsync()`: when given, the factory's `webhook.path` must be the same or left out
    * (start-up fails otherwise); when not given, the factory's `webhook.path` is used, per app (one

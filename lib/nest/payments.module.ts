@@ -84,13 +84,21 @@ export class PaymentsModule implements OnModuleInit {
     @Optional() @Inject(ModulesContainer) private readonly modules?: ModulesContainer,
   ) {}
 
-  /** Refuses a webhook route that overlaps another registration's in the same app. */
+  /** Refuses a webhook route that overlaps another registration's in the same app (where either serves webhooks). */
   onModuleInit(): void {
     if (!this.route || !this.modules) return;
-    const others = [...(this.modules.values() as Iterable<ScannedModule>)]
-      .map((m) => m.providers.get(REGISTRATION)?.instance as RegistrationRoute | undefined)
-      .filter((r): r is RegistrationRoute => r !== undefined);
-    refuseSharedRoutes(this.route, others);
+    const served = [...(this.modules.values() as Iterable<ScannedModule>)].flatMap((m) => {
+      const route = m.providers.get(REGISTRATION)?.instance as RegistrationRoute | undefined;
+      if (!route) return [];
+      // A client replaced in a test may not say: count its route as served.
+      const client = m.providers.get(getPaymentsClientToken(route.name))?.instance as Partial<PaymentsClient> | undefined;
+      return [{ route, served: client?.webhooksEnabled !== false }];
+    });
+    const own = served.find((r) => r.route === this.route);
+    refuseSharedRoutes(
+      this.route,
+      served.filter((r) => r.served || own?.served).map((r) => r.route),
+    );
   }
 
   /**

@@ -71,7 +71,8 @@ function registrationLabel(route: RegistrationRoute): string {
 }
 
 /**
- * Refuses two registrations of one app whose webhook routes overlap: the same path, or one path
+ * Refuses two registrations of one app whose webhook routes overlap (the caller leaves out pairs
+ * where neither serves webhooks): the same path, or one path
  * being the other's plus one segment (its `:token` route would take the other's deliveries).
  * Either way one registration's webhooks would reach the other's guard and all be refused (401).
  * @throws PaymentsValidationError naming both registrations

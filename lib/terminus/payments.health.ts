@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import type { PaymentsClient } from '../core/payments.client.js';
+import { asHealthProbe } from '../core/payments.telemetry.js';
 import { getPaymentsClientToken } from '../nest/payments.tokens.js';
 
 /** Options of {@link PaymentsHealthIndicator.isHealthy}. */
@@ -28,9 +29,6 @@ interface ServiceCheck {
   result: Promise<{ up: boolean; reason?: string; checkedAt: string }>;
 }
 
-/** Service checks per client, shared by every indicator instance (one probe per interval per client). */
-const serviceChecks = new WeakMap<PaymentsClient, ServiceCheck>();
-
 /**
  * A health indicator for `@nestjs/terminus` (11 and 12): is the plugin's store reachable (its
  * `ping()`, or a `countPending()` read when it has none) and, optionally, does the payment service
@@ -50,11 +48,18 @@ const serviceChecks = new WeakMap<PaymentsClient, ServiceCheck>();
  * touches no payment. Any answer of the service other than refused keys, a server error or no
  * answer at all (an empty list, or 400 "Invalid client_id") means the service is reachable and
  * accepts the keys. Its result is kept for `serviceCacheSecs`, so however often the health
- * endpoint is polled the service sees one call per interval (per registration and process).
- * Results carry no secret and no error text, only codes.
+ * endpoint is polled the service sees one call per interval (per registration and indicator:
+ * provide it once). Results carry no secret and no error text, only codes.
+ *
+ * In traces and metrics the probe is a `payments listBindings` call like any other, marked
+ * `payments.probe=true` (on its span and its call-duration metric): its expected
+ * `error.type=INVALID_CLIENT_ID` is not a failure, and alerts on call errors should exclude it.
  */
 @Injectable()
 export class PaymentsHealthIndicator {
+  /** The last service check of each client (one probe per interval, whatever the polling rate). */
+  readonly #serviceChecks = new WeakMap<PaymentsClient, ServiceCheck>();
+
   /**
    * @param health Terminus' result builder
    * @param moduleRef finds the registration's client
@@ -88,37 +93,40 @@ export class PaymentsHealthIndicator {
       return session.down({ store: 'down', reason: codeOf(error) });
     }
     if (!options.checkService) return session.up(data);
-    const service = await checkService(client, timeoutMs, (options.serviceCacheSecs ?? 60) * 1000);
+    const service = await this.#checkService(client, timeoutMs, (options.serviceCacheSecs ?? 60) * 1000);
     data.service = service.up ? 'up' : 'down';
     data.serviceCheckedAt = service.checkedAt;
     if (!service.up) return session.down({ ...data, reason: service.reason ?? 'SERVICE_DOWN' });
     return session.up(data);
   }
-}
 
-function checkService(client: PaymentsClient, timeoutMs: number, cacheMs: number): Promise<{ up: boolean; reason?: string; checkedAt: string }> {
-  const now = Date.now();
-  const cached = serviceChecks.get(client);
-  if (cached && cached.expiresAt > now) return cached.result;
-  const result = withTimeout(client.listBindings(HEALTH_PROBE_CLIENT_ID), timeoutMs).then(
-    () => ({ up: true, checkedAt: new Date().toISOString() }),
-    (error: unknown) => {
-      const e = error as { code?: unknown; httpStatus?: unknown };
-      // The service answered about the made-up customer: reachable, keys accepted.
-      const answered =
-        e?.code === 'INVALID_CLIENT_ID' ||
-        (typeof e?.httpStatus === 'number' &&
-          e.httpStatus >= 400 &&
-          e.httpStatus < 500 &&
-          e.httpStatus !== 401 &&
-          e.httpStatus !== 403 &&
-          e.httpStatus !== 404 &&
-          e.httpStatus !== 429);
-      return answered ? { up: true, checkedAt: new Date().toISOString() } : { up: false, reason: codeOf(error), checkedAt: new Date().toISOString() };
-    },
-  );
-  serviceChecks.set(client, { expiresAt: now + cacheMs, result });
-  return result;
+  #checkService(client: PaymentsClient, timeoutMs: number, cacheMs: number): Promise<{ up: boolean; reason?: string; checkedAt: string }> {
+    const now = Date.now();
+    const cached = this.#serviceChecks.get(client);
+    if (cached && cached.expiresAt > now) return cached.result;
+    const result = withTimeout(
+      asHealthProbe(() => client.listBindings(HEALTH_PROBE_CLIENT_ID)),
+      timeoutMs,
+    ).then(
+      () => ({ up: true, checkedAt: new Date().toISOString() }),
+      (error: unknown) => {
+        const e = error as { code?: unknown; httpStatus?: unknown };
+        // The service answered about the made-up customer: reachable, keys accepted.
+        const answered =
+          e?.code === 'INVALID_CLIENT_ID' ||
+          (typeof e?.httpStatus === 'number' &&
+            e.httpStatus >= 400 &&
+            e.httpStatus < 500 &&
+            e.httpStatus !== 401 &&
+            e.httpStatus !== 403 &&
+            e.httpStatus !== 404 &&
+            e.httpStatus !== 429);
+        return answered ? { up: true, checkedAt: new Date().toISOString() } : { up: false, reason: codeOf(error), checkedAt: new Date().toISOString() };
+      },
+    );
+    this.#serviceChecks.set(client, { expiresAt: now + cacheMs, result });
+    return result;
+  }
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {

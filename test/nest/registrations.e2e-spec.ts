@@ -519,6 +519,16 @@ describe('webhook paths of several registrations', () => {
     );
   });
 
+  it('registrations without webhooks may share the default path (neither serves it)', async () => {
+    const bare = { publicKey: 'pk', privateKey: 'sk_value', baseUrl: fake.url, reconciliation: { enabled: false } };
+    const running = await startNestApp('express', { imports: [PaymentsModule.forRoot(bare), PaymentsModule.forRoot({ ...bare, name: 'b' })] });
+    try {
+      expect((await post(`${running.url}/payments/webhook/forged`, { payment_id: 'pay_x' })).status).toBe(404);
+    } finally {
+      await running.close();
+    }
+  });
+
   it('a path two segments below another is its own route', async () => {
     const running = await startNestApp('express', {
       imports: [

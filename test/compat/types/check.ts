@@ -25,6 +25,7 @@ import {
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from 'nestjs-payments/express';
 import { paymentsStoreMigration, PostgresPaymentsStore } from 'nestjs-payments/postgres';
 import { RedisPaymentsStore } from 'nestjs-payments/redis';
+import { HEALTH_PROBE_CLIENT_ID, PaymentsHealthIndicator, type PaymentsHealthCheckOptions } from 'nestjs-payments/terminus';
 import { PaymentsSandbox, type SandboxSettlement } from 'nestjs-payments/testing';
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -116,4 +117,15 @@ export async function sandbox(): Promise<SandboxSettlement> {
   expectType<Equal<typeof settlement.webhook, SandboxSettlement['webhook']>>();
   await running.close();
   return settlement;
+}
+
+// Terminus: the health indicator, with the app's own @nestjs/terminus types.
+export async function health(indicator: PaymentsHealthIndicator): Promise<boolean> {
+  const options: PaymentsHealthCheckOptions = { checkService: true, serviceCacheSecs: 30, registration: 'outlet' };
+  const result = await indicator.isHealthy('payments', options);
+  expectType<Equal<keyof typeof result, 'payments'>>();
+  expectType<Equal<typeof HEALTH_PROBE_CLIENT_ID, 'nestjs-payments-health-probe'>>();
+  // @ts-expect-error checkService is a boolean
+  await indicator.isHealthy('payments', { checkService: 'yes' });
+  return result.payments.status === 'up';
 }
