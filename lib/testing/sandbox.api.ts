@@ -7,7 +7,8 @@
  * - HTTP status of refund and cancel: 200 on success, 400 on every refusal.
  * - Refusal codes beyond the spec's examples: `BAD_REQUEST` for a missing `payment_id`, a
  *   non-JSON body or a wrong Content-Type (message says which).
- * - Payment state after a refund: `refunded`; a second refund is `REFUND_NOT_ALLOWED`.
+ * - Payment state after a refund: `refunded`; a second refund is `REFUND_NOT_ALLOWED`. A captured
+ *   pre-authorization is refunded too, for its captured amount (sandbox.state.ts says why).
  * - Unknown path: 404 `{"result":{"status":404,"message":"Not Found"}}`; known path, wrong
  *   method: 405 in the endpoint's error shape, with an `Allow` header.
  * - verify_payment (facts §1) of an unknown id: 404 `{"result":{"status":404,"message":"Payment not found"}}`
@@ -99,8 +100,9 @@ const routes: Record<string, Route> = {
           refund_id: payment.refundId,
           payment_id: payment.paymentId,
           // The spec leaves the unit of this field unstated; the sandbox answers millimes,
-          // the unit of the payment's own amount.
-          amount: payment.amount,
+          // the unit of the payment's own amount: what was taken (the captured part of a
+          // pre-authorization).
+          amount: payment.capturedAmount ?? payment.amount,
           status: 'success',
           refunded_at: payment.refundedAt,
         },

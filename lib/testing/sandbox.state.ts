@@ -181,12 +181,21 @@ export class SandboxState {
     return snapshot(record);
   }
 
-  /** Refunds a paid standard payment, once. Undefined when the payment cannot be refunded. */
+  /**
+   * Refunds a paid standard payment or a captured pre-authorization, once (the captured amount:
+   * what was taken). Undefined when the payment cannot be refunded.
+   *
+   * The spec refunds "a completed standard payment" and neither it nor the public pages say
+   * whether a captured pre-authorization can be refunded (public-api-facts is silent). Once
+   * captured, the money was taken like a standard payment's, so the sandbox refunds it: a shop can
+   * then test its refund path for "pay now, capture later" orders. A real account that refuses
+   * answers REFUND_NOT_ALLOWED, which the plugin surfaces as `RefundNotAllowedError`.
+   */
   refund(paymentId: string): SandboxPayment | undefined {
     const record = this.read(paymentId);
-    // The spec refunds "a completed standard payment"; a captured pre-authorization is not one,
-    // and no page shows whether it can be refunded, so the sandbox refuses it.
-    if (!record || record.kind !== 'standard' || record.state !== 'paid') return undefined;
+    const taken =
+      record !== undefined && ((record.kind === 'standard' && record.state === 'paid') || (record.kind === 'preauthorized' && record.state === 'captured'));
+    if (!record || !taken) return undefined;
     record.state = 'refunded';
     record.refundId = randomId('ref');
     record.refundedAt = this.isoNow();

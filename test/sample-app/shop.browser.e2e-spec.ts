@@ -2,7 +2,7 @@
  * The sample shop in a real browser (Debian's chromium driven by playwright-core): buy, pay on
  * the sandbox's checkout page, come back to a verified "paid" page, sign in to the admin and
  * refund after the confirmation step; decline -> failed; "capture later" -> authorized ->
- * capture a part; "save my card" -> the card in the admin's lookup. Screenshots go to
+ * capture a part -> refund it; "save my card" -> the card in the admin's lookup. Screenshots go to
  * test/sample-app/.screenshots/.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
@@ -177,6 +177,14 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     expect(await row.getAttribute('data-state')).toBe('captured');
     expect(await textOf(row.locator('td').nth(3))).toBe('CAPTURED 600.000 TND');
     await shot('admin-captured');
+
+    // The captured order offers Refund…, and the refund gives back what was captured.
+    await navigate(() => row.locator('[data-action="refund"]').click(), `${shop.url}/admin/orders/${orderId}/refund`);
+    expect(await textOf('h1')).toBe('Refund 600.000 TND?');
+    await navigate(() => page.locator('#confirm-refund').click(), /\/admin\?flash=/);
+    expect(await page.locator('#flash.flash-success').innerText()).toMatch(new RegExp(`^Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.$`));
+    expect(await row.getAttribute('data-state')).toBe('refunded');
+    expect(await row.locator('[data-action]').count()).toBe(0);
   }, 60_000);
 
   it('"save my card": pays with the box ticked; the admin finds the card by the customer id', async () => {

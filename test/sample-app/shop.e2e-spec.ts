@@ -109,8 +109,8 @@ describe('sample shop in sandbox mode', () => {
       expect(page.text).toContain(`<article class="card" id="product-${id}">`);
       expect(page.text).toContain(`<h2>${name}</h2>`);
       expect(page.text).toContain(`<div class="price">${price}<small>TND</small></div>`);
-      expect(page.text).toContain(`<input type="hidden" name="productId" value="${id}">`);
-      expect(page.text).toContain(`<input type="checkbox" name="saveCard" value="on" id="save-${id}">`);
+      expect(page.markup).toContain(`<input type="hidden" name="productId" value="${id}">`);
+      expect(page.markup).toContain(`<input type="checkbox" name="saveCard" value="on" id="save-${id}">`);
     }
     expect(page.text).toContain('<h2>Espresso machine<span class="tag">Charged when shipped</span></h2>');
     expect(page.text).toContain('>Reserve now</button>');
@@ -160,7 +160,7 @@ describe('sample shop in sandbox mode', () => {
     expect(waiting.text).toContain('Your payment is being processed');
     expect(waiting.text).toContain('data-state="pending"');
     expect(waiting.text).toContain('data-outcome="pending"');
-    expect(waiting.text).toContain('<meta http-equiv="refresh" content="3">');
+    expect(waiting.markup).toContain('<meta http-equiv="refresh" content="3">');
     expect(sandbox.verifyCalls(paymentId)).toBe(verifies + 1);
     expect(await adminRow(orderId)).toContain('data-state="pending"');
   });
@@ -249,8 +249,8 @@ describe('sample shop in sandbox mode', () => {
     expect(await adminRow(orderId)).toContain(`<td class="mono">${customerId}</td>`);
 
     const lookup = await client.get(`/admin?clientId=${customerId}`);
-    expect(lookup.text).toMatch(
-      /<tr data-binding="[^"]+">\n<td><strong>[A-Z]+<\/strong><\/td>\n<td class="mono">•••• [0-9]{4}<\/td>\n<td><span class="badge badge-active">active<\/span><\/td>/,
+    expect(lookup.markup).toMatch(
+      /<tr data-binding="[^"]+"><td><strong>[A-Z]+<\/strong><\/td><td class="mono">•••• [0-9]{4}<\/td><td><span class="badge badge-active">active<\/span><\/td>/,
     );
   });
 
@@ -279,6 +279,28 @@ describe('sample shop in sandbox mode', () => {
     expect(again.text).toContain(`Order ${orderId} has no held amount to capture (it is captured).`);
   });
 
+  it('"capture later": an empty amount captures all; Refund… on the captured order refunds the captured amount', async () => {
+    const { orderId, paymentId } = await buy('espresso-machine');
+    await sandbox.completePayment(paymentId);
+    const all = await client.postAndFollow(`/admin/orders/${orderId}/capture`, { amount: '' });
+    expect(all.text).toContain(`Captured 649.000 TND of order ${orderId}.</p>`);
+    expect(sandbox.getPayment(paymentId)).toMatchObject({ state: 'captured', capturedAmount: '649000' });
+    expect(sandbox.requests.filter((r) => r.path === '/api/v2/confirm_payment').at(-1)?.body).toBe(JSON.stringify({ payment_id: paymentId }));
+
+    // Follow the row's Refund… link, as a click would, then confirm.
+    const row = await adminRow(orderId);
+    expect(row).toContain('data-state="captured"');
+    const href = /<a [^>]*href="([^"]+)"[^>]*data-action="refund"/.exec(row)?.[1];
+    expect(href).toBe(`/admin/orders/${orderId}/refund`);
+    const confirm = await client.get(href!);
+    expect(confirm.text).toContain('<h1>Refund 649.000&nbsp;TND?</h1>');
+    expect(confirm.markup).toContain('The customer gets the captured amount back.');
+    const done = await client.postAndFollow(href!, { confirm: 'yes' });
+    expect(done.text).toMatch(new RegExp(`id="flash" role="status">Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.</p>`));
+    expect(sandbox.getPayment(paymentId)).toMatchObject({ state: 'refunded', capturedAmount: '649000' });
+    expect(await adminRow(orderId)).toContain('data-state="refunded"');
+  });
+
   it('"capture later": the admin cancels a hold; a second cancel shows the refusal', async () => {
     const { orderId, paymentId } = await buy('espresso-machine');
     await sandbox.completePayment(paymentId);
@@ -296,7 +318,7 @@ describe('sample shop in sandbox mode', () => {
     const confirm = await client.get(`/admin/orders/${orderId}/refund`);
     expect(confirm.status).toBe(200);
     expect(confirm.text).toContain('<h1>Refund 12.500&nbsp;TND?</h1>');
-    expect(confirm.text).toContain('<input type="hidden" name="confirm" value="yes">');
+    expect(confirm.markup).toContain('<input type="hidden" name="confirm" value="yes">');
     // Posting without the confirmation only leads to the confirmation page.
     const unconfirmed = await client.post(`/admin/orders/${orderId}/refund`);
     expect(unconfirmed.status).toBe(303);
@@ -346,8 +368,8 @@ describe('sample shop in sandbox mode', () => {
 
   it('looks up card bindings: the seeded demo customer, an unknown one, and an invalid id', async () => {
     const demo = await client.get('/admin?clientId=demo-customer');
-    expect(demo.text).toMatch(
-      /<tr data-binding="[0-9a-f-]{36}">\n<td><strong>VISA<\/strong><\/td>\n<td class="mono">•••• 4242<\/td>\n<td><span class="badge badge-active">active<\/span><\/td>/,
+    expect(demo.markup).toMatch(
+      /<tr data-binding="[0-9a-f-]{36}"><td><strong>VISA<\/strong><\/td><td class="mono">•••• 4242<\/td><td><span class="badge badge-active">active<\/span><\/td>/,
     );
     expect(demo.text).toContain('value="demo-customer"');
     expect((await client.get('/admin?clientId=nobody')).text).toContain('No card bindings for <strong>nobody</strong>.');
@@ -367,7 +389,7 @@ describe('sample shop in sandbox mode', () => {
       expect((await visitor.post(path, { confirm: 'yes' })).status).toBe(303);
     }
     const login = await visitor.get(gate.location!);
-    expect(login.text).toContain('<input type="hidden" name="next" value="/admin?clientId=demo-customer">');
+    expect(login.markup).toContain('<input type="hidden" name="next" value="/admin?clientId=demo-customer">');
     const wrong = await visitor.post('/admin/login', { password: 'guess', next: '/admin' });
     expect(wrong.status).toBe(401);
     expect(wrong.text).toContain('Wrong password.');
@@ -433,8 +455,8 @@ describe('sample shop in sandbox mode', () => {
     expect(res.status).toBe(502);
     expect(res.text).toContain('Payment service unavailable');
     expect(res.text).toContain('You have not been charged');
-    const failed = /<tr id="order-(ord_[0-9a-f]+)" data-state="failed">\n<td class="mono">[^<]+<\/td>\n<td>Moka pot<\/td>/.exec(
-      (await client.get('/admin')).text,
+    const failed = /<tr id="order-(ord_[0-9a-f]+)" data-state="failed"><td class="mono">[^<]+<\/td><td>Moka pot<\/td>/.exec(
+      (await client.get('/admin')).markup,
     );
     expect(failed).not.toBeNull();
   });

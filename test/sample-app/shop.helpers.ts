@@ -33,7 +33,21 @@ export interface Page {
   status: number;
   headers: Headers;
   text: string;
+  /** The body as {@link markup} normalises it, for assertions on tags. */
+  markup: string;
   location: string | null;
+}
+
+/**
+ * The page's HTML with layout whitespace taken out (Prettier formats the views' `html` templates,
+ * so line breaks and indentation move): runs of whitespace become one space, none is left between
+ * tags, and `<input ... />` reads `<input ...>` as the browser parses it.
+ */
+export function markup(text: string): string {
+  return text
+    .replace(/\s+/g, ' ')
+    .replace(/>\s+</g, '><')
+    .replace(/\s*\/>/g, '>');
 }
 
 /** The value of the forms' hidden `_csrf` field in a page, if any. */
@@ -111,7 +125,7 @@ export class ShopClient {
     this.bodies.push(text);
     const token = csrfTokenIn(text);
     if (token !== undefined) this.csrfToken = token;
-    return { status: res.status, headers: res.headers, text, location: res.headers.get('location') };
+    return { status: res.status, headers: res.headers, text, markup: markup(text), location: res.headers.get('location') };
   }
 }
 

@@ -214,7 +214,18 @@ describe('PaymentsSandbox API', () => {
       expect([again.status, again.text]).toEqual([400, REFUND_NOT_ALLOWED]);
     });
 
-    it('refuses pending, failed, unknown and pre-authorized payments', async () => {
+    it('refunds a captured pre-authorization once, for the captured amount (the docs are silent: the sandbox choice)', async () => {
+      const payment_id = await sandbox.createPreauthorizedPayment({ amount: '20000' });
+      expect((await postJson(sandbox, '/api/v2/confirm_payment', { payment_id, amount: '15000' })).status).toBe(200);
+      const res = await postJson(sandbox, '/api/v2/refund_payment', { payment_id });
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.text)).toMatchObject({ result: { payment_id, amount: '15000', status: 'success' }, status: 'success' });
+      expect(sandbox.getPayment(payment_id)).toMatchObject({ state: 'refunded', capturedAmount: '15000' });
+      const again = await postJson(sandbox, '/api/v2/refund_payment', { payment_id });
+      expect([again.status, again.text]).toEqual([400, REFUND_NOT_ALLOWED]);
+    });
+
+    it('refuses pending, failed, unknown and pre-authorized (held, not captured) payments', async () => {
       const pending = (await generate(sandbox)).payment_id;
       const failed = (await generate(sandbox)).payment_id;
       await sandbox.failPayment(failed);

@@ -36,7 +36,10 @@ export function signOutForm(csrfToken: string): SafeHtml {
   return html`<form method="post" action="/admin/logout">${csrfField(csrfToken)}<button type="submit" id="sign-out">Sign out</button></form>`;
 }
 
-/** What a row offers: Refund (paid or captured: to a confirmation page), Capture / Cancel (authorized). */
+/**
+ * What a row offers: Refund (paid or captured: to a confirmation page; a captured order refunds
+ * what was captured), Capture / Cancel (authorized).
+ */
 function orderAction(order: Order, csrfToken: string): SafeHtml {
   if (order.status === 'paid' || order.status === 'captured') {
     return html`<a class="button small danger" href="/admin/orders/${order.id}/refund" data-action="refund">Refund…</a>`;
@@ -218,8 +221,8 @@ export function refundConfirmPage(ctx: PageContext, order: Order, csrfToken: str
     html`<section class="panel narrow" id="refund-confirm">
       <h1>Refund ${money(amount)}?</h1>
       <p class="muted">
-        Order <span class="mono">${order.id}</span> (${orderTitle(order)}), payment <span class="mono">${order.paymentId ?? '—'}</span>. The customer gets the
-        whole payment back. This cannot be undone.
+        Order <span class="mono">${order.id}</span> (${orderTitle(order)}), payment <span class="mono">${order.paymentId ?? '—'}</span>. The customer gets
+        ${order.capturedAmount === undefined ? 'the whole payment' : 'the captured amount'} back. This cannot be undone.
       </p>
       <form class="inline-form" method="post" action="/admin/orders/${order.id}/refund">
         ${csrfField(csrfToken)}<input type="hidden" name="confirm" value="yes" />
