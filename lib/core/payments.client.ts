@@ -176,7 +176,7 @@ export class PaymentsClient implements PaymentsOperations {
       (j) => isJsonObject(j.result) && j.result.payment_id !== undefined && j.result.link !== undefined,
     );
     const payment = fromGeneratePaymentWire(json.result as JsonObject);
-    if (!payment) throw unexpected('generatePayment', 'the payment id or the link is malformed');
+    if (!payment) throw unexpected('generatePayment', 'the payment id or the link is missing or malformed, or the tracking id is malformed');
 
     const createdAt = Date.now();
     const sessionSecs = merged.sessionTimeoutSecs ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
@@ -211,7 +211,7 @@ export class PaymentsClient implements PaymentsOperations {
       (j) => j.success === true && isJsonObject(j.result),
     );
     const verified = fromVerifyWire(paymentId, json.result as JsonObject);
-    if (!verified) throw unexpected('verifyPayment', 'the status or the amount is missing or malformed');
+    if (!verified) throw unexpected('verifyPayment', 'the status or the amount is missing or malformed, or the tracking id or the type is malformed');
     return verified;
   }
 
@@ -233,7 +233,7 @@ export class PaymentsClient implements PaymentsOperations {
       (j) => isJsonObject(j.result) && (j.status === 'success' || j.result.status !== undefined),
     );
     const capture = fromCaptureWire(paymentId, json.result as JsonObject);
-    if (!capture) throw unexpected('capturePayment', 'no status');
+    if (!capture) throw unexpected('capturePayment', 'no status, or a malformed payment id');
     return capture;
   }
 
@@ -284,7 +284,7 @@ export class PaymentsClient implements PaymentsOperations {
     checkId(paymentId, 'paymentId', 'refundPayment');
     const json = await this.#call('refundPayment', 'POST', SERVICE_PATHS.refund, { payment_id: paymentId }, undefined, isFlatSuccess);
     const refund = fromRefundWire(json.result as JsonObject);
-    if (!refund) throw unexpected('refundPayment', 'no refund id');
+    if (!refund) throw unexpected('refundPayment', 'no refund id, or the payment id is missing or malformed');
     return refund;
   }
 
@@ -293,7 +293,7 @@ export class PaymentsClient implements PaymentsOperations {
     checkId(paymentId, 'paymentId', 'cancelPayment');
     const json = await this.#call('cancelPayment', 'POST', SERVICE_PATHS.cancel, { payment_id: paymentId }, undefined, isFlatSuccess);
     const cancellation = fromCancellationWire(json.result as JsonObject);
-    if (!cancellation) throw unexpected('cancelPayment', 'no payment id');
+    if (!cancellation) throw unexpected('cancelPayment', 'the payment id is missing or malformed');
     return cancellation;
   }
 

@@ -14,21 +14,38 @@ function str(value: unknown): string | undefined {
 }
 
 /**
+ * An identifier the service may leave out: `undefined` when absent (missing, null or empty),
+ * the text when it passes the {@link identifier} rule, `false` when it is malformed (a line
+ * break, 257 characters, an object...): such a value is never passed on to logs, events or URLs.
+ */
+function optionalId(value: unknown): string | undefined | false {
+  if (value === undefined || value === null || value === '') return undefined;
+  const text = str(value);
+  return text !== undefined && identifier(text) === undefined ? text : false;
+}
+
+/** An identifier the answer must carry: the text, or undefined when missing or malformed. */
+function requiredId(value: unknown): string | undefined {
+  return optionalId(value) || undefined;
+}
+
+/**
  * `result` of a successful generate answer -> camelCase; undefined when it lacks a well-formed
- * payment id or an http(s) link (a `javascript:` link or an id with a line break is not passed on).
+ * payment id or an http(s) link, or has a malformed tracking id (a `javascript:` link or an id
+ * with a line break is not passed on).
  */
 export function fromGeneratePaymentWire(result: JsonObject): GeneratedPayment | undefined {
-  const paymentId = str(result.payment_id);
+  const paymentId = requiredId(result.payment_id);
   const link = str(result.link);
-  if (paymentId === undefined || identifier(paymentId) || link === undefined || httpUrl(link)) return undefined;
-  const tracking = str(result.developer_tracking_id);
+  const tracking = optionalId(result.developer_tracking_id);
+  if (paymentId === undefined || link === undefined || httpUrl(link) || tracking === false) return undefined;
   return tracking === undefined ? { paymentId, link } : { paymentId, link, developerTrackingId: tracking };
 }
 
 /**
  * A successful verify answer -> camelCase (public-api-facts §1): `result.amount` comes as a JSON
  * number and becomes a digit string; the status is kept exactly as sent. Undefined when the
- * status or the amount is missing or malformed.
+ * status or the amount is missing or malformed, or the tracking id or the type is malformed.
  */
 export function fromVerifyWire(paymentId: string, result: JsonObject): VerifiedPayment | undefined {
   const status = typeof result.status === 'string' && result.status !== '' && result.status.length <= 64 ? result.status : undefined;
@@ -38,20 +55,25 @@ export function fromVerifyWire(paymentId: string, result: JsonObject): VerifiedP
       : typeof result.amount === 'string' && /^[0-9]{1,15}$/.test(result.amount)
         ? result.amount.replace(/^0+(?=.)/, '')
         : undefined;
-  if (status === undefined || amount === undefined) return undefined;
+  const tracking = optionalId(result.developer_tracking_id);
+  const type = optionalId(result.type);
+  if (status === undefined || amount === undefined || tracking === false || type === false) return undefined;
   const verified: VerifiedPayment = { paymentId, status, amount };
-  const tracking = str(result.developer_tracking_id);
-  if (tracking !== undefined && tracking !== '') verified.developerTrackingId = tracking;
-  if (typeof result.type === 'string') verified.type = result.type;
+  if (tracking !== undefined) verified.developerTrackingId = tracking;
+  if (type !== undefined) verified.type = type;
   if (isJsonObject(result.details)) verified.details = result.details;
   return verified;
 }
 
-/** `result` of a successful capture answer -> camelCase (both documented shapes, public-api-facts §5). */
+/**
+ * `result` of a successful capture answer -> camelCase (both documented shapes, public-api-facts
+ * §5); undefined without a status or with a malformed payment id.
+ */
 export function fromCaptureWire(paymentId: string, result: JsonObject): PaymentCapture | undefined {
   const status = str(result.status);
-  if (status === undefined) return undefined;
-  const capture: PaymentCapture = { paymentId: str(result.payment_id) ?? paymentId, status };
+  const answered = optionalId(result.payment_id);
+  if (status === undefined || answered === false) return undefined;
+  const capture: PaymentCapture = { paymentId: answered ?? paymentId, status };
   const amount = str(result.amount);
   if (amount !== undefined) capture.amount = amount;
   const at = str(result.confirmed_at) ?? str(result.captured_at);
@@ -59,10 +81,10 @@ export function fromCaptureWire(paymentId: string, result: JsonObject): PaymentC
   return capture;
 }
 
-/** `result` of a successful refund answer -> camelCase; undefined when it lacks the ids. */
+/** `result` of a successful refund answer -> camelCase; undefined when it lacks the ids or the payment id is malformed. */
 export function fromRefundWire(result: JsonObject): PaymentRefund | undefined {
   const refundId = str(result.refund_id);
-  const paymentId = str(result.payment_id);
+  const paymentId = requiredId(result.payment_id);
   if (!refundId || !paymentId) return undefined;
   return {
     refundId,
@@ -73,10 +95,10 @@ export function fromRefundWire(result: JsonObject): PaymentRefund | undefined {
   };
 }
 
-/** `result` of a successful cancel answer -> camelCase; undefined when it lacks the id. */
+/** `result` of a successful cancel answer -> camelCase; undefined when its payment id is missing or malformed. */
 export function fromCancellationWire(result: JsonObject): PaymentCancellation | undefined {
-  const paymentId = str(result.payment_id);
-  if (!paymentId) return undefined;
+  const paymentId = requiredId(result.payment_id);
+  if (paymentId === undefined) return undefined;
   return { paymentId, status: str(result.status) ?? '', cancelledAt: str(result.cancelled_at) ?? '' };
 }
 

@@ -127,6 +127,74 @@ describe('the wire of the operations the public docs add (public-api-facts §1, 
     });
   });
 
+  describe('identifiers the service supplies are checked with the identifier rule (INVALID_RESPONSE, never passed on)', () => {
+    const BAD: Array<[string, unknown]> = [
+      ['a line break', 'pay_1\r\nSet-Cookie: x=1'],
+      ['a NUL', 'pay\u00001'],
+      ['257 characters', 'p'.repeat(257)],
+      ['a lone surrogate', 'pay_\ud800'],
+      ['only spaces', '   '],
+      ['an object', { $gt: '' }],
+    ];
+    const ok = {
+      refund: (paymentId: unknown) => ({
+        result: { refund_id: 'ref_1', payment_id: paymentId, amount: '12500', status: 'success', refunded_at: '2026-11-22T10:00:00Z' },
+        status: 'success',
+      }),
+      cancel: (paymentId: unknown) => ({ result: { payment_id: paymentId, status: 'cancelled', cancelled_at: '2026-11-22T10:00:00Z' }, status: 'success' }),
+      capture: (paymentId: unknown) => ({ result: { payment_id: paymentId, status: 'confirmed', amount: '20000' }, status: 'success' }),
+      generate: (tracking: unknown) => ({
+        result: { success: true, payment_id: 'pay_g', link: 'https://checkout.example/pay_g', developer_tracking_id: tracking },
+      }),
+      verify: (field: 'developer_tracking_id' | 'type', value: unknown) => {
+        const body = verifyAnswer({ status: 'SUCCESS' });
+        (body.result as Record<string, unknown>)[field] = value;
+        return body;
+      },
+    };
+    const calls: Array<[string, (bad: unknown) => { path: string; body: unknown; call: () => Promise<unknown> }]> = [
+      ['refund: payment_id', (bad) => ({ path: SERVICE_PATHS.refund, body: ok.refund(bad), call: () => client.refundPayment('pay_1') })],
+      ['cancel: payment_id', (bad) => ({ path: SERVICE_PATHS.cancel, body: ok.cancel(bad), call: () => client.cancelPayment('pay_1') })],
+      ['capture: payment_id', (bad) => ({ path: SERVICE_PATHS.capture, body: ok.capture(bad), call: () => client.capturePayment('pay_1') })],
+      [
+        'generate: developer_tracking_id',
+        (bad) => ({ path: SERVICE_PATHS.generate, body: ok.generate(bad), call: () => client.generatePayment({ amount: '100' }) }),
+      ],
+      [
+        'verify: developer_tracking_id',
+        (bad) => ({ path: verifyPath('pay_v'), body: ok.verify('developer_tracking_id', bad), call: () => client.verifyPayment('pay_v') }),
+      ],
+      ['verify: type', (bad) => ({ path: verifyPath('pay_v'), body: ok.verify('type', bad), call: () => client.verifyPayment('pay_v') })],
+    ];
+    const table = calls.flatMap(([where, make]) => BAD.map(([what, value]) => [`${where} with ${what}`, make, value] as const));
+
+    it.each(table)('%s', async (_name, make, bad) => {
+      const { path, body, call } = make(bad);
+      fake.reply(path, { status: 200, body });
+      const error = await call().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PaymentsApiError);
+      expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual(['INVALID_RESPONSE', 200]);
+      expect((error as Error).message).toMatch(/malformed/);
+    });
+
+    it.each(calls)('%s: a well-formed value (also a number) is passed on', async (_name, make) => {
+      const { path, body, call } = make(12345);
+      fake.reply(path, { status: 200, body });
+      await expect(call()).resolves.toBeDefined();
+    });
+
+    it('an absent optional id is fine: capture without payment_id, verify and generate without tracking id or type', async () => {
+      fake.reply(SERVICE_PATHS.capture, { status: 200, body: ok.capture(undefined) });
+      await expect(client.capturePayment('pre_9')).resolves.toMatchObject({ paymentId: 'pre_9' });
+      fake.reply(verifyPath('pay_v'), { status: 200, body: ok.verify('type', null) });
+      await expect(client.verifyPayment('pay_v')).resolves.not.toHaveProperty('type');
+      fake.reply(verifyPath('pay_v'), { status: 200, body: ok.verify('developer_tracking_id', '') });
+      await expect(client.verifyPayment('pay_v')).resolves.not.toHaveProperty('developerTrackingId');
+      fake.reply(SERVICE_PATHS.generate, { status: 200, body: ok.generate(undefined) });
+      await expect(client.generatePayment({ amount: '100' })).resolves.toEqual({ paymentId: 'pay_g', link: 'https://checkout.example/pay_g' });
+    });
+  });
+
   describe('generatePayment input', () => {
     it('refuses dinars before sending, with the message the README quotes', async () => {
       const message = "looks like dinars: amounts are whole millimes, e.g. toMillimes('12.5')";

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { runAllHandlers, type OutcomeHandler } from '../../lib/core/outcome.handlers.js';
 import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
-import { MemoryPaymentsStore, PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError } from '../../lib/index.js';
+import { MemoryPaymentsStore, PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsStore } from '../../lib/index.js';
 import { FakeService } from '../support/fake-service.js';
 import { answerVerify, DelegatingStore, generateVia, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
@@ -22,7 +22,7 @@ const open: Array<{ close(): Promise<void> }> = [];
 
 type Seen = { callback: string; event: PaymentOutcomeEvent };
 
-function newClient(publicUrl = 'https://shop.example/hook', store = new MemoryPaymentsStore(), logged?: string[]) {
+function newClient(publicUrl = 'https://shop.example/hook', store: PaymentsStore = new MemoryPaymentsStore(), logged?: string[]) {
   const client = createPaymentsClient({
     publicKey: 'pk_outcomes',
     privateKey: 'sk_outcomes_private',
