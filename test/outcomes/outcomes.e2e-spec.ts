@@ -137,6 +137,25 @@ describe('the webhook path', () => {
     expect(verifyCount(fake, p.paymentId)).toBe(1);
   });
 
+  it('a restart with the memory store loses the done markers: a redelivery of a payment handled before it is verified and handled again', async () => {
+    const before = newClient();
+    const seenBefore: Seen[] = [];
+    const first = await routerFor(before, seenBefore);
+    const p = await generateVia(before, fake, nextId('done-lost'), { amount: '450' });
+    fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 450 }) });
+    expect((await fetch(`${first.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' })).status).toBe(200);
+    expect(seenBefore.map((s) => s.callback)).toEqual(['confirmed']);
+    await before.close();
+
+    const after = newClient();
+    const seenAfter: Seen[] = [];
+    const second = await routerFor(after, seenAfter);
+    expect((await fetch(`${second.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' })).status).toBe(200);
+    // Why handlers must be idempotent on paymentId: the new process knows nothing of the first run.
+    expect(seenAfter.map((s) => [s.callback, s.event.paymentId])).toEqual([['confirmed', p.paymentId]]);
+    expect(verifyCount(fake, p.paymentId)).toBe(2);
+  });
+
   it('after a restart, the same token naming another payment is refused once the first is bound (no verify call)', async () => {
     const before = newClient();
     const p = await generateVia(before, fake, nextId('rebind'), { amount: '300' });
