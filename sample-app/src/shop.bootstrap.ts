@@ -29,6 +29,11 @@ export interface ShopAppOptions {
   env?: ShopEnv;
   /** Nest's `logger` option. Default: Nest's console logger. */
   logger?: LoggerService | LogLevel[] | false;
+  /**
+   * Awaited once the socket is bound and before the app is built, while every request is
+   * answered 503 (tests send requests here to see that start-up answer). Default: none.
+   */
+  whileStarting?: (server: http.Server) => Promise<void>;
 }
 
 /** A running shop. */
@@ -52,6 +57,9 @@ export interface ShopApp {
   /** Stops the shop: in-flight webhooks finish, then the sandbox and the server close. Idempotent. */
   close(): Promise<void>;
 }
+
+/** Seconds a client is told to wait (`Retry-After`) while the shop is starting. */
+const STARTING_RETRY_AFTER_SECS = 1;
 
 function listen(server: http.Server, port: number, host: string | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -85,7 +93,7 @@ export async function createShopApp(options: ShopAppOptions = {}): Promise<ShopA
 
   // The socket is bound before the app is built: the webhook URL given to the payments plugin
   // contains the shop's real port, and with port 0 that port exists only once bound. Express
-  // gets the requests once the app is ready.
+  // gets the requests once the app is ready; until then they are answered 503.
   //
   // In sandbox mode the shop listens on 127.0.0.1 only (its admin password is printed in the
   // log): HOST=0.0.0.0 opens it to the network. With real keys, HOST or every interface.
@@ -97,10 +105,17 @@ export async function createShopApp(options: ShopAppOptions = {}): Promise<ShopA
   // PostgreSQL server at DATABASE_URL. Migrations are applied here, before anything is served.
   const database = await ShopDatabase.open({ databaseUrl: vars.DATABASE_URL || undefined, dataDir: vars.DATA_DIR || undefined });
 
-  const server = http.createServer();
+  // Until the app is initialised, a request (a webhook retried by the service, a browser) gets
+  // 503 with Retry-After at once instead of waiting on a socket nobody answers.
+  const starting: http.RequestListener = (_req, res) => {
+    res.writeHead(503, { 'Content-Type': 'text/plain; charset=utf-8', 'Retry-After': String(STARTING_RETRY_AFTER_SECS), Connection: 'close' });
+    res.end('The shop is starting; try again in a moment.\n');
+  };
+  const server = http.createServer(starting);
   let app: NestExpressApplication;
   try {
     await listen(server, port0, host);
+    await options.whileStarting?.(server);
     const port = (server.address() as AddressInfo).port;
     app = await NestFactory.create<NestExpressApplication>(
       AppModule.forRoot(config, { port, sandboxPort: options.sandboxPort }, database),
@@ -124,7 +139,9 @@ export async function createShopApp(options: ShopAppOptions = {}): Promise<ShopA
     await database.close();
     throw error;
   }
-  server.on('request', app.getHttpAdapter().getInstance());
+  // One synchronous swap: no request can fall between the two handlers.
+  server.off('request', starting);
+  server.on('request', app.getHttpAdapter().getInstance() as http.RequestListener);
   const port = (server.address() as AddressInfo).port;
 
   const settings = app.get<ShopSettings>(SHOP_SETTINGS);

@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PaymentsService, type OutcomePage } from 'nestjs-payments';
 import { PaymentsSandbox } from 'nestjs-payments/testing';
 import { OrdersRepository } from '../../sample-app/src/orders/orders.repository.js';
 import { createShopApp, type ShopApp } from '../../sample-app/src/shop.bootstrap.js';
@@ -339,6 +340,38 @@ describe('sample shop in sandbox mode', () => {
     expect((await client.get('/admin')).text).not.toContain('id="flash"');
   });
 
+  it('"Retry now" puts the payment id into its URL encoded: an id with / ? # & % and spaces reaches the retry intact', async () => {
+    const payments = shop.app.get(PaymentsService);
+    const weird = 'pay/1 ?x=#&%2F';
+    const record = {
+      paymentId: weird,
+      outcome: 'confirmed',
+      status: 'SUCCESS',
+      source: 'webhook',
+      handlers: 'failed',
+      attempts: 1,
+      updatedAt: new Date().toISOString(),
+    };
+    const retried: string[] = [];
+    const { listOutcomes, reconcilePayment } = payments;
+    payments.listOutcomes = (): Promise<OutcomePage> => Promise.resolve({ items: [record as OutcomePage['items'][number]] });
+    payments.reconcilePayment = (paymentId) => {
+      retried.push(paymentId);
+      return Promise.resolve({ paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: true });
+    };
+    try {
+      const admin = await client.get('/admin');
+      const action = `/admin/outcomes/${encodeURIComponent(weird)}/retry`;
+      expect(action).toBe('/admin/outcomes/pay%2F1%20%3Fx%3D%23%26%252F/retry');
+      expect(admin.text).toContain(`action="${action.replace(/&/g, '&#38;')}"`);
+      const done = await client.postAndFollow(action);
+      expect(retried).toEqual([weird]);
+      expect(done.text).toContain('confirmed, handlers ran.');
+    } finally {
+      Object.assign(payments, { listOutcomes, reconcilePayment });
+    }
+  });
+
   it('lists payments whose handlers failed, and "Retry now" runs them again', async () => {
     const repo = shop.app.get(OrdersRepository);
     const original = repo.transition.bind(repo);
@@ -469,6 +502,56 @@ describe('sample shop in sandbox mode', () => {
       for (const line of logger.lines) expect(line).not.toContain(secret);
     }
     for (const body of client.bodies) expect(body).not.toContain(shop.adminPassword);
+  });
+});
+
+describe('sample shop start-up', () => {
+  let shop: ShopApp;
+  const duringStartUp: Array<{ status: number; retryAfter: string | null; text: string }> = [];
+
+  beforeAll(async () => {
+    // HOST given: the shop listens there even in sandbox mode (default 127.0.0.1).
+    shop = await createShopApp({
+      port: 0,
+      sandboxPort: 0,
+      env: { HOST: '0.0.0.0', DATA_DIR: 'memory://' },
+      logger: false,
+      whileStarting: async (server) => {
+        const { port } = server.address() as net.AddressInfo;
+        // A page and a webhook delivery arriving before the app is built: answered at once.
+        for (const [method, path] of [
+          ['GET', '/'],
+          ['POST', '/payments/webhook/some-token?payment_id=pay_1'],
+        ]) {
+          const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+            method,
+            signal: AbortSignal.timeout(5000),
+            ...(method === 'POST' && { body: '{"payment_id":"pay_1"}', headers: { 'content-type': 'application/json' } }),
+          });
+          duringStartUp.push({ status: res.status, retryAfter: res.headers.get('retry-after'), text: await res.text() });
+        }
+      },
+    });
+  }, 30_000);
+  afterAll(async () => {
+    await shop?.close();
+  });
+
+  it('answers 503 with Retry-After while the app is being built, then serves the shop on the same socket', async () => {
+    expect(duringStartUp).toEqual([
+      { status: 503, retryAfter: '1', text: 'The shop is starting; try again in a moment.\n' },
+      { status: 503, retryAfter: '1', text: 'The shop is starting; try again in a moment.\n' },
+    ]);
+    const { port } = shop.server.address() as net.AddressInfo;
+    const page = await fetch(`http://127.0.0.1:${port}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<title>Catalog · Medina Roasters</title>');
+    // Only the Express app answers now: one request listener.
+    expect(shop.server.listeners('request')).toHaveLength(1);
+  });
+
+  it('HOST overrides the 127.0.0.1 bind of sandbox mode', () => {
+    expect((shop.server.address() as net.AddressInfo).address).toBe('0.0.0.0');
   });
 });
 

@@ -42,14 +42,14 @@ export function signOutForm(csrfToken: string): SafeHtml {
  */
 function orderAction(order: Order, csrfToken: string): SafeHtml {
   if (order.status === 'paid' || order.status === 'captured') {
-    return html`<a class="button small danger" href="/admin/orders/${order.id}/refund" data-action="refund">Refund…</a>`;
+    return html`<a class="button small danger" href="/admin/orders/${encodeURIComponent(order.id)}/refund" data-action="refund">Refund…</a>`;
   }
   if (order.status === 'authorized') {
-    return html`<form method="post" action="/admin/orders/${order.id}/capture">
+    return html`<form method="post" action="/admin/orders/${encodeURIComponent(order.id)}/capture">
         ${csrfField(csrfToken)}<input class="amount" name="amount" inputmode="decimal" placeholder="all" aria-label="Amount to capture (TND)" />
         <button class="small" type="submit" data-action="capture">Capture</button>
       </form>
-      <form method="post" action="/admin/orders/${order.id}/cancel">
+      <form method="post" action="/admin/orders/${encodeURIComponent(order.id)}/cancel">
         ${csrfField(csrfToken)}<button class="small secondary" type="submit" data-action="cancel">Cancel</button>
       </form>`;
   }
@@ -111,7 +111,7 @@ function failedOutcomesPanel(failed: FailedOutcomes, csrfToken: string): SafeHtm
           <td>${r.lastError ?? ''}</td>
           <td>${shortDate(r.updatedAt)}</td>
           <td class="action">
-            <form method="post" action="/admin/outcomes/${r.paymentId}/retry">
+            <form method="post" action="/admin/outcomes/${encodeURIComponent(r.paymentId)}/retry">
               ${csrfField(csrfToken)}<button class="small" type="submit" data-action="retry">Retry now</button>
             </form>
           </td>
@@ -224,7 +224,7 @@ export function refundConfirmPage(ctx: PageContext, order: Order, csrfToken: str
         Order <span class="mono">${order.id}</span> (${orderTitle(order)}), payment <span class="mono">${order.paymentId ?? '—'}</span>. The customer gets
         ${order.capturedAmount === undefined ? 'the whole payment' : 'the captured amount'} back. This cannot be undone.
       </p>
-      <form class="inline-form" method="post" action="/admin/orders/${order.id}/refund">
+      <form class="inline-form" method="post" action="/admin/orders/${encodeURIComponent(order.id)}/refund">
         ${csrfField(csrfToken)}<input type="hidden" name="confirm" value="yes" />
         <button class="danger" type="submit" id="confirm-refund">Refund ${money(amount)}</button>
         <a class="button secondary" href="/admin">Back</a>
