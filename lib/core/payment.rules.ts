@@ -1,6 +1,9 @@
 import { isURL } from 'class-validator';
 import { normalizeMillimes } from './money.util.js';
 
+// The identifier rule has a file of its own (it needs no class-validator), so the sandbox can use it too.
+export { identifier, MAX_ID_LENGTH } from './identifier.rule.js';
+
 /**
  * The value rules of the plugin, each in one place: request fields (`payment.fields.ts`),
  * options (`payments.options.ts`) and the service's answers (`wire.mapper.ts`) all use these.
@@ -9,8 +12,6 @@ import { normalizeMillimes } from './money.util.js';
  */
 export type ValueRule = (value: unknown) => string | undefined;
 
-/** Longest identifier accepted in a request or an answer (payment, tracking, client, merchant ids). */
-export const MAX_ID_LENGTH = 256;
 /** Longest URL accepted (browsers and proxies commonly cap at about 2 KiB). */
 export const MAX_URL_LENGTH = 2048;
 /** Most digits of an amount in millimes: below 2^53, so every amount is also an exact JSON number. */
@@ -30,11 +31,6 @@ export const httpUrl: ValueRule = (value) => {
   return undefined;
 };
 
-/** Whether a value passes {@link httpUrl}. */
-export function isHttpUrl(value: unknown): value is string {
-  return httpUrl(value) === undefined;
-}
-
 /** A positive whole number of millimes: a digit string or a positive safe integer, at most 15 digits. */
 export const millimes: ValueRule = (value) => {
   const normalized = normalizeMillimes(value);
@@ -45,19 +41,6 @@ export const millimes: ValueRule = (value) => {
   const looksLikeDinars = (typeof value === 'number' && Number.isFinite(value) && value > 0) || (typeof value === 'string' && /^[0-9]+\.[0-9]+$/.test(value));
   if (looksLikeDinars) return `looks like dinars: amounts are whole millimes, e.g. toMillimes('${String(value)}')`;
   return 'must be a positive whole number of millimes: ASCII digits like "12500" or a positive safe integer';
-};
-
-/**
- * An identifier: a non-blank string of at most 256 characters, without control characters
- * (a CR/LF would split a log line or a header) and without lone surrogates (they cannot be
- * percent-encoded into a URL).
- */
-export const identifier: ValueRule = (value) => {
-  if (typeof value !== 'string' || !/\S/.test(value)) return 'must be a non-empty string';
-  if (value.length > MAX_ID_LENGTH) return `must be at most ${MAX_ID_LENGTH} characters`;
-  if (/\p{Cc}/u.test(value)) return 'must not contain control characters (line breaks, tabs, NUL)';
-  if (/\p{Cs}/u.test(value)) return 'must be well-formed Unicode text (no lone surrogates)';
-  return undefined;
 };
 
 /** A positive safe integer (beyond 2^53 - 1 a number is no longer exact, and 1e21 would travel as "1e+21"). */

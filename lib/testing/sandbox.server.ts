@@ -267,7 +267,7 @@ export class PaymentsSandbox {
     const amount = parseMillimes(input.amount, true);
     if (amount === undefined) throw new TypeError('PaymentsSandbox: amount must be a positive number of millimes (a string of digits or a safe integer)');
     if (input.clientId !== undefined && !isValidClientId(input.clientId))
-      throw new TypeError('PaymentsSandbox: clientId must be 1-128 characters of [A-Za-z0-9._:@-]');
+      throw new TypeError('PaymentsSandbox: clientId must be a non-blank string of at most 256 characters, without control characters');
     return this.state.createPreauthorized({ ...input, amount }).paymentId;
   }
 
@@ -279,7 +279,8 @@ export class PaymentsSandbox {
    * @throws TypeError when `clientId` is one `bindings/list` would refuse
    */
   addBinding(input: SandboxBindingInput): SandboxBinding {
-    if (!isValidClientId(input.clientId)) throw new TypeError('PaymentsSandbox: clientId must be 1-128 characters of [A-Za-z0-9._:@-]');
+    if (!isValidClientId(input.clientId))
+      throw new TypeError('PaymentsSandbox: clientId must be a non-blank string of at most 256 characters, without control characters');
     return this.state.addBinding(input);
   }
 

@@ -5,14 +5,19 @@
  * public pages disagree (`amount` as a string or a JSON integer, the two pre-authorization flag
  * names; public-api-facts §4), it accepts every documented form.
  */
+import { identifier } from '../core/identifier.rule.js';
 import type { NewPayment } from './sandbox.state.js';
 import type { SandboxDestination } from './sandbox.types.js';
 
 const DIGITS = /^[0-9]+$/;
-const CLIENT_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
-/** Whether `value` is an absolute http(s) URL with a host. */
-export function isHttpUrl(value: unknown): value is string {
+/**
+ * Whether `value` is a link the service side takes: anything the WHATWG URL parser reads as
+ * http(s) with a host. Deliberately more lenient than the plugin's `httpUrl` rule (which also
+ * refuses `user:pass@` and URLs over 2048 characters before sending): the service's own rule is
+ * not documented, and a stand-in for it must not refuse what it may accept.
+ */
+export function isParsableHttpUrl(value: unknown): value is string {
   if (typeof value !== 'string') return false;
   try {
     const url = new URL(value);
@@ -65,9 +70,15 @@ export function parseDestinations(value: unknown, total: string): SandboxDestina
   return sum <= BigInt(total) ? destinations : undefined;
 }
 
-/** Whether a `client_id` is acceptable: 1 to 128 characters of `[A-Za-z0-9._:@-]`. */
+/**
+ * Whether a `client_id` is acceptable. The service documents no rule ("Invalid client_id when the
+ * identifier is invalid", interface §4.4), so the sandbox takes exactly what the plugin sends: its
+ * identifier rule (non-blank, at most 256 characters, no control characters, well-formed
+ * Unicode). It thus never refuses an id the plugin lets through, and what it refuses the plugin
+ * refuses first, before sending, with a message naming the field.
+ */
 export function isValidClientId(value: unknown): value is string {
-  return typeof value === 'string' && CLIENT_ID.test(value);
+  return identifier(value) === undefined;
 }
 
 /** Whether a parsed JSON value is a plain object (not an array, not null). */
@@ -81,14 +92,14 @@ export function isJsonObject(value: unknown): value is Record<string, unknown> {
  */
 export function parseGenerateRequest(body: Record<string, unknown>): NewPayment | undefined {
   const amount = parseMillimes(body.amount, true);
-  if (amount === undefined || !isHttpUrl(body.success_link) || !isHttpUrl(body.fail_link)) return undefined;
+  if (amount === undefined || !isParsableHttpUrl(body.success_link) || !isParsableHttpUrl(body.fail_link)) return undefined;
   const result: NewPayment = { amount, successLink: body.success_link, failLink: body.fail_link };
   if ('webhook' in body) {
-    if (!isHttpUrl(body.webhook)) return undefined;
+    if (!isParsableHttpUrl(body.webhook)) return undefined;
     result.webhook = body.webhook;
   }
   if ('image_url' in body) {
-    if (!isHttpUrl(body.image_url)) return undefined;
+    if (!isParsableHttpUrl(body.image_url)) return undefined;
     result.imageUrl = body.image_url;
   }
   if ('developer_tracking_id' in body) {

@@ -144,7 +144,11 @@ describe('the plugin against its own sandbox', () => {
     await expect(payments.listBindings('cust-1')).resolves.toEqual([
       { bindingId: binding.binding_id, clientId: 'cust-1', cardLastFour: '4242', cardBrand: 'VISA', status: 'active', createdAt: binding.created_at },
     ]);
-    await expect(payments.listBindings('bad id!')).rejects.toBeInstanceOf(InvalidClientIdError);
+    // Any id the plugin sends is one the sandbox takes (the service documents no rule)...
+    await expect(payments.listBindings('any id, even with spaces!')).resolves.toEqual([]);
+    // ...and the service's documented refusal still maps to its typed error.
+    sandbox.fault('/api/v2/bindings/list', { status: 400, body: '{"result":{"status":400,"message":"Invalid client_id"}}', times: 1 });
+    await expect(payments.listBindings('cust-1')).rejects.toBeInstanceOf(InvalidClientIdError);
   });
 
   it('maps the sandbox faults to typed errors', async () => {

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-// The sandbox's check is the service-side rule, written apart from the plugin's class-validator one.
-import { isHttpUrl } from '../../lib/testing/sandbox.validation.js';
+// The sandbox's check is the service-side rule (what the URL parser takes), written apart from
+// the plugin's stricter class-validator one.
+import { isParsableHttpUrl } from '../../lib/testing/sandbox.validation.js';
 
 /** One request that reached the wire-checking server. */
 export interface WireRequest {
@@ -97,8 +98,8 @@ export class WireCheckingServer {
       case '/api/v2/generate_payment': {
         for (const key of Object.keys(b)) if (!GENERATE_KEYS.has(key)) problem(`key not in the spec: ${JSON.stringify(key)}`);
         if (typeof b.amount !== 'string' || !/^[1-9][0-9]*$/.test(b.amount)) problem(`amount ${JSON.stringify(b.amount)?.slice(0, 40)}`);
-        for (const key of ['success_link', 'fail_link']) if (!isHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
-        for (const key of ['webhook', 'image_url']) if (key in b && !isHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
+        for (const key of ['success_link', 'fail_link']) if (!isParsableHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
+        for (const key of ['webhook', 'image_url']) if (key in b && !isParsableHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
         if ('session_timeout_secs' in b && !(Number.isSafeInteger(b.session_timeout_secs) && (b.session_timeout_secs as number) > 0))
           problem('session_timeout_secs');
         if ('accept_card' in b && typeof b.accept_card !== 'boolean') problem('accept_card');

@@ -204,6 +204,8 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     await page.locator('#bindings-lookup').scrollIntoViewIfNeeded();
     await shot('admin-bindings');
 
+    // The service refusing an id (the sandbox takes any id the plugin sends, so the refusal is injected).
+    sandbox.fault('/api/v2/bindings/list', { status: 400, body: '{"result":{"status":400,"message":"Invalid client_id"}}', times: 1 });
     await page.locator('#clientId').fill('bad id!');
     await navigate(() => page.locator('#lookup').click(), /\/admin\?clientId=bad/);
     expect(await page.locator('#bindings-error').innerText()).toContain('The payment service does not accept this customer id');

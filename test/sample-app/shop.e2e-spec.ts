@@ -406,9 +406,18 @@ describe('sample shop in sandbox mode', () => {
     );
     expect(demo.text).toContain('value="demo-customer"');
     expect((await client.get('/admin?clientId=nobody')).text).toContain('No card bindings for <strong>nobody</strong>.');
+    // Refused by the plugin before sending (the sandbox takes any id the plugin sends)...
+    const tooLong = await client.get(`/admin?clientId=${'x'.repeat(257)}`);
+    expect(tooLong.status).toBe(200);
+    expect(tooLong.text).toContain('id="bindings-error">Bindings lookup failed: clientId must be at most 256 characters.</p>');
+    // ...and refused by the service, as a real one may answer.
+    sandbox.fault('/api/v2/bindings/list', { status: 400, body: '{"result":{"status":400,"message":"Invalid client_id"}}', times: 1 });
     const invalid = await client.get(`/admin?clientId=${encodeURIComponent('bad id!')}`);
     expect(invalid.status).toBe(200);
-    expect(invalid.text).toContain('<p class="flash flash-error result" id="bindings-error">The payment service does not accept this customer id:');
+    expect(invalid.text).toContain(
+      '<p class="flash flash-error result" id="bindings-error">The payment service does not accept this customer id: Invalid client_id (INVALID_CLIENT_ID).</p>',
+    );
+    expect((await client.get(`/admin?clientId=${encodeURIComponent('bad id!')}`)).text).toContain('No card bindings for <strong>bad id!</strong>.');
     expect((await client.get('/admin?clientId=')).text).toContain('Enter a customer id.');
   });
 

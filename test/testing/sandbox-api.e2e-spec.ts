@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { identifier } from '../../lib/core/identifier.rule.js';
+import { PaymentsClient } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { authHeader, generate, getApi, ISO_UTC, postJson, rawRequest } from './sandbox.helpers.js';
 
@@ -325,25 +328,53 @@ describe('PaymentsSandbox API', () => {
       expect([res.status, res.text]).toEqual([200, '{"result":{"success":true,"bindings":[]},"status":"success"}']);
     });
 
+    // The service documents no rule for client_id: the sandbox takes what the plugin sends (its
+    // identifier rule), so it refuses only what the plugin refuses before sending.
     it.each([
       ['missing', ''],
       ['empty', '?client_id='],
-      ['of 129 characters', `?client_id=${'a'.repeat(129)}`],
-      ['with a space', '?client_id=a%20b'],
-      ['with a slash', '?client_id=a%2Fb'],
+      ['blank', '?client_id=%20%20'],
+      ['of 257 characters', `?client_id=${'a'.repeat(257)}`],
+      ['with a line break', '?client_id=a%0Ab'],
+      ['with a NUL', '?client_id=a%00b'],
       ['repeated', '?client_id=a&client_id=b'],
     ])('refuses client_id %s', async (_label, query) => {
       const res = await getApi(sandbox, `/api/v2/bindings/list${query}`);
       expect([res.status, res.text]).toEqual([400, INVALID_CLIENT_ID]);
     });
 
-    it('accepts a client_id of exactly 128 allowed characters', async () => {
-      const res = await getApi(sandbox, `/api/v2/bindings/list?client_id=${'a'.repeat(124)}._:-`);
-      expect(res.status).toBe(200);
+    it.each([
+      ['of 256 characters', 'a'.repeat(256)],
+      ['with a space and a slash', 'a b/c'],
+      ['with URL delimiters', 'x&y=z?#%'],
+      ['in any script, astral characters included', 'ü-客户-😀'],
+    ])('accepts client_id %s', async (_label, clientId) => {
+      const res = await getApi(sandbox, `/api/v2/bindings/list?client_id=${encodeURIComponent(clientId)}`);
+      expect([res.status, res.text]).toEqual([200, '{"result":{"success":true,"bindings":[]},"status":"success"}']);
+    });
+
+    it('never refuses a client id the plugin sends (random identifiers through listBindings and generatePayment)', async () => {
+      const client = new PaymentsClient({ ...sandbox.options(), reconciliation: { enabled: false }, maxRetries: 0 });
+      try {
+        await fc.assert(
+          fc.asyncProperty(
+            fc.string({ unit: 'binary', minLength: 1, maxLength: 256 }).filter((id) => identifier(id) === undefined),
+            async (clientId) => {
+              await expect(client.listBindings(clientId)).resolves.toEqual([]);
+              await expect(client.generatePayment({ amount: '1000', clientId })).resolves.toMatchObject({ paymentId: expect.any(String) });
+            },
+          ),
+          { numRuns: 150 },
+        );
+      } finally {
+        await client.close();
+      }
     });
 
     it('refuses addBinding with a client id the list would refuse', () => {
-      expect(() => sandbox.addBinding({ clientId: 'a b', cardLastFour: '1', cardBrand: 'VISA' })).toThrow(TypeError);
+      expect(() => sandbox.addBinding({ clientId: ' ', cardLastFour: '1', cardBrand: 'VISA' })).toThrow(TypeError);
+      expect(() => sandbox.addBinding({ clientId: 'a\nb', cardLastFour: '1', cardBrand: 'VISA' })).toThrow(TypeError);
+      expect(sandbox.addBinding({ clientId: 'a b', cardLastFour: '1', cardBrand: 'VISA' }).client_id).toBe('a b');
     });
   });
 
