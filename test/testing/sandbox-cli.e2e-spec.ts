@@ -68,6 +68,16 @@ describe('parseSandboxArgs', () => {
     }
   });
 
+  it("the README's flag table lists exactly the flags --help lists", async () => {
+    const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('## Testing with the sandbox'), readme.indexOf('## Sample shop'));
+    const table = section.slice(section.indexOf('| flag | default | does |'));
+    const flagsIn = (text: string) => [...new Set(text.match(/(?<![\w-])--?[a-z][a-z-]*/g))].sort();
+    const documented = flagsIn(table.split('\n\n')[0].replace(/^\| flag .*$/m, ''));
+    expect(documented).toEqual(flagsIn(SANDBOX_USAGE.slice(SANDBOX_USAGE.indexOf('Options:'))));
+    expect(documented).toContain('--verify-rate-limit');
+  });
+
   it('recognises --help and -h anywhere', () => {
     expect(parseSandboxArgs(['--help'])).toEqual({ command: 'help' });
     expect(parseSandboxArgs(['sandbox', '-h'])).toEqual({ command: 'help' });
