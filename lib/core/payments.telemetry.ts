@@ -11,8 +11,13 @@
  * No attribute ever holds a key, the webhook secret, a webhook token, a full URL or a header: only
  * operation names, HTTP methods and statuses, route templates, error codes, counts, durations, the
  * registration's name and payment ids (the service's ids, not secrets).
+ *
+ * Cost, when recording: one span and one metric record per call to the service, and per webhook
+ * confirmation two spans (the delivery, which is also its settle's span, and the verify call) and
+ * three metric records; one context switch per settle, so that the handlers run in its span's
+ * context, and none elsewhere. Metric attributes are the few that tell series apart (what the
+ * span alone needs stays on the span), since the SDK hashes them on every record.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type * as OtelApi from '@opentelemetry/api';
 import type { PaymentsOperation } from './payments.errors.js';
 import type { OutcomeSource, PaymentsStore } from './payments.store.js';
@@ -28,24 +33,28 @@ export const SPAN_NAMES = {
   reconciliation: 'payments reconciliation',
 } as const;
 
-/** Metric names: OpenTelemetry semantic conventions where they exist, `payments.*` otherwise. */
+/**
+ * Metric names. All are the plugin's own (`payments.*`): a call to the service is one logical
+ * operation, retries and backoff included, which OpenTelemetry's `http.client.request.duration`
+ * (one per physical request, recorded by `@opentelemetry/instrumentation-http` when installed)
+ * does not describe; the two never count the same thing twice.
+ */
 export const METRIC_NAMES = {
   /**
-   * Histogram (s): one per call to the service (semconv `http.client.request.duration`), by
-   * `payments.operation`, `http.request.method`, `http.response.status_code` and `error.type`
-   * (the error's code): its count is the calls by operation and result.
+   * Histogram (s): one per call to the service, retries and backoff included, by
+   * `payments.operation`, `http.response.status_code` (the final answer's), `error.type` (the
+   * error's code), `payments.attempts` (when more than one) and `payments.probe` (health probes).
+   * Its count is the calls by operation and result; requests sent = count + the extra attempts.
    */
-  clientDuration: 'http.client.request.duration',
+  clientDuration: 'payments.client.operation.duration',
   /** Histogram (s): time to answer a webhook delivery, by `http.response.status_code` and `payments.webhook.result`; its count is the deliveries. */
   webhookDuration: 'payments.webhook.duration',
-  /** Histogram (s): one per settle (claim, verify, handlers, done), by `payments.source`, `payments.settle.result` and `payments.outcome`; its count is the settles. */
+  /**
+   * Histogram (s): one per settle (claim, verify, handlers, done), by `payments.source`,
+   * `payments.settle.result` and `payments.outcome`; its count is the outcomes by kind and path
+   * (settled payments: results `handled` and `mismatch`).
+   */
   settleDuration: 'payments.outcome.duration',
-  /** Histogram (s): how long the outcome's handlers ran, by `payments.event` and `payments.handler.result`. */
-  handlerDuration: 'payments.handler.duration',
-  /** Counter: verify calls made to settle a payment, by `payments.source`. */
-  verifyCalls: 'payments.verify.calls',
-  /** Counter: payments that reached a final outcome (handled or mismatch), by `payments.source` and `payments.outcome`. */
-  settled: 'payments.settled',
   /** Observable gauge: payments queued for reconciliation (`store.countPending()`, throttled). */
   backlog: 'payments.reconciliation.backlog',
 } as const;
@@ -138,21 +147,39 @@ export function loadTelemetryApi(): Promise<boolean> {
 
 // ------------------------------------------------------------------ the hooks
 
-/** Set inside {@link asHealthProbe}: the calls made there are health probes. */
-const PROBE = new AsyncLocalStorage<true>();
+/**
+ * The context key {@link asHealthProbe} sets (`Symbol.for`, as `createContextKey` makes it: the same
+ * key whichever copy of this file asks).
+ */
+const PROBE_KEY = Symbol.for('nestjs-payments.probe');
 
 /**
  * Runs `work` as a health probe: its calls to the service are recorded like any other, with
- * `payments.probe=true` on their span and call-duration metric, so that the probe's expected
- * refusals (`INVALID_CLIENT_ID`) can be told from real failures. Node's own async context
- * carries the mark, whether or not an OpenTelemetry context manager is registered.
+ * `payments.probe=true` on their span and call metric, so that the probe's expected refusals
+ * (`INVALID_CLIENT_ID`) can be told from real failures. The mark travels in the OpenTelemetry
+ * context (a context manager is needed, as every Node SDK setup registers one); nothing is
+ * switched when telemetry cannot record.
  */
 export function asHealthProbe<T>(work: () => Promise<T>): Promise<T> {
-  return PROBE.run(true, work);
+  if (!api) return work();
+  return api.context.with(api.context.active().setValue(PROBE_KEY, true), work);
 }
 
 const NOOP_SETTLE: SettleTrace = { handlers: (_event, run) => run() };
 const NOOP_WEBHOOK: WebhookTrace = { within: (run) => run(), end: () => undefined };
+
+/** A webhook delivery's span, offered to the settle its `within()` starts (see `settle`). */
+interface HostSpan {
+  span: OtelApi.Span;
+  /** The context the delivery's span was started in; the settle runs in it plus the span. */
+  parent: OtelApi.Context;
+}
+
+/** Static attributes of one operation's calls, built once per client and operation. */
+interface CallAttributes {
+  span: Attributes;
+  name: string;
+}
 
 /**
  * The plugin's hooks into tracing and metrics. One per client. Every hook costs a function call
@@ -163,8 +190,11 @@ export class PaymentsTelemetry {
   readonly #common: Attributes;
   readonly #server: Attributes;
   readonly #store?: PaymentsStore;
+  readonly #calls = new Map<string, CallAttributes>();
   #instruments?: Instruments | null;
   #backlog?: { value?: number; at: number; reading?: Promise<void> };
+  /** Set by a webhook trace's `within()` for the settle it starts synchronously, then cleared. */
+  #host?: HostSpan;
   #closed = false;
 
   /**
@@ -199,7 +229,9 @@ export class PaymentsTelemetry {
 
   /**
    * A call to the service: a CLIENT span `payments <operation>` around `run`, and its duration
-   * and result in the metrics. `run` fills in the attempts and the HTTP status.
+   * and result in the metrics. `run` fills in the attempts and the HTTP status. The span is not
+   * made the active one (nothing of the plugin's runs under it): an HTTP instrumentation's spans
+   * of the requests are its siblings.
    */
   call<T>(operation: PaymentsOperation, method: 'GET' | 'POST', urlTemplate: string, run: (stats: CallStats) => Promise<T>): Promise<T> {
     const i = this.#get();
@@ -207,32 +239,47 @@ export class PaymentsTelemetry {
     return this.#call(i, operation, method, urlTemplate, run);
   }
 
+  #callAttributes(operation: PaymentsOperation, method: string, urlTemplate: string): CallAttributes {
+    const key = `${operation} ${method} ${urlTemplate}`;
+    let cached = this.#calls.get(key);
+    if (!cached) {
+      cached = {
+        name: SPAN_NAMES.call(operation),
+        span: { ...this.#server, 'payments.operation': operation, 'http.request.method': method, 'url.template': urlTemplate },
+      };
+      this.#calls.set(key, cached);
+    }
+    return cached;
+  }
+
   async #call<T>(i: Instruments, operation: PaymentsOperation, method: 'GET' | 'POST', urlTemplate: string, run: (stats: CallStats) => Promise<T>): Promise<T> {
     const { api: otel } = i;
     const stats: CallStats = { attempts: 0 };
-    const span = i.tracer.startSpan(SPAN_NAMES.call(operation), {
-      kind: otel.SpanKind.CLIENT,
-      attributes: { ...this.#server, 'payments.operation': operation, 'http.request.method': method, 'url.template': urlTemplate },
-    });
+    const fixed = this.#callAttributes(operation, method, urlTemplate);
+    const span = i.tracer.startSpan(fixed.name, { kind: otel.SpanKind.CLIENT, attributes: fixed.span });
+    const probe = otel.context.active().getValue(PROBE_KEY) === true;
     const started = performance.now();
-    const metric: Attributes = { ...this.#server, 'payments.operation': operation, 'http.request.method': method };
-    if (PROBE.getStore()) {
-      metric['payments.probe'] = true;
-      span.setAttribute('payments.probe', true);
-    }
+    let errorType: string | undefined;
     try {
-      const result = await otel.context.with(otel.trace.setSpan(otel.context.active(), span), () => run(stats));
-      if (stats.status !== undefined) metric['http.response.status_code'] = stats.status;
-      span.setAttributes(callAttributes(stats));
-      return result;
+      return await run(stats);
     } catch (error) {
-      const failure = callFailure(error, stats);
-      if (stats.status !== undefined) metric['http.response.status_code'] = stats.status;
-      metric['error.type'] = failure.type;
-      span.setAttributes({ ...callAttributes(stats), ...failure.attributes, 'error.type': failure.type });
-      span.setStatus({ code: otel.SpanStatusCode.ERROR, message: failure.type });
+      errorType = callFailure(error, stats, span);
+      span.setAttribute('error.type', errorType);
+      span.setStatus({ code: otel.SpanStatusCode.ERROR, message: errorType });
       throw error;
     } finally {
+      const metric: Attributes = { ...this.#common, 'payments.operation': operation };
+      if (stats.status !== undefined) {
+        metric['http.response.status_code'] = stats.status;
+        span.setAttribute('http.response.status_code', stats.status);
+      }
+      if (errorType !== undefined) metric['error.type'] = errorType;
+      if (stats.attempts > 1) metric['payments.attempts'] = stats.attempts;
+      if (probe) {
+        metric['payments.probe'] = true;
+        span.setAttribute('payments.probe', true);
+      }
+      span.setAttribute('payments.attempts', stats.attempts);
       i.clientDuration.record((performance.now() - started) / 1000, metric);
       span.end();
     }
@@ -240,66 +287,70 @@ export class PaymentsTelemetry {
 
   /**
    * One settle (claim -> verify -> handlers -> done): an INTERNAL span `payments settle` whose
-   * context the work, the verify call and the handlers run in; its result in the metrics.
+   * context the work, the verify call and the handlers run in; its result in the metrics. A
+   * settle that a webhook delivery starts records onto the delivery's span instead of a span of
+   * its own (one span for the two: same duration but for the authentication, same payment).
    */
   settle<R extends SettleLike>(paymentId: string, source: OutcomeSource, run: (trace: SettleTrace) => Promise<R>): Promise<R> {
+    const host = this.#host;
+    this.#host = undefined;
     const i = this.#get();
     if (i === null) return run(NOOP_SETTLE);
-    return this.#settle(i, paymentId, source, run);
+    return this.#settle(i, paymentId, source, run, host);
   }
 
-  async #settle<R extends SettleLike>(i: Instruments, paymentId: string, source: OutcomeSource, run: (trace: SettleTrace) => Promise<R>): Promise<R> {
+  async #settle<R extends SettleLike>(
+    i: Instruments,
+    paymentId: string,
+    source: OutcomeSource,
+    run: (trace: SettleTrace) => Promise<R>,
+    host: HostSpan | undefined,
+  ): Promise<R> {
     const { api: otel } = i;
-    const span = i.tracer.startSpan(SPAN_NAMES.settle, {
-      kind: otel.SpanKind.INTERNAL,
-      attributes: { ...this.#common, 'payments.source': source, 'payments.payment_id': paymentId },
-    });
+    const parent = host?.parent ?? otel.context.active();
+    const span =
+      host?.span ??
+      i.tracer.startSpan(SPAN_NAMES.settle, { kind: otel.SpanKind.INTERNAL, attributes: { ...this.#common, 'payments.payment_id': paymentId } }, parent);
+    span.setAttribute('payments.source', source);
     const started = performance.now();
     let handlerMs: number | undefined;
     const trace: SettleTrace = {
-      handlers: async (event, work) => {
+      handlers: async (_event, work) => {
         const t0 = performance.now();
-        let result = 'succeeded';
         try {
           return await work();
-        } catch (error) {
-          result = 'failed';
-          throw error;
         } finally {
-          const ms = performance.now() - t0;
-          handlerMs = (handlerMs ?? 0) + ms;
-          i.handlerDuration.record(ms / 1000, { ...this.#common, 'payments.event': event, 'payments.handler.result': result });
+          handlerMs = (handlerMs ?? 0) + performance.now() - t0;
         }
       },
     };
     let kind = 'error';
     let outcome: string | undefined;
     try {
-      const result = await otel.context.with(otel.trace.setSpan(otel.context.active(), span), () => run(trace));
+      const result = await otel.context.with(otel.trace.setSpan(parent, span), () => run(trace));
       kind = result.kind;
       outcome = result.outcome ?? (kind === 'pending' ? 'pending' : kind === 'mismatch' ? 'mismatch' : undefined);
       return result;
     } finally {
-      const attributes: Attributes = { 'payments.settle.result': kind };
-      if (outcome !== undefined) attributes['payments.outcome'] = outcome;
-      if (handlerMs !== undefined) attributes['payments.handlers.duration_ms'] = Math.round(handlerMs * 1000) / 1000;
-      span.setAttributes(attributes);
+      span.setAttribute('payments.settle.result', kind);
+      if (outcome !== undefined) span.setAttribute('payments.outcome', outcome);
+      if (handlerMs !== undefined) span.setAttribute('payments.handlers.duration_ms', Math.round(handlerMs * 1000) / 1000);
       if (SETTLE_ERRORS.has(kind)) {
         span.setAttribute('error.type', kind);
         span.setStatus({ code: otel.SpanStatusCode.ERROR, message: kind });
       }
-      span.end();
+      if (!host) span.end();
       const metric: Attributes = { ...this.#common, 'payments.source': source, 'payments.settle.result': kind };
       if (outcome !== undefined) metric['payments.outcome'] = outcome;
       i.settleDuration.record((performance.now() - started) / 1000, metric);
-      if (!NO_VERIFY.has(kind)) i.verifyCalls.add(1, { ...this.#common, 'payments.source': source });
-      if (kind === 'handled' || kind === 'mismatch') i.settled.add(1, { ...this.#common, 'payments.source': source, 'payments.outcome': outcome ?? kind });
     }
   }
 
   /**
    * Starts the span of one webhook delivery (`payments webhook`: SERVER, or INTERNAL inside an
-   * HTTP server span of an instrumented framework). Ended by {@link WebhookTrace.end} with the answer.
+   * HTTP server span of an instrumented framework). Ended by {@link WebhookTrace.end} with the
+   * answer. `within(run)` offers the span to the settle `run` starts, which records onto it and
+   * runs the handlers in its context; it switches no context itself.
    * @param route the route template, e.g. `/payments/webhook/:token` (never the token itself)
    */
   webhook(route: string): WebhookTrace {
@@ -312,18 +363,24 @@ export class PaymentsTelemetry {
       { kind: otel.trace.getSpan(parent) ? otel.SpanKind.INTERNAL : otel.SpanKind.SERVER, attributes: { ...this.#common, 'http.route': route } },
       parent,
     );
+    const host: HostSpan = { span, parent };
     const started = performance.now();
     let ended = false;
     return {
-      within: (run) => otel.context.with(otel.trace.setSpan(parent, span), run),
+      within: (run) => {
+        this.#host = host;
+        try {
+          return run();
+        } finally {
+          this.#host = undefined;
+        }
+      },
       end: (status, result, paymentId) => {
         if (ended) return;
         ended = true;
-        span.setAttributes({
-          'http.response.status_code': status,
-          'payments.webhook.result': result,
-          ...(paymentId === undefined ? {} : { 'payments.payment_id': paymentId }),
-        });
+        span.setAttribute('http.response.status_code', status);
+        span.setAttribute('payments.webhook.result', result);
+        if (paymentId !== undefined) span.setAttribute('payments.payment_id', paymentId);
         if (status >= 500) {
           span.setAttribute('error.type', String(status));
           span.setStatus({ code: otel.SpanStatusCode.ERROR, message: result });
@@ -421,16 +478,13 @@ export class PaymentsTelemetry {
       tracerDelegate,
       noop,
       tracer,
-      clientDuration: seconds(METRIC_NAMES.clientDuration, 'Duration of calls to the payment service (retries included)', HTTP_BUCKETS),
+      clientDuration: seconds(METRIC_NAMES.clientDuration, 'Duration of operations on the payment service, retries and backoff included', HTTP_BUCKETS),
       webhookDuration: seconds(METRIC_NAMES.webhookDuration, 'Time to answer a webhook delivery, by status and result', HTTP_BUCKETS),
       settleDuration: seconds(
         METRIC_NAMES.settleDuration,
         'Duration of one settle (claim, verify, handlers, done) by source, result and outcome',
         HTTP_BUCKETS,
       ),
-      handlerDuration: seconds(METRIC_NAMES.handlerDuration, 'Duration of the outcome handlers of one settle', HTTP_BUCKETS),
-      verifyCalls: meter.createCounter(METRIC_NAMES.verifyCalls, { unit: '{call}', description: 'verify_payment calls made to settle payments, by source' }),
-      settled: meter.createCounter(METRIC_NAMES.settled, { unit: '{payment}', description: 'Payments that reached a final outcome (handled or mismatch)' }),
       backlog,
       observeBacklog,
     };
@@ -470,41 +524,29 @@ interface Instruments {
   clientDuration: OtelApi.Histogram;
   webhookDuration: OtelApi.Histogram;
   settleDuration: OtelApi.Histogram;
-  handlerDuration: OtelApi.Histogram;
-  verifyCalls: OtelApi.Counter;
-  settled: OtelApi.Counter;
   backlog: OtelApi.ObservableGauge;
   observeBacklog: OtelApi.ObservableCallback;
 }
 
 /** The package's version, for the instrumentation scope (kept in step by hand, like CHANGELOG.md). */
 const PACKAGE_VERSION = '0.1.0';
-/** semconv's advice for http.client.request.duration. */
+/** The bucket boundaries semconv advises for HTTP durations (s). */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
 /** Settle results that end the span in error. */
 const SETTLE_ERRORS = new Set(['mismatch', 'handlers-failed', 'verify-failed', 'store-unavailable', 'error']);
-/** Settle results reached without a verify call. */
-const NO_VERIFY = new Set(['duplicate', 'busy', 'store-unavailable', 'error']);
 
 function noop(): void {}
 
-function callAttributes(stats: CallStats): Attributes {
-  const attributes: Attributes = { 'payments.attempts': stats.attempts };
-  if (stats.attempts > 1) attributes['http.request.resend_count'] = stats.attempts - 1;
-  if (stats.status !== undefined) attributes['http.response.status_code'] = stats.status;
-  return attributes;
-}
-
 // What a failed call says, without its message (an excerpt of the service's answer has no place
-// in telemetry): the error's stable code, and for connection errors whether it may have been processed.
-function callFailure(error: unknown, stats: CallStats): { type: string; attributes: Attributes } {
+// in telemetry): the error's stable code, returned, and on the span whether it may have been
+// processed (connection errors) and the attempts the error counted.
+function callFailure(error: unknown, stats: CallStats, span: OtelApi.Span): string {
   const e = error as { code?: unknown; httpStatus?: unknown; mayHaveBeenProcessed?: unknown; attempts?: unknown } | null;
   const type = typeof e?.code === 'string' && /^[A-Z0-9_]{1,64}$/.test(e.code) ? e.code : error instanceof Error ? error.name : 'unknown';
-  const attributes: Attributes = {};
-  if (typeof e?.mayHaveBeenProcessed === 'boolean') attributes['payments.may_have_been_processed'] = e.mayHaveBeenProcessed;
-  if (typeof e?.attempts === 'number' && e.attempts > stats.attempts) attributes['payments.attempts'] = e.attempts;
+  if (typeof e?.mayHaveBeenProcessed === 'boolean') span.setAttribute('payments.may_have_been_processed', e.mayHaveBeenProcessed);
+  if (typeof e?.attempts === 'number' && e.attempts > stats.attempts) stats.attempts = e.attempts;
   if (typeof e?.httpStatus === 'number' && stats.status === undefined) stats.status = e.httpStatus;
-  return { type, attributes };
+  return type;
 }
 
 /**
