@@ -222,17 +222,22 @@ describe('runSandboxCommand', () => {
 });
 
 describe('sandbox.cli executable', () => {
-  /** Transpiles lib/testing and the core files it imports to plain ESM JavaScript in a temp dir. */
+  /**
+   * Transpiles lib/testing and the core files it imports (followed transitively) to plain ESM
+   * JavaScript in a temp dir with no node_modules: the CLI must run on node built-ins alone.
+   */
   async function buildCli(dir: string): Promise<string> {
     const root = path.resolve('lib');
-    const files = [
-      ...(await readdir(path.join(root, 'testing'))).filter((f) => f.endsWith('.ts')).map((f) => path.join('testing', f)),
-      path.join('core', 'money.util.ts'),
-      path.join('core', 'payments.errors.ts'),
-    ];
+    const files = (await readdir(path.join(root, 'testing'))).filter((f) => f.endsWith('.ts')).map((f) => path.join('testing', f));
     await writeFile(path.join(dir, 'package.json'), '{"type":"module"}');
-    for (const file of files) {
+    for (let i = 0; i < files.length; i++) {
+      const file = files[i];
       const source = await readFile(path.join(root, file), 'utf8');
+      // Relative value imports (type-only ones are erased) bring their files along.
+      for (const [, spec] of source.matchAll(/^(?:import|export) (?!type )[^'"]*?from '(\.{1,2}\/[^']+)\.js';$/gm)) {
+        const dep = path.join(path.dirname(file), `${spec}.ts`);
+        if (!files.includes(dep)) files.push(dep);
+      }
       const { outputText } = ts.transpileModule(source, {
         compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, useDefineForClassFields: true },
       });
