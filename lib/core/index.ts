@@ -48,6 +48,8 @@ export type {
   OutcomeRecord,
   OutcomeQuery,
   OutcomePage,
+  BindingClaim,
+  OutcomeFinish,
 } from './payments.store.js';
 export { MemoryPaymentsStore } from './memory.store.js';
 export type { MemoryPaymentsStoreOptions } from './memory.store.js';
@@ -65,7 +67,15 @@ export {
 } from './payment.events.js';
 export type { PaymentEventName } from './payment.events.js';
 export { WebhookProcessor } from './webhook.processor.js';
-export type { WebhookAnswer, WebhookAnswerBody, WebhookAuthentication, WebhookAccepted, WebhookRefused, AuthenticatedWebhook } from './webhook.processor.js';
+export type {
+  WebhookAnswer,
+  WebhookAnswerBody,
+  WebhookAuthentication,
+  WebhookAuthenticateOptions,
+  WebhookAccepted,
+  WebhookRefused,
+  AuthenticatedWebhook,
+} from './webhook.processor.js';
 export type { OutcomeDispatcher } from './outcome.processor.js';
 export type { WebhookRequest } from './webhook.payload.js';
 export { WEBHOOK_TOKEN_PARAM } from './webhook.token.js';

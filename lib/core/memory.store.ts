@@ -6,7 +6,9 @@ import {
   outcomePageLimit,
   outcomeSortsBefore,
   parseOutcomeCursor,
+  type BindingClaim,
   type ClaimOutcome,
+  type OutcomeFinish,
   type OutcomePage,
   type OutcomeQuery,
   type OutcomeRecord,
@@ -81,6 +83,10 @@ export class MemoryPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async claim(eventKey: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
+    return this.claimNow(eventKey, owner, leaseMs);
+  }
+
+  private claimNow(eventKey: string, owner: string, leaseMs: number): ClaimOutcome {
     const lease = positiveMs('MemoryPaymentsStore', leaseMs, 'leaseMs');
     // Check-and-set with no await in between: atomic within the event loop.
     if (this.done.has(eventKey)) return 'done';
@@ -88,6 +94,30 @@ export class MemoryPaymentsStore implements PaymentsStore {
     if (current && current.owner !== owner) return 'busy';
     this.claims.set(eventKey, { owner, expiresAt: Date.now() + lease });
     return 'claimed';
+  }
+
+  /** @inheritdoc */
+  async findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim> {
+    // No await between the read and the check-and-set: atomic within the event loop.
+    const found = this.bindings.get(tokenId);
+    const binding = found ? { ...found } : undefined;
+    if (binding?.paymentId !== paymentId) return { binding };
+    return { binding, claim: this.claimNow(eventKey, owner, leaseMs) };
+  }
+
+  /** @inheritdoc */
+  async finishOutcome(finish: OutcomeFinish): Promise<boolean> {
+    const doneTtl = positiveMs('MemoryPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
+    const recordTtl = positiveMs('MemoryPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
+    const held = this.activeClaim(finish.eventKey)?.owner === finish.owner;
+    if (held) this.claims.delete(finish.eventKey);
+    if (finish.claim === 'done') {
+      if (held) this.done.set(finish.eventKey, true, { ttl: doneTtl });
+      this.pending.delete(finish.record.paymentId);
+    }
+    const previous = this.outcomes.get(finish.record.paymentId)?.attempts ?? 0;
+    this.outcomes.set(finish.record.paymentId, { ...finish.record, attempts: previous + finish.attemptsAdded }, { ttl: recordTtl });
+    return held && finish.claim === 'done';
   }
 
   /** @inheritdoc */

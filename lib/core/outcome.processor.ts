@@ -4,7 +4,8 @@ import { OUTCOME_EVENTS, outcomeOf } from './payment.outcome.js';
 import { normalizeMillimes } from './money.util.js';
 import { PaymentsApiError, PaymentsConnectionError, PaymentsError } from './payments.errors.js';
 import type { PaymentsLogger } from './payments.logger.js';
-import type { OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from './payments.store.js';
+import type { BindingClaim, ClaimOutcome, HandlerResult, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from './payments.store.js';
+import { findBindingAndClaim, finishOutcome } from './store.operations.js';
 import { PaymentsTelemetry, type SettleTrace } from './payments.telemetry.js';
 import type { VerifiedPayment } from './payments.types.js';
 
@@ -41,6 +42,23 @@ export type SettleResult =
   | { kind: 'handlers-failed'; outcome: PaymentOutcome; verification: VerifiedPayment; error: string }
   | { kind: 'verify-failed'; error: PaymentsError; retryAfterSecs?: number }
   | { kind: 'store-unavailable'; error: string };
+
+/** The claim of a payment's outcome the caller of {@link OutcomeProcessor.settle} already asked for. */
+export interface HeldClaim {
+  /** The owner the claim was asked for with. */
+  owner: string;
+  /** What the store answered: `claimed` (then held by `owner`), `done` or `busy`. */
+  outcome: ClaimOutcome;
+}
+
+/** What one attempt found, for its outcome record. */
+interface AttemptRecord {
+  verification: VerifiedPayment;
+  outcome: PaymentOutcome;
+  source: OutcomeSource;
+  handlers: HandlerResult;
+  lastError?: string;
+}
 
 /** Settings of the processor. */
 export interface OutcomeProcessorOptions {
@@ -97,10 +115,12 @@ export class OutcomeProcessor {
   /**
    * Verifies a payment and runs its outcome's handlers, at most once to success across paths
    * and instances. Never throws: every result is a {@link SettleResult}.
+   * @param held the claim of the payment, when the caller already asked for it (the webhook's
+   *   binding lookup and claim are one store round trip); a claim held is released or marked done here
    */
-  settle(paymentId: string, source: OutcomeSource, expected?: OutcomeExpectation): Promise<SettleResult> {
+  settle(paymentId: string, source: OutcomeSource, expected?: OutcomeExpectation, held?: HeldClaim): Promise<SettleResult> {
     // The span's context is active in the verify call and the handlers (payments.telemetry.ts).
-    const settling = this.telemetry.settle(paymentId, source, (trace) => this.run(paymentId, source, expected, trace));
+    const settling = this.telemetry.settle(paymentId, source, (trace) => this.run(paymentId, source, expected, trace, held));
     this.#inFlight.add(settling);
     const forget = () => void this.#inFlight.delete(settling);
     settling.then(forget, forget);
@@ -116,18 +136,60 @@ export class OutcomeProcessor {
     while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
   }
 
-  private async run(paymentId: string, source: OutcomeSource, expected: OutcomeExpectation | undefined, trace: SettleTrace): Promise<SettleResult> {
+  /**
+   * A webhook's binding lookup and, when the binding names the payment, the claim of its outcome,
+   * in one store round trip (`findBindingAndClaim`). What the claim found is for the caller to
+   * pass to {@link settle} (or, if it will not settle, to {@link abandon}).
+   * @param tokenId the token's nonce
+   * @param paymentId the payment the delivery names
+   * @throws what the store throws (the claim, had it landed after all, is given back)
+   */
+  async lookupAndClaim(tokenId: string, paymentId: string): Promise<BindingClaim & { held?: HeldClaim }> {
     const key = outcomeKey(paymentId);
     const owner = randomUUID();
-    let claim;
     try {
-      claim = await this.store.claim(key, owner, this.options.leaseMs);
+      const found = await findBindingAndClaim(this.store, tokenId, paymentId, key, owner, this.options.leaseMs);
+      return found.claim === undefined ? found : { ...found, held: { owner, outcome: found.claim } };
     } catch (error) {
-      // The claim may still have landed on the server after we gave up waiting: give it back so
-      // the next attempt does not wait a whole lease.
+      // As after a claim that failed in settle(): it may still land; every store orders this after it.
       void this.store.release(key, owner).catch(() => undefined);
-      this.logger.error(`${source}: store unreachable while claiming ${paymentId}: ${describe(error)}`);
-      return { kind: 'store-unavailable', error: describe(error) };
+      throw error;
+    }
+  }
+
+  /**
+   * Gives back a claim taken for a settle that will not run (the delivery was turned away after
+   * its claim, e.g. while shutting down), so that the next attempt need not wait for its lease.
+   */
+  async abandon(paymentId: string, held: HeldClaim): Promise<void> {
+    if (held.outcome === 'claimed') await this.release(outcomeKey(paymentId), held.owner);
+  }
+
+  // Store round trips of a settle, in the usual case (a webhook of a payment that settled):
+  // claim (or none, when the caller's binding lookup took it), then verify_payment, then one
+  // finishOutcome for done marker, queue and record together. It used to be claim, markDone,
+  // removePending, getOutcome and saveOutcome: 5 round trips, now 2 (1 after a webhook's lookup);
+  // a store without the combined operations still makes the separate calls (store.operations.ts).
+  private async run(
+    paymentId: string,
+    source: OutcomeSource,
+    expected: OutcomeExpectation | undefined,
+    trace: SettleTrace,
+    held: HeldClaim | undefined,
+  ): Promise<SettleResult> {
+    const key = outcomeKey(paymentId);
+    const owner = held?.owner ?? randomUUID();
+    let claim = held?.outcome;
+    if (claim === undefined) {
+      try {
+        claim = await this.store.claim(key, owner, this.options.leaseMs);
+      } catch (error) {
+        // The claim may still land after we gave up waiting: give it back so the next attempt
+        // does not wait a whole lease (every store sends the release after the claim).
+        void this.store.release(key, owner).catch(() => undefined);
+        this.logger.error(`${source}: store unreachable while claiming ${paymentId}: ${describe(error)}`);
+        return { kind: 'store-unavailable', error: describe(error) };
+      }
     }
     if (claim === 'done') return { kind: 'duplicate' };
     if (claim === 'busy') return { kind: 'busy' };
@@ -144,8 +206,7 @@ export class OutcomeProcessor {
 
     const outcome = outcomeOf(verification.status);
     if (outcome === 'pending') {
-      await this.release(key, owner);
-      await this.record(verification, 'pending', source, 'none');
+      await this.conclude(key, owner, 'release', { verification, outcome, source, handlers: 'none' });
       return { kind: 'pending', verification };
     }
 
@@ -156,8 +217,7 @@ export class OutcomeProcessor {
     }
     if (problems.length > 0) {
       this.logger.error(`${source}: payment ${paymentId} is ${verification.status} at the service but NOT confirmed: ${problems.join('; ')}`);
-      await this.finish(key, owner, paymentId);
-      await this.record(verification, 'mismatch', source, 'none', problems.join('; '));
+      await this.conclude(key, owner, 'done', { verification, outcome: 'mismatch', source, handlers: 'none', lastError: problems.join('; ') });
       await this.dispatchQuietly('payment.mismatch', new PaymentMismatchEvent(verification, source, this.options.registration, problems));
       return { kind: 'mismatch', verification, problems };
     }
@@ -170,25 +230,46 @@ export class OutcomeProcessor {
     } catch (error) {
       const message = describe(error);
       this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);
-      await this.release(key, owner);
-      await this.record(verification, outcome, source, 'failed', message);
+      await this.conclude(key, owner, 'release', { verification, outcome, source, handlers: 'failed', lastError: message });
       return { kind: 'handlers-failed', outcome, verification, error: message };
     }
-    await this.finish(key, owner, paymentId);
-    await this.record(verification, outcome, source, 'succeeded');
+    await this.conclude(key, owner, 'done', { verification, outcome, source, handlers: 'succeeded' });
     return { kind: 'handled', outcome, verification };
   }
 
-  // Marks the payment done and drops it from the reconciliation queue. The handlers have run: a
-  // failure here is logged, not retried (a later duplicate may then run them again).
-  private async finish(key: string, owner: string, paymentId: string): Promise<void> {
+  // Ends the attempt: the claim marked done (the payment also leaves the reconciliation queue) or
+  // released, and the outcome recorded, in one store call. The handlers have run: a failure here
+  // is logged, not retried (a later duplicate may then run them again; the record is for people).
+  private async conclude(key: string, owner: string, claim: 'done' | 'release', attempt: AttemptRecord): Promise<void> {
+    const { verification, outcome, source, handlers, lastError } = attempt;
+    const paymentId = verification.paymentId;
+    const record: Omit<OutcomeRecord, 'attempts'> = {
+      paymentId,
+      outcome,
+      status: verification.status,
+      source,
+      handlers,
+      amount: verification.amount,
+      updatedAt: new Date().toISOString(),
+    };
+    if (verification.developerTrackingId !== undefined) record.developerTrackingId = verification.developerTrackingId;
+    if (lastError !== undefined) record.lastError = lastError.slice(0, 500);
     try {
-      if (!(await this.store.markDone(key, owner, this.options.doneTtlMs))) {
-        this.logger.warn(`the claim on ${paymentId} expired while its handlers ran (raise webhook.leaseMs)`);
-      }
-      await this.store.removePending(paymentId);
+      const marked = await finishOutcome(this.store, {
+        eventKey: key,
+        owner,
+        claim,
+        doneTtlMs: this.options.doneTtlMs,
+        record,
+        // A check that found the payment pending is no attempt at its handlers.
+        attemptsAdded: outcome === 'pending' ? 0 : 1,
+        recordTtlMs: this.options.recordTtlMs,
+      });
+      if (claim === 'done' && !marked) this.logger.warn(`the claim on ${paymentId} expired while its handlers ran (raise webhook.leaseMs)`);
     } catch (error) {
-      this.logger.error(`could not mark ${paymentId} done: ${describe(error)}`);
+      this.logger.error(
+        `could not ${claim === 'done' ? `mark ${paymentId} done` : `release ${key}`} and record its outcome (${outcome}, handlers ${handlers}): ${describe(error)}`,
+      );
     }
   }
 
@@ -198,34 +279,6 @@ export class OutcomeProcessor {
     } catch (error) {
       // The lease expires on its own; the next attempt after it runs the outcome.
       this.logger.error(`could not release ${key}: ${describe(error)}`);
-    }
-  }
-
-  // The record of outcomes is for people; failing to write it must not fail the outcome.
-  private async record(
-    verification: VerifiedPayment,
-    outcome: PaymentOutcome,
-    source: OutcomeSource,
-    handlers: OutcomeRecord['handlers'],
-    lastError?: string,
-  ): Promise<void> {
-    try {
-      const previous = await this.store.getOutcome(verification.paymentId);
-      const record: OutcomeRecord = {
-        paymentId: verification.paymentId,
-        outcome,
-        status: verification.status,
-        source,
-        handlers,
-        attempts: (previous?.attempts ?? 0) + (handlers === 'none' && outcome === 'pending' ? 0 : 1),
-        amount: verification.amount,
-        updatedAt: new Date().toISOString(),
-      };
-      if (verification.developerTrackingId !== undefined) record.developerTrackingId = verification.developerTrackingId;
-      if (lastError !== undefined) record.lastError = lastError.slice(0, 500);
-      await this.store.saveOutcome(record, this.options.recordTtlMs);
-    } catch (error) {
-      this.logger.error(`could not record the outcome of ${verification.paymentId}: ${describe(error)}`);
     }
   }
 

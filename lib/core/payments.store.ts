@@ -95,9 +95,56 @@ export interface OutcomePage {
   nextCursor?: string;
 }
 
+/** Result of {@link PaymentsStore.findBindingAndClaim}. */
+export interface BindingClaim {
+  /** The token's binding, or `undefined` when unknown or expired. */
+  binding: PaymentBinding | undefined;
+  /**
+   * The claim of the event key, present only when the binding names the payment asked about;
+   * absent when there is no binding or it names another payment (then nothing was claimed).
+   */
+  claim?: ClaimOutcome;
+}
+
+/**
+ * What {@link PaymentsStore.finishOutcome} writes once an attempt at a payment's outcome is over:
+ * the claim, the reconciliation queue and the outcome record, together.
+ */
+export interface OutcomeFinish {
+  /** The claimed key, e.g. `outcome:<paymentId>`. */
+  eventKey: string;
+  /** The attempt that holds the claim. */
+  owner: string;
+  /**
+   * `done`: the outcome is handled (or needed no handler): mark the claim done for `doneTtlMs`
+   * if `owner` still holds it, and remove the payment from the reconciliation queue (whether or
+   * not the claim was still held). `release`: give the claim up if `owner` holds it (the payment
+   * is still pending, or a handler failed), so that the next attempt runs it; the queue is left.
+   */
+  claim: 'done' | 'release';
+  /** How long a done marker is remembered, in ms (used with `claim: 'done'`). */
+  doneTtlMs: number;
+  /** The payment's new outcome record (it replaces the old one), without `attempts`. */
+  record: Omit<OutcomeRecord, 'attempts'>;
+  /**
+   * Added to the `attempts` of the payment's current record (0 when it has none, or it expired)
+   * to make the saved record's: 1 for an attempt that ran (or tried to run) handlers, 0 for a
+   * check that found the payment still pending.
+   */
+  attemptsAdded: number;
+  /** How long the record is kept, in ms. */
+  recordTtlMs: number;
+}
+
 /**
  * Storage of token bindings, claims, the reconciliation queue and the record of outcomes.
  * Every method must be atomic: several app instances call them concurrently.
+ *
+ * Two methods are optional combinations of others, for the webhook's hot path:
+ * {@link PaymentsStore.findBindingAndClaim} and {@link PaymentsStore.finishOutcome}. A store that has them does each in one
+ * round trip, atomically; for a store without them the plugin makes the separate calls (see
+ * `store.operations.ts`), which is correct too, only slower, so stores written against the
+ * required methods alone keep working.
  */
 export interface PaymentsStore {
   /**
@@ -164,6 +211,28 @@ export interface PaymentsStore {
 
   /** Records, newest update first (ties by payment id), filtered and paginated. */
   listOutcomes(query?: OutcomeQuery): Promise<OutcomePage>;
+
+  /**
+   * Optional: {@link PaymentsStore.findBinding} of `tokenId` and, only when the binding names
+   * `paymentId`, {@link PaymentsStore.claim} of `eventKey`, as one atomic step (one round trip): a webhook's authentication
+   * and its claim. With no binding, or a binding of another payment, nothing is claimed.
+   * @param tokenId the token's public id (its nonce)
+   * @param paymentId the payment the delivery names
+   * @param eventKey the claim key, e.g. `outcome:<paymentId>`
+   * @param owner a unique id of this attempt
+   * @param leaseMs the claim's lease, as for {@link PaymentsStore.claim}
+   */
+  findBindingAndClaim?(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim>;
+
+  /**
+   * Optional: ends an attempt in one atomic step (one round trip): {@link PaymentsStore.markDone}
+   * (or {@link PaymentsStore.release}), {@link PaymentsStore.removePending} when done, and
+   * {@link PaymentsStore.saveOutcome} of the record with
+   * its `attempts` counted from the current record's, so that no read of the old record is needed.
+   * @returns whether the claim was marked done: false for `release`, and false for `done` when
+   *   `owner` no longer held it (its lease expired; the queue and the record are written anyway)
+   */
+  finishOutcome?(finish: OutcomeFinish): Promise<boolean>;
 
   /** Checks that the store answers (for health checks); throws when it does not. */
   ping?(): Promise<void>;

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { describe, type OutcomeExpectation, type OutcomeProcessor, type SettleResult } from './outcome.processor.js';
+import { describe, type HeldClaim, type OutcomeExpectation, type OutcomeProcessor, type SettleResult } from './outcome.processor.js';
 import type { ResolvedWebhookOptions } from './payments.options.js';
 import type { PaymentsLogger } from './payments.logger.js';
-import type { PaymentsStore } from './payments.store.js';
+import type { BindingClaim, PaymentsStore } from './payments.store.js';
 import { PaymentsTelemetry, type WebhookTrace } from './payments.telemetry.js';
 import { parseWebhook, type WebhookRequest } from './webhook.payload.js';
 import { trackingHash, WebhookTokenSigner, type WebhookTokenClaims } from './webhook.token.js';
@@ -37,6 +37,21 @@ export interface AuthenticatedWebhook {
   expected?: OutcomeExpectation;
   /** The token's claims, when it had no stored binding (to bind it once verified). @internal */
   unboundToken?: WebhookTokenClaims;
+  /** The payment's claim, when authenticate() asked for it with the binding lookup. @internal */
+  held?: HeldClaim;
+}
+
+/** Options of {@link WebhookProcessor.authenticate}. */
+export interface WebhookAuthenticateOptions {
+  /**
+   * Also claim the payment's outcome, in the same store round trip as the token's binding lookup
+   * (the webhook's hot path: one round trip instead of two), for a caller that calls
+   * {@link WebhookProcessor.deliver} right after, as {@link WebhookProcessor.handle} does. The
+   * claim is held until deliver() settles the delivery; a caller that may end up not delivering
+   * must call {@link WebhookProcessor.abandon}, or the payment waits for the claim's lease
+   * (`webhook.leaseMs`). Default false: only the lookup, nothing claimed.
+   */
+  claim?: boolean;
 }
 
 /** A delivery {@link WebhookProcessor.authenticate} let through. */
@@ -113,19 +128,35 @@ export class WebhookProcessor {
     this.#signer = signer;
   }
 
-  /** Checks size, token, body and payment id, without calling the service. Never throws. */
-  async authenticate(request: WebhookRequest): Promise<WebhookAuthentication> {
-    if (!this.telemetry.active) return this.check(request);
+  /**
+   * Checks size, token, body and payment id, without calling the service. Never throws.
+   * @param options `claim: true` to take the payment's claim in the same store round trip
+   */
+  async authenticate(request: WebhookRequest, options: WebhookAuthenticateOptions = {}): Promise<WebhookAuthentication> {
+    const claim = options.claim === true;
+    if (!this.telemetry.active) return this.check(request, claim);
     // The delivery's span starts here and ends in deliver() (or now, when refused). The route is a
     // template: the token never reaches an attribute.
     const trace = this.telemetry.webhook(`/${this.#options.path}${request.pathToken === undefined ? '' : '/:token'}`);
-    const auth = await trace.within(() => this.check(request));
+    const auth = await trace.within(() => this.check(request, claim));
     if (auth.ok) return Object.assign(auth, { [TRACE]: trace });
     trace.end(auth.answer.status, auth.answer.status === 200 ? 'duplicate' : 'rejected');
     return auth;
   }
 
-  private async check(request: WebhookRequest): Promise<WebhookAuthentication> {
+  /**
+   * Gives back the claim that `authenticate(request, { claim: true })` took, for a delivery that
+   * will not be delivered (e.g. a later check of the host's refused it). Does nothing for an
+   * authentication that holds no claim, or once deliver() ran. Never throws.
+   */
+  async abandon(auth: AuthenticatedWebhook): Promise<void> {
+    const held = auth.held;
+    if (!held) return;
+    auth.held = undefined;
+    await this.outcomes.abandon(auth.paymentId, held);
+  }
+
+  private async check(request: WebhookRequest, claim: boolean): Promise<WebhookAuthentication> {
     if (!this.#signer && !this.#options.acceptUnsigned) return { ok: false, answer: reject(404, 'webhooks are not configured') };
     const length = Number(Array.isArray(request.contentLength) ? request.contentLength[0] : request.contentLength);
     if (Number.isFinite(length) && length > this.#options.maxBodyBytes) return { ok: false, answer: reject(413, 'payload too large') };
@@ -142,20 +173,23 @@ export class WebhookProcessor {
     if (!claims) return { ok: false, answer: reject(401, 'missing or invalid webhook token') };
     if (parsed.paymentId === undefined) return { ok: false, answer: reject(400, 'malformed webhook: no payment id') };
 
-    let binding;
+    let found: BindingClaim & { held?: HeldClaim };
     try {
-      binding = await this.store.findBinding(claims.nonce);
+      found = claim ? await this.outcomes.lookupAndClaim(claims.nonce, parsed.paymentId) : { binding: await this.store.findBinding(claims.nonce) };
     } catch (error) {
       this.logger.error(`webhook: store unreachable while reading a token: ${describe(error)}`);
       return { ok: false, answer: unavailable() };
     }
+    const binding = found.binding;
     if (binding) {
       if (binding.paymentId !== parsed.paymentId) return { ok: false, answer: reject(401, 'webhook token was issued for another payment') };
-      return {
+      const accepted: WebhookAccepted = {
         ok: true,
         paymentId: parsed.paymentId,
         expected: { amount: binding.amount, developerTrackingId: binding.developerTrackingId, origin: 'binding' },
       };
+      if (found.held) accepted.held = found.held;
+      return accepted;
     }
     // The store forgot the token (restart, eviction): the token itself says what to expect.
     return {
@@ -170,12 +204,16 @@ export class WebhookProcessor {
   async deliver(auth: AuthenticatedWebhook): Promise<WebhookAnswer> {
     const trace = (auth as { [TRACE]?: WebhookTrace })[TRACE] ?? (this.telemetry.active ? this.telemetry.webhook(`/${this.#options.path}`) : undefined);
     if (this.closing) {
+      await this.abandon(auth);
       trace?.end(503, 'shutting-down');
       return reject(503, 'shutting down', { 'Retry-After': '5' });
     }
     this.inFlight++;
+    const held = auth.held;
+    // Settled from here: a second deliver() of the same authentication claims afresh.
+    auth.held = undefined;
     try {
-      const settle = () => this.outcomes.settle(auth.paymentId, 'webhook', auth.expected);
+      const settle = () => this.outcomes.settle(auth.paymentId, 'webhook', auth.expected, held);
       const result = await (trace ? trace.within(settle) : settle());
       if (auth.unboundToken && (result.kind === 'handled' || result.kind === 'pending')) await this.rebind(auth);
       const answer = answerFor(result);
@@ -187,9 +225,13 @@ export class WebhookProcessor {
     }
   }
 
-  /** authenticate() then deliver(): the whole webhook, for front ends without a separate guard. */
+  /**
+   * authenticate() then deliver(): the whole webhook, for front ends without a separate guard.
+   * The binding lookup and the claim are then one store round trip (see
+   * {@link WebhookAuthenticateOptions.claim}).
+   */
   async handle(request: WebhookRequest): Promise<WebhookAnswer> {
-    const auth = await this.authenticate(request);
+    const auth = await this.authenticate(request, { claim: !this.closing });
     return auth.ok ? this.deliver(auth) : auth.answer;
   }
 

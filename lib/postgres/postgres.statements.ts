@@ -15,6 +15,8 @@ export interface StoreStatements {
   saveBinding: string;
   findBinding: string;
   claim: string;
+  findBindingAndClaim: string;
+  finishOutcome: string;
   markDone: string;
   release: string;
   schedulePending: string;
@@ -56,6 +58,50 @@ ON CONFLICT (event_key) DO UPDATE SET
   owner = CASE WHEN ${claimable} THEN EXCLUDED.owner ELSE e.owner END,
   expires_at = CASE WHEN ${claimable} THEN EXCLUDED.expires_at ELSE e.expires_at END
 RETURNING state, owner`,
+
+    // A webhook's binding lookup and claim in one statement (one round trip): the claim's INSERT
+    // takes its rows from the binding's SELECT, so it runs only when an unexpired binding names
+    // the payment ($4). The binding is returned either way; `state` and `owner` are NULL when
+    // nothing was claimed. Same claim rule as `claim` above.
+    findBindingAndClaim: `WITH b AS (
+  SELECT binding FROM ${t.bindings} WHERE token_id = $1::text AND expires_at > statement_timestamp()
+), c AS (
+  INSERT INTO ${t.events} AS e (event_key, state, owner, expires_at)
+  SELECT $2::text, 'claimed', $3::text, ${expiresIn('$5')} FROM b WHERE b.binding->>'paymentId' = $4::text
+  ON CONFLICT (event_key) DO UPDATE SET
+    state = CASE WHEN ${claimable} THEN 'claimed' ELSE e.state END,
+    owner = CASE WHEN ${claimable} THEN EXCLUDED.owner ELSE e.owner END,
+    expires_at = CASE WHEN ${claimable} THEN EXCLUDED.expires_at ELSE e.expires_at END
+  RETURNING state, owner
+)
+SELECT b.binding::text AS value, c.state, c.owner FROM b LEFT JOIN c ON true`,
+
+    // The end of an attempt in one statement (one round trip; data-modifying CTEs all run, on one
+    // snapshot): markDone ($9 'done') or release ($9 'release') under the same compare-and-set as
+    // the statements of those names, removePending when done, and the outcome record saved with
+    // its attempts counted from the current, unexpired record's ($10 added). Returns whether the
+    // claim was marked done.
+    finishOutcome: `WITH marked AS (
+  UPDATE ${t.events} SET state = 'done', owner = NULL, expires_at = ${expiresIn('$3')}
+  WHERE $9::text = 'done' AND event_key = $1::text AND state = 'claimed' AND owner = $2::text AND expires_at > statement_timestamp()
+  RETURNING 1
+), released AS (
+  DELETE FROM ${t.events} WHERE $9::text = 'release' AND event_key = $1::text AND state = 'claimed' AND owner = $2::text
+  RETURNING 1
+), unqueued AS (
+  DELETE FROM ${t.pending} WHERE $9::text = 'done' AND payment_id = $4::text
+  RETURNING 1
+), saved AS (
+  INSERT INTO ${t.outcomes} AS o (payment_id, outcome, handlers, updated_at, record, expires_at)
+  VALUES ($4::text, $5::text, $6::text, $7::text, jsonb_set($8::text::jsonb, '{attempts}', to_jsonb($10::integer)), ${expiresIn('$11')})
+  ON CONFLICT (payment_id) DO UPDATE SET
+    outcome = EXCLUDED.outcome, handlers = EXCLUDED.handlers, updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at,
+    record = jsonb_set(EXCLUDED.record, '{attempts}', to_jsonb($10::integer + CASE
+      WHEN o.expires_at > statement_timestamp() AND jsonb_typeof(o.record->'attempts') = 'number' THEN (o.record->>'attempts')::numeric
+      ELSE 0 END))
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM marked)::text AS value`,
 
     // Compare-and-set on the owner and an unexpired lease: an owner whose lease ran out (and was
     // maybe taken over) must not overwrite the new holder's claim.

@@ -5,7 +5,9 @@ import {
   outcomeCursor,
   outcomePageLimit,
   parseOutcomeCursor,
+  type BindingClaim,
   type ClaimOutcome,
+  type OutcomeFinish,
   type OutcomePage,
   type OutcomeQuery,
   type OutcomeRecord,
@@ -116,6 +118,47 @@ export class PostgresPaymentsStore implements PaymentsStore {
     if (row?.state === 'done') return 'done';
     if (row?.state === 'claimed') return row.owner === owner ? 'claimed' : 'busy';
     throw new Error('PostgresPaymentsStore: unexpected answer to claim');
+  }
+
+  /** The binding lookup and claim of a webhook in one statement (one round trip): claims only when the binding names the payment. */
+  async findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim> {
+    const lease = positiveMs('PostgresPaymentsStore', leaseMs, 'leaseMs');
+    const sent = this.#send('findBindingAndClaim', this.#sql.findBindingAndClaim, [tokenId, eventKey, owner, paymentId, lease]);
+    this.#trackClaim(eventKey, owner, sent);
+    const rows = await this.#bounded('findBindingAndClaim', sent);
+    this.#countWrite();
+    const row = rows[0] as { value?: unknown; state?: unknown; owner?: unknown } | undefined;
+    const binding = row === undefined ? undefined : parseBinding(row.value);
+    if (row?.state === null || row?.state === undefined) return { binding };
+    const claim: ClaimOutcome = row.state === 'done' ? 'done' : row.owner === owner ? 'claimed' : 'busy';
+    if (!binding) {
+      // The statement read a payment id from a value this store does not take for a binding
+      // (written by hand or by another version): nothing may be claimed for it.
+      if (claim === 'claimed') await this.release(eventKey, owner);
+      return { binding };
+    }
+    return { binding, claim };
+  }
+
+  /** markDone (or release), removePending and saveOutcome with its attempts counted, in one statement (one round trip). */
+  async finishOutcome(finish: OutcomeFinish): Promise<boolean> {
+    const doneTtl = positiveMs('PostgresPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
+    const recordTtl = positiveMs('PostgresPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
+    const { attempts: _ignored, ...record } = finish.record as OutcomeRecord;
+    const rows = await this.#write('finishOutcome', this.#sql.finishOutcome, [
+      finish.eventKey,
+      finish.owner,
+      doneTtl,
+      record.paymentId,
+      record.outcome,
+      record.handlers,
+      record.updatedAt,
+      JSON.stringify(record),
+      finish.claim === 'done' ? 'done' : 'release',
+      Math.trunc(finish.attemptsAdded),
+      recordTtl,
+    ]);
+    return valueOf(rows[0]) === '1';
   }
 
   /** @inheritdoc */

@@ -14,19 +14,43 @@ export const DONE_VALUE = 'done';
 /** Prefix of the value of an event key held by a delivery attempt (`claimed:<owner>`). */
 export const CLAIMED_PREFIX = 'claimed:';
 
-// KEYS[1] event key; ARGV[1] owner; ARGV[2] lease in ms. The same owner claiming again (a command
-// resent after a reconnect) gets its claim back with a fresh lease. Anything else but an empty key
-// or `done` counts as a claim by someone (even a foreign value), so the script errs on not running.
-const CLAIM_LUA = `
-local current = redis.call('GET', KEYS[1])
+// The claim of an event key, for every script that claims: the same owner claiming again (a
+// command resent after a reconnect, a lease renewal) gets its claim back with a fresh lease.
+// Anything else but an empty key or `done` counts as a claim by someone (even a foreign value),
+// so the script errs on not running. Leaves 'claimed', 'done' or 'busy' in `claimed`.
+const claimLua = (key: string, owner: string, lease: string) => `
+local claimed
+local current = redis.call('GET', ${key})
 if current == '${DONE_VALUE}' then
-  return 'done'
+  claimed = 'done'
+elseif not current or current == '${CLAIMED_PREFIX}' .. ${owner} then
+  redis.call('SET', ${key}, '${CLAIMED_PREFIX}' .. ${owner}, 'PX', ${lease})
+  claimed = 'claimed'
+else
+  claimed = 'busy'
 end
-if not current or current == '${CLAIMED_PREFIX}' .. ARGV[1] then
-  redis.call('SET', KEYS[1], '${CLAIMED_PREFIX}' .. ARGV[1], 'PX', ARGV[2])
-  return 'claimed'
+`;
+
+// KEYS[1] event key; ARGV[1] owner; ARGV[2] lease in ms.
+const CLAIM_LUA = `${claimLua('KEYS[1]', 'ARGV[1]', 'ARGV[2]')}
+return claimed
+`;
+
+// KEYS[1] binding key, KEYS[2] event key; ARGV[1] payment id, ARGV[2] owner, ARGV[3] lease in ms.
+// A webhook's binding lookup and claim in one round trip: claims only when the binding names the
+// payment. Replies {} (no binding), { binding } (another payment's, or not one: nothing claimed)
+// or { binding, claim outcome }.
+const FIND_BINDING_AND_CLAIM_LUA = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then
+  return {}
 end
-return 'busy'
+local ok, binding = pcall(cjson.decode, raw)
+if not ok or type(binding) ~= 'table' or binding.paymentId ~= ARGV[1] then
+  return { raw }
+end
+${claimLua('KEYS[2]', 'ARGV[2]', 'ARGV[3]')}
+return { raw, claimed }
 `;
 
 // KEYS[1] event key; ARGV[1] owner; ARGV[2] done TTL in ms. Compare-and-set: an owner whose
@@ -85,21 +109,61 @@ return 1
 /** How many index members of expired records one saveOutcome drops at most: keeps it short. */
 export const OUTCOME_SWEEP_BATCH = 100;
 
-// KEYS[1] record key, KEYS[2] order index, KEYS[3] expiry index; ARGV[1] record JSON, ARGV[2]
-// TTL in ms, ARGV[3] order score, ARGV[4] payment id. The expiry index uses the server's clock,
-// like the record's PX, and lets each save drop a few index members of records that expired.
-const SAVE_OUTCOME_LUA = `
+// Writes a record (its JSON in the variable `json`) with its TTL, indexes it, and drops a few index
+// members of records that expired. The expiry index uses the server's clock, like the record's PX.
+const saveOutcomeLua = (record: string, index: string, expiry: string, ttl: string, score: string, id: string) => `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[4])
-local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, ${OUTCOME_SWEEP_BATCH})
-for _, id in ipairs(expired) do
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('ZREM', KEYS[3], id)
+redis.call('SET', ${record}, json, 'PX', ${ttl})
+redis.call('ZADD', ${index}, ${score}, ${id})
+redis.call('ZADD', ${expiry}, now + tonumber(${ttl}), ${id})
+local expired = redis.call('ZRANGEBYSCORE', ${expiry}, '-inf', now, 'LIMIT', 0, ${OUTCOME_SWEEP_BATCH})
+for _, gone in ipairs(expired) do
+  redis.call('ZREM', ${index}, gone)
+  redis.call('ZREM', ${expiry}, gone)
 end
+`;
+
+// KEYS[1] record key, KEYS[2] order index, KEYS[3] expiry index; ARGV[1] record JSON, ARGV[2]
+// TTL in ms, ARGV[3] order score, ARGV[4] payment id.
+const SAVE_OUTCOME_LUA = `
+local json = ARGV[1]
+${saveOutcomeLua('KEYS[1]', 'KEYS[2]', 'KEYS[3]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]')}
 return 1
+`;
+
+// KEYS[1] event key, KEYS[2] due-time sorted set, KEYS[3] entries hash, KEYS[4] record key,
+// KEYS[5] order index, KEYS[6] expiry index; ARGV[1] owner, ARGV[2] 'done' or 'release', ARGV[3]
+// done TTL in ms, ARGV[4] record JSON without attempts, ARGV[5] record TTL in ms, ARGV[6] order
+// score, ARGV[7] payment id, ARGV[8] attempts to add. The end of an attempt in one round trip:
+// markDone (or release), removePending when done, and the record with its attempts counted from
+// the current one. Replies 1 when the claim was marked done, else 0.
+const FINISH_OUTCOME_LUA = `
+local marked = 0
+if redis.call('GET', KEYS[1]) == '${CLAIMED_PREFIX}' .. ARGV[1] then
+  if ARGV[2] == 'done' then
+    redis.call('SET', KEYS[1], '${DONE_VALUE}', 'PX', ARGV[3])
+    marked = 1
+  else
+    redis.call('DEL', KEYS[1])
+  end
+end
+if ARGV[2] == 'done' then
+  redis.call('ZREM', KEYS[2], ARGV[7])
+  redis.call('HDEL', KEYS[3], ARGV[7])
+end
+local attempts = tonumber(ARGV[8])
+local old = redis.call('GET', KEYS[4])
+if old then
+  local ok, previous = pcall(cjson.decode, old)
+  if ok and type(previous) == 'table' and type(previous.attempts) == 'number' then
+    attempts = attempts + previous.attempts
+  end
+end
+-- The JSON object of the record with attempts put first (ARGV[4] is never '{}': it has the id).
+local json = '{"attempts":' .. string.format('%d', attempts) .. ',' .. string.sub(ARGV[4], 2)
+${saveOutcomeLua('KEYS[4]', 'KEYS[5]', 'KEYS[6]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]')}
+return marked
 `;
 
 /** Most index members one listOutcomes examines; a page may end early, with a cursor, past it. */
@@ -173,6 +237,8 @@ return reply
  */
 export const SCRIPT_NAMES = {
   claim: 'nestjsPaymentsClaim',
+  findBindingAndClaim: 'nestjsPaymentsFindBindingAndClaim',
+  finishOutcome: 'nestjsPaymentsFinishOutcome',
   markDone: 'nestjsPaymentsMarkDone',
   release: 'nestjsPaymentsRelease',
   schedulePending: 'nestjsPaymentsSchedulePending',
@@ -185,6 +251,8 @@ export const SCRIPT_NAMES = {
 /** The scripts, in the shape `Redis#defineCommand` takes. */
 export const SCRIPTS: ReadonlyArray<{ name: string; lua: string; numberOfKeys: number }> = [
   { name: SCRIPT_NAMES.claim, lua: CLAIM_LUA, numberOfKeys: 1 },
+  { name: SCRIPT_NAMES.findBindingAndClaim, lua: FIND_BINDING_AND_CLAIM_LUA, numberOfKeys: 2 },
+  { name: SCRIPT_NAMES.finishOutcome, lua: FINISH_OUTCOME_LUA, numberOfKeys: 6 },
   { name: SCRIPT_NAMES.markDone, lua: MARK_DONE_LUA, numberOfKeys: 1 },
   { name: SCRIPT_NAMES.release, lua: RELEASE_LUA, numberOfKeys: 1 },
   { name: SCRIPT_NAMES.schedulePending, lua: SCHEDULE_PENDING_LUA, numberOfKeys: 2 },
@@ -201,6 +269,25 @@ export const SCRIPTS: ReadonlyArray<{ name: string; lua: string; numberOfKeys: n
 export interface StoreScriptCommands {
   /** Replies `'claimed'`, `'done'` or `'busy'`. */
   [SCRIPT_NAMES.claim](eventKey: string, owner: string, leaseMs: number): Promise<unknown>;
+  /** Replies `[]`, `[bindingJson]` (nothing claimed) or `[bindingJson, 'claimed' | 'done' | 'busy']`. */
+  [SCRIPT_NAMES.findBindingAndClaim](bindingKey: string, eventKey: string, paymentId: string, owner: string, leaseMs: number): Promise<unknown>;
+  /** Replies 1 when the owner's claim became `done`, else 0. */
+  [SCRIPT_NAMES.finishOutcome](
+    eventKey: string,
+    dueKey: string,
+    entriesKey: string,
+    recordKey: string,
+    indexKey: string,
+    expiryKey: string,
+    owner: string,
+    mode: 'done' | 'release',
+    doneTtlMs: number,
+    recordJson: string,
+    recordTtlMs: number,
+    score: string,
+    paymentId: string,
+    attemptsAdded: number,
+  ): Promise<unknown>;
   /** Replies 1 when the owner's claim became `done`, else 0. */
   [SCRIPT_NAMES.markDone](eventKey: string, owner: string, ttlMs: number): Promise<unknown>;
   /** Replies 1 when the owner's claim was deleted, else 0. */

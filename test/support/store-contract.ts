@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import type { OutcomeRecord, PaymentBinding, PaymentsStore, PendingPayment } from '../../lib/core/payments.store.js';
+import {
+  STORE_METHODS,
+  type OutcomeFinish,
+  type OutcomeRecord,
+  type PaymentBinding,
+  type PaymentsStore,
+  type PendingPayment,
+} from '../../lib/core/payments.store.js';
+import { findBindingAndClaim, finishOutcome } from '../../lib/core/store.operations.js';
 
 /** A store under test and how to dispose of it (close connections, delete its keys). */
 export interface StoreFixture {
@@ -26,6 +34,15 @@ const binding = (overrides: Partial<PaymentBinding> = {}): PaymentBinding => ({
   createdAt: '2025-01-02T03:04:05.000Z',
   ...overrides,
 });
+
+/**
+ * The store as a custom one written against the required methods alone would be: the optional
+ * combined operations hidden, so the core's fallback (store.operations.ts) does them.
+ */
+export function withoutCombinedOperations(store: PaymentsStore): PaymentsStore {
+  const bare = Object.fromEntries(STORE_METHODS.map((m) => [m, (...args: unknown[]) => (store[m] as (...a: unknown[]) => unknown)(...args)]));
+  return bare as unknown as PaymentsStore;
+}
 
 /**
  * The behaviour every {@link PaymentsStore} must have, as jest tests. Keys and owners are random
@@ -278,6 +295,187 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const done = await Promise.all(owners.map((o) => store.markDone(k, o, LONG_MS)));
         expect(done.filter(Boolean)).toHaveLength(1);
         expect(done.indexOf(true)).toBe(outcomes.indexOf('claimed'));
+      });
+    });
+
+    describe.each([
+      ['its own combined operations', (s: PaymentsStore) => s],
+      ['the core fallback over its required methods', withoutCombinedOperations],
+    ])('combined operations, through %s', (_how, view) => {
+      const outcomeRecord = (paymentId: string, overrides: Partial<OutcomeRecord> = {}): Omit<OutcomeRecord, 'attempts'> => ({
+        paymentId,
+        outcome: 'confirmed',
+        status: 'SUCCESS',
+        source: 'webhook',
+        handlers: 'succeeded',
+        amount: '12500',
+        updatedAt: '2025-01-02T03:04:05.000Z',
+        ...overrides,
+      });
+      const finish = (k: string, me: string, paymentId: string, overrides: Partial<OutcomeFinish> = {}): OutcomeFinish => ({
+        eventKey: k,
+        owner: me,
+        claim: 'done',
+        doneTtlMs: LONG_MS,
+        record: outcomeRecord(paymentId),
+        attemptsAdded: 1,
+        recordTtlMs: LONG_MS,
+        ...overrides,
+      });
+
+      it('findBindingAndClaim claims when the binding names the payment, and answers like claim()', async () => {
+        const s = view(store);
+        const token = randomUUID();
+        const saved = binding();
+        const k = key();
+        const me = owner();
+        await store.saveBinding(token, saved, LONG_MS);
+        await expect(findBindingAndClaim(s, token, saved.paymentId, k, me, LONG_MS)).resolves.toStrictEqual({ binding: saved, claim: 'claimed' });
+        // The same owner again gets its claim back (a resent command, a renewal); another is busy.
+        await expect(findBindingAndClaim(s, token, saved.paymentId, k, me, LONG_MS)).resolves.toStrictEqual({ binding: saved, claim: 'claimed' });
+        await expect(findBindingAndClaim(s, token, saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({ binding: saved, claim: 'busy' });
+        await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('busy');
+        await expect(store.markDone(k, me, LONG_MS)).resolves.toBe(true);
+        await expect(findBindingAndClaim(s, token, saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({ binding: saved, claim: 'done' });
+      });
+
+      it('findBindingAndClaim claims nothing without a binding, or for a binding of another payment', async () => {
+        const s = view(store);
+        const token = randomUUID();
+        const saved = binding();
+        const k = key();
+        await expect(findBindingAndClaim(s, randomUUID(), saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({ binding: undefined });
+        await store.saveBinding(token, saved, LONG_MS);
+        await expect(findBindingAndClaim(s, token, `pay_${randomUUID()}`, k, owner(), LONG_MS)).resolves.toStrictEqual({ binding: saved });
+        // Nothing was claimed: a claim by anyone still succeeds.
+        await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('claimed');
+      });
+
+      it('findBindingAndClaim ignores an expired binding and refuses a bad lease', async () => {
+        const s = view(store);
+        const token = randomUUID();
+        const saved = binding();
+        await store.saveBinding(token, saved, SHORT_MS);
+        await sleep(PAST_SHORT_MS);
+        const k = key();
+        await expect(findBindingAndClaim(s, token, saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({ binding: undefined });
+        await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('claimed');
+        await store.saveBinding(token, saved, LONG_MS);
+        await expect(findBindingAndClaim(s, token, saved.paymentId, key(), owner(), 0)).rejects.toBeInstanceOf(RangeError);
+      });
+
+      it('findBindingAndClaim grants exactly one of 30 concurrent attempts', async () => {
+        const s = view(store);
+        const token = randomUUID();
+        const saved = binding();
+        const k = key();
+        await store.saveBinding(token, saved, LONG_MS);
+        const outcomes = await Promise.all(Array.from({ length: 30 }, () => findBindingAndClaim(s, token, saved.paymentId, k, owner(), LONG_MS)));
+        expect(outcomes.filter((o) => o.claim === 'claimed')).toHaveLength(1);
+        expect(outcomes.filter((o) => o.claim === 'busy')).toHaveLength(29);
+      });
+
+      it('finishOutcome done: marks done, leaves the queue, saves the record with attempts counted', async () => {
+        const s = view(store);
+        const k = key();
+        const me = owner();
+        const entry: PendingPayment = { ...binding(), checks: 1 };
+        await store.schedulePending(entry, Date.now() + LONG_MS);
+        await store.saveOutcome(
+          { ...outcomeRecord(entry.paymentId, { outcome: 'confirmed', handlers: 'failed', lastError: 'Error: down' }), attempts: 2 },
+          LONG_MS,
+        );
+        await store.claim(k, me, LONG_MS);
+        const record = outcomeRecord(entry.paymentId, { developerTrackingId: 'order-42', updatedAt: '2025-01-02T03:05:00.000Z' });
+        await expect(finishOutcome(s, finish(k, me, entry.paymentId, { record }))).resolves.toBe(true);
+        await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('done');
+        await expect(store.findPending(entry.paymentId)).resolves.toBeUndefined();
+        await expect(store.getOutcome(entry.paymentId)).resolves.toStrictEqual({ ...record, attempts: 3 });
+      });
+
+      it('finishOutcome done by an owner who lost the claim: no done marker, but queue and record written', async () => {
+        const s = view(store);
+        const k = key();
+        const holder = owner();
+        const entry: PendingPayment = { ...binding(), checks: 0 };
+        await store.schedulePending(entry, Date.now() + LONG_MS);
+        await store.claim(k, holder, LONG_MS);
+        await expect(finishOutcome(s, finish(k, owner(), entry.paymentId))).resolves.toBe(false);
+        await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('busy');
+        await expect(store.markDone(k, holder, LONG_MS)).resolves.toBe(true);
+        await expect(store.findPending(entry.paymentId)).resolves.toBeUndefined();
+        await expect(store.getOutcome(entry.paymentId)).resolves.toMatchObject({ attempts: 1 });
+      });
+
+      it('finishOutcome release: frees the claim, keeps the queue, counts a pending check as no attempt', async () => {
+        const s = view(store);
+        const k = key();
+        const me = owner();
+        const entry: PendingPayment = { ...binding(), checks: 0 };
+        await store.schedulePending(entry, Date.now() + LONG_MS);
+        await store.claim(k, me, LONG_MS);
+        const pendingRecord = outcomeRecord(entry.paymentId, { outcome: 'pending', status: 'PENDING', handlers: 'none' });
+        await expect(finishOutcome(s, finish(k, me, entry.paymentId, { claim: 'release', record: pendingRecord, attemptsAdded: 0 }))).resolves.toBe(false);
+        await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('claimed');
+        await expect(store.findPending(entry.paymentId)).resolves.toStrictEqual(entry);
+        await expect(store.getOutcome(entry.paymentId)).resolves.toStrictEqual({ ...pendingRecord, attempts: 0 });
+        await store.removePending(entry.paymentId);
+      });
+
+      it('finishOutcome release by another owner leaves the holder its claim', async () => {
+        const s = view(store);
+        const k = key();
+        const holder = owner();
+        await store.claim(k, holder, LONG_MS);
+        await finishOutcome(s, finish(k, owner(), `pay_${randomUUID()}`, { claim: 'release', attemptsAdded: 1 }));
+        await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('busy');
+        await expect(store.markDone(k, holder, LONG_MS)).resolves.toBe(true);
+      });
+
+      it('finishOutcome counts attempts from zero over an expired record', async () => {
+        const s = view(store);
+        const paymentId = `pay_${randomUUID()}`;
+        await store.saveOutcome({ ...outcomeRecord(paymentId), attempts: 7 }, SHORT_MS);
+        await sleep(PAST_SHORT_MS);
+        await finishOutcome(s, finish(key(), owner(), paymentId, { claim: 'release' }));
+        await expect(store.getOutcome(paymentId)).resolves.toMatchObject({ attempts: 1 });
+      });
+
+      it('finishOutcome keeps a record with special characters field for field, and lists it', async () => {
+        const s = view(store);
+        const paymentId = `pay_${randomUUID()}`;
+        const record = outcomeRecord(paymentId, {
+          handlers: 'failed',
+          developerTrackingId: 'ordre-ü€/"\\',
+          lastError: 'AggregateError: 1 of 2 handler(s) failed: "quoted" \\ / ü',
+          updatedAt: '2996-01-01T00:00:00.000Z',
+        });
+        await finishOutcome(s, finish(key(), owner(), paymentId, { claim: 'release', record }));
+        await expect(store.getOutcome(paymentId)).resolves.toStrictEqual({ ...record, attempts: 1 });
+        const page = await store.listOutcomes({ handlers: 'failed', limit: 500 });
+        expect(page.items.find((r) => r.paymentId === paymentId)).toStrictEqual({ ...record, attempts: 1 });
+      });
+    });
+
+    describe("combined operations, atomicity of the store's own", () => {
+      it('finishOutcome counts every one of 20 concurrent attempts on one payment', async () => {
+        expect(typeof store.finishOutcome).toBe('function'); // each of the plugin's stores has it
+        const paymentId = `pay_${randomUUID()}`;
+        const k = key();
+        await Promise.all(
+          Array.from({ length: 20 }, () =>
+            finishOutcome(store, {
+              eventKey: k,
+              owner: owner(),
+              claim: 'release',
+              doneTtlMs: LONG_MS,
+              record: { paymentId, outcome: 'confirmed', status: 'SUCCESS', source: 'webhook', handlers: 'failed', updatedAt: new Date().toISOString() },
+              attemptsAdded: 1,
+              recordTtlMs: LONG_MS,
+            }),
+          ),
+        );
+        await expect(store.getOutcome(paymentId)).resolves.toMatchObject({ attempts: 20 });
       });
     });
 

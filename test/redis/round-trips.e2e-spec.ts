@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PGlite } from '@electric-sql/pglite';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { createPaymentsClient, type PaymentsClient } from '../../lib/express/index.js';
+import { MemoryPaymentsStore, STORE_METHODS, type PaymentsStore } from '../../lib/index.js';
+import { PostgresPaymentsStore, type PostgresQueryable } from '../../lib/postgres/index.js';
+import { RedisPaymentsStore } from '../../lib/redis/index.js';
+import { FakeService } from '../support/fake-service.js';
+import { answerVerify, DelegatingStore, generateVia, postJson, quietLogger, startRouter } from '../support/outcome-kit.js';
+import { POSTGRES_URL, REDIS_URL, postgresAvailable, redisAvailable } from '../support/services.js';
+
+// Store round trips per webhook confirmation (a signed token with its binding, verified SUCCESS,
+// one handler): what the store costs on the hot path, counted at the wire of each backend.
+
+const [redisUp, postgresUp] = await Promise.all([redisAvailable(), postgresAvailable()]);
+const SECRET = 'whsec_round_trips_0123456789abcdef012345';
+let fake: FakeService;
+
+beforeAll(async () => {
+  fake = await FakeService.start();
+});
+afterAll(async () => {
+  await fake.close();
+});
+
+/** `it` when the service is there; under CI an absent service must fail, elsewhere the test is skipped. */
+const itWith = (available: boolean, name: string, fn: () => Promise<void>) => (available || process.env.CI ? it(name, fn) : it.skip(name, fn));
+
+interface Counted {
+  store: PaymentsStore;
+  count: () => number;
+  close: () => Promise<void>;
+}
+
+function newClient(store: PaymentsStore): PaymentsClient {
+  return createPaymentsClient({
+    publicKey: 'pk_rt',
+    privateKey: 'sk_rt_private',
+    baseUrl: fake.url,
+    successLink: 'https://shop.example/ok',
+    failLink: 'https://shop.example/ko',
+    maxRetries: 0,
+    webhook: { publicUrl: 'https://shop.example/hook', secret: SECRET },
+    reconciliation: { enabled: false },
+    logger: quietLogger(),
+    store,
+  });
+}
+
+async function perConfirmation(counted: Counted): Promise<{ router: number; split: number }> {
+  const client = newClient(counted.store);
+  let handled = 0;
+  const router = await startRouter({ client, onPaymentConfirmed: () => void handled++ });
+  try {
+    const once = async (via: 'router' | 'split') => {
+      const p = await generateVia(client, fake, `pay_rt_${randomUUID()}`, { amount: '12500' });
+      answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 12500 });
+      const before = counted.count();
+      if (via === 'router') {
+        const answer = await postJson(`${router.url}/${p.token}`, { payment_id: p.paymentId });
+        expect(answer.status).toBe(200);
+      } else {
+        // What the Nest guard and controller do: authenticate, then deliver.
+        const auth = await client.webhooks.authenticate({ query: {}, body: { payment_id: p.paymentId }, pathToken: p.token });
+        expect(auth.ok).toBe(true);
+        if (auth.ok) expect((await client.webhooks.deliver(auth)).status).toBe(200);
+      }
+      return counted.count() - before;
+    };
+    await once('router'); // warms up (script loading, table creation)
+    const result = { router: await once('router'), split: await once('split') };
+    expect(handled).toBe(3);
+    return result;
+  } finally {
+    await router.close();
+    await client.close();
+    await counted.close();
+  }
+}
+
+// Before the combined store operations (findBindingAndClaim, finishOutcome), every backend made
+// 6: findBinding, claim, markDone, removePending, getOutcome, saveOutcome. Now: 2 through
+// handle() (the Express router), 3 through authenticate() then deliver() (the Nest guard and
+// controller: the guard's lookup takes no claim, as it may guard a host route).
+const COMBINED = { router: 2, split: 3 };
+// A custom store with only the required methods: the core's fallback makes the separate calls.
+const FALLBACK = { router: 6, split: 6 };
+
+/** Counts calls of the store's methods made from outside it. */
+function countingProxy(store: PaymentsStore): { store: PaymentsStore; count: () => number } {
+  let calls = 0;
+  const methods = new Set<string>([...STORE_METHODS, 'findBindingAndClaim', 'finishOutcome']);
+  const proxy = new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== 'function' || !methods.has(String(property))) return value;
+      return (...args: unknown[]) => {
+        calls++;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store: proxy, count: () => calls };
+}
+
+describe('store round trips per webhook confirmation', () => {
+  it('memory: store calls', async () => {
+    const counted = countingProxy(new MemoryPaymentsStore());
+    await expect(perConfirmation({ ...counted, close: async () => {} })).resolves.toEqual(COMBINED);
+  });
+
+  it('a custom store without the combined operations: the separate calls, same outcome', async () => {
+    const store = new DelegatingStore(new MemoryPaymentsStore());
+    expect('finishOutcome' in store || 'findBindingAndClaim' in store).toBe(false);
+    await expect(perConfirmation({ store, count: () => store.calls.length, close: async () => {} })).resolves.toEqual(FALLBACK);
+  });
+
+  itWith(redisUp, 'Redis: commands', async () => {
+    const redis = new Redis(REDIS_URL);
+    let commands = 0;
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = (command: Parameters<Redis['sendCommand']>[0]) => {
+      commands++;
+      return send(command);
+    };
+    const store = new RedisPaymentsStore(redis, { keyPrefix: `rt:${randomUUID()}:` });
+    await expect(perConfirmation({ store, count: () => commands, close: async () => void (await redis.quit()) })).resolves.toEqual(COMBINED);
+  });
+
+  it('PGlite: statements', async () => {
+    const db = new PGlite();
+    let statements = 0;
+    const counting: PostgresQueryable = { query: (text, params) => (statements++, db.query(text, params)) };
+    const store = new PostgresPaymentsStore(counting);
+    await expect(perConfirmation({ store, count: () => statements, close: () => db.close() })).resolves.toEqual(COMBINED);
+  });
+
+  itWith(postgresUp, 'PostgreSQL: statements', async () => {
+    const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 4 });
+    let statements = 0;
+    const counting: PostgresQueryable = { query: (text, params) => (statements++, pool.query(text, params as unknown[])) };
+    const schema = `rt_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    const store = new PostgresPaymentsStore(counting, { schema });
+    const counted = perConfirmation({
+      store,
+      count: () => statements,
+      close: async () => {
+        await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await pool.end();
+      },
+    });
+    await expect(counted).resolves.toEqual(COMBINED);
+  });
+});
