@@ -1,23 +1,28 @@
 // The Nest app of the webhook-ingest benchmark, in its own process: the plugin's webhook route
 // (guard, parse, claim, verify_payment to the stub, a trivial @OnPaymentConfirmed handler, done
-// marker) and a bare POST route returning 200, on the same Express adapter. Pre-issues genuine
-// signed tokens bound to distinct payments in its store (as generatePayment does) and hands them
-// to the load generator.
+// marker), a bare POST route returning 200, and the baseline of a hand-written webhook handler
+// (one GET verify_payment to the same stub through a tuned axios instance, then 200), on the same
+// Express adapter. Pre-issues genuine signed tokens bound to distinct payments in its store (as
+// generatePayment does) and hands them to the load generator.
 //
-//   node webhook-app.mjs <memory|redis|pglite|postgres> <tokens> <stubUrl> <redisUrl> <postgresUrl> <off|sdk|on>
+//   node webhook-app.mjs <memory|redis|pglite|postgres> <tokens> <stubUrl> <redisUrl> <postgresUrl> <off|on|http|http-on>
 //
-// The last argument: `off`, no SDK and `telemetry: false` (an app without OpenTelemetry); `sdk`,
-// the OpenTelemetry SDK with no-op exporters (tracing.mjs) registered globally before the app
-// starts, and a SERVER span around every request in its context (what
-// @opentelemetry/instrumentation-http does in an instrumented app), but the plugin's
-// `telemetry: false`; `on`, the same and the plugin's telemetry.
+// The last argument, tracing: `off`, no SDK and `telemetry: false` (an app without
+// OpenTelemetry); `on`, the OpenTelemetry SDK with no-op exporters (tracing.mjs) registered
+// globally before the app starts, and the plugin's telemetry; `http`, the SDK and a SERVER span
+// around every request, active while the app handles it (what @opentelemetry/instrumentation-http
+// does in an instrumented app), but the plugin's `telemetry: false`; `http-on`, the same and the
+// plugin's telemetry.
 import 'reflect-metadata';
-import { Controller, HttpCode, Injectable, Module, Post } from '@nestjs/common';
+import http from 'node:http';
+import axios from 'axios';
+import { Body, Controller, HttpCode, Injectable, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 
 const [storeKind, countArg, stubUrl, redisUrl, postgresUrl, tracingArg] = process.argv.slice(2);
-const TRACING = tracingArg === 'on';
-const sdk = tracingArg === 'on' || tracingArg === 'sdk' ? (await import('./tracing.mjs')).startTracing({ global: true }) : undefined;
+const TRACING = tracingArg === 'on' || tracingArg === 'http-on';
+const HTTP_SPANS = tracingArg === 'http' || tracingArg === 'http-on';
+const sdk = tracingArg !== 'off' ? (await import('./tracing.mjs')).startTracing({ global: true }) : undefined;
 const dist = new URL('../dist/', import.meta.url).href;
 const { MemoryPaymentsStore, OnPaymentConfirmed, PaymentsModule } = await import(`${dist}index.js`);
 const { WebhookTokenSigner } = await import(`${dist}core/webhook.token.js`);
@@ -25,6 +30,8 @@ const TOKENS = Number(countArg ?? 10_000);
 const SECRET = 'bench-webhook-secret-0123456789abcdef-0123';
 const TTL_MS = 3_600_000;
 const PREFIX = `bench_${process.pid}_`;
+const PUBLIC_KEY = 'pk_bench';
+const PRIVATE_KEY = 'sk_bench_private';
 
 let store;
 let cleanup = async () => {};
@@ -85,12 +92,35 @@ const okDescriptor = Object.getOwnPropertyDescriptor(BareController.prototype, '
 Post()(BareController.prototype, 'ok', okDescriptor);
 HttpCode(200)(BareController.prototype, 'ok', okDescriptor);
 
+// The least a hand-written webhook handler must do: ask the service about the payment (one GET
+// verify_payment, tuned axios: keep-alive, no redirects) and answer. No token, no claim, no
+// handler, no record: the floor any store's row is compared with, beside the bare route.
+const verifier = axios.create({
+  baseURL: stubUrl,
+  httpAgent: new http.Agent({ keepAlive: true }),
+  maxRedirects: 0,
+  timeout: 10_000,
+  headers: { Authorization: `Bearer ${PUBLIC_KEY}:${PRIVATE_KEY}`, Accept: 'application/json' },
+});
+class VerifyBaselineController {
+  async verify(body) {
+    const { data } = await verifier.get(`/api/v2/verify_payment/${encodeURIComponent(String(body?.payment_id))}`);
+    if (data?.success !== true || data.result?.status !== 'SUCCESS') throw new Error('unexpected verify answer');
+    return { received: true };
+  }
+}
+Controller('verify-baseline')(VerifyBaselineController);
+const verifyDescriptor = Object.getOwnPropertyDescriptor(VerifyBaselineController.prototype, 'verify');
+Post()(VerifyBaselineController.prototype, 'verify', verifyDescriptor);
+HttpCode(200)(VerifyBaselineController.prototype, 'verify', verifyDescriptor);
+Body()(VerifyBaselineController.prototype, 'verify', 0);
+
 class BenchModule {}
 Module({
   imports: [
     PaymentsModule.forRoot({
-      publicKey: 'pk_bench',
-      privateKey: 'sk_bench_private',
+      publicKey: PUBLIC_KEY,
+      privateKey: PRIVATE_KEY,
       baseUrl: stubUrl,
       webhook: { publicUrl: 'http://127.0.0.1/payments/webhook', secret: SECRET },
       reconciliation: { enabled: false },
@@ -98,7 +128,7 @@ Module({
       store,
     }),
   ],
-  controllers: [BareController],
+  controllers: [BareController, VerifyBaselineController],
   providers: [Handler],
 })(BenchModule);
 
@@ -121,7 +151,7 @@ for (let i = 0; i < TOKENS; i += 500) {
   await Promise.all(batch);
 }
 
-if (sdk) {
+if (HTTP_SPANS) {
   // A SERVER span per request, active while the app handles it (as instrumentation-http would).
   const { context, trace, SpanKind } = await import('@opentelemetry/api');
   const tracer = trace.getTracer('bench-http');
