@@ -23,7 +23,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { getPaymentsServiceToken, PaymentsModule, PaymentsService, type PaymentsStore } from '../../lib/index.js';
+import {
+  getPaymentsServiceToken,
+  OnPaymentConfirmed,
+  PaymentsModule,
+  PaymentsService,
+  type PaymentConfirmedEvent,
+  type PaymentsStore,
+} from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 
 const SNIPPETS = join(import.meta.dirname, 'snippets');
@@ -206,6 +213,54 @@ const SCENARIOS: Scenario[] = [
     },
   },
 ];
+
+SCENARIOS.push(
+  {
+    name: 'Operations: the health module answers up for the store and the service, through one cached bindings read',
+    uses: ['HealthModule', 'HealthController'],
+    async run({ exports, sandbox, url, boot }) {
+      await boot({ imports: [exports.HealthModule as Type] });
+      sandbox.clearRequests();
+      for (let i = 0; i < 3; i++) {
+        const answer = await fetch(`${url}/health`);
+        expect(answer.status).toBe(200);
+        expect(await answer.json()).toMatchObject({ status: 'ok', info: { payments: { status: 'up', store: 'up', service: 'up' } } });
+      }
+      expect(sandbox.requests.map((r) => r.path)).toEqual(['/api/v2/bindings/list']);
+    },
+  },
+  {
+    name: 'Operations: the failed-handlers admin lists a payment whose handler failed, and its retry runs it',
+    uses: ['FailedHandlersController'],
+    async run({ exports, sandbox, url, boot }) {
+      const shop = { down: true, paid: [] as string[] };
+      @Injectable()
+      class Orders {
+        @OnPaymentConfirmed()
+        markPaid(event: PaymentConfirmedEvent) {
+          if (shop.down) throw new Error('the orders database is down');
+          shop.paid.push(event.paymentId);
+        }
+      }
+      const app = await boot({
+        imports: [PaymentsModule.forRoot(sandbox.options({ reconciliation: { enabled: false } }))],
+        controllers: [exports.FailedHandlersController as Type],
+        providers: [Orders],
+      });
+      const payments = app.get(PaymentsService);
+      const { paymentId } = await payments.generatePayment({ amount: '5000' });
+      await sandbox.completePayment(paymentId);
+      expect(await payments.reconcilePayment(paymentId)).toMatchObject({ outcome: 'confirmed', handled: false, error: expect.any(String) });
+      const failed = (await (await fetch(`${url}/admin/outcomes/failed`)).json()) as { items: Array<{ paymentId: string; handlers: string }> };
+      expect(failed.items.map((r) => [r.paymentId, r.handlers])).toEqual([[paymentId, 'failed']]);
+      shop.down = false;
+      const retried = await fetch(`${url}/admin/outcomes/${paymentId}/retry`, { method: 'POST' });
+      expect(await retried.json()).toMatchObject({ paymentId, outcome: 'confirmed', handled: true });
+      expect(shop.paid).toEqual([paymentId]);
+      expect(await (await fetch(`${url}/admin/outcomes/failed`)).json()).toEqual({ items: [] });
+    },
+  },
+);
 
 const FRAGMENTS: Fragment[] = [
   {
