@@ -27,9 +27,13 @@ export const TELEMETRY_SCOPE = 'nestjs-payments';
 
 /** Span names (the operation is appended to `payments ` for calls to the service). */
 export const SPAN_NAMES = {
+  /** CLIENT span of one call to the service, e.g. `payments verifyPayment`. */
   call: (operation: string) => `payments ${operation}`,
+  /** One webhook delivery, authentication to answer; also the span of the settle it starts. */
   webhook: 'payments webhook',
+  /** One settle on the return path or in reconciliation (claim, verify, handlers, done). */
   settle: 'payments settle',
+  /** One reconciliation pass; the parent of its settles. */
   reconciliation: 'payments reconciliation',
 } as const;
 
