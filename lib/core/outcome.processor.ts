@@ -25,10 +25,19 @@ export interface OutcomeExpectation {
   /** Tests a verified tracking id (used where only a hash of it is known, as in a webhook token). */
   trackingMatches?: (trackingId: string | undefined) => boolean;
   /**
-   * Where the expectation comes from. `token`: a webhook token without a stored binding; a
-   * difference then means the token was replayed for another payment, so nothing is recorded.
+   * Where the expectation comes from. `token`: a webhook token without a stored binding (a
+   * restart with the memory store, an eviction). A difference then usually means the token was
+   * replayed for another payment (`foreign`: nothing recorded, nothing emitted), unless the token
+   * pins the payment down (see `identifiesPayment`).
    */
   origin: 'binding' | 'token' | 'caller';
+  /**
+   * With origin `token`: the token was signed with a tracking id. When the verified tracking id
+   * matches it, the payment is the one the token was issued for, and a different amount is a
+   * genuine mismatch (logged, recorded, `payment.mismatch`) rather than a replay. Without a
+   * tracking id every payment of the merchant's without one would match, so nothing is concluded.
+   */
+  identifiesPayment?: boolean;
 }
 
 /** What {@link OutcomeProcessor.settle} did. */
@@ -158,6 +167,23 @@ export class OutcomeProcessor {
   }
 
   /**
+   * Claims a payment's outcome for a settle the caller runs after a check of its own (the
+   * webhook's rate limit of tokens without a binding), to pass to {@link settle} or
+   * {@link abandon}.
+   * @throws what the store throws (the claim, had it landed after all, is given back)
+   */
+  async claimOutcome(paymentId: string): Promise<HeldClaim> {
+    const key = outcomeKey(paymentId);
+    const owner = randomUUID();
+    try {
+      return { owner, outcome: await this.store.claim(key, owner, this.options.leaseMs) };
+    } catch (error) {
+      void this.store.release(key, owner).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
    * Gives back a claim taken for a settle that will not run (the delivery was turned away after
    * its claim, e.g. while shutting down), so that the next attempt need not wait for its lease.
    */
@@ -200,8 +226,21 @@ export class OutcomeProcessor {
     } catch (error) {
       await this.release(key, owner);
       const failure = error instanceof PaymentsError ? error : new PaymentsError(describe(error), 'API_ERROR');
+      if (expected?.origin === 'token' && isNotFound(failure)) {
+        // A signed token naming a payment the service does not know: a replay with a made-up id.
+        // 401, not 503, which would invite the service (or whoever sends it) to deliver again.
+        return { kind: 'foreign', problems: ['the service does not know this payment'] };
+      }
       this.logger.warn(`${source}: could not verify ${paymentId}: ${failure.message}`);
       return { kind: 'verify-failed', error: failure, retryAfterSecs: retryAfterOf(failure) };
+    }
+
+    const problems = expected ? differences(verification, expected) : [];
+    // Checked before the status: a replay naming another payment must record nothing, not even
+    // that payment as pending.
+    if (problems.length > 0 && expected?.origin === 'token' && !genuinelyMismatched(verification, expected)) {
+      await this.release(key, owner);
+      return { kind: 'foreign', problems };
     }
 
     const outcome = outcomeOf(verification.status);
@@ -210,14 +249,14 @@ export class OutcomeProcessor {
       return { kind: 'pending', verification };
     }
 
-    const problems = expected ? differences(verification, expected) : [];
-    if (problems.length > 0 && expected?.origin === 'token') {
-      await this.release(key, owner);
-      return { kind: 'foreign', problems };
-    }
     if (problems.length > 0) {
       this.logger.error(`${source}: payment ${paymentId} is ${verification.status} at the service but NOT confirmed: ${problems.join('; ')}`);
-      await this.conclude(key, owner, 'done', { verification, outcome: 'mismatch', source, handlers: 'none', lastError: problems.join('; ') });
+      // Known only from a token (no binding): the claim is released rather than marked done. A
+      // token of the same order's earlier payment, replayed for a later one of another amount,
+      // looks just like this, and a done marker would then swallow the later payment's own
+      // confirmation. Repeats cost one verify per token per interval (webhook.processor.ts).
+      const claim = expected?.origin === 'token' ? 'release' : 'done';
+      await this.conclude(key, owner, claim, { verification, outcome: 'mismatch', source, handlers: 'none', lastError: problems.join('; ') });
       await this.dispatchQuietly('payment.mismatch', new PaymentMismatchEvent(verification, source, this.options.registration, problems));
       return { kind: 'mismatch', verification, problems };
     }
@@ -303,6 +342,15 @@ function differences(verification: VerifiedPayment, expected: OutcomeExpectation
     problems.push('tracking id differs from the one the webhook token was issued for');
   }
   return problems;
+}
+
+// A token-only expectation whose tracking id pins the payment down, and still differs (the amount).
+function genuinelyMismatched(verification: VerifiedPayment, expected: OutcomeExpectation): boolean {
+  return expected.identifiesPayment === true && (expected.trackingMatches?.(verification.developerTrackingId) ?? false);
+}
+
+function isNotFound(error: PaymentsError): boolean {
+  return error.code === 'NOT_FOUND' || (error instanceof PaymentsApiError && error.httpStatus === 404);
 }
 
 function retryAfterOf(error: PaymentsError): number | undefined {

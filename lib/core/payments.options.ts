@@ -32,7 +32,11 @@ export interface PaymentsWebhookOptions {
    * `unsignedIntervalSecs`. Default false (401).
    */
   acceptUnsigned?: boolean;
-  /** Least time between two verifications triggered by unsigned deliveries for one payment, in seconds. Default 30. */
+  /**
+   * Least time between two verifications triggered by unsigned deliveries for one payment, and by
+   * deliveries of one signed token whose binding the store no longer has (a restart with the
+   * memory store), in seconds; more frequent ones get 429 with Retry-After. Default 30.
+   */
   unsignedIntervalSecs?: number;
   /** Largest accepted webhook body in bytes (chunked bodies too); larger ones get 413. Default 65 536. */
   maxBodyBytes?: number;

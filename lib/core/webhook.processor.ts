@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { describe, type HeldClaim, type OutcomeExpectation, type OutcomeProcessor, type SettleResult } from './outcome.processor.js';
 import type { ResolvedWebhookOptions } from './payments.options.js';
 import type { PaymentsLogger } from './payments.logger.js';
-import type { BindingClaim, PaymentsStore } from './payments.store.js';
-import { PaymentsTelemetry, type WebhookTrace } from './payments.telemetry.js';
+import type { BindingClaim, PaymentBinding, PaymentsStore } from './payments.store.js';
+import type { VerifiedPayment } from './payments.types.js';
+import { PaymentsTelemetry, WEBHOOK_TRACE, type WebhookTrace } from './payments.telemetry.js';
 import { parseWebhook, type WebhookRequest } from './webhook.payload.js';
 import { trackingHash, WebhookTokenSigner, type WebhookTokenClaims } from './webhook.token.js';
 
@@ -76,8 +77,14 @@ const reject = (status: number, error: string, headers?: Record<string, string>)
   body: { received: false, error },
   headers,
 });
+/** The rate-limit slot of a token without a stored binding: a claim on `token:<nonce>`. */
+interface TokenSlot {
+  key: string;
+  owner: string;
+}
+
 /** Where authenticate() leaves a delivery's span for deliver() (a symbol: it survives `{ ...auth }`). */
-const TRACE: unique symbol = Symbol('nestjs-payments.webhookTrace');
+const TRACE: typeof WEBHOOK_TRACE = WEBHOOK_TRACE;
 
 const unavailable = (seconds = 5): WebhookAnswer => reject(503, 'temporarily unavailable', { 'Retry-After': String(seconds) });
 
@@ -87,11 +94,14 @@ const unavailable = (seconds = 5): WebhookAnswer => reject(503, 'temporarily una
  * no call to the service for a forged one), then handed to the client's outcome engine, which
  * asks the service and runs the handlers once.
  *
- * Answers: 200 handled or duplicate; 202 still pending (reconciliation checks it later);
- * 400 malformed; 401 missing, forged, expired or foreign token; 409 + Retry-After while another
- * path handles it; 413 too large; 429 unsigned deliveries too frequent; 500 a handler failed
- * (redelivery runs it again); 503 + Retry-After the store or the service unavailable, or
- * shutting down.
+ * Answers: 200 handled or duplicate (or a mismatch, logged and recorded); 202 still pending
+ * (reconciliation checks it later); 400 malformed; 401 missing, forged, expired or foreign token
+ * (a token without a stored binding naming a payment it was not signed for, or one the service
+ * does not know); 409 + Retry-After while another path handles it; 413 too large; 429 +
+ * Retry-After unsigned deliveries of one payment, or deliveries of one token without a stored
+ * binding, more often than `unsignedIntervalSecs` needs a verify call; 500 a handler failed
+ * (redelivery runs it again); 503 + Retry-After the store or the service unavailable, or shutting
+ * down.
  */
 export class WebhookProcessor {
   // A private field (not `private`): the options hold the webhook secret, which must stay out of
@@ -195,7 +205,12 @@ export class WebhookProcessor {
     return {
       ok: true,
       paymentId: parsed.paymentId,
-      expected: { amount: claims.amount, trackingMatches: (t) => trackingHash(t) === claims.trackingHash, origin: 'token' },
+      expected: {
+        amount: claims.amount,
+        trackingMatches: (t) => trackingHash(t) === claims.trackingHash,
+        identifiesPayment: claims.trackingHash !== '',
+        origin: 'token',
+      },
       unboundToken: claims,
     };
   }
@@ -209,13 +224,25 @@ export class WebhookProcessor {
       return reject(503, 'shutting down', { 'Retry-After': '5' });
     }
     this.inFlight++;
-    const held = auth.held;
+    let held = auth.held;
     // Settled from here: a second deliver() of the same authentication claims afresh.
     auth.held = undefined;
     try {
+      let slot: TokenSlot | undefined;
+      if (auth.unboundToken && held === undefined) {
+        const gate = await this.gateUnbound(auth.paymentId, auth.unboundToken);
+        if ('answer' in gate) {
+          trace?.end(gate.answer.status, gate.result, auth.paymentId);
+          return gate.answer;
+        }
+        ({ held, slot } = gate);
+      }
       const settle = () => this.outcomes.settle(auth.paymentId, 'webhook', auth.expected, held);
       const result = await (trace ? trace.within(settle) : settle());
-      if (auth.unboundToken && (result.kind === 'handled' || result.kind === 'pending')) await this.rebind(auth);
+      // A verify that settled a payment was spent well (and a payment is settled once): the next
+      // delivery of this token need not wait for the interval.
+      if (slot && result.kind === 'handled') await this.store.release(slot.key, slot.owner).catch(() => undefined);
+      if (auth.unboundToken && (result.kind === 'handled' || result.kind === 'pending')) await this.rebind(auth, result.verification);
       const answer = answerFor(result);
       trace?.end(answer.status, result.kind, auth.paymentId);
       return answer;
@@ -266,13 +293,54 @@ export class WebhookProcessor {
     }
   }
 
-  // Once the service confirmed what the token was signed for, bind it to that payment, so that
-  // a replay of the same URL naming another payment is refused without a call to the service.
-  private async rebind(auth: AuthenticatedWebhook): Promise<void> {
+  // A token without a stored binding costs a verify call whatever payment id comes with it, so a
+  // replay of one genuine URL with other ids could spend the merchant's verify budget without
+  // limit. As for unsigned deliveries: one verify per token per `unsignedIntervalSecs`. The
+  // payment's claim comes first (a done or busy payment costs no verify and answers as usual),
+  // then the token's slot; over the limit, 429 with Retry-After (the service delivers again).
+  private async gateUnbound(
+    paymentId: string,
+    claims: WebhookTokenClaims,
+  ): Promise<{ held: HeldClaim; slot?: TokenSlot } | { answer: WebhookAnswer; result: string }> {
+    let held: HeldClaim;
+    try {
+      held = await this.outcomes.claimOutcome(paymentId);
+    } catch (error) {
+      this.logger.error(`webhook: store unreachable while claiming ${paymentId}: ${describe(error)}`);
+      return { answer: unavailable(), result: 'store-unavailable' };
+    }
+    if (held.outcome !== 'claimed') return { held };
+    const slot: TokenSlot = { key: `token:${claims.nonce}`, owner: randomUUID() };
+    const interval = this.#options.unsignedIntervalSecs;
+    let taken;
+    try {
+      taken = await this.store.claim(slot.key, slot.owner, interval * 1000);
+    } catch (error) {
+      void this.store.release(slot.key, slot.owner).catch(() => undefined);
+      await this.outcomes.abandon(paymentId, held);
+      this.logger.error(`webhook: store unreachable while rate-limiting a token: ${describe(error)}`);
+      return { answer: unavailable(), result: 'store-unavailable' };
+    }
+    if (taken === 'claimed') return { held, slot };
+    await this.outcomes.abandon(paymentId, held);
+    return { answer: reject(429, 'too many deliveries for this webhook token', { 'Retry-After': String(interval) }), result: 'rate-limited' };
+  }
+
+  // Once the service confirmed the payment the token was signed for, bind the token to it, so
+  // that a replay of the URL naming another payment is refused without a call to the service.
+  // Only a token with a tracking id (which the verified one matched) pins its payment down:
+  // without one, any payment of the same amount and no tracking id verifies alike, and binding
+  // the token to a replay's payment would turn the genuine delivery away (401). First binding
+  // wins: an existing one is never replaced.
+  private async rebind(auth: AuthenticatedWebhook, verification: VerifiedPayment): Promise<void> {
     const claims = auth.unboundToken as WebhookTokenClaims;
+    if (auth.expected?.identifiesPayment !== true) return;
     try {
       const ttl = claims.expiresAt - Date.now();
-      if (ttl > 0) await this.store.saveBinding(claims.nonce, { paymentId: auth.paymentId, amount: claims.amount, createdAt: new Date().toISOString() }, ttl);
+      if (ttl <= 0 || (await this.store.findBinding(claims.nonce))) return;
+      const binding: PaymentBinding = { paymentId: auth.paymentId, amount: claims.amount, createdAt: new Date().toISOString() };
+      if (verification.developerTrackingId !== undefined) binding.developerTrackingId = verification.developerTrackingId;
+      await this.store.saveBinding(claims.nonce, binding, ttl);
     } catch (error) {
       this.logger.warn(`webhook: could not re-bind a token to ${auth.paymentId}: ${describe(error)}`);
     }

@@ -523,7 +523,7 @@ describe.each(ADAPTERS)('webhook set-ups on Nest-%s', (adapter) => {
     const { paymentId, webhook } = await generate(first, { amount: '7000', trackingId: 'order-7' });
     await first.close();
 
-    const second = await startShop(adapter);
+    const second = await startShop(adapter, { options: { webhook: { unsignedIntervalSecs: 1 } } });
     try {
       const url = `${second.url}${webhook.pathname}`;
       // Before the payment confirmed, the token is unbound in the new store: a replay naming
@@ -533,6 +533,10 @@ describe.each(ADAPTERS)('webhook set-ups on Nest-%s', (adapter) => {
       expect(await second.payments.getOutcome('pay_other')).toBeUndefined();
 
       answerVerify(fake, paymentId, { status: 'SUCCESS', amount: 7000, trackingId: 'order-7' });
+      // The replay spent the unbound token's one verify per unsignedIntervalSecs: the genuine
+      // delivery is told to come back (429 + Retry-After), and is confirmed when it does.
+      expect((await post(url, { payment_id: paymentId })).status).toBe(429);
+      await new Promise((r) => setTimeout(r, 1100));
       expect((await post(url, { payment_id: paymentId })).status).toBe(200);
       expect(second.outcomes.events.map(([n, e]) => [n, e.paymentId, e.amount, e.developerTrackingId])).toEqual([
         [PaymentEvents.CONFIRMED, paymentId, '7000', 'order-7'],
