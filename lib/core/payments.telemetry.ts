@@ -92,6 +92,15 @@ export interface SettleTrace {
   handlers<T>(event: string, run: () => Promise<T>): Promise<T>;
 }
 
+/**
+ * Where the webhook processor leaves a delivery's {@link WebhookTrace} on the authentication it
+ * returns (a symbol: it survives `{ ...auth }`, never serialised), for its deliver() and for a
+ * front end that must end the trace of a delivery it will not deliver (payments.telemetry.ts is
+ * its one definition).
+ * @internal
+ */
+export const WEBHOOK_TRACE: unique symbol = Symbol('nestjs-payments.webhookTrace');
+
 /** The handle of one webhook delivery, from authentication to the answer. */
 export interface WebhookTrace {
   /** Runs the settling of the delivery inside the delivery's span. */

@@ -1,6 +1,8 @@
 import { HttpException, Inject, Injectable, Optional, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import type { ServerResponse } from 'node:http';
 import type { PaymentsClient } from '../core/payments.client.js';
+import { WEBHOOK_TRACE, type WebhookTrace } from '../core/payments.telemetry.js';
 import type { AuthenticatedWebhook, WebhookAnswer } from '../core/webhook.processor.js';
 import { PAYMENTS_CLIENT } from './payments.tokens.js';
 import { authenticateWebhook, type WebhookHttpRequest } from './webhook.request.js';
@@ -74,10 +76,29 @@ export class PaymentsWebhookGuard implements CanActivate {
     }
     const { ok: _ok, ...webhook } = auth;
     const attached: PaymentsWebhookAuthentication = { ...webhook, client: this.client };
+    settleIfNotDeliveredOn(http.getResponse(), attached);
     // Not enumerable: the client stays out of anything that serialises the request.
     Object.defineProperty(request, PAYMENTS_WEBHOOK_AUTHENTICATION, { value: attached, configurable: true, enumerable: false });
     return true;
   }
+}
+
+/**
+ * The guard's half of a delivery whose other half may never run: a host interceptor, pipe or
+ * filter can answer between this guard and the controller's deliver(). When the response closes,
+ * the delivery's span (if tracing) is ended with the status that was sent, and a claim the
+ * authentication holds is given back; both are no-ops once deliver() has run.
+ */
+function settleIfNotDeliveredOn(response: unknown, auth: PaymentsWebhookAuthentication): void {
+  const trace = (auth as { [WEBHOOK_TRACE]?: WebhookTrace })[WEBHOOK_TRACE];
+  if (!trace && !auth.held) return;
+  // Express hands the Node response itself, Fastify a reply wrapping it.
+  const raw = ((response as { raw?: unknown } | undefined)?.raw ?? response) as Partial<ServerResponse> | undefined;
+  if (typeof raw?.once !== 'function') return;
+  raw.once('close', () => {
+    trace?.end(raw.statusCode ?? 0, 'not-delivered');
+    void auth.client.webhooks.abandon(auth);
+  });
 }
 
 /** Copies an answer's extra headers (Retry-After) onto a response of whichever adapter. */
