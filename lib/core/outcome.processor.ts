@@ -167,6 +167,23 @@ export class OutcomeProcessor {
   }
 
   /**
+   * Waits for the attempt that holds a payment's claim (another path, another instance) to record
+   * its result, reading the record every `pollMs` for up to `waitMs`. Costs no verify call.
+   * @returns `settled` and the record once it shows a result (an outcome other than pending,
+   *   handlers not failed); else `settled: false` and the last record seen, if any (an earlier
+   *   attempt's: its status is the last one the service sent)
+   */
+  async awaitOutcome(paymentId: string, waitMs: number, pollMs: number): Promise<{ settled: boolean; record?: OutcomeRecord }> {
+    let last: OutcomeRecord | undefined;
+    for (let waited = 0; waited < waitMs; waited += pollMs) {
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+      last = (await this.store.getOutcome(paymentId).catch(() => undefined)) ?? last;
+      if (last && last.outcome !== 'pending' && last.handlers !== 'failed') return { settled: true, record: last };
+    }
+    return { settled: false, record: last };
+  }
+
+  /**
    * Claims a payment's outcome for a settle the caller runs after a check of its own (the
    * webhook's rate limit of tokens without a binding), to pass to {@link settle} or
    * {@link abandon}.

@@ -1,5 +1,4 @@
 import { inspect } from 'node:util';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpTransport } from './http.transport.js';
 import { MemoryPaymentsStore } from './memory.store.js';
 import { normalizeMillimes } from './money.util.js';
@@ -408,14 +407,11 @@ export class PaymentsClient implements PaymentsOperations {
   // Another path (usually the webhook) is handling it right now: a customer back on the return
   // page is worth a short wait for its result rather than a "still processing".
   async #awaitOther(paymentId: string): Promise<ReconcileResult> {
-    for (let waited = 0; waited < RETURN_WAIT_MS; waited += RETURN_POLL_MS) {
-      await sleep(RETURN_POLL_MS);
-      const record = await this.store.getOutcome(paymentId).catch(() => undefined);
-      if (record && record.outcome !== 'pending' && record.handlers !== 'failed') {
-        return { paymentId, status: record.status, outcome: record.outcome, handled: false };
-      }
-    }
-    return { paymentId, status: 'PENDING', outcome: 'pending', handled: false };
+    const { settled, record } = await this.#outcomes.awaitOutcome(paymentId, RETURN_WAIT_MS, RETURN_POLL_MS);
+    if (settled && record) return { paymentId, status: record.status, outcome: record.outcome, handled: false };
+    // Still in another path's hands: not settled yet, with the last status the service sent (an
+    // earlier attempt's record), or '' when none is known; never a status the service did not send.
+    return { paymentId, status: record?.status ?? '', outcome: 'pending', handled: false };
   }
 
   async #call(

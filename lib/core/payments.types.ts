@@ -96,7 +96,11 @@ export interface PaymentCapture {
 export interface ReconcileResult {
   /** The payment. */
   paymentId: string;
-  /** The verified status (or `PENDING` when another path is handling it right now). */
+  /**
+   * The status the service sent. When another path was handling the payment and did not finish
+   * within the return's short wait (`outcome` is then `pending`): the last status recorded for
+   * it, or `''` when none is known yet. Never a status the service did not send.
+   */
   status: string;
   /** What the status means for the shop. */
   outcome: PaymentOutcome;
