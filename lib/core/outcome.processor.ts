@@ -279,6 +279,7 @@ export class OutcomeProcessor {
     }
 
     const { name, event } = OUTCOME_EVENTS[outcome as keyof typeof OUTCOME_EVENTS];
+    const renewal = this.renewWhileHandling(key, owner, paymentId);
     try {
       const dispatcher = this.#dispatcher;
       if (!dispatcher) throw new Error('no outcome handlers are registered yet');
@@ -286,11 +287,53 @@ export class OutcomeProcessor {
     } catch (error) {
       const message = describe(error);
       this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);
+      await renewal.stop();
       await this.conclude(key, owner, 'release', { verification, outcome, source, handlers: 'failed', lastError: message });
       return { kind: 'handlers-failed', outcome, verification, error: message };
     }
+    await renewal.stop();
     await this.conclude(key, owner, 'done', { verification, outcome, source, handlers: 'succeeded' });
     return { kind: 'handled', outcome, verification };
+  }
+
+  // Handlers may outlast the lease (a slow email, a slow database): the claim would then expire and
+  // a redelivery run them a second time, concurrently. So the claim is renewed while they run: a
+  // same-owner claim is a renewal in every store, every third of the lease. A renewal that finds
+  // the claim gone to someone else can only be reported: the handlers are already running.
+  private renewWhileHandling(key: string, owner: string, paymentId: string): { stop(): Promise<void> } {
+    const leaseMs = this.options.leaseMs;
+    let renewing: Promise<void> | undefined;
+    let lost = false;
+    const renew = async () => {
+      try {
+        const claim = await this.store.claim(key, owner, leaseMs);
+        if (claim !== 'claimed' && !lost) {
+          lost = true;
+          this.logger.error(
+            `the claim on ${paymentId} was lost while its handlers ran (${claim}: its lease of ${leaseMs} ms expired before a renewal); another delivery may run them concurrently`,
+          );
+        }
+      } catch (error) {
+        // Tried again at the next tick; the lease still runs meanwhile.
+        this.logger.warn(`could not renew the claim on ${paymentId} while its handlers run: ${describe(error)}`);
+      }
+    };
+    const timer = setInterval(
+      () => {
+        if (lost || renewing) return;
+        renewing = renew().finally(() => (renewing = undefined));
+      },
+      Math.max(1, Math.floor(leaseMs / 3)),
+    );
+    // A running handler keeps the process alive, not its renewals.
+    timer.unref();
+    return {
+      stop: async () => {
+        clearInterval(timer);
+        // A renewal still in flight must land before the claim is marked done or released.
+        await renewing;
+      },
+    };
   }
 
   // Ends the attempt: the claim marked done (the payment also leaves the reconciliation queue) or
@@ -321,7 +364,7 @@ export class OutcomeProcessor {
         attemptsAdded: outcome === 'pending' ? 0 : 1,
         recordTtlMs: this.options.recordTtlMs,
       });
-      if (claim === 'done' && !marked) this.logger.warn(`the claim on ${paymentId} expired while its handlers ran (raise webhook.leaseMs)`);
+      if (claim === 'done' && !marked) this.logger.warn(`the claim on ${paymentId} was no longer held when its handlers ended (its lease expired)`);
     } catch (error) {
       this.logger.error(
         `could not ${claim === 'done' ? `mark ${paymentId} done` : `release ${key}`} and record its outcome (${outcome}, handlers ${handlers}): ${describe(error)}`,
