@@ -42,7 +42,11 @@ export interface PaymentsWebhookOptions {
   maxBodyBytes?: number;
   /** How long a token stays valid after generation, in seconds. Default 604 800 (7 days). */
   tokenTtlSecs?: number;
-  /** How long one attempt may hold a payment's claim (its handlers' time limit), in ms. Default 60 000. */
+  /**
+   * The lease of a payment's claim, in ms: renewed every third of it while the handlers run, so it
+   * bounds how long a crashed instance blocks the payment, not how long handlers may take.
+   * Default 60 000.
+   */
   leaseMs?: number;
   /** How long a handled outcome is remembered, so duplicates run nothing, in seconds. Default 2 592 000 (30 days). */
   doneTtlSecs?: number;
