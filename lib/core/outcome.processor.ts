@@ -25,10 +25,13 @@ export interface OutcomeExpectation {
   /** Tests a verified tracking id (used where only a hash of it is known, as in a webhook token). */
   trackingMatches?: (trackingId: string | undefined) => boolean;
   /**
-   * Where the expectation comes from. `token`: a webhook token without a stored binding (a
-   * restart with the memory store, an eviction). A difference then usually means the token was
-   * replayed for another payment (`foreign`: nothing recorded, nothing emitted), unless the token
-   * pins the payment down (see `identifiesPayment`).
+   * Where the expectation comes from. `binding`: the plugin's own record of what it sent.
+   * `token`: a webhook token without a stored binding (a restart with the memory store, an
+   * eviction). `caller`: values passed to `reconcilePayment` that no record backs. For the two
+   * unbacked origins a difference usually means another payment was named (a replayed token, an
+   * edited return URL): `foreign`, nothing recorded, nothing emitted, unless the tracking id pins
+   * the payment down (see `identifiesPayment`); a genuine mismatch then is recorded and emitted but
+   * never marks the payment done.
    */
   origin: 'binding' | 'token' | 'caller';
   /**
@@ -47,7 +50,7 @@ export type SettleResult =
   | { kind: 'busy' }
   | { kind: 'pending'; verification: VerifiedPayment }
   | { kind: 'mismatch'; verification: VerifiedPayment; problems: string[] }
-  | { kind: 'foreign'; problems: string[] }
+  | { kind: 'foreign'; problems: string[]; verification?: VerifiedPayment }
   | { kind: 'handlers-failed'; outcome: PaymentOutcome; verification: VerifiedPayment; error: string }
   | { kind: 'verify-failed'; error: PaymentsError; retryAfterSecs?: number }
   | { kind: 'store-unavailable'; error: string };
@@ -255,9 +258,9 @@ export class OutcomeProcessor {
     const problems = expected ? differences(verification, expected) : [];
     // Checked before the status: a replay naming another payment must record nothing, not even
     // that payment as pending.
-    if (problems.length > 0 && expected?.origin === 'token' && !genuinelyMismatched(verification, expected)) {
+    if (problems.length > 0 && expected && unbacked(expected) && !genuinelyMismatched(verification, expected)) {
       await this.release(key, owner);
-      return { kind: 'foreign', problems };
+      return { kind: 'foreign', problems, verification };
     }
 
     const outcome = outcomeOf(verification.status);
@@ -272,7 +275,7 @@ export class OutcomeProcessor {
       // token of the same order's earlier payment, replayed for a later one of another amount,
       // looks just like this, and a done marker would then swallow the later payment's own
       // confirmation. Repeats cost one verify per token per interval (webhook.processor.ts).
-      const claim = expected?.origin === 'token' ? 'release' : 'done';
+      const claim = expected && unbacked(expected) ? 'release' : 'done';
       await this.conclude(key, owner, claim, { verification, outcome: 'mismatch', source, handlers: 'none', lastError: problems.join('; ') });
       await this.dispatchQuietly('payment.mismatch', new PaymentMismatchEvent(verification, source, this.options.registration, problems));
       return { kind: 'mismatch', verification, problems };
@@ -404,8 +407,16 @@ function differences(verification: VerifiedPayment, expected: OutcomeExpectation
   return problems;
 }
 
-// A token-only expectation whose tracking id pins the payment down, and still differs (the amount).
+// An expectation the plugin did not record itself: a token without its binding, or values a caller
+// passed to reconcilePayment for a payment the store no longer knows. A customer can edit the
+// payment_id of a return URL, and a host can pass a wrong amount: neither may mark a payment done.
+function unbacked(expected: OutcomeExpectation): boolean {
+  return expected.origin === 'token' || expected.origin === 'caller';
+}
+
+// An unbacked expectation whose tracking id pins the payment down, and still differs (the amount).
 function genuinelyMismatched(verification: VerifiedPayment, expected: OutcomeExpectation): boolean {
+  if (expected.origin === 'caller') return expected.developerTrackingId !== undefined && verification.developerTrackingId === expected.developerTrackingId;
   return expected.identifiesPayment === true && (expected.trackingMatches?.(verification.developerTrackingId) ?? false);
 }
 

@@ -8,7 +8,6 @@ import { outcomeOf } from './payment.outcome.js';
 import { identifier, millimes } from './payment.rules.js';
 import {
   PaymentsApiError,
-  PaymentsError,
   PaymentsStoreUnavailableError,
   PaymentsValidationError,
   type PaymentsFieldError,
@@ -270,11 +269,10 @@ export class PaymentsClient implements PaymentsOperations {
       case 'store-unavailable':
         throw new PaymentsStoreUnavailableError(paymentId, result.error, 'reconcilePayment');
       case 'foreign':
-        // Only an expectation taken from a webhook token ends here, and a return never has one.
-        throw new PaymentsError(
-          `reconcilePayment: payment ${paymentId} does not match what was expected (${result.problems.join('; ')}); nothing ran`,
-          'API_ERROR',
-        );
+        // The caller's expectation names another payment (an edited return URL, a wrong id):
+        // not this payment's outcome, so nothing was recorded or emitted and nothing ran.
+        this.#options.logger.warn(`reconcilePayment: payment ${paymentId} is not the one expected (${result.problems.join('; ')}); nothing recorded`);
+        return { paymentId, status: result.verification?.status ?? '', outcome: 'mismatch', handled: false };
     }
   }
 
@@ -393,7 +391,8 @@ export class PaymentsClient implements PaymentsOperations {
     const amount = givenAmount ?? pending?.amount;
     const developerTrackingId = givenTracking ?? pending?.developerTrackingId;
     if (amount === undefined && developerTrackingId === undefined) return undefined;
-    return { amount, developerTrackingId, origin: givenAmount !== undefined || givenTracking !== undefined ? 'caller' : 'binding' };
+    // Values the caller passed are backed when they agree with the record (checked above).
+    return { amount, developerTrackingId, origin: pending ? 'binding' : 'caller' };
   }
 
   // Done earlier by another path: the record says what it was, without a call to the service.

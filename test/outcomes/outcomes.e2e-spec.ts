@@ -404,6 +404,64 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
     expect(seen.map((s) => s.callback)).toEqual(['mismatch']);
     expect(logged.filter((l) => l.includes('without comparing'))).toEqual([]);
   });
+
+  it("after a restart, a wrong amount passed by the caller is a mismatch that never marks the payment done: the service's own webhook still confirms it", async () => {
+    const before = newClient();
+    const p = await generateVia(before, fake, nextId('caller-wrong'), { amount: '12500', developerTrackingId: 'order-caller-wrong' });
+    await before.close();
+    const after = newClient();
+    const seen: Seen[] = [];
+    const router = await routerFor(after, seen);
+    const paid = { status: 'SUCCESS', amount: 12500, trackingId: 'order-caller-wrong' };
+    answerVerify(fake, p.paymentId, paid, paid);
+
+    // A host bug (dinars for millimes): the payment is this order's, the amount the caller's error.
+    await expect(after.reconcilePayment(p.paymentId, { expected: { amount: '12', developerTrackingId: 'order-caller-wrong' } })).resolves.toMatchObject({
+      outcome: 'mismatch',
+      handled: false,
+    });
+    expect(seen.map((s) => s.callback)).toEqual(['mismatch']);
+
+    const delivered = await fetch(`${router.url}/${p.token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ payment_id: p.paymentId }),
+    });
+    expect(delivered.status).toBe(200);
+    expect(seen.map((s) => [s.callback, s.event.amount])).toEqual([
+      ['mismatch', '12500'],
+      ['confirmed', '12500'],
+    ]);
+  });
+
+  it('after a restart, a return URL edited to name another paid payment records and runs nothing for that payment, which still confirms on its own return', async () => {
+    const before = newClient();
+    const mine = await generateVia(before, fake, nextId('edited-mine'), { amount: '500', developerTrackingId: 'order-edited-mine' });
+    const theirs = await generateVia(before, fake, nextId('edited-theirs'), { amount: '90000', developerTrackingId: 'order-edited-theirs' });
+    await before.close();
+    const logged: string[] = [];
+    const after = newClient(undefined, undefined, logged);
+    const seen: Seen[] = [];
+    await routerFor(after, seen);
+    answerVerify(fake, mine.paymentId, { status: 'PENDING', amount: 500, trackingId: 'order-edited-mine' });
+    const paid = { status: 'SUCCESS', amount: 90000, trackingId: 'order-edited-theirs' };
+    answerVerify(fake, theirs.paymentId, paid, paid);
+
+    // The shop's return page for order "mine", its payment_id edited to the other order's.
+    await expect(after.reconcilePayment(theirs.paymentId, { expected: { amount: '500', developerTrackingId: 'order-edited-mine' } })).resolves.toMatchObject({
+      paymentId: theirs.paymentId,
+      outcome: 'mismatch',
+      handled: false,
+    });
+    expect(seen).toEqual([]);
+    await expect(after.getOutcome(theirs.paymentId)).resolves.toBeUndefined();
+    expect(logged.filter((l) => l.includes(theirs.paymentId) && l.includes('not the one expected'))).toHaveLength(1);
+
+    await expect(
+      after.reconcilePayment(theirs.paymentId, { expected: { amount: '90000', developerTrackingId: 'order-edited-theirs' } }),
+    ).resolves.toMatchObject({ outcome: 'confirmed', handled: true });
+    expect(seen.map((s) => [s.callback, s.event.paymentId])).toEqual([['confirmed', theirs.paymentId]]);
+  });
 });
 
 describe('the store unreachable: PaymentsStoreUnavailableError names the payment', () => {
