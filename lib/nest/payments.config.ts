@@ -111,14 +111,15 @@ export const PAYMENTS_ENV: { readonly [K in keyof typeof OPTION_VARIABLES]: (typ
  * Builds module options from the configuration keys named in {@link PAYMENTS_ENV}, for
  * `forRootAsync({ imports: [ConfigModule], inject: [ConfigService], useFactory: (c) => paymentsOptionsFromConfig(c) })`.
  * Unset keys are left out (the defaults apply). `overrides` are merged last, and deeply for
- * `webhook` and `reconciliation` (an override `{ webhook: { decorators } }` keeps the
- * variables' webhook settings).
+ * `webhook` and `reconciliation` (an override `{ webhook: { acceptUnsigned: true } }` keeps the
+ * variables' webhook settings). The route's `path` and `decorators` belong beside `name` in
+ * `forRootAsync`, not in the factory's result: the route is fixed when the module is defined.
  *
  * The result is validated here, so that a problem names the variable to fix:
  * `PAYMENTS_PUBLIC_KEY (publicKey)` rather than `publicKey`.
  *
  * @param config `ConfigService` or any `{ get(key) }`
- * @param overrides options set in code (e.g. `store`, `logger`, `webhook.decorators`); default none
+ * @param overrides options set in code (e.g. `store`, `logger`, `telemetry`); default none
  * @throws PaymentsValidationError naming each invalid option and the variable it came from
  */
 export function paymentsOptionsFromConfig(config: PaymentsConfigReader, overrides: Partial<PaymentsModuleOptions> = {}): PaymentsModuleOptions {
