@@ -31,7 +31,7 @@ export abstract class PaymentsWebhookController {
     if (!auth) {
       // No result of this registration's guard (overridden in a test, or re-routed by the host):
       // authenticate here, with the same rules.
-      const result = await authenticateWebhook(this.client, request);
+      const result = await authenticateWebhook(this.client, request, { claim: true });
       if (!result.ok) {
         setHeaders(this.adapterHost, response, result.answer);
         throw new HttpException(result.answer.body, result.answer.status);

@@ -33,7 +33,9 @@ export function attachedAuthentication(request: object, client: PaymentsClient):
  * call to the service. A missing, forged, expired or foreign token answers 401, a too-large body
  * 413, a malformed one 400 (as an `HttpException`, so host exception filters apply); nothing is
  * emitted for any of them. On success the result is put on the request under
- * {@link PAYMENTS_WEBHOOK_AUTHENTICATION}.
+ * {@link PAYMENTS_WEBHOOK_AUTHENTICATION}, holding the claim of the payment's outcome (taken in the
+ * same store round trip as the token's lookup): `client.webhooks.deliver()` of that result settles
+ * it, and if the response ends without a delivery the claim is given back.
  *
  * The generated webhook controller uses it (its own subclass for a named registration). It can
  * also guard a host route. As exported it checks with the **default** registration's client
@@ -69,7 +71,9 @@ export class PaymentsWebhookGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
     const request = http.getRequest<WebhookHttpRequest>();
-    const auth = await authenticateWebhook(this.client, request);
+    // Claimed with the binding lookup (one store round trip less per confirmation: measured in
+    // bench/RESULTS.md); a delivery that never reaches the controller gives it back on close.
+    const auth = await authenticateWebhook(this.client, request, { claim: true });
     if (!auth.ok) {
       setHeaders(this.adapterHost, http.getResponse(), auth.answer);
       throw new HttpException(auth.answer.body, auth.answer.status);

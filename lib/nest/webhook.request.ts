@@ -1,7 +1,7 @@
 import type { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import type { PaymentsClient } from '../core/payments.client.js';
-import type { WebhookAuthentication } from '../core/webhook.processor.js';
+import type { WebhookAuthenticateOptions, WebhookAuthentication } from '../core/webhook.processor.js';
 
 /**
  * Fastify route config flag set on the generated webhook routes (through Nest's
@@ -51,16 +51,27 @@ export async function webhookBody(request: WebhookHttpRequest, limit: number): P
   return request.body;
 }
 
-/** Authenticates a webhook request with a registration's client: token, size, body, payment id. No call to the service. */
-export async function authenticateWebhook(client: PaymentsClient, request: WebhookHttpRequest): Promise<WebhookAuthentication> {
+/**
+ * Authenticates a webhook request with a registration's client: token, size, body, payment id. No
+ * call to the service. With `claim`, the payment's outcome is claimed in the same store round trip
+ * (see {@link WebhookAuthenticateOptions.claim}): the caller must then deliver or abandon it.
+ */
+export async function authenticateWebhook(
+  client: PaymentsClient,
+  request: WebhookHttpRequest,
+  options: WebhookAuthenticateOptions = {},
+): Promise<WebhookAuthentication> {
   const body = await webhookBody(request, client.webhookMaxBodyBytes);
   const token = request.params?.token;
-  return client.webhooks.authenticate({
-    query: request.query,
-    body,
-    contentLength: request.headers['content-length'],
-    pathToken: typeof token === 'string' && token !== '' ? token : undefined,
-  });
+  return client.webhooks.authenticate(
+    {
+      query: request.query,
+      body,
+      contentLength: request.headers['content-length'],
+      pathToken: typeof token === 'string' && token !== '' ? token : undefined,
+    },
+    options,
+  );
 }
 
 interface FastifyLike {
