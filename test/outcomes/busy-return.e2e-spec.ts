@@ -1,9 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createPaymentsClient, type PaymentsClient } from '../../lib/express/index.js';
 import { MemoryPaymentsStore } from '../../lib/index.js';
-import { FakeService } from '../support/fake-service.js';
+import type { FakeService } from '../support/fake-service.js';
 import { answerVerify, generateVia, postJson, quietLogger, startRouter, verifyCount } from '../support/outcome-kit.js';
-import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
+import { useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
 // A return (reconcilePayment) that finds the payment claimed by another path waits a little for
 // its result (3 s), then answers what it truly knows: `pending`, with the last status the service
@@ -11,7 +11,7 @@ import { collectUnhandledRejections, settle } from '../faults/support/guards.js'
 // send; and it spends no verify call.
 
 const SECRET = 'whsec_busy_return_0123456789abcdef0123456';
-const rejections = collectUnhandledRejections();
+const fakeService = useFakeServiceWithoutUnhandledRejections();
 let fake: FakeService;
 let n = 0;
 const open: Array<{ close(): Promise<void> }> = [];
@@ -52,17 +52,9 @@ async function slowRouter(client: PaymentsClient, failures: number) {
   return { router, release, running };
 }
 
-beforeAll(async () => {
-  fake = await FakeService.start();
-});
+beforeAll(() => void (fake = fakeService()));
 afterEach(async () => {
   await Promise.all(open.splice(0).map((o) => o.close()));
-});
-afterAll(async () => {
-  await fake.close();
-  await settle();
-  rejections.stop();
-  expect(rejections.seen).toEqual([]);
 });
 
 describe('a return while the webhook is still handling the payment', () => {

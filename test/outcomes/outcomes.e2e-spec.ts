@@ -1,11 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { runAllHandlers, type OutcomeHandler } from '../../lib/core/outcome.handlers.js';
 import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
 import { MemoryPaymentsStore, PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsStore } from '../../lib/index.js';
-import { FakeService } from '../support/fake-service.js';
+import type { FakeService } from '../support/fake-service.js';
 import { answerVerify, DelegatingStore, generateVia, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
-import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
+import { settle, useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
 // Issue #9: only a verified SUCCESS (with the amount and tracking id that were sent) confirms a
 // payment, whichever path brings it: webhook (plain Express router), return (reconcilePayment)
@@ -15,7 +15,7 @@ const SECRET = 'whsec_outcomes_0123456789abcdef0123456789';
 const SESSION_SECS = 600;
 const GRACE_SECS = 60;
 
-const rejections = collectUnhandledRejections();
+const fakeService = useFakeServiceWithoutUnhandledRejections();
 let fake: FakeService;
 let n = 0;
 const open: Array<{ close(): Promise<void> }> = [];
@@ -57,17 +57,9 @@ async function routerFor(client: PaymentsClient, seen: Seen[], confirmed?: Outco
 
 const nextId = (tag: string) => `pay_${tag}_${++n}`;
 
-beforeAll(async () => {
-  fake = await FakeService.start();
-});
+beforeAll(() => void (fake = fakeService()));
 afterEach(async () => {
   await Promise.all(open.splice(0).map((o) => o.close()));
-});
-afterAll(async () => {
-  await fake.close();
-  await settle();
-  rejections.stop();
-  expect(rejections.seen).toEqual([]);
 });
 
 describe('only a verified SUCCESS with what was sent confirms', () => {

@@ -1,9 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
 import { MemoryPaymentsStore } from '../../lib/index.js';
-import { FakeService } from '../support/fake-service.js';
+import type { FakeService } from '../support/fake-service.js';
 import { answerVerify, generateVia, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
-import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
+import { useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
 // Issue #9 items 2, 4, 7: a signed webhook token whose binding the store no longer has (a restart
 // with the memory store, an eviction) is checked against what the token itself was signed for.
@@ -17,7 +17,7 @@ import { collectUnhandledRejections, settle } from '../faults/support/guards.js'
 // Plain Express router over a loopback fake of the service.
 
 const SECRET = 'whsec_unbound_tokens_0123456789abcdef0123';
-const rejections = collectUnhandledRejections();
+const fakeService = useFakeServiceWithoutUnhandledRejections();
 let fake: FakeService;
 let n = 0;
 const open: Array<{ close(): Promise<void> }> = [];
@@ -75,17 +75,9 @@ async function post(url: string, body: unknown): Promise<{ status: number; body:
 
 const other = (tag: string) => `pay_unbound_${tag}_${++n}`;
 
-beforeAll(async () => {
-  fake = await FakeService.start();
-});
+beforeAll(() => void (fake = fakeService()));
 afterEach(async () => {
   await Promise.all(open.splice(0).map((o) => o.close()));
-});
-afterAll(async () => {
-  await fake.close();
-  await settle();
-  rejections.stop();
-  expect(rejections.seen).toEqual([]);
 });
 
 describe('a token without a stored binding, replayed with other payment ids', () => {

@@ -1,10 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
 import { MemoryPaymentsStore } from '../../lib/index.js';
-import { FakeService } from '../support/fake-service.js';
+import type { FakeService } from '../support/fake-service.js';
 import { answerVerify, postJson, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
 import { generateAnswer, verifyAnswer } from '../support/verify-answers.js';
-import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
+import { settle, useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
 // `webhook.acceptUnsigned`: deliveries without a token of ours (a URL set in the service's
 // dashboard) are hints, verify-backed: only payments this plugin generated and has not settled
@@ -12,7 +12,7 @@ import { collectUnhandledRejections, settle } from '../faults/support/guards.js'
 
 const INTERVAL_SECS = 30;
 
-const rejections = collectUnhandledRejections();
+const fakeService = useFakeServiceWithoutUnhandledRejections();
 let fake: FakeService;
 let n = 0;
 const open: Array<{ close(): Promise<void> }> = [];
@@ -48,17 +48,9 @@ async function generate(client: PaymentsClient, amount = '2500'): Promise<string
   return paymentId;
 }
 
-beforeAll(async () => {
-  fake = await FakeService.start();
-});
+beforeAll(() => void (fake = fakeService()));
 afterEach(async () => {
   await Promise.all(open.splice(0).map((o) => o.close()));
-});
-afterAll(async () => {
-  await fake.close();
-  await settle();
-  rejections.stop();
-  expect(rejections.seen).toEqual([]);
 });
 
 describe('webhook.acceptUnsigned', () => {

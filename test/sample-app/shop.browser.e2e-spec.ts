@@ -8,9 +8,10 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { PaymentsSandbox } from 'nestjs-payments/testing';
 import { createShopApp, type ShopApp } from '../../sample-app/src/shop.bootstrap.js';
+import { launchChromium } from '../support/browser.js';
 import { CHROMIUM_PATH, chromiumAvailable, describeWithService } from '../support/services.js';
 
 const SCREENSHOTS = fileURLToPath(new URL('./.screenshots/', import.meta.url));
@@ -63,19 +64,7 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     // env given in code keeps the developer's shell (a real PAYMENTS_PUBLIC_KEY...) out of the test.
     shop = await createShopApp({ port: 0, sandboxPort: 0, env: { DATA_DIR: 'memory://' }, logger: false });
     sandbox = shop.sandbox!;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM_PATH,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     page = await context.newPage();
     page.on('console', (message) => {

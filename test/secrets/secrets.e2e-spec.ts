@@ -19,7 +19,7 @@ import {
 } from '../../lib/index.js';
 import { WebhookTokenSigner } from '../../lib/core/webhook.token.js';
 import { getPaymentsClientToken } from '../../lib/nest/payments.tokens.js';
-import { createPaymentsClient, createWebhookRouter, type PaymentOutcomeEvent } from '../../lib/express/index.js';
+import { createPaymentsClient, createWebhookRouter, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
 import { PaymentsSandbox, SandboxWebhookError } from '../../lib/testing/index.js';
 import { DelegatingStore, tokenOf as tokenOfUrl } from '../support/outcome-kit.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
@@ -146,6 +146,42 @@ async function attempt(call: () => Promise<unknown>): Promise<unknown> {
     hostLogs(error);
     return error;
   }
+}
+
+/**
+ * A client of a service that echoes the Authorization header back in its answers: its log lines
+ * into `lines` (tagged), its outcome events (confirmed, mismatch) into `seen`.
+ */
+function echoingClient(echo: http.Server, privateKey: string, tag: string, seen: PaymentOutcomeEvent[]): PaymentsClient {
+  const client = createPaymentsClient({
+    publicKey: 'pk_live',
+    privateKey,
+    baseUrl: `http://127.0.0.1:${(echo.address() as net.AddressInfo).port}`,
+    successLink: 'https://shop.example/ok',
+    failLink: 'https://shop.example/ko',
+    webhook: { publicUrl: 'https://shop.example/hook', secret: WEBHOOK_SECRET },
+    maxRetries: 0,
+    logger: {
+      log: (m) => void lines.push(`[${tag} log] ${m}`),
+      warn: (m) => void lines.push(`[${tag} warn] ${m}`),
+      error: (m) => void lines.push(`[${tag} error] ${m}`),
+    },
+  });
+  createWebhookRouter({ client, onPaymentConfirmed: (e) => void seen.push(e), onPaymentMismatch: (e) => void seen.push(e) });
+  return client;
+}
+
+/** Every operation against the echoing service, each failing with its own code: the errors. */
+async function everyOperationFailing(client: PaymentsClient): Promise<unknown[]> {
+  const errors = [
+    await attempt(() => client.generatePayment({ amount: '900' })),
+    await attempt(() => client.refundPayment('pay_1')),
+    await attempt(() => client.cancelPayment('pay_1')),
+    await attempt(() => client.listBindings('client-1')),
+    await attempt(() => client.capturePayment('pay_1')),
+  ];
+  expect(errors.map((e) => (e as PaymentsError).code)).toEqual(['API_ERROR', 'REFUND_NOT_ALLOWED', 'AUTHENTICATION_FAILED', 'INVALID_RESPONSE', 'NOT_FOUND']);
+  return errors;
 }
 
 beforeAll(() => {
@@ -467,36 +503,9 @@ describe('a full run through every error path leaks neither the private key nor 
     });
     await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
     const seen: PaymentOutcomeEvent[] = [];
-    const client = createPaymentsClient({
-      publicKey: 'pk_live',
-      privateKey: PRIVATE_KEY,
-      baseUrl: `http://127.0.0.1:${(echo.address() as net.AddressInfo).port}`,
-      successLink: 'https://shop.example/ok',
-      failLink: 'https://shop.example/ko',
-      webhook: { publicUrl: 'https://shop.example/hook', secret: WEBHOOK_SECRET },
-      maxRetries: 0,
-      logger: {
-        log: (m) => void lines.push(`[echo log] ${m}`),
-        warn: (m) => void lines.push(`[echo warn] ${m}`),
-        error: (m) => void lines.push(`[echo error] ${m}`),
-      },
-    });
-    createWebhookRouter({ client, onPaymentConfirmed: (e) => void seen.push(e), onPaymentMismatch: (e) => void seen.push(e) });
+    const client = echoingClient(echo, PRIVATE_KEY, 'echo', seen);
     try {
-      const errors = [
-        await attempt(() => client.generatePayment({ amount: '900' })),
-        await attempt(() => client.refundPayment('pay_1')),
-        await attempt(() => client.cancelPayment('pay_1')),
-        await attempt(() => client.listBindings('client-1')),
-        await attempt(() => client.capturePayment('pay_1')),
-      ];
-      expect(errors.map((e) => (e as PaymentsError).code)).toEqual([
-        'API_ERROR',
-        'REFUND_NOT_ALLOWED',
-        'AUTHENTICATION_FAILED',
-        'INVALID_RESPONSE',
-        'NOT_FOUND',
-      ]);
+      const errors = await everyOperationFailing(client);
       // The echoed key was there, and was cut out: the redaction marker proves the echo happened.
       expect(errors.map((e) => JSON.stringify(e)).join('\n')).toContain('[redacted]');
 
@@ -558,36 +567,9 @@ describe('a full run through every error path leaks neither the private key nor 
     });
     await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
     const seen: PaymentOutcomeEvent[] = [];
-    const client = createPaymentsClient({
-      publicKey: 'pk_live',
-      privateKey: ESCAPED_KEY,
-      baseUrl: `http://127.0.0.1:${(echo.address() as net.AddressInfo).port}`,
-      successLink: 'https://shop.example/ok',
-      failLink: 'https://shop.example/ko',
-      webhook: { publicUrl: 'https://shop.example/hook', secret: WEBHOOK_SECRET },
-      maxRetries: 0,
-      logger: {
-        log: (m) => void lines.push(`[escaped log] ${m}`),
-        warn: (m) => void lines.push(`[escaped warn] ${m}`),
-        error: (m) => void lines.push(`[escaped error] ${m}`),
-      },
-    });
-    createWebhookRouter({ client, onPaymentConfirmed: (e) => void seen.push(e) });
+    const client = echoingClient(echo, ESCAPED_KEY, 'escaped', seen);
     try {
-      const errors = [
-        await attempt(() => client.generatePayment({ amount: '900' })),
-        await attempt(() => client.refundPayment('pay_1')),
-        await attempt(() => client.cancelPayment('pay_1')),
-        await attempt(() => client.listBindings('client-1')),
-        await attempt(() => client.capturePayment('pay_1')),
-      ];
-      expect(errors.map((e) => (e as PaymentsError).code)).toEqual([
-        'API_ERROR',
-        'REFUND_NOT_ALLOWED',
-        'AUTHENTICATION_FAILED',
-        'INVALID_RESPONSE',
-        'NOT_FOUND',
-      ]);
+      const errors = await everyOperationFailing(client);
       for (const error of errors) {
         const text = `${(error as Error).message}\n${JSON.stringify(error)}`;
         // The echo happened (the marker) and nothing of the key is left, in any spelling.

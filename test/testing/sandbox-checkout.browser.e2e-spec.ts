@@ -7,8 +7,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
+import { launchChromium } from '../support/browser.js';
 import { CHROMIUM_PATH, chromiumAvailable, describeWithService } from '../support/services.js';
 import { generate, verify } from './sandbox.helpers.js';
 
@@ -36,19 +37,7 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     await new Promise<void>((resolve) => shop.listen(0, '127.0.0.1', resolve));
     // localhost vs 127.0.0.1: another origin than the sandbox's, on the same machine.
     shopUrl = `http://localhost:${(shop.address() as AddressInfo).port}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM_PATH,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   }, 60_000);
 
   beforeAll(async () => {
