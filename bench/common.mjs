@@ -22,9 +22,12 @@ export function quantile(sorted, p) {
 /**
  * Forks a bench script, resolves with the first message it sends whose `type` is `ready`, and
  * gives a handle to talk to it. The child is killed (by its pid only) if it does not answer in time.
+ * With BENCH_CPU_PROF_DIR set, every child writes a V8 CPU profile there (read them with
+ * `node bench/cpu-share.mjs <dir>/*.cpuprofile`).
  */
 export function forkChild(script, args = [], { execArgv = [], readyTimeoutMs = 60_000 } = {}) {
-  const child = fork(new URL(script, import.meta.url), args, { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const profile = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
+  const child = fork(new URL(script, import.meta.url), args, { execArgv: [...execArgv, ...profile], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const waiters = [];
   const inbox = [];
   child.on('message', (message) => {
