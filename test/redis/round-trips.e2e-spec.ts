@@ -9,7 +9,7 @@ import { PostgresPaymentsStore, type PostgresQueryable } from '../../lib/postgre
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { FakeService } from '../support/fake-service.js';
 import { answerVerify, DelegatingStore, generateVia, postJson, quietLogger, startRouter } from '../support/outcome-kit.js';
-import { POSTGRES_URL, REDIS_URL, postgresAvailable, redisAvailable } from '../support/services.js';
+import { itWithService, POSTGRES_URL, REDIS_URL, postgresAvailable, redisAvailable } from '../support/services.js';
 
 // Store round trips per webhook confirmation (a signed token with its binding, verified SUCCESS,
 // one handler): what the store costs on the hot path, counted at the wire of each backend.
@@ -24,9 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake.close();
 });
-
-/** `it` when the service is there; under CI an absent service must fail, elsewhere the test is skipped. */
-const itWith = (available: boolean, name: string, fn: () => Promise<void>) => (available || process.env.CI ? it(name, fn) : it.skip(name, fn));
 
 interface Counted {
   store: PaymentsStore;
@@ -117,7 +114,7 @@ describe('store round trips per webhook confirmation', () => {
     await expect(perConfirmation({ store, count: () => store.calls.length, close: async () => {} })).resolves.toEqual(FALLBACK);
   });
 
-  itWith(redisUp, 'Redis: commands', async () => {
+  itWithService(redisUp, `no Redis at ${REDIS_URL}`)('Redis: commands', async () => {
     const redis = new Redis(REDIS_URL);
     let commands = 0;
     const send = redis.sendCommand.bind(redis);
@@ -137,7 +134,7 @@ describe('store round trips per webhook confirmation', () => {
     await expect(perConfirmation({ store, count: () => statements, close: () => db.close() })).resolves.toEqual(COMBINED);
   });
 
-  itWith(postgresUp, 'PostgreSQL: statements', async () => {
+  itWithService(postgresUp, `no PostgreSQL at ${POSTGRES_URL}`)('PostgreSQL: statements', async () => {
     const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 4 });
     let statements = 0;
     const counting: PostgresQueryable = { query: (text, params) => (statements++, pool.query(text, params as unknown[])) };

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { access } from 'node:fs/promises';
-import { describe } from '@jest/globals';
+import { describe, it } from '@jest/globals';
 
 /** Redis URL used by the tests (REDIS_URL, default the local server). */
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -44,6 +44,13 @@ export function describeWithService(available: boolean, reason: string): (name: 
   if (available || process.env.CI) return describe;
   process.stderr.write(`skipped: ${reason}\n`);
   return describe.skip;
+}
+
+/** The `it` of one test that needs a service: {@link describeWithService}'s rule, for a single test. */
+export function itWithService(available: boolean, reason: string): (name: string, fn: () => Promise<void>) => void {
+  if (available || process.env.CI) return it;
+  process.stderr.write(`skipped: ${reason}\n`);
+  return it.skip;
 }
 
 /** PostgreSQL connection string used by the tests (POSTGRES_URL, default the local server's `test` database). */
