@@ -52,7 +52,14 @@ export type SettleResult =
   | { kind: 'mismatch'; verification: VerifiedPayment; problems: string[] }
   | { kind: 'foreign'; problems: string[]; verification?: VerifiedPayment }
   | { kind: 'handlers-failed'; outcome: PaymentOutcome; verification: VerifiedPayment; error: string }
-  | { kind: 'verify-failed'; error: PaymentsError; retryAfterSecs?: number }
+  | {
+      kind: 'verify-failed';
+      error: PaymentsError;
+      /** How long the caller should wait before the next attempt (a webhook's Retry-After). */
+      retryAfterSecs?: number;
+      /** Set when the service rate-limited verify (429): how long every path should pause. */
+      rateLimitedSecs?: number;
+    }
   | { kind: 'store-unavailable'; error: string };
 
 /** The claim of a payment's outcome the caller of {@link OutcomeProcessor.settle} already asked for. */
@@ -252,7 +259,9 @@ export class OutcomeProcessor {
         return { kind: 'foreign', problems: ['the service does not know this payment'] };
       }
       this.logger.warn(`${source}: could not verify ${paymentId}: ${failure.message}`);
-      return { kind: 'verify-failed', error: failure, retryAfterSecs: retryAfterOf(failure) };
+      const rateLimitedSecs = rateLimitOf(failure);
+      const retryAfterSecs = rateLimitedSecs ?? (failure instanceof PaymentsConnectionError ? CONNECTION_RETRY_SECS : undefined);
+      return { kind: 'verify-failed', error: failure, retryAfterSecs, rateLimitedSecs };
     }
 
     const problems = expected ? differences(verification, expected) : [];
@@ -424,10 +433,15 @@ function isNotFound(error: PaymentsError): boolean {
   return error.code === 'NOT_FOUND' || (error instanceof PaymentsApiError && error.httpStatus === 404);
 }
 
-function retryAfterOf(error: PaymentsError): number | undefined {
-  if (error instanceof PaymentsApiError && error.httpStatus === 429) return error.retryAfterSecs ?? 30;
-  if (error instanceof PaymentsConnectionError) return 5;
-  return undefined;
+/** How long to pause after a 429 that did not say how long. */
+const DEFAULT_RATE_LIMIT_SECS = 30;
+/** Retry-After of a webhook whose verify found the service unreachable. */
+const CONNECTION_RETRY_SECS = 5;
+
+// The status decides: a 429 whose body carried the service's own code is still a rate limit.
+function rateLimitOf(error: PaymentsError): number | undefined {
+  if (error.code !== 'RATE_LIMITED' && !(error instanceof PaymentsApiError && error.httpStatus === 429)) return undefined;
+  return (error instanceof PaymentsApiError ? error.retryAfterSecs : undefined) ?? DEFAULT_RATE_LIMIT_SECS;
 }
 
 /** A short, secret-free description of a thrown value. */

@@ -1,5 +1,4 @@
-import { describe, type OutcomeProcessor, type SettleResult } from './outcome.processor.js';
-import { PaymentsApiError } from './payments.errors.js';
+import { describe, type OutcomeProcessor } from './outcome.processor.js';
 import type { PaymentsReconciliationOptions } from './payments.options.js';
 import type { PaymentsLogger } from './payments.logger.js';
 import type { PaymentsStore } from './payments.store.js';
@@ -20,8 +19,6 @@ export interface ReconciliationRun {
 
 /** Longest wait between two checks of one payment. */
 const MAX_BACKOFF_MS = 3_600_000;
-/** How long to pause after a 429 that did not say how long (the webhook answers the same). */
-const DEFAULT_RATE_LIMIT_SECS = 30;
 
 /**
  * Re-checks the payments whose outcome no webhook or return has brought: every `intervalSecs` it
@@ -92,7 +89,7 @@ export class ReconciliationScheduler {
         developerTrackingId: entry.developerTrackingId,
         origin: 'binding',
       });
-      const waitSecs = rateLimitedFor(result);
+      const waitSecs = result.kind === 'verify-failed' ? result.rateLimitedSecs : undefined;
       if (waitSecs !== undefined) {
         // Every further verify would be refused too (and may count against the merchant): stop,
         // and give back what this pass took, due when the service said, no check counted.
@@ -129,13 +126,4 @@ export class ReconciliationScheduler {
     }
     return run;
   }
-}
-
-/** Seconds to pause when a settle ended in the service's 429, else undefined. */
-function rateLimitedFor(result: SettleResult): number | undefined {
-  if (result.kind !== 'verify-failed') return undefined;
-  const { error } = result;
-  // The status decides: a 429 whose body carried the service's own code is still a rate limit.
-  if (error.code !== 'RATE_LIMITED' && !(error instanceof PaymentsApiError && error.httpStatus === 429)) return undefined;
-  return result.retryAfterSecs ?? DEFAULT_RATE_LIMIT_SECS;
 }
