@@ -1,8 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPaymentsClient, type PaymentsClient } from '../../lib/express/index.js';
-import { MemoryPaymentsStore } from '../../lib/index.js';
+import { type PaymentsClient } from '../../lib/express/index.js';
 import type { FakeService } from '../support/fake-service.js';
-import { answerVerify, generateVia, postJson, quietLogger, startRouter, verifyCount } from '../support/outcome-kit.js';
+import { answerVerify, generateVia, postJson, startRouter, verifyCount, fakeServiceClient } from '../support/outcome-kit.js';
 import { useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
 // A return (reconcilePayment) that finds the payment claimed by another path waits a little for
@@ -17,18 +16,7 @@ let n = 0;
 const open: Array<{ close(): Promise<void> }> = [];
 
 function newClient(): PaymentsClient {
-  const client = createPaymentsClient({
-    publicKey: 'pk_busy',
-    privateKey: 'sk_busy_private',
-    baseUrl: fake.url,
-    successLink: 'https://shop.example/ok',
-    failLink: 'https://shop.example/ko',
-    maxRetries: 0,
-    webhook: { publicUrl: 'https://shop.example/hook', secret: SECRET },
-    reconciliation: { enabled: false },
-    logger: quietLogger(),
-    store: new MemoryPaymentsStore(),
-  });
+  const client = fakeServiceClient(fake, SECRET);
   open.push(client);
   return client;
 }

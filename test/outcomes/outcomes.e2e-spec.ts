@@ -1,9 +1,18 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { runAllHandlers, type OutcomeHandler } from '../../lib/core/outcome.handlers.js';
-import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
+import { type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
 import { MemoryPaymentsStore, PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsStore } from '../../lib/index.js';
 import type { FakeService } from '../support/fake-service.js';
-import { answerVerify, DelegatingStore, generateVia, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
+import {
+  answerVerify,
+  DelegatingStore,
+  generateVia,
+  quietLogger,
+  startRouter,
+  verifyCount,
+  type RunningRouter,
+  fakeServiceClient,
+} from '../support/outcome-kit.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { settle, useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
@@ -23,14 +32,8 @@ const open: Array<{ close(): Promise<void> }> = [];
 type Seen = { callback: string; event: PaymentOutcomeEvent };
 
 function newClient(publicUrl = 'https://shop.example/hook', store: PaymentsStore = new MemoryPaymentsStore(), logged?: string[]) {
-  const client = createPaymentsClient({
-    publicKey: 'pk_outcomes',
-    privateKey: 'sk_outcomes_private',
-    baseUrl: fake.url,
-    successLink: 'https://shop.example/ok',
-    failLink: 'https://shop.example/ko',
+  const client = fakeServiceClient(fake, SECRET, {
     sessionTimeoutSecs: SESSION_SECS,
-    maxRetries: 0,
     webhook: { publicUrl, secret: SECRET },
     reconciliation: { enabled: false, graceSecs: GRACE_SECS },
     logger: quietLogger(logged),

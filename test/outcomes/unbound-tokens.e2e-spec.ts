@@ -1,8 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
-import { MemoryPaymentsStore } from '../../lib/index.js';
+import { type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
 import type { FakeService } from '../support/fake-service.js';
-import { answerVerify, generateVia, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
+import { answerVerify, generateVia, quietLogger, startRouter, verifyCount, type RunningRouter, fakeServiceClient } from '../support/outcome-kit.js';
 import { useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
 // Issue #9 items 2, 4, 7: a signed webhook token whose binding the store no longer has (a restart
@@ -25,17 +24,9 @@ const open: Array<{ close(): Promise<void> }> = [];
 type Seen = { callback: string; event: PaymentOutcomeEvent };
 
 function newClient(options: { logged?: string[]; unsignedIntervalSecs?: number } = {}): PaymentsClient {
-  const client = createPaymentsClient({
-    publicKey: 'pk_unbound',
-    privateKey: 'sk_unbound_private',
-    baseUrl: fake.url,
-    successLink: 'https://shop.example/ok',
-    failLink: 'https://shop.example/ko',
-    maxRetries: 0,
+  const client = fakeServiceClient(fake, SECRET, {
     webhook: { publicUrl: 'https://shop.example/hook', secret: SECRET, unsignedIntervalSecs: options.unsignedIntervalSecs },
-    reconciliation: { enabled: false },
     logger: quietLogger(options.logged),
-    store: new MemoryPaymentsStore(),
   });
   open.push(client);
   return client;

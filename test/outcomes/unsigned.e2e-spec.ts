@@ -1,8 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
-import { MemoryPaymentsStore } from '../../lib/index.js';
+import { type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
 import type { FakeService } from '../support/fake-service.js';
-import { answerVerify, postJson, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
+import { answerVerify, postJson, startRouter, verifyCount, type RunningRouter, fakeServiceClient } from '../support/outcome-kit.js';
 import { generateAnswer, verifyAnswer } from '../support/verify-answers.js';
 import { settle, useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
@@ -19,18 +18,7 @@ const open: Array<{ close(): Promise<void> }> = [];
 
 /** A client taking unsigned deliveries only (no secret: generatePayment sends no webhook URL). */
 function newClient(intervalSecs = INTERVAL_SECS): PaymentsClient {
-  const client = createPaymentsClient({
-    publicKey: 'pk_unsigned',
-    privateKey: 'sk_unsigned_private',
-    baseUrl: fake.url,
-    successLink: 'https://shop.example/ok',
-    failLink: 'https://shop.example/ko',
-    maxRetries: 0,
-    webhook: { acceptUnsigned: true, unsignedIntervalSecs: intervalSecs },
-    reconciliation: { enabled: false },
-    logger: quietLogger(),
-    store: new MemoryPaymentsStore(),
-  });
+  const client = fakeServiceClient(fake, undefined, { webhook: { acceptUnsigned: true, unsignedIntervalSecs: intervalSecs } });
   open.push(client);
   return client;
 }

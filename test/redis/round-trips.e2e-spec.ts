@@ -3,12 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PGlite } from '@electric-sql/pglite';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { createPaymentsClient, type PaymentsClient } from '../../lib/express/index.js';
+import { type PaymentsClient } from '../../lib/express/index.js';
 import { MemoryPaymentsStore, STORE_METHODS, type PaymentsStore } from '../../lib/index.js';
 import { PostgresPaymentsStore, type PostgresQueryable } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { FakeService } from '../support/fake-service.js';
-import { answerVerify, DelegatingStore, generateVia, postJson, quietLogger, startRouter } from '../support/outcome-kit.js';
+import { answerVerify, DelegatingStore, generateVia, postJson, startRouter, fakeServiceClient } from '../support/outcome-kit.js';
 import { itWithService, POSTGRES_URL, REDIS_URL, postgresAvailable, redisAvailable } from '../support/services.js';
 
 // Store round trips per webhook confirmation (a signed token with its binding, verified SUCCESS,
@@ -32,18 +32,7 @@ interface Counted {
 }
 
 function newClient(store: PaymentsStore): PaymentsClient {
-  return createPaymentsClient({
-    publicKey: 'pk_rt',
-    privateKey: 'sk_rt_private',
-    baseUrl: fake.url,
-    successLink: 'https://shop.example/ok',
-    failLink: 'https://shop.example/ko',
-    maxRetries: 0,
-    webhook: { publicUrl: 'https://shop.example/hook', secret: SECRET },
-    reconciliation: { enabled: false },
-    logger: quietLogger(),
-    store,
-  });
+  return fakeServiceClient(fake, SECRET, { store });
 }
 
 async function perConfirmation(counted: Counted): Promise<{ router: number; split: number }> {

@@ -5,7 +5,7 @@ import type { PaymentsClient } from '../../lib/core/payments.client.js';
 import { MemoryPaymentsStore } from '../../lib/core/memory.store.js';
 import type { PaymentsLogger } from '../../lib/core/payments.logger.js';
 import type { PaymentsStore } from '../../lib/core/payments.store.js';
-import { createWebhookRouter, type WebhookRouterOptions } from '../../lib/express/index.js';
+import { createPaymentsClient, createWebhookRouter, type PaymentsOptions, type WebhookRouterOptions } from '../../lib/express/index.js';
 import type { FakeService } from './fake-service.js';
 import { verifyAnswer, verifyPath } from './verify-answers.js';
 
@@ -16,6 +16,27 @@ import { verifyAnswer, verifyPath } from './verify-answers.js';
 export function quietLogger(lines?: string[]): PaymentsLogger {
   const keep = (m: string) => void lines?.push(m);
   return { log: keep, warn: keep, error: keep };
+}
+
+/**
+ * A client of `fake` as the outcome tests use it: no retries (each verify answer is used once),
+ * reconciliation off (the tests run passes by hand), a quiet logger, its own memory store, the
+ * webhook at https://shop.example/hook signed with `secret`. `overrides` replace whole options.
+ */
+export function fakeServiceClient(fake: FakeService, secret: string | undefined, overrides: Partial<PaymentsOptions> = {}): PaymentsClient {
+  return createPaymentsClient({
+    publicKey: 'pk_outcomes',
+    privateKey: 'sk_outcomes_private',
+    baseUrl: fake.url,
+    successLink: 'https://shop.example/ok',
+    failLink: 'https://shop.example/ko',
+    maxRetries: 0,
+    webhook: { publicUrl: 'https://shop.example/hook', secret },
+    reconciliation: { enabled: false },
+    logger: quietLogger(),
+    store: new MemoryPaymentsStore(),
+    ...overrides,
+  });
 }
 
 /** The webhook URL the last generate_payment request to `fake` carried. */
