@@ -5,6 +5,8 @@
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import { defineConfig } from 'eslint/config';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 /** The Node.js globals the JavaScript files use (the `globals` package is not a dependency). */
@@ -81,6 +83,69 @@ export default defineConfig(
     files: ['sample-app/src/**/*.ts'],
     languageOptions: {
       parserOptions: { projectService: false, project: './tsconfig.json', tsconfigRootDir: import.meta.dirname },
+    },
+  },
+  {
+    // The layers of DESIGN.md, enforced: data flows nest/express -> core -> the service, and
+    // nothing imports in a circle. A breach fails `npm run lint`, so it is caught in review, not
+    // remembered.
+    files: ['lib/**/*.ts', 'sample-app/src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      // Parse TypeScript dependencies too: without it no-cycle cannot follow an import into a .ts file.
+      ...importX.flatConfigs.typescript.settings,
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
+    },
+    rules: {
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            {
+              target: './lib/core',
+              from: ['./lib/nest', './lib/express', './lib/redis', './lib/postgres', './lib/terminus', './lib/testing', './lib/cli'],
+              message: 'core is framework-free: it imports no other layer',
+            },
+            {
+              target: './lib/express',
+              from: ['./lib/nest', './lib/redis', './lib/postgres', './lib/terminus', './lib/testing'],
+              message: 'express builds on core only',
+            },
+            {
+              target: './lib/redis',
+              from: ['./lib/nest', './lib/express', './lib/terminus', './lib/testing', './lib/postgres'],
+              message: 'a store builds on core only',
+            },
+            {
+              target: './lib/postgres',
+              from: ['./lib/nest', './lib/express', './lib/terminus', './lib/testing', './lib/redis'],
+              message: 'a store builds on core only',
+            },
+            {
+              target: './lib/testing',
+              from: ['./lib/nest', './lib/express', './lib/redis', './lib/postgres', './lib/terminus'],
+              message: 'the sandbox builds on core only',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['lib/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['@nestjs/*', 'express', 'ioredis', 'pg', '@electric-sql/*', 'rxjs', 'reflect-metadata'],
+              message: 'core is framework-free (DESIGN.md layers)',
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -7,7 +7,7 @@
 //   npm run build && node bench/telemetry-hooks.mjs
 import { startTracing } from './tracing.mjs';
 
-const { PaymentsTelemetry } = await import('../dist/core/payments.telemetry.js');
+const { PaymentsTelemetry } = await import('../dist/core/telemetry/payments.telemetry.js');
 const sdk = startTracing({ global: true });
 const on = new PaymentsTelemetry({ enabled: true, backlogIntervalMs: 30_000 }, { baseUrl: 'http://127.0.0.1:1' });
 const off = PaymentsTelemetry.off;

@@ -8,7 +8,7 @@
 //   node verify-budget.mjs <stubUrl> <redisUrl> <payments>
 import { RedisPaymentsStore } from '../dist/redis/index.js';
 import { PaymentsClient } from '../dist/index.js';
-import { WebhookTokenSigner } from '../dist/core/webhook.token.js';
+import { WebhookTokenSigner } from '../dist/core/webhook/webhook.token.js';
 import { Redis } from 'ioredis';
 
 const [stubUrl, redisUrl, countArg] = process.argv.slice(2);

@@ -25,7 +25,7 @@ const HTTP_SPANS = tracingArg === 'http' || tracingArg === 'http-on';
 const sdk = tracingArg !== 'off' ? (await import('./tracing.mjs')).startTracing({ global: true }) : undefined;
 const dist = new URL('../dist/', import.meta.url).href;
 const { MemoryPaymentsStore, OnPaymentConfirmed, PaymentsModule } = await import(`${dist}index.js`);
-const { WebhookTokenSigner } = await import(`${dist}core/webhook.token.js`);
+const { WebhookTokenSigner } = await import(`${dist}core/webhook/webhook.token.js`);
 const TOKENS = Number(countArg ?? 10_000);
 const SECRET = 'bench-webhook-secret-0123456789abcdef-0123';
 const TTL_MS = 3_600_000;

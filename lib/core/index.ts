@@ -1,6 +1,6 @@
 // Public API of the framework-free core. Internal helpers (transport, parsers, DTOs) stay private.
-export { PaymentsClient } from './payments.client.js';
-export type { ReconciliationRun } from './reconciliation.scheduler.js';
+export { PaymentsClient } from './client/payments.client.js';
+export type { ReconciliationRun } from './settlement/reconciliation.scheduler.js';
 export type {
   CardBinding,
   GeneratePaymentInput,
@@ -15,7 +15,7 @@ export type {
   ReconcileOptions,
   ReconcileResult,
   VerifiedPayment,
-} from './payments.types.js';
+} from './api/payments.types.js';
 export {
   PaymentsError,
   PaymentsValidationError,
@@ -26,17 +26,23 @@ export {
   PaymentsAuthenticationError,
   PaymentsConnectionError,
   PaymentsStoreUnavailableError,
-} from './payments.errors.js';
-export type { PaymentsErrorCode, PaymentsFieldError, PaymentsOperation, PaymentsApiErrorDetails, PaymentsConnectionErrorDetails } from './payments.errors.js';
-export { toMillimes, fromMillimes } from './money.util.js';
-export { PAYMENTS_DEFAULTS } from './payments.options.js';
-export type { PaymentsOptions, PaymentFieldDefaults, PaymentsWebhookOptions, PaymentsReconciliationOptions } from './payments.options.js';
-export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './payment.fields.js';
-export type { PaymentField, PaymentFieldName, PaymentFieldType, PaymentFieldTypes, PreAuthorizationFlag } from './payment.fields.js';
-export type { ValueRule } from './payment.rules.js';
-export { outcomeOf } from './payment.outcome.js';
-export type { PaymentsLogger } from './payments.logger.js';
-export { STORE_METHODS, OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from './payments.store.js';
+} from './api/payments.errors.js';
+export type {
+  PaymentsErrorCode,
+  PaymentsFieldError,
+  PaymentsOperation,
+  PaymentsApiErrorDetails,
+  PaymentsConnectionErrorDetails,
+} from './api/payments.errors.js';
+export { toMillimes, fromMillimes } from './api/money.util.js';
+export { PAYMENTS_DEFAULTS } from './client/payments.options.js';
+export type { PaymentsOptions, PaymentFieldDefaults, PaymentsWebhookOptions, PaymentsReconciliationOptions } from './client/payments.options.js';
+export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './api/payment.fields.js';
+export type { PaymentField, PaymentFieldName, PaymentFieldType, PaymentFieldTypes, PreAuthorizationFlag } from './api/payment.fields.js';
+export type { ValueRule } from './api/payment.rules.js';
+export { outcomeOf } from './settlement/settlement.decision.js';
+export type { PaymentsLogger } from './client/payments.logger.js';
+export { STORE_METHODS, OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from './store/payments.store.js';
 export type {
   PaymentsStore,
   PaymentBinding,
@@ -50,9 +56,9 @@ export type {
   OutcomePage,
   BindingClaim,
   OutcomeFinish,
-} from './payments.store.js';
-export { MemoryPaymentsStore } from './memory.store.js';
-export type { MemoryPaymentsStoreOptions } from './memory.store.js';
+} from './store/payments.store.js';
+export { MemoryPaymentsStore } from './store/memory.store.js';
+export type { MemoryPaymentsStoreOptions } from './store/memory.store.js';
 export {
   PaymentEvents,
   PaymentOutcomeEvent,
@@ -64,9 +70,9 @@ export {
   PaymentCapturedEvent,
   PaymentRefundedEvent,
   PaymentCancelledEvent,
-} from './payment.events.js';
-export type { PaymentEventName } from './payment.events.js';
-export { WebhookProcessor } from './webhook.processor.js';
+} from './settlement/payment.events.js';
+export type { PaymentEventName } from './settlement/payment.events.js';
+export { WebhookProcessor } from './webhook/webhook.processor.js';
 export type {
   WebhookAnswer,
   WebhookAnswerBody,
@@ -75,7 +81,7 @@ export type {
   WebhookAccepted,
   WebhookRefused,
   AuthenticatedWebhook,
-} from './webhook.processor.js';
-export type { OutcomeDispatcher } from './outcome.processor.js';
-export type { WebhookRequest } from './webhook.payload.js';
-export { WEBHOOK_TOKEN_PARAM } from './webhook.token.js';
+} from './webhook/webhook.processor.js';
+export type { OutcomeDispatcher } from './settlement/settlement.runner.js';
+export type { WebhookRequest } from './webhook/webhook.payload.js';
+export { WEBHOOK_TOKEN_PARAM } from './webhook/webhook.token.js';

@@ -2,7 +2,7 @@
 export { createPaymentsClient } from './payments-client.factory.js';
 export { createWebhookRouter } from './webhook.router.js';
 export type { WebhookRouterOptions } from './webhook.router.js';
-export { PaymentsClient } from '../core/payments.client.js';
+export { PaymentsClient } from '../core/client/payments.client.js';
 export {
   PaymentEvents,
   PaymentOutcomeEvent,
@@ -11,9 +11,9 @@ export {
   PaymentExpiredEvent,
   PaymentAuthorizedEvent,
   PaymentMismatchEvent,
-} from '../core/payment.events.js';
-export type { GeneratePaymentInput, GeneratedPayment, VerifiedPayment, PaymentCapture, ReconcileResult, ReconcileOptions } from '../core/payments.types.js';
-export type { OutcomeRecord, OutcomePage, OutcomeQuery, PaymentOutcome, PaymentsStore } from '../core/payments.store.js';
-export * from '../core/payments.errors.js';
-export type { PaymentsOptions } from '../core/payments.options.js';
-export { toMillimes, fromMillimes } from '../core/money.util.js';
+} from '../core/settlement/payment.events.js';
+export type { GeneratePaymentInput, GeneratedPayment, VerifiedPayment, PaymentCapture, ReconcileResult, ReconcileOptions } from '../core/api/payments.types.js';
+export type { OutcomeRecord, OutcomePage, OutcomeQuery, PaymentOutcome, PaymentsStore } from '../core/store/payments.store.js';
+export * from '../core/api/payments.errors.js';
+export type { PaymentsOptions } from '../core/client/payments.options.js';
+export { toMillimes, fromMillimes } from '../core/api/money.util.js';

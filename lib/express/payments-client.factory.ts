@@ -1,5 +1,5 @@
-import { PaymentsClient } from '../core/payments.client.js';
-import type { PaymentsOptions } from '../core/payments.options.js';
+import { PaymentsClient } from '../core/client/payments.client.js';
+import type { PaymentsOptions } from '../core/client/payments.options.js';
 
 /**
  * Creates the client of the service for apps without Nest: the same operations (generate, verify, capture, reconcile, refund, cancel, bindings),

@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { dispatcherOf, type OutcomeHandler } from '../core/outcome.handlers.js';
+import { dispatcherOf, type OutcomeHandler } from '../core/settlement/outcome.handlers.js';
 import {
   PaymentEvents,
   type PaymentAuthorizedEvent,
@@ -8,9 +8,9 @@ import {
   type PaymentExpiredEvent,
   type PaymentFailedEvent,
   type PaymentMismatchEvent,
-} from '../core/payment.events.js';
-import type { PaymentsClient } from '../core/payments.client.js';
-import type { WebhookAnswer } from '../core/webhook.processor.js';
+} from '../core/settlement/payment.events.js';
+import type { PaymentsClient } from '../core/client/payments.client.js';
+import type { WebhookAnswer } from '../core/webhook/webhook.processor.js';
 
 /** Options of {@link createWebhookRouter}. */
 export interface WebhookRouterOptions {

@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import type { EventEmitter2, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
-import { runAllHandlers, type OutcomeHandler } from '../core/outcome.handlers.js';
-import { PaymentEvents, type PaymentEventName, type PaymentOutcomeEvent } from '../core/payment.events.js';
-import { describe, type OutcomeDispatcher } from '../core/outcome.processor.js';
+import { runAllHandlers, type OutcomeHandler } from '../core/settlement/outcome.handlers.js';
+import { PaymentEvents, type PaymentEventName, type PaymentOutcomeEvent } from '../core/settlement/payment.events.js';
+import { describe, type OutcomeDispatcher } from '../core/settlement/settlement.runner.js';
 
 /**
  * The event name a registration-filtered listener subscribes to: `payment.confirmed:b` for

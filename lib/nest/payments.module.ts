@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, Module, Optional, type DynamicModule, type OnModuleInit, type Provider, type Type } from '@nestjs/common';
 import { HttpAdapterHost, ModulesContainer } from '@nestjs/core';
 import { EventEmitter2, EventEmitterModule, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
-import { PaymentsClient } from '../core/payments.client.js';
-import { PaymentsValidationError } from '../core/payments.errors.js';
+import { PaymentsClient } from '../core/client/payments.client.js';
+import { PaymentsValidationError } from '../core/api/payments.errors.js';
 import { nestOutcomeDispatcher } from './payments.events-bridge.js';
 import type { PaymentsModuleAsyncOptions, PaymentsModuleExtras, PaymentsModuleOptions, PaymentsOptionsFactory } from './payments.module-options.js';
 import { getPaymentsServiceToken, PaymentsService } from './payments.service.js';

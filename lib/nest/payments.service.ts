@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { inspect } from 'node:util';
-import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent } from '../core/payment.events.js';
-import type { PaymentsClient } from '../core/payments.client.js';
-import type { ReconciliationRun } from '../core/reconciliation.scheduler.js';
-import type { OutcomePage, OutcomeQuery, OutcomeRecord } from '../core/payments.store.js';
+import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent } from '../core/settlement/payment.events.js';
+import type { PaymentsClient } from '../core/client/payments.client.js';
+import type { ReconciliationRun } from '../core/settlement/reconciliation.scheduler.js';
+import type { OutcomePage, OutcomeQuery, OutcomeRecord } from '../core/store/payments.store.js';
 import type {
   CardBinding,
   GeneratePaymentInput,
@@ -16,7 +16,7 @@ import type {
   ReconcileOptions,
   ReconcileResult,
   VerifiedPayment,
-} from '../core/payments.types.js';
+} from '../core/api/payments.types.js';
 import { emitAfterOperation } from './payments.events-bridge.js';
 import { PAYMENTS_CLIENT } from './payments.tokens.js';
 

@@ -1,6 +1,6 @@
 import { Controller, Get, HttpException, Inject, Post, Req, Res, UseGuards, type CanActivate, type Type } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import type { PaymentsClient } from '../core/payments.client.js';
+import type { PaymentsClient } from '../core/client/payments.client.js';
 import { attachedAuthentication, setHeaders } from './webhook.guard.js';
 import { authenticateWebhook, FASTIFY_ROUTE_CONFIG_METADATA, WEBHOOK_ROUTE_FLAG, type WebhookHttpRequest } from './webhook.request.js';
 

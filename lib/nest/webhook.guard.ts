@@ -1,9 +1,9 @@
 import { HttpException, Inject, Injectable, Optional, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { ServerResponse } from 'node:http';
-import type { PaymentsClient } from '../core/payments.client.js';
-import { WEBHOOK_TRACE, type WebhookTrace } from '../core/payments.telemetry.js';
-import type { AuthenticatedWebhook, WebhookAnswer } from '../core/webhook.processor.js';
+import type { PaymentsClient } from '../core/client/payments.client.js';
+import { WEBHOOK_TRACE, type WebhookTrace } from '../core/telemetry/payments.telemetry.js';
+import type { AuthenticatedWebhook, WebhookAnswer } from '../core/webhook/webhook.processor.js';
 import { PAYMENTS_CLIENT } from './payments.tokens.js';
 import { authenticateWebhook, type WebhookHttpRequest } from './webhook.request.js';
 

@@ -1,7 +1,7 @@
 import type { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
-import type { PaymentsClient } from '../core/payments.client.js';
-import type { WebhookAuthenticateOptions, WebhookAuthentication } from '../core/webhook.processor.js';
+import type { PaymentsClient } from '../core/client/payments.client.js';
+import type { WebhookAuthenticateOptions, WebhookAuthentication } from '../core/webhook/webhook.processor.js';
 
 /**
  * Fastify route config flag set on the generated webhook routes (through Nest's

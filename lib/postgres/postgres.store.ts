@@ -1,4 +1,4 @@
-import { defaultPaymentsLogger, type PaymentsLogger } from '../core/payments.logger.js';
+import { defaultPaymentsLogger, type PaymentsLogger } from '../core/client/payments.logger.js';
 import {
   epochMs,
   positiveMs,
@@ -14,7 +14,7 @@ import {
   type PaymentBinding,
   type PaymentsStore,
   type PendingPayment,
-} from '../core/payments.store.js';
+} from '../core/store/payments.store.js';
 import { resolvePostgresOptions, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
 import { parseBinding, parseOutcome, parsePending, valueOf } from './postgres.rows.js';
 import { ensureTablesStatement, storeTables } from './postgres.schema.js';

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { defaultPaymentsLogger, type PaymentsLogger } from '../core/payments.logger.js';
+import { defaultPaymentsLogger, type PaymentsLogger } from '../core/client/payments.logger.js';
 import {
   epochMs,
   positiveMs,
@@ -15,7 +15,7 @@ import {
   type PaymentBinding,
   type PaymentsStore,
   type PendingPayment,
-} from '../core/payments.store.js';
+} from '../core/store/payments.store.js';
 import { ownedClientOptions, resolveStoreOptions, type RedisPaymentsStoreOptions } from './redis.options.js';
 import { SCRIPTS, SCRIPT_NAMES, type StoreScriptCommands } from './redis.scripts.js';
 

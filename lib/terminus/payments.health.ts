@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import type { PaymentsClient } from '../core/payments.client.js';
-import { asHealthProbe } from '../core/payments.telemetry.js';
+import type { PaymentsClient } from '../core/client/payments.client.js';
+import { asHealthProbe } from '../core/telemetry/payments.telemetry.js';
 import { getPaymentsClientToken } from '../nest/payments.tokens.js';
 
 /** Options of {@link PaymentsHealthIndicator.isHealthy}. */

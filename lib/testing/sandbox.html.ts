@@ -4,7 +4,7 @@
  * goes through {@link escapeHtml}, since tracking ids and URLs come from the client.
  */
 import { createHash } from 'node:crypto';
-import { fromMillimes } from '../core/money.util.js';
+import { fromMillimes } from '../core/api/money.util.js';
 import { CHECKOUT_PATH } from './sandbox.state.js';
 import type { SandboxPayment, SandboxPaymentState } from './sandbox.types.js';
 

@@ -15,7 +15,15 @@
  *
  * `SYSTEM_FAILURE` is never produced by the state machine; inject it with a fault if needed.
  */
-import type { SandboxPaymentState } from './sandbox.types.js';
+/**
+ * States of a sandbox payment. The spec names only "completed" (here `paid`), "pre-authorized"
+ * and "cancelled"; the sandbox adds `pending` (created, not yet paid), `failed` (customer
+ * declined), `expired` (session timed out), `refunded` (the spec does not show the state after a
+ * refund; a distinct one so a second refund is refused) and `captured` (a pre-authorization
+ * captured with confirm_payment, in full or in part). What verify_payment answers for each is in
+ * `sandbox.status.ts`.
+ */
+export type SandboxPaymentState = 'pending' | 'paid' | 'failed' | 'expired' | 'refunded' | 'preauthorized' | 'captured' | 'cancelled';
 
 /** Every `result.status` value the public docs and clients name, in the order the docs list them. */
 export const SANDBOX_VERIFY_STATUSES = ['SUCCESS', 'PENDING', 'EXPIRED', 'FAILURE', 'PREAUTH_SUCCESS', 'SYSTEM_FAILURE'] as const;

@@ -3,7 +3,8 @@
  * its logs. Kept apart from the implementation so the barrel can export types without code.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { SandboxVerifyStatus } from './sandbox.status.js';
+import type { SandboxPaymentState, SandboxVerifyStatus } from './sandbox.status.js';
+export type { SandboxPaymentState } from './sandbox.status.js';
 import type { SandboxPaymentIdInUrl } from './sandbox.url.js';
 
 export type { SandboxVerifyStatus } from './sandbox.status.js';
@@ -82,16 +83,6 @@ export type SandboxWebhookMethod = 'POST' | 'GET';
 
 /** Shape of the `generate_payment` answer; see {@link PaymentsSandboxOptions.generateAnswer}. */
 export type SandboxGenerateAnswer = 'full' | 'minimal';
-
-/**
- * States of a sandbox payment. The spec names only "completed" (here `paid`), "pre-authorized"
- * and "cancelled"; the sandbox adds `pending` (created, not yet paid), `failed` (customer
- * declined), `expired` (session timed out), `refunded` (the spec does not show the state after a
- * refund; a distinct one so a second refund is refused) and `captured` (a pre-authorization
- * captured with confirm_payment, in full or in part). What verify_payment answers for each is in
- * `sandbox.status.ts`.
- */
-export type SandboxPaymentState = 'pending' | 'paid' | 'failed' | 'expired' | 'refunded' | 'preauthorized' | 'captured' | 'cancelled';
 
 /**
  * Kind of payment: a standard one, or a pre-authorization (made with `generate_payment` and

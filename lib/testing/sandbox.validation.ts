@@ -5,7 +5,7 @@
  * public pages disagree (`amount` as a string or a JSON integer, the two pre-authorization flag
  * names; public-api-facts §4), it accepts every documented form.
  */
-import { identifier } from '../core/identifier.rule.js';
+import { identifier } from '../core/api/identifier.rule.js';
 import type { NewPayment } from './sandbox.state.js';
 import type { SandboxDestination } from './sandbox.types.js';
 

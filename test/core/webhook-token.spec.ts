@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { trackingHash, WebhookTokenSigner } from '../../lib/core/webhook.token.js';
-import { parseWebhook } from '../../lib/core/webhook.payload.js';
+import { trackingHash, WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
+import { parseWebhook } from '../../lib/core/webhook/webhook.payload.js';
 
 const SECRET = 'a-webhook-secret-of-at-least-32-chars!';
 

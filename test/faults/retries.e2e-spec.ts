@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { PaymentsApiError, PaymentsClient, PaymentsConnectionError, type PaymentsOptions } from '../../lib/index.js';
-import { backoff } from '../../lib/core/retry.policy.js';
+import { backoff } from '../../lib/core/api/retry.policy.js';
 import { PATHS } from '../support/fake-service.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
 import { behave, RawHttpServer } from './support/raw-server.js';

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { ArgumentsHost, Catch, Controller, HttpException, Injectable, Post, type CanActivate, type ExceptionFilter } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, HttpAdapterHost } from '@nestjs/core';
 import { EventEmitterModule } from '@nestjs/event-emitter';
-import { WebhookTokenSigner } from '../../lib/core/webhook.token.js';
+import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 import {
   OnPaymentAuthorized,
   OnPaymentConfirmed,

@@ -1,6 +1,6 @@
 /**
  * The published CommonJS build finds `@opentelemetry/api` synchronously (a `require` inside a
- * try/catch, lib/core/payments.telemetry.ts), so the very first call of a client is traced. Checked
+ * try/catch, lib/core/telemetry/), so the very first call of a client is traced. Checked
  * on the real build: `npm run build` in a temporary copy of the package (the shared dist/ is left
  * alone), then a plain `node` process (CommonJS, no test runner) that registers the SDK as an app
  * would, requires dist/index.cjs and makes one call.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { DEFAULT_PRE_AUTHORIZATION_FLAG, PAYMENT_FIELDS, type PaymentFieldType, type PreAuthorizationFlag } from '../../lib/core/payment.fields.js';
+import { DEFAULT_PRE_AUTHORIZATION_FLAG, PAYMENT_FIELDS, type PaymentFieldType, type PreAuthorizationFlag } from '../../lib/core/api/payment.fields.js';
 import { PaymentsClient, PaymentsError, PaymentsValidationError } from '../../lib/index.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
 import { WireCheckingServer } from './wire-server.js';

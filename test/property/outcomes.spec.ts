@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { outcomeOf } from '../../lib/core/payment.outcome.js';
+import { outcomeOf } from '../../lib/core/settlement/settlement.decision.js';
 import { MemoryPaymentsStore, PaymentsError, type PaymentOutcomeEvent } from '../../lib/index.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from '../../lib/express/index.js';
 import { FakeService, type FakeReply } from '../support/fake-service.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { parseWebhook } from '../../lib/core/webhook.payload.js';
-import { safeEqual, trackingHash, WebhookTokenSigner } from '../../lib/core/webhook.token.js';
+import { parseWebhook } from '../../lib/core/webhook/webhook.payload.js';
+import { safeEqual, trackingHash, WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 
 // Webhook tokens (the last path segment of `<publicUrl>/<token>`) carry the amount and a hash of
 // the tracking id, signed. These properties pin them down for any input: a token verifies to

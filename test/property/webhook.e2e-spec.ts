@@ -5,7 +5,7 @@ import { Test } from '@nestjs/testing';
 import fc from 'fast-check';
 import http from 'node:http';
 import { OnPaymentConfirmed, PaymentsModule, PaymentsService, WEBHOOK_TOKEN_PARAM, type PaymentConfirmedEvent } from '../../lib/index.js';
-import { WebhookTokenSigner } from '../../lib/core/webhook.token.js';
+import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 import { FakeService, OK, PATHS } from '../support/fake-service.js';
 import { tokenOf } from '../support/outcome-kit.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';

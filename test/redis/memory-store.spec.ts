@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { MemoryPaymentsStore } from '../../lib/core/memory.store.js';
+import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { describeStoreContract } from '../support/store-contract.js';
 
 describeStoreContract('MemoryPaymentsStore', async () => {

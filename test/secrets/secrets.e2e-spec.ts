@@ -17,7 +17,7 @@ import {
   type PaymentConfirmedEvent,
   type PaymentsModuleOptions,
 } from '../../lib/index.js';
-import { WebhookTokenSigner } from '../../lib/core/webhook.token.js';
+import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 import { getPaymentsClientToken } from '../../lib/nest/payments.tokens.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
 import { PaymentsSandbox, SandboxWebhookError } from '../../lib/testing/index.js';

@@ -1,10 +1,10 @@
 import express from 'express';
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { PaymentsClient } from '../../lib/core/payments.client.js';
-import { MemoryPaymentsStore } from '../../lib/core/memory.store.js';
-import type { PaymentsLogger } from '../../lib/core/payments.logger.js';
-import type { PaymentsStore } from '../../lib/core/payments.store.js';
+import type { PaymentsClient } from '../../lib/core/client/payments.client.js';
+import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
+import type { PaymentsLogger } from '../../lib/core/client/payments.logger.js';
+import type { PaymentsStore } from '../../lib/core/store/payments.store.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentsOptions, type WebhookRouterOptions } from '../../lib/express/index.js';
 import type { FakeService } from './fake-service.js';
 import { verifyAnswer, verifyPath } from './verify-answers.js';

@@ -7,8 +7,8 @@ import {
   type PaymentBinding,
   type PaymentsStore,
   type PendingPayment,
-} from '../../lib/core/payments.store.js';
-import { findBindingAndClaim, finishOutcome } from '../../lib/core/store.operations.js';
+} from '../../lib/core/store/payments.store.js';
+import { findBindingAndClaim, finishOutcome } from '../../lib/core/store/store.operations.js';
 
 /** A store under test and how to dispose of it (close connections, delete its keys). */
 export interface StoreFixture {

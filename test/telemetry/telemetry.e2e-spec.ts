@@ -1,5 +1,5 @@
 /**
- * Tracing and metrics (lib/core/payments.telemetry.ts) with the OpenTelemetry SDK's in-memory
+ * Tracing and metrics (lib/core/telemetry/) with the OpenTelemetry SDK's in-memory
  * exporters, against a real loopback fake of the service: span names, kinds, attributes and
  * parents; the handler running inside the settle span; metrics by operation, status, source and
  * result; the backlog gauge; and no secret in any span or metric.
@@ -7,8 +7,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { context, metrics, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { PaymentsClient } from '../../lib/core/payments.client.js';
-import { loadTelemetryApi, METRIC_NAMES, PaymentsTelemetry } from '../../lib/core/payments.telemetry.js';
+import { PaymentsClient } from '../../lib/core/client/payments.client.js';
+import { loadTelemetryApi, METRIC_NAMES, PaymentsTelemetry } from '../../lib/core/telemetry/payments.telemetry.js';
 import { FakeService, PATHS } from '../support/fake-service.js';
 import { generateAnswer, verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { startSdk, total, type TestSdk } from './otel-sdk.js';

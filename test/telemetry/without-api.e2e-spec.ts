@@ -10,8 +10,8 @@ jest.unstable_mockModule('@opentelemetry/api', () => {
 
 describe('telemetry without @opentelemetry/api installed', () => {
   it('finds no API, and the client and webhooks work untraced', async () => {
-    const { loadTelemetryApi, PaymentsTelemetry } = await import('../../lib/core/payments.telemetry.js');
-    const { PaymentsClient } = await import('../../lib/core/payments.client.js');
+    const { loadTelemetryApi, PaymentsTelemetry } = await import('../../lib/core/telemetry/payments.telemetry.js');
+    const { PaymentsClient } = await import('../../lib/core/client/payments.client.js');
     const { FakeService } = await import('../support/fake-service.js');
     const { verifyAnswer, verifyPath } = await import('../support/verify-answers.js');
     expect(await loadTelemetryApi()).toBe(false);

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { Controller, Get, Inject, Module } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
-import { loadTelemetryApi, METRIC_NAMES } from '../../lib/core/payments.telemetry.js';
+import { loadTelemetryApi, METRIC_NAMES } from '../../lib/core/telemetry/payments.telemetry.js';
 import { getPaymentsClientToken, PaymentsModule, type PaymentsClient } from '../../lib/index.js';
 import { PaymentsHealthIndicator } from '../../lib/terminus/index.js';
 import { FakeService, PATHS } from '../support/fake-service.js';

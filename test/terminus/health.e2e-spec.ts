@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { Controller, Get, Inject, Module } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
-import { MemoryPaymentsStore } from '../../lib/core/memory.store.js';
+import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { PaymentsModule } from '../../lib/nest/payments.module.js';
 import { HEALTH_PROBE_CLIENT_ID, PaymentsHealthIndicator } from '../../lib/terminus/index.js';
 import { FakeService, PATHS } from '../support/fake-service.js';

@@ -1,20 +1,20 @@
 import { inspect } from 'node:util';
-import { HttpTransport } from './http.transport.js';
-import { MemoryPaymentsStore } from './memory.store.js';
-import { normalizeMillimes } from './money.util.js';
-import { describe, OutcomeProcessor, type OutcomeDispatcher, type OutcomeExpectation } from './outcome.processor.js';
-import { checkPaymentInput, toPaymentWire } from './payment.fields.js';
-import { outcomeOf } from './payment.outcome.js';
-import { identifier, millimes } from './payment.rules.js';
+import { HttpTransport } from '../api/http.transport.js';
+import { MemoryPaymentsStore } from '../store/memory.store.js';
+import { normalizeMillimes } from '../api/money.util.js';
+import { describe, OutcomeProcessor, type OutcomeDispatcher, type OutcomeExpectation } from '../settlement/settlement.runner.js';
+import { checkPaymentInput, toPaymentWire } from '../api/payment.fields.js';
+import { outcomeOf } from '../settlement/settlement.decision.js';
+import { identifier, millimes } from '../api/payment.rules.js';
 import {
   PaymentsApiError,
   PaymentsStoreUnavailableError,
   PaymentsValidationError,
   type PaymentsFieldError,
   type PaymentsOperation,
-} from './payments.errors.js';
+} from '../api/payments.errors.js';
 import { PAYMENTS_DEFAULTS, resolvePaymentsOptions, type PaymentsOptions, type ResolvedPaymentsOptions } from './payments.options.js';
-import type { OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PaymentsStore } from './payments.store.js';
+import type { OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PaymentsStore } from '../store/payments.store.js';
 import type {
   CardBinding,
   GeneratePaymentInput,
@@ -26,12 +26,12 @@ import type {
   ReconcileOptions,
   ReconcileResult,
   VerifiedPayment,
-} from './payments.types.js';
-import { PaymentsTelemetry } from './payments.telemetry.js';
-import { ReconciliationScheduler, type ReconciliationRun } from './reconciliation.scheduler.js';
-import { interpretResponse } from './response.parser.js';
-import { WebhookProcessor } from './webhook.processor.js';
-import { WebhookTokenSigner } from './webhook.token.js';
+} from '../api/payments.types.js';
+import { PaymentsTelemetry } from '../telemetry/payments.telemetry.js';
+import { ReconciliationScheduler, type ReconciliationRun } from '../settlement/reconciliation.scheduler.js';
+import { interpretResponse } from '../api/response.parser.js';
+import { WebhookProcessor } from '../webhook/webhook.processor.js';
+import { WebhookTokenSigner } from '../webhook/webhook.token.js';
 import {
   fromBindingWire,
   fromCancellationWire,
@@ -41,7 +41,7 @@ import {
   fromVerifyWire,
   isJsonObject,
   type JsonObject,
-} from './wire.mapper.js';
+} from '../api/wire.mapper.js';
 
 /** The service's paths (interface spec §4, public-api-facts §1 and §5). */
 export const SERVICE_PATHS = {

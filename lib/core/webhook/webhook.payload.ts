@@ -1,6 +1,6 @@
-import { identifier } from './payment.rules.js';
+import { identifier } from '../api/payment.rules.js';
 import { WEBHOOK_TOKEN_PARAM } from './webhook.token.js';
-import { isJsonObject, type JsonObject } from './wire.mapper.js';
+import { isJsonObject, type JsonObject } from '../api/json.util.js';
 
 /** What a webhook request carries, framework-neutral. */
 export interface WebhookRequest {

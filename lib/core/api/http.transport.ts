@@ -3,7 +3,7 @@ import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import { PaymentsConnectionError, type PaymentsOperation } from './payments.errors.js';
-import type { PaymentsLogger } from './payments.logger.js';
+import type { PaymentsLogger } from '../client/payments.logger.js';
 import { parseJson, type RawResponse } from './response.parser.js';
 import { backoff, isRetryable, retryAfterSecs, retryDelay } from './retry.policy.js';
 import { SecretRedactor } from './secret.redactor.js';

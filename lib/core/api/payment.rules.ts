@@ -1,16 +1,10 @@
 import { isURL } from 'class-validator';
 import { normalizeMillimes } from './money.util.js';
+import type { ValueRule } from './value.rule.js';
 
 // The identifier rule has a file of its own (it needs no class-validator), so the sandbox can use it too.
 export { identifier, MAX_ID_LENGTH } from './identifier.rule.js';
-
-/**
- * The value rules of the plugin, each in one place: request fields (`payment.fields.ts`),
- * options (`payments.options.ts`) and the service's answers (`wire.mapper.ts`) all use these.
- * A rule returns `undefined` when the value is acceptable, otherwise the message to show (the
- * value itself is never echoed: it may be a secret).
- */
-export type ValueRule = (value: unknown) => string | undefined;
+export type { ValueRule } from './value.rule.js';
 
 /** Longest URL accepted (browsers and proxies commonly cap at about 2 KiB). */
 export const MAX_URL_LENGTH = 2048;

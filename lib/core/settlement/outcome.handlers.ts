@@ -1,5 +1,5 @@
 import { PaymentEvents, type PaymentEventName, type PaymentOutcomeEvent } from './payment.events.js';
-import type { OutcomeDispatcher } from './outcome.processor.js';
+import type { OutcomeDispatcher } from './settlement.runner.js';
 
 /** A handler of an outcome event; a rejection means "not handled: run it again later". */
 export type OutcomeHandler<E extends PaymentOutcomeEvent = PaymentOutcomeEvent> = (event: E) => unknown;

@@ -5,13 +5,13 @@ import {
   serviceDefaultOf,
   type OptionDefaultedFieldName,
   type PreAuthorizationFlag,
-} from './payment.fields.js';
-import { boolean, httpUrl, integerBetween, matches, minLength, oneOf, positiveInteger, type ValueRule } from './payment.rules.js';
-import { PaymentsValidationError, type PaymentsFieldError } from './payments.errors.js';
+} from '../api/payment.fields.js';
+import { boolean, httpUrl, integerBetween, matches, minLength, oneOf, positiveInteger, type ValueRule } from '../api/payment.rules.js';
+import { PaymentsValidationError, type PaymentsFieldError } from '../api/payments.errors.js';
 import { defaultPaymentsLogger, type PaymentsLogger } from './payments.logger.js';
-import { STORE_METHODS, type PaymentsStore } from './payments.store.js';
-import type { GeneratePaymentInput } from './payments.types.js';
-import { telemetrySettings } from './payments.telemetry.js';
+import { STORE_METHODS, type PaymentsStore } from '../store/payments.store.js';
+import type { GeneratePaymentInput } from '../api/payments.types.js';
+import { telemetrySettings } from '../telemetry/payments.telemetry.js';
 
 /** Webhook options. Signed webhooks are on when both `publicUrl` and `secret` are set. */
 export interface PaymentsWebhookOptions {

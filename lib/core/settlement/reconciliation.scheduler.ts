@@ -1,8 +1,8 @@
-import { describe, type OutcomeProcessor } from './outcome.processor.js';
-import type { PaymentsReconciliationOptions } from './payments.options.js';
-import type { PaymentsLogger } from './payments.logger.js';
-import type { PaymentsStore } from './payments.store.js';
-import { PaymentsTelemetry } from './payments.telemetry.js';
+import { describe, type OutcomeProcessor } from './settlement.runner.js';
+import type { PaymentsReconciliationOptions } from '../client/payments.options.js';
+import type { PaymentsLogger } from '../client/payments.logger.js';
+import type { PaymentsStore } from '../store/payments.store.js';
+import { PaymentsTelemetry } from '../telemetry/payments.telemetry.js';
 
 /** What one reconciliation run did. */
 export interface ReconciliationRun {

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { PaymentMismatchEvent, type PaymentEventName, type PaymentOutcomeEvent } from './payment.events.js';
-import { OUTCOME_EVENTS, outcomeOf } from './payment.outcome.js';
-import { normalizeMillimes } from './money.util.js';
-import { PaymentsApiError, PaymentsConnectionError, PaymentsError } from './payments.errors.js';
-import type { PaymentsLogger } from './payments.logger.js';
-import type { BindingClaim, ClaimOutcome, HandlerResult, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from './payments.store.js';
-import { findBindingAndClaim, finishOutcome } from './store.operations.js';
-import { PaymentsTelemetry, type SettleTrace } from './payments.telemetry.js';
-import type { VerifiedPayment } from './payments.types.js';
+import { OUTCOME_EVENTS, outcomeOf } from './settlement.decision.js';
+import { normalizeMillimes } from '../api/money.util.js';
+import { PaymentsApiError, PaymentsConnectionError, PaymentsError } from '../api/payments.errors.js';
+import type { PaymentsLogger } from '../client/payments.logger.js';
+import type { BindingClaim, ClaimOutcome, HandlerResult, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from '../store/payments.store.js';
+import { findBindingAndClaim, finishOutcome } from '../store/store.operations.js';
+import { PaymentsTelemetry, type SettleTrace } from '../telemetry/payments.telemetry.js';
+import type { VerifiedPayment } from '../api/payments.types.js';
 
 /**
  * Runs the handlers of one outcome. It must run every handler, even when one fails, and reject

@@ -7,8 +7,8 @@ import {
   type PaymentEventName,
   type PaymentOutcomeEvent,
 } from './payment.events.js';
-import type { OutcomeSource, PaymentOutcome } from './payments.store.js';
-import type { VerifiedPayment } from './payments.types.js';
+import type { OutcomeSource, PaymentOutcome } from '../store/payments.store.js';
+import type { VerifiedPayment } from '../api/payments.types.js';
 
 /** The outcomes that end a payment's verification (everything but `pending`). */
 export type FinalOutcome = Exclude<PaymentOutcome, 'pending'>;

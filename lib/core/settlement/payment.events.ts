@@ -1,5 +1,5 @@
-import type { OutcomeSource, PaymentOutcome } from './payments.store.js';
-import type { VerifiedPayment } from './payments.types.js';
+import type { OutcomeSource, PaymentOutcome } from '../store/payments.store.js';
+import type { VerifiedPayment } from '../api/payments.types.js';
 
 /** Names of the events the plugin emits. */
 export const PaymentEvents = {

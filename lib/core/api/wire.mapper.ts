@@ -1,13 +1,9 @@
+import { isJsonObject, type JsonObject } from './json.util.js';
 import { httpUrl, identifier } from './payment.rules.js';
 import type { CardBinding, GeneratedPayment, PaymentCancellation, PaymentCapture, PaymentRefund, VerifiedPayment } from './payments.types.js';
 
-/** A JSON object as parsed from a body. */
-export type JsonObject = Record<string, unknown>;
-
-/** Narrows an unknown parsed body to a plain JSON object. */
-export function isJsonObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+// Re-exported: the client reads answers with the same helpers.
+export { isJsonObject, type JsonObject } from './json.util.js';
 
 function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;

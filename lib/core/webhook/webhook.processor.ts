@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { describe, type HeldClaim, type OutcomeExpectation, type OutcomeProcessor, type SettleResult } from './outcome.processor.js';
-import type { ResolvedWebhookOptions } from './payments.options.js';
-import type { PaymentsLogger } from './payments.logger.js';
-import type { BindingClaim, PaymentBinding, PaymentsStore } from './payments.store.js';
-import type { VerifiedPayment } from './payments.types.js';
-import { PaymentsTelemetry, WEBHOOK_TRACE, type WebhookTrace } from './payments.telemetry.js';
+import { describe, type HeldClaim, type OutcomeExpectation, type OutcomeProcessor, type SettleResult } from '../settlement/settlement.runner.js';
+import type { ResolvedWebhookOptions } from '../client/payments.options.js';
+import type { PaymentsLogger } from '../client/payments.logger.js';
+import type { BindingClaim, PaymentBinding, PaymentsStore } from '../store/payments.store.js';
+import type { VerifiedPayment } from '../api/payments.types.js';
+import { PaymentsTelemetry, WEBHOOK_TRACE, type WebhookTrace } from '../telemetry/payments.telemetry.js';
 import { parseWebhook, type WebhookRequest } from './webhook.payload.js';
 import { trackingHash, WebhookTokenSigner, type WebhookTokenClaims } from './webhook.token.js';
 

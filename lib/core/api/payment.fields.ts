@@ -1,7 +1,7 @@
 import { normalizeMillimes } from './money.util.js';
 import { boolean, httpUrl, identifier, millimes, positiveInteger, type ValueRule } from './payment.rules.js';
 import type { PaymentsFieldError } from './payments.errors.js';
-import { isJsonObject, type JsonObject } from './wire.mapper.js';
+import { isJsonObject, type JsonObject } from './json.util.js';
 
 /**
  * The wire names of the pre-authorization flag. The service's public pages disagree:

@@ -7,7 +7,7 @@ import {
   type PaymentsApiErrorDetails,
   type PaymentsOperation,
 } from './payments.errors.js';
-import { isJsonObject, type JsonObject } from './wire.mapper.js';
+import { isJsonObject, type JsonObject } from './json.util.js';
 
 /** An answer of the service as the transport returns it: status, text, parsed JSON and what the service asked to wait. */
 export interface RawResponse {

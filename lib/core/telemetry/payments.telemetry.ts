@@ -19,8 +19,8 @@
  * span alone needs stays on the span), since the SDK hashes them on every record.
  */
 import type * as OtelApi from '@opentelemetry/api';
-import type { PaymentsOperation } from './payments.errors.js';
-import type { OutcomeSource, PaymentsStore } from './payments.store.js';
+import type { PaymentsOperation } from '../api/payments.errors.js';
+import type { OutcomeSource, PaymentsStore } from '../store/payments.store.js';
 
 /** Instrumentation scope of every tracer and meter. */
 export const TELEMETRY_SCOPE = 'nestjs-payments';

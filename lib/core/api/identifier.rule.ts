@@ -1,5 +1,5 @@
 // Type only: erased at run time, so loading this file loads no class-validator.
-import type { ValueRule } from './payment.rules.js';
+import type { ValueRule } from './value.rule.js';
 
 /** Longest identifier accepted in a request or an answer (payment, tracking, client, merchant ids). */
 export const MAX_ID_LENGTH = 256;
