@@ -25,6 +25,7 @@ export {
   InvalidClientIdError,
   PaymentsAuthenticationError,
   PaymentsConnectionError,
+  PaymentsRateLimitedError,
   PaymentsStoreUnavailableError,
 } from './api/payments.errors.js';
 export type {
@@ -71,17 +72,10 @@ export {
   PaymentRefundedEvent,
   PaymentCancelledEvent,
 } from './settlement/payment.events.js';
-export type { PaymentEventName } from './settlement/payment.events.js';
+export type { PaymentEventName, PaymentEvent } from './settlement/payment.events.js';
 export { WebhookProcessor } from './webhook/webhook.processor.js';
-export type {
-  WebhookAnswer,
-  WebhookAnswerBody,
-  WebhookAuthentication,
-  WebhookAuthenticateOptions,
-  WebhookAccepted,
-  WebhookRefused,
-  AuthenticatedWebhook,
-} from './webhook/webhook.processor.js';
-export type { OutcomeDispatcher } from './settlement/settlement.runner.js';
+export type { WebhookAnswer, WebhookAnswerBody } from './webhook/webhook.answer.js';
+export type { WebhookAuthentication, WebhookAuthenticateOptions, WebhookAccepted, WebhookRefused, AuthenticatedWebhook } from './webhook/webhook.processor.js';
+export type { OutcomeDispatcher, OutcomeHandler } from './settlement/outcome.handlers.js';
 export type { WebhookRequest } from './webhook/webhook.payload.js';
 export { WEBHOOK_TOKEN_PARAM } from './webhook/webhook.token.js';

@@ -1,16 +1,19 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { dispatcherOf, type OutcomeHandler } from '../core/settlement/outcome.handlers.js';
+import { dispatcherOf, type AnyEventHandler } from '../core/settlement/outcome.handlers.js';
 import {
   PaymentEvents,
   type PaymentAuthorizedEvent,
+  type PaymentCancelledEvent,
+  type PaymentCapturedEvent,
   type PaymentConfirmedEvent,
   type PaymentEventName,
   type PaymentExpiredEvent,
   type PaymentFailedEvent,
   type PaymentMismatchEvent,
+  type PaymentRefundedEvent,
 } from '../core/settlement/payment.events.js';
 import type { PaymentsClient } from '../core/client/payments.client.js';
-import type { WebhookAnswer } from '../core/webhook/webhook.processor.js';
+import type { WebhookAnswer } from '../core/webhook/webhook.answer.js';
 
 /** Options of {@link createWebhookRouter}. */
 export interface WebhookRouterOptions {
@@ -29,6 +32,15 @@ export interface WebhookRouterOptions {
   onPaymentAuthorized?: (event: PaymentAuthorizedEvent) => unknown;
   /** Called when the service's amount or tracking id differs from what was sent (never confirmed). Default: none (an error is logged). */
   onPaymentMismatch?: (event: PaymentMismatchEvent) => unknown;
+  /**
+   * Called after `client.capturePayment()` succeeds (the service captured the pre-authorization).
+   * A throw is logged, never thrown to the capture's caller: the capture has happened. Default: none.
+   */
+  onPaymentCaptured?: (event: PaymentCapturedEvent) => unknown;
+  /** Called after `client.refundPayment()` succeeds; a throw is logged, not thrown. Default: none. */
+  onPaymentRefunded?: (event: PaymentRefundedEvent) => unknown;
+  /** Called after `client.cancelPayment()` succeeds; a throw is logged, not thrown. Default: none. */
+  onPaymentCancelled?: (event: PaymentCancelledEvent) => unknown;
 }
 
 /**
@@ -43,12 +55,15 @@ export interface WebhookRouterOptions {
 export function createWebhookRouter(options: WebhookRouterOptions): Router {
   const { client } = options;
   if (typeof options.onPaymentConfirmed !== 'function') throw new TypeError('createWebhookRouter: onPaymentConfirmed must be a function');
-  const table: Partial<Record<PaymentEventName, OutcomeHandler>> = {
+  const table: Partial<Record<PaymentEventName, AnyEventHandler>> = {
     [PaymentEvents.CONFIRMED]: options.onPaymentConfirmed,
     [PaymentEvents.FAILED]: options.onPaymentFailed,
     [PaymentEvents.EXPIRED]: options.onPaymentExpired,
     [PaymentEvents.AUTHORIZED]: options.onPaymentAuthorized,
-    [PaymentEvents.MISMATCH]: options.onPaymentMismatch as OutcomeHandler,
+    [PaymentEvents.MISMATCH]: options.onPaymentMismatch,
+    [PaymentEvents.CAPTURED]: options.onPaymentCaptured,
+    [PaymentEvents.REFUNDED]: options.onPaymentRefunded,
+    [PaymentEvents.CANCELLED]: options.onPaymentCancelled,
   };
   client.setOutcomeDispatcher(dispatcherOf((name) => (table[name] ? [table[name]] : [])));
 

@@ -1,8 +1,7 @@
-import { Logger } from '@nestjs/common';
 import type { EventEmitter2, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
-import { runAllHandlers, type OutcomeHandler } from '../core/settlement/outcome.handlers.js';
-import { PaymentEvents, type PaymentEventName, type PaymentOutcomeEvent } from '../core/settlement/payment.events.js';
-import { describe, type OutcomeDispatcher } from '../core/settlement/settlement.runner.js';
+import { runAllHandlers, type AnyEventHandler } from '../core/settlement/outcome.handlers.js';
+import { PaymentEvents, type PaymentEvent, type PaymentEventName } from '../core/settlement/payment.events.js';
+import type { OutcomeDispatcher } from '../core/settlement/outcome.handlers.js';
 
 /**
  * The event name a registration-filtered listener subscribes to: `payment.confirmed:b` for
@@ -34,11 +33,11 @@ export async function emitToAll(emitter: EventEmitter2, name: string, registrati
   const listeners = listenersFor(emitter, name, registration);
   await runAllHandlers(
     listeners.map(
-      (listener): OutcomeHandler =>
+      (listener): AnyEventHandler =>
         (e) =>
           listener.call(emitter, e),
     ),
-    event as PaymentOutcomeEvent,
+    event as PaymentEvent,
   );
   return listeners.length;
 }
@@ -54,7 +53,7 @@ export async function emitToAll(emitter: EventEmitter2, name: string, registrati
  * @param ready resolves once the listeners are registered (Nest registers them at bootstrap)
  */
 export function nestOutcomeDispatcher(emitter: EventEmitter2, registration: string | undefined, ready?: EventEmitterReadinessWatcher): OutcomeDispatcher {
-  return async (name: PaymentEventName, event: PaymentOutcomeEvent) => {
+  return async (name: PaymentEventName, event: PaymentEvent) => {
     // An outcome settled before bootstrap (reconciliation, an early return) must not find "no
     // listeners" only because they are not registered yet.
     await ready?.waitUntilReady();
@@ -63,23 +62,4 @@ export function nestOutcomeDispatcher(emitter: EventEmitter2, registration: stri
     }
     await emitToAll(emitter, name, registration, event);
   };
-}
-
-/**
- * Emits an event about an operation that already succeeded at the service (captured, refunded,
- * cancelled): every listener is awaited, and a failing one is logged, never turned into an error
- * of the operation (the caller would retry a refund that happened).
- */
-export async function emitAfterOperation(
-  emitter: EventEmitter2,
-  name: PaymentEventName,
-  registration: string | undefined,
-  event: object,
-  logger: Logger,
-): Promise<void> {
-  try {
-    await emitToAll(emitter, name, registration, event);
-  } catch (error) {
-    logger.error(`a ${name} handler failed: ${describe(error)}`);
-  }
 }

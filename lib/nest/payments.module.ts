@@ -168,8 +168,8 @@ export class PaymentsModule implements OnModuleInit {
       },
       {
         provide: serviceToken,
-        useFactory: (client: PaymentsClient, emitter: EventEmitter2) => new PaymentsService(client, emitter),
-        inject: [clientToken, EventEmitter2],
+        useFactory: (client: PaymentsClient) => new PaymentsService(client),
+        inject: [clientToken],
       },
       {
         provide: Symbol(`nestjs-payments:bridge:${name ?? 'default'}`),

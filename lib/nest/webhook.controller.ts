@@ -31,12 +31,12 @@ export abstract class PaymentsWebhookController {
     if (!auth) {
       // No result of this registration's guard (overridden in a test, or re-routed by the host):
       // authenticate here, with the same rules.
-      const result = await authenticateWebhook(this.client, request, { claim: true });
+      const result = await authenticateWebhook(this.client, request);
       if (!result.ok) {
         setHeaders(this.adapterHost, response, result.answer);
         throw new HttpException(result.answer.body, result.answer.status);
       }
-      auth = { ...result, client: this.client };
+      auth = Object.assign(result, { client: this.client });
     }
     const answer = await this.client.webhooks.deliver(auth);
     setHeaders(this.adapterHost, response, answer);

@@ -2,8 +2,8 @@ import { HttpException, Inject, Injectable, Optional, type CanActivate, type Exe
 import { HttpAdapterHost } from '@nestjs/core';
 import type { ServerResponse } from 'node:http';
 import type { PaymentsClient } from '../core/client/payments.client.js';
-import { WEBHOOK_TRACE, type WebhookTrace } from '../core/telemetry/payments.telemetry.js';
-import type { AuthenticatedWebhook, WebhookAnswer } from '../core/webhook/webhook.processor.js';
+import type { WebhookAnswer } from '../core/webhook/webhook.answer.js';
+import type { AuthenticatedWebhook } from '../core/webhook/webhook.processor.js';
 import { PAYMENTS_CLIENT } from './payments.tokens.js';
 import { authenticateWebhook, type WebhookHttpRequest } from './webhook.request.js';
 
@@ -33,9 +33,10 @@ export function attachedAuthentication(request: object, client: PaymentsClient):
  * call to the service. A missing, forged, expired or foreign token answers 401, a too-large body
  * 413, a malformed one 400 (as an `HttpException`, so host exception filters apply); nothing is
  * emitted for any of them. On success the result is put on the request under
- * {@link PAYMENTS_WEBHOOK_AUTHENTICATION}, holding the claim of the payment's outcome (taken in the
- * same store round trip as the token's lookup): `client.webhooks.deliver()` of that result settles
- * it, and if the response ends without a delivery the claim is given back.
+ * {@link PAYMENTS_WEBHOOK_AUTHENTICATION}: `client.webhooks.deliver()` of that result settles it
+ * (the settlement runner then claims the payment, with the token's binding lookup, in one store
+ * round trip; a binding of another payment answers 401 there). The guard holds nothing, so a
+ * delivery a host interceptor answers first leaves nothing behind.
  *
  * The generated webhook controller uses it (its own subclass for a named registration). It can
  * also guard a host route. As exported it checks with the **default** registration's client
@@ -71,16 +72,14 @@ export class PaymentsWebhookGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
     const request = http.getRequest<WebhookHttpRequest>();
-    // Claimed with the binding lookup (one store round trip less per confirmation: measured in
-    // bench/RESULTS.md); a delivery that never reaches the controller gives it back on close.
-    const auth = await authenticateWebhook(this.client, request, { claim: true });
+    const auth = await authenticateWebhook(this.client, request);
     if (!auth.ok) {
       setHeaders(this.adapterHost, http.getResponse(), auth.answer);
       throw new HttpException(auth.answer.body, auth.answer.status);
     }
-    const { ok: _ok, ...webhook } = auth;
-    const attached: PaymentsWebhookAuthentication = { ...webhook, client: this.client };
-    settleIfNotDeliveredOn(http.getResponse(), attached);
+    // The same object, not a copy: the webhook processor knows its delivery (span) by it.
+    const attached: PaymentsWebhookAuthentication = Object.assign(auth, { client: this.client });
+    endIfNotDelivered(http.getResponse(), attached);
     // Not enumerable: the client stays out of anything that serialises the request.
     Object.defineProperty(request, PAYMENTS_WEBHOOK_AUTHENTICATION, { value: attached, configurable: true, enumerable: false });
     return true;
@@ -88,21 +87,15 @@ export class PaymentsWebhookGuard implements CanActivate {
 }
 
 /**
- * The guard's half of a delivery whose other half may never run: a host interceptor, pipe or
- * filter can answer between this guard and the controller's deliver(). When the response closes,
- * the delivery's span (if tracing) is ended with the status that was sent, and a claim the
- * authentication holds is given back; both are no-ops once deliver() has run.
+ * A host interceptor, pipe or filter can answer between this guard and the controller's
+ * deliver(). When the response closes, the delivery is ended with the status that was sent (its
+ * span, when tracing); a no-op once deliver() has run.
  */
-function settleIfNotDeliveredOn(response: unknown, auth: PaymentsWebhookAuthentication): void {
-  const trace = (auth as { [WEBHOOK_TRACE]?: WebhookTrace })[WEBHOOK_TRACE];
-  if (!trace && !auth.held) return;
+function endIfNotDelivered(response: unknown, auth: PaymentsWebhookAuthentication): void {
   // Express hands the Node response itself, Fastify a reply wrapping it.
   const raw = ((response as { raw?: unknown } | undefined)?.raw ?? response) as Partial<ServerResponse> | undefined;
   if (typeof raw?.once !== 'function') return;
-  raw.once('close', () => {
-    trace?.end(raw.statusCode ?? 0, 'not-delivered');
-    void auth.client.webhooks.abandon(auth);
-  });
+  raw.once('close', () => void auth.client.webhooks.abandon(auth, raw.statusCode ?? 0));
 }
 
 /** Copies an answer's extra headers (Retry-After) onto a response of whichever adapter. */

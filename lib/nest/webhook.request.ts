@@ -1,7 +1,7 @@
 import type { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import type { PaymentsClient } from '../core/client/payments.client.js';
-import type { WebhookAuthenticateOptions, WebhookAuthentication } from '../core/webhook/webhook.processor.js';
+import type { WebhookAuthentication } from '../core/webhook/webhook.processor.js';
 
 /**
  * Fastify route config flag set on the generated webhook routes (through Nest's
@@ -53,25 +53,17 @@ export async function webhookBody(request: WebhookHttpRequest, limit: number): P
 
 /**
  * Authenticates a webhook request with a registration's client: token, size, body, payment id. No
- * call to the service. With `claim`, the payment's outcome is claimed in the same store round trip
- * (see {@link WebhookAuthenticateOptions.claim}): the caller must then deliver or abandon it.
+ * call to the service, and for a signed delivery no store access either.
  */
-export async function authenticateWebhook(
-  client: PaymentsClient,
-  request: WebhookHttpRequest,
-  options: WebhookAuthenticateOptions = {},
-): Promise<WebhookAuthentication> {
+export async function authenticateWebhook(client: PaymentsClient, request: WebhookHttpRequest): Promise<WebhookAuthentication> {
   const body = await webhookBody(request, client.webhookMaxBodyBytes);
   const token = request.params?.token;
-  return client.webhooks.authenticate(
-    {
-      query: request.query,
-      body,
-      contentLength: request.headers['content-length'],
-      pathToken: typeof token === 'string' && token !== '' ? token : undefined,
-    },
-    options,
-  );
+  return client.webhooks.authenticate({
+    query: request.query,
+    body,
+    contentLength: request.headers['content-length'],
+    pathToken: typeof token === 'string' && token !== '' ? token : undefined,
+  });
 }
 
 interface FastifyLike {

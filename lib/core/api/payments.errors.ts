@@ -140,6 +140,29 @@ export class PaymentsApiError extends PaymentsError {
   }
 }
 
+/**
+ * The service refused the call for its rate (HTTP 429, code `RATE_LIMITED` unless the body named
+ * its own). {@link PaymentsRateLimitedError.waitSecs} says how long every path should pause: the
+ * service's `Retry-After` when it sent one, else 30 s.
+ */
+export class PaymentsRateLimitedError extends PaymentsApiError {
+  /** Pause when a 429 did not say how long. */
+  static readonly DEFAULT_WAIT_SECS = 30;
+
+  /**
+   * @param details status, operation, message and Retry-After of the answer
+   * @param code the service's own code, when its body carried one
+   */
+  constructor(details: PaymentsApiErrorDetails, code = 'RATE_LIMITED') {
+    super(code, details);
+  }
+
+  /** Seconds to wait before calling again: the service's `Retry-After`, else {@link PaymentsRateLimitedError.DEFAULT_WAIT_SECS}. */
+  get waitSecs(): number {
+    return this.retryAfterSecs ?? PaymentsRateLimitedError.DEFAULT_WAIT_SECS;
+  }
+}
+
 /** The payment cannot be refunded (`REFUND_NOT_ALLOWED`). */
 export class RefundNotAllowedError extends PaymentsApiError {
   /** @param details status, operation and message of the answer */

@@ -66,8 +66,14 @@ export type KnownPaymentStatus = 'SUCCESS' | 'PENDING' | 'EXPIRED' | 'FAILURE' |
 
 /** Result of `verifyPayment`: the service's own account of a payment, the only proof of payment. */
 export interface VerifiedPayment {
-  /** The payment. */
+  /** The payment asked about. */
   paymentId: string;
+  /**
+   * The `payment_id` the service's answer named, when it named one (the documented answer does
+   * not). An answer naming another payment than {@link VerifiedPayment.paymentId} is a mismatch,
+   * never a confirmation.
+   */
+  answeredPaymentId?: string;
   /** The service's status as sent; paid only when `SUCCESS`. */
   status: KnownPaymentStatus | (string & {});
   /** Amount in millimes as a digit string (the service sends a JSON number here). */

@@ -3,6 +3,7 @@ import {
   InvalidClientIdError,
   PaymentsApiError,
   PaymentsAuthenticationError,
+  PaymentsRateLimitedError,
   RefundNotAllowedError,
   type PaymentsApiErrorDetails,
   type PaymentsOperation,
@@ -54,6 +55,8 @@ const CODE_ERRORS: Record<string, new (d: PaymentsApiErrorDetails) => PaymentsAp
  */
 export function apiError(statuses: number[], serviceCode: string | undefined, details: PaymentsApiErrorDetails): PaymentsApiError {
   if (statuses.some((s) => s === 401 || s === 403)) return new PaymentsAuthenticationError(details);
+  // The status decides: a 429 whose body carried the service's own code is still a rate limit.
+  if (statuses.includes(429) || serviceCode === 'RATE_LIMITED') return new PaymentsRateLimitedError(details, serviceCode);
   if (serviceCode !== undefined) {
     const Known = CODE_ERRORS[serviceCode];
     return Known ? new Known(details) : new PaymentsApiError(serviceCode, details);

@@ -53,8 +53,11 @@ export function fromVerifyWire(paymentId: string, result: JsonObject): VerifiedP
         : undefined;
   const tracking = optionalId(result.developer_tracking_id);
   const type = optionalId(result.type);
-  if (status === undefined || amount === undefined || tracking === false || type === false) return undefined;
+  const named = optionalId(result.payment_id);
+  if (status === undefined || amount === undefined || tracking === false || type === false || named === false) return undefined;
   const verified: VerifiedPayment = { paymentId, status, amount };
+  // Kept as sent: an answer about another payment must be told apart (settlement.decision.ts).
+  if (named !== undefined) verified.answeredPaymentId = named;
   if (tracking !== undefined) verified.developerTrackingId = tracking;
   if (type !== undefined) verified.type = type;
   if (isJsonObject(result.details)) verified.details = result.details;

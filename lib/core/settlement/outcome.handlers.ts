@@ -1,15 +1,54 @@
-import { PaymentEvents, type PaymentEventName, type PaymentOutcomeEvent } from './payment.events.js';
-import type { OutcomeDispatcher } from './settlement.runner.js';
+import type { PaymentOutcome, OutcomeSource } from '../store/payments.store.js';
+import type { VerifiedPayment } from '../api/payments.types.js';
+import {
+  PaymentAuthorizedEvent,
+  PaymentConfirmedEvent,
+  PaymentEvents,
+  PaymentExpiredEvent,
+  PaymentFailedEvent,
+  type PaymentEvent,
+  type PaymentEventName,
+  type PaymentOutcomeEvent,
+} from './payment.events.js';
+
+/**
+ * Runs the handlers of one event. It must run every handler, even when one fails, and reject
+ * (with an AggregateError, say) only once all have settled: releasing the claim while one still
+ * runs would let the next attempt run it a second time concurrently.
+ */
+export type OutcomeDispatcher = (name: PaymentEventName, event: PaymentEvent) => Promise<void>;
+
+type OutcomeEventClass = new (
+  outcome: PaymentOutcome,
+  verification: VerifiedPayment,
+  source: OutcomeSource,
+  registration: string | undefined,
+) => PaymentOutcomeEvent;
+
+/** The payload class of each outcome whose handlers run. */
+export const OUTCOME_EVENT_CLASSES: Readonly<Record<'confirmed' | 'failed' | 'expired' | 'authorized', OutcomeEventClass>> = {
+  confirmed: PaymentConfirmedEvent,
+  failed: PaymentFailedEvent,
+  expired: PaymentExpiredEvent,
+  authorized: PaymentAuthorizedEvent,
+};
 
 /** A handler of an outcome event; a rejection means "not handled: run it again later". */
-export type OutcomeHandler<E extends PaymentOutcomeEvent = PaymentOutcomeEvent> = (event: E) => unknown;
+export type OutcomeHandler<E extends PaymentEvent = PaymentOutcomeEvent> = (event: E) => unknown;
+
+/**
+ * A handler of any one event kind, as a table of handlers per event name holds them: each is only
+ * ever called with the events of its own name (declared with method syntax so that a handler of
+ * one event class fits).
+ */
+export type AnyEventHandler = { handle(event: PaymentEvent): unknown }['handle'];
 
 /**
  * Runs every handler and waits for all of them, even when one fails early: releasing the
  * outcome while another handler still runs would let the next attempt run that one twice at
  * once. Rejects with an AggregateError of the failures, once all have settled.
  */
-export async function runAllHandlers(handlers: readonly OutcomeHandler[], event: PaymentOutcomeEvent): Promise<void> {
+export async function runAllHandlers(handlers: readonly AnyEventHandler[], event: PaymentEvent): Promise<void> {
   const results = await Promise.allSettled(handlers.map(async (handler) => handler(event)));
   const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
   if (failures.length > 0) throw new AggregateError(failures, `${failures.length} of ${handlers.length} ${event.constructor.name} handler(s) failed`);
@@ -21,7 +60,7 @@ export async function runAllHandlers(handlers: readonly OutcomeHandler[], event:
  * simply done.
  * @param handlersOf the handlers registered for an event name
  */
-export function dispatcherOf(handlersOf: (name: PaymentEventName) => readonly OutcomeHandler[]): OutcomeDispatcher {
+export function dispatcherOf(handlersOf: (name: PaymentEventName) => readonly AnyEventHandler[]): OutcomeDispatcher {
   return async (name, event) => {
     const handlers = handlersOf(name);
     if (handlers.length === 0 && name === PaymentEvents.CONFIRMED) throw new Error(`no ${PaymentEvents.CONFIRMED} handler is registered`);

@@ -156,3 +156,6 @@ export class PaymentCancelledEvent {
     readonly registration?: string,
   ) {}
 }
+
+/** Any event the plugin emits: an outcome's, or a capture's, refund's or cancellation's. */
+export type PaymentEvent = PaymentOutcomeEvent | PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent;

@@ -1,8 +1,10 @@
-import { describe, type OutcomeProcessor } from './settlement.runner.js';
+import { describe } from './settlement.describe.js';
+import type { SettlementRunner } from './settlement.runner.js';
+import { SETTLEMENT_WAITS } from './settlement.waits.js';
 import type { PaymentsReconciliationOptions } from '../client/payments.options.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import type { PaymentsStore } from '../store/payments.store.js';
-import { PaymentsTelemetry } from '../telemetry/payments.telemetry.js';
+import { NO_TELEMETRY, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 
 /** What one reconciliation run did. */
 export interface ReconciliationRun {
@@ -16,9 +18,6 @@ export interface ReconciliationRun {
    */
   rateLimitedUntil?: number;
 }
-
-/** Longest wait between two checks of one payment. */
-const MAX_BACKOFF_MS = 3_600_000;
 
 /**
  * Re-checks the payments whose outcome no webhook or return has brought: every `intervalSecs` it
@@ -46,9 +45,9 @@ export class ReconciliationScheduler {
     private readonly options: Required<PaymentsReconciliationOptions>,
     private readonly leaseMs: number,
     private readonly store: PaymentsStore,
-    private readonly outcomes: OutcomeProcessor,
+    private readonly outcomes: SettlementRunner,
     private readonly logger: PaymentsLogger,
-    private readonly telemetry: PaymentsTelemetry = PaymentsTelemetry.off,
+    private readonly telemetry: TelemetryHooks = NO_TELEMETRY,
   ) {}
 
   /** Starts the periodic runs (when enabled). The timer does not keep the process alive. */
@@ -84,10 +83,10 @@ export class ReconciliationScheduler {
     noteDue(due.length);
     // One at a time: each is a call to the service, whose docs warn against bursts of verifies.
     for (const [index, entry] of due.entries()) {
-      const result = await this.outcomes.settle(entry.paymentId, 'reconciliation', {
-        amount: entry.amount,
-        developerTrackingId: entry.developerTrackingId,
-        origin: 'binding',
+      const result = await this.outcomes.settle({
+        paymentId: entry.paymentId,
+        source: 'reconciliation',
+        expected: { amount: entry.amount, developerTrackingId: entry.developerTrackingId, origin: 'binding' },
       });
       const waitSecs = result.kind === 'verify-failed' ? result.rateLimitedSecs : undefined;
       if (waitSecs !== undefined) {
@@ -117,7 +116,7 @@ export class ReconciliationScheduler {
           await this.store.removePending(entry.paymentId);
           this.logger.error(`reconciliation: gave up on ${entry.paymentId} after ${entry.checks + 1} checks (last: ${result.kind}); reconcile it by hand`);
         } else {
-          const wait = Math.min(MAX_BACKOFF_MS, this.options.intervalSecs * 1000 * 2 ** entry.checks);
+          const wait = Math.min(SETTLEMENT_WAITS.reconcileMaxBackoffMs, this.options.intervalSecs * 1000 * 2 ** entry.checks);
           await this.store.schedulePending({ ...entry, checks: entry.checks + 1 }, now + wait);
         }
       } catch (error) {

@@ -1,17 +1,21 @@
-import {
-  PaymentAuthorizedEvent,
-  PaymentConfirmedEvent,
-  PaymentEvents,
-  PaymentExpiredEvent,
-  PaymentFailedEvent,
-  type PaymentEventName,
-  type PaymentOutcomeEvent,
-} from './payment.events.js';
-import type { OutcomeSource, PaymentOutcome } from '../store/payments.store.js';
+import { normalizeMillimes } from '../api/money.util.js';
+import { PaymentsApiError, PaymentsConnectionError, PaymentsRateLimitedError, type PaymentsError } from '../api/payments.errors.js';
 import type { VerifiedPayment } from '../api/payments.types.js';
+import type { PaymentOutcome } from '../store/payments.store.js';
+import { PaymentEvents, type PaymentEventName } from './payment.events.js';
+import { SETTLEMENT_WAITS } from './settlement.waits.js';
+
+/**
+ * The rule that makes a payment paid, and every other verdict on a verify answer: one pure
+ * function, {@link decide}, table-tested in test/settlement/decision.spec.ts. The runner carries
+ * out what it says; nothing else interprets a verify answer.
+ */
 
 /** The outcomes that end a payment's verification (everything but `pending`). */
 export type FinalOutcome = Exclude<PaymentOutcome, 'pending'>;
+
+/** The outcomes whose handlers run: each has its event. */
+export type HandledOutcome = Exclude<FinalOutcome, 'mismatch'>;
 
 /**
  * The one status mapping: the service's verified status -> what it means for the shop.
@@ -32,17 +36,135 @@ export function outcomeOf(status: string): PaymentOutcome {
   return Object.hasOwn(STATUS_OUTCOMES, status) ? STATUS_OUTCOMES[status] : 'pending';
 }
 
-type OutcomeEventClass = new (
-  outcome: PaymentOutcome,
-  verification: VerifiedPayment,
-  source: OutcomeSource,
-  registration: string | undefined,
-) => PaymentOutcomeEvent;
-
-/** Each outcome that runs handlers: its event name and payload class. */
-export const OUTCOME_EVENTS: Readonly<Record<Exclude<FinalOutcome, 'mismatch'>, { name: PaymentEventName; event: OutcomeEventClass }>> = {
-  confirmed: { name: PaymentEvents.CONFIRMED, event: PaymentConfirmedEvent },
-  failed: { name: PaymentEvents.FAILED, event: PaymentFailedEvent },
-  expired: { name: PaymentEvents.EXPIRED, event: PaymentExpiredEvent },
-  authorized: { name: PaymentEvents.AUTHORIZED, event: PaymentAuthorizedEvent },
+/** The event each handled outcome emits. */
+export const OUTCOME_EVENT_NAMES: Readonly<Record<HandledOutcome, PaymentEventName>> = {
+  confirmed: PaymentEvents.CONFIRMED,
+  failed: PaymentEvents.FAILED,
+  expired: PaymentEvents.EXPIRED,
+  authorized: PaymentEvents.AUTHORIZED,
 };
+
+/**
+ * Where an expectation comes from. `binding`: the plugin's own record of what it sent.
+ * `token`: a webhook token without a stored binding (a restart with the memory store, an
+ * eviction). `caller`: values passed to `reconcilePayment` that no record backs.
+ */
+export type ExpectationOrigin = 'binding' | 'token' | 'caller';
+
+/** What the caller expects of a payment; differences are a mismatch, never a confirmation. */
+export interface OutcomeExpectation {
+  /** Amount in millimes. */
+  amount?: string;
+  /** Exact tracking id. */
+  developerTrackingId?: string;
+  /** Tests a verified tracking id (used where only a hash of it is known, as in a webhook token). */
+  trackingMatches?: (trackingId: string | undefined) => boolean;
+  /**
+   * Where the expectation comes from. For the two unbacked origins (`token`, `caller`) a
+   * difference usually means another payment was named (a replayed token, an edited return
+   * URL): `foreign`, nothing recorded, nothing emitted, unless the tracking id pins the payment
+   * down; a genuine mismatch then is recorded and emitted but never marks the payment done.
+   */
+  origin: ExpectationOrigin;
+  /**
+   * With origin `token`: the token was signed with a tracking id. When the verified tracking id
+   * matches it, the payment is the one the token was issued for, and a different amount is a
+   * genuine mismatch rather than a replay. Without a tracking id every payment of the merchant's
+   * without one would match, so nothing is concluded.
+   */
+  identifiesPayment?: boolean;
+}
+
+/** What the service answered to `verify_payment`. */
+export type VerifyAnswer = { ok: true; verification: VerifiedPayment } | { ok: false; error: PaymentsError };
+
+/**
+ * The verdict on one verify answer, and what the runner does with it:
+ * - `settle`: run the handlers of `event`; mark the payment done when they succeed, release it when one throws;
+ * - `pending`: not settled yet: release, record it as pending (checked again later);
+ * - `mismatch`: the service's payment differs from what was expected: never confirmed; record and
+ *   emit `payment.mismatch`, then mark done (`finish: 'done'`) or, when nothing the plugin
+ *   recorded backs the expectation or the answer names another payment, release;
+ * - `foreign`: the delivery or caller named another payment than the one it was issued for:
+ *   release, record nothing, emit nothing;
+ * - `unverified`: no usable answer: release and try later (`retryAfterSecs` for a webhook's
+ *   Retry-After; `rateLimitedSecs` when the service rate-limited verify and every path should pause).
+ */
+export type Decision =
+  | { kind: 'settle'; outcome: HandledOutcome; event: PaymentEventName }
+  | { kind: 'pending' }
+  | { kind: 'mismatch'; problems: string[]; finish: 'done' | 'release' }
+  | { kind: 'foreign'; problems: string[] }
+  | { kind: 'unverified'; retryAfterSecs?: number; rateLimitedSecs?: number };
+
+/**
+ * Decides what a verify answer means for the payment asked about. Pure: no I/O, no clock.
+ * @param asked the payment id the verify call was made for
+ * @param answer the service's answer, or the error the call ended with
+ * @param expected what the plugin (or the caller) expects of the payment, when anything is known
+ */
+export function decide(asked: string, answer: VerifyAnswer, expected?: OutcomeExpectation): Decision {
+  if (!answer.ok) return failed(answer.error, expected);
+  const verification = answer.verification;
+  const problems = expected ? differences(verification, expected) : [];
+  const otherPayment = verification.answeredPaymentId !== undefined && verification.answeredPaymentId !== asked;
+  if (otherPayment) problems.unshift(`the answer names payment ${JSON.stringify(verification.answeredPaymentId)}`);
+
+  // Checked before the status: a replay naming another payment must record nothing, not even that
+  // payment as pending.
+  if (problems.length > 0 && !otherPayment && expected && unbacked(expected) && !genuinelyMismatched(verification, expected)) {
+    return { kind: 'foreign', problems };
+  }
+  const outcome = outcomeOf(verification.status);
+  if (outcome === 'pending' && !otherPayment) return { kind: 'pending' };
+  if (problems.length > 0) {
+    // Released rather than done when nothing the plugin recorded backs the expectation: a token of
+    // the same order's earlier payment, replayed for a later one of another amount, looks just like
+    // this, and a done marker would swallow the later payment's own confirmation. Likewise when the
+    // answer is about another payment: it says nothing about this one.
+    const finish = otherPayment || (expected !== undefined && unbacked(expected)) ? 'release' : 'done';
+    return { kind: 'mismatch', problems, finish };
+  }
+  if (outcome === 'pending' || outcome === 'mismatch') return { kind: 'pending' };
+  return { kind: 'settle', outcome, event: OUTCOME_EVENT_NAMES[outcome] };
+}
+
+function failed(error: PaymentsError, expected: OutcomeExpectation | undefined): Decision {
+  // A signed token naming a payment the service does not know: a replay with a made-up id. Foreign
+  // (401), not unverified (503), which would invite whoever sends it to deliver again.
+  if (expected?.origin === 'token' && isNotFound(error)) return { kind: 'foreign', problems: ['the service does not know this payment'] };
+  if (error instanceof PaymentsRateLimitedError) return { kind: 'unverified', retryAfterSecs: error.waitSecs, rateLimitedSecs: error.waitSecs };
+  if (error instanceof PaymentsConnectionError) return { kind: 'unverified', retryAfterSecs: SETTLEMENT_WAITS.unavailableRetrySecs };
+  return { kind: 'unverified' };
+}
+
+function differences(verification: VerifiedPayment, expected: OutcomeExpectation): string[] {
+  const problems: string[] = [];
+  if (expected.amount !== undefined && normalizeMillimes(verification.amount) !== normalizeMillimes(expected.amount)) {
+    problems.push(`amount ${verification.amount} instead of ${expected.amount}`);
+  }
+  if (expected.developerTrackingId !== undefined && verification.developerTrackingId !== expected.developerTrackingId) {
+    problems.push(`tracking id ${JSON.stringify(verification.developerTrackingId ?? null)} instead of ${JSON.stringify(expected.developerTrackingId)}`);
+  }
+  if (expected.trackingMatches && !expected.trackingMatches(verification.developerTrackingId)) {
+    problems.push('tracking id differs from the one the webhook token was issued for');
+  }
+  return problems;
+}
+
+// An expectation the plugin did not record itself: a token without its binding, or values a caller
+// passed to reconcilePayment for a payment the store no longer knows. A customer can edit the
+// payment_id of a return URL, and a host can pass a wrong amount: neither may mark a payment done.
+function unbacked(expected: OutcomeExpectation): boolean {
+  return expected.origin === 'token' || expected.origin === 'caller';
+}
+
+// An unbacked expectation whose tracking id pins the payment down, and still differs (the amount).
+function genuinelyMismatched(verification: VerifiedPayment, expected: OutcomeExpectation): boolean {
+  if (expected.origin === 'caller') return expected.developerTrackingId !== undefined && verification.developerTrackingId === expected.developerTrackingId;
+  return expected.identifiesPayment === true && (expected.trackingMatches?.(verification.developerTrackingId) ?? false);
+}
+
+function isNotFound(error: PaymentsError): boolean {
+  return error.code === 'NOT_FOUND' || (error instanceof PaymentsApiError && error.httpStatus === 404);
+}

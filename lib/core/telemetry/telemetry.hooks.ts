@@ -63,12 +63,14 @@ export interface SettleLike {
 const NOOP_SETTLE: SettleTrace = { handlers: (_event, run) => run() };
 const NOOP_WEBHOOK: WebhookTrace = { within: (run) => run(), end: () => undefined };
 
-/** Hooks that observe nothing: the default, and what a client with telemetry off uses. */
-export const NO_TELEMETRY: TelemetryHooks = Object.freeze({
+const NOTHING: TelemetryHooks = {
   active: false,
   call: (_operation, _method, _template, run) => run({ attempts: 0 }),
   settle: (_paymentId, _source, run) => run(NOOP_SETTLE),
   webhook: () => NOOP_WEBHOOK,
   reconciliation: (run) => run(() => undefined),
   close: () => undefined,
-}) as TelemetryHooks;
+};
+
+/** Hooks that observe nothing: the default, and what a client with telemetry off uses. */
+export const NO_TELEMETRY: TelemetryHooks = Object.freeze(NOTHING);

@@ -1,0 +1,246 @@
+import { describe } from '../settlement/settlement.describe.js';
+import {
+  PaymentCancelledEvent,
+  PaymentCapturedEvent,
+  PaymentEvents,
+  PaymentRefundedEvent,
+  type PaymentEvent,
+  type PaymentEventName,
+} from '../settlement/payment.events.js';
+import type { ResolvedPaymentsOptions } from '../client/payments.options.js';
+import { PAYMENTS_DEFAULTS } from '../client/payments.options.js';
+import type { PaymentBinding, PaymentsStore } from '../store/payments.store.js';
+import type { TelemetryHooks } from '../telemetry/telemetry.hooks.js';
+import { WebhookTokenSigner } from '../webhook/webhook.token.js';
+import type { HttpTransport } from './http.transport.js';
+import { normalizeMillimes } from './money.util.js';
+import { checkPaymentInput, toPaymentWire } from './payment.fields.js';
+import { identifier, millimes } from './payment.rules.js';
+import { PaymentsApiError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
+import type {
+  CardBinding,
+  GeneratePaymentInput,
+  GeneratedPayment,
+  PaymentCancellation,
+  PaymentCapture,
+  PaymentRefund,
+  PaymentsOperations,
+  VerifiedPayment,
+} from './payments.types.js';
+import { interpretResponse } from './response.parser.js';
+import {
+  fromBindingWire,
+  fromCancellationWire,
+  fromCaptureWire,
+  fromGeneratePaymentWire,
+  fromRefundWire,
+  fromVerifyWire,
+  isJsonObject,
+  type JsonObject,
+} from './wire.mapper.js';
+
+/** The service's paths (interface spec §4, public-api-facts §1 and §5). */
+export const SERVICE_PATHS = {
+  generate: '/api/v2/generate_payment',
+  verify: '/api/v2/verify_payment/',
+  capture: '/api/v2/confirm_payment',
+  refund: '/api/v2/refund_payment',
+  cancel: '/api/v2/cancel_payment',
+  bindings: '/api/v2/bindings/list',
+} as const;
+
+/** The largest epoch time in ms a Date can hold. */
+const MAX_DATE_MS = 8.64e15;
+
+/** Where the operations' own events go (capture, refund, cancellation): the settlement runner's emit. */
+export interface OperationEvents {
+  /** Emits an event; handler failures are logged, never thrown (the service has already acted). */
+  emit(name: PaymentEventName, event: PaymentEvent): Promise<void>;
+}
+
+/**
+ * The service's six operations: input checked, the request sent through the transport, the
+ * answer read, and what the plugin must remember of a generated payment (its token's binding and
+ * its place in the reconciliation queue) written to the store. A successful capture, refund or
+ * cancellation emits its event, so Nest and Express hosts alike receive it.
+ */
+export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'> {
+  /**
+   * @param options the resolved options (defaults of generatePayment, the webhook settings)
+   * @param transport sends the requests
+   * @param store bindings and the reconciliation queue
+   * @param signer issues webhook tokens (absent when no secret is configured)
+   * @param events where capture, refund and cancellation events go
+   * @param telemetry what observes the calls
+   */
+  constructor(
+    private readonly options: ResolvedPaymentsOptions,
+    private readonly transport: HttpTransport,
+    private readonly store: PaymentsStore,
+    private readonly signer: WebhookTokenSigner | undefined,
+    private readonly events: OperationEvents,
+    private readonly telemetry: TelemetryHooks,
+  ) {}
+
+  /** @inheritdoc */
+  async generatePayment(input: GeneratePaymentInput): Promise<GeneratedPayment> {
+    const merged = (isJsonObject(input) ? { ...this.options.defaults, ...withoutUnset(input) } : input) as GeneratePaymentInput;
+    const errors = checkPaymentInput(merged);
+    if (errors.length > 0) throw new PaymentsValidationError(errors, 'generatePayment input');
+
+    const amount = normalizeMillimes(merged.amount) as string;
+    const issued = merged.webhook == null && this.signer ? this.signer.issue(amount, merged.developerTrackingId, this.options.webhook.tokenTtlMs) : undefined;
+    if (issued) merged.webhook = WebhookTokenSigner.urlWithToken(this.options.webhook.publicUrl as string, issued.token);
+
+    // A created payment is one with an id and a link and no error shape, with or without
+    // `result.success` (two documented answers lack it): refusing it would orphan a real payment.
+    const json = await this.#call(
+      'generatePayment',
+      'POST',
+      SERVICE_PATHS.generate,
+      toPaymentWire(merged, this.options.preAuthorizationFlag),
+      undefined,
+      (j) => isJsonObject(j.result) && j.result.payment_id !== undefined && j.result.link !== undefined,
+    );
+    const payment = fromGeneratePaymentWire(json.result as JsonObject);
+    if (!payment) throw unexpected('generatePayment', 'the payment id or the link is missing or malformed, or the tracking id is malformed');
+
+    const createdAt = Date.now();
+    const sessionSecs = merged.sessionTimeoutSecs ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
+    // Any positive safe integer is a valid session length; beyond the last date a Date can hold
+    // (year 275760) toISOString() would throw after the payment was created, orphaning it.
+    const at = (ms: number) => Math.min(ms, MAX_DATE_MS);
+    const binding: PaymentBinding = {
+      paymentId: payment.paymentId,
+      amount,
+      createdAt: new Date(createdAt).toISOString(),
+      sessionEndsAt: new Date(at(createdAt + sessionSecs * 1000)).toISOString(),
+    };
+    if (merged.developerTrackingId != null) binding.developerTrackingId = merged.developerTrackingId;
+    try {
+      if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
+      await this.store.schedulePending({ ...binding, checks: 0 }, at(createdAt + (sessionSecs + this.options.reconciliation.graceSecs) * 1000));
+    } catch (error) {
+      throw new PaymentsStoreUnavailableError(payment.paymentId, describe(error));
+    }
+    return payment;
+  }
+
+  /** @inheritdoc */
+  async verifyPayment(paymentId: string): Promise<VerifiedPayment> {
+    checkId(paymentId, 'paymentId', 'verifyPayment');
+    const json = await this.#call(
+      'verifyPayment',
+      'GET',
+      SERVICE_PATHS.verify + encodeURIComponent(paymentId),
+      undefined,
+      undefined,
+      (j) => j.success === true && isJsonObject(j.result),
+    );
+    const verified = fromVerifyWire(paymentId, json.result as JsonObject);
+    if (!verified) throw unexpected('verifyPayment', 'the status or the amount is missing or malformed, or the tracking id or the type is malformed');
+    return verified;
+  }
+
+  /** @inheritdoc */
+  async capturePayment(paymentId: string, options: { amount?: string | number } = {}): Promise<PaymentCapture> {
+    checkId(paymentId, 'paymentId', 'capturePayment');
+    const body: JsonObject = { payment_id: paymentId };
+    if (options?.amount !== undefined && options.amount !== null) {
+      const problem = millimes(options.amount);
+      if (problem) throw new PaymentsValidationError([{ field: 'amount', messages: [problem] }], 'capturePayment input');
+      body.amount = normalizeMillimes(options.amount);
+    }
+    const json = await this.#call(
+      'capturePayment',
+      'POST',
+      SERVICE_PATHS.capture,
+      body,
+      undefined,
+      (j) => isJsonObject(j.result) && (j.status === 'success' || j.result.status !== undefined),
+    );
+    const capture = fromCaptureWire(paymentId, json.result as JsonObject);
+    if (!capture) throw unexpected('capturePayment', 'no status, or a malformed payment id');
+    await this.events.emit(
+      PaymentEvents.CAPTURED,
+      new PaymentCapturedEvent(capture.paymentId, capture.amount, capture.capturedAt, capture.status, this.options.name),
+    );
+    return capture;
+  }
+
+  /** @inheritdoc */
+  async refundPayment(paymentId: string): Promise<PaymentRefund> {
+    checkId(paymentId, 'paymentId', 'refundPayment');
+    const json = await this.#call('refundPayment', 'POST', SERVICE_PATHS.refund, { payment_id: paymentId }, undefined, isFlatSuccess);
+    const refund = fromRefundWire(json.result as JsonObject);
+    if (!refund) throw unexpected('refundPayment', 'no refund id, or the payment id is missing or malformed');
+    await this.events.emit(
+      PaymentEvents.REFUNDED,
+      new PaymentRefundedEvent(refund.paymentId, refund.refundId, refund.amount, refund.refundedAt, this.options.name),
+    );
+    return refund;
+  }
+
+  /** @inheritdoc */
+  async cancelPayment(paymentId: string): Promise<PaymentCancellation> {
+    checkId(paymentId, 'paymentId', 'cancelPayment');
+    const json = await this.#call('cancelPayment', 'POST', SERVICE_PATHS.cancel, { payment_id: paymentId }, undefined, isFlatSuccess);
+    const cancellation = fromCancellationWire(json.result as JsonObject);
+    if (!cancellation) throw unexpected('cancelPayment', 'the payment id is missing or malformed');
+    await this.events.emit(PaymentEvents.CANCELLED, new PaymentCancelledEvent(cancellation.paymentId, cancellation.cancelledAt, this.options.name));
+    return cancellation;
+  }
+
+  /** @inheritdoc */
+  async listBindings(clientId: string): Promise<CardBinding[]> {
+    checkId(clientId, 'clientId', 'listBindings');
+    const json = await this.#call(
+      'listBindings',
+      'GET',
+      SERVICE_PATHS.bindings,
+      undefined,
+      { client_id: clientId },
+      (j) => isJsonObject(j.result) && j.result.success === true && Array.isArray(j.result.bindings),
+    );
+    const bindings = ((json.result as JsonObject).bindings as unknown[]).map(fromBindingWire);
+    if (bindings.some((b) => b === undefined)) throw unexpected('listBindings', 'a binding without an id');
+    return bindings as CardBinding[];
+  }
+
+  async #call(
+    operation: PaymentsOperation,
+    method: 'GET' | 'POST',
+    path: string,
+    body: object | undefined,
+    query: Record<string, string> | undefined,
+    isSuccess: (json: JsonObject) => boolean,
+  ): Promise<JsonObject> {
+    if (!this.telemetry.active) return interpretResponse(operation, await this.transport.send({ operation, method, path, body, query }), isSuccess);
+    // Traced: a CLIENT span and the call's metrics (payments.telemetry.ts); the payment id stays out of the template.
+    const template = path.startsWith(SERVICE_PATHS.verify) ? `${SERVICE_PATHS.verify}{payment_id}` : path;
+    return this.telemetry.call(operation, method, template, async (stats) => {
+      const response = await this.transport.send({ operation, method, path, body, query }, stats);
+      stats.status = response.status;
+      return interpretResponse(operation, response, isSuccess);
+    });
+  }
+}
+
+/** Keys set to undefined or null mean "not set": they must not hide the module's defaults. */
+function withoutUnset(input: object): Partial<GeneratePaymentInput> {
+  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined && v !== null));
+}
+
+/** Refuses an id that is not one (PaymentsValidationError naming the field), before any call. */
+export function checkId(value: unknown, field: string, operation: string): asserts value is string {
+  const problem = identifier(value);
+  if (problem) throw new PaymentsValidationError([{ field, messages: [problem] }], `${operation} input`);
+}
+
+function isFlatSuccess(json: JsonObject): boolean {
+  return json.status === 'success' && isJsonObject(json.result);
+}
+
+function unexpected(operation: PaymentsOperation, what: string): PaymentsApiError {
+  return new PaymentsApiError('INVALID_RESPONSE', { operation, httpStatus: 200, bodyExcerpt: `success answer without the expected fields: ${what}` });
+}

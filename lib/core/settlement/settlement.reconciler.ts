@@ -1,0 +1,124 @@
+import { millimes } from '../api/payment.rules.js';
+import { normalizeMillimes } from '../api/money.util.js';
+import { PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsFieldError } from '../api/payments.errors.js';
+import type { ReconcileOptions, ReconcileResult, VerifiedPayment } from '../api/payments.types.js';
+import type { PaymentsLogger } from '../client/payments.logger.js';
+import type { PaymentsStore } from '../store/payments.store.js';
+import { outcomeOf, type OutcomeExpectation } from './settlement.decision.js';
+import { assertNever } from './settlement.describe.js';
+import type { SettlementRunner } from './settlement.runner.js';
+import { SETTLEMENT_WAITS } from './settlement.waits.js';
+
+/**
+ * `reconcilePayment`: the return path (a customer back on `success_link`), and any host that asks
+ * for one payment's outcome. It works out what to expect, hands the payment to the settlement
+ * runner, and maps the runner's result to a {@link ReconcileResult} (exhaustively).
+ */
+export class PaymentReconciler {
+  /**
+   * @param store the record and the queue (what was generated)
+   * @param runner settles the payment
+   * @param verify reads a payment from the service (only for a done payment without a record)
+   * @param logger where surprises are reported
+   */
+  constructor(
+    private readonly store: PaymentsStore,
+    private readonly runner: SettlementRunner,
+    private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
+    private readonly logger: PaymentsLogger,
+  ) {}
+
+  /** See `PaymentsOperations.reconcilePayment`; `paymentId` is already validated. */
+  async reconcile(paymentId: string, options: ReconcileOptions = {}): Promise<ReconcileResult> {
+    const recent = await this.store.getOutcome(paymentId).catch(() => undefined);
+    if (recent?.outcome === 'pending' && Date.now() - Date.parse(recent.updatedAt) < SETTLEMENT_WAITS.pendingRecheckMs) {
+      return { paymentId, status: recent.status, outcome: 'pending', handled: false };
+    }
+    const expected = await this.#expectationFor(paymentId, options);
+    const result = await this.runner.settle({ paymentId, source: options.source ?? 'return', expected });
+    if ((result.kind === 'handled' || result.kind === 'handlers-failed') && expected?.amount === undefined) {
+      // Nothing said what amount was asked for (no `expected`, and the memory store lost its
+      // record in a restart, or reconciliation gave up on it): whoever reads the logs must know.
+      this.logger.warn(
+        `reconcilePayment: payment ${paymentId} was settled without comparing its amount (${result.verification.amount} verified): nothing recorded it; pass expected.amount`,
+      );
+    }
+    switch (result.kind) {
+      case 'handled':
+        return { paymentId, status: result.verification.status, outcome: result.outcome, handled: true };
+      case 'pending':
+        return { paymentId, status: result.verification.status, outcome: 'pending', handled: false };
+      case 'mismatch':
+        return { paymentId, status: result.verification.status, outcome: 'mismatch', handled: false };
+      case 'handlers-failed':
+        return { paymentId, status: result.verification.status, outcome: result.outcome, handled: false, error: result.error };
+      case 'duplicate':
+        return this.#doneOutcome(paymentId);
+      case 'busy':
+        return this.#awaitOther(paymentId);
+      case 'verify-failed':
+        throw result.error;
+      case 'store-unavailable':
+        throw new PaymentsStoreUnavailableError(paymentId, result.error, 'reconcilePayment');
+      case 'foreign':
+        // The caller's expectation names another payment (an edited return URL, a wrong id):
+        // not this payment's outcome, so nothing was recorded or emitted and nothing ran.
+        this.logger.warn(`reconcilePayment: payment ${paymentId} is not the one expected (${result.problems.join('; ')}); nothing recorded`);
+        return { paymentId, status: result.verification?.status ?? '', outcome: 'mismatch', handled: false };
+      case 'rate-limited':
+        // Only a webhook token without a binding is gated; a return never is.
+        return { paymentId, status: '', outcome: 'pending', handled: false };
+      default:
+        return assertNever(result);
+    }
+  }
+
+  /**
+   * What the verified answer must match: the caller's `expected` merged field by field with what
+   * the plugin recorded at generation (the pending entry), so that passing only a tracking id
+   * still has the amount checked. A caller's value that contradicts the record means the caller
+   * names another payment than it thinks (a return URL's `payment_id` is the customer's to edit):
+   * refused before any claim or verify call, so that payment's own outcome stays untouched.
+   */
+  async #expectationFor(paymentId: string, options: ReconcileOptions): Promise<OutcomeExpectation | undefined> {
+    const given = options.expected ?? {};
+    const problem = given.amount === undefined || given.amount === null ? undefined : millimes(given.amount);
+    if (problem) throw new PaymentsValidationError([{ field: 'expected.amount', messages: [problem] }], 'reconcilePayment input');
+    const givenAmount = given.amount === undefined || given.amount === null ? undefined : normalizeMillimes(given.amount);
+    const givenTracking = given.developerTrackingId ?? undefined;
+    const pending = await this.store.findPending(paymentId).catch(() => undefined);
+
+    const conflicts: PaymentsFieldError[] = [];
+    if (pending && givenAmount !== undefined && givenAmount !== pending.amount) {
+      conflicts.push({ field: 'expected.amount', messages: [`differs from the amount payment ${paymentId} was generated with`] });
+    }
+    if (pending && givenTracking !== undefined && givenTracking !== pending.developerTrackingId) {
+      conflicts.push({ field: 'expected.developerTrackingId', messages: [`differs from the tracking id payment ${paymentId} was generated with`] });
+    }
+    if (conflicts.length > 0) throw new PaymentsValidationError(conflicts, 'reconcilePayment input');
+
+    const amount = givenAmount ?? pending?.amount;
+    const developerTrackingId = givenTracking ?? pending?.developerTrackingId;
+    if (amount === undefined && developerTrackingId === undefined) return undefined;
+    // Values the caller passed are backed when they agree with the record (checked above).
+    return { amount, developerTrackingId, origin: pending ? 'binding' : 'caller' };
+  }
+
+  // Done earlier by another path: the record says what it was, without a call to the service.
+  async #doneOutcome(paymentId: string): Promise<ReconcileResult> {
+    const record = await this.store.getOutcome(paymentId).catch(() => undefined);
+    if (record) return { paymentId, status: record.status, outcome: record.outcome, handled: false };
+    const verified = await this.verify(paymentId);
+    return { paymentId, status: verified.status, outcome: outcomeOf(verified.status), handled: false };
+  }
+
+  // Another path (usually the webhook) is handling it right now: a customer back on the return
+  // page is worth a short wait for its result rather than a "still processing".
+  async #awaitOther(paymentId: string): Promise<ReconcileResult> {
+    const { settled, record } = await this.runner.awaitOutcome(paymentId, SETTLEMENT_WAITS.returnWaitMs, SETTLEMENT_WAITS.returnPollMs);
+    if (settled && record) return { paymentId, status: record.status, outcome: record.outcome, handled: false };
+    // Still in another path's hands: not settled yet, with the last status the service sent (an
+    // earlier attempt's record), or '' when none is known; never a status the service did not send.
+    return { paymentId, status: record?.status ?? '', outcome: 'pending', handled: false };
+  }
+}

@@ -1,0 +1,65 @@
+import type { PaymentsLogger } from '../client/payments.logger.js';
+import { describe } from '../settlement/settlement.describe.js';
+import type { OutcomeExpectation } from '../settlement/settlement.decision.js';
+import type { SettleResult, TokenLookup } from '../settlement/settlement.runner.js';
+import type { PaymentBinding, PaymentsStore } from '../store/payments.store.js';
+import { rateLimiterOf, type SlotLimiter } from './webhook.ratelimit.js';
+import type { WebhookTokenClaims } from './webhook.token.js';
+
+/**
+ * Signed tokens whose binding the store no longer has (a restart with the memory store, an
+ * eviction). Such a token costs a verify call whatever payment id comes with it, so a replay of
+ * one genuine URL with other ids could spend the merchant's verify budget without limit: one
+ * verify per token per `unsignedIntervalSecs`, checked once the payment is claimed (a done or busy
+ * payment costs no verify and answers as usual); over it, 429 with Retry-After.
+ */
+export class UnboundTokens {
+  /** The rate limiter shared with unsigned deliveries. */
+  readonly limiter: SlotLimiter;
+
+  /**
+   * @param store where bindings are re-made and rate limits kept
+   * @param intervalSecs one verify per token per this many seconds
+   * @param logger where failures are reported
+   */
+  constructor(
+    private readonly store: PaymentsStore,
+    private readonly intervalSecs: number,
+    private readonly logger: PaymentsLogger,
+  ) {
+    this.limiter = rateLimiterOf(store);
+  }
+
+  /** What the runner does when the token has no binding: gate the verify, then re-bind. */
+  lookup(paymentId: string, claims: WebhookTokenClaims, expected: OutcomeExpectation): TokenLookup['unbound'] {
+    const slot = `token:${claims.nonce}`;
+    return {
+      expected,
+      gate: async () => ((await this.limiter.take(slot, this.intervalSecs * 1000)) ? undefined : this.intervalSecs),
+      settled: async (result: SettleResult) => {
+        // A verify that settled a payment was spent well (and a payment is settled once): the next
+        // delivery of this token need not wait for the interval.
+        if (result.kind === 'handled') await this.limiter.free(slot).catch(() => undefined);
+        if (result.kind === 'handled' || result.kind === 'pending') await this.#rebind(paymentId, claims, expected, result.verification.developerTrackingId);
+      },
+    };
+  }
+
+  // Once the service confirmed the payment the token was signed for, bind the token to it, so that
+  // a replay of the URL naming another payment is refused without a call to the service. Only a
+  // token with a tracking id (which the verified one matched) pins its payment down: without one,
+  // any payment of the same amount and no tracking id verifies alike, and binding the token to a
+  // replay's payment would turn the genuine delivery away (401). First binding wins.
+  async #rebind(paymentId: string, claims: WebhookTokenClaims, expected: OutcomeExpectation, trackingId: string | undefined): Promise<void> {
+    if (expected.identifiesPayment !== true) return;
+    try {
+      const ttl = claims.expiresAt - Date.now();
+      if (ttl <= 0 || (await this.store.findBinding(claims.nonce))) return;
+      const binding: PaymentBinding = { paymentId, amount: claims.amount, createdAt: new Date().toISOString() };
+      if (trackingId !== undefined) binding.developerTrackingId = trackingId;
+      await this.store.saveBinding(claims.nonce, binding, ttl);
+    } catch (error) {
+      this.logger.warn(`webhook: could not re-bind a token to ${paymentId}: ${describe(error)}`);
+    }
+  }
+}
