@@ -4,7 +4,7 @@ import type { OutcomeSource } from '../store/payments.store.js';
 /**
  * The seam between the engine and whatever observes it. The engine (transport calls, the
  * settlement runner, the webhook front door, reconciliation) reports through these few hooks and
- * knows nothing else of tracing or metrics; `payments.telemetry.ts` implements them with
+ * knows nothing else of tracing or metrics; `telemetry.otel.ts` implements them with
  * OpenTelemetry, {@link NO_TELEMETRY} with nothing. Each hook wraps the work it observes, so that
  * an implementation can make a span's context active around it (the verify call and the handlers
  * then run inside the settle's span).
@@ -64,11 +64,11 @@ const NOOP_SETTLE: SettleTrace = { handlers: (_event, run) => run() };
 const NOOP_WEBHOOK: WebhookTrace = { within: (run) => run(), end: () => undefined };
 
 /** Hooks that observe nothing: the default, and what a client with telemetry off uses. */
-export const NO_TELEMETRY: TelemetryHooks = Object.freeze({
+export const NO_TELEMETRY: TelemetryHooks = Object.freeze<TelemetryHooks>({
   active: false,
   call: (_operation, _method, _template, run) => run({ attempts: 0 }),
   settle: (_paymentId, _source, run) => run(NOOP_SETTLE),
   webhook: () => NOOP_WEBHOOK,
   reconciliation: (run) => run(() => undefined),
   close: () => undefined,
-}) as TelemetryHooks;
+});
