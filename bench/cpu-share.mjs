@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 
 const GROUPS = {
   'OpenTelemetry SDK': (url) => url.includes('@opentelemetry'),
-  'plugin telemetry': (url) => url.includes('payments.telemetry'),
+  'plugin telemetry': (url) => url.includes('/core/telemetry/'),
   'async hooks': (url) => /async_hooks|async_local_storage/.test(url),
 };
 

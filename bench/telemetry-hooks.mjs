@@ -7,10 +7,11 @@
 //   npm run build && node bench/telemetry-hooks.mjs
 import { startTracing } from './tracing.mjs';
 
-const { PaymentsTelemetry } = await import('../dist/core/telemetry/payments.telemetry.js');
+const { PaymentsTelemetry } = await import('../dist/core/telemetry/telemetry.otel.js');
 const sdk = startTracing({ global: true });
 const on = new PaymentsTelemetry({ enabled: true, backlogIntervalMs: 30_000 }, { baseUrl: 'http://127.0.0.1:1' });
 const off = PaymentsTelemetry.off;
+await on.ready(); // each instance looks for @opentelemetry/api itself
 
 async function work(promises) {
   for (let i = 0; i < promises; i++) await Promise.resolve(i);

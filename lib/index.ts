@@ -5,4 +5,4 @@ import 'reflect-metadata';
 export * from './core/index.js';
 export * from './nest/index.js';
 // The names of the plugin's spans and metrics, for dashboards and alerts written in code.
-export { SPAN_NAMES, METRIC_NAMES, TELEMETRY_SCOPE } from './core/telemetry/payments.telemetry.js';
+export { SPAN_NAMES, METRIC_NAMES, TELEMETRY_SCOPE } from './core/telemetry/telemetry.names.js';

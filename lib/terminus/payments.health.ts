@@ -2,8 +2,9 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import type { PaymentsClient } from '../core/client/payments.client.js';
-import { asHealthProbe } from '../core/telemetry/payments.telemetry.js';
+import { TelemetryApiLoader } from '../core/telemetry/telemetry.loader.js';
 import { getPaymentsClientToken } from '../nest/payments.tokens.js';
+import { asHealthProbe } from './payments.health-probe.js';
 
 /** Options of {@link PaymentsHealthIndicator.isHealthy}. */
 export interface PaymentsHealthCheckOptions {
@@ -59,6 +60,8 @@ interface ServiceCheck {
 export class PaymentsHealthIndicator {
   /** The last service check of each client (one probe per interval, whatever the polling rate). */
   readonly #serviceChecks = new WeakMap<PaymentsClient, ServiceCheck>();
+  /** Finds `@opentelemetry/api`, to mark the probe's calls. */
+  readonly #otel = new TelemetryApiLoader();
 
   /**
    * @param health Terminus' result builder
@@ -105,7 +108,7 @@ export class PaymentsHealthIndicator {
     const cached = this.#serviceChecks.get(client);
     if (cached && cached.expiresAt > now) return cached.result;
     const result = withTimeout(
-      asHealthProbe(() => client.listBindings(HEALTH_PROBE_CLIENT_ID)),
+      asHealthProbe(() => client.listBindings(HEALTH_PROBE_CLIENT_ID), this.#otel),
       timeoutMs,
     ).then(
       () => ({ up: true, checkedAt: new Date().toISOString() }),

@@ -38,7 +38,7 @@ const imports = await Promise.all(files.map(async (file) => ({ file: path.relati
 
 /** Which packages each layer may import (DESIGN.md); relative imports are checked separately. */
 const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
-  // @opentelemetry/api: an optional peer, loaded lazily by payments.telemetry.ts only.
+  // @opentelemetry/api: an optional peer, loaded lazily by telemetry.loader.ts only.
   core: (n) => ['axios', 'class-validator', 'lru-cache', '@opentelemetry/api'].includes(n),
   nest: (n) => n.startsWith('@nestjs/'),
   express: (n) => n === 'express',

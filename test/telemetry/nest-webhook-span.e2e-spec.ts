@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ImATeapotException, Injectable, UseInterceptors, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { loadTelemetryApi } from '../../lib/core/telemetry/payments.telemetry.js';
+import { loadTelemetryApi } from '../../lib/core/telemetry/telemetry.loader.js';
 import { PaymentsModule, PaymentsService } from '../../lib/index.js';
 import { FakeService } from '../support/fake-service.js';
 import { ADAPTERS, answerVerify, generateThrough, startNestApp, verifyCalls } from '../support/nest-app.js';

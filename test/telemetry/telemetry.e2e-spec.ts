@@ -8,7 +8,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { context, metrics, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { PaymentsClient } from '../../lib/core/client/payments.client.js';
-import { loadTelemetryApi, METRIC_NAMES, PaymentsTelemetry } from '../../lib/core/telemetry/payments.telemetry.js';
+import { loadTelemetryApi } from '../../lib/core/telemetry/telemetry.loader.js';
+import { METRIC_NAMES } from '../../lib/core/telemetry/telemetry.names.js';
+import { PaymentsTelemetry } from '../../lib/core/telemetry/telemetry.otel.js';
 import { FakeService, PATHS } from '../support/fake-service.js';
 import { generateAnswer, verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { startSdk, total, type TestSdk } from './otel-sdk.js';
@@ -265,6 +267,8 @@ describe('telemetry off', () => {
     metrics.disable();
     context.disable();
     const telemetry = new PaymentsTelemetry({ enabled: true, backlogIntervalMs: 1000 });
+    // Each instance looks for the API itself (asynchronously under this ES-module runner).
+    expect(await telemetry.ready()).toBe(true);
     expect(telemetry.active).toBe(false);
     const sdk = startSdk();
     expect(telemetry.active).toBe(true);

@@ -10,12 +10,14 @@ jest.unstable_mockModule('@opentelemetry/api', () => {
 
 describe('telemetry without @opentelemetry/api installed', () => {
   it('finds no API, and the client and webhooks work untraced', async () => {
-    const { loadTelemetryApi, PaymentsTelemetry } = await import('../../lib/core/telemetry/payments.telemetry.js');
+    const { loadTelemetryApi } = await import('../../lib/core/telemetry/telemetry.loader.js');
+    const { PaymentsTelemetry } = await import('../../lib/core/telemetry/telemetry.otel.js');
     const { PaymentsClient } = await import('../../lib/core/client/payments.client.js');
     const { FakeService } = await import('../support/fake-service.js');
     const { verifyAnswer, verifyPath } = await import('../support/verify-answers.js');
     expect(await loadTelemetryApi()).toBe(false);
     const telemetry = new PaymentsTelemetry({ enabled: true, backlogIntervalMs: 1000 });
+    expect(await telemetry.ready()).toBe(false);
     expect(telemetry.active).toBe(false);
 
     const fake = await FakeService.start();

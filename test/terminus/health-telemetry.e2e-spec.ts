@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { Controller, Get, Inject, Module } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
-import { loadTelemetryApi, METRIC_NAMES } from '../../lib/core/telemetry/payments.telemetry.js';
+import { loadTelemetryApi } from '../../lib/core/telemetry/telemetry.loader.js';
+import { METRIC_NAMES } from '../../lib/core/telemetry/telemetry.names.js';
 import { getPaymentsClientToken, PaymentsModule, type PaymentsClient } from '../../lib/index.js';
 import { PaymentsHealthIndicator } from '../../lib/terminus/index.js';
 import { FakeService, PATHS } from '../support/fake-service.js';

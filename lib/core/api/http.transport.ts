@@ -102,7 +102,7 @@ export class HttpTransport {
 
     for (let attempt = 1; ; attempt++) {
       if (this.#lifetime.signal.aborted) throw this.#closedError(request, attempt - 1);
-      if (stats) stats.attempts = attempt; // for the call's span (payments.telemetry.ts)
+      if (stats) stats.attempts = attempt; // for the call's span (telemetry.otel.ts)
       // A deadline for the whole attempt (connect, headers and body). axios' own `timeout` is a
       // socket idle timer: an answer trickling in byte by byte would never trip it.
       const deadline = new AbortController();

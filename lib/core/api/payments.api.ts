@@ -216,7 +216,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     isSuccess: (json: JsonObject) => boolean,
   ): Promise<JsonObject> {
     if (!this.telemetry.active) return interpretResponse(operation, await this.transport.send({ operation, method, path, body, query }), isSuccess);
-    // Traced: a CLIENT span and the call's metrics (payments.telemetry.ts); the payment id stays out of the template.
+    // Traced: a CLIENT span and the call's metrics (telemetry.otel.ts); the payment id stays out of the template.
     const template = path.startsWith(SERVICE_PATHS.verify) ? `${SERVICE_PATHS.verify}{payment_id}` : path;
     return this.telemetry.call(operation, method, template, async (stats) => {
       const response = await this.transport.send({ operation, method, path, body, query }, stats);

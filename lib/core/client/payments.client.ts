@@ -19,7 +19,7 @@ import { PaymentReconciler } from '../settlement/settlement.reconciler.js';
 import { SettlementRunner } from '../settlement/settlement.runner.js';
 import { MemoryPaymentsStore } from '../store/memory.store.js';
 import type { OutcomePage, OutcomeQuery, OutcomeRecord, PaymentsStore } from '../store/payments.store.js';
-import { PaymentsTelemetry } from '../telemetry/payments.telemetry.js';
+import { PaymentsTelemetry } from '../telemetry/telemetry.otel.js';
 import { NO_TELEMETRY, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 import { WebhookProcessor } from '../webhook/webhook.processor.js';
 import { WebhookTokenSigner } from '../webhook/webhook.token.js';

@@ -11,7 +11,7 @@ import { PaymentsValidationError, type PaymentsFieldError } from '../api/payment
 import { defaultPaymentsLogger, type PaymentsLogger } from './payments.logger.js';
 import { STORE_METHODS, type PaymentsStore } from '../store/payments.store.js';
 import type { GeneratePaymentInput } from '../api/payments.types.js';
-import { telemetrySettings } from '../telemetry/payments.telemetry.js';
+import { telemetrySettings } from '../telemetry/telemetry.settings.js';
 
 /** Webhook options. Signed webhooks are on when both `publicUrl` and `secret` are set. */
 export interface PaymentsWebhookOptions {

@@ -4,7 +4,7 @@ import type { OutcomeSource } from '../store/payments.store.js';
 /**
  * The seam between the engine and whatever observes it. The engine (transport calls, the
  * settlement runner, the webhook front door, reconciliation) reports through these few hooks and
- * knows nothing else of tracing or metrics; `payments.telemetry.ts` implements them with
+ * knows nothing else of tracing or metrics; `telemetry.otel.ts` implements them with
  * OpenTelemetry, {@link NO_TELEMETRY} with nothing. Each hook wraps the work it observes, so that
  * an implementation can make a span's context active around it (the verify call and the handlers
  * then run inside the settle's span).

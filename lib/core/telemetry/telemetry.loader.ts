@@ -1,0 +1,70 @@
+/**
+ * Finding the optional peer `@opentelemetry/api`. Nothing imports it at load time: a
+ * {@link TelemetryApiLoader} looks for it on first use, in the published CommonJS build with a
+ * synchronous `require` inside a try/catch (so spans start with the very first call), elsewhere
+ * (the ES-module sources under a test runner, `tsx`) with a dynamic `import()`.
+ *
+ * What was found is kept by the loader, not by this module: each telemetry instance (and the
+ * health indicator) owns one, so nothing here is shared state between clients or tests. The
+ * module system's own cache makes a second look cheap.
+ */
+import type * as OtelApi from '@opentelemetry/api';
+
+/** The `@opentelemetry/api` module. */
+export type OtelApiModule = typeof OtelApi;
+
+/** Looks for `@opentelemetry/api` once and keeps the answer. One per telemetry instance. */
+export class TelemetryApiLoader {
+  /** undefined: not found yet (or an import under way); null: not installed (or failed to load). */
+  #api: OtelApiModule | null | undefined;
+  #loading?: Promise<boolean>;
+
+  /**
+   * The API if it was found, null if it is missing, undefined while an ES-module import is under
+   * way (the first call starts it).
+   */
+  get(): OtelApiModule | null | undefined {
+    if (this.#api !== undefined) return this.#api;
+    if (typeof require === 'function') {
+      try {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- the optional peer, loaded lazily and synchronously in the CommonJS build
+        this.#api = require('@opentelemetry/api') as OtelApiModule;
+      } catch {
+        this.#api = null;
+      }
+      return this.#api;
+    }
+    void this.load();
+    return undefined;
+  }
+
+  /** Resolves once the API has been looked for: true when it is installed. */
+  load(): Promise<boolean> {
+    if (this.#api !== undefined || typeof require === 'function') return Promise.resolve(Boolean(this.get()));
+    this.#loading ??= import('@opentelemetry/api').then(
+      (m: unknown) => {
+        // A CommonJS module imported from ES modules may come as its `default` export.
+        const mod = m as OtelApiModule & { default?: OtelApiModule };
+        this.#api = mod.trace ? mod : (mod.default ?? null);
+        return this.#api !== null;
+      },
+      () => {
+        this.#api = null;
+        return false;
+      },
+    );
+    return this.#loading;
+  }
+}
+
+/**
+ * Resolves once the optional `@opentelemetry/api` has been looked for: true when it is installed.
+ * The CommonJS build finds it synchronously. Under an ES-module loader (tests, `tsx`) each client
+ * looks for it itself, asynchronously from its construction: await this before building the
+ * client (it loads the module, so the client's own look settles within a few microtasks), or
+ * await the client's telemetry `ready()`; a call made in the same tick as the client's
+ * construction is not traced.
+ */
+export function loadTelemetryApi(): Promise<boolean> {
+  return new TelemetryApiLoader().load();
+}
