@@ -25,9 +25,7 @@ const GUIDES = readdirSync(join(ROOT, 'docs'))
 
 /** Every file under a folder, recursively. */
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? filesUnder(join(dir, entry.name)) : [join(dir, entry.name)],
-  );
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? filesUnder(join(dir, entry.name)) : [join(dir, entry.name)]));
 }
 
 /** Last change of anything the site is built from. */
@@ -108,29 +106,26 @@ describe('the documentation site', () => {
     expect(broken).toEqual([]);
   });
 
-  itWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)(
-    'takes a reader from the index to each guide in one click, in a browser',
-    async () => {
-      let browser: Browser | undefined;
-      try {
-        browser = await launchChromium();
-        const page = await browser.newPage();
-        const index = pathToFileURL(join(site.dir, 'index.html')).href;
-        const reached: string[] = [];
-        for (const guide of GUIDES) {
-          await page.goto(index);
-          const name = guide.replace(/\.md$/, '.html');
-          // The link in the README's text (the index page's content), not the site's navigation.
-          const link = page.locator(`.col-content a[href="documents/${name}"]`).first();
-          await Promise.all([page.waitForURL(`**/documents/${name}`), link.click()]);
-          expect(fileURLToPath(page.url())).toBe(join(site.dir, 'documents', name));
-          expect((await page.locator('.col-content h1').first().innerText()).trim()).toBe(titleOf(guide));
-          reached.push(guide);
-        }
-        expect(reached).toEqual(GUIDES);
-      } finally {
-        await browser?.close();
+  itWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('takes a reader from the index to each guide in one click, in a browser', async () => {
+    let browser: Browser | undefined;
+    try {
+      browser = await launchChromium();
+      const page = await browser.newPage();
+      const index = pathToFileURL(join(site.dir, 'index.html')).href;
+      const reached: string[] = [];
+      for (const guide of GUIDES) {
+        await page.goto(index);
+        const name = guide.replace(/\.md$/, '.html');
+        // The link in the README's text (the index page's content), not the site's navigation.
+        const link = page.locator(`.col-content a[href="documents/${name}"]`).first();
+        await Promise.all([page.waitForURL(`**/documents/${name}`), link.click()]);
+        expect(fileURLToPath(page.url())).toBe(join(site.dir, 'documents', name));
+        expect((await page.locator('.col-content h1').first().innerText()).trim()).toBe(titleOf(guide));
+        reached.push(guide);
       }
-    },
-  );
+      expect(reached).toEqual(GUIDES);
+    } finally {
+      await browser?.close();
+    }
+  });
 });

@@ -302,7 +302,10 @@ SCENARIOS.push(
         expect(await payments.getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', source: 'webhook', handlers: 'succeeded' });
         expect(await (await fetch(`${base}/orders/order-8/back?payment_id=${paymentId}`)).text()).toBe('confirmed');
 
-        const declined = sandboxPaymentOf(sandbox, (await fetch(`${base}/orders/order-9/pay`, { method: 'POST', redirect: 'manual' })).headers.get('location')!);
+        const declined = sandboxPaymentOf(
+          sandbox,
+          (await fetch(`${base}/orders/order-9/pay`, { method: 'POST', redirect: 'manual' })).headers.get('location')!,
+        );
         await expect(sandbox.failPayment(declined)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
         expect(log).toHaveBeenCalledWith('order order-9 not paid: FAILURE');
       } finally {
@@ -314,11 +317,14 @@ SCENARIOS.push(
     },
   },
   {
-    name: "Express guide: startShop listens on the port it is given, runs markPaid from the webhook, and stop() closes it",
+    name: 'Express guide: startShop listens on the port it is given, runs markPaid from the webhook, and stop() closes it',
     uses: ['startShop'],
     env: (port) => ({ PAYMENTS_WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}/payments/webhook` }),
     async run({ exports, sandbox, port }) {
-      const startShop = exports.startShop as (port: number, markPaid: (orderId: string) => Promise<void>) => { payments: PaymentsClient; server: Server; stop(): Promise<void> };
+      const startShop = exports.startShop as (
+        port: number,
+        markPaid: (orderId: string) => Promise<void>,
+      ) => { payments: PaymentsClient; server: Server; stop(): Promise<void> };
       const paid: string[] = [];
       const shop = startShop(port, async (orderId) => void paid.push(orderId));
       try {

@@ -23,7 +23,13 @@ describe('README and guide snippets', () => {
   });
 
   it('come from the README and every guide in docs/ that has TypeScript blocks', () => {
-    expect(documentationFiles(ROOT)).toEqual(['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)]);
+    expect(documentationFiles(ROOT)).toEqual([
+      'README.md',
+      ...readdirSync(join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .sort()
+        .map((f) => `docs/${f}`),
+    ]);
     const sources = new Set(snippets.map(([, , file]) => file));
     for (const file of documentationFiles(ROOT) as string[]) {
       const blocks = (readFileSync(join(ROOT, file), 'utf8').match(/^```(?:ts|typescript)$/gm) ?? []).length;
