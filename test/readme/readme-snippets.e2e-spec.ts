@@ -55,6 +55,8 @@ interface Scenario {
   name: string;
   /** Exported names of the snippets it runs. */
   uses: string[];
+  /** Environment variables to set before its snippets are imported (an app that listens on import reads them then). */
+  env?: (port: number) => Record<string, string>;
   run(context: Context): Promise<void>;
 }
 
