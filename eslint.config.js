@@ -42,7 +42,7 @@ export default defineConfig(
       'test/compat/apps/**',
       // Type-checked only by the compatibility matrix, against the packed package.
       'test/compat/types/**',
-      // Generated from README.md by scripts/readme-snippets.mjs.
+      // Generated from README.md and docs/*.md by scripts/readme-snippets.mjs.
       'test/readme/snippets/**',
       // Build output and data of the sample shop and its crash tests.
       'test/sample-app/.work/**',

@@ -40,7 +40,7 @@ export interface PaymentsModuleWebhookOptions extends PaymentsWebhookOptions {
   decorators?: Array<ClassDecorator | MethodDecorator>;
 }
 
-/** Options of `PaymentsModule.forRoot()` / of the `forRootAsync` factory; see the README's options table. */
+/** Options of `PaymentsModule.forRoot()` / of the `forRootAsync` factory; see the options table of docs/configuration.md. */
 export interface PaymentsModuleOptions extends Omit<PaymentsOptions, 'webhook'> {
   /** Signed webhooks and the webhook route; see {@link PaymentsModuleWebhookOptions}. Default: off. */
   webhook?: PaymentsModuleWebhookOptions;

@@ -197,13 +197,13 @@ describe('the wire of the operations the public docs add (public-api-facts §1, 
   });
 
   describe('generatePayment input', () => {
-    it('refuses dinars before sending, with the message the README quotes', async () => {
+    it('refuses dinars before sending, with the message the operations guide quotes', async () => {
       const message = "looks like dinars: amounts are whole millimes, e.g. toMillimes('12.5')";
       const error = await client.generatePayment({ amount: '12.5' }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PaymentsValidationError);
       expect((error as PaymentsValidationError).fields).toEqual([{ field: 'amount', messages: [message] }]);
       expect(fake.requests).toHaveLength(0);
-      expect(readFileSync(new URL('../../README.md', import.meta.url), 'utf8')).toContain(`"${message}"`);
+      expect(readFileSync(new URL('../../docs/operations-api.md', import.meta.url), 'utf8')).toContain(`"${message}"`);
     });
   });
 

@@ -189,7 +189,7 @@ describe('the field table of generate_payment', () => {
 });
 
 describe('what is derived from the table', () => {
-  // The public names these must keep (README, operators' deployment files): written out here.
+  // The public names these must keep (docs/configuration.md, operators' deployment files): written out here.
   const VARIABLES: Record<string, string> = {
     successLink: 'PAYMENTS_SUCCESS_LINK',
     failLink: 'PAYMENTS_FAIL_LINK',

@@ -1,11 +1,12 @@
-// Every README snippet runs as pasted. `scripts/readme-snippets.mjs` extracts them to
-// test/readme/snippets/ (readme.spec.ts checks they are current; `npm test` type-checks them):
+// Every snippet of the README and of the guides in docs/ runs as pasted. `scripts/readme-snippets.mjs`
+// extracts them to test/readme/snippets/ (readme.spec.ts checks they are current; `npm test`
+// type-checks them):
 // the one named `*.e2e-spec.ts` is a test of its own; every other one is imported here, with the
 // PAYMENTS_* variables pointing at a PaymentsSandbox, booted (modules in a Nest app, providers
 // and controllers beside a module) and exercised by one of the SCENARIOS below, or declared a
 // fragment in FRAGMENTS with the reason it cannot run alone. A snippet whose exports no scenario
 // uses and no fragment names fails the test: nothing is skipped silently.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import {
   Controller,
   Injectable,
@@ -21,6 +22,7 @@ import { APP_GUARD, Reflector } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
+import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
@@ -29,6 +31,7 @@ import {
   PaymentsModule,
   PaymentsService,
   type PaymentConfirmedEvent,
+  type PaymentsClient,
   type PaymentsStore,
 } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
@@ -39,6 +42,8 @@ const SECRET = 'readme-snippets-webhook-secret-0123456789abcdef';
 /** What a scenario gets: the exports of the snippets it uses, and the running sandbox and port. */
 interface Context {
   exports: Record<string, unknown>;
+  /** A free port on 127.0.0.1, for a snippet that listens by itself (the one its `env` was given). */
+  port: number;
   sandbox: PaymentsSandbox;
   /** `http://127.0.0.1:<port>` of the pre-listened server the booted app serves (PAYMENTS_WEBHOOK_PUBLIC_URL's host). */
   url: string;
@@ -50,6 +55,8 @@ interface Scenario {
   name: string;
   /** Exported names of the snippets it runs. */
   uses: string[];
+  /** Environment variables to set before its snippets are imported (an app that listens on import reads them then). */
+  env?: (port: number) => Record<string, string>;
   run(context: Context): Promise<void>;
 }
 
@@ -57,6 +64,15 @@ interface Scenario {
 interface Fragment {
   identity: string;
   reason: string;
+}
+
+/** A port nothing listens on, for a snippet that starts its own server. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
 }
 
 /** A request to one of the booted app's routes. */
@@ -262,12 +278,77 @@ SCENARIOS.push(
   },
 );
 
-const FRAGMENTS: Fragment[] = [
+SCENARIOS.push(
   {
-    identity: '(no exports) nestjs-payments/express',
-    reason: 'builds an Express app without exporting or starting it, so no test can reach its routes (the Express router has its own suite)',
+    name: 'Quick start (Express): the one-file shop listens on PORT, takes a payment, and its webhook runs the callback',
+    uses: ['payments', 'server'],
+    env: (port) => ({
+      PORT: String(port),
+      SHOP_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      PAYMENTS_WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}/payments/webhook`,
+    }),
+    async run({ exports, sandbox, port }) {
+      const payments = exports.payments as PaymentsClient;
+      const shop = exports.server as Server;
+      const log = jest.spyOn(console, 'log').mockImplementation(() => undefined);
+      try {
+        if (!shop.listening) await once(shop, 'listening');
+        const base = `http://127.0.0.1:${port}`;
+        const pay = await fetch(`${base}/orders/order-8/pay`, { method: 'POST', redirect: 'manual' });
+        expect(pay.status).toBe(303);
+        const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
+        expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-8', successLink: `${base}/orders/order-8/back` });
+        expect(await (await fetch(`${base}/orders/order-8/back?payment_id=${paymentId}`)).text()).toBe('pending');
+        await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+        expect(log).toHaveBeenCalledWith('order order-8 paid');
+        expect(await payments.getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', source: 'webhook', handlers: 'succeeded' });
+        expect(await (await fetch(`${base}/orders/order-8/back?payment_id=${paymentId}`)).text()).toBe('confirmed');
+
+        const declined = sandboxPaymentOf(
+          sandbox,
+          (await fetch(`${base}/orders/order-9/pay`, { method: 'POST', redirect: 'manual' })).headers.get('location')!,
+        );
+        await expect(sandbox.failPayment(declined)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+        expect(log).toHaveBeenCalledWith('order order-9 not paid: FAILURE');
+      } finally {
+        log.mockRestore();
+        shop.closeAllConnections();
+        await new Promise((resolve) => shop.close(resolve));
+        await payments.close();
+      }
+    },
   },
-];
+  {
+    name: 'Express guide: startShop listens on the port it is given, runs markPaid from the webhook, and stop() closes it',
+    uses: ['startShop'],
+    env: (port) => ({ PAYMENTS_WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}/payments/webhook` }),
+    async run({ exports, sandbox, port }) {
+      const startShop = exports.startShop as (
+        port: number,
+        markPaid: (orderId: string) => Promise<void>,
+      ) => { payments: PaymentsClient; server: Server; stop(): Promise<void> };
+      const paid: string[] = [];
+      const shop = startShop(port, async (orderId) => void paid.push(orderId));
+      try {
+        if (!shop.server.listening) await once(shop.server, 'listening');
+        const { paymentId } = await shop.payments.generatePayment({
+          amount: '2500',
+          developerTrackingId: 'order-10',
+          successLink: 'https://shop.example.com/ok',
+          failLink: 'https://shop.example.com/ko',
+        });
+        expect(sandbox.getPayment(paymentId)?.webhook?.startsWith(`http://127.0.0.1:${port}/payments/webhook/`)).toBe(true);
+        await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+        expect(paid).toEqual(['order-10']);
+      } finally {
+        await shop.stop();
+      }
+      expect(shop.server.listening).toBe(false);
+    },
+  },
+);
+
+const FRAGMENTS: Fragment[] = [];
 
 /** Snippets that are whole test files, run by Jest as such. */
 const OWN_TESTS = ['readme-recipe.e2e-spec.ts'];
@@ -351,30 +432,40 @@ async function importSnippets(names: string[]): Promise<Record<string, unknown>>
   return exports;
 }
 
-describe('README snippets', () => {
+describe('README and guide snippets', () => {
   it('each one is run by a scenario below, is a test of its own, or is a declared fragment', () => {
     const used = new Set(SCENARIOS.flatMap((s) => s.uses));
     const fragments = new Set(FRAGMENTS.map((f) => f.identity));
     const snippets = snippetFiles();
     const unaccounted = snippets.filter((s) => (s.exports.length === 0 || !s.exports.every((e) => used.has(e))) && !fragments.has(s.identity));
     expect(unaccounted.map((s) => `${s.file}: ${s.identity}`)).toEqual([]);
-    // And nothing stale: every name a scenario uses, and every fragment, is still in the README.
+    // And nothing stale: every name a scenario uses, and every fragment, is still in the docs.
     const exported = new Set(snippets.flatMap((s) => s.exports));
+    // One name, one snippet: a scenario imports every snippet exporting a name it uses.
+    expect(snippets.flatMap((s) => s.exports).filter((name, i, all) => all.indexOf(name) !== i)).toEqual([]);
     expect([...used].filter((name) => !exported.has(name))).toEqual([]);
     expect(FRAGMENTS.filter((f) => !snippets.some((s) => s.identity === f.identity))).toEqual([]);
     for (const file of OWN_TESTS) expect(readdirSync(SNIPPETS)).toContain(file);
   });
 
-  it.each(FRAGMENTS.map((f) => [f.identity, f.reason]))('fragment, type-checked only: %s (%s)', (identity) => {
-    expect(snippetFiles().filter((s) => s.identity === identity)).toHaveLength(1);
+  it('each declared fragment (type-checked only) is exactly one snippet', () => {
+    for (const { identity } of FRAGMENTS) expect(snippetFiles().filter((s) => s.identity === identity)).toHaveLength(1);
   });
 
   it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
-    const exports = await importSnippets(scenario.uses);
-    expect(Object.keys(exports)).toEqual(expect.arrayContaining(scenario.uses));
+    const port = await freePort();
+    const env = scenario.env?.(port) ?? {};
+    const before = Object.fromEntries(Object.keys(env).map((key) => [key, process.env[key]]));
+    Object.assign(process.env, env);
     try {
-      await scenario.run({ exports, sandbox, url, boot });
+      const exports = await importSnippets(scenario.uses);
+      expect(Object.keys(exports)).toEqual(expect.arrayContaining(scenario.uses));
+      await scenario.run({ exports, sandbox, url, port, boot });
     } finally {
+      for (const [key, value] of Object.entries(before)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
       for (const app of running.splice(0)) await app.close();
     }
   });
