@@ -11,6 +11,9 @@ export {
   PaymentExpiredEvent,
   PaymentAuthorizedEvent,
   PaymentMismatchEvent,
+  PaymentCapturedEvent,
+  PaymentRefundedEvent,
+  PaymentCancelledEvent,
 } from '../core/settlement/payment.events.js';
 export type { GeneratePaymentInput, GeneratedPayment, VerifiedPayment, PaymentCapture, ReconcileResult, ReconcileOptions } from '../core/api/payments.types.js';
 export type { OutcomeRecord, OutcomePage, OutcomeQuery, PaymentOutcome, PaymentsStore } from '../core/store/payments.store.js';

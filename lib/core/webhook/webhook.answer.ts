@@ -1,5 +1,5 @@
 import { assertNever } from '../settlement/settlement.describe.js';
-import type { SettleResult } from '../settlement/settlement.runner.js';
+import type { SettleResult } from '../settlement/settlement.request.js';
 import { SETTLEMENT_WAITS } from '../settlement/settlement.waits.js';
 
 /** The JSON body of a webhook answer. Never contains secrets or internal error details. */

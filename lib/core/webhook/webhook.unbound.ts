@@ -1,7 +1,7 @@
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import { describe } from '../settlement/settlement.describe.js';
 import type { OutcomeExpectation } from '../settlement/settlement.decision.js';
-import type { SettleResult, TokenLookup } from '../settlement/settlement.runner.js';
+import type { SettleResult, TokenLookup } from '../settlement/settlement.request.js';
 import type { PaymentBinding, PaymentsStore } from '../store/payments.store.js';
 import { rateLimiterOf, type SlotLimiter } from './webhook.ratelimit.js';
 import type { WebhookTokenClaims } from './webhook.token.js';

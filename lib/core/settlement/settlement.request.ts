@@ -1,0 +1,72 @@
+import type { PaymentsError } from '../api/payments.errors.js';
+import type { VerifiedPayment } from '../api/payments.types.js';
+import type { OutcomeSource } from '../store/payments.store.js';
+import type { HandledOutcome, OutcomeExpectation } from './settlement.decision.js';
+
+/*
+ * What a path hands the settlement runner, and what it gets back. Every front end maps a
+ * SettleResult exhaustively to its own answer: webhook.answer.ts (HTTP), settlement.reconciler.ts
+ * (ReconcileResult), reconciliation.scheduler.ts (the sweep's bookkeeping).
+ */
+
+/** What {@link SettlementRunner.settle} did. Every front end maps it exhaustively to its own answer. */
+export type SettleResult =
+  | { kind: 'handled'; outcome: HandledOutcome; verification: VerifiedPayment }
+  | { kind: 'duplicate' }
+  | { kind: 'busy' }
+  | { kind: 'pending'; verification: VerifiedPayment }
+  | { kind: 'mismatch'; verification: VerifiedPayment; problems: string[] }
+  | { kind: 'foreign'; problems: string[]; verification?: VerifiedPayment }
+  | { kind: 'handlers-failed'; outcome: HandledOutcome; verification: VerifiedPayment; error: string }
+  | {
+      kind: 'verify-failed';
+      error: PaymentsError;
+      /** How long the caller should wait before the next attempt (a webhook's Retry-After). */
+      retryAfterSecs?: number;
+      /** Set when the service rate-limited verify (429): how long every path should pause. */
+      rateLimitedSecs?: number;
+    }
+  | { kind: 'rate-limited'; retryAfterSecs: number }
+  | { kind: 'store-unavailable'; error: string };
+
+/** A webhook token to settle by: its stored binding, looked up with the claim, says what to expect. */
+export interface TokenLookup {
+  /** The token's nonce, under which its binding is stored. */
+  id: string;
+  /** What to do when the store has no binding of the token (a restart with the memory store, an eviction). */
+  unbound: {
+    /** What the token itself was signed for. */
+    expected: OutcomeExpectation;
+    /** Run once the payment is claimed, before the verify call: seconds to wait when over a rate limit, else undefined. */
+    gate(): Promise<number | undefined>;
+    /** Run with the result once the claim is finished (re-binding the token, freeing its rate-limit slot). */
+    settled(result: SettleResult): Promise<void>;
+  };
+}
+
+/** One settlement to run. */
+export interface SettleRequest {
+  /** The payment. */
+  paymentId: string;
+  /** The path that asks. */
+  source: OutcomeSource;
+  /** What to expect of the payment, when known before the claim (return, reconciliation, unsigned webhook). */
+  expected?: OutcomeExpectation;
+  /** A signed webhook's token: its binding is read in the claim's store round trip. */
+  token?: TokenLookup;
+}
+
+/** Settings of the runner. */
+export interface SettlementRunnerOptions {
+  /** How long one attempt may hold a payment's claim, in ms (renewed while handlers run). */
+  leaseMs: number;
+  /** How long a done outcome is remembered, in ms. */
+  doneTtlMs: number;
+  /** How long outcome records are kept, in ms. */
+  recordTtlMs: number;
+  /** The registration's name, put on every event. */
+  registration?: string;
+}
+
+/** The claim key of a payment's outcome: one per payment, shared by every path and instance. */
+export const outcomeKey = (paymentId: string): string => `outcome:${paymentId}`;

@@ -1,0 +1,219 @@
+/**
+ * The settlement runner without HTTP: an in-memory store and a verify function the test answers.
+ * It owns a payment's claim from claim to finish; these tests watch the claim, the verify calls,
+ * the handlers and the outcome record for each kind of result.
+ */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { PaymentsRateLimitedError } from '../../lib/core/api/payments.errors.js';
+import type { VerifiedPayment } from '../../lib/core/api/payments.types.js';
+import type { PaymentsLogger } from '../../lib/core/client/payments.logger.js';
+import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
+import { outcomeKey, type SettleResult, type TokenLookup } from '../../lib/core/settlement/settlement.request.js';
+import { SettlementRunner } from '../../lib/core/settlement/settlement.runner.js';
+import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
+import type { PaymentsStore } from '../../lib/core/store/payments.store.js';
+
+const LEASE_MS = 300;
+
+interface Harness {
+  runner: SettlementRunner;
+  store: PaymentsStore;
+  verifies: string[];
+  events: Array<[PaymentEventName, PaymentEvent]>;
+  logs: string[];
+  answer(status: string, extra?: Partial<VerifiedPayment>): void;
+  fail(error: Error): void;
+}
+
+const open: SettlementRunner[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((r) => r.drain()));
+});
+
+function harness(options: { store?: PaymentsStore; handler?: (name: PaymentEventName, event: PaymentEvent) => Promise<void> } = {}): Harness {
+  const store = options.store ?? new MemoryPaymentsStore();
+  const verifies: string[] = [];
+  const events: Array<[PaymentEventName, PaymentEvent]> = [];
+  const logs: string[] = [];
+  let next: () => Promise<VerifiedPayment> = () => Promise.reject(new Error('no answer set'));
+  const logger: PaymentsLogger = { log: () => undefined, warn: (m) => logs.push(`warn ${m}`), error: (m) => logs.push(`error ${m}`) };
+  const runner = new SettlementRunner({ leaseMs: LEASE_MS, doneTtlMs: 60_000, recordTtlMs: 60_000 }, store, (id) => (verifies.push(id), next()), logger);
+  runner.setDispatcher(async (name, event) => {
+    events.push([name, event]);
+    await options.handler?.(name, event);
+  });
+  open.push(runner);
+  return {
+    runner,
+    store,
+    verifies,
+    events,
+    logs,
+    answer: (status, extra = {}) => (next = async () => ({ paymentId: 'pay_1', status, amount: '12500', developerTrackingId: 'order-7', ...extra })),
+    fail: (error) => (next = () => Promise.reject(error)),
+  };
+}
+
+const bound = { amount: '12500', developerTrackingId: 'order-7', origin: 'binding' as const };
+const settle = (h: Harness, extra: { expected?: typeof bound; token?: TokenLookup } = { expected: bound }) =>
+  h.runner.settle({ paymentId: 'pay_1', source: 'webhook', ...extra });
+
+describe('SettlementRunner', () => {
+  it('a paid payment: one verify, the handlers once, marked done; a duplicate runs nothing and costs no verify', async () => {
+    const h = harness();
+    h.answer('SUCCESS');
+    expect(await settle(h)).toMatchObject({ kind: 'handled', outcome: 'confirmed' });
+    expect(await settle(h)).toEqual({ kind: 'duplicate' });
+    expect(h.verifies).toEqual(['pay_1']);
+    expect(h.events.map(([name]) => name)).toEqual(['payment.confirmed']);
+    expect(await h.store.getOutcome('pay_1')).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', attempts: 1, source: 'webhook' });
+    expect(await h.store.claim(outcomeKey('pay_1'), 'someone', 1000)).toBe('done');
+  });
+
+  it('concurrent settles of one payment: the handlers run once, the others find it busy, one verify', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const h = harness({ handler: () => gate });
+    h.answer('SUCCESS');
+    const first = settle(h);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const others = await Promise.all([settle(h), settle(h), h.runner.settle({ paymentId: 'pay_1', source: 'return' })]);
+    expect(others.map((r) => r.kind)).toEqual(['busy', 'busy', 'busy']);
+    release();
+    expect((await first).kind).toBe('handled');
+    expect(h.verifies).toHaveLength(1);
+    expect(h.events).toHaveLength(1);
+  });
+
+  it('a throwing handler: released and recorded as failed, so the next path runs it again', async () => {
+    let fails = true;
+    const h = harness({
+      handler: async () => {
+        if (fails) throw new Error('the shop database is down');
+      },
+    });
+    h.answer('SUCCESS');
+    expect(await settle(h)).toMatchObject({ kind: 'handlers-failed', outcome: 'confirmed', error: 'Error: the shop database is down' });
+    expect(await h.store.getOutcome('pay_1')).toMatchObject({ handlers: 'failed', lastError: 'Error: the shop database is down', attempts: 1 });
+    fails = false;
+    expect((await settle(h)).kind).toBe('handled');
+    expect(await h.store.getOutcome('pay_1')).toMatchObject({ handlers: 'succeeded', attempts: 2 });
+  });
+
+  it('pending: released, recorded as pending, no handler, no attempt counted', async () => {
+    const h = harness();
+    h.answer('PENDING');
+    expect((await settle(h)).kind).toBe('pending');
+    expect(h.events).toEqual([]);
+    expect(await h.store.getOutcome('pay_1')).toMatchObject({ outcome: 'pending', handlers: 'none', attempts: 0 });
+    expect(await h.store.claim(outcomeKey('pay_1'), 'someone', 1000)).toBe('claimed');
+  });
+
+  it('a mismatch against what the plugin recorded: never confirmed, payment.mismatch emitted, marked done', async () => {
+    const h = harness();
+    h.answer('SUCCESS', { amount: '1' });
+    expect(await settle(h)).toMatchObject({ kind: 'mismatch', problems: ['amount 1 instead of 12500'] });
+    expect(h.events.map(([name]) => name)).toEqual(['payment.mismatch']);
+    expect(await h.store.getOutcome('pay_1')).toMatchObject({ outcome: 'mismatch', handlers: 'none' });
+    expect(await settle(h)).toEqual({ kind: 'duplicate' });
+  });
+
+  it('the service rate-limits verify: released, and the result says how long every path should pause', async () => {
+    const h = harness();
+    h.fail(new PaymentsRateLimitedError({ operation: 'verifyPayment', httpStatus: 429, retryAfterSecs: 12 }));
+    expect(await settle(h)).toMatchObject({ kind: 'verify-failed', rateLimitedSecs: 12, retryAfterSecs: 12 });
+    expect(await h.store.claim(outcomeKey('pay_1'), 'someone', 1000)).toBe('claimed');
+  });
+
+  it('the store cannot be reached: store-unavailable, no verify', async () => {
+    const store = new MemoryPaymentsStore();
+    store.claim = () => Promise.reject(new Error('ECONNREFUSED'));
+    const h = harness({ store });
+    h.answer('SUCCESS');
+    expect(await settle(h)).toEqual({ kind: 'store-unavailable', error: 'Error: ECONNREFUSED' });
+    expect(h.verifies).toEqual([]);
+  });
+
+  describe('by a webhook token', () => {
+    const token = (gate: () => Promise<number | undefined>, settled: (r: SettleResult) => Promise<void> = async () => undefined): TokenLookup => ({
+      id: 'nonce_1',
+      unbound: { expected: { amount: '12500', origin: 'token', trackingMatches: () => true, identifiesPayment: true }, gate, settled },
+    });
+
+    it('its binding says what to expect; the lookup and the claim are one step', async () => {
+      const h = harness();
+      await h.store.saveBinding('nonce_1', { paymentId: 'pay_1', amount: '99000', createdAt: new Date().toISOString() }, 60_000);
+      h.answer('SUCCESS');
+      // The binding (99000), not the token's fallback (12500), is what the answer is checked against.
+      expect(await settle(h, { token: token(async () => undefined) })).toMatchObject({ kind: 'mismatch' });
+    });
+
+    it('a binding of another payment: foreign, nothing claimed, no verify', async () => {
+      const h = harness();
+      await h.store.saveBinding('nonce_1', { paymentId: 'pay_other', amount: '12500', createdAt: new Date().toISOString() }, 60_000);
+      h.answer('SUCCESS');
+      expect(await settle(h, { token: token(async () => undefined) })).toEqual({ kind: 'foreign', problems: ['webhook token was issued for another payment'] });
+      expect(h.verifies).toEqual([]);
+      expect(await h.store.claim(outcomeKey('pay_1'), 'someone', 1000)).toBe('claimed');
+    });
+
+    it('no binding: the gate runs after the claim; over the limit, rate-limited, released, no verify', async () => {
+      const h = harness();
+      h.answer('SUCCESS');
+      const calls: string[] = [];
+      const result = await settle(h, {
+        token: token(async () => {
+          calls.push(`gate while claim is ${await h.store.claim(outcomeKey('pay_1'), 'probe', 1000)}`);
+          return 30;
+        }),
+      });
+      expect(result).toEqual({ kind: 'rate-limited', retryAfterSecs: 30 });
+      expect(calls).toEqual(['gate while claim is busy']);
+      expect(h.verifies).toEqual([]);
+      expect(await h.store.claim(outcomeKey('pay_1'), 'someone', 1000)).toBe('claimed');
+    });
+
+    it('no binding, under the limit: verified against the token, then told the result', async () => {
+      const h = harness();
+      h.answer('SUCCESS');
+      const told: string[] = [];
+      expect(
+        (
+          await settle(h, {
+            token: token(
+              async () => undefined,
+              async (r) => void told.push(r.kind),
+            ),
+          })
+        ).kind,
+      ).toBe('handled');
+      expect(told).toEqual(['handled']);
+    });
+  });
+
+  it('handlers slower than the lease: the claim is renewed, so a redelivery meanwhile finds it busy', async () => {
+    let release!: () => void;
+    const h = harness({ handler: () => new Promise<void>((resolve) => (release = resolve)) });
+    h.answer('SUCCESS');
+    const first = settle(h);
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS * 3));
+    expect((await settle(h)).kind).toBe('busy');
+    release();
+    expect((await first).kind).toBe('handled');
+    expect(h.events).toHaveLength(1);
+  });
+
+  it('drain() waits for settlements in flight', async () => {
+    let release!: () => void;
+    const h = harness({ handler: () => new Promise<void>((resolve) => (release = resolve)) });
+    h.answer('SUCCESS');
+    const first = settle(h);
+    let drained = false;
+    const draining = h.runner.drain().then(() => (drained = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(drained).toBe(false);
+    release();
+    await draining;
+    expect((await first).kind).toBe('handled');
+  });
+});
