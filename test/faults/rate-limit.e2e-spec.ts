@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { createPaymentsClient, type PaymentOutcomeEvent } from '../../lib/express/index.js';
 import { MemoryPaymentsStore, PaymentsApiError } from '../../lib/index.js';
 import { FakeService, type FakeReply } from '../support/fake-service.js';
@@ -71,7 +71,18 @@ describe('verify answered 429 with Retry-After: 60', () => {
     expect(seen).toEqual([]);
 
     fake.reply(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 12500 }) });
-    expect((await fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' })).status).toBe(200);
+    // Within the 60 s every path honours the pause: answered from memory, no call.
+    const early = await fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' });
+    expect([early.status, Number(early.headers.get('retry-after')) > 55]).toEqual([503, true]);
+    expect(verifyCount(fake, p.paymentId)).toBe(1);
+    // The redelivery after the 60 s (the clock moved on) confirms.
+    const now = Date.now();
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => now + 61_000);
+    try {
+      expect((await fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' })).status).toBe(200);
+    } finally {
+      clock.mockRestore();
+    }
     expect(seen.map((e) => e.paymentId)).toEqual([p.paymentId]);
     expect(verifyCount(fake, p.paymentId)).toBe(2);
   });

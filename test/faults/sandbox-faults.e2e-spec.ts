@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { PaymentsApiError, PaymentsConnectionError, PaymentsError, PaymentsModule, PaymentsService } from '../../lib/index.js';
@@ -211,7 +211,15 @@ describe('verify_payment faults: a GET, so retried; never taken for an answer', 
     expect([(error as PaymentsConnectionError).code, (error as PaymentsConnectionError).attempts]).toEqual(['TIMEOUT', MAX_RETRIES + 1]);
     expect(await payments.getOutcome(paymentId)).toBeUndefined();
     sandbox.fault(VERIFY_ALL, null);
-    // No confirmation handler is registered in this app: the outcome is verified but left undone (retried later).
-    await expect(payments.reconcilePayment(paymentId)).resolves.toMatchObject({ paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: false });
+    // Within the verify budget's interval the failure is remembered (no call); once it passed:
+    // no confirmation handler is registered in this app, so the outcome is verified but left undone (retried later).
+    await expect(payments.reconcilePayment(paymentId)).rejects.toMatchObject({ code: 'TIMEOUT' });
+    const now = Date.now();
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => now + 11_000);
+    try {
+      await expect(payments.reconcilePayment(paymentId)).resolves.toMatchObject({ paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: false });
+    } finally {
+      clock.mockRestore();
+    }
   });
 });

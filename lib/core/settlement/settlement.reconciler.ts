@@ -1,6 +1,6 @@
 import { millimes } from '../api/payment.rules.js';
 import { normalizeMillimes } from '../api/money.util.js';
-import { PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsFieldError } from '../api/payments.errors.js';
+import { PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsFieldError } from '../api/payments.errors.js';
 import type { ReconcileOptions, ReconcileResult, VerifiedPayment } from '../api/payments.types.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import type { PaymentsStore } from '../store/payments.store.js';
@@ -31,7 +31,7 @@ export class PaymentReconciler {
   /** See `PaymentsOperations.reconcilePayment`; `paymentId` is already validated. */
   async reconcile(paymentId: string, options: ReconcileOptions = {}): Promise<ReconcileResult> {
     const recent = await this.store.getOutcome(paymentId).catch(() => undefined);
-    if (recent?.outcome === 'pending' && Date.now() - Date.parse(recent.updatedAt) < SETTLEMENT_WAITS.pendingRecheckMs) {
+    if (recent?.outcome === 'pending' && Date.now() - Date.parse(recent.updatedAt) < SETTLEMENT_WAITS.verifyIntervalMs) {
       return { paymentId, status: recent.status, outcome: 'pending', handled: false };
     }
     const expected = await this.#expectationFor(paymentId, options);
@@ -68,6 +68,11 @@ export class PaymentReconciler {
       case 'rate-limited':
         // Only a webhook token without a binding is gated; a return never is.
         return { paymentId, status: '', outcome: 'pending', handled: false };
+      case 'deferred':
+        // Verified moments ago without settling it (from this instance's memory), or the service
+        // is failing or rate-limiting: no call now. A failure is reported as it was.
+        if (!result.pending) throw result.error ?? new PaymentsError(`reconcilePayment: verify deferred for ${result.retryAfterSecs} s`, 'API_ERROR');
+        return { paymentId, status: (await this.store.getOutcome(paymentId).catch(() => undefined))?.status ?? '', outcome: 'pending', handled: false };
       default:
         return assertNever(result);
     }

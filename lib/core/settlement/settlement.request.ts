@@ -27,6 +27,15 @@ export type SettleResult =
       rateLimitedSecs?: number;
     }
   | { kind: 'rate-limited'; retryAfterSecs: number }
+  | {
+      kind: 'deferred';
+      /** The payment's last verify said "not yet" (rather than failing). */
+      pending: boolean;
+      /** Seconds until a verify may be tried again. */
+      retryAfterSecs: number;
+      /** The error of the last verify, when it failed. */
+      error?: PaymentsError;
+    }
   | { kind: 'store-unavailable'; error: string };
 
 /** A webhook token to settle by: its stored binding, looked up with the claim, says what to expect. */

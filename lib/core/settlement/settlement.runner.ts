@@ -8,6 +8,7 @@ import { NO_TELEMETRY, type SettleTrace, type TelemetryHooks } from '../telemetr
 import { PaymentMismatchEvent, type PaymentEvent, type PaymentEventName } from './payment.events.js';
 import { decide, type HandledOutcome, type OutcomeExpectation, type VerifyAnswer } from './settlement.decision.js';
 import { assertNever, describe } from './settlement.describe.js';
+import { VerifyBudget } from './settlement.budget.js';
 import { renewWhileHandling } from './settlement.lease.js';
 import { outcomeKey, type SettlementRunnerOptions, type SettleRequest, type SettleResult } from './settlement.request.js';
 import { OUTCOME_EVENT_CLASSES, type OutcomeDispatcher } from './outcome.handlers.js';
@@ -34,6 +35,7 @@ export class SettlementRunner {
    * @param verify reads a payment from the service
    * @param logger where problems are reported
    * @param telemetry what observes each settle
+   * @param budget the verify budget webhooks and returns are held to (the sweep is not)
    */
   constructor(
     private readonly options: SettlementRunnerOptions,
@@ -41,6 +43,7 @@ export class SettlementRunner {
     private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
     private readonly logger: PaymentsLogger,
     private readonly telemetry: TelemetryHooks = NO_TELEMETRY,
+    private readonly budget: VerifyBudget = new VerifyBudget(),
   ) {}
 
   /** Sets who runs the handlers (the Nest event bridge, the Express router). */
@@ -98,6 +101,10 @@ export class SettlementRunner {
 
   async #run(request: SettleRequest, trace: SettleTrace): Promise<SettleResult> {
     const { paymentId, source, token } = request;
+    if (source !== 'reconciliation') {
+      const deferral = this.budget.admit(paymentId);
+      if (deferral) return { kind: 'deferred', pending: deferral.pending, retryAfterSecs: deferral.retryAfterSecs, error: deferral.error };
+    }
     const key = outcomeKey(paymentId);
     const owner = randomUUID();
     let expected = request.expected;
@@ -162,6 +169,7 @@ export class SettlementRunner {
       answer = { ok: false, error: error instanceof PaymentsError ? error : new PaymentsError(describe(error), 'API_ERROR') };
     }
     const decision = decide(paymentId, answer, expected);
+    this.budget.note(paymentId, decision, answer.ok ? undefined : answer.error);
     switch (decision.kind) {
       case 'unverified': {
         await this.#release(key, owner);

@@ -13,11 +13,13 @@ export const SETTLEMENT_WAITS = {
   /** How often it reads the outcome record meanwhile. */
   returnPollMs: 150,
   /**
-   * A payment verified as still pending this recently is answered from the record: a return page
-   * that reloads every few seconds must not turn into a verify call per reload (the service
-   * rate-limits verify).
+   * The verify budget's interval: a payment verified this recently without being settled (still
+   * pending, or the call failed) is answered from memory (and, on the return path, from its
+   * outcome record) rather than verified again: a return page that reloads every few seconds, or
+   * a service that redelivers, must not turn into a verify call each (the service rate-limits
+   * verify). Also the circuit breaker's cooldown: recovery within one interval.
    */
-  pendingRecheckMs: 10_000,
+  verifyIntervalMs: 10_000,
   /** Longest wait between two reconciliation checks of one payment. */
   reconcileMaxBackoffMs: 3_600_000,
 } as const;

@@ -65,6 +65,11 @@ export function answerFor(result: SettleResult): WebhookAnswer {
       return refusal(429, 'too many deliveries for this webhook token', { 'Retry-After': String(result.retryAfterSecs) });
     case 'store-unavailable':
       return unavailable();
+    case 'deferred':
+      // Verified moments ago without settling it, or the service is failing: no call now.
+      return result.pending
+        ? { status: 202, body: { received: true, pending: true }, headers: { 'Retry-After': String(result.retryAfterSecs) } }
+        : unavailable(result.retryAfterSecs);
     default:
       return assertNever(result);
   }

@@ -1,0 +1,132 @@
+import { LRUCache } from 'lru-cache';
+import { PaymentsApiError, PaymentsConnectionError, type PaymentsError } from '../api/payments.errors.js';
+import type { Decision } from './settlement.decision.js';
+import { SETTLEMENT_WAITS } from './settlement.waits.js';
+
+/**
+ * The verify budget of one client: how webhooks and returns avoid hammering a service that is
+ * failing, rate-limiting or has just said "not yet". The service's docs warn that repeated verify
+ * calls get rate-limited or banned, and anyone holding an order's return URL can reload it.
+ *
+ * Three rules, checked before a payment is claimed (no store round trip):
+ * - a payment whose last verify, within `interval`, did not settle it (PENDING, an unknown
+ *   status, an error) is answered from that memory, not verified again;
+ * - after a 429, no verify at all until its Retry-After (30 s when it said none);
+ * - a circuit breaker: after {@link BREAKER_THRESHOLD} verifies in a row got no usable answer
+ *   (5xx, timeouts, refused connections), it opens: no verify until `interval` passed, then one
+ *   probe; its success closes it, its failure opens it again. Recovery is thus within one interval.
+ *
+ * The reconciliation sweep is not gated: it has its own schedule, back-off and 429 pause, and its
+ * verifies teach this memory too. The memory is per client (per instance); across instances the
+ * sweep's queue and the return path's outcome record coordinate.
+ */
+
+/** Consecutive verifies without a usable answer that open the breaker. */
+export const BREAKER_THRESHOLD = 3;
+
+/** The circuit breaker's state: consecutive failures, and until when it refuses calls (0: closed). */
+export interface BreakerState {
+  /** Verifies in a row that got no usable answer. */
+  readonly failures: number;
+  /** Epoch ms before which no call is let through; 0 while closed. */
+  readonly openUntil: number;
+}
+
+/** A closed breaker. */
+export const CLOSED: BreakerState = Object.freeze({ failures: 0, openUntil: 0 });
+
+/**
+ * Whether the breaker lets a call through at `now`, and its state after: closed lets every call
+ * through; open refuses until `openUntil`, then lets ONE probe through and stays open for another
+ * `cooldownMs` (so concurrent callers do not all probe). Pure.
+ */
+export function breakerAdmit(state: BreakerState, now: number, cooldownMs: number): { allowed: boolean; state: BreakerState } {
+  if (state.openUntil === 0) return { allowed: true, state };
+  if (now < state.openUntil) return { allowed: false, state };
+  return { allowed: true, state: { failures: state.failures, openUntil: now + cooldownMs } };
+}
+
+/**
+ * The breaker's state after a call's result: a usable answer closes it; a failure counts, and the
+ * {@link BREAKER_THRESHOLD}th in a row (or any failure of a probe) opens it for `cooldownMs`. Pure.
+ */
+export function breakerAfter(state: BreakerState, answered: boolean, now: number, cooldownMs: number): BreakerState {
+  if (answered) return CLOSED;
+  const failures = state.failures + 1;
+  return failures >= BREAKER_THRESHOLD ? { failures, openUntil: now + cooldownMs } : { failures, openUntil: 0 };
+}
+
+/** Why a payment was not verified now, and what to answer meanwhile. */
+export interface Deferral {
+  /** The payment's last verify said it is not settled yet (rather than failing). */
+  pending: boolean;
+  /** Seconds until a verify may be tried again. */
+  retryAfterSecs: number;
+  /** The error the last verify (or the one that opened the breaker) ended with, when it failed. */
+  error?: PaymentsError;
+  /** Set when the service rate-limited verify. */
+  rateLimited?: boolean;
+}
+
+interface Remembered {
+  until: number;
+  pending: boolean;
+  error?: PaymentsError;
+}
+
+/** One client's verify budget (see the file's comment). */
+export class VerifyBudget {
+  readonly #recent: LRUCache<string, Remembered>;
+  #breaker: BreakerState = CLOSED;
+  #breakerError?: PaymentsError;
+  #pausedUntil = 0;
+  #pauseError?: PaymentsError;
+
+  /**
+   * @param intervalMs how long an unsettled verify is remembered, and the breaker's cooldown
+   * @param clock the time source (tests compress it)
+   */
+  constructor(
+    private readonly intervalMs: number = SETTLEMENT_WAITS.verifyIntervalMs,
+    private readonly clock: () => number = () => Date.now(),
+  ) {
+    this.#recent = new LRUCache({ max: 10_000 });
+  }
+
+  /** Before claiming a payment for a verify: undefined when it may be verified now, else why not. */
+  admit(paymentId: string): Deferral | undefined {
+    const now = this.clock();
+    const remembered = this.#recent.get(paymentId);
+    if (remembered && remembered.until > now) return { pending: remembered.pending, retryAfterSecs: secs(remembered.until - now), error: remembered.error };
+    if (now < this.#pausedUntil) return { pending: false, retryAfterSecs: secs(this.#pausedUntil - now), error: this.#pauseError, rateLimited: true };
+    const { allowed, state } = breakerAdmit(this.#breaker, now, this.intervalMs);
+    this.#breaker = state;
+    if (!allowed) return { pending: false, retryAfterSecs: secs(state.openUntil - now), error: this.#breakerError };
+    return undefined;
+  }
+
+  /** After a verify: what its decision teaches the budget. */
+  note(paymentId: string, decision: Decision, error: PaymentsError | undefined): void {
+    const now = this.clock();
+    if (decision.kind !== 'unverified') {
+      this.#breaker = breakerAfter(this.#breaker, true, now, this.intervalMs);
+      if (decision.kind === 'pending') this.#recent.set(paymentId, { until: now + this.intervalMs, pending: true });
+      else this.#recent.delete(paymentId);
+      return;
+    }
+    if (decision.rateLimitedSecs !== undefined) {
+      // The service answered: it is up, only refusing for a while. Every path pauses.
+      this.#pausedUntil = Math.max(this.#pausedUntil, now + decision.rateLimitedSecs * 1000);
+      this.#pauseError = error;
+      this.#recent.set(paymentId, { until: now + decision.rateLimitedSecs * 1000, pending: false, error });
+      return;
+    }
+    // Only a service that gave no usable answer counts against the breaker (a 404 is an answer).
+    const down = error instanceof PaymentsConnectionError || (error instanceof PaymentsApiError && error.httpStatus >= 500);
+    this.#breaker = breakerAfter(this.#breaker, !down, now, this.intervalMs);
+    if (this.#breaker.openUntil > 0) this.#breakerError = error;
+    this.#recent.set(paymentId, { until: now + this.intervalMs, pending: false, error });
+  }
+}
+
+const secs = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));

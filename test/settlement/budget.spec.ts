@@ -1,0 +1,90 @@
+/**
+ * The verify budget: the circuit breaker as a pure rule (table), then the budget a client holds
+ * webhooks and returns to, on a compressed clock.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { PaymentsApiError, PaymentsConnectionError, PaymentsRateLimitedError } from '../../lib/core/api/payments.errors.js';
+import { BREAKER_THRESHOLD, breakerAdmit, breakerAfter, CLOSED, VerifyBudget, type BreakerState } from '../../lib/core/settlement/settlement.budget.js';
+import type { Decision } from '../../lib/core/settlement/settlement.decision.js';
+
+const COOLDOWN = 10_000;
+
+describe('breakerAdmit / breakerAfter (table)', () => {
+  const open = (until: number, failures = BREAKER_THRESHOLD): BreakerState => ({ failures, openUntil: until });
+  it.each<[string, BreakerState, number, boolean, BreakerState]>([
+    ['closed: every call goes through', CLOSED, 5, true, CLOSED],
+    ['open, before its time: refused', open(100), 99, false, open(100)],
+    ['open, at its time: one probe, and open again for the cooldown', open(100), 100, true, open(100 + COOLDOWN)],
+    ['open, long after: one probe', open(100), 50_000, true, open(50_000 + COOLDOWN)],
+  ])('%s', (_name, state, now, allowed, after) => {
+    expect(breakerAdmit(state, now, COOLDOWN)).toEqual({ allowed, state: after });
+  });
+
+  it.each<[string, BreakerState, boolean, BreakerState]>([
+    ['an answer closes it', open(100), true, CLOSED],
+    ['a first failure counts', CLOSED, false, { failures: 1, openUntil: 0 }],
+    ['the threshold-th failure in a row opens it', { failures: BREAKER_THRESHOLD - 1, openUntil: 0 }, false, open(1_000 + COOLDOWN)],
+    ["a probe's failure opens it again", open(900, BREAKER_THRESHOLD), false, open(1_000 + COOLDOWN, BREAKER_THRESHOLD + 1)],
+  ])('%s', (_name, state, answered, after) => {
+    expect(breakerAfter(state, answered, 1_000, COOLDOWN)).toEqual(after);
+  });
+});
+
+describe('VerifyBudget', () => {
+  const unverified = (retryAfterSecs?: number, rateLimitedSecs?: number): Decision => ({ kind: 'unverified', retryAfterSecs, rateLimitedSecs });
+  const down = () => new PaymentsApiError('API_ERROR', { operation: 'verifyPayment', httpStatus: 503 });
+  const clock = () => {
+    let now = 1_000_000;
+    return { now: () => now, advance: (ms: number) => void (now += ms) };
+  };
+
+  it('remembers a payment still pending for one interval, then lets it be verified again', () => {
+    const t = clock();
+    const budget = new VerifyBudget(COOLDOWN, t.now);
+    expect(budget.admit('p')).toBeUndefined();
+    budget.note('p', { kind: 'pending' }, undefined);
+    expect(budget.admit('p')).toEqual({ pending: true, retryAfterSecs: 10, error: undefined });
+    expect(budget.admit('q')).toBeUndefined();
+    t.advance(COOLDOWN);
+    expect(budget.admit('p')).toBeUndefined();
+  });
+
+  it('a 429 pauses every payment until its Retry-After', () => {
+    const t = clock();
+    const budget = new VerifyBudget(COOLDOWN, t.now);
+    const error = new PaymentsRateLimitedError({ operation: 'verifyPayment', httpStatus: 429, retryAfterSecs: 25 });
+    budget.note('p', unverified(25, 25), error);
+    expect(budget.admit('q')).toMatchObject({ pending: false, retryAfterSecs: 25, rateLimited: true, error });
+    t.advance(25_000);
+    expect(budget.admit('q')).toBeUndefined();
+  });
+
+  it('opens after three payments in a row found the service down, probes once per interval, closes on an answer', () => {
+    const t = clock();
+    const budget = new VerifyBudget(COOLDOWN, t.now);
+    for (const id of ['a', 'b', 'c']) budget.note(id, unverified(5), down());
+    expect(budget.admit('d')).toMatchObject({ pending: false, retryAfterSecs: 10 });
+    t.advance(COOLDOWN);
+    expect(budget.admit('d')).toBeUndefined(); // the probe
+    expect(budget.admit('e')).toMatchObject({ pending: false }); // only one probe
+    budget.note('d', { kind: 'settle', outcome: 'confirmed', event: 'payment.confirmed' }, undefined);
+    expect(budget.admit('e')).toBeUndefined();
+  });
+
+  it('a connection failure counts as down; a 404 is an answer and does not', () => {
+    const t = clock();
+    const budget = new VerifyBudget(COOLDOWN, t.now);
+    const refused = new PaymentsConnectionError({
+      operation: 'verifyPayment',
+      code: 'CONNECTION_FAILED',
+      mayHaveBeenProcessed: false,
+      attempts: 1,
+      reason: 'ECONNREFUSED',
+    });
+    const missing = new PaymentsApiError('NOT_FOUND', { operation: 'verifyPayment', httpStatus: 404 });
+    budget.note('a', unverified(5), refused);
+    budget.note('b', unverified(), missing);
+    budget.note('c', unverified(5), refused);
+    expect(budget.admit('d')).toBeUndefined();
+  });
+});
