@@ -79,3 +79,4 @@ export type {
 export type { OutcomeDispatcher } from './outcome.processor.js';
 export type { WebhookRequest } from './webhook.payload.js';
 export { WEBHOOK_TOKEN_PARAM } from './webhook.token.js';
+export { webhookProbeUrl } from './webhook.probe.js';

@@ -18,6 +18,11 @@ export interface WebhookAnswerBody {
   pending?: boolean;
   /** Why it was refused. */
   error?: string;
+  /**
+   * The delivery was a set-up probe (`nestjs-payments doctor --probe`), signed with the webhook
+   * secret: it reached this route, and nothing was looked up, verified or run.
+   */
+  probe?: boolean;
 }
 
 /** The HTTP answer a webhook front end (Nest controller, Express router) sends. */
@@ -150,7 +155,7 @@ export class WebhookProcessor {
     const trace = this.telemetry.webhook(`/${this.#options.path}${request.pathToken === undefined ? '' : '/:token'}`);
     const auth = await trace.within(() => this.check(request, claim));
     if (auth.ok) return Object.assign(auth, { [TRACE]: trace });
-    trace.end(auth.answer.status, auth.answer.status === 200 ? 'duplicate' : 'rejected');
+    trace.end(auth.answer.status, auth.answer.body.probe === true ? 'probe' : auth.answer.status === 200 ? 'duplicate' : 'rejected');
     return auth;
   }
 
@@ -173,6 +178,8 @@ export class WebhookProcessor {
 
     const parsed = parseWebhook(request, this.#options.maxBodyBytes);
     if (!parsed.ok) return { ok: false, answer: reject(parsed.reason === 'payload too large' ? 413 : 400, `malformed webhook: ${parsed.reason}`) };
+    // A set-up probe proves the route is reached; it costs an HMAC, nothing else.
+    if (this.#signer?.verifyProbe(parsed.token) === true) return { ok: false, answer: { status: 200, body: { received: true, probe: true } } };
 
     if (parsed.token === undefined) {
       if (!this.#options.acceptUnsigned) return { ok: false, answer: reject(401, 'missing or invalid webhook token') };
