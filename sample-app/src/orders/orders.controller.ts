@@ -13,13 +13,13 @@ import {
   Redirect,
   UseFilters,
 } from '@nestjs/common';
-import { PaymentsError, PaymentsService, type ReconcileResult } from 'nestjs-payments';
+import { PaymentsError, PaymentsService } from 'nestjs-payments';
 import { Catalog } from '../catalog/catalog.service.js';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
 import { CustomerId } from '../security/csrf-token.decorator.js';
 import { HtmlExceptionFilter } from '../views/html-exception.filter.js';
-import { orderPage, type ReturnPage } from '../views/order.view.js';
-import type { Order } from './order.model.js';
+import { orderPage, orderStatusPage, type ReturnPage } from '../views/order.view.js';
+import type { Order, ReturnCheck } from './order.model.js';
 import { OrdersRepository } from './orders.repository.js';
 
 /** What `@Redirect()` handlers return: where to send the browser. */
@@ -27,9 +27,6 @@ interface RedirectTo {
   url: string;
   statusCode: number;
 }
-
-/** What the return page learned from the payment service, when it asked. */
-export type ReturnCheck = Pick<ReconcileResult, 'outcome' | 'error'> | { outcome: 'unreachable'; error?: string };
 
 /** Checkout, and the pages the payment service sends the customer back to. */
 @Controller('orders')
@@ -77,6 +74,18 @@ export class OrdersController {
       this.logger.error(`order ${order.id}: could not create the payment: ${error.message}`);
       throw new BadGatewayException('The payment service is not available right now. You have not been charged; please try again in a moment.');
     }
+  }
+
+  /**
+   * GET /orders/:id: the order's page, its state and history, as the shop's database has them.
+   * It asks the payment service nothing (the return pages, the webhook and the reconciliation
+   * do): reloading it costs no verify call, whoever reloads it.
+   */
+  @Get(':id')
+  @Header('Content-Type', 'text/html; charset=utf-8')
+  async show(@Param('id') orderId: string): Promise<string> {
+    const order = await this.find(orderId);
+    return orderStatusPage({ sandboxMode: this.settings.sandboxMode }, order, await this.orders.events(order.id));
   }
 
   /**
