@@ -79,3 +79,4 @@ export type { WebhookAuthentication, WebhookAuthenticateOptions, WebhookAccepted
 export type { OutcomeDispatcher, OutcomeHandler } from './settlement/outcome.handlers.js';
 export type { WebhookRequest } from './webhook/webhook.payload.js';
 export { WEBHOOK_TOKEN_PARAM } from './webhook/webhook.token.js';
+export { webhookProbeUrl } from './webhook/webhook.probe.js';

@@ -12,6 +12,7 @@ import { configModuleOptions, parsePort, type ShopEnv } from './config/config.op
 import { SHOP_SANDBOX } from './config/sandbox.provider.js';
 import { SHOP_SETTINGS, type ShopSettings } from './config/shop.settings.js';
 import { ShopDatabase } from './db/database.js';
+import { adminSessionMiddleware } from './security/shop-security.js';
 import { StartupReconciliation, type StartupReconciliationReport } from './orders/startup-reconciliation.js';
 import { NotFoundPageFilter } from './views/not-found.filter.js';
 import { securityHeaders } from './views/security-headers.middleware.js';
@@ -128,8 +129,10 @@ export async function createShopApp(options: ShopAppOptions = {}): Promise<ShopA
     );
     const early = app.get<ShopSettings>(SHOP_SETTINGS);
     app.use(securityHeaders);
-    // Signs the admin session cookie (and parses the CSRF and customer cookies).
+    // Parses the CSRF cookie and the signed customer cookie.
     app.use(cookieParser(early.sessionSecret));
+    // The admin's server-side sessions, in the shop's database.
+    app.use('/admin', adminSessionMiddleware(early, database.db));
     app.useGlobalFilters(
       new NotFoundPageFilter({ sandboxMode: early.sandboxMode }, `/${(vars.PAYMENTS_WEBHOOK_PATH || 'payments/webhook').replace(/^\/+|\/+$/g, '')}`),
     );

@@ -46,6 +46,8 @@ const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
   postgres: (n) => n === 'pg',
   testing: () => false,
   terminus: (n) => n.startsWith('@nestjs/'),
+  // The executable: ioredis and pg only through lib/redis and lib/postgres, loaded lazily.
+  cli: () => false,
 };
 /** Which sibling layers each layer may import: data flows nest/express -> core, never back. */
 const LAYER_LAYERS: Record<string, string[]> = {
@@ -56,6 +58,7 @@ const LAYER_LAYERS: Record<string, string[]> = {
   postgres: ['core'],
   testing: ['core'],
   terminus: ['core', 'nest'],
+  cli: ['core', 'nest', 'testing', 'redis', 'postgres'],
 };
 
 describe('lib/ imports', () => {
@@ -89,6 +92,14 @@ describe('lib/ imports', () => {
       }
     }
     expect(violations).toEqual([]);
+  });
+
+  it('lib/cli reaches the core through its barrel only, and the Nest layer only for the variables (no @nestjs at run time)', () => {
+    const reached = imports
+      .filter(({ file }) => file.startsWith(`lib${path.sep}cli${path.sep}`))
+      .flatMap(({ specs }) => specs.filter((s) => s.startsWith('../core/') || s.startsWith('../nest/')));
+    expect(reached.length).toBeGreaterThan(0);
+    expect([...new Set(reached)].sort()).toEqual(['../core/index.js', '../nest/payments.config.js', '../nest/payments.module-options.js']);
   });
 
   it('uses .js extensions on relative imports (required by Node ESM)', () => {
@@ -146,8 +157,9 @@ describe('package.json exports (one CommonJS build, ES-module re-exports: docs/m
     expect([...typedoc.entryPoints].sort()).toEqual(subpaths.map((s) => `lib/${stem(s)}.ts`).sort());
   });
 
-  it('runs the sandbox CLI from the build', async () => {
-    expect(manifest.bin).toEqual({ 'nestjs-payments': './dist/testing/sandbox.cli.js' });
+  it('runs the CLI (sandbox, doctor, verify, outcomes) from the build', async () => {
+    expect(manifest.bin).toEqual({ 'nestjs-payments': './dist/cli/cli.main.js' });
+    expect((await readFile(path.join(root, 'lib/cli/cli.main.ts'), 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
     expect((await readFile(path.join(root, 'lib/testing/sandbox.cli.ts'), 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
   });
 

@@ -12,7 +12,7 @@ import { PaymentsService, type OutcomePage } from 'nestjs-payments';
 import { PaymentsSandbox } from 'nestjs-payments/testing';
 import { OrdersRepository } from '../../sample-app/src/orders/orders.repository.js';
 import { createShopApp, type ShopApp } from '../../sample-app/src/shop.bootstrap.js';
-import { CapturingLogger, paymentIdOf, ShopClient } from './shop.helpers.js';
+import { CapturingLogger, customerIdOf, paymentIdOf, ShopClient } from './shop.helpers.js';
 
 const WEBHOOK_SECRET = 'shop-e2e-webhook-secret-0123456789abcdef';
 const ADMIN_PASSWORD = 'e2e-admin-password-0123';
@@ -120,7 +120,8 @@ describe('sample shop in sandbox mode', () => {
     expect(page.text).not.toMatch(/<script|src=|<link rel="stylesheet"|url\(/i);
     // The customer and CSRF cookies: HttpOnly, SameSite.
     const cookies = page.headers.getSetCookie().join('\n');
-    expect(client.cookies.get('shop_customer')).toMatch(/^cus_[0-9a-f]{16}$/);
+    // Signed (cookie-parser, `s:<id>.<HMAC>`): a planted id is not taken (shop-sessions.e2e-spec.ts).
+    expect(customerIdOf(client)).toMatch(/^cus_[0-9a-f]{16}$/);
     expect(cookies).toMatch(/shop_csrf=[^;]+; Path=\/; HttpOnly; SameSite=Strict/);
   });
 
@@ -242,7 +243,7 @@ describe('sample shop in sandbox mode', () => {
 
   it('"save my card" sends the customer id as client_id; once paid, the admin lookup shows the card', async () => {
     const { orderId, paymentId } = await buy('espresso-beans', { saveCard: true });
-    const customerId = client.cookies.get('shop_customer')!;
+    const customerId = customerIdOf(client);
     expect(sandbox.getPayment(paymentId)!.clientId).toBe(customerId);
     await sandbox.completePayment(paymentId);
     const page = await returnTo(orderId, paymentId, 'success');
@@ -283,6 +284,9 @@ describe('sample shop in sandbox mode', () => {
   it('"capture later": an empty amount captures all; Refund… on the captured order refunds the captured amount', async () => {
     const { orderId, paymentId } = await buy('espresso-machine');
     await sandbox.completePayment(paymentId);
+    // The admin posts from the admin page, whose forms carry a token bound to the admin session
+    // (the catalog's is not: the session cookie is scoped to /admin).
+    expect(await adminRow(orderId)).toContain('data-state="authorized"');
     const all = await client.postAndFollow(`/admin/orders/${orderId}/capture`, { amount: '' });
     expect(all.text).toContain(`Captured 649.000 TND of order ${orderId}.</p>`);
     expect(sandbox.getPayment(paymentId)).toMatchObject({ state: 'captured', capturedAmount: '649000' });
@@ -305,6 +309,9 @@ describe('sample shop in sandbox mode', () => {
   it('"capture later": the admin cancels a hold; a second cancel shows the refusal', async () => {
     const { orderId, paymentId } = await buy('espresso-machine');
     await sandbox.completePayment(paymentId);
+    // The admin posts from the admin page, whose forms carry a token bound to the admin session
+    // (the catalog's is not: the session cookie is scoped to /admin).
+    expect(await adminRow(orderId)).toContain('data-state="authorized"');
     const cancelled = await client.postAndFollow(`/admin/orders/${orderId}/cancel`);
     expect(cancelled.text).toContain(`Pre-authorization of order ${orderId} cancelled; the funds are released.`);
     expect(await adminRow(orderId)).toContain('data-state="cancelled"');
@@ -472,6 +479,8 @@ describe('sample shop in sandbox mode', () => {
   });
 
   it('answers unknown products, orders and pages with an HTML 404; the webhook path keeps JSON', async () => {
+    // Posted from the catalog page, with its form's token.
+    await client.get('/');
     const product = await client.post('/orders', { productId: 'nope' });
     expect(product.status).toBe(404);
     expect(product.headers.get('content-type')).toMatch(/^text\/html/);

@@ -140,3 +140,14 @@ export function orderIdIn(url: string): string {
 export function paymentIdOf(link: string): string {
   return decodeURIComponent(new URL(link).pathname.split('/').pop()!);
 }
+
+/**
+ * The customer id of a client's signed `shop_customer` cookie (`s:<id>.<signature>`, URL-encoded),
+ * as the shop reads it back.
+ */
+export function customerIdOf(client: ShopClient): string {
+  const raw = client.cookies.get('shop_customer');
+  const match = raw === undefined ? null : /^s:(cus_[0-9a-f]{16})\.[A-Za-z0-9+/]{43}$/.exec(decodeURIComponent(raw));
+  if (!match) throw new Error(`no signed customer cookie: ${String(raw)}`);
+  return match[1];
+}

@@ -11,6 +11,7 @@ import { PaymentsClient } from '../../lib/core/client/payments.client.js';
 import { loadTelemetryApi } from '../../lib/core/telemetry/telemetry.loader.js';
 import { METRIC_NAMES } from '../../lib/core/telemetry/telemetry.names.js';
 import { PaymentsTelemetry } from '../../lib/core/telemetry/telemetry.otel.js';
+import { webhookProbeUrl } from '../../lib/core/webhook/webhook.probe.js';
 import { FakeService, PATHS } from '../support/fake-service.js';
 import { generateAnswer, verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { startSdk, total, type TestSdk } from './otel-sdk.js';
@@ -257,6 +258,17 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
     counting.countPending = original;
     // The first collection of the suite read it; the interval (1 h) has not passed since.
     expect(reads).toBe(0);
+  });
+
+  it('a set-up probe: a 200 webhook span with the result probe, no settle, no call to the service', async () => {
+    sdk.spans.reset();
+    const probe = new URL(webhookProbeUrl('https://shop.example/payments/webhook', SECRET)).pathname.split('/').pop()!;
+    tokens.push(probe);
+    const answer = await client.webhooks.handle({ query: {}, body: {}, pathToken: probe });
+    expect(answer).toEqual({ status: 200, body: { received: true, probe: true } });
+    expect(fake.requests).toHaveLength(0);
+    expect(sdk.finished().map((s) => s.name)).toEqual(['payments webhook']);
+    expect(named('payments webhook')[0].attributes).toMatchObject({ 'http.response.status_code': 200, 'payments.webhook.result': 'probe' });
   });
 });
 

@@ -12,6 +12,11 @@ export interface WebhookAnswerBody {
   pending?: boolean;
   /** Why it was refused. */
   error?: string;
+  /**
+   * The delivery was a set-up probe (`nestjs-payments doctor --probe`), signed with the webhook
+   * secret: it reached this route, and nothing was looked up, verified or run.
+   */
+  probe?: boolean;
 }
 
 /** The HTTP answer a webhook front end (Nest controller, Express router) sends. */

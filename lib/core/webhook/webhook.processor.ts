@@ -101,7 +101,7 @@ export class WebhookProcessor {
     const trace = this.telemetry.webhook(`/${this.#options.path}${request.pathToken === undefined ? '' : '/:token'}`);
     const auth = await trace.within(() => this.#check(request));
     if (!auth.ok) {
-      trace.end(auth.answer.status, auth.answer.status === 200 ? 'duplicate' : 'rejected');
+      trace.end(auth.answer.status, auth.answer.body.probe === true ? 'probe' : auth.answer.status === 200 ? 'duplicate' : 'rejected');
       return auth;
     }
     this.#traces.set(auth, trace);
@@ -179,6 +179,8 @@ export class WebhookProcessor {
 
     const parsed = parseWebhook(request, this.#options.maxBodyBytes);
     if (!parsed.ok) return { ok: false, answer: refusal(parsed.reason === 'payload too large' ? 413 : 400, `malformed webhook: ${parsed.reason}`) };
+    // A set-up probe proves the route is reached; it costs an HMAC, nothing else.
+    if (this.#signer?.verifyProbe(parsed.token) === true) return { ok: false, answer: { status: 200, body: { received: true, probe: true } } };
 
     if (parsed.token === undefined) {
       if (!this.#options.acceptUnsigned) return { ok: false, answer: refusal(401, 'missing or invalid webhook token') };

@@ -4,6 +4,10 @@ import { createHmac, createSecretKey, hash, randomBytes, timingSafeEqual, type K
 export const WEBHOOK_TOKEN_PARAM = 'webhook_token';
 
 const DOMAIN = 'nestjs-payments:webhook:v2:';
+// Probe tokens are signed under their own domain, so no probe can pass for a payment token (or
+// the reverse), whatever their bodies.
+const PROBE_DOMAIN = 'nestjs-payments:webhook-probe:v1:';
+const PROBE_FORMAT = /^probe\.([0-9a-z]{1,11})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
 // Only characters that are never escaped in a URL path or query: the service can append to the
 // URL however it likes without touching the token.
 const TOKEN_FORMAT = /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,11})\.([0-9]{1,15})\.([A-Za-z0-9_-]{0,16})\.([A-Za-z0-9_-]{22})$/;
@@ -73,6 +77,28 @@ export class WebhookTokenSigner {
   }
 
   /**
+   * A probe token: sent as the path token, the webhook route answers it 200 `{ probe: true }`
+   * without a store lookup, a verify call or handlers, so a set-up check (`nestjs-payments doctor
+   * --probe`) can tell that the public URL routes to the plugin. It names no payment.
+   * `probe.<expiry>.<nonce>.<HMAC-SHA256/128>`.
+   * @param ttlMs how long it stays valid; default 5 minutes
+   */
+  issueProbe(ttlMs = 300_000): string {
+    const body = `probe.${Math.ceil((Date.now() + ttlMs) / 1000).toString(36)}.${randomBytes(12).toString('base64url')}`;
+    return `${body}.${this.#sign(body, PROBE_DOMAIN)}`;
+  }
+
+  /** Whether `token` is an unexpired probe token signed with this secret (checked in constant time). */
+  verifyProbe(token: unknown, now = Date.now()): boolean {
+    if (typeof token !== 'string') return false;
+    const match = PROBE_FORMAT.exec(token);
+    if (!match) return false;
+    const expected = Buffer.from(this.#sign(token.slice(0, token.lastIndexOf('.')), PROBE_DOMAIN), 'utf8');
+    const actual = Buffer.from(match[3], 'utf8');
+    return expected.length === actual.length && timingSafeEqual(expected, actual) && parseInt(match[1], 36) * 1000 > now;
+  }
+
+  /**
    * The webhook URL for a token: the token as the last path segment of `publicUrl`, keeping its
    * query. In the path, it survives a service that appends `?payment_id=` naively.
    */
@@ -84,9 +110,9 @@ export class WebhookTokenSigner {
 
   // HMAC-SHA256 truncated to 128 bits (RFC 2104 §5 allows truncation to half the output): the
   // token must stay under Fastify's default 100-character limit on a path parameter.
-  #sign(body: string): string {
+  #sign(body: string, domain = DOMAIN): string {
     return createHmac('sha256', this.#secret)
-      .update(DOMAIN + body)
+      .update(domain + body)
       .digest()
       .subarray(0, 16)
       .toString('base64url');

@@ -1,5 +1,5 @@
-import { Body, Controller, Get, Header, Inject, Logger, Post, Query, Res, UseFilters } from '@nestjs/common';
-import type { Response } from 'express';
+import { Body, Controller, Get, Header, Inject, Logger, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
+import type { Request, Response } from 'express';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
 import { CsrfToken } from '../security/csrf-token.decorator.js';
 import { ShopSecurity } from '../security/shop-security.js';
@@ -31,7 +31,13 @@ export class AdminLoginController {
 
   /** POST /admin/login (`password`, `next`, `_csrf`): starts the session and goes to `next`. */
   @Post('login')
-  async login(@Body('password') password: unknown, @Body('next') next: unknown, @CsrfToken() csrfToken: string, @Res() res: Response): Promise<void> {
+  async login(
+    @Body('password') password: unknown,
+    @Body('next') next: unknown,
+    @CsrfToken() csrfToken: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     if (!this.security.checkPassword(password)) {
       this.logger.warn('admin sign-in refused: wrong password');
       // Slows down guessing; the password itself is long and random by default.
@@ -42,14 +48,14 @@ export class AdminLoginController {
         .send(loginPage({ sandboxMode: this.settings.sandboxMode }, csrfToken, safeAdminPath(next), 'Wrong password.'));
       return;
     }
-    this.security.startAdminSession(res);
+    await this.security.startAdminSession(req);
     res.redirect(303, safeAdminPath(next));
   }
 
-  /** POST /admin/logout (`_csrf`). */
+  /** POST /admin/logout (`_csrf`): the session is deleted on the server, not only forgotten by the browser. */
   @Post('logout')
-  logout(@Res() res: Response): void {
-    this.security.endAdminSession(res);
+  async logout(@Req() req: Request, @Res() res: Response): Promise<void> {
+    await this.security.endAdminSession(req, res);
     res.redirect(303, '/admin/login');
   }
 }

@@ -79,6 +79,23 @@ export const orderEvents = pgTable(
   ],
 );
 
+/**
+ * The admin's server-side sessions (express-session, through `DrizzleSessionStore`): signing out
+ * deletes the row, so the cookie is worth nothing afterwards, whatever its signature and expiry.
+ */
+export const shopSessions = pgTable(
+  'shop_sessions',
+  {
+    /** express-session's session id (what its signed cookie carries). */
+    sid: text('sid').primaryKey(),
+    /** The session's data, as express-session serialises it. */
+    sess: jsonb('sess').$type<Record<string, unknown>>().notNull(),
+    /** After this the row is ignored, and deleted by the next clean-up. */
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('shop_sessions_expires_at_idx').on(t.expiresAt)],
+);
+
 export type OrderRow = typeof orders.$inferSelect;
 export type OrderStatus = (typeof orderStatus.enumValues)[number];
 export type OrderEventKind = (typeof orderEventKind.enumValues)[number];

@@ -1,3 +1,4 @@
+import type { ReconcileResult } from 'nestjs-payments';
 import type { OrderItem, OrderRow, OrderStatus } from '../db/schema.js';
 
 export type { OrderItem, OrderStatus };
@@ -37,6 +38,9 @@ export interface OrderEvent {
   readonly detail?: string;
   readonly at: Date;
 }
+
+/** What the return page learned from the payment service, when it asked. */
+export type ReturnCheck = Pick<ReconcileResult, 'outcome' | 'error'> | { outcome: 'unreachable'; error?: string };
 
 /** The row as the database returns it -> the {@link Order} the app uses. */
 export function toOrder(row: OrderRow): Order {

@@ -13,13 +13,14 @@ import {
   Redirect,
   UseFilters,
 } from '@nestjs/common';
-import { PaymentsError, PaymentsService, type ReconcileResult } from 'nestjs-payments';
+import { PaymentsError, PaymentsService } from 'nestjs-payments';
 import { Catalog } from '../catalog/catalog.service.js';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
 import { CustomerId } from '../security/csrf-token.decorator.js';
+import { logSafe } from '../security/log-safe.js';
 import { HtmlExceptionFilter } from '../views/html-exception.filter.js';
-import { orderPage, type ReturnPage } from '../views/order.view.js';
-import type { Order } from './order.model.js';
+import { orderPage, orderStatusPage, type ReturnPage } from '../views/order.view.js';
+import type { Order, ReturnCheck } from './order.model.js';
 import { OrdersRepository } from './orders.repository.js';
 
 /** What `@Redirect()` handlers return: where to send the browser. */
@@ -27,9 +28,6 @@ interface RedirectTo {
   url: string;
   statusCode: number;
 }
-
-/** What the return page learned from the payment service, when it asked. */
-export type ReturnCheck = Pick<ReconcileResult, 'outcome' | 'error'> | { outcome: 'unreachable'; error?: string };
 
 /** Checkout, and the pages the payment service sends the customer back to. */
 @Controller('orders')
@@ -74,9 +72,21 @@ export class OrdersController {
       if (!(error instanceof PaymentsError)) throw error;
       // The customer never saw a payment page, so nothing was charged: the order is failed.
       await this.orders.transition(order.id, { to: 'failed', from: ['pending'], source: 'checkout', detail: `payment not created: ${error.code}` });
-      this.logger.error(`order ${order.id}: could not create the payment: ${error.message}`);
+      this.logger.error(`order ${order.id}: could not create the payment: ${logSafe(error.message)}`);
       throw new BadGatewayException('The payment service is not available right now. You have not been charged; please try again in a moment.');
     }
+  }
+
+  /**
+   * GET /orders/:id: the order's page, its state and history, as the shop's database has them.
+   * It asks the payment service nothing (the return pages, the webhook and the reconciliation
+   * do): reloading it costs no verify call, whoever reloads it.
+   */
+  @Get(':id')
+  @Header('Content-Type', 'text/html; charset=utf-8')
+  async show(@Param('id') orderId: string): Promise<string> {
+    const order = await this.find(orderId);
+    return orderStatusPage({ sandboxMode: this.settings.sandboxMode }, order, await this.orders.events(order.id));
   }
 
   /**
@@ -106,7 +116,7 @@ export class OrdersController {
       // The order's own payment is verified; a payment_id in the URL is only a hint, and one
       // naming another payment is ignored (it cannot make this order paid).
       if (typeof returnedPaymentId === 'string' && returnedPaymentId !== order.paymentId) {
-        this.logger.warn(`order ${order.id}: return with payment_id ${returnedPaymentId.slice(0, 64)}, not the order's; checking the order's payment`);
+        this.logger.warn(`order ${order.id}: return with payment_id ${logSafe(returnedPaymentId, 64)}, not the order's; checking the order's payment`);
       }
       check = await this.reconcile(order);
       order = (await this.orders.get(order.id)) ?? order;
@@ -125,7 +135,7 @@ export class OrdersController {
       if (!(error instanceof PaymentsError)) throw error;
       // The service is unreachable or refused: the page says "processing", the webhook or the
       // reconciliation will settle it.
-      this.logger.warn(`order ${order.id}: could not verify payment ${order.paymentId}: ${error.message}`);
+      this.logger.warn(`order ${order.id}: could not verify payment ${order.paymentId}: ${logSafe(error.message)}`);
       return { outcome: 'unreachable', error: error.code };
     }
   }

@@ -1,14 +1,25 @@
 import { Inject, Injectable, Logger, type NestMiddleware } from '@nestjs/common';
 import { doubleCsrf, type DoubleCsrfUtilities } from 'csrf-csrf';
-import type { NextFunction, Request, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import session from 'express-session';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
+import type { ShopDb } from '../db/database.js';
 import { errorPage } from '../views/error.view.js';
 import type { ShopRequest } from './shop-request.js';
+import { logSafe } from './log-safe.js';
+import { DrizzleSessionStore } from './session.store.js';
+
+declare module 'express-session' {
+  interface SessionData {
+    /** Set once the admin password was given in this session. */
+    admin?: boolean;
+  }
+}
 
 /** Cookie of the visitor's customer id (what "save my card" sends as `client_id`). */
 export const CUSTOMER_COOKIE = 'shop_customer';
-/** Signed cookie of the admin session. */
+/** Cookie of the admin session (express-session's signed session id). */
 export const ADMIN_COOKIE = 'shop_admin';
 /** Cookie half of the CSRF double submit (the other half is the forms' `_csrf` field). */
 export const CSRF_COOKIE = 'shop_csrf';
@@ -19,8 +30,27 @@ const CUSTOMER_ID = /^cus_[0-9a-f]{16}$/;
 const ADMIN_SESSION_HOURS = 8;
 
 /**
- * The shop's web security in one place: the customer cookie, the admin session (a signed,
- * expiring cookie; the password is `ADMIN_PASSWORD`), and CSRF protection (csrf-csrf's
+ * The admin's sessions: express-session on `/admin`, its sessions in the shop's database
+ * (`shop_sessions`), 8 hours at most. Mounted before the shop's routes (see shop.bootstrap.ts).
+ */
+export function adminSessionMiddleware(settings: ShopSettings, db: ShopDb): RequestHandler {
+  return session({
+    name: ADMIN_COOKIE,
+    secret: settings.sessionSecret,
+    store: new DrizzleSessionStore(db),
+    resave: false,
+    // No row and no cookie until someone signs in.
+    saveUninitialized: false,
+    // Behind a TLS proxy, X-Forwarded-Proto tells it the browser's connection is https.
+    proxy: settings.secureCookies ? true : undefined,
+    cookie: { path: '/admin', httpOnly: true, sameSite: 'strict', secure: settings.secureCookies, maxAge: ADMIN_SESSION_HOURS * 3600 * 1000 },
+  });
+}
+
+/**
+ * The shop's web security in one place: the customer cookie (signed: a planted id is replaced),
+ * the admin session (server-side, see {@link adminSessionMiddleware}; the password is
+ * `ADMIN_PASSWORD`), and CSRF protection (csrf-csrf's
  * double submit: a cookie plus the same token in each form, HMAC-bound to the visitor's
  * customer id and admin session, so a token of one visitor or session is refused for another).
  */
@@ -53,11 +83,15 @@ export class ShopSecurity {
    * and refuses a state-changing request without a valid CSRF token (403 page).
    */
   handle(req: Request, res: Response, next: NextFunction): void {
-    const cookies = (req.cookies ?? {}) as Record<string, unknown>;
+    // Signed with the session secret (cookie-parser): an id someone planted in the browser (an
+    // unsigned or forged cookie) reads as false and is replaced, so it never becomes the
+    // client_id of this visitor's saved card.
+    const cookies = (req.signedCookies ?? {}) as Record<string, unknown>;
     let customerId = typeof cookies[CUSTOMER_COOKIE] === 'string' ? cookies[CUSTOMER_COOKIE] : '';
     if (!CUSTOMER_ID.test(customerId)) {
       customerId = `cus_${randomBytes(8).toString('hex')}`;
       res.cookie(CUSTOMER_COOKIE, customerId, {
+        signed: true,
         httpOnly: true,
         sameSite: 'lax',
         secure: this.settings.secureCookies,
@@ -76,7 +110,7 @@ export class ShopSecurity {
       next();
       return;
     }
-    this.logger.warn(`${req.method} ${req.path}: refused, missing or invalid CSRF token`);
+    this.logger.warn(`${req.method} ${logSafe(req.path)}: refused, missing or invalid CSRF token`);
     res
       .status(403)
       .type('html')
@@ -94,32 +128,29 @@ export class ShopSecurity {
     return typeof password === 'string' && timingSafeEqual(sha256(password), this.passwordHash);
   }
 
-  /** Starts an admin session: a signed cookie with its expiry, scoped to /admin. */
-  startAdminSession(res: Response): void {
-    const expires = Date.now() + ADMIN_SESSION_HOURS * 3600 * 1000;
-    res.cookie(ADMIN_COOKIE, `${randomBytes(16).toString('hex')}.${expires}`, {
-      signed: true,
-      httpOnly: true,
-      sameSite: 'strict',
-      secure: this.settings.secureCookies,
-      path: '/admin',
-      expires: new Date(expires),
-    });
+  /**
+   * Starts an admin session: a new session id (never one the browser brought: no fixation),
+   * marked signed in, saved before the answer so the next request finds it.
+   */
+  async startAdminSession(req: Request): Promise<void> {
+    const current = req.session;
+    await new Promise<void>((resolve, reject) => current.regenerate((error: unknown) => (error ? reject(toError(error)) : resolve())));
+    req.session.admin = true;
+    await new Promise<void>((resolve, reject) => req.session.save((error: unknown) => (error ? reject(toError(error)) : resolve())));
   }
 
-  /** Ends the admin session (clears its cookie). */
-  endAdminSession(res: Response): void {
+  /** Ends the admin session: its row is deleted (the cookie is worth nothing after), and the cookie cleared. */
+  async endAdminSession(req: Request, res: Response): Promise<void> {
+    const current = req.session as Request['session'] | undefined;
+    if (current) await new Promise<void>((resolve, reject) => current.destroy((error: unknown) => (error ? reject(toError(error)) : resolve())));
     res.clearCookie(ADMIN_COOKIE, { path: '/admin', httpOnly: true, sameSite: 'strict', secure: this.settings.secureCookies });
   }
 
-  // The cookie is signed with the session secret (cookie-parser): a forged or edited one reads
-  // as false and is ignored, as is an expired one.
+  // express-session signs its cookie and loads the row: a forged cookie, an expired session or
+  // one ended at sign-out has no row, hence no `admin` flag.
   private adminSessionOf(req: Request): string | undefined {
-    const value: unknown = (req.signedCookies as Record<string, unknown> | undefined)?.[ADMIN_COOKIE];
-    if (typeof value !== 'string') return undefined;
-    const match = /^([0-9a-f]{32})\.([0-9]{13})$/.exec(value);
-    if (!match || Number(match[2]) <= Date.now()) return undefined;
-    return match[1];
+    const current = req.session as Request['session'] | undefined;
+    return current?.admin === true ? req.sessionID : undefined;
   }
 }
 
@@ -131,6 +162,10 @@ export class ShopSecurityMiddleware implements NestMiddleware {
   use(req: Request, res: Response, next: NextFunction): void {
     this.security.handle(req, res, next);
   }
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }
 
 function sha256(text: string): Buffer {

@@ -1,5 +1,4 @@
-import type { ReturnCheck } from '../orders/orders.controller.js';
-import { orderTitle, type Order } from '../orders/order.model.js';
+import { orderTitle, type Order, type OrderEvent, type ReturnCheck } from '../orders/order.model.js';
 import { html, type SafeHtml } from './html.util.js';
 import { layout, type PageContext } from './layout.view.js';
 import { money, shortDate, stateBadge } from './parts.view.js';
@@ -57,7 +56,26 @@ function message(order: Order, check: ReturnCheck | undefined): { title: string;
  */
 export function orderPage(ctx: PageContext, order: Order, _page: ReturnPage, check?: ReturnCheck): string {
   const { title, text } = message(order, check);
-  const details: SafeHtml = html`<dl>
+  // Reload only while there is something to wait for: not after a mismatch, which needs a person.
+  const waiting = order.status === 'pending' && check?.outcome !== 'mismatch';
+  return layout(
+    ctx,
+    title,
+    'none',
+    html`<section class="panel narrow" id="order" data-outcome="${check?.outcome ?? ''}">
+      <h1>${title}</h1>
+      <p class="muted">${text}</p>
+      ${orderDetails(order)}
+      <a class="button${order.status === 'paid' ? ' secondary' : ''}" href="/">Continue shopping</a>
+      <a class="button secondary" id="order-link" href="/orders/${order.id}">Order page</a>
+    </section>`,
+    waiting ? PROCESSING_REFRESH_SECS : undefined,
+  );
+}
+
+/** The order's facts: number, product, amounts, state, saved card, date. */
+function orderDetails(order: Order): SafeHtml {
+  return html`<dl>
     <dt>Order</dt>
     <dd class="mono" id="order-id">${order.id}</dd>
     <dt>Product</dt>
@@ -79,18 +97,64 @@ export function orderPage(ctx: PageContext, order: Order, _page: ReturnPage, che
     <dt>Ordered</dt>
     <dd>${shortDate(order.createdAt)} UTC</dd>
   </dl>`;
-  // Reload only while there is something to wait for: not after a mismatch, which needs a person.
-  const waiting = order.status === 'pending' && check?.outcome !== 'mismatch';
+}
+
+/** What each kind of history event means to the customer. */
+const EVENT_LABELS: Readonly<Record<string, string>> = {
+  created: 'Order placed',
+  paid: 'Payment received',
+  failed: 'Payment failed',
+  expired: 'Payment session expired',
+  authorized: 'Amount reserved on the card',
+  captured: 'Reserved amount charged',
+  refunded: 'Refunded',
+  cancelled: 'Cancelled, reserved funds released',
+};
+
+/** Who or what recorded an event: the plugin's outcome sources, the checkout, the shop's staff. */
+const SOURCE_LABELS: Readonly<Record<string, string>> = {
+  checkout: 'at checkout',
+  webhook: 'notified by the payment service',
+  return: 'checked when you came back from the payment page',
+  reconciliation: "found by the shop's periodic check",
+  admin: 'by the shop',
+};
+
+/** The order's history, oldest first: one row per event. */
+function orderHistory(events: readonly OrderEvent[]): SafeHtml {
+  return html`<ol class="history" id="order-history">
+    ${events.map(
+      (event) =>
+        html`<li data-kind="${event.kind}" data-source="${event.source}">
+          <time datetime="${event.at.toISOString()}">${shortDate(event.at)} UTC</time>
+          <strong>${EVENT_LABELS[event.kind] ?? event.kind}</strong>
+          <span class="muted"
+            >${SOURCE_LABELS[event.source] ?? event.source}${event.serviceStatus !== undefined && html` (service status ${event.serviceStatus})`}${event.detail !== undefined && html`: ${event.detail}`}</span
+          >
+        </li>`,
+    )}
+  </ol>`;
+}
+
+/**
+ * The order's own page (`/orders/:id`): its state and history as the shop recorded them. It never
+ * asks the payment service (the return pages do), so a pending order is shown as pending and the
+ * page reloads until it changes.
+ */
+export function orderStatusPage(ctx: PageContext, order: Order, events: readonly OrderEvent[]): string {
+  const title = `Order ${order.id}`;
   return layout(
     ctx,
     title,
     'none',
-    html`<section class="panel narrow" id="order" data-outcome="${check?.outcome ?? ''}">
+    html`<section class="panel narrow" id="order" data-state="${order.status}">
       <h1>${title}</h1>
-      <p class="muted">${text}</p>
-      ${details}
-      <a class="button${order.status === 'paid' ? ' secondary' : ''}" href="/">Continue shopping</a>
+      <p class="muted">${message(order, undefined).text}</p>
+      ${orderDetails(order)}
+      <h2>History</h2>
+      ${orderHistory(events)}
+      <a class="button secondary" href="/">Continue shopping</a>
     </section>`,
-    waiting ? PROCESSING_REFRESH_SECS : undefined,
+    order.status === 'pending' ? PROCESSING_REFRESH_SECS : undefined,
   );
 }
