@@ -253,12 +253,21 @@ run_types() {
 }
 
 # Apps one after another (installs dominate; the machine may have two cores), then the types.
+TIMES=() # "<entry> <seconds>s", for the summary: where CI time goes
 for src in "$HERE"/apps/*/; do
   name="$(basename "$src")"
-  wanted "$name" && run_app "$name"
+  if wanted "$name"; then
+    started=$SECONDS
+    run_app "$name"
+    TIMES+=("$name $((SECONDS - started))s")
+  fi
 done
 for stack in "${TYPE_STACKS[@]}"; do
-  wanted "types-$stack" && run_types "$stack"
+  if wanted "types-$stack"; then
+    started=$SECONDS
+    run_types "$stack"
+    TIMES+=("types-$stack $((SECONDS - started))s")
+  fi
 done
 
 # Every recipe of the testing guide must have passed in some app (on a full run).
@@ -273,7 +282,7 @@ if [ -z "$ONLY" ]; then
 fi
 
 # --- summary ------------------------------------------------------------------------------------
-echo "compat: took $((SECONDS - STARTED)) s; logs in test/compat/.work/logs"
+echo "compat: took $((SECONDS - STARTED)) s (${TIMES[*]/%/,} build and pack first); logs in test/compat/.work/logs"
 if [ "$FAILED" -eq 0 ]; then
   rm -rf "$APPS" "$WORK/apps"
 else
