@@ -15,6 +15,13 @@ const target = join(root, 'test/readme/snippets');
 export const VERIFIED_BY_COMPAT = '<!-- verified-by: test/compat -->';
 
 /**
+ * Compatibility recipes this repository's own Jest runs too, under the name given: the testing
+ * guide's Jest recipe is a whole test file that runs here as printed, against lib/ (so a change
+ * that breaks the recipe fails `npm test`, not only the compatibility matrix).
+ */
+const ALSO_RUN_HERE = { jest: 'readme-recipe.e2e-spec.ts' };
+
+/**
  * The ```ts (or ```typescript) blocks of one Markdown text as [file name, text] pairs: a block
  * whose first line is `// file: <name>.ts` keeps that name, the others are `<prefix>-NN.ts` in
  * order. Blocks preceded by the compatibility marker (on the line before, or before one blank
@@ -26,8 +33,12 @@ export function docSnippets(prefix, markdown) {
   for (const match of markdown.matchAll(/^```(?:ts|typescript)\n([\s\S]*?)^```$/gm)) {
     const before = markdown.slice(0, match.index).split('\n').slice(0, -1);
     const previous = before.at(-1) === '' ? before.at(-2) : before.at(-1);
-    if (previous?.trim() === VERIFIED_BY_COMPAT) continue;
     const text = match[1];
+    if (previous?.trim() === VERIFIED_BY_COMPAT) {
+      const recipe = /^\/\/ recipe: ([\w-]+) file: /.exec(text)?.[1];
+      if (recipe !== undefined && Object.hasOwn(ALSO_RUN_HERE, recipe)) snippets.push([ALSO_RUN_HERE[recipe], text]);
+      continue;
+    }
     const named = /^\/\/ file: ([\w.-]+\.ts)\n/.exec(text);
     unnamed += named ? 0 : 1;
     snippets.push([named ? named[1] : `${prefix}-${String(unnamed).padStart(2, '0')}.ts`, text]);

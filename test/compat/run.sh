@@ -38,7 +38,9 @@ TYPE_STACKS=(nest11 nest12)
 # with Nest 12, whose packages are ES modules only, that takes Node >= 20.19 (require() of ES
 # modules), which TypeScript models as `node20` (and `nodenext`); `node16` models older Nodes, so
 # it rightly reports the Nest 12 imports of the package's .d.ts files (unless skipLibCheck).
-declare -A TYPE_MODES=([nest11]="node16 node20 nodenext bundler" [nest12]="node20 nodenext bundler")
+# node10 (`module: commonjs`, as Nest 10 projects have it) ignores "exports": the subpaths resolve
+# through "typesVersions".
+declare -A TYPE_MODES=([nest11]="node10 node16 node20 nodenext bundler" [nest12]="node10 node20 nodenext bundler")
 STARTED=$SECONDS
 
 die() {
@@ -129,6 +131,8 @@ echo "compat: nestjs-payments $VERSION packed; projects installed in $APPS (link
 PASSED=0
 FAILED=0
 FAILURES=()
+GUIDE="$ROOT/docs/testing.md"
+declare -A RECIPE_APPS=() # recipe name -> the apps that ran it and passed
 
 pass() {
   PASSED=$((PASSED + 1))
@@ -173,8 +177,15 @@ run_app() {
   # runner) get test/compat/shared/e2e/{src,test}/*.ts in their src/ and test/; the others (with
   # a src/ only) get test/compat/shared/*.ts in their src/, beside their own main.ts. Never over a
   # file of the app.
-  local pairs=() pair from to shared
-  if [ -d "$dir/test" ]; then
+  local pairs=() pair from to shared recipes
+  # Apps made by `nest new` (package.json "compat": { "recipes": [...] }) run the testing guide's
+  # recipes instead, extracted from docs/testing.md now (never a copy kept in the app).
+  recipes="$(node -p '(require(process.argv[1]).compat?.recipes ?? []).join(" ")' "$dir/package.json")"
+  if [ -n "$recipes" ]; then
+    # shellcheck disable=SC2086 # one word per recipe name
+    node "$HERE/recipes.mjs" "$GUIDE" write "$dir" $recipes >>"$log" 2>&1 || { fail "$name" "cannot take its recipes ($recipes) from docs/testing.md" "$log"; return; }
+    cp "$HERE/shared/recipes/compat-report.cjs" "$dir/"
+  elif [ -d "$dir/test" ]; then
     pairs=("$HERE/shared/e2e/src:src" "$HERE/shared/e2e/test:test")
   elif [ -d "$dir/src" ]; then
     pairs=("$HERE/shared:src")
@@ -206,6 +217,7 @@ run_app() {
   rm -f "$out"
   if [ $status -eq 0 ] && [ -n "$line" ]; then
     pass "$line"
+    for recipe in $recipes; do RECIPE_APPS[$recipe]+="${RECIPE_APPS[$recipe]:+, }$name"; done
   elif [ $status -eq 0 ]; then
     fail "$name" "exited 0 without printing '$name: ok'" "$log"
   else
@@ -241,16 +253,36 @@ run_types() {
 }
 
 # Apps one after another (installs dominate; the machine may have two cores), then the types.
+TIMES=() # "<entry> <seconds>s", for the summary: where CI time goes
 for src in "$HERE"/apps/*/; do
   name="$(basename "$src")"
-  wanted "$name" && run_app "$name"
+  if wanted "$name"; then
+    started=$SECONDS
+    run_app "$name"
+    TIMES+=("$name $((SECONDS - started))s")
+  fi
 done
 for stack in "${TYPE_STACKS[@]}"; do
-  wanted "types-$stack" && run_types "$stack"
+  if wanted "types-$stack"; then
+    started=$SECONDS
+    run_types "$stack"
+    TIMES+=("types-$stack $((SECONDS - started))s")
+  fi
 done
 
+# Every recipe of the testing guide must have passed in some app (on a full run).
+if [ -z "$ONLY" ]; then
+  for recipe in $(node "$HERE/recipes.mjs" "$GUIDE" list); do
+    if [ -n "${RECIPE_APPS[$recipe]:-}" ]; then
+      pass "docs/testing.md recipe $recipe: ok (passed in ${RECIPE_APPS[$recipe]})"
+    else
+      fail "docs/testing.md recipe $recipe" "no app passed it (an app runs it when its package.json lists it in compat.recipes)"
+    fi
+  done
+fi
+
 # --- summary ------------------------------------------------------------------------------------
-echo "compat: took $((SECONDS - STARTED)) s; logs in test/compat/.work/logs"
+echo "compat: took $((SECONDS - STARTED)) s (${TIMES[*]/%/,} build and pack first); logs in test/compat/.work/logs"
 if [ "$FAILED" -eq 0 ]; then
   rm -rf "$APPS" "$WORK/apps"
 else

@@ -2,6 +2,7 @@
 // the entry points), and the check of one Markdown text against it.
 import ts from 'typescript';
 import { join } from 'node:path';
+import { CLI_STORE_ENV } from '../../lib/cli/cli.config.js';
 import { PAYMENTS_ENV, PaymentEvents } from '../../lib/index.js';
 
 /** The names a document is checked against. */
@@ -73,7 +74,8 @@ export function knownNames(root: string): KnownNames {
   return {
     exports,
     events: new Set(Object.values(PaymentEvents)),
-    env: new Set(Object.values(PAYMENTS_ENV) as string[]),
+    // The module's variables, and the CLI's own store variables (docs/cli.md).
+    env: new Set([...(Object.values(PAYMENTS_ENV) as string[]), ...Object.values(CLI_STORE_ENV)]),
     options,
   };
 }
@@ -101,6 +103,8 @@ export function unknownNames(markdown: string, known: KnownNames): string[] {
     for (const [name] of span.matchAll(/(?<![\w.])payment\.[a-z]+\b(?!\.)/g))
       if (!known.events.has(name)) problems.push(`event ${name} is not in PaymentEvents`);
     for (const [, name] of span.matchAll(/@(On\w+)\(/g)) if (!known.exports.has(name)) problems.push(`decorator @${name}() is not exported`);
+    // A source file's name (`webhook.token.ts`, `core/webhook/…`) is not an option path.
+    if (/\.(?:ts|js|mjs)$|\//.test(span)) continue;
     for (const [name] of span.matchAll(/(?<![\w.])(?:webhook|reconciliation|telemetry)\.[a-z]\w*\b/g))
       if (!known.options.has(name)) problems.push(`option ${name} does not exist`);
   }

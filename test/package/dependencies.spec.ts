@@ -114,6 +114,7 @@ const manifest = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf
   types?: string;
   bin?: Record<string, string>;
   exports: Record<string, string | { import?: Record<string, string>; require?: Record<string, string> }>;
+  typesVersions?: Record<string, Record<string, string[]>>;
   peerDependencies?: Record<string, string>;
   peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 };
@@ -143,6 +144,11 @@ describe('package.json exports (one CommonJS build, ES-module re-exports: docs/m
     }
     expect(manifest.exports['./package.json']).toBe('./package.json');
     expect({ main: manifest.main, types: manifest.types }).toEqual({ main: './dist/index.cjs', types: './dist/index.d.ts' });
+  });
+
+  it('maps every subpath in typesVersions to its CommonJS types, for TypeScript moduleResolution node10 (which ignores exports)', () => {
+    const expected = Object.fromEntries(subpaths.filter((s) => s !== '.').map((s) => [s.slice(2), [`./dist/${stem(s)}.d.ts`]]));
+    expect(manifest.typesVersions).toEqual({ '*': expected });
   });
 
   it('has one entry point per public folder of lib/, and the API reference documents each', async () => {

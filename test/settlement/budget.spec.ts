@@ -41,34 +41,38 @@ describe('VerifyBudget', () => {
   it('remembers a payment still pending for one interval, then lets it be verified again', () => {
     const t = clock();
     const budget = new VerifyBudget(COOLDOWN, t.now);
-    expect(budget.admit('p')).toBeUndefined();
-    budget.note('p', { kind: 'pending' }, undefined);
-    expect(budget.admit('p')).toEqual({ pending: true, retryAfterSecs: 10, error: undefined });
-    expect(budget.admit('q')).toBeUndefined();
+    expect(budget.admit('p', 'webhook')).toBeUndefined();
+    budget.note('p', 'webhook', { kind: 'pending' }, undefined);
+    expect(budget.admit('p', 'webhook')).toEqual({ pending: true, retryAfterSecs: 10, error: undefined });
+    expect(budget.admit('q', 'webhook')).toBeUndefined();
+    // A PENDING the return page saw does not hold back the webhook that follows it.
+    budget.note('r', 'return', { kind: 'pending' }, undefined);
+    expect(budget.admit('r', 'webhook')).toBeUndefined();
+    expect(budget.admit('r', 'return')).toMatchObject({ pending: true });
     t.advance(COOLDOWN);
-    expect(budget.admit('p')).toBeUndefined();
+    expect(budget.admit('p', 'webhook')).toBeUndefined();
   });
 
   it('a 429 pauses every payment until its Retry-After', () => {
     const t = clock();
     const budget = new VerifyBudget(COOLDOWN, t.now);
     const error = new PaymentsRateLimitedError({ operation: 'verifyPayment', httpStatus: 429, retryAfterSecs: 25 });
-    budget.note('p', unverified(25, 25), error);
-    expect(budget.admit('q')).toMatchObject({ pending: false, retryAfterSecs: 25, rateLimited: true, error });
+    budget.note('p', 'webhook', unverified(25, 25), error);
+    expect(budget.admit('q', 'webhook')).toMatchObject({ pending: false, retryAfterSecs: 25, rateLimited: true, error });
     t.advance(25_000);
-    expect(budget.admit('q')).toBeUndefined();
+    expect(budget.admit('q', 'webhook')).toBeUndefined();
   });
 
   it('opens after three payments in a row found the service down, probes once per interval, closes on an answer', () => {
     const t = clock();
     const budget = new VerifyBudget(COOLDOWN, t.now);
-    for (const id of ['a', 'b', 'c']) budget.note(id, unverified(5), down());
-    expect(budget.admit('d')).toMatchObject({ pending: false, retryAfterSecs: 10 });
+    for (const id of ['a', 'b', 'c']) budget.note(id, 'return', unverified(5), down());
+    expect(budget.admit('d', 'webhook')).toMatchObject({ pending: false, retryAfterSecs: 10 });
     t.advance(COOLDOWN);
-    expect(budget.admit('d')).toBeUndefined(); // the probe
-    expect(budget.admit('e')).toMatchObject({ pending: false }); // only one probe
-    budget.note('d', { kind: 'settle', outcome: 'confirmed', event: 'payment.confirmed' }, undefined);
-    expect(budget.admit('e')).toBeUndefined();
+    expect(budget.admit('d', 'webhook')).toBeUndefined(); // the probe
+    expect(budget.admit('e', 'return')).toMatchObject({ pending: false }); // only one probe
+    budget.note('d', 'webhook', { kind: 'settle', outcome: 'confirmed', event: 'payment.confirmed' }, undefined);
+    expect(budget.admit('e', 'return')).toBeUndefined();
   });
 
   it('a connection failure counts as down; a 404 is an answer and does not', () => {
@@ -82,9 +86,9 @@ describe('VerifyBudget', () => {
       reason: 'ECONNREFUSED',
     });
     const missing = new PaymentsApiError('NOT_FOUND', { operation: 'verifyPayment', httpStatus: 404 });
-    budget.note('a', unverified(5), refused);
-    budget.note('b', unverified(), missing);
-    budget.note('c', unverified(5), refused);
-    expect(budget.admit('d')).toBeUndefined();
+    budget.note('a', 'webhook', unverified(5), refused);
+    budget.note('b', 'webhook', unverified(), missing);
+    budget.note('c', 'webhook', unverified(5), refused);
+    expect(budget.admit('d', 'webhook')).toBeUndefined();
   });
 });

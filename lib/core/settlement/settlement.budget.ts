@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { PaymentsApiError, PaymentsConnectionError, type PaymentsError } from '../api/payments.errors.js';
+import type { OutcomeSource } from '../store/payments.store.js';
 import type { Decision } from './settlement.decision.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
 
@@ -9,8 +10,10 @@ import { SETTLEMENT_WAITS } from './settlement.waits.js';
  * calls get rate-limited or banned, and anyone holding an order's return URL can reload it.
  *
  * Three rules, checked before a payment is claimed (no store round trip):
- * - a payment whose last verify, within `interval`, did not settle it (PENDING, an unknown
- *   status, an error) is answered from that memory, not verified again;
+ * - a payment whose last verify, within `interval`, failed (an error, no answer) is answered
+ *   from that memory, not verified again, whatever the path; one that the same path found still
+ *   PENDING (or in an unknown status) likewise. A PENDING seen by the return page does not hold
+ *   back the webhook that follows it: that webhook is the service saying the payment just changed;
  * - after a 429, no verify at all until its Retry-After (30 s when it said none);
  * - a circuit breaker: after {@link BREAKER_THRESHOLD} verifies in a row got no usable answer
  *   (5xx, timeouts, refused connections), it opens: no verify until `interval` passed, then one
@@ -94,9 +97,9 @@ export class VerifyBudget {
   }
 
   /** Before claiming a payment for a verify: undefined when it may be verified now, else why not. */
-  admit(paymentId: string): Deferral | undefined {
+  admit(paymentId: string, source: OutcomeSource): Deferral | undefined {
     const now = this.clock();
-    const remembered = this.#recent.get(paymentId);
+    const remembered = [this.#recent.get(paymentId), this.#recent.get(`${source}:${paymentId}`)].find((r) => r !== undefined && r.until > now);
     if (remembered && remembered.until > now) return { pending: remembered.pending, retryAfterSecs: secs(remembered.until - now), error: remembered.error };
     if (now < this.#pausedUntil) return { pending: false, retryAfterSecs: secs(this.#pausedUntil - now), error: this.#pauseError, rateLimited: true };
     const { allowed, state } = breakerAdmit(this.#breaker, now, this.intervalMs);
@@ -105,13 +108,14 @@ export class VerifyBudget {
     return undefined;
   }
 
-  /** After a verify: what its decision teaches the budget. */
-  note(paymentId: string, decision: Decision, error: PaymentsError | undefined): void {
+  /** After a verify a path made: what its decision teaches the budget. */
+  note(paymentId: string, source: OutcomeSource, decision: Decision, error: PaymentsError | undefined): void {
     const now = this.clock();
     if (decision.kind !== 'unverified') {
       this.#breaker = breakerAfter(this.#breaker, true, now, this.intervalMs);
-      if (decision.kind === 'pending') this.#recent.set(paymentId, { until: now + this.intervalMs, pending: true });
-      else this.#recent.delete(paymentId);
+      this.#recent.delete(paymentId);
+      if (decision.kind === 'pending') this.#recent.set(`${source}:${paymentId}`, { until: now + this.intervalMs, pending: true });
+      else for (const path of SOURCES) this.#recent.delete(`${path}:${paymentId}`);
       return;
     }
     if (decision.rateLimitedSecs !== undefined) {
@@ -128,5 +132,7 @@ export class VerifyBudget {
     this.#recent.set(paymentId, { until: now + this.intervalMs, pending: false, error });
   }
 }
+
+const SOURCES: readonly OutcomeSource[] = ['webhook', 'return', 'reconciliation'];
 
 const secs = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));

@@ -102,7 +102,7 @@ export class SettlementRunner {
   async #run(request: SettleRequest, trace: SettleTrace): Promise<SettleResult> {
     const { paymentId, source, token } = request;
     if (source !== 'reconciliation') {
-      const deferral = this.budget.admit(paymentId);
+      const deferral = this.budget.admit(paymentId, source);
       if (deferral) return { kind: 'deferred', pending: deferral.pending, retryAfterSecs: deferral.retryAfterSecs, error: deferral.error };
     }
     const key = outcomeKey(paymentId);
@@ -169,7 +169,7 @@ export class SettlementRunner {
       answer = { ok: false, error: error instanceof PaymentsError ? error : new PaymentsError(describe(error), 'API_ERROR') };
     }
     const decision = decide(paymentId, answer, expected);
-    this.budget.note(paymentId, decision, answer.ok ? undefined : answer.error);
+    this.budget.note(paymentId, source, decision, answer.ok ? undefined : answer.error);
     switch (decision.kind) {
       case 'unverified': {
         await this.#release(key, owner);
