@@ -502,6 +502,21 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         expect(page.items.find((r) => r.paymentId === paymentId)).toStrictEqual({ ...record, attempts: 1 });
       });
 
+      it.each([
+        ['doneTtlMs', { doneTtlMs: 0 }],
+        ['recordTtlMs', { recordTtlMs: Number.NaN }],
+      ])('finishOutcome refuses a bad %s and writes nothing', async (_name, bad) => {
+        const s = view(store);
+        const k = key();
+        const me = owner();
+        const paymentId = `pay_${randomUUID()}`;
+        await store.claim(k, me, LONG_MS);
+        await expect(s.finishOutcome(finish(k, me, paymentId, bad))).rejects.toBeInstanceOf(RangeError);
+        await expect(store.getOutcome(paymentId)).resolves.toBeUndefined();
+        await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('busy');
+        await expect(store.markDone(k, me, LONG_MS)).resolves.toBe(true);
+      });
+
       it('finishOutcome counts every one of 10 concurrent attempts that each claim the payment in turn', async () => {
         const s = view(store);
         const paymentId = `pay_${randomUUID()}`;

@@ -1,4 +1,5 @@
 import { MemoryRateLimiter } from './memory.limiter.js';
+import { positiveMs } from './payments.store.js';
 import type { PaymentsStore, RateLimiter } from './store.ports.js';
 import type { BindingClaim, ClaimOutcome, OutcomeFinish, OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PendingPayment } from './store.types.js';
 
@@ -81,6 +82,9 @@ export abstract class BasicPaymentsStore implements PaymentsStore {
    * twice) still writes the record, as with every store, but is no longer serialised by the claim.
    */
   async finishOutcome(finish: OutcomeFinish): Promise<boolean> {
+    // Checked before anything is written, as the shipped stores do in their single step.
+    positiveMs('BasicPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
+    positiveMs('BasicPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
     const { paymentId } = finish.record;
     const previous = await this.getOutcome(paymentId);
     const record: OutcomeRecord = { ...finish.record, attempts: (previous?.attempts ?? 0) + finish.attemptsAdded };
