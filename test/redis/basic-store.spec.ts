@@ -1,6 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import type { OutcomeFinish, OutcomeRecord } from '../../lib/core/store/payments.store.js';
-import { BasicPaymentsStore } from '../../lib/index.js';
+import { BasicPaymentsStore, MemoryPaymentsStore, STORE_METHODS } from '../../lib/index.js';
+import { isPaymentsStore } from '../../lib/core/store/store.ports.js';
+import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
+import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { MapPaymentsStore } from '../support/map-store.js';
 import { describeStoreContract } from '../support/store-contract.js';
 
@@ -76,5 +79,32 @@ describe('BasicPaymentsStore', () => {
     }
     await expect(new SharedLimits().rateLimits.take('k', LONG_MS)).resolves.toBe(false);
     expect(new SharedLimits()).toBeInstanceOf(BasicPaymentsStore);
+  });
+});
+
+describe('isPaymentsStore (the runtime check of a store option)', () => {
+  const map = () => new MapPaymentsStore();
+
+  it('accepts every shipped store and one on BasicPaymentsStore', async () => {
+    // Neither connects: the Redis client is lazy and the queryable is never called.
+    const redis = new RedisPaymentsStore('redis://127.0.0.1:1', { redisOptions: { lazyConnect: true } });
+    const postgres = new PostgresPaymentsStore({ query: () => Promise.reject(new Error('not called')) });
+    expect([new MemoryPaymentsStore(), redis, postgres, map()].map((s) => isPaymentsStore(s))).toEqual([true, true, true, true]);
+    await redis.close();
+  });
+
+  it('refuses a store without the combined operations or without rate limits', () => {
+    const methods = Object.fromEntries(STORE_METHODS.map((m) => [m, () => Promise.resolve()]));
+    const limits = { take: () => Promise.resolve(true), free: () => Promise.resolve() };
+    expect(isPaymentsStore({ ...methods, rateLimits: limits })).toBe(true);
+    const { finishOutcome: _f, ...withoutFinish } = methods;
+    expect(isPaymentsStore({ ...withoutFinish, rateLimits: limits })).toBe(false);
+    const { findBindingAndClaim: _c, ...withoutLookup } = methods;
+    expect(isPaymentsStore({ ...withoutLookup, rateLimits: limits })).toBe(false);
+    expect(isPaymentsStore(methods)).toBe(false);
+    expect(isPaymentsStore({ ...methods, rateLimits: { take: limits.take } })).toBe(false);
+    expect(isPaymentsStore({ ...methods, rateLimits: null })).toBe(false);
+    expect(isPaymentsStore(null)).toBe(false);
+    expect(isPaymentsStore('redis://127.0.0.1')).toBe(false);
   });
 });
