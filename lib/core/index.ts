@@ -43,9 +43,10 @@ export type { PaymentField, PaymentFieldName, PaymentFieldType, PaymentFieldType
 export type { ValueRule } from './api/payment.rules.js';
 export { outcomeOf } from './settlement/settlement.decision.js';
 export type { PaymentsLogger } from './client/payments.logger.js';
-export { STORE_METHODS, OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from './store/payments.store.js';
+export { STORE_METHODS } from './store/store.ports.js';
+export type { PaymentsStore, BindingStore, ClaimStore, PendingQueue, OutcomeLog, RateLimiter } from './store/store.ports.js';
+export { OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from './store/payments.store.js';
 export type {
-  PaymentsStore,
   PaymentBinding,
   PendingPayment,
   ClaimOutcome,
@@ -57,9 +58,12 @@ export type {
   OutcomePage,
   BindingClaim,
   OutcomeFinish,
-} from './store/payments.store.js';
+} from './store/store.types.js';
+export { BasicPaymentsStore } from './store/store.base.js';
 export { MemoryPaymentsStore } from './store/memory.store.js';
 export type { MemoryPaymentsStoreOptions } from './store/memory.store.js';
+export { MemoryRateLimiter } from './store/memory.limiter.js';
+export type { MemoryRateLimiterOptions } from './store/memory.limiter.js';
 export {
   PaymentEvents,
   PaymentOutcomeEvent,

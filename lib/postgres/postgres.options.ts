@@ -22,7 +22,7 @@ export interface PostgresQueryable {
 export interface PostgresPaymentsStoreOptions {
   /**
    * Prepended to the store's table names (`<prefix>bindings`, `<prefix>events`,
-   * `<prefix>pending`, `<prefix>outcomes`), so that several apps or environments can share a
+   * `<prefix>pending`, `<prefix>outcomes`, `<prefix>rate_limits`), so that several apps or environments can share a
    * database. Letters, digits and underscores, not starting with a digit, at most 40 characters
    * (PostgreSQL cuts identifiers at 63 bytes, and index names add to it). Default `'payments_'`.
    */
@@ -54,7 +54,7 @@ export interface PostgresPaymentsStoreOptions {
 
   /**
    * After how many writes the store deletes a batch of expired rows (bindings, claims, done
-   * markers, outcome records). Expired rows are ignored by reads and overwritten by writes
+   * markers, outcome records, rate-limit slots). Expired rows are ignored by reads and overwritten by writes
    * anyway; the sweep only keeps the tables from growing, with no cron. Default 500.
    */
   cleanupEveryWrites?: number;
@@ -82,7 +82,7 @@ export const DEFAULT_PG_OPERATION_TIMEOUT_MS = 5000;
 export const DEFAULT_CLEANUP_EVERY_WRITES = 500;
 
 // The longest identifier PostgreSQL keeps is 63 bytes; the longest name built from the prefix is
-// `<prefix>outcomes_updated_idx` (20 more characters).
+// `<prefix>rate_limits_expires_idx` (23 more characters).
 const MAX_NAME_LENGTH = 40;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

@@ -13,6 +13,8 @@ export interface StoreTables {
   pending: string;
   /** Outcome records: `<prefix>outcomes`. */
   outcomes: string;
+  /** The webhook's rate-limit slots: `<prefix>rate_limits`. */
+  rateLimits: string;
 }
 
 // Identifiers are validated by resolveTableNames (letters, digits, underscores) before they get
@@ -22,7 +24,13 @@ const quote = (identifier: string): string => `"${identifier}"`;
 /** The quoted table names for validated names. */
 export function storeTables(names: ResolvedTableNames): StoreTables {
   const qualify = (table: string) => (names.schema === undefined ? '' : `${quote(names.schema)}.`) + quote(`${names.prefix}${table}`);
-  return { bindings: qualify('bindings'), events: qualify('events'), pending: qualify('pending'), outcomes: qualify('outcomes') };
+  return {
+    bindings: qualify('bindings'),
+    events: qualify('events'),
+    pending: qualify('pending'),
+    outcomes: qualify('outcomes'),
+    rateLimits: qualify('rate_limits'),
+  };
 }
 
 function buildMigration(names: ResolvedTableNames): string {
@@ -65,13 +73,21 @@ function buildMigration(names: ResolvedTableNames): string {
     // The admin's "handlers failed, retry them" page pages through a few failed records among
     // many succeeded ones: a partial index keeps that cheap whatever the table's size.
     `CREATE INDEX IF NOT EXISTS ${index('outcomes_failed_idx')} ON ${t.outcomes} (updated_at DESC, payment_id) WHERE handlers = 'failed';`,
+    // Added after the first release: IF NOT EXISTS creates it on an existing install too, the next
+    // time the store starts (createTables) or the host runs this migration again.
+    `CREATE TABLE IF NOT EXISTS ${t.rateLimits} (
+  limit_key text COLLATE "C" PRIMARY KEY,
+  expires_at timestamptz NOT NULL
+);`,
+    `CREATE INDEX IF NOT EXISTS ${index('rate_limits_expires_idx')} ON ${t.rateLimits} (expires_at);`,
   ].join('\n');
 }
 
 /**
  * The DDL of the store's tables and indexes, for hosts that apply schema changes in their own
  * migrations (then pass `createTables: false` to the store). It is exactly what the store runs
- * itself when `createTables` is on, and is idempotent (`IF NOT EXISTS` throughout).
+ * itself when `createTables` is on, and is idempotent (`IF NOT EXISTS` throughout): after an
+ * upgrade that adds a table (`<prefix>rate_limits`), apply it again in a new migration.
  * @param options the `tablePrefix` (default `'payments_'`) and `schema` the store will be given
  * @throws TypeError when a name is not a plain SQL identifier
  */

@@ -28,6 +28,8 @@ export interface StoreStatements {
   getOutcome: string;
   listOutcomes: string;
   listFailedOutcomes: string;
+  takeRateLimit: string;
+  freeRateLimit: string;
   cleanup: string;
   ping: string;
 }
@@ -166,7 +168,17 @@ WHERE handlers = 'failed' AND expires_at > statement_timestamp()
 ORDER BY updated_at DESC, payment_id
 LIMIT $5::integer`,
 
-    // One statement, three bounded deletes (data-modifying CTEs all run): the sweep that stands
+    // The slot is taken when there is no row or only an expired one; ON CONFLICT resolves
+    // concurrent takes under the row lock and re-checks the WHERE on the row as it then stands,
+    // so exactly one of them gets a row back.
+    takeRateLimit: `INSERT INTO ${t.rateLimits} AS r (limit_key, expires_at)
+VALUES ($1::text, ${expiresIn('$2')})
+ON CONFLICT (limit_key) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE r.expires_at <= statement_timestamp()
+RETURNING 1 AS ok`,
+
+    freeRateLimit: `DELETE FROM ${t.rateLimits} WHERE limit_key = $1::text`,
+
+    // One statement, four bounded deletes (data-modifying CTEs all run): the sweep that stands
     // in for a cron. The pending queue has no expiry: its entries leave by removePending.
     // A row picked while expired may be written again (a re-claim after a crash, a record or
     // binding saved over it) by another connection before the DELETE reaches it: SKIP LOCKED
@@ -185,8 +197,12 @@ LIMIT $5::integer`,
   DELETE FROM ${t.outcomes} WHERE expires_at < statement_timestamp() AND payment_id IN (
     SELECT payment_id FROM ${t.outcomes} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
   RETURNING 1
+), r AS (
+  DELETE FROM ${t.rateLimits} WHERE expires_at < statement_timestamp() AND limit_key IN (
+    SELECT limit_key FROM ${t.rateLimits} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
+  RETURNING 1
 )
-SELECT ((SELECT count(*) FROM b) + (SELECT count(*) FROM e) + (SELECT count(*) FROM o))::text AS value`,
+SELECT ((SELECT count(*) FROM b) + (SELECT count(*) FROM e) + (SELECT count(*) FROM o) + (SELECT count(*) FROM r))::text AS value`,
 
     ping: 'SELECT 1 AS value',
   };

@@ -1,4 +1,3 @@
-import { defaultPaymentsLogger, type PaymentsLogger } from '../core/client/payments.logger.js';
 import {
   epochMs,
   positiveMs,
@@ -14,19 +13,12 @@ import {
   type PaymentBinding,
   type PaymentsStore,
   type PendingPayment,
+  type RateLimiter,
 } from '../core/store/payments.store.js';
-import { resolvePostgresOptions, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
+import { PostgresConnection } from './postgres.connection.js';
+import { PostgresRateLimiter } from './postgres.limiter.js';
+import type { PostgresPaymentsStoreOptions, PostgresQueryable } from './postgres.options.js';
 import { parseBinding, parseOutcome, parsePending, valueOf } from './postgres.rows.js';
-import { ensureTablesStatement, storeTables } from './postgres.schema.js';
-import { storeStatements, type StoreStatements } from './postgres.statements.js';
-
-/** The part of a `pg` Pool the store uses when it creates one. */
-interface OwnedPool extends PostgresQueryable {
-  end(): Promise<void>;
-  on(event: 'error', listener: (error: Error) => void): unknown;
-}
-
-type PoolConstructor = new (config: Record<string, unknown>) => OwnedPool;
 
 /**
  * A {@link PaymentsStore} in PostgreSQL, for several app instances sharing one database (or one
@@ -47,24 +39,14 @@ type PoolConstructor = new (config: Record<string, unknown>) => OwnedPool;
  * makes webhooks answer 503 (the service delivers again later) instead of hanging.
  */
 export class PostgresPaymentsStore implements PaymentsStore {
-  // Private fields (not `private`) keep the connection string, whose password may be in it, and
+  // A private field (not `private`) keeps the connection string, whose password may be in it, and
   // the pool out of util.inspect and JSON.stringify of the store.
-  readonly #given: PostgresQueryable | undefined;
-  readonly #connectionString: string | undefined;
-  readonly #options: PostgresPaymentsStoreOptions;
-  readonly #sql: StoreStatements;
-  readonly #ensureSql: string;
-  readonly #createTables: boolean;
-  readonly #timeoutMs: number;
-  readonly #cleanupEvery: number;
-  readonly #logger: PaymentsLogger;
-  #pool: Promise<OwnedPool> | undefined;
-  #ready: Promise<void> | undefined;
-  #writes = 0;
+  readonly #db: PostgresConnection;
   /** Claim statements not settled yet, by (key, owner): see #trackClaim. */
   readonly #claimsInFlight = new Map<string, Promise<unknown>>();
-  #cleaning: Promise<void> | undefined;
-  #closing: Promise<void> | undefined;
+
+  /** The webhook's rate limits: rows of `<prefix>rate_limits`, shared by every instance. */
+  readonly rateLimits: RateLimiter;
 
   /**
    * @param poolOrUrl a `pg` Pool (or Client), a PGlite instance, anything with
@@ -76,44 +58,29 @@ export class PostgresPaymentsStore implements PaymentsStore {
    * @throws TypeError or RangeError on a bad argument or option
    */
   constructor(poolOrUrl: PostgresQueryable | string, options: PostgresPaymentsStoreOptions = {}) {
-    const resolved = resolvePostgresOptions(options);
-    if (typeof poolOrUrl === 'string') {
-      if (poolOrUrl.length === 0) throw new TypeError('PostgresPaymentsStore: the connection string is empty');
-      this.#connectionString = poolOrUrl;
-    } else if (typeof poolOrUrl === 'object' && poolOrUrl !== null && typeof poolOrUrl.query === 'function') {
-      this.#given = poolOrUrl;
-    } else {
-      throw new TypeError('PostgresPaymentsStore: expected a connection string, a pg Pool, a PGlite instance or an object with query(text, params)');
-    }
-    this.#options = options;
-    const tables = storeTables(resolved);
-    this.#sql = storeStatements(tables);
-    this.#ensureSql = ensureTablesStatement(resolved);
-    this.#createTables = resolved.createTables;
-    this.#timeoutMs = resolved.operationTimeoutMs;
-    this.#cleanupEvery = resolved.cleanupEveryWrites;
-    this.#logger = options.logger ?? defaultPaymentsLogger;
+    this.#db = new PostgresConnection(poolOrUrl, options);
+    this.rateLimits = new PostgresRateLimiter(this.#db);
   }
 
   /** @inheritdoc */
   async saveBinding(tokenId: string, binding: PaymentBinding, ttlMs: number): Promise<void> {
     const ttl = positiveMs('PostgresPaymentsStore', ttlMs, 'ttlMs');
-    await this.#write('saveBinding', this.#sql.saveBinding, [tokenId, JSON.stringify(binding), ttl]);
+    await this.#db.write('saveBinding', this.#db.sql.saveBinding, [tokenId, JSON.stringify(binding), ttl]);
   }
 
   /** @inheritdoc */
   async findBinding(tokenId: string): Promise<PaymentBinding | undefined> {
-    const rows = await this.#query('findBinding', this.#sql.findBinding, [tokenId]);
+    const rows = await this.#db.query('findBinding', this.#db.sql.findBinding, [tokenId]);
     return rows.length === 0 ? undefined : parseBinding(valueOf(rows[0]));
   }
 
   /** @inheritdoc */
   async claim(eventKey: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
     const lease = positiveMs('PostgresPaymentsStore', leaseMs, 'leaseMs');
-    const sent = this.#send('claim', this.#sql.claim, [eventKey, owner, lease]);
+    const sent = this.#db.send('claim', this.#db.sql.claim, [eventKey, owner, lease]);
     this.#trackClaim(eventKey, owner, sent);
-    const rows = await this.#bounded('claim', sent);
-    this.#countWrite();
+    const rows = await this.#db.bounded('claim', sent);
+    this.#db.countWrite();
     const row = rows[0] as { state?: unknown; owner?: unknown } | undefined;
     if (row?.state === 'done') return 'done';
     if (row?.state === 'claimed') return row.owner === owner ? 'claimed' : 'busy';
@@ -123,10 +90,10 @@ export class PostgresPaymentsStore implements PaymentsStore {
   /** The binding lookup and claim of a webhook in one statement (one round trip): claims only when the binding names the payment. */
   async findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim> {
     const lease = positiveMs('PostgresPaymentsStore', leaseMs, 'leaseMs');
-    const sent = this.#send('findBindingAndClaim', this.#sql.findBindingAndClaim, [tokenId, eventKey, owner, paymentId, lease]);
+    const sent = this.#db.send('findBindingAndClaim', this.#db.sql.findBindingAndClaim, [tokenId, eventKey, owner, paymentId, lease]);
     this.#trackClaim(eventKey, owner, sent);
-    const rows = await this.#bounded('findBindingAndClaim', sent);
-    this.#countWrite();
+    const rows = await this.#db.bounded('findBindingAndClaim', sent);
+    this.#db.countWrite();
     const row = rows[0] as { value?: unknown; state?: unknown; owner?: unknown } | undefined;
     const binding = row === undefined ? undefined : parseBinding(row.value);
     if (row?.state === null || row?.state === undefined) return { binding };
@@ -145,7 +112,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
     const doneTtl = positiveMs('PostgresPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
     const recordTtl = positiveMs('PostgresPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
     const { attempts: _ignored, ...record } = finish.record as OutcomeRecord;
-    const rows = await this.#write('finishOutcome', this.#sql.finishOutcome, [
+    const rows = await this.#db.write('finishOutcome', this.#db.sql.finishOutcome, [
       finish.eventKey,
       finish.owner,
       doneTtl,
@@ -164,7 +131,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
   /** @inheritdoc */
   async markDone(eventKey: string, owner: string, ttlMs: number): Promise<boolean> {
     const ttl = positiveMs('PostgresPaymentsStore', ttlMs, 'ttlMs');
-    const rows = await this.#write('markDone', this.#sql.markDone, [eventKey, owner, ttl]);
+    const rows = await this.#db.write('markDone', this.#db.sql.markDone, [eventKey, owner, ttl]);
     return rows.length === 1;
   }
 
@@ -177,20 +144,20 @@ export class PostgresPaymentsStore implements PaymentsStore {
    */
   async release(eventKey: string, owner: string): Promise<void> {
     const inFlight = this.#claimsInFlight.get(claimId(eventKey, owner));
-    await this.#query(
+    await this.#db.query(
       'release',
-      this.#sql.release,
+      this.#db.sql.release,
       [eventKey, owner],
       inFlight?.catch(() => undefined),
     );
-    this.#countWrite();
+    this.#db.countWrite();
   }
 
   /** @inheritdoc */
   async schedulePending(entry: PendingPayment, dueAt: number): Promise<void> {
     // Rounded up: an entry is never offered before the time asked for.
     const due = Math.ceil(epochMs('PostgresPaymentsStore', dueAt, 'dueAt'));
-    await this.#write('schedulePending', this.#sql.schedulePending, [entry.paymentId, JSON.stringify(entry), String(due)]);
+    await this.#db.write('schedulePending', this.#db.sql.schedulePending, [entry.paymentId, JSON.stringify(entry), String(due)]);
   }
 
   /** @inheritdoc */
@@ -199,36 +166,43 @@ export class PostgresPaymentsStore implements PaymentsStore {
     const at = Math.floor(epochMs('PostgresPaymentsStore', now, 'now'));
     const count = Math.floor(limit);
     if (!(count > 0)) return [];
-    const rows = await this.#write('takeDuePending', this.#sql.takeDuePending, [String(at), Math.min(count, 2 ** 31 - 1), String(at + lease)]);
+    const rows = await this.#db.write('takeDuePending', this.#db.sql.takeDuePending, [String(at), Math.min(count, 2 ** 31 - 1), String(at + lease)]);
     return rows.map((row) => parsePending(valueOf(row))).filter((e): e is PendingPayment => e !== undefined);
   }
 
   /** @inheritdoc */
   async findPending(paymentId: string): Promise<PendingPayment | undefined> {
-    const rows = await this.#query('findPending', this.#sql.findPending, [paymentId]);
+    const rows = await this.#db.query('findPending', this.#db.sql.findPending, [paymentId]);
     return rows.length === 0 ? undefined : parsePending(valueOf(rows[0]));
   }
 
   /** @inheritdoc */
   async removePending(paymentId: string): Promise<void> {
-    await this.#write('removePending', this.#sql.removePending, [paymentId]);
+    await this.#db.write('removePending', this.#db.sql.removePending, [paymentId]);
   }
 
   /** @inheritdoc */
   async countPending(): Promise<number> {
-    const rows = await this.#query('countPending', this.#sql.countPending, []);
+    const rows = await this.#db.query('countPending', this.#db.sql.countPending, []);
     return Number(valueOf(rows[0]));
   }
 
   /** @inheritdoc */
   async saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void> {
     const ttl = positiveMs('PostgresPaymentsStore', ttlMs, 'ttlMs');
-    await this.#write('saveOutcome', this.#sql.saveOutcome, [record.paymentId, record.outcome, record.handlers, record.updatedAt, JSON.stringify(record), ttl]);
+    await this.#db.write('saveOutcome', this.#db.sql.saveOutcome, [
+      record.paymentId,
+      record.outcome,
+      record.handlers,
+      record.updatedAt,
+      JSON.stringify(record),
+      ttl,
+    ]);
   }
 
   /** @inheritdoc */
   async getOutcome(paymentId: string): Promise<OutcomeRecord | undefined> {
-    const rows = await this.#query('getOutcome', this.#sql.getOutcome, [paymentId]);
+    const rows = await this.#db.query('getOutcome', this.#db.sql.getOutcome, [paymentId]);
     return rows.length === 0 ? undefined : parseOutcome(valueOf(rows[0]));
   }
 
@@ -237,8 +211,8 @@ export class PostgresPaymentsStore implements PaymentsStore {
     const limit = outcomePageLimit(query);
     const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
     // One row more than the page tells whether there is a next page.
-    const sql = query.handlers === 'failed' ? this.#sql.listFailedOutcomes : this.#sql.listOutcomes;
-    const rows = await this.#query('listOutcomes', sql, [
+    const sql = query.handlers === 'failed' ? this.#db.sql.listFailedOutcomes : this.#db.sql.listOutcomes;
+    const rows = await this.#db.query('listOutcomes', sql, [
       query.handlers ?? null,
       query.outcome ?? null,
       after?.updatedAt ?? null,
@@ -258,7 +232,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
 
   /** Runs `SELECT 1` (and creates the tables if that is still to do); rejects when the database does not answer. */
   async ping(): Promise<void> {
-    await this.#query('ping', this.#sql.ping, []);
+    await this.#db.query('ping', this.#db.sql.ping, []);
   }
 
   /**
@@ -267,65 +241,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
    * host's) and the store keeps working on it. Safe to call more than once.
    */
   async close(): Promise<void> {
-    await this.#cleaning;
-    if (this.#connectionString === undefined) return;
-    this.#closing ??= (async () => {
-      const pool = await this.#pool?.catch(() => undefined);
-      await pool?.end();
-    })();
-    return this.#closing;
-  }
-
-  async #write(operation: string, text: string, params: unknown[]): Promise<unknown[]> {
-    const rows = await this.#query(operation, text, params);
-    this.#countWrite();
-    return rows;
-  }
-
-  #countWrite(): void {
-    this.#writes += 1;
-    if (this.#writes % this.#cleanupEvery !== 0 || this.#cleaning || this.#closing) return;
-    // In the background: a write must not wait for the sweep. close() waits for it.
-    this.#cleaning = this.#query('cleanup', this.#sql.cleanup, [])
-      .then(
-        () => undefined,
-        (error: unknown) => this.#logger.warn(`PostgreSQL store cleanup of expired rows failed: ${errorMessage(error)}`),
-      )
-      .finally(() => {
-        this.#cleaning = undefined;
-      });
-  }
-
-  // Bounds every operation by our own timer rather than trusting the pool's settings: a host's
-  // pool may wait for a free connection forever (pg's default connectionTimeoutMillis is 0).
-  #query(operation: string, text: string, params: unknown[], after?: Promise<unknown>): Promise<unknown[]> {
-    return this.#bounded(operation, this.#send(operation, text, params, after));
-  }
-
-  // The statement itself, unbounded: it may still run and commit after #bounded gave up on it.
-  // `after`: a statement that must have settled before this one is sent.
-  #send(operation: string, text: string, params: unknown[], after?: Promise<unknown>): Promise<unknown[]> {
-    if (this.#closing) return Promise.reject(new Error(`PostgresPaymentsStore: ${operation} called after close()`));
-    const pending = Promise.all([this.#database(), after]).then(async ([db]) => {
-      await this.#ensureTables(db);
-      const result = await db.query(text, params);
-      return Array.isArray(result?.rows) ? result.rows : [];
-    });
-    // The late result of a timed-out query is dropped, not left as an unhandled rejection.
-    pending.catch(() => undefined);
-    return pending;
-  }
-
-  #bounded(operation: string, pending: Promise<unknown[]>): Promise<unknown[]> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        reject(new Error(`PostgresPaymentsStore: ${operation} timed out after ${this.#timeoutMs} ms (is the database reachable?)`));
-      }, this.#timeoutMs);
-      // A pending store call must never be what keeps the process alive.
-      timer.unref();
-    });
-    return Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
+    return this.#db.close();
   }
 
   // A claim statement is remembered until it settles, whether or not its caller still waits: a
@@ -342,48 +258,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
     };
     tracked.then(forget, forget);
   }
-
-  #database(): Promise<PostgresQueryable> {
-    if (this.#given) return Promise.resolve(this.#given);
-    this.#pool ??= this.#createPool();
-    return this.#pool;
-  }
-
-  async #createPool(): Promise<OwnedPool> {
-    // Imported here, not at the top: hosts that pass a PGlite or their own pool need no `pg`.
-    const mod = (await import('pg')) as unknown as { default?: { Pool: PoolConstructor }; Pool?: PoolConstructor };
-    const Pool = mod.Pool ?? mod.default?.Pool;
-    if (!Pool) throw new Error('PostgresPaymentsStore: the installed `pg` has no Pool');
-    const pool = new Pool({
-      connectionString: this.#connectionString,
-      connectionTimeoutMillis: Math.ceil(this.#timeoutMs),
-      // The server gives up too, so a statement the store stopped waiting for does not run on.
-      statement_timeout: Math.ceil(this.#timeoutMs),
-      ...this.#options.poolOptions,
-    });
-    // An idle connection dropped by the server is emitted on the pool; unheard, it would crash
-    // the process. The pool replaces the connection by itself.
-    pool.on('error', (error) => this.#logger.error(`PostgreSQL store connection failed: ${error.message}`));
-    return pool;
-  }
-
-  #ensureTables(db: PostgresQueryable): Promise<void> {
-    if (!this.#createTables) return Promise.resolve();
-    this.#ready ??= db.query(this.#ensureSql, []).then(
-      () => undefined,
-      (error: unknown) => {
-        // Tried again by the next operation: the database may just not be up yet.
-        this.#ready = undefined;
-        throw error;
-      },
-    );
-    return this.#ready;
-  }
 }
 
 // NUL cannot occur in a PostgreSQL text value, so the pair cannot collide.
 const claimId = (eventKey: string, owner: string): string => `${eventKey}\u0000${owner}`;
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

@@ -38,7 +38,9 @@ describe('PostgresPaymentsStore on PGlite', () => {
       await store.ping();
       const tables = await rows(db, `SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE 'payments\\_%' ORDER BY table_name`);
       expect(DEFAULT_TABLE_PREFIX).toBe('payments_');
-      expect(tables).toEqual(['bindings', 'events', 'outcomes', 'pending'].map((t) => ({ table_schema: 'public', table_name: `payments_${t}` })));
+      expect(tables).toEqual(
+        ['bindings', 'events', 'outcomes', 'pending', 'rate_limits'].map((t) => ({ table_schema: 'public', table_name: `payments_${t}` })),
+      );
     } finally {
       await db.close();
     }
@@ -56,7 +58,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
       expect(await rows(db, `SELECT owner FROM billing.shop_a_events WHERE event_key = 'e'`)).toEqual([{ owner: 'o' }]);
       // Quoted: the case of the prefix is kept, not folded.
       expect(await rows(db, `SELECT owner FROM public."Shop_B_events" WHERE event_key = 'e'`)).toEqual([{ owner: 'o2' }]);
-      expect(await rows(db, `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'billing'`)).toEqual([{ n: 4 }]);
+      expect(await rows(db, `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'billing'`)).toEqual([{ n: 5 }]);
     } finally {
       await db.close();
     }
@@ -88,7 +90,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
       });
       const [host, byStore] = [await catalog('by_host'), await catalog('by_store')];
       expect(host.columns.length).toBeGreaterThan(10);
-      expect(host.indexes).toHaveLength(10);
+      expect(host.indexes).toHaveLength(12);
       expect(byStore).toEqual(host);
       // A store told not to create tables works on the host's.
       const store = new PostgresPaymentsStore(db, { schema: 'by_host', createTables: false });
@@ -96,6 +98,31 @@ describe('PostgresPaymentsStore on PGlite', () => {
     } finally {
       await db.close();
     }
+  });
+
+  it('adds the rate_limits table to an install made before it, or says to migrate again', async () => {
+    const names = { tablePrefix: 'before_rl_' };
+    // An install of the version before: the tables of then, without rate_limits.
+    await new PostgresPaymentsStore(shared, names).ping();
+    await shared.exec('DROP TABLE before_rl_rate_limits');
+    const migrated = new PostgresPaymentsStore(shared, { ...names, createTables: false });
+    await migrated.saveBinding('t', binding, LONG_MS);
+    await expect(migrated.rateLimits.take('k', LONG_MS)).rejects.toThrow(/before_rl_rate_limits.*apply paymentsStoreMigration\(\) again/);
+    // A store that creates its tables adds the new one next to the old ones, which keep their rows.
+    const upgraded = new PostgresPaymentsStore(shared, names);
+    await expect(upgraded.rateLimits.take('k', LONG_MS)).resolves.toBe(true);
+    await expect(upgraded.findBinding('t')).resolves.toEqual(binding);
+    await expect(migrated.rateLimits.take('k', LONG_MS)).resolves.toBe(false);
+  });
+
+  it('writes a rate-limit slot as a row with its expiry, and sweeps it once expired', async () => {
+    const store = new PostgresPaymentsStore(shared, { tablePrefix: 'sweep_rl_', cleanupEveryWrites: 2 });
+    await expect(store.rateLimits.take('unsigned:p', 300)).resolves.toBe(true); // write 1
+    expect(await rows(shared, `SELECT limit_key, expires_at > now() AS live FROM sweep_rl_rate_limits`)).toEqual([{ limit_key: 'unsigned:p', live: true }]);
+    await sleep(400);
+    await store.rateLimits.free('other'); // write 2: sweep
+    await store.close(); // waits for the sweep
+    expect(await rows(shared, 'SELECT count(*)::int AS n FROM sweep_rl_rate_limits')).toEqual([{ n: 0 }]);
   });
 
   it('with createTables: false fails clearly when the tables are missing', async () => {

@@ -79,7 +79,7 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
         });
         const [auto, manual] = [await catalog('auto_'), await catalog('manual_')];
         expect(auto.columns.map((c) => c.table_name)).toContain('events');
-        expect(auto.indexes).toHaveLength(10);
+        expect(auto.indexes).toHaveLength(12);
         expect(auto).toEqual(manual);
         const { rows } = await admin.query(`SELECT owner FROM "${RUN_SCHEMA}".auto_events WHERE event_key = 'e'`);
         expect(rows).toEqual([{ owner: 'o' }]);
@@ -144,6 +144,17 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
       await expect(b.markDone(event, 'instance-b', LONG_MS)).resolves.toBe(false);
       await expect(a.markDone(event, 'instance-a', LONG_MS)).resolves.toBe(true);
       await expect(b.claim(event, 'instance-b', LONG_MS)).resolves.toBe('done');
+    });
+
+    it('share rate limits: a slot taken on one instance is taken for the other, until freed', async () => {
+      const k = `token:${randomUUID()}`;
+      await expect(a.rateLimits.take(k, LONG_MS)).resolves.toBe(true);
+      await expect(b.rateLimits.take(k, LONG_MS)).resolves.toBe(false);
+      await b.rateLimits.free(k);
+      await expect(a.rateLimits.take(k, LONG_MS)).resolves.toBe(true);
+      const raced = `token:${randomUUID()}`;
+      const takes = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).rateLimits.take(raced, LONG_MS)));
+      expect(takes.filter(Boolean)).toHaveLength(1);
     });
 
     it('racing 100 claims over 20 events grant exactly one claim per event', async () => {

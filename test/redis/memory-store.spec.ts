@@ -58,6 +58,15 @@ describe('MemoryPaymentsStore bounds', () => {
     await store.close();
   });
 
+  it('keeps at most maxRateLimits rate-limit slots, the least recently taken going first', async () => {
+    const store = new MemoryPaymentsStore({ maxRateLimits: 100 });
+    for (let i = 0; i < 1000; i++) await expect(store.rateLimits.take(`unsigned:${i}`, DAY_MS)).resolves.toBe(true);
+    expect(store.size).toBe(100);
+    await expect(store.rateLimits.take('unsigned:999', DAY_MS)).resolves.toBe(false);
+    await expect(store.rateLimits.take('unsigned:0', DAY_MS)).resolves.toBe(true);
+    await store.close();
+  });
+
   it('keeps its data on close (a store passed in may serve another app, or the same app again)', async () => {
     const store = new MemoryPaymentsStore();
     await store.saveBinding('t', { paymentId: 'p', amount: '1', createdAt: new Date(0).toISOString() }, DAY_MS);

@@ -147,6 +147,18 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       expect(await admin.get(key)).toBe('done');
     });
 
+    it('takes a rate-limit slot as <prefix>rate:<key> with the window as PX, and frees it with DEL', async () => {
+      const k = `unsigned:${randomUUID()}`;
+      await expect(store.rateLimits.take(k, 5000)).resolves.toBe(true);
+      const key = `${keyPrefix}rate:${k}`;
+      expect(await admin.exists(key)).toBe(1);
+      const pttl = await admin.pttl(key);
+      expect(pttl).toBeGreaterThan(4000);
+      expect(pttl).toBeLessThanOrEqual(5000);
+      await store.rateLimits.free(k);
+      expect(await admin.exists(key)).toBe(0);
+    });
+
     it('rounds a fractional lease up to whole milliseconds', async () => {
       const event = randomUUID();
       await expect(store.claim(event, 'o', 1500.2)).resolves.toBe('claimed');
@@ -270,6 +282,7 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       await store.close();
       await expect(store.claim('e2', 'o', LONG_MS)).rejects.toThrow(/claim called after close\(\)/);
       await expect(store.findBinding('t')).rejects.toThrow(/after close/);
+      await expect(store.rateLimits.take('k', LONG_MS)).rejects.toThrow(/rateLimits.take called after close\(\)/);
     });
 
     it('rejects something that is neither a URL nor a client', () => {
@@ -311,6 +324,16 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       await expect(b.claim('e', 'instance-b', LONG_MS)).resolves.toBe('done');
       await b.saveBinding('token', { paymentId: 'p', amount: '1', createdAt: 'x' }, LONG_MS);
       await expect(a.findBinding('token')).resolves.toEqual({ paymentId: 'p', amount: '1', createdAt: 'x' });
+    });
+
+    it('with the same prefix share rate limits, one slot for both', async () => {
+      const shared = prefix();
+      const [a, b] = [open(shared), open(shared)];
+      await expect(a.rateLimits.take('token:n', LONG_MS)).resolves.toBe(true);
+      await expect(b.rateLimits.take('token:n', LONG_MS)).resolves.toBe(false);
+      await b.rateLimits.free('token:n');
+      const takes = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).rateLimits.take('token:n', LONG_MS)));
+      expect(takes.filter(Boolean)).toHaveLength(1);
     });
 
     it('on two connections racing 100 claims over 20 events grant exactly one claim per event', async () => {

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import type { PaymentsClient } from '../../lib/core/client/payments.client.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import type { PaymentsLogger } from '../../lib/core/client/payments.logger.js';
-import type { PaymentsStore } from '../../lib/core/store/payments.store.js';
+import type { PaymentsStore, RateLimiter } from '../../lib/core/store/payments.store.js';
+import { BasicPaymentsStore } from '../../lib/core/store/store.base.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentsOptions, type WebhookRouterOptions } from '../../lib/express/index.js';
 import type { FakeService } from './fake-service.js';
 import { verifyAnswer, verifyPath } from './verify-answers.js';
@@ -145,14 +146,23 @@ type StoreMethod = Exclude<keyof PaymentsStore, 'ping' | 'close'>;
 
 /**
  * A store that delegates to another (by default a fresh memory store) and can be told to fail
- * chosen operations, like an unreachable database, or to call a hook before one runs.
+ * chosen operations, like an unreachable database, or to call a hook before one runs. Its
+ * combined operations are BasicPaymentsStore's, made of the basic calls (as a custom store's
+ * would be); its rate limits are the inner store's, recorded and failed as `rateLimits`.
  */
-export class DelegatingStore implements PaymentsStore {
+export class DelegatingStore extends BasicPaymentsStore {
   readonly fail = new Set<StoreMethod>();
   readonly calls: StoreMethod[] = [];
   before?: (method: StoreMethod, args: unknown[]) => Promise<void> | void;
 
-  constructor(readonly inner: PaymentsStore = new MemoryPaymentsStore()) {}
+  override readonly rateLimits: RateLimiter = {
+    take: (key, windowMs) => this.run('rateLimits', [key, windowMs], () => this.inner.rateLimits.take(key, windowMs)),
+    free: (key) => this.run('rateLimits', [key], () => this.inner.rateLimits.free(key)),
+  };
+
+  constructor(readonly inner: PaymentsStore = new MemoryPaymentsStore()) {
+    super();
+  }
 
   private async run<T>(method: StoreMethod, args: unknown[], call: () => Promise<T>): Promise<T> {
     this.calls.push(method);

@@ -15,7 +15,9 @@ import {
   type PaymentBinding,
   type PaymentsStore,
   type PendingPayment,
+  type RateLimiter,
 } from './payments.store.js';
+import { MemoryRateLimiter } from './memory.limiter.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
 export interface MemoryPaymentsStoreOptions {
@@ -30,6 +32,8 @@ export interface MemoryPaymentsStoreOptions {
   maxPending?: number;
   /** Most outcome records kept; least recently updated go first. Default 10 000. */
   maxOutcomes?: number;
+  /** Most rate-limit slots held (see {@link MemoryRateLimiterOptions.maxSlots}). Default 100 000. */
+  maxRateLimits?: number;
 }
 
 interface Claim {
@@ -60,6 +64,7 @@ export class MemoryPaymentsStore implements PaymentsStore {
   private readonly claims = new Map<string, Claim>();
   private readonly pending: LRUCache<string, Queued>;
   private readonly outcomes: LRUCache<string, OutcomeRecord>;
+  readonly #rateLimits: MemoryRateLimiter;
 
   /** @param options size caps; see {@link MemoryPaymentsStoreOptions} */
   constructor(options: MemoryPaymentsStoreOptions = {}) {
@@ -68,6 +73,12 @@ export class MemoryPaymentsStore implements PaymentsStore {
     this.done = new LRUCache({ max: options.maxEvents ?? 100_000, allowStale: false });
     this.pending = new LRUCache({ max: options.maxPending ?? 100_000 });
     this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false });
+    this.#rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits });
+  }
+
+  /** The webhook's rate limits, in this process (this store is one process's anyway). */
+  get rateLimits(): RateLimiter {
+    return this.#rateLimits;
   }
 
   /** @inheritdoc */
@@ -193,9 +204,9 @@ export class MemoryPaymentsStore implements PaymentsStore {
   /** @inheritdoc */
   async ping(): Promise<void> {}
 
-  /** Number of entries held (bindings, done markers, claims, queued payments, records), for monitoring and tests. */
+  /** Number of entries held (bindings, done markers, claims, queued payments, records, rate-limit slots), for monitoring and tests. */
   get size(): number {
-    return this.bindings.size + this.done.size + this.claims.size + this.pending.size + this.outcomes.size;
+    return this.bindings.size + this.done.size + this.claims.size + this.pending.size + this.outcomes.size + this.#rateLimits.size;
   }
 
   /**

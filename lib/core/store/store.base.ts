@@ -1,0 +1,100 @@
+import { MemoryRateLimiter } from './memory.limiter.js';
+import { positiveMs } from './payments.store.js';
+import type { PaymentsStore, RateLimiter } from './store.ports.js';
+import type { BindingClaim, ClaimOutcome, OutcomeFinish, OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PendingPayment } from './store.types.js';
+
+/**
+ * The base of a custom {@link PaymentsStore}: implement the thirteen basic methods (each atomic
+ * across your instances) and it provides the rest.
+ *
+ * - {@link BasicPaymentsStore.findBindingAndClaim} and {@link BasicPaymentsStore.finishOutcome}
+ *   are built from the basic methods: correct, in more round trips than the shipped stores' single
+ *   atomic step (2 and 4). Override them when your backend can do either in one step.
+ * - {@link BasicPaymentsStore.rateLimits} is a {@link MemoryRateLimiter}: per instance, so with
+ *   several app instances each one limits on its own. Override it with a limiter on your backend
+ *   (see {@link RateLimiter}) to share the limit.
+ *
+ * ```ts
+ * class MyStore extends BasicPaymentsStore {
+ *   async saveBinding(tokenId: string, binding: PaymentBinding, ttlMs: number) { ... }
+ *   // ... the other basic methods
+ * }
+ * ```
+ *
+ * The contract a store must pass is `test/support/store-contract.ts`, which this class passes over
+ * plain maps.
+ */
+export abstract class BasicPaymentsStore implements PaymentsStore {
+  /** The webhook's rate limits: in this process, per instance, unless a subclass overrides it. */
+  readonly rateLimits: RateLimiter = new MemoryRateLimiter();
+
+  /** @inheritdoc */
+  abstract saveBinding(tokenId: string, binding: PaymentBinding, ttlMs: number): Promise<void>;
+  /** @inheritdoc */
+  abstract findBinding(tokenId: string): Promise<PaymentBinding | undefined>;
+  /** @inheritdoc */
+  abstract claim(eventKey: string, owner: string, leaseMs: number): Promise<ClaimOutcome>;
+  /** @inheritdoc */
+  abstract markDone(eventKey: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** @inheritdoc */
+  abstract release(eventKey: string, owner: string): Promise<void>;
+  /** @inheritdoc */
+  abstract schedulePending(entry: PendingPayment, dueAt: number): Promise<void>;
+  /** @inheritdoc */
+  abstract takeDuePending(now: number, limit: number, leaseMs: number): Promise<PendingPayment[]>;
+  /** @inheritdoc */
+  abstract findPending(paymentId: string): Promise<PendingPayment | undefined>;
+  /** @inheritdoc */
+  abstract removePending(paymentId: string): Promise<void>;
+  /** @inheritdoc */
+  abstract countPending(): Promise<number>;
+  /** @inheritdoc */
+  abstract saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void>;
+  /** @inheritdoc */
+  abstract getOutcome(paymentId: string): Promise<OutcomeRecord | undefined>;
+  /** @inheritdoc */
+  abstract listOutcomes(query?: OutcomeQuery): Promise<OutcomePage>;
+
+  /**
+   * {@link BasicPaymentsStore.findBinding}, then {@link BasicPaymentsStore.claim} only when the
+   * binding names `paymentId`. Two steps are as safe as one here: the claim is the atomic part, and
+   * a binding that changes in between (a token rebound to the payment it was signed for) still
+   * names the same payment.
+   */
+  async findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim> {
+    const binding = await this.findBinding(tokenId);
+    if (binding?.paymentId !== paymentId) return { binding };
+    return { binding, claim: await this.claim(eventKey, owner, leaseMs) };
+  }
+
+  /**
+   * Reads the current record and saves the new one with its `attempts` counted from it, THEN
+   * marks the claim done (and leaves the queue) or releases it.
+   *
+   * The order is what makes the count right without an atomic read-modify-write: the record is
+   * written while the attempt still holds the payment's claim, and claims are exclusive, so no
+   * other attempt at the payment is between its own read and write meanwhile. The next one can
+   * only claim after this markDone or release, hence reads this write. (Written after the claim
+   * was given up, as the core's old fallback did, a redelivery claiming at once could read the
+   * record before this write and both would save the same count.)
+   *
+   * An attempt whose lease expired while its handlers ran (the core logs it: they may then run
+   * twice) still writes the record, as with every store, but is no longer serialised by the claim.
+   */
+  async finishOutcome(finish: OutcomeFinish): Promise<boolean> {
+    // Checked before anything is written, as the shipped stores do in their single step.
+    positiveMs('BasicPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
+    positiveMs('BasicPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
+    const { paymentId } = finish.record;
+    const previous = await this.getOutcome(paymentId);
+    const record: OutcomeRecord = { ...finish.record, attempts: (previous?.attempts ?? 0) + finish.attemptsAdded };
+    await this.saveOutcome(record, finish.recordTtlMs);
+    if (finish.claim === 'release') {
+      await this.release(finish.eventKey, finish.owner);
+      return false;
+    }
+    const marked = await this.markDone(finish.eventKey, finish.owner, finish.doneTtlMs);
+    await this.removePending(paymentId);
+    return marked;
+  }
+}

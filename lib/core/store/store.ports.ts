@@ -1,0 +1,198 @@
+import type { BindingClaim, ClaimOutcome, OutcomeFinish, OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PendingPayment } from './store.types.js';
+
+/**
+ * The store keeps what the plugin must remember between generating a payment and learning its
+ * outcome, and makes outcome delivery effectively-once. The default is the in-memory store (one
+ * process); `RedisPaymentsStore` (`nestjs-payments/redis`) and `PostgresPaymentsStore`
+ * (`nestjs-payments/postgres`) share it between app instances and keep it across restarts.
+ *
+ * Nothing in it is the source of truth about a payment: the service's `verify_payment` answer
+ * is. What the store holds saves calls to the service and lets several instances agree on who
+ * runs the handlers.
+ *
+ * It is made of small ports, one per concern: {@link BindingStore}, {@link ClaimStore},
+ * {@link PendingQueue}, {@link OutcomeLog} and a {@link RateLimiter}. Every method must be atomic:
+ * several app instances call them concurrently.
+ */
+
+/** The webhook tokens' bindings: which payment a token was issued for. */
+export interface BindingStore {
+  /**
+   * Remembers which payment a webhook token belongs to.
+   * @param tokenId the token's public id (its nonce)
+   * @param binding what is known of the payment
+   * @param ttlMs how long to keep it
+   */
+  saveBinding(tokenId: string, binding: PaymentBinding, ttlMs: number): Promise<void>;
+
+  /** Returns the binding saved for a token id, or `undefined` when unknown or expired. */
+  findBinding(tokenId: string): Promise<PaymentBinding | undefined>;
+}
+
+/**
+ * Claims: who runs a payment's outcome, with a lease, and done markers once it ran. Also the two
+ * combined operations of the webhook's hot path, each one atomic step (one round trip in the
+ * shipped stores). A custom store can inherit them from `BasicPaymentsStore`, which builds them
+ * from the other methods.
+ */
+export interface ClaimStore {
+  /**
+   * Atomically claims a key for processing, unless it is done or claimed by someone else.
+   * Claiming again with the same owner renews the lease.
+   * @param eventKey identifies the work, e.g. `outcome:<paymentId>`
+   * @param owner a unique id of this attempt
+   * @param leaseMs after this long the claim expires (so a crashed instance does not block it)
+   */
+  claim(eventKey: string, owner: string, leaseMs: number): Promise<ClaimOutcome>;
+
+  /**
+   * Marks a claimed key done, if `owner` still holds the claim.
+   * @param ttlMs how long to remember that it is done (duplicates within it run nothing)
+   * @returns false when the claim had expired and been taken over
+   */
+  markDone(eventKey: string, owner: string, ttlMs: number): Promise<boolean>;
+
+  /** Gives a claim up (the handler failed), so that the next attempt runs it again. */
+  release(eventKey: string, owner: string): Promise<void>;
+
+  /**
+   * {@link BindingStore.findBinding} of `tokenId` and, only when the binding names `paymentId`,
+   * {@link ClaimStore.claim} of `eventKey`: a webhook's authentication and its claim. With no
+   * binding, or a binding of another payment, nothing is claimed.
+   * @param tokenId the token's public id (its nonce)
+   * @param paymentId the payment the delivery names
+   * @param eventKey the claim key, e.g. `outcome:<paymentId>`
+   * @param owner a unique id of this attempt
+   * @param leaseMs the claim's lease, as for {@link ClaimStore.claim}
+   */
+  findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim>;
+
+  /**
+   * Ends an attempt: {@link ClaimStore.markDone} (or {@link ClaimStore.release}),
+   * {@link PendingQueue.removePending} when done, and {@link OutcomeLog.saveOutcome} of the record
+   * with its `attempts` counted from the current record's (every attempt counted, however many
+   * finish at once).
+   * @returns whether the claim was marked done: false for `release`, and false for `done` when
+   *   `owner` no longer held it (its lease expired; the queue and the record are written anyway)
+   */
+  finishOutcome(finish: OutcomeFinish): Promise<boolean>;
+}
+
+/** The reconciliation queue: payments whose outcome the plugin has not seen yet. */
+export interface PendingQueue {
+  /**
+   * Queues (or re-queues) a payment for reconciliation; one entry per payment id, replaced.
+   * @param entry the payment and how often it was checked
+   * @param dueAt epoch ms from which it may be taken
+   */
+  schedulePending(entry: PendingPayment, dueAt: number): Promise<void>;
+
+  /**
+   * Atomically takes up to `limit` entries due at `now` (oldest due first) and pushes each one's
+   * due time to `now + leaseMs`, so that no other instance takes it meanwhile and it comes back by
+   * itself if this one crashes before removing or rescheduling it.
+   */
+  takeDuePending(now: number, limit: number, leaseMs: number): Promise<PendingPayment[]>;
+
+  /** The queued entry of a payment, or `undefined`. */
+  findPending(paymentId: string): Promise<PendingPayment | undefined>;
+
+  /** Removes a payment from the queue (its outcome is done). No error when absent. */
+  removePending(paymentId: string): Promise<void>;
+
+  /** How many payments are queued (the reconciliation backlog). */
+  countPending(): Promise<number>;
+}
+
+/** The record of outcomes: what happened to each payment, as the plugin saw it. */
+export interface OutcomeLog {
+  /**
+   * Saves (replaces) the record of a payment's outcome.
+   * @param ttlMs how long to keep it
+   */
+  saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void>;
+
+  /** The record of a payment's outcome, or `undefined`. */
+  getOutcome(paymentId: string): Promise<OutcomeRecord | undefined>;
+
+  /** Records, newest update first (ties by payment id), filtered and paginated. */
+  listOutcomes(query?: OutcomeQuery): Promise<OutcomePage>;
+}
+
+/**
+ * Fixed-window slots, one per key: the webhook's limit on deliveries that cost a verify call
+ * without a binding to back them (an unsigned delivery, a token whose binding is gone), so that a
+ * stranger cannot spend the merchant's verify budget. Both methods must be atomic across the
+ * instances sharing the store.
+ */
+export interface RateLimiter {
+  /**
+   * Takes the key's slot if it is free.
+   * @param key what is limited, e.g. a payment id or a token's nonce
+   * @param windowMs how long the slot stays taken (a positive number of ms)
+   * @returns true: the slot was free and is now taken until `windowMs` has passed; false: it is
+   *   taken (by this caller or another), nothing changed
+   * @throws RangeError when `windowMs` is not a positive number
+   */
+  take(key: string, windowMs: number): Promise<boolean>;
+
+  /** Frees the key's slot before its window ends (no error when it is free). */
+  free(key: string): Promise<void>;
+}
+
+/**
+ * Storage of token bindings, claims, the reconciliation queue, the record of outcomes and the
+ * webhook's rate limits: the ports above in one object, passed as the `store` option. Every
+ * method must be atomic: several app instances call them concurrently.
+ *
+ * To write one, extend `BasicPaymentsStore`: it builds the combined operations of
+ * {@link ClaimStore} from the other methods and limits rates in the process. The contract every
+ * store passes is `test/support/store-contract.ts`.
+ */
+export interface PaymentsStore extends BindingStore, ClaimStore, PendingQueue, OutcomeLog {
+  /** The webhook's rate limits, shared by every instance using this store. */
+  readonly rateLimits: RateLimiter;
+
+  /** Checks that the store answers (for health checks); throws when it does not. */
+  ping?(): Promise<void>;
+
+  /** Frees the store's own resources (connections it opened). Called on application shutdown. */
+  close?(): Promise<void>;
+}
+
+/** The methods every store must have; used to check a `store` option (with its `rateLimits`: see `isPaymentsStore`). */
+export const STORE_METHODS = [
+  'saveBinding',
+  'findBinding',
+  'claim',
+  'markDone',
+  'release',
+  'findBindingAndClaim',
+  'finishOutcome',
+  'schedulePending',
+  'takeDuePending',
+  'findPending',
+  'removePending',
+  'countPending',
+  'saveOutcome',
+  'getOutcome',
+  'listOutcomes',
+] as const satisfies ReadonlyArray<keyof PaymentsStore>;
+
+/**
+ * Whether a value can serve as a store: every method of {@link STORE_METHODS} and a
+ * `rateLimits` with `take` and `free`. A runtime check of a `store` option (TypeScript's check
+ * does not reach JavaScript hosts or casts).
+ */
+export function isPaymentsStore(value: unknown): value is PaymentsStore {
+  if (typeof value !== 'object' || value === null) return false;
+  const store = value as Record<string, unknown>;
+  const limits = store.rateLimits as Record<string, unknown> | null | undefined;
+  return (
+    STORE_METHODS.every((m) => typeof store[m] === 'function') &&
+    typeof limits === 'object' &&
+    limits !== null &&
+    typeof limits.take === 'function' &&
+    typeof limits.free === 'function'
+  );
+}

@@ -1,0 +1,131 @@
+/**
+ * The values the store keeps and the plugin exchanges with it: bindings, queue entries, outcome
+ * records and the results of the store's operations. The store's methods are in `store.ports.ts`.
+ */
+
+/** What the plugin recorded about a payment when it generated it. */
+export interface PaymentBinding {
+  /** The payment's id, as the service assigned it. */
+  paymentId: string;
+  /** Amount in millimes, as sent at generation. */
+  amount: string;
+  /** Tracking id sent at generation, if any. */
+  developerTrackingId?: string;
+  /** ISO 8601 time of generation. */
+  createdAt: string;
+  /** ISO 8601 time the checkout session ends (generation + `sessionTimeoutSecs`), when known. */
+  sessionEndsAt?: string;
+}
+
+/** A payment whose outcome the plugin has not seen yet, queued for reconciliation. */
+export interface PendingPayment extends PaymentBinding {
+  /** How many times reconciliation has verified it so far. */
+  checks: number;
+}
+
+/**
+ * Result of {@link ClaimStore.claim}:
+ * - `claimed`: the caller owns the key until it marks it done, releases it or the lease expires;
+ * - `done`: the key was already handled;
+ * - `busy`: someone else holds an unexpired claim.
+ */
+export type ClaimOutcome = 'claimed' | 'done' | 'busy';
+
+/**
+ * What a verified status means for the shop (one mapping, in `payment.outcome.ts`):
+ * `confirmed` (paid), `failed`, `expired`, `authorized` (a pre-authorization holds the amount),
+ * `pending` (not settled yet: checked again later), `mismatch` (the service's amount or tracking
+ * id differs from what the plugin sent: never confirmed, logged as an error).
+ */
+export type PaymentOutcome = 'confirmed' | 'failed' | 'expired' | 'authorized' | 'pending' | 'mismatch';
+
+/** Which path led to an outcome. */
+export type OutcomeSource = 'webhook' | 'return' | 'reconciliation';
+
+/** What became of the handlers of an outcome: `none` when no handler had to run (pending). */
+export type HandlerResult = 'succeeded' | 'failed' | 'none';
+
+/** What happened to one payment, as the plugin saw it (the record of outcomes). */
+export interface OutcomeRecord {
+  /** The payment. */
+  paymentId: string;
+  /** The outcome the verified status maps to. */
+  outcome: PaymentOutcome;
+  /** The service's status as sent by `verify_payment` (e.g. `SUCCESS`). */
+  status: string;
+  /** The path of the latest attempt. */
+  source: OutcomeSource;
+  /** Result of the handlers on the latest attempt. */
+  handlers: HandlerResult;
+  /** Attempts so far (each verify that led to running, or trying to run, the handlers). */
+  attempts: number;
+  /** Verified amount in millimes, when the service sent one. */
+  amount?: string;
+  /** Verified tracking id, when the service sent one. */
+  developerTrackingId?: string;
+  /** The latest error (handler failure, mismatch), short and free of secrets. */
+  lastError?: string;
+  /** ISO 8601 time of the latest update. */
+  updatedAt: string;
+}
+
+/** A page request of {@link OutcomeLog.listOutcomes}. */
+export interface OutcomeQuery {
+  /** Only records whose handlers ended so (e.g. `failed`, to retry them). */
+  handlers?: HandlerResult;
+  /** Only records of this outcome. */
+  outcome?: PaymentOutcome;
+  /** Page size: 1 to 500. Default 50. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+/** One page of outcome records, newest update first. */
+export interface OutcomePage {
+  /** The records of this page. */
+  items: OutcomeRecord[];
+  /** Pass as `cursor` for the next page; absent on the last page. */
+  nextCursor?: string;
+}
+
+/** Result of {@link ClaimStore.findBindingAndClaim}. */
+export interface BindingClaim {
+  /** The token's binding, or `undefined` when unknown or expired. */
+  binding: PaymentBinding | undefined;
+  /**
+   * The claim of the event key, present only when the binding names the payment asked about;
+   * absent when there is no binding or it names another payment (then nothing was claimed).
+   */
+  claim?: ClaimOutcome;
+}
+
+/**
+ * What {@link ClaimStore.finishOutcome} writes once an attempt at a payment's outcome is over:
+ * the claim, the reconciliation queue and the outcome record, together.
+ */
+export interface OutcomeFinish {
+  /** The claimed key, e.g. `outcome:<paymentId>`. */
+  eventKey: string;
+  /** The attempt that holds the claim. */
+  owner: string;
+  /**
+   * `done`: the outcome is handled (or needed no handler): mark the claim done for `doneTtlMs`
+   * if `owner` still holds it, and remove the payment from the reconciliation queue (whether or
+   * not the claim was still held). `release`: give the claim up if `owner` holds it (the payment
+   * is still pending, or a handler failed), so that the next attempt runs it; the queue is left.
+   */
+  claim: 'done' | 'release';
+  /** How long a done marker is remembered, in ms (used with `claim: 'done'`). */
+  doneTtlMs: number;
+  /** The payment's new outcome record (it replaces the old one), without `attempts`. */
+  record: Omit<OutcomeRecord, 'attempts'>;
+  /**
+   * Added to the `attempts` of the payment's current record (0 when it has none, or it expired)
+   * to make the saved record's: 1 for an attempt that ran (or tried to run) handlers, 0 for a
+   * check that found the payment still pending.
+   */
+  attemptsAdded: number;
+  /** How long the record is kept, in ms. */
+  recordTtlMs: number;
+}

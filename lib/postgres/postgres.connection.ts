@@ -1,0 +1,175 @@
+import { defaultPaymentsLogger, type PaymentsLogger } from '../core/client/payments.logger.js';
+import { resolvePostgresOptions, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
+import { ensureTablesStatement, storeTables } from './postgres.schema.js';
+import { storeStatements, type StoreStatements } from './postgres.statements.js';
+
+/** The part of a `pg` Pool the store uses when it creates one. */
+interface OwnedPool extends PostgresQueryable {
+  end(): Promise<void>;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+type PoolConstructor = new (config: Record<string, unknown>) => OwnedPool;
+
+/**
+ * The database as the store's parts use it: the host's pool (or PGlite) or one created from a
+ * connection string, the tables created before the first statement, every statement bounded in
+ * time, and the lazy sweep of expired rows every `cleanupEveryWrites` writes.
+ */
+export class PostgresConnection {
+  // Private fields (not `private`) keep the connection string, whose password may be in it, and
+  // the pool out of util.inspect and JSON.stringify of the store and of its rate limiter.
+  readonly #given: PostgresQueryable | undefined;
+  readonly #connectionString: string | undefined;
+  readonly #options: PostgresPaymentsStoreOptions;
+  readonly #ensureSql: string;
+  readonly #createTables: boolean;
+  readonly #timeoutMs: number;
+  readonly #cleanupEvery: number;
+  readonly #logger: PaymentsLogger;
+  #pool: Promise<OwnedPool> | undefined;
+  #ready: Promise<void> | undefined;
+  #writes = 0;
+  #cleaning: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
+
+  /** The store's statements, for its tables. */
+  readonly sql: StoreStatements;
+
+  /**
+   * @see PostgresPaymentsStore's constructor
+   * @throws TypeError or RangeError on a bad argument or option
+   */
+  constructor(poolOrUrl: PostgresQueryable | string, options: PostgresPaymentsStoreOptions) {
+    const resolved = resolvePostgresOptions(options);
+    if (typeof poolOrUrl === 'string') {
+      if (poolOrUrl.length === 0) throw new TypeError('PostgresPaymentsStore: the connection string is empty');
+      this.#connectionString = poolOrUrl;
+    } else if (typeof poolOrUrl === 'object' && poolOrUrl !== null && typeof poolOrUrl.query === 'function') {
+      this.#given = poolOrUrl;
+    } else {
+      throw new TypeError('PostgresPaymentsStore: expected a connection string, a pg Pool, a PGlite instance or an object with query(text, params)');
+    }
+    this.#options = options;
+    this.sql = storeStatements(storeTables(resolved));
+    this.#ensureSql = ensureTablesStatement(resolved);
+    this.#createTables = resolved.createTables;
+    this.#timeoutMs = resolved.operationTimeoutMs;
+    this.#cleanupEvery = resolved.cleanupEveryWrites;
+    this.#logger = options.logger ?? defaultPaymentsLogger;
+  }
+
+  /**
+   * Waits for a cleanup in progress, then ends the pool the store created from a connection
+   * string; later operations reject at once. A pool or PGlite passed in is left open (it is the
+   * host's) and the store keeps working on it. Safe to call more than once.
+   */
+  async close(): Promise<void> {
+    await this.#cleaning;
+    if (this.#connectionString === undefined) return;
+    this.#closing ??= (async () => {
+      const pool = await this.#pool?.catch(() => undefined);
+      await pool?.end();
+    })();
+    return this.#closing;
+  }
+
+  /** {@link query}, counted as a write (see `cleanupEveryWrites`). */
+  async write(operation: string, text: string, params: unknown[]): Promise<unknown[]> {
+    const rows = await this.query(operation, text, params);
+    this.countWrite();
+    return rows;
+  }
+
+  /** Counts a write made otherwise than by {@link write}; every `cleanupEveryWrites` writes, starts the sweep. */
+  countWrite(): void {
+    this.#writes += 1;
+    if (this.#writes % this.#cleanupEvery !== 0 || this.#cleaning || this.#closing) return;
+    // In the background: a write must not wait for the sweep. close() waits for it.
+    this.#cleaning = this.query('cleanup', this.sql.cleanup, [])
+      .then(
+        () => undefined,
+        (error: unknown) => this.#logger.warn(`PostgreSQL store cleanup of expired rows failed: ${errorMessage(error)}`),
+      )
+      .finally(() => {
+        this.#cleaning = undefined;
+      });
+  }
+
+  // Bounds every operation by our own timer rather than trusting the pool's settings: a host's
+  // pool may wait for a free connection forever (pg's default connectionTimeoutMillis is 0).
+  /** Runs one statement, rejecting after `operationTimeoutMs`; `after` must settle before it is sent. */
+  query(operation: string, text: string, params: unknown[], after?: Promise<unknown>): Promise<unknown[]> {
+    return this.bounded(operation, this.send(operation, text, params, after));
+  }
+
+  /**
+   * The statement itself, unbounded: it may still run and commit after {@link bounded} gave up on
+   * it. `after`: a statement that must have settled before this one is sent.
+   */
+  send(operation: string, text: string, params: unknown[], after?: Promise<unknown>): Promise<unknown[]> {
+    if (this.#closing) return Promise.reject(new Error(`PostgresPaymentsStore: ${operation} called after close()`));
+    const pending = Promise.all([this.#database(), after]).then(async ([db]) => {
+      await this.#ensureTables(db);
+      const result = await db.query(text, params);
+      return Array.isArray(result?.rows) ? result.rows : [];
+    });
+    // The late result of a timed-out query is dropped, not left as an unhandled rejection.
+    pending.catch(() => undefined);
+    return pending;
+  }
+
+  /** Rejects when `pending` has not settled within `operationTimeoutMs`. */
+  bounded(operation: string, pending: Promise<unknown[]>): Promise<unknown[]> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new Error(`PostgresPaymentsStore: ${operation} timed out after ${this.#timeoutMs} ms (is the database reachable?)`));
+      }, this.#timeoutMs);
+      // A pending store call must never be what keeps the process alive.
+      timer.unref();
+    });
+    return Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  #database(): Promise<PostgresQueryable> {
+    if (this.#given) return Promise.resolve(this.#given);
+    this.#pool ??= this.#createPool();
+    return this.#pool;
+  }
+
+  async #createPool(): Promise<OwnedPool> {
+    // Imported here, not at the top: hosts that pass a PGlite or their own pool need no `pg`.
+    const mod = (await import('pg')) as unknown as { default?: { Pool: PoolConstructor }; Pool?: PoolConstructor };
+    const Pool = mod.Pool ?? mod.default?.Pool;
+    if (!Pool) throw new Error('PostgresPaymentsStore: the installed `pg` has no Pool');
+    const pool = new Pool({
+      connectionString: this.#connectionString,
+      connectionTimeoutMillis: Math.ceil(this.#timeoutMs),
+      // The server gives up too, so a statement the store stopped waiting for does not run on.
+      statement_timeout: Math.ceil(this.#timeoutMs),
+      ...this.#options.poolOptions,
+    });
+    // An idle connection dropped by the server is emitted on the pool; unheard, it would crash
+    // the process. The pool replaces the connection by itself.
+    pool.on('error', (error) => this.#logger.error(`PostgreSQL store connection failed: ${error.message}`));
+    return pool;
+  }
+
+  #ensureTables(db: PostgresQueryable): Promise<void> {
+    if (!this.#createTables) return Promise.resolve();
+    this.#ready ??= db.query(this.#ensureSql, []).then(
+      () => undefined,
+      (error: unknown) => {
+        // Tried again by the next operation: the database may just not be up yet.
+        this.#ready = undefined;
+        throw error;
+      },
+    );
+    return this.#ready;
+  }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

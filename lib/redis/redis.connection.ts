@@ -1,0 +1,120 @@
+import { Redis } from 'ioredis';
+import { defaultPaymentsLogger, type PaymentsLogger } from '../core/client/payments.logger.js';
+import { ownedClientOptions, resolveStoreOptions, type RedisPaymentsStoreOptions } from './redis.options.js';
+import { SCRIPTS, type StoreScriptCommands } from './redis.scripts.js';
+
+/**
+ * The Redis client as the store's parts use it: its scripts defined, keys under the store's
+ * prefix, every operation bounded in time, and the client closed when the store owns it.
+ */
+export class RedisConnection {
+  // Private fields (not `private`) keep the client, whose options may hold a password, out of
+  // util.inspect and JSON.stringify of the store and of its rate limiter.
+  readonly #client: Redis;
+  readonly #ownsClient: boolean;
+  readonly #keyPrefix: string;
+  readonly #timeoutMs: number;
+  #closing: Promise<void> | undefined;
+
+  /** @see RedisPaymentsStore's constructor */
+  constructor(urlOrClient: string | Redis, options: RedisPaymentsStoreOptions) {
+    const resolved = resolveStoreOptions(options);
+    this.#keyPrefix = resolved.keyPrefix;
+    this.#timeoutMs = resolved.operationTimeoutMs;
+    if (typeof urlOrClient === 'string') {
+      this.#client = new Redis(urlOrClient, ownedClientOptions(options, resolved));
+      this.#ownsClient = true;
+      watchConnection(this.#client, options.logger ?? defaultPaymentsLogger);
+    } else if (isRedisClient(urlOrClient)) {
+      this.#client = urlOrClient;
+      this.#ownsClient = false;
+    } else {
+      throw new TypeError('RedisPaymentsStore: expected a Redis URL or an ioredis Redis client');
+    }
+    for (const { name, lua, numberOfKeys } of SCRIPTS) this.#client.defineCommand(name, { lua, numberOfKeys });
+  }
+
+  /** The client, for plain commands. */
+  get client(): Redis {
+    return this.#client;
+  }
+
+  /** The client viewed with the commands `defineCommand` added (ioredis cannot type them). */
+  get scripts(): StoreScriptCommands {
+    return this.#client as unknown as StoreScriptCommands;
+  }
+
+  /** A key under the store's prefix. */
+  key(suffix: string): string {
+    return `${this.#keyPrefix}${suffix}`;
+  }
+
+  // Bounds every operation by our own timer rather than trusting the client's settings: a host's
+  // client may queue commands for as long as Redis is down (maxRetriesPerRequest: null).
+  /** Sends one operation, rejecting after `operationTimeoutMs` or at once after {@link close}. */
+  run<T>(operation: string, send: () => Promise<T>): Promise<T> {
+    // Once its own client is closed, ioredis may queue rather than reject (a client closed while
+    // reconnecting never reaches "end"), so the store answers for it, at once and clearly.
+    if (this.#closing && this.#ownsClient) {
+      return Promise.reject(new Error(`RedisPaymentsStore: ${operation} called after close()`));
+    }
+    const pending = send();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new Error(`RedisPaymentsStore: ${operation} timed out after ${this.#timeoutMs} ms (is Redis reachable?)`));
+      }, this.#timeoutMs);
+      // A pending store call must never be what keeps the process alive.
+      timer.unref();
+    });
+    return Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  /** Closes the client if the store created it (once); a host's client is left open. */
+  close(): Promise<void> {
+    if (!this.#ownsClient) return Promise.resolve();
+    this.#closing ??= quitOrDisconnect(this.#client);
+    return this.#closing;
+  }
+}
+
+// Duck-typed rather than `instanceof Redis`: the host's client may come from another copy of
+// ioredis in node_modules (another version or a duplicate install), which would fail instanceof.
+function isRedisClient(value: unknown): value is Redis {
+  const c = value as Record<string, unknown> | null;
+  return typeof c === 'object' && c !== null && ['defineCommand', 'get', 'set', 'on'].every((m) => typeof c[m] === 'function');
+}
+
+// One line per outage rather than one per reconnection attempt (ioredis emits `error` for each).
+// `error` carries the cause; `reconnecting` also covers a server that closed the socket cleanly,
+// which emits no error. The listener also stops ioredis printing "Unhandled error event" itself.
+function watchConnection(client: Redis, logger: PaymentsLogger): void {
+  let down = false;
+  const wentDown = (cause: string) => {
+    if (down) return;
+    down = true;
+    logger.error(`Redis store connection ${cause}; store operations fail until it is back`);
+  };
+  client.on('error', (error: Error) => wentDown(`failed: ${error.message}`));
+  client.on('reconnecting', () => wentDown('lost'));
+  client.on('ready', () => {
+    if (!down) return;
+    down = false;
+    logger.warn('Redis store connection is back');
+  });
+}
+
+// QUIT waits for pending replies, but needs a live connection: while Redis is unreachable it would
+// sit in the offline queue, so then the socket is simply dropped.
+async function quitOrDisconnect(client: Redis): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  try {
+    await client.quit();
+  } catch {
+    client.disconnect();
+  }
+}

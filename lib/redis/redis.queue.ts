@@ -1,0 +1,42 @@
+// The Lua of the reconciliation queue: a sorted set of payment ids by due time plus a hash of
+// the entries, changed together by each script.
+
+/**
+ * KEYS[1] due-time sorted set, KEYS[2] entries hash; ARGV[1] payment id, ARGV[2] entry JSON,
+ * ARGV[3] due time (epoch ms). Both structures change together or not at all.
+ */
+export const SCHEDULE_PENDING_LUA = `
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+return 1
+`;
+
+/**
+ * KEYS[1] due-time sorted set, KEYS[2] entries hash; ARGV[1] now, ARGV[2] limit, ARGV[3] now +
+ * lease. Range and push-back in one script: no other instance can take the same entry between
+ * them. Oldest due first (ties by payment id, the sorted set's own order). A due id without an
+ * entry (written by hand, or a half-applied older version) is dropped from the queue.
+ */
+export const TAKE_DUE_PENDING_LUA = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+local taken = {}
+for _, id in ipairs(ids) do
+  local entry = redis.call('HGET', KEYS[2], id)
+  if entry then
+    redis.call('ZADD', KEYS[1], ARGV[3], id)
+    taken[#taken + 1] = entry
+  else
+    redis.call('ZREM', KEYS[1], id)
+  end
+end
+return taken
+`;
+
+/**
+ * KEYS[1] due-time sorted set, KEYS[2] entries hash; ARGV[1] payment id.
+ */
+export const REMOVE_PENDING_LUA = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+`;

@@ -1,0 +1,135 @@
+import { CLAIMED_PREFIX, DONE_VALUE } from './redis.claims.js';
+
+// The Lua of the record of outcomes: string keys with PX, indexed by a sorted set ordered as
+// listOutcomes returns them and a sorted set of their expiry times (to drop index members of
+// expired records). Also finishOutcome, which ends a claim and writes the record in one script.
+
+/** How many index members of expired records one saveOutcome drops at most: keeps it short. */
+export const OUTCOME_SWEEP_BATCH = 100;
+
+// Writes a record (its JSON in the variable `json`) with its TTL, indexes it, and drops a few index
+// members of records that expired. The expiry index uses the server's clock, like the record's PX.
+const saveOutcomeLua = (record: string, index: string, expiry: string, ttl: string, score: string, id: string) => `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', ${record}, json, 'PX', ${ttl})
+redis.call('ZADD', ${index}, ${score}, ${id})
+redis.call('ZADD', ${expiry}, now + tonumber(${ttl}), ${id})
+local expired = redis.call('ZRANGEBYSCORE', ${expiry}, '-inf', now, 'LIMIT', 0, ${OUTCOME_SWEEP_BATCH})
+for _, gone in ipairs(expired) do
+  redis.call('ZREM', ${index}, gone)
+  redis.call('ZREM', ${expiry}, gone)
+end
+`;
+
+/**
+ * KEYS[1] record key, KEYS[2] order index, KEYS[3] expiry index; ARGV[1] record JSON, ARGV[2]
+ * TTL in ms, ARGV[3] order score, ARGV[4] payment id.
+ */
+export const SAVE_OUTCOME_LUA = `
+local json = ARGV[1]
+${saveOutcomeLua('KEYS[1]', 'KEYS[2]', 'KEYS[3]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]')}
+return 1
+`;
+
+/**
+ * KEYS[1] event key, KEYS[2] due-time sorted set, KEYS[3] entries hash, KEYS[4] record key,
+ * KEYS[5] order index, KEYS[6] expiry index; ARGV[1] owner, ARGV[2] 'done' or 'release', ARGV[3]
+ * done TTL in ms, ARGV[4] record JSON without attempts, ARGV[5] record TTL in ms, ARGV[6] order
+ * score, ARGV[7] payment id, ARGV[8] attempts to add. The end of an attempt in one round trip:
+ * markDone (or release), removePending when done, and the record with its attempts counted from
+ * the current one. Replies 1 when the claim was marked done, else 0.
+ */
+export const FINISH_OUTCOME_LUA = `
+local marked = 0
+if redis.call('GET', KEYS[1]) == '${CLAIMED_PREFIX}' .. ARGV[1] then
+  if ARGV[2] == 'done' then
+    redis.call('SET', KEYS[1], '${DONE_VALUE}', 'PX', ARGV[3])
+    marked = 1
+  else
+    redis.call('DEL', KEYS[1])
+  end
+end
+if ARGV[2] == 'done' then
+  redis.call('ZREM', KEYS[2], ARGV[7])
+  redis.call('HDEL', KEYS[3], ARGV[7])
+end
+local attempts = tonumber(ARGV[8])
+local old = redis.call('GET', KEYS[4])
+if old then
+  local ok, previous = pcall(cjson.decode, old)
+  if ok and type(previous) == 'table' and type(previous.attempts) == 'number' then
+    attempts = attempts + previous.attempts
+  end
+end
+-- The JSON object of the record with attempts put first (ARGV[4] is never '{}': it has the id).
+local json = '{"attempts":' .. string.format('%d', attempts) .. ',' .. string.sub(ARGV[4], 2)
+${saveOutcomeLua('KEYS[4]', 'KEYS[5]', 'KEYS[6]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]')}
+return marked
+`;
+
+/** Most index members one listOutcomes examines; a page may end early, with a cursor, past it. */
+export const OUTCOME_SCAN_BUDGET = 1000;
+
+/**
+ * KEYS[1] order index, KEYS[2] record key prefix (a key, so that a host client's ioredis
+ * keyPrefix applies to it too), KEYS[3] expiry index. ARGV[1] lowest score ('-inf' or the
+ * cursor's), ARGV[2] '1' when there is a cursor, ARGV[3] the cursor's payment id, ARGV[4] how many
+ * records to return, ARGV[5] handlers filter or '', ARGV[6] outcome filter or ''.
+ * The index scores are -updatedAt in ms, so ascending score is newest first and ties are ordered
+ * by member (payment id, byte order). Members whose record expired are dropped as they are met.
+ * Replies { lastScore, lastId, exhausted ('1'/'0'), then score, id, record JSON of each match }.
+ */
+export const LIST_OUTCOMES_LUA = `
+local want = tonumber(ARGV[4])
+local hasCursor = ARGV[2] == '1'
+local cursorScore = tonumber(ARGV[1])
+local afterId = ARGV[3]
+-- Byte order, independent of the server's locale (Lua's < on strings uses strcoll).
+local function after(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+local items, stale = {}, {}
+local examined, offset = 0, 0
+local lastScore, lastId = '', ''
+local exhausted = '0'
+while #items < want * 3 and examined < ${OUTCOME_SCAN_BUDGET} do
+  local chunk = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', offset, 100)
+  if #chunk == 0 then
+    exhausted = '1'
+    break
+  end
+  offset = offset + #chunk / 2
+  for i = 1, #chunk, 2 do
+    local id, score = chunk[i], chunk[i + 1]
+    if not hasCursor or tonumber(score) ~= cursorScore or after(id, afterId) then
+      examined = examined + 1
+      local raw = redis.call('GET', KEYS[2] .. id)
+      if not raw then
+        stale[#stale + 1] = id
+      else
+        local ok, rec = pcall(cjson.decode, raw)
+        if ok and type(rec) == 'table' and (ARGV[5] == '' or rec.handlers == ARGV[5]) and (ARGV[6] == '' or rec.outcome == ARGV[6]) then
+          items[#items + 1] = score
+          items[#items + 1] = id
+          items[#items + 1] = raw
+        end
+      end
+      lastScore, lastId = score, id
+      if #items >= want * 3 or examined >= ${OUTCOME_SCAN_BUDGET} then break end
+    end
+  end
+end
+for _, id in ipairs(stale) do
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZREM', KEYS[3], id)
+end
+local reply = { lastScore, lastId, exhausted }
+for _, raw in ipairs(items) do reply[#reply + 1] = raw end
+return reply
+`;
