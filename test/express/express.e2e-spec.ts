@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import express from 'express';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -122,8 +122,15 @@ describe('nestjs-payments/express', () => {
     const res = await post(hook(token), { payment_id: paymentId, status: 'SUCCESS', amount: 3000 });
     expect([res.status, await res.json()]).toEqual([202, { received: true, pending: true }]);
     expect(events.some((e) => e.paymentId === paymentId)).toBe(false);
-    // The service's next answer (the fake's default, SUCCESS) settles it on the redelivery.
-    expect((await post(hook(token), { payment_id: paymentId })).status).toBe(200);
+    // The service's next answer (the fake's default, SUCCESS) settles it on the redelivery, once the
+    // verify budget's interval for a payment still pending passed (webhook.unsignedIntervalSecs).
+    const now = Date.now();
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => now + 31_000);
+    try {
+      expect((await post(hook(token), { payment_id: paymentId })).status).toBe(200);
+    } finally {
+      clock.mockRestore();
+    }
     expect(events.filter((e) => e.paymentId === paymentId)).toHaveLength(1);
   });
 

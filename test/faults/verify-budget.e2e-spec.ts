@@ -36,7 +36,8 @@ async function shop(): Promise<{ client: PaymentsClient; router: RunningRouter; 
     successLink: 'https://shop.example/ok',
     failLink: 'https://shop.example/ko',
     maxRetries: 0,
-    webhook: { publicUrl: 'https://shop.example/hook', secret: 'whsec_budget_0123456789abcdef0123456789' },
+    // One verify per payment per 10 s for deliveries too (the default is 30 s).
+    webhook: { publicUrl: 'https://shop.example/hook', secret: 'whsec_budget_0123456789abcdef0123456789', unsignedIntervalSecs: 10 },
     reconciliation: { enabled: false },
     logger: quietLogger(),
   });

@@ -16,7 +16,9 @@ import type {
 import type { OutcomeDispatcher } from '../settlement/outcome.handlers.js';
 import { ReconciliationScheduler, type ReconciliationRun } from '../settlement/reconciliation.scheduler.js';
 import { PaymentReconciler } from '../settlement/settlement.reconciler.js';
+import { VerifyBudget } from '../settlement/settlement.budget.js';
 import { SettlementRunner } from '../settlement/settlement.runner.js';
+import { SETTLEMENT_WAITS } from '../settlement/settlement.waits.js';
 import { MemoryPaymentsStore } from '../store/memory.store.js';
 import type { OutcomePage, OutcomeQuery, OutcomeRecord, PaymentsStore } from '../store/payments.store.js';
 import { PaymentsTelemetry } from '../telemetry/telemetry.otel.js';
@@ -83,6 +85,7 @@ export class PaymentsClient implements PaymentsOperations {
       verify,
       resolved.logger,
       this.#telemetry,
+      new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, undefined, resolved.webhook.unsignedIntervalSecs * 1000),
     );
     this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry);
     this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger);

@@ -10,6 +10,7 @@ import { boolean, httpUrl, integerBetween, matches, minLength, oneOf, positiveIn
 import { PaymentsValidationError, type PaymentsFieldError } from '../api/payments.errors.js';
 import { defaultPaymentsLogger, type PaymentsLogger } from './payments.logger.js';
 import { STORE_METHODS, type PaymentsStore } from '../store/payments.store.js';
+import { isPaymentsStore } from '../store/store.ports.js';
 import type { GeneratePaymentInput } from '../api/payments.types.js';
 import { telemetrySettings } from '../telemetry/telemetry.settings.js';
 
@@ -238,7 +239,8 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
   for (const name of OPTION_DEFAULTED_FIELDS) check(name, o[name], ruleOf(name));
   check('timeoutMs', o.timeoutMs, positiveInteger);
   check('maxRetries', o.maxRetries, retries);
-  if (o.store !== undefined && !isStore(o.store)) bad('store', `must implement PaymentsStore (${STORE_METHODS.join(', ')})`);
+  if (o.store !== undefined && !isPaymentsStore(o.store))
+    bad('store', `must implement PaymentsStore (${STORE_METHODS.join(', ')}, rateLimits); extend BasicPaymentsStore for a custom one`);
   check('preAuthorizationFlag', o.preAuthorizationFlag, preAuthorizationFlag);
   check('outcomeRecordTtlSecs', o.outcomeRecordTtlSecs, positiveInteger);
   const t = o.telemetry;
@@ -295,9 +297,4 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
 
 function dropUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-function isStore(value: unknown): value is PaymentsStore {
-  const s = value as Record<string, unknown> | null;
-  return typeof s === 'object' && s !== null && STORE_METHODS.every((m) => typeof s[m] === 'function');
 }

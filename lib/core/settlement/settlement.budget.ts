@@ -86,12 +86,16 @@ export class VerifyBudget {
   #pauseError?: PaymentsError;
 
   /**
-   * @param intervalMs how long an unsettled verify is remembered, and the breaker's cooldown
+   * @param intervalMs how long a failed verify is remembered, how long a return's PENDING is, and
+   *   the breaker's cooldown
    * @param clock the time source (tests compress it)
+   * @param webhookPendingMs how long a webhook's PENDING is remembered: the client passes
+   *   `webhook.unsignedIntervalSecs`, the interval deliveries are already held to
    */
   constructor(
     private readonly intervalMs: number = SETTLEMENT_WAITS.verifyIntervalMs,
     private readonly clock: () => number = () => Date.now(),
+    private readonly webhookPendingMs: number = intervalMs,
   ) {
     this.#recent = new LRUCache({ max: 10_000 });
   }
@@ -114,7 +118,8 @@ export class VerifyBudget {
     if (decision.kind !== 'unverified') {
       this.#breaker = breakerAfter(this.#breaker, true, now, this.intervalMs);
       this.#recent.delete(paymentId);
-      if (decision.kind === 'pending') this.#recent.set(`${source}:${paymentId}`, { until: now + this.intervalMs, pending: true });
+      const pendingMs = source === 'webhook' ? this.webhookPendingMs : this.intervalMs;
+      if (decision.kind === 'pending') this.#recent.set(`${source}:${paymentId}`, { until: now + pendingMs, pending: true });
       else for (const path of SOURCES) this.#recent.delete(`${path}:${paymentId}`);
       return;
     }

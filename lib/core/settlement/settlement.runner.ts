@@ -3,7 +3,6 @@ import { PaymentsError } from '../api/payments.errors.js';
 import type { VerifiedPayment } from '../api/payments.types.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import type { ClaimOutcome, HandlerResult, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from '../store/payments.store.js';
-import { findBindingAndClaim, finishOutcome } from '../store/store.operations.js';
 import { NO_TELEMETRY, type SettleTrace, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 import { PaymentMismatchEvent, type PaymentEvent, type PaymentEventName } from './payment.events.js';
 import { decide, type HandledOutcome, type OutcomeExpectation, type VerifyAnswer } from './settlement.decision.js';
@@ -112,7 +111,7 @@ export class SettlementRunner {
     let unbound = false;
     try {
       if (token) {
-        const found = await findBindingAndClaim(this.store, token.id, paymentId, key, owner, this.options.leaseMs);
+        const found = await this.store.findBindingAndClaim(token.id, paymentId, key, owner, this.options.leaseMs);
         if (found.binding && found.binding.paymentId !== paymentId) return { kind: 'foreign', problems: ['webhook token was issued for another payment'] };
         if (found.binding && found.claim) {
           expected = { amount: found.binding.amount, developerTrackingId: found.binding.developerTrackingId, origin: 'binding' };
@@ -248,7 +247,7 @@ export class SettlementRunner {
     if (verification.developerTrackingId !== undefined) record.developerTrackingId = verification.developerTrackingId;
     if (lastError !== undefined) record.lastError = lastError.slice(0, 500);
     try {
-      const marked = await finishOutcome(this.store, {
+      const marked = await this.store.finishOutcome({
         eventKey: key,
         owner,
         claim,

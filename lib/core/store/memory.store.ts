@@ -15,7 +15,6 @@ import {
   type PaymentBinding,
   type PaymentsStore,
   type PendingPayment,
-  type RateLimiter,
 } from './payments.store.js';
 import { MemoryRateLimiter } from './memory.limiter.js';
 
@@ -64,7 +63,8 @@ export class MemoryPaymentsStore implements PaymentsStore {
   private readonly claims = new Map<string, Claim>();
   private readonly pending: LRUCache<string, Queued>;
   private readonly outcomes: LRUCache<string, OutcomeRecord>;
-  readonly #rateLimits: MemoryRateLimiter;
+  /** The webhook's rate limits, in this process (this store is one process's anyway). */
+  readonly rateLimits: MemoryRateLimiter;
 
   /** @param options size caps; see {@link MemoryPaymentsStoreOptions} */
   constructor(options: MemoryPaymentsStoreOptions = {}) {
@@ -73,12 +73,7 @@ export class MemoryPaymentsStore implements PaymentsStore {
     this.done = new LRUCache({ max: options.maxEvents ?? 100_000, allowStale: false });
     this.pending = new LRUCache({ max: options.maxPending ?? 100_000 });
     this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false });
-    this.#rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits });
-  }
-
-  /** The webhook's rate limits, in this process (this store is one process's anyway). */
-  get rateLimits(): RateLimiter {
-    return this.#rateLimits;
+    this.rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits });
   }
 
   /** @inheritdoc */
@@ -206,7 +201,7 @@ export class MemoryPaymentsStore implements PaymentsStore {
 
   /** Number of entries held (bindings, done markers, claims, queued payments, records, rate-limit slots), for monitoring and tests. */
   get size(): number {
-    return this.bindings.size + this.done.size + this.claims.size + this.pending.size + this.outcomes.size + this.#rateLimits.size;
+    return this.bindings.size + this.done.size + this.claims.size + this.pending.size + this.outcomes.size + this.rateLimits.size;
   }
 
   /**

@@ -2,8 +2,7 @@ import type { PaymentsLogger } from '../client/payments.logger.js';
 import { describe } from '../settlement/settlement.describe.js';
 import type { OutcomeExpectation } from '../settlement/settlement.decision.js';
 import type { SettleResult, TokenLookup } from '../settlement/settlement.request.js';
-import type { PaymentBinding, PaymentsStore } from '../store/payments.store.js';
-import { rateLimiterOf, type SlotLimiter } from './webhook.ratelimit.js';
+import type { PaymentBinding, PaymentsStore, RateLimiter } from '../store/payments.store.js';
 import type { WebhookTokenClaims } from './webhook.token.js';
 
 /**
@@ -14,9 +13,6 @@ import type { WebhookTokenClaims } from './webhook.token.js';
  * payment costs no verify and answers as usual); over it, 429 with Retry-After.
  */
 export class UnboundTokens {
-  /** The rate limiter shared with unsigned deliveries. */
-  readonly limiter: SlotLimiter;
-
   /**
    * @param store where bindings are re-made and rate limits kept
    * @param intervalSecs one verify per token per this many seconds
@@ -26,8 +22,11 @@ export class UnboundTokens {
     private readonly store: PaymentsStore,
     private readonly intervalSecs: number,
     private readonly logger: PaymentsLogger,
-  ) {
-    this.limiter = rateLimiterOf(store);
+  ) {}
+
+  /** The store's rate limiter, shared with unsigned deliveries (read when used: a store may build it lazily). */
+  get limiter(): RateLimiter {
+    return this.store.rateLimits;
   }
 
   /** What the runner does when the token has no binding: gate the verify, then re-bind. */
