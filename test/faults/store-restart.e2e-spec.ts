@@ -21,7 +21,7 @@ import { OwnPostgres, OwnRedis, postgresServerAvailable, redisServerAvailable } 
 jest.setTimeout(120_000);
 const SECRET = 'whsec_restart_0123456789abcdef0123456789';
 const FAR = 2 * 24 * 3_600_000;
-/** Claims' and taken queue entries' lease: short, so that a late command hides a payment briefly. */
+/** The claims' lease (real time): short, so that a claim landing late hides a payment briefly. */
 const LEASE_MS = 2000;
 
 /** The figures of each store's run, printed at the end. */
@@ -98,9 +98,10 @@ async function restartScenario(label: string, server: OwnServer, store: Payments
     // The service delivers c again: handled. d and e come from the sweep (nothing was lost from its queue).
     expect(await redeliver(c)).toEqual({ status: 200, body: { received: true } });
     // A command sent while the server was down may still reach it once it is back (ioredis keeps
-    // its offline queue; a timed-out take or claim is not unsent): a queue entry taken that way,
-    // or a claim, hides the payment for one lease (LEASE_MS), never longer. So sweeps run, a
-    // minute of the compressed clock apart, until both are settled.
+    // its offline queue; a timed-out take or claim is not unsent): a claim taken that way hides the
+    // payment for LEASE_MS of real time, a queue entry taken that way for the pass's lease (60 s,
+    // on the clock the pass was given), never longer. So sweeps run, a minute of the compressed
+    // clock and 100 ms apart, until both are settled.
     const passes: Array<{ checked: number; settled: number }> = [];
     let now = Date.now() + FAR;
     const sweepStart = Date.now();
