@@ -80,7 +80,7 @@ export type { PaymentEventName, PaymentEvent } from './settlement/payment.events
 export { WebhookProcessor } from './webhook/webhook.processor.js';
 export type { WebhookAnswer, WebhookAnswerBody } from './webhook/webhook.answer.js';
 export type { WebhookAuthentication, WebhookAuthenticateOptions, WebhookAccepted, WebhookRefused, AuthenticatedWebhook } from './webhook/webhook.processor.js';
-export type { OutcomeDispatcher, OutcomeHandler } from './settlement/outcome.handlers.js';
+export type { OutcomeDispatcher, OperationDispatcher, EventDispatcher, OutcomeHandler } from './settlement/outcome.handlers.js';
 export type { WebhookRequest } from './webhook/webhook.payload.js';
 export { WEBHOOK_TOKEN_PARAM } from './webhook/webhook.token.js';
 export { webhookProbeUrl } from './webhook/webhook.probe.js';

@@ -65,7 +65,8 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
     [PaymentEvents.REFUNDED]: options.onPaymentRefunded,
     [PaymentEvents.CANCELLED]: options.onPaymentCancelled,
   };
-  client.setOutcomeDispatcher(dispatcherOf((name) => (table[name] ? [table[name]] : [])));
+  const dispatch = dispatcherOf((name) => (table[name] ? [table[name]] : []));
+  client.setOutcomeDispatcher(dispatch, dispatch);
 
   const limit = client.webhookMaxBodyBytes;
   const router = express.Router();

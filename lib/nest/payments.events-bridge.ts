@@ -1,7 +1,7 @@
 import type { EventEmitter2, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
 import { runAllHandlers, type AnyEventHandler } from '../core/settlement/outcome.handlers.js';
 import { PaymentEvents, type PaymentEvent, type PaymentEventName } from '../core/settlement/payment.events.js';
-import type { OutcomeDispatcher } from '../core/settlement/outcome.handlers.js';
+import type { EventDispatcher } from '../core/settlement/outcome.handlers.js';
 
 /**
  * The event name a registration-filtered listener subscribes to: `payment.confirmed:b` for
@@ -52,7 +52,7 @@ export async function emitToAll(emitter: EventEmitter2, name: string, registrati
  * @param registration the registration's name, for registration-filtered listeners
  * @param ready resolves once the listeners are registered (Nest registers them at bootstrap)
  */
-export function nestOutcomeDispatcher(emitter: EventEmitter2, registration: string | undefined, ready?: EventEmitterReadinessWatcher): OutcomeDispatcher {
+export function nestOutcomeDispatcher(emitter: EventEmitter2, registration: string | undefined, ready?: EventEmitterReadinessWatcher): EventDispatcher {
   return async (name: PaymentEventName, event: PaymentEvent) => {
     // An outcome settled before bootstrap (reconciliation, an early return) must not find "no
     // listeners" only because they are not registered yet.

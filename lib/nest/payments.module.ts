@@ -36,7 +36,8 @@ class PaymentsEventsBridge implements OnModuleInit {
 
   onModuleInit(): void {
     acceptAnyBodyOnWebhookRoutes(this.adapterHost, (message) => this.logger.warn(message));
-    this.client.setOutcomeDispatcher(nestOutcomeDispatcher(this.emitter, this.client.name, this.ready));
+    const dispatch = nestOutcomeDispatcher(this.emitter, this.client.name, this.ready);
+    this.client.setOutcomeDispatcher(dispatch, dispatch);
   }
 }
 

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import type { PaymentsClient } from '../core/client/payments.client.js';
+import { countOverdueOutcomes } from '../core/settlement/reconciliation.lanes.js';
 import { TelemetryApiLoader } from '../core/telemetry/telemetry.loader.js';
 import { getPaymentsClientToken } from '../nest/payments.tokens.js';
 import { asHealthProbe } from './payments.health-probe.js';
@@ -20,6 +21,19 @@ export interface PaymentsHealthCheckOptions {
   timeoutMs?: number;
   /** The registration to check (its `name`); default the unnamed one. */
   registration?: string;
+  /**
+   * Payments whose outcome is overdue (still unknown after reconciliation's fast checks, so in its
+   * slow lane or given up: their outcome record's `lastError` starts with `overdue:` or
+   * `abandoned:`) tolerated before the result says `outcomes: 'degraded'`, with their count in
+   * `overdue`. Counting reads the store's pending records (at most 10 pages of 500); `false`
+   * skips it. Default 0: any overdue payment degrades the result.
+   */
+  maxOverdue?: number | false;
+  /**
+   * Whether degraded outcomes make the result `down`. Default false: a payment service outage
+   * degrades every instance alike, and a readiness probe that took them all out would not help.
+   */
+  downWhenOverdue?: boolean;
 }
 
 /** The customer id the service check lists the bindings of: no customer has it. */
@@ -76,7 +90,9 @@ export class PaymentsHealthIndicator {
    * Checks the store and, with `checkService`, the service.
    * @param key the key of the result, e.g. `'payments'`
    * @param options what to check
-   * @returns `up` or `down`, with `store`, `service` (when checked) and `reason` (a code) in the data
+   * @returns `up` or `down`, with `store`, `outcomes` (`ok` or `degraded`) and `overdue` (a count,
+   *   `>n` past the threshold) unless `maxOverdue` is false, `service` (when checked) and `reason`
+   *   (a code) in the data
    */
   async isHealthy<const Key extends string>(key: Key, options: PaymentsHealthCheckOptions = {}): Promise<HealthIndicatorResult<Key>> {
     const session = this.health.check(key);
@@ -94,6 +110,17 @@ export class PaymentsHealthIndicator {
       data.store = 'up';
     } catch (error) {
       return session.down({ store: 'down', reason: codeOf(error) });
+    }
+    const maxOverdue = options.maxOverdue ?? 0;
+    if (maxOverdue !== false) {
+      try {
+        const overdue = await withTimeout(countOverdueOutcomes(client.store, maxOverdue), timeoutMs);
+        data.overdue = overdue > maxOverdue ? `>${maxOverdue}` : String(overdue);
+        data.outcomes = overdue > maxOverdue ? 'degraded' : 'ok';
+        if (overdue > maxOverdue && options.downWhenOverdue) return session.down({ ...data, reason: 'OUTCOMES_OVERDUE' });
+      } catch (error) {
+        return session.down({ store: 'down', reason: codeOf(error) });
+      }
     }
     if (!options.checkService) return session.up(data);
     const service = await this.#checkService(client, timeoutMs, (options.serviceCacheSecs ?? 60) * 1000);

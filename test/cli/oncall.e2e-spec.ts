@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { PaymentsClient, type PaymentOutcomeEvent } from '../../lib/core/index.js';
+import { PaymentsClient } from '../../lib/core/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
@@ -92,7 +92,7 @@ for (const store of STORES) {
         logger: quietLogger(),
       });
       client.setOutcomeDispatcher(async (_name, event) => {
-        if ((event as PaymentOutcomeEvent).developerTrackingId === `fail-${run}`) throw new Error('mailer down\nFORGED LINE');
+        if (event.developerTrackingId === `fail-${run}`) throw new Error('mailer down\nFORGED LINE');
       });
       failedId = (await client.generatePayment({ amount: '3000', developerTrackingId: `fail-${run}` })).paymentId;
       succeededId = (await client.generatePayment({ amount: '4000', developerTrackingId: `ok-${run}` })).paymentId;

@@ -4,7 +4,6 @@ import {
   PaymentCapturedEvent,
   PaymentEvents,
   PaymentRefundedEvent,
-  type PaymentEvent,
   type PaymentEventName,
 } from '../settlement/payment.events.js';
 import type { ResolvedPaymentsOptions } from '../client/payments.options.js';
@@ -55,7 +54,7 @@ const MAX_DATE_MS = 8.64e15;
 /** Where the operations' own events go (capture, refund, cancellation): the settlement runner's emit. */
 export interface OperationEvents {
   /** Emits an event; handler failures are logged, never thrown (the service has already acted). */
-  emit(name: PaymentEventName, event: PaymentEvent): Promise<void>;
+  emitOperation(name: PaymentEventName, event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent): Promise<void>;
 }
 
 /**
@@ -161,7 +160,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     );
     const capture = fromCaptureWire(paymentId, json.result as JsonObject);
     if (!capture) throw unexpected('capturePayment', 'no status, or a malformed payment id');
-    await this.events.emit(
+    await this.events.emitOperation(
       PaymentEvents.CAPTURED,
       new PaymentCapturedEvent(capture.paymentId, capture.amount, capture.capturedAt, capture.status, this.options.name),
     );
@@ -174,7 +173,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const json = await this.#call('refundPayment', 'POST', SERVICE_PATHS.refund, { payment_id: paymentId }, undefined, isFlatSuccess);
     const refund = fromRefundWire(json.result as JsonObject);
     if (!refund) throw unexpected('refundPayment', 'no refund id, or the payment id is missing or malformed');
-    await this.events.emit(
+    await this.events.emitOperation(
       PaymentEvents.REFUNDED,
       new PaymentRefundedEvent(refund.paymentId, refund.refundId, refund.amount, refund.refundedAt, this.options.name),
     );
@@ -187,7 +186,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const json = await this.#call('cancelPayment', 'POST', SERVICE_PATHS.cancel, { payment_id: paymentId }, undefined, isFlatSuccess);
     const cancellation = fromCancellationWire(json.result as JsonObject);
     if (!cancellation) throw unexpected('cancelPayment', 'the payment id is missing or malformed');
-    await this.events.emit(PaymentEvents.CANCELLED, new PaymentCancelledEvent(cancellation.paymentId, cancellation.cancelledAt, this.options.name));
+    await this.events.emitOperation(PaymentEvents.CANCELLED, new PaymentCancelledEvent(cancellation.paymentId, cancellation.cancelledAt, this.options.name));
     return cancellation;
   }
 

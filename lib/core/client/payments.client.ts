@@ -13,7 +13,7 @@ import type {
   ReconcileResult,
   VerifiedPayment,
 } from '../api/payments.types.js';
-import type { OutcomeDispatcher } from '../settlement/outcome.handlers.js';
+import type { OperationDispatcher, OutcomeDispatcher } from '../settlement/outcome.handlers.js';
 import { ReconciliationScheduler, type ReconciliationRun } from '../settlement/reconciliation.scheduler.js';
 import { PaymentReconciler } from '../settlement/settlement.reconciler.js';
 import { VerifyBudget } from '../settlement/settlement.budget.js';
@@ -97,6 +97,7 @@ export class PaymentsClient implements PaymentsOperations {
       this.#runner,
       resolved.logger,
       this.#telemetry,
+      resolved.outcomeRecordTtlMs,
     );
   }
 
@@ -121,13 +122,15 @@ export class PaymentsClient implements PaymentsOperations {
   }
 
   /**
-   * Sets who runs the event handlers (`payment.confirmed`, `.failed`, `.expired`, `.authorized`,
-   * `.mismatch`, `.captured`, `.refunded`, `.cancelled`) and starts reconciliation, which needs
-   * them. The Nest module and the Express router call it; until then outcomes are left undone (and
-   * retried), never dropped.
+   * Sets who runs the outcome handlers (`payment.confirmed`, `.failed`, `.expired`, `.authorized`,
+   * `.mismatch`) and, optionally, the operations' (`payment.captured`, `.refunded`, `.cancelled`),
+   * and starts reconciliation, which needs them. The Nest module and the Express router call it;
+   * until then outcomes are left undone (and retried), never dropped.
+   * @param dispatcher runs an outcome's handlers
+   * @param operations runs an operation's handlers; default: none
    */
-  setOutcomeDispatcher(dispatcher: OutcomeDispatcher | undefined): void {
-    this.#runner.setDispatcher(dispatcher);
+  setOutcomeDispatcher(dispatcher: OutcomeDispatcher | undefined, operations?: OperationDispatcher): void {
+    this.#runner.setDispatcher(dispatcher, operations);
     if (dispatcher && !this.#closing) this.#sweep.start();
   }
 

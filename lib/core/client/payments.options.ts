@@ -61,10 +61,24 @@ export interface PaymentsReconciliationOptions {
   intervalSecs?: number;
   /** Seconds after a session's end before its first check (the webhook usually comes first). Default 60. */
   graceSecs?: number;
-  /** Checks of a payment that stays unsettled before it is given up (logged as an error). Default 10. */
+  /**
+   * Checks of the fast lane: the first checks of a payment that stays unsettled, with waits that
+   * double from `intervalSecs` (at most an hour apart). With the defaults they span about four
+   * hours. A payment still unsettled after them is not dropped: it moves to the slow lane (see
+   * `horizonDays`). Default 10.
+   */
   maxChecks?: number;
   /** Payments checked per run, at most. Default 20 (each costs one call to the service). */
   batchSize?: number;
+  /**
+   * How long a payment whose outcome stays unknown is kept checked, in days from its generation.
+   * After the fast lane (`maxChecks`) it is checked in the slow lane: hourly until it is a day
+   * old, then daily, until this horizon; its outcome record then says so (`outcome: 'pending'`,
+   * `lastError` starting with `overdue:`), and the Terminus health indicator reports it. Only
+   * past the horizon is it given up: logged as an error, its record marked `abandoned:`, to be
+   * reconciled by hand (`reconcilePayment`). Default 7.
+   */
+  horizonDays?: number;
 }
 /**
  * The options that default `generatePayment` fields (`successLink`, `failLink`, `acceptCard`,
@@ -199,7 +213,7 @@ export const PAYMENTS_DEFAULTS = {
   /** `webhook.unsignedIntervalSecs`. */
   unsignedIntervalSecs: 30,
   /** `reconciliation.*`. */
-  reconciliation: { enabled: true, intervalSecs: 60, graceSecs: 60, maxChecks: 10, batchSize: 20 } as Required<PaymentsReconciliationOptions>,
+  reconciliation: { enabled: true, intervalSecs: 60, graceSecs: 60, maxChecks: 10, batchSize: 20, horizonDays: 7 } as Required<PaymentsReconciliationOptions>,
   /** `outcomeRecordTtlSecs` (30 days). */
   outcomeRecordTtlSecs: 30 * 24 * 3600,
   /** The service's own default session, when a payment sets none (interface spec §4.1; the field table's `serviceDefault`). */
@@ -259,7 +273,8 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
     check(`webhook.${field}`, w[field], positiveInteger);
   const r = o.reconciliation ?? {};
   check('reconciliation.enabled', r.enabled, boolean);
-  for (const field of ['intervalSecs', 'graceSecs', 'maxChecks', 'batchSize'] as const) check(`reconciliation.${field}`, r[field], positiveInteger);
+  for (const field of ['intervalSecs', 'graceSecs', 'maxChecks', 'batchSize', 'horizonDays'] as const)
+    check(`reconciliation.${field}`, r[field], positiveInteger);
 
   if (errors.length > 0) throw new PaymentsValidationError(errors, 'payments options');
 

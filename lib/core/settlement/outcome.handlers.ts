@@ -3,6 +3,9 @@ import type { VerifiedPayment } from '../api/payments.types.js';
 import {
   PaymentAuthorizedEvent,
   PaymentConfirmedEvent,
+  type PaymentCancelledEvent,
+  type PaymentCapturedEvent,
+  type PaymentRefundedEvent,
   PaymentEvents,
   PaymentExpiredEvent,
   PaymentFailedEvent,
@@ -12,11 +15,21 @@ import {
 } from './payment.events.js';
 
 /**
- * Runs the handlers of one event. It must run every handler, even when one fails, and reject
- * (with an AggregateError, say) only once all have settled: releasing the claim while one still
- * runs would let the next attempt run it a second time concurrently.
+ * Runs the handlers of one outcome event. It must run every handler, even when one fails, and
+ * reject (with an AggregateError, say) only once all have settled: releasing the claim while one
+ * still runs would let the next attempt run it a second time concurrently.
  */
-export type OutcomeDispatcher = (name: PaymentEventName, event: PaymentEvent) => Promise<void>;
+export type OutcomeDispatcher = (name: PaymentEventName, event: PaymentOutcomeEvent) => Promise<void>;
+
+/**
+ * Runs the handlers of an operation's event (`payment.captured`, `payment.refunded`,
+ * `payment.cancelled`), emitted after the service did it; a rejection is logged, never thrown to
+ * the operation's caller.
+ */
+export type OperationDispatcher = (name: PaymentEventName, event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent) => Promise<void>;
+
+/** A dispatcher of every event, outcomes and operations alike (what {@link dispatcherOf} makes). */
+export type EventDispatcher = (name: PaymentEventName, event: PaymentEvent) => Promise<void>;
 
 type OutcomeEventClass = new (
   outcome: PaymentOutcome,
@@ -60,7 +73,7 @@ export async function runAllHandlers(handlers: readonly AnyEventHandler[], event
  * simply done.
  * @param handlersOf the handlers registered for an event name
  */
-export function dispatcherOf(handlersOf: (name: PaymentEventName) => readonly AnyEventHandler[]): OutcomeDispatcher {
+export function dispatcherOf(handlersOf: (name: PaymentEventName) => readonly AnyEventHandler[]): EventDispatcher {
   return async (name, event) => {
     const handlers = handlersOf(name);
     if (handlers.length === 0 && name === PaymentEvents.CONFIRMED) throw new Error(`no ${PaymentEvents.CONFIRMED} handler is registered`);

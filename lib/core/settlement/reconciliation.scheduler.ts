@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import { ABANDONED_MARK, OVERDUE_MARK, nextCheckAt, pastFastLane } from './reconciliation.lanes.js';
 import { describe } from './settlement.describe.js';
+import { outcomeKey, type SettleResult } from './settlement.request.js';
 import type { SettlementRunner } from './settlement.runner.js';
-import { SETTLEMENT_WAITS } from './settlement.waits.js';
 import type { PaymentsReconciliationOptions } from '../client/payments.options.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { PaymentsStore } from '../store/payments.store.js';
+import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../store/payments.store.js';
 import { NO_TELEMETRY, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 
 /** What one reconciliation run did. */
@@ -19,13 +21,23 @@ export interface ReconciliationRun {
   rateLimitedUntil?: number;
 }
 
+/** How long the record of an overdue payment is kept when the client passes no TTL (30 days). */
+const DEFAULT_RECORD_TTL_MS = 30 * 24 * 3_600_000;
+
+/** What a check that left a payment unsettled means for its queue entry. */
+type Unsettled = { kind: 'unknown'; last: string } | { kind: 'known'; last: string };
+
 /**
  * Re-checks the payments whose outcome no webhook or return has brought: every `intervalSecs` it
  * takes the due ones from the store's queue (the store gives each to one instance) and settles
  * them like any other path. A payment is first due a little after its session ended; one that
- * stays unsettled is checked again with growing waits, then given up (logged as an error) after
- * `maxChecks`. When the service answers verify with 429, the pass stops, puts the payments it
- * took back (without counting a check), and no pass takes any until its `Retry-After` passed.
+ * stays unsettled is checked again, first in the fast lane (waits doubling, `maxChecks` checks),
+ * then in the slow lane (hourly, then daily: `reconciliation.lanes.ts`) until `horizonDays` after
+ * its generation; only then is it given up (logged as an error). While its outcome is unknown past
+ * the fast lane, its outcome record says so (`lastError` starting with `overdue:`, then
+ * `abandoned:`), which the health indicator counts. When the service answers verify with 429, the
+ * pass stops, puts the payments it took back (without counting a check), and no pass takes any
+ * until its `Retry-After` passed.
  */
 export class ReconciliationScheduler {
   private timer?: NodeJS.Timeout;
@@ -40,6 +52,8 @@ export class ReconciliationScheduler {
    * @param outcomes settles each payment
    * @param logger where problems are reported
    * @param telemetry a span per pass (off by default)
+   * @param recordTtlMs how long the record of an overdue payment is kept (the client's
+   *   `outcomeRecordTtlSecs`); default 30 days
    */
   constructor(
     private readonly options: Required<PaymentsReconciliationOptions>,
@@ -48,6 +62,7 @@ export class ReconciliationScheduler {
     private readonly outcomes: SettlementRunner,
     private readonly logger: PaymentsLogger,
     private readonly telemetry: TelemetryHooks = NO_TELEMETRY,
+    private readonly recordTtlMs: number = DEFAULT_RECORD_TTL_MS,
   ) {}
 
   /** Starts the periodic runs (when enabled). The timer does not keep the process alive. */
@@ -105,24 +120,123 @@ export class ReconciliationScheduler {
         }
         return { ...run, rateLimitedUntil: this.pausedUntil };
       }
-      if (result.kind !== 'busy' && result.kind !== 'duplicate' && result.kind !== 'store-unavailable') run.checked++;
       try {
-        if (result.kind === 'handled' || result.kind === 'mismatch' || result.kind === 'duplicate') {
-          run.settled++;
-          await this.store.removePending(entry.paymentId);
-        } else if (result.kind === 'busy') {
-          // Another path holds it; the taken lease brings it back if that path does not finish.
-        } else if (entry.checks + 1 >= this.options.maxChecks) {
-          await this.store.removePending(entry.paymentId);
-          this.logger.error(`reconciliation: gave up on ${entry.paymentId} after ${entry.checks + 1} checks (last: ${result.kind}); reconcile it by hand`);
-        } else {
-          const wait = Math.min(SETTLEMENT_WAITS.reconcileMaxBackoffMs, this.options.intervalSecs * 1000 * 2 ** entry.checks);
-          await this.store.schedulePending({ ...entry, checks: entry.checks + 1 }, now + wait);
-        }
+        await this.apply(entry, result, now, run);
       } catch (error) {
         this.logger.error(`reconciliation: store unreachable while updating ${entry.paymentId}: ${describe(error)}`);
       }
     }
     return run;
   }
+
+  // What one settle result does to the queue entry. Exhaustive: a new kind of result must say
+  // here whether it ends the payment's reconciliation, or the compiler refuses it.
+  private async apply(entry: PendingPayment, result: SettleResult, now: number, run: ReconciliationRun): Promise<void> {
+    switch (result.kind) {
+      case 'handled':
+      case 'mismatch':
+        // The outcome is known and recorded: nothing left to check.
+        run.checked++;
+        run.settled++;
+        return this.store.removePending(entry.paymentId);
+      case 'duplicate':
+        // Another path settled it; no call to the service was spent.
+        run.settled++;
+        return this.store.removePending(entry.paymentId);
+      case 'busy':
+      case 'store-unavailable':
+      case 'rate-limited':
+        // Another path holds it, or the store did not answer the claim: no check was made, and the
+        // taken lease brings the entry back (the store may not take a write now anyway).
+        return;
+      case 'pending':
+        run.checked++;
+        return this.reschedule(entry, now, { kind: 'unknown', last: `the service answers ${result.verification.status}` });
+      case 'verify-failed':
+        run.checked++;
+        return this.reschedule(entry, now, { kind: 'unknown', last: `verify failed: ${result.error.message}` });
+      case 'deferred':
+        // The sweep is not held to the verify budget; should it ever be, nothing was checked.
+        return this.reschedule(entry, now, { kind: 'unknown', last: `verify deferred for ${result.retryAfterSecs} s` });
+      case 'foreign':
+        // Not expected with the plugin's own binding; whatever it is, the outcome is not known.
+        run.checked++;
+        return this.reschedule(entry, now, { kind: 'unknown', last: `the service's answer names another payment (${result.problems.join('; ')})` });
+      case 'handlers-failed':
+        // The outcome is known and recorded with its failure; only the handlers are run again.
+        run.checked++;
+        return this.reschedule(entry, now, { kind: 'known', last: `handlers failed: ${result.error}` });
+      default:
+        return unreachable(result);
+    }
+  }
+
+  private async reschedule(entry: PendingPayment, now: number, why: Unsettled): Promise<void> {
+    const checks = entry.checks + 1;
+    const next = nextCheckAt(entry, now, this.options);
+    if (next === undefined) {
+      await this.store.removePending(entry.paymentId);
+      this.logger.error(
+        `reconciliation: gave up on ${entry.paymentId} after ${checks} checks over ${this.options.horizonDays} day(s) (last: ${why.last}); reconcile it by hand`,
+      );
+      if (why.kind === 'unknown')
+        await this.markRecord(entry, `${ABANDONED_MARK} outcome unknown after ${checks} checks; reconcile it by hand (last: ${why.last})`);
+      return;
+    }
+    await this.store.schedulePending({ ...entry, checks }, next);
+    if (why.kind === 'unknown' && pastFastLane(entry, this.options)) {
+      if (checks === this.options.maxChecks) {
+        this.logger.warn(
+          `reconciliation: ${entry.paymentId} still unknown after ${checks} checks; checked hourly, then daily, for ${this.options.horizonDays} day(s)`,
+        );
+      }
+      await this.markRecord(
+        entry,
+        `${OVERDUE_MARK} outcome unknown after ${checks} checks; slow lane, next check at ${new Date(next).toISOString()} (last: ${why.last})`,
+      );
+    }
+  }
+
+  // Writes the record of a payment whose outcome is overdue, under the payment's claim: every
+  // settle writes its record while it holds the claim, so a confirmation that lands meanwhile is
+  // never overwritten by this "unknown" (claim `done`: it was settled; `busy`: its settle writes).
+  private async markRecord(entry: PendingPayment, note: string): Promise<void> {
+    const key = outcomeKey(entry.paymentId);
+    const owner = randomUUID();
+    let claim;
+    try {
+      claim = await this.store.claim(key, owner, this.leaseMs);
+    } catch (error) {
+      void this.store.release(key, owner).catch(() => undefined);
+      throw error;
+    }
+    if (claim === 'done') return this.store.removePending(entry.paymentId);
+    if (claim === 'busy') return;
+    try {
+      const previous = await this.store.getOutcome(entry.paymentId);
+      // A known outcome (handlers that failed, a mismatch) keeps its own record.
+      if (previous && previous.outcome !== 'pending') return;
+      const record: OutcomeRecord = {
+        paymentId: entry.paymentId,
+        outcome: 'pending',
+        // Not a status of the service's: none was read (verify failed every time), or the last one read.
+        status: previous?.status ?? 'UNKNOWN',
+        source: 'reconciliation',
+        handlers: 'none',
+        attempts: previous?.attempts ?? 0,
+        amount: previous?.amount ?? entry.amount,
+        lastError: note.slice(0, 500),
+        updatedAt: new Date().toISOString(),
+      };
+      const trackingId = previous?.developerTrackingId ?? entry.developerTrackingId;
+      if (trackingId !== undefined) record.developerTrackingId = trackingId;
+      await this.store.saveOutcome(record, this.recordTtlMs);
+    } finally {
+      await this.store.release(key, owner).catch((error: unknown) => this.logger.error(`could not release ${key}: ${describe(error)}`));
+    }
+  }
+}
+
+function unreachable(result: never): never {
+  throw new Error(`reconciliation: unexpected settle result ${JSON.stringify((result as { kind?: unknown }).kind)}`);
 }

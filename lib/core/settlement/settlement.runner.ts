@@ -4,13 +4,19 @@ import type { VerifiedPayment } from '../api/payments.types.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import type { ClaimOutcome, HandlerResult, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from '../store/payments.store.js';
 import { NO_TELEMETRY, type SettleTrace, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
-import { PaymentMismatchEvent, type PaymentEvent, type PaymentEventName } from './payment.events.js';
+import {
+  PaymentMismatchEvent,
+  type PaymentCancelledEvent,
+  type PaymentCapturedEvent,
+  type PaymentEventName,
+  type PaymentRefundedEvent,
+} from './payment.events.js';
 import { decide, type HandledOutcome, type OutcomeExpectation, type VerifyAnswer } from './settlement.decision.js';
 import { assertNever, describe } from './settlement.describe.js';
 import { VerifyBudget } from './settlement.budget.js';
 import { renewWhileHandling } from './settlement.lease.js';
 import { outcomeKey, type SettlementRunnerOptions, type SettleRequest, type SettleResult } from './settlement.request.js';
-import { OUTCOME_EVENT_CLASSES, type OutcomeDispatcher } from './outcome.handlers.js';
+import { OUTCOME_EVENT_CLASSES, type OperationDispatcher, type OutcomeDispatcher } from './outcome.handlers.js';
 
 /**
  * The one owner of a payment's claim, from claim to finish. Every path (webhook, return,
@@ -25,6 +31,7 @@ import { OUTCOME_EVENT_CLASSES, type OutcomeDispatcher } from './outcome.handler
  */
 export class SettlementRunner {
   #dispatcher?: OutcomeDispatcher;
+  #operations?: OperationDispatcher;
   /** Settles in progress, so that drain() can wait for them. */
   readonly #inFlight = new Set<Promise<SettleResult>>();
 
@@ -46,8 +53,9 @@ export class SettlementRunner {
   ) {}
 
   /** Sets who runs the handlers (the Nest event bridge, the Express router). */
-  setDispatcher(dispatcher: OutcomeDispatcher | undefined): void {
+  setDispatcher(dispatcher: OutcomeDispatcher | undefined, operations?: OperationDispatcher): void {
     this.#dispatcher = dispatcher;
+    this.#operations = operations;
   }
 
   /** Whether a dispatcher is set. */
@@ -71,14 +79,23 @@ export class SettlementRunner {
   }
 
   /**
-   * Emits an event whose handlers' failures are only logged (a mismatch; capture, refund and
-   * cancellation, which the service has already done). Never throws.
+   * Emits an operation's event (capture, refund, cancellation: the service has already done it):
+   * handler failures are logged, never thrown. Never throws.
    */
-  async emit(name: PaymentEventName, event: PaymentEvent): Promise<void> {
+  async emitOperation(name: PaymentEventName, event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent): Promise<void> {
     try {
-      await this.#dispatcher?.(name, event);
+      await this.#operations?.(name, event);
     } catch (error) {
       this.logger.error(`a ${name} handler failed: ${describe(error)}`);
+    }
+  }
+
+  // A mismatch's handlers are told, never trusted to settle anything: their failure is only logged.
+  async #emitMismatch(event: PaymentMismatchEvent): Promise<void> {
+    try {
+      await this.#dispatcher?.('payment.mismatch', event);
+    } catch (error) {
+      this.logger.error(`a payment.mismatch handler failed: ${describe(error)}`);
     }
   }
 
@@ -191,7 +208,7 @@ export class SettlementRunner {
         const problems = decision.problems.join('; ');
         this.logger.error(`${source}: payment ${paymentId} is ${verification.status} at the service but NOT confirmed: ${problems}`);
         await this.#finish(key, owner, decision.finish, { verification, outcome: 'mismatch', source, handlers: 'none', lastError: problems });
-        await this.emit('payment.mismatch', new PaymentMismatchEvent(verification, source, this.options.registration, decision.problems));
+        await this.#emitMismatch(new PaymentMismatchEvent(verification, source, this.options.registration, decision.problems));
         return { kind: 'mismatch', verification, problems: decision.problems };
       }
       case 'settle':

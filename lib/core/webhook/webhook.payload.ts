@@ -36,6 +36,16 @@ const ID_PLACES: ReadonlyArray<{ read: (source: JsonObject) => unknown; from: re
   { read: (s) => s.id, from: ['body', 'query'] },
 ];
 
+/**
+ * Deepest nesting of objects and arrays a webhook body may have (the body itself is level 1). The
+ * service's bodies are flat; a deeper one gets 400 (`body nested deeper than 32 levels`) before
+ * anything walks it: a recursive walk (JSON.stringify, a logger, a validation pipe) of a body a few
+ * thousand levels deep overflows the stack, and would answer 500.
+ */
+export const MAX_BODY_DEPTH = 32;
+
+const TOO_DEEP = `body nested deeper than ${MAX_BODY_DEPTH} levels`;
+
 /** Characters that end a path token: none of them can be in one (`[A-Za-z0-9._-]`). */
 const PATH_TOKEN_END = /[&;]/;
 
@@ -124,6 +134,8 @@ function repairQuery(query: JsonObject, fromPath: Array<[string, string]>): Json
 function toBody(body: unknown, maxBodyBytes: number): JsonObject | string {
   if (body === undefined || body === null || body === '') return {};
   if (isJsonObject(body) && !Buffer.isBuffer(body)) {
+    // Parsed by the host's parser: its depth first, since JSON.stringify below recurses.
+    if (nestedDeeperThan(body, MAX_BODY_DEPTH)) return TOO_DEEP;
     // A chunked body has no Content-Length to check up front: measure what was parsed.
     return JSON.stringify(body).length > maxBodyBytes ? 'payload too large' : body;
   }
@@ -131,6 +143,8 @@ function toBody(body: unknown, maxBodyBytes: number): JsonObject | string {
   if (text === undefined) return 'body is neither JSON nor form data';
   if (Buffer.byteLength(text) > maxBodyBytes) return 'payload too large';
   if (text.trim() === '') return {};
+  // Only what looks like JSON: a form body may carry brackets in its values.
+  if (/^\s*[[{]/.test(text) && bracketsDeeperThan(text, MAX_BODY_DEPTH)) return TOO_DEEP;
   try {
     const json = JSON.parse(text) as unknown;
     return isJsonObject(json) ? json : 'body is neither JSON nor form data';
@@ -140,4 +154,45 @@ function toBody(body: unknown, maxBodyBytes: number): JsonObject | string {
     if (!/^[^=&]+=[^&]*(&[^=&]+=[^&]*)*$/.test(trimmed)) return 'body is neither JSON nor form data';
     return Object.fromEntries(new URLSearchParams(trimmed));
   }
+}
+
+/**
+ * Whether a parsed value nests objects and arrays deeper than `max` (the value itself is level 1).
+ * Iterative, so that no depth overflows the stack; a cycle counts as too deep, so it ends too.
+ */
+function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<[object, number]> = [];
+  if (value !== null && typeof value === 'object') stack.push([value, 1]);
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [node, depth] = next;
+    if (depth > max) return true;
+    for (const child of Array.isArray(node) ? (node as unknown[]) : Object.values(node)) {
+      if (child !== null && typeof child === 'object') stack.push([child as object, depth + 1]);
+    }
+  }
+  return false;
+}
+
+/**
+ * Whether JSON text opens more than `max` objects or arrays inside one another, by counting
+ * brackets outside strings: one pass over the text, before JSON.parse builds anything.
+ */
+function bracketsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character (an escaped quote stays in the string)
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
 }
