@@ -58,6 +58,14 @@ export type {
   BindingClaim,
   OutcomeFinish,
 } from './store/payments.store.js';
+export { isTransactional } from './store/store.transaction.js';
+export type {
+  PaymentsTransaction,
+  PaymentsTransactionResult,
+  PaymentsTransactionScope,
+  PaymentsTransactionWork,
+  TransactionalPaymentsStore,
+} from './store/store.transaction.js';
 export { MemoryPaymentsStore } from './store/memory.store.js';
 export type { MemoryPaymentsStoreOptions } from './store/memory.store.js';
 export {
@@ -72,7 +80,7 @@ export {
   PaymentRefundedEvent,
   PaymentCancelledEvent,
 } from './settlement/payment.events.js';
-export type { PaymentEventName, PaymentEvent } from './settlement/payment.events.js';
+export type { PaymentEventName, PaymentEvent, AfterCommitCallback } from './settlement/payment.events.js';
 export { WebhookProcessor } from './webhook/webhook.processor.js';
 export type { WebhookAnswer, WebhookAnswerBody } from './webhook/webhook.answer.js';
 export type { WebhookAuthentication, WebhookAuthenticateOptions, WebhookAccepted, WebhookRefused, AuthenticatedWebhook } from './webhook/webhook.processor.js';

@@ -19,6 +19,8 @@ import { resolvePostgresOptions, type PostgresPaymentsStoreOptions, type Postgre
 import { parseBinding, parseOutcome, parsePending, valueOf } from './postgres.rows.js';
 import { ensureTablesStatement, storeTables } from './postgres.schema.js';
 import { storeStatements, type StoreStatements } from './postgres.statements.js';
+import { assertTransactional, finishOutcomeParams, runPostgresTransaction } from './postgres.transaction.js';
+import type { PaymentsTransactionWork, TransactionalPaymentsStore } from '../core/store/store.transaction.js';
 
 /** The part of a `pg` Pool the store uses when it creates one. */
 interface OwnedPool extends PostgresQueryable {
@@ -93,6 +95,23 @@ export class PostgresPaymentsStore implements PaymentsStore {
     this.#timeoutMs = resolved.operationTimeoutMs;
     this.#cleanupEvery = resolved.cleanupEveryWrites;
     this.#logger = options.logger ?? defaultPaymentsLogger;
+    this.transactional = resolved.transactional;
+    if (this.transactional && this.#given) assertTransactional(this.#given);
+  }
+
+  /** See {@link PostgresPaymentsStoreOptions.transactional}. */
+  readonly transactional: boolean;
+
+  /**
+   * Runs `work` in one transaction of the store's database (see {@link TransactionalPaymentsStore.runInTransaction}).
+   * @throws Error unless the store was created with `{ transactional: true }`
+   */
+  async runInTransaction<T>(work: PaymentsTransactionWork<T>): Promise<T> {
+    if (!this.transactional) throw new Error('PostgresPaymentsStore: runInTransaction needs the option transactional: true');
+    if (this.#closing) throw new Error('PostgresPaymentsStore: runInTransaction called after close()');
+    const db = await this.#database();
+    await this.#ensureTables(db);
+    return runPostgresTransaction(db, this.#sql, this.#timeoutMs, work);
   }
 
   /** @inheritdoc */
@@ -142,22 +161,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
 
   /** markDone (or release), removePending and saveOutcome with its attempts counted, in one statement (one round trip). */
   async finishOutcome(finish: OutcomeFinish): Promise<boolean> {
-    const doneTtl = positiveMs('PostgresPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
-    const recordTtl = positiveMs('PostgresPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
-    const { attempts: _ignored, ...record } = finish.record as OutcomeRecord;
-    const rows = await this.#write('finishOutcome', this.#sql.finishOutcome, [
-      finish.eventKey,
-      finish.owner,
-      doneTtl,
-      record.paymentId,
-      record.outcome,
-      record.handlers,
-      record.updatedAt,
-      JSON.stringify(record),
-      finish.claim === 'done' ? 'done' : 'release',
-      Math.trunc(finish.attemptsAdded),
-      recordTtl,
-    ]);
+    const rows = await this.#write('finishOutcome', this.#sql.finishOutcome, finishOutcomeParams(finish));
     return valueOf(rows[0]) === '1';
   }
 

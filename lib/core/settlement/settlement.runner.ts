@@ -2,10 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { PaymentsError } from '../api/payments.errors.js';
 import type { VerifiedPayment } from '../api/payments.types.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { ClaimOutcome, HandlerResult, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from '../store/payments.store.js';
+import type { ClaimOutcome, HandlerResult, OutcomeFinish, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from '../store/payments.store.js';
+import { isTransactional, type TransactionalPaymentsStore } from '../store/store.transaction.js';
 import { findBindingAndClaim, finishOutcome } from '../store/store.operations.js';
 import { NO_TELEMETRY, type SettleTrace, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
-import { PaymentMismatchEvent, type PaymentEvent, type PaymentEventName } from './payment.events.js';
+import {
+  bindTransaction,
+  PaymentMismatchEvent,
+  takeAfterCommit,
+  type PaymentEvent,
+  type PaymentEventName,
+  type PaymentOutcomeEvent,
+} from './payment.events.js';
 import { decide, type HandledOutcome, type OutcomeExpectation, type VerifyAnswer } from './settlement.decision.js';
 import { assertNever, describe } from './settlement.describe.js';
 import { renewWhileHandling } from './settlement.lease.js';
@@ -265,32 +273,125 @@ export class SettlementRunner {
     owner: string,
     trace: SettleTrace,
   ): Promise<SettleResult> {
+    const dispatcher = this.#dispatcher;
+    const Event = OUTCOME_EVENT_CLASSES[outcome];
+    const event = new Event(outcome, verification, source, this.options.registration);
+    const handle = async () => {
+      if (!dispatcher) throw new Error('no outcome handlers are registered yet');
+      await trace.handlers(name, () => dispatcher(name, event));
+    };
+    if (isTransactional(this.store)) return this.#runHandlersInTransaction(this.store, event, handle, name, key, owner);
+
     const renewal = renewWhileHandling(this.store, key, owner, this.options.leaseMs, paymentId, this.logger);
     try {
-      const dispatcher = this.#dispatcher;
-      if (!dispatcher) throw new Error('no outcome handlers are registered yet');
-      const Event = OUTCOME_EVENT_CLASSES[outcome];
-      await trace.handlers(name, () => dispatcher(name, new Event(outcome, verification, source, this.options.registration)));
+      await handle();
     } catch (error) {
-      const message = describe(error);
-      this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);
       await renewal.stop();
-      await this.#finish(key, owner, 'release', { verification, outcome, source, handlers: 'failed', lastError: message });
-      return { kind: 'handlers-failed', outcome, verification, error: message };
+      return this.#handlersFailed(event, name, key, owner, error);
     }
     await renewal.stop();
-    await this.#finish(key, owner, 'done', { verification, outcome, source, handlers: 'succeeded' });
+    const marked = await this.#finish(key, owner, 'done', { verification, outcome, source, handlers: 'succeeded' });
+    await this.#runAfterCommit(event, marked);
     return { kind: 'handled', outcome, verification };
+  }
+
+  // Exactly-once effects: the handlers, the done marker and the outcome record in one transaction
+  // of the store's database. The claim is renewed on the store's other connections meanwhile; a
+  // claim lost to another attempt rolls everything back instead of committing over its holder.
+  async #runHandlersInTransaction(
+    store: TransactionalPaymentsStore,
+    event: PaymentOutcomeEvent,
+    handle: () => Promise<void>,
+    name: PaymentEventName,
+    key: string,
+    owner: string,
+  ): Promise<SettleResult> {
+    const { paymentId, verification, source } = event;
+    const outcome = event.outcome as HandledOutcome;
+    let lost = false;
+    try {
+      await store.runInTransaction(async (scope) => {
+        // On PGlite the transaction holds the one connection: a renewal could only queue behind
+        // it, and no other instance can take the claim meanwhile (the scope renews it inside).
+        const renewal = scope.holdsDatabase ? undefined : renewWhileHandling(this.store, key, owner, this.options.leaseMs, paymentId, this.logger);
+        bindTransaction(event, scope.transaction);
+        try {
+          await handle();
+        } finally {
+          bindTransaction(event, undefined);
+          await renewal?.stop();
+        }
+        const marked = await scope.finishOutcome(this.#finishOf(key, owner, 'done', { verification, outcome, source, handlers: 'succeeded' }));
+        if (!marked) {
+          lost = true;
+          throw new Error(`the claim on ${paymentId} was taken by another attempt while its handlers ran`);
+        }
+      });
+    } catch (error) {
+      if (!lost) return this.#handlersFailed(event, name, key, owner, error);
+      takeAfterCommit(event);
+      // The other attempt runs the handlers and records the outcome: nothing of ours is left.
+      this.logger.warn(
+        `${source}: the claim on ${paymentId} was lost while its ${name} handlers ran (lease of ${this.options.leaseMs} ms); their writes were rolled back`,
+      );
+      return { kind: 'busy' };
+    }
+    await this.#runAfterCommit(event, true);
+    return { kind: 'handled', outcome, verification };
+  }
+
+  // A handler threw (or, transactional, the transaction failed and rolled back): the claim is
+  // released and the failure recorded, so that the next webhook, return or reconciliation runs
+  // the handlers again. Their afterCommit callbacks are dropped; the next run registers them again.
+  async #handlersFailed(event: PaymentOutcomeEvent, name: PaymentEventName, key: string, owner: string, error: unknown): Promise<SettleResult> {
+    const { paymentId, verification, source } = event;
+    const outcome = event.outcome as HandledOutcome;
+    takeAfterCommit(event);
+    const message = describe(error);
+    this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);
+    await this.#finish(key, owner, 'release', { verification, outcome, source, handlers: 'failed', lastError: message });
+    return { kind: 'handlers-failed', outcome, verification, error: message };
+  }
+
+  // The event's afterCommit callbacks, in order, once its outcome is committed (`marked`: this
+  // attempt wrote the done marker; otherwise the attempt that did runs its own). A failure is
+  // logged: the outcome stays done, and the callback is not run again.
+  async #runAfterCommit(event: PaymentOutcomeEvent, marked: boolean): Promise<void> {
+    const callbacks = takeAfterCommit(event);
+    if (!marked) return;
+    for (const callback of callbacks) {
+      try {
+        await callback();
+      } catch (error) {
+        this.logger.error(`an afterCommit callback of ${event.paymentId} failed; the outcome stays done and the callback is not run again: ${describe(error)}`);
+      }
+    }
   }
 
   // Ends the attempt: the claim marked done (the payment also leaves the reconciliation queue) or
   // released, and the outcome recorded, in one store call. The handlers have run: a failure here
   // is logged, not retried (a later duplicate may then run them again; the record is for people).
-  async #finish(key: string, owner: string, claim: 'done' | 'release', attempt: AttemptRecord): Promise<void> {
-    const { verification, outcome, source, handlers, lastError } = attempt;
+  // Returns whether the claim was marked done (false on a failure).
+  async #finish(key: string, owner: string, claim: 'done' | 'release', attempt: AttemptRecord): Promise<boolean> {
+    const { verification, outcome, handlers } = attempt;
     const paymentId = verification.paymentId;
+    try {
+      const marked = await finishOutcome(this.store, this.#finishOf(key, owner, claim, attempt));
+      if (claim === 'done' && !marked) this.logger.warn(`the claim on ${paymentId} was no longer held when its handlers ended (its lease expired)`);
+      return marked;
+    } catch (error) {
+      this.logger.error(
+        `could not ${claim === 'done' ? `mark ${paymentId} done` : `release ${key}`} and record its outcome (${outcome}, handlers ${handlers}): ${describe(error)}`,
+      );
+      return false;
+    }
+  }
+
+  // What finishOutcome writes for an attempt.
+  #finishOf(key: string, owner: string, claim: 'done' | 'release', attempt: AttemptRecord): OutcomeFinish {
+    const { verification, outcome, source, handlers, lastError } = attempt;
     const record: Omit<OutcomeRecord, 'attempts'> = {
-      paymentId,
+      paymentId: verification.paymentId,
       outcome,
       status: verification.status,
       source,
@@ -300,23 +401,16 @@ export class SettlementRunner {
     };
     if (verification.developerTrackingId !== undefined) record.developerTrackingId = verification.developerTrackingId;
     if (lastError !== undefined) record.lastError = lastError.slice(0, 500);
-    try {
-      const marked = await finishOutcome(this.store, {
-        eventKey: key,
-        owner,
-        claim,
-        doneTtlMs: this.options.doneTtlMs,
-        record,
-        // A check that found the payment pending is no attempt at its handlers.
-        attemptsAdded: outcome === 'pending' ? 0 : 1,
-        recordTtlMs: this.options.recordTtlMs,
-      });
-      if (claim === 'done' && !marked) this.logger.warn(`the claim on ${paymentId} was no longer held when its handlers ended (its lease expired)`);
-    } catch (error) {
-      this.logger.error(
-        `could not ${claim === 'done' ? `mark ${paymentId} done` : `release ${key}`} and record its outcome (${outcome}, handlers ${handlers}): ${describe(error)}`,
-      );
-    }
+    return {
+      eventKey: key,
+      owner,
+      claim,
+      doneTtlMs: this.options.doneTtlMs,
+      record,
+      // A check that found the payment pending is no attempt at its handlers.
+      attemptsAdded: outcome === 'pending' ? 0 : 1,
+      recordTtlMs: this.options.recordTtlMs,
+    };
   }
 
   async #release(key: string, owner: string): Promise<void> {
