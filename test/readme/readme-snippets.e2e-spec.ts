@@ -348,7 +348,13 @@ SCENARIOS.push(
   },
 );
 
-const FRAGMENTS: Fragment[] = [];
+const FRAGMENTS: Fragment[] = [
+  // The recipes of docs/exactly-once.md need a database: test/transactional/recipes.e2e-spec.ts
+  // checks each is a file there word for word and runs it on PostgreSQL and PGlite.
+  { identity: 'transactionalStore, markPaidWithSql', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
+  { identity: 'markPaidWithDrizzle', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
+  { identity: 'markPaidWithDrizzleOnPglite', reason: 'run by test/transactional/recipes.e2e-spec.ts (PGlite)' },
+];
 
 /** Snippets that are whole test files, run by Jest as such. */
 const OWN_TESTS = ['readme-recipe.e2e-spec.ts'];
