@@ -20,7 +20,7 @@ import { parseBinding, parseOutcome, parsePending, valueOf } from './postgres.ro
 import { ensureTablesStatement, storeTables } from './postgres.schema.js';
 import { storeStatements, type StoreStatements } from './postgres.statements.js';
 import { assertTransactional, finishOutcomeParams, runPostgresTransaction } from './postgres.transaction.js';
-import type { PaymentsTransactionWork, TransactionalPaymentsStore } from '../core/store/store.transaction.js';
+import type { PaymentsTransactionWork } from '../core/store/store.transaction.js';
 
 /** The part of a `pg` Pool the store uses when it creates one. */
 interface OwnedPool extends PostgresQueryable {
@@ -103,7 +103,8 @@ export class PostgresPaymentsStore implements PaymentsStore {
   readonly transactional: boolean;
 
   /**
-   * Runs `work` in one transaction of the store's database (see {@link TransactionalPaymentsStore.runInTransaction}).
+   * Runs `work` in one transaction of the store's database, then commits (rolls back on a throw): the
+   * capability `TransactionalPaymentsStore.runInTransaction` that the outcome runner uses.
    * @throws Error unless the store was created with `{ transactional: true }`
    */
   async runInTransaction<T>(work: PaymentsTransactionWork<T>): Promise<T> {

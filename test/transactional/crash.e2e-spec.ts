@@ -75,12 +75,12 @@ async function startApp(database: Record<string, string>): Promise<App> {
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
   let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   let out = '';
   let onStart!: () => void;
   const started = new Promise<void>((resolve) => (onStart = resolve));
   const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       const ready = /READY (\d+)/.exec(out);
       if (ready) resolve(Number(ready[1]));

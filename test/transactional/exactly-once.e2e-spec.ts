@@ -99,7 +99,7 @@ function scenarios(backend: () => { db: Db; store(): PostgresPaymentsStore }) {
       await markPaid(event.transaction, event);
       // Seen from inside the transaction: the write is there.
       const inside = await event.transaction!.query<{ paid_runs: number }>('SELECT paid_runs FROM orders WHERE id = $1', [event.developerTrackingId]);
-      journal.push(`run ${calls}: paid_runs ${inside.rows[0]!.paid_runs}`);
+      journal.push(`run ${calls}: paid_runs ${inside.rows[0].paid_runs}`);
       event.afterCommit(async () => {
         const after = await ordersState(db);
         journal.push(`afterCommit ${calls}: ${after.find((o) => o.id === event.developerTrackingId)!.paid_runs}`);

@@ -140,7 +140,7 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('on nod
     const sendReceipt = async (orderId: string) => {
       // Seen from another connection: the order is committed by then.
       const { rows } = await pool.query<{ status: string }>('SELECT status FROM orders WHERE id = $1', [orderId]);
-      receipts.push({ orderId, status: rows[0]!.status });
+      receipts.push({ orderId, status: rows[0].status });
     };
     const run = await exercise(pool, transactionalStore(pool), markPaidWithSql(sendReceipt));
     expect({ answers: run.answers, states: run.states }).toEqual(EXPECTED);
