@@ -60,6 +60,14 @@ export type {
   OutcomeFinish,
 } from './store/store.types.js';
 export { BasicPaymentsStore } from './store/store.base.js';
+export { isTransactional } from './store/store.transaction.js';
+export type {
+  PaymentsTransaction,
+  PaymentsTransactionResult,
+  PaymentsTransactionScope,
+  PaymentsTransactionWork,
+  TransactionalPaymentsStore,
+} from './store/store.transaction.js';
 export { MemoryPaymentsStore } from './store/memory.store.js';
 export type { MemoryPaymentsStoreOptions } from './store/memory.store.js';
 export { MemoryRateLimiter } from './store/memory.limiter.js';
@@ -76,7 +84,7 @@ export {
   PaymentRefundedEvent,
   PaymentCancelledEvent,
 } from './settlement/payment.events.js';
-export type { PaymentEventName, PaymentEvent } from './settlement/payment.events.js';
+export type { PaymentEventName, PaymentEvent, AfterCommitCallback } from './settlement/payment.events.js';
 export { WebhookProcessor } from './webhook/webhook.processor.js';
 export type { WebhookAnswer, WebhookAnswerBody } from './webhook/webhook.answer.js';
 export type { WebhookAuthentication, WebhookAuthenticateOptions, WebhookAccepted, WebhookRefused, AuthenticatedWebhook } from './webhook/webhook.processor.js';

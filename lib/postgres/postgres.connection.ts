@@ -2,6 +2,8 @@ import { defaultPaymentsLogger, type PaymentsLogger } from '../core/client/payme
 import { resolvePostgresOptions, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
 import { ensureTablesStatement, storeTables } from './postgres.schema.js';
 import { storeStatements, type StoreStatements } from './postgres.statements.js';
+import type { PaymentsTransactionWork } from '../core/store/store.transaction.js';
+import { assertTransactional, runPostgresTransaction } from './postgres.transaction.js';
 
 /** The part of a `pg` Pool the store uses when it creates one. */
 interface OwnedPool extends PostgresQueryable {
@@ -57,6 +59,20 @@ export class PostgresConnection {
     this.#timeoutMs = resolved.operationTimeoutMs;
     this.#cleanupEvery = resolved.cleanupEveryWrites;
     this.#logger = options.logger ?? defaultPaymentsLogger;
+    this.transactional = resolved.transactional;
+    if (this.transactional && this.#given) assertTransactional(this.#given);
+  }
+
+  /** Whether the store runs each outcome's handlers in a transaction (`transactional: true`). */
+  readonly transactional: boolean;
+
+  /** Runs `work` in one transaction on one connection of the database, then commits (rolls back on a throw). */
+  async transact<T>(work: PaymentsTransactionWork<T>): Promise<T> {
+    if (!this.transactional) throw new Error('PostgresPaymentsStore: runInTransaction needs the option transactional: true');
+    if (this.#closing) throw new Error('PostgresPaymentsStore: runInTransaction called after close()');
+    const db = await this.#database();
+    await this.#ensureTables(db);
+    return runPostgresTransaction(db, this.sql, this.#timeoutMs, work);
   }
 
   /**

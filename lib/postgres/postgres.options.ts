@@ -66,6 +66,17 @@ export interface PostgresPaymentsStoreOptions {
   poolOptions?: Readonly<Record<string, unknown>>;
 
   /**
+   * Exactly-once effects: run each outcome's handlers in one database transaction that also
+   * writes the outcome's done marker and record, and commit them together (see
+   * `docs/exactly-once.md`). The handlers get it as `event.transaction`; a throw or a crash rolls
+   * their writes back with the marker, and the next webhook, return or reconciliation runs them
+   * again on a clean slate. Needs a `pg` Pool (a connection of its own per transaction), a
+   * connection string, or PGlite (whose one connection the transaction holds until it ends: other
+   * store operations wait meanwhile). Default `false`: handlers run outside any transaction.
+   */
+  transactional?: boolean;
+
+  /**
    * Told about errors of the store's own pool (an idle connection dropped by the server) and of
    * the background cleanup. Default: the core's logger, which writes to stderr.
    */
@@ -102,6 +113,8 @@ export interface ResolvedPostgresOptions extends ResolvedTableNames {
   operationTimeoutMs: number;
   /** See {@link PostgresPaymentsStoreOptions.cleanupEveryWrites}. */
   cleanupEveryWrites: number;
+  /** See {@link PostgresPaymentsStoreOptions.transactional}. */
+  transactional: boolean;
 }
 
 /**
@@ -132,7 +145,9 @@ export function resolvePostgresOptions(options: PostgresPaymentsStoreOptions): R
   }
   const createTables = options.createTables ?? true;
   if (typeof createTables !== 'boolean') throw new TypeError('PostgresPaymentsStore: createTables must be a boolean');
-  return { ...names, createTables, operationTimeoutMs, cleanupEveryWrites };
+  const transactional = options.transactional ?? false;
+  if (typeof transactional !== 'boolean') throw new TypeError('PostgresPaymentsStore: transactional must be a boolean');
+  return { ...names, createTables, operationTimeoutMs, cleanupEveryWrites, transactional };
 }
 
 function checkIdentifier(value: unknown, name: string): void {

@@ -19,6 +19,8 @@ import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
 import type { PostgresPaymentsStoreOptions, PostgresQueryable } from './postgres.options.js';
 import { parseBinding, parseOutcome, parsePending, valueOf } from './postgres.rows.js';
+import { finishOutcomeParams } from './postgres.transaction.js';
+import type { PaymentsTransactionWork } from '../core/store/store.transaction.js';
 
 /**
  * A {@link PaymentsStore} in PostgreSQL, for several app instances sharing one database (or one
@@ -60,6 +62,19 @@ export class PostgresPaymentsStore implements PaymentsStore {
   constructor(poolOrUrl: PostgresQueryable | string, options: PostgresPaymentsStoreOptions = {}) {
     this.#db = new PostgresConnection(poolOrUrl, options);
     this.rateLimits = new PostgresRateLimiter(this.#db);
+    this.transactional = this.#db.transactional;
+  }
+
+  /** See {@link PostgresPaymentsStoreOptions.transactional}. */
+  readonly transactional: boolean;
+
+  /**
+   * Runs `work` in one transaction of the store's database, then commits (rolls back on a throw): the
+   * capability `TransactionalPaymentsStore.runInTransaction` that the outcome runner uses.
+   * @throws Error unless the store was created with `{ transactional: true }`
+   */
+  runInTransaction<T>(work: PaymentsTransactionWork<T>): Promise<T> {
+    return this.#db.transact(work);
   }
 
   /** @inheritdoc */
@@ -109,22 +124,7 @@ export class PostgresPaymentsStore implements PaymentsStore {
 
   /** markDone (or release), removePending and saveOutcome with its attempts counted, in one statement (one round trip). */
   async finishOutcome(finish: OutcomeFinish): Promise<boolean> {
-    const doneTtl = positiveMs('PostgresPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
-    const recordTtl = positiveMs('PostgresPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
-    const { attempts: _ignored, ...record } = finish.record as OutcomeRecord;
-    const rows = await this.#db.write('finishOutcome', this.#db.sql.finishOutcome, [
-      finish.eventKey,
-      finish.owner,
-      doneTtl,
-      record.paymentId,
-      record.outcome,
-      record.handlers,
-      record.updatedAt,
-      JSON.stringify(record),
-      finish.claim === 'done' ? 'done' : 'release',
-      Math.trunc(finish.attemptsAdded),
-      recordTtl,
-    ]);
+    const rows = await this.#db.write('finishOutcome', this.#db.sql.finishOutcome, finishOutcomeParams(finish));
     return valueOf(rows[0]) === '1';
   }
 

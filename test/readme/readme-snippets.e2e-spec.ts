@@ -354,6 +354,11 @@ const FRAGMENTS: Fragment[] = [
     reason:
       "a helper a host's test calls; what it relies on (completePayment with requireDelivery: false resolves with delivered false) is asserted by the sandbox's own suite (test/testing)",
   },
+  // The recipes of docs/exactly-once.md need a database: test/transactional/recipes.e2e-spec.ts
+  // checks each is a file there word for word and runs it on PostgreSQL and PGlite.
+  { identity: 'transactionalStore, markPaidWithSql', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
+  { identity: 'markPaidWithDrizzle', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
+  { identity: 'markPaidWithDrizzleOnPglite', reason: 'run by test/transactional/recipes.e2e-spec.ts (PGlite)' },
 ];
 
 /** Snippets that are whole test files, run by Jest as such. */

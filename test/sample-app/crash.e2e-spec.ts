@@ -5,7 +5,9 @@
  *
  *  (a) after the customer paid, before the outcome handler touched the order,
  *  (b) in the middle of the handler's transaction (the order updated, not committed),
- *  (c) after the handler committed, before the plugin marked the outcome done.
+ *  (c) after the commit (in the handler's afterCommit callback). The shop's store is
+ *      transactional, so the order's update and the plugin's done mark commit together: there is
+ *      no moment where one is committed and the other is not.
  *
  * Restarted on the same data, every order ends in its right state, with exactly one "paid"
  * event: on PGlite (a data directory in a temporary folder) and on PostgreSQL. Then two shop
@@ -120,8 +122,8 @@ function crashScenarios(database: () => DatabaseConfig) {
         if (point === 'after-commit') {
           // Committed before the crash: already paid; start-up reconciliation leaves it alone.
           expect((await client.get(`/orders/${orderId}/success?payment_id=${paymentId}`)).text).toContain('data-state="paid"');
-          // The plugin still owes a "done" mark: once the dead instance's lease is over, the
-          // service's webhook again (here, its redelivery) runs the handler, which changes nothing.
+          // Once the dead instance's lease is over, the service's webhook again (here, its
+          // redelivery) finds the outcome done with the order (one transaction): nothing runs.
           await sleep(LEASE_MS + 200);
           const delivery = service.deliveries.filter((d) => d.paymentId === paymentId).at(-1)!;
           const again = await fetch(delivery.url, {

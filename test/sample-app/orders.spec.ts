@@ -29,7 +29,7 @@ let seq = 0;
 beforeAll(async () => {
   database = await ShopDatabase.open({ dataDir: 'memory://' });
   repo = new OrdersRepository(database);
-  handler = new PaymentEventsHandler(repo);
+  handler = new PaymentEventsHandler(repo, database);
 }, 30_000);
 
 afterAll(async () => {

@@ -1,5 +1,30 @@
 import type { OutcomeSource, PaymentOutcome } from '../store/payments.store.js';
 import type { VerifiedPayment } from '../api/payments.types.js';
+import type { PaymentsTransaction } from '../store/store.transaction.js';
+
+/** A side effect to run once an outcome is committed (see {@link PaymentOutcomeEvent.afterCommit}). */
+export type AfterCommitCallback = () => unknown;
+
+// What the runner attaches to an outcome event, kept off the object so that it stays out of
+// toJSON, util.inspect and the constructor's signature.
+const attached = new WeakMap<PaymentOutcomeEvent, { transaction?: PaymentsTransaction; afterCommit: AfterCommitCallback[] }>();
+
+function attachmentOf(event: PaymentOutcomeEvent): { transaction?: PaymentsTransaction; afterCommit: AfterCommitCallback[] } {
+  let found = attached.get(event);
+  if (!found) attached.set(event, (found = { afterCommit: [] }));
+  return found;
+}
+
+/** Internal: gives an outcome event the transaction its handlers run in (transactional stores). */
+export function bindTransaction(event: PaymentOutcomeEvent, transaction: PaymentsTransaction | undefined): void {
+  attachmentOf(event).transaction = transaction;
+}
+
+/** Internal: the callbacks registered with {@link PaymentOutcomeEvent.afterCommit}, removed from the event. */
+export function takeAfterCommit(event: PaymentOutcomeEvent): AfterCommitCallback[] {
+  const found = attachmentOf(event);
+  return found.afterCommit.splice(0);
+}
 
 /** Names of the events the plugin emits. */
 export const PaymentEvents = {
@@ -63,6 +88,47 @@ export class PaymentOutcomeEvent {
   /** The service's status as sent, e.g. `SUCCESS`. */
   get status(): string {
     return this.verification.status;
+  }
+
+  /**
+   * The database transaction the handlers run in, when the store is transactional
+   * (`new PostgresPaymentsStore(poolOrDb, { transactional: true })`): write the order through it
+   * (`query(text, params)`, or `client` for an ORM) and the write commits together with the
+   * outcome's done marker, or not at all. A throw, a crash or a lost claim rolls both back, and
+   * the next webhook, return or reconciliation runs the handlers again on a clean slate: the
+   * handler's writes through it happen exactly once. `undefined` without the mode (memory and
+   * Redis stores, PostgreSQL without `transactional`): then handlers must stay idempotent on
+   * `paymentId`, since a crash between their own commit and the done marker runs them again.
+   * Only valid while the handler runs: the transaction ends when the handlers return.
+   */
+  get transaction(): PaymentsTransaction | undefined {
+    return attached.get(this)?.transaction;
+  }
+
+  /**
+   * Registers a side effect outside the database (an email, a call to a shipping API) to run
+   * once the outcome is committed: after the transaction's commit with a transactional store,
+   * else after the done marker is written. It runs only in the attempt that marked the outcome
+   * done; never when a handler failed (the handlers run again later and register it again), nor
+   * when the claim was lost or the done marker could not be written (another attempt finishes the
+   * outcome and runs its own). Its failure is logged and undoes nothing.
+   *
+   * So it runs at most once per outcome, and it can be lost: the commit and the callback are two
+   * steps in one process that no transaction spans. A crash (or a failed callback) after the
+   * commit loses it for good, since the outcome is done and nothing runs the handlers again; a
+   * crash while it runs leaves no trace of how far it got. For an effect that must happen at
+   * least once, write an outbox row through {@link transaction} in the handler (it commits
+   * with the outcome, or not at all), and have a worker deliver it and delete the row after;
+   * a crash between the delivery and the delete makes the worker deliver it again, so make the
+   * receiving side idempotent (e.g. keyed by `paymentId`). `afterCommit` is then the place to
+   * wake that worker at once instead of at its next poll.
+   *
+   * On `payment.mismatch` there is nothing to commit, and callbacks registered on it do not run.
+   * @param callback the side effect; may be async
+   */
+  afterCommit(callback: AfterCommitCallback): void {
+    if (typeof callback !== 'function') throw new TypeError('afterCommit: the callback must be a function');
+    attachmentOf(this).afterCommit.push(callback);
   }
 
   /** A plain copy for logs and queues (the getters are not own properties). */

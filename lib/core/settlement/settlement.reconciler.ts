@@ -3,7 +3,7 @@ import { normalizeMillimes } from '../api/money.util.js';
 import { PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsFieldError } from '../api/payments.errors.js';
 import type { ReconcileOptions, ReconcileResult, VerifiedPayment } from '../api/payments.types.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { PaymentsStore } from '../store/payments.store.js';
+import type { OutcomeRecord, PaymentsStore } from '../store/payments.store.js';
 import { outcomeOf, type OutcomeExpectation } from './settlement.decision.js';
 import { assertNever } from './settlement.describe.js';
 import type { SettlementRunner } from './settlement.runner.js';
@@ -109,6 +109,22 @@ export class PaymentReconciler {
     return { amount, developerTrackingId, origin: pending ? 'binding' : 'caller' };
   }
 
+  /**
+   * Waits for the attempt that holds a payment's claim (another path, another instance) to record
+   * its result, reading the record every `pollMs` for up to `waitMs`. Costs no verify call.
+   * @returns `settled` and the record once it shows a result (an outcome other than pending,
+   *   handlers not failed); else `settled: false` and the last record seen, if any
+   */
+  async #awaitOutcome(paymentId: string, waitMs: number, pollMs: number): Promise<{ settled: boolean; record?: OutcomeRecord }> {
+    let last: OutcomeRecord | undefined;
+    for (let waited = 0; waited < waitMs; waited += pollMs) {
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+      last = (await this.store.getOutcome(paymentId).catch(() => undefined)) ?? last;
+      if (last && last.outcome !== 'pending' && last.handlers !== 'failed') return { settled: true, record: last };
+    }
+    return { settled: false, record: last };
+  }
+
   // Done earlier by another path: the record says what it was, without a call to the service.
   async #doneOutcome(paymentId: string): Promise<ReconcileResult> {
     const record = await this.store.getOutcome(paymentId).catch(() => undefined);
@@ -120,7 +136,7 @@ export class PaymentReconciler {
   // Another path (usually the webhook) is handling it right now: a customer back on the return
   // page is worth a short wait for its result rather than a "still processing".
   async #awaitOther(paymentId: string): Promise<ReconcileResult> {
-    const { settled, record } = await this.runner.awaitOutcome(paymentId, SETTLEMENT_WAITS.returnWaitMs, SETTLEMENT_WAITS.returnPollMs);
+    const { settled, record } = await this.#awaitOutcome(paymentId, SETTLEMENT_WAITS.returnWaitMs, SETTLEMENT_WAITS.returnPollMs);
     if (settled && record) return { paymentId, status: record.status, outcome: record.outcome, handled: false };
     // Still in another path's hands: not settled yet, with the last status the service sent (an
     // earlier attempt's record), or '' when none is known; never a status the service did not send.

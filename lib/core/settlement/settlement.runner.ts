@@ -2,18 +2,22 @@ import { randomUUID } from 'node:crypto';
 import { PaymentsError } from '../api/payments.errors.js';
 import type { VerifiedPayment } from '../api/payments.types.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { ClaimOutcome, HandlerResult, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from '../store/payments.store.js';
+import type { ClaimOutcome, OutcomeSource, PaymentsStore } from '../store/payments.store.js';
+import { isTransactional } from '../store/store.transaction.js';
 import { NO_TELEMETRY, type SettleTrace, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 import {
   PaymentMismatchEvent,
+  takeAfterCommit,
   type PaymentCancelledEvent,
   type PaymentCapturedEvent,
   type PaymentEventName,
+  type PaymentOutcomeEvent,
   type PaymentRefundedEvent,
 } from './payment.events.js';
 import { decide, type HandledOutcome, type OutcomeExpectation, type VerifyAnswer } from './settlement.decision.js';
 import { assertNever, describe } from './settlement.describe.js';
 import { VerifyBudget } from './settlement.budget.js';
+import { finishOf, handleInTransaction, runAfterCommit, type AttemptRecord } from './settlement.commit.js';
 import { renewWhileHandling } from './settlement.lease.js';
 import { outcomeKey, type SettlementRunnerOptions, type SettleRequest, type SettleResult } from './settlement.request.js';
 import { OUTCOME_EVENT_CLASSES, type OperationDispatcher, type OutcomeDispatcher } from './outcome.handlers.js';
@@ -82,37 +86,17 @@ export class SettlementRunner {
    * Emits an operation's event (capture, refund, cancellation: the service has already done it):
    * handler failures are logged, never thrown. Never throws.
    */
-  async emitOperation(name: PaymentEventName, event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent): Promise<void> {
+  emitOperation(name: PaymentEventName, event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent): Promise<void> {
+    return this.#quietly(name, () => this.#operations?.(name, event));
+  }
+
+  // Handlers that are told, never trusted to settle anything (operations, a mismatch): a failure is only logged.
+  async #quietly(name: PaymentEventName, dispatch: () => Promise<void> | undefined): Promise<void> {
     try {
-      await this.#operations?.(name, event);
+      await dispatch();
     } catch (error) {
       this.logger.error(`a ${name} handler failed: ${describe(error)}`);
     }
-  }
-
-  // A mismatch's handlers are told, never trusted to settle anything: their failure is only logged.
-  async #emitMismatch(event: PaymentMismatchEvent): Promise<void> {
-    try {
-      await this.#dispatcher?.('payment.mismatch', event);
-    } catch (error) {
-      this.logger.error(`a payment.mismatch handler failed: ${describe(error)}`);
-    }
-  }
-
-  /**
-   * Waits for the attempt that holds a payment's claim (another path, another instance) to record
-   * its result, reading the record every `pollMs` for up to `waitMs`. Costs no verify call.
-   * @returns `settled` and the record once it shows a result (an outcome other than pending,
-   *   handlers not failed); else `settled: false` and the last record seen, if any
-   */
-  async awaitOutcome(paymentId: string, waitMs: number, pollMs: number): Promise<{ settled: boolean; record?: OutcomeRecord }> {
-    let last: OutcomeRecord | undefined;
-    for (let waited = 0; waited < waitMs; waited += pollMs) {
-      await new Promise((resolve) => setTimeout(resolve, pollMs));
-      last = (await this.store.getOutcome(paymentId).catch(() => undefined)) ?? last;
-      if (last && last.outcome !== 'pending' && last.handlers !== 'failed') return { settled: true, record: last };
-    }
-    return { settled: false, record: last };
   }
 
   async #run(request: SettleRequest, trace: SettleTrace): Promise<SettleResult> {
@@ -208,7 +192,8 @@ export class SettlementRunner {
         const problems = decision.problems.join('; ');
         this.logger.error(`${source}: payment ${paymentId} is ${verification.status} at the service but NOT confirmed: ${problems}`);
         await this.#finish(key, owner, decision.finish, { verification, outcome: 'mismatch', source, handlers: 'none', lastError: problems });
-        await this.#emitMismatch(new PaymentMismatchEvent(verification, source, this.options.registration, decision.problems));
+        const mismatch = new PaymentMismatchEvent(verification, source, this.options.registration, decision.problems);
+        await this.#quietly('payment.mismatch', () => this.#dispatcher?.('payment.mismatch', mismatch));
         return { kind: 'mismatch', verification, problems: decision.problems };
       }
       case 'settle':
@@ -228,57 +213,66 @@ export class SettlementRunner {
     owner: string,
     trace: SettleTrace,
   ): Promise<SettleResult> {
+    const dispatcher = this.#dispatcher;
+    const Event = OUTCOME_EVENT_CLASSES[outcome];
+    const event = new Event(outcome, verification, source, this.options.registration);
+    const handle = async () => {
+      if (!dispatcher) throw new Error('no outcome handlers are registered yet');
+      await trace.handlers(name, () => dispatcher(name, event));
+    };
+    if (isTransactional(this.store)) {
+      // Exactly-once effects (settlement.commit.ts): the handlers, the done marker and the outcome
+      // record in one transaction; a claim lost meanwhile rolls it all back and answers busy.
+      const finish = finishOf(this.options, key, owner, 'done', { verification, outcome, source, handlers: 'succeeded' });
+      const ended = await handleInTransaction({ store: this.store, event, handle, key, owner, finish, leaseMs: this.options.leaseMs, logger: this.logger });
+      if (ended === 'committed') await runAfterCommit(event, true, this.logger);
+      if (ended === 'lost') this.logger.warn(`${source}: the claim on ${paymentId} was lost while its ${name} handlers ran; their writes were rolled back`);
+      if (typeof ended === 'object') return this.#handlersFailed(event, name, key, owner, ended.failed);
+      return ended === 'committed' ? { kind: 'handled', outcome, verification } : { kind: 'busy' };
+    }
+
     const renewal = renewWhileHandling(this.store, key, owner, this.options.leaseMs, paymentId, this.logger);
     try {
-      const dispatcher = this.#dispatcher;
-      if (!dispatcher) throw new Error('no outcome handlers are registered yet');
-      const Event = OUTCOME_EVENT_CLASSES[outcome];
-      await trace.handlers(name, () => dispatcher(name, new Event(outcome, verification, source, this.options.registration)));
+      await handle();
     } catch (error) {
-      const message = describe(error);
-      this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);
       await renewal.stop();
-      await this.#finish(key, owner, 'release', { verification, outcome, source, handlers: 'failed', lastError: message });
-      return { kind: 'handlers-failed', outcome, verification, error: message };
+      return this.#handlersFailed(event, name, key, owner, error);
     }
     await renewal.stop();
-    await this.#finish(key, owner, 'done', { verification, outcome, source, handlers: 'succeeded' });
+    const marked = await this.#finish(key, owner, 'done', { verification, outcome, source, handlers: 'succeeded' });
+    await runAfterCommit(event, marked, this.logger);
     return { kind: 'handled', outcome, verification };
+  }
+
+  // A handler threw (or, transactional, the transaction failed and rolled back): the claim is
+  // released and the failure recorded, so that the next webhook, return or reconciliation runs
+  // the handlers again. Their afterCommit callbacks are dropped; the next run registers them again.
+  async #handlersFailed(event: PaymentOutcomeEvent, name: PaymentEventName, key: string, owner: string, error: unknown): Promise<SettleResult> {
+    const { paymentId, verification, source } = event;
+    const outcome = event.outcome as HandledOutcome;
+    takeAfterCommit(event);
+    const message = describe(error);
+    this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);
+    await this.#finish(key, owner, 'release', { verification, outcome, source, handlers: 'failed', lastError: message });
+    return { kind: 'handlers-failed', outcome, verification, error: message };
   }
 
   // Ends the attempt: the claim marked done (the payment also leaves the reconciliation queue) or
   // released, and the outcome recorded, in one store call. The handlers have run: a failure here
   // is logged, not retried (a later duplicate may then run them again; the record is for people).
-  async #finish(key: string, owner: string, claim: 'done' | 'release', attempt: AttemptRecord): Promise<void> {
-    const { verification, outcome, source, handlers, lastError } = attempt;
+  // Returns whether the claim was marked done (false on a failure).
+  async #finish(key: string, owner: string, claim: 'done' | 'release', attempt: AttemptRecord): Promise<boolean> {
+    const { verification, outcome, handlers } = attempt;
     const paymentId = verification.paymentId;
-    const record: Omit<OutcomeRecord, 'attempts'> = {
-      paymentId,
-      outcome,
-      status: verification.status,
-      source,
-      handlers,
-      amount: verification.amount,
-      updatedAt: new Date().toISOString(),
-    };
-    if (verification.developerTrackingId !== undefined) record.developerTrackingId = verification.developerTrackingId;
-    if (lastError !== undefined) record.lastError = lastError.slice(0, 500);
     try {
-      const marked = await this.store.finishOutcome({
-        eventKey: key,
-        owner,
-        claim,
-        doneTtlMs: this.options.doneTtlMs,
-        record,
-        // A check that found the payment pending is no attempt at its handlers.
-        attemptsAdded: outcome === 'pending' ? 0 : 1,
-        recordTtlMs: this.options.recordTtlMs,
-      });
+      const marked = await this.store.finishOutcome(finishOf(this.options, key, owner, claim, attempt));
       if (claim === 'done' && !marked) this.logger.warn(`the claim on ${paymentId} was no longer held when its handlers ended (its lease expired)`);
+      return marked;
     } catch (error) {
       this.logger.error(
         `could not ${claim === 'done' ? `mark ${paymentId} done` : `release ${key}`} and record its outcome (${outcome}, handlers ${handlers}): ${describe(error)}`,
       );
+      return false;
     }
   }
 
@@ -290,15 +284,6 @@ export class SettlementRunner {
       this.logger.error(`could not release ${key}: ${describe(error)}`);
     }
   }
-}
-
-/** What one attempt found, for its outcome record. */
-interface AttemptRecord {
-  verification: VerifiedPayment;
-  outcome: PaymentOutcome;
-  source: OutcomeSource;
-  handlers: HandlerResult;
-  lastError?: string;
 }
 
 function verified(answer: VerifyAnswer): VerifiedPayment {

@@ -23,8 +23,9 @@ const DEFAULT_WEBHOOK_PATH = 'payments/webhook';
  * the whole shop behind a proxy.
  *
  * The plugin's store is a `PostgresPaymentsStore` on the shop's own database (the same PGlite
- * instance or pg Pool as the orders): a restart loses no pending confirmation, and several
- * instances on one PostgreSQL run each outcome's handlers once. `SHOP_RECONCILE_INTERVAL_SECS`
+ * instance or pg Pool as the orders), in transactional mode: a restart loses no pending
+ * confirmation, several instances on one PostgreSQL run each outcome's handlers once, and an
+ * order's update commits together with the outcome's done marker (exactly once). `SHOP_RECONCILE_INTERVAL_SECS`
  * and `SHOP_OUTCOME_LEASE_MS` tune how soon an unsettled payment is re-checked and how long a
  * crashed instance's claim blocks others (the crash tests shorten both).
  */
@@ -41,7 +42,8 @@ export function createPaymentsOptions(
   const leaseMs = parsePositiveInteger('SHOP_OUTCOME_LEASE_MS', config.get('SHOP_OUTCOME_LEASE_MS'));
   const intervalSecs = parsePositiveInteger('SHOP_RECONCILE_INTERVAL_SECS', config.get('SHOP_RECONCILE_INTERVAL_SECS'));
   const shared: Partial<PaymentsModuleOptions> = {
-    store: new PostgresPaymentsStore(database.queryable),
+    // Transactional: an outcome handler's order update commits with the plugin's done marker.
+    store: new PostgresPaymentsStore(database.queryable, { transactional: true }),
     reconciliation: { enabled: true, ...(intervalSecs !== undefined && { intervalSecs }) },
   };
   const webhook = (secret: string) => ({ path, publicUrl, secret, ...(leaseMs !== undefined && { leaseMs }) });

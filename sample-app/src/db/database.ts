@@ -7,7 +7,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import pg, { type PoolClient } from 'pg';
 import type { PostgresQueryable } from 'nestjs-payments/postgres';
 import * as schema from './schema.js';
 
@@ -106,6 +106,17 @@ export class ShopDatabase {
       // pg's messages name the host, never the password; the URL itself is not repeated.
       throw new Error(`could not open the database at ${location}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
+  }
+
+  /**
+   * Drizzle over the payments plugin's outcome transaction (`event.transaction.client`, with the
+   * store in transactional mode): what it writes commits with the outcome's done marker, or not
+   * at all. Never open a transaction on it: it is one already.
+   */
+  within(transactionClient: unknown): ShopDb {
+    return this.kind === 'pglite'
+      ? drizzlePglite({ client: transactionClient as PGlite, schema })
+      : drizzleNodePg({ client: transactionClient as PoolClient, schema });
   }
 
   /** Closes the connection(s). Idempotent. Call after the app (and the plugin's store) stopped. */

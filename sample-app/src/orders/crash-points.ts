@@ -5,7 +5,10 @@
  * right there. Unset (always, outside those tests): every call returns at once.
  */
 
-/** Where an outcome handler can be held: before its transaction, inside it, after its commit. */
+/**
+ * Where an outcome handler can be held: before its update, inside the outcome's transaction,
+ * after the commit (in its `afterCommit` callback, once the order and the done mark are committed).
+ */
 export const CRASH_POINTS = ['before-update', 'in-transaction', 'after-commit'] as const;
 
 /** One of {@link CRASH_POINTS}. */

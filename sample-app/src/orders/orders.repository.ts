@@ -33,6 +33,11 @@ export interface TransitionRequest {
    * shop here; a real shop could write an outbox row for its warehouse).
    */
   inTransaction?: (order: Order) => Promise<void>;
+  /**
+   * A transaction already open to join instead of opening one: the payments plugin's outcome
+   * transaction (see `ShopDatabase.within`), so that the change commits with the outcome.
+   */
+  within?: ShopDb;
 }
 
 /** What a transition may start from, by target: the shop's state machine in one table. */
@@ -86,15 +91,15 @@ export class OrdersRepository {
     await this.db.update(orders).set({ paymentId, updatedAt: new Date() }).where(eq(orders.id, orderId));
   }
 
-  /** The order with this id, or undefined. */
-  async get(orderId: string): Promise<Order | undefined> {
-    const [row] = await this.db.select().from(orders).where(eq(orders.id, orderId)).limit(1);
+  /** The order with this id, or undefined (read through `db`, e.g. an open transaction). */
+  async get(orderId: string, db: ShopDb = this.db): Promise<Order | undefined> {
+    const [row] = await db.select().from(orders).where(eq(orders.id, orderId)).limit(1);
     return row && toOrder(row);
   }
 
-  /** The order whose payment has this id, or undefined. */
-  async findByPaymentId(paymentId: string): Promise<Order | undefined> {
-    const [row] = await this.db.select().from(orders).where(eq(orders.paymentId, paymentId)).limit(1);
+  /** The order whose payment has this id, or undefined (read through `db`, e.g. an open transaction). */
+  async findByPaymentId(paymentId: string, db: ShopDb = this.db): Promise<Order | undefined> {
+    const [row] = await db.select().from(orders).where(eq(orders.paymentId, paymentId)).limit(1);
     return row && toOrder(row);
   }
 
@@ -126,7 +131,7 @@ export class OrdersRepository {
    * @returns undefined when there is no such order
    */
   async transition(orderId: string, request: TransitionRequest): Promise<OrderTransition | undefined> {
-    const result = await this.db.transaction(async (tx) => {
+    const change = async (tx: ShopDb) => {
       const [row] = await tx
         .update(orders)
         .set({ ...request.set, status: request.to, updatedAt: new Date() })
@@ -143,9 +148,10 @@ export class OrdersRepository {
       const order = toOrder(row);
       await request.inTransaction?.(order);
       return order;
-    });
+    };
+    const result = request.within ? await change(request.within) : await this.db.transaction(change);
     if (result) return { order: result, changed: true };
-    const current = await this.get(orderId);
+    const current = await this.get(orderId, request.within);
     return current && { order: current, changed: false };
   }
 }

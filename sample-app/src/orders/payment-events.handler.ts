@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   OnPaymentAuthorized,
   OnPaymentConfirmed,
@@ -10,6 +10,7 @@ import {
   type PaymentFailedEvent,
   type PaymentOutcomeEvent,
 } from 'nestjs-payments';
+import { SHOP_DATABASE, type ShopDatabase, type ShopDb } from '../db/database.js';
 import { crashPoint } from './crash-points.js';
 import type { Order } from './order.model.js';
 import { OrdersRepository, TRANSITIONS } from './orders.repository.js';
@@ -20,9 +21,11 @@ type OutcomeStatus = 'paid' | 'failed' | 'expired' | 'authorized';
 /**
  * Keeps orders in step with the payment service's verified outcomes. The plugin calls these
  * after `verify_payment`, whichever path came first (webhook, the customer's return, the
- * reconciliation), and once per outcome; but after a crash between our commit and the plugin's
- * "done" mark the same outcome runs again, so every handler is idempotent: one guarded UPDATE
- * plus its event row, in one transaction (see {@link OrdersRepository.transition}).
+ * reconciliation), and once per outcome. The plugin's store is transactional: each handler runs
+ * inside the plugin's outcome transaction (`event.transaction`), and the order's guarded UPDATE
+ * plus its event row join it (see {@link OrdersRepository.transition}), so they commit together
+ * with the outcome's "done" mark, or not at all: a crash anywhere in between rolls both back and
+ * the next attempt starts clean. The guard stays, for the states admin actions move.
  *
  * A handler that throws (the database is down) leaves the outcome undone: the plugin runs it
  * again on the next webhook, return or reconciliation, and the admin page lists it meanwhile.
@@ -32,7 +35,10 @@ type OutcomeStatus = 'paid' | 'failed' | 'expired' | 'authorized';
 export class PaymentEventsHandler {
   private readonly logger = new Logger('Orders');
 
-  constructor(private readonly orders: OrdersRepository) {}
+  constructor(
+    private readonly orders: OrdersRepository,
+    @Inject(SHOP_DATABASE) private readonly database: ShopDatabase,
+  ) {}
 
   /** `SUCCESS`: the customer paid. */
   @OnPaymentConfirmed()
@@ -59,7 +65,10 @@ export class PaymentEventsHandler {
   }
 
   private async apply(event: PaymentOutcomeEvent, to: OutcomeStatus): Promise<void> {
-    const order = await this.orderOf(event);
+    // Every statement goes through the outcome's transaction: on PGlite, one sent on the database
+    // itself would wait for that transaction to end, which waits for this handler.
+    const within = event.transaction && this.database.within(event.transaction.client);
+    const order = await this.orderOf(event, within);
     if (!order) {
       this.logger.warn(`${to} outcome of payment ${event.paymentId} matches no order; ignored`);
       return;
@@ -83,15 +92,19 @@ export class PaymentEventsHandler {
       // Set when the shop stopped between creating the payment and recording its id.
       set: order.paymentId === undefined ? { paymentId: event.paymentId } : undefined,
       inTransaction: () => crashPoint('in-transaction', order.id),
+      within,
     });
     if (result?.changed) {
-      this.logger.log(`order ${order.id}: ${to} (payment ${event.paymentId}, ${event.status}, via ${event.source})`);
-      await crashPoint('after-commit', order.id);
+      // Once committed, with the outcome's done mark: a rolled-back change is not announced.
+      event.afterCommit(async () => {
+        this.logger.log(`order ${order.id}: ${to} (payment ${event.paymentId}, ${event.status}, via ${event.source})`);
+        await crashPoint('after-commit', order.id);
+      });
     }
   }
 
-  private async orderOf(event: PaymentOutcomeEvent): Promise<Order | undefined> {
-    const byTracking = event.developerTrackingId !== undefined ? await this.orders.get(event.developerTrackingId) : undefined;
-    return byTracking ?? (await this.orders.findByPaymentId(event.paymentId));
+  private async orderOf(event: PaymentOutcomeEvent, within: ShopDb | undefined): Promise<Order | undefined> {
+    const byTracking = event.developerTrackingId !== undefined ? await this.orders.get(event.developerTrackingId, within) : undefined;
+    return byTracking ?? (await this.orders.findByPaymentId(event.paymentId, within));
   }
 }
