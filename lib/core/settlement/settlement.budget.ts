@@ -11,9 +11,10 @@ import { SETTLEMENT_WAITS } from './settlement.waits.js';
  *
  * Three rules, checked before a payment is claimed (no store round trip):
  * - a payment whose last verify, within `interval`, failed (an error, no answer) is answered
- *   from that memory, not verified again, whatever the path; one that the same path found still
- *   PENDING (or in an unknown status) likewise. A PENDING seen by the return page does not hold
- *   back the webhook that follows it: that webhook is the service saying the payment just changed;
+ *   from that memory, not verified again, whatever the path; one that a webhook found still
+ *   PENDING (or in an unknown status) is, for deliveries, for `webhookPendingMs` (the return path
+ *   reads the outcome record for that). A PENDING seen by the return page does not hold back the
+ *   webhook that follows it: that webhook is the service saying the payment just changed;
  * - after a 429, no verify at all until its Retry-After (30 s when it said none);
  * - a circuit breaker: after {@link BREAKER_THRESHOLD} verifies in a row got no usable answer
  *   (5xx, timeouts, refused connections), it opens: no verify until `interval` passed, then one
@@ -118,8 +119,9 @@ export class VerifyBudget {
     if (decision.kind !== 'unverified') {
       this.#breaker = breakerAfter(this.#breaker, true, now, this.intervalMs);
       this.#recent.delete(paymentId);
-      const pendingMs = source === 'webhook' ? this.webhookPendingMs : this.intervalMs;
-      if (decision.kind === 'pending') this.#recent.set(`${source}:${paymentId}`, { until: now + pendingMs, pending: true });
+      // A return's PENDING is remembered in the outcome record, which every instance reads before
+      // verifying (settlement.reconciler.ts); a webhook's here. The sweep has its own schedule.
+      if (decision.kind === 'pending' && source === 'webhook') this.#recent.set(`webhook:${paymentId}`, { until: now + this.webhookPendingMs, pending: true });
       else for (const path of SOURCES) this.#recent.delete(`${path}:${paymentId}`);
       return;
     }
