@@ -85,8 +85,9 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   /** @inheritdoc */
   async generatePayment(input: GeneratePaymentInput): Promise<GeneratedPayment> {
     // The module's defaults passed the same rules when the options were resolved: only the caller's
-    // own fields are checked here, and the defaults are read in place, never merged into a copy
-    // (re-validating them and merging cost 12 µs per call in the bench: class-validator's isURL twice).
+    // own fields are checked here, and the defaults are read in place, never merged into a copy.
+    // Merge + check + wire body: 12.5 µs per call before (isURL on successLink and failLink, 2.4 µs
+    // each, and the merged copy), 0.8 µs now (bench/plugin-work.mjs).
     const defaults = this.options.defaults;
     const errors = checkPaymentInput(input, defaults);
     if (errors.length > 0) throw new PaymentsValidationError(errors, 'generatePayment input');
