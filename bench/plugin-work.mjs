@@ -47,6 +47,8 @@ for (const [name, raw] of [
   time(`${name} answer: parse only`, () => parser.parseJson(raw));
 }
 time("the answer's link checked (httpUrl: class-validator's isURL)", () => rules.httpUrl('https://checkout.example/shop/pay_abc_12'));
+const mapper = await load(NEW, 'api/wire.mapper.js');
+time("the answer's link checked (isHttpLink: the common shape first)", () => mapper.isHttpLink('https://checkout.example/shop/pay_abc_12'));
 time('a deadline per attempt: AbortController + setTimeout + clearTimeout', () => {
   const deadline = new AbortController();
   clearTimeout(setTimeout(() => deadline.abort(), 10_000));
@@ -83,3 +85,45 @@ if (OLD) {
   time('verify answer: text pass + parse + walk and copy of the tree', () => answer(VERIFIED));
   time('generate answer: text pass + parse + walk and copy of the tree', () => answer(GENERATED));
 }
+
+// Everything but HTTP: the operations with a transport that answers at once (the answer parsed and
+// scanned as the real transport does), memory store, no telemetry; async, so timed per batch.
+async function timeAsync(name, fn, n = 50_000) {
+  for (let i = 0; i < n / 10; i++) await fn();
+  const cpu0 = process.cpuUsage();
+  for (let i = 0; i < n; i++) await fn();
+  const cpu = process.cpuUsage(cpu0);
+  console.log(`${name.padEnd(66)} ${((cpu.user + cpu.system) / n).toFixed(3)} µs CPU`);
+}
+async function operations(base, label) {
+  const { PaymentsApi } = await load(base, 'api/payments.api.js');
+  const { resolvePaymentsOptions } = await load(base, 'client/payments.options.js');
+  const { MemoryPaymentsStore } = await load(base, 'store/memory.store.js');
+  const { WebhookTokenSigner } = await load(base, 'webhook/webhook.token.js');
+  const { NO_TELEMETRY } = await load(base, 'telemetry/telemetry.hooks.js');
+  const scan = new redactor.SecretRedactor(secrets);
+  let n = 0;
+  const transport = {
+    send: async (request) => {
+      const raw = request.method === 'GET' ? VERIFIED : GENERATED.replaceAll('pay_x_1', `pay_x_${++n}`);
+      return { status: 200, ...scan.answer(raw, parser.parseJson) };
+    },
+  };
+  const events = { emit: async () => undefined };
+  for (const signed of [false, true]) {
+    const options = resolvePaymentsOptions({
+      publicKey: secrets.publicKey,
+      privateKey: secrets.privateKey,
+      baseUrl: 'http://127.0.0.1:1',
+      ...defaults,
+      ...(signed ? { webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: secrets.webhookSecret } } : {}),
+    });
+    const signer = signed ? new WebhookTokenSigner(secrets.webhookSecret) : undefined;
+    const api = new PaymentsApi(options, transport, new MemoryPaymentsStore(), signer, events, NO_TELEMETRY);
+    await timeAsync(`${label}: generatePayment without HTTP${signed ? ', signed webhook URL' : ''}`, () => api.generatePayment(input));
+    if (!signed) await timeAsync(`${label}: verifyPayment without HTTP`, () => api.verifyPayment('pay_bench_1'));
+  }
+}
+console.log('');
+await operations(NEW, 'this build');
+if (OLD) await operations(OLD, 'baseline build');

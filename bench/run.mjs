@@ -97,7 +97,7 @@ async function clientRun(mode) {
   const { results } = await bench.next('result', 600_000);
   await bench.stop();
   await stub.stop();
-  return results;
+  return results.map((x) => ({ ...x, mode }));
 }
 
 async function clientOverhead() {
@@ -282,6 +282,9 @@ const CLIENTS = {
   'plugin, SDK recording': 'PaymentsClient, SDK recording (no-op exporters)',
 };
 const clientRow = (results, operation, client, c) => results?.find((x) => x.operation === operation && x.client === client && x.concurrency === c);
+// Only rows measured in the same process and rounds as the tuned axios instance are paired with it.
+const pairedWithTuned = (x) =>
+  (x.mode ?? (x.client.includes('telemetry') || x.client.includes('SDK') ? 'telemetry' : 'clients')) === 'clients' && x.client !== 'tuned';
 
 /**
  * A client's figures against the tuned axios instance's, paired per round (the two ran seconds
@@ -307,7 +310,7 @@ function clientTable(results) {
   for (const c of [1, 32]) {
     for (const x of results.filter((r) => r.concurrency === c)) {
       // A signed webhook URL is compared with the tuned axios generate_payment: what it adds is the plugin's.
-      const vs = x.client === 'tuned' ? undefined : overTuned(results, x.operation, x.client, c);
+      const vs = pairedWithTuned(x) ? overTuned(results, x.operation, x.client, c) : undefined;
       rows.push(
         `| ${x.operation} | ${CLIENTS[x.client] ?? x.client} | ${c} | ${fmt(x.rps)} | ${fmt(x.cpuUsPerCall)} | ${fmt(x.p50, 2)} | ${fmt(x.p99, 2)} | ${vs ? fmt(vs.ratio, 2) : x.client === 'tuned' ? '1.00' : ''} | ${vs ? fmt(vs.cpuOver) : x.client === 'tuned' ? '0' : ''} | ${x.errors} |`,
       );
@@ -495,7 +498,7 @@ generate_payment. The telemetry rows (full run only) come from a process of thei
 (\`bench/tracing.mjs\`: batch span processor, periodic metric reader, no-op exporters) is loaded.
 
 ${r.client ? clientTable(r.client) : 'Not measured in this run.'}
-
+${r.baseline ? `\nThe "baseline build" rows are the PaymentsClient of ${r.baseline}, measured in the same slices as this build's (\`BENCH_BASELINE_DIST\`).\n` : ''}
 ## Webhook ingest, with verify_payment in the path
 
 autocannon, ${r.config.ingestConnections} connections, ${r.config.ingestSecs} s per measurement, ${r.config.ingestRepeats} measurements per route (medians), against a Nest
@@ -610,6 +613,8 @@ async function main() {
     config: CFG,
     quick: QUICK,
     postgresUrl: POSTGRES_URL,
+    // BENCH_BASELINE_DIST: another build's PaymentsClient measured in the same slices (before/after).
+    baseline: process.env.BENCH_BASELINE_DIST ? (process.env.BENCH_BASELINE_LABEL ?? process.env.BENCH_BASELINE_DIST) : undefined,
     client,
     ingest: ingestResults,
     memoryRatios: memory?.ratios,

@@ -88,13 +88,16 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     // own fields are checked here, and the defaults are read in place, never merged into a copy.
     // Merge + check + wire body: 12.5 µs per call before (isURL on successLink and failLink, 2.4 µs
     // each, and the merged copy), 0.8 µs now (bench/plugin-work.mjs).
+    // One shallow snapshot (0.03 µs): what is checked is what is sent, even if the caller's object
+    // has getters or is changed while the call is under way.
+    const own = (isJsonObject(input) ? { ...input } : input) as GeneratePaymentInput;
     const defaults = this.options.defaults;
-    const errors = checkPaymentInput(input, defaults);
+    const errors = checkPaymentInput(own, defaults);
     if (errors.length > 0) throw new PaymentsValidationError(errors, 'generatePayment input');
 
-    const amount = normalizeMillimes(input.amount) as string;
-    const trackingId = isSet(input.developerTrackingId) ? input.developerTrackingId : undefined;
-    const issued = !isSet(input.webhook) && this.signer ? this.signer.issue(amount, trackingId, this.options.webhook.tokenTtlMs) : undefined;
+    const amount = normalizeMillimes(own.amount) as string;
+    const trackingId = isSet(own.developerTrackingId) ? own.developerTrackingId : undefined;
+    const issued = !isSet(own.webhook) && this.signer ? this.signer.issue(amount, trackingId, this.options.webhook.tokenTtlMs) : undefined;
     const fallback = issued ? { ...defaults, webhook: WebhookTokenSigner.urlWithToken(this.options.webhook.publicUrl as string, issued.token) } : defaults;
 
     // A created payment is one with an id and a link and no error shape, with or without
@@ -103,7 +106,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
       'generatePayment',
       'POST',
       SERVICE_PATHS.generate,
-      toPaymentWire(input, this.options.preAuthorizationFlag, fallback),
+      toPaymentWire(own, this.options.preAuthorizationFlag, fallback),
       undefined,
       isGenerated,
     );
@@ -111,8 +114,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     if (!payment) throw unexpected('generatePayment', 'the payment id or the link is missing or malformed, or the tracking id is malformed');
 
     const createdAt = Date.now();
-    const sessionSecs =
-      (isSet(input.sessionTimeoutSecs) ? input.sessionTimeoutSecs : defaults.sessionTimeoutSecs) ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
+    const sessionSecs = (isSet(own.sessionTimeoutSecs) ? own.sessionTimeoutSecs : defaults.sessionTimeoutSecs) ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
     // Any positive safe integer is a valid session length; beyond the last date a Date can hold
     // (year 275760) toISOString() would throw after the payment was created, orphaning it.
     const at = (ms: number) => Math.min(ms, MAX_DATE_MS);
