@@ -1,114 +1,145 @@
-// Client overhead of generatePayment: the plugin against raw node:http (the floor), a tuned
-// axios instance and a naive axios.post per call, all against the same stub in another process.
-// Run by run.mjs (with --expose-gc); prints nothing, answers over IPC.
-import 'reflect-metadata';
+// The client's own cost: `generatePayment` and `verifyPayment` of the plugin against the same call
+// made with raw node:http (the floor), a naive `axios.post` per call and a tuned axios instance, all
+// against the same stub in another process (bench/stub-server.mjs: pre-serialised answers, near-zero
+// CPU). Run by run.mjs (with --expose-gc); prints nothing, answers over IPC.
+//
+//   node --expose-gc client-overhead.mjs <baseUrl> <sliceMs> <rounds> [clients|telemetry]
+//
+// `clients` (default): the clients above, in a process with no OpenTelemetry SDK and no context
+// manager (the plugin's default telemetry: `@opentelemetry/api` installed, no SDK registered), and
+// the plugin with signed webhook URLs (HMAC + one memory-store write per call). `telemetry`: the
+// plugin with `telemetry: false` against the plugin recording through the SDK, in a process of its
+// own, since the SDK's context manager (AsyncLocalStorage) would otherwise tax every other client.
+//
+// With BENCH_BASELINE_DIST set to another build's dist/ directory, that build's PaymentsClient runs
+// as well, in the same slices: a before/after comparison that shares the machine's load.
+//
+// Every variant runs in turn, for one slice each (order rotated every round), after a forced GC and
+// an unmeasured fill at the slice's concurrency; CPU is process.cpuUsage() over the slice divided by
+// the calls it made. Figures are medians over the rounds; the plugin's ratio and CPU over the tuned
+// axios instance are medians of the per-round pairs (measured in the same round, seconds apart).
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import axios from 'axios';
-import { Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { PaymentsClient, PaymentsModule, PaymentsService } from '../dist/index.js';
 import { median, quantile } from './common.mjs';
-import { startTracing } from './tracing.mjs';
 
-const [baseUrl, sliceArg, roundsArg] = process.argv.slice(2);
-// Short slices, interleaved round-robin between the clients (order rotated every round), many
-// rounds: load from outside the benchmark then falls on every client alike.
+const [baseUrl, sliceArg, roundsArg, modeArg] = process.argv.slice(2);
 const SLICE_MS = Number(sliceArg ?? 300);
-const ROUNDS = Number(roundsArg ?? 16);
+const ROUNDS = Number(roundsArg ?? 12);
+const MODE = modeArg ?? 'clients';
+const FILL_MS = Math.min(60, SLICE_MS / 2);
 const CONCURRENCY = [1, 32];
 const PUBLIC_KEY = 'pk_bench';
 const PRIVATE_KEY = 'sk_bench_private_key_never_logged';
 const AUTHORIZATION = `Bearer ${PUBLIC_KEY}:${PRIVATE_KEY}`;
 const SUCCESS = 'https://shop.example.com/checkout/success';
 const FAIL = 'https://shop.example.com/checkout/failed';
-const PATH = '/api/v2/generate_payment';
+const GENERATE = '/api/v2/generate_payment';
+const VERIFY = '/api/v2/verify_payment/';
+const PAYMENT_ID = 'pay_bench_1';
 const url = new URL(baseUrl);
+const gc = globalThis.gc ?? (() => undefined);
 
-// What every variant sends: the wire body the plugin sends for this input (webhooks off).
+// What every client sends for generate_payment: the wire body the plugin sends for INPUT (webhooks off).
 const INPUT = { amount: '12500', developerTrackingId: 'order-42' };
-const wireBody = () => JSON.stringify({ amount: '12500', success_link: SUCCESS, fail_link: FAIL, developer_tracking_id: 'order-42' });
+const wireBody = () => ({ amount: '12500', success_link: SUCCESS, fail_link: FAIL, developer_tracking_id: 'order-42' });
 const HEADERS = { Authorization: AUTHORIZATION, Accept: 'application/json', 'Content-Type': 'application/json' };
 
-function check(paymentId, link) {
+// Every client reads the same fields out of the answer, and fails the call on anything else.
+function generated(json) {
+  const { payment_id: paymentId, link } = json?.result ?? {};
   if (typeof paymentId !== 'string' || typeof link !== 'string') throw new Error('unexpected answer');
   return { paymentId, link };
+}
+function verified(json) {
+  const { status, amount } = json?.result ?? {};
+  if (json?.success !== true || typeof status !== 'string' || typeof amount !== 'number') throw new Error('unexpected answer');
+  return { paymentId: PAYMENT_ID, status, amount: String(amount) };
 }
 
 // 1. Raw node:http with a keep-alive agent: the floor.
 const rawAgent = new http.Agent({ keepAlive: true });
-function rawCall() {
+function raw(method, path, body, read) {
   return new Promise((resolve, reject) => {
-    const body = wireBody();
-    const req = http.request(
-      { host: url.hostname, port: url.port, path: PATH, method: 'POST', agent: rawAgent, headers: { ...HEADERS, 'Content-Length': Buffer.byteLength(body) } },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk) => (text += chunk));
-        res.on('end', () => {
-          try {
-            const json = JSON.parse(text);
-            resolve(check(json.result.payment_id, json.result.link));
-          } catch (error) {
-            reject(error);
-          }
-        });
-        res.on('error', reject);
-      },
-    );
+    const headers =
+      body === undefined ? { Authorization: AUTHORIZATION, Accept: 'application/json' } : { ...HEADERS, 'Content-Length': Buffer.byteLength(body) };
+    const req = http.request({ host: url.hostname, port: url.port, path, method, agent: rawAgent, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => (text += chunk));
+      res.on('end', () => {
+        try {
+          resolve(read(JSON.parse(text)));
+        } catch (error) {
+          reject(error);
+        }
+      });
+      res.on('error', reject);
+    });
     req.on('error', reject);
     req.end(body);
   });
 }
 
-// 2. A tuned axios instance: keep-alive agent, no redirects.
+// 2. A tuned axios instance, as a merchant would write one: keep-alive agent, no redirects, a
+// timeout, axios' default JSON handling.
 const tunedAgent = new http.Agent({ keepAlive: true });
 const tuned = axios.create({ baseURL: baseUrl, httpAgent: tunedAgent, maxRedirects: 0, timeout: 10_000 });
-async function tunedCall() {
-  const { data } = await tuned.post(PATH, wireBody(), { headers: HEADERS });
-  return check(data.result.payment_id, data.result.link);
+
+// 3. The pattern of most existing integrations: axios.post / axios.get with the full URL per call.
+const NAIVE_HEADERS = { headers: { Authorization: AUTHORIZATION } };
+
+const variants = [];
+const add = (operation, client, call) => variants.push({ operation, client, call });
+const closers = [];
+
+async function pluginClient(dist, options) {
+  const { PaymentsClient } = await import(`${dist}index.js`);
+  const client = new PaymentsClient({ publicKey: PUBLIC_KEY, privateKey: PRIVATE_KEY, baseUrl, successLink: SUCCESS, failLink: FAIL, ...options });
+  closers.push(() => client.close());
+  return client;
 }
+const DIST = new URL('../dist/', import.meta.url).href;
+const BASELINE_DIST = process.env.BENCH_BASELINE_DIST
+  ? new URL(`${process.env.BENCH_BASELINE_DIST.replace(/\/?$/, '/')}`, `file://${process.cwd()}/`).href
+  : undefined;
+const SIGNED = { webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: 'bench-secret-0123456789abcdef-0123456789' } };
 
-// 3. The pattern of most existing integrations: axios.post with the full URL per call.
-async function naiveCall() {
-  const { data } = await axios.post(`${baseUrl}${PATH}`, JSON.parse(wireBody()), { headers: { Authorization: AUTHORIZATION } });
-  return check(data.result.payment_id, data.result.link);
+if (MODE === 'clients') {
+  add('generatePayment', 'raw', () => raw('POST', GENERATE, JSON.stringify(wireBody()), generated));
+  add('generatePayment', 'naive', async () => generated((await axios.post(`${baseUrl}${GENERATE}`, wireBody(), NAIVE_HEADERS)).data));
+  add('generatePayment', 'tuned', async () => generated((await tuned.post(GENERATE, wireBody(), { headers: HEADERS })).data));
+  add('verifyPayment', 'raw', () => raw('GET', VERIFY + encodeURIComponent(PAYMENT_ID), undefined, verified));
+  add('verifyPayment', 'naive', async () => verified((await axios.get(`${baseUrl}${VERIFY}${encodeURIComponent(PAYMENT_ID)}`, NAIVE_HEADERS)).data));
+  add('verifyPayment', 'tuned', async () => verified((await tuned.get(VERIFY + encodeURIComponent(PAYMENT_ID), { headers: HEADERS })).data));
+  const plugin = await pluginClient(DIST, {});
+  add('generatePayment', 'plugin', () => plugin.generatePayment(INPUT));
+  add('verifyPayment', 'plugin', () => plugin.verifyPayment(PAYMENT_ID));
+  const signed = await pluginClient(DIST, SIGNED);
+  add('generatePayment', 'plugin, signed webhook URL', () => signed.generatePayment(INPUT));
+  if (BASELINE_DIST) {
+    const before = await pluginClient(BASELINE_DIST, {});
+    add('generatePayment', 'plugin (baseline build)', () => before.generatePayment(INPUT));
+    add('verifyPayment', 'plugin (baseline build)', () => before.verifyPayment(PAYMENT_ID));
+    const beforeSigned = await pluginClient(BASELINE_DIST, SIGNED);
+    add('generatePayment', 'plugin, signed webhook URL (baseline build)', () => beforeSigned.generatePayment(INPUT));
+  }
+} else if (MODE === 'telemetry') {
+  const { startTracing } = await import('./tracing.mjs');
+  const sdk = startTracing({ global: false });
+  closers.push(() => sdk.shutdown());
+  const off = await pluginClient(DIST, { telemetry: false });
+  const on = await pluginClient(DIST, { telemetry: { tracerProvider: sdk.tracerProvider, meterProvider: sdk.meterProvider } });
+  add('generatePayment', 'plugin, telemetry: false', () => off.generatePayment(INPUT));
+  add('generatePayment', 'plugin, SDK recording', () => on.generatePayment(INPUT));
+  add('verifyPayment', 'plugin, telemetry: false', () => off.verifyPayment(PAYMENT_ID));
+  add('verifyPayment', 'plugin, SDK recording', () => on.verifyPayment(PAYMENT_ID));
+} else {
+  throw new Error(`unknown mode ${MODE}`);
 }
-
-// 4. The plugin's framework-free client: telemetry off (what an app without @opentelemetry/api
-// gets), the default with the API installed but no SDK registered, and tracing + metrics on
-// through the SDK (no-op exporters; providers passed to this client only, so the other variants
-// record nothing).
-const options = { publicKey: PUBLIC_KEY, privateKey: PRIVATE_KEY, baseUrl, successLink: SUCCESS, failLink: FAIL };
-const core = new PaymentsClient(options);
-const coreOff = new PaymentsClient({ ...options, telemetry: false });
-const sdk = startTracing({ global: false });
-const coreOn = new PaymentsClient({ ...options, telemetry: { tracerProvider: sdk.tracerProvider, meterProvider: sdk.meterProvider } });
-
-// 5./6. Through Nest: PaymentsService, without and with signed webhook URLs (HMAC + store write).
-async function nestService(extra, lib = { PaymentsModule, PaymentsService }) {
-  class BenchModule {}
-  Module({ imports: [lib.PaymentsModule.forRoot({ ...options, ...extra })] })(BenchModule);
-  const app = await NestFactory.createApplicationContext(BenchModule, { logger: false });
-  return { app, service: app.get(lib.PaymentsService) };
-}
-const plain = await nestService({});
-const signed = await nestService({ webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: 'bench-secret-0123456789abcdef-0123456789' } });
-
-const VARIANTS = [
-  ['raw node:http, keep-alive agent (floor)', rawCall],
-  ['axios instance, keep-alive, maxRedirects 0 (tuned)', tunedCall],
-  ['axios.post per call (naive)', naiveCall],
-  ['PaymentsClient (core), telemetry: false', () => coreOff.generatePayment(INPUT)],
-  ['PaymentsClient (core)', () => core.generatePayment(INPUT)],
-  ['PaymentsClient (core), tracing + metrics (SDK, no-op exporters)', () => coreOn.generatePayment(INPUT)],
-  ['PaymentsService (Nest)', () => plain.service.generatePayment(INPUT)],
-  ['PaymentsService (Nest), signed webhook URL', () => signed.service.generatePayment(INPUT)],
-];
 
 async function measure(call, concurrency, durationMs, keep) {
-  const latencies = [];
+  let calls = 0;
   let errors = 0;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -121,73 +152,60 @@ async function measure(call, concurrency, durationMs, keep) {
       } catch {
         errors++;
       }
-      latencies.push(performance.now() - start);
+      calls++;
+      if (keep) keep.push(performance.now() - start);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const elapsedMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
-  if (keep) for (const l of latencies) keep.push(l);
-  const n = latencies.length;
-  return {
-    rps: n / (elapsedMs / 1000),
-    cpuUsPerCall: (cpu.user + cpu.system) / n,
-    calls: n,
-    errors,
-  };
+  return { rps: calls / (elapsedMs / 1000), cpuUsPerCall: (cpu.user + cpu.system) / calls, calls, errors };
 }
 
 // Warm-up: JIT, sockets, module caches.
-for (const [, call] of VARIANTS) await measure(call, 8, 400);
+for (const v of variants) await measure(v.call, 8, Math.max(200, SLICE_MS));
 
-const slices = {};
-const latencies = {};
+const key = (v, c) => `${v.operation}|${v.client}|${c}`;
+const slices = new Map();
+const latencies = new Map();
 for (let round = 0; round < ROUNDS; round++) {
-  for (const concurrency of CONCURRENCY) {
-    for (let k = 0; k < VARIANTS.length; k++) {
-      const [name, call] = VARIANTS[(k + round) % VARIANTS.length];
-      await measure(call, concurrency, 60); // fill the pipeline at this concurrency, unmeasured
-      const result = await measure(call, concurrency, SLICE_MS, (latencies[`${name}|${concurrency}`] ??= []));
-      ((slices[name] ??= {})[concurrency] ??= []).push(result);
+  for (const c of CONCURRENCY) {
+    for (let k = 0; k < variants.length; k++) {
+      const v = variants[(k + round) % variants.length];
+      gc(); // each slice pays for its own garbage, not the previous client's
+      await measure(v.call, c, FILL_MS); // fill the pipeline at this concurrency, unmeasured
+      if (!latencies.has(key(v, c))) latencies.set(key(v, c), []);
+      const result = await measure(v.call, c, SLICE_MS, latencies.get(key(v, c)));
+      if (!slices.has(key(v, c))) slices.set(key(v, c), []);
+      slices.get(key(v, c)).push(result);
     }
   }
 }
 
-const spread = (values) => {
-  const v = [...values].sort((a, b) => a - b);
-  return [quantile(v, 0), quantile(v, 0.25), quantile(v, 0.75), v.at(-1)].map((x) => Math.round(x));
-};
-const results = VARIANTS.map(([name]) => ({
-  name,
-  byConcurrency: Object.fromEntries(
-    CONCURRENCY.map((c) => {
-      const list = slices[name][c];
-      const all = latencies[`${name}|${c}`].sort((a, b) => a - b);
-      return [
-        c,
-        {
-          rps: median(list.map((x) => x.rps)),
-          p50: quantile(all, 0.5),
-          p99: quantile(all, 0.99),
-          cpuUsPerCall: median(list.map((x) => x.cpuUsPerCall)),
-          errors: list.reduce((s, x) => s + x.errors, 0),
-          calls: list.reduce((s, x) => s + x.calls, 0),
-          samples: spread(list.map((x) => x.rps)),
-        },
-      ];
-    }),
-  ),
-}));
+const results = [];
+for (const v of variants) {
+  for (const c of CONCURRENCY) {
+    const list = slices.get(key(v, c));
+    const all = latencies.get(key(v, c)).sort((a, b) => a - b);
+    results.push({
+      operation: v.operation,
+      client: v.client,
+      concurrency: c,
+      rps: median(list.map((x) => x.rps)),
+      cpuUsPerCall: median(list.map((x) => x.cpuUsPerCall)),
+      p50: quantile(all, 0.5),
+      p99: quantile(all, 0.99),
+      calls: list.reduce((s, x) => s + x.calls, 0),
+      errors: list.reduce((s, x) => s + x.errors, 0),
+      perRound: list.map((x) => ({ rps: x.rps, cpuUsPerCall: x.cpuUsPerCall })),
+    });
+  }
+}
 
-process.send({ type: 'result', results, sliceMs: SLICE_MS, rounds: ROUNDS, concurrency: CONCURRENCY });
+process.send({ type: 'result', mode: MODE, results, sliceMs: SLICE_MS, rounds: ROUNDS, concurrency: CONCURRENCY });
 process.on('message', async (message) => {
   if (message?.type !== 'stop') return;
-  await plain.app.close();
-  await signed.app.close();
-  await core.close();
-  await coreOff.close();
-  await coreOn.close();
-  await sdk.shutdown();
+  for (const close of closers) await close();
   rawAgent.destroy();
   tunedAgent.destroy();
   process.exit(0);

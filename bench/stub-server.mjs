@@ -1,41 +1,68 @@
 // A loopback stub of the service, run in its own process so that its CPU is not counted against
-// the client or app under test: generate_payment answers the spec's success shape with a new
-// payment id each time; verify_payment answers SUCCESS for 12500 millimes (no tracking id) and
-// counts the calls (`GET /__count`, or `{type: 'count'}` over IPC, answers both counts).
+// the client or app under test, and kept as cheap as a server can be so that it never becomes the
+// bottleneck of what it measures: every answer is a pre-serialised Buffer with pre-built headers,
+// the request body is drained without being read, and nothing is parsed.
+//
+// generate_payment answers the spec's success shape with a new payment id each time (from a ring
+// of pre-serialised answers, so ids only repeat after RING calls); verify_payment answers SUCCESS
+// for 12500 millimes (no tracking id) and counts the calls (`GET /__count`, or `{type: 'count'}`
+// over IPC, answers both counts).
 import http from 'node:http';
 
-let count = 0;
-/** verify_payment calls answered, in total and per payment id (the verify budget). */
-let verifies = 0;
+const RING = 8192;
 const VERIFY = '/api/v2/verify_payment/';
-const server = http.createServer((req, res) => {
-  const chunks = [];
-  req.on('data', (chunk) => chunks.push(chunk));
-  req.on('end', () => {
-    if (req.url === '/__count') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ count, verifies }));
-      return;
-    }
-    // verify_payment: every payment is paid, for the amount every bench payment is generated with.
-    if (req.method === 'GET' && req.url.startsWith(VERIFY) && req.headers.authorization?.startsWith('Bearer ')) {
-      verifies++;
-      const body = `{"success":true,"result":{"type":"card","amount":12500,"status":"SUCCESS","details":{"order_number":"1","pan":"450921**1119","payment_system":"VISA","currency":"788","destinations":[]}},"status_code":200,"name":"developers","code":0,"version":"2.0.0"}`;
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-      return;
-    }
-    if (req.method === 'POST' && req.url === '/api/v2/generate_payment' && req.headers.authorization?.startsWith('Bearer ')) {
-      const id = `pay_${(++count).toString(36)}`;
-      const body = `{"result":{"success":true,"payment_id":"${id}","link":"https://checkout.example/shop/${id}","developer_tracking_id":"order-42"},"name":"Payment Service","code":0,"version":"v2"}`;
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-      return;
-    }
-    const body = '{"result":{"status":400,"message":"Bad Request"}}';
-    res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+const GENERATE = '/api/v2/generate_payment';
+const headersOf = (body) => ({ 'content-type': 'application/json', 'content-length': String(body.length) });
+
+const generated = Array.from({ length: RING }, (_, i) => {
+  const id = `pay_${process.pid.toString(36)}_${i.toString(36)}`;
+  const body = Buffer.from(
+    `{"result":{"success":true,"payment_id":"${id}","link":"https://checkout.example/shop/${id}","developer_tracking_id":"order-42"},"name":"Payment Service","code":0,"version":"v2"}`,
+  );
+  return { body, headers: headersOf(body) };
+});
+// verify_payment: every payment is paid, for the amount every bench payment is generated with.
+const VERIFIED = Buffer.from(
+  '{"success":true,"result":{"type":"card","amount":12500,"status":"SUCCESS","details":{"order_number":"1","pan":"450921**1119","payment_system":"VISA","currency":"788","destinations":[]}},"status_code":200,"name":"developers","code":0,"version":"2.0.0"}',
+);
+const VERIFIED_HEADERS = headersOf(VERIFIED);
+const BAD = Buffer.from('{"result":{"status":400,"message":"Bad Request"}}');
+const BAD_HEADERS = headersOf(BAD);
+
+let count = 0;
+/** verify_payment calls answered. */
+let verifies = 0;
+
+function answer(req, res) {
+  const url = req.url;
+  if (url === '/__count') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ count, verifies }));
+    return;
+  }
+  const authorized = typeof req.headers.authorization === 'string' && req.headers.authorization.startsWith('Bearer ');
+  if (authorized && req.method === 'GET' && url.startsWith(VERIFY)) {
+    verifies++;
+    res.writeHead(200, VERIFIED_HEADERS);
+    res.end(VERIFIED);
+    return;
+  }
+  if (authorized && req.method === 'POST' && url === GENERATE) {
+    const { body, headers } = generated[count++ % RING];
+    res.writeHead(200, headers);
     res.end(body);
-  });
+    return;
+  }
+  res.writeHead(400, BAD_HEADERS);
+  res.end(BAD);
+}
+
+const server = http.createServer((req, res) => {
+  // Answer once the request is in (a POST's body drained unread): answering earlier would let a
+  // client measure a race, not a call.
+  if (req.complete) return answer(req, res);
+  req.on('end', () => answer(req, res));
+  req.resume();
 });
 server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => process.send({ type: 'ready', port: server.address().port }));

@@ -18,6 +18,8 @@ import {
   type PaymentsModuleOptions,
 } from '../../lib/index.js';
 import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
+import { loadTelemetryApi } from '../../lib/core/telemetry/telemetry.loader.js';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { getPaymentsClientToken } from '../../lib/nest/payments.tokens.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
 import { PaymentsSandbox, SandboxWebhookError } from '../../lib/testing/index.js';
@@ -600,6 +602,93 @@ describe('a full run through every error path leaks neither the private key nor 
       }
     } finally {
       await client.close();
+      echo.closeAllConnections();
+      await new Promise((r) => echo.close(r));
+    }
+  });
+
+  it('the webhook secret, base64 of public:private, case variants, URL- and JSON-escaped forms echoed back are cut out of errors, excerpts, verify details and spans', async () => {
+    await loadTelemetryApi();
+    const basic = Buffer.from(`pk_live:${PRIVATE_KEY}`).toString('base64');
+    const upper = PRIVATE_KEY.toUpperCase();
+    // What the service echoes, one form per operation, and every form in the verify answer.
+    const forms = {
+      webhookSecret: WEBHOOK_SECRET,
+      basic: `Basic ${basic}`,
+      basicUrl: encodeURIComponent(basic),
+      upper,
+      lower: PRIVATE_KEY.toLowerCase(),
+      upperUrl: encodeURIComponent(upper),
+      secretUrl: encodeURIComponent(WEBHOOK_SECRET.toUpperCase()),
+      secretBase64: Buffer.from(WEBHOOK_SECRET).toString('base64url'),
+    };
+    const echo = http.createServer((req, res) => {
+      const path = new URL(req.url ?? '/', 'http://echo').pathname;
+      const send = (status: number, text: string, type = 'application/json') => {
+        res.writeHead(status, { 'content-type': type });
+        res.end(text);
+      };
+      if (path.startsWith('/api/v2/verify_payment/'))
+        return send(
+          200,
+          JSON.stringify({ success: true, result: { type: 'card', amount: 900, status: 'SUCCESS', developer_tracking_id: 't-1', details: forms } }),
+        );
+      if (path === '/api/v2/generate_payment') return send(500, JSON.stringify({ result: { status: 500, message: `rejected, secret ${WEBHOOK_SECRET}` } }));
+      if (path === '/api/v2/refund_payment')
+        return send(400, JSON.stringify({ status: 'error', message: `cannot refund for Basic ${basic}`, code: 'REFUND_NOT_ALLOWED' }));
+      if (path === '/api/v2/cancel_payment')
+        return send(401, phpJson({ status: 'error', message: `bad credentials ${upper} / ${forms.upperUrl}`, code: upper }));
+      // A 200 that is no success shape: its excerpt goes into the error (JSON-escaped forms, \uXXXX).
+      if (path === '/api/v2/bindings/list') return send(200, hexJson({ echoed: WEBHOOK_SECRET.toLowerCase(), again: upper, url: forms.secretUrl }));
+      // An HTML page: the excerpt is the raw text, URL-encoded and JSON-escaped forms as written.
+      return send(
+        404,
+        `<html>no page for ${forms.secretUrl} ${hexJson(WEBHOOK_SECRET)} ${phpJson(upper)} ${forms.basicUrl} ${forms.secretBase64}</html>`,
+        'text/html',
+      );
+    });
+    await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+    const spans = new InMemorySpanExporter();
+    const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+    const client = createPaymentsClient({
+      publicKey: 'pk_live',
+      privateKey: PRIVATE_KEY,
+      baseUrl: `http://127.0.0.1:${(echo.address() as net.AddressInfo).port}`,
+      successLink: 'https://shop.example/ok',
+      failLink: 'https://shop.example/ko',
+      webhook: { publicUrl: 'https://shop.example/hook', secret: WEBHOOK_SECRET },
+      maxRetries: 0,
+      telemetry: { tracerProvider },
+      logger: {
+        log: (m) => void lines.push(`[forms log] ${m}`),
+        warn: (m) => void lines.push(`[forms warn] ${m}`),
+        error: (m) => void lines.push(`[forms error] ${m}`),
+      },
+    });
+    // Every spelling of either secret, compared without regard to case.
+    const leaks = (text: string) => {
+      const lower = text.toLowerCase();
+      const list = [...needles(), ...Object.values(forms).filter((f) => !f.startsWith('Basic '))];
+      return list.filter((n) => lower.includes(n.toLowerCase()));
+    };
+    await new Promise((r) => setImmediate(r)); // the client's own look for @opentelemetry/api settles
+    try {
+      const errors = await everyOperationFailing(client);
+      for (const error of errors) {
+        const text = `${(error as Error).message}\n${JSON.stringify(error)}\n${inspect(error, { depth: 10, showHidden: true })}`;
+        expect(text).toContain('[redacted]');
+        expect(leaks(text)).toEqual([]);
+      }
+      const verified = await client.verifyPayment('pay_forms');
+      expect(verified.details).toEqual(Object.fromEntries(Object.keys(forms).map((k) => [k, k === 'basic' ? 'Basic [redacted]' : '[redacted]'])));
+      expect(leaks(JSON.stringify(verified))).toEqual([]);
+      // The spans of the failed calls: their attributes (the cancel's code was the upper-cased key) and events.
+      const shown = JSON.stringify(spans.getFinishedSpans().map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status })));
+      expect(spans.getFinishedSpans().length).toBeGreaterThanOrEqual(6);
+      expect(leaks(shown)).toEqual([]);
+    } finally {
+      await client.close();
+      await tracerProvider.shutdown();
       echo.closeAllConnections();
       await new Promise((r) => echo.close(r));
     }

@@ -83,13 +83,21 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
 
   /** @inheritdoc */
   async generatePayment(input: GeneratePaymentInput): Promise<GeneratedPayment> {
-    const merged = (isJsonObject(input) ? { ...this.options.defaults, ...withoutUnset(input) } : input) as GeneratePaymentInput;
-    const errors = checkPaymentInput(merged);
+    // The module's defaults passed the same rules when the options were resolved: only the caller's
+    // own fields are checked here, and the defaults are read in place, never merged into a copy.
+    // Merge + check + wire body: 12.5 µs per call before (isURL on successLink and failLink, 2.4 µs
+    // each, and the merged copy), 0.8 µs now (bench/plugin-work.mjs).
+    // One shallow snapshot (0.03 µs): what is checked is what is sent, even if the caller's object
+    // has getters or is changed while the call is under way.
+    const own = (isJsonObject(input) ? { ...input } : input) as GeneratePaymentInput;
+    const defaults = this.options.defaults;
+    const errors = checkPaymentInput(own, defaults);
     if (errors.length > 0) throw new PaymentsValidationError(errors, 'generatePayment input');
 
-    const amount = normalizeMillimes(merged.amount) as string;
-    const issued = merged.webhook == null && this.signer ? this.signer.issue(amount, merged.developerTrackingId, this.options.webhook.tokenTtlMs) : undefined;
-    if (issued) merged.webhook = WebhookTokenSigner.urlWithToken(this.options.webhook.publicUrl as string, issued.token);
+    const amount = normalizeMillimes(own.amount) as string;
+    const trackingId = isSet(own.developerTrackingId) ? own.developerTrackingId : undefined;
+    const issued = !isSet(own.webhook) && this.signer ? this.signer.issue(amount, trackingId, this.options.webhook.tokenTtlMs) : undefined;
+    const fallback = issued ? { ...defaults, webhook: WebhookTokenSigner.urlWithToken(this.options.webhook.publicUrl as string, issued.token) } : defaults;
 
     // A created payment is one with an id and a link and no error shape, with or without
     // `result.success` (two documented answers lack it): refusing it would orphan a real payment.
@@ -97,15 +105,15 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
       'generatePayment',
       'POST',
       SERVICE_PATHS.generate,
-      toPaymentWire(merged, this.options.preAuthorizationFlag),
+      toPaymentWire(own, this.options.preAuthorizationFlag, fallback),
       undefined,
-      (j) => isJsonObject(j.result) && j.result.payment_id !== undefined && j.result.link !== undefined,
+      isGenerated,
     );
     const payment = fromGeneratePaymentWire(json.result as JsonObject);
     if (!payment) throw unexpected('generatePayment', 'the payment id or the link is missing or malformed, or the tracking id is malformed');
 
     const createdAt = Date.now();
-    const sessionSecs = merged.sessionTimeoutSecs ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
+    const sessionSecs = (isSet(own.sessionTimeoutSecs) ? own.sessionTimeoutSecs : defaults.sessionTimeoutSecs) ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
     // Any positive safe integer is a valid session length; beyond the last date a Date can hold
     // (year 275760) toISOString() would throw after the payment was created, orphaning it.
     const at = (ms: number) => Math.min(ms, MAX_DATE_MS);
@@ -115,7 +123,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
       createdAt: new Date(createdAt).toISOString(),
       sessionEndsAt: new Date(at(createdAt + sessionSecs * 1000)).toISOString(),
     };
-    if (merged.developerTrackingId != null) binding.developerTrackingId = merged.developerTrackingId;
+    if (trackingId !== undefined) binding.developerTrackingId = trackingId;
     try {
       if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
       await this.store.schedulePending({ ...binding, checks: 0 }, at(createdAt + (sessionSecs + this.options.reconciliation.graceSecs) * 1000));
@@ -128,14 +136,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   /** @inheritdoc */
   async verifyPayment(paymentId: string): Promise<VerifiedPayment> {
     checkId(paymentId, 'paymentId', 'verifyPayment');
-    const json = await this.#call(
-      'verifyPayment',
-      'GET',
-      SERVICE_PATHS.verify + encodeURIComponent(paymentId),
-      undefined,
-      undefined,
-      (j) => j.success === true && isJsonObject(j.result),
-    );
+    const json = await this.#call('verifyPayment', 'GET', SERVICE_PATHS.verify + encodeURIComponent(paymentId), undefined, undefined, isVerified);
     const verified = fromVerifyWire(paymentId, json.result as JsonObject);
     if (!verified) throw unexpected('verifyPayment', 'the status or the amount is missing or malformed, or the tracking id or the type is malformed');
     return verified;
@@ -226,8 +227,16 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
 }
 
 /** Keys set to undefined or null mean "not set": they must not hide the module's defaults. */
-function withoutUnset(input: object): Partial<GeneratePaymentInput> {
-  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined && v !== null));
+function isSet<T>(value: T | null | undefined): value is T {
+  return value !== undefined && value !== null;
+}
+
+function isVerified(json: JsonObject): boolean {
+  return json.success === true && isJsonObject(json.result);
+}
+
+function isGenerated(json: JsonObject): boolean {
+  return isJsonObject(json.result) && json.result.payment_id !== undefined && json.result.link !== undefined;
 }
 
 /** Refuses an id that is not one (PaymentsValidationError naming the field), before any call. */

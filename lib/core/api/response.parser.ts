@@ -87,6 +87,9 @@ export function apiError(statuses: number[], serviceCode: string | undefined, de
 export function interpretResponse(operation: PaymentsOperation, response: RawResponse, isSuccess: (json: JsonObject) => boolean): JsonObject {
   const { status } = response;
   const json = response.json !== undefined ? response.json : parseJson(response.body);
+  // The success shape first: it is the common case, and needs none of the error details below
+  // (their object was built for every answer before: under 0.1 µs, but for nothing).
+  if (status >= 200 && status < 300 && isJsonObject(json) && !isErrorShape(json) && isSuccess(json)) return json;
   const base = { operation, httpStatus: status, ...(response.retryAfterSecs !== undefined ? { retryAfterSecs: response.retryAfterSecs } : {}) };
 
   if (!isJsonObject(json)) throw apiError([status], undefined, { ...base, bodyExcerpt: excerpt(response.body) });
@@ -95,16 +98,20 @@ export function interpretResponse(operation: PaymentsOperation, response: RawRes
   if (json.status === 'error') throw apiError([status], message(json.code) ?? 'API_ERROR', { ...base, serviceMessage: message(json.message) });
 
   // Nested shape (generate, bindings, verify): {result: {status: 400, message}}, or verify's {success: false}
-  const result = json.result;
-  const nestedError = isJsonObject(result) && (typeof result.status === 'number' || result.success === false);
-  if (nestedError || json.success === false) {
-    const nested = isJsonObject(result) ? result : {};
+  if (isErrorShape(json)) {
+    const nested = isJsonObject(json.result) ? json.result : {};
     const nestedStatus = typeof nested.status === 'number' ? nested.status : status;
     const details = { ...base, serviceMessage: message(nested.message) ?? message(json.message) };
     const invalidClient = operation === 'listBindings' && /client_id/i.test(details.serviceMessage ?? '');
     throw apiError([status, nestedStatus], invalidClient ? 'INVALID_CLIENT_ID' : undefined, { ...details, httpStatus: status });
   }
 
-  if (status >= 200 && status < 300 && isSuccess(json)) return json;
   throw apiError([status], undefined, { ...base, bodyExcerpt: excerpt(response.body) });
+}
+
+/** An error body, whatever the HTTP status: the flat `{status: "error"}` or a nested error (`result.status` a number, or `success: false`). */
+function isErrorShape(json: JsonObject): boolean {
+  if (json.status === 'error' || json.success === false) return true;
+  const result = json.result;
+  return isJsonObject(result) && (typeof result.status === 'number' || result.success === false);
 }

@@ -285,7 +285,8 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
     publicKey: opts.publicKey,
     privateKey: opts.privateKey,
     baseUrl: opts.baseUrl.replace(/\/+$/, ''),
-    defaults,
+    // Checked here once and frozen: generatePayment reads them in place without checking them again.
+    defaults: Object.freeze(defaults),
     timeoutMs: opts.timeoutMs ?? PAYMENTS_DEFAULTS.timeoutMs,
     maxRetries: opts.maxRetries ?? PAYMENTS_DEFAULTS.maxRetries,
     webhook: {
