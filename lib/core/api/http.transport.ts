@@ -5,7 +5,7 @@ import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import { PaymentsConnectionError, type PaymentsOperation } from './payments.errors.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import { parseJson, type RawResponse } from './response.parser.js';
-import { backoff, isRetryable, retryAfterSecs, retryDelay } from './retry.policy.js';
+import { retryAfterSecs, type RetryPolicy } from './retry.policy.js';
 import { SecretRedactor } from './secret.redactor.js';
 
 /** Settings of the transport. */
@@ -20,6 +20,8 @@ export interface TransportOptions {
   maxResponseBytes?: number;
   /** The webhook settings: their secret is cut out of answers too. */
   webhook?: { secret?: string };
+  /** Which attempts may be repeated, and after how long (`RETRY_POLICY`, handed in by the client). */
+  retry: RetryPolicy;
 }
 
 /** One request to the service. */
@@ -56,11 +58,13 @@ export class HttpTransport {
   readonly #maxRetries: number;
   readonly #logger: PaymentsLogger;
   readonly #timeoutMs: number;
+  readonly #retry: RetryPolicy;
   /** Aborted by close(): no new attempt starts and pending backoffs end at once. */
   readonly #lifetime = new AbortController();
 
   /** @param options where and how to send */
   constructor(options: TransportOptions) {
+    this.#retry = options.retry;
     const authorization = `Bearer ${options.publicKey}:${options.privateKey}`;
     this.#headers = {
       GET: { Authorization: authorization, Accept: 'application/json' },
@@ -131,9 +135,9 @@ export class HttpTransport {
         });
       } catch (error) {
         const failure = classify(error, deadline.signal.aborted);
-        if (attempt <= this.#maxRetries && isRetryable(request.method, failure) && !this.#lifetime.signal.aborted) {
+        if (attempt <= this.#maxRetries && this.#retry.isRetryable(request.method, failure) && !this.#lifetime.signal.aborted) {
           this.#logger.log(`${request.operation}: ${failure.error}, retrying (attempt ${attempt + 1})`);
-          await this.#pause(backoff(attempt));
+          await this.#pause(this.#retry.backoff(attempt));
           continue;
         }
         throw new PaymentsConnectionError({
@@ -148,8 +152,8 @@ export class HttpTransport {
       }
       const status = response.status;
       const waitSecs = retryAfterSecs(response.headers['retry-after']);
-      if (attempt <= this.#maxRetries && isRetryable(request.method, { status }) && !this.#lifetime.signal.aborted) {
-        const wait = retryDelay(attempt, waitSecs);
+      if (attempt <= this.#maxRetries && this.#retry.isRetryable(request.method, { status }) && !this.#lifetime.signal.aborted) {
+        const wait = this.#retry.retryDelay(attempt, waitSecs);
         if (wait !== undefined) {
           this.#logger.log(`${request.operation}: HTTP ${status}, retrying (attempt ${attempt + 1})`);
           await this.#pause(wait);

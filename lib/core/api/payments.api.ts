@@ -1,11 +1,5 @@
 import { describe } from '../settlement/settlement.describe.js';
-import {
-  PaymentCancelledEvent,
-  PaymentCapturedEvent,
-  PaymentEvents,
-  PaymentRefundedEvent,
-  type PaymentEventName,
-} from '../settlement/payment.events.js';
+import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent, type PaymentEventName } from '../settlement/payment.events.js';
 import type { ResolvedPaymentsOptions } from '../client/payments.options.js';
 import { PAYMENTS_DEFAULTS } from '../client/payments.options.js';
 import type { PaymentBinding, PaymentsStore } from '../store/payments.store.js';

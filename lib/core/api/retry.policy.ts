@@ -64,3 +64,19 @@ export function retryAfterSecs(header: unknown, now = Date.now()): number | unde
   const seconds = /^[0-9]+$/.test(text) ? Number(text) : Math.ceil((Date.parse(text) - now) / 1000);
   return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, MAX_RETRY_AFTER_SECS) : undefined;
 }
+
+/**
+ * The retry decision as the transport is handed it by the client's composition root: whether an
+ * attempt may be repeated, and how long to wait before it.
+ */
+export interface RetryPolicy {
+  /** See {@link isRetryable}. */
+  isRetryable: typeof isRetryable;
+  /** See {@link backoff}. */
+  backoff: typeof backoff;
+  /** See {@link retryDelay}. */
+  retryDelay: typeof retryDelay;
+}
+
+/** The plugin's retry policy: never risk a double refund (DESIGN.md, Retries). */
+export const RETRY_POLICY: RetryPolicy = Object.freeze({ isRetryable, backoff, retryDelay });

@@ -1,6 +1,7 @@
 import { inspect } from 'node:util';
 import { HttpTransport } from '../api/http.transport.js';
 import { checkId, PaymentsApi } from '../api/payments.api.js';
+import { RETRY_POLICY } from '../api/retry.policy.js';
 import type {
   CardBinding,
   GeneratePaymentInput,
@@ -73,7 +74,8 @@ export class PaymentsClient implements PaymentsOperations {
     this.#options = resolved;
     this.store = resolved.store ?? new MemoryPaymentsStore();
     storeUsers(this.store, +1);
-    this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger });
+    // The retry decision is handed to the transport here, one place to read it from the client.
+    this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger, retry: RETRY_POLICY });
     const signer = resolved.webhook.enabled && resolved.webhook.secret ? new WebhookTokenSigner(resolved.webhook.secret) : undefined;
     this.#telemetry = resolved.telemetry.enabled
       ? new PaymentsTelemetry(resolved.telemetry, { registration: resolved.name, baseUrl: resolved.baseUrl, store: this.store })

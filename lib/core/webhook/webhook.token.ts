@@ -37,6 +37,10 @@ export interface WebhookTokenClaims {
  */
 export class WebhookTokenSigner {
   readonly #secret: KeyObject;
+  // Nonces are cut from one block of random bytes per 512 payments rather than a randomBytes(12)
+  // call each: 4.0 -> 0.2 µs per signed payment (bench/plugin-work.mjs). Per signer, never shared.
+  #pool = Buffer.alloc(0);
+  #used = 0;
 
   /** @param secret the webhook secret (validated elsewhere: at least 32 characters) */
   constructor(secret: string) {
@@ -50,12 +54,14 @@ export class WebhookTokenSigner {
    * @param ttlMs how long the token stays valid
    */
   issue(amount: string, trackingId: string | undefined, ttlMs: number): { token: string; claims: WebhookTokenClaims } {
-    const nonce = randomBytes(12).toString('base64url');
+    const nonce = this.#nonce();
     const expiresAt = Date.now() + ttlMs;
-    const body = `${nonce}.${Math.ceil(expiresAt / 1000).toString(36)}.${amount}.${trackingHash(trackingId)}`;
+    // Hashed once, not once for the token and once for its claims: 1.8 µs per signed payment (bench/plugin-work.mjs).
+    const hashed = trackingHash(trackingId);
+    const body = `${nonce}.${Math.ceil(expiresAt / 1000).toString(36)}.${amount}.${hashed}`;
     return {
       token: `${body}.${this.#sign(body)}`,
-      claims: { nonce, expiresAt: Math.ceil(expiresAt / 1000) * 1000, amount, trackingHash: trackingHash(trackingId) },
+      claims: { nonce, expiresAt: Math.ceil(expiresAt / 1000) * 1000, amount, trackingHash: hashed },
     };
   }
 
@@ -106,6 +112,15 @@ export class WebhookTokenSigner {
     const url = new URL(publicUrl);
     url.pathname = `${url.pathname.replace(/\/+$/, '')}/${token}`;
     return url.toString();
+  }
+
+  #nonce(): string {
+    if (this.#used + 12 > this.#pool.length) {
+      this.#pool = randomBytes(12 * 512);
+      this.#used = 0;
+    }
+    this.#used += 12;
+    return this.#pool.subarray(this.#used - 12, this.#used).toString('base64url');
   }
 
   // HMAC-SHA256 truncated to 128 bits (RFC 2104 §5 allows truncation to half the output): the
