@@ -28,7 +28,7 @@ export type OutcomeDispatcher = (name: PaymentEventName, event: PaymentOutcomeEv
  */
 export type OperationDispatcher = (name: PaymentEventName, event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent) => Promise<void>;
 
-/** A dispatcher of every event, outcomes and operations alike (what {@link dispatcherOf} makes). */
+/** A dispatcher of every event, outcomes and operations alike (what the Express router and the Nest event bridge register). */
 export type EventDispatcher = (name: PaymentEventName, event: PaymentEvent) => Promise<void>;
 
 type OutcomeEventClass = new (
