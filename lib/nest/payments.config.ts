@@ -1,6 +1,7 @@
 import { PaymentsValidationError, type PaymentsFieldError } from '../core/api/payments.errors.js';
 import { OPTION_DEFAULTED_FIELDS, optionFieldType, type OptionDefaultedFieldName, type OptionDefaultedFieldType } from '../core/api/payment.fields.js';
-import { resolvePaymentsOptions, type PaymentFieldDefaults } from '../core/client/payments.options.js';
+import type { PaymentFieldDefaults } from '../core/client/payments.options.js';
+import { resolvePaymentsOptions } from '../core/client/payments.resolver.js';
 import type { PaymentsModuleOptions } from './payments.module-options.js';
 
 /** Anything with `get(key)`: `ConfigService` from @nestjs/config, or a plain wrapper of `process.env`. */

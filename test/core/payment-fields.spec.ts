@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { checkPaymentInput, OPTION_DEFAULTED_FIELDS, PAYMENT_FIELDS, toPaymentWire, type PaymentFieldName } from '../../lib/core/api/payment.fields.js';
 import type { GeneratePaymentInput } from '../../lib/core/api/payments.types.js';
-import { PAYMENTS_DEFAULTS, resolvePaymentsOptions, type PaymentsOptions } from '../../lib/core/client/payments.options.js';
+import { PAYMENTS_DEFAULTS, type PaymentsOptions } from '../../lib/core/client/payments.options.js';
+import { resolvePaymentsOptions } from '../../lib/core/client/payments.resolver.js';
 import { PAYMENTS_ENV, paymentsOptionsFromConfig } from '../../lib/nest/payments.config.js';
 
 const BASE = { amount: '12500', successLink: 'https://shop.example/ok', failLink: 'https://shop.example/ko' };

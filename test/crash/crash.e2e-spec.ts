@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -10,6 +10,7 @@ import { generateVia, quietLogger, verifyCount } from '../support/outcome-kit.js
 import { describeWithService, REDIS_URL, redisAvailable } from '../support/services.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
+import { bundleFixture } from '../support/bundle.js';
 
 // A real crash: the app (a child process, plain Express + RedisPaymentsStore) is SIGKILLed while
 // a confirmation handler runs. A new process on the same Redis finishes the outcome exactly once,
@@ -131,19 +132,7 @@ describeWithService(redisUp, `no Redis at ${REDIS_URL}`)('a process killed mid-h
 
   beforeAll(async () => {
     mkdirSync(OUT_DIR, { recursive: true });
-    execFileSync(
-      path.join(ROOT, 'node_modules/.bin/esbuild'),
-      [
-        path.join(import.meta.dirname, 'fixtures/entry.ts'),
-        '--bundle',
-        '--platform=node',
-        '--format=esm',
-        '--packages=external',
-        `--outfile=${BUNDLE}`,
-        '--log-level=error',
-      ],
-      { cwd: ROOT, stdio: 'pipe' },
-    );
+    bundleFixture(path.join(import.meta.dirname, 'fixtures/entry.ts'), BUNDLE);
     fake = await FakeService.start();
     redis = new Redis(REDIS_URL);
   }, 60_000);

@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -12,6 +12,7 @@ import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { quietLogger } from '../support/outcome-kit.js';
 import { POSTGRES_URL, REDIS_URL, itWithService, postgresAvailable, redisAvailable } from '../support/services.js';
+import { bundleFixture } from '../support/bundle.js';
 
 // Issue 19 item 7: `kill -9` during the sweep itself. A child process (an app instance) runs a
 // reconciliation pass over six paid payments, with verify slowed down; it is SIGKILLed while the
@@ -35,19 +36,7 @@ const figures: string[] = [];
 
 beforeAll(() => {
   mkdirSync(OUT_DIR, { recursive: true });
-  execFileSync(
-    path.join(ROOT, 'node_modules/.bin/esbuild'),
-    [
-      path.join(import.meta.dirname, 'fixtures/entry.ts'),
-      '--bundle',
-      '--platform=node',
-      '--format=esm',
-      '--packages=external',
-      `--outfile=${BUNDLE}`,
-      '--log-level=error',
-    ],
-    { cwd: ROOT, stdio: 'pipe' },
-  );
+  bundleFixture(path.join(import.meta.dirname, 'fixtures/entry.ts'), BUNDLE);
 }, 60_000);
 
 afterAll(async () => {

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +8,7 @@ import { postJson } from '../support/outcome-kit.js';
 import { describeWithService, POSTGRES_URL, postgresAvailable } from '../support/services.js';
 import { settle } from '../faults/support/guards.js';
 import { pgSchema } from './support/orders.js';
+import { bundleFixture } from '../support/bundle.js';
 
 // Exactly-once effects under real crashes: the app (a child process, plain Express, its orders and
 // the plugin's transactional store on one database) is SIGKILLed at random moments while its
@@ -170,19 +171,7 @@ const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id 
 describe(`SIGKILL inside transactional handlers, ${LIVES.pglite} kills on PGlite and ${LIVES.postgres} on PostgreSQL (seed ${seed})`, () => {
   beforeAll(async () => {
     mkdirSync(OUT_DIR, { recursive: true });
-    execFileSync(
-      path.join(ROOT, 'node_modules/.bin/esbuild'),
-      [
-        path.join(import.meta.dirname, 'fixtures/entry.ts'),
-        '--bundle',
-        '--platform=node',
-        '--format=esm',
-        '--packages=external',
-        `--outfile=${BUNDLE}`,
-        '--log-level=error',
-      ],
-      { cwd: ROOT, stdio: 'pipe' },
-    );
+    bundleFixture(path.join(import.meta.dirname, 'fixtures/entry.ts'), BUNDLE);
     sandbox = await PaymentsSandbox.start({ webhookAttempts: 1 });
   }, 60_000);
 

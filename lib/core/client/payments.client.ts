@@ -26,7 +26,8 @@ import { PaymentsTelemetry } from '../telemetry/telemetry.otel.js';
 import { NO_TELEMETRY, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 import { WebhookProcessor } from '../webhook/webhook.processor.js';
 import { WebhookTokenSigner } from '../webhook/webhook.token.js';
-import { resolvePaymentsOptions, type PaymentsOptions, type ResolvedPaymentsOptions } from './payments.options.js';
+import type { PaymentsOptions, ResolvedPaymentsOptions } from './payments.options.js';
+import { resolvePaymentsOptions } from './payments.resolver.js';
 
 /**
  * How many open clients use a store, kept on the store itself (several apps in one process may
