@@ -6,15 +6,16 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
-import { handleApiRequest } from './sandbox.api.js';
-import { handleCheckoutRequest, type SettleOutcome } from './sandbox.checkout.js';
-import { SandboxWebhookError } from './sandbox.errors.js';
-import { applyFault, SandboxFaults } from './sandbox.faults.js';
-import { indexPage, messagePage, PAGE_SECURITY_HEADERS } from './sandbox.html.js';
-import { readBody, send, sendHtml, sendJson } from './sandbox.http.js';
+import { type SettleOutcome } from './sandbox.checkout.js';
+import { SandboxFaults } from './sandbox.faults.js';
+import { sendJson } from './sandbox.http.js';
 import { validateRateLimit, VerifyLimiter } from './sandbox.ratelimit.js';
+import { routeRequest } from './sandbox.router.js';
+import { settlementOrThrow, settlePayment } from './sandbox.settle.js';
+import { urlHost } from './sandbox.request.js';
+import { SANDBOX_FAIL_PATH, SANDBOX_SUCCESS_PATH } from './sandbox.pages.js';
+import { oneOf, SANDBOX_PRIVATE_KEY, SANDBOX_PUBLIC_KEY, webhookDeliveryOf, type WebhookDeliverySettings } from './sandbox.options.js';
 import { SandboxState, type Settlement } from './sandbox.state.js';
-import { isWebhookStatus, verifyStatusOf } from './sandbox.status.js';
 import type {
   PaymentsSandboxOptions,
   SandboxBinding,
@@ -29,95 +30,21 @@ import type {
   SandboxRequest,
   SandboxSettleOptions,
   SandboxSettlement,
-  SandboxWebhookMethod,
 } from './sandbox.types.js';
-import type { SandboxPaymentIdInUrl } from './sandbox.url.js';
-import { isValidClientId, parseMillimes } from './sandbox.validation.js';
-import { deliverWebhook } from './sandbox.webhook.js';
+import { checkClientId, parseMillimes } from './sandbox.validation.js';
 
-/** Default public key of a sandbox. */
-export const SANDBOX_PUBLIC_KEY = 'sandbox_public_key';
-/** Default private key of a sandbox: a fixed test key, deliberately not a secret. */
-export const SANDBOX_PRIVATE_KEY = 'sandbox_private_key';
-/** Path of the sandbox's own success page, the default `successLink` of {@link PaymentsSandbox.options}. */
-export const SANDBOX_SUCCESS_PATH = '/sandbox/success';
-/** Path of the sandbox's own failure page, the default `failLink` of {@link PaymentsSandbox.options}. */
-export const SANDBOX_FAIL_PATH = '/sandbox/fail';
-
-const API_PREFIX = '/api/v2';
-
-function isApiPath(pathname: string): boolean {
-  return pathname === API_PREFIX || pathname.startsWith(`${API_PREFIX}/`);
-}
-
-/** The host part of a URL for a listening address; wildcards become loopback, which a client can dial. */
-function urlHost(host: string): string {
-  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
-  if (host === '::') return '[::1]';
-  return host.includes(':') ? `[${host}]` : host;
-}
-
-function queryOf(params: URLSearchParams): Record<string, string | string[]> {
-  const query: Record<string, string | string[]> = {};
-  for (const key of new Set(params.keys())) {
-    const values = params.getAll(key);
-    query[key] = values.length === 1 ? values[0] : values;
-  }
-  return query;
-}
-
-/**
- * The `Authorization` value as the request log keeps it: scheme and public key, never what follows
- * the colon (the private key, right or wrong), so a log printed in a failing test leaks nothing.
- */
-export function redactAuthorization(value: string): string {
-  const prefix = /^\S+ [^:]*:/.exec(value)?.[0];
-  return prefix === undefined ? '[redacted]' : `${prefix}[redacted]`;
-}
-
-function loggedHeaders(headers: IncomingMessage['headers']): IncomingMessage['headers'] {
-  const copy = { ...headers };
-  if (typeof copy.authorization === 'string') copy.authorization = redactAuthorization(copy.authorization);
-  return Object.freeze(copy);
-}
-
-function positiveInteger(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`PaymentsSandbox: ${name} must be a positive integer`);
-  return value;
-}
-
-function oneOf<T extends string>(name: string, value: T | undefined, allowed: readonly T[], fallback: T): T {
-  if (value === undefined) return fallback;
-  if (!allowed.includes(value)) throw new TypeError(`PaymentsSandbox: ${name} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
-  return value;
-}
-
-/** Total webhook attempts from `webhookAttempts` or its deprecated alias `webhookRetries`. */
-function webhookAttemptsOf(options: PaymentsSandboxOptions): number {
-  const attempts = positiveInteger('webhookAttempts', options.webhookAttempts, 3);
-  const legacy = positiveInteger('webhookRetries', options.webhookRetries, attempts);
-  if (options.webhookAttempts !== undefined && options.webhookRetries !== undefined && legacy !== attempts) {
-    throw new TypeError('PaymentsSandbox: webhookRetries is a deprecated name of webhookAttempts; give one of them');
-  }
-  return legacy;
-}
-
-/** The favicon browsers ask for before reading the page's `<link rel="icon">`: nothing, but no 404. */
-const FAVICON_PATH = '/favicon.ico';
-
+export { SANDBOX_PRIVATE_KEY, SANDBOX_PUBLIC_KEY } from './sandbox.options.js';
+export { SANDBOX_FAIL_PATH, SANDBOX_SUCCESS_PATH } from './sandbox.pages.js';
+export { redactAuthorization } from './sandbox.request.js';
 /**
  * A running emulator of the payment service. Start one with {@link PaymentsSandbox.start},
  * point the plugin at it with {@link PaymentsSandbox.options}, and close it with
  * {@link PaymentsSandbox.close}.
  *
- * Choices where the spec and the public docs are silent are documented on the modules that make
- * them: `sandbox.api.ts` (HTTP statuses, error codes, 401, 404, 429), `sandbox.verify.ts` (the
- * verify answer), `sandbox.status.ts` (verify status of each state), `sandbox.webhook.ts`
- * (payload, methods, retries), `sandbox.url.ts` (adding `payment_id` to URLs),
- * `sandbox.checkout.ts` (redirects, cross-site refusal), `sandbox.types.ts` (payment states).
- * Request bodies over 1 MiB get 413, on the API in the nested shape
- * `{"result":{"status":413,"message":"Payload Too Large"}}`.
+ * Choices where the spec and the public docs are silent are documented where they are made:
+ * `sandbox.api.ts` (statuses, error codes), `sandbox.verify.ts`, `sandbox.status.ts` (payment
+ * states, verify status of each), `sandbox.webhook.ts`, `sandbox.url.ts`, `sandbox.checkout.ts`,
+ * `sandbox.router.ts` (bodies over 1 MiB: 413).
  */
 export class PaymentsSandbox {
   /** The public key the sandbox accepts. */
@@ -137,10 +64,7 @@ export class PaymentsSandbox {
   private readonly state: SandboxState;
   private readonly faults = new SandboxFaults();
   private readonly lifetime = new AbortController();
-  private readonly webhookAttempts: number;
-  private readonly webhookTimeoutMs: number;
-  private readonly webhookMethod: SandboxWebhookMethod;
-  private readonly webhookPaymentIdInUrl: SandboxPaymentIdInUrl;
+  private readonly delivery: WebhookDeliverySettings;
   private readonly generateAnswer: SandboxGenerateAnswer;
   private readonly verifyLimiter: VerifyLimiter;
   private readonly authorization: string;
@@ -153,13 +77,7 @@ export class PaymentsSandbox {
     Object.defineProperty(this, 'privateKey', { value: options.privateKey ?? SANDBOX_PRIVATE_KEY, enumerable: false });
     this.authorization = `Bearer ${this.publicKey}:${this.privateKey}`;
     Object.defineProperty(this, 'authorization', { enumerable: false });
-    this.webhookAttempts = webhookAttemptsOf(options);
-    this.webhookTimeoutMs = positiveInteger('webhookTimeoutMs', options.webhookTimeoutMs, 5000);
-    this.webhookMethod = oneOf('webhookMethod', options.webhookMethod, ['POST', 'GET'], 'POST');
-    this.webhookPaymentIdInUrl = oneOf('webhookPaymentIdInUrl', options.webhookPaymentIdInUrl, ['none', 'append', 'naive'], 'append');
-    if (this.webhookMethod === 'GET' && this.webhookPaymentIdInUrl === 'none') {
-      throw new TypeError("PaymentsSandbox: webhookMethod 'GET' carries payment_id in the URL only, so webhookPaymentIdInUrl cannot be 'none'");
-    }
+    this.delivery = webhookDeliveryOf(options);
     this.generateAnswer = oneOf('generateAnswer', options.generateAnswer, ['full', 'minimal'], 'full');
     validateRateLimit(options.verifyRateLimit);
     const now = options.now ?? (() => Date.now());
@@ -266,8 +184,7 @@ export class PaymentsSandbox {
   async createPreauthorizedPayment(input: SandboxPreauthorizationInput): Promise<string> {
     const amount = parseMillimes(input.amount, true);
     if (amount === undefined) throw new TypeError('PaymentsSandbox: amount must be a positive number of millimes (a string of digits or a safe integer)');
-    if (input.clientId !== undefined && !isValidClientId(input.clientId))
-      throw new TypeError('PaymentsSandbox: clientId must be a non-blank string of at most 256 characters, without control characters');
+    if (input.clientId !== undefined) checkClientId(input.clientId);
     return this.state.createPreauthorized({ ...input, amount }).paymentId;
   }
 
@@ -279,8 +196,7 @@ export class PaymentsSandbox {
    * @throws TypeError when `clientId` is one `bindings/list` would refuse
    */
   addBinding(input: SandboxBindingInput): SandboxBinding {
-    if (!isValidClientId(input.clientId))
-      throw new TypeError('PaymentsSandbox: clientId must be a non-blank string of at most 256 characters, without control characters');
+    checkClientId(input.clientId);
     return this.state.addBinding(input);
   }
 
@@ -356,97 +272,19 @@ export class PaymentsSandbox {
   }
 
   private async settleOrThrow(paymentId: string, outcome: Settlement, options: SandboxSettleOptions = {}): Promise<SandboxSettlement> {
-    const result = await this.settle(paymentId, outcome);
-    if (result.ok) {
-      const { settlement } = result;
-      if (settlement.webhook && !settlement.delivered && options.requireDelivery !== false) throw new SandboxWebhookError(settlement);
-      return settlement;
-    }
-    const verb = outcome === 'paid' ? 'complete' : outcome === 'failed' ? 'fail' : 'expire';
-    throw new Error(
-      result.reason === 'unknown'
-        ? `PaymentsSandbox: cannot ${verb} payment ${paymentId}: no such payment`
-        : `PaymentsSandbox: cannot ${verb} payment ${paymentId}: it is ${result.reason}, not pending`,
-    );
+    return settlementOrThrow(await this.settle(paymentId, outcome), paymentId, outcome, options);
   }
 
   /** The one path from a pending payment to its outcome, for the checkout page and the test methods alike. */
-  private async settle(paymentId: string, outcome: Settlement): Promise<SettleOutcome> {
-    const payment = this.state.settle(paymentId, outcome);
-    if ('error' in payment) return { ok: false, reason: payment.error };
-    const status = verifyStatusOf(payment.state);
-    if (payment.webhook === undefined || !isWebhookStatus(status)) {
-      return { ok: true, settlement: { payment, status, delivered: false, attempts: 0 } };
-    }
-    const webhook = await deliverWebhook(payment.webhook, payment.paymentId, status, {
-      attempts: this.webhookAttempts,
-      timeoutMs: this.webhookTimeoutMs,
-      method: this.webhookMethod,
-      paymentIdInUrl: this.webhookPaymentIdInUrl,
-      signal: this.lifetime.signal,
-      log: (delivery) => (this.deliveries as SandboxDelivery[]).push(delivery),
-    });
-    const settlement: SandboxSettlement = {
-      payment,
-      status,
-      delivered: webhook.delivered,
-      attempts: webhook.attempts,
-      ...(webhook.status !== 0 && { lastStatus: webhook.status }),
-      webhook,
-    };
-    return { ok: true, settlement };
+  private settle(paymentId: string, outcome: Settlement): Promise<SettleOutcome> {
+    const log = (delivery: SandboxDelivery) => (this.deliveries as SandboxDelivery[]).push(delivery);
+    return settlePayment(this.state, paymentId, outcome, { ...this.delivery, signal: this.lifetime.signal, log });
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let url: URL;
-    try {
-      url = new URL(req.url ?? '/', 'http://sandbox.invalid');
-    } catch {
-      sendHtml(res, 400, messagePage('Bad request', 'The request target is not a valid URL.'));
-      return;
-    }
-    const body = await readBody(req);
-    const api = isApiPath(url.pathname);
-    if (api) {
-      (this.requests as SandboxRequest[]).push(
-        Object.freeze({
-          method: req.method ?? 'GET',
-          path: url.pathname,
-          query: Object.freeze(queryOf(url.searchParams)),
-          url: req.url ?? '/',
-          headers: loggedHeaders(req.headers),
-          authorized: req.headers.authorization === this.authorization,
-          body: body.text,
-        }),
-      );
-    }
-    const fault = this.faults.take(url.pathname);
-    if (fault && (await applyFault(fault, req, res, this.lifetime.signal))) return;
-
-    if (body.tooLarge) {
-      if (api) sendJson(res, 413, { result: { status: 413, message: 'Payload Too Large' } });
-      else sendHtml(res, 413, messagePage('Payload too large', 'Request bodies are limited to 1 MiB.'));
-      return;
-    }
-    if (api) {
-      const context = { state: this.state, authorization: this.authorization, generateAnswer: this.generateAnswer, verifyLimiter: this.verifyLimiter };
-      handleApiRequest(context, req, res, url, body.text);
-      return;
-    }
-    const checkout = { state: this.state, settle: (id: string, outcome: 'paid' | 'failed') => this.settle(id, outcome) };
-    if (await handleCheckoutRequest(checkout, req, res, url)) return;
-    this.handlePage(req, res, url);
-  }
-
-  /** The sandbox's own pages: the index, and the default success and failure targets. */
-  private handlePage(req: IncomingMessage, res: ServerResponse, url: URL): void {
-    const readable = req.method === 'GET' || req.method === 'HEAD';
-    if (readable && url.pathname === FAVICON_PATH) return send(res, 204, 'image/x-icon', '', { 'Cache-Control': 'max-age=86400', ...PAGE_SECURITY_HEADERS });
-    if (readable && url.pathname === '/') return sendHtml(res, 200, indexPage(this.url, this.state.list()));
-    if (readable && url.pathname === SANDBOX_SUCCESS_PATH)
-      return sendHtml(res, 200, messagePage('Payment successful', 'The sandbox payment succeeded. You can close this page.'));
-    if (readable && url.pathname === SANDBOX_FAIL_PATH)
-      return sendHtml(res, 200, messagePage('Payment failed', 'The sandbox payment failed or was declined. You can close this page.'));
-    sendHtml(res, 404, messagePage('Not found', 'There is nothing at this address.'));
+  private handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { state, faults, authorization, generateAnswer, verifyLimiter, url: baseUrl } = this;
+    const log = (request: SandboxRequest) => (this.requests as SandboxRequest[]).push(request);
+    const settle = (id: string, outcome: 'paid' | 'failed') => this.settle(id, outcome);
+    return routeRequest({ state, faults, authorization, generateAnswer, verifyLimiter, signal: this.lifetime.signal, baseUrl, log, settle }, req, res);
   }
 }

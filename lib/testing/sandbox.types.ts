@@ -3,86 +3,13 @@
  * its logs. Kept apart from the implementation so the barrel can export types without code.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { SandboxWebhookMethod } from './sandbox.options.js';
 import type { SandboxPaymentState, SandboxVerifyStatus } from './sandbox.status.js';
 export type { SandboxPaymentState } from './sandbox.status.js';
-import type { SandboxPaymentIdInUrl } from './sandbox.url.js';
 
 export type { SandboxVerifyStatus } from './sandbox.status.js';
 export type { SandboxPaymentIdInUrl } from './sandbox.url.js';
-
-/** Options of {@link PaymentsSandbox.start}. Every field is optional. */
-export interface PaymentsSandboxOptions {
-  /** Public key the sandbox expects in `Authorization`. Default `'sandbox_public_key'`. */
-  publicKey?: string;
-  /** Private key the sandbox expects in `Authorization`. Default `'sandbox_private_key'` (a test key, not a secret). */
-  privateKey?: string;
-  /** TCP port to listen on. Default `0`: a free port chosen by the OS (read it from `url`). */
-  port?: number;
-  /**
-   * Address to listen on. Default `'127.0.0.1'`, so the sandbox is not reachable from other
-   * machines unless asked. A wildcard (`'0.0.0.0'`, `'::'`) listens everywhere, but `url`
-   * then names the loopback address, since a wildcard is not something a client can dial.
-   */
-  host?: string;
-  /**
-   * Clock of the sandbox, in epoch milliseconds. Default `() => Date.now()`. Every timestamp
-   * the sandbox writes and every session expiry is measured on it, so a test can move time
-   * forward instead of waiting.
-   */
-  now?: () => number;
-  /**
-   * Total number of webhook delivery attempts per outcome, the first one included (so `1` means
-   * no retry). Default `3`. Waits between attempts: 100 ms, then 300 ms, then three times longer.
-   */
-  webhookAttempts?: number;
-  /**
-   * @deprecated Use {@link webhookAttempts}: despite its name this always counted total attempts,
-   * not retries. Still accepted with that meaning; giving both with different values is an error.
-   */
-  webhookRetries?: number;
-  /** Timeout of each webhook delivery attempt, in ms. Default `5000`. */
-  webhookTimeoutMs?: number;
-  /**
-   * How webhooks are sent. Default `'POST'`, with the JSON body `{"payment_id","status"}`.
-   * `'GET'` sends no body and puts `payment_id` and `status` in the query instead (public
-   * clients accept both; the real payload is undocumented).
-   */
-  webhookMethod?: SandboxWebhookMethod;
-  /**
-   * Whether and how the delivery URL gets `payment_id`. Default `'append'` (`?` or `&`, as the
-   * redirects). `'naive'` always adds a second `?`, to test a receiver against a careless service;
-   * `'none'` leaves the URL as given. With `webhookMethod: 'GET'` the id can only travel in the
-   * URL, so `'none'` is refused there.
-   */
-  webhookPaymentIdInUrl?: SandboxPaymentIdInUrl;
-  /**
-   * Shape of a successful `generate_payment` answer. Default `'full'`: the interface spec's
-   * `{result:{success,payment_id,link,developer_tracking_id?},name,code,version}`. `'minimal'`:
-   * `{result:{payment_id,link}}` only, as two public doc pages show, to prove a client accepts both.
-   */
-  generateAnswer?: SandboxGenerateAnswer;
-  /**
-   * Rate limit of `verify_payment`, per payment id, on the sandbox clock. Default: none. Once
-   * `max` calls for one payment id were answered within `windowMs`, further calls get 429 with
-   * `Retry-After` until the window (which starts at that id's first call) is over. The docs warn
-   * that repeated verify calls are rate-limited but give no numbers, so there is no default.
-   */
-  verifyRateLimit?: SandboxRateLimit | null;
-}
-
-/** A limit of {@link PaymentsSandboxOptions.verifyRateLimit}. */
-export interface SandboxRateLimit {
-  /** Calls allowed per payment id per window; a positive integer. */
-  max: number;
-  /** Length of the window in ms, on the sandbox clock; a positive integer. */
-  windowMs: number;
-}
-
-/** HTTP method of webhook deliveries; see {@link PaymentsSandboxOptions.webhookMethod}. */
-export type SandboxWebhookMethod = 'POST' | 'GET';
-
-/** Shape of the `generate_payment` answer; see {@link PaymentsSandboxOptions.generateAnswer}. */
-export type SandboxGenerateAnswer = 'full' | 'minimal';
+export type { PaymentsSandboxOptions, SandboxRateLimit, SandboxWebhookMethod, SandboxGenerateAnswer } from './sandbox.options.js';
 
 /**
  * Kind of payment: a standard one, or a pre-authorization (made with `generate_payment` and

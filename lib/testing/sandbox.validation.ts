@@ -129,3 +129,12 @@ export function parseGenerateRequest(body: Record<string, unknown>): NewPayment 
   }
   return result;
 }
+
+/**
+ * Refuses a client id that `bindings/list` would refuse.
+ * @throws TypeError naming the rule
+ */
+export function checkClientId(clientId: unknown): void {
+  if (!isValidClientId(clientId))
+    throw new TypeError('PaymentsSandbox: clientId must be a non-blank string of at most 256 characters, without control characters');
+}
