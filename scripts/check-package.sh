@@ -20,10 +20,11 @@ echo "check-package: attw $(basename "$tarball")"
 node_modules/.bin/attw "$tarball" --profile strict --format table-flipped
 
 echo "check-package: publint $(basename "$tarball")"
-publint_out="$(node_modules/.bin/publint run "$tarball" --strict 2>&1)" || { echo "$publint_out"; exit 1; }
+# No colours (picocolors turns them on when CI is set), so the verdict line can be matched.
+publint_out="$(NO_COLOR=1 node_modules/.bin/publint run "$tarball" --strict 2>&1)" || { echo "$publint_out"; exit 1; }
 echo "$publint_out"
 # publint exits 0 on suggestions; they are problems here too.
-grep -q '^All good!$' <<<"$publint_out" || { echo "check-package: publint has suggestions (above)"; exit 1; }
+sed 's/\x1b\[[0-9;]*m//g' <<<"$publint_out" | grep -q '^All good!$' || { echo "check-package: publint has suggestions (above)"; exit 1; }
 
 echo "check-package: npm publish --dry-run"
 npm publish --dry-run >"$out/publish.log" 2>&1 || { cat "$out/publish.log"; exit 1; }
