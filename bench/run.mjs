@@ -140,13 +140,30 @@ async function ingest(storeKind, variants, stubUrl) {
     const child = forkChild('./webhook-app.mjs', [storeKind, String(CFG.tokens[storeKind]), stubUrl, REDIS_URL, POSTGRES_URL, variant.tracing], {
       readyTimeoutMs: 180_000,
     });
-    const { port, tokens } = await child.next('ready', 180_000);
-    apps.push({ ...variant, child, port, tokens, next: 0, bare: [], baseline: [], webhook: [], non2xx: 0, verifies: 0, handledInSlices: 0 });
+    const { port, tokens, recordBaseline } = await child.next('ready', 180_000);
+    apps.push({
+      ...variant,
+      child,
+      port,
+      tokens,
+      recordBaseline,
+      next: 0,
+      bare: [],
+      baseline: [],
+      record: [],
+      webhook: [],
+      non2xx: 0,
+      verifies: 0,
+      handledInSlices: 0,
+    });
   }
   const webhookRequest = (app) => (req) => {
     const [token, id] = app.tokens[app.next++ % app.tokens.length];
     return { ...req, path: `/payments/webhook/${token}`, headers: { 'content-type': 'application/json' }, body: body(id) };
   };
+  // The store-kind baseline records a distinct order per request (rows taken in turn).
+  let order = 0;
+  const recordRequest = (req) => ({ ...req, headers: { 'content-type': 'application/json' }, body: body(`pay_rec_${order++}`) });
   const mark = async (app) => {
     app.child.send({ type: 'mark' });
     return app.child.next('mark');
@@ -171,12 +188,14 @@ async function ingest(storeKind, variants, stubUrl) {
   for (const app of apps) {
     await measured(app, '/bare', bareRequest, 1); // warm-up
     await measured(app, '/verify-baseline', baselineRequest, 1);
+    if (app.recordBaseline) await measured(app, '/record-baseline', recordRequest, 1);
     await measured(app, '/payments/webhook', webhookRequest(app), 1);
   }
   for (let r = 0; r < CFG.ingestRepeats; r++) {
     for (const app of r % 2 ? [...apps].reverse() : apps) {
       app.bare.push(await measured(app, '/bare', bareRequest));
       app.baseline.push(await measured(app, '/verify-baseline', baselineRequest));
+      if (app.recordBaseline) app.record.push(await measured(app, '/record-baseline', recordRequest));
       const w = await measured(app, '/payments/webhook', webhookRequest(app));
       app.webhook.push(w);
       app.non2xx += w.non2xx;
@@ -224,10 +243,16 @@ async function ingest(storeKind, variants, stubUrl) {
       tracing: app.tracing,
       bare: summary(app.bare),
       baseline: summary(app.baseline),
+      record: app.recordBaseline ? summary(app.record) : undefined,
       webhook: summary(app.webhook),
       // Paired per repeat (measured one after the other), then the median.
       vsBare: median(app.webhook.map((w, k) => w.rps / app.bare[k].rps)),
       vsBaseline: median(app.webhook.map((w, k) => w.rps / app.baseline[k].rps)),
+      // Against the baseline of the store's kind (verify + one write or transaction in that
+      // database); the memory store's kind is the verify baseline itself.
+      vsKind: app.recordBaseline
+        ? median(app.webhook.map((w, k) => w.rps / app.record[k].rps))
+        : median(app.webhook.map((w, k) => w.rps / app.baseline[k].rps)),
       webhookSamples: app.webhook.map((w) => w.rps),
       bareSamples: app.bare.map((w) => w.rps),
       non2xx: app.non2xx,
@@ -239,7 +264,7 @@ async function ingest(storeKind, variants, stubUrl) {
       forged: app.forgedResult,
     };
     log(
-      `  ${app.label}: bare ${fmt(x.bare.rps)} req/s (${fmt(x.bare.cpu)} µs CPU/req), verify baseline ${fmt(x.baseline.rps)} req/s (${fmt(x.baseline.cpu)} µs CPU/req), webhook ${fmt(x.webhook.rps)} req/s (${fmt(x.webhook.cpu)} µs CPU/req, ${fmt(x.vsBare, 2)}x bare, ${fmt(x.vsBaseline, 2)}x baseline), non-2xx ${x.non2xx}, handled ${handled}, verify/settled ${fmt(x.verifies / x.handledInSlices, 3)}${x.sent > x.tokens ? `, WARNING: ${x.sent - x.tokens} duplicates (tokens ran out)` : ''}`,
+      `  ${app.label}: bare ${fmt(x.bare.rps)} req/s (${fmt(x.bare.cpu)} µs CPU/req), verify baseline ${fmt(x.baseline.rps)} req/s (${fmt(x.baseline.cpu)} µs CPU/req), ${x.record ? `verify + record ${fmt(x.record.rps)} req/s (${fmt(x.record.cpu)} µs CPU/req), ` : ''}webhook ${fmt(x.webhook.rps)} req/s (${fmt(x.webhook.cpu)} µs CPU/req, ${fmt(x.vsBare, 2)}x bare, ${fmt(x.vsBaseline, 2)}x baseline, ${fmt(x.vsKind, 2)}x its kind's), non-2xx ${x.non2xx}, handled ${handled}, verify/settled ${fmt(x.verifies / x.handledInSlices, 3)}${x.sent > x.tokens ? `, WARNING: ${x.sent - x.tokens} duplicates (tokens ran out)` : ''}`,
     );
     out.push(x);
   }

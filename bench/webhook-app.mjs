@@ -35,12 +35,19 @@ const PRIVATE_KEY = 'sk_bench_private';
 
 let store;
 let cleanup = async () => {};
+// The baseline of the store's kind: what a hand-written handler does after its verify call to
+// record the payment in the same kind of database (see `recordPaid` below). Orders are rows
+// `ord_<n>`, n < ORDERS, updated in turn, so that no two requests in flight wait for one row.
+const ORDERS = 20_000;
+let recordPaid;
 if (storeKind === 'redis') {
   const { RedisPaymentsStore } = await import(`${dist}redis/index.js`);
   const { Redis } = await import('ioredis');
   const keyPrefix = `nestjs-payments-bench:${process.pid}:${Date.now()}:`;
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   store = new RedisPaymentsStore(redis, { keyPrefix });
+  // One write: the order marked paid, unless it already was (a repeated webhook).
+  recordPaid = (orderId) => redis.set(`${keyPrefix}order:${orderId}`, 'paid', 'NX');
   cleanup = async () => {
     // Leave nothing behind in the shared Redis.
     let cursor = '0';
@@ -69,6 +76,27 @@ if (storeKind === 'redis') {
     };
   }
   store = new PostgresPaymentsStore(db, { tablePrefix: PREFIX });
+  const orders = `"${PREFIX}orders"`;
+  await db.query(`CREATE TABLE ${orders} (id text PRIMARY KEY, status text NOT NULL, paid_at timestamptz)`);
+  await db.query(`INSERT INTO ${orders} (id, status) SELECT 'ord_' || n, 'unpaid' FROM generate_series(0, ${ORDERS - 1}) AS n`);
+  // One transaction on one connection, as an order service writes it: the order marked paid.
+  const UPDATE = `UPDATE ${orders} SET status = 'paid', paid_at = now() WHERE id = $1`;
+  recordPaid =
+    storeKind === 'pglite'
+      ? (orderId) => db.transaction((tx) => tx.query(UPDATE, [orderId]))
+      : async (orderId) => {
+          const client = await db.connect();
+          try {
+            await client.query('BEGIN');
+            await client.query(UPDATE, [orderId]);
+            await client.query('COMMIT');
+          } catch (error) {
+            await client.query('ROLLBACK').catch(() => undefined);
+            throw error;
+          } finally {
+            client.release();
+          }
+        };
 } else {
   store = new MemoryPaymentsStore();
 }
@@ -115,6 +143,23 @@ Post()(VerifyBaselineController.prototype, 'verify', verifyDescriptor);
 HttpCode(200)(VerifyBaselineController.prototype, 'verify', verifyDescriptor);
 Body()(VerifyBaselineController.prototype, 'verify', 0);
 
+// The baseline of the store's kind (Redis, PGlite, PostgreSQL): the verify call, then the order
+// recorded as paid in that database (one write, or one transaction).
+class RecordBaselineController {
+  async record(body) {
+    const id = String(body?.payment_id);
+    const { data } = await verifier.get(`/api/v2/verify_payment/${encodeURIComponent(id)}`);
+    if (data?.success !== true || data.result?.status !== 'SUCCESS') throw new Error('unexpected verify answer');
+    await recordPaid(`ord_${Number(id.slice(id.lastIndexOf('_') + 1)) % ORDERS}`);
+    return { received: true };
+  }
+}
+Controller('record-baseline')(RecordBaselineController);
+const recordDescriptor = Object.getOwnPropertyDescriptor(RecordBaselineController.prototype, 'record');
+Post()(RecordBaselineController.prototype, 'record', recordDescriptor);
+HttpCode(200)(RecordBaselineController.prototype, 'record', recordDescriptor);
+Body()(RecordBaselineController.prototype, 'record', 0);
+
 class BenchModule {}
 Module({
   imports: [
@@ -128,7 +173,7 @@ Module({
       store,
     }),
   ],
-  controllers: [BareController, VerifyBaselineController],
+  controllers: recordPaid ? [BareController, VerifyBaselineController, RecordBaselineController] : [BareController, VerifyBaselineController],
   providers: [Handler],
 })(BenchModule);
 
@@ -174,12 +219,28 @@ if (HTTP_SPANS) {
 let requests = 0;
 app.getHttpServer().on('request', () => requests++);
 
-process.send({ type: 'ready', port, tokens });
+let profiler;
+process.send({ type: 'ready', port, tokens, recordBaseline: recordPaid !== undefined });
 process.on('message', async (message) => {
   if (message?.type === 'handled') process.send({ type: 'handled', handled });
   if (message?.type === 'mark') {
     const cpu = process.cpuUsage();
     process.send({ type: 'mark', cpuUs: cpu.user + cpu.system, requests, handled });
+  }
+  // A CPU profile of what happens between two messages (bench/profile-app.mjs), start-up left out.
+  if (message?.type === 'profile-start') {
+    const { Session } = await import('node:inspector/promises');
+    profiler = new Session();
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+    process.send({ type: 'profile-started' });
+  }
+  if (message?.type === 'profile-stop' && profiler) {
+    const { profile } = await profiler.post('Profiler.stop');
+    profiler.disconnect();
+    profiler = undefined;
+    process.send({ type: 'profile', profile });
   }
   if (message?.type === 'stop') {
     await app.close();

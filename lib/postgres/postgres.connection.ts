@@ -4,6 +4,7 @@ import { ensureTablesStatement, storeTables } from './postgres.schema.js';
 import { storeStatements, type StoreStatements } from './postgres.statements.js';
 import type { PaymentsTransactionWork } from '../core/store/store.transaction.js';
 import { assertTransactional, runPostgresTransaction } from './postgres.transaction.js';
+import { isPgConnection, statementSender, type StatementSender } from './postgres.prepared.js';
 
 /** The part of a `pg` Pool the store uses when it creates one. */
 interface OwnedPool extends PostgresQueryable {
@@ -29,6 +30,8 @@ export class PostgresConnection {
   readonly #timeoutMs: number;
   readonly #cleanupEvery: number;
   readonly #logger: PaymentsLogger;
+  /** Sends the store's statements (named prepared statements where the connection takes them). */
+  readonly #sendStatement: StatementSender;
   #pool: Promise<OwnedPool> | undefined;
   #ready: Promise<void> | undefined;
   #writes = 0;
@@ -60,6 +63,7 @@ export class PostgresConnection {
     this.#cleanupEvery = resolved.cleanupEveryWrites;
     this.#logger = options.logger ?? defaultPaymentsLogger;
     this.transactional = resolved.transactional;
+    this.#sendStatement = statementSender(resolved.preparedStatements ?? (this.#given === undefined || isPgConnection(this.#given)));
     if (this.transactional && this.#given) assertTransactional(this.#given);
   }
 
@@ -72,7 +76,7 @@ export class PostgresConnection {
     if (this.#closing) throw new Error('PostgresPaymentsStore: runInTransaction called after close()');
     const db = await this.#database();
     await this.#ensureTables(db);
-    return runPostgresTransaction(db, this.sql, this.#timeoutMs, work);
+    return runPostgresTransaction(db, this.sql, this.#timeoutMs, work, this.#sendStatement);
   }
 
   /**
@@ -127,7 +131,7 @@ export class PostgresConnection {
     if (this.#closing) return Promise.reject(new Error(`PostgresPaymentsStore: ${operation} called after close()`));
     const pending = Promise.all([this.#database(), after]).then(async ([db]) => {
       await this.#ensureTables(db);
-      const result = await db.query(text, params);
+      const result = await this.#sendStatement(db, text, params);
       return Array.isArray(result?.rows) ? result.rows : [];
     });
     // The late result of a timed-out query is dropped, not left as an unhandled rejection.

@@ -2,6 +2,7 @@ import { positiveMs, type OutcomeFinish, type OutcomeRecord } from '../core/stor
 import type { PaymentsTransaction, PaymentsTransactionScope, PaymentsTransactionWork } from '../core/store/store.transaction.js';
 import type { PostgresQueryable, PostgresQueryResult } from './postgres.options.js';
 import { valueOf } from './postgres.rows.js';
+import { statementSender, type StatementSender } from './postgres.prepared.js';
 
 /** The statements a transaction of the store needs: the store's own, on the transaction's connection. */
 export interface TransactionStatements {
@@ -71,16 +72,18 @@ export function assertTransactional(db: PostgresQueryable): void {
  * @param sql the store's statements
  * @param connectTimeoutMs how long to wait for a pool's client (a host's pool may wait forever)
  * @param work what to run inside
+ * @param send how the store's own statements are sent on a pool's client (prepared or not)
  */
 export async function runPostgresTransaction<T>(
   db: PostgresQueryable,
   sql: TransactionStatements,
   connectTimeoutMs: number,
   work: PaymentsTransactionWork<T>,
+  send: StatementSender = statementSender(false),
 ): Promise<T> {
   const candidate = db as Partial<ConnectingPool & TransactingDatabase>;
   if (typeof candidate.transaction === 'function') {
-    return (db as TransactingDatabase).transaction((tx) => work(scopeOf(tx, tx, sql, true)));
+    return (db as TransactingDatabase).transaction((tx) => work(scopeOf(tx, tx, sql, true, statementSender(false))));
   }
   if (typeof candidate.connect !== 'function') {
     throw new TypeError('PostgresPaymentsStore: transactional: true needs a pg Pool, a connection string or a PGlite instance');
@@ -95,7 +98,7 @@ export async function runPostgresTransaction<T>(
     });
     let result: T;
     try {
-      result = await work(scopeOf(client, client, sql, false));
+      result = await work(scopeOf(client, client, sql, false, send));
     } catch (error) {
       await client.query('ROLLBACK').catch((rollbackError: unknown) => {
         broken = asError(rollbackError);
@@ -114,7 +117,13 @@ export async function runPostgresTransaction<T>(
   }
 }
 
-function scopeOf(queryable: PostgresQueryable, client: unknown, sql: TransactionStatements, holdsDatabase: boolean): PaymentsTransactionScope {
+function scopeOf(
+  queryable: PostgresQueryable,
+  client: unknown,
+  sql: TransactionStatements,
+  holdsDatabase: boolean,
+  send: StatementSender,
+): PaymentsTransactionScope {
   const transaction: PaymentsTransaction = {
     client,
     query: async <Row>(text: string, params?: unknown[]) => {
@@ -130,11 +139,11 @@ function scopeOf(queryable: PostgresQueryable, client: unknown, sql: Transaction
         // Nothing else ran since the transaction began (it holds the database), so the claim is
         // still ours unless it already was not: renewing it here keeps a long handler's expired
         // lease from failing the compare-and-set below, and still tells a lost claim.
-        const claimed = await queryable.query(sql.claim, [finish.eventKey, finish.owner, IN_TRANSACTION_LEASE_MS]);
+        const claimed = await send(queryable, sql.claim, [finish.eventKey, finish.owner, IN_TRANSACTION_LEASE_MS]);
         const row = claimed.rows[0] as { state?: unknown; owner?: unknown } | undefined;
         if (row?.state !== 'claimed' || row.owner !== finish.owner) return false;
       }
-      const rows = (await queryable.query(sql.finishOutcome, finishOutcomeParams(finish))).rows;
+      const rows = (await send(queryable, sql.finishOutcome, finishOutcomeParams(finish))).rows;
       return valueOf(rows[0]) === '1';
     },
   };

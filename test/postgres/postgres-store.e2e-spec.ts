@@ -49,6 +49,22 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
     });
   });
 
+  // A wrapper with nothing but query(text, params): the statements go unnamed (preparedStatements
+  // defaults to off for anything but a pg Pool or Client), and the contract holds the same.
+  describe('given a wrapper with only query(text, params)', () => {
+    let pool: pg.Pool;
+    beforeAll(() => {
+      pool = hostPool();
+    });
+    afterAll(() => pool.end());
+
+    describeStoreContract('PostgresPaymentsStore (plain query wrapper, unnamed statements)', async () => {
+      const wrapper = { query: (text: string, params?: unknown[]) => pool.query(text, params) };
+      const store = new PostgresPaymentsStore(wrapper, { schema: RUN_SCHEMA, tablePrefix: 'wrap_' });
+      return { store, cleanup: () => store.close() };
+    });
+  });
+
   describeStoreContract('PostgresPaymentsStore (connection string)', async () => {
     const store = new PostgresPaymentsStore(POSTGRES_URL, { schema: RUN_SCHEMA, tablePrefix: 'url_', poolOptions: { max: 4 } });
     return { store, cleanup: () => store.close() };
@@ -256,6 +272,54 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
       } finally {
         await pool.end();
       }
+    });
+  });
+
+  describe('prepared statements (preparedStatements)', () => {
+    // pg_prepared_statements lists the session's own: one pg Client is one session.
+    const preparedOn = async (client: pg.Client) =>
+      (await client.query<{ name: string }>(`SELECT name FROM pg_prepared_statements WHERE name LIKE 'nestjs_payments_%' ORDER BY name`)).rows.map(
+        (row) => row.name,
+      );
+
+    it('names the statements on a pg Client by default: parsed once per connection, then bound', async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_URL });
+      await client.connect();
+      try {
+        const store = new PostgresPaymentsStore(client, { schema: RUN_SCHEMA, tablePrefix: 'prep_' });
+        const key = randomUUID();
+        await expect(store.claim(key, 'o', LONG_MS)).resolves.toBe('claimed');
+        await expect(store.markDone(key, 'o', LONG_MS)).resolves.toBe(true);
+        await expect(store.claim(key, 'p', LONG_MS)).resolves.toBe('done');
+        const names = await preparedOn(client);
+        // claim and markDone, each prepared once although claim ran twice.
+        expect(names).toHaveLength(2);
+        // Another store on the same connection, other tables: its own names, no clash.
+        const other = new PostgresPaymentsStore(client, { schema: RUN_SCHEMA, tablePrefix: 'prep_other_' });
+        await expect(other.claim(key, 'o', LONG_MS)).resolves.toBe('claimed');
+        expect(await preparedOn(client)).toHaveLength(3);
+      } finally {
+        await client.end();
+      }
+    });
+
+    it('sends them unnamed with preparedStatements: false (PgBouncer in transaction mode)', async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_URL });
+      await client.connect();
+      try {
+        const store = new PostgresPaymentsStore(client, { schema: RUN_SCHEMA, tablePrefix: 'unprep_', preparedStatements: false });
+        await expect(store.claim(randomUUID(), 'o', LONG_MS)).resolves.toBe('claimed');
+        await expect(store.ping()).resolves.toBeUndefined();
+        expect(await preparedOn(client)).toEqual([]);
+      } finally {
+        await client.end();
+      }
+    });
+
+    it('rejects a preparedStatements that is not a boolean', () => {
+      expect(() => new PostgresPaymentsStore(POSTGRES_URL, { preparedStatements: 'yes' as unknown as boolean })).toThrow(
+        /preparedStatements must be a boolean/,
+      );
     });
   });
 
