@@ -68,8 +68,8 @@ export interface PostgresPaymentsStoreOptions {
   /**
    * Send the store's statements as named prepared statements (`pg`'s `{ name, text, values }`),
    * parsed and planned once per connection instead of on every call: on the benchmark's server,
-   * the two statements of a confirmation took half the database CPU (863 → 400 µs) and twice the
-   * throughput. Turn it off behind a pooler that does not keep prepared statements across
+   * the two statements of a confirmation took half the machine's CPU (about 900 → 420 µs) and
+   * gave twice the throughput (`bench/postgres-statements.mjs`). Turn it off behind a pooler that does not keep prepared statements across
    * transactions (PgBouncer in transaction mode before 1.21, or without `max_prepared_statements`).
    * Default: on for a `pg` Pool or Client and for the pool the store creates from a connection
    * string; off for anything else (PGlite, wrappers), whose `query()` may not take a statement object.

@@ -23,8 +23,8 @@ export function isPgConnection(db: PostgresQueryable): boolean {
  * so that stores with other tables on the same pool never reuse one), and `pg` parses and plans
  * it once per connection instead of on every call. The store's statements are CTEs over several
  * tables whose planning cost more than their execution: on the PostgreSQL server beside the
- * benchmark, a confirmation's two statements took 863 µs of the machine's CPU unnamed and 400 µs
- * named, and their throughput went from 1965 to 4070 a second at 16 in flight
+ * benchmark, a confirmation's two statements took about 900 µs of the machine's CPU unnamed and
+ * 420 µs named, and their throughput went from 1920 to 4075 a second at 16 in flight
  * (bench/postgres-statements.mjs).
  * @param prepared whether the connection takes named statements
  */
