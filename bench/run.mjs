@@ -460,6 +460,15 @@ function summaryRows(r) {
     const x = store(kind);
     if (!x) continue;
     const target = kind === 'postgres' ? '≥ 0.6× bare' : '';
+    rows.push(
+      targetRow(
+        `webhook ingest, ${KIND[kind].name} store: × bare route, × verify baseline`,
+        target,
+        `${fmt(x.vsBare, 2)}×, ${fmt(x.vsBaseline, 2)}×`,
+        kind === 'postgres' ? x.vsBare >= 0.6 : undefined,
+      ),
+    );
+  }
   if (forged)
     rows.push(
       targetRow(
