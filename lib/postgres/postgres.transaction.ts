@@ -79,7 +79,7 @@ export async function runPostgresTransaction<T>(
   sql: TransactionStatements,
   connectTimeoutMs: number,
   work: PaymentsTransactionWork<T>,
-  send: StatementSender = statementSender(false),
+  send: StatementSender,
 ): Promise<T> {
   const candidate = db as Partial<ConnectingPool & TransactingDatabase>;
   if (typeof candidate.transaction === 'function') {
