@@ -89,6 +89,49 @@ export function describeProblem(problem: PaymentsFieldError): string {
 /** A logger that keeps quiet: the commands report what matters themselves, on their own lines. */
 export const QUIET_LOGGER: PaymentsLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
 
+/** The client package each store loads: what to install when it is missing. */
+export const STORE_CLIENT_PACKAGES = Object.freeze({ Redis: 'ioredis', PostgreSQL: 'pg' } as const);
+
+/**
+ * The store's client package is not installed: one line naming the variable that asked for the
+ * store and the package to install (the loader's own message has a require stack).
+ */
+export class CliStoreClientMissingError extends Error {
+  /**
+   * @param variable the store variable that names the store
+   * @param packageName the client package that could not be loaded (`ioredis` or `pg`)
+   */
+  constructor(
+    readonly variable: string,
+    readonly packageName: string,
+  ) {
+    super(`${variable} needs the package ${packageName}, which is not installed here: npm install ${packageName}`);
+    this.name = 'CliStoreClientMissingError';
+  }
+}
+
+/**
+ * Whether an error of loading a store's entry says that the package `name` itself is missing
+ * (CommonJS `MODULE_NOT_FOUND`, ES modules `ERR_MODULE_NOT_FOUND`), not a file inside it or
+ * another package it needs.
+ */
+export function isMissingPackage(error: unknown, name: string): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_MODULE_NOT_FOUND') return false;
+  const first = (error instanceof Error ? error.message : '').split('\n')[0] ?? '';
+  return first.startsWith(`Cannot find module '${name}'`) || first.startsWith(`Cannot find package '${name}'`);
+}
+
+/** Loads a store's entry, turning a missing client package into {@link CliStoreClientMissingError}. */
+async function loadStoreEntry<T>(kind: keyof typeof STORE_CLIENT_PACKAGES, variable: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    if (isMissingPackage(error, STORE_CLIENT_PACKAGES[kind])) throw new CliStoreClientMissingError(variable, STORE_CLIENT_PACKAGES[kind]);
+    throw error;
+  }
+}
+
 /** A store named by a CLI variable, not opened yet. */
 export interface CliStoreSource {
   /** `Redis` or `PostgreSQL`. */
@@ -97,7 +140,10 @@ export interface CliStoreSource {
   readonly variable: string;
   /** Where it is, without credentials. */
   readonly where: string;
-  /** Creates the store (loading `ioredis` or `pg`): the caller closes it. */
+  /**
+   * Creates the store (loading `ioredis` or `pg`): the caller closes it.
+   * @throws CliStoreClientMissingError when that package is not installed
+   */
   open(): Promise<PaymentsStore>;
 }
 
@@ -115,7 +161,7 @@ export function storeSources(env: Readonly<Record<string, string | undefined>>, 
       variable: CLI_STORE_ENV.redisUrl,
       where: printable(safeUrl(redisUrl)),
       open: async () => {
-        const { RedisPaymentsStore } = await import('../redis/index.js');
+        const { RedisPaymentsStore } = await loadStoreEntry('Redis', CLI_STORE_ENV.redisUrl, () => import('../redis/index.js'));
         return new RedisPaymentsStore(redisUrl, { logger, redisOptions: REDIS_ONE_SHOT, operationTimeoutMs: 3000 });
       },
     });
@@ -127,7 +173,7 @@ export function storeSources(env: Readonly<Record<string, string | undefined>>, 
       variable: CLI_STORE_ENV.databaseUrl,
       where: printable(safeUrl(databaseUrl)),
       open: async () => {
-        const { PostgresPaymentsStore } = await import('../postgres/index.js');
+        const { PostgresPaymentsStore } = await loadStoreEntry('PostgreSQL', CLI_STORE_ENV.databaseUrl, () => import('../postgres/index.js'));
         // createTables off: a check must not change the database.
         return new PostgresPaymentsStore(databaseUrl, { logger, createTables: false, operationTimeoutMs: 3000 });
       },

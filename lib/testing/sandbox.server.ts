@@ -284,7 +284,7 @@ export class PaymentsSandbox {
   private handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { state, faults, authorization, generateAnswer, verifyLimiter, url: baseUrl } = this;
     const log = (request: SandboxRequest) => (this.requests as SandboxRequest[]).push(request);
-    const settle = (id: string, outcome: 'paid' | 'failed') => this.settle(id, outcome);
+    const settle = (id: string, outcome: Settlement) => this.settle(id, outcome);
     return routeRequest({ state, faults, authorization, generateAnswer, verifyLimiter, signal: this.lifetime.signal, baseUrl, log, settle }, req, res);
   }
 }
