@@ -4,7 +4,7 @@
  */
 import { PAYMENTS_DEFAULTS, PaymentsApiError, PaymentsAuthenticationError, PaymentsClient, PaymentsConnectionError, webhookProbeUrl } from '../core/index.js';
 import { PAYMENTS_ENV } from '../nest/payments.config.js';
-import { CLI_STORE_ENV, CliStoreClientMissingError, describeProblem, problemVariable, QUIET_LOGGER, storeSources, type CliConfig } from './cli.config.js';
+import { CLI_STORE_ENV, describeProblem, problemVariable, QUIET_LOGGER, storeClientMissing, storeSources, type CliConfig } from './cli.config.js';
 import { printable, safeUrl, type CliIo } from './cli.io.js';
 
 /** What a check found: passed, failed, or did not apply (not configured, not asked for). */
@@ -218,8 +218,9 @@ export async function checkStores(env: CliIo['env']): Promise<DoctorCheck[]> {
       const pending = await withTimeout(store.countPending(), CHECK_TIMEOUT_MS, `${source.kind}`);
       checks.push(ok('store', `${source.kind} at ${source.where} answers (${pending} payment(s) waiting for reconciliation)`));
     } catch (error) {
-      if (error instanceof CliStoreClientMissingError) {
-        checks.push(fail('store', `${source.kind} not checked: ${error.packageName} is not installed (${source.variable} names a ${source.kind} store)`, `npm install ${error.packageName}`));
+      const missing = storeClientMissing(source, error);
+      if (missing) {
+        checks.push(fail('store', `${source.kind} not checked: ${missing.packageName} is not installed (${source.variable} names a ${source.kind} store)`, `npm install ${missing.packageName}`));
         continue;
       }
       const reason = printable(error instanceof Error ? error.message : error).slice(0, 200);

@@ -25,6 +25,9 @@ doctor, verify and outcomes read the PAYMENTS_* variables as the module does
 (docs/cli.md). Run \`nestjs-payments <command> --help\` for a command's options.
 `;
 
+/** Usage of `sandbox`: the server, then its actions on a running one. */
+export const SANDBOX_COMMAND_USAGE = `${SANDBOX_USAGE}\n${SANDBOX_ACTION_USAGE}`;
+
 /** A command: runs with the arguments after its name, resolves to the exit code. */
 type Command = (argv: readonly string[], io: CliIo) => Promise<number>;
 
@@ -32,8 +35,15 @@ const COMMANDS: Readonly<Record<string, { readonly run: Command; readonly usage:
   // The sandbox command parses its own name (it was once the only command).
   // Its actions (`sandbox pay <id>`) talk to a sandbox already running.
   sandbox: {
-    run: (argv, io) => (isSandboxAction(argv[0]) ? sandboxActionCommand(argv, io) : runSandboxCommand(['sandbox', ...argv], io)),
-    usage: `${SANDBOX_USAGE}\n${SANDBOX_ACTION_USAGE}`,
+    run: async (argv, io) => {
+      if (isSandboxAction(argv[0])) return sandboxActionCommand(argv, io);
+      if (argv.length === 1 && (argv[0] === '--help' || argv[0] === '-h')) {
+        io.stdout.write(SANDBOX_COMMAND_USAGE);
+        return 0;
+      }
+      return runSandboxCommand(['sandbox', ...argv], io);
+    },
+    usage: SANDBOX_COMMAND_USAGE,
   },
   doctor: { run: doctorCommand, usage: DOCTOR_USAGE },
   verify: { run: verifyCommand, usage: VERIFY_USAGE },

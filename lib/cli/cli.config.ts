@@ -122,14 +122,14 @@ export function isMissingPackage(error: unknown, name: string): boolean {
   return first.startsWith(`Cannot find module '${name}'`) || first.startsWith(`Cannot find package '${name}'`);
 }
 
-/** Loads a store's entry, turning a missing client package into {@link CliStoreClientMissingError}. */
-async function loadStoreEntry<T>(kind: keyof typeof STORE_CLIENT_PACKAGES, variable: string, load: () => Promise<T>): Promise<T> {
-  try {
-    return await load();
-  } catch (error) {
-    if (isMissingPackage(error, STORE_CLIENT_PACKAGES[kind])) throw new CliStoreClientMissingError(variable, STORE_CLIENT_PACKAGES[kind]);
-    throw error;
-  }
+/**
+ * The error as a missing client package of that store (its entry may load the package at once
+ * or on first use), or undefined when it is something else.
+ */
+export function storeClientMissing(source: Pick<CliStoreSource, 'kind' | 'variable'>, error: unknown): CliStoreClientMissingError | undefined {
+  if (error instanceof CliStoreClientMissingError) return error;
+  const name = STORE_CLIENT_PACKAGES[source.kind];
+  return isMissingPackage(error, name) ? new CliStoreClientMissingError(source.variable, name) : undefined;
 }
 
 /** A store named by a CLI variable, not opened yet. */
@@ -140,10 +140,7 @@ export interface CliStoreSource {
   readonly variable: string;
   /** Where it is, without credentials. */
   readonly where: string;
-  /**
-   * Creates the store (loading `ioredis` or `pg`): the caller closes it.
-   * @throws CliStoreClientMissingError when that package is not installed
-   */
+  /** Creates the store (loading `ioredis` or `pg`, see {@link storeClientMissing}): the caller closes it. */
   open(): Promise<PaymentsStore>;
 }
 
@@ -161,7 +158,7 @@ export function storeSources(env: Readonly<Record<string, string | undefined>>, 
       variable: CLI_STORE_ENV.redisUrl,
       where: printable(safeUrl(redisUrl)),
       open: async () => {
-        const { RedisPaymentsStore } = await loadStoreEntry('Redis', CLI_STORE_ENV.redisUrl, () => import('../redis/index.js'));
+        const { RedisPaymentsStore } = await import('../redis/index.js');
         return new RedisPaymentsStore(redisUrl, { logger, redisOptions: REDIS_ONE_SHOT, operationTimeoutMs: 3000 });
       },
     });
@@ -173,7 +170,7 @@ export function storeSources(env: Readonly<Record<string, string | undefined>>, 
       variable: CLI_STORE_ENV.databaseUrl,
       where: printable(safeUrl(databaseUrl)),
       open: async () => {
-        const { PostgresPaymentsStore } = await loadStoreEntry('PostgreSQL', CLI_STORE_ENV.databaseUrl, () => import('../postgres/index.js'));
+        const { PostgresPaymentsStore } = await import('../postgres/index.js');
         // createTables off: a check must not change the database.
         return new PostgresPaymentsStore(databaseUrl, { logger, createTables: false, operationTimeoutMs: 3000 });
       },
