@@ -220,7 +220,13 @@ export async function checkStores(env: CliIo['env']): Promise<DoctorCheck[]> {
     } catch (error) {
       const missing = storeClientMissing(source, error);
       if (missing) {
-        checks.push(fail('store', `${source.kind} not checked: ${missing.packageName} is not installed (${source.variable} names a ${source.kind} store)`, `npm install ${missing.packageName}`));
+        checks.push(
+          fail(
+            'store',
+            `${source.kind} not checked: ${missing.packageName} is not installed (${source.variable} names a ${source.kind} store)`,
+            `npm install ${missing.packageName}`,
+          ),
+        );
         continue;
       }
       const reason = printable(error instanceof Error ? error.message : error).slice(0, 200);

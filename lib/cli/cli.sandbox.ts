@@ -48,7 +48,8 @@ interface ControlAnswer {
 /** The line printed for a settled payment, and whether the command succeeded. */
 export function settledLine(answer: ControlAnswer): { line: string; ok: boolean } {
   const head = `payment ${printable(answer.paymentId)}: ${printable(answer.state)} (verify now answers ${printable(answer.status)})`;
-  if (!answer.attempts) return { line: `${head}; no webhook sent${answer.status === 'EXPIRED' ? ' (none on expiry)' : ' (the payment has no webhook URL)'}`, ok: true };
+  if (!answer.attempts)
+    return { line: `${head}; no webhook sent${answer.status === 'EXPIRED' ? ' (none on expiry)' : ' (the payment has no webhook URL)'}`, ok: true };
   const attempts = `${answer.attempts} attempt${answer.attempts === 1 ? '' : 's'}`;
   if (answer.delivered) return { line: `${head}; webhook delivered (HTTP ${answer.lastStatus ?? '?'}, ${attempts})`, ok: true };
   const why = answer.lastStatus !== undefined ? `last answer HTTP ${answer.lastStatus}` : printable(answer.webhookError ?? 'no answer');
@@ -72,7 +73,8 @@ export async function sandboxActionCommand(argv: readonly string[], io: CliIo): 
   }
   const [action, paymentId, extra] = parsed.positionals;
   if (!isSandboxAction(action)) throw new CliUsageError(`unknown sandbox action: ${action ?? '(none)'}`);
-  if (paymentId === undefined || paymentId === '') throw new CliUsageError(`sandbox ${action} needs a payment id: nestjs-payments sandbox ${action} <paymentId>`);
+  if (paymentId === undefined || paymentId === '')
+    throw new CliUsageError(`sandbox ${action} needs a payment id: nestjs-payments sandbox ${action} <paymentId>`);
   if (extra !== undefined) throw new CliUsageError(`unexpected argument: ${extra}`);
   const base = parsed.values.url ?? io.env[PAYMENTS_ENV.baseUrl] ?? `http://127.0.0.1:${CLI_DEFAULT_PORT}`;
   let target: URL;

@@ -63,7 +63,11 @@ export class PersistentSandboxState extends SandboxState {
     if (saved) {
       this.orderCounter = saved.orderCounter;
       for (const record of saved.payments) this.paymentsById.set(record.paymentId, { ...record });
-      for (const [clientId, list] of saved.bindings) this.bindingsByClient.set(clientId, list.map((b) => Object.freeze({ ...b })));
+      for (const [clientId, list] of saved.bindings)
+        this.bindingsByClient.set(
+          clientId,
+          list.map((b) => Object.freeze({ ...b })),
+        );
     }
   }
 

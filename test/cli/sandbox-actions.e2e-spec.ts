@@ -39,7 +39,8 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
     await cli?.remove();
   });
 
-  const newPayment = async (preAuthorization = false) => (await client.generatePayment({ amount: '4200', developerTrackingId: 'order-cli', preAuthorization })).paymentId;
+  const newPayment = async (preAuthorization = false) =>
+    (await client.generatePayment({ amount: '4200', developerTrackingId: 'order-cli', preAuthorization })).paymentId;
   const run = (...args: string[]) => runCliProcess(cli, ['sandbox', ...args, '--url', sandbox.url], {});
 
   it('pay: the payment is paid and its webhook delivered to the app', async () => {
@@ -63,7 +64,10 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
   it('preauthorize: holds a pre-authorization, and is refused for a standard payment', async () => {
     const held = await newPayment(true);
     const result = await run('preauthorize', held);
-    expect([result.code, result.stdout]).toEqual([0, `payment ${held}: preauthorized (verify now answers PREAUTH_SUCCESS); webhook delivered (HTTP 200, 1 attempt)\n`]);
+    expect([result.code, result.stdout]).toEqual([
+      0,
+      `payment ${held}: preauthorized (verify now answers PREAUTH_SUCCESS); webhook delivered (HTTP 200, 1 attempt)\n`,
+    ]);
     const standard = await newPayment();
     const refused = await run('preauthorize', standard);
     expect([refused.code, refused.stderr]).toEqual([1, `nestjs-payments: payment ${standard} is not a pre-authorization: use pay\n`]);
@@ -80,7 +84,11 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
 
   it('an unknown payment, or one already settled: one line saying so, exit 1', async () => {
     const unknown = await run('pay', 'pay_nobody_made_this');
-    expect([unknown.code, unknown.stdout, unknown.stderr]).toEqual([1, '', 'nestjs-payments: unknown payment: the sandbox has no payment pay_nobody_made_this\n']);
+    expect([unknown.code, unknown.stdout, unknown.stderr]).toEqual([
+      1,
+      '',
+      'nestjs-payments: unknown payment: the sandbox has no payment pay_nobody_made_this\n',
+    ]);
     const id = await newPayment();
     await run('pay', id);
     const again = await run('fail', id);
@@ -93,7 +101,9 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
     try {
       const result = await run('pay', id);
       expect(result.code).toBe(1);
-      expect(result.stderr).toBe(`nestjs-payments: payment ${id}: paid (verify now answers SUCCESS); webhook NOT delivered after 3 attempts (last answer HTTP 500): is the app running at its webhook URL?\n`);
+      expect(result.stderr).toBe(
+        `nestjs-payments: payment ${id}: paid (verify now answers SUCCESS); webhook NOT delivered after 3 attempts (last answer HTTP 500): is the app running at its webhook URL?\n`,
+      );
     } finally {
       answer = 200;
     }
@@ -105,7 +115,10 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
     expect(viaEnv.code).toBe(0);
     const dead = `http://127.0.0.1:${await closedPort()}`;
     const none = await runCliProcess(cli, ['sandbox', 'pay', id, '--url', dead], {});
-    expect([none.code, none.stderr]).toEqual([1, `nestjs-payments: no sandbox answers at ${dead}: start one with npx nestjs-payments sandbox, or give its address with --url\n`]);
+    expect([none.code, none.stderr]).toEqual([
+      1,
+      `nestjs-payments: no sandbox answers at ${dead}: start one with npx nestjs-payments sandbox, or give its address with --url\n`,
+    ]);
   });
 
   it('a usage error names what is missing; --help prints the actions', async () => {

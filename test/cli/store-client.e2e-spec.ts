@@ -76,7 +76,9 @@ describe('isMissingPackage: the loader says the package itself is missing', () =
       system === 'require'
         ? `try { require(${JSON.stringify(name)}) } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`
         : `import(${JSON.stringify(name)}).catch((e) => console.log(JSON.stringify({ code: e.code, message: e.message })))`;
-    const out = execFileSync(process.execPath, [system === 'require' ? '-e' : '--input-type=module', ...(system === 'import' ? ['-e'] : []), script], { cwd: dir });
+    const out = execFileSync(process.execPath, [system === 'require' ? '-e' : '--input-type=module', ...(system === 'import' ? ['-e'] : []), script], {
+      cwd: dir,
+    });
     const { code, message } = JSON.parse(out.toString()) as { code: string; message: string };
     return Object.assign(new Error(message), { code });
   }

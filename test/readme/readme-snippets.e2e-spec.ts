@@ -23,7 +23,6 @@ import { APP_GUARD, Reflector } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
-import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
@@ -32,7 +31,6 @@ import {
   PaymentsModule,
   PaymentsService,
   type PaymentConfirmedEvent,
-  type PaymentsClient,
   type PaymentsStore,
 } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
@@ -120,7 +118,11 @@ const SCENARIOS: Scenario[] = [
         expect(pay.status).toBe(303);
         const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
         expect(orders.find('order-7')).toMatchObject({ paymentId, status: 'new' });
-        expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-7', successLink: 'http://localhost:3000/orders/order-7/back' });
+        expect(sandbox.getPayment(paymentId)).toMatchObject({
+          amount: '12500',
+          developerTrackingId: 'order-7',
+          successLink: 'http://localhost:3000/orders/order-7/back',
+        });
         expect(await (await fetch(`${url}/orders/order-7/back`)).text()).toBe('Processing, refresh in a moment.');
         await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
         expect(orders.find('order-7')?.status).toBe('paid');
@@ -291,51 +293,49 @@ SCENARIOS.push(
   },
 );
 
-SCENARIOS.push(
-  {
-    name: 'Quick start (Express): startShop(0) listens on a free port, names it in its links, marks orders paid and answers 404 for no payment',
-    uses: ['startShop'],
-    async run({ exports, sandbox }) {
-      const startShop = exports.startShop as (port: number) => Promise<{
-        url: string;
-        server: Server;
-        orders: Map<string, { paymentId?: string; status: string }>;
-        stop(): Promise<void>;
-      }>;
-      const log = jest.spyOn(console, 'log').mockImplementation(() => undefined);
-      const webhookUrl = process.env.PAYMENTS_WEBHOOK_PUBLIC_URL;
-      delete process.env.PAYMENTS_WEBHOOK_PUBLIC_URL; // the shop's own address, then
-      const shop = await startShop(0);
-      try {
-        expect(shop.url).toMatch(/^http:\/\/localhost:[1-9]\d*$/);
-        const pay = await fetch(`${shop.url}/orders/order-8/pay`, { method: 'POST', redirect: 'manual' });
-        expect(pay.status).toBe(303);
-        const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
-        expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-8', successLink: `${shop.url}/orders/order-8/back` });
-        expect(sandbox.getPayment(paymentId)?.webhook?.startsWith(`${shop.url}/payments/webhook/`)).toBe(true);
-        expect(await (await fetch(`${shop.url}/orders/order-8/back`)).text()).toBe('pending');
-        await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
-        expect(log).toHaveBeenCalledWith('order order-8 paid');
-        expect(shop.orders.get('order-8')?.status).toBe('paid');
-        expect(await (await fetch(`${shop.url}/orders/order-8/back?payment_id=someone-elses`)).text()).toBe('confirmed');
-        expect((await fetch(`${shop.url}/orders/order-404/back?payment_id=${paymentId}`)).status).toBe(404);
+SCENARIOS.push({
+  name: 'Quick start (Express): startShop(0) listens on a free port, names it in its links, marks orders paid and answers 404 for no payment',
+  uses: ['startShop'],
+  async run({ exports, sandbox }) {
+    const startShop = exports.startShop as (port: number) => Promise<{
+      url: string;
+      server: Server;
+      orders: Map<string, { paymentId?: string; status: string }>;
+      stop(): Promise<void>;
+    }>;
+    const log = jest.spyOn(console, 'log').mockImplementation(() => undefined);
+    const webhookUrl = process.env.PAYMENTS_WEBHOOK_PUBLIC_URL;
+    delete process.env.PAYMENTS_WEBHOOK_PUBLIC_URL; // the shop's own address, then
+    const shop = await startShop(0);
+    try {
+      expect(shop.url).toMatch(/^http:\/\/localhost:[1-9]\d*$/);
+      const pay = await fetch(`${shop.url}/orders/order-8/pay`, { method: 'POST', redirect: 'manual' });
+      expect(pay.status).toBe(303);
+      const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
+      expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-8', successLink: `${shop.url}/orders/order-8/back` });
+      expect(sandbox.getPayment(paymentId)?.webhook?.startsWith(`${shop.url}/payments/webhook/`)).toBe(true);
+      expect(await (await fetch(`${shop.url}/orders/order-8/back`)).text()).toBe('pending');
+      await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+      expect(log).toHaveBeenCalledWith('order order-8 paid');
+      expect(shop.orders.get('order-8')?.status).toBe('paid');
+      expect(await (await fetch(`${shop.url}/orders/order-8/back?payment_id=someone-elses`)).text()).toBe('confirmed');
+      expect((await fetch(`${shop.url}/orders/order-404/back?payment_id=${paymentId}`)).status).toBe(404);
 
-        const declined = sandboxPaymentOf(
-          sandbox,
-          (await fetch(`${shop.url}/orders/order-9/pay`, { method: 'POST', redirect: 'manual' })).headers.get('location')!,
-        );
-        await expect(sandbox.failPayment(declined)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
-        expect(log).toHaveBeenCalledWith('order order-9 not paid: FAILURE');
-        expect(shop.orders.get('order-9')?.status).toBe('not paid');
-      } finally {
-        log.mockRestore();
-        process.env.PAYMENTS_WEBHOOK_PUBLIC_URL = webhookUrl;
-        await shop.stop();
-      }
-      expect(shop.server.listening).toBe(false);
-    },
+      const declined = sandboxPaymentOf(
+        sandbox,
+        (await fetch(`${shop.url}/orders/order-9/pay`, { method: 'POST', redirect: 'manual' })).headers.get('location')!,
+      );
+      await expect(sandbox.failPayment(declined)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+      expect(log).toHaveBeenCalledWith('order order-9 not paid: FAILURE');
+      expect(shop.orders.get('order-9')?.status).toBe('not paid');
+    } finally {
+      log.mockRestore();
+      process.env.PAYMENTS_WEBHOOK_PUBLIC_URL = webhookUrl;
+      await shop.stop();
+    }
+    expect(shop.server.listening).toBe(false);
   },
-);
+});
 
 const FRAGMENTS: Fragment[] = [
   {

@@ -74,6 +74,8 @@ describe('the sandbox state file', () => {
   it('a file that is not a state file stops the start, saying so', async () => {
     const stateFile = join(dir, 'not-state.json');
     await writeFile(stateFile, '{"hello":"world"}');
-    await expect(PaymentsSandbox.start({ stateFile })).rejects.toThrow(`PaymentsSandbox: ${stateFile} is not a state file of this sandbox (version 1); move it away to start afresh`);
+    await expect(PaymentsSandbox.start({ stateFile })).rejects.toThrow(
+      `PaymentsSandbox: ${stateFile} is not a state file of this sandbox (version 1); move it away to start afresh`,
+    );
   });
 });
