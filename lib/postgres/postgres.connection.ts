@@ -5,6 +5,7 @@ import { storeStatements, type StoreStatements } from './postgres.statements.js'
 import type { PaymentsTransactionWork } from '../core/store/store.transaction.js';
 import { assertTransactional, runPostgresTransaction } from './postgres.transaction.js';
 import { isPgConnection, statementSender, type StatementSender } from './postgres.prepared.js';
+import { PgliteHold } from './postgres.pglite.js';
 
 /** The part of a `pg` Pool the store uses when it creates one. */
 interface OwnedPool extends PostgresQueryable {
@@ -32,6 +33,8 @@ export class PostgresConnection {
   readonly #logger: PaymentsLogger;
   /** Sends the store's statements (named prepared statements where the connection takes them). */
   readonly #sendStatement: StatementSender;
+  /** Makes a handler's statement on a PGlite instance held by its transaction fail at once. */
+  readonly #pglite = new PgliteHold();
   #pool: Promise<OwnedPool> | undefined;
   #ready: Promise<void> | undefined;
   #writes = 0;
@@ -63,7 +66,12 @@ export class PostgresConnection {
     this.#cleanupEvery = resolved.cleanupEveryWrites;
     this.#logger = options.logger ?? defaultPaymentsLogger;
     this.transactional = resolved.transactional;
-    this.#sendStatement = statementSender(resolved.preparedStatements ?? (this.#given === undefined || isPgConnection(this.#given)));
+    this.#sendStatement = statementSender(resolved.preparedStatements ?? (this.#given === undefined || isPgConnection(this.#given)), (error) =>
+      this.#logger.warn(
+        `PostgreSQL store: the database refused a named prepared statement (${error.message}): a pooler in transaction mode such as PgBouncer? ` +
+          'The store sends its statements unnamed from now on; set preparedStatements: false to start that way.',
+      ),
+    );
     if (this.transactional && this.#given) assertTransactional(this.#given);
   }
 
@@ -76,7 +84,7 @@ export class PostgresConnection {
     if (this.#closing) throw new Error('PostgresPaymentsStore: runInTransaction called after close()');
     const db = await this.#database();
     await this.#ensureTables(db);
-    return runPostgresTransaction(db, this.sql, this.#timeoutMs, work, this.#sendStatement);
+    return runPostgresTransaction(db, this.sql, this.#timeoutMs, work, this.#sendStatement, this.#pglite);
   }
 
   /**
