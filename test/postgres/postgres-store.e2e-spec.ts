@@ -138,6 +138,26 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
     });
   });
 
+  describe('the shared clock', () => {
+    it('now() answers the server clock in epoch ms, the same for every instance whatever its own clock', async () => {
+      const [a, b] = [new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA }), new PostgresPaymentsStore(POSTGRES_URL, { schema: RUN_SCHEMA })];
+      try {
+        const clock = async () =>
+          (await admin.query<{ ms: number }>('SELECT (extract(epoch from clock_timestamp()) * 1000)::float8 AS ms')).rows[0].ms;
+        const before = await clock();
+        const readings = [await a.now(), await b.now()];
+        const after = await clock();
+        for (const now of readings) {
+          expect(now).toBeGreaterThanOrEqual(before);
+          expect(now).toBeLessThanOrEqual(after);
+        }
+        expect(readings[0]).toBeLessThanOrEqual(readings[1]);
+      } finally {
+        await b.close();
+      }
+    });
+  });
+
   describe('two instances on two pools', () => {
     let pools: pg.Pool[];
     let a: PostgresPaymentsStore;
