@@ -6,6 +6,7 @@ import type { PaymentsTransactionWork } from '../core/store/store.transaction.js
 import { assertTransactional, runPostgresTransaction } from './postgres.transaction.js';
 import { isPgConnection, statementSender, type StatementSender } from './postgres.prepared.js';
 import { PgliteHold } from './postgres.pglite.js';
+import { databaseError } from './postgres.errors.js';
 
 /** The part of a `pg` Pool the store uses when it creates one. */
 interface OwnedPool extends PostgresQueryable {
@@ -145,6 +146,8 @@ export class PostgresConnection {
         await this.#ensureTables(db);
         const result = await this.#sendStatement(db, text, params);
         return Array.isArray(result?.rows) ? result.rows : [];
+      }).catch((error: unknown) => {
+        throw databaseError(operation, error);
       }),
     );
     // The late result of a timed-out query is dropped, not left as an unhandled rejection.

@@ -1,9 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { nestedStatement, transactionControl, type NestedStatement, type TransactionControl } from '../../lib/postgres/postgres.control.js';
 import { isPreparedStatementClash } from '../../lib/postgres/postgres.prepared.js';
+import { databaseError, isUnreachable } from '../../lib/postgres/postgres.errors.js';
 
-// The rules that keep a handler inside its outcome's transaction, and the one that tells a
-// pooler's prepared-statement clash from any other error: pure functions, table-tested.
+// The rules that keep a handler inside its outcome's transaction, the one that tells a pooler's
+// prepared-statement clash from any other error, and the one that tells an unreachable database
+// from one that answered: pure functions, table-tested.
 
 describe('transactionControl: what a statement does to the transaction', () => {
   it.each<[string, TransactionControl]>([
@@ -79,5 +81,26 @@ describe('isPreparedStatementClash: a pooler refusing one of the store’s named
     ['nothing', undefined, false],
   ])('%s: %s', (_what, error, expected) => {
     expect(isPreparedStatementClash(error)).toBe(expected);
+  });
+});
+
+describe('isUnreachable and databaseError: unreachable, or reachable and refusing', () => {
+  it.each<[string, unknown, boolean]>([
+    ['connection refused', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), true],
+    ['connection ended', new Error('Connection terminated unexpectedly'), true],
+    ['server shutting down', { code: '57P01', message: 'terminating connection due to administrator command' }, true],
+    ['server starting', { code: '57P03', message: 'the database system is starting up' }, true],
+    ['too many connections', { code: '53300', message: 'sorry, too many clients already' }, true],
+    ['protocol violation (a pooler refusing a startup parameter)', { code: '08P01', message: 'unsupported startup parameter: x' }, true],
+    ['missing table', { code: '42P01', message: 'relation "payments_events" does not exist' }, false],
+    ['no permission', { code: '42501', message: 'permission denied for table payments_events' }, false],
+    ['prepared statement clash', { code: '42P05', message: 'prepared statement "nestjs_payments_1" already exists' }, false],
+    ['read-only replica', { code: '25006', message: 'cannot execute INSERT in a read-only transaction' }, false],
+  ])('%s: unreachable %s', (_what, error, unreachable) => {
+    expect(isUnreachable(error)).toBe(unreachable);
+    const reported = databaseError('claim', error);
+    expect(reported.message).toMatch(unreachable ? /^PostgresPaymentsStore: claim: could not reach the database: / : /^PostgresPaymentsStore: claim: the database is reachable but refused the statement \(SQLSTATE \w+;/);
+    expect(reported.message).not.toMatch(unreachable ? /reachable but/ : /could not reach|unreachable/);
+    expect(reported.cause).toBe(error);
   });
 });

@@ -381,6 +381,17 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
       await pool.end();
     });
 
+    it('says a reachable database that refuses the statements (no tables) is reachable, and an absent one is not', async () => {
+      const quiet = { log: () => {}, warn: () => {}, error: () => {} };
+      const refusing = new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA, tablePrefix: 'never_created_', createTables: false, logger: quiet });
+      const refusal = await refusing.claim('e', 'o', LONG_MS).catch((error: Error) => error);
+      expect(String(refusal)).toMatch(/claim: the database is reachable but refused the statement \(SQLSTATE 42P01;.*never_created_events/);
+      expect(String(refusal)).not.toMatch(/unreachable|could not reach/);
+      const absent = new PostgresPaymentsStore('postgres://postgres@127.0.0.1:1/test', { operationTimeoutMs: 3000, logger: quiet });
+      await expect(absent.claim('e', 'o', LONG_MS)).rejects.toThrow(/claim: could not reach the database: .*ECONNREFUSED/);
+      await absent.close();
+    });
+
     it('rejects operations within operationTimeoutMs when the server is unreachable', async () => {
       const store = new PostgresPaymentsStore('postgres://postgres@127.0.0.1:1/test', {
         operationTimeoutMs: 1000,
