@@ -85,8 +85,9 @@ export function guardedPgClient<C extends object>(client: C, guard: TransactionG
           let statement: unknown;
           try {
             statement = rewriteStatement(first, guard);
-          } catch (error) {
-            const callback = rest.find((arg) => typeof arg === 'function') as ((e: unknown) => void) | undefined;
+          } catch (thrown) {
+            const error = thrown instanceof Error ? thrown : new Error(String(thrown));
+            const callback = rest.find((arg) => typeof arg === 'function') as ((e: Error) => void) | undefined;
             if (!callback) return Promise.reject(error);
             queueMicrotask(() => callback(error));
             return undefined;

@@ -122,7 +122,7 @@ export async function runPostgresTransaction<T>(
       if (isConnectionError(error)) broken = asError(error);
       throw error;
     });
-    guard.began(xidOf(began as PostgresQueryResult | PostgresQueryResult[]));
+    guard.began(xidOf(began));
     let result: T;
     try {
       result = await work(scopeOf(client, guardedPgClient(client, guard), sql, false, send, guard));

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { describeWithService } from '../support/services.js';
@@ -89,7 +89,15 @@ describeWithService(!missing, missing ?? '')('behind PgBouncer in transaction mo
           owner: 'me',
           claim: 'done' as const,
           doneTtlMs: LONG_MS,
-          record: { paymentId: key, outcome: 'confirmed' as const, status: 'SUCCESS', source: 'webhook' as const, handlers: 'succeeded' as const, amount: '1', updatedAt: new Date().toISOString() },
+          record: {
+            paymentId: key,
+            outcome: 'confirmed' as const,
+            status: 'SUCCESS',
+            source: 'webhook' as const,
+            handlers: 'succeeded' as const,
+            amount: '1',
+            updatedAt: new Date().toISOString(),
+          },
           attemptsAdded: 1,
           recordTtlMs: LONG_MS,
         };

@@ -99,7 +99,11 @@ describe('isUnreachable and databaseError: unreachable, or reachable and refusin
   ])('%s: unreachable %s', (_what, error, unreachable) => {
     expect(isUnreachable(error)).toBe(unreachable);
     const reported = databaseError('claim', error);
-    expect(reported.message).toMatch(unreachable ? /^PostgresPaymentsStore: claim: could not reach the database: / : /^PostgresPaymentsStore: claim: the database is reachable but refused the statement \(SQLSTATE \w+;/);
+    expect(reported.message).toMatch(
+      unreachable
+        ? /^PostgresPaymentsStore: claim: could not reach the database: /
+        : /^PostgresPaymentsStore: claim: the database is reachable but refused the statement \(SQLSTATE \w+;/,
+    );
     expect(reported.message).not.toMatch(unreachable ? /reachable but/ : /could not reach|unreachable/);
     expect(reported.cause).toBe(error);
   });

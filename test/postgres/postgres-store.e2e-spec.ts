@@ -142,8 +142,7 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
     it('now() answers the server clock in epoch ms, the same for every instance whatever its own clock', async () => {
       const [a, b] = [new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA }), new PostgresPaymentsStore(POSTGRES_URL, { schema: RUN_SCHEMA })];
       try {
-        const clock = async () =>
-          (await admin.query<{ ms: number }>('SELECT (extract(epoch from clock_timestamp()) * 1000)::float8 AS ms')).rows[0].ms;
+        const clock = async () => (await admin.query<{ ms: number }>('SELECT (extract(epoch from clock_timestamp()) * 1000)::float8 AS ms')).rows[0].ms;
         const before = await clock();
         const readings = [await a.now(), await b.now()];
         const after = await clock();

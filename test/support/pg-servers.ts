@@ -115,7 +115,10 @@ export async function startPgBouncer(target: { host: string; port: number }): Pr
   const [uid, gid] = postgresIds();
   const child: ChildProcess = spawn(PGBOUNCER, [path.join(dir, 'pgbouncer.ini')], { stdio: 'ignore', uid, gid });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await waitFor(() => canConnect('127.0.0.1', port), () => `PgBouncer did not start: ${readLog(path.join(dir, 'log'))}`);
+  await waitFor(
+    () => canConnect('127.0.0.1', port),
+    () => `PgBouncer did not start: ${readLog(path.join(dir, 'log'))}`,
+  );
   return {
     port,
     url: (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`,
