@@ -1,16 +1,18 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
 import { canConnect } from './services.js';
+import { OwnPostgres, postgresServerAvailable } from '../faults/support/own-servers.js';
+
+export type { OwnPostgres };
 
 // PostgreSQL servers and PgBouncers of the tests' own, for what the shared server must not
 // undergo: a restart mid-run, a pooler in transaction mode in front. Each lives in a temp dir, on
-// a free port of the range given, run as the `postgres` user (neither runs as root), and is
+// a free port of the range given, runs as the `postgres` user (neither runs as root), and is
 // stopped and deleted by the test that started it.
 
-const PG_BIN = process.env.PG_BIN ?? firstExisting(['/usr/lib/postgresql/17/bin', '/usr/lib/postgresql/16/bin', '/usr/lib/postgresql/15/bin']);
 const PGBOUNCER = process.env.PGBOUNCER ?? '/usr/sbin/pgbouncer';
 
 /** Port ranges of these servers (TEST_PG_PORTS / TEST_PGBOUNCER_PORTS as `from-to`). */
@@ -21,58 +23,18 @@ export const PORTS = {
 
 /** Why the servers cannot be started here, or undefined when they can. */
 export function ownServersMissing(): string | undefined {
-  if (!PG_BIN) return 'no PostgreSQL server binaries (/usr/lib/postgresql/*/bin)';
+  if (!postgresServerAvailable()) return 'no PostgreSQL server binaries (PG_BIN) or no postgres user';
   if (!existsSync(PGBOUNCER)) return `no PgBouncer at ${PGBOUNCER} (apt package pgbouncer)`;
   if (process.getuid?.() !== 0) return 'starting PostgreSQL and PgBouncer as the postgres user needs root';
   return undefined;
 }
 
-/** A PostgreSQL server of the test's own. */
-export interface OwnPostgres {
-  port: number;
-  /** `postgres://postgres@127.0.0.1:<port>/postgres` */
-  url: string;
-  /** Stops it (`fast`: open connections are ended), then starts it again on the same port and data. */
-  restart(): Promise<void>;
-  stop(): void;
-  start(): Promise<void>;
-  /** Stops it and deletes its data. */
-  destroy(): void;
-}
-
-/** initdb in a temp dir and starts the server on a free port. */
+/**
+ * A PostgreSQL server of the test's own (the fault tests' {@link OwnPostgres}) on a free port of
+ * {@link PORTS}.postgres; `down()` stops it at once, as a crash would, `up()` starts it again.
+ */
 export async function startPostgres(): Promise<OwnPostgres> {
-  const dir = ownedTempDir('nestjs-payments-pg-');
-  const data = path.join(dir, 'data');
-  asPostgres(path.join(PG_BIN!, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
-  const port = await freePort(PORTS.postgres);
-  const options = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c fsync=off -c max_connections=60 -c shared_buffers=16MB`;
-  const pgCtl = (args: string[]) => asPostgres(path.join(PG_BIN!, 'pg_ctl'), ['-D', data, '-w', '-t', '30', ...args]);
-  const start = async () => {
-    pgCtl(['-l', path.join(dir, 'log'), '-o', options, 'start']);
-    await waitFor(() => canConnect('127.0.0.1', port));
-  };
-  const stop = () => {
-    if (existsSync(path.join(data, 'postmaster.pid'))) pgCtl(['-m', 'fast', 'stop']);
-  };
-  await start();
-  return {
-    port,
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    start,
-    stop,
-    restart: async () => {
-      stop();
-      await start();
-    },
-    destroy: () => {
-      try {
-        stop();
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
-  };
+  return OwnPostgres.start(await freePort(PORTS.postgres));
 }
 
 /** A PgBouncer of the test's own. */
@@ -131,11 +93,6 @@ export async function startPgBouncer(target: { host: string; port: number }): Pr
   };
 }
 
-function asPostgres(command: string, args: string[]): void {
-  const [uid, gid] = postgresIds();
-  execFileSync(command, args, { stdio: 'pipe', uid, gid, cwd: '/tmp' });
-}
-
 function ownedTempDir(prefix: string): string {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
   chownSync(dir, ...postgresIds());
@@ -185,8 +142,4 @@ function readLog(file: string): string {
 function range(text: string): { from: number; to: number } {
   const [from, to] = text.split('-').map(Number);
   return { from, to };
-}
-
-function firstExisting(paths: string[]): string | undefined {
-  return paths.find((p) => existsSync(path.join(p, 'postgres')));
 }

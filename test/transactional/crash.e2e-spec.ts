@@ -222,7 +222,7 @@ describe(`SIGKILL inside transactional handlers, ${LIVES.pglite} kills on PGlite
         await crashLoop({ DATABASE_URL: bouncer.url('crash_bouncer') }, LIVES.pgbouncer);
       } finally {
         await bouncer.stop();
-        server.destroy();
+        await server.remove();
       }
     }, 180_000);
 
@@ -232,7 +232,8 @@ describe(`SIGKILL inside transactional handlers, ${LIVES.pglite} kills on PGlite
       try {
         await crashLoop({ DATABASE_URL: server.url }, LIVES.restarts, async (life, app) => {
           if (life % RESTART_EVERY !== 1) return;
-          await server.restart();
+          await server.down();
+          await server.up();
           restarts += 1;
           await settle(300);
           // The transaction's connection ended under a handler: that attempt fails, not the process.
@@ -240,7 +241,7 @@ describe(`SIGKILL inside transactional handlers, ${LIVES.pglite} kills on PGlite
         });
         expect(restarts).toBe(Math.ceil((LIVES.restarts - 1) / RESTART_EVERY));
       } finally {
-        server.destroy();
+        await server.remove();
       }
     }, 180_000);
   });
