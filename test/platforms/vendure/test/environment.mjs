@@ -1,0 +1,135 @@
+// Shared by the tests: a Vendure test server (sql.js or PostgreSQL) with the plugin, a
+// PaymentsSandbox as the service, and the shop's checkout as a storefront does it.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { mergeConfig, EventBus, DefaultLogger, LogLevel } from '@vendure/core';
+import { createTestEnvironment, registerInitializer, SqljsInitializer, PostgresInitializer, testConfig } from '@vendure/testing';
+import { parse } from 'graphql';
+import { PaymentsSandbox } from 'nestjs-payments/testing';
+import { NestjsPaymentsPlugin, NestjsPaymentsUnexpectedPaymentEvent } from 'nestjs-payments/vendure';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const gql = (text) => parse(text);
+export const WEBHOOK_SECRET = 'vendure-test-webhook-secret-0123456789abcdef';
+
+const initialData = {
+  defaultLanguage: 'en',
+  defaultZone: 'Africa',
+  taxRates: [{ name: 'Standard Tax', percentage: 19 }],
+  shippingMethods: [{ name: 'Rapid Poste', price: 700 }],
+  paymentMethods: [{ name: 'Card (nestjs-payments)', handler: { code: 'nestjs-payments', arguments: [] } }],
+  countries: [{ name: 'Tunisia', code: 'TN', zone: 'Africa' }],
+  collections: [],
+};
+
+/**
+ * Starts the environment. `db`: 'sqljs' or 'postgres'; `port`: Vendure's; `plugin`: extra plugin options.
+ */
+export async function startEnvironment({ db = 'sqljs', port, plugin = {} }) {
+  const sandbox = await PaymentsSandbox.start();
+  if (db === 'sqljs') registerInitializer('sqljs', new SqljsInitializer(path.join(HERE, '..', '__data__')));
+  else registerInitializer('postgres', new PostgresInitializer());
+  const dbConnectionOptions =
+    db === 'postgres'
+      ? {
+          type: 'postgres',
+          host: '127.0.0.1',
+          port: 5432,
+          username: 'postgres',
+          password: '',
+          database: process.env.VENDURE_PG_DATABASE ?? 'vendure_np_test',
+          schema: 'public',
+          synchronize: true,
+        }
+      : undefined;
+  const config = mergeConfig(testConfig, {
+    apiOptions: { port },
+    logger: new DefaultLogger({ level: process.env.VENDURE_LOG ? LogLevel.Verbose : LogLevel.Error }),
+    ...(dbConnectionOptions ? { dbConnectionOptions } : {}),
+    plugins: [
+      NestjsPaymentsPlugin.init(
+        sandbox.options({
+          webhook: { publicUrl: `http://127.0.0.1:${port}/nestjs-payments/webhook`, secret: WEBHOOK_SECRET },
+          ...plugin,
+        }),
+      ),
+    ],
+  });
+  const { server, adminClient, shopClient } = createTestEnvironment(config);
+  try {
+    await server.init({ initialData, productsCsvPath: path.join(HERE, '..', 'fixtures', 'products.csv'), customerCount: 1 });
+  } catch (error) {
+    await sandbox.close();
+    throw error;
+  }
+  await adminClient.asSuperAdmin();
+  // The service takes dinars: the default channel sells in TND (its prices are moved to TND).
+  await adminClient.query(
+    gql(
+      `mutation { updateChannel(input: { id: "T_1", defaultCurrencyCode: TND, availableCurrencyCodes: [TND] }) { ... on Channel { id defaultCurrencyCode } } }`,
+    ),
+  );
+  const unexpected = [];
+  server.app
+    .get(EventBus)
+    .ofType(NestjsPaymentsUnexpectedPaymentEvent)
+    .subscribe((event) => unexpected.push(event));
+  return {
+    server,
+    adminClient,
+    shopClient,
+    sandbox,
+    unexpected,
+    async close() {
+      await server.destroy();
+      await sandbox.close();
+    },
+  };
+}
+
+const ORDER_FIELDS = `id code state totalWithTax currencyCode payments { id state amount transactionId method refunds { id state total } }`;
+
+/** A guest's cart up to shipping, as a storefront builds it; returns the active order. */
+export async function cartWithShipping(shopClient, { variantId = 'T_1', quantity = 1 } = {}) {
+  await shopClient.asAnonymousUser();
+  await shopClient.query(
+    gql(`mutation($id: ID!, $q: Int!) { addItemToOrder(productVariantId: $id, quantity: $q) { ... on Order { id } ... on ErrorResult { message } } }`),
+    {
+      id: variantId,
+      q: quantity,
+    },
+  );
+  await shopClient.query(
+    gql(
+      `mutation { setCustomerForOrder(input: { emailAddress: "amel${Date.now()}${Math.random()}@example.tn", firstName: "Amel", lastName: "Ben Ali" }) { ... on Order { id } ... on ErrorResult { message } } }`,
+    ),
+  );
+  await shopClient.query(
+    gql(
+      `mutation { setOrderShippingAddress(input: { streetLine1: "12 Rue de Marseille", city: "Tunis", postalCode: "1000", countryCode: "TN" }) { ... on Order { id } ... on ErrorResult { message } } }`,
+    ),
+  );
+  const { eligibleShippingMethods } = await shopClient.query(gql(`{ eligibleShippingMethods { id } }`));
+  const { setOrderShippingMethod } = await shopClient.query(
+    gql(`mutation($ids: [ID!]!) { setOrderShippingMethod(shippingMethodId: $ids) { ... on Order { ${ORDER_FIELDS} } ... on ErrorResult { message } } }`),
+    {
+      ids: [eligibleShippingMethods[0].id],
+    },
+  );
+  return setOrderShippingMethod;
+}
+
+/** The shop mutation a storefront calls for the payment link. */
+export async function paymentLink(shopClient, input = {}) {
+  const { createNestjsPaymentsLink } = await shopClient.query(
+    gql(`mutation($input: NestjsPaymentsLinkInput) { createNestjsPaymentsLink(input: $input) { paymentId link millimes } }`),
+    { input },
+  );
+  return createNestjsPaymentsLink;
+}
+
+/** The order as the Admin API shows it. */
+export async function adminOrder(adminClient, id) {
+  const { order } = await adminClient.query(gql(`query($id: ID!) { order(id: $id) { ${ORDER_FIELDS} } }`), { id });
+  return order;
+}
