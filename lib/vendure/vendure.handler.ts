@@ -37,7 +37,13 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
   return new PaymentMethodHandler({
     code: NESTJS_PAYMENTS_HANDLER_CODE,
     description: [{ languageCode: LanguageCode.en, value: 'nestjs-payments (redirect link, verified payments)' }],
-    args: {},
+    args: {
+      preAuthorization: {
+        type: 'boolean',
+        defaultValue: false,
+        label: [{ languageCode: LanguageCode.en, value: 'Pre-authorize (hold the amount; settling the payment captures it)' }],
+      },
+    },
     init: (injector: Injector) => {
       service = injector.get(NestjsPaymentsService);
     },

@@ -73,6 +73,11 @@ function vendureLogger(): PaymentsLogger {
   };
 }
 
+/** Whether a PaymentMethod's handler arguments ask for pre-authorizations. */
+function preAuthorizes(method: PaymentMethod): boolean {
+  return method.handler.args.some((arg) => arg.name === 'preAuthorization' && arg.value === 'true');
+}
+
 function isOrder(value: unknown): value is Order {
   return typeof value === 'object' && value !== null && 'code' in value && 'state' in value && !('errorCode' in value);
 }
@@ -156,7 +161,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
       developerTrackingId: order.code,
       ...(input.successLink ? { successLink: input.successLink } : {}),
       ...(input.failLink ? { failLink: input.failLink } : {}),
-      ...(this.options.preAuthorization ? { preAuthorization: true } : {}),
+      ...(this.options.preAuthorization || preAuthorizes(method) ? { preAuthorization: true } : {}),
     });
     Logger.info(`payment ${generated.paymentId} of ${millimes} millimes created for order ${order.code}`, LOG_CONTEXT);
     return { paymentId: generated.paymentId, link: generated.link, millimes };
@@ -168,9 +173,14 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     return { paymentId, outcome: result.outcome };
   }
 
-  private async paymentMethod(ctx: RequestContext, code: string | undefined): Promise<PaymentMethod> {
+  /**
+   * The PaymentMethod using this handler: by code (the storefront's), or for a verified payment
+   * the first one that pre-authorizes (or not) as the payment did, else the first one.
+   */
+  private async paymentMethod(ctx: RequestContext, code: string | undefined, verified?: VerifiedState): Promise<PaymentMethod> {
     const { items } = await this.paymentMethodService.findAll(ctx);
-    const method = items.find((m) => m.enabled && m.handler.code === NESTJS_PAYMENTS_HANDLER_CODE && (code === undefined || m.code === code));
+    const ours = items.filter((m) => m.enabled && m.handler.code === NESTJS_PAYMENTS_HANDLER_CODE && (code === undefined || m.code === code));
+    const method = (verified && ours.find((m) => preAuthorizes(m) === (verified === 'Authorized'))) ?? ours[0];
     if (!method)
       throw new UserInputError(
         `nestjs-payments: no enabled payment method ${code ? `with code ${code} ` : ''}uses the ${NESTJS_PAYMENTS_HANDLER_CODE} handler`,
@@ -258,7 +268,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
       // The customer has paid but the order cannot take it (stock, eligibility...): reported, kept.
       if (!isOrder(moved)) return this.report(ctx, 'order-not-payable', order.code, event, order.state);
     }
-    const method = await this.paymentMethod(ctx, undefined);
+    const method = await this.paymentMethod(ctx, undefined, state);
     const metadata: VerifiedPaymentMetadata = { nestjsPayments: true, paymentId: event.paymentId, amount, millimes: event.amount, state, source: event.source };
     const result = await this.orderService.addPaymentToOrder(ctx, order.id, { method: method.code, metadata: { ...metadata } });
     if (!isOrder(result)) throw new Error(`nestjs-payments: adding payment ${event.paymentId} to order ${order.code} failed: ${result.message}`);

@@ -130,7 +130,7 @@ declare module '@vendure/core' {
   export interface PaymentMethodHandlerConfig {
     code: string;
     description: LocalizedString[];
-    args: Record<string, never>;
+    args: Record<string, { type: 'boolean' | 'string'; defaultValue?: boolean | string; label?: LocalizedString[] }>;
     init?: (injector: Injector) => void | Promise<void>;
     createPayment: (
       ctx: RequestContext,
@@ -139,8 +139,8 @@ declare module '@vendure/core' {
       args: Record<string, never>,
       metadata: PaymentMetadata,
     ) => Promise<CreatePaymentResult> | CreatePaymentResult;
-    settlePayment: (ctx: RequestContext, order: Order, payment: Payment, args: Record<string, never>) => Promise<SettlePaymentResult>;
-    cancelPayment?: (ctx: RequestContext, order: Order, payment: Payment, args: Record<string, never>) => Promise<SettlePaymentResult>;
+    settlePayment: (ctx: RequestContext, order: Order, payment: Payment, args: Record<string, unknown>) => Promise<SettlePaymentResult>;
+    cancelPayment?: (ctx: RequestContext, order: Order, payment: Payment, args: Record<string, unknown>) => Promise<SettlePaymentResult>;
     createRefund?: (
       ctx: RequestContext,
       input: unknown,

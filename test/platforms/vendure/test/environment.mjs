@@ -1,5 +1,6 @@
 // Shared by the tests: a Vendure test server (sql.js or PostgreSQL) with the plugin, a
 // PaymentsSandbox as the service, and the shop's checkout as a storefront does it.
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mergeConfig, EventBus, DefaultLogger, LogLevel } from '@vendure/core';
@@ -17,7 +18,10 @@ const initialData = {
   defaultZone: 'Africa',
   taxRates: [{ name: 'Standard Tax', percentage: 19 }],
   shippingMethods: [{ name: 'Rapid Poste', price: 700 }],
-  paymentMethods: [{ name: 'Card (nestjs-payments)', handler: { code: 'nestjs-payments', arguments: [] } }],
+  paymentMethods: [
+    { name: 'card', handler: { code: 'nestjs-payments', arguments: [{ name: 'preAuthorization', value: 'false' }] } },
+    { name: 'card-preauth', handler: { code: 'nestjs-payments', arguments: [{ name: 'preAuthorization', value: 'true' }] } },
+  ],
   countries: [{ name: 'Tunisia', code: 'TN', zone: 'Africa' }],
   collections: [],
 };
@@ -26,7 +30,20 @@ const initialData = {
  * Starts the environment. `db`: 'sqljs' or 'postgres'; `port`: Vendure's; `plugin`: extra plugin options.
  */
 export async function startEnvironment({ db = 'sqljs', port, plugin = {} }) {
-  const sandbox = await PaymentsSandbox.start();
+  const sandbox = await PaymentsSandbox.start({ webhookAttempts: 1 });
+  // The service reaches Vendure through this loopback proxy, which a test can close to the
+  // webhooks (503) to see the return path alone.
+  const proxy = { dropWebhooks: false };
+  const proxyServer = http.createServer((req, res) => {
+    if (proxy.dropWebhooks) return void res.writeHead(503).end();
+    const forward = http.request({ host: '127.0.0.1', port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    forward.on('error', () => res.writeHead(502).end());
+    req.pipe(forward);
+  });
+  await new Promise((resolve) => proxyServer.listen(port + 50, '127.0.0.1', resolve));
   if (db === 'sqljs') registerInitializer('sqljs', new SqljsInitializer(path.join(HERE, '..', '__data__')));
   else registerInitializer('postgres', new PostgresInitializer());
   const dbConnectionOptions =
@@ -49,7 +66,7 @@ export async function startEnvironment({ db = 'sqljs', port, plugin = {} }) {
     plugins: [
       NestjsPaymentsPlugin.init(
         sandbox.options({
-          webhook: { publicUrl: `http://127.0.0.1:${port}/nestjs-payments/webhook`, secret: WEBHOOK_SECRET },
+          webhook: { publicUrl: `http://127.0.0.1:${port + 50}/nestjs-payments/webhook`, secret: WEBHOOK_SECRET },
           ...plugin,
         }),
       ),
@@ -60,6 +77,7 @@ export async function startEnvironment({ db = 'sqljs', port, plugin = {} }) {
     await server.init({ initialData, productsCsvPath: path.join(HERE, '..', 'fixtures', 'products.csv'), customerCount: 1 });
   } catch (error) {
     await sandbox.close();
+    proxyServer.close();
     throw error;
   }
   await adminClient.asSuperAdmin();
@@ -69,6 +87,10 @@ export async function startEnvironment({ db = 'sqljs', port, plugin = {} }) {
       `mutation { updateChannel(input: { id: "T_1", defaultCurrencyCode: TND, availableCurrencyCodes: [TND] }) { ... on Channel { id defaultCurrencyCode } } }`,
     ),
   );
+  // The codes initialData gave the two PaymentMethods, by their pre-authorization argument.
+  const { paymentMethods } = await adminClient.query(gql(`{ paymentMethods { items { code handler { args { name value } } } } }`));
+  const preauth = (m) => m.handler.args.some((a) => a.name === 'preAuthorization' && a.value === 'true');
+  const methods = { card: paymentMethods.items.find((m) => !preauth(m)).code, preauth: paymentMethods.items.find(preauth).code };
   const unexpected = [];
   server.app
     .get(EventBus)
@@ -80,14 +102,17 @@ export async function startEnvironment({ db = 'sqljs', port, plugin = {} }) {
     shopClient,
     sandbox,
     unexpected,
+    proxy,
+    methods,
     async close() {
       await server.destroy();
       await sandbox.close();
+      await new Promise((resolve) => proxyServer.close(resolve));
     },
   };
 }
 
-const ORDER_FIELDS = `id code state totalWithTax currencyCode payments { id state amount transactionId method refunds { id state total } }`;
+export const ORDER_FIELDS = `id code state totalWithTax currencyCode payments { id state amount transactionId method refunds { id state total metadata } }`;
 
 /** A guest's cart up to shipping, as a storefront builds it; returns the active order. */
 export async function cartWithShipping(shopClient, { variantId = 'T_1', quantity = 1 } = {}) {
