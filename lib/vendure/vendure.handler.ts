@@ -1,7 +1,8 @@
 import { LanguageCode, Logger, PaymentMethodHandler, type Injector, type PaymentMetadata } from '@vendure/core';
 import { vendureToMillimes } from './vendure.money.js';
 import { NESTJS_PAYMENTS_HANDLER_CODE } from './vendure.options.js';
-import { NestjsPaymentsService, type VerifiedPaymentMetadata } from './vendure.service.js';
+import { NestjsPaymentsService } from './vendure.service.js';
+import type { VerifiedPaymentMetadata } from './vendure.types.js';
 
 const LOG_CONTEXT = 'NestjsPaymentsPlugin';
 

@@ -8,6 +8,14 @@ export const SERVICE_CURRENCY = 'TND';
 /** Decimals of the service's unit: 1 dinar = 1000 millimes. */
 const MILLIME_DECIMALS = 3;
 
+/** A refund of a {@link CoveringPayment}. */
+export interface CoveringRefund {
+  /** Refunded amount in minor units. */
+  total: number;
+  /** Vendure refund state. */
+  state: string;
+}
+
 /** A payment's part of what covers an order: its amount, its state and its refunds. */
 export interface CoveringPayment {
   /** Amount in Vendure's minor units. */
@@ -15,7 +23,7 @@ export interface CoveringPayment {
   /** Vendure payment state. */
   state: string;
   /** Refunds of the payment; only `Settled` ones count. */
-  refunds?: ReadonlyArray<{ total: number; state: string }>;
+  refunds?: ReadonlyArray<CoveringRefund>;
 }
 
 function checkPrecision(precision: number): void {

@@ -1,7 +1,8 @@
 import { Args, Mutation, Resolver } from '@nestjs/graphql';
 import { Allow, Ctx, Permission, RequestContext } from '@vendure/core';
 import { parse } from 'graphql';
-import { NestjsPaymentsService, type PaymentLink, type PaymentLinkInput } from './vendure.service.js';
+import { NestjsPaymentsService } from './vendure.service.js';
+import type { PaymentLink, PaymentLinkInput, PaymentReturn } from './vendure.types.js';
 
 /** The shop API's additions. @internal */
 export const SHOP_API_SCHEMA = parse(`
@@ -40,7 +41,7 @@ export class NestjsPaymentsShopResolver {
   /** Verifies the payment the customer came back from (the engine runs the order's settlement once). */
   @Mutation()
   @Allow(Permission.Public)
-  checkNestjsPaymentsReturn(@Args('paymentId') paymentId: string): Promise<{ paymentId: string; outcome: string }> {
+  checkNestjsPaymentsReturn(@Args('paymentId') paymentId: string): Promise<PaymentReturn> {
     return this.service.checkReturn(paymentId);
   }
 }

@@ -20,6 +20,7 @@ import { PaymentEvents, type PaymentEvent, type PaymentEventName, type PaymentOu
 import { decideSettlement, type UnexpectedPaymentReason, type VerifiedState } from './vendure.decision.js';
 import { NestjsPaymentsUnexpectedPaymentEvent } from './vendure.events.js';
 import { amountOwed, millimesToVendure, SERVICE_CURRENCY, vendureToMillimes } from './vendure.money.js';
+import type { PaymentLink, PaymentLinkInput, PaymentReturn, VerifiedPaymentMetadata } from './vendure.types.js';
 import {
   NESTJS_PAYMENTS_HANDLER_CODE,
   NESTJS_PAYMENTS_PLUGIN_OPTIONS,
@@ -28,42 +29,6 @@ import {
 } from './vendure.options.js';
 
 const LOG_CONTEXT = 'NestjsPaymentsPlugin';
-
-/** What the storefront asks for: which payment method, where the customer comes back. */
-export interface PaymentLinkInput {
-  /** Code of the PaymentMethod; default: the first enabled one using this plugin's handler. */
-  paymentMethodCode?: string | null;
-  /** Where the service sends the customer after paying (`?payment_id=` appended). Default: the plugin's `successLink`. */
-  successLink?: string | null;
-  /** Where the service sends the customer after failing. Default: the plugin's `failLink`. */
-  failLink?: string | null;
-}
-
-/** The payment link of the active order. */
-export interface PaymentLink {
-  /** The service's payment id. */
-  paymentId: string;
-  /** The checkout page to send the customer to. */
-  link: string;
-  /** The amount asked, in millimes. */
-  millimes: string;
-}
-
-/** Metadata the plugin hands `addPaymentToOrder`: what the service verified. @internal */
-export interface VerifiedPaymentMetadata {
-  /** Marks metadata written by the plugin. */
-  nestjsPayments: true;
-  /** The service's payment id. */
-  paymentId: string;
-  /** The verified amount in Vendure minor units. */
-  amount: number;
-  /** The verified amount in millimes. */
-  millimes: string;
-  /** Settled (paid) or Authorized (held). */
-  state: VerifiedState;
-  /** Which path verified it first: webhook, return or reconciliation. */
-  source: string;
-}
 
 function vendureLogger(): PaymentsLogger {
   return {
@@ -168,7 +133,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
   }
 
   /** The customer's return: verifies the payment (through the engine: once, whichever path comes first). */
-  async checkReturn(paymentId: string): Promise<{ paymentId: string; outcome: string }> {
+  async checkReturn(paymentId: string): Promise<PaymentReturn> {
     const result = await this.#client.reconcilePayment(paymentId);
     return { paymentId, outcome: result.outcome };
   }

@@ -48,6 +48,7 @@ declare module '@vendure/core' {
     handler: { code: string; args: Array<{ name: string; value: string }> };
   }
   export class VendureEvent {
+    /** When the event was created. */
     readonly createdAt: Date;
   }
   export class Injector {

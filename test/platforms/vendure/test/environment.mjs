@@ -1,5 +1,6 @@
 // Shared by the tests: a Vendure test server (sql.js or PostgreSQL) with the plugin, a
 // PaymentsSandbox as the service, and the shop's checkout as a storefront does it.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,10 +8,18 @@ import { mergeConfig, EventBus, DefaultLogger, LogLevel } from '@vendure/core';
 import { createTestEnvironment, registerInitializer, SqljsInitializer, PostgresInitializer, testConfig } from '@vendure/testing';
 import { parse } from 'graphql';
 import { PaymentsSandbox } from 'nestjs-payments/testing';
-import { NestjsPaymentsPlugin, NestjsPaymentsUnexpectedPaymentEvent } from 'nestjs-payments/vendure';
+import { NestjsPaymentsUnexpectedPaymentEvent } from 'nestjs-payments/vendure';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const gql = (text) => parse(text);
+
+/** A snippet of docs/vendure.md (copied beside the tests by run.sh): the block after `<!-- test: name -->`. */
+export function snippet(name) {
+  const guide = readFileSync(path.join(HERE, '..', 'vendure.md'), 'utf8');
+  const match = new RegExp(`<!-- test: ${name} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\`\`\``).exec(guide);
+  if (!match) throw new Error(`docs/vendure.md has no snippet ${name}`);
+  return match[1];
+}
 export const WEBHOOK_SECRET = 'vendure-test-webhook-secret-0123456789abcdef';
 
 const initialData = {
@@ -26,10 +35,27 @@ const initialData = {
   collections: [],
 };
 
+/** The plugin exactly as the guide configures it, its environment variables pointing at the sandbox. */
+async function guidePlugin(sandbox, port) {
+  Object.assign(process.env, {
+    PAYMENTS_PUBLIC_KEY: sandbox.publicKey,
+    PAYMENTS_PRIVATE_KEY: sandbox.privateKey,
+    PAYMENTS_BASE_URL: sandbox.url,
+    SHOP_URL: sandbox.url,
+    VENDURE_PUBLIC_URL: `http://127.0.0.1:${port + 50}`,
+    PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET,
+  });
+  const dir = path.join(HERE, '..', '.snippets');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `vendure-config-${port}.mjs`);
+  writeFileSync(file, snippet('vendure-config'));
+  return (await import(file)).nestjsPayments;
+}
+
 /**
  * Starts the environment. `db`: 'sqljs' or 'postgres'; `port`: Vendure's; `plugin`: extra plugin options.
  */
-export async function startEnvironment({ db = 'sqljs', port, plugin = {} }) {
+export async function startEnvironment({ db = 'sqljs', port }) {
   const sandbox = await PaymentsSandbox.start({ webhookAttempts: 1 });
   // The service reaches Vendure through this loopback proxy, which a test can close to the
   // webhooks (503) to see the return path alone.
@@ -63,14 +89,7 @@ export async function startEnvironment({ db = 'sqljs', port, plugin = {} }) {
     apiOptions: { port },
     logger: new DefaultLogger({ level: process.env.VENDURE_LOG ? LogLevel.Verbose : LogLevel.Error }),
     ...(dbConnectionOptions ? { dbConnectionOptions } : {}),
-    plugins: [
-      NestjsPaymentsPlugin.init(
-        sandbox.options({
-          webhook: { publicUrl: `http://127.0.0.1:${port + 50}/nestjs-payments/webhook`, secret: WEBHOOK_SECRET },
-          ...plugin,
-        }),
-      ),
-    ],
+    plugins: [await guidePlugin(sandbox, port)],
   });
   const { server, adminClient, shopClient } = createTestEnvironment(config);
   try {

@@ -2,7 +2,7 @@
 // pre-authorization (capture, cancel), an amount mismatch, a payment after cancellation.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { adminOrder, cartWithShipping, gql, ORDER_FIELDS, paymentLink, startEnvironment } from './environment.mjs';
+import { adminOrder, cartWithShipping, gql, ORDER_FIELDS, paymentLink, snippet, startEnvironment } from './environment.mjs';
 
 const db = process.env.VENDURE_DB ?? 'sqljs';
 const port = db === 'postgres' ? 58213 : 58212;
@@ -39,10 +39,10 @@ describe(`Vendure operations (${db})`, () => {
       env.proxy.dropWebhooks = false;
     }
     assert.equal((await adminOrder(env.adminClient, cart.id)).state, 'AddingItems', 'the dry run changed nothing; no webhook came');
-    const check = gql(`mutation($id: String!) { checkNestjsPaymentsReturn(paymentId: $id) { paymentId outcome } }`);
-    const { checkNestjsPaymentsReturn } = await env.shopClient.query(check, { id: link.paymentId });
+    const check = gql(snippet('return-mutation'));
+    const { checkNestjsPaymentsReturn } = await env.shopClient.query(check, { paymentId: link.paymentId });
     assert.equal(checkNestjsPaymentsReturn.outcome, 'confirmed');
-    const again = await env.shopClient.query(check, { id: link.paymentId });
+    const again = await env.shopClient.query(check, { paymentId: link.paymentId });
     assert.equal(again.checkNestjsPaymentsReturn.outcome, 'confirmed');
     const order = await adminOrder(env.adminClient, cart.id);
     assert.equal(order.state, 'PaymentSettled');
