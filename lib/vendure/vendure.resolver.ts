@@ -7,6 +7,7 @@ import type { PaymentLink, PaymentLinkInput, PaymentReturn } from './vendure.typ
 /** The shop API's additions. @internal */
 export const SHOP_API_SCHEMA = parse(`
   input NestjsPaymentsLinkInput {
+    orderCode: String
     paymentMethodCode: String
     successLink: String
     failLink: String

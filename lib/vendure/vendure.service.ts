@@ -98,10 +98,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
    * @throws UserInputError naming why no link can be made
    */
   async createLink(ctx: RequestContext, input: PaymentLinkInput): Promise<PaymentLink> {
-    const active = await this.activeOrderService.getActiveOrder(ctx, undefined);
-    if (!active) throw new UserInputError('nestjs-payments: there is no active order');
-    const order = await this.orderService.findOne(ctx, active.id, ['payments', 'payments.refunds']);
-    if (!order) throw new UserInputError('nestjs-payments: there is no active order');
+    const order = await this.orderToPay(ctx, input.orderCode ?? undefined);
     const method = await this.paymentMethod(ctx, input.paymentMethodCode ?? undefined);
     const eligible = await this.orderService.getEligiblePaymentMethods(ctx, order.id);
     if (!eligible.some((m) => String(m.id) === String(method.id) && m.isEligible)) {
@@ -130,6 +127,25 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     });
     Logger.info(`payment ${generated.paymentId} of ${millimes} millimes created for order ${order.code}`, LOG_CONTEXT);
     return { paymentId: generated.paymentId, link: generated.link, millimes };
+  }
+
+  /** The active order, or by code a placed order of the signed-in customer that owes more after a modification. */
+  private async orderToPay(ctx: RequestContext, orderCode: string | undefined): Promise<Order> {
+    if (orderCode === undefined) {
+      const active = await this.activeOrderService.getActiveOrder(ctx, undefined);
+      const order = active && (await this.orderService.findOne(ctx, active.id, ['payments', 'payments.refunds']));
+      if (!order) throw new UserInputError('nestjs-payments: there is no active order');
+      return order;
+    }
+    const order = await this.orderService.findOneByCode(ctx, orderCode, ['customer', 'customer.user', 'payments', 'payments.refunds']);
+    const owner = order?.customer?.user?.id;
+    if (!order || owner === undefined || ctx.activeUserId === undefined || String(owner) !== String(ctx.activeUserId)) {
+      throw new UserInputError(`nestjs-payments: no order ${orderCode} of the signed-in customer`);
+    }
+    if (order.state !== 'ArrangingAdditionalPayment') {
+      throw new UserInputError(`nestjs-payments: order ${orderCode} is ${order.state}; by code, only an order in ArrangingAdditionalPayment is paid`);
+    }
+    return order;
   }
 
   /** The customer's return: verifies the payment (through the engine: once, whichever path comes first). */
@@ -237,7 +253,21 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     const metadata: VerifiedPaymentMetadata = { nestjsPayments: true, paymentId: event.paymentId, amount, millimes: event.amount, state, source: event.source };
     const result = await this.orderService.addPaymentToOrder(ctx, order.id, { method: method.code, metadata: { ...metadata } });
     if (!isOrder(result)) throw new Error(`nestjs-payments: adding payment ${event.paymentId} to order ${order.code} failed: ${result.message}`);
+    if (result.state === 'ArrangingAdditionalPayment') await this.leaveAdditionalPayment(ctx, order, state);
     Logger.info(`payment ${event.paymentId} added to order ${order.code} as ${state} (order now ${result.state})`, LOG_CONTEXT);
+  }
+
+  /**
+   * Vendure moves an order out of ArrangingPayment when its payments cover it, but leaves one in
+   * ArrangingAdditionalPayment where it is: once covered, it goes back to PaymentSettled (or
+   * PaymentAuthorized while a pre-authorization is held).
+   */
+  private async leaveAdditionalPayment(ctx: RequestContext, order: Order, state: VerifiedState): Promise<void> {
+    const fresh = await this.orderService.findOne(ctx, order.id, ['payments', 'payments.refunds']);
+    if (!fresh || amountOwed(fresh.totalWithTax, fresh.payments ?? []) > 0) return;
+    const held = state === 'Authorized' || (fresh.payments ?? []).some((p) => p.state === 'Authorized');
+    const moved = await this.orderService.transitionToState(ctx, order.id, held ? 'PaymentAuthorized' : 'PaymentSettled');
+    if (!isOrder(moved)) Logger.warn(`order ${order.code} is paid but stays in ArrangingAdditionalPayment: ${moved.message}`, LOG_CONTEXT);
   }
 
   private async report(

@@ -16,6 +16,7 @@ declare module '@vendure/core' {
     constructor(options: { apiType: ApiType; channel: Channel; isAuthorized: boolean; authorizedAsOwnerOnly: boolean; languageCode?: LanguageCode });
     readonly apiType: ApiType;
     readonly channel: Channel;
+    readonly activeUserId: ID | undefined;
   }
   export interface Refund {
     total: number;
@@ -40,6 +41,7 @@ declare module '@vendure/core' {
     totalWithTax: number;
     payments: Payment[];
     channels?: Channel[];
+    customer?: { user?: { id: ID } | null } | null;
   }
   export interface PaymentMethod {
     id: ID;

@@ -2,6 +2,11 @@ import type { VerifiedState } from './vendure.decision.js';
 
 /** What the storefront asks for: which payment method, where the customer comes back. */
 export interface PaymentLinkInput {
+  /**
+   * An order of the signed-in customer in `ArrangingAdditionalPayment` (modified after it was
+   * placed), instead of the active order. Default: the active order.
+   */
+  orderCode?: string | null;
   /** Code of the PaymentMethod; default: the first enabled one using this plugin's handler. */
   paymentMethodCode?: string | null;
   /** Where the service sends the customer after paying (`?payment_id=` appended). Default: the plugin's `successLink`. */

@@ -167,4 +167,45 @@ describe(`Vendure operations (${db})`, () => {
     );
     assert.equal(addPaymentToOrder.errorCode, 'PAYMENT_FAILED_ERROR', JSON.stringify(addPaymentToOrder));
   });
+
+  it('ArrangingAdditionalPayment: a signed-in customer pays what a modification added, by order code', async () => {
+    const { customers } = await env.adminClient.query(gql(`{ customers(options: { take: 1 }) { items { emailAddress } } }`));
+    await env.shopClient.asUserWithCredentials(customers.items[0].emailAddress, 'test');
+    const shop = env.shopClient;
+    await shop.query(gql(`mutation { addItemToOrder(productVariantId: "T_1", quantity: 1) { ... on Order { id } } }`));
+    await shop.query(
+      gql(
+        `mutation { setOrderShippingAddress(input: { streetLine1: "3 Avenue Habib Bourguiba", city: "Sfax", postalCode: "3000", countryCode: "TN" }) { ... on Order { id } } }`,
+      ),
+    );
+    const { eligibleShippingMethods } = await shop.query(gql(`{ eligibleShippingMethods { id } }`));
+    const { setOrderShippingMethod: cart } = await shop.query(
+      gql(`mutation($ids: [ID!]!) { setOrderShippingMethod(shippingMethodId: $ids) { ... on Order { id code totalWithTax } } }`),
+      {
+        ids: [eligibleShippingMethods[0].id],
+      },
+    );
+    const first = await paymentLink(shop);
+    await env.sandbox.completePayment(first.paymentId);
+    assert.equal((await adminOrder(env.adminClient, cart.id)).state, 'PaymentSettled');
+
+    const transition = gql(
+      `mutation($id: ID!, $state: String!) { transitionOrderToState(id: $id, state: $state) { ... on Order { id state } ... on OrderStateTransitionError { message transitionError } } }`,
+    );
+    await env.adminClient.query(transition, { id: cart.id, state: 'Modifying' });
+    const { modifyOrder } = await env.adminClient.query(
+      gql(`mutation($input: ModifyOrderInput!) { modifyOrder(input: $input) { ... on Order { id totalWithTax } ... on ErrorResult { errorCode message } } }`),
+      { input: { dryRun: false, orderId: cart.id, addItems: [{ productVariantId: 'T_2', quantity: 1 }] } },
+    );
+    assert.ok(modifyOrder.totalWithTax > cart.totalWithTax, JSON.stringify(modifyOrder));
+    const moved = await env.adminClient.query(transition, { id: cart.id, state: 'ArrangingAdditionalPayment' });
+    assert.equal(moved.transitionOrderToState.state, 'ArrangingAdditionalPayment', JSON.stringify(moved));
+
+    const second = await paymentLink(shop, { orderCode: cart.code });
+    assert.equal(second.millimes, String((modifyOrder.totalWithTax - cart.totalWithTax) * 10), 'only what is still owed');
+    await env.sandbox.completePayment(second.paymentId);
+    const order = await adminOrder(env.adminClient, cart.id);
+    assert.equal(order.state, 'PaymentSettled');
+    assert.deepEqual(order.payments.map((p) => p.transactionId).sort(), [first.paymentId, second.paymentId].sort());
+  });
 });
