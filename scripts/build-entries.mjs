@@ -133,7 +133,22 @@ writeFileSync(path.join(DIST, 'peers.cjs'), PEERS_CJS);
 // Load every entry both ways: same names, same values (the ESM names come from Node's static
 // analysis of the CommonJS code, so a pattern it cannot see would be missing from `import`).
 const require = createRequire(import.meta.url);
-for (const { subpath, stem } of entries) {
+// An entry whose platform (Medusa, Vendure) is not installed in this repo is loaded by its own
+// platform's tests instead (test/platforms/): here its peer check would only throw.
+const installed = (name) => {
+  try {
+    require.resolve(name, { paths: [ROOT] });
+    return true;
+  } catch {
+    return false;
+  }
+};
+const unloaded = [];
+for (const { subpath, name, stem, needs } of entries) {
+  if (!needs.every(installed)) {
+    unloaded.push(name);
+    continue;
+  }
   const viaRequire = require(path.join(DIST, `${stem}.cjs`));
   const viaImport = await import(pathToFileURL(path.join(DIST, `${stem}.mjs`)).href);
   const required = Object.keys(viaRequire)
@@ -161,3 +176,4 @@ console.log(
     entries.map((e) => `${e.name} [peers: ${e.needs.join(', ') || 'none'}]`).join('; '),
 );
 console.log(`build-entries: checked ${rel(DIST)}/**/index.{cjs,mjs}: import and require give the same names and values`);
+if (unloaded.length) console.log(`build-entries: not loaded here (peers not installed in the repo): ${unloaded.join(', ')}`);
