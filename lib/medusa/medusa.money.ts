@@ -33,7 +33,7 @@ function decimalText(amount: unknown): string | undefined {
   if (typeof amount === 'bigint') return amount.toString();
   if (typeof amount !== 'object' || amount === null) return undefined;
   const shape = amount as { raw?: unknown; value?: unknown; toFixed?: unknown };
-  if (typeof shape.raw === 'object' && shape.raw !== null && 'value' in shape.raw) return decimalText((shape.raw as { value: unknown }).value);
+  if (typeof shape.raw === 'object' && shape.raw !== null && 'value' in shape.raw) return decimalText(shape.raw.value);
   if ('value' in shape && (typeof shape.value === 'string' || typeof shape.value === 'number')) return decimalText(shape.value);
   if (typeof shape.toFixed === 'function') {
     const text: unknown = (shape.toFixed as () => unknown).call(amount);

@@ -1,6 +1,8 @@
 import { AbstractPaymentProvider, MedusaError } from '@medusajs/framework/utils';
 import { PaymentsClient } from '../core/client/payments.client.js';
 import { PaymentsApiError, PaymentsValidationError } from '../core/api/payments.errors.js';
+import type { ReconcileResult } from '../core/api/payments.types.js';
+import { SETTLEMENT_WAITS } from '../core/settlement/settlement.waits.js';
 import type { PaymentsLogger } from '../core/client/payments.logger.js';
 import { defaultPaymentsLogger } from '../core/client/payments.logger.js';
 import { paymentDataOf, stored, stringField, webhookPaymentId, type MedusaPaymentData } from './medusa.data.js';
@@ -121,7 +123,9 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     if (data.captured || !data.pre_authorization) return { data: stored(data) };
     try {
       const capture = await this.#client.capturePayment(data.payment_id);
-      return { data: stored({ ...data, status: 'SUCCESS', captured: { amount: capture.amount ?? data.amount, at: capture.capturedAt ?? new Date().toISOString() } }) };
+      return {
+        data: stored({ ...data, status: 'SUCCESS', captured: { amount: capture.amount ?? data.amount, at: capture.capturedAt ?? new Date().toISOString() } }),
+      };
     } catch (error) {
       if (!(error instanceof PaymentsApiError)) throw error;
       const verified = await this.#client.verifyPayment(data.payment_id);
@@ -187,7 +191,7 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
       this.#logger.warn(`webhook for a payment this provider's store does not know (${paymentId.slice(0, 64)}): ignored`);
       return { action: 'not_supported' };
     }
-    const result = await this.#client.reconcilePayment(paymentId, { source: 'webhook' });
+    const result = await this.#reconcileDelivery(paymentId);
     const record = (await this.#client.getOutcome(paymentId)) ?? known;
     const sessionId = record.developerTrackingId ?? known.developerTrackingId;
     if (!sessionId) return { action: 'not_supported' };
@@ -217,12 +221,30 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
 
   /** Not offered: a binding is created by paying with `cardBindings` on. */
   async savePaymentMethod(): Promise<{ id: string; data?: Record<string, unknown> }> {
-    throw new MedusaError(MedusaError.Types.NOT_ALLOWED, 'the service creates a card binding when the customer pays (cardBindings option); it has no endpoint to save one');
+    throw new MedusaError(
+      MedusaError.Types.NOT_ALLOWED,
+      'the service creates a card binding when the customer pays (cardBindings option); it has no endpoint to save one',
+    );
   }
 
   /** Not offered: the service has no endpoint to delete a binding. */
   async deletePaymentMethod(): Promise<MedusaProviderOutput> {
     throw new MedusaError(MedusaError.Types.NOT_ALLOWED, 'the service has no endpoint to delete a card binding');
+  }
+
+  /**
+   * A delivery is the service saying the payment changed: a pending status recorded moments before
+   * (the core does not verify one payment twice within its verify interval, and answers from that
+   * record) must not hide it, since Medusa drops a `pending` action for good. So the delivery waits
+   * for that interval to end, then is settled: one verify, for a payment this store knows.
+   */
+  async #reconcileDelivery(paymentId: string): Promise<ReconcileResult> {
+    const before = await this.#client.getOutcome(paymentId);
+    const age = before?.outcome === 'pending' ? Date.now() - Date.parse(before.updatedAt) : Number.NaN;
+    if (age >= 0 && age < SETTLEMENT_WAITS.verifyIntervalMs) {
+      await new Promise((resolve) => setTimeout(resolve, SETTLEMENT_WAITS.verifyIntervalMs - age + 50));
+    }
+    return this.#client.reconcilePayment(paymentId, { source: 'webhook' });
   }
 
   async #settle(data: MedusaPaymentData): Promise<{ status: MedusaSessionStatus; data: Record<string, unknown> }> {
