@@ -29,7 +29,9 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
 
   /** Checks the options when Medusa loads the provider: a wrong setting fails the start, naming it. */
   static override validateOptions(options: Record<string, unknown>): void {
-    new PaymentsClient({ ...(options as unknown as MedusaPaymentsOptions), reconciliation: { enabled: false } }).close().catch(() => undefined);
+    // Without the store: closing this throwaway client must not close the one the provider shares.
+    const check = new PaymentsClient({ ...(options as unknown as MedusaPaymentsOptions), store: undefined, reconciliation: { enabled: false } });
+    check.close().catch(() => undefined);
   }
 
   /**

@@ -60,7 +60,8 @@ npm pack --pack-destination "$DEST" >"$DEST/pack.log" 2>&1 || { tail -n 30 "$DES
 mv "$DEST"/nestjs-payments-*.tgz "$DEST/nestjs-payments.tgz"
 
 cp "$HERE/package.json" "$DEST/package.json"
-rm -rf "$DEST/tests" && cp -r "$HERE/tests" "$DEST/tests"
+rm -rf "$DEST/tests" "$DEST/docs" "$DEST/app" && cp -r "$HERE/tests" "$DEST/tests"
+mkdir -p "$DEST/docs" && cp "$ROOT/docs/medusa.md" "$DEST/docs/medusa.md"
 cd "$DEST" || die "cannot enter $DEST"
 install_started=$SECONDS
 # The tarball's integrity changes with every build: drop it from the lock so npm takes the new one.
@@ -71,7 +72,8 @@ echo "medusa: installed in $((SECONDS - install_started)) s ($(du -sh node_modul
 
 test_started=$SECONDS
 export NODE_OPTIONS="--experimental-vm-modules${NODE_OPTIONS:+ $NODE_OPTIONS}"
-export DB_HOST="${DB_HOST:-127.0.0.1}" DB_USERNAME="${DB_USERNAME:-postgres}" MEDUSA_DISABLE_TELEMETRY=true
+# Medusa's app runner turns SSL on for a database URL without "localhost" in it.
+export DB_HOST="${DB_HOST:-localhost}" DB_USERNAME="${DB_USERNAME:-postgres}" MEDUSA_DISABLE_TELEMETRY=true
 node node_modules/jest/bin/jest.js --runInBand --json --outputFile="$DEST/results.json" 2>&1 | tail -n 60
 node -e '
   const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
