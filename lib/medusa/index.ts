@@ -12,7 +12,23 @@ export { NestjsPaymentsProvider };
  */
 export const services = [NestjsPaymentsProvider];
 export type { MedusaPaymentsOptions, MedusaLogger } from './medusa.options.js';
-export type { MedusaPaymentData } from './medusa.data.js';
+export type { MedusaPaymentData, MedusaCaptureRecord, MedusaRefundRecord } from './medusa.data.js';
+export type {
+  MedusaProviderContext,
+  MedusaProviderInput,
+  MedusaAmountInput,
+  MedusaRefundInput,
+  MedusaProviderOutput,
+  MedusaWebhookPayload,
+  MedusaInitiateResult,
+  MedusaStatusResult,
+  MedusaSessionResult,
+  MedusaAccountHolderRef,
+  MedusaCustomerRef,
+  MedusaWebhookData,
+  MedusaWebhookResult,
+  MedusaProviderRecord,
+} from './medusa.types.js';
 export type { MedusaSessionStatus, MedusaWebhookAction, MedusaOutcome } from './medusa.status.js';
 export { medusaOutcomeOf } from './medusa.status.js';
 export { millimesOf, dinarsOf, MedusaAmountError, MEDUSA_CURRENCY } from './medusa.money.js';

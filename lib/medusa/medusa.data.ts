@@ -1,5 +1,25 @@
 import { MedusaError } from '@medusajs/framework/utils';
 
+/** A capture of a pre-authorization, as the provider records it in the payment's data. */
+export interface MedusaCaptureRecord {
+  /** Captured amount in millimes. */
+  amount: string;
+  /** ISO 8601 time of the capture. */
+  at: string;
+}
+
+/** The refund of a payment, as the provider records it in the payment's data. */
+export interface MedusaRefundRecord {
+  /** The service's refund id. */
+  refund_id: string;
+  /** Refunded amount, as the service wrote it. */
+  amount: string;
+  /** ISO 8601 time of the refund. */
+  refunded_at: string;
+  /** Medusa's idempotency key of the refund that asked for it (its refund id): the same key retried is answered from here. */
+  key?: string;
+}
+
 /**
  * What the provider keeps in a payment session's (then the payment's) `data`: Medusa stores it
  * and hands it back on every call, so capture, cancel and refund know what was done already.
@@ -17,10 +37,10 @@ export interface MedusaPaymentData {
   pre_authorization: boolean;
   /** The service's status at the last verification. */
   status?: string;
-  /** Set once a pre-authorization is captured: the amount in millimes and when. */
-  captured?: { amount: string; at: string };
-  /** Set once the payment is refunded: the service's refund and the Medusa key that asked for it. */
-  refund?: { refund_id: string; amount: string; refunded_at: string; key?: string };
+  /** Set once a pre-authorization is captured. */
+  captured?: MedusaCaptureRecord;
+  /** Set once the payment is refunded. */
+  refund?: MedusaRefundRecord;
   /** Set once a pre-authorization is released. */
   cancelled_at?: string;
 }

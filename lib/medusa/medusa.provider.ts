@@ -8,8 +8,19 @@ import { defaultPaymentsLogger } from '../core/client/payments.logger.js';
 import { paymentDataOf, stored, stringField, webhookPaymentId, type MedusaPaymentData } from './medusa.data.js';
 import { dinarsOf, MEDUSA_CURRENCY, MedusaAmountError, millimesOf } from './medusa.money.js';
 import { containerLogger, loggerOver, type MedusaPaymentsOptions } from './medusa.options.js';
-import { medusaOutcomeOf, type MedusaSessionStatus, type MedusaWebhookAction } from './medusa.status.js';
-import type { MedusaAmountInput, MedusaProviderInput, MedusaProviderOutput, MedusaRefundInput, MedusaWebhookPayload } from './medusa.types.js';
+import { medusaOutcomeOf } from './medusa.status.js';
+import type {
+  MedusaAmountInput,
+  MedusaInitiateResult,
+  MedusaProviderInput,
+  MedusaProviderOutput,
+  MedusaProviderRecord,
+  MedusaRefundInput,
+  MedusaSessionResult,
+  MedusaStatusResult,
+  MedusaWebhookPayload,
+  MedusaWebhookResult,
+} from './medusa.types.js';
 import { MedusaBindings } from './medusa.bindings.js';
 
 /**
@@ -59,7 +70,7 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
   }
 
   /** Creates the service's payment for a session; its checkout `link` is in `data`. */
-  async initiatePayment(input: MedusaAmountInput): Promise<{ id: string; status: MedusaSessionStatus; data: Record<string, unknown> }> {
+  async initiatePayment(input: MedusaAmountInput): Promise<MedusaInitiateResult> {
     const amount = this.#millimes(input.amount, input.currency_code);
     const sessionId = stringField(input.data, 'session_id');
     const clientId = this.#bindings.clientIdOf(input.context);
@@ -84,7 +95,7 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
    * The service cannot change a payment's amount: the same amount keeps the payment, another one
    * creates a new payment (the old link is left to expire).
    */
-  async updatePayment(input: MedusaAmountInput): Promise<{ status?: MedusaSessionStatus; data: Record<string, unknown> }> {
+  async updatePayment(input: MedusaAmountInput): Promise<MedusaStatusResult> {
     const current = input.data?.payment_id ? paymentDataOf(input.data, 'updatePayment') : undefined;
     if (current && current.amount === this.#millimes(input.amount, input.currency_code)) return { data: stored(current) };
     const { data, status } = await this.initiatePayment({ ...input, data: { ...input.data, session_id: current?.session_id ?? input.data?.session_id } });
@@ -99,12 +110,12 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
   }
 
   /** The verified status of the session's payment: `captured`, `authorized`, `pending` (never completes a cart), `error`, `canceled`. */
-  async authorizePayment(input: MedusaProviderInput): Promise<{ status: MedusaSessionStatus; data: Record<string, unknown> }> {
+  async authorizePayment(input: MedusaProviderInput): Promise<MedusaSessionResult> {
     return this.#settle(paymentDataOf(input.data, 'authorizePayment'));
   }
 
   /** As {@link authorizePayment}. */
-  async getPaymentStatus(input: MedusaProviderInput): Promise<{ status: MedusaSessionStatus; data: Record<string, unknown> }> {
+  async getPaymentStatus(input: MedusaProviderInput): Promise<MedusaSessionResult> {
     return this.#settle(paymentDataOf(input.data, 'getPaymentStatus'));
   }
 
@@ -185,7 +196,7 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
    * one is settled through the core (verified once, duplicates cost nothing), and the verified
    * outcome, never the body, picks the action. The session id is the payment's verified tracking id.
    */
-  async getWebhookActionAndData(payload: MedusaWebhookPayload): Promise<{ action: MedusaWebhookAction; data?: { session_id: string; amount: string } }> {
+  async getWebhookActionAndData(payload: MedusaWebhookPayload): Promise<MedusaWebhookResult> {
     const paymentId = webhookPaymentId(payload?.data);
     if (!paymentId) return { action: 'not_supported' };
     const known = (await this.#client.store.findPending(paymentId)) ?? (await this.#client.getOutcome(paymentId));
@@ -202,7 +213,7 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
   }
 
   /** Creates the customer's account holder: the customer's id is the service's `client_id` (`cardBindings`). */
-  async createAccountHolder(input: MedusaProviderInput): Promise<{ id: string; data?: Record<string, unknown> } | Record<string, never>> {
+  async createAccountHolder(input: MedusaProviderInput): Promise<MedusaProviderRecord | Record<string, never>> {
     return this.#bindings.createAccountHolder(input.context);
   }
 
@@ -217,12 +228,12 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
   }
 
   /** The customer's card bindings (`bindings/list`), as Medusa payment methods. */
-  async listPaymentMethods(input: MedusaProviderInput): Promise<Array<{ id: string; data: Record<string, unknown> }>> {
+  async listPaymentMethods(input: MedusaProviderInput): Promise<MedusaProviderRecord[]> {
     return this.#bindings.list(input.context);
   }
 
   /** Not offered: a binding is created by paying with `cardBindings` on. */
-  async savePaymentMethod(): Promise<{ id: string; data?: Record<string, unknown> }> {
+  async savePaymentMethod(): Promise<MedusaProviderRecord> {
     throw new MedusaError(
       MedusaError.Types.NOT_ALLOWED,
       'the service creates a card binding when the customer pays (cardBindings option); it has no endpoint to save one',
@@ -249,7 +260,7 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     return this.#client.reconcilePayment(paymentId, { source: 'webhook' });
   }
 
-  async #settle(data: MedusaPaymentData): Promise<{ status: MedusaSessionStatus; data: Record<string, unknown> }> {
+  async #settle(data: MedusaPaymentData): Promise<MedusaSessionResult> {
     const result = await this.#call(() =>
       this.#client.reconcilePayment(data.payment_id, { expected: { amount: data.amount, developerTrackingId: data.session_id }, source: 'return' }),
     );

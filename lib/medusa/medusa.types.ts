@@ -1,15 +1,33 @@
+import type { MedusaSessionStatus, MedusaWebhookAction } from './medusa.status.js';
+
 /**
  * The shapes Medusa's payment module hands a provider and expects back (`@medusajs/types`,
  * `payment/provider`), written out structurally so the provider's signatures do not depend on
  * Medusa's declarations being installed.
  */
 
+/** The customer's account holder with this provider, as Medusa passes it. */
+export interface MedusaAccountHolderRef {
+  /** Medusa's id of the account holder. */
+  id?: string;
+  /** What the provider returned when it was created (`{ id }`: the service's `client_id`). */
+  data?: Record<string, unknown>;
+}
+
+/** The customer, as Medusa passes it. */
+export interface MedusaCustomerRef {
+  /** Medusa's customer id. */
+  id: string;
+  /** The customer's email. */
+  email: string;
+}
+
 /** What the payment module passes as `context`. */
 export interface MedusaProviderContext {
   /** The customer's account holder with this provider, when one exists. */
-  account_holder?: { id?: string; data?: Record<string, unknown> };
+  account_holder?: MedusaAccountHolderRef;
   /** The customer, when known. */
-  customer?: { id: string; email: string; first_name?: string | null; last_name?: string | null };
+  customer?: MedusaCustomerRef;
   /** Medusa's key for this call: the session id, the capture id, the refund id... */
   idempotency_key?: string;
 }
@@ -50,4 +68,54 @@ export interface MedusaWebhookPayload {
   rawData: string | Buffer;
   /** The request's headers. */
   headers: Record<string, unknown>;
+}
+
+/** What `initiatePayment` returns. */
+export interface MedusaInitiateResult {
+  /** The service's payment id. */
+  id: string;
+  /** Always `pending`: nothing is paid yet. */
+  status: MedusaSessionStatus;
+  /** The session's data (`MedusaPaymentData`: the checkout `link`, the payment id, the millimes). */
+  data: Record<string, unknown>;
+}
+
+/** What `authorizePayment`, `getPaymentStatus` and `updatePayment` return. */
+export interface MedusaStatusResult {
+  /** The session's status from the verified outcome; absent when unchanged (`updatePayment`). */
+  status?: MedusaSessionStatus;
+  /** The session's data. */
+  data: Record<string, unknown>;
+}
+
+/** What `authorizePayment` and `getPaymentStatus` return. */
+export interface MedusaSessionResult {
+  /** The session's status from the verified outcome. */
+  status: MedusaSessionStatus;
+  /** The session's data. */
+  data: Record<string, unknown>;
+}
+
+/** The data of a webhook action: which session, and the verified amount in major units. */
+export interface MedusaWebhookData {
+  /** Medusa's payment session id (the payment's verified tracking id). */
+  session_id: string;
+  /** The verified amount in dinars, e.g. `'12.345'`. */
+  amount: string;
+}
+
+/** What `getWebhookActionAndData` returns. */
+export interface MedusaWebhookResult {
+  /** What Medusa should do, from the verified outcome. */
+  action: MedusaWebhookAction;
+  /** The session and amount; absent when the delivery names no payment of this provider. */
+  data?: MedusaWebhookData;
+}
+
+/** An account holder or a payment method as the provider returns it. */
+export interface MedusaProviderRecord {
+  /** Its id: the customer's id (account holder) or the binding id (payment method). */
+  id: string;
+  /** What Medusa stores with it. */
+  data?: Record<string, unknown>;
 }

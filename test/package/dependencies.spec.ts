@@ -46,6 +46,7 @@ const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
   postgres: (n) => n === 'pg',
   testing: () => false,
   terminus: (n) => n.startsWith('@nestjs/'),
+  medusa: (n) => n === '@medusajs/framework',
   // The executable: ioredis and pg only through lib/redis and lib/postgres, loaded lazily.
   cli: () => false,
 };
@@ -58,6 +59,7 @@ const LAYER_LAYERS: Record<string, string[]> = {
   postgres: ['core'],
   testing: ['core'],
   terminus: ['core', 'nest'],
+  medusa: ['core'],
   cli: ['core', 'nest', 'testing', 'redis', 'postgres'],
 };
 
