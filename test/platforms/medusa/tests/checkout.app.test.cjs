@@ -1,7 +1,8 @@
 /* global jest, it, expect, beforeAll, afterAll */
 // The provider in a whole Medusa application (medusaIntegrationTestRunner: HTTP server, workflows,
 // event bus, PostgreSQL), configured with docs/medusa.md's medusa-config.js and its shared store,
-// the sandbox as the service: a cart, a payment session, the customer pays on the sandbox, whose
+// the sandbox as the service: a cart and a payment session over the store API (the guide's
+// storefront calls), the customer pays on the sandbox, whose
 // webhook reaches /hooks/payment/nestjs-payments_tn; one order, however many duplicates; a
 // refund retried changes nothing.
 const fs = require('node:fs');
@@ -9,10 +10,11 @@ const path = require('node:path');
 const { medusaIntegrationTestRunner } = require('@medusajs/test-utils');
 const { ContainerRegistrationKeys, Modules } = require('@medusajs/framework/utils');
 const {
+  createApiKeysWorkflow,
+  createProductsWorkflow,
   createRegionsWorkflow,
-  createCartWorkflow,
-  createPaymentCollectionForCartWorkflow,
-  createPaymentSessionsWorkflow,
+  createSalesChannelsWorkflow,
+  linkSalesChannelsToApiKeyWorkflow,
   refundPaymentWorkflow,
 } = require('@medusajs/core-flows');
 const { PaymentsSandbox, SANDBOX_PUBLIC_KEY, SANDBOX_PRIVATE_KEY } = require('nestjs-payments/testing');
@@ -38,6 +40,7 @@ function docSnippet(file) {
 fs.mkdirSync(APP, { recursive: true });
 fs.writeFileSync(path.join(APP, 'medusa-config.docs.js'), docSnippet('medusa-config.js'));
 fs.writeFileSync(path.join(APP, 'payments-store.js'), docSnippet('payments-store.js'));
+fs.writeFileSync(path.join(APP, 'storefront.js'), docSnippet('storefront.js'));
 fs.writeFileSync(
   path.join(APP, 'medusa-config.js'),
   `const config = require('./medusa-config.docs.js');
@@ -84,34 +87,59 @@ medusaIntegrationTestRunner({
       const container = getContainer();
       const query = container.resolve(ContainerRegistrationKeys.QUERY);
       const provider = 'pp_nestjs-payments_tn';
+      // The shop: a TND region with the provider, a sales channel, its publishable key, a product.
       const {
         result: [region],
       } = await createRegionsWorkflow(container).run({
         input: { regions: [{ name: 'Tunisia', currency_code: 'tnd', countries: ['tn'], payment_providers: [provider] }] },
       });
-      const { result: cart } = await createCartWorkflow(container).run({
+      const {
+        result: [channel],
+      } = await createSalesChannelsWorkflow(container).run({ input: { salesChannelsData: [{ name: 'Web' }] } });
+      const {
+        result: [key],
+      } = await createApiKeysWorkflow(container).run({ input: { api_keys: [{ title: 'storefront', type: 'publishable', created_by: '' }] } });
+      await linkSalesChannelsToApiKeyWorkflow(container).run({ input: { id: key.id, add: [channel.id] } });
+      const {
+        result: [product],
+      } = await createProductsWorkflow(container).run({
         input: {
-          region_id: region.id,
-          currency_code: 'tnd',
-          email: 'customer@example.com',
-          items: [{ title: 'Chechia', quantity: 1, unit_price: 12.345, requires_shipping: false }],
+          products: [
+            {
+              title: 'Chechia',
+              status: 'published',
+              options: [{ title: 'Size', values: ['One'] }],
+              variants: [{ title: 'One', options: { Size: 'One' }, manage_inventory: false, prices: [{ amount: 12.345, currency_code: 'tnd' }] }],
+              sales_channels: [{ id: channel.id }],
+            },
+          ],
         },
       });
-      await createPaymentCollectionForCartWorkflow(container).run({ input: { cart_id: cart.id } });
+
+      // The storefront: a cart over the store API, then the guide's two calls.
+      const storefront = require(path.join(APP, 'storefront.js'));
+      const backend = `http://127.0.0.1:${APP_PORT}`;
+      const headers = { headers: { 'x-publishable-api-key': key.token } };
       const {
-        data: [withCollection],
-      } = await query.graph({ entity: 'cart', fields: ['payment_collection.id'], filters: { id: cart.id } });
-      const { result: session } = await createPaymentSessionsWorkflow(container).run({
-        input: { payment_collection_id: withCollection.payment_collection.id, provider_id: provider },
-      });
-      expect(session.data.amount).toBe('12345');
-      const paymentId = session.data.payment_id;
+        data: { cart },
+      } = await api.post(
+        '/store/carts',
+        { region_id: region.id, email: 'customer@example.com', items: [{ variant_id: product.variants[0].id, quantity: 1 }] },
+        headers,
+      );
+      const link = await storefront.paymentLink(backend, key.token, cart.id);
+      const paymentId = link.split('/').pop();
+      expect(sandbox.getPayment(paymentId).amount).toBe('12345');
+      // Not paid yet: the return page gets the cart back, no order.
+      expect(await storefront.completeCheckout(backend, key.token, cart.id)).toMatchObject({ type: 'cart' });
 
       // The customer pays on the sandbox's checkout; the sandbox delivers the webhook to Medusa's route.
       const settlement = await sandbox.completePayment(paymentId);
       expect(settlement.webhook?.delivered ?? true).toBe(true);
       const ordersOf = async () => (await query.graph({ entity: 'order_cart', fields: ['order_id'], filters: { cart_id: cart.id } })).data;
-      const [link] = await until('the order', async () => (await ordersOf()).length > 0 && (await ordersOf()));
+      const [placed] = await until('the order', async () => (await ordersOf()).length > 0 && (await ordersOf()));
+      // The customer's return afterwards finds the order the webhook made.
+      expect(await storefront.completeCheckout(backend, key.token, cart.id)).toMatchObject({ type: 'order', order: { id: placed.order_id } });
       const verifies = sandbox.verifyCalls(paymentId);
 
       // Duplicates, concurrent, on the real route: still one order, no further verify call.
