@@ -19,7 +19,7 @@ export interface TransportOptions {
   /** Largest accepted answer, in bytes. Default 1 MiB. */
   maxResponseBytes?: number;
   /** The webhook settings: their secret is cut out of answers too. */
-  webhook?: { secret?: string };
+  webhook?: { secret?: string; previousSecrets?: readonly string[] };
   /** Which attempts may be repeated, and after how long (`RETRY_POLICY`, handed in by the client). */
   retry: RetryPolicy;
 }
@@ -74,7 +74,7 @@ export class HttpTransport {
       POST: { Authorization: authorization, Accept: 'application/json', 'Content-Type': 'application/json' },
     };
     // The forms are built once per client; each answer then costs one scan (secret.redactor.ts).
-    this.#redactor = new SecretRedactor({ privateKey: options.privateKey, publicKey: options.publicKey, webhookSecret: options.webhook?.secret });
+    this.#redactor = new SecretRedactor({ privateKey: options.privateKey, publicKey: options.publicKey, webhookSecret: options.webhook?.secret, previousWebhookSecrets: options.webhook?.previousSecrets });
     this.#maxRetries = options.maxRetries;
     this.#logger = options.logger;
     this.#timeoutMs = options.timeoutMs;

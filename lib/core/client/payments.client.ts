@@ -77,7 +77,10 @@ export class PaymentsClient implements PaymentsOperations {
     storeUsers(this.store, +1);
     // The retry decision is handed to the transport here, one place to read it from the client.
     this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger, retry: RETRY_POLICY });
-    const signer = resolved.webhook.enabled && resolved.webhook.secret ? new WebhookTokenSigner(resolved.webhook.secret) : undefined;
+    const signer =
+      resolved.webhook.enabled && resolved.webhook.secret
+        ? new WebhookTokenSigner(resolved.webhook.secret, { previousSecrets: resolved.webhook.previousSecrets, registration: resolved.name })
+        : undefined;
     this.#telemetry = resolved.telemetry.enabled
       ? new PaymentsTelemetry(resolved.telemetry, { registration: resolved.name, baseUrl: resolved.baseUrl, store: this.store })
       : NO_TELEMETRY;
