@@ -157,7 +157,10 @@ export function paymentsOptionsFromConfig(
 ): PaymentsModuleOptions {
   const prefix = settings.prefix ?? DEFAULT_PREFIX;
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(prefix)) {
-    throw new PaymentsValidationError([{ field: 'prefix', messages: ['must be letters, digits and _, such as PAYMENTS_OUTLET_'] }], 'paymentsOptionsFromConfig');
+    throw new PaymentsValidationError(
+      [{ field: 'prefix', messages: ['must be letters, digits and _, such as PAYMENTS_OUTLET_'] }],
+      'paymentsOptionsFromConfig',
+    );
   }
   const sources = SOURCES.map((source) => ({ ...source, variable: prefix + source.variable.slice(DEFAULT_PREFIX.length) }));
   // Every set variable lands at its option path (`webhook.secret` -> { webhook: { secret } }).

@@ -12,7 +12,14 @@ import { createWebhookController } from './webhook.controller.js';
 import { PaymentsWebhookGuard } from './webhook.guard.js';
 import { acceptAnyBodyOnWebhookRoutes } from './webhook.request.js';
 import { importersOf, servedWebhookPath, type ScannedModuleShape } from './webhook.mount.js';
-import { refuseSharedRoutes, registrationLabel, resolveWebhookRoute, staticWebhookRoute, type RegistrationRoute, type StaticWebhookRoute } from './webhook.route.js';
+import {
+  refuseSharedRoutes,
+  registrationLabel,
+  resolveWebhookRoute,
+  staticWebhookRoute,
+  type RegistrationRoute,
+  type StaticWebhookRoute,
+} from './webhook.route.js';
 
 /**
  * The emitter the plugin emits on. Not global, so it never shadows the host's own

@@ -15,7 +15,7 @@ export function healthReasonOf(error: unknown, depth = 0): string {
   const e = error as { code?: unknown; cause?: unknown; errors?: unknown; name?: unknown; message?: unknown };
   if (typeof e.code === 'string' && /^[A-Z0-9_]{1,64}$/.test(e.code)) return e.code;
   if (depth < 3) {
-    const inner = e.cause ?? (Array.isArray(e.errors) ? e.errors[0] : undefined);
+    const inner: unknown = e.cause ?? (Array.isArray(e.errors) ? (e.errors as unknown[])[0] : undefined);
     if (inner !== undefined) {
       const code = healthReasonOf(inner, depth + 1);
       if (code !== 'UNKNOWN_ERROR') return code;

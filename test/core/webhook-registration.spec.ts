@@ -67,13 +67,20 @@ describe('WebhookTokenSigner.check', () => {
 });
 
 describe('webhook.previousSecrets validation', () => {
-  const base = { publicKey: 'pk', privateKey: 'sk', baseUrl: 'https://pay.example', webhook: { publicUrl: 'https://shop.example/payments/webhook', secret: SECRET } };
+  const base = {
+    publicKey: 'pk',
+    privateKey: 'sk',
+    baseUrl: 'https://pay.example',
+    webhook: { publicUrl: 'https://shop.example/payments/webhook', secret: SECRET },
+  };
   it('checks each like the secret, never echoing one', () => {
     const short = 'too-short-a-secret';
     const build = () => resolvePaymentsOptions({ ...base, webhook: { ...base.webhook, previousSecrets: [OLD, short] } });
     expect(build).toThrow('webhook.previousSecrets[1] (must be a string of at least 32 characters)');
     expect(build).not.toThrow(short);
-    expect(() => resolvePaymentsOptions({ ...base, webhook: { ...base.webhook, previousSecrets: OLD as never } })).toThrow('webhook.previousSecrets (must be a list of secrets)');
+    expect(() => resolvePaymentsOptions({ ...base, webhook: { ...base.webhook, previousSecrets: OLD as never } })).toThrow(
+      'webhook.previousSecrets (must be a list of secrets)',
+    );
     expect(resolvePaymentsOptions({ ...base, webhook: { ...base.webhook, previousSecrets: [OLD] } }).webhook.previousSecrets).toEqual([OLD]);
   });
 });

@@ -52,7 +52,9 @@ describe('the Express webhook router', () => {
       // Anything reaching the router (a set-up probe, a stray request) tells it its mount path.
       for (let i = 0; i < 2; i++) await fetch(`${app.base}/api/payments/webhook/not-a-token`, { method: 'POST' });
       expect(app.warnings).toEqual([
-        expect.stringMatching(/^webhook\.publicUrl of this client has the path '\/payments\/webhook' but its webhook route is served at '\/api\/payments\/webhook'/),
+        expect.stringMatching(
+          /^webhook\.publicUrl of this client has the path '\/payments\/webhook' but its webhook route is served at '\/api\/payments\/webhook'/,
+        ),
       ]);
     } finally {
       await app.close();
@@ -62,7 +64,11 @@ describe('the Express webhook router', () => {
   it('is silent when mounted where the public URL leads, and takes the tokens of the previous secret', async () => {
     const app = await serve('/api/payments/webhook', '/api/payments/webhook', NEW, [OLD]);
     // An instance not yet rotated: mints with the old secret, its deliveries reach the new one.
-    const before = createPaymentsClient({ ...sandbox.options(), reconciliation: { enabled: false }, webhook: { publicUrl: `${app.base}/api/payments/webhook`, secret: OLD } });
+    const before = createPaymentsClient({
+      ...sandbox.options(),
+      reconciliation: { enabled: false },
+      webhook: { publicUrl: `${app.base}/api/payments/webhook`, secret: OLD },
+    });
     try {
       const old = await before.generatePayment({ amount: '1500', developerTrackingId: 'order-old' });
       const fresh = await app.client.generatePayment({ amount: '2500', developerTrackingId: 'order-new' });

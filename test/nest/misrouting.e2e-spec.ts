@@ -94,7 +94,9 @@ describe('two accounts sharing a secret, the second one publishing the first one
     expect(app.get(Ledger).confirmed).toEqual([`outlet:${paymentId}`]);
     expect(settled.lastStatus).toBe(421);
     expect(payments(logger.warnings)).toContainEqual(
-      expect.stringMatching(/^Payments:outlet: webhook\.publicUrl of registration 'outlet' .*'\/payments\/webhook' but its webhook route is served at '\/payments\/outlet\/webhook'/),
+      expect.stringMatching(
+        /^Payments:outlet: webhook\.publicUrl of registration 'outlet' .*'\/payments\/webhook' but its webhook route is served at '\/payments\/outlet\/webhook'/,
+      ),
     );
     expect(logger.warnings).toContainEqual(expect.stringContaining('carrying a token minted by another registration'));
   });
@@ -120,7 +122,9 @@ describe('the start-up warning, with the global prefix', () => {
     const port = nextPort++;
     const { logger } = await start(port, [PaymentsModule.forRoot(account('payments/webhook', `http://127.0.0.1:${port}/payments/webhook`))], 'api');
     expect(payments(logger.warnings)).toEqual([
-      expect.stringMatching(/^Payments: webhook\.publicUrl of the default registration .*'\/payments\/webhook' but its webhook route is served at '\/api\/payments\/webhook'/),
+      expect.stringMatching(
+        /^Payments: webhook\.publicUrl of the default registration .*'\/payments\/webhook' but its webhook route is served at '\/api\/payments\/webhook'/,
+      ),
     ]);
   });
 
@@ -155,7 +159,9 @@ describe('overlapping routes of two unnamed registrations in two modules', () =>
     class AppModule {}
     const starting = start(nextPort++, [AppModule]);
     await expect(starting).rejects.toThrow(PaymentsValidationError);
-    await expect(starting).rejects.toThrow(/of the default registration \(imported by (AppModule|HealthModule)\) overlaps .* of the default registration \(imported by (AppModule|HealthModule)\)/);
+    await expect(starting).rejects.toThrow(
+      /of the default registration \(imported by (AppModule|HealthModule)\) overlaps .* of the default registration \(imported by (AppModule|HealthModule)\)/,
+    );
     await expect(starting).rejects.toThrow(/AppModule.*HealthModule|HealthModule.*AppModule/);
   });
 });

@@ -51,7 +51,10 @@ class HealthController {
 
 async function healthWith(store: PaymentsStore): Promise<Record<string, unknown>> {
   @Module({
-    imports: [TerminusModule, PaymentsModule.forRoot({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://127.0.0.1:9', store, reconciliation: { enabled: false } })],
+    imports: [
+      TerminusModule,
+      PaymentsModule.forRoot({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://127.0.0.1:9', store, reconciliation: { enabled: false } }),
+    ],
     providers: [PaymentsHealthIndicator],
     controllers: [HealthController],
   })
@@ -69,9 +72,13 @@ async function healthWith(store: PaymentsStore): Promise<Record<string, unknown>
 describe('the health answer of a real store that is down', () => {
   let redis: ChildProcess | undefined;
   beforeAll(async () => {
-    redis = spawn('redis-server', ['--port', String(PASSWORD_REDIS), '--bind', '127.0.0.1', '--requirepass', 'hunter2-password', '--save', '', '--appendonly', 'no'], {
-      stdio: 'ignore',
-    });
+    redis = spawn(
+      'redis-server',
+      ['--port', String(PASSWORD_REDIS), '--bind', '127.0.0.1', '--requirepass', 'hunter2-password', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: 'ignore',
+      },
+    );
     redis.on('error', () => (redis = undefined));
     for (let i = 0; i < 50 && !(await canConnect('127.0.0.1', PASSWORD_REDIS, 200)); i++) await new Promise((r) => setTimeout(r, 100));
   });

@@ -54,9 +54,15 @@ export class SecretRedactor {
 
   /** @param secrets the values to cut out; one shorter than 4 characters is left alone */
   constructor(secrets: RedactedSecrets | string) {
-    const { privateKey, publicKey, webhookSecret, previousWebhookSecrets = [] } = typeof secrets === 'string' ? ({ privateKey: secrets } as RedactedSecrets) : secrets;
+    const {
+      privateKey,
+      publicKey,
+      webhookSecret,
+      previousWebhookSecrets = [],
+    } = typeof secrets === 'string' ? ({ privateKey: secrets } as RedactedSecrets) : secrets;
     const forms = new Set<string>();
-    for (const secret of [privateKey, webhookSecret, ...previousWebhookSecrets]) if (secret !== undefined && secret.length >= MIN_SECRET_LENGTH) addForms(forms, secret);
+    for (const secret of [privateKey, webhookSecret, ...previousWebhookSecrets])
+      if (secret !== undefined && secret.length >= MIN_SECRET_LENGTH) addForms(forms, secret);
     if (publicKey !== undefined && privateKey.length >= MIN_SECRET_LENGTH) {
       for (const encoded of base64Forms(Buffer.from(`${publicKey}:${privateKey}`))) addEncoded(forms, encoded);
     }

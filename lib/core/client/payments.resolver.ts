@@ -88,7 +88,7 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
       path: (w.path ?? PAYMENTS_DEFAULTS.webhookPath).replace(/^\/+|\/+$/g, ''),
       publicUrl: w.publicUrl,
       secret: w.secret,
-      previousSecrets: Object.freeze([...(w.previousSecrets ?? [])]),
+      previousSecrets: Object.freeze([...((w.previousSecrets ?? []) as readonly string[])]),
       acceptUnsigned: w.acceptUnsigned ?? false,
       unsignedIntervalSecs: w.unsignedIntervalSecs ?? PAYMENTS_DEFAULTS.unsignedIntervalSecs,
       maxBodyBytes: w.maxBodyBytes ?? PAYMENTS_DEFAULTS.maxBodyBytes,

@@ -17,7 +17,10 @@ export type TokenRegistrationVerdict = 'accept' | 'misrouted';
  * @param name the registration's name; undefined for the default one
  */
 export function registrationTag(name: string | undefined): string {
-  return hash('sha256', `nestjs-payments:registration:${name ?? ''}`, 'buffer').subarray(0, 6).toString('base64url').slice(0, 6);
+  return hash('sha256', `nestjs-payments:registration:${name ?? ''}`, 'buffer')
+    .subarray(0, 6)
+    .toString('base64url')
+    .slice(0, 6);
 }
 
 /**

@@ -133,7 +133,9 @@ export class WebhookTokenSigner {
     if (!match) return false;
     const body = token.slice(0, token.lastIndexOf('.'));
     const actual = Buffer.from(match[3], 'utf8');
-    return this.#secrets.some((key) => safeEqualBuffers(Buffer.from(this.#sign(body, PROBE_DOMAIN, key), 'utf8'), actual)) && parseInt(match[1], 36) * 1000 > now;
+    return (
+      this.#secrets.some((key) => safeEqualBuffers(Buffer.from(this.#sign(body, PROBE_DOMAIN, key), 'utf8'), actual)) && parseInt(match[1], 36) * 1000 > now
+    );
   }
 
   /**

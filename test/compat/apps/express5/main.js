@@ -39,7 +39,8 @@ function checkModuleSystem() {
   assert.throws(() => require.resolve('pg'), 'pg is installed, so this app would not prove the PostgreSQL entry names it');
   assert.throws(
     () => require('nestjs-payments/postgres'),
-    (error) => /^nestjs-payments\/postgres needs pg, not installed: npm install pg$/.test(error.message) || assert.fail(`not the one-line error: ${error.message}`),
+    (error) =>
+      /^nestjs-payments\/postgres needs pg, not installed: npm install pg$/.test(error.message) || assert.fail(`not the one-line error: ${error.message}`),
   );
   const version = require('express/package.json').version;
   assert.equal(version.split('.')[0], EXPRESS_MAJOR, `expected express ${EXPRESS_MAJOR}, got ${version}`);
