@@ -119,7 +119,7 @@ async function pay(instance, account, amount, order) {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ account, amount, order }),
   });
-  assert.equal(answer.status, 201, `POST /shop/pay on ${instance.url}: ${answer.status} ${await answer.text()}`);
+  if (answer.status !== 201) throw new Error(`POST /shop/pay on ${instance.url}: ${answer.status} ${await answer.text()}`);
   return (await answer.json()).paymentId;
 }
 
