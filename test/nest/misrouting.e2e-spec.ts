@@ -4,6 +4,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable, Module, type DynamicModule, type INestApplication, type LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   OnPaymentConfirmed,
   PaymentsModule,
@@ -16,9 +18,15 @@ import {
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 
 const SECRET = 'whsec_shared_by_both_accounts_0123456789';
-// The apps listen on fixed ports (of this suite's range): their public URLs must be known before
-// the clients are made, at module init.
-let nextPort = 58020;
+// Each app's public URL must be known before its clients are made (at module init): a free port
+// is picked first, then listened on.
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
 
 /** Every warning Nest's logger was given, with its context. */
 class CapturingLogger implements LoggerService {
@@ -79,7 +87,7 @@ const payments = (warnings: string[]) => warnings.filter((w) => w.startsWith('Pa
 
 describe('two accounts sharing a secret, the second one publishing the first one’s webhook URL', () => {
   it("refuses the outlet's token on the default route (421, logged): its payment runs once, under outlet", async () => {
-    const port = nextPort++;
+    const port = await freePort();
     const wrong = `http://127.0.0.1:${port}/payments/webhook`;
     const { app, logger } = await start(port, [
       PaymentsModule.forRoot(account('payments/webhook', wrong)),
@@ -102,7 +110,7 @@ describe('two accounts sharing a secret, the second one publishing the first one
   });
 
   it('confirms both accounts by webhook once each publishes its own route (no warning)', async () => {
-    const port = nextPort++;
+    const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const { app, logger } = await start(port, [
       PaymentsModule.forRoot(account('payments/webhook', `${base}/payments/webhook`)),
@@ -119,7 +127,7 @@ describe('two accounts sharing a secret, the second one publishing the first one
 
 describe('the start-up warning, with the global prefix', () => {
   it('names the public URL’s path and the route served under the prefix', async () => {
-    const port = nextPort++;
+    const port = await freePort();
     const { logger } = await start(port, [PaymentsModule.forRoot(account('payments/webhook', `http://127.0.0.1:${port}/payments/webhook`))], 'api');
     expect(payments(logger.warnings)).toEqual([
       expect.stringMatching(
@@ -129,7 +137,7 @@ describe('the start-up warning, with the global prefix', () => {
   });
 
   it('is silent when the public URL ends with the route (under the prefix, a proxy prefix before it)', async () => {
-    const port = nextPort++;
+    const port = await freePort();
     const { app, logger } = await start(port, [PaymentsModule.forRoot(account('payments/webhook', `http://127.0.0.1:${port}/api/payments/webhook`))], 'api');
     expect(payments(logger.warnings)).toEqual([]);
     const { paymentId } = await app.get(PaymentsService).generatePayment({ amount: '1500' });
@@ -137,7 +145,7 @@ describe('the start-up warning, with the global prefix', () => {
   });
 
   it('is silent for a route excluded from the prefix', async () => {
-    const port = nextPort++;
+    const port = await freePort();
     const moduleRef = await Test.createTestingModule({
       imports: [PaymentsModule.forRoot(account('payments/webhook', `http://127.0.0.1:${port}/payments/webhook`))],
     }).compile();
@@ -157,7 +165,7 @@ describe('overlapping routes of two unnamed registrations in two modules', () =>
     class HealthModule {}
     @Module({ imports: [PaymentsModule.forRoot(options), HealthModule] })
     class AppModule {}
-    const starting = start(nextPort++, [AppModule]);
+    const starting = start(await freePort(), [AppModule]);
     await expect(starting).rejects.toThrow(PaymentsValidationError);
     await expect(starting).rejects.toThrow(
       /of the default registration \(imported by (AppModule|HealthModule)\) overlaps .* of the default registration \(imported by (AppModule|HealthModule)\)/,
