@@ -26,6 +26,8 @@ import { PaymentsTelemetry } from '../telemetry/telemetry.otel.js';
 import { NO_TELEMETRY, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 import { WebhookProcessor } from '../webhook/webhook.processor.js';
 import { WebhookTokenSigner } from '../webhook/webhook.token.js';
+import { PendingRechecks } from '../settlement/settlement.rechecks.js';
+import { SharedClock } from '../time/shared.clock.js';
 import type { PaymentsOptions, ResolvedPaymentsOptions } from './payments.options.js';
 import { resolvePaymentsOptions } from './payments.resolver.js';
 
@@ -79,23 +81,37 @@ export class PaymentsClient implements PaymentsOperations {
     this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger, retry: RETRY_POLICY });
     const signer =
       resolved.webhook.enabled && resolved.webhook.secret
-        ? new WebhookTokenSigner(resolved.webhook.secret, { previousSecrets: resolved.webhook.previousSecrets, registration: resolved.name })
+        ? new WebhookTokenSigner(resolved.webhook.secret, {
+            previousSecrets: resolved.webhook.previousSecrets,
+            registration: resolved.name,
+            clock: resolved.clock,
+          })
         : undefined;
+    // Due times and record ages are shared with the other instances: read on the store's clock.
+    const shared = new SharedClock(resolved.clock, this.store.now ? () => this.store.now!() : undefined);
+    const rechecks = new PendingRechecks(this.store, shared, resolved.reconciliation.graceSecs, (inMs) => this.#sweep.wakeIn(inMs), resolved.logger);
     this.#telemetry = resolved.telemetry.enabled
       ? new PaymentsTelemetry(resolved.telemetry, { registration: resolved.name, baseUrl: resolved.baseUrl, store: this.store })
       : NO_TELEMETRY;
     const verify = (paymentId: string) => this.#api.verifyPayment(paymentId);
     this.#runner = new SettlementRunner(
-      { leaseMs: resolved.webhook.leaseMs, doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs, registration: resolved.name },
+      {
+        leaseMs: resolved.webhook.leaseMs,
+        doneTtlMs: resolved.webhook.doneTtlMs,
+        recordTtlMs: resolved.outcomeRecordTtlMs,
+        registration: resolved.name,
+        clock: shared,
+        onPending: (paymentId, expected) => void rechecks.note(paymentId, expected),
+      },
       this.store,
       verify,
       resolved.logger,
       this.#telemetry,
-      new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, undefined, resolved.webhook.unsignedIntervalSecs * 1000),
+      new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, () => resolved.clock.now(), resolved.webhook.unsignedIntervalSecs * 1000),
     );
-    this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry);
-    this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger);
-    this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, this.#runner, resolved.logger, this.#telemetry);
+    this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry, shared);
+    this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger, shared);
+    this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, this.#runner, resolved.logger, this.#telemetry, resolved.clock);
     this.#sweep = new ReconciliationScheduler(
       resolved.reconciliation,
       Math.max(resolved.webhook.leaseMs * 2, 60_000),
@@ -104,6 +120,8 @@ export class PaymentsClient implements PaymentsOperations {
       resolved.logger,
       this.#telemetry,
       resolved.outcomeRecordTtlMs,
+      shared,
+      rechecks,
     );
   }
 

@@ -7,6 +7,9 @@ import type { PaymentsReconciliationOptions } from '../client/payments.options.j
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../store/payments.store.js';
 import { NO_TELEMETRY, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
+import { every, type ClockTimer } from '../time/clock.port.js';
+import type { SharedClock } from '../time/shared.clock.js';
+import { nextRecheck, type PendingRechecks } from './settlement.rechecks.js';
 
 /** What one reconciliation run did. */
 export interface ReconciliationRun {
@@ -20,9 +23,6 @@ export interface ReconciliationRun {
    */
   rateLimitedUntil?: number;
 }
-
-/** How long the record of an overdue payment is kept when the client passes no TTL (30 days). */
-const DEFAULT_RECORD_TTL_MS = 30 * 24 * 3_600_000;
 
 /** What a check that left a payment unsettled means for its queue entry. */
 type Unsettled = { kind: 'unknown'; last: string } | { kind: 'known'; last: string };
@@ -40,7 +40,10 @@ type Unsettled = { kind: 'unknown'; last: string } | { kind: 'known'; last: stri
  * until its `Retry-After` passed.
  */
 export class ReconciliationScheduler {
-  private timer?: NodeJS.Timeout;
+  private stopTimer?: () => void;
+  /** The one-shot timer of the earliest pending-lane check this instance scheduled, and when it fires. */
+  private wakeTimer?: ClockTimer;
+  private wakeAt = Number.POSITIVE_INFINITY;
   private running?: Promise<ReconciliationRun>;
   /** Epoch ms before which passes take nothing: the service rate-limited verify. */
   private pausedUntil = 0;
@@ -53,7 +56,9 @@ export class ReconciliationScheduler {
    * @param logger where problems are reported
    * @param telemetry a span per pass (off by default)
    * @param recordTtlMs how long the record of an overdue payment is kept (the client's
-   *   `outcomeRecordTtlSecs`); default 30 days
+   *   `outcomeRecordTtlSecs`)
+   * @param clock the time shared with the other instances (due times, record times)
+   * @param rechecks the pending lane (a pass's PENDING in the lane schedules the lane's next check)
    */
   constructor(
     private readonly options: Required<PaymentsReconciliationOptions>,
@@ -61,31 +66,58 @@ export class ReconciliationScheduler {
     private readonly store: PaymentsStore,
     private readonly outcomes: SettlementRunner,
     private readonly logger: PaymentsLogger,
-    private readonly telemetry: TelemetryHooks = NO_TELEMETRY,
-    private readonly recordTtlMs: number = DEFAULT_RECORD_TTL_MS,
+    private readonly telemetry: TelemetryHooks,
+    private readonly recordTtlMs: number,
+    private readonly clock: SharedClock,
+    private readonly rechecks: PendingRechecks,
   ) {}
 
   /** Starts the periodic runs (when enabled). The timer does not keep the process alive. */
   start(): void {
-    if (!this.options.enabled || this.timer) return;
-    this.timer = setInterval(() => void this.runOnce().catch(() => undefined), this.options.intervalSecs * 1000);
-    this.timer.unref();
+    if (!this.options.enabled || this.stopTimer) return;
+    this.stopTimer = every(this.clock, this.options.intervalSecs * 1000, () => void this.runOnce().catch(() => undefined));
   }
 
-  /** Runs one pass now (also what the timer calls); a pass already running is joined, not doubled. */
-  runOnce(now = Date.now()): Promise<ReconciliationRun> {
+  /**
+   * Runs a pass in `inMs` (the pending lane's next check is due then), unless one is already
+   * planned sooner. Only while started: a stopped sweep checks nothing.
+   */
+  wakeIn(inMs: number): void {
+    if (!this.stopTimer) return;
+    const at = this.clock.now() + inMs;
+    if (at >= this.wakeAt) return;
+    this.clock.clearTimeout(this.wakeTimer);
+    this.wakeAt = at;
+    this.wakeTimer = this.clock.setTimeout(() => {
+      this.wakeAt = Number.POSITIVE_INFINITY;
+      this.wakeTimer = undefined;
+      // A pass already running may have taken its entries before this one became due: run after it.
+      void (this.running ?? Promise.resolve())
+        .catch(() => undefined)
+        .then(() => this.runOnce())
+        .catch(() => undefined);
+    }, inMs);
+  }
+
+  /** Runs one pass now (also what the timers call); a pass already running is joined, not doubled. */
+  runOnce(now?: number): Promise<ReconciliationRun> {
     this.running ??= this.telemetry.reconciliation((due) => this.pass(now, due)).finally(() => (this.running = undefined));
     return this.running;
   }
 
-  /** Stops the timer and waits for a pass in progress. */
+  /** Stops the timers and waits for a pass in progress. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    this.stopTimer?.();
+    this.stopTimer = undefined;
+    this.clock.clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
+    this.wakeAt = Number.POSITIVE_INFINITY;
     await this.running?.catch(() => undefined);
   }
 
-  private async pass(now: number, noteDue: (count: number) => void = () => undefined): Promise<ReconciliationRun> {
+  private async pass(at: number | undefined, noteDue: (count: number) => void = () => undefined): Promise<ReconciliationRun> {
+    await this.clock.sync();
+    const now = at ?? this.clock.now();
     const run: ReconciliationRun = { checked: 0, settled: 0 };
     if (now < this.pausedUntil) return { ...run, rateLimitedUntil: this.pausedUntil };
     let due;
@@ -151,9 +183,13 @@ export class ReconciliationScheduler {
         return;
       case 'pending':
         run.checked++;
+        // In the pending lane: its next check within seconds, no check of the session's lanes counted.
+        if (entry.rechecks !== undefined) return this.rechecks.schedule(entry, nextRecheck(entry, now, this.options.graceSecs));
         return this.reschedule(entry, now, { kind: 'unknown', last: `the service answers ${result.verification.status}` });
       case 'verify-failed':
         run.checked++;
+        // A failed check in the pending lane keeps it there: the lane is short and bounded anyway.
+        if (entry.rechecks !== undefined) return this.rechecks.schedule(entry, nextRecheck(entry, now, this.options.graceSecs));
         return this.reschedule(entry, now, { kind: 'unknown', last: `verify failed: ${result.error.message}` });
       case 'deferred':
         // The sweep is not held to the verify budget; should it ever be, nothing was checked.
@@ -171,7 +207,9 @@ export class ReconciliationScheduler {
     }
   }
 
-  private async reschedule(entry: PendingPayment, now: number, why: Unsettled): Promise<void> {
+  private async reschedule(taken: PendingPayment, now: number, why: Unsettled): Promise<void> {
+    // Any other result leaves the pending lane: the session's lanes take it from here.
+    const { rechecks: _lane, ...entry } = taken;
     const checks = entry.checks + 1;
     const next = nextCheckAt(entry, now, this.options);
     if (next === undefined) {
@@ -226,7 +264,7 @@ export class ReconciliationScheduler {
         attempts: previous?.attempts ?? 0,
         amount: previous?.amount ?? entry.amount,
         lastError: note.slice(0, 500),
-        updatedAt: new Date().toISOString(),
+        updatedAt: new Date(this.clock.now()).toISOString(),
       };
       const trackingId = previous?.developerTrackingId ?? entry.developerTrackingId;
       if (trackingId !== undefined) record.developerTrackingId = trackingId;

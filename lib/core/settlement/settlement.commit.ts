@@ -5,6 +5,7 @@ import type { TransactionalPaymentsStore } from '../store/store.transaction.js';
 import { bindTransaction, takeAfterCommit, type PaymentOutcomeEvent } from './payment.events.js';
 import { describe } from './settlement.describe.js';
 import { renewWhileHandling } from './settlement.lease.js';
+import type { Clock } from '../time/clock.port.js';
 
 /** What one attempt found, for its outcome record. */
 export interface AttemptRecord {
@@ -22,7 +23,7 @@ export interface AttemptRecord {
 
 /** What `finishOutcome` writes for an attempt: the claim's end, the queue, the record. */
 export function finishOf(
-  ttls: { doneTtlMs: number; recordTtlMs: number },
+  ttls: { doneTtlMs: number; recordTtlMs: number; clock: Clock },
   key: string,
   owner: string,
   claim: 'done' | 'release',
@@ -36,7 +37,7 @@ export function finishOf(
     source,
     handlers,
     amount: verification.amount,
-    updatedAt: new Date().toISOString(),
+    updatedAt: new Date(ttls.clock.now()).toISOString(),
   };
   if (verification.developerTrackingId !== undefined) record.developerTrackingId = verification.developerTrackingId;
   if (lastError !== undefined) record.lastError = lastError.slice(0, 500);
@@ -68,6 +69,7 @@ export async function handleInTransaction(run: {
   finish: OutcomeFinish;
   leaseMs: number;
   logger: PaymentsLogger;
+  clock: Clock;
 }): Promise<'committed' | 'lost' | { failed: unknown }> {
   const { store, event, key, owner, leaseMs, logger } = run;
   let lost = false;
@@ -75,7 +77,7 @@ export async function handleInTransaction(run: {
     await store.runInTransaction(async (scope) => {
       // On PGlite the transaction holds the one connection: a renewal could only queue behind it,
       // and no other instance can take the claim meanwhile (the scope renews it inside).
-      const renewal = scope.holdsDatabase ? undefined : renewWhileHandling(store, key, owner, leaseMs, event.paymentId, logger);
+      const renewal = scope.holdsDatabase ? undefined : renewWhileHandling(store, key, owner, leaseMs, event.paymentId, logger, run.clock);
       bindTransaction(event, scope.transaction);
       try {
         await run.handle();

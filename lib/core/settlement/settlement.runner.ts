@@ -185,6 +185,9 @@ export class SettlementRunner {
       case 'pending': {
         const verification = verified(answer);
         await this.#finish(key, owner, 'release', { verification, outcome: 'pending', source, handlers: 'none' });
+        // The service's state may lag its own webhook: the plugin re-checks soon rather than at
+        // the session's end (the sweep's own checks schedule their next one themselves).
+        if (source !== 'reconciliation') this.options.onPending?.(paymentId, expected);
         return { kind: 'pending', verification };
       }
       case 'mismatch': {
@@ -215,7 +218,7 @@ export class SettlementRunner {
   ): Promise<SettleResult> {
     const dispatcher = this.#dispatcher;
     const Event = OUTCOME_EVENT_CLASSES[outcome];
-    const event = new Event(outcome, verification, source, this.options.registration);
+    const event = new Event(outcome, verification, source, this.options.registration, new Date(this.options.clock.now()));
     const handle = async () => {
       if (!dispatcher) throw new Error('no outcome handlers are registered yet');
       await trace.handlers(name, () => dispatcher(name, event));
@@ -224,14 +227,24 @@ export class SettlementRunner {
       // Exactly-once effects (settlement.commit.ts): the handlers, the done marker and the outcome
       // record in one transaction; a claim lost meanwhile rolls it all back and answers busy.
       const finish = finishOf(this.options, key, owner, 'done', { verification, outcome, source, handlers: 'succeeded' });
-      const ended = await handleInTransaction({ store: this.store, event, handle, key, owner, finish, leaseMs: this.options.leaseMs, logger: this.logger });
+      const ended = await handleInTransaction({
+        store: this.store,
+        event,
+        handle,
+        key,
+        owner,
+        finish,
+        leaseMs: this.options.leaseMs,
+        logger: this.logger,
+        clock: this.options.clock,
+      });
       if (ended === 'committed') await runAfterCommit(event, true, this.logger);
       if (ended === 'lost') this.logger.warn(`${source}: the claim on ${paymentId} was lost while its ${name} handlers ran; their writes were rolled back`);
       if (typeof ended === 'object') return this.#handlersFailed(event, name, key, owner, ended.failed);
       return ended === 'committed' ? { kind: 'handled', outcome, verification } : { kind: 'busy' };
     }
 
-    const renewal = renewWhileHandling(this.store, key, owner, this.options.leaseMs, paymentId, this.logger);
+    const renewal = renewWhileHandling(this.store, key, owner, this.options.leaseMs, paymentId, this.logger, this.options.clock);
     try {
       await handle();
     } catch (error) {

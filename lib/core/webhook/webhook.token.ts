@@ -1,3 +1,4 @@
+import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
 import { createHmac, createSecretKey, hash, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { registrationTag, type TokenRegistration } from './webhook.registration.js';
 
@@ -36,6 +37,8 @@ export interface WebhookTokenSignerOptions {
   previousSecrets?: readonly string[];
   /** The registration minting the tokens (its name); undefined for the default one. */
   registration?: string;
+  /** What expiry times are read from. Default the system clock. */
+  clock?: Clock;
 }
 
 /**
@@ -54,6 +57,7 @@ export class WebhookTokenSigner {
   /** The current secret first, then the previous ones: a token verifies under any of them. */
   readonly #secrets: readonly KeyObject[];
   readonly #tag: string;
+  private readonly clock: Clock;
   // Nonces are cut from one block of random bytes per 512 payments rather than a randomBytes(12)
   // call each: 4.0 -> 0.2 µs per signed payment (bench/plugin-work.mjs). Per signer, never shared.
   #pool = Buffer.alloc(0);
@@ -61,9 +65,10 @@ export class WebhookTokenSigner {
 
   /**
    * @param secret the webhook secret (validated elsewhere: at least 32 characters); signs every new token
-   * @param options previous secrets still accepted, and the registration minting the tokens
+   * @param options previous secrets still accepted, the registration minting the tokens, the clock
    */
   constructor(secret: string, options: WebhookTokenSignerOptions = {}) {
+    this.clock = options.clock ?? SYSTEM_CLOCK;
     this.#secret = createSecretKey(Buffer.from(secret, 'utf8'));
     this.#secrets = [this.#secret, ...(options.previousSecrets ?? []).map((s) => createSecretKey(Buffer.from(s, 'utf8')))];
     this.#tag = registrationTag(options.registration);
@@ -77,7 +82,7 @@ export class WebhookTokenSigner {
    */
   issue(amount: string, trackingId: string | undefined, ttlMs: number): { token: string; claims: WebhookTokenClaims } {
     const nonce = this.#nonce();
-    const expiresAt = Date.now() + ttlMs;
+    const expiresAt = this.clock.now() + ttlMs;
     // Hashed once, not once for the token and once for its claims: 1.8 µs per signed payment (bench/plugin-work.mjs).
     const hashed = trackingHash(trackingId);
     const body = `${nonce}.${Math.ceil(expiresAt / 1000).toString(36)}.${amount}.${hashed}.${this.#tag}`;
@@ -91,7 +96,7 @@ export class WebhookTokenSigner {
    * Checks a token's signature (in constant time, under the secret and each previous one) and
    * expiry, and says whose registration minted it.
    */
-  check(token: unknown, now = Date.now()): WebhookTokenCheck {
+  check(token: unknown, now = this.clock.now()): WebhookTokenCheck {
     if (typeof token !== 'string') return { kind: 'invalid' };
     const match = TOKEN_FORMAT.exec(token);
     if (!match) return { kind: 'invalid' };
@@ -109,7 +114,7 @@ export class WebhookTokenSigner {
    * Checks a token's signature and expiry, as {@link check}.
    * @returns its claims when valid and not another registration's, otherwise undefined
    */
-  verify(token: unknown, now = Date.now()): WebhookTokenClaims | undefined {
+  verify(token: unknown, now = this.clock.now()): WebhookTokenClaims | undefined {
     const checked = this.check(token, now);
     return checked.kind === 'valid' && checked.registration !== 'other' ? checked.claims : undefined;
   }
@@ -122,12 +127,12 @@ export class WebhookTokenSigner {
    * @param ttlMs how long it stays valid; default 5 minutes
    */
   issueProbe(ttlMs = 300_000): string {
-    const body = `probe.${Math.ceil((Date.now() + ttlMs) / 1000).toString(36)}.${randomBytes(12).toString('base64url')}`;
+    const body = `probe.${Math.ceil((this.clock.now() + ttlMs) / 1000).toString(36)}.${randomBytes(12).toString('base64url')}`;
     return `${body}.${this.#sign(body, PROBE_DOMAIN)}`;
   }
 
   /** Whether `token` is an unexpired probe token signed with this secret (checked in constant time). */
-  verifyProbe(token: unknown, now = Date.now()): boolean {
+  verifyProbe(token: unknown, now = this.clock.now()): boolean {
     if (typeof token !== 'string') return false;
     const match = PROBE_FORMAT.exec(token);
     if (!match) return false;
