@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger, Module, Optional, type DynamicModule, type OnModuleInit, type Provider, type Type } from '@nestjs/common';
 import { HttpAdapterHost, ModuleRef, ModulesContainer } from '@nestjs/core';
-import { publicUrlMismatch } from '../core/webhook/webhook.mount.js';
 import { EventEmitter2, EventEmitterModule, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
 import { PaymentsClient } from '../core/client/payments.client.js';
 import { PaymentsValidationError } from '../core/api/payments.errors.js';
@@ -114,10 +113,8 @@ export class PaymentsModule implements OnModuleInit {
       (route) => served.find((r) => r.route === route)?.importers ?? [],
     );
     own?.client?.webhooks?.setSoleRegistration?.(served.length === 1);
-    if (own?.served && own.client?.webhooksEnabled === true) {
-      const warning = publicUrlMismatch(this.route.publicUrl, servedWebhookPath(this.moduleRef, this.route), registrationLabel(this.route, own.importers));
-      if (warning) new Logger(this.route.name === undefined ? 'Payments' : `Payments:${this.route.name}`).warn(warning);
-    }
+    // Logged by the client, so through the registration's own logger.
+    if (own?.served) own.client?.webhooks?.warnIfUnreachable?.(servedWebhookPath(this.moduleRef, this.route), registrationLabel(this.route, own.importers));
   }
 
   /**
