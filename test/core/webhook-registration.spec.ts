@@ -7,6 +7,8 @@ import { registrationTag, tokenRegistrationVerdict, type TokenRegistration } fro
 import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 import { publicUrlMismatch } from '../../lib/core/webhook/webhook.mount.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
+import { SecretRedactor } from '../../lib/core/api/secret.redactor.js';
+import { inspect } from 'node:util';
 
 const SECRET = 'whsec_registration_tests_0123456789abcdef';
 const OLD = 'whsec_previous_secret_0123456789abcdefghij';
@@ -82,6 +84,27 @@ describe('webhook.previousSecrets validation', () => {
       'webhook.previousSecrets (must be a list of secrets)',
     );
     expect(resolvePaymentsOptions({ ...base, webhook: { ...base.webhook, previousSecrets: [OLD] } }).webhook.previousSecrets).toEqual([OLD]);
+  });
+});
+
+describe('previous secrets stay secret', () => {
+  it('are cut out of what the service answers, and shown by no inspect of the client', async () => {
+    const redactor = new SecretRedactor({ privateKey: 'sk_private_value_0123', webhookSecret: SECRET, previousWebhookSecrets: [OLD] });
+    expect(redactor.text(`echo: ${OLD} and ${Buffer.from(OLD).toString('base64')}`)).not.toContain(OLD);
+    expect(redactor.text(`echo: ${Buffer.from(OLD).toString('base64')}`)).not.toContain(Buffer.from(OLD).toString('base64'));
+    const client = new PaymentsClient({
+      publicKey: 'pk',
+      privateKey: 'sk',
+      baseUrl: 'https://pay.example',
+      reconciliation: { enabled: false },
+      webhook: { publicUrl: 'https://shop.example/payments/webhook', secret: SECRET, previousSecrets: [OLD] },
+    });
+    try {
+      expect(inspect(client, { depth: 20, showHidden: true })).not.toContain(OLD);
+      expect(inspect(client.webhooks, { depth: 20, showHidden: true })).not.toContain(OLD);
+    } finally {
+      await client.close();
+    }
   });
 });
 
