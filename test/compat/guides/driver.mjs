@@ -11,7 +11,9 @@
 //   - starts an instance under a global prefix with the public URLs left unprefixed: the start-up
 //     warning names both paths;
 //   - starts an instance whose store is unreachable: /health is down with ECONNREFUSED (the
-//     indicator checks the merchant's store).
+//     indicator checks the merchant's store);
+// and last docs/exactly-once.md's recipe on PostgreSQL (its own schema): two instances, each
+// order marked paid with one event row, each handler once.
 // Prints `<project name>: ok (...)` and exits 0, or says what failed and exits 1.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -19,6 +21,7 @@ import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { PaymentsSandbox } from 'nestjs-payments/testing';
+import pg from 'pg';
 
 const NAME = JSON.parse(readFileSync('package.json', 'utf8')).name;
 const BASE = Number(process.env.GUIDES_PORT_BASE ?? 58050);
@@ -110,7 +113,9 @@ async function stop(instance) {
     // an instance without the shop routes (the prefixed one)
   }
   instance.child.kill('SIGTERM');
+  const killer = setTimeout(() => instance.child.kill('SIGKILL'), 10_000);
   await once(instance.child, 'exit');
+  clearTimeout(killer);
 }
 
 async function pay(instance, account, amount, order) {
@@ -138,6 +143,45 @@ async function expectConfirmedOnce(instances, expected) {
   const ids = new Set(expected.map((e) => e.split(':')[1]));
   const ran = entries.filter((e) => ids.has(e.split(':')[1]));
   assert.deepEqual(ran.sort(), [...expected].sort(), 'the handlers that ran for these payments, across the instances');
+}
+
+/** docs/exactly-once.md's recipe: the orders' tables and the store's in a schema of their own. */
+async function exactlyOnce() {
+  const schema = `guides_${process.pid}`;
+  const admin = new pg.Pool({ connectionString: DATABASE_URL });
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  try {
+    await admin.query(`CREATE TABLE ${schema}.orders (id text PRIMARY KEY, status text NOT NULL)`);
+    await admin.query(`CREATE TABLE ${schema}.order_events (id serial PRIMARY KEY, order_id text NOT NULL, kind text NOT NULL)`);
+    const orders = ['eo-0', 'eo-1', 'eo-2', 'eo-3'];
+    for (const id of orders) await admin.query(`INSERT INTO ${schema}.orders (id, status) VALUES ($1, 'new')`, [id]);
+    writeEnv();
+    const url = new URL(DATABASE_URL);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    const a = await start(PORT_A, { GUIDES_STORE: 'exactly-once', DATABASE_URL: url.href });
+    const b = await start(PORT_B, { GUIDES_STORE: 'exactly-once', DATABASE_URL: url.href });
+    targets = [a.url, b.url];
+    const expected = [];
+    for (const [i, order] of orders.entries()) expected.push(`default:${await pay(i % 2 ? b : a, 'default', String(3000 + i), order)}`);
+    await complete(expected.map((e) => e.split(':')[1]));
+    await expectConfirmedOnce([a, b], expected);
+    const paid = await admin.query(`SELECT id, status FROM ${schema}.orders ORDER BY id`);
+    assert.deepEqual(
+      paid.rows,
+      orders.map((id) => ({ id, status: 'paid' })),
+    );
+    const events = await admin.query(`SELECT order_id, count(*)::int AS n FROM ${schema}.order_events GROUP BY order_id ORDER BY order_id`);
+    assert.deepEqual(
+      events.rows,
+      orders.map((order_id) => ({ order_id, n: 1 })),
+    );
+    await stop(a);
+    await stop(b);
+    return 'exactly-once: 4 orders paid once each through the recipe, on 2 instances';
+  } finally {
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.end();
+  }
 }
 
 const figures = [];
@@ -226,6 +270,7 @@ try {
       await stop(b);
     }
   }
+  figures.push(await exactlyOnce());
   console.log(`${NAME}: ok (${figures.join('; ')})`);
 } catch (error) {
   console.error(`${NAME}: FAIL ${error?.stack ?? error}`);

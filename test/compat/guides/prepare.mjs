@@ -41,7 +41,7 @@ for (const [doc, names] of Object.entries(PASTED)) {
   }
 }
 
-for (const file of ['app.module.ts', 'main.ts']) copyFileSync(path.join(HERE, 'src', file), path.join(project, 'src', file));
+for (const file of ['app.module.ts', 'exactly-once.module.ts', 'main.ts']) copyFileSync(path.join(HERE, 'src', file), path.join(project, 'src', file));
 copyFileSync(path.join(HERE, 'driver.mjs'), path.join(project, 'driver.mjs'));
 rmSync(path.join(project, 'test'), { recursive: true, force: true });
 rmSync(path.join(project, 'src/app.controller.spec.ts'), { force: true });

@@ -40,8 +40,8 @@ export class ShopController {
 
 /** What main.ts loads from the pasted snippets. */
 export interface GuideModules {
-  /** The store's registration of docs/stores.md (Redis or PostgreSQL). */
-  store: Type;
+  /** The store's registration of docs/stores.md (Redis or PostgreSQL), or the exactly-once recipe's. */
+  store: Type | DynamicModule;
   /** docs/configuration.md's second account. */
   outlet: Type;
   /** docs/operations.md's health module. */

@@ -4,6 +4,10 @@
 import { NestFactory } from '@nestjs/core';
 import type { Type } from '@nestjs/common';
 import { AppModule } from './app.module.js';
+import { exactlyOnceModule, type ExactlyOnceRecipe } from './exactly-once.module.js';
+
+/** docs/exactly-once.md's recipe (the block exporting transactionalStore and markPaidWithSql). */
+const RECIPE = './guides/exactly-once-transactionalStore.js';
 
 /** The export `name` of the snippet of docs/<doc>.md that exports it (src/guides/<doc>-<name>.ts). */
 async function snippet(doc: string, name: string): Promise<Type> {
@@ -15,7 +19,12 @@ async function snippet(doc: string, name: string): Promise<Type> {
 }
 
 async function bootstrap(): Promise<void> {
-  const store = process.env.GUIDES_STORE === 'postgres' ? await snippet('stores', 'PostgresPaymentsModule') : await snippet('stores', 'RedisPaymentsModule');
+  const store =
+    process.env.GUIDES_STORE === 'exactly-once'
+      ? exactlyOnceModule((await import(RECIPE)) as ExactlyOnceRecipe)
+      : process.env.GUIDES_STORE === 'postgres'
+        ? await snippet('stores', 'PostgresPaymentsModule')
+        : await snippet('stores', 'RedisPaymentsModule');
   const app = await NestFactory.create(
     AppModule.register({ store, outlet: await snippet('configuration', 'OutletModule'), health: await snippet('operations', 'HealthModule') }),
   );
