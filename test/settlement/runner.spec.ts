@@ -38,7 +38,12 @@ function harness(options: { store?: PaymentsStore; handler?: (name: PaymentEvent
   const logs: string[] = [];
   let next: () => Promise<VerifiedPayment> = () => Promise.reject(new Error('no answer set'));
   const logger: PaymentsLogger = { log: () => undefined, warn: (m) => logs.push(`warn ${m}`), error: (m) => logs.push(`error ${m}`) };
-  const runner = new SettlementRunner({ leaseMs: LEASE_MS, doneTtlMs: 60_000, recordTtlMs: 60_000, clock: SYSTEM_CLOCK }, store, (id) => (verifies.push(id), next()), logger);
+  const runner = new SettlementRunner(
+    { leaseMs: LEASE_MS, doneTtlMs: 60_000, recordTtlMs: 60_000, clock: SYSTEM_CLOCK },
+    store,
+    (id) => (verifies.push(id), next()),
+    logger,
+  );
   runner.setDispatcher(async (name, event) => {
     events.push([name, event]);
     await options.handler?.(name, event);

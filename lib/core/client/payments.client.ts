@@ -1,4 +1,5 @@
 import { inspect } from 'node:util';
+import type { AxiosAdapter } from 'axios';
 import { HttpTransport } from '../api/http.transport.js';
 import { checkId, PaymentsApi } from '../api/payments.api.js';
 import { RETRY_POLICY } from '../api/retry.policy.js';
@@ -46,6 +47,16 @@ function storeUsers(store: PaymentsStore, delta: number): number {
 }
 
 /**
+ * What the engine's simulation replaces under a client: how an HTTP attempt is sent (a model of the
+ * service on virtual time instead of the network).
+ * @internal
+ */
+export interface ClientSeams {
+  /** Sends one HTTP attempt; default axios' http adapter. */
+  adapter?: AxiosAdapter;
+}
+
+/**
  * The framework-free client of the whole service, and the composition root of the engine: the
  * service operations (`PaymentsApi`), the webhook front door (`WebhookProcessor`), the settlement
  * runner every confirmation path hands its payment to (`SettlementRunner`), the return path
@@ -70,15 +81,16 @@ export class PaymentsClient implements PaymentsOperations {
 
   /**
    * @param options the plugin's options; validated here
+   * @param seams what the engine's simulation replaces (internal)
    * @throws PaymentsValidationError naming each missing or invalid option
    */
-  constructor(options: PaymentsOptions) {
+  constructor(options: PaymentsOptions, seams: ClientSeams = {}) {
     const resolved = resolvePaymentsOptions(options);
     this.#options = resolved;
     this.store = resolved.store ?? new MemoryPaymentsStore();
     storeUsers(this.store, +1);
     // The retry decision is handed to the transport here, one place to read it from the client.
-    this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger, retry: RETRY_POLICY });
+    this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger, retry: RETRY_POLICY, clock: resolved.clock, adapter: seams.adapter });
     const signer =
       resolved.webhook.enabled && resolved.webhook.secret
         ? new WebhookTokenSigner(resolved.webhook.secret, {

@@ -50,7 +50,10 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
   check('preAuthorizationFlag', o.preAuthorizationFlag, preAuthorizationFlag);
   check('outcomeRecordTtlSecs', o.outcomeRecordTtlSecs, positiveInteger);
   const clock = o.clock as Partial<Record<'now' | 'setTimeout' | 'clearTimeout', unknown>> | null | undefined;
-  if (clock !== undefined && (typeof clock !== 'object' || clock === null || ['now', 'setTimeout', 'clearTimeout'].some((m) => typeof clock[m as 'now'] !== 'function')))
+  if (
+    clock !== undefined &&
+    (typeof clock !== 'object' || clock === null || ['now', 'setTimeout', 'clearTimeout'].some((m) => typeof clock[m as 'now'] !== 'function'))
+  )
     bad('clock', 'must have now(), setTimeout() and clearTimeout() (a Clock)');
   const t = o.telemetry;
   if (t !== undefined && typeof t !== 'boolean' && (typeof t !== 'object' || t === null)) bad('telemetry', 'must be a boolean or an object');

@@ -6,8 +6,9 @@ import type { SettlementRunner } from './settlement.runner.js';
 import type { PaymentsReconciliationOptions } from '../client/payments.options.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../store/payments.store.js';
-import { NO_TELEMETRY, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
-import { every, type ClockTimer } from '../time/clock.port.js';
+import type { TelemetryHooks } from '../telemetry/telemetry.hooks.js';
+import { every } from '../time/clock.port.js';
+import { SweepWakes, WAKE_LEAD_MS } from './reconciliation.wakes.js';
 import type { SharedClock } from '../time/shared.clock.js';
 import { nextRecheck, type PendingRechecks } from './settlement.rechecks.js';
 
@@ -28,23 +29,22 @@ export interface ReconciliationRun {
 type Unsettled = { kind: 'unknown'; last: string } | { kind: 'known'; last: string };
 
 /**
- * Re-checks the payments whose outcome no webhook or return has brought: every `intervalSecs` it
- * takes the due ones from the store's queue (the store gives each to one instance) and settles
- * them like any other path. A payment is first due a little after its session ended; one that
- * stays unsettled is checked again, first in the fast lane (waits doubling, `maxChecks` checks),
- * then in the slow lane (hourly, then daily: `reconciliation.lanes.ts`) until `horizonDays` after
- * its generation; only then is it given up (logged as an error). While its outcome is unknown past
- * the fast lane, its outcome record says so (`lastError` starting with `overdue:`, then
- * `abandoned:`), which the health indicator counts. When the service answers verify with 429, the
- * pass stops, puts the payments it took back (without counting a check), and no pass takes any
- * until its `Retry-After` passed.
+ * Re-checks the payments whose outcome no webhook or return has brought: every `intervalSecs`, and
+ * when a pending-lane check is due (settlement.rechecks.ts), it takes the due ones from the store's
+ * queue (each to one instance) and settles them like any other path. A payment is first due a
+ * little after its session ended; one still unsettled is checked in the fast lane (waits doubling,
+ * `maxChecks` checks), then the slow lane (hourly, then daily: `reconciliation.lanes.ts`) until
+ * `horizonDays` after its generation, then given up (logged as an error). Past the fast lane its
+ * record says so (`lastError` `overdue:`, then `abandoned:`), which the health indicator counts.
+ * On a 429 the pass stops, puts back what it took (no check counted), and no pass takes any until
+ * its `Retry-After` passed.
  */
 export class ReconciliationScheduler {
   private stopTimer?: () => void;
-  /** The one-shot timer of the earliest pending-lane check this instance scheduled, and when it fires. */
-  private wakeTimer?: ClockTimer;
-  private wakeAt = Number.POSITIVE_INFINITY;
+  /** One-shot passes for the pending-lane checks this instance scheduled. */
+  private readonly wakes: SweepWakes;
   private running?: Promise<ReconciliationRun>;
+  private complete?: Promise<ReconciliationRun>;
   /** Epoch ms before which passes take nothing: the service rate-limited verify. */
   private pausedUntil = 0;
 
@@ -55,8 +55,7 @@ export class ReconciliationScheduler {
    * @param outcomes settles each payment
    * @param logger where problems are reported
    * @param telemetry a span per pass (off by default)
-   * @param recordTtlMs how long the record of an overdue payment is kept (the client's
-   *   `outcomeRecordTtlSecs`)
+   * @param recordTtlMs how long the record of an overdue payment is kept (`outcomeRecordTtlSecs`)
    * @param clock the time shared with the other instances (due times, record times)
    * @param rechecks the pending lane (a pass's PENDING in the lane schedules the lane's next check)
    */
@@ -70,7 +69,15 @@ export class ReconciliationScheduler {
     private readonly recordTtlMs: number,
     private readonly clock: SharedClock,
     private readonly rechecks: PendingRechecks,
-  ) {}
+  ) {
+    // A pass already running may have taken its entries before the check became due: run after it.
+    const wake = () =>
+      void (this.running ?? Promise.resolve())
+        .catch(() => undefined)
+        .then(() => this.#start(undefined, WAKE_LEAD_MS))
+        .catch(() => undefined);
+    this.wakes = new SweepWakes(clock, wake);
+  }
 
   /** Starts the periodic runs (when enabled). The timer does not keep the process alive. */
   start(): void {
@@ -78,46 +85,44 @@ export class ReconciliationScheduler {
     this.stopTimer = every(this.clock, this.options.intervalSecs * 1000, () => void this.runOnce().catch(() => undefined));
   }
 
-  /**
-   * Runs a pass in `inMs` (the pending lane's next check is due then), unless one is already
-   * planned sooner. Only while started: a stopped sweep checks nothing.
-   */
+  /** Runs a pass in `inMs` (a pending-lane check is due then). Only while started. */
   wakeIn(inMs: number): void {
-    if (!this.stopTimer) return;
-    const at = this.clock.now() + inMs;
-    if (at >= this.wakeAt) return;
-    this.clock.clearTimeout(this.wakeTimer);
-    this.wakeAt = at;
-    this.wakeTimer = this.clock.setTimeout(() => {
-      this.wakeAt = Number.POSITIVE_INFINITY;
-      this.wakeTimer = undefined;
-      // A pass already running may have taken its entries before this one became due: run after it.
-      void (this.running ?? Promise.resolve())
-        .catch(() => undefined)
-        .then(() => this.runOnce())
-        .catch(() => undefined);
-    }, inMs);
+    if (this.stopTimer) this.wakes.in(inMs);
   }
 
   /** Runs one pass now (also what the timers call); a pass already running is joined, not doubled. */
   runOnce(now?: number): Promise<ReconciliationRun> {
-    this.running ??= this.telemetry.reconciliation((due) => this.pass(now, due)).finally(() => (this.running = undefined));
-    return this.running;
+    return this.#start(now, 0);
+  }
+
+  // `running` is the pass's verify phase, which a new pass waits for; the promise returned also
+  // waits for the handlers the pass started, so its counts are complete.
+  #start(now: number | undefined, leadMs: number): Promise<ReconciliationRun> {
+    if (!this.running || !this.complete) {
+      const handling: Array<Promise<void>> = [];
+      const verified = this.telemetry.reconciliation((due) => this.pass(now, due, leadMs, handling)).finally(() => (this.running = undefined));
+      this.running = verified;
+      this.complete = verified.then(async (run) => {
+        await Promise.all(handling);
+        return run;
+      });
+    }
+    return this.complete;
   }
 
   /** Stops the timers and waits for a pass in progress. */
   async stop(): Promise<void> {
     this.stopTimer?.();
     this.stopTimer = undefined;
-    this.clock.clearTimeout(this.wakeTimer);
-    this.wakeTimer = undefined;
-    this.wakeAt = Number.POSITIVE_INFINITY;
-    await this.running?.catch(() => undefined);
+    this.wakes.clear();
+    await this.complete?.catch(() => undefined);
   }
 
-  private async pass(at: number | undefined, noteDue: (count: number) => void = () => undefined): Promise<ReconciliationRun> {
+  private async pass(at: number | undefined, noteDue: (count: number) => void, leadMs: number, handling: Array<Promise<void>>): Promise<ReconciliationRun> {
     await this.clock.sync();
-    const now = at ?? this.clock.now();
+    // A pass woken for a lane check takes what is due a little ahead: the entry's due time was
+    // written on a clock whose offset to this one is only known to within a round trip.
+    const now = (at ?? this.clock.now()) + leadMs;
     const run: ReconciliationRun = { checked: 0, settled: 0 };
     if (now < this.pausedUntil) return { ...run, rateLimitedUntil: this.pausedUntil };
     let due;
@@ -128,13 +133,22 @@ export class ReconciliationScheduler {
       return run;
     }
     noteDue(due.length);
-    // One at a time: each is a call to the service, whose docs warn against bursts of verifies.
+    // One verify at a time (the docs warn against bursts), not one handler at a time: once a
+    // payment's handlers start, the next is verified (a slow handler holds back no other).
     for (const [index, entry] of due.entries()) {
-      const result = await this.outcomes.settle({
+      let handlersStarted!: () => void;
+      const started = new Promise<'handlers'>((resolve) => (handlersStarted = () => resolve('handlers')));
+      const settling = this.outcomes.settle({
         paymentId: entry.paymentId,
         source: 'reconciliation',
         expected: { amount: entry.amount, developerTrackingId: entry.developerTrackingId, origin: 'binding' },
+        onHandlers: handlersStarted,
       });
+      if ((await Promise.race([settling, started])) === 'handlers') {
+        handling.push(settling.then((result) => this.#applyQuietly(entry, result, now, run)));
+        continue;
+      }
+      const result = await settling;
       const waitSecs = result.kind === 'verify-failed' ? result.rateLimitedSecs : undefined;
       if (waitSecs !== undefined) {
         // Every further verify would be refused too (and may count against the merchant): stop,
@@ -150,15 +164,21 @@ export class ReconciliationScheduler {
             this.logger.error(`reconciliation: store unreachable while putting back ${back.paymentId}: ${describe(error)}`);
           }
         }
-        return { ...run, rateLimitedUntil: this.pausedUntil };
+        // The same object, so that the counts of the handlers still running land in it.
+        run.rateLimitedUntil = this.pausedUntil;
+        return run;
       }
-      try {
-        await this.apply(entry, result, now, run);
-      } catch (error) {
-        this.logger.error(`reconciliation: store unreachable while updating ${entry.paymentId}: ${describe(error)}`);
-      }
+      await this.#applyQuietly(entry, result, now, run);
     }
     return run;
+  }
+
+  async #applyQuietly(entry: PendingPayment, result: SettleResult, now: number, run: ReconciliationRun): Promise<void> {
+    try {
+      await this.apply(entry, result, now, run);
+    } catch (error) {
+      this.logger.error(`reconciliation: store unreachable while updating ${entry.paymentId}: ${describe(error)}`);
+    }
   }
 
   // What one settle result does to the queue entry. Exhaustive: a new kind of result must say

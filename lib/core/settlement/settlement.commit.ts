@@ -54,6 +54,36 @@ export function finishOf(
 }
 
 /**
+ * Ends an attempt: the claim marked done (the payment also leaves the reconciliation queue) or
+ * released, and the outcome recorded, in one store call. The handlers have run: a failure here is
+ * logged, not retried (a later duplicate may then run them again; the record is for people).
+ * @returns whether the claim was marked done (false on a failure)
+ */
+export async function finishAttempt(
+  store: Pick<PaymentsStore, 'finishOutcome' | 'claim' | 'markDone'>,
+  options: { doneTtlMs: number; recordTtlMs: number; leaseMs: number; clock: Clock },
+  logger: PaymentsLogger,
+  end: { key: string; owner: string; claim: 'done' | 'release'; attempt: AttemptRecord },
+): Promise<boolean> {
+  const { key, owner, claim, attempt } = end;
+  const paymentId = attempt.verification.paymentId;
+  try {
+    const marked = await store.finishOutcome(finishOf(options, key, owner, claim, attempt));
+    if (claim !== 'done' || marked) return marked;
+    // The lease ran out while the handlers ran (renewals fail while the store is away). When no
+    // other attempt took the claim meanwhile, nothing ran concurrently: take it back and mark it
+    // done, or the next delivery would run the handlers a second time.
+    if ((await store.claim(key, owner, options.leaseMs)) === 'claimed' && (await store.markDone(key, owner, options.doneTtlMs))) return true;
+    logger.warn(`the claim on ${paymentId} was taken by another attempt when its handlers ended (its lease expired)`);
+    return false;
+  } catch (error) {
+    const what = claim === 'done' ? `mark ${paymentId} done` : `release ${key}`;
+    logger.error(`could not ${what} and record its outcome (${attempt.outcome}, handlers ${attempt.handlers}): ${describe(error)}`);
+    return false;
+  }
+}
+
+/**
  * Exactly-once effects: the handlers, the done marker and the outcome record in one transaction of
  * the store's database. The claim is renewed on the store's other connections meanwhile; a claim
  * lost to another attempt rolls everything back instead of committing over its holder.

@@ -12,7 +12,7 @@ import { describe } from './settlement.describe.js';
  * again: short waits first, so that a lag of s seconds costs about s more seconds of latency and a
  * handful of verify calls (docs/confirmations.md states the bound and the budget).
  */
-export const RECHECK_WAITS_MS: readonly number[] = Object.freeze([1_000, 2_000, 3_000, 5_000, 8_000, 13_000, 15_000, 15_000, 30_000, 60_000]);
+export const RECHECK_WAITS_MS: readonly number[] = Object.freeze([3_000, 4_000, 6_000, 8_000, 12_000, 15_000, 15_000, 30_000, 60_000, 60_000]);
 
 /** Where a queue entry goes after a check that found its payment still pending. */
 export interface RecheckPlan {

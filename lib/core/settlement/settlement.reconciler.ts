@@ -52,6 +52,8 @@ export class PaymentReconciler {
 
   /** See `PaymentsOperations.reconcilePayment`; `paymentId` is already validated. */
   async reconcile(paymentId: string, options: ReconcileOptions = {}): Promise<ReconcileResult> {
+    const notFound = this.#strangers.notFound(paymentId);
+    if (notFound) throw notFound;
     await this.clock.sync();
     // `null`: the store did not answer (then nothing is known, and the runner reports the store).
     const recent = await this.store.getOutcome(paymentId).catch(() => null);
@@ -77,7 +79,7 @@ export class PaymentReconciler {
       }
     }
     const result = await this.runner.settle({ paymentId, source: options.source ?? 'return', expected });
-    if (stranger) this.#strangers.note(paymentId, result);
+    this.#strangers.note(paymentId, result);
     if ((result.kind === 'handled' || result.kind === 'handlers-failed') && expected?.amount === undefined) {
       // Nothing said what amount was asked for (no `expected`, and the memory store lost its
       // record in a restart, or reconciliation gave up on it): whoever reads the logs must know.
@@ -127,7 +129,12 @@ export class PaymentReconciler {
    * names another payment than it thinks (a return URL's `payment_id` is the customer's to edit):
    * refused before any claim or verify call, so that payment's own outcome stays untouched.
    */
-  #expectationFor(paymentId: string, options: ReconcileOptions, queued: PendingPayment | undefined, record: OutcomeRecord | undefined): OutcomeExpectation | undefined {
+  #expectationFor(
+    paymentId: string,
+    options: ReconcileOptions,
+    queued: PendingPayment | undefined,
+    record: OutcomeRecord | undefined,
+  ): OutcomeExpectation | undefined {
     const given = options.expected ?? {};
     const problem = given.amount === undefined || given.amount === null ? undefined : millimes(given.amount);
     if (problem) throw new PaymentsValidationError([{ field: 'expected.amount', messages: [problem] }], 'reconcilePayment input');

@@ -64,6 +64,8 @@ export interface SettleRequest {
   expected?: OutcomeExpectation;
   /** A signed webhook's token: its binding is read in the claim's store round trip. */
   token?: TokenLookup;
+  /** Called once the payment is verified and its handlers are about to run (the sweep then verifies the next one). */
+  onHandlers?: () => void;
 }
 
 /** Settings of the runner. */

@@ -55,7 +55,15 @@ export class StrangerBudget {
     this.#bucket = { tokens: STRANGER_BUDGET.burst, at: clock.now() };
   }
 
-  /** Before verifying an unknown id. */
+  /**
+   * The service's 404 for `paymentId`, when it answered one within the hour: whatever the store
+   * knows (or fails to say), the service does not know this payment.
+   */
+  notFound(paymentId: string): PaymentsError | undefined {
+    return this.#notFound.get(paymentId);
+  }
+
+  /** Before verifying an id the store knows nothing of. */
   admit(paymentId: string): StrangerGate {
     const error = this.#notFound.get(paymentId);
     if (error) return { kind: 'not-found', error };
@@ -64,8 +72,9 @@ export class StrangerBudget {
     return allowed ? { kind: 'allowed' } : { kind: 'over-budget' };
   }
 
-  /** After verifying an unknown id: a 404 is remembered, so that its next request costs nothing. */
+  /** After verifying an id: a 404 is remembered, so that its next request costs nothing. */
   note(paymentId: string, result: SettleResult): void {
-    if (result.kind === 'verify-failed' && result.error instanceof PaymentsApiError && result.error.httpStatus === 404) this.#notFound.set(paymentId, result.error);
+    if (result.kind === 'verify-failed' && result.error instanceof PaymentsApiError && result.error.httpStatus === 404)
+      this.#notFound.set(paymentId, result.error);
   }
 }
