@@ -83,12 +83,8 @@ export class HttpTransport {
       POST: { Authorization: authorization, Accept: 'application/json', 'Content-Type': 'application/json' },
     };
     // The forms are built once per client; each answer then costs one scan (secret.redactor.ts).
-    this.#redactor = new SecretRedactor({
-      privateKey: options.privateKey,
-      publicKey: options.publicKey,
-      webhookSecret: options.webhook?.secret,
-      previousWebhookSecrets: options.webhook?.previousSecrets,
-    });
+    const { privateKey, publicKey, webhook } = options;
+    this.#redactor = new SecretRedactor({ privateKey, publicKey, webhookSecret: webhook?.secret, previousWebhookSecrets: webhook?.previousSecrets });
     this.#maxRetries = options.maxRetries;
     this.#logger = options.logger;
     this.#timeoutMs = options.timeoutMs;
