@@ -33,7 +33,7 @@ import {
   PaymentsModule,
   PaymentsService,
   type PaymentConfirmedEvent,
-  type PaymentsStore,
+  type PaymentsClient,
 } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
