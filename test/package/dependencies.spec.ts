@@ -48,6 +48,7 @@ const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
   terminus: (n) => n.startsWith('@nestjs/'),
   // Vendure's packages (express for the webhook controller's types only).
   vendure: (n) => n.startsWith('@nestjs/') || ['@vendure/core', 'graphql', 'express'].includes(n),
+  medusa: (n) => n === '@medusajs/framework',
   // The executable: ioredis and pg only through lib/redis and lib/postgres, loaded lazily.
   cli: () => false,
 };
@@ -61,6 +62,7 @@ const LAYER_LAYERS: Record<string, string[]> = {
   testing: ['core'],
   terminus: ['core', 'nest'],
   vendure: ['core'],
+  medusa: ['core'],
   cli: ['core', 'nest', 'testing', 'redis', 'postgres'],
 };
 
