@@ -149,8 +149,7 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     s.firstSuccessAt ??= startedAt;
   };
 
-  const leaseCouldLapse = (since: number) =>
-    storeDown.some(([from, to]) => Math.min(to, time.now) - Math.max(from, since - LEASE_MS) >= LEASE_MS / 3);
+  const leaseCouldLapse = (since: number) => storeDown.some(([from, to]) => Math.min(to, time.now) - Math.max(from, since - LEASE_MS) >= LEASE_MS / 3);
 
   // A second successful run is the at-least-once gap only when the first run's instance died, or
   // the store failed, before the done marker could be written.
