@@ -240,7 +240,7 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
         );
         time.at(payment.settleAt + random.between(0, 1_500), () => deliver(payment, 0));
         if (has('duplicates')) time.at(payment.settleAt + random.between(0, 60_000), () => deliver(payment, 5));
-        if (random.chance(0.6)) time.at(payment.settleAt + random.between(500, 6_000), () => returnTo(payment, 8));
+        if (random.chance(0.6)) time.at(payment.settleAt + random.between(500, 6_000), () => returnTo(payment, 4));
       }, callerErrors('generatePayment'));
     });
   }

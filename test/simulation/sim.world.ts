@@ -69,7 +69,15 @@ export class World {
     readonly faults: WorldFaults,
   ) {
     const trueClock = new InstanceClock(time, 0, () => true);
-    this.store = new MemoryPaymentsStore({ clock: trueClock });
+    // Small caps: a history holds a few payments, and each cache allocates its cap up front.
+    this.store = new MemoryPaymentsStore({
+      clock: trueClock,
+      maxBindings: 1_000,
+      maxEvents: 1_000,
+      maxPending: 1_000,
+      maxOutcomes: 1_000,
+      maxRateLimits: 1_000,
+    });
   }
 
   storeIsDown(): boolean {
