@@ -21,6 +21,8 @@ describe('the engine simulation', () => {
       for (let seed = FIRST_SEED; seed < FIRST_SEED + HISTORIES; seed++) {
         const result = await runHistory(seed);
         results.push(result);
+        const done = seed - FIRST_SEED + 1;
+        if (done % 10_000 === 0) process.stdout.write(`simulation: ${done} histories, ${failures.length} failing so far\n`);
         if (result.violations.length > 0) {
           failures.push(
             `seed ${seed} [${result.stressors.join(', ')}] (replay: SIM_SEED=${seed} SIM_HISTORIES=1 npm run test:sim):\n  ${result.violations.join('\n  ')}`,
