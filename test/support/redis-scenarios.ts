@@ -60,10 +60,14 @@ export function deliver(instance: Instance, p: { paymentId: string; token: strin
   return postJson(`${instance.router.url}/${p.token}`, { payment_id: p.paymentId }).catch((e: unknown) => ({ status: 0, body: String(e) }));
 }
 
-/** Delivers until a 200, as the service does (a 503 while the store is failing over, a 409 while a lease runs). */
-export async function deliverUntilAccepted(instance: Instance, p: { paymentId: string; token: string }, tries = 200): Promise<{ status: number; body: unknown }> {
+/**
+ * Delivers until a 200, as the service does (a 503 while the store is failing over, a 409 while a
+ * lease runs); the statuses refused on the way are pushed to `refused`.
+ */
+export async function deliverUntilAccepted(instance: Instance, p: { paymentId: string; token: string }, refused: number[] = [], tries = 300): Promise<{ status: number; body: unknown }> {
   let answer = await deliver(instance, p);
   for (let i = 0; i < tries && answer.status !== 200; i++) {
+    refused.push(answer.status);
     await sleep(100);
     answer = await deliver(instance, p);
   }
@@ -112,18 +116,22 @@ export function itRunsHandlersOnce(label: string, fake: () => FakeService, insta
 
 /**
  * 30 payments generated, then each delivered (to either instance, alternately, with redelivery
- * until accepted, as the service does) while `fault` strikes after the 10th; then every payment
- * delivered once more to the other instance. Every handler ran exactly once, every payment is
- * confirmed: nothing lost, nothing twice.
+ * until accepted, as the service does) while `fault` strikes after the 10th (it returns at once:
+ * the deliveries go on through the outage); then every payment delivered once more to the other
+ * instance. Every handler ran exactly once, every payment is confirmed: nothing lost, nothing
+ * twice. Returns the statuses refused during the outage.
  */
-export async function runThroughFault(fake: FakeService, pair: [Instance, Instance], runs: RunCounts, fault: () => Promise<void>): Promise<void> {
+export async function runThroughFault(fake: FakeService, pair: [Instance, Instance], runs: RunCounts, fault: () => void): Promise<number[]> {
   const [a, b] = pair;
+  const refused: number[] = [];
   const payments = [];
   for (let i = 0; i < 30; i++) payments.push(await paidPayment(i % 2 ? b : a, fake, `pay_fault_${process.pid}_${Date.now()}_${i}`));
   for (const [i, p] of payments.entries()) {
-    if (i === 10) await fault();
-    expect((await deliverUntilAccepted(i % 2 ? a : b, p)).status).toBe(200);
+    if (i === 10) fault();
+    expect((await deliverUntilAccepted(i % 2 ? a : b, p, refused)).status).toBe(200);
   }
   for (const [i, p] of payments.entries()) expect(await deliverUntilAccepted(i % 2 ? b : a, p)).toEqual({ status: 200, body: { received: true, duplicate: true } });
   expect(payments.map((p) => runs.get(p.paymentId))).toEqual(payments.map(() => 1));
+  for (const p of payments) expect(await a.client.getOutcome(p.paymentId)).toMatchObject({ outcome: 'confirmed', attempts: 1 });
+  return refused;
 }
