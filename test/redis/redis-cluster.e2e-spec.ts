@@ -55,7 +55,15 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
             expect(await store.claim(`outcome:${paymentId}`, 'owner', 60_000)).toBe('claimed');
             await store.schedulePending({ paymentId, amount: '1', createdAt: new Date().toISOString(), checks: 0 }, Date.now());
             await store.saveOutcome(
-              { paymentId, outcome: 'confirmed', status: 'SUCCESS', source: 'webhook', handlers: 'succeeded', attempts: 1, updatedAt: new Date().toISOString() },
+              {
+                paymentId,
+                outcome: 'confirmed',
+                status: 'SUCCESS',
+                source: 'webhook',
+                handlers: 'succeeded',
+                attempts: 1,
+                updatedAt: new Date().toISOString(),
+              },
               60_000,
             );
           }

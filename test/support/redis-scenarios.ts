@@ -64,7 +64,12 @@ export function deliver(instance: Instance, p: { paymentId: string; token: strin
  * Delivers until a 200, as the service does (a 503 while the store is failing over, a 409 while a
  * lease runs); the statuses refused on the way are pushed to `refused`.
  */
-export async function deliverUntilAccepted(instance: Instance, p: { paymentId: string; token: string }, refused: number[] = [], tries = 300): Promise<{ status: number; body: unknown }> {
+export async function deliverUntilAccepted(
+  instance: Instance,
+  p: { paymentId: string; token: string },
+  refused: number[] = [],
+  tries = 300,
+): Promise<{ status: number; body: unknown }> {
   let answer = await deliver(instance, p);
   for (let i = 0; i < tries && answer.status !== 200; i++) {
     refused.push(answer.status);
@@ -130,7 +135,8 @@ export async function runThroughFault(fake: FakeService, pair: [Instance, Instan
     if (i === 10) fault();
     expect((await deliverUntilAccepted(i % 2 ? a : b, p, refused)).status).toBe(200);
   }
-  for (const [i, p] of payments.entries()) expect(await deliverUntilAccepted(i % 2 ? b : a, p)).toEqual({ status: 200, body: { received: true, duplicate: true } });
+  for (const [i, p] of payments.entries())
+    expect(await deliverUntilAccepted(i % 2 ? b : a, p)).toEqual({ status: 200, body: { received: true, duplicate: true } });
   expect(payments.map((p) => runs.get(p.paymentId))).toEqual(payments.map(() => 1));
   for (const p of payments) expect(await a.client.getOutcome(p.paymentId)).toMatchObject({ outcome: 'confirmed', attempts: 1 });
   return refused;

@@ -80,7 +80,16 @@ export class RedisServers {
     for (const port of ports) {
       await this.start(
         port,
-        ...['--cluster-enabled', 'yes', '--cluster-port', String(port + busOffset), '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1500'],
+        ...[
+          '--cluster-enabled',
+          'yes',
+          '--cluster-port',
+          String(port + busOffset),
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          '--cluster-node-timeout',
+          '1500',
+        ],
       );
     }
     const replicas = ports.length / masters - 1;
