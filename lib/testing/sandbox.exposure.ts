@@ -9,7 +9,10 @@ import { isIP } from 'node:net';
 
 /** Whether `host` (a listen address or a URL's hostname, brackets allowed) can only be reached from this machine. */
 export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1');
   if (h === 'localhost' || h.endsWith('.localhost')) return true;
   if (isIP(h) === 4) return h.startsWith('127.');
   if (isIP(h) === 6) return h === '::1' || /^(0{1,4}:){7}0{0,3}1$/.test(h) || /^::ffff:127\./.test(h);
@@ -54,7 +57,14 @@ export function webhookHostAllowed(url: string, allowedHosts: readonly string[])
   }
   if (isLoopbackHost(hostname)) return true;
   const h = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
-  return allowedHosts.some((allowed) => allowed === '*' || allowed.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1') === h);
+  return allowedHosts.some(
+    (allowed) =>
+      allowed === '*' ||
+      allowed
+        .trim()
+        .toLowerCase()
+        .replace(/^\[(.*)\]$/, '$1') === h,
+  );
 }
 
 /**
@@ -75,8 +85,9 @@ export function urlWithoutToken(url: string): string {
 /** The allowed-hosts option, checked: a list of non-empty strings (TypeError naming it otherwise). */
 export function allowedHostsOf(value: readonly string[] | undefined): readonly string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || !value.every((h) => typeof h === 'string' && h.trim() !== '')) {
+  const list: unknown = value;
+  if (!Array.isArray(list) || !list.every((h): h is string => typeof h === 'string' && h.trim() !== '')) {
     throw new TypeError('PaymentsSandbox: webhookAllowedHosts must be a list of host names');
   }
-  return Object.freeze([...value]);
+  return Object.freeze([...list]);
 }

@@ -49,7 +49,9 @@ describe('the exposure rules', () => {
 
   it('the refusal names the option to set; the warning names the allow-list', () => {
     expect(listenDecision('0.0.0.0', true)).toMatchObject({ error: expect.stringContaining('privateKey option (CLI: --private-key)') });
-    expect(listenDecision('0.0.0.0', false)).toMatchObject({ warning: expect.stringMatching(/^PaymentsSandbox: WARNING: listening on 0\.0\.0\.0.*webhookAllowedHosts/) });
+    expect(listenDecision('0.0.0.0', false)).toMatchObject({
+      warning: expect.stringMatching(/^PaymentsSandbox: WARNING: listening on 0\.0\.0\.0.*webhookAllowedHosts/),
+    });
   });
 
   it.each([
@@ -132,7 +134,9 @@ describe('webhooks go only to loopback hosts unless allowed', () => {
       const settlement = await closed.completePayment(refused.payment_id, { requireDelivery: false });
       expect(settlement).toMatchObject({ delivered: false, attempts: 0, webhook: { error: expect.stringContaining('webhookAllowedHosts') } });
       expect(closed.deliveries).toEqual([expect.objectContaining({ attempt: 1, error: expect.stringContaining('not sent') })]);
-      expect(failures).toEqual([{ paymentId: refused.payment_id, url: `${receiver.url}/hook/…`, attempts: 0, error: expect.stringContaining('webhookAllowedHosts') }]);
+      expect(failures).toEqual([
+        { paymentId: refused.payment_id, url: `${receiver.url}/hook/…`, attempts: 0, error: expect.stringContaining('webhookAllowedHosts') },
+      ]);
 
       const allowed = await generate(open, { webhook: `${receiver.url}/hook/tok_secret_2` });
       expect(await open.completePayment(allowed.payment_id)).toMatchObject({ delivered: true, attempts: 1 });
@@ -204,7 +208,9 @@ describe('the CLI sandbox', () => {
       const lines = io.err.trimEnd().split('\n');
       expect(lines).toEqual([
         `webhook not delivered: payment ${p500} to ${receiver.url}/payments/webhook/…: answered 500 (2 attempts)`,
-        expect.stringMatching(new RegExp(`^webhook not delivered: payment ${pDead} to http://127\\.0\\.0\\.1:${dead}/payments/webhook/…: ECONNREFUSED: .* \\(2 attempts\\)$`)),
+        expect.stringMatching(
+          new RegExp(`^webhook not delivered: payment ${pDead} to http://127\\.0\\.0\\.1:${dead}/payments/webhook/…: ECONNREFUSED: .* \\(2 attempts\\)$`),
+        ),
         `webhook not delivered: payment ${pFar} to https://shop.example/payments/webhook/…: not sent: the host is not a loopback one; allow it with the webhookAllowedHosts option (CLI: --webhook-allow-host) (0 attempts)`,
       ]);
       expect(io.err).not.toContain('tok_secret');
@@ -217,6 +223,8 @@ describe('the CLI sandbox', () => {
   });
 
   it('failedDeliveryLine', () => {
-    expect(failedDeliveryLine({ paymentId: 'p1', url: 'http://h/…', attempts: 1, status: 404 })).toBe('webhook not delivered: payment p1 to http://h/…: answered 404 (1 attempt)');
+    expect(failedDeliveryLine({ paymentId: 'p1', url: 'http://h/…', attempts: 1, status: 404 })).toBe(
+      'webhook not delivered: payment p1 to http://h/…: answered 404 (1 attempt)',
+    );
   });
 });
