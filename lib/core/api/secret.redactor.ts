@@ -1,3 +1,5 @@
+import { FRAGMENT, FragmentIndex, fragmentSources } from './secret.fragments.js';
+
 /** What replaces a secret found in an answer of the service. */
 export const REDACTED = '[redacted]';
 
@@ -36,7 +38,9 @@ export interface RedactedAnswer {
  * Authorization value `public:private` as Basic auth encodes it, or the secret alone at any byte
  * offset: a run of base64 that only that secret can produce); the encoded forms are also searched
  * for URL-encoded and JSON-escaped. All of them make one case-insensitive pattern, so that a body is
- * scanned once, natively.
+ * scanned once, natively. Shorter echoes (any run of 8 characters of a secret, or of the
+ * Authorization value's part from its colon on, in those encodings or in hex or spaced out) are found
+ * by a second pass over the text (`secret.fragments.ts`) and cut out too.
  *
  * JSON escapes can spell any character (`\u0073k_…`), so no list of textual forms is complete for a
  * JSON body: when a body holds an escape other than `\/`, or a form was found, the parsed value is
@@ -49,12 +53,15 @@ export class SecretRedactor {
   readonly #pattern?: RegExp;
   /** The same, non-global (test: no lastIndex to reset). */
   readonly #probe?: RegExp;
+  /** Runs of FRAGMENT characters of the secrets, in their encodings. */
+  readonly #fragments: FragmentIndex;
 
   /** @param secrets the values to cut out; one shorter than 4 characters is left alone */
   constructor(secrets: RedactedSecrets | string) {
     const { privateKey, publicKey, webhookSecret } = typeof secrets === 'string' ? { privateKey: secrets } : secrets;
     const forms = new Set<string>();
     for (const secret of [privateKey, webhookSecret]) if (secret !== undefined && secret.length >= MIN_SECRET_LENGTH) addForms(forms, secret);
+    this.#fragments = new FragmentIndex(fragmentSourcesOf(privateKey, publicKey, webhookSecret));
     if (publicKey !== undefined && privateKey.length >= MIN_SECRET_LENGTH) {
       for (const encoded of base64Forms(Buffer.from(`${publicKey}:${privateKey}`))) addEncoded(forms, encoded);
     }
@@ -68,14 +75,23 @@ export class SecretRedactor {
     this.#probe = new RegExp(source, 'i');
   }
 
-  /** Whether a text holds a form of a secret. */
+  /** Whether a text holds a form of a secret, or a run of 8 of its characters. */
   has(text: string): boolean {
-    return this.#probe !== undefined && this.#probe.test(text);
+    return (this.#probe !== undefined && this.#probe.test(text)) || this.#fragments.spans(text, true).length > 0;
   }
 
-  /** A text with every form of every secret replaced. */
+  /** A text with every form of every secret, and every run of 8 of its characters, replaced. */
   text(text: string): string {
-    return this.#pattern !== undefined && this.#probe!.test(text) ? text.replace(this.#pattern, REDACTED) : text;
+    const whole = this.#pattern !== undefined && this.#probe!.test(text) ? text.replace(this.#pattern, REDACTED) : text;
+    const spans = this.#fragments.spans(whole);
+    if (spans.length === 0) return whole;
+    let out = '';
+    let at = 0;
+    for (const [start, end] of spans) {
+      out += whole.slice(at, start) + REDACTED;
+      at = end;
+    }
+    return out + whole.slice(at);
   }
 
   /**
@@ -83,7 +99,7 @@ export class SecretRedactor {
    * says whether anything was replaced (the value is then a copy, the input is left as it is).
    */
   json(value: unknown): { value: unknown; changed: boolean } {
-    if (this.#probe === undefined) return { value, changed: false };
+    if (this.#probe === undefined && this.#fragments.empty) return { value, changed: false };
     let changed = false;
     const clean = (s: string): string => {
       const out = this.text(s);
@@ -112,9 +128,9 @@ export class SecretRedactor {
    * whatever escapes spelled a secret; a JSON body that held one is passed on re-serialised, so
    * that no escaped form survives in an excerpt.
    *
-   * Per successful answer (the common case) this costs one native scan of the raw text besides the
-   * parse: on the bench's verify answer (250 bytes) 1.6 µs with the parse, against 5.5 µs when every
-   * answer's tree was walked and copied (generate answer: 1.0 against 3.1 µs; bench/plugin-work.mjs).
+   * Per successful answer (the common case) this costs one native scan of the raw text and one
+   * pass of the fragment index over it besides the parse, never a walk or a copy of the tree
+   * (bench/plugin-work.mjs measures it on the bench's verify and generate answers).
    */
   answer(raw: string, parse: (text: string) => unknown): RedactedAnswer {
     const json = parse(raw);
@@ -126,6 +142,23 @@ export class SecretRedactor {
     const { value, changed } = this.json(json);
     return { body: changed ? JSON.stringify(value) : body, json: value };
   }
+}
+
+/**
+ * Where runs of a secret come from: the private key and the webhook secret, and the Authorization
+ * value `public:private` from its colon on (its public key alone is no secret), each in the
+ * encodings of {@link fragmentSources}. Secrets shorter than a run have none.
+ */
+function fragmentSourcesOf(privateKey: string, publicKey: string | undefined, webhookSecret: string | undefined): string[] {
+  const sources: string[] = [];
+  for (const secret of [privateKey, webhookSecret]) if (secret !== undefined && secret.length >= FRAGMENT) sources.push(...fragmentSources(secret));
+  if (publicKey !== undefined && privateKey.length > 0) {
+    const authorization = `${publicKey}:${privateKey}`;
+    // Runs that hold the colon and at least one character of the private key.
+    const fromColon = authorization.slice(Math.max(0, publicKey.length + 2 - FRAGMENT));
+    sources.push(...fragmentSources(fromColon), ...fragmentSources(authorization).slice(1));
+  }
+  return sources;
 }
 
 /** A JSON escape other than `\/` (a `\\` counts: it is followed by a backslash). */
