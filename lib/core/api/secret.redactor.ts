@@ -75,15 +75,15 @@ export class SecretRedactor {
     this.#probe = new RegExp(source, 'i');
   }
 
-  /** Whether a text holds a form of a secret, or a run of 8 of its characters. */
-  has(text: string): boolean {
-    return (this.#probe !== undefined && this.#probe.test(text)) || this.#fragments.spans(text, true).length > 0;
+  /** Whether a text holds a form of a secret, or (unless `runs` is false) a run of 8 of its characters. */
+  has(text: string, runs = true): boolean {
+    return (this.#probe !== undefined && this.#probe.test(text)) || (runs && this.#fragments.spans(text, true).length > 0);
   }
 
-  /** A text with every form of every secret, and every run of 8 of its characters, replaced. */
-  text(text: string): string {
+  /** A text with every form of every secret, and (unless `runs` is false) every run of 8 of its characters, replaced. */
+  text(text: string, runs = true): string {
     const whole = this.#pattern !== undefined && this.#probe!.test(text) ? text.replace(this.#pattern, REDACTED) : text;
-    const spans = this.#fragments.spans(whole);
+    const spans = runs ? this.#fragments.spans(whole) : [];
     if (spans.length === 0) return whole;
     let out = '';
     let at = 0;
@@ -97,28 +97,32 @@ export class SecretRedactor {
   /**
    * A parsed JSON value with the secrets replaced in every string and key, recursively; `changed`
    * says whether anything was replaced (the value is then a copy, the input is left as it is).
+   * With `runs: 'free text'`, runs of 8 characters are cut only out of free text (see
+   * {@link isFreeText}), whole forms everywhere.
    */
-  json(value: unknown): { value: unknown; changed: boolean } {
+  json(value: unknown, runs: boolean | 'free text' = true): { value: unknown; changed: boolean } {
     if (this.#probe === undefined && this.#fragments.empty) return { value, changed: false };
     let changed = false;
-    const clean = (s: string): string => {
-      const out = this.text(s);
+    const clean = (s: string, free: boolean): string => {
+      const out = this.text(s, free);
       if (out !== s) changed = true;
       return out;
     };
-    const walk = (v: unknown): unknown => {
-      if (typeof v === 'string') return clean(v);
-      if (Array.isArray(v)) return v.map(walk);
+    const walk = (v: unknown, free: boolean): unknown => {
+      if (typeof v === 'string') return clean(v, free);
+      if (Array.isArray(v)) return v.map((inner) => walk(inner, free));
       if (typeof v === 'object' && v !== null) {
         const out: Record<string, unknown> = {};
         // defineProperty: a key named `__proto__` stays an own key, as JSON.parse made it.
-        for (const [k, inner] of Object.entries(v))
-          Object.defineProperty(out, clean(k), { value: walk(inner), enumerable: true, writable: true, configurable: true });
+        for (const [k, inner] of Object.entries(v)) {
+          const innerFree = free || isFreeText(k);
+          Object.defineProperty(out, clean(k, innerFree), { value: walk(inner, innerFree), enumerable: true, writable: true, configurable: true });
+        }
         return out;
       }
       return v;
     };
-    const result = walk(value);
+    const result = walk(value, runs === true);
     return { value: changed ? result : value, changed };
   }
 
@@ -128,20 +132,34 @@ export class SecretRedactor {
    * whatever escapes spelled a secret; a JSON body that held one is passed on re-serialised, so
    * that no escaped form survives in an excerpt.
    *
+   * Runs of 8 characters of a secret are cut out of all of an answer that is no success (`status`
+   * not 2xx) or not JSON: it is free text. A JSON success holds the values the plugin reads (ids,
+   * links, amounts), which an echo does not reach and which must reach the plugin unaltered even
+   * if 8 of their characters happen to be a key's: there runs are cut only out of free text
+   * (`details`, messages), whole forms out of everything.
+   *
    * Per successful answer (the common case) this costs one native scan of the raw text and one
    * pass of the fragment index over it besides the parse, never a walk or a copy of the tree
    * (bench/plugin-work.mjs measures it on the bench's verify and generate answers).
    */
-  answer(raw: string, parse: (text: string) => unknown): RedactedAnswer {
+  answer(raw: string, parse: (text: string) => unknown, status = 200): RedactedAnswer {
     const json = parse(raw);
-    // Without a form in the text and without an escape that could spell one (`\/` is searched for
-    // as a form), the parsed strings hold no secret either: nothing to walk or copy.
+    // Without a form or a run in the text and without an escape that could spell one (`\/` is
+    // decoded), the parsed strings hold no secret either: nothing to walk or copy.
     if (!this.has(raw) && (json === undefined || !ESCAPE.test(raw))) return json === undefined ? { body: raw } : { body: raw, json };
-    const body = this.text(raw);
-    if (json === undefined) return { body };
-    const { value, changed } = this.json(json);
-    return { body: changed ? JSON.stringify(value) : body, json: value };
+    if (json === undefined) return { body: this.text(raw) };
+    const success = status >= 200 && status < 300;
+    const { value, changed } = this.json(json, success ? 'free text' : true);
+    return { body: changed ? JSON.stringify(value) : this.text(raw, !success), json: value };
   }
+}
+
+/** Keys whose values are free text in an answer: where an echo lands, and no value the plugin reads. */
+const FREE_TEXT_KEYS = new Set(['details', 'message', 'messages', 'error', 'errors', 'description', 'detail', 'reason']);
+
+/** Whether the value of a key of an answer is free text (see {@link SecretRedactor.answer}). */
+function isFreeText(key: string): boolean {
+  return FREE_TEXT_KEYS.has(key.toLowerCase());
 }
 
 /**
