@@ -1,3 +1,4 @@
+import type { SharedClock } from '../time/shared.clock.js';
 import { describe } from '../settlement/settlement.describe.js';
 import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent, type PaymentEventName } from '../settlement/payment.events.js';
 import type { ResolvedPaymentsOptions } from '../client/payments.options.js';
@@ -66,6 +67,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
    * @param signer issues webhook tokens (absent when no secret is configured)
    * @param events where capture, refund and cancellation events go
    * @param telemetry what observes the calls
+   * @param clock the time shared with the other instances (the queue's due times)
    */
   constructor(
     private readonly options: ResolvedPaymentsOptions,
@@ -74,6 +76,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     private readonly signer: WebhookTokenSigner | undefined,
     private readonly events: OperationEvents,
     private readonly telemetry: TelemetryHooks,
+    private readonly clock: SharedClock,
   ) {}
 
   /** @inheritdoc */
@@ -107,7 +110,8 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const payment = fromGeneratePaymentWire(json.result as JsonObject);
     if (!payment) throw unexpected('generatePayment', 'the payment id or the link is missing or malformed, or the tracking id is malformed');
 
-    const createdAt = Date.now();
+    await this.clock.sync();
+    const createdAt = this.clock.now();
     const sessionSecs = (isSet(own.sessionTimeoutSecs) ? own.sessionTimeoutSecs : defaults.sessionTimeoutSecs) ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
     // Any positive safe integer is a valid session length; beyond the last date a Date can hold
     // (year 275760) toISOString() would throw after the payment was created, orphaning it.

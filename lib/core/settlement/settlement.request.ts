@@ -2,6 +2,7 @@ import type { PaymentsError } from '../api/payments.errors.js';
 import type { VerifiedPayment } from '../api/payments.types.js';
 import type { OutcomeSource } from '../store/payments.store.js';
 import type { HandledOutcome, OutcomeExpectation } from './settlement.decision.js';
+import type { Clock } from '../time/clock.port.js';
 
 /*
  * What a path hands the settlement runner, and what it gets back. Every front end maps a
@@ -63,6 +64,8 @@ export interface SettleRequest {
   expected?: OutcomeExpectation;
   /** A signed webhook's token: its binding is read in the claim's store round trip. */
   token?: TokenLookup;
+  /** Called once the payment is verified and its handlers are about to run (the sweep then verifies the next one). */
+  onHandlers?: () => void;
 }
 
 /** Settings of the runner. */
@@ -75,6 +78,13 @@ export interface SettlementRunnerOptions {
   recordTtlMs: number;
   /** The registration's name, put on every event. */
   registration?: string;
+  /** The time shared with the other instances (record times are written with it). */
+  clock: Clock;
+  /**
+   * Called when a webhook or a return found the payment still pending at the service: the
+   * plugin's own re-checks take it from there (settlement.rechecks.ts). Never awaited by the path.
+   */
+  onPending?: (paymentId: string, expected: OutcomeExpectation | undefined) => void;
 }
 
 /** The claim key of a payment's outcome: one per payment, shared by every path and instance. */

@@ -17,6 +17,7 @@ import {
   type PendingPayment,
 } from './payments.store.js';
 import { MemoryRateLimiter } from './memory.limiter.js';
+import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
 export interface MemoryPaymentsStoreOptions {
@@ -33,6 +34,11 @@ export interface MemoryPaymentsStoreOptions {
   maxOutcomes?: number;
   /** Most rate-limit slots held (see {@link MemoryRateLimiterOptions.maxSlots}). Default 100 000. */
   maxRateLimits?: number;
+  /**
+   * The store's clock: leases and TTLs run on it, and {@link MemoryPaymentsStore.now} reads it.
+   * Default: the system clock.
+   */
+  clock?: Clock;
 }
 
 interface Claim {
@@ -65,15 +71,19 @@ export class MemoryPaymentsStore implements PaymentsStore {
   private readonly outcomes: LRUCache<string, OutcomeRecord>;
   /** The webhook's rate limits, in this process (this store is one process's anyway). */
   readonly rateLimits: MemoryRateLimiter;
+  private readonly clock: Clock;
 
-  /** @param options size caps; see {@link MemoryPaymentsStoreOptions} */
+  /** @param options size caps and clock; see {@link MemoryPaymentsStoreOptions} */
   constructor(options: MemoryPaymentsStoreOptions = {}) {
+    this.clock = options.clock ?? SYSTEM_CLOCK;
+    // TTLs run on the store's clock (lru-cache's own default is performance.now()).
+    const perf = { now: () => this.clock.now() };
     // No default TTL: every set() passes its own, checked by positiveMs().
-    this.bindings = new LRUCache({ max: options.maxBindings ?? 100_000, allowStale: false });
-    this.done = new LRUCache({ max: options.maxEvents ?? 100_000, allowStale: false });
-    this.pending = new LRUCache({ max: options.maxPending ?? 100_000 });
-    this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false });
-    this.rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits });
+    this.bindings = new LRUCache({ max: options.maxBindings ?? 100_000, allowStale: false, perf });
+    this.done = new LRUCache({ max: options.maxEvents ?? 100_000, allowStale: false, perf });
+    this.pending = new LRUCache({ max: options.maxPending ?? 100_000, perf });
+    this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false, perf });
+    this.rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits, clock: this.clock });
   }
 
   /** @inheritdoc */
@@ -98,7 +108,7 @@ export class MemoryPaymentsStore implements PaymentsStore {
     if (this.done.has(eventKey)) return 'done';
     const current = this.activeClaim(eventKey);
     if (current && current.owner !== owner) return 'busy';
-    this.claims.set(eventKey, { owner, expiresAt: Date.now() + lease });
+    this.claims.set(eventKey, { owner, expiresAt: this.clock.now() + lease });
     return 'claimed';
   }
 
@@ -199,6 +209,11 @@ export class MemoryPaymentsStore implements PaymentsStore {
   /** @inheritdoc */
   async ping(): Promise<void> {}
 
+  /** The store's clock, epoch ms: the time every client sharing this store agrees on. */
+  async now(): Promise<number> {
+    return this.clock.now();
+  }
+
   /** Number of entries held (bindings, done markers, claims, queued payments, records, rate-limit slots), for monitoring and tests. */
   get size(): number {
     return this.bindings.size + this.done.size + this.claims.size + this.pending.size + this.outcomes.size + this.rateLimits.size;
@@ -212,7 +227,7 @@ export class MemoryPaymentsStore implements PaymentsStore {
 
   private activeClaim(eventKey: string): Claim | undefined {
     const claim = this.claims.get(eventKey);
-    if (claim && claim.expiresAt <= Date.now()) {
+    if (claim && claim.expiresAt <= this.clock.now()) {
       this.claims.delete(eventKey);
       return undefined;
     }
