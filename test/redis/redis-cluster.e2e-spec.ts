@@ -26,7 +26,7 @@ const clusterClient = () =>
   );
 
 describeWithService(installed, 'redis-server/redis-cli not installed (apt-get install redis-server redis-tools)')(
-  'RedisPaymentsStore on a Redis Cluster (3 masters + 3 replicas of the test own)',
+  'RedisPaymentsStore on a Redis Cluster (3 masters + 3 replicas of its own)',
   () => {
     beforeAll(async () => {
       await servers.startCluster(PORTS, 3);

@@ -24,7 +24,7 @@ const prefix = () => `np-sentinel:${randomUUID()}:`;
 const sentinelClient = () => new Redis({ sentinels: [{ host: '127.0.0.1', port: SENTINEL }], name: NAME, maxRetriesPerRequest: 1, connectTimeout: 1000 });
 
 describeWithService(installed, 'redis-server/redis-cli not installed (apt-get install redis-server redis-tools)')(
-  'RedisPaymentsStore through Redis Sentinel (a master, a replica and a Sentinel of the test own)',
+  'RedisPaymentsStore through Redis Sentinel (a master, a replica and a Sentinel of its own)',
   () => {
     beforeAll(async () => {
       await servers.start(MASTER);
