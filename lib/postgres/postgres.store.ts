@@ -236,6 +236,19 @@ export class PostgresPaymentsStore implements PaymentsStore {
   }
 
   /**
+   * The database server's clock, in epoch ms: the shared clock every instance reads, so that skew
+   * between app instances cannot freeze or skip work (leases and TTLs already run on it inside
+   * the store's statements).
+   * @returns `clock_timestamp()` of the server, with its sub-millisecond part
+   */
+  async now(): Promise<number> {
+    const rows = await this.#db.query('now', this.#db.sql.now, []);
+    const value = Number(valueOf(rows[0]));
+    if (!Number.isFinite(value)) throw new Error('PostgresPaymentsStore: unexpected answer to now');
+    return value;
+  }
+
+  /**
    * Waits for a cleanup in progress, then ends the pool the store created from a connection
    * string; later operations reject at once. A pool or PGlite passed in is left open (it is the
    * host's) and the store keeps working on it. Safe to call more than once.

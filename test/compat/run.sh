@@ -262,6 +262,16 @@ for src in "$HERE"/apps/*/; do
     TIMES+=("$name $((SECONDS - started))s")
   fi
 done
+# The README and the testing guide pasted into projects made by the official generators.
+# shellcheck source=pasted/pasted.sh
+source "$HERE/pasted/pasted.sh"
+for kind in nest11 nest12 express; do
+  if wanted "pasted-$kind"; then
+    started=$SECONDS
+    run_pasted "$kind"
+    TIMES+=("pasted-$kind $((SECONDS - started))s")
+  fi
+done
 for stack in "${TYPE_STACKS[@]}"; do
   if wanted "types-$stack"; then
     started=$SECONDS

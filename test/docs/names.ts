@@ -17,7 +17,7 @@ export interface KnownNames {
   options: ReadonlySet<string>;
 }
 
-const ENTRY_POINTS = ['index.ts', 'express/index.ts', 'redis/index.ts', 'postgres/index.ts', 'testing/index.ts', 'terminus/index.ts'];
+const ENTRY_POINTS = ['index.ts', 'express/index.ts', 'redis/index.ts', 'postgres/index.ts', 'testing/index.ts', 'terminus/index.ts', 'medusa/index.ts'];
 
 /** Reads the exports and option paths from lib/ with the compiler, the events and variables from the code. */
 export function knownNames(root: string): KnownNames {
@@ -64,7 +64,7 @@ export function knownNames(root: string): KnownNames {
           collect(part, `${path}.`, depth - 1);
     }
   };
-  for (const name of ['PaymentsModuleOptions', 'PaymentsModuleAsyncOptions', 'PaymentsOptions']) {
+  for (const name of ['PaymentsModuleOptions', 'PaymentsModuleAsyncOptions', 'PaymentsOptions', 'MedusaPaymentsOptions']) {
     const symbol = symbols.get(name);
     if (!symbol) throw new Error(`${name} is not exported`);
     const resolved = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import {
   Controller,
   Injectable,
+  Logger,
   Module,
   Post,
   type CanActivate,
@@ -22,7 +23,6 @@ import { APP_GUARD, Reflector } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
-import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
@@ -31,7 +31,6 @@ import {
   PaymentsModule,
   PaymentsService,
   type PaymentConfirmedEvent,
-  type PaymentsClient,
   type PaymentsStore,
 } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
@@ -108,19 +107,35 @@ function sandboxPaymentOf(sandbox: PaymentsSandbox, link: string): string {
 
 const SCENARIOS: Scenario[] = [
   {
-    name: 'Quick start: the module, the checkout controller and the outcome handlers take a payment through the webhook',
+    name: 'Quick start: ShopModule takes a payment for an order, the webhook marks it paid, the return page verifies the stored id',
     uses: ['ShopModule', 'CheckoutController', 'OrdersService'],
     async run({ exports, sandbox, url, boot }) {
-      const app = await boot({ imports: [exports.ShopModule as Type] });
-      const pay = await fetch(`${url}/orders/order-7/pay`, { method: 'POST', redirect: 'manual' });
-      expect(pay.status).toBe(303);
-      const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
-      expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-7' });
-      expect(await (await fetch(`${url}/orders/order-7/back?payment_id=${paymentId}`)).text()).toBe('Processing, refresh in a moment.');
-      await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
-      // The webhook ran OrdersService.markPaid (the only payment.confirmed listener: without it the outcome would have failed).
-      expect(await app.get(PaymentsService).getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', source: 'webhook', handlers: 'succeeded' });
-      expect(await (await fetch(`${url}/orders/order-7/back?payment_id=${paymentId}`)).text()).toBe('Thank you, paid.');
+      const log = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+      try {
+        const app = await boot({ imports: [exports.ShopModule as Type] });
+        const orders = app.get(exports.OrdersService as Type<{ find(id: string): { paymentId?: string; status: string } | undefined }>);
+        const pay = await fetch(`${url}/orders/order-7/pay`, { method: 'POST', redirect: 'manual' });
+        expect(pay.status).toBe(303);
+        const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
+        expect(orders.find('order-7')).toMatchObject({ paymentId, status: 'new' });
+        expect(sandbox.getPayment(paymentId)).toMatchObject({
+          amount: '12500',
+          developerTrackingId: 'order-7',
+          successLink: 'http://localhost:3000/orders/order-7/back',
+        });
+        expect(await (await fetch(`${url}/orders/order-7/back`)).text()).toBe('Processing, refresh in a moment.');
+        await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+        expect(orders.find('order-7')?.status).toBe('paid');
+        expect(log).toHaveBeenCalledWith(expect.stringContaining('order order-7 paid: 12500 millimes'));
+        expect(await app.get(PaymentsService).getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', source: 'webhook', handlers: 'succeeded' });
+        // The query's payment_id is a hint only: the order's stored id is the one verified.
+        expect(await (await fetch(`${url}/orders/order-7/back?payment_id=someone-elses`)).text()).toBe('Thank you, paid.');
+        // An order without a payment, or no such order: 404, never a 500.
+        const missing = await fetch(`${url}/orders/order-404/back?payment_id=${paymentId}`);
+        expect(missing.status).toBe(404);
+      } finally {
+        log.mockRestore();
+      }
     },
   },
   {
@@ -278,75 +293,49 @@ SCENARIOS.push(
   },
 );
 
-SCENARIOS.push(
-  {
-    name: 'Quick start (Express): the one-file shop listens on PORT, takes a payment, and its webhook runs the callback',
-    uses: ['payments', 'server'],
-    env: (port) => ({
-      PORT: String(port),
-      SHOP_PUBLIC_URL: `http://127.0.0.1:${port}`,
-      PAYMENTS_WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}/payments/webhook`,
-    }),
-    async run({ exports, sandbox, port }) {
-      const payments = exports.payments as PaymentsClient;
-      const shop = exports.server as Server;
-      const log = jest.spyOn(console, 'log').mockImplementation(() => undefined);
-      try {
-        if (!shop.listening) await once(shop, 'listening');
-        const base = `http://127.0.0.1:${port}`;
-        const pay = await fetch(`${base}/orders/order-8/pay`, { method: 'POST', redirect: 'manual' });
-        expect(pay.status).toBe(303);
-        const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
-        expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-8', successLink: `${base}/orders/order-8/back` });
-        expect(await (await fetch(`${base}/orders/order-8/back?payment_id=${paymentId}`)).text()).toBe('pending');
-        await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
-        expect(log).toHaveBeenCalledWith('order order-8 paid');
-        expect(await payments.getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', source: 'webhook', handlers: 'succeeded' });
-        expect(await (await fetch(`${base}/orders/order-8/back?payment_id=${paymentId}`)).text()).toBe('confirmed');
+SCENARIOS.push({
+  name: 'Quick start (Express): startShop(0) listens on a free port, names it in its links, marks orders paid and answers 404 for no payment',
+  uses: ['startShop'],
+  async run({ exports, sandbox }) {
+    const startShop = exports.startShop as (port: number) => Promise<{
+      url: string;
+      server: Server;
+      orders: Map<string, { paymentId?: string; status: string }>;
+      stop(): Promise<void>;
+    }>;
+    const log = jest.spyOn(console, 'log').mockImplementation(() => undefined);
+    const webhookUrl = process.env.PAYMENTS_WEBHOOK_PUBLIC_URL;
+    delete process.env.PAYMENTS_WEBHOOK_PUBLIC_URL; // the shop's own address, then
+    const shop = await startShop(0);
+    try {
+      expect(shop.url).toMatch(/^http:\/\/localhost:[1-9]\d*$/);
+      const pay = await fetch(`${shop.url}/orders/order-8/pay`, { method: 'POST', redirect: 'manual' });
+      expect(pay.status).toBe(303);
+      const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
+      expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-8', successLink: `${shop.url}/orders/order-8/back` });
+      expect(sandbox.getPayment(paymentId)?.webhook?.startsWith(`${shop.url}/payments/webhook/`)).toBe(true);
+      expect(await (await fetch(`${shop.url}/orders/order-8/back`)).text()).toBe('pending');
+      await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+      expect(log).toHaveBeenCalledWith('order order-8 paid');
+      expect(shop.orders.get('order-8')?.status).toBe('paid');
+      expect(await (await fetch(`${shop.url}/orders/order-8/back?payment_id=someone-elses`)).text()).toBe('confirmed');
+      expect((await fetch(`${shop.url}/orders/order-404/back?payment_id=${paymentId}`)).status).toBe(404);
 
-        const declined = sandboxPaymentOf(
-          sandbox,
-          (await fetch(`${base}/orders/order-9/pay`, { method: 'POST', redirect: 'manual' })).headers.get('location')!,
-        );
-        await expect(sandbox.failPayment(declined)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
-        expect(log).toHaveBeenCalledWith('order order-9 not paid: FAILURE');
-      } finally {
-        log.mockRestore();
-        shop.closeAllConnections();
-        await new Promise((resolve) => shop.close(resolve));
-        await payments.close();
-      }
-    },
+      const declined = sandboxPaymentOf(
+        sandbox,
+        (await fetch(`${shop.url}/orders/order-9/pay`, { method: 'POST', redirect: 'manual' })).headers.get('location')!,
+      );
+      await expect(sandbox.failPayment(declined)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+      expect(log).toHaveBeenCalledWith('order order-9 not paid: FAILURE');
+      expect(shop.orders.get('order-9')?.status).toBe('not paid');
+    } finally {
+      log.mockRestore();
+      process.env.PAYMENTS_WEBHOOK_PUBLIC_URL = webhookUrl;
+      await shop.stop();
+    }
+    expect(shop.server.listening).toBe(false);
   },
-  {
-    name: 'Express guide: startShop listens on the port it is given, runs markPaid from the webhook, and stop() closes it',
-    uses: ['startShop'],
-    env: (port) => ({ PAYMENTS_WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}/payments/webhook` }),
-    async run({ exports, sandbox, port }) {
-      const startShop = exports.startShop as (
-        port: number,
-        markPaid: (orderId: string) => Promise<void>,
-      ) => { payments: PaymentsClient; server: Server; stop(): Promise<void> };
-      const paid: string[] = [];
-      const shop = startShop(port, async (orderId) => void paid.push(orderId));
-      try {
-        if (!shop.server.listening) await once(shop.server, 'listening');
-        const { paymentId } = await shop.payments.generatePayment({
-          amount: '2500',
-          developerTrackingId: 'order-10',
-          successLink: 'https://shop.example.com/ok',
-          failLink: 'https://shop.example.com/ko',
-        });
-        expect(sandbox.getPayment(paymentId)?.webhook?.startsWith(`http://127.0.0.1:${port}/payments/webhook/`)).toBe(true);
-        await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
-        expect(paid).toEqual(['order-10']);
-      } finally {
-        await shop.stop();
-      }
-      expect(shop.server.listening).toBe(false);
-    },
-  },
-);
+});
 
 const FRAGMENTS: Fragment[] = [
   {

@@ -25,7 +25,8 @@ describe('the engine simulation', () => {
           failures.push(
             `seed ${seed} [${result.stressors.join(', ')}] (replay: SIM_SEED=${seed} SIM_HISTORIES=1 npm run test:sim):\n  ${result.violations.join('\n  ')}`,
           );
-          if (failures.length >= 5) break;
+          if (failures.length === 1) process.stdout.write(`simulation: first violation at history ${seed - FIRST_SEED + 1}\n`);
+          if (failures.length >= 5 || process.env.SIM_STOP_AT_FIRST) break;
         }
       }
       const report = summarise(results);

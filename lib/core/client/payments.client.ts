@@ -106,7 +106,7 @@ export class PaymentsClient implements PaymentsOperations {
         recordTtlMs: resolved.outcomeRecordTtlMs,
         registration: resolved.name,
         clock: shared,
-        onPending: (paymentId, expected) => void rechecks.note(paymentId, expected),
+        recheckSoon: (paymentId, expected) => void rechecks.note(paymentId, expected),
       },
       this.store,
       verify,
