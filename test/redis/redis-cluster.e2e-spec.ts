@@ -121,7 +121,9 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
         const runs: RunCounts = new Map();
         const instances = await pair(runs);
         try {
-          const victim = servers.clusterMasters(PORTS[0])[0];
+          // The master of the shared slot (queue and records): the harder case, where an attempt's
+          // done marker lands and its record must wait for the replica's promotion.
+          const victim = servers.masterOf(PORTS[0], 'np-cluster:{shared}:pending:due');
           const refused = await runThroughFault(fakeRef.fake!, instances, runs, () => servers.kill(victim));
           // The deliveries met the outage (503 while the slots had no master), and a replica took over.
           expect(refused).toContain(503);

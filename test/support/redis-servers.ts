@@ -114,6 +114,20 @@ export class RedisServers {
       .filter((p) => p > 0);
   }
 
+  /** The port of the master serving the slot of `key`, as node `port` sees it. */
+  masterOf(port: number, key: string): number {
+    const slot = Number(cli(port, 'cluster', 'keyslot', key).trim());
+    for (const line of cli(port, 'cluster', 'nodes').split('\n')) {
+      const fields = line.split(' ');
+      if (!fields[2]?.includes('master') || fields[2].includes('fail')) continue;
+      for (const range of fields.slice(8)) {
+        const [from, to = from] = range.split('-').map(Number);
+        if (slot >= from && slot <= to) return Number(/:(\d+)@/.exec(line)?.[1]);
+      }
+    }
+    throw new Error(`no master serves the slot of ${key}`);
+  }
+
   /** `redis-cli -p port ...args`, output as text. */
   cli(port: number, ...args: string[]): string {
     return cli(port, ...args);
