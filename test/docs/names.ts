@@ -109,7 +109,9 @@ export function unknownNames(markdown: string, known: KnownNames): string[] {
       if (!known.options.has(name)) problems.push(`option ${name} does not exist`);
   }
   for (const [name] of text.matchAll(/\bPAYMENTS_[A-Z0-9_]*[A-Z0-9]\b/g))
-    if (!known.env.has(name) && !known.exports.has(name)) problems.push(`environment variable ${name} is not read by paymentsOptionsFromConfig`);
+    // A second account's variables: paymentsOptionsFromConfig's `prefix` (PAYMENTS_OUTLET_PUBLIC_KEY).
+    if (!known.env.has(name) && !known.exports.has(name) && !known.env.has(name.replace(/^PAYMENTS_[A-Z0-9]+_/, 'PAYMENTS_')))
+      problems.push(`environment variable ${name} is not read by paymentsOptionsFromConfig`);
   // The options table: each backticked name of its first column is an option path.
   for (const table of text.matchAll(/^\| option \| default \| meaning \|\n\|[-|]+\|\n((?:\|.*\|\n?)+)/gm))
     for (const row of table[1].split('\n').filter(Boolean))

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import express from 'express';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from '../../lib/express/index.js';
+import { createPaymentsClient, createWebhookRouter } from '../../lib/express/index.js';
 import { MemoryPaymentsStore, PaymentsError, PaymentsValidationError, type Clock, type PaymentConfirmedEvent } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { SYSTEM_CLOCK } from '../../lib/core/time/clock.port.js';

@@ -34,9 +34,12 @@ describe('the engine simulation', () => {
       expect(failures).toEqual([]);
       const settled = results.reduce((n, r) => n + r.settled, 0);
       const verifies = results.reduce((n, r) => n + r.settledVerifies, 0);
-      expect(settled).toBeGreaterThan(HISTORIES);
-      // The budget stated in docs/confirmations.md: at most 1.5 verify calls per settled payment on average.
-      expect(verifies / settled).toBeLessThanOrEqual(1.5);
+      // Averages mean something over many histories only (a replay of one seed checks its violations).
+      if (HISTORIES >= 500) {
+        expect(settled).toBeGreaterThan(HISTORIES);
+        // The budget stated in docs/confirmations.md: at most 1.5 verify calls per settled payment on average.
+        expect(verifies / settled).toBeLessThanOrEqual(1.5);
+      }
     },
     30 * 60_000,
   );

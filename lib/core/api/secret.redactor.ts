@@ -17,6 +17,8 @@ export interface RedactedSecrets {
   publicKey?: string;
   /** The webhook secret, when one is configured. */
   webhookSecret?: string;
+  /** The webhook secrets of before a rotation, still accepted. */
+  previousWebhookSecrets?: readonly string[];
 }
 
 /** What an answer becomes: its text and its parsed JSON, with every secret cut out. */
@@ -58,10 +60,16 @@ export class SecretRedactor {
 
   /** @param secrets the values to cut out; one shorter than 4 characters is left alone */
   constructor(secrets: RedactedSecrets | string) {
-    const { privateKey, publicKey, webhookSecret } = typeof secrets === 'string' ? { privateKey: secrets } : secrets;
+    const {
+      privateKey,
+      publicKey,
+      webhookSecret,
+      previousWebhookSecrets = [],
+    } = typeof secrets === 'string' ? ({ privateKey: secrets } as RedactedSecrets) : secrets;
     const forms = new Set<string>();
-    for (const secret of [privateKey, webhookSecret]) if (secret !== undefined && secret.length >= MIN_SECRET_LENGTH) addForms(forms, secret);
-    this.#fragments = new FragmentIndex(fragmentSourcesOf(privateKey, publicKey, webhookSecret));
+    for (const secret of [privateKey, webhookSecret, ...previousWebhookSecrets])
+      if (secret !== undefined && secret.length >= MIN_SECRET_LENGTH) addForms(forms, secret);
+    this.#fragments = new FragmentIndex(fragmentSourcesOf(privateKey, publicKey, [webhookSecret, ...previousWebhookSecrets]));
     if (publicKey !== undefined && privateKey.length >= MIN_SECRET_LENGTH) {
       for (const encoded of base64Forms(Buffer.from(`${publicKey}:${privateKey}`))) addEncoded(forms, encoded);
     }
@@ -163,13 +171,13 @@ function isFreeText(key: string): boolean {
 }
 
 /**
- * Where runs of a secret come from: the private key and the webhook secret, and the Authorization
+ * Where runs of a secret come from: the private key and the webhook secrets (current and previous), and the Authorization
  * value `public:private` from its colon on (its public key alone is no secret), each in the
  * encodings of {@link fragmentSources}. Secrets shorter than a run have none.
  */
-function fragmentSourcesOf(privateKey: string, publicKey: string | undefined, webhookSecret: string | undefined): string[] {
+function fragmentSourcesOf(privateKey: string, publicKey: string | undefined, webhookSecrets: ReadonlyArray<string | undefined>): string[] {
   const sources: string[] = [];
-  for (const secret of [privateKey, webhookSecret]) if (secret !== undefined && secret.length >= FRAGMENT) sources.push(...fragmentSources(secret));
+  for (const secret of [privateKey, ...webhookSecrets]) if (secret !== undefined && secret.length >= FRAGMENT) sources.push(...fragmentSources(secret));
   if (publicKey !== undefined && privateKey.length > 0) {
     const authorization = `${publicKey}:${privateKey}`;
     // Runs that hold the colon and at least one character of the private key.

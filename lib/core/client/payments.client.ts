@@ -47,16 +47,6 @@ function storeUsers(store: PaymentsStore, delta: number): number {
 }
 
 /**
- * What the engine's simulation replaces under a client: how an HTTP attempt is sent (a model of the
- * service on virtual time instead of the network).
- * @internal
- */
-export interface ClientSeams {
-  /** Sends one HTTP attempt; default axios' http adapter. */
-  adapter?: AxiosAdapter;
-}
-
-/**
  * The framework-free client of the whole service, and the composition root of the engine: the
  * service operations (`PaymentsApi`), the webhook front door (`WebhookProcessor`), the settlement
  * runner every confirmation path hands its payment to (`SettlementRunner`), the return path
@@ -81,17 +71,25 @@ export class PaymentsClient implements PaymentsOperations {
 
   /**
    * @param options the plugin's options; validated here
-   * @param seams what the engine's simulation replaces (internal)
+   * @param seams what the engine's simulation replaces: how one HTTP attempt is sent (default axios'
+   *   http adapter); not for applications
    * @throws PaymentsValidationError naming each missing or invalid option
    */
-  constructor(options: PaymentsOptions, seams: ClientSeams = {}) {
+  constructor(options: PaymentsOptions, seams: { adapter?: AxiosAdapter } = {}) {
     const resolved = resolvePaymentsOptions(options);
     this.#options = resolved;
     this.store = resolved.store ?? new MemoryPaymentsStore();
     storeUsers(this.store, +1);
     // The retry decision is handed to the transport here, one place to read it from the client.
     this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger, retry: RETRY_POLICY, clock: resolved.clock, adapter: seams.adapter });
-    const signer = resolved.webhook.enabled && resolved.webhook.secret ? new WebhookTokenSigner(resolved.webhook.secret, resolved.clock) : undefined;
+    const signer =
+      resolved.webhook.enabled && resolved.webhook.secret
+        ? new WebhookTokenSigner(resolved.webhook.secret, {
+            previousSecrets: resolved.webhook.previousSecrets,
+            registration: resolved.name,
+            clock: resolved.clock,
+          })
+        : undefined;
     // Due times and record ages are shared with the other instances: read on the store's clock.
     const shared = new SharedClock(resolved.clock, this.store.now ? () => this.store.now!() : undefined);
     const rechecks = new PendingRechecks(this.store, shared, resolved.reconciliation.graceSecs, (inMs) => this.#sweep.wakeIn(inMs), resolved.logger);
