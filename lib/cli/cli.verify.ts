@@ -1,5 +1,6 @@
 /** `nestjs-payments verify <paymentId>`: the service's answer for one payment, for on-call use. */
 import { parseArgs } from 'node:util';
+import { SecretRedactor } from '../core/api/secret.redactor.js';
 import { PaymentsClient, PaymentsError } from '../core/index.js';
 import { describeProblem, QUIET_LOGGER, readCliConfig } from './cli.config.js';
 import { CliUsageError, printable, type CliIo } from './cli.io.js';
@@ -41,14 +42,17 @@ export async function verifyCommand(argv: readonly string[], io: CliIo): Promise
     return 2;
   }
   const client = new PaymentsClient(config.connection);
+  // The client redacts its keys, but knows the webhook secret only when every variable is valid;
+  // what is printed is redacted once more with every secret the variables hold.
+  const { publicKey, privateKey } = config.connection;
+  const redactor = new SecretRedactor({ privateKey, publicKey, webhookSecret: config.options?.webhook?.secret ?? io.env.PAYMENTS_WEBHOOK_SECRET });
   try {
     const payment = await client.verifyPayment(paymentId);
-    io.stdout.write(`${JSON.stringify(payment, null, 2)}\n`);
+    io.stdout.write(`${redactor.text(JSON.stringify(payment, null, 2))}\n`);
     return 0;
   } catch (error) {
-    // PaymentsError messages are free of keys (the client redacts them).
     const message = error instanceof PaymentsError ? error.message : error instanceof Error ? error.message : String(error);
-    io.stderr.write(`nestjs-payments: ${printable(message)}\n`);
+    io.stderr.write(`nestjs-payments: ${redactor.text(printable(message))}\n`);
     return 1;
   } finally {
     await client.close();

@@ -1,38 +1,44 @@
-import { Redis } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
 import { defaultPaymentsLogger, type PaymentsLogger } from '../core/client/payments.logger.js';
 import { ownedClientOptions, resolveStoreOptions, type RedisPaymentsStoreOptions } from './redis.options.js';
+import { storeKeys, type StoreKeys } from './redis.keys.js';
 import { SCRIPTS, type StoreScriptCommands } from './redis.scripts.js';
 
 /**
- * The Redis client as the store's parts use it: its scripts defined, keys under the store's
- * prefix, every operation bounded in time, and the client closed when the store owns it.
+ * The Redis client as the store's parts use it: its scripts defined, keys named by the layout of
+ * its kind (standalone or cluster), every operation bounded in time, and the client closed when the
+ * store owns it.
  */
 export class RedisConnection {
   // Private fields (not `private`) keep the client, whose options may hold a password, out of
   // util.inspect and JSON.stringify of the store and of its rate limiter.
   readonly #client: Redis;
   readonly #ownsClient: boolean;
-  readonly #keyPrefix: string;
   readonly #timeoutMs: number;
+
+  /** The store's keys, in the layout of the client's kind. */
+  readonly keys: StoreKeys;
   #closing: Promise<void> | undefined;
   /** The code of the error that took the store's own connection down (`ECONNREFUSED`...), while it is down. */
   #downCode: string | undefined;
 
   /** @see RedisPaymentsStore's constructor */
-  constructor(urlOrClient: string | Redis, options: RedisPaymentsStoreOptions) {
+  constructor(urlOrClient: string | Redis | Cluster, options: RedisPaymentsStoreOptions) {
     const resolved = resolveStoreOptions(options);
-    this.#keyPrefix = resolved.keyPrefix;
     this.#timeoutMs = resolved.operationTimeoutMs;
     if (typeof urlOrClient === 'string') {
       this.#client = new Redis(urlOrClient, ownedClientOptions(options, resolved));
       this.#ownsClient = true;
       watchConnection(this.#client, options.logger ?? defaultPaymentsLogger, (code) => (this.#downCode = code));
     } else if (isRedisClient(urlOrClient)) {
-      this.#client = urlOrClient;
+      // A Cluster has the same command methods as a Redis; what differs is where keys live, which
+      // the key layout takes care of.
+      this.#client = urlOrClient as Redis;
       this.#ownsClient = false;
     } else {
-      throw new TypeError('RedisPaymentsStore: expected a Redis URL or an ioredis Redis client');
+      throw new TypeError('RedisPaymentsStore: expected a Redis URL, an ioredis Redis client or an ioredis Cluster');
     }
+    this.keys = storeKeys(resolved.keyPrefix, isClusterClient(urlOrClient));
     for (const { name, lua, numberOfKeys } of SCRIPTS) this.#client.defineCommand(name, { lua, numberOfKeys });
   }
 
@@ -44,11 +50,6 @@ export class RedisConnection {
   /** The client viewed with the commands `defineCommand` added (ioredis cannot type them). */
   get scripts(): StoreScriptCommands {
     return this.#client as unknown as StoreScriptCommands;
-  }
-
-  /** A key under the store's prefix. */
-  key(suffix: string): string {
-    return `${this.#keyPrefix}${suffix}`;
   }
 
   // Bounds every operation by our own timer rather than trusting the client's settings: a host's
@@ -92,9 +93,15 @@ export class RedisConnection {
 
 // Duck-typed rather than `instanceof Redis`: the host's client may come from another copy of
 // ioredis in node_modules (another version or a duplicate install), which would fail instanceof.
-function isRedisClient(value: unknown): value is Redis {
+function isRedisClient(value: unknown): value is Redis | Cluster {
   const c = value as Record<string, unknown> | null;
   return typeof c === 'object' && c !== null && ['defineCommand', 'get', 'set', 'on'].every((m) => typeof c[m] === 'function');
+}
+
+// ioredis sets `isCluster` on both kinds of client (true on a Cluster); duck-typed for the same
+// reason as isRedisClient.
+function isClusterClient(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as { isCluster?: unknown }).isCluster === true;
 }
 
 // One line per outage rather than one per reconnection attempt (ioredis emits `error` for each).

@@ -3,7 +3,7 @@ import type { RateLimiter } from '../core/store/store.ports.js';
 import type { RedisConnection } from './redis.connection.js';
 
 /**
- * The {@link RateLimiter} of `RedisPaymentsStore`: one key per slot, `<keyPrefix>rate:<key>`,
+ * The {@link RateLimiter} of `RedisPaymentsStore`: one key per slot, `<keyPrefix>rate:<key>` (`rate:{<key>}` on a cluster),
  * taken with `SET NX PX` (atomic on the server, so shared by every instance on the same Redis,
  * and expiring on the server's clock) and freed with `DEL`.
  */
@@ -19,12 +19,12 @@ export class RedisRateLimiter implements RateLimiter {
   /** @inheritdoc */
   async take(key: string, windowMs: number): Promise<boolean> {
     const px = positiveMs('RedisPaymentsStore', windowMs, 'windowMs');
-    const reply = await this.#db.run('rateLimits.take', () => this.#db.client.set(this.#db.key(`rate:${key}`), '1', 'PX', px, 'NX'));
+    const reply = await this.#db.run('rateLimits.take', () => this.#db.client.set(this.#db.keys.rate(key), '1', 'PX', px, 'NX'));
     return reply === 'OK';
   }
 
   /** @inheritdoc */
   async free(key: string): Promise<void> {
-    await this.#db.run('rateLimits.free', () => this.#db.client.del(this.#db.key(`rate:${key}`)));
+    await this.#db.run('rateLimits.free', () => this.#db.client.del(this.#db.keys.rate(key)));
   }
 }

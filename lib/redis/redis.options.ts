@@ -6,9 +6,13 @@ export interface RedisPaymentsStoreOptions {
   /**
    * Prepended to every key the store writes (`<prefix>binding:<tokenId>`,
    * `<prefix>event:<eventKey>`, `<prefix>pending:due`, `<prefix>pending:entries`,
-   * `<prefix>outcome:<paymentId>`, `<prefix>outcomes:index`, `<prefix>outcomes:expiry`), so that several apps or environments can share one Redis
-   * without seeing each other's claims. Applied after the client's own ioredis `keyPrefix`, if
-   * any. Default `'nestjs-payments:'`.
+   * `<prefix>outcome:<paymentId>`, `<prefix>outcomes:index`, `<prefix>outcomes:expiry`), so that
+   * several apps or environments can share one Redis without seeing each other's claims. Applied
+   * after the client's own ioredis `keyPrefix`, if any. Default `'nestjs-payments:'`.
+   *
+   * On a Redis Cluster the store adds hash tags after the prefix (see docs/stores.md). A prefix
+   * with a hash tag of its own (`'{payments}:'`) keeps the names above and puts every key in one
+   * slot: correct, but all the load on one master.
    */
   keyPrefix?: string;
 

@@ -32,6 +32,30 @@ ${saveOutcomeLua('KEYS[1]', 'KEYS[2]', 'KEYS[3]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]
 return 1
 `;
 
+// The record half of an attempt's end, with the keys and arguments named by the caller: drops
+// the payment from the queue when done, and writes the record with its attempts counted from the
+// current record's.
+const finishRecordLua = (
+  k: { due: string; entries: string; record: string; index: string; expiry: string },
+  a: { mode: string; json: string; ttl: string; score: string; id: string; added: string },
+) => `
+if ${a.mode} == 'done' then
+  redis.call('ZREM', ${k.due}, ${a.id})
+  redis.call('HDEL', ${k.entries}, ${a.id})
+end
+local attempts = tonumber(${a.added})
+local old = redis.call('GET', ${k.record})
+if old then
+  local ok, previous = pcall(cjson.decode, old)
+  if ok and type(previous) == 'table' and type(previous.attempts) == 'number' then
+    attempts = attempts + previous.attempts
+  end
+end
+-- The JSON object of the record with attempts put first (the JSON is never '{}': it has the id).
+local json = '{"attempts":' .. string.format('%d', attempts) .. ',' .. string.sub(${a.json}, 2)
+${saveOutcomeLua(k.record, k.index, k.expiry, a.ttl, a.score, a.id)}
+`;
+
 /**
  * KEYS[1] event key, KEYS[2] due-time sorted set, KEYS[3] entries hash, KEYS[4] record key,
  * KEYS[5] order index, KEYS[6] expiry index; ARGV[1] owner, ARGV[2] 'done' or 'release', ARGV[3]
@@ -50,22 +74,26 @@ if redis.call('GET', KEYS[1]) == '${CLAIMED_PREFIX}' .. ARGV[1] then
     redis.call('DEL', KEYS[1])
   end
 end
-if ARGV[2] == 'done' then
-  redis.call('ZREM', KEYS[2], ARGV[7])
-  redis.call('HDEL', KEYS[3], ARGV[7])
-end
-local attempts = tonumber(ARGV[8])
-local old = redis.call('GET', KEYS[4])
-if old then
-  local ok, previous = pcall(cjson.decode, old)
-  if ok and type(previous) == 'table' and type(previous.attempts) == 'number' then
-    attempts = attempts + previous.attempts
-  end
-end
--- The JSON object of the record with attempts put first (ARGV[4] is never '{}': it has the id).
-local json = '{"attempts":' .. string.format('%d', attempts) .. ',' .. string.sub(ARGV[4], 2)
-${saveOutcomeLua('KEYS[4]', 'KEYS[5]', 'KEYS[6]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]')}
+${finishRecordLua(
+  { due: 'KEYS[2]', entries: 'KEYS[3]', record: 'KEYS[4]', index: 'KEYS[5]', expiry: 'KEYS[6]' },
+  { mode: 'ARGV[2]', json: 'ARGV[4]', ttl: 'ARGV[5]', score: 'ARGV[6]', id: 'ARGV[7]', added: 'ARGV[8]' },
+)}
 return marked
+`;
+
+/**
+ * KEYS[1] due-time sorted set, KEYS[2] entries hash, KEYS[3] record key, KEYS[4] order index,
+ * KEYS[5] expiry index (all in one slot); ARGV[1] 'done' or 'release', ARGV[2] record JSON without
+ * attempts, ARGV[3] record TTL in ms, ARGV[4] order score, ARGV[5] payment id, ARGV[6] attempts to
+ * add. The record half of FINISH_OUTCOME_LUA, for a cluster, where the event key lives in another
+ * slot: the claim is ended first (MARK_DONE_LUA or RELEASE_LUA), then this runs. Replies 1.
+ */
+export const FINISH_RECORD_LUA = `
+${finishRecordLua(
+  { due: 'KEYS[1]', entries: 'KEYS[2]', record: 'KEYS[3]', index: 'KEYS[4]', expiry: 'KEYS[5]' },
+  { mode: 'ARGV[1]', json: 'ARGV[2]', ttl: 'ARGV[3]', score: 'ARGV[4]', id: 'ARGV[5]', added: 'ARGV[6]' },
+)}
+return 1
 `;
 
 /** Most index members one listOutcomes examines; a page may end early, with a cursor, past it. */

@@ -6,11 +6,12 @@
  * The reconciliation queue is a sorted set of payment ids by due time plus a hash of the entries.
  * Outcome records are string keys with PX, indexed by a sorted set ordered as `listOutcomes`
  * returns them and a sorted set of their expiry times (to drop index members of expired records).
+ * On a Redis Cluster every script's keys hash to one slot (see redis.keys.ts).
  */
 
 import { CLAIM_LUA, FIND_BINDING_AND_CLAIM_LUA, MARK_DONE_LUA, RELEASE_LUA } from './redis.claims.js';
 import { REMOVE_PENDING_LUA, SCHEDULE_PENDING_LUA, TAKE_DUE_PENDING_LUA } from './redis.queue.js';
-import { FINISH_OUTCOME_LUA, LIST_OUTCOMES_LUA, SAVE_OUTCOME_LUA } from './redis.records.js';
+import { FINISH_OUTCOME_LUA, FINISH_RECORD_LUA, LIST_OUTCOMES_LUA, SAVE_OUTCOME_LUA } from './redis.records.js';
 
 /**
  * Names under which the scripts are defined on the ioredis client (`defineCommand`). They are
@@ -21,6 +22,7 @@ export const SCRIPT_NAMES = {
   claim: 'nestjsPaymentsClaim',
   findBindingAndClaim: 'nestjsPaymentsFindBindingAndClaim',
   finishOutcome: 'nestjsPaymentsFinishOutcome',
+  finishRecord: 'nestjsPaymentsFinishRecord',
   markDone: 'nestjsPaymentsMarkDone',
   release: 'nestjsPaymentsRelease',
   schedulePending: 'nestjsPaymentsSchedulePending',
@@ -35,6 +37,7 @@ export const SCRIPTS: ReadonlyArray<{ name: string; lua: string; numberOfKeys: n
   { name: SCRIPT_NAMES.claim, lua: CLAIM_LUA, numberOfKeys: 1 },
   { name: SCRIPT_NAMES.findBindingAndClaim, lua: FIND_BINDING_AND_CLAIM_LUA, numberOfKeys: 2 },
   { name: SCRIPT_NAMES.finishOutcome, lua: FINISH_OUTCOME_LUA, numberOfKeys: 6 },
+  { name: SCRIPT_NAMES.finishRecord, lua: FINISH_RECORD_LUA, numberOfKeys: 5 },
   { name: SCRIPT_NAMES.markDone, lua: MARK_DONE_LUA, numberOfKeys: 1 },
   { name: SCRIPT_NAMES.release, lua: RELEASE_LUA, numberOfKeys: 1 },
   { name: SCRIPT_NAMES.schedulePending, lua: SCHEDULE_PENDING_LUA, numberOfKeys: 2 },
@@ -64,6 +67,20 @@ export interface StoreScriptCommands {
     owner: string,
     mode: 'done' | 'release',
     doneTtlMs: number,
+    recordJson: string,
+    recordTtlMs: number,
+    score: string,
+    paymentId: string,
+    attemptsAdded: number,
+  ): Promise<unknown>;
+  /** Replies 1. */
+  [SCRIPT_NAMES.finishRecord](
+    dueKey: string,
+    entriesKey: string,
+    recordKey: string,
+    indexKey: string,
+    expiryKey: string,
+    mode: 'done' | 'release',
     recordJson: string,
     recordTtlMs: number,
     score: string,

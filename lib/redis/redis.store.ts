@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import {
   epochMs,
   positiveMs,
@@ -19,6 +19,7 @@ import {
 import { RedisConnection } from './redis.connection.js';
 import { RedisRateLimiter } from './redis.limiter.js';
 import type { RedisPaymentsStoreOptions } from './redis.options.js';
+import { finishInTwoSlots } from './redis.split.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
 import { outcomeScore, parseBinding, parseOutcome, parsePending } from './redis.values.js';
 
@@ -34,8 +35,9 @@ import { outcomeScore, parseBinding, parseOutcome, parsePending } from './redis.
  *
  * Keys (under `keyPrefix`): `binding:<tokenId>`, `event:<eventKey>`, `rate:<key>`, `pending:due` (sorted set
  * of payment ids by due time) and `pending:entries` (hash), `outcome:<paymentId>` (record, with
- * PX), `outcomes:index` and `outcomes:expiry` (sorted sets over the records). For a standalone
- * Redis (or one primary): the scripts of the queue and the records touch several keys.
+ * PX), `outcomes:index` and `outcomes:expiry` (sorted sets over the records). Given an ioredis
+ * `Cluster`, the keys carry hash tags so that every script stays in one slot while payments spread
+ * over the masters (see docs/stores.md); a Sentinel-managed client is a standalone one.
  *
  * ```ts
  * PaymentsModule.forRoot({ ..., store: new RedisPaymentsStore(process.env.REDIS_URL!) })
@@ -52,11 +54,11 @@ export class RedisPaymentsStore implements PaymentsStore {
   /**
    * @param urlOrClient a Redis URL (`redis://[user:password@]host:port/db`, `rediss://` for TLS),
    *   from which the store creates a client it owns and closes; or an ioredis client of the host,
-   *   which the store uses but never closes (any standalone client; the scripts reply only strings
-   *   and integers, the same under every protocol and reply mapping).
+   *   which the store uses but never closes (a standalone or Sentinel client, or a `Cluster`; the
+   *   scripts reply only strings and integers, the same under every protocol and reply mapping).
    * @param options see {@link RedisPaymentsStoreOptions}
    */
-  constructor(urlOrClient: string | Redis, options: RedisPaymentsStoreOptions = {}) {
+  constructor(urlOrClient: string | Redis | Cluster, options: RedisPaymentsStoreOptions = {}) {
     this.#db = new RedisConnection(urlOrClient, options);
     this.rateLimits = new RedisRateLimiter(this.#db);
   }
@@ -83,10 +85,15 @@ export class RedisPaymentsStore implements PaymentsStore {
 
   /**
    * The binding lookup and claim of a webhook in one script (one round trip): claims only when
-   * the binding names the payment.
+   * the binding names the payment. On a cluster, where the two keys live in different slots, the
+   * lookup and then the claim (two round trips; a binding never changes once written).
    */
   async findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim> {
     const px = positiveMs('RedisPaymentsStore', leaseMs, 'leaseMs');
+    if (this.#db.keys.layout === 'cluster') {
+      const found = await this.findBinding(tokenId);
+      return found?.paymentId === paymentId ? { binding: found, claim: await this.claim(eventKey, owner, px) } : { binding: found };
+    }
     const reply = await this.#db.run('findBindingAndClaim', () =>
       this.#db.scripts[SCRIPT_NAMES.findBindingAndClaim](this.#bindingKey(tokenId), this.#eventKey(eventKey), paymentId, owner, px),
     );
@@ -104,19 +111,25 @@ export class RedisPaymentsStore implements PaymentsStore {
     return { binding, claim };
   }
 
-  /** markDone (or release), removePending and saveOutcome with its attempts counted, in one script (one round trip). */
+  /**
+   * markDone (or release), removePending and saveOutcome with its attempts counted, in one script
+   * (one round trip). On a cluster, where the claim lives in its payment's slot and the queue and
+   * records in a shared one: the claim's end first, then the rest (a crash between them leaves the
+   * payment queued, and the next check of it finds it done).
+   */
   async finishOutcome(finish: OutcomeFinish): Promise<boolean> {
     const donePx = positiveMs('RedisPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
     const recordPx = positiveMs('RedisPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
     const { attempts: _ignored, ...record } = finish.record as OutcomeRecord;
+    if (this.#db.keys.layout === 'cluster') return finishInTwoSlots(this.#db, finish, record, donePx, recordPx);
     const reply = await this.#db.run('finishOutcome', () =>
       this.#db.scripts[SCRIPT_NAMES.finishOutcome](
         this.#eventKey(finish.eventKey),
-        this.#db.key('pending:due'),
-        this.#db.key('pending:entries'),
-        this.#db.key(`outcome:${record.paymentId}`),
-        this.#db.key('outcomes:index'),
-        this.#db.key('outcomes:expiry'),
+        this.#db.keys.pendingDue,
+        this.#db.keys.pendingEntries,
+        this.#db.keys.outcomePrefix + record.paymentId,
+        this.#db.keys.outcomesIndex,
+        this.#db.keys.outcomesExpiry,
         finish.owner,
         finish.claim,
         donePx,
@@ -154,8 +167,8 @@ export class RedisPaymentsStore implements PaymentsStore {
     const due = epochMs('RedisPaymentsStore', dueAt, 'dueAt');
     await this.#db.run('schedulePending', () =>
       this.#db.scripts[SCRIPT_NAMES.schedulePending](
-        this.#db.key('pending:due'),
-        this.#db.key('pending:entries'),
+        this.#db.keys.pendingDue,
+        this.#db.keys.pendingEntries,
         entry.paymentId,
         JSON.stringify(entry),
         String(due),
@@ -170,27 +183,25 @@ export class RedisPaymentsStore implements PaymentsStore {
     const count = Math.floor(limit);
     if (!(count > 0)) return [];
     const reply = await this.#db.run('takeDuePending', () =>
-      this.#db.scripts[SCRIPT_NAMES.takeDuePending](this.#db.key('pending:due'), this.#db.key('pending:entries'), String(at), count, String(at + lease)),
+      this.#db.scripts[SCRIPT_NAMES.takeDuePending](this.#db.keys.pendingDue, this.#db.keys.pendingEntries, String(at), count, String(at + lease)),
     );
     return (Array.isArray(reply) ? reply : []).map(parsePending).filter((e): e is PendingPayment => e !== undefined);
   }
 
   /** @inheritdoc */
   async findPending(paymentId: string): Promise<PendingPayment | undefined> {
-    const raw = await this.#db.run('findPending', () => this.#db.client.hget(this.#db.key('pending:entries'), paymentId));
+    const raw = await this.#db.run('findPending', () => this.#db.client.hget(this.#db.keys.pendingEntries, paymentId));
     return raw === null ? undefined : parsePending(raw);
   }
 
   /** @inheritdoc */
   async removePending(paymentId: string): Promise<void> {
-    await this.#db.run('removePending', () =>
-      this.#db.scripts[SCRIPT_NAMES.removePending](this.#db.key('pending:due'), this.#db.key('pending:entries'), paymentId),
-    );
+    await this.#db.run('removePending', () => this.#db.scripts[SCRIPT_NAMES.removePending](this.#db.keys.pendingDue, this.#db.keys.pendingEntries, paymentId));
   }
 
   /** @inheritdoc */
   async countPending(): Promise<number> {
-    return Number(await this.#db.run('countPending', () => this.#db.client.hlen(this.#db.key('pending:entries'))));
+    return Number(await this.#db.run('countPending', () => this.#db.client.hlen(this.#db.keys.pendingEntries)));
   }
 
   /** @inheritdoc */
@@ -198,9 +209,9 @@ export class RedisPaymentsStore implements PaymentsStore {
     const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
     await this.#db.run('saveOutcome', () =>
       this.#db.scripts[SCRIPT_NAMES.saveOutcome](
-        this.#db.key(`outcome:${record.paymentId}`),
-        this.#db.key('outcomes:index'),
-        this.#db.key('outcomes:expiry'),
+        this.#db.keys.outcomePrefix + record.paymentId,
+        this.#db.keys.outcomesIndex,
+        this.#db.keys.outcomesExpiry,
         JSON.stringify(record),
         px,
         outcomeScore(record.updatedAt),
@@ -211,7 +222,7 @@ export class RedisPaymentsStore implements PaymentsStore {
 
   /** @inheritdoc */
   async getOutcome(paymentId: string): Promise<OutcomeRecord | undefined> {
-    const raw = await this.#db.run('getOutcome', () => this.#db.client.get(this.#db.key(`outcome:${paymentId}`)));
+    const raw = await this.#db.run('getOutcome', () => this.#db.client.get(this.#db.keys.outcomePrefix + paymentId));
     return raw === null ? undefined : parseOutcome(raw);
   }
 
@@ -226,9 +237,9 @@ export class RedisPaymentsStore implements PaymentsStore {
     const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
     const reply = await this.#db.run('listOutcomes', () =>
       this.#db.scripts[SCRIPT_NAMES.listOutcomes](
-        this.#db.key('outcomes:index'),
-        this.#db.key('outcome:'),
-        this.#db.key('outcomes:expiry'),
+        this.#db.keys.outcomesIndex,
+        this.#db.keys.outcomePrefix,
+        this.#db.keys.outcomesExpiry,
         after ? outcomeScore(after.updatedAt) : '-inf',
         after ? '1' : '0',
         after?.paymentId ?? '',
@@ -252,6 +263,16 @@ export class RedisPaymentsStore implements PaymentsStore {
     return next ? { items, nextCursor: outcomeCursor({ updatedAt: new Date(-Number(next.score)).toISOString(), paymentId: next.id }) } : { items };
   }
 
+  /**
+   * The Redis server's clock (`TIME`), in epoch ms: the shared clock every instance reads, so that
+   * skew between app instances cannot freeze or skip work. On a cluster, the clock of whichever
+   * node answers (keep the nodes' clocks synchronised, as Redis itself expects).
+   */
+  async now(): Promise<number> {
+    const [seconds, micros] = await this.#db.run('now', () => this.#db.client.time());
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
   /** Sends PING; rejects when Redis does not answer within `operationTimeoutMs`. */
   async ping(): Promise<void> {
     await this.#db.run('ping', () => this.#db.client.ping());
@@ -267,10 +288,10 @@ export class RedisPaymentsStore implements PaymentsStore {
   }
 
   #bindingKey(tokenId: string): string {
-    return this.#db.key(`binding:${tokenId}`);
+    return this.#db.keys.binding(tokenId);
   }
 
   #eventKey(eventKey: string): string {
-    return this.#db.key(`event:${eventKey}`);
+    return this.#db.keys.event(eventKey);
   }
 }

@@ -26,5 +26,6 @@ export type {
   SandboxPreauthorizationInput,
   SandboxRequest,
   SandboxSettlement,
+  SandboxWebhookFailure,
   SandboxWebhookOutcome,
 } from './sandbox.types.js';

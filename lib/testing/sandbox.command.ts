@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { PaymentsSandbox, SANDBOX_PRIVATE_KEY } from './sandbox.server.js';
-import type { SandboxGenerateAnswer, SandboxPaymentIdInUrl, SandboxRateLimit, SandboxWebhookMethod } from './sandbox.types.js';
+import type { SandboxGenerateAnswer, SandboxPaymentIdInUrl, SandboxRateLimit, SandboxWebhookFailure, SandboxWebhookMethod } from './sandbox.types.js';
 
 /** Port of the command's sandbox when `--port` is not given: fixed, so bookmarks and configs keep working. */
 export const CLI_DEFAULT_PORT = 4010;
@@ -16,7 +16,8 @@ Starts the payment service sandbox (API, checkout page, webhooks) until Ctrl+C.
 
 Options:
   --port <port>         port to listen on, 0 for a random free port (default ${CLI_DEFAULT_PORT})
-  --host <host>         address to listen on (default 127.0.0.1)
+  --host <host>         address to listen on (default 127.0.0.1); beyond loopback
+                        only with a --private-key of your own, and with a warning
   --public-key <key>    public key to accept (default sandbox_public_key)
   --private-key <key>   private key to accept (default sandbox_private_key)
   --generate-answer <full|minimal>
@@ -32,6 +33,9 @@ Options:
                         total webhook attempts per outcome, first included (default 3)
   --webhook-timeout-ms <ms>
                         timeout of one webhook attempt (default 5000)
+  --webhook-allow-host <host>
+                        also send webhooks to this host (repeatable; * for any);
+                        by default only to loopback hosts
   --verify-rate-limit <n>/<seconds>
                         answer 429 with Retry-After once a payment id had n
                         verify_payment calls within that many seconds (default: no limit)
@@ -51,6 +55,7 @@ export interface SandboxCliRun {
   readonly webhookAttempts?: number;
   readonly webhookTimeoutMs?: number;
   readonly verifyRateLimit?: SandboxRateLimit;
+  readonly webhookAllowedHosts?: readonly string[];
 }
 
 /** Parsed command line. */
@@ -113,6 +118,7 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxCliArgs {
         'webhook-attempts': { type: 'string' },
         'webhook-timeout-ms': { type: 'string' },
         'verify-rate-limit': { type: 'string' },
+        'webhook-allow-host': { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -142,6 +148,7 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxCliArgs {
   const webhookAttempts = positive('--webhook-attempts', values['webhook-attempts']);
   const webhookTimeoutMs = positive('--webhook-timeout-ms', values['webhook-timeout-ms']);
   const verifyRateLimit = rateLimit('--verify-rate-limit', values['verify-rate-limit']);
+  const webhookAllowedHosts = values['webhook-allow-host']?.map((h) => nonEmpty('--webhook-allow-host', h) ?? '');
   return {
     command: 'sandbox',
     port,
@@ -154,6 +161,7 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxCliArgs {
     ...(webhookAttempts !== undefined && { webhookAttempts }),
     ...(webhookTimeoutMs !== undefined && { webhookTimeoutMs }),
     ...(verifyRateLimit !== undefined && { verifyRateLimit }),
+    ...(webhookAllowedHosts !== undefined && { webhookAllowedHosts }),
   };
 }
 
@@ -167,7 +175,15 @@ function behaviourLines(args: SandboxCliRun): string {
   if (args.webhookTimeoutMs !== undefined) lines.push(`webhook timeout: ${args.webhookTimeoutMs} ms`);
   if (args.verifyRateLimit !== undefined)
     lines.push(`verify rate limit: ${args.verifyRateLimit.max} calls per payment per ${args.verifyRateLimit.windowMs / 1000} s`);
+  if (args.webhookAllowedHosts !== undefined) lines.push(`webhooks also to: ${args.webhookAllowedHosts.join(', ')}`);
   return lines.map((line) => `  ${line}\n`).join('');
+}
+
+/** The line the command prints for a webhook delivery that failed: payment, URL without its token, status or error. */
+export function failedDeliveryLine(failure: SandboxWebhookFailure): string {
+  const why = failure.status !== undefined ? `answered ${failure.status}` : (failure.error ?? 'no answer');
+  const tries = failure.attempts === 1 ? '1 attempt' : `${failure.attempts} attempts`;
+  return `webhook not delivered: payment ${failure.paymentId} to ${failure.url}: ${why} (${tries})`;
 }
 
 /** Where the command writes and which signals stop it; the process's own by default, replaceable in tests. */
@@ -208,7 +224,11 @@ export async function runSandboxCommand(
   let sandbox: PaymentsSandbox;
   try {
     const { command: _command, ...options } = args;
-    sandbox = await PaymentsSandbox.start(options);
+    sandbox = await PaymentsSandbox.start({
+      ...options,
+      onWarning: (message) => io.stderr.write(`${message}\n`),
+      onWebhookFailed: (failure) => io.stderr.write(`${failedDeliveryLine(failure)}\n`),
+    });
   } catch (error) {
     io.stderr.write(`nestjs-payments: cannot start the sandbox on ${args.host}:${args.port}: ${(error as Error).message}\n`);
     return 1;

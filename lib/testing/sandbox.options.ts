@@ -2,6 +2,7 @@
  * The sandbox's start options and the choices they take: how it answers, how it sends webhooks,
  * when it rate-limits verify.
  */
+import { allowedHostsOf } from './sandbox.exposure.js';
 import type { SandboxPaymentIdInUrl } from './sandbox.url.js';
 
 /** Default public key of a sandbox. */
@@ -21,8 +22,28 @@ export interface PaymentsSandboxOptions {
    * Address to listen on. Default `'127.0.0.1'`, so the sandbox is not reachable from other
    * machines unless asked. A wildcard (`'0.0.0.0'`, `'::'`) listens everywhere, but `url`
    * then names the loopback address, since a wildcard is not something a client can dial.
+   *
+   * Beyond loopback (a wildcard, a LAN address, a host name) the sandbox refuses to start with
+   * the published default `privateKey` (anyone reaching it could create and pay payments), and
+   * with a key of your own starts with a warning (see `onWarning`).
    */
   host?: string;
+  /**
+   * Hosts, besides loopback ones (`localhost`, `127.0.0.0/8`, `::1`), that webhooks may be sent
+   * to: host names or IP addresses, without port, compared case-insensitively; `'*'` allows any
+   * host. Default `[]`: a webhook to another host is not sent, and its delivery is recorded with
+   * an error naming this option. Keeps a reachable sandbox from relaying requests anywhere.
+   */
+  webhookAllowedHosts?: readonly string[];
+  /**
+   * Receives the sandbox's warnings (listening beyond loopback). Default: written to stderr.
+   */
+  onWarning?: (message: string) => void;
+  /**
+   * Called once for each webhook delivery that no attempt delivered (after the last attempt),
+   * with its URL cut before its token. Default: none. The CLI prints one line for each.
+   */
+  onWebhookFailed?: (failure: SandboxWebhookFailure) => void;
   /**
    * Clock of the sandbox, in epoch milliseconds. Default `() => Date.now()`. Every timestamp
    * the sandbox writes and every session expiry is measured on it, so a test can move time
@@ -76,6 +97,20 @@ export interface PaymentsSandboxOptions {
   verifyRateLimit?: SandboxRateLimit | null;
 }
 
+/** A webhook delivery that failed; see {@link PaymentsSandboxOptions.onWebhookFailed}. */
+export interface SandboxWebhookFailure {
+  /** Payment whose outcome was not delivered. */
+  readonly paymentId: string;
+  /** The webhook URL's origin and path, its last path segment (the token) replaced by `…`, without query. */
+  readonly url: string;
+  /** Attempts made (`0` when the host is not allowed). */
+  readonly attempts: number;
+  /** HTTP status of the last answer, when there was one. */
+  readonly status?: number;
+  /** Why the last attempt got no answer, or why none was made. */
+  readonly error?: string;
+}
+
 /** A limit of {@link PaymentsSandboxOptions.verifyRateLimit}. */
 export interface SandboxRateLimit {
   /** Calls allowed per payment id per window; a positive integer. */
@@ -124,6 +159,10 @@ export interface WebhookDeliverySettings {
   method: SandboxWebhookMethod;
   /** How `payment_id` is added to the URL. */
   paymentIdInUrl: SandboxPaymentIdInUrl;
+  /** Hosts besides loopback that webhooks may go to (`'*'`: any). */
+  allowedHosts: readonly string[];
+  /** Told of each delivery no attempt delivered. */
+  onFailed?: (failure: SandboxWebhookFailure) => void;
 }
 
 /** The webhook delivery settings of a sandbox's options, each checked (TypeError naming it). */
@@ -133,5 +172,12 @@ export function webhookDeliveryOf(options: PaymentsSandboxOptions): WebhookDeliv
   if (method === 'GET' && paymentIdInUrl === 'none') {
     throw new TypeError("PaymentsSandbox: webhookMethod 'GET' carries payment_id in the URL only, so webhookPaymentIdInUrl cannot be 'none'");
   }
-  return { attempts: webhookAttemptsOf(options), timeoutMs: positiveInteger('webhookTimeoutMs', options.webhookTimeoutMs, 5000), method, paymentIdInUrl };
+  return {
+    attempts: webhookAttemptsOf(options),
+    timeoutMs: positiveInteger('webhookTimeoutMs', options.webhookTimeoutMs, 5000),
+    method,
+    paymentIdInUrl,
+    allowedHosts: allowedHostsOf(options.webhookAllowedHosts),
+    ...(options.onWebhookFailed && { onFailed: options.onWebhookFailed }),
+  };
 }

@@ -13,6 +13,7 @@ import { validateRateLimit, VerifyLimiter } from './sandbox.ratelimit.js';
 import { routeRequest } from './sandbox.router.js';
 import { settlementOrThrow, settlePayment } from './sandbox.settle.js';
 import { urlHost } from './sandbox.request.js';
+import { listenDecision } from './sandbox.exposure.js';
 import { SANDBOX_FAIL_PATH, SANDBOX_SUCCESS_PATH } from './sandbox.pages.js';
 import { oneOf, SANDBOX_PRIVATE_KEY, SANDBOX_PUBLIC_KEY, webhookDeliveryOf, type WebhookDeliverySettings } from './sandbox.options.js';
 import { PersistentSandboxState } from './sandbox.persist.js';
@@ -96,12 +97,15 @@ export class PaymentsSandbox {
   /**
    * Starts a sandbox listening on `host:port` (default `127.0.0.1`, a random free port).
    *
-   * @throws TypeError for invalid options; the listen error (e.g. `EADDRINUSE`) when the port is taken
+   * @throws TypeError for invalid options, or a `host` beyond loopback with the default private key;
+   *   the listen error (e.g. `EADDRINUSE`) when the port is taken
    */
   static async start(options: PaymentsSandboxOptions = {}): Promise<PaymentsSandbox> {
     const port = options.port ?? 0;
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError('PaymentsSandbox: port must be an integer from 0 to 65535');
     const host = options.host ?? '127.0.0.1';
+    const exposure = listenDecision(host, (options.privateKey ?? SANDBOX_PRIVATE_KEY) === SANDBOX_PRIVATE_KEY);
+    if (exposure.kind === 'refused') throw new TypeError(exposure.error);
     const sandbox = new PaymentsSandbox(options);
     await new Promise<void>((resolve, reject) => {
       sandbox.server.once('error', reject);
@@ -112,6 +116,7 @@ export class PaymentsSandbox {
     });
     const address = sandbox.server.address() as AddressInfo;
     sandbox.baseUrl = `http://${urlHost(host)}:${address.port}`;
+    if (exposure.kind === 'exposed') (options.onWarning ?? ((m: string) => process.stderr.write(`${m}\n`)))(exposure.warning);
     return sandbox;
   }
 

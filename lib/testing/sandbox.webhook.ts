@@ -14,12 +14,15 @@
  *   is over, so a test that follows the redirect sees the webhook already handled.
  * - Retried on a non-2xx answer or a network error, up to `attempts` in total, waiting 100 ms,
  *   300 ms, then three times longer each time.
+ * - Sent only to loopback hosts and `allowedHosts` (`sandbox.exposure.ts`): another URL gets no
+ *   request, and its delivery is recorded with an error saying why.
  */
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { urlWithoutToken, webhookHostAllowed } from './sandbox.exposure.js';
 import type { SandboxVerifyStatus } from './sandbox.status.js';
-import type { SandboxDelivery, SandboxWebhookMethod, SandboxWebhookOutcome } from './sandbox.types.js';
+import type { SandboxDelivery, SandboxWebhookFailure, SandboxWebhookMethod, SandboxWebhookOutcome } from './sandbox.types.js';
 import { addQueryByMode, type QueryParams, type SandboxPaymentIdInUrl } from './sandbox.url.js';
 
 /** Settings of the deliverer. */
@@ -36,6 +39,10 @@ export interface WebhookSettings {
   signal: AbortSignal;
   /** Receives every attempt, for the sandbox's `deliveries` log. */
   log: (delivery: SandboxDelivery) => void;
+  /** Hosts besides loopback that webhooks may go to (`'*'`: any). */
+  allowedHosts: readonly string[];
+  /** Told of each delivery no attempt delivered. */
+  onFailed?: (failure: SandboxWebhookFailure) => void;
 }
 
 /** Wait before attempt `n + 1` (n from 1): 100 ms, 300 ms, 900 ms... */
@@ -115,6 +122,12 @@ export async function deliverWebhook(
   settings: WebhookSettings,
 ): Promise<SandboxWebhookOutcome> {
   const request = webhookRequest(webhook, paymentId, status, settings);
+  if (!webhookHostAllowed(request.url, settings.allowedHosts)) {
+    const error = 'not sent: the host is not a loopback one; allow it with the webhookAllowedHosts option (CLI: --webhook-allow-host)';
+    settings.log(Object.freeze({ paymentId, paymentStatus: status, method: request.method, url: request.url, attempt: 1, error, payload: request.payload }));
+    settings.onFailed?.({ paymentId, url: urlWithoutToken(request.url), attempts: 0, error });
+    return { status: 0, attempts: 0, delivered: false, error };
+  }
   let last: AttemptResult = { error: 'not attempted' };
   let attempt = 0;
   while (attempt < settings.attempts && !settings.signal.aborted) {
@@ -133,6 +146,7 @@ export async function deliverWebhook(
     }
   }
   if (!('status' in last) && settings.signal.aborted) last = { error: 'sandbox closed' };
+  settings.onFailed?.({ paymentId, url: urlWithoutToken(request.url), attempts: attempt, ...last });
   return 'status' in last
     ? { status: last.status, attempts: attempt, delivered: false }
     : { status: 0, attempts: attempt, delivered: false, error: last.error };

@@ -44,9 +44,9 @@ describe('the wire of the operations the public docs add (public-api-facts §1, 
     });
 
     it('percent-encodes the payment id into the path', async () => {
-      fake.reply(verifyPath('a/b c'), { status: 200, body: verifyAnswer({ status: 'PENDING' }) });
-      await client.verifyPayment('a/b c');
-      expect(last().path).toBe('/api/v2/verify_payment/a%2Fb%20c');
+      fake.reply(verifyPath('a:b c'), { status: 200, body: verifyAnswer({ status: 'PENDING' }) });
+      await client.verifyPayment('a:b c');
+      expect(last().path).toBe('/api/v2/verify_payment/a%3Ab%20c');
     });
 
     it.each(['SUCCESS', 'PENDING', 'EXPIRED', 'FAILURE', 'PREAUTH_SUCCESS', 'SYSTEM_FAILURE', 'REVERSED_BY_BANK'])(

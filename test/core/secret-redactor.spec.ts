@@ -53,6 +53,17 @@ describe('SecretRedactor', () => {
     expect(answer.body).toBe(JSON.stringify(answer.json));
   });
 
+  it('cuts a run of 8 characters out of an error answer and out of free text, never out of the values a success answer gives the plugin', () => {
+    const keyed = new SecretRedactor({ privateKey: 'sk_budget_private', publicKey: 'pk_budget' });
+    const success = '{"result":{"payment_id":"pay_budget_1","details":{"note":"for sk_budget_"}}}';
+    const cleaned = keyed.answer(success, parseJson, 200);
+    expect(cleaned.json).toEqual({ result: { payment_id: 'pay_budget_1', details: { note: `for ${REDACTED}` } } });
+    expect(cleaned.body).toBe(JSON.stringify(cleaned.json));
+    const failure = keyed.answer('{"message":"no pay_budget_1"}', parseJson, 400);
+    expect(failure.json).toEqual({ message: `no pay${REDACTED}1` });
+    expect(keyed.answer('<p>key k_budget_priv</p>', parseJson, 200).body).toBe(`<p>key ${REDACTED}</p>`);
+  });
+
   it('leaves short secrets and ordinary text alone', () => {
     const none = new SecretRedactor('abc');
     expect(none.text('abc abc')).toBe('abc abc');

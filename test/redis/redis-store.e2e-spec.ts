@@ -123,6 +123,18 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
 
     afterAll(() => store.close());
 
+    it("now(): the Redis server's clock (TIME), in epoch ms", async () => {
+      const serverMs = async () => {
+        const [s, us] = await admin.time();
+        return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+      };
+      const before = await serverMs();
+      const now = await store.now();
+      expect(Number.isInteger(now)).toBe(true);
+      expect(now).toBeGreaterThanOrEqual(before);
+      expect(now).toBeLessThanOrEqual(await serverMs());
+    });
+
     it('writes a binding as JSON under <prefix>binding:<tokenId> with its TTL', async () => {
       const token = randomUUID();
       const binding = { paymentId: 'pay-1', amount: '12500', createdAt: '2025-01-01T00:00:00.000Z' };

@@ -184,7 +184,7 @@ export class HttpTransport {
       }
       // A service (or a proxy in front of it) echoing the request's headers must not put a secret into
       // an error, an excerpt, a verify answer's details or a log line: cut out here, parsed once.
-      const { body, json } = this.#redactor.answer(typeof response.data === 'string' ? response.data : String(response.data ?? ''), parseJson);
+      const { body, json } = this.#redactor.answer(typeof response.data === 'string' ? response.data : String(response.data ?? ''), parseJson, status);
       const answer: RawResponse = { status, body, json };
       if (waitSecs !== undefined) answer.retryAfterSecs = waitSecs;
       return answer;

@@ -10,6 +10,7 @@ import type { HttpTransport } from './http.transport.js';
 import { normalizeMillimes } from './money.util.js';
 import { checkPaymentInput, toPaymentWire } from './payment.fields.js';
 import { identifier, millimes } from './payment.rules.js';
+import { pathSegmentId } from './identifier.rule.js';
 import { PaymentsApiError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
 import type {
   CardBinding,
@@ -239,7 +240,8 @@ function isGenerated(json: JsonObject): boolean {
 
 /** Refuses an id that is not one (PaymentsValidationError naming the field), before any call. */
 export function checkId(value: unknown, field: string, operation: string): asserts value is string {
-  const problem = identifier(value);
+  // A payment id may go into a request path (verify); one rule for every operation taking one.
+  const problem = field === 'paymentId' ? pathSegmentId(value) : identifier(value);
   if (problem) throw new PaymentsValidationError([{ field, messages: [problem] }], `${operation} input`);
 }
 

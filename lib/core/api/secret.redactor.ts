@@ -1,3 +1,5 @@
+import { FRAGMENT, FragmentIndex, fragmentSources } from './secret.fragments.js';
+
 /** What replaces a secret found in an answer of the service. */
 export const REDACTED = '[redacted]';
 
@@ -38,7 +40,9 @@ export interface RedactedAnswer {
  * Authorization value `public:private` as Basic auth encodes it, or the secret alone at any byte
  * offset: a run of base64 that only that secret can produce); the encoded forms are also searched
  * for URL-encoded and JSON-escaped. All of them make one case-insensitive pattern, so that a body is
- * scanned once, natively.
+ * scanned once, natively. Shorter echoes (any run of 8 characters of a secret, or of the
+ * Authorization value's part from its colon on, in those encodings or in hex or spaced out) are found
+ * by a second pass over the text (`secret.fragments.ts`) and cut out too.
  *
  * JSON escapes can spell any character (`\u0073k_…`), so no list of textual forms is complete for a
  * JSON body: when a body holds an escape other than `\/`, or a form was found, the parsed value is
@@ -51,6 +55,8 @@ export class SecretRedactor {
   readonly #pattern?: RegExp;
   /** The same, non-global (test: no lastIndex to reset). */
   readonly #probe?: RegExp;
+  /** Runs of FRAGMENT characters of the secrets, in their encodings. */
+  readonly #fragments: FragmentIndex;
 
   /** @param secrets the values to cut out; one shorter than 4 characters is left alone */
   constructor(secrets: RedactedSecrets | string) {
@@ -63,6 +69,7 @@ export class SecretRedactor {
     const forms = new Set<string>();
     for (const secret of [privateKey, webhookSecret, ...previousWebhookSecrets])
       if (secret !== undefined && secret.length >= MIN_SECRET_LENGTH) addForms(forms, secret);
+    this.#fragments = new FragmentIndex(fragmentSourcesOf(privateKey, publicKey, [webhookSecret, ...previousWebhookSecrets]));
     if (publicKey !== undefined && privateKey.length >= MIN_SECRET_LENGTH) {
       for (const encoded of base64Forms(Buffer.from(`${publicKey}:${privateKey}`))) addEncoded(forms, encoded);
     }
@@ -76,41 +83,54 @@ export class SecretRedactor {
     this.#probe = new RegExp(source, 'i');
   }
 
-  /** Whether a text holds a form of a secret. */
-  has(text: string): boolean {
-    return this.#probe !== undefined && this.#probe.test(text);
+  /** Whether a text holds a form of a secret, or (unless `runs` is false) a run of 8 of its characters. */
+  has(text: string, runs = true): boolean {
+    return (this.#probe !== undefined && this.#probe.test(text)) || (runs && this.#fragments.spans(text, true).length > 0);
   }
 
-  /** A text with every form of every secret replaced. */
-  text(text: string): string {
-    return this.#pattern !== undefined && this.#probe!.test(text) ? text.replace(this.#pattern, REDACTED) : text;
+  /** A text with every form of every secret, and (unless `runs` is false) every run of 8 of its characters, replaced. */
+  text(text: string, runs = true): string {
+    const whole = this.#pattern !== undefined && this.#probe!.test(text) ? text.replace(this.#pattern, REDACTED) : text;
+    const spans = runs ? this.#fragments.spans(whole) : [];
+    if (spans.length === 0) return whole;
+    let out = '';
+    let at = 0;
+    for (const [start, end] of spans) {
+      out += whole.slice(at, start) + REDACTED;
+      at = end;
+    }
+    return out + whole.slice(at);
   }
 
   /**
    * A parsed JSON value with the secrets replaced in every string and key, recursively; `changed`
    * says whether anything was replaced (the value is then a copy, the input is left as it is).
+   * With `runs: 'free text'`, runs of 8 characters are cut only out of free text (see
+   * {@link isFreeText}), whole forms everywhere.
    */
-  json(value: unknown): { value: unknown; changed: boolean } {
-    if (this.#probe === undefined) return { value, changed: false };
+  json(value: unknown, runs: boolean | 'free text' = true): { value: unknown; changed: boolean } {
+    if (this.#probe === undefined && this.#fragments.empty) return { value, changed: false };
     let changed = false;
-    const clean = (s: string): string => {
-      const out = this.text(s);
+    const clean = (s: string, free: boolean): string => {
+      const out = this.text(s, free);
       if (out !== s) changed = true;
       return out;
     };
-    const walk = (v: unknown): unknown => {
-      if (typeof v === 'string') return clean(v);
-      if (Array.isArray(v)) return v.map(walk);
+    const walk = (v: unknown, free: boolean): unknown => {
+      if (typeof v === 'string') return clean(v, free);
+      if (Array.isArray(v)) return v.map((inner) => walk(inner, free));
       if (typeof v === 'object' && v !== null) {
         const out: Record<string, unknown> = {};
         // defineProperty: a key named `__proto__` stays an own key, as JSON.parse made it.
-        for (const [k, inner] of Object.entries(v))
-          Object.defineProperty(out, clean(k), { value: walk(inner), enumerable: true, writable: true, configurable: true });
+        for (const [k, inner] of Object.entries(v)) {
+          const innerFree = free || isFreeText(k);
+          Object.defineProperty(out, clean(k, innerFree), { value: walk(inner, innerFree), enumerable: true, writable: true, configurable: true });
+        }
         return out;
       }
       return v;
     };
-    const result = walk(value);
+    const result = walk(value, runs === true);
     return { value: changed ? result : value, changed };
   }
 
@@ -120,20 +140,51 @@ export class SecretRedactor {
    * whatever escapes spelled a secret; a JSON body that held one is passed on re-serialised, so
    * that no escaped form survives in an excerpt.
    *
-   * Per successful answer (the common case) this costs one native scan of the raw text besides the
-   * parse: on the bench's verify answer (250 bytes) 1.6 µs with the parse, against 5.5 µs when every
-   * answer's tree was walked and copied (generate answer: 1.0 against 3.1 µs; bench/plugin-work.mjs).
+   * Runs of 8 characters of a secret are cut out of all of an answer that is no success (`status`
+   * not 2xx) or not JSON: it is free text. A JSON success holds the values the plugin reads (ids,
+   * links, amounts), which an echo does not reach and which must reach the plugin unaltered even
+   * if 8 of their characters happen to be a key's: there runs are cut only out of free text
+   * (`details`, messages), whole forms out of everything.
+   *
+   * Per successful answer (the common case) this costs one native scan of the raw text and one
+   * pass of the fragment index over it besides the parse, never a walk or a copy of the tree
+   * (bench/plugin-work.mjs measures it on the bench's verify and generate answers).
    */
-  answer(raw: string, parse: (text: string) => unknown): RedactedAnswer {
+  answer(raw: string, parse: (text: string) => unknown, status = 200): RedactedAnswer {
     const json = parse(raw);
-    // Without a form in the text and without an escape that could spell one (`\/` is searched for
-    // as a form), the parsed strings hold no secret either: nothing to walk or copy.
+    // Without a form or a run in the text and without an escape that could spell one (`\/` is
+    // decoded), the parsed strings hold no secret either: nothing to walk or copy.
     if (!this.has(raw) && (json === undefined || !ESCAPE.test(raw))) return json === undefined ? { body: raw } : { body: raw, json };
-    const body = this.text(raw);
-    if (json === undefined) return { body };
-    const { value, changed } = this.json(json);
-    return { body: changed ? JSON.stringify(value) : body, json: value };
+    if (json === undefined) return { body: this.text(raw) };
+    const success = status >= 200 && status < 300;
+    const { value, changed } = this.json(json, success ? 'free text' : true);
+    return { body: changed ? JSON.stringify(value) : this.text(raw, !success), json: value };
   }
+}
+
+/** Keys whose values are free text in an answer: where an echo lands, and no value the plugin reads. */
+const FREE_TEXT_KEYS = new Set(['details', 'message', 'messages', 'error', 'errors', 'description', 'detail', 'reason']);
+
+/** Whether the value of a key of an answer is free text (see {@link SecretRedactor.answer}). */
+function isFreeText(key: string): boolean {
+  return FREE_TEXT_KEYS.has(key.toLowerCase());
+}
+
+/**
+ * Where runs of a secret come from: the private key and the webhook secrets (current and previous), and the Authorization
+ * value `public:private` from its colon on (its public key alone is no secret), each in the
+ * encodings of {@link fragmentSources}. Secrets shorter than a run have none.
+ */
+function fragmentSourcesOf(privateKey: string, publicKey: string | undefined, webhookSecrets: ReadonlyArray<string | undefined>): string[] {
+  const sources: string[] = [];
+  for (const secret of [privateKey, ...webhookSecrets]) if (secret !== undefined && secret.length >= FRAGMENT) sources.push(...fragmentSources(secret));
+  if (publicKey !== undefined && privateKey.length > 0) {
+    const authorization = `${publicKey}:${privateKey}`;
+    // Runs that hold the colon and at least one character of the private key.
+    const fromColon = authorization.slice(Math.max(0, publicKey.length + 2 - FRAGMENT));
+    sources.push(...fragmentSources(fromColon), ...fragmentSources(authorization).slice(1));
+  }
+  return sources;
 }
 
 /** A JSON escape other than `\/` (a `\\` counts: it is followed by a backslash). */
