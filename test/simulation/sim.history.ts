@@ -299,10 +299,15 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     if (s.names.length > 0 && s.names[0] !== expectedName) violate(`${payment.id}: ran ${s.names[0]} for a payment the service answers ${final}`);
     // From when the plugin could know: the service's answer is final and a path told the plugin.
     const knownAt = Math.max(finalAt, s.firstAskAt ?? finalAt);
-    let deadline = s.askedAfterSettle ? knownAt + BOUNDS.askedMs : Math.max(finalAt, payment.sessionEndsAt) + GRACE_MS + INTERVAL_MS + BOUNDS.sweepSlackMs;
-    // A crash before the handlers succeeded (one may have been running them): its lease, then redelivery.
+    const sweepDeadline = Math.max(finalAt, payment.sessionEndsAt) + GRACE_MS + INTERVAL_MS + BOUNDS.sweepSlackMs;
+    let deadline = s.askedAfterSettle ? knownAt + BOUNDS.askedMs : sweepDeadline;
+    // A crash before the handlers succeeded (one may have been running them): its lease, then the
+    // service's redelivery; a service that loses its redeliveries leaves it to the sweep.
     for (const c of crashes)
-      if (c.at >= finalAt - 2 * LEASE_MS && c.at <= (s.firstSuccessAt ?? horizon)) deadline = Math.max(deadline + BOUNDS.crashMs, c.at + BOUNDS.crashMs);
+      if (c.at >= finalAt - 2 * LEASE_MS && c.at <= (s.firstSuccessAt ?? horizon)) {
+        deadline = Math.max(deadline + BOUNDS.crashMs, c.at + BOUNDS.crashMs);
+        if (has('lossy')) deadline = Math.max(deadline, sweepDeadline);
+      }
     if (has('faults')) deadline += BOUNDS.faultsMs;
     for (const [, to] of storeDown)
       if (to >= finalAt - LEASE_MS * 2) deadline = Math.max(deadline, to + BOUNDS.afterOutageMs) + (has('faults') ? BOUNDS.faultsMs : 0);

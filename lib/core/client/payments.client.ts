@@ -104,7 +104,7 @@ export class PaymentsClient implements PaymentsOperations {
         recordTtlMs: resolved.outcomeRecordTtlMs,
         registration: resolved.name,
         clock: shared,
-        recheckSoon: (paymentId, expected) => void rechecks.note(paymentId, expected),
+        recheckSoon: (paymentId, expected, notBeforeMs) => void rechecks.note(paymentId, expected, notBeforeMs),
       },
       this.store,
       verify,

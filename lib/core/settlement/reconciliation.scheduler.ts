@@ -208,6 +208,9 @@ export class ReconciliationScheduler {
         run.settled++;
         return this.store.removePending(entry.paymentId);
       case 'busy':
+        // Another path holds it; in the pending lane, its next check within seconds (none counted).
+        if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
+        return;
       case 'store-unavailable':
       case 'rate-limited':
         // Another path holds it, or the store did not answer the claim: no check was made, and the

@@ -165,6 +165,7 @@ function genuinelyMismatched(verification: VerifiedPayment, expected: OutcomeExp
   return expected.identifiesPayment === true && (expected.trackingMatches?.(verification.developerTrackingId) ?? false);
 }
 
-function isNotFound(error: PaymentsError): boolean {
+/** Whether a verify failed because the service does not know the payment (404 or `NOT_FOUND`). */
+export function isNotFound(error: PaymentsError): boolean {
   return error.code === 'NOT_FOUND' || (error instanceof PaymentsApiError && error.httpStatus === 404);
 }

@@ -14,6 +14,10 @@ import { describe } from './settlement.describe.js';
  */
 export const RECHECK_WAITS_MS: readonly number[] = Object.freeze([3_000, 4_000, 6_000, 8_000, 12_000, 15_000, 15_000, 30_000, 60_000, 60_000]);
 
+/** How often, and how many times, a re-check is queued again while the store does not answer. */
+const NOTE_RETRY_MS = 5_000;
+const NOTE_ATTEMPTS = 24;
+
 /** Where a queue entry goes after a check that found its payment still pending. */
 export interface RecheckPlan {
   /** When it is due again, epoch ms of the shared clock. */
@@ -62,8 +66,8 @@ export class PendingRechecks {
     private readonly logger: PaymentsLogger,
   ) {}
 
-  /** A webhook or a return left `paymentId` unsettled (pending, or a handler failed): re-check it soon. */
-  async note(paymentId: string, expected: OutcomeExpectation | undefined): Promise<void> {
+  /** A webhook or a return left `paymentId` unsettled (pending, a handler failed, no answer): re-check it soon. */
+  async note(paymentId: string, expected: OutcomeExpectation | undefined, notBeforeMs = 0, attempt = 1): Promise<void> {
     try {
       await this.clock.sync();
       const now = this.clock.now();
@@ -77,9 +81,12 @@ export class PendingRechecks {
       }
       // A path's PENDING restarts the lane only when the entry is not in it already.
       const plan = nextRecheck(entry.rechecks === undefined ? { ...entry, rechecks: 0 } : entry, now, this.graceSecs);
-      await this.schedule(entry, plan);
+      await this.schedule(entry, { ...plan, dueAt: Math.max(plan.dueAt, now + notBeforeMs) });
     } catch (error) {
-      this.logger.warn(`could not queue ${paymentId} for an early re-check: ${describe(error)}`);
+      // The store is away: try again from this instance's memory (for about two minutes), so that
+      // a payment a path asked about during an outage is not left to the session's end.
+      if (attempt === 1) this.logger.warn(`could not queue ${paymentId} for an early re-check (trying again): ${describe(error)}`);
+      if (attempt < NOTE_ATTEMPTS) this.clock.setTimeout(() => void this.note(paymentId, expected, notBeforeMs, attempt + 1), NOTE_RETRY_MS);
     }
   }
 

@@ -81,11 +81,12 @@ export interface SettlementRunnerOptions {
   /** The time shared with the other instances (record times are written with it). */
   clock: Clock;
   /**
-   * Called when a webhook or a return left the payment unsettled (still pending at the service,
-   * or a handler failed): the plugin's own re-checks take it from there within seconds
-   * (settlement.rechecks.ts). Never awaited by the path.
+   * Called when a webhook or a return left the payment unsettled (still pending at the service, a
+   * handler failed, or the service gave no answer): the plugin's own re-checks take it from there
+   * within seconds, not before `notBeforeMs` (a 429's Retry-After) (settlement.rechecks.ts).
+   * Never awaited by the path.
    */
-  recheckSoon?: (paymentId: string, expected: OutcomeExpectation | undefined) => void;
+  recheckSoon?: (paymentId: string, expected: OutcomeExpectation | undefined, notBeforeMs?: number) => void;
 }
 
 /** The claim key of a payment's outcome: one per payment, shared by every path and instance. */

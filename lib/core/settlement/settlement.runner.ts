@@ -14,7 +14,7 @@ import {
   type PaymentOutcomeEvent,
   type PaymentRefundedEvent,
 } from './payment.events.js';
-import { decide, type HandledOutcome, type OutcomeExpectation, type VerifyAnswer } from './settlement.decision.js';
+import { decide, isNotFound, type HandledOutcome, type OutcomeExpectation, type VerifyAnswer } from './settlement.decision.js';
 import { assertNever, describe } from './settlement.describe.js';
 import { VerifyBudget } from './settlement.budget.js';
 import { finishAttempt, finishOf, handleInTransaction, runAfterCommit, type AttemptRecord } from './settlement.commit.js';
@@ -176,6 +176,9 @@ export class SettlementRunner {
         await this.#release(key, owner);
         const error = (answer as { error: PaymentsError }).error;
         this.logger.warn(`${source}: could not verify ${paymentId}: ${error.message}`);
+        // No answer (down, rate-limited, timed out): a service that loses its redeliveries must not
+        // leave the payment to the session's end. A 404 is an answer: a stranger's id queues nothing.
+        if (source !== 'reconciliation' && !isNotFound(error)) this.options.recheckSoon?.(paymentId, expected, (decision.rateLimitedSecs ?? 0) * 1000);
         return { kind: 'verify-failed', error, retryAfterSecs: decision.retryAfterSecs, rateLimitedSecs: decision.rateLimitedSecs };
       }
       case 'foreign':
