@@ -6,6 +6,9 @@ import {
   parseOutcomeCursor,
   type BindingClaim,
   type ClaimOutcome,
+  type OrderCheckout,
+  type OrderLedger,
+  type OrderSettlement,
   type OutcomeFinish,
   type OutcomePage,
   type OutcomeQuery,
@@ -14,10 +17,13 @@ import {
   type PaymentsStore,
   type PendingPayment,
   type RateLimiter,
+  type TransactionQuery,
 } from '../core/store/payments.store.js';
 import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
-import type { PostgresPaymentsStoreOptions, PostgresQueryable } from './postgres.options.js';
+import { orderStatements, PostgresOrderLedger } from './postgres.orders.js';
+import { storeTables } from './postgres.schema.js';
+import { resolveTableNames, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
 import { parseBinding, parseOutcome, parsePending, valueOf } from './postgres.rows.js';
 import { finishOutcomeParams } from './postgres.transaction.js';
 import type { PaymentsTransactionWork } from '../core/store/store.transaction.js';
@@ -40,12 +46,13 @@ import type { PaymentsTransactionWork } from '../core/store/store.transaction.js
  * Operations reject after `operationTimeoutMs` (default 5 s), so that an unreachable database
  * makes webhooks answer 503 (the service delivers again later) instead of hanging.
  */
-export class PostgresPaymentsStore implements PaymentsStore {
+export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   // A private field (not `private`) keeps the connection string, whose password may be in it, and
   // the pool out of util.inspect and JSON.stringify of the store.
   readonly #db: PostgresConnection;
   /** Claim statements not settled yet, by (key, owner): see #trackClaim. */
   readonly #claimsInFlight = new Map<string, Promise<unknown>>();
+  readonly #orders: PostgresOrderLedger;
 
   /** The webhook's rate limits: rows of `<prefix>rate_limits`, shared by every instance. */
   readonly rateLimits: RateLimiter;
@@ -63,6 +70,24 @@ export class PostgresPaymentsStore implements PaymentsStore {
     this.#db = new PostgresConnection(poolOrUrl, options);
     this.rateLimits = new PostgresRateLimiter(this.#db);
     this.transactional = this.#db.transactional;
+    this.#orders = new PostgresOrderLedger(this.#db, orderStatements(storeTables(resolveTableNames(options))));
+  }
+
+  /** @inheritdoc */
+  settleOrder(orderKey: string, settlement: OrderSettlement, ttlMs: number, transaction?: TransactionQuery): Promise<OrderSettlement> {
+    return this.#orders.settleOrder(orderKey, settlement, ttlMs, transaction);
+  }
+  /** @inheritdoc */
+  findOrderSettlement(orderKey: string): Promise<OrderSettlement | undefined> {
+    return this.#orders.findOrderSettlement(orderKey);
+  }
+  /** @inheritdoc */
+  saveCheckout(orderKey: string, checkout: OrderCheckout, ttlMs: number): Promise<void> {
+    return this.#orders.saveCheckout(orderKey, checkout, ttlMs);
+  }
+  /** @inheritdoc */
+  findCheckout(orderKey: string): Promise<OrderCheckout | undefined> {
+    return this.#orders.findCheckout(orderKey);
   }
 
   /** See {@link PostgresPaymentsStoreOptions.transactional}. */

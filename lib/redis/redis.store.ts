@@ -7,6 +7,8 @@ import {
   parseOutcomeCursor,
   type BindingClaim,
   type ClaimOutcome,
+  type OrderLedger,
+  type OrderSettlement,
   type OutcomeFinish,
   type OutcomePage,
   type OutcomeQuery,
@@ -19,6 +21,7 @@ import {
 import { RedisConnection } from './redis.connection.js';
 import { RedisRateLimiter } from './redis.limiter.js';
 import type { RedisPaymentsStoreOptions } from './redis.options.js';
+import { RedisOrderLedger } from './redis.orders.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
 import { outcomeScore, parseBinding, parseOutcome, parsePending } from './redis.values.js';
 
@@ -41,10 +44,11 @@ import { outcomeScore, parseBinding, parseOutcome, parsePending } from './redis.
  * PaymentsModule.forRoot({ ..., store: new RedisPaymentsStore(process.env.REDIS_URL!) })
  * ```
  */
-export class RedisPaymentsStore implements PaymentsStore {
+export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
   // A private field (not `private`) keeps the client, whose options may hold a password, out of
   // util.inspect and JSON.stringify of the store.
   readonly #db: RedisConnection;
+  readonly #orders: RedisOrderLedger;
 
   /** The webhook's rate limits: `SET NX PX` keys `<keyPrefix>rate:<key>`, shared by every instance. */
   readonly rateLimits: RateLimiter;
@@ -59,6 +63,24 @@ export class RedisPaymentsStore implements PaymentsStore {
   constructor(urlOrClient: string | Redis, options: RedisPaymentsStoreOptions = {}) {
     this.#db = new RedisConnection(urlOrClient, options);
     this.rateLimits = new RedisRateLimiter(this.#db);
+    this.#orders = new RedisOrderLedger(this.#db);
+  }
+
+  /** @inheritdoc */
+  settleOrder(orderKey: string, settlement: OrderSettlement, ttlMs: number): Promise<OrderSettlement> {
+    return this.#orders.settleOrder(orderKey, settlement, ttlMs);
+  }
+  /** @inheritdoc */
+  findOrderSettlement(orderKey: string): ReturnType<OrderLedger['findOrderSettlement']> {
+    return this.#orders.findOrderSettlement(orderKey);
+  }
+  /** @inheritdoc */
+  saveCheckout(...args: Parameters<OrderLedger['saveCheckout']>): Promise<void> {
+    return this.#orders.saveCheckout(...args);
+  }
+  /** @inheritdoc */
+  findCheckout(orderKey: string): ReturnType<OrderLedger['findCheckout']> {
+    return this.#orders.findCheckout(orderKey);
   }
 
   /** @inheritdoc */
