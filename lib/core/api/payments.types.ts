@@ -114,6 +114,11 @@ export interface ReconcileResult {
   handled: boolean;
   /** Why the handlers failed, when they ran and one threw (the outcome is not done: it runs again later). */
   error?: string;
+  /**
+   * With outcome `duplicate`: the payment that settled the order (the same tracking id) before
+   * this one. Tell the customer the order is already paid and this second charge is being handled.
+   */
+  settledBy?: string;
 }
 
 /** What `reconcilePayment`'s caller expects of a payment (e.g. from its order). */

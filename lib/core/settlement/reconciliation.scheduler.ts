@@ -166,6 +166,13 @@ export class ReconciliationScheduler {
         // The outcome is known and recorded with its failure; only the handlers are run again.
         run.checked++;
         return this.reschedule(entry, now, { kind: 'known', last: `handlers failed: ${result.error}` });
+      case 'order-duplicate':
+        // A second charge of a paid order: done once handled (its claim's finish left the queue);
+        // its refund or handlers failed: known, run again.
+        run.checked++;
+        if (result.error !== undefined) return this.reschedule(entry, now, { kind: 'known', last: result.error });
+        run.settled++;
+        return this.store.removePending(entry.paymentId);
       default:
         return unreachable(result);
     }

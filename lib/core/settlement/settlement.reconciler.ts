@@ -52,6 +52,14 @@ export class PaymentReconciler {
         return { paymentId, status: result.verification.status, outcome: 'mismatch', handled: false };
       case 'handlers-failed':
         return { paymentId, status: result.verification.status, outcome: result.outcome, handled: false, error: result.error };
+      case 'order-duplicate': {
+        // The order is paid by another payment: tell the return page so, never "paid" twice.
+        const settledBy = result.settledBy.paymentId;
+        const status = result.verification.status;
+        return result.error === undefined
+          ? { paymentId, status, outcome: 'duplicate', handled: true, settledBy }
+          : { paymentId, status, outcome: 'duplicate', handled: false, settledBy, error: result.error };
+      }
       case 'duplicate':
         return this.#doneOutcome(paymentId);
       case 'busy':
@@ -128,7 +136,7 @@ export class PaymentReconciler {
   // Done earlier by another path: the record says what it was, without a call to the service.
   async #doneOutcome(paymentId: string): Promise<ReconcileResult> {
     const record = await this.store.getOutcome(paymentId).catch(() => undefined);
-    if (record) return { paymentId, status: record.status, outcome: record.outcome, handled: false };
+    if (record) return fromRecord(record);
     const verified = await this.verify(paymentId);
     return { paymentId, status: verified.status, outcome: outcomeOf(verified.status), handled: false };
   }
@@ -137,9 +145,16 @@ export class PaymentReconciler {
   // page is worth a short wait for its result rather than a "still processing".
   async #awaitOther(paymentId: string): Promise<ReconcileResult> {
     const { settled, record } = await this.#awaitOutcome(paymentId, SETTLEMENT_WAITS.returnWaitMs, SETTLEMENT_WAITS.returnPollMs);
-    if (settled && record) return { paymentId, status: record.status, outcome: record.outcome, handled: false };
+    if (settled && record) return fromRecord(record);
     // Still in another path's hands: not settled yet, with the last status the service sent (an
     // earlier attempt's record), or '' when none is known; never a status the service did not send.
     return { paymentId, status: record?.status ?? '', outcome: 'pending', handled: false };
   }
+}
+
+// A settled payment's result as its record tells it (a duplicate names the payment that settled its order).
+function fromRecord(record: OutcomeRecord): ReconcileResult {
+  const result: ReconcileResult = { paymentId: record.paymentId, status: record.status, outcome: record.outcome, handled: false };
+  if (record.outcome === 'duplicate' && record.settledBy !== undefined) result.settledBy = record.settledBy;
+  return result;
 }
