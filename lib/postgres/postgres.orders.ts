@@ -12,8 +12,7 @@ export function orderStatements(t: Pick<StoreTables, 'orders'>): Record<keyof Or
   // writer in a transaction holds the order until its commit (or rollback), and the statement
   // returns the value that holds after the conflict was resolved, with no second, racy read.
   const expired = 'o.expires_at <= statement_timestamp()';
-  const find = (kind: string) =>
-    `SELECT value FROM ${t.orders} WHERE order_key = $1::text AND kind = '${kind}' AND expires_at > statement_timestamp()`;
+  const find = (kind: string) => `SELECT value FROM ${t.orders} WHERE order_key = $1::text AND kind = '${kind}' AND expires_at > statement_timestamp()`;
   return {
     settleOrder: `INSERT INTO ${t.orders} AS o (order_key, kind, value, expires_at)
 VALUES ($1::text, 'settled', $2::text, ${expiresIn('$3')})

@@ -25,7 +25,9 @@ export class RedisOrderLedger implements OrderLedger {
   /** @inheritdoc */
   async settleOrder(orderKey: string, settlement: OrderSettlement, ttlMs: number): Promise<OrderSettlement> {
     const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
-    const reply = await this.db.run('settleOrder', () => this.db.client.eval(SETTLE_ORDER_LUA, 1, this.#key(orderKey, 'settled'), settlementText(settlement), px));
+    const reply = await this.db.run('settleOrder', () =>
+      this.db.client.eval(SETTLE_ORDER_LUA, 1, this.#key(orderKey, 'settled'), settlementText(settlement), px),
+    );
     const held = parseOrderSettlement(String(reply));
     if (!held) throw new Error(`RedisPaymentsStore: the settlement of order ${JSON.stringify(orderKey)} is not one this store wrote`);
     return held;

@@ -1,17 +1,19 @@
-import { describe } from '../settlement/settlement.describe.js';
 import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent, type PaymentEventName } from '../settlement/payment.events.js';
 import type { ResolvedPaymentsOptions } from '../client/payments.options.js';
 import { PAYMENTS_DEFAULTS } from '../client/payments.options.js';
-import type { PaymentBinding, PaymentsStore } from '../store/payments.store.js';
+import { orderLedgerOf, type PaymentBinding, type PaymentsStore } from '../store/payments.store.js';
 import type { TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 import { WebhookTokenSigner } from '../webhook/webhook.token.js';
 import type { HttpTransport } from './http.transport.js';
 import { normalizeMillimes } from './money.util.js';
 import { checkPaymentInput, toPaymentWire } from './payment.fields.js';
 import { identifier, millimes } from './payment.rules.js';
-import { PaymentsApiError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
+import { bounded, CheckoutDesk, checkoutKey, type CheckoutTicket } from './payments.checkout.js';
+import { PaymentsApiError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
+import { PaymentRecorder } from './payments.recorder.js';
 import type {
   CardBinding,
+  GenerateOptions,
   GeneratePaymentInput,
   GeneratedPayment,
   PaymentCancellation,
@@ -58,6 +60,9 @@ export interface OperationEvents {
  * cancellation emits its event, so Nest and Express hosts alike receive it.
  */
 export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'> {
+  readonly #checkouts: CheckoutDesk;
+  readonly #recorder: PaymentRecorder;
+
   /**
    * @param options the resolved options (defaults of generatePayment, the webhook settings)
    * @param transport sends the requests
@@ -73,10 +78,23 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     private readonly signer: WebhookTokenSigner | undefined,
     private readonly events: OperationEvents,
     private readonly telemetry: TelemetryHooks,
-  ) {}
+  ) {
+    this.#checkouts = new CheckoutDesk(
+      orderLedgerOf(store),
+      store,
+      { enabled: options.orders.reuseOpenPayment, leaseMs: options.timeoutMs * 3 },
+      options.logger,
+    );
+    this.#recorder = new PaymentRecorder(options.logger);
+  }
+
+  /** Lets the store writes of created payments finish (each tried once more, then reported). */
+  close(): Promise<void> {
+    return this.#recorder.close();
+  }
 
   /** @inheritdoc */
-  async generatePayment(input: GeneratePaymentInput): Promise<GeneratedPayment> {
+  async generatePayment(input: GeneratePaymentInput, settings: GenerateOptions = {}): Promise<GeneratedPayment> {
     // The module's defaults passed the same rules when the options were resolved: only the caller's
     // own fields are checked here, and the defaults are read in place, never merged into a copy.
     // Merge + check + wire body: 12.5 µs per call before (isURL on successLink and failLink, 2.4 µs
@@ -90,6 +108,23 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
 
     const amount = normalizeMillimes(own.amount) as string;
     const trackingId = isSet(own.developerTrackingId) ? own.developerTrackingId : undefined;
+    const idempotencyKey = settings?.idempotencyKey ?? undefined;
+    if (idempotencyKey !== undefined) checkId(idempotencyKey, 'idempotencyKey', 'generatePayment');
+    // One payment per checkout: the order's open payment answers a repeated request (payments.checkout.ts).
+    const orderKey = checkoutKey(idempotencyKey, trackingId);
+    const fingerprint = orderKey === undefined ? '' : JSON.stringify(toPaymentWire(own, this.options.preAuthorizationFlag, defaults));
+    const desk = await this.#checkouts.begin(orderKey === undefined ? undefined : { orderKey, amount, fingerprint });
+    if ('reuse' in desk) return desk.reuse;
+    try {
+      return await this.#create(own, amount, trackingId, desk.ticket);
+    } catch (error) {
+      desk.ticket?.abandon();
+      throw error;
+    }
+  }
+
+  async #create(own: GeneratePaymentInput, amount: string, trackingId: string | undefined, ticket: CheckoutTicket | undefined): Promise<GeneratedPayment> {
+    const defaults = this.options.defaults;
     const issued = !isSet(own.webhook) && this.signer ? this.signer.issue(amount, trackingId, this.options.webhook.tokenTtlMs) : undefined;
     const fallback = issued ? { ...defaults, webhook: WebhookTokenSigner.urlWithToken(this.options.webhook.publicUrl as string, issued.token) } : defaults;
 
@@ -118,12 +153,18 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
       sessionEndsAt: new Date(at(createdAt + sessionSecs * 1000)).toISOString(),
     };
     if (trackingId !== undefined) binding.developerTrackingId = trackingId;
-    try {
-      if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
-      await this.store.schedulePending({ ...binding, checks: 0 }, at(createdAt + (sessionSecs + this.options.reconciliation.graceSecs) * 1000));
-    } catch (error) {
-      throw new PaymentsStoreUnavailableError(payment.paymentId, describe(error));
-    }
+    // The service has the payment: its link is answered whatever the store does (payments.recorder.ts).
+    const dueAt = at(createdAt + (sessionSecs + this.options.reconciliation.graceSecs) * 1000);
+    const checkout = ticket?.record(payment, binding.sessionEndsAt as string);
+    await this.#recorder.record(
+      payment.paymentId,
+      async () => {
+        if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
+        await this.store.schedulePending({ ...binding, checks: 0 }, dueAt);
+        await checkout?.();
+      },
+      dueAt,
+    );
     return payment;
   }
 
@@ -163,16 +204,27 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   }
 
   /** @inheritdoc */
-  async refundPayment(paymentId: string): Promise<PaymentRefund> {
+  /**
+   * @inheritdoc
+   * @param duplicateOf for the event: the payment that settled the order of this duplicate (default: from its record)
+   */
+  async refundPayment(paymentId: string, duplicateOf?: string): Promise<PaymentRefund> {
     checkId(paymentId, 'paymentId', 'refundPayment');
     const json = await this.#call('refundPayment', 'POST', SERVICE_PATHS.refund, { payment_id: paymentId }, undefined, isFlatSuccess);
     const refund = fromRefundWire(json.result as JsonObject);
     if (!refund) throw unexpected('refundPayment', 'no refund id, or the payment id is missing or malformed');
+    const settledBy = duplicateOf ?? (await this.#settledByOther(paymentId));
     await this.events.emitOperation(
       PaymentEvents.REFUNDED,
-      new PaymentRefundedEvent(refund.paymentId, refund.refundId, refund.amount, refund.refundedAt, this.options.name),
+      new PaymentRefundedEvent(refund.paymentId, refund.refundId, refund.amount, refund.refundedAt, this.options.name, settledBy),
     );
     return refund;
+  }
+
+  // The payment that settled the order of a duplicate, from its record; nothing when unknown or the store is slow.
+  async #settledByOther(paymentId: string): Promise<string | undefined> {
+    const record = await bounded(this.store.getOutcome(paymentId)).catch(() => undefined);
+    return record?.outcome === 'duplicate' ? record.settledBy : undefined;
   }
 
   /** @inheritdoc */

@@ -70,7 +70,14 @@ export class OrderScreen implements OrderScreenPort {
     if (verdict.kind === 'confirm') return undefined;
 
     const settledBy = verdict.settledBy;
-    const result = (refund?: DuplicateRefund, error?: string): SettleResult => ({ kind: 'order-duplicate', outcome: 'duplicate', verification, settledBy, refund, error });
+    const result = (refund?: DuplicateRefund, error?: string): SettleResult => ({
+      kind: 'order-duplicate',
+      outcome: 'duplicate',
+      verification,
+      settledBy,
+      refund,
+      error,
+    });
     const previous = await store.getOutcome(paymentId).catch(() => undefined);
     let refund = previous?.outcome === 'duplicate' ? previous.refund : undefined;
     let refundError: string | undefined;
@@ -78,7 +85,10 @@ export class OrderScreen implements OrderScreenPort {
       try {
         refund = toDuplicateRefund(await this.options.refundPayment(paymentId, settledBy.paymentId));
         // Recorded at once: a handler failing next must not make the next attempt refund again.
-        await store.saveOutcome({ ...this.#record(verification, source, 'none', settledBy, refund).record, attempts: previous?.attempts ?? 0 }, ttls.recordTtlMs);
+        await store.saveOutcome(
+          { ...this.#record(verification, source, 'none', settledBy, refund).record, attempts: previous?.attempts ?? 0 },
+          ttls.recordTtlMs,
+        );
       } catch (error) {
         if (refund === undefined && refundFailure(error) === 'retry') {
           const why = `the refund of duplicate ${paymentId} failed; tried again on the next webhook, return or reconciliation: ${describe(error)}`;
@@ -118,14 +128,26 @@ export class OrderScreen implements OrderScreenPort {
     return async (name, event) => {
       const order = event.developerTrackingId;
       if (name === PaymentEvents.CONFIRMED && order !== undefined && event.transaction) {
-        const held = await this.options.ledger.settleOrder(order, { paymentId: event.paymentId, amount: event.amount }, this.options.ttls.doneTtlMs, event.transaction);
+        const held = await this.options.ledger.settleOrder(
+          order,
+          { paymentId: event.paymentId, amount: event.amount },
+          this.options.ttls.doneTtlMs,
+          event.transaction,
+        );
         if (held.paymentId !== event.paymentId) throw new OrderSettledMeanwhileError(event.paymentId, held.paymentId);
       }
       return dispatcher(name, event);
     };
   }
 
-  #record(verification: VerifiedPayment, source: OutcomeSource, handlers: 'succeeded' | 'failed' | 'none', settledBy: OrderSettlement, refund?: DuplicateRefund, lastError?: string) {
+  #record(
+    verification: VerifiedPayment,
+    source: OutcomeSource,
+    handlers: 'succeeded' | 'failed' | 'none',
+    settledBy: OrderSettlement,
+    refund?: DuplicateRefund,
+    lastError?: string,
+  ) {
     const finish = finishOf(this.options.ttls, '', '', 'done', { verification, outcome: 'duplicate', source, handlers, lastError });
     finish.record.settledBy = settledBy.paymentId;
     if (refund) finish.record.refund = refund;

@@ -213,6 +213,13 @@ export class SettlementRunner {
     owner: string,
     trace: SettleTrace,
   ): Promise<SettleResult> {
+    // ── One order, one charge (settlement.duplicates.ts): a paid payment of an order another ──
+    // ── payment settled is a duplicate, handled there; otherwise it settles its order here.  ──
+    if (outcome === 'confirmed' && this.options.orders) {
+      const screened = await this.options.orders.screen({ verification, source, key, owner, dispatch: this.#dispatcher, trace });
+      if (screened) return screened;
+    }
+    // ── end of the order screen ──
     const dispatcher = this.#dispatcher;
     const Event = OUTCOME_EVENT_CLASSES[outcome];
     const event = new Event(outcome, verification, source, this.options.registration);

@@ -32,7 +32,7 @@ export function parseOrderCheckout(raw: unknown): OrderCheckout | undefined {
     fingerprint: o.fingerprint as string,
     sessionEndsAt: o.sessionEndsAt as string,
   };
-  if (Array.isArray(o.superseded) && o.superseded.every((p) => typeof p === 'string')) checkout.superseded = o.superseded as string[];
+  if (Array.isArray(o.superseded) && o.superseded.every((p) => typeof p === 'string')) checkout.superseded = o.superseded;
   return checkout;
 }
 
