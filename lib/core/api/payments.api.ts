@@ -113,7 +113,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     // One payment per checkout: the order's open payment answers a repeated request (payments.checkout.ts).
     const orderKey = checkoutKey(idempotencyKey, trackingId);
     const fingerprint = orderKey === undefined ? '' : JSON.stringify(toPaymentWire(own, this.options.preAuthorizationFlag, defaults));
-    const desk = await this.#checkouts.begin(orderKey === undefined ? undefined : { orderKey, amount, fingerprint });
+    const desk = await this.#checkouts.begin(orderKey === undefined ? undefined : { orderKey, amount, fingerprint, developerTrackingId: trackingId });
     if ('reuse' in desk) return desk.reuse;
     try {
       return await this.#create(own, amount, trackingId, desk.ticket);

@@ -26,6 +26,8 @@ export interface CheckoutRequest {
   amount: string;
   /** The rest of the request as sent (links, session, card options), without the plugin's webhook token. */
   fingerprint: string;
+  /** The request's tracking id, answered with a reused payment. */
+  developerTrackingId?: string;
 }
 
 /** What to do for a checkout: answer its open payment, or open a new one (remembering those it replaces). */
@@ -114,9 +116,8 @@ export class CheckoutDesk {
     if (plan.kind === 'reuse') {
       if (lock === 'claimed') release();
       const { paymentId, link } = plan.checkout;
-      return {
-        reuse: request.orderKey.startsWith('key:') ? { paymentId, link } : { paymentId, link, developerTrackingId: request.orderKey.slice('order:'.length) },
-      };
+      const tracking = request.developerTrackingId;
+      return { reuse: tracking === undefined ? { paymentId, link } : { paymentId, link, developerTrackingId: tracking } };
     }
     const free = () => (lock === 'claimed' ? this.claims.release(lockKey, owner) : Promise.resolve());
     return {

@@ -110,7 +110,7 @@ export class PaymentsClient implements PaymentsOperations {
       new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, undefined, resolved.webhook.unsignedIntervalSecs * 1000),
     );
     this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry);
-    this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger);
+    this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger, this.#orders);
     this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, this.#runner, resolved.logger, this.#telemetry);
     this.#sweep = new ReconciliationScheduler(
       resolved.reconciliation,

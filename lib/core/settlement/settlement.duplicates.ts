@@ -48,8 +48,20 @@ export class OrderSettledMeanwhileError extends Error {
  * the race inside the transaction is rolled back and handled as a duplicate on its next attempt.
  */
 export class OrderScreen implements OrderScreenPort {
+  /** Payments whose confirmation rolled back because another payment settled their order meanwhile. */
+  readonly #lost = new Set<string>();
+
   /** @param options see {@link OrderScreenOptions} */
   constructor(private readonly options: OrderScreenOptions) {}
+
+  /**
+   * Whether the confirmation of `paymentId` just rolled back in this process because another
+   * payment settled its order inside its transaction (forgotten once asked): its next attempt is
+   * a duplicate, so a return can settle it again at once rather than report a failure.
+   */
+  takeLostRace(paymentId: string): boolean {
+    return this.#lost.delete(paymentId);
+  }
 
   /** @inheritdoc */
   async screen({ verification, source, key, owner, dispatch, trace }: OrderScreenArgs): Promise<SettleResult | undefined> {
@@ -134,7 +146,10 @@ export class OrderScreen implements OrderScreenPort {
           this.options.ttls.doneTtlMs,
           event.transaction,
         );
-        if (held.paymentId !== event.paymentId) throw new OrderSettledMeanwhileError(event.paymentId, held.paymentId);
+        if (held.paymentId !== event.paymentId) {
+          this.#lost.add(event.paymentId);
+          throw new OrderSettledMeanwhileError(event.paymentId, held.paymentId);
+        }
       }
       return dispatcher(name, event);
     };

@@ -20,12 +20,15 @@ export class PaymentReconciler {
    * @param runner settles the payment
    * @param verify reads a payment from the service (only for a done payment without a record)
    * @param logger where surprises are reported
+   * @param orders the order screen, when orders are kept: a confirmation that lost its order to
+   *   another payment inside its transaction is settled again at once, as the duplicate it is
    */
   constructor(
     private readonly store: PaymentsStore,
     private readonly runner: SettlementRunner,
     private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
     private readonly logger: PaymentsLogger,
+    private readonly orders?: { takeLostRace(paymentId: string): boolean },
   ) {}
 
   /** See `PaymentsOperations.reconcilePayment`; `paymentId` is already validated. */
@@ -35,7 +38,10 @@ export class PaymentReconciler {
       return { paymentId, status: recent.status, outcome: 'pending', handled: false };
     }
     const expected = await this.#expectationFor(paymentId, options);
-    const result = await this.runner.settle({ paymentId, source: options.source ?? 'return', expected });
+    const request = { paymentId, source: options.source ?? 'return', expected };
+    let result = await this.runner.settle(request);
+    // A customer back from a second payment of a paid order is told so, not that handlers failed.
+    if (result.kind === 'handlers-failed' && this.orders?.takeLostRace(paymentId)) result = await this.runner.settle(request);
     if ((result.kind === 'handled' || result.kind === 'handlers-failed') && expected?.amount === undefined) {
       // Nothing said what amount was asked for (no `expected`, and the memory store lost its
       // record in a restart, or reconciliation gave up on it): whoever reads the logs must know.
