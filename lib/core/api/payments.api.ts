@@ -8,7 +8,8 @@ import type { HttpTransport } from './http.transport.js';
 import { normalizeMillimes } from './money.util.js';
 import { checkPaymentInput, toPaymentWire } from './payment.fields.js';
 import { identifier, millimes } from './payment.rules.js';
-import { bounded, CheckoutDesk, checkoutKey, type CheckoutTicket } from './payments.checkout.js';
+import { CheckoutDesk, checkoutKey, type CheckoutTicket } from './payments.checkout.js';
+import { noteDuplicateRefund } from './payments.duplicates.js';
 import { PaymentsApiError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
 import { PaymentRecorder } from './payments.recorder.js';
 import type {
@@ -213,18 +214,12 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const json = await this.#call('refundPayment', 'POST', SERVICE_PATHS.refund, { payment_id: paymentId }, undefined, isFlatSuccess);
     const refund = fromRefundWire(json.result as JsonObject);
     if (!refund) throw unexpected('refundPayment', 'no refund id, or the payment id is missing or malformed');
-    const settledBy = duplicateOf ?? (await this.#settledByOther(paymentId));
+    const settledBy = duplicateOf ?? (await noteDuplicateRefund(this.store, refund, this.options.outcomeRecordTtlMs));
     await this.events.emitOperation(
       PaymentEvents.REFUNDED,
       new PaymentRefundedEvent(refund.paymentId, refund.refundId, refund.amount, refund.refundedAt, this.options.name, settledBy),
     );
     return refund;
-  }
-
-  // The payment that settled the order of a duplicate, from its record; nothing when unknown or the store is slow.
-  async #settledByOther(paymentId: string): Promise<string | undefined> {
-    const record = await bounded(this.store.getOutcome(paymentId)).catch(() => undefined);
-    return record?.outcome === 'duplicate' ? record.settledBy : undefined;
   }
 
   /** @inheritdoc */
