@@ -1,3 +1,4 @@
+import { SYSTEM_CLOCK } from '../../lib/core/time/clock.port.js';
 /**
  * The settlement runner without HTTP: an in-memory store and a verify function the test answers.
  * It owns a payment's claim from claim to finish; these tests watch the claim, the verify calls,
@@ -37,7 +38,12 @@ function harness(options: { store?: PaymentsStore; handler?: (name: PaymentEvent
   const logs: string[] = [];
   let next: () => Promise<VerifiedPayment> = () => Promise.reject(new Error('no answer set'));
   const logger: PaymentsLogger = { log: () => undefined, warn: (m) => logs.push(`warn ${m}`), error: (m) => logs.push(`error ${m}`) };
-  const runner = new SettlementRunner({ leaseMs: LEASE_MS, doneTtlMs: 60_000, recordTtlMs: 60_000 }, store, (id) => (verifies.push(id), next()), logger);
+  const runner = new SettlementRunner(
+    { leaseMs: LEASE_MS, doneTtlMs: 60_000, recordTtlMs: 60_000, clock: SYSTEM_CLOCK },
+    store,
+    (id) => (verifies.push(id), next()),
+    logger,
+  );
   runner.setDispatcher(async (name, event) => {
     events.push([name, event]);
     await options.handler?.(name, event);

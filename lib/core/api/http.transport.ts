@@ -1,12 +1,12 @@
 import http from 'node:http';
 import https from 'node:https';
-import { setTimeout as sleep } from 'node:timers/promises';
 import axios, { type AxiosAdapter, type AxiosRequestHeaders, type AxiosResponse, type GenericAbortSignal, type InternalAxiosRequestConfig } from 'axios';
 import { PaymentsConnectionError, type PaymentsOperation } from './payments.errors.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import { parseJson, type RawResponse } from './response.parser.js';
 import { retryAfterSecs, type RetryPolicy } from './retry.policy.js';
 import { SecretRedactor } from './secret.redactor.js';
+import { SYSTEM_CLOCK, type Clock, type ClockTimer } from '../time/clock.port.js';
 
 /** Settings of the transport. */
 export interface TransportOptions {
@@ -22,6 +22,14 @@ export interface TransportOptions {
   webhook?: { secret?: string };
   /** Which attempts may be repeated, and after how long (`RETRY_POLICY`, handed in by the client). */
   retry: RetryPolicy;
+  /** What deadlines and back-offs are timed on. Default: the system clock. */
+  clock?: Clock;
+  /**
+   * Sends one attempt instead of axios' http adapter: the engine's simulation answers from a model
+   * of the service on virtual time. Default: axios' http adapter.
+   * @internal
+   */
+  adapter?: AxiosAdapter;
 }
 
 /** One request to the service. */
@@ -62,6 +70,7 @@ export class HttpTransport {
   readonly #logger: PaymentsLogger;
   readonly #timeoutMs: number;
   readonly #retry: RetryPolicy;
+  readonly #clock: Clock;
   /** Aborted by close(): no new attempt starts and pending backoffs end at once. */
   readonly #lifetime = new AbortController();
 
@@ -89,7 +98,8 @@ export class HttpTransport {
     // config, runs the interceptor chain and the transforms, and re-normalises the headers: 60-70 µs
     // of CPU per call here, more than everything else the plugin does for a verifyPayment
     // (profile of verifyPayment at c=1 against the stub, bench/profile-client.mjs).
-    this.#adapter = axios.getAdapter('http');
+    this.#adapter = options.adapter ?? axios.getAdapter('http');
+    this.#clock = options.clock ?? SYSTEM_CLOCK;
     // The credentials are added per request, not to the template: it is easy to inspect or log,
     // and would carry the private key along.
     this.#template = {
@@ -129,7 +139,7 @@ export class HttpTransport {
       if (stats) stats.attempts = attempt; // for the call's span (telemetry.otel.ts)
       // A deadline for the whole attempt (connect, headers and body). axios' own `timeout` is a
       // socket idle timer: an answer trickling in byte by byte would never trip it.
-      const deadline = new AttemptDeadline(this.#timeoutMs);
+      const deadline = new AttemptDeadline(this.#timeoutMs, this.#clock);
       const config = Object.create(this.#template) as InternalAxiosRequestConfig;
       config.method = request.method;
       config.url = request.path;
@@ -192,11 +202,18 @@ export class HttpTransport {
 
   /** Waits before a retry; close() cuts the wait short (the loop then stops). */
   async #pause(ms: number): Promise<void> {
-    try {
-      await sleep(ms, undefined, { signal: this.#lifetime.signal });
-    } catch {
-      // Aborted by close(): the next loop turn reports it.
-    }
+    const lifetime = this.#lifetime.signal;
+    if (lifetime.aborted) return;
+    // Aborted by close(): the wait ends at once and the next loop turn reports it.
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        this.#clock.clearTimeout(timer);
+        lifetime.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = this.#clock.setTimeout(done, ms);
+      lifetime.addEventListener('abort', done, { once: true });
+    });
   }
 
   // Only reached before an attempt: the request was never sent (again), and the earlier attempts
@@ -221,11 +238,17 @@ export class HttpTransport {
 class AttemptDeadline implements GenericAbortSignal {
   aborted = false;
   #listener: (() => void) | undefined;
-  readonly #timer: NodeJS.Timeout;
+  readonly #timer: ClockTimer;
 
-  /** @param ms how long the attempt may take */
-  constructor(ms: number) {
-    this.#timer = setTimeout(() => {
+  /**
+   * @param ms how long the attempt may take
+   * @param clock what it is timed on
+   */
+  constructor(
+    ms: number,
+    private readonly clock: Clock,
+  ) {
+    this.#timer = clock.setTimeout(() => {
       this.aborted = true;
       const listener = this.#listener;
       this.#listener = undefined;
@@ -245,7 +268,7 @@ class AttemptDeadline implements GenericAbortSignal {
 
   /** Stops the timer (the attempt ended first). */
   clear(): void {
-    clearTimeout(this.#timer);
+    this.clock.clearTimeout(this.#timer);
   }
 }
 

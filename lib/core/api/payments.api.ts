@@ -1,3 +1,4 @@
+import type { SharedClock } from '../time/shared.clock.js';
 import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent, type PaymentEventName } from '../settlement/payment.events.js';
 import type { ResolvedPaymentsOptions } from '../client/payments.options.js';
 import { PAYMENTS_DEFAULTS } from '../client/payments.options.js';
@@ -8,7 +9,7 @@ import type { HttpTransport } from './http.transport.js';
 import { normalizeMillimes } from './money.util.js';
 import { checkPaymentInput, toPaymentWire } from './payment.fields.js';
 import { identifier, millimes } from './payment.rules.js';
-import { CheckoutDesk, checkoutKey, type CheckoutTicket } from './payments.checkout.js';
+import { bounded, CheckoutDesk, checkoutKey, type CheckoutTicket } from './payments.checkout.js';
 import { noteDuplicateRefund } from './payments.duplicates.js';
 import { PaymentsApiError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
 import { PaymentRecorder } from './payments.recorder.js';
@@ -71,6 +72,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
    * @param signer issues webhook tokens (absent when no secret is configured)
    * @param events where capture, refund and cancellation events go
    * @param telemetry what observes the calls
+   * @param clock the time shared with the other instances (the queue's due times)
    */
   constructor(
     private readonly options: ResolvedPaymentsOptions,
@@ -79,14 +81,16 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     private readonly signer: WebhookTokenSigner | undefined,
     private readonly events: OperationEvents,
     private readonly telemetry: TelemetryHooks,
+    private readonly clock: SharedClock,
   ) {
     this.#checkouts = new CheckoutDesk(
       orderLedgerOf(store),
       store,
       { enabled: options.orders.reuseOpenPayment, leaseMs: options.timeoutMs * 3 },
       options.logger,
+      clock,
     );
-    this.#recorder = new PaymentRecorder(options.logger);
+    this.#recorder = new PaymentRecorder(options.logger, clock);
   }
 
   /** Lets the store writes of created payments finish (each tried once more, then reported). */
@@ -142,7 +146,8 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const payment = fromGeneratePaymentWire(json.result as JsonObject);
     if (!payment) throw unexpected('generatePayment', 'the payment id or the link is missing or malformed, or the tracking id is malformed');
 
-    const createdAt = Date.now();
+    await bounded(this.clock.sync(), this.clock).catch(() => undefined);
+    const createdAt = this.clock.now();
     const sessionSecs = (isSet(own.sessionTimeoutSecs) ? own.sessionTimeoutSecs : defaults.sessionTimeoutSecs) ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
     // Any positive safe integer is a valid session length; beyond the last date a Date can hold
     // (year 275760) toISOString() would throw after the payment was created, orphaning it.
@@ -154,7 +159,6 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
       sessionEndsAt: new Date(at(createdAt + sessionSecs * 1000)).toISOString(),
     };
     if (trackingId !== undefined) binding.developerTrackingId = trackingId;
-    // The service has the payment: its link is answered whatever the store does (payments.recorder.ts).
     const dueAt = at(createdAt + (sessionSecs + this.options.reconciliation.graceSecs) * 1000);
     const checkout = ticket?.record(payment, binding.sessionEndsAt as string);
     await this.#recorder.record(
@@ -214,7 +218,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const json = await this.#call('refundPayment', 'POST', SERVICE_PATHS.refund, { payment_id: paymentId }, undefined, isFlatSuccess);
     const refund = fromRefundWire(json.result as JsonObject);
     if (!refund) throw unexpected('refundPayment', 'no refund id, or the payment id is missing or malformed');
-    const settledBy = duplicateOf ?? (await noteDuplicateRefund(this.store, refund, this.options.outcomeRecordTtlMs));
+    const settledBy = duplicateOf ?? (await noteDuplicateRefund(this.store, refund, this.options.outcomeRecordTtlMs, this.clock));
     await this.events.emitOperation(
       PaymentEvents.REFUNDED,
       new PaymentRefundedEvent(refund.paymentId, refund.refundId, refund.amount, refund.refundedAt, this.options.name, settledBy),

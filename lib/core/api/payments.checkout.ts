@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PaymentsLogger } from '../client/payments.logger.js';
+import { sleep, type Clock } from '../time/clock.port.js';
 import { describe } from '../settlement/settlement.describe.js';
 import type { ClaimStore, OrderCheckout, OrderLedger } from '../store/payments.store.js';
 import type { GeneratedPayment } from './payments.types.js';
@@ -74,12 +75,14 @@ export class CheckoutDesk {
    * @param claims the store's claims (the order's lock)
    * @param settings `enabled` (`orders.reuseOpenPayment`) and the lock's lease in ms
    * @param logger where a store that does not answer is reported
+   * @param clock the engine's clock (session ends, waits)
    */
   constructor(
     private readonly ledger: OrderLedger | undefined,
     private readonly claims: Pick<ClaimStore, 'claim' | 'release'>,
     private readonly settings: { enabled: boolean; leaseMs: number },
     private readonly logger: PaymentsLogger,
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -91,7 +94,7 @@ export class CheckoutDesk {
     if (!request || !ledger || !this.settings.enabled) return { ticket: undefined };
     const lockKey = `checkout:${request.orderKey}`;
     const owner = randomUUID();
-    const lock = await bounded(this.claims.claim(lockKey, owner, this.settings.leaseMs)).catch((error: unknown) => {
+    const lock = await bounded(this.claims.claim(lockKey, owner, this.settings.leaseMs), this.clock).catch((error: unknown) => {
       this.logger.warn(`generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`);
       void this.claims.release(lockKey, owner).catch(() => undefined);
       return undefined;
@@ -100,19 +103,19 @@ export class CheckoutDesk {
     const release = () => void this.claims.release(lockKey, owner).catch(() => undefined);
     let found: OrderCheckout | undefined;
     try {
-      found = await bounded(ledger.findCheckout(request.orderKey));
+      found = await bounded(ledger.findCheckout(request.orderKey), this.clock);
       // Another call is opening this order's payment right now (a double click): wait for it.
       const before = found?.paymentId;
       for (let waited = 0; lock === 'busy' && waited < CHECKOUT_RULES.waitMs && found?.paymentId === before; waited += CHECKOUT_RULES.pollMs) {
-        await new Promise((resolve) => setTimeout(resolve, CHECKOUT_RULES.pollMs));
-        found = await bounded(ledger.findCheckout(request.orderKey));
+        await sleep(this.clock, CHECKOUT_RULES.pollMs);
+        found = await bounded(ledger.findCheckout(request.orderKey), this.clock);
       }
     } catch (error) {
       this.logger.warn(`generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`);
       if (lock === 'claimed') release();
       return { ticket: undefined };
     }
-    const plan = planCheckout(found, request, Date.now());
+    const plan = planCheckout(found, request, this.clock.now());
     if (plan.kind === 'reuse') {
       if (lock === 'claimed') release();
       const { paymentId, link } = plan.checkout;
@@ -132,7 +135,7 @@ export class CheckoutDesk {
             sessionEndsAt,
           };
           if (plan.superseded.length > 0) checkout.superseded = plan.superseded;
-          const ttlMs = Math.max(Date.parse(sessionEndsAt) - Date.now(), 0) + CHECKOUT_RULES.reuseMarginMs;
+          const ttlMs = Math.max(Date.parse(sessionEndsAt) - this.clock.now(), 0) + CHECKOUT_RULES.reuseMarginMs;
           await ledger.saveCheckout(request.orderKey, checkout, ttlMs);
           await free();
         },
@@ -147,11 +150,11 @@ export function checkoutKey(idempotencyKey: string | undefined, trackingId: stri
   return trackingId === undefined ? undefined : `order:${trackingId}`;
 }
 
-/** `promise`, or a rejection once `ms` have passed without its answer (a slow store is done without). */
-export function bounded<T>(promise: Promise<T>, ms: number = CHECKOUT_RULES.lookupMs): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
+/** `promise`, or a rejection once `ms` of `clock`'s time have passed without its answer (a slow store is done without). */
+export function bounded<T>(promise: Promise<T>, clock: Clock, ms: number = CHECKOUT_RULES.lookupMs): Promise<T> {
+  let timer: ReturnType<Clock['setTimeout']> | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = clock.setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, timeout]).finally(() => clock.clearTimeout(timer));
 }

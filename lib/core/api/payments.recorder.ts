@@ -1,5 +1,6 @@
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import { describe } from '../settlement/settlement.describe.js';
+import type { Clock, ClockTimer } from '../time/clock.port.js';
 
 /** How the writes of a created payment are waited for and retried. */
 export const RECORDER_WAITS = {
@@ -24,8 +25,14 @@ export class PaymentRecorder {
   readonly #wakers = new Set<() => void>();
   #closing = false;
 
-  /** @param logger where late and lost writes are reported */
-  constructor(private readonly logger: PaymentsLogger) {}
+  /**
+   * @param logger where late and lost writes are reported
+   * @param clock the engine's clock (waits, the give-up time)
+   */
+  constructor(
+    private readonly logger: PaymentsLogger,
+    private readonly clock: Clock,
+  ) {}
 
   /**
    * Runs `write` (retried in the background on failure) and resolves once it succeeded or after
@@ -38,9 +45,9 @@ export class PaymentRecorder {
     const task = this.#keepTrying(paymentId, write, giveUpAt);
     this.#inFlight.add(task);
     void task.finally(() => this.#inFlight.delete(task));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([task, new Promise<void>((resolve) => (timer = setTimeout(resolve, RECORDER_WAITS.answerWithinMs)))]);
-    clearTimeout(timer);
+    let timer: ClockTimer | undefined;
+    await Promise.race([task, new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, RECORDER_WAITS.answerWithinMs)))]);
+    this.clock.clearTimeout(timer);
   }
 
   /** How many payments still wait for their store writes. */
@@ -64,7 +71,7 @@ export class PaymentRecorder {
         return;
       } catch (error) {
         const why = describe(error);
-        if (this.#closing || Date.now() + delay > giveUpAt) {
+        if (this.#closing || this.clock.now() + delay > giveUpAt) {
           this.logger.error(
             `payment ${paymentId} was created at the service but could not be recorded in the store (${why}). Its webhook still confirms it ` +
               `(the token carries what to check), and so does the customer's return (reconcilePayment); if neither comes, call ` +
@@ -87,12 +94,11 @@ export class PaymentRecorder {
     if (this.#closing) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = () => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         this.#wakers.delete(wake);
         resolve();
       };
-      const timer = setTimeout(wake, ms);
-      timer.unref();
+      const timer = this.clock.setTimeout(wake, ms);
       this.#wakers.add(wake);
     });
   }

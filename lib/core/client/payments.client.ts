@@ -1,4 +1,5 @@
 import { inspect } from 'node:util';
+import type { AxiosAdapter } from 'axios';
 import { HttpTransport } from '../api/http.transport.js';
 import { checkId, PaymentsApi } from '../api/payments.api.js';
 import { RETRY_POLICY } from '../api/retry.policy.js';
@@ -29,6 +30,8 @@ import { PaymentsTelemetry } from '../telemetry/telemetry.otel.js';
 import { NO_TELEMETRY, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 import { WebhookProcessor } from '../webhook/webhook.processor.js';
 import { WebhookTokenSigner } from '../webhook/webhook.token.js';
+import { PendingRechecks } from '../settlement/settlement.rechecks.js';
+import { SharedClock } from '../time/shared.clock.js';
 import type { PaymentsOptions, ResolvedPaymentsOptions } from './payments.options.js';
 import { resolvePaymentsOptions } from './payments.resolver.js';
 
@@ -44,6 +47,16 @@ function storeUsers(store: PaymentsStore, delta: number): number {
   const users = (holder[STORE_USERS] ?? 0) + delta;
   Object.defineProperty(holder, STORE_USERS, { value: users, configurable: true, enumerable: false, writable: true });
   return users;
+}
+
+/**
+ * What the engine's simulation replaces under a client: how an HTTP attempt is sent (a model of the
+ * service on virtual time instead of the network).
+ * @internal
+ */
+export interface ClientSeams {
+  /** Sends one HTTP attempt; default axios' http adapter. */
+  adapter?: AxiosAdapter;
 }
 
 /**
@@ -72,16 +85,20 @@ export class PaymentsClient implements PaymentsOperations {
 
   /**
    * @param options the plugin's options; validated here
+   * @param seams what the engine's simulation replaces (internal)
    * @throws PaymentsValidationError naming each missing or invalid option
    */
-  constructor(options: PaymentsOptions) {
+  constructor(options: PaymentsOptions, seams: ClientSeams = {}) {
     const resolved = resolvePaymentsOptions(options);
     this.#options = resolved;
     this.store = resolved.store ?? new MemoryPaymentsStore();
     storeUsers(this.store, +1);
     // The retry decision is handed to the transport here, one place to read it from the client.
-    this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger, retry: RETRY_POLICY });
-    const signer = resolved.webhook.enabled && resolved.webhook.secret ? new WebhookTokenSigner(resolved.webhook.secret) : undefined;
+    this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger, retry: RETRY_POLICY, clock: resolved.clock, adapter: seams.adapter });
+    const signer = resolved.webhook.enabled && resolved.webhook.secret ? new WebhookTokenSigner(resolved.webhook.secret, resolved.clock) : undefined;
+    // Due times and record ages are shared with the other instances: read on the store's clock.
+    const shared = new SharedClock(resolved.clock, this.store.now ? () => this.store.now!() : undefined);
+    const rechecks = new PendingRechecks(this.store, shared, resolved.reconciliation.graceSecs, (inMs) => this.#sweep.wakeIn(inMs), resolved.logger);
     this.#telemetry = resolved.telemetry.enabled
       ? new PaymentsTelemetry(resolved.telemetry, { registration: resolved.name, baseUrl: resolved.baseUrl, store: this.store })
       : NO_TELEMETRY;
@@ -100,18 +117,26 @@ export class PaymentsClient implements PaymentsOperations {
         refundPayment: (paymentId, duplicateOf) => this.#api.refundPayment(paymentId, duplicateOf),
         registration: resolved.name,
         logger: resolved.logger,
+        clock: shared,
       });
     this.#runner = new SettlementRunner(
-      { leaseMs: resolved.webhook.leaseMs, ...ttls, registration: resolved.name, orders: this.#orders },
+      {
+        leaseMs: resolved.webhook.leaseMs,
+        ...ttls,
+        registration: resolved.name,
+        clock: shared,
+        onPending: (paymentId, expected) => void rechecks.note(paymentId, expected),
+        orders: this.#orders,
+      },
       this.store,
       verify,
       resolved.logger,
       this.#telemetry,
-      new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, undefined, resolved.webhook.unsignedIntervalSecs * 1000),
+      new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, () => resolved.clock.now(), resolved.webhook.unsignedIntervalSecs * 1000),
     );
-    this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry);
-    this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger, this.#orders);
-    this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, this.#runner, resolved.logger, this.#telemetry);
+    this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry, shared);
+    this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger, shared, this.#orders);
+    this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, this.#runner, resolved.logger, this.#telemetry, resolved.clock);
     this.#sweep = new ReconciliationScheduler(
       resolved.reconciliation,
       Math.max(resolved.webhook.leaseMs * 2, 60_000),
@@ -120,6 +145,8 @@ export class PaymentsClient implements PaymentsOperations {
       resolved.logger,
       this.#telemetry,
       resolved.outcomeRecordTtlMs,
+      shared,
+      rechecks,
     );
   }
 

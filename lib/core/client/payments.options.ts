@@ -2,6 +2,7 @@ import { serviceDefaultOf, type OptionDefaultedFieldName, type PreAuthorizationF
 import { type PaymentsLogger } from './payments.logger.js';
 import { type PaymentsStore } from '../store/payments.store.js';
 import type { GeneratePaymentInput } from '../api/payments.types.js';
+import type { Clock } from '../time/clock.port.js';
 
 /** Webhook options. Signed webhooks are on when both `publicUrl` and `secret` are set. */
 export interface PaymentsWebhookOptions {
@@ -133,6 +134,13 @@ export interface PaymentsOptions extends PaymentFieldDefaults {
     refund?: boolean;
   };
   /**
+   * The engine's clock: every age, due time, lease renewal and wait reads it (tests move it). Due
+   * times and record ages shared with other instances are corrected by the store's own clock when
+   * the store has one (`store.now()`: Redis, PostgreSQL), so skew between instances neither
+   * freezes nor skips work. Default: the system clock.
+   */
+  clock?: Clock;
+  /**
    * Tracing and metrics through `@opentelemetry/api`, when it is installed (docs/operations.md).
    * `false` turns them off; providers default to the global ones; the reconciliation backlog gauge
    * reads `store.countPending()` at most once per `backlogIntervalSecs` (default 30). Default: on.
@@ -177,6 +185,8 @@ export interface ResolvedPaymentsOptions {
   readonly orders: { readonly reuseOpenPayment: boolean };
   /** `duplicates`, defaults filled in. */
   readonly duplicates: { readonly refund: boolean };
+  /** The engine's clock (the system clock unless one was given). */
+  readonly clock: Clock;
   /** Tracing and metrics: off only when `telemetry` is `false` (or `enabled: false`); the backlog interval in ms. */
   readonly telemetry: {
     /** Whether anything is recorded. */

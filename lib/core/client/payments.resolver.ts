@@ -5,6 +5,7 @@ import { defaultPaymentsLogger } from './payments.logger.js';
 import { STORE_METHODS } from '../store/payments.store.js';
 import { isPaymentsStore } from '../store/store.ports.js';
 import { telemetrySettings } from '../telemetry/telemetry.settings.js';
+import { SYSTEM_CLOCK } from '../time/clock.port.js';
 import { PAYMENTS_DEFAULTS, type PaymentFieldDefaults, type PaymentsOptions, type ResolvedPaymentsOptions } from './payments.options.js';
 
 /*
@@ -48,6 +49,12 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
     bad('store', `must implement PaymentsStore (${STORE_METHODS.join(', ')}, rateLimits); extend BasicPaymentsStore for a custom one`);
   check('preAuthorizationFlag', o.preAuthorizationFlag, preAuthorizationFlag);
   check('outcomeRecordTtlSecs', o.outcomeRecordTtlSecs, positiveInteger);
+  const clock = o.clock as Partial<Record<'now' | 'setTimeout' | 'clearTimeout', unknown>> | null | undefined;
+  if (
+    clock !== undefined &&
+    (typeof clock !== 'object' || clock === null || ['now', 'setTimeout', 'clearTimeout'].some((m) => typeof clock[m as 'now'] !== 'function'))
+  )
+    bad('clock', 'must have now(), setTimeout() and clearTimeout() (a Clock)');
   const t = o.telemetry;
   if (t !== undefined && typeof t !== 'boolean' && (typeof t !== 'object' || t === null)) bad('telemetry', 'must be a boolean or an object');
   else if (typeof t === 'object') check('telemetry.backlogIntervalSecs', t.backlogIntervalSecs, positiveInteger);
@@ -98,6 +105,7 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
     preAuthorizationFlag: opts.preAuthorizationFlag ?? DEFAULT_PRE_AUTHORIZATION_FLAG,
     outcomeRecordTtlMs: (opts.outcomeRecordTtlSecs ?? PAYMENTS_DEFAULTS.outcomeRecordTtlSecs) * 1000,
     store: opts.store,
+    clock: opts.clock ?? SYSTEM_CLOCK,
     logger: opts.logger ?? defaultPaymentsLogger,
     name: opts.name,
     orders: { reuseOpenPayment: opts.orders?.reuseOpenPayment ?? true },

@@ -36,6 +36,7 @@ type OutcomeEventClass = new (
   verification: VerifiedPayment,
   source: OutcomeSource,
   registration: string | undefined,
+  occurredAt?: Date,
 ) => PaymentOutcomeEvent;
 
 /** The payload class of each outcome whose handlers run. */

@@ -192,6 +192,7 @@ export class PaymentDuplicateEvent extends PaymentOutcomeEvent {
    * @param settledBy the payment that settled the order first, and its amount
    * @param refund the refund made with `duplicates: { refund: true }`, when the service made it
    * @param refundError why the automatic refund was refused, when it was (refund by hand)
+   * @param occurredAt when the plugin learned the outcome
    */
   constructor(
     verification: VerifiedPayment,
@@ -200,8 +201,9 @@ export class PaymentDuplicateEvent extends PaymentOutcomeEvent {
     readonly settledBy: OrderSettlement,
     readonly refund?: DuplicateRefund,
     readonly refundError?: string,
+    occurredAt?: Date,
   ) {
-    super('duplicate', verification, source, registration);
+    super('duplicate', verification, source, registration, occurredAt);
   }
 
   /** The order: the tracking id both payments carry. */

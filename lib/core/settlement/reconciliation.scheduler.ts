@@ -6,7 +6,11 @@ import type { SettlementRunner } from './settlement.runner.js';
 import type { PaymentsReconciliationOptions } from '../client/payments.options.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../store/payments.store.js';
-import { NO_TELEMETRY, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
+import type { TelemetryHooks } from '../telemetry/telemetry.hooks.js';
+import { every } from '../time/clock.port.js';
+import { SweepWakes, WAKE_LEAD_MS } from './reconciliation.wakes.js';
+import type { SharedClock } from '../time/shared.clock.js';
+import { nextRecheck, type PendingRechecks } from './settlement.rechecks.js';
 
 /** What one reconciliation run did. */
 export interface ReconciliationRun {
@@ -21,27 +25,26 @@ export interface ReconciliationRun {
   rateLimitedUntil?: number;
 }
 
-/** How long the record of an overdue payment is kept when the client passes no TTL (30 days). */
-const DEFAULT_RECORD_TTL_MS = 30 * 24 * 3_600_000;
-
 /** What a check that left a payment unsettled means for its queue entry. */
 type Unsettled = { kind: 'unknown'; last: string } | { kind: 'known'; last: string };
 
 /**
- * Re-checks the payments whose outcome no webhook or return has brought: every `intervalSecs` it
- * takes the due ones from the store's queue (the store gives each to one instance) and settles
- * them like any other path. A payment is first due a little after its session ended; one that
- * stays unsettled is checked again, first in the fast lane (waits doubling, `maxChecks` checks),
- * then in the slow lane (hourly, then daily: `reconciliation.lanes.ts`) until `horizonDays` after
- * its generation; only then is it given up (logged as an error). While its outcome is unknown past
- * the fast lane, its outcome record says so (`lastError` starting with `overdue:`, then
- * `abandoned:`), which the health indicator counts. When the service answers verify with 429, the
- * pass stops, puts the payments it took back (without counting a check), and no pass takes any
- * until its `Retry-After` passed.
+ * Re-checks the payments whose outcome no webhook or return has brought: every `intervalSecs`, and
+ * when a pending-lane check is due (settlement.rechecks.ts), it takes the due ones from the store's
+ * queue (each to one instance) and settles them like any other path. A payment is first due a
+ * little after its session ended; one still unsettled is checked in the fast lane (waits doubling,
+ * `maxChecks` checks), then the slow lane (hourly, then daily: `reconciliation.lanes.ts`) until
+ * `horizonDays` after its generation, then given up (logged as an error). Past the fast lane its
+ * record says so (`lastError` `overdue:`, then `abandoned:`), which the health indicator counts.
+ * On a 429 the pass stops, puts back what it took (no check counted), and no pass takes any until
+ * its `Retry-After` passed.
  */
 export class ReconciliationScheduler {
-  private timer?: NodeJS.Timeout;
+  private stopTimer?: () => void;
+  /** One-shot passes for the pending-lane checks this instance scheduled. */
+  private readonly wakes: SweepWakes;
   private running?: Promise<ReconciliationRun>;
+  private complete?: Promise<ReconciliationRun>;
   /** Epoch ms before which passes take nothing: the service rate-limited verify. */
   private pausedUntil = 0;
 
@@ -52,8 +55,9 @@ export class ReconciliationScheduler {
    * @param outcomes settles each payment
    * @param logger where problems are reported
    * @param telemetry a span per pass (off by default)
-   * @param recordTtlMs how long the record of an overdue payment is kept (the client's
-   *   `outcomeRecordTtlSecs`); default 30 days
+   * @param recordTtlMs how long the record of an overdue payment is kept (`outcomeRecordTtlSecs`)
+   * @param clock the time shared with the other instances (due times, record times)
+   * @param rechecks the pending lane (a pass's PENDING in the lane schedules the lane's next check)
    */
   constructor(
     private readonly options: Required<PaymentsReconciliationOptions>,
@@ -61,31 +65,64 @@ export class ReconciliationScheduler {
     private readonly store: PaymentsStore,
     private readonly outcomes: SettlementRunner,
     private readonly logger: PaymentsLogger,
-    private readonly telemetry: TelemetryHooks = NO_TELEMETRY,
-    private readonly recordTtlMs: number = DEFAULT_RECORD_TTL_MS,
-  ) {}
+    private readonly telemetry: TelemetryHooks,
+    private readonly recordTtlMs: number,
+    private readonly clock: SharedClock,
+    private readonly rechecks: PendingRechecks,
+  ) {
+    // A pass already running may have taken its entries before the check became due: run after it.
+    const wake = () =>
+      void (this.running ?? Promise.resolve())
+        .catch(() => undefined)
+        .then(() => this.#start(undefined, WAKE_LEAD_MS))
+        .catch(() => undefined);
+    this.wakes = new SweepWakes(clock, wake);
+  }
 
   /** Starts the periodic runs (when enabled). The timer does not keep the process alive. */
   start(): void {
-    if (!this.options.enabled || this.timer) return;
-    this.timer = setInterval(() => void this.runOnce().catch(() => undefined), this.options.intervalSecs * 1000);
-    this.timer.unref();
+    if (!this.options.enabled || this.stopTimer) return;
+    this.stopTimer = every(this.clock, this.options.intervalSecs * 1000, () => void this.runOnce().catch(() => undefined));
   }
 
-  /** Runs one pass now (also what the timer calls); a pass already running is joined, not doubled. */
-  runOnce(now = Date.now()): Promise<ReconciliationRun> {
-    this.running ??= this.telemetry.reconciliation((due) => this.pass(now, due)).finally(() => (this.running = undefined));
-    return this.running;
+  /** Runs a pass in `inMs` (a pending-lane check is due then). Only while started. */
+  wakeIn(inMs: number): void {
+    if (this.stopTimer) this.wakes.in(inMs);
   }
 
-  /** Stops the timer and waits for a pass in progress. */
+  /** Runs one pass now (also what the timers call); a pass already running is joined, not doubled. */
+  runOnce(now?: number): Promise<ReconciliationRun> {
+    return this.#start(now, 0);
+  }
+
+  // `running` is the pass's verify phase, which a new pass waits for; the promise returned also
+  // waits for the handlers the pass started, so its counts are complete.
+  #start(now: number | undefined, leadMs: number): Promise<ReconciliationRun> {
+    if (!this.running || !this.complete) {
+      const handling: Array<Promise<void>> = [];
+      const verified = this.telemetry.reconciliation((due) => this.pass(now, due, leadMs, handling)).finally(() => (this.running = undefined));
+      this.running = verified;
+      this.complete = verified.then(async (run) => {
+        await Promise.all(handling);
+        return run;
+      });
+    }
+    return this.complete;
+  }
+
+  /** Stops the timers and waits for a pass in progress. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running?.catch(() => undefined);
+    this.stopTimer?.();
+    this.stopTimer = undefined;
+    this.wakes.clear();
+    await this.complete?.catch(() => undefined);
   }
 
-  private async pass(now: number, noteDue: (count: number) => void = () => undefined): Promise<ReconciliationRun> {
+  private async pass(at: number | undefined, noteDue: (count: number) => void, leadMs: number, handling: Array<Promise<void>>): Promise<ReconciliationRun> {
+    await this.clock.sync();
+    // A pass woken for a lane check takes what is due a little ahead: the entry's due time was
+    // written on a clock whose offset to this one is only known to within a round trip.
+    const now = (at ?? this.clock.now()) + leadMs;
     const run: ReconciliationRun = { checked: 0, settled: 0 };
     if (now < this.pausedUntil) return { ...run, rateLimitedUntil: this.pausedUntil };
     let due;
@@ -96,13 +133,22 @@ export class ReconciliationScheduler {
       return run;
     }
     noteDue(due.length);
-    // One at a time: each is a call to the service, whose docs warn against bursts of verifies.
+    // One verify at a time (the docs warn against bursts), not one handler at a time: once a
+    // payment's handlers start, the next is verified (a slow handler holds back no other).
     for (const [index, entry] of due.entries()) {
-      const result = await this.outcomes.settle({
+      let handlersStarted!: () => void;
+      const started = new Promise<'handlers'>((resolve) => (handlersStarted = () => resolve('handlers')));
+      const settling = this.outcomes.settle({
         paymentId: entry.paymentId,
         source: 'reconciliation',
         expected: { amount: entry.amount, developerTrackingId: entry.developerTrackingId, origin: 'binding' },
+        onHandlers: handlersStarted,
       });
+      if ((await Promise.race([settling, started])) === 'handlers') {
+        handling.push(settling.then((result) => this.#applyQuietly(entry, result, now, run)));
+        continue;
+      }
+      const result = await settling;
       const waitSecs = result.kind === 'verify-failed' ? result.rateLimitedSecs : undefined;
       if (waitSecs !== undefined) {
         // Every further verify would be refused too (and may count against the merchant): stop,
@@ -118,15 +164,21 @@ export class ReconciliationScheduler {
             this.logger.error(`reconciliation: store unreachable while putting back ${back.paymentId}: ${describe(error)}`);
           }
         }
-        return { ...run, rateLimitedUntil: this.pausedUntil };
+        // The same object, so that the counts of the handlers still running land in it.
+        run.rateLimitedUntil = this.pausedUntil;
+        return run;
       }
-      try {
-        await this.apply(entry, result, now, run);
-      } catch (error) {
-        this.logger.error(`reconciliation: store unreachable while updating ${entry.paymentId}: ${describe(error)}`);
-      }
+      await this.#applyQuietly(entry, result, now, run);
     }
     return run;
+  }
+
+  async #applyQuietly(entry: PendingPayment, result: SettleResult, now: number, run: ReconciliationRun): Promise<void> {
+    try {
+      await this.apply(entry, result, now, run);
+    } catch (error) {
+      this.logger.error(`reconciliation: store unreachable while updating ${entry.paymentId}: ${describe(error)}`);
+    }
   }
 
   // What one settle result does to the queue entry. Exhaustive: a new kind of result must say
@@ -135,8 +187,10 @@ export class ReconciliationScheduler {
     switch (result.kind) {
       case 'handled':
       case 'mismatch':
-        // The outcome is known and recorded: nothing left to check.
+      case 'order-duplicate':
+        // The outcome is known and recorded: nothing left to check (a second charge of a paid order: once handled).
         run.checked++;
+        if (result.kind === 'order-duplicate' && result.error !== undefined) return this.reschedule(entry, now, { kind: 'known', last: result.error });
         run.settled++;
         return this.store.removePending(entry.paymentId);
       case 'duplicate':
@@ -151,9 +205,13 @@ export class ReconciliationScheduler {
         return;
       case 'pending':
         run.checked++;
+        // In the pending lane: its next check within seconds, no check of the session's lanes counted.
+        if (entry.rechecks !== undefined) return this.rechecks.schedule(entry, nextRecheck(entry, now, this.options.graceSecs));
         return this.reschedule(entry, now, { kind: 'unknown', last: `the service answers ${result.verification.status}` });
       case 'verify-failed':
         run.checked++;
+        // A failed check in the pending lane keeps it there: the lane is short and bounded anyway.
+        if (entry.rechecks !== undefined) return this.rechecks.schedule(entry, nextRecheck(entry, now, this.options.graceSecs));
         return this.reschedule(entry, now, { kind: 'unknown', last: `verify failed: ${result.error.message}` });
       case 'deferred':
         // The sweep is not held to the verify budget; should it ever be, nothing was checked.
@@ -166,19 +224,14 @@ export class ReconciliationScheduler {
         // The outcome is known and recorded with its failure; only the handlers are run again.
         run.checked++;
         return this.reschedule(entry, now, { kind: 'known', last: `handlers failed: ${result.error}` });
-      case 'order-duplicate':
-        // A second charge of a paid order: done once handled (its claim's finish left the queue);
-        // its refund or handlers failed: known, run again.
-        run.checked++;
-        if (result.error !== undefined) return this.reschedule(entry, now, { kind: 'known', last: result.error });
-        run.settled++;
-        return this.store.removePending(entry.paymentId);
       default:
         return unreachable(result);
     }
   }
 
-  private async reschedule(entry: PendingPayment, now: number, why: Unsettled): Promise<void> {
+  private async reschedule(taken: PendingPayment, now: number, why: Unsettled): Promise<void> {
+    // Any other result leaves the pending lane: the session's lanes take it from here.
+    const { rechecks: _lane, ...entry } = taken;
     const checks = entry.checks + 1;
     const next = nextCheckAt(entry, now, this.options);
     if (next === undefined) {
@@ -233,7 +286,7 @@ export class ReconciliationScheduler {
         attempts: previous?.attempts ?? 0,
         amount: previous?.amount ?? entry.amount,
         lastError: note.slice(0, 500),
-        updatedAt: new Date().toISOString(),
+        updatedAt: new Date(this.clock.now()).toISOString(),
       };
       const trackingId = previous?.developerTrackingId ?? entry.developerTrackingId;
       if (trackingId !== undefined) record.developerTrackingId = trackingId;

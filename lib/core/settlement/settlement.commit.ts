@@ -5,6 +5,7 @@ import type { TransactionalPaymentsStore } from '../store/store.transaction.js';
 import { bindTransaction, takeAfterCommit, type PaymentOutcomeEvent } from './payment.events.js';
 import { describe } from './settlement.describe.js';
 import { renewWhileHandling } from './settlement.lease.js';
+import type { Clock } from '../time/clock.port.js';
 
 /** What one attempt found, for its outcome record. */
 export interface AttemptRecord {
@@ -22,7 +23,7 @@ export interface AttemptRecord {
 
 /** What `finishOutcome` writes for an attempt: the claim's end, the queue, the record. */
 export function finishOf(
-  ttls: { doneTtlMs: number; recordTtlMs: number },
+  ttls: { doneTtlMs: number; recordTtlMs: number; clock: Clock },
   key: string,
   owner: string,
   claim: 'done' | 'release',
@@ -36,7 +37,7 @@ export function finishOf(
     source,
     handlers,
     amount: verification.amount,
-    updatedAt: new Date().toISOString(),
+    updatedAt: new Date(ttls.clock.now()).toISOString(),
   };
   if (verification.developerTrackingId !== undefined) record.developerTrackingId = verification.developerTrackingId;
   if (lastError !== undefined) record.lastError = lastError.slice(0, 500);
@@ -50,6 +51,36 @@ export function finishOf(
     attemptsAdded: outcome === 'pending' ? 0 : 1,
     recordTtlMs: ttls.recordTtlMs,
   };
+}
+
+/**
+ * Ends an attempt: the claim marked done (the payment also leaves the reconciliation queue) or
+ * released, and the outcome recorded, in one store call. The handlers have run: a failure here is
+ * logged, not retried (a later duplicate may then run them again; the record is for people).
+ * @returns whether the claim was marked done (false on a failure)
+ */
+export async function finishAttempt(
+  store: Pick<PaymentsStore, 'finishOutcome' | 'claim' | 'markDone'>,
+  options: { doneTtlMs: number; recordTtlMs: number; leaseMs: number; clock: Clock },
+  logger: PaymentsLogger,
+  end: { key: string; owner: string; claim: 'done' | 'release'; attempt: AttemptRecord },
+): Promise<boolean> {
+  const { key, owner, claim, attempt } = end;
+  const paymentId = attempt.verification.paymentId;
+  try {
+    const marked = await store.finishOutcome(finishOf(options, key, owner, claim, attempt));
+    if (claim !== 'done' || marked) return marked;
+    // The lease ran out while the handlers ran (renewals fail while the store is away). When no
+    // other attempt took the claim meanwhile, nothing ran concurrently: take it back and mark it
+    // done, or the next delivery would run the handlers a second time.
+    if ((await store.claim(key, owner, options.leaseMs)) === 'claimed' && (await store.markDone(key, owner, options.doneTtlMs))) return true;
+    logger.warn(`the claim on ${paymentId} was taken by another attempt when its handlers ended (its lease expired)`);
+    return false;
+  } catch (error) {
+    const what = claim === 'done' ? `mark ${paymentId} done` : `release ${key}`;
+    logger.error(`could not ${what} and record its outcome (${attempt.outcome}, handlers ${attempt.handlers}): ${describe(error)}`);
+    return false;
+  }
 }
 
 /**
@@ -68,6 +99,7 @@ export async function handleInTransaction(run: {
   finish: OutcomeFinish;
   leaseMs: number;
   logger: PaymentsLogger;
+  clock: Clock;
 }): Promise<'committed' | 'lost' | { failed: unknown }> {
   const { store, event, key, owner, leaseMs, logger } = run;
   let lost = false;
@@ -75,7 +107,7 @@ export async function handleInTransaction(run: {
     await store.runInTransaction(async (scope) => {
       // On PGlite the transaction holds the one connection: a renewal could only queue behind it,
       // and no other instance can take the claim meanwhile (the scope renews it inside).
-      const renewal = scope.holdsDatabase ? undefined : renewWhileHandling(store, key, owner, leaseMs, event.paymentId, logger);
+      const renewal = scope.holdsDatabase ? undefined : renewWhileHandling(store, key, owner, leaseMs, event.paymentId, logger, run.clock);
       bindTransaction(event, scope.transaction);
       try {
         await run.handle();

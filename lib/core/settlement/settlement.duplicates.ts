@@ -1,6 +1,7 @@
 import type { PaymentRefund, VerifiedPayment } from '../api/payments.types.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import type { DuplicateRefund, OrderLedger, OrderSettlement, OutcomeSource, PaymentsStore } from '../store/payments.store.js';
+import type { Clock } from '../time/clock.port.js';
 import type { OutcomeDispatcher } from './outcome.handlers.js';
 import { PaymentDuplicateEvent, PaymentEvents } from './payment.events.js';
 import { finishOf } from './settlement.commit.js';
@@ -26,6 +27,8 @@ export interface OrderScreenOptions {
   registration?: string;
   /** Where problems are reported. */
   logger: PaymentsLogger;
+  /** The time shared with the other instances (record times). */
+  clock: Clock;
 }
 
 /** Thrown inside a confirmation's transaction when another payment settled its order meanwhile: rolls it back. */
@@ -115,7 +118,15 @@ export class OrderScreen implements OrderScreenPort {
     this.options.logger.warn(
       `${source}: payment ${paymentId} of order ${JSON.stringify(order)} succeeded after payment ${settledBy.paymentId} had settled it: a duplicate charge${refund ? `, refunded (${refund.refundId})` : ''}`,
     );
-    const event = new PaymentDuplicateEvent(verification, source, this.options.registration, settledBy, refund, refundError);
+    const event = new PaymentDuplicateEvent(
+      verification,
+      source,
+      this.options.registration,
+      settledBy,
+      refund,
+      refundError,
+      new Date(this.options.clock.now()),
+    );
     try {
       if (!dispatch) throw new Error('no outcome handlers are registered yet');
       await trace.handlers(PaymentEvents.DUPLICATE, () => dispatch(PaymentEvents.DUPLICATE, event));
@@ -163,7 +174,13 @@ export class OrderScreen implements OrderScreenPort {
     refund?: DuplicateRefund,
     lastError?: string,
   ) {
-    const finish = finishOf(this.options.ttls, '', '', 'done', { verification, outcome: 'duplicate', source, handlers, lastError });
+    const finish = finishOf({ ...this.options.ttls, clock: this.options.clock }, '', '', 'done', {
+      verification,
+      outcome: 'duplicate',
+      source,
+      handlers,
+      lastError,
+    });
     finish.record.settledBy = settledBy.paymentId;
     if (refund) finish.record.refund = refund;
     return finish;

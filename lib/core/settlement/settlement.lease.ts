@@ -1,6 +1,7 @@
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import type { PaymentsStore } from '../store/payments.store.js';
 import { describe } from './settlement.describe.js';
+import { every, SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
 
 /**
  * Keeps a claim alive while its handlers run. Handlers may outlast the lease (a slow email, a slow
@@ -18,6 +19,7 @@ export function renewWhileHandling(
   leaseMs: number,
   paymentId: string,
   logger: PaymentsLogger,
+  clock: Clock = SYSTEM_CLOCK,
 ): { stop(): Promise<void>; readonly lost: boolean } {
   let renewing: Promise<void> | undefined;
   let lost = false;
@@ -35,21 +37,17 @@ export function renewWhileHandling(
       logger.warn(`could not renew the claim on ${paymentId} while its handlers run: ${describe(error)}`);
     }
   };
-  const timer = setInterval(
-    () => {
-      if (lost || renewing) return;
-      renewing = renew().finally(() => (renewing = undefined));
-    },
-    Math.max(1, Math.floor(leaseMs / 3)),
-  );
-  // A running handler keeps the process alive, not its renewals.
-  timer.unref();
+  // A running handler keeps the process alive, not its renewals (the clock's timers are unref'd).
+  const stopTimer = every(clock, Math.max(1, Math.floor(leaseMs / 3)), () => {
+    if (lost || renewing) return;
+    renewing = renew().finally(() => (renewing = undefined));
+  });
   return {
     get lost() {
       return lost;
     },
     stop: async () => {
-      clearInterval(timer);
+      stopTimer();
       await renewing;
     },
   };

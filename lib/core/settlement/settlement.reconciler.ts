@@ -3,11 +3,27 @@ import { normalizeMillimes } from '../api/money.util.js';
 import { PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsFieldError } from '../api/payments.errors.js';
 import type { ReconcileOptions, ReconcileResult, VerifiedPayment } from '../api/payments.types.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { OutcomeRecord, PaymentsStore } from '../store/payments.store.js';
+import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../store/payments.store.js';
+import { sleep } from '../time/clock.port.js';
+import type { SharedClock } from '../time/shared.clock.js';
+import { StrangerBudget } from './settlement.strangers.js';
 import { outcomeOf, type OutcomeExpectation } from './settlement.decision.js';
 import { assertNever } from './settlement.describe.js';
 import type { SettlementRunner } from './settlement.runner.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
+
+/**
+ * Whether a record written at `updatedAt` is younger than `windowMs` at `now`, bounded on both
+ * sides: a time in the future (beyond a little clock jitter) is not recent, so a record written by
+ * a clock that ran ahead cannot freeze the return pages of the others.
+ */
+export function isRecent(updatedAt: string, now: number, windowMs: number): boolean {
+  const age = now - Date.parse(updatedAt);
+  return age > -RECENT_JITTER_MS && age < windowMs;
+}
+
+/** How far in the future a record's time may be and still count as written just now. */
+const RECENT_JITTER_MS = 2_000;
 
 /**
  * `reconcilePayment`: the return path (a customer back on `success_link`), and any host that asks
@@ -20,6 +36,7 @@ export class PaymentReconciler {
    * @param runner settles the payment
    * @param verify reads a payment from the service (only for a done payment without a record)
    * @param logger where surprises are reported
+   * @param clock the time shared with the other instances (the age of a pending record)
    * @param orders the order screen, when orders are kept: a confirmation that lost its order to
    *   another payment inside its transaction is settled again at once, as the duplicate it is
    */
@@ -28,20 +45,47 @@ export class PaymentReconciler {
     private readonly runner: SettlementRunner,
     private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
     private readonly logger: PaymentsLogger,
+    private readonly clock: SharedClock,
     private readonly orders?: { takeLostRace(paymentId: string): boolean },
-  ) {}
+  ) {
+    this.#strangers = new StrangerBudget(clock.local);
+  }
+
+  readonly #strangers: StrangerBudget;
 
   /** See `PaymentsOperations.reconcilePayment`; `paymentId` is already validated. */
   async reconcile(paymentId: string, options: ReconcileOptions = {}): Promise<ReconcileResult> {
-    const recent = await this.store.getOutcome(paymentId).catch(() => undefined);
-    if (recent?.outcome === 'pending' && Date.now() - Date.parse(recent.updatedAt) < SETTLEMENT_WAITS.verifyIntervalMs) {
+    const notFound = this.#strangers.notFound(paymentId);
+    if (notFound) throw notFound;
+    await this.clock.sync();
+    // `null`: the store did not answer (then nothing is known, and the runner reports the store).
+    const recent = await this.store.getOutcome(paymentId).catch(() => null);
+    const pending = await this.store.findPending(paymentId).catch(() => null);
+    // Checked on every answer, a done payment's included: an edited return URL never reads "paid".
+    const expected = this.#expectationFor(paymentId, options, pending ?? undefined, recent ?? undefined);
+    if (recent?.outcome === 'pending' && isRecent(recent.updatedAt, this.clock.now(), SETTLEMENT_WAITS.verifyIntervalMs)) {
       return { paymentId, status: recent.status, outcome: 'pending', handled: false };
     }
-    const expected = await this.#expectationFor(paymentId, options);
+    const stranger = recent === undefined && pending === undefined;
+    if (stranger) {
+      const gate = this.#strangers.admit(paymentId);
+      switch (gate.kind) {
+        case 'not-found':
+          throw gate.error;
+        case 'over-budget':
+          // Nothing known of it, and no verify left for unknown ids now: not settled, as far as anyone can tell.
+          return { paymentId, status: '', outcome: 'pending', handled: false };
+        case 'allowed':
+          break;
+        default:
+          return assertNever(gate);
+      }
+    }
     const request = { paymentId, source: options.source ?? 'return', expected };
     let result = await this.runner.settle(request);
     // A customer back from a second payment of a paid order is told so, not that handlers failed.
     if (result.kind === 'handlers-failed' && this.orders?.takeLostRace(paymentId)) result = await this.runner.settle(request);
+    this.#strangers.note(paymentId, result);
     if ((result.kind === 'handled' || result.kind === 'handlers-failed') && expected?.amount === undefined) {
       // Nothing said what amount was asked for (no `expected`, and the memory store lost its
       // record in a restart, or reconciliation gave up on it): whoever reads the logs must know.
@@ -99,16 +143,24 @@ export class PaymentReconciler {
    * names another payment than it thinks (a return URL's `payment_id` is the customer's to edit):
    * refused before any claim or verify call, so that payment's own outcome stays untouched.
    */
-  async #expectationFor(paymentId: string, options: ReconcileOptions): Promise<OutcomeExpectation | undefined> {
+  #expectationFor(
+    paymentId: string,
+    options: ReconcileOptions,
+    queued: PendingPayment | undefined,
+    record: OutcomeRecord | undefined,
+  ): OutcomeExpectation | undefined {
     const given = options.expected ?? {};
     const problem = given.amount === undefined || given.amount === null ? undefined : millimes(given.amount);
     if (problem) throw new PaymentsValidationError([{ field: 'expected.amount', messages: [problem] }], 'reconcilePayment input');
     const givenAmount = given.amount === undefined || given.amount === null ? undefined : normalizeMillimes(given.amount);
     const givenTracking = given.developerTrackingId ?? undefined;
-    const pending = await this.store.findPending(paymentId).catch(() => undefined);
+    // What the payment was generated with: its queue entry while open; once handled, its record
+    // (whose verified amount and tracking id matched what was expected; a mismatch's did not).
+    const handled = record && record.outcome !== 'pending' && record.outcome !== 'mismatch' ? record : undefined;
+    const pending = queued ?? (handled && { amount: handled.amount, developerTrackingId: handled.developerTrackingId });
 
     const conflicts: PaymentsFieldError[] = [];
-    if (pending && givenAmount !== undefined && givenAmount !== pending.amount) {
+    if (pending?.amount !== undefined && givenAmount !== undefined && givenAmount !== pending.amount) {
       conflicts.push({ field: 'expected.amount', messages: [`differs from the amount payment ${paymentId} was generated with`] });
     }
     if (pending && givenTracking !== undefined && givenTracking !== pending.developerTrackingId) {
@@ -132,7 +184,7 @@ export class PaymentReconciler {
   async #awaitOutcome(paymentId: string, waitMs: number, pollMs: number): Promise<{ settled: boolean; record?: OutcomeRecord }> {
     let last: OutcomeRecord | undefined;
     for (let waited = 0; waited < waitMs; waited += pollMs) {
-      await new Promise((resolve) => setTimeout(resolve, pollMs));
+      await sleep(this.clock, pollMs);
       last = (await this.store.getOutcome(paymentId).catch(() => undefined)) ?? last;
       if (last && last.outcome !== 'pending' && last.handlers !== 'failed') return { settled: true, record: last };
     }

@@ -4,6 +4,7 @@ import type { DuplicateRefund, OrderSettlement, OutcomeSource } from '../store/p
 import type { SettleTrace } from '../telemetry/telemetry.hooks.js';
 import type { OutcomeDispatcher } from './outcome.handlers.js';
 import type { HandledOutcome, OutcomeExpectation } from './settlement.decision.js';
+import type { Clock } from '../time/clock.port.js';
 
 /*
  * What a path hands the settlement runner, and what it gets back. Every front end maps a
@@ -77,6 +78,8 @@ export interface SettleRequest {
   expected?: OutcomeExpectation;
   /** A signed webhook's token: its binding is read in the claim's store round trip. */
   token?: TokenLookup;
+  /** Called once the payment is verified and its handlers are about to run (the sweep then verifies the next one). */
+  onHandlers?: () => void;
 }
 
 /** Settings of the runner. */
@@ -89,6 +92,13 @@ export interface SettlementRunnerOptions {
   recordTtlMs: number;
   /** The registration's name, put on every event. */
   registration?: string;
+  /** The time shared with the other instances (record times are written with it). */
+  clock: Clock;
+  /**
+   * Called when a webhook or a return found the payment still pending at the service: the
+   * plugin's own re-checks take it from there (settlement.rechecks.ts). Never awaited by the path.
+   */
+  onPending?: (paymentId: string, expected: OutcomeExpectation | undefined) => void;
   /** One confirmation per order (settlement.orders.ts); absent: every successful payment is confirmed. */
   orders?: OrderScreenPort;
 }

@@ -17,7 +17,7 @@ import {
 import { decide, type HandledOutcome, type OutcomeExpectation, type VerifyAnswer } from './settlement.decision.js';
 import { assertNever, describe } from './settlement.describe.js';
 import { VerifyBudget } from './settlement.budget.js';
-import { finishOf, handleInTransaction, runAfterCommit, type AttemptRecord } from './settlement.commit.js';
+import { finishAttempt, finishOf, handleInTransaction, runAfterCommit, type AttemptRecord } from './settlement.commit.js';
 import { renewWhileHandling } from './settlement.lease.js';
 import { outcomeKey, type SettlementRunnerOptions, type SettleRequest, type SettleResult } from './settlement.request.js';
 import { OUTCOME_EVENT_CLASSES, type OperationDispatcher, type OutcomeDispatcher } from './outcome.handlers.js';
@@ -134,7 +134,7 @@ export class SettlementRunner {
     }
     if (claim === 'done') return { kind: 'duplicate' };
     if (claim === 'busy') return { kind: 'busy' };
-    if (!unbound || !token) return this.#settleClaimed(paymentId, source, expected, key, owner, trace);
+    if (!unbound || !token) return this.#settleClaimed(paymentId, source, expected, key, owner, trace, request.onHandlers);
 
     let waitSecs: number | undefined;
     try {
@@ -148,7 +148,7 @@ export class SettlementRunner {
       await this.#release(key, owner);
       return { kind: 'rate-limited', retryAfterSecs: waitSecs };
     }
-    const result = await this.#settleClaimed(paymentId, source, expected, key, owner, trace);
+    const result = await this.#settleClaimed(paymentId, source, expected, key, owner, trace, request.onHandlers);
     await token.unbound.settled(result);
     return result;
   }
@@ -161,6 +161,7 @@ export class SettlementRunner {
     key: string,
     owner: string,
     trace: SettleTrace,
+    onHandlers?: () => void,
   ): Promise<SettleResult> {
     let answer: VerifyAnswer;
     try {
@@ -185,6 +186,9 @@ export class SettlementRunner {
       case 'pending': {
         const verification = verified(answer);
         await this.#finish(key, owner, 'release', { verification, outcome: 'pending', source, handlers: 'none' });
+        // The service's state may lag its own webhook: the plugin re-checks soon rather than at
+        // the session's end (the sweep's own checks schedule their next one themselves).
+        if (source !== 'reconciliation') this.options.onPending?.(paymentId, expected);
         return { kind: 'pending', verification };
       }
       case 'mismatch': {
@@ -197,6 +201,7 @@ export class SettlementRunner {
         return { kind: 'mismatch', verification, problems: decision.problems };
       }
       case 'settle':
+        onHandlers?.();
         return this.#runHandlers(paymentId, source, decision.outcome, decision.event, verified(answer), key, owner, trace);
       default:
         return assertNever(decision);
@@ -213,16 +218,14 @@ export class SettlementRunner {
     owner: string,
     trace: SettleTrace,
   ): Promise<SettleResult> {
-    // ── One order, one charge (settlement.duplicates.ts): a paid payment of an order another ──
-    // ── payment settled is a duplicate, handled there; otherwise it settles its order here.  ──
-    if (outcome === 'confirmed' && this.options.orders) {
-      const screened = await this.options.orders.screen({ verification, source, key, owner, dispatch: this.#dispatcher, trace });
-      if (screened) return screened;
-    }
+    // ── One order, one charge (settlement.duplicates.ts): a paid payment of an order another payment settled is a duplicate ──
+    const screened =
+      outcome === 'confirmed' ? await this.options.orders?.screen({ verification, source, key, owner, dispatch: this.#dispatcher, trace }) : undefined;
+    if (screened) return screened;
     // ── end of the order screen ──
     const dispatcher = this.#dispatcher;
     const Event = OUTCOME_EVENT_CLASSES[outcome];
-    const event = new Event(outcome, verification, source, this.options.registration);
+    const event = new Event(outcome, verification, source, this.options.registration, new Date(this.options.clock.now()));
     const handle = async () => {
       if (!dispatcher) throw new Error('no outcome handlers are registered yet');
       await trace.handlers(name, () => dispatcher(name, event));
@@ -231,14 +234,24 @@ export class SettlementRunner {
       // Exactly-once effects (settlement.commit.ts): the handlers, the done marker and the outcome
       // record in one transaction; a claim lost meanwhile rolls it all back and answers busy.
       const finish = finishOf(this.options, key, owner, 'done', { verification, outcome, source, handlers: 'succeeded' });
-      const ended = await handleInTransaction({ store: this.store, event, handle, key, owner, finish, leaseMs: this.options.leaseMs, logger: this.logger });
+      const ended = await handleInTransaction({
+        store: this.store,
+        event,
+        handle,
+        key,
+        owner,
+        finish,
+        leaseMs: this.options.leaseMs,
+        logger: this.logger,
+        clock: this.options.clock,
+      });
       if (ended === 'committed') await runAfterCommit(event, true, this.logger);
       if (ended === 'lost') this.logger.warn(`${source}: the claim on ${paymentId} was lost while its ${name} handlers ran; their writes were rolled back`);
       if (typeof ended === 'object') return this.#handlersFailed(event, name, key, owner, ended.failed);
       return ended === 'committed' ? { kind: 'handled', outcome, verification } : { kind: 'busy' };
     }
 
-    const renewal = renewWhileHandling(this.store, key, owner, this.options.leaseMs, paymentId, this.logger);
+    const renewal = renewWhileHandling(this.store, key, owner, this.options.leaseMs, paymentId, this.logger, this.options.clock);
     try {
       await handle();
     } catch (error) {
@@ -264,23 +277,9 @@ export class SettlementRunner {
     return { kind: 'handlers-failed', outcome, verification, error: message };
   }
 
-  // Ends the attempt: the claim marked done (the payment also leaves the reconciliation queue) or
-  // released, and the outcome recorded, in one store call. The handlers have run: a failure here
-  // is logged, not retried (a later duplicate may then run them again; the record is for people).
-  // Returns whether the claim was marked done (false on a failure).
-  async #finish(key: string, owner: string, claim: 'done' | 'release', attempt: AttemptRecord): Promise<boolean> {
-    const { verification, outcome, handlers } = attempt;
-    const paymentId = verification.paymentId;
-    try {
-      const marked = await this.store.finishOutcome(finishOf(this.options, key, owner, claim, attempt));
-      if (claim === 'done' && !marked) this.logger.warn(`the claim on ${paymentId} was no longer held when its handlers ended (its lease expired)`);
-      return marked;
-    } catch (error) {
-      this.logger.error(
-        `could not ${claim === 'done' ? `mark ${paymentId} done` : `release ${key}`} and record its outcome (${outcome}, handlers ${handlers}): ${describe(error)}`,
-      );
-      return false;
-    }
+  // Ends the attempt (settlement.commit.ts, finishAttempt). Returns whether the claim was marked done.
+  #finish(key: string, owner: string, claim: 'done' | 'release', attempt: AttemptRecord): Promise<boolean> {
+    return finishAttempt(this.store, this.options, this.logger, { key, owner, claim, attempt });
   }
 
   async #release(key: string, owner: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { positiveMs } from './payments.store.js';
 import type { RateLimiter } from './store.ports.js';
+import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
 
 /** Options of {@link MemoryRateLimiter}. */
 export interface MemoryRateLimiterOptions {
@@ -10,6 +11,8 @@ export interface MemoryRateLimiterOptions {
    * lets one more verify through for that key, which the service's answer still decides).
    */
   maxSlots?: number;
+  /** The clock the slots' windows run on. Default: the system clock. */
+  clock?: Clock;
 }
 
 /**
@@ -24,7 +27,8 @@ export class MemoryRateLimiter implements RateLimiter {
 
   /** @param options its size cap; see {@link MemoryRateLimiterOptions} */
   constructor(options: MemoryRateLimiterOptions = {}) {
-    this.#slots = new LRUCache({ max: options.maxSlots ?? 100_000, allowStale: false });
+    const clock = options.clock ?? SYSTEM_CLOCK;
+    this.#slots = new LRUCache({ max: options.maxSlots ?? 100_000, allowStale: false, perf: { now: () => clock.now() } });
   }
 
   /** @inheritdoc */

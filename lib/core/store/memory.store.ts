@@ -20,6 +20,7 @@ import {
   type PendingPayment,
 } from './payments.store.js';
 import { MemoryRateLimiter } from './memory.limiter.js';
+import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
 export interface MemoryPaymentsStoreOptions {
@@ -38,6 +39,11 @@ export interface MemoryPaymentsStoreOptions {
   maxRateLimits?: number;
   /** Most orders remembered (their settlement, their open checkout); least recently used go first. Default 100 000. */
   maxOrders?: number;
+  /**
+   * The store's clock: leases and TTLs run on it, and {@link MemoryPaymentsStore.now} reads it.
+   * Default: the system clock.
+   */
+  clock?: Clock;
 }
 
 interface Claim {
@@ -72,17 +78,21 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
   private readonly checkouts: LRUCache<string, OrderCheckout>;
   /** The webhook's rate limits, in this process (this store is one process's anyway). */
   readonly rateLimits: MemoryRateLimiter;
+  private readonly clock: Clock;
 
-  /** @param options size caps; see {@link MemoryPaymentsStoreOptions} */
+  /** @param options size caps and clock; see {@link MemoryPaymentsStoreOptions} */
   constructor(options: MemoryPaymentsStoreOptions = {}) {
+    this.clock = options.clock ?? SYSTEM_CLOCK;
+    // TTLs run on the store's clock (lru-cache's own default is performance.now()).
+    const perf = { now: () => this.clock.now() };
     // No default TTL: every set() passes its own, checked by positiveMs().
-    this.bindings = new LRUCache({ max: options.maxBindings ?? 100_000, allowStale: false });
-    this.done = new LRUCache({ max: options.maxEvents ?? 100_000, allowStale: false });
-    this.pending = new LRUCache({ max: options.maxPending ?? 100_000 });
-    this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false });
-    this.rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits });
-    this.settlements = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false });
-    this.checkouts = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false });
+    this.bindings = new LRUCache({ max: options.maxBindings ?? 100_000, allowStale: false, perf });
+    this.done = new LRUCache({ max: options.maxEvents ?? 100_000, allowStale: false, perf });
+    this.pending = new LRUCache({ max: options.maxPending ?? 100_000, perf });
+    this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false, perf });
+    this.rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits, clock: this.clock });
+    this.settlements = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf });
+    this.checkouts = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf });
   }
 
   /** @inheritdoc */
@@ -134,7 +144,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
     if (this.done.has(eventKey)) return 'done';
     const current = this.activeClaim(eventKey);
     if (current && current.owner !== owner) return 'busy';
-    this.claims.set(eventKey, { owner, expiresAt: Date.now() + lease });
+    this.claims.set(eventKey, { owner, expiresAt: this.clock.now() + lease });
     return 'claimed';
   }
 
@@ -235,6 +245,11 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
   /** @inheritdoc */
   async ping(): Promise<void> {}
 
+  /** The store's clock, epoch ms: the time every client sharing this store agrees on. */
+  async now(): Promise<number> {
+    return this.clock.now();
+  }
+
   /** Number of entries held (bindings, done markers, claims, queued payments, records, rate-limit slots), for monitoring and tests. */
   get size(): number {
     return (
@@ -257,7 +272,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
 
   private activeClaim(eventKey: string): Claim | undefined {
     const claim = this.claims.get(eventKey);
-    if (claim && claim.expiresAt <= Date.now()) {
+    if (claim && claim.expiresAt <= this.clock.now()) {
       this.claims.delete(eventKey);
       return undefined;
     }

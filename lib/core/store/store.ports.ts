@@ -211,6 +211,13 @@ export interface PaymentsStore extends BindingStore, ClaimStore, PendingQueue, O
   /** Checks that the store answers (for health checks); throws when it does not. */
   ping?(): Promise<void>;
 
+  /**
+   * The store's own clock, epoch ms (the Redis or database server's time). Optional: when
+   * present, every client sharing the store corrects its clock by it, so that due times and
+   * record ages written by one instance mean the same to the others, whatever their skew.
+   */
+  now?(): Promise<number>;
+
   /** Frees the store's own resources (connections it opened). Called on application shutdown. */
   close?(): Promise<void>;
 }

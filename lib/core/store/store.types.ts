@@ -21,6 +21,11 @@ export interface PaymentBinding {
 export interface PendingPayment extends PaymentBinding {
   /** How many times reconciliation has verified it so far. */
   checks: number;
+  /**
+   * Set while the payment is in the pending lane (a webhook or a return found it pending: it is
+   * re-checked within seconds, not at its session's end): the lane's checks done so far.
+   */
+  rechecks?: number;
 }
 
 /**

@@ -47,7 +47,8 @@ export const duplicate = (): WebhookAnswer => ({ status: 200, body: { received: 
  * The HTTP answer for what settling a delivery did: 200 handled, duplicate or a mismatch (logged
  * and recorded; also a duplicate charge of a paid order, handled); 202 still pending; 401 foreign; 409 + Retry-After busy; 429 + Retry-After over the
  * rate limit of a token without a binding; 500 a handler failed (delivered again later); 503 +
- * Retry-After the store or the service unavailable.
+ * Retry-After the store or the service unavailable, or the payment verified moments ago (answered
+ * from memory: delivered again later, and re-checked by the plugin meanwhile).
  */
 export function answerFor(result: SettleResult): WebhookAnswer {
   switch (result.kind) {
@@ -74,9 +75,11 @@ export function answerFor(result: SettleResult): WebhookAnswer {
     case 'store-unavailable':
       return unavailable();
     case 'deferred':
-      // Verified moments ago without settling it, or the service is failing: no call now.
+      // Verified moments ago without settling it, or the service is failing: no call now. Never
+      // 2xx: a service that takes a 2xx as delivered would not send it again, and this delivery
+      // may be the one saying the payment just settled (the plugin re-checks it on its own too).
       return result.pending
-        ? { status: 202, body: { received: true, pending: true }, headers: { 'Retry-After': String(result.retryAfterSecs) } }
+        ? refusal(503, 'this payment was checked moments ago; deliver again later', { 'Retry-After': String(result.retryAfterSecs) })
         : unavailable(result.retryAfterSecs);
     default:
       return assertNever(result);

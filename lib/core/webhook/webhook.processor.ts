@@ -1,3 +1,4 @@
+import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
 import type { ResolvedWebhookOptions } from '../client/payments.options.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import { describe } from '../settlement/settlement.describe.js';
@@ -77,6 +78,7 @@ export class WebhookProcessor {
    * @param runner settles delivered payments
    * @param logger where failures are reported
    * @param telemetry what observes deliveries
+   * @param clock the engine's clock
    */
   constructor(
     options: ResolvedWebhookOptions,
@@ -85,10 +87,11 @@ export class WebhookProcessor {
     private readonly runner: SettlementRunner,
     private readonly logger: PaymentsLogger,
     private readonly telemetry: TelemetryHooks = NO_TELEMETRY,
+    clock: Clock = SYSTEM_CLOCK,
   ) {
     this.#options = options;
     this.#signer = signer;
-    this.#unbound = new UnboundTokens(store, options.unsignedIntervalSecs, logger);
+    this.#unbound = new UnboundTokens(store, options.unsignedIntervalSecs, logger, clock);
   }
 
   /**

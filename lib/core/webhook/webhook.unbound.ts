@@ -1,3 +1,4 @@
+import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import { describe } from '../settlement/settlement.describe.js';
 import type { OutcomeExpectation } from '../settlement/settlement.decision.js';
@@ -17,11 +18,13 @@ export class UnboundTokens {
    * @param store where bindings are re-made and rate limits kept
    * @param intervalSecs one verify per token per this many seconds
    * @param logger where failures are reported
+   * @param clock what a re-made binding's age is read from
    */
   constructor(
     private readonly store: PaymentsStore,
     private readonly intervalSecs: number,
     private readonly logger: PaymentsLogger,
+    private readonly clock: Clock = SYSTEM_CLOCK,
   ) {}
 
   /** The store's rate limiter, shared with unsigned deliveries (read when used: a store may build it lazily). */
@@ -52,9 +55,9 @@ export class UnboundTokens {
   async #rebind(paymentId: string, claims: WebhookTokenClaims, expected: OutcomeExpectation, trackingId: string | undefined): Promise<void> {
     if (expected.identifiesPayment !== true) return;
     try {
-      const ttl = claims.expiresAt - Date.now();
+      const ttl = claims.expiresAt - this.clock.now();
       if (ttl <= 0 || (await this.store.findBinding(claims.nonce))) return;
-      const binding: PaymentBinding = { paymentId, amount: claims.amount, createdAt: new Date().toISOString() };
+      const binding: PaymentBinding = { paymentId, amount: claims.amount, createdAt: new Date(this.clock.now()).toISOString() };
       if (trackingId !== undefined) binding.developerTrackingId = trackingId;
       await this.store.saveBinding(claims.nonce, binding, ttl);
     } catch (error) {

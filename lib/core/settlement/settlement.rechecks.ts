@@ -1,0 +1,94 @@
+import type { PaymentsLogger } from '../client/payments.logger.js';
+import type { PaymentsStore, PendingPayment } from '../store/payments.store.js';
+import type { SharedClock } from '../time/shared.clock.js';
+import type { OutcomeExpectation } from './settlement.decision.js';
+import { describe } from './settlement.describe.js';
+
+/**
+ * The waits of the pending lane, in ms: after a webhook or a return found a payment still pending
+ * at the service, the plugin checks it again after each of these in turn (2.5 minutes in all),
+ * then leaves it to the session's own schedule. The service's state can lag its own webhook by a
+ * few seconds, and a service that took the first delivery's answer as final may never deliver
+ * again: short waits first, so that a lag of s seconds costs about s more seconds of latency and a
+ * handful of verify calls (docs/confirmations.md states the bound and the budget).
+ */
+export const RECHECK_WAITS_MS: readonly number[] = Object.freeze([3_000, 4_000, 6_000, 8_000, 12_000, 15_000, 15_000, 30_000, 60_000, 60_000]);
+
+/** Where a queue entry goes after a check that found its payment still pending. */
+export interface RecheckPlan {
+  /** When it is due again, epoch ms of the shared clock. */
+  dueAt: number;
+  /** Its place in the pending lane after this check; `undefined`: it left the lane. */
+  rechecks: number | undefined;
+}
+
+/**
+ * The pending lane's rule (pure): the next check of a payment a path found pending. In the lane
+ * (`rechecks` set, or a path just found it pending) the next wait is {@link RECHECK_WAITS_MS}
+ * `[rechecks]`; past its last wait the entry returns to the session's schedule: due `graceSecs`
+ * after the session ends (or a minute from now, whichever is later), as a new payment's entry is.
+ * @param entry the queue entry (its `rechecks`: the lane checks done so far; `sessionEndsAt`)
+ * @param now the shared clock's time, epoch ms
+ * @param graceSecs `reconciliation.graceSecs`
+ */
+export function nextRecheck(entry: Pick<PendingPayment, 'rechecks' | 'sessionEndsAt' | 'createdAt'>, now: number, graceSecs: number): RecheckPlan {
+  const done = entry.rechecks ?? 0;
+  const wait = RECHECK_WAITS_MS[done];
+  if (wait !== undefined) return { dueAt: now + wait, rechecks: done + 1 };
+  const ends = Date.parse(entry.sessionEndsAt ?? '');
+  const regular = Number.isFinite(ends) ? ends + graceSecs * 1000 : now;
+  return { dueAt: Math.max(regular, now + 60_000), rechecks: undefined };
+}
+
+/**
+ * Puts a payment a path found pending into the pending lane: its queue entry (re-made from what
+ * the path expected when the store lost it) due after the lane's next wait, and this instance's
+ * sweep woken then. Never throws: a store that fails here leaves the entry where it was (due at
+ * the session's end), which is where it was before the lane existed.
+ */
+export class PendingRechecks {
+  /**
+   * @param store the queue
+   * @param clock the shared clock (due times are read by every instance)
+   * @param graceSecs `reconciliation.graceSecs`
+   * @param wake asks this instance's sweep to run in that many ms
+   * @param logger where a store failure is reported
+   */
+  constructor(
+    private readonly store: PaymentsStore,
+    private readonly clock: SharedClock,
+    private readonly graceSecs: number,
+    private readonly wake: (inMs: number) => void,
+    private readonly logger: PaymentsLogger,
+  ) {}
+
+  /** A webhook or a return found `paymentId` pending: re-check it soon. */
+  async note(paymentId: string, expected: OutcomeExpectation | undefined): Promise<void> {
+    try {
+      await this.clock.sync();
+      const now = this.clock.now();
+      let entry = await this.store.findPending(paymentId);
+      if (!entry) {
+        // Nothing queued (a memory store after a restart): only what the path expected backs a
+        // new entry, and without an amount the sweep could not judge the answer.
+        if (expected?.amount === undefined) return;
+        entry = { paymentId, amount: expected.amount, createdAt: new Date(now).toISOString(), checks: 0 };
+        if (expected.developerTrackingId !== undefined) entry.developerTrackingId = expected.developerTrackingId;
+      }
+      // A path's PENDING restarts the lane only when the entry is not in it already.
+      const plan = nextRecheck(entry.rechecks === undefined ? { ...entry, rechecks: 0 } : entry, now, this.graceSecs);
+      await this.schedule(entry, plan);
+    } catch (error) {
+      this.logger.warn(`could not queue ${paymentId} for an early re-check: ${describe(error)}`);
+    }
+  }
+
+  /** Writes a plan of {@link nextRecheck} for an entry and wakes the sweep when it is due. */
+  async schedule(entry: PendingPayment, plan: RecheckPlan): Promise<void> {
+    const next: PendingPayment = { ...entry };
+    if (plan.rechecks === undefined) delete next.rechecks;
+    else next.rechecks = plan.rechecks;
+    await this.store.schedulePending(next, plan.dueAt);
+    if (plan.rechecks !== undefined) this.wake(Math.max(0, plan.dueAt - this.clock.now()));
+  }
+}

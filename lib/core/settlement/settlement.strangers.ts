@@ -1,0 +1,80 @@
+import { LRUCache } from 'lru-cache';
+import { PaymentsApiError, type PaymentsError } from '../api/payments.errors.js';
+import type { Clock } from '../time/clock.port.js';
+import type { SettleResult } from './settlement.request.js';
+
+/**
+ * Verifies the return path may spend on payment ids this plugin knows nothing of (no queue entry,
+ * no outcome record): a stranger typing ids into a return page must not spend the merchant's
+ * verify budget (the service rate-limits and bans on repeated verifies), while a genuine payment
+ * whose memory store was lost in a restart still gets checked now and then. Per instance.
+ */
+export const STRANGER_BUDGET = {
+  /** Verifies at most in a burst. */
+  burst: 5,
+  /** One more verify allowed every this many ms (5 a minute). */
+  refillMs: 12_000,
+  /** How long a payment id the service answered 404 for is remembered. */
+  notFoundMs: 3_600_000,
+  /** Most such ids remembered. */
+  notFoundMax: 10_000,
+} as const;
+
+/** A token bucket: whole tokens left and when it was last refilled. */
+export interface BucketState {
+  /** Tokens left. */
+  readonly tokens: number;
+  /** Epoch ms of the last refill. */
+  readonly at: number;
+}
+
+/**
+ * The unknown ids' token bucket (pure): refilled one token per `refillMs` since `at` up to
+ * `burst`; a call takes one when there is one.
+ */
+export function takeToken(state: BucketState, now: number, burst: number, refillMs: number): { allowed: boolean; state: BucketState } {
+  // A clock that went back refills nothing (and does not pay back what it never took).
+  const earned = now > state.at ? Math.floor((now - state.at) / refillMs) : 0;
+  const tokens = Math.min(burst, state.tokens + earned);
+  const at = tokens === burst ? now : state.at + earned * refillMs;
+  if (tokens < 1) return { allowed: false, state: { tokens, at } };
+  return { allowed: true, state: { tokens: tokens - 1, at } };
+}
+
+/** What the return path may do with an unknown payment id. */
+export type StrangerGate = { kind: 'allowed' } | { kind: 'not-found'; error: PaymentsError } | { kind: 'over-budget' };
+
+/** The budget of unknown payment ids (see {@link STRANGER_BUDGET}). */
+export class StrangerBudget {
+  readonly #notFound: LRUCache<string, PaymentsError>;
+  #bucket: BucketState;
+
+  /** @param clock the instance's clock */
+  constructor(private readonly clock: Clock) {
+    this.#notFound = new LRUCache({ max: STRANGER_BUDGET.notFoundMax, ttl: STRANGER_BUDGET.notFoundMs, perf: { now: () => clock.now() } });
+    this.#bucket = { tokens: STRANGER_BUDGET.burst, at: clock.now() };
+  }
+
+  /**
+   * The service's 404 for `paymentId`, when it answered one within the hour: whatever the store
+   * knows (or fails to say), the service does not know this payment.
+   */
+  notFound(paymentId: string): PaymentsError | undefined {
+    return this.#notFound.get(paymentId);
+  }
+
+  /** Before verifying an id the store knows nothing of. */
+  admit(paymentId: string): StrangerGate {
+    const error = this.#notFound.get(paymentId);
+    if (error) return { kind: 'not-found', error };
+    const { allowed, state } = takeToken(this.#bucket, this.clock.now(), STRANGER_BUDGET.burst, STRANGER_BUDGET.refillMs);
+    this.#bucket = state;
+    return allowed ? { kind: 'allowed' } : { kind: 'over-budget' };
+  }
+
+  /** After verifying an id: a 404 is remembered, so that its next request costs nothing. */
+  note(paymentId: string, result: SettleResult): void {
+    if (result.kind === 'verify-failed' && result.error instanceof PaymentsApiError && result.error.httpStatus === 404)
+      this.#notFound.set(paymentId, result.error);
+  }
+}

@@ -1,0 +1,156 @@
+import type { Clock, ClockTimer } from '../../lib/core/time/clock.port.js';
+
+/**
+ * Virtual time for the engine's simulation: one queue of events ordered by time (then by the
+ * order they were scheduled), run one at a time; after each, every promise the event set going
+ * is let run to its next wait (a macrotask turn drains the microtask queue), so an `await` on
+ * virtual I/O resumes exactly when the simulation says it answers. Deterministic for a seed.
+ */
+export class VirtualTime {
+  now: number;
+  #heap: SimEvent[] = [];
+  #seq = 0;
+  /** Events run so far (a history's size). */
+  ran = 0;
+
+  /** @param start the epoch ms virtual time starts at */
+  constructor(start: number) {
+    this.now = start;
+  }
+
+  /** Runs `fn` at virtual time `at` (not before now). */
+  at(at: number, fn: () => void): SimEvent {
+    const event: SimEvent = { at: Math.max(at, this.now), seq: this.#seq++, fn, cancelled: false };
+    push(this.#heap, event);
+    return event;
+  }
+
+  /** Runs `fn` `ms` from now. */
+  after(ms: number, fn: () => void): SimEvent {
+    return this.at(this.now + Math.max(0, ms), fn);
+  }
+
+  /** Runs every event due up to `until`, in order, then sets the time to `until`. */
+  async runUntil(until: number): Promise<void> {
+    await turn();
+    while (this.#heap.length > 0 && this.#heap[0].at <= until) {
+      const event = pop(this.#heap);
+      if (event.cancelled) continue;
+      this.now = event.at;
+      this.ran++;
+      event.fn();
+      await turn();
+    }
+    this.now = Math.max(this.now, until);
+  }
+}
+
+/** One scheduled event. */
+export interface SimEvent {
+  at: number;
+  seq: number;
+  fn: () => void;
+  cancelled: boolean;
+}
+
+/** Lets every promise run to its next wait: Node drains the microtask queue before a macrotask. */
+export const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * An instance's clock: virtual time shifted by its skew; its timers die with the instance (a
+ * crashed process runs nothing more).
+ */
+export class InstanceClock implements Clock {
+  constructor(
+    private readonly time: VirtualTime,
+    readonly skewMs: number,
+    private readonly alive: () => boolean,
+  ) {}
+
+  now(): number {
+    return this.time.now + this.skewMs;
+  }
+
+  setTimeout(fn: () => void, ms: number): ClockTimer {
+    return this.time.after(ms, () => {
+      if (this.alive()) fn();
+    }) as unknown as ClockTimer;
+  }
+
+  clearTimeout(timer: ClockTimer | undefined): void {
+    if (timer !== undefined) (timer as unknown as SimEvent).cancelled = true;
+  }
+}
+
+/** A seeded pseudo-random source (mulberry32): the whole history follows from its seed. */
+export class Random {
+  #state: number;
+
+  constructor(seed: number) {
+    this.#state = seed >>> 0;
+  }
+
+  /** A number in [0, 1). */
+  next(): number {
+    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
+    let t = this.#state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+
+  /** True with probability p. */
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+
+  /** A number in [lo, hi). */
+  between(lo: number, hi: number): number {
+    return lo + (hi - lo) * this.next();
+  }
+
+  /** An integer in [lo, hi]. */
+  int(lo: number, hi: number): number {
+    return Math.floor(this.between(lo, hi + 1));
+  }
+
+  /** One of the items. */
+  pick<T>(items: readonly T[]): T {
+    return items[Math.floor(this.next() * items.length)];
+  }
+}
+
+function before(a: SimEvent, b: SimEvent): boolean {
+  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+}
+
+function push(heap: SimEvent[], event: SimEvent): void {
+  heap.push(event);
+  let i = heap.length - 1;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if (!before(heap[i], heap[parent])) break;
+    [heap[i], heap[parent]] = [heap[parent], heap[i]];
+    i = parent;
+  }
+}
+
+function pop(heap: SimEvent[]): SimEvent {
+  const top = heap[0];
+  const last = heap.pop() as SimEvent;
+  if (heap.length > 0) {
+    heap[0] = last;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < heap.length && before(heap[l], heap[m])) m = l;
+      if (r < heap.length && before(heap[r], heap[m])) m = r;
+      if (m === i) break;
+      [heap[i], heap[m]] = [heap[m], heap[i]];
+      i = m;
+    }
+  }
+  return top;
+}

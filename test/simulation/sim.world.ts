@@ -1,0 +1,262 @@
+import type { AxiosAdapter, AxiosResponse, InternalAxiosRequestConfig } from 'axios';
+import { PaymentsClient } from '../../lib/core/client/payments.client.js';
+import type { PaymentsLogger } from '../../lib/core/client/payments.logger.js';
+import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
+import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
+import type { PaymentsStore, RateLimiter } from '../../lib/core/store/payments.store.js';
+import { InstanceClock, type Random, type VirtualTime } from './sim.time.js';
+
+/*
+ * The simulated world: a model of the service (its state lags its own webhooks, it fails, it
+ * rate-limits, it hangs), one shared store, and the app's instances, each a real PaymentsClient on
+ * its own skewed clock whose every I/O (store call, HTTP attempt) answers on virtual time and dies
+ * with the instance: a crash cuts an instance at whatever await it is in.
+ */
+
+/** How the service treats one payment (what the customer did, and how the service lags). */
+export interface ModelPayment {
+  id: string;
+  amount: string;
+  trackingId?: string;
+  webhookUrl?: string;
+  createdAt: number;
+  sessionEndsAt: number;
+  /** When the customer paid (or failed), undefined: never. */
+  settleAt?: number;
+  /** The final status the payment reaches at `settleAt`. */
+  outcome: 'SUCCESS' | 'FAILURE';
+  /** How long after `settleAt` verify still answers PENDING (the service's own lag). */
+  lagMs: number;
+  /** The amount verify reports once settled: another one is a service-side mismatch. */
+  reportedAmount: string;
+}
+
+/** Settings of the world that a history draws. */
+export interface WorldFaults {
+  /** Probability that a verify attempt answers 503 / 429 / hangs past the timeout. */
+  verify503: number;
+  verify429: number;
+  verifyHang: number;
+  /** Windows [from, to) of virtual time during which the store refuses every call. */
+  storeDown: Array<[number, number]>;
+}
+
+/** What the world counts and remembers for the checks. */
+export interface Ledger {
+  /** Verify attempts that reached the service, per payment id (invented ids included). */
+  verifies: Map<string, number>;
+  /** Final answers (a settled status) the service gave, per payment. */
+  finalAnswers: Map<string, number>;
+  /** 404 answers, per payment id. */
+  notFound: Map<string, number>;
+  /** Every line the engine logged. */
+  logs: string[];
+}
+
+export const PRIVATE_KEY = 'sk_sim_8f3d29c1a7b64e05d9c2f1a83b7e6d40';
+export const WEBHOOK_SECRET = 'whsec_sim_4c9e1b7a2f6d3e8c0b5a9f1e7d2c6b3a8e0f';
+export const SESSION_SECS_CHOICES = [300, 600] as const;
+
+export class World {
+  readonly store: MemoryPaymentsStore;
+  readonly payments = new Map<string, ModelPayment>();
+  readonly ledger: Ledger = { verifies: new Map(), finalAnswers: new Map(), notFound: new Map(), logs: [] };
+  #ids = 0;
+
+  constructor(
+    readonly time: VirtualTime,
+    readonly random: Random,
+    readonly faults: WorldFaults,
+  ) {
+    const trueClock = new InstanceClock(time, 0, () => true);
+    this.store = new MemoryPaymentsStore({ clock: trueClock });
+  }
+
+  storeIsDown(): boolean {
+    return this.faults.storeDown.some(([from, to]) => this.time.now >= from && this.time.now < to);
+  }
+
+  /** The status verify answers now. */
+  statusOf(payment: ModelPayment): string {
+    const now = this.time.now;
+    if (payment.settleAt !== undefined && now >= payment.settleAt + payment.lagMs) return payment.outcome;
+    return now >= payment.sessionEndsAt && (payment.settleAt === undefined || payment.settleAt >= payment.sessionEndsAt) ? 'EXPIRED' : 'PENDING';
+  }
+
+  /** When verify first answers a final status (undefined: never within the model). */
+  finalAt(payment: ModelPayment): number {
+    return payment.settleAt !== undefined && payment.settleAt < payment.sessionEndsAt ? payment.settleAt + payment.lagMs : payment.sessionEndsAt;
+  }
+
+  /** The service's answer to one HTTP attempt; `undefined`: it never answers (a hang). */
+  answer(config: InternalAxiosRequestConfig): { status: number; body: unknown; headers?: Record<string, string> } | undefined {
+    const path = String(config.url ?? '');
+    if (config.method === 'POST' && path === '/api/v2/generate_payment') {
+      const body = JSON.parse(String(config.data)) as Record<string, unknown>;
+      const id = `pay_${++this.#ids}`;
+      const now = this.time.now;
+      const sessionSecs = Number(body.session_timeout_secs ?? 1200);
+      const payment: ModelPayment = {
+        id,
+        amount: String(body.amount),
+        createdAt: now,
+        sessionEndsAt: now + sessionSecs * 1000,
+        outcome: 'SUCCESS',
+        lagMs: 0,
+        reportedAmount: String(body.amount),
+      };
+      if (typeof body.developer_tracking_id === 'string') payment.trackingId = body.developer_tracking_id;
+      if (typeof body.webhook === 'string') payment.webhookUrl = body.webhook;
+      this.payments.set(id, payment);
+      return { status: 200, body: { result: { success: true, payment_id: id, link: `https://pay.test/${id}`, developer_tracking_id: payment.trackingId } } };
+    }
+    if (config.method === 'GET' && path.startsWith('/api/v2/verify_payment/')) {
+      const id = decodeURIComponent(path.slice('/api/v2/verify_payment/'.length));
+      this.ledger.verifies.set(id, (this.ledger.verifies.get(id) ?? 0) + 1);
+      if (process.env.SIM_DEBUG === id) this.ledger.logs.push(`${((this.time.now - 1_800_000_000_000) / 1000).toFixed(1)}s service: verify ${id}`);
+      if (this.random.chance(this.faults.verifyHang)) return undefined;
+      if (this.random.chance(this.faults.verify503)) return { status: 503, body: 'Service Unavailable' };
+      if (this.random.chance(this.faults.verify429))
+        return { status: 429, body: { message: 'Too many requests' }, headers: { 'retry-after': String(this.random.int(5, 20)) } };
+      const payment = this.payments.get(id);
+      if (!payment) {
+        this.ledger.notFound.set(id, (this.ledger.notFound.get(id) ?? 0) + 1);
+        return { status: 404, body: { result: { status: 404, message: 'Payment not found' } } };
+      }
+      const status = this.statusOf(payment);
+      if (status !== 'PENDING') this.ledger.finalAnswers.set(id, (this.ledger.finalAnswers.get(id) ?? 0) + 1);
+      const settled = status === 'SUCCESS' || status === 'FAILURE';
+      const result: Record<string, unknown> = { type: 'card', amount: Number(settled ? payment.reportedAmount : payment.amount), status, details: {} };
+      if (payment.trackingId !== undefined) result.developer_tracking_id = payment.trackingId;
+      return { status: 200, body: { success: true, result, status_code: 200, code: 0, version: '2.0.0' } };
+    }
+    return { status: 404, body: { result: { status: 404, message: 'Not Found' } } };
+  }
+}
+
+/** One app instance: a real client over the shared store, its I/O on virtual time. */
+export class Instance {
+  alive = true;
+  readonly clock: InstanceClock;
+  readonly client: PaymentsClient;
+  /** Called when the instance dies (the checks close its open handler runs). */
+  onCrash: Array<() => void> = [];
+
+  constructor(
+    readonly index: number,
+    readonly world: World,
+    skewMs: number,
+    options: { sessionSecs: number; dispatch: (instance: Instance, name: PaymentEventName, event: PaymentEvent) => Promise<void> },
+  ) {
+    this.clock = new InstanceClock(world.time, skewMs, () => this.alive);
+    const logs = world.ledger.logs;
+    const stamp = () => `${((world.time.now - 1_800_000_000_000) / 1000).toFixed(1)}s`;
+    const logger: PaymentsLogger = {
+      log: (m) => void logs.push(`${stamp()} #${index} log ${m}`),
+      warn: (m) => void logs.push(`${stamp()} #${index} warn ${m}`),
+      error: (m) => void logs.push(`${stamp()} #${index} error ${m}`),
+    };
+    this.client = new PaymentsClient(
+      {
+        publicKey: 'pk_sim',
+        privateKey: PRIVATE_KEY,
+        baseUrl: 'https://service.test',
+        successLink: 'https://shop.test/back',
+        failLink: 'https://shop.test/back',
+        sessionTimeoutSecs: options.sessionSecs,
+        webhook: { publicUrl: 'https://shop.test/payments/webhook', secret: WEBHOOK_SECRET },
+        store: this.#storeProxy(),
+        logger,
+        telemetry: false,
+        clock: this.clock,
+      },
+      { adapter: this.#adapter() },
+    );
+    this.client.setOutcomeDispatcher((name, event) => options.dispatch(this, name, event));
+  }
+
+  crash(): void {
+    this.alive = false;
+    for (const f of this.onCrash.splice(0)) f();
+  }
+
+  /**
+   * One I/O: `work` lands at once (the store or the service applies it), its answer arrives after
+   * a latency. A dead instance never resumes: its awaits hang for ever, wherever they are; one that
+   * dies between the op and its answer has changed the world without knowing it.
+   */
+  io<T>(work: () => T | Promise<T>, latency = (): number => this.world.random.between(1, 25)): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let outcome: Promise<T>;
+      try {
+        outcome = Promise.resolve(work());
+      } catch (error) {
+        outcome = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      }
+      const wait = latency();
+      outcome.then(
+        (value) => this.world.time.after(wait, () => this.alive && resolve(value)),
+        (error: unknown) => this.world.time.after(wait, () => this.alive && reject(error instanceof Error ? error : new Error(String(error)))),
+      );
+    });
+  }
+
+  #storeProxy(): PaymentsStore {
+    const world = this.world;
+    const shared = world.store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const call =
+      (name: string) =>
+      (...args: unknown[]): Promise<unknown> =>
+        this.io(() => {
+          if (world.storeIsDown()) throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
+          return shared[name](...args);
+        });
+    const limits = world.store.rateLimits;
+    const rateLimits: RateLimiter = {
+      take: (key, windowMs) => this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.take(key, windowMs))),
+      free: (key) => this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.free(key))),
+    };
+    const proxy: Record<string, unknown> = { rateLimits, close: async () => undefined };
+    for (const name of [
+      'saveBinding',
+      'findBinding',
+      'claim',
+      'markDone',
+      'release',
+      'findBindingAndClaim',
+      'finishOutcome',
+      'schedulePending',
+      'takeDuePending',
+      'findPending',
+      'removePending',
+      'countPending',
+      'saveOutcome',
+      'getOutcome',
+      'listOutcomes',
+      'now',
+    ]) {
+      proxy[name] = call(name);
+    }
+    return proxy as unknown as PaymentsStore;
+  }
+
+  #adapter(): AxiosAdapter {
+    return (config: InternalAxiosRequestConfig) =>
+      new Promise<AxiosResponse>((resolve, reject) => {
+        const signal = config.signal as { aborted?: boolean; addEventListener?: (t: string, l: () => void) => void } | undefined;
+        signal?.addEventListener?.('abort', () => reject(Object.assign(new Error('timeout of the attempt'), { code: 'ECONNABORTED' })));
+        const latency = (): number => this.world.random.between(40, 600);
+        this.io(() => this.world.answer(config), latency).then((answer) => {
+          if (answer === undefined || signal?.aborted) return;
+          resolve({
+            data: typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body),
+            status: answer.status,
+            statusText: String(answer.status),
+            headers: answer.headers ?? {},
+            config,
+            request: {},
+          } as AxiosResponse);
+        }, reject);
+      });
+  }
+}
