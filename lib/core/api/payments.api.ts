@@ -2,7 +2,7 @@ import type { SharedClock } from '../time/shared.clock.js';
 import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent, type PaymentEventName } from '../settlement/payment.events.js';
 import type { ResolvedPaymentsOptions } from '../client/payments.options.js';
 import { PAYMENTS_DEFAULTS } from '../client/payments.options.js';
-import { orderLedgerOf, type PaymentBinding, type PaymentsStore } from '../store/payments.store.js';
+import type { PaymentBinding, PaymentsStore } from '../store/payments.store.js';
 import type { TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 import { WebhookTokenSigner } from '../webhook/webhook.token.js';
 import type { HttpTransport } from './http.transport.js';
@@ -12,7 +12,7 @@ import { identifier, millimes } from './payment.rules.js';
 import { bounded, CheckoutDesk, checkoutKey, type CheckoutTicket } from './payments.checkout.js';
 import { noteDuplicateRefund } from './payments.duplicates.js';
 import { PaymentsApiError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
-import { PaymentRecorder } from './payments.recorder.js';
+import { lateEntry, PaymentRecorder } from './payments.recorder.js';
 import type {
   CardBinding,
   GenerateOptions,
@@ -83,13 +83,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     private readonly telemetry: TelemetryHooks,
     private readonly clock: SharedClock,
   ) {
-    this.#checkouts = new CheckoutDesk(
-      orderLedgerOf(store),
-      store,
-      { enabled: options.orders.reuseOpenPayment, leaseMs: options.timeoutMs * 3 },
-      options.logger,
-      clock,
-    );
+    this.#checkouts = new CheckoutDesk(store, { enabled: options.orders.reuseOpenPayment, leaseMs: options.timeoutMs * 3 }, options.logger, clock);
     this.#recorder = new PaymentRecorder(options.logger, clock);
   }
 
@@ -148,6 +142,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
 
     await bounded(this.clock.sync(), this.clock).catch(() => undefined);
     const createdAt = this.clock.now();
+    const offset = this.clock.offsetMs;
     const sessionSecs = (isSet(own.sessionTimeoutSecs) ? own.sessionTimeoutSecs : defaults.sessionTimeoutSecs) ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
     // Any positive safe integer is a valid session length; beyond the last date a Date can hold
     // (year 275760) toISOString() would throw after the payment was created, orphaning it.
@@ -163,9 +158,10 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const checkout = ticket?.record(payment, binding.sessionEndsAt as string);
     await this.#recorder.record(
       payment.paymentId,
-      async () => {
+      async (late) => {
         if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
-        await this.store.schedulePending({ ...binding, checks: 0 }, dueAt);
+        if (!late) return this.store.schedulePending({ ...binding, checks: 0 }, dueAt);
+        await this.store.schedulePending(await lateEntry(binding, this.clock, offset), this.clock.now());
         await checkout?.();
       },
       dueAt,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import { sleep, type Clock } from '../time/clock.port.js';
 import { describe } from '../settlement/settlement.describe.js';
-import type { ClaimStore, OrderCheckout, OrderLedger } from '../store/payments.store.js';
+import { orderLedgerOf, type OrderCheckout, type OrderLedger, type PaymentsStore } from '../store/payments.store.js';
 import type { GeneratedPayment } from './payments.types.js';
 
 /** The rules of checkout reuse. */
@@ -70,20 +70,23 @@ export interface CheckoutTicket {
  * payment is opened as if the order had none.
  */
 export class CheckoutDesk {
+  /** The store's order ledger (absent: every call opens a payment). */
+  private readonly ledger: OrderLedger | undefined;
+
   /**
-   * @param ledger the store's order ledger (absent: every call opens a payment)
-   * @param claims the store's claims (the order's lock)
+   * @param claims the store: its claims (the order's lock) and its order ledger, when it has one
    * @param settings `enabled` (`orders.reuseOpenPayment`) and the lock's lease in ms
    * @param logger where a store that does not answer is reported
    * @param clock the engine's clock (session ends, waits)
    */
   constructor(
-    private readonly ledger: OrderLedger | undefined,
-    private readonly claims: Pick<ClaimStore, 'claim' | 'release'>,
+    private readonly claims: PaymentsStore,
     private readonly settings: { enabled: boolean; leaseMs: number },
     private readonly logger: PaymentsLogger,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.ledger = orderLedgerOf(claims);
+  }
 
   /**
    * The order's open payment to answer, or a ticket to record the new one with (`undefined` when

@@ -1,6 +1,9 @@
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import { describe } from '../settlement/settlement.describe.js';
+import { RECHECK_WAITS_MS } from '../settlement/settlement.rechecks.js';
+import type { PaymentBinding, PendingPayment } from '../store/payments.store.js';
 import type { Clock, ClockTimer } from '../time/clock.port.js';
+import type { SharedClock } from '../time/shared.clock.js';
 
 /** How the writes of a created payment are waited for and retried. */
 export const RECORDER_WAITS = {
@@ -38,10 +41,12 @@ export class PaymentRecorder {
    * Runs `write` (retried in the background on failure) and resolves once it succeeded or after
    * {@link RECORDER_WAITS.answerWithinMs}, whichever comes first. Never rejects.
    * @param paymentId the payment, for the logs
-   * @param write every store write of the payment, idempotent (run again whole on a failure)
+   * @param write every store write of the payment, idempotent (run again whole on a failure);
+   *   `late` once a first try failed: the store was away while the payment's webhook or return
+   *   may have come and gone, so the payment is queued for a re-check now, not at its session's end
    * @param giveUpAt epoch ms after which a failing write is not tried again
    */
-  async record(paymentId: string, write: () => Promise<void>, giveUpAt: number): Promise<void> {
+  async record(paymentId: string, write: (late: boolean) => Promise<void>, giveUpAt: number): Promise<void> {
     const task = this.#keepTrying(paymentId, write, giveUpAt);
     this.#inFlight.add(task);
     void task.finally(() => this.#inFlight.delete(task));
@@ -62,11 +67,11 @@ export class PaymentRecorder {
     await Promise.allSettled([...this.#inFlight]);
   }
 
-  async #keepTrying(paymentId: string, write: () => Promise<void>, giveUpAt: number): Promise<void> {
+  async #keepTrying(paymentId: string, write: (late: boolean) => Promise<void>, giveUpAt: number): Promise<void> {
     let delay: number = RECORDER_WAITS.firstRetryMs;
     for (let attempt = 1; ; attempt++) {
       try {
-        await write();
+        await write(attempt > 1);
         if (attempt > 1) this.logger.log(`payment ${paymentId} is now recorded in the store (attempt ${attempt})`);
         return;
       } catch (error) {
@@ -102,4 +107,22 @@ export class PaymentRecorder {
       this.#wakers.add(wake);
     });
   }
+}
+
+/**
+ * The queue entry of a payment recorded late (the store was away at generation): checked once
+ * now, then on its session's own schedule (it is put at the end of the pending lane,
+ * settlement.rechecks.ts). Its times are moved by what the shared clock learnt meanwhile: during
+ * the outage its offset to the store's clock could not be measured.
+ * @param binding what generatePayment recorded, on the clock as it was then
+ * @param clock the shared clock, synced again now that the store answers
+ * @param offsetMs the clock's offset to the store's when the binding's times were read
+ */
+export async function lateEntry(binding: PaymentBinding, clock: SharedClock, offsetMs: number): Promise<PendingPayment> {
+  await clock.sync();
+  const shift = clock.offsetMs - offsetMs;
+  const moved = (iso: string | undefined) => (iso === undefined ? undefined : new Date(Date.parse(iso) + shift).toISOString());
+  const entry: PendingPayment = { ...binding, createdAt: moved(binding.createdAt) as string, checks: 0, rechecks: RECHECK_WAITS_MS.length };
+  if (binding.sessionEndsAt !== undefined) entry.sessionEndsAt = moved(binding.sessionEndsAt);
+  return entry;
 }
