@@ -39,7 +39,8 @@ export function docSnippets(prefix, markdown) {
       if (recipe !== undefined && Object.hasOwn(ALSO_RUN_HERE, recipe)) snippets.push([ALSO_RUN_HERE[recipe], text]);
       continue;
     }
-    const named = /^\/\/ file: ([\w.-]+\.ts)\n/.exec(text);
+    // A path (`src/shop.module.ts`: where it goes in the project) is named by its file name.
+    const named = /^\/\/ file: (?:[\w.-]+\/)*([\w.-]+\.ts)\n/.exec(text);
     unnamed += named ? 0 : 1;
     snippets.push([named ? named[1] : `${prefix}-${String(unnamed).padStart(2, '0')}.ts`, text]);
   }

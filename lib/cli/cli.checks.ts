@@ -4,7 +4,7 @@
  */
 import { PAYMENTS_DEFAULTS, PaymentsApiError, PaymentsAuthenticationError, PaymentsClient, PaymentsConnectionError, webhookProbeUrl } from '../core/index.js';
 import { PAYMENTS_ENV } from '../nest/payments.config.js';
-import { CLI_STORE_ENV, describeProblem, problemVariable, QUIET_LOGGER, storeSources, type CliConfig } from './cli.config.js';
+import { CLI_STORE_ENV, describeProblem, problemVariable, QUIET_LOGGER, storeClientMissing, storeSources, type CliConfig } from './cli.config.js';
 import { printable, safeUrl, type CliIo } from './cli.io.js';
 
 /** What a check found: passed, failed, or did not apply (not configured, not asked for). */
@@ -91,9 +91,21 @@ function problemsOf(config: CliConfig, id: DoctorCheckId): string[] {
   return config.problems.filter((p) => OWN_CHECK[problemVariable(p) ?? ''] === id).map(describeProblem);
 }
 
+/**
+ * The variables as the module validates them at start-up: any problem fails this check (the app
+ * would not start), those with a check of their own named here and described on their own line.
+ */
 export function checkVariables(config: CliConfig, env: CliIo['env']): DoctorCheck {
-  const others = config.problems.filter((p) => OWN_CHECK[problemVariable(p) ?? ''] === undefined);
-  if (others.length > 0) return fail('variables', others.map(describeProblem).join('; '), 'set each variable named above as it says (docs/cli.md lists them)');
+  if (config.problems.length > 0) {
+    const others = config.problems.filter((p) => OWN_CHECK[problemVariable(p) ?? ''] === undefined).map(describeProblem);
+    const own = [...new Set(config.problems.map(problemVariable).filter((v): v is string => v !== undefined && OWN_CHECK[v] !== undefined))];
+    const parts = [...others, ...(own.length > 0 ? [`${own.join(', ')} invalid (see below)`] : [])];
+    return fail(
+      'variables',
+      `the module would refuse to start: ${parts.join('; ')}`,
+      'set each variable named as it says (docs/cli.md lists them); the app reads them the same way',
+    );
+  }
   const set = Object.values(PAYMENTS_ENV).filter((name) => env[name] !== undefined && env[name] !== '').length;
   return ok('variables', `${set} PAYMENTS_* variables read, as the module reads them`);
 }
@@ -206,6 +218,17 @@ export async function checkStores(env: CliIo['env']): Promise<DoctorCheck[]> {
       const pending = await withTimeout(store.countPending(), CHECK_TIMEOUT_MS, `${source.kind}`);
       checks.push(ok('store', `${source.kind} at ${source.where} answers (${pending} payment(s) waiting for reconciliation)`));
     } catch (error) {
+      const missing = storeClientMissing(source, error);
+      if (missing) {
+        checks.push(
+          fail(
+            'store',
+            `${source.kind} not checked: ${missing.packageName} is not installed (${source.variable} names a ${source.kind} store)`,
+            `npm install ${missing.packageName}`,
+          ),
+        );
+        continue;
+      }
       const reason = printable(error instanceof Error ? error.message : error).slice(0, 200);
       const missingTables = source.kind === 'PostgreSQL' && /relation .* does not exist/i.test(reason);
       checks.push(
@@ -214,9 +237,7 @@ export async function checkStores(env: CliIo['env']): Promise<DoctorCheck[]> {
           `${source.kind} at ${source.where} does not answer (${reason})`,
           missingTables
             ? "the store's tables are missing: start the app once (the store creates them) or apply paymentsStoreMigration()"
-            : /Cannot find (module|package)|needs .* not installed/i.test(reason)
-              ? `install the store's client: npm install ${source.kind === 'Redis' ? 'ioredis' : 'pg'}`
-              : `check that ${source.kind} runs and that ${source.variable} names the server the app uses (host, port, credentials)`,
+            : `check that ${source.kind} runs and that ${source.variable} names the server the app uses (host, port, credentials)`,
         ),
       );
     } finally {

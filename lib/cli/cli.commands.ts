@@ -6,6 +6,7 @@ import { runSandboxCommand, SANDBOX_USAGE } from '../testing/sandbox.command.js'
 import { doctorCommand, DOCTOR_USAGE } from './cli.doctor.js';
 import { CliUsageError, printable, processIo, type CliIo } from './cli.io.js';
 import { outcomesCommand, OUTCOMES_USAGE } from './cli.outcomes.js';
+import { isSandboxAction, sandboxActionCommand, SANDBOX_ACTION_USAGE } from './cli.sandbox.js';
 import { verifyCommand, VERIFY_USAGE } from './cli.verify.js';
 
 /** Usage of the executable. */
@@ -13,6 +14,8 @@ export const CLI_USAGE = `Usage: nestjs-payments <command> [options]
 
 Commands:
   sandbox             run the payment service sandbox until Ctrl+C
+  sandbox pay|fail|preauthorize|expire <paymentId>
+                      settle a payment of a running sandbox (its webhook is sent)
   doctor [--probe]    check the set-up of the PAYMENTS_* variables against the service
   verify <paymentId>  print the service's answer for one payment
   outcomes [--failed] list the outcome records of the app's store
@@ -22,12 +25,26 @@ doctor, verify and outcomes read the PAYMENTS_* variables as the module does
 (docs/cli.md). Run \`nestjs-payments <command> --help\` for a command's options.
 `;
 
+/** Usage of `sandbox`: the server, then its actions on a running one. */
+export const SANDBOX_COMMAND_USAGE = `${SANDBOX_USAGE}\n${SANDBOX_ACTION_USAGE}`;
+
 /** A command: runs with the arguments after its name, resolves to the exit code. */
 type Command = (argv: readonly string[], io: CliIo) => Promise<number>;
 
 const COMMANDS: Readonly<Record<string, { readonly run: Command; readonly usage: string }>> = {
   // The sandbox command parses its own name (it was once the only command).
-  sandbox: { run: (argv, io) => runSandboxCommand(['sandbox', ...argv], io), usage: SANDBOX_USAGE },
+  // Its actions (`sandbox pay <id>`) talk to a sandbox already running.
+  sandbox: {
+    run: async (argv, io) => {
+      if (isSandboxAction(argv[0])) return sandboxActionCommand(argv, io);
+      if (argv.length === 1 && (argv[0] === '--help' || argv[0] === '-h')) {
+        io.stdout.write(SANDBOX_COMMAND_USAGE);
+        return 0;
+      }
+      return runSandboxCommand(['sandbox', ...argv], io);
+    },
+    usage: SANDBOX_COMMAND_USAGE,
+  },
   doctor: { run: doctorCommand, usage: DOCTOR_USAGE },
   verify: { run: verifyCommand, usage: VERIFY_USAGE },
   outcomes: { run: outcomesCommand, usage: OUTCOMES_USAGE },

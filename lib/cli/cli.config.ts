@@ -89,6 +89,49 @@ export function describeProblem(problem: PaymentsFieldError): string {
 /** A logger that keeps quiet: the commands report what matters themselves, on their own lines. */
 export const QUIET_LOGGER: PaymentsLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
 
+/** The client package each store loads: what to install when it is missing. */
+export const STORE_CLIENT_PACKAGES = Object.freeze({ Redis: 'ioredis', PostgreSQL: 'pg' } as const);
+
+/**
+ * The store's client package is not installed: one line naming the variable that asked for the
+ * store and the package to install (the loader's own message has a require stack).
+ */
+export class CliStoreClientMissingError extends Error {
+  /**
+   * @param variable the store variable that names the store
+   * @param packageName the client package that could not be loaded (`ioredis` or `pg`)
+   */
+  constructor(
+    readonly variable: string,
+    readonly packageName: string,
+  ) {
+    super(`${variable} needs the package ${packageName}, which is not installed here: npm install ${packageName}`);
+    this.name = 'CliStoreClientMissingError';
+  }
+}
+
+/**
+ * Whether an error of loading a store's entry says that the package `name` itself is missing
+ * (CommonJS `MODULE_NOT_FOUND`, ES modules `ERR_MODULE_NOT_FOUND`), not a file inside it or
+ * another package it needs.
+ */
+export function isMissingPackage(error: unknown, name: string): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_MODULE_NOT_FOUND') return false;
+  const first = (error instanceof Error ? error.message : '').split('\n')[0] ?? '';
+  return first.startsWith(`Cannot find module '${name}'`) || first.startsWith(`Cannot find package '${name}'`);
+}
+
+/**
+ * The error as a missing client package of that store (its entry may load the package at once
+ * or on first use), or undefined when it is something else.
+ */
+export function storeClientMissing(source: Pick<CliStoreSource, 'kind' | 'variable'>, error: unknown): CliStoreClientMissingError | undefined {
+  if (error instanceof CliStoreClientMissingError) return error;
+  const name = STORE_CLIENT_PACKAGES[source.kind];
+  return isMissingPackage(error, name) ? new CliStoreClientMissingError(source.variable, name) : undefined;
+}
+
 /** A store named by a CLI variable, not opened yet. */
 export interface CliStoreSource {
   /** `Redis` or `PostgreSQL`. */
@@ -97,7 +140,7 @@ export interface CliStoreSource {
   readonly variable: string;
   /** Where it is, without credentials. */
   readonly where: string;
-  /** Creates the store (loading `ioredis` or `pg`): the caller closes it. */
+  /** Creates the store (loading `ioredis` or `pg`, see {@link storeClientMissing}): the caller closes it. */
   open(): Promise<PaymentsStore>;
 }
 

@@ -1,7 +1,7 @@
 /** `nestjs-payments outcomes [--failed]`: the outcome records of the app's store, for on-call use. */
 import { parseArgs } from 'node:util';
 import type { OutcomeQuery, OutcomeRecord } from '../core/index.js';
-import { CLI_STORE_ENV, QUIET_LOGGER, storeSources } from './cli.config.js';
+import { CLI_STORE_ENV, QUIET_LOGGER, storeClientMissing, storeSources } from './cli.config.js';
 import { CliUsageError, printable, type CliIo } from './cli.io.js';
 
 /** Usage of `outcomes`. */
@@ -100,6 +100,11 @@ export async function outcomesCommand(argv: readonly string[], io: CliIo): Promi
     else io.stdout.write(`${records.map(line).join('\n')}\n${records.length} record(s)${cursor !== undefined ? ` (more: raise --limit)` : ''}.\n`);
     return 0;
   } catch (error) {
+    const missing = storeClientMissing(source, error);
+    if (missing) {
+      io.stderr.write(`nestjs-payments: ${printable(missing.message)}\n`);
+      return 1;
+    }
     io.stderr.write(`nestjs-payments: ${source.kind} at ${source.where}: ${printable(error instanceof Error ? error.message : error)}\n`);
     return 1;
   } finally {

@@ -39,6 +39,7 @@ export type {
 export { toMillimes, fromMillimes } from './api/money.util.js';
 export { PAYMENTS_DEFAULTS } from './client/payments.options.js';
 export type { PaymentsOptions, PaymentFieldDefaults, PaymentsWebhookOptions, PaymentsReconciliationOptions } from './client/payments.options.js';
+export type { Clock, ClockTimer } from './time/clock.port.js';
 export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './api/payment.fields.js';
 export type { PaymentField, PaymentFieldName, PaymentFieldType, PaymentFieldTypes, PreAuthorizationFlag } from './api/payment.fields.js';
 export type { ValueRule } from './api/payment.rules.js';

@@ -82,7 +82,14 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
   // core parses as JSON or form: real services are not careful with Content-Type.
   router.use(express.json({ limit }), express.urlencoded({ extended: false, limit }), express.text({ limit, type: () => true }));
 
+  // The mount path is known from the first request only (Express tells a router nothing when it is
+  // mounted): compared then with webhook.publicUrl, once per router.
+  let mountChecked = false;
   const receive = async (req: Request, res: Response): Promise<void> => {
+    if (!mountChecked) {
+      mountChecked = true;
+      client.webhooks.warnIfUnreachable(req.baseUrl, client.name === undefined ? 'this client' : `client '${client.name}'`);
+    }
     const token = typeof req.params.token === 'string' ? req.params.token : undefined;
     const answer = await client.webhooks.handle({ query: req.query, body: req.body, contentLength: req.headers['content-length'], pathToken: token });
     send(res, answer);

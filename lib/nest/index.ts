@@ -25,5 +25,5 @@ export {
   InjectPaymentsClient,
 } from './payments.decorators.js';
 export type { PaymentEventHandlerOptions, OnEventOptions } from './payments.decorators.js';
-export { paymentsOptionsFromConfig, PAYMENTS_ENV } from './payments.config.js';
+export { paymentsOptionsFromConfig, PAYMENTS_ENV, type PaymentsConfigSettings } from './payments.config.js';
 export type { PaymentsConfigReader } from './payments.config.js';

@@ -25,6 +25,17 @@ function integer(config: PaymentsConfigReader, key: string): number | string | u
   return /^[0-9]+$/.test(raw) ? Number(raw) : raw;
 }
 
+// A comma-separated list (`a,b`), blanks dropped: secrets never contain commas.
+function list(config: PaymentsConfigReader, key: string): string[] | undefined {
+  const raw = text(config, key);
+  if (raw === undefined) return undefined;
+  const items = raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  return items.length === 0 ? undefined : items;
+}
+
 function boolean(config: PaymentsConfigReader, key: string): boolean | string | undefined {
   const raw = text(config, key)?.toLowerCase();
   if (raw === undefined) return undefined;
@@ -67,6 +78,8 @@ const OPTION_VARIABLES = {
   webhookPublicUrl: { variable: 'PAYMENTS_WEBHOOK_PUBLIC_URL', option: 'webhook.publicUrl', read: text },
   /** `webhook.secret` */
   webhookSecret: { variable: 'PAYMENTS_WEBHOOK_SECRET', option: 'webhook.secret', read: text },
+  /** `webhook.previousSecrets` (comma-separated) */
+  webhookPreviousSecrets: { variable: 'PAYMENTS_WEBHOOK_PREVIOUS_SECRETS', option: 'webhook.previousSecrets', read: list },
   /** `webhook.acceptUnsigned` (`true`/`false`/`1`/`0`) */
   webhookAcceptUnsigned: { variable: 'PAYMENTS_WEBHOOK_ACCEPT_UNSIGNED', option: 'webhook.acceptUnsigned', read: boolean },
   /** `reconciliation.enabled` (`true`/`false`/`1`/`0`) */
@@ -108,6 +121,19 @@ export const PAYMENTS_ENV: { readonly [K in keyof typeof OPTION_VARIABLES]: (typ
   ]),
 ) as never;
 
+/** Settings of {@link paymentsOptionsFromConfig}. */
+export interface PaymentsConfigSettings {
+  /**
+   * What the variables' names start with instead of `PAYMENTS_`, for a second merchant account:
+   * with `'PAYMENTS_OUTLET_'`, `PAYMENTS_OUTLET_PUBLIC_KEY`, `PAYMENTS_OUTLET_WEBHOOK_PUBLIC_URL`,
+   * ... (every variable, none shared with the default account). Default `'PAYMENTS_'`.
+   */
+  prefix?: string;
+}
+
+/** The prefix of the variables of {@link PAYMENTS_ENV}. */
+const DEFAULT_PREFIX = 'PAYMENTS_';
+
 /**
  * Builds module options from the configuration keys named in {@link PAYMENTS_ENV}, for
  * `forRootAsync({ imports: [ConfigModule], inject: [ConfigService], useFactory: (c) => paymentsOptionsFromConfig(c) })`.
@@ -121,15 +147,28 @@ export const PAYMENTS_ENV: { readonly [K in keyof typeof OPTION_VARIABLES]: (typ
  *
  * @param config `ConfigService` or any `{ get(key) }`
  * @param overrides options set in code (e.g. `store`, `logger`, `telemetry`); default none
+ * @param settings `prefix`: another account's variables (`PAYMENTS_OUTLET_`); default `PAYMENTS_`
  * @throws PaymentsValidationError naming each invalid option and the variable it came from
  */
-export function paymentsOptionsFromConfig(config: PaymentsConfigReader, overrides: Partial<PaymentsModuleOptions> = {}): PaymentsModuleOptions {
+export function paymentsOptionsFromConfig(
+  config: PaymentsConfigReader,
+  overrides: Partial<PaymentsModuleOptions> = {},
+  settings: PaymentsConfigSettings = {},
+): PaymentsModuleOptions {
+  const prefix = settings.prefix ?? DEFAULT_PREFIX;
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(prefix)) {
+    throw new PaymentsValidationError(
+      [{ field: 'prefix', messages: ['must be letters, digits and _, such as PAYMENTS_OUTLET_'] }],
+      'paymentsOptionsFromConfig',
+    );
+  }
+  const sources = SOURCES.map((source) => ({ ...source, variable: prefix + source.variable.slice(DEFAULT_PREFIX.length) }));
   // Every set variable lands at its option path (`webhook.secret` -> { webhook: { secret } }).
   const fromEnv: Record<string, unknown> = {};
   const webhook: Record<string, unknown> = {};
   const reconciliation: Record<string, unknown> = {};
   const groups: Readonly<Record<string, Record<string, unknown>>> = { webhook, reconciliation };
-  for (const { variable, option, read } of SOURCES) {
+  for (const { variable, option, read } of sources) {
     const value = read(config, variable);
     if (value === undefined) continue;
     const [group, key] = option.split('.');
@@ -149,7 +188,7 @@ export function paymentsOptionsFromConfig(config: PaymentsConfigReader, override
   } catch (error) {
     if (!(error instanceof PaymentsValidationError)) throw error;
     throw new PaymentsValidationError(
-      error.fields.map((f) => withVariable(f, overrides)),
+      error.fields.map((f) => withVariable(f, overrides, sources)),
       'payments options from the environment',
     );
   }
@@ -158,9 +197,11 @@ export function paymentsOptionsFromConfig(config: PaymentsConfigReader, override
 
 // An option set in code keeps its name; one read (or missing) from the environment is named by
 // its variable, which is what the operator has to fix.
-function withVariable(field: PaymentsFieldError, overrides: Partial<PaymentsModuleOptions>): PaymentsFieldError {
-  const variable = SOURCES.find((source) => source.option === field.field)?.variable;
-  if (variable === undefined || valueAt(overrides, field.field) !== undefined) return field;
+function withVariable(field: PaymentsFieldError, overrides: Partial<PaymentsModuleOptions>, sources: readonly VariableSource[]): PaymentsFieldError {
+  // An item of a list (`webhook.previousSecrets[1]`) comes from the list's variable.
+  const option = field.field.replace(/\[\d+\]$/, '');
+  const variable = sources.find((source) => source.option === option)?.variable;
+  if (variable === undefined || valueAt(overrides, option) !== undefined) return field;
   return { field: `${variable} (${field.field})`, messages: field.messages };
 }
 

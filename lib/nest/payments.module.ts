@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, Module, Optional, type DynamicModule, type OnModuleInit, type Provider, type Type } from '@nestjs/common';
-import { HttpAdapterHost, ModulesContainer } from '@nestjs/core';
+import { HttpAdapterHost, ModuleRef, ModulesContainer } from '@nestjs/core';
 import { EventEmitter2, EventEmitterModule, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
 import { PaymentsClient } from '../core/client/payments.client.js';
 import { PaymentsValidationError } from '../core/api/payments.errors.js';
@@ -10,7 +10,15 @@ import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.toke
 import { createWebhookController } from './webhook.controller.js';
 import { PaymentsWebhookGuard } from './webhook.guard.js';
 import { acceptAnyBodyOnWebhookRoutes } from './webhook.request.js';
-import { refuseSharedRoutes, resolveWebhookRoute, staticWebhookRoute, type RegistrationRoute, type StaticWebhookRoute } from './webhook.route.js';
+import { importersOf, servedWebhookPath, type ScannedModuleShape } from './webhook.mount.js';
+import {
+  refuseSharedRoutes,
+  registrationLabel,
+  resolveWebhookRoute,
+  staticWebhookRoute,
+  type RegistrationRoute,
+  type StaticWebhookRoute,
+} from './webhook.route.js';
 
 /**
  * The emitter the plugin emits on. Not global, so it never shadows the host's own
@@ -50,11 +58,6 @@ const REGISTRATION = Symbol('nestjs-payments:registration');
 /** Nest's MODULE_PATH key (what RouterModule writes); spelled out as its import path differs between Nest 11 and 12. */
 const MODULE_PATH = '__module_path__';
 
-/** The part of a Nest module (in `ModulesContainer`) read here. */
-interface ScannedModule {
-  providers: Map<unknown, { instance: unknown }>;
-}
-
 /** What `forRoot` options may carry beside the client's options. */
 type ForRootOptions = PaymentsModuleOptions & PaymentsModuleExtras;
 
@@ -79,27 +82,39 @@ export class PaymentsModule implements OnModuleInit {
    * @internal
    * @param route this registration's webhook route (absent if the class is imported bare)
    * @param modules the app's modules, to compare routes with the other registrations
+   * @param moduleRef where the app's global prefix is read
    */
   constructor(
     @Optional() @Inject(REGISTRATION) private readonly route?: RegistrationRoute,
     @Optional() @Inject(ModulesContainer) private readonly modules?: ModulesContainer,
+    @Optional() @Inject(ModuleRef) private readonly moduleRef?: ModuleRef,
   ) {}
 
-  /** Refuses a webhook route that overlaps another registration's in the same app (where either serves webhooks). */
+  /**
+   * Refuses a webhook route that overlaps another registration's in the same app (where either
+   * serves webhooks); warns when `webhook.publicUrl` does not reach the route served; tells the
+   * client whether it is the app's only registration (which decides whether tokens that name no
+   * registration are accepted).
+   */
   onModuleInit(): void {
     if (!this.route || !this.modules) return;
-    const served = [...(this.modules.values() as Iterable<ScannedModule>)].flatMap((m) => {
+    const all = [...(this.modules.values() as Iterable<ScannedModuleShape>)];
+    const served = all.flatMap((m) => {
       const route = m.providers.get(REGISTRATION)?.instance as RegistrationRoute | undefined;
       if (!route) return [];
       // A client replaced in a test may not say: count its route as served.
       const client = m.providers.get(getPaymentsClientToken(route.name))?.instance as Partial<PaymentsClient> | undefined;
-      return [{ route, served: client?.webhooksEnabled !== false }];
+      return [{ route, served: client?.webhooksEnabled !== false, client, importers: importersOf(all, m) }];
     });
     const own = served.find((r) => r.route === this.route);
     refuseSharedRoutes(
       this.route,
       served.filter((r) => r.served || own?.served).map((r) => r.route),
+      (route) => served.find((r) => r.route === route)?.importers ?? [],
     );
+    own?.client?.webhooks?.setSoleRegistration?.(served.length === 1);
+    // Logged by the client, so through the registration's own logger.
+    if (own?.served) own.client?.webhooks?.warnIfUnreachable?.(servedWebhookPath(this.moduleRef, this.route), registrationLabel(this.route, own.importers));
   }
 
   /**

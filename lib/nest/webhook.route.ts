@@ -16,6 +16,8 @@ export interface RegistrationRoute {
   readonly name?: string;
   /** The route path, without leading or trailing slash (as the core resolves `webhook.path`). */
   readonly path: string;
+  /** The registration's `webhook.publicUrl`, to compare with the route it is served at. */
+  readonly publicUrl?: string;
 }
 
 /** What `forRootAsync({ webhook })` or `forRoot(options)` fix about the route. */
@@ -57,7 +59,8 @@ export function resolveWebhookRoute(options: PaymentsModuleOptions | undefined, 
   }
   if (problems.length > 0) throw new PaymentsValidationError(problems, 'payments options');
   const path = fixed.path ?? (typeof given === 'string' ? given : PAYMENTS_DEFAULTS.webhookPath);
-  return { name, path: trimSlashes(path) };
+  const publicUrl = options?.webhook?.publicUrl;
+  return { name, path: trimSlashes(path), publicUrl: typeof publicUrl === 'string' ? publicUrl : undefined };
 }
 
 /** Whether `path` is `base` plus one segment: what `base`'s token route matches. */
@@ -65,9 +68,13 @@ function oneSegmentBelow(path: string, base: string): boolean {
   return path.startsWith(`${base}/`) && !path.slice(base.length + 1).includes('/');
 }
 
-/** How a registration is named in messages. */
-function registrationLabel(route: RegistrationRoute): string {
-  return route.name === undefined ? 'the default registration' : `registration '${route.name}'`;
+/**
+ * How a registration is named in messages: its name, and the modules that import it when known
+ * (two unnamed registrations are told apart by where they are).
+ */
+export function registrationLabel(route: RegistrationRoute, importers: readonly string[] = []): string {
+  const who = route.name === undefined ? 'the default registration' : `registration '${route.name}'`;
+  return importers.length === 0 ? who : `${who} (imported by ${importers.join(', ')})`;
 }
 
 /**
@@ -77,7 +84,11 @@ function registrationLabel(route: RegistrationRoute): string {
  * Either way one registration's webhooks would reach the other's guard and all be refused (401).
  * @throws PaymentsValidationError naming both registrations
  */
-export function refuseSharedRoutes(route: RegistrationRoute, others: Iterable<RegistrationRoute>): void {
+export function refuseSharedRoutes(
+  route: RegistrationRoute,
+  others: Iterable<RegistrationRoute>,
+  importersOf: (route: RegistrationRoute) => readonly string[] = () => [],
+): void {
   for (const other of others) {
     if (other === route) continue;
     if (other.path === route.path || oneSegmentBelow(route.path, other.path) || oneSegmentBelow(other.path, route.path)) {
@@ -87,7 +98,7 @@ export function refuseSharedRoutes(route: RegistrationRoute, others: Iterable<Re
           {
             field: 'webhook.path',
             messages: [
-              `'${route.path}' of ${registrationLabel(route)} overlaps '${other.path}' of ${registrationLabel(other)}: ` +
+              `'${route.path}' of ${registrationLabel(route, importersOf(route))} overlaps '${other.path}' of ${registrationLabel(other, importersOf(other))}: ` +
                 `give each registration its own webhook.path (e.g. 'payments/${suggestion.name ?? 'default'}/webhook')`,
             ],
           },

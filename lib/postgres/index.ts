@@ -1,8 +1,9 @@
 /**
  * `nestjs-payments/postgres`: the PostgreSQL store, for several app instances sharing one
- * database. Takes a `pg` Pool, a PGlite instance or a connection string (the latter needs the
- * optional peer dependency `pg`).
+ * database. Takes a `pg` Pool, a PGlite instance or a connection string; needs the optional peer
+ * dependency `pg`, also with PGlite.
  */
+import './postgres.peer.js';
 export { PostgresPaymentsStore } from './postgres.store.js';
 export {
   DEFAULT_CLEANUP_EVERY_WRITES,

@@ -5,6 +5,8 @@ import { storeStatements, type StoreStatements } from './postgres.statements.js'
 import type { PaymentsTransactionWork } from '../core/store/store.transaction.js';
 import { assertTransactional, runPostgresTransaction } from './postgres.transaction.js';
 import { isPgConnection, statementSender, type StatementSender } from './postgres.prepared.js';
+import { PgliteHold } from './postgres.pglite.js';
+import { databaseError } from './postgres.errors.js';
 
 /** The part of a `pg` Pool the store uses when it creates one. */
 interface OwnedPool extends PostgresQueryable {
@@ -32,7 +34,11 @@ export class PostgresConnection {
   readonly #logger: PaymentsLogger;
   /** Sends the store's statements (named prepared statements where the connection takes them). */
   readonly #sendStatement: StatementSender;
+  /** Makes a handler's statement on a PGlite instance held by its transaction fail at once. */
+  readonly #pglite = new PgliteHold();
   #pool: Promise<OwnedPool> | undefined;
+  /** Whether the pool the store creates asks the server for statement_timeout at connection (see #withoutStartupTimeout). */
+  #startupTimeout = true;
   #ready: Promise<void> | undefined;
   #writes = 0;
   #cleaning: Promise<void> | undefined;
@@ -63,7 +69,12 @@ export class PostgresConnection {
     this.#cleanupEvery = resolved.cleanupEveryWrites;
     this.#logger = options.logger ?? defaultPaymentsLogger;
     this.transactional = resolved.transactional;
-    this.#sendStatement = statementSender(resolved.preparedStatements ?? (this.#given === undefined || isPgConnection(this.#given)));
+    this.#sendStatement = statementSender(resolved.preparedStatements ?? (this.#given === undefined || isPgConnection(this.#given)), (error) =>
+      this.#logger.warn(
+        `PostgreSQL store: the database refused a named prepared statement (${error.message}): a pooler in transaction mode such as PgBouncer? ` +
+          'The store sends its statements unnamed from now on; set preparedStatements: false to start that way.',
+      ),
+    );
     if (this.transactional && this.#given) assertTransactional(this.#given);
   }
 
@@ -74,9 +85,10 @@ export class PostgresConnection {
   async transact<T>(work: PaymentsTransactionWork<T>): Promise<T> {
     if (!this.transactional) throw new Error('PostgresPaymentsStore: runInTransaction needs the option transactional: true');
     if (this.#closing) throw new Error('PostgresPaymentsStore: runInTransaction called after close()');
-    const db = await this.#database();
-    await this.#ensureTables(db);
-    return runPostgresTransaction(db, this.sql, this.#timeoutMs, work, this.#sendStatement);
+    return this.#onDatabase(async (db) => {
+      await this.#ensureTables(db);
+      return runPostgresTransaction(db, this.sql, this.#timeoutMs, work, this.#sendStatement, this.#pglite);
+    });
   }
 
   /**
@@ -129,11 +141,15 @@ export class PostgresConnection {
    */
   send(operation: string, text: string, params: unknown[], after?: Promise<unknown>): Promise<unknown[]> {
     if (this.#closing) return Promise.reject(new Error(`PostgresPaymentsStore: ${operation} called after close()`));
-    const pending = Promise.all([this.#database(), after]).then(async ([db]) => {
-      await this.#ensureTables(db);
-      const result = await this.#sendStatement(db, text, params);
-      return Array.isArray(result?.rows) ? result.rows : [];
-    });
+    const pending = Promise.resolve(after).then(() =>
+      this.#onDatabase(async (db) => {
+        await this.#ensureTables(db);
+        const result = await this.#sendStatement(db, text, params);
+        return Array.isArray(result?.rows) ? result.rows : [];
+      }).catch((error: unknown) => {
+        throw databaseError(operation, error);
+      }),
+    );
     // The late result of a timed-out query is dropped, not left as an unhandled rejection.
     pending.catch(() => undefined);
     return pending;
@@ -152,6 +168,42 @@ export class PostgresConnection {
     return Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
   }
 
+  // Runs `use` on the database; once more on a new pool when the store's own pool was refused
+  // for its startup parameters (see #withoutStartupTimeout).
+  async #onDatabase<T>(use: (db: PostgresQueryable) => Promise<T>): Promise<T> {
+    const pool = this.#pool;
+    const db = await this.#database();
+    try {
+      return await use(db);
+    } catch (error) {
+      if (!this.#refusedStartupTimeout(error)) throw error;
+      // Operations sent on the refused pool, together, each go again on the new one.
+      if (this.#startupTimeout) this.#withoutStartupTimeout(error as Error);
+      else if (pool === undefined || pool === this.#pool) throw error;
+      return use(await this.#database());
+    }
+  }
+
+  #refusedStartupTimeout(error: unknown): boolean {
+    const message = (error as { message?: unknown } | undefined)?.message;
+    return !this.#given && typeof message === 'string' && /unsupported startup parameter.*statement_timeout/.test(message);
+  }
+
+  // A pooler (PgBouncer, unless told to ignore it) refuses a connection that asks for
+  // statement_timeout: the reachable database would then fail every operation. The store's own
+  // pool is made again without it, once; the store's own timer still bounds every operation.
+  #withoutStartupTimeout(error: Error): void {
+    this.#startupTimeout = false;
+    this.#logger.warn(
+      `PostgreSQL store: the database refused the startup parameter statement_timeout (${error.message}: a pooler such as PgBouncer?). ` +
+        'The store connects without it from now on: operationTimeoutMs still bounds every operation on the store’s side, not on the server. ' +
+        'To keep it on the server, list statement_timeout in PgBouncer’s ignore_startup_parameters and set it for the database user.',
+    );
+    const old = this.#pool;
+    this.#pool = this.#createPool();
+    void old?.then((pool) => pool.end()).catch(() => undefined);
+  }
+
   #database(): Promise<PostgresQueryable> {
     if (this.#given) return Promise.resolve(this.#given);
     this.#pool ??= this.#createPool();
@@ -167,7 +219,7 @@ export class PostgresConnection {
       connectionString: this.#connectionString,
       connectionTimeoutMillis: Math.ceil(this.#timeoutMs),
       // The server gives up too, so a statement the store stopped waiting for does not run on.
-      statement_timeout: Math.ceil(this.#timeoutMs),
+      ...(this.#startupTimeout ? { statement_timeout: Math.ceil(this.#timeoutMs) } : {}),
       ...this.#options.poolOptions,
     });
     // An idle connection dropped by the server is emitted on the pool; unheard, it would crash

@@ -32,6 +32,7 @@ export interface StoreStatements {
   freeRateLimit: string;
   cleanup: string;
   ping: string;
+  now: string;
 }
 
 /** How many expired rows of each table one cleanup deletes at most: keeps it short. */
@@ -205,5 +206,8 @@ RETURNING 1 AS ok`,
 SELECT ((SELECT count(*) FROM b) + (SELECT count(*) FROM e) + (SELECT count(*) FROM o) + (SELECT count(*) FROM r))::text AS value`,
 
     ping: 'SELECT 1 AS value',
+
+    // clock_timestamp(), not now(): the time of this call, not of its transaction's start.
+    now: 'SELECT (extract(epoch from clock_timestamp()) * 1000)::float8::text AS value',
   };
 }

@@ -6,9 +6,7 @@ import {
   parseOutcomeCursor,
   type BindingClaim,
   type ClaimOutcome,
-  type OrderCheckout,
   type OrderLedger,
-  type OrderSettlement,
   type OutcomeFinish,
   type OutcomePage,
   type OutcomeQuery,
@@ -17,7 +15,6 @@ import {
   type PaymentsStore,
   type PendingPayment,
   type RateLimiter,
-  type TransactionQuery,
 } from '../core/store/payments.store.js';
 import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
@@ -74,19 +71,19 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   }
 
   /** @inheritdoc */
-  settleOrder(orderKey: string, settlement: OrderSettlement, ttlMs: number, transaction?: TransactionQuery): Promise<OrderSettlement> {
-    return this.#orders.settleOrder(orderKey, settlement, ttlMs, transaction);
+  settleOrder(...args: Parameters<OrderLedger['settleOrder']>): ReturnType<OrderLedger['settleOrder']> {
+    return this.#orders.settleOrder(...args);
   }
   /** @inheritdoc */
-  findOrderSettlement(orderKey: string): Promise<OrderSettlement | undefined> {
+  findOrderSettlement(orderKey: string): ReturnType<OrderLedger['findOrderSettlement']> {
     return this.#orders.findOrderSettlement(orderKey);
   }
   /** @inheritdoc */
-  saveCheckout(orderKey: string, checkout: OrderCheckout, ttlMs: number): Promise<void> {
-    return this.#orders.saveCheckout(orderKey, checkout, ttlMs);
+  saveCheckout(...args: Parameters<OrderLedger['saveCheckout']>): Promise<void> {
+    return this.#orders.saveCheckout(...args);
   }
   /** @inheritdoc */
-  findCheckout(orderKey: string): Promise<OrderCheckout | undefined> {
+  findCheckout(orderKey: string): ReturnType<OrderLedger['findCheckout']> {
     return this.#orders.findCheckout(orderKey);
   }
 
@@ -258,6 +255,19 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   /** Runs `SELECT 1` (and creates the tables if that is still to do); rejects when the database does not answer. */
   async ping(): Promise<void> {
     await this.#db.query('ping', this.#db.sql.ping, []);
+  }
+
+  /**
+   * The database server's clock, in epoch ms: the shared clock every instance reads, so that skew
+   * between app instances cannot freeze or skip work (leases and TTLs already run on it inside
+   * the store's statements).
+   * @returns `clock_timestamp()` of the server, with its sub-millisecond part
+   */
+  async now(): Promise<number> {
+    const rows = await this.#db.query('now', this.#db.sql.now, []);
+    const value = Number(valueOf(rows[0]));
+    if (!Number.isFinite(value)) throw new Error('PostgresPaymentsStore: unexpected answer to now');
+    return value;
   }
 
   /**

@@ -3,6 +3,8 @@ import type { PaymentsTransaction, PaymentsTransactionScope, PaymentsTransaction
 import type { PostgresQueryable, PostgresQueryResult } from './postgres.options.js';
 import { valueOf } from './postgres.rows.js';
 import { statementSender, type StatementSender } from './postgres.prepared.js';
+import { guardedPgClient, guardedPgliteTransaction, TRANSACTION_ID_SQL, TransactionGuard, xidOf } from './postgres.guard.js';
+import type { PgliteHold } from './postgres.pglite.js';
 
 /** The statements a transaction of the store needs: the store's own, on the transaction's connection. */
 export interface TransactionStatements {
@@ -16,7 +18,15 @@ export interface TransactionStatements {
 interface PoolClient extends PostgresQueryable {
   /** Gives the client back; with an error, the pool discards it instead. */
   release(error?: Error | boolean): void;
+  /** `pg`'s client is an EventEmitter: a connection that fails while no statement runs emits `error`. */
+  on?(event: 'error', listener: (error: Error) => void): unknown;
+  removeListener?(event: 'error', listener: (error: Error) => void): unknown;
 }
+
+// Explicit, whatever the server's default_transaction_isolation: under repeatable read or
+// serializable, the claim's renewal committed on another connection while a slow handler runs
+// would make the transaction's own finish fail with a serialization error, every time.
+const BEGIN_SQL = `BEGIN ISOLATION LEVEL READ COMMITTED; ${TRANSACTION_ID_SQL}`;
 
 /** A `pg` Pool: hands out one client per transaction. */
 interface ConnectingPool extends PostgresQueryable {
@@ -80,10 +90,16 @@ export async function runPostgresTransaction<T>(
   connectTimeoutMs: number,
   work: PaymentsTransactionWork<T>,
   send: StatementSender,
+  pglite: PgliteHold,
 ): Promise<T> {
   const candidate = db as Partial<ConnectingPool & TransactingDatabase>;
   if (typeof candidate.transaction === 'function') {
-    return (db as TransactingDatabase).transaction((tx) => work(scopeOf(tx, tx, sql, true, statementSender(false))));
+    return (db as TransactingDatabase).transaction(async (tx) => {
+      const guard = new TransactionGuard();
+      guard.began(xidOf(await tx.query(TRANSACTION_ID_SQL, [])));
+      const client = guardedPgliteTransaction(tx as unknown as Parameters<typeof guardedPgliteTransaction>[0], guard);
+      return pglite.hold(db, () => work(scopeOf(tx, client, sql, true, statementSender(false), guard)));
+    });
   }
   if (typeof candidate.connect !== 'function') {
     throw new TypeError('PostgresPaymentsStore: transactional: true needs a pg Pool, a connection string or a PGlite instance');
@@ -91,14 +107,26 @@ export async function runPostgresTransaction<T>(
   const client = await checkOut(db as ConnectingPool, connectTimeoutMs);
   // Set when the connection is in an unknown state: the pool must then discard it, not hand it out again.
   let broken: Error | undefined;
+  // The connection may end while no statement runs (the server's idle_in_transaction_session_timeout,
+  // pg_terminate_backend, a failover) as a handler awaits something else: pg then emits `error` on
+  // the client, which would crash the process unheard (the pool listens only to idle clients). It
+  // fails the attempt instead: the next statement rejects, the transaction is gone, and the
+  // payment is settled by a later attempt.
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  client.on?.('error', onError);
   try {
-    await client.query('BEGIN').catch((error: unknown) => {
+    const guard = new TransactionGuard();
+    const began = await client.query(BEGIN_SQL).catch((error: unknown) => {
       if (isConnectionError(error)) broken = asError(error);
       throw error;
     });
+    guard.began(xidOf(began));
     let result: T;
     try {
-      result = await work(scopeOf(client, client, sql, false, send));
+      result = await work(scopeOf(client, guardedPgClient(client, guard), sql, false, send, guard));
+      if (broken) throw broken;
     } catch (error) {
       await client.query('ROLLBACK').catch((rollbackError: unknown) => {
         broken = asError(rollbackError);
@@ -113,6 +141,7 @@ export async function runPostgresTransaction<T>(
     });
     return result;
   } finally {
+    client.removeListener?.('error', onError);
     client.release(broken ?? false);
   }
 }
@@ -123,11 +152,12 @@ function scopeOf(
   sql: TransactionStatements,
   holdsDatabase: boolean,
   send: StatementSender,
+  guard: TransactionGuard,
 ): PaymentsTransactionScope {
   const transaction: PaymentsTransaction = {
     client,
     query: async <Row>(text: string, params?: unknown[]) => {
-      const result: PostgresQueryResult = await queryable.query(text, params ?? []);
+      const result: PostgresQueryResult = await queryable.query(guard.rewrite(text), params ?? []);
       return { rows: (Array.isArray(result?.rows) ? result.rows : []) as Row[] };
     },
   };
@@ -135,15 +165,16 @@ function scopeOf(
     transaction,
     holdsDatabase,
     finishOutcome: async (finish) => {
+      await guard.check(queryable);
       if (holdsDatabase && finish.claim === 'done') {
         // Nothing else ran since the transaction began (it holds the database), so the claim is
         // still ours unless it already was not: renewing it here keeps a long handler's expired
         // lease from failing the compare-and-set below, and still tells a lost claim.
-        const claimed = await send(queryable, sql.claim, [finish.eventKey, finish.owner, IN_TRANSACTION_LEASE_MS]);
+        const claimed = await send(queryable, sql.claim, [finish.eventKey, finish.owner, IN_TRANSACTION_LEASE_MS], false);
         const row = claimed.rows[0] as { state?: unknown; owner?: unknown } | undefined;
         if (row?.state !== 'claimed' || row.owner !== finish.owner) return false;
       }
-      const rows = (await send(queryable, sql.finishOutcome, finishOutcomeParams(finish))).rows;
+      const rows = (await send(queryable, sql.finishOutcome, finishOutcomeParams(finish), false)).rows;
       return valueOf(rows[0]) === '1';
     },
   };

@@ -15,6 +15,8 @@ export class RedisConnection {
   readonly #keyPrefix: string;
   readonly #timeoutMs: number;
   #closing: Promise<void> | undefined;
+  /** The code of the error that took the store's own connection down (`ECONNREFUSED`...), while it is down. */
+  #downCode: string | undefined;
 
   /** @see RedisPaymentsStore's constructor */
   constructor(urlOrClient: string | Redis, options: RedisPaymentsStoreOptions) {
@@ -24,7 +26,7 @@ export class RedisConnection {
     if (typeof urlOrClient === 'string') {
       this.#client = new Redis(urlOrClient, ownedClientOptions(options, resolved));
       this.#ownsClient = true;
-      watchConnection(this.#client, options.logger ?? defaultPaymentsLogger);
+      watchConnection(this.#client, options.logger ?? defaultPaymentsLogger, (code) => (this.#downCode = code));
     } else if (isRedisClient(urlOrClient)) {
       this.#client = urlOrClient;
       this.#ownsClient = false;
@@ -62,12 +64,22 @@ export class RedisConnection {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        reject(new Error(`RedisPaymentsStore: ${operation} timed out after ${this.#timeoutMs} ms (is Redis reachable?)`));
+        const error = new Error(`RedisPaymentsStore: ${operation} timed out after ${this.#timeoutMs} ms (is Redis reachable?)`);
+        reject(Object.assign(error, { code: this.#downCode ?? 'TIMEOUT' }));
       }, this.#timeoutMs);
       // A pending store call must never be what keeps the process alive.
       timer.unref();
     });
-    return Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
+    return Promise.race([pending, timeout])
+      .catch((error: unknown) => {
+        // ioredis gives up with an error of its own that says nothing of why (no `code`): the
+        // cause of the outage is the connection's, and an operator (or a health check) wants it.
+        if (this.#downCode !== undefined && error instanceof Error && (error as { code?: unknown }).code === undefined) {
+          Object.assign(error, { code: this.#downCode });
+        }
+        throw error;
+      })
+      .finally(() => clearTimeout(timer));
   }
 
   /** Closes the client if the store created it (once); a host's client is left open. */
@@ -88,16 +100,21 @@ function isRedisClient(value: unknown): value is Redis {
 // One line per outage rather than one per reconnection attempt (ioredis emits `error` for each).
 // `error` carries the cause; `reconnecting` also covers a server that closed the socket cleanly,
 // which emits no error. The listener also stops ioredis printing "Unhandled error event" itself.
-function watchConnection(client: Redis, logger: PaymentsLogger): void {
+function watchConnection(client: Redis, logger: PaymentsLogger, downCode: (code: string | undefined) => void): void {
   let down = false;
   const wentDown = (cause: string) => {
     if (down) return;
     down = true;
     logger.error(`Redis store connection ${cause}; store operations fail until it is back`);
   };
-  client.on('error', (error: Error) => wentDown(`failed: ${error.message}`));
+  client.on('error', (error: Error & { code?: unknown }) => {
+    const code = typeof error.code === 'string' ? error.code : /^([A-Z][A-Z_]{2,31})\b/.exec(error.message)?.[1];
+    downCode(code ?? 'CONNECTION_FAILED');
+    wentDown(`failed: ${error.message}`);
+  });
   client.on('reconnecting', () => wentDown('lost'));
   client.on('ready', () => {
+    downCode(undefined);
     if (!down) return;
     down = false;
     logger.warn('Redis store connection is back');

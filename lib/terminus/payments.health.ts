@@ -5,6 +5,7 @@ import type { PaymentsClient } from '../core/client/payments.client.js';
 import { countOverdueOutcomes } from '../core/settlement/reconciliation.lanes.js';
 import { TelemetryApiLoader } from '../core/telemetry/telemetry.loader.js';
 import { getPaymentsClientToken } from '../nest/payments.tokens.js';
+import { healthReasonOf } from './payments.health-reason.js';
 import { asHealthProbe } from './payments.health-probe.js';
 
 /** Options of {@link PaymentsHealthIndicator.isHealthy}. */
@@ -109,7 +110,7 @@ export class PaymentsHealthIndicator {
       await withTimeout<unknown>(store.ping ? store.ping() : store.countPending(), timeoutMs);
       data.store = 'up';
     } catch (error) {
-      return session.down({ store: 'down', reason: codeOf(error) });
+      return session.down({ store: 'down', reason: healthReasonOf(error) });
     }
     const maxOverdue = options.maxOverdue ?? 0;
     if (maxOverdue !== false) {
@@ -119,7 +120,7 @@ export class PaymentsHealthIndicator {
         data.outcomes = overdue > maxOverdue ? 'degraded' : 'ok';
         if (overdue > maxOverdue && options.downWhenOverdue) return session.down({ ...data, reason: 'OUTCOMES_OVERDUE' });
       } catch (error) {
-        return session.down({ store: 'down', reason: codeOf(error) });
+        return session.down({ store: 'down', reason: healthReasonOf(error) });
       }
     }
     if (!options.checkService) return session.up(data);
@@ -151,7 +152,7 @@ export class PaymentsHealthIndicator {
             e.httpStatus !== 403 &&
             e.httpStatus !== 404 &&
             e.httpStatus !== 429);
-        return answered ? { up: true, checkedAt: new Date().toISOString() } : { up: false, reason: codeOf(error), checkedAt: new Date().toISOString() };
+        return answered ? { up: true, checkedAt: new Date().toISOString() } : { up: false, reason: healthReasonOf(error), checkedAt: new Date().toISOString() };
       },
     );
     this.#serviceChecks.set(client, { expiresAt: now + cacheMs, result });
@@ -165,11 +166,4 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
     timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${ms} ms`), { code: 'TIMEOUT' })), ms);
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
-
-// Codes only: a health endpoint is often public, and driver messages may name hosts or users.
-function codeOf(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^[A-Z0-9_]{1,64}$/.test(code)) return code;
-  return error instanceof Error && /^[A-Za-z]{1,64}$/.test(error.name) ? error.name : 'ERROR';
 }

@@ -7,6 +7,9 @@
  * - HTTP status of refund and cancel: 200 on success, 400 on every refusal.
  * - Refusal codes beyond the spec's examples: `BAD_REQUEST` for a missing `payment_id`, a
  *   non-JSON body or a wrong Content-Type (message says which).
+ * - refund, cancel and confirm of an id the sandbox does not know (a typo, or a payment made
+ *   before a restart without a state file): HTTP 404, flat shape, `PAYMENT_NOT_FOUND`, message
+ *   "Unknown payment: ...", rather than a refusal code that would blame the payment's state.
  * - Payment state after a refund: `refunded`; a second refund is `REFUND_NOT_ALLOWED`. A captured
  *   pre-authorization is refunded too, for its captured amount (sandbox.state.ts says why).
  * - Unknown path: 404 `{"result":{"status":404,"message":"Not Found"}}`; known path, wrong
@@ -63,6 +66,11 @@ function flatError(res: ServerResponse, status: number, message: string, code: s
   sendJson(res, status, { status: 'error', message, code });
 }
 
+/** The answer of refund, cancel and confirm for an id the sandbox does not know. */
+function unknownPayment(res: ServerResponse): void {
+  flatError(res, 404, 'Unknown payment: the sandbox has no payment with this id', 'PAYMENT_NOT_FOUND');
+}
+
 function errorIn(shape: ErrorShape, res: ServerResponse, status: number, message: string, code: string): void {
   // The nested shape carries no code; generate_payment's only documented message is "Bad Request".
   if (shape === 'nested') nestedError(res, status, status === 400 ? 'Bad Request' : message);
@@ -93,6 +101,7 @@ const routes: Record<string, Route> = {
     handle(ctx, res, { body }) {
       const paymentId = paymentIdOf(body);
       if (paymentId === undefined) return flatError(res, 400, 'payment_id is required', 'BAD_REQUEST');
+      if (!ctx.state.get(paymentId)) return unknownPayment(res);
       const payment = ctx.state.refund(paymentId);
       if (!payment) return flatError(res, 400, 'Payment cannot be refunded', 'REFUND_NOT_ALLOWED');
       sendJson(res, 200, {
@@ -116,6 +125,7 @@ const routes: Record<string, Route> = {
     handle(ctx, res, { body }) {
       const paymentId = paymentIdOf(body);
       if (paymentId === undefined) return flatError(res, 400, 'payment_id is required', 'BAD_REQUEST');
+      if (!ctx.state.get(paymentId)) return unknownPayment(res);
       const payment = ctx.state.cancel(paymentId);
       if (!payment) return flatError(res, 400, 'Pre-auth payment cannot be cancelled', 'CANCELLATION_FAILED');
       sendJson(res, 200, { result: { payment_id: payment.paymentId, status: 'cancelled', cancelled_at: payment.cancelledAt }, status: 'success' });
@@ -131,6 +141,7 @@ const routes: Record<string, Route> = {
       if ('amount' in body && amount === undefined) {
         return flatError(res, 400, 'amount must be a positive number of millimes as a string of digits', 'BAD_REQUEST');
       }
+      if (!ctx.state.get(paymentId)) return unknownPayment(res);
       const captured = ctx.state.capture(paymentId, amount);
       if ('error' in captured) {
         return captured.error === 'exceeds'

@@ -30,6 +30,13 @@ export interface PaymentsSandboxOptions {
    */
   now?: () => number;
   /**
+   * A file the sandbox keeps its payments and bindings in: read at start (when it exists) and
+   * rewritten, atomically, after every change, so a sandbox restarted on the same file still
+   * knows the payments taken before (refund, capture and cancel them; verify answers as before).
+   * Default: none, the payments live in memory only.
+   */
+  stateFile?: string;
+  /**
    * Total number of webhook delivery attempts per outcome, the first one included (so `1` means
    * no retry). Default `3`. Waits between attempts: 100 ms, then 300 ms, then three times longer.
    */

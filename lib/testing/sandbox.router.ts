@@ -1,13 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { handleApiRequest } from './sandbox.api.js';
 import { handleCheckoutRequest, type SettleOutcome } from './sandbox.checkout.js';
+import { handleControlRequest } from './sandbox.control.js';
 import { applyFault, type SandboxFaults } from './sandbox.faults.js';
 import { messagePage } from './sandbox.html.js';
 import { readBody, sendHtml, sendJson } from './sandbox.http.js';
 import type { VerifyLimiter } from './sandbox.ratelimit.js';
 import { handlePage } from './sandbox.pages.js';
 import { isApiPath, loggedRequest } from './sandbox.request.js';
-import type { SandboxState } from './sandbox.state.js';
+import type { SandboxState, Settlement } from './sandbox.state.js';
 import type { SandboxGenerateAnswer, SandboxRequest } from './sandbox.types.js';
 
 /** What the router needs of a running sandbox. */
@@ -28,8 +29,8 @@ export interface SandboxRoutes {
   baseUrl: string;
   /** Keeps an API request in the log. */
   log: (request: SandboxRequest) => void;
-  /** Settles a payment from the checkout page. */
-  settle: (paymentId: string, outcome: 'paid' | 'failed') => Promise<SettleOutcome>;
+  /** Settles a payment from the checkout page or a control route. */
+  settle: (paymentId: string, outcome: Settlement) => Promise<SettleOutcome>;
 }
 
 /**
@@ -62,5 +63,6 @@ export async function routeRequest(routes: SandboxRoutes, req: IncomingMessage, 
   }
   const checkout = { state: routes.state, settle: routes.settle };
   if (await handleCheckoutRequest(checkout, req, res, url)) return;
+  if (await handleControlRequest(checkout, req, res, url)) return;
   handlePage(req, res, routes.baseUrl, routes.state.list());
 }

@@ -15,6 +15,7 @@ import { settlementOrThrow, settlePayment } from './sandbox.settle.js';
 import { urlHost } from './sandbox.request.js';
 import { SANDBOX_FAIL_PATH, SANDBOX_SUCCESS_PATH } from './sandbox.pages.js';
 import { oneOf, SANDBOX_PRIVATE_KEY, SANDBOX_PUBLIC_KEY, webhookDeliveryOf, type WebhookDeliverySettings } from './sandbox.options.js';
+import { PersistentSandboxState } from './sandbox.persist.js';
 import { SandboxState, type Settlement } from './sandbox.state.js';
 import type {
   PaymentsSandboxOptions,
@@ -82,7 +83,7 @@ export class PaymentsSandbox {
     validateRateLimit(options.verifyRateLimit);
     const now = options.now ?? (() => Date.now());
     this.verifyLimiter = new VerifyLimiter(now, options.verifyRateLimit ? { ...options.verifyRateLimit } : null);
-    this.state = new SandboxState(now, () => this.baseUrl);
+    this.state = options.stateFile ? new PersistentSandboxState(options.stateFile, now, () => this.baseUrl) : new SandboxState(now, () => this.baseUrl);
     this.server = http.createServer((req, res) => {
       this.handle(req, res).catch(() => {
         // A bug in a handler must not take the test process down; answer 500 and go on.
@@ -284,7 +285,7 @@ export class PaymentsSandbox {
   private handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { state, faults, authorization, generateAnswer, verifyLimiter, url: baseUrl } = this;
     const log = (request: SandboxRequest) => (this.requests as SandboxRequest[]).push(request);
-    const settle = (id: string, outcome: 'paid' | 'failed') => this.settle(id, outcome);
+    const settle = (id: string, outcome: Settlement) => this.settle(id, outcome);
     return routeRequest({ state, faults, authorization, generateAnswer, verifyLimiter, signal: this.lifetime.signal, baseUrl, log, settle }, req, res);
   }
 }

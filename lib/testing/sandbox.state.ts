@@ -62,7 +62,8 @@ export interface NewPreauthorization {
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-interface PaymentRecord extends Mutable<SandboxPayment> {
+/** A payment as the sandbox keeps it (a state file holds these). */
+export interface PaymentRecord extends Mutable<SandboxPayment> {
   /** Epoch ms after which a pending payment is expired; kept numeric to compare with the clock. */
   expiresAtMs?: number;
 }
@@ -80,9 +81,10 @@ function randomId(prefix: string): string {
 
 /** In-memory store and state machine of the sandbox. */
 export class SandboxState {
-  private readonly paymentsById = new Map<string, PaymentRecord>();
-  private readonly bindingsByClient = new Map<string, SandboxBinding[]>();
-  private orderCounter = 0;
+  // Protected for the state file (sandbox.persist.ts), which saves and restores them as they are.
+  protected readonly paymentsById = new Map<string, PaymentRecord>();
+  protected readonly bindingsByClient = new Map<string, SandboxBinding[]>();
+  protected orderCounter = 0;
 
   /**
    * @param now the sandbox clock, epoch ms

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { EventEmitter } from 'node:events';
-import { CLI_USAGE, runCli } from '../../lib/cli/cli.commands.js';
+import { CLI_USAGE, runCli, SANDBOX_COMMAND_USAGE } from '../../lib/cli/cli.commands.js';
 import { DOCTOR_USAGE, isLoopback, parseDoctorArgs } from '../../lib/cli/cli.doctor.js';
 import { printable, safeUrl, type CliIo } from '../../lib/cli/cli.io.js';
 import { OUTCOMES_USAGE } from '../../lib/cli/cli.outcomes.js';
@@ -26,7 +26,7 @@ describe('runCli: one executable, several commands', () => {
   });
 
   it.each([
-    ['sandbox', SANDBOX_USAGE],
+    ['sandbox', SANDBOX_COMMAND_USAGE],
     ['doctor', DOCTOR_USAGE],
     ['verify', VERIFY_USAGE],
     ['outcomes', OUTCOMES_USAGE],

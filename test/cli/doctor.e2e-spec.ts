@@ -232,7 +232,9 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
       expect(run.stdout).toContain('    fix: set PAYMENTS_WEBHOOK_SECRET to at least 32 random characters, the same in the app and here');
       // The rest is still checked: only the secret fails.
       expect(lineOf(run, 'keys')).toMatch(/^✔ keys/);
-      expect(run.stdout.trimEnd().endsWith('1 check(s) failed.')).toBe(true);
+      // The module would refuse it at start-up: the variables check says so too.
+      expect(lineOf(run, 'variables')).toBe('✖ variables: the module would refuse to start: PAYMENTS_WEBHOOK_SECRET invalid (see below)');
+      expect(run.stdout.trimEnd().endsWith('2 check(s) failed.')).toBe(true);
       expectNoSecrets(run, 'short-secret-value');
     });
 
@@ -242,10 +244,27 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
       expect(lineOf(run, 'webhook URL')).toBe('✖ webhook URL: http://shop.example/payments/webhook is not HTTPS');
     });
 
+    it('variables the module refuses (not a URL, a user:pass@ URL, a 14-character secret): ✖ variables, never ✔', async () => {
+      const run = await runCliProcess(cli, ['doctor'], {
+        ...env,
+        PAYMENTS_BASE_URL: 'not a url',
+        PAYMENTS_WEBHOOK_PUBLIC_URL: 'https://shopuser:hunter2pass@shop.example/payments/webhook',
+        PAYMENTS_WEBHOOK_SECRET: 'fourteen-chars',
+      });
+      expect(run.code).toBe(1);
+      expect(lineOf(run, 'variables')).toBe(
+        '✖ variables: the module would refuse to start: PAYMENTS_BASE_URL, PAYMENTS_WEBHOOK_PUBLIC_URL, PAYMENTS_WEBHOOK_SECRET invalid (see below)',
+      );
+      expect(lineOf(run, 'base URL')).toMatch(/^✖ base URL: PAYMENTS_BASE_URL \(baseUrl\) /);
+      expect(lineOf(run, 'webhook URL')).toMatch(/^✖ webhook URL: PAYMENTS_WEBHOOK_PUBLIC_URL \(webhook.publicUrl\) must not contain a user name or password/);
+      expect(lineOf(run, 'webhook secret')).toMatch(/^✖ webhook secret: /);
+      expectNoSecrets(run, 'fourteen-chars', 'hunter2pass');
+    });
+
     it('a malformed variable is named: ✖ variables', async () => {
       const run = await runCliProcess(cli, ['doctor'], { ...env, PAYMENTS_TIMEOUT_MS: 'soon' });
       expect(run.code).toBe(1);
-      expect(lineOf(run, 'variables')).toMatch(/^✖ variables: PAYMENTS_TIMEOUT_MS \(timeoutMs\) /);
+      expect(lineOf(run, 'variables')).toMatch(/^✖ variables: the module would refuse to start: PAYMENTS_TIMEOUT_MS \(timeoutMs\) /);
     });
 
     it('store down: ✖ store for a Redis and a PostgreSQL on closed ports', async () => {

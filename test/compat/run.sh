@@ -252,6 +252,29 @@ run_types() {
   done
 }
 
+# The guides pasted into a project made by `nest new` (test/compat/guides): the generated project
+# of each Nest major is reused (apps/nest11-cli, apps/nest12-cli), the snippets are taken from the
+# markdown now, and its driver pays through two instances on Redis and PostgreSQL.
+run_guides() {
+  local major="$1" name="guides-nest$1" dir="$APPS/guides-nest$1" log="$LOGS/guides-nest$1.log" status
+  cp -R "$HERE/apps/nest$major-cli" "$dir"
+  rm -rf "$dir/node_modules" "$dir/dist" "$dir/package-lock.json"
+  node "$HERE/guides/prepare.mjs" "$ROOT" "$dir" "$major" >>"$log" 2>&1 || { fail "$name" "cannot paste the guides' snippets" "$log"; return; }
+  npm_install "$dir" "$log"
+  status=$?
+  [ $status -eq 0 ] || { fail "$name" "$(why $status "npm install" "$INSTALL_TIMEOUT")" "$log"; return; }
+  (cd "$dir" && step "$log" "$BUILD_TIMEOUT" npm run build)
+  status=$?
+  [ $status -eq 0 ] || { fail "$name" "$(why $status "build" "$BUILD_TIMEOUT")" "$log"; return; }
+  local out="$LOGS/$name.out" line limit=$((RUN_TIMEOUT * 2))
+  (cd "$dir" && echo "\$ npm run --silent check" >>"$log" && timeout -k 5 "$limit" npm run --silent check >"$out" 2>&1)
+  status=$?
+  cat "$out" >>"$log"
+  line="$(grep -E "^$name: ok " "$out" | tail -n 1)"
+  rm -f "$out"
+  if [ $status -eq 0 ] && [ -n "$line" ]; then pass "$line"; else fail "$name" "$(why $status "the guides' driver" "$limit")" "$log"; fi
+}
+
 # Apps one after another (installs dominate; the machine may have two cores), then the types.
 TIMES=() # "<entry> <seconds>s", for the summary: where CI time goes
 for src in "$HERE"/apps/*/; do
@@ -260,6 +283,23 @@ for src in "$HERE"/apps/*/; do
     started=$SECONDS
     run_app "$name"
     TIMES+=("$name $((SECONDS - started))s")
+  fi
+done
+# The README and the testing guide pasted into projects made by the official generators.
+# shellcheck source=pasted/pasted.sh
+source "$HERE/pasted/pasted.sh"
+for kind in nest11 nest12 express; do
+  if wanted "pasted-$kind"; then
+    started=$SECONDS
+    run_pasted "$kind"
+    TIMES+=("pasted-$kind $((SECONDS - started))s")
+  fi
+done
+for major in 11 12; do
+  if wanted "guides-nest$major"; then
+    started=$SECONDS
+    run_guides "$major"
+    TIMES+=("guides-nest$major $((SECONDS - started))s")
   fi
 done
 for stack in "${TYPE_STACKS[@]}"; do

@@ -17,7 +17,7 @@ export interface KnownNames {
   options: ReadonlySet<string>;
 }
 
-const ENTRY_POINTS = ['index.ts', 'express/index.ts', 'redis/index.ts', 'postgres/index.ts', 'testing/index.ts', 'terminus/index.ts'];
+const ENTRY_POINTS = ['index.ts', 'express/index.ts', 'redis/index.ts', 'postgres/index.ts', 'testing/index.ts', 'terminus/index.ts', 'medusa/index.ts'];
 
 /** Reads the exports and option paths from lib/ with the compiler, the events and variables from the code. */
 export function knownNames(root: string): KnownNames {
@@ -64,7 +64,7 @@ export function knownNames(root: string): KnownNames {
           collect(part, `${path}.`, depth - 1);
     }
   };
-  for (const name of ['PaymentsModuleOptions', 'PaymentsModuleAsyncOptions', 'PaymentsOptions']) {
+  for (const name of ['PaymentsModuleOptions', 'PaymentsModuleAsyncOptions', 'PaymentsOptions', 'MedusaPaymentsOptions']) {
     const symbol = symbols.get(name);
     if (!symbol) throw new Error(`${name} is not exported`);
     const resolved = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
@@ -109,7 +109,9 @@ export function unknownNames(markdown: string, known: KnownNames): string[] {
       if (!known.options.has(name)) problems.push(`option ${name} does not exist`);
   }
   for (const [name] of text.matchAll(/\bPAYMENTS_[A-Z0-9_]*[A-Z0-9]\b/g))
-    if (!known.env.has(name) && !known.exports.has(name)) problems.push(`environment variable ${name} is not read by paymentsOptionsFromConfig`);
+    // A second account's variables: paymentsOptionsFromConfig's `prefix` (PAYMENTS_OUTLET_PUBLIC_KEY).
+    if (!known.env.has(name) && !known.exports.has(name) && !known.env.has(name.replace(/^PAYMENTS_[A-Z0-9]+_/, 'PAYMENTS_')))
+      problems.push(`environment variable ${name} is not read by paymentsOptionsFromConfig`);
   // The options table: each backticked name of its first column is an option path.
   for (const table of text.matchAll(/^\| option \| default \| meaning \|\n\|[-|]+\|\n((?:\|.*\|\n?)+)/gm))
     for (const row of table[1].split('\n').filter(Boolean))

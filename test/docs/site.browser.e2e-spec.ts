@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { execFile } from 'node:child_process';
+import { inflateSync } from 'node:zlib';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -34,6 +35,8 @@ function newestInput(): number {
     'README.md',
     'typedoc.json',
     'tsconfig.build.json',
+    'scripts/typedoc-plugin.mjs',
+    'sample-app/README.md',
     ...GUIDES.map((g) => `docs/${g}`),
     ...filesUnder(join(ROOT, 'lib')).map((f) => relative(ROOT, f)),
   ];
@@ -80,8 +83,32 @@ describe('the documentation site', () => {
     const index = readFileSync(join(site.dir, 'index.html'), 'utf8');
     expect(index).toContain('id="quick-start-nest"');
     expect(index).toContain('id="quick-start-express"');
-    expect(readdirSync(join(site.dir, 'documents')).sort()).toEqual(GUIDES.map((g) => g.replace(/\.md$/, '.html')).sort());
+    // The guides, and the sample shop's README as a page of its own (not a raw .md file).
+    expect(readdirSync(join(site.dir, 'documents')).sort()).toEqual([...GUIDES.map((g) => g.replace(/\.md$/, '.html')), 'sample-app.html'].sort());
     for (const guide of GUIDES) expect(index).toContain(`href="documents/${guide.replace(/\.md$/, '.html')}"`);
+    expect(index).toContain('href="documents/sample-app.html"');
+    expect(index).not.toMatch(/href="[^"]*README[^"]*\.md"/);
+  });
+
+  it('lists the guides by their titles and the entry points by the subpaths users import, and hides [inspect.custom]', () => {
+    // The navigation TypeDoc renders from assets/navigation.js (base64 of deflated JSON).
+    const script = readFileSync(join(site.dir, 'assets/navigation.js'), 'utf8');
+    const nav = JSON.parse(inflateSync(Buffer.from(/"([^"]+)"/.exec(script)![1], 'base64')).toString()) as Array<{ text: string }>;
+    const names = nav.map((entry) => entry.text);
+    expect(names).toEqual(expect.arrayContaining([...GUIDES.map(titleOf), 'Sample shop']));
+    expect(names.filter((name) => name.startsWith('nestjs-payments')).sort()).toEqual(
+      [
+        'nestjs-payments',
+        'nestjs-payments/express',
+        'nestjs-payments/postgres',
+        'nestjs-payments/redis',
+        'nestjs-payments/terminus',
+        'nestjs-payments/testing',
+      ].sort(),
+    );
+    expect(names).not.toContain('index');
+    const withCustom = pagesOf(site.dir).filter((page) => readFileSync(page, 'utf8').includes('[custom]'));
+    expect(withCustom.map((page) => relative(site.dir, page))).toEqual([]);
   });
 
   it('has no broken link: every relative link names a file of the site, and every #anchor an id on that page', () => {

@@ -159,6 +159,37 @@ describe('docs/troubleshooting.md', () => {
     }
   });
 
+  it('quotes the start-up warning of a public URL missing the global prefix, and the 421 of a misrouted token', async () => {
+    const warnings: string[] = [];
+    const logger = { log: () => undefined, error: () => undefined, warn: (message: string) => void warnings.push(message) };
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        PaymentsModule.forRoot(
+          sandbox.options({ logger, reconciliation: { enabled: false }, webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: SECRET } }),
+        ),
+      ],
+    }).compile();
+    const nest = moduleRef.createNestApplication({ logger: { log() {}, error() {}, warn: (message: string) => void warnings.push(message) } });
+    nest.setGlobalPrefix('api');
+    await nest.init();
+    await nest.close();
+    made.push(warnings.find((w) => w.startsWith('webhook.publicUrl of'))!);
+
+    // The default account's token on the outlet's route (one secret for both, as the guide's snippet has it).
+    const shop = client({ webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: SECRET } });
+    const outlet = client({
+      name: 'outlet',
+      logger,
+      webhook: { path: 'payments/outlet/webhook', publicUrl: 'https://shop.example.com/payments/outlet/webhook', secret: SECRET },
+    });
+    const { paymentId } = await shop.generatePayment({ amount: '1000', ...LINKS });
+    const token = new URL(sandbox.getPayment(paymentId)!.webhook!).pathname.split('/').pop()!;
+    const { status, body } = await outlet.webhooks.handle({ query: {}, body: { payment_id: paymentId }, pathToken: token });
+    expect(status).toBe(421);
+    answers.push(JSON.stringify(body));
+    made.push(warnings.find((w) => w.startsWith('webhook: refused'))!);
+  });
+
   it('quotes what a store that is down makes the plugin log and throw', async () => {
     const logged: string[] = [];
     const warned: string[] = [];

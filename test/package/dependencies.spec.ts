@@ -46,6 +46,9 @@ const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
   postgres: (n) => n === 'pg',
   testing: () => false,
   terminus: (n) => n.startsWith('@nestjs/'),
+  // Vendure's packages (express for the webhook controller's types only).
+  vendure: (n) => n.startsWith('@nestjs/') || ['@vendure/core', 'graphql', 'express'].includes(n),
+  medusa: (n) => n === '@medusajs/framework',
   // The executable: ioredis and pg only through lib/redis and lib/postgres, loaded lazily.
   cli: () => false,
 };
@@ -58,6 +61,8 @@ const LAYER_LAYERS: Record<string, string[]> = {
   postgres: ['core'],
   testing: ['core'],
   terminus: ['core', 'nest'],
+  vendure: ['core'],
+  medusa: ['core'],
   cli: ['core', 'nest', 'testing', 'redis', 'postgres'],
 };
 

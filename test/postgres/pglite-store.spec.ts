@@ -203,6 +203,17 @@ describe('PostgresPaymentsStore on PGlite', () => {
     }
   });
 
+  it('reads the database clock with now(): epoch ms between two readings of clock_timestamp()', async () => {
+    const store = new PostgresPaymentsStore(shared);
+    const clock = async () => Number((await rows(shared, 'SELECT (extract(epoch from clock_timestamp()) * 1000)::float8 AS ms'))[0].ms);
+    const before = await clock();
+    const now = await store.now();
+    const after = await clock();
+    expect(typeof now).toBe('number');
+    expect(now).toBeGreaterThanOrEqual(before);
+    expect(now).toBeLessThanOrEqual(after);
+  });
+
   it('pings, and rejects ping once the database is gone', async () => {
     const db = new PGlite();
     const store = new PostgresPaymentsStore(db);

@@ -138,6 +138,25 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
     });
   });
 
+  describe('the shared clock', () => {
+    it('now() answers the server clock in epoch ms, the same for every instance whatever its own clock', async () => {
+      const [a, b] = [new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA }), new PostgresPaymentsStore(POSTGRES_URL, { schema: RUN_SCHEMA })];
+      try {
+        const clock = async () => (await admin.query<{ ms: number }>('SELECT (extract(epoch from clock_timestamp()) * 1000)::float8 AS ms')).rows[0].ms;
+        const before = await clock();
+        const readings = [await a.now(), await b.now()];
+        const after = await clock();
+        for (const now of readings) {
+          expect(now).toBeGreaterThanOrEqual(before);
+          expect(now).toBeLessThanOrEqual(after);
+        }
+        expect(readings[0]).toBeLessThanOrEqual(readings[1]);
+      } finally {
+        await b.close();
+      }
+    });
+  });
+
   describe('two instances on two pools', () => {
     let pools: pg.Pool[];
     let a: PostgresPaymentsStore;
@@ -359,6 +378,17 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)('P
       expect(inspect(store, { depth: 10, showHidden: true })).not.toContain('s3cret-pw');
       expect(JSON.stringify(store)).not.toContain('s3cret-pw');
       await pool.end();
+    });
+
+    it('says a reachable database that refuses the statements (no tables) is reachable, and an absent one is not', async () => {
+      const quiet = { log: () => {}, warn: () => {}, error: () => {} };
+      const refusing = new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA, tablePrefix: 'never_created_', createTables: false, logger: quiet });
+      const refusal = await refusing.claim('e', 'o', LONG_MS).catch((error: Error) => error);
+      expect(String(refusal)).toMatch(/claim: the database is reachable but refused the statement \(SQLSTATE 42P01;.*never_created_events/);
+      expect(String(refusal)).not.toMatch(/unreachable|could not reach/);
+      const absent = new PostgresPaymentsStore('postgres://postgres@127.0.0.1:1/test', { operationTimeoutMs: 3000, logger: quiet });
+      await expect(absent.claim('e', 'o', LONG_MS)).rejects.toThrow(/claim: could not reach the database: .*ECONNREFUSED/);
+      await absent.close();
     });
 
     it('rejects operations within operationTimeoutMs when the server is unreachable', async () => {

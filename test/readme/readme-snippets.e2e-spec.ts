@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import {
   Controller,
   Injectable,
+  Logger,
   Module,
   Post,
   type CanActivate,
@@ -22,19 +23,22 @@ import { APP_GUARD, Reflector } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
-import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
+  getPaymentsClientToken,
   getPaymentsServiceToken,
+  MemoryPaymentsStore,
   OnPaymentConfirmed,
   PaymentsModule,
   PaymentsService,
   type PaymentConfirmedEvent,
   type PaymentsClient,
-  type PaymentsStore,
 } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
+import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
+import { RedisPaymentsStore } from '../../lib/redis/index.js';
+import { POSTGRES_URL, REDIS_URL } from '../support/services.js';
 
 const SNIPPETS = join(import.meta.dirname, 'snippets');
 const SECRET = 'readme-snippets-webhook-secret-0123456789abcdef';
@@ -100,6 +104,16 @@ class AccountController {
   }
 }
 
+/** A confirmation handler, for scenarios whose snippets bring none: the payment ids it saw. */
+@Injectable()
+class ConfirmedPayments {
+  readonly ids: string[] = [];
+  @OnPaymentConfirmed()
+  confirmed(event: PaymentConfirmedEvent): void {
+    this.ids.push(event.paymentId);
+  }
+}
+
 function sandboxPaymentOf(sandbox: PaymentsSandbox, link: string): string {
   const payment = sandbox.payments().find((p) => p.link === link);
   expect(payment).toBeDefined();
@@ -108,19 +122,35 @@ function sandboxPaymentOf(sandbox: PaymentsSandbox, link: string): string {
 
 const SCENARIOS: Scenario[] = [
   {
-    name: 'Quick start: the module, the checkout controller and the outcome handlers take a payment through the webhook',
+    name: 'Quick start: ShopModule takes a payment for an order, the webhook marks it paid, the return page verifies the stored id',
     uses: ['ShopModule', 'CheckoutController', 'OrdersService'],
     async run({ exports, sandbox, url, boot }) {
-      const app = await boot({ imports: [exports.ShopModule as Type] });
-      const pay = await fetch(`${url}/orders/order-7/pay`, { method: 'POST', redirect: 'manual' });
-      expect(pay.status).toBe(303);
-      const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
-      expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-7' });
-      expect(await (await fetch(`${url}/orders/order-7/back?payment_id=${paymentId}`)).text()).toBe('Processing, refresh in a moment.');
-      await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
-      // The webhook ran OrdersService.markPaid (the only payment.confirmed listener: without it the outcome would have failed).
-      expect(await app.get(PaymentsService).getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', source: 'webhook', handlers: 'succeeded' });
-      expect(await (await fetch(`${url}/orders/order-7/back?payment_id=${paymentId}`)).text()).toBe('Thank you, paid.');
+      const log = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+      try {
+        const app = await boot({ imports: [exports.ShopModule as Type] });
+        const orders = app.get(exports.OrdersService as Type<{ find(id: string): { paymentId?: string; status: string } | undefined }>);
+        const pay = await fetch(`${url}/orders/order-7/pay`, { method: 'POST', redirect: 'manual' });
+        expect(pay.status).toBe(303);
+        const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
+        expect(orders.find('order-7')).toMatchObject({ paymentId, status: 'new' });
+        expect(sandbox.getPayment(paymentId)).toMatchObject({
+          amount: '12500',
+          developerTrackingId: 'order-7',
+          successLink: 'http://localhost:3000/orders/order-7/back',
+        });
+        expect(await (await fetch(`${url}/orders/order-7/back`)).text()).toBe('Processing, refresh in a moment.');
+        await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+        expect(orders.find('order-7')?.status).toBe('paid');
+        expect(log).toHaveBeenCalledWith(expect.stringContaining('order order-7 paid: 12500 millimes'));
+        expect(await app.get(PaymentsService).getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', source: 'webhook', handlers: 'succeeded' });
+        // The query's payment_id is a hint only: the order's stored id is the one verified.
+        expect(await (await fetch(`${url}/orders/order-7/back?payment_id=someone-elses`)).text()).toBe('Thank you, paid.');
+        // An order without a payment, or no such order: 404, never a 500.
+        const missing = await fetch(`${url}/orders/order-404/back?payment_id=${paymentId}`);
+        expect(missing.status).toBe(404);
+      } finally {
+        log.mockRestore();
+      }
     },
   },
   {
@@ -186,16 +216,29 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: "Several merchant accounts, async: OutletModule's static path and decorators, options from PAYMENTS_*",
+    name: "Several merchant accounts, async: OutletModule's static path and decorators, its own PAYMENTS_OUTLET_* (public URL included)",
     uses: ['OutletModule'],
+    env: () => ({
+      PAYMENTS_OUTLET_PUBLIC_KEY: process.env.PAYMENTS_PUBLIC_KEY!,
+      PAYMENTS_OUTLET_PRIVATE_KEY: process.env.PAYMENTS_PRIVATE_KEY!,
+      PAYMENTS_OUTLET_BASE_URL: process.env.PAYMENTS_BASE_URL!,
+      PAYMENTS_OUTLET_WEBHOOK_PUBLIC_URL: `${new URL(process.env.PAYMENTS_WEBHOOK_PUBLIC_URL!).origin}/payments/outlet/webhook`,
+      PAYMENTS_OUTLET_WEBHOOK_SECRET: SECRET,
+      PAYMENTS_OUTLET_RECONCILIATION_ENABLED: 'false',
+      PAYMENTS_OUTLET_SUCCESS_LINK: 'https://shop.example.com/ok',
+      PAYMENTS_OUTLET_FAIL_LINK: 'https://shop.example.com/ko',
+    }),
     async run({ exports, sandbox, url, boot }) {
       const app = await boot({
         imports: [exports.OutletModule as Type],
         controllers: [AccountController],
-        providers: [{ provide: APP_GUARD, useClass: refuseUnlessPublic('isPublic') }],
+        providers: [{ provide: APP_GUARD, useClass: refuseUnlessPublic('isPublic') }, ConfirmedPayments],
       });
       const { paymentId } = await app.get<PaymentsService>(getPaymentsServiceToken('outlet')).generatePayment({ amount: '2000' });
       expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '2000', state: 'pending' });
+      expect(sandbox.getPayment(paymentId)?.webhook?.startsWith(`${url}/payments/outlet/webhook/`)).toBe(true);
+      expect(await sandbox.completePayment(paymentId)).toMatchObject({ delivered: true, lastStatus: 200 });
+      expect(app.get(ConfirmedPayments).ids).toEqual([paymentId]);
       expect((await post(`${url}/account`)).status).toBe(403);
       expect((await post(`${url}/payments/outlet/webhook/forged-token`)).status).toBe(401);
       expect((await post(`${url}/payments/webhook/forged-token`)).status).toBe(404);
@@ -215,16 +258,22 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: 'Stores: Redis, PostgreSQL and embedded PGlite stores answer, and the migration is SQL',
-    uses: ['redisStore', 'postgresStore', 'embeddedDb', 'embeddedStore', 'migrationSql'],
-    async run({ exports }) {
-      const stores = [exports.redisStore, exports.postgresStore, exports.embeddedStore] as PaymentsStore[];
-      try {
-        for (const store of stores) expect(typeof (await store.countPending())).toBe('number');
-        expect(exports.migrationSql).toMatch(/CREATE TABLE IF NOT EXISTS/);
-      } finally {
-        for (const store of stores) await store.close?.();
-        await (exports.embeddedDb as { close(): Promise<void> }).close();
+    name: 'Stores: the Redis and the PostgreSQL registrations build their store from ConfigService, and a payment is confirmed through it',
+    uses: ['RedisPaymentsModule', 'PostgresPaymentsModule', 'migrationSql'],
+    env: () => ({ REDIS_URL: REDIS_URL, DATABASE_URL: POSTGRES_URL }),
+    async run({ exports, sandbox, boot }) {
+      expect(exports.migrationSql).toMatch(/CREATE TABLE IF NOT EXISTS/);
+      for (const [module, kind] of [
+        [exports.RedisPaymentsModule, RedisPaymentsStore],
+        [exports.PostgresPaymentsModule, PostgresPaymentsStore],
+      ] as const) {
+        const app = await boot({ imports: [module as Type], providers: [ConfirmedPayments] });
+        const client = app.get<PaymentsClient>(getPaymentsClientToken());
+        expect(client.store).toBeInstanceOf(kind);
+        const { paymentId } = await app.get(PaymentsService).generatePayment({ amount: '3100' });
+        await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+        expect(app.get(ConfirmedPayments).ids).toEqual([paymentId]);
+        expect(await client.store.getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', source: 'webhook' });
       }
     },
   },
@@ -232,10 +281,17 @@ const SCENARIOS: Scenario[] = [
 
 SCENARIOS.push(
   {
-    name: 'Operations: the health module answers up for the store and the service, through one cached bindings read',
+    name: "Operations: the health module, beside the app's registration, answers up for its store and the service, through one cached bindings read",
     uses: ['HealthModule', 'HealthController'],
     async run({ exports, sandbox, url, boot }) {
-      await boot({ imports: [exports.HealthModule as Type] });
+      // The merchant's registration, with its own store: the one the indicator must check.
+      const store = new (class extends MemoryPaymentsStore {
+        pings = 0;
+        override async ping(): Promise<void> {
+          this.pings++;
+        }
+      })();
+      await boot({ imports: [PaymentsModule.forRoot(sandbox.options({ store, reconciliation: { enabled: false } })), exports.HealthModule as Type] });
       sandbox.clearRequests();
       for (let i = 0; i < 3; i++) {
         const answer = await fetch(`${url}/health`);
@@ -243,6 +299,7 @@ SCENARIOS.push(
         expect(await answer.json()).toMatchObject({ status: 'ok', info: { payments: { status: 'up', store: 'up', service: 'up' } } });
       }
       expect(sandbox.requests.map((r) => r.path)).toEqual(['/api/v2/bindings/list']);
+      expect(store.pings).toBe(3);
     },
   },
   {
@@ -278,75 +335,49 @@ SCENARIOS.push(
   },
 );
 
-SCENARIOS.push(
-  {
-    name: 'Quick start (Express): the one-file shop listens on PORT, takes a payment, and its webhook runs the callback',
-    uses: ['payments', 'server'],
-    env: (port) => ({
-      PORT: String(port),
-      SHOP_PUBLIC_URL: `http://127.0.0.1:${port}`,
-      PAYMENTS_WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}/payments/webhook`,
-    }),
-    async run({ exports, sandbox, port }) {
-      const payments = exports.payments as PaymentsClient;
-      const shop = exports.server as Server;
-      const log = jest.spyOn(console, 'log').mockImplementation(() => undefined);
-      try {
-        if (!shop.listening) await once(shop, 'listening');
-        const base = `http://127.0.0.1:${port}`;
-        const pay = await fetch(`${base}/orders/order-8/pay`, { method: 'POST', redirect: 'manual' });
-        expect(pay.status).toBe(303);
-        const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
-        expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-8', successLink: `${base}/orders/order-8/back` });
-        expect(await (await fetch(`${base}/orders/order-8/back?payment_id=${paymentId}`)).text()).toBe('pending');
-        await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
-        expect(log).toHaveBeenCalledWith('order order-8 paid');
-        expect(await payments.getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', source: 'webhook', handlers: 'succeeded' });
-        expect(await (await fetch(`${base}/orders/order-8/back?payment_id=${paymentId}`)).text()).toBe('confirmed');
+SCENARIOS.push({
+  name: 'Quick start (Express): startShop(0) listens on a free port, names it in its links, marks orders paid and answers 404 for no payment',
+  uses: ['startShop'],
+  async run({ exports, sandbox }) {
+    const startShop = exports.startShop as (port: number) => Promise<{
+      url: string;
+      server: Server;
+      orders: Map<string, { paymentId?: string; status: string }>;
+      stop(): Promise<void>;
+    }>;
+    const log = jest.spyOn(console, 'log').mockImplementation(() => undefined);
+    const webhookUrl = process.env.PAYMENTS_WEBHOOK_PUBLIC_URL;
+    delete process.env.PAYMENTS_WEBHOOK_PUBLIC_URL; // the shop's own address, then
+    const shop = await startShop(0);
+    try {
+      expect(shop.url).toMatch(/^http:\/\/localhost:[1-9]\d*$/);
+      const pay = await fetch(`${shop.url}/orders/order-8/pay`, { method: 'POST', redirect: 'manual' });
+      expect(pay.status).toBe(303);
+      const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
+      expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-8', successLink: `${shop.url}/orders/order-8/back` });
+      expect(sandbox.getPayment(paymentId)?.webhook?.startsWith(`${shop.url}/payments/webhook/`)).toBe(true);
+      expect(await (await fetch(`${shop.url}/orders/order-8/back`)).text()).toBe('pending');
+      await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+      expect(log).toHaveBeenCalledWith('order order-8 paid');
+      expect(shop.orders.get('order-8')?.status).toBe('paid');
+      expect(await (await fetch(`${shop.url}/orders/order-8/back?payment_id=someone-elses`)).text()).toBe('confirmed');
+      expect((await fetch(`${shop.url}/orders/order-404/back?payment_id=${paymentId}`)).status).toBe(404);
 
-        const declined = sandboxPaymentOf(
-          sandbox,
-          (await fetch(`${base}/orders/order-9/pay`, { method: 'POST', redirect: 'manual' })).headers.get('location')!,
-        );
-        await expect(sandbox.failPayment(declined)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
-        expect(log).toHaveBeenCalledWith('order order-9 not paid: FAILURE');
-      } finally {
-        log.mockRestore();
-        shop.closeAllConnections();
-        await new Promise((resolve) => shop.close(resolve));
-        await payments.close();
-      }
-    },
+      const declined = sandboxPaymentOf(
+        sandbox,
+        (await fetch(`${shop.url}/orders/order-9/pay`, { method: 'POST', redirect: 'manual' })).headers.get('location')!,
+      );
+      await expect(sandbox.failPayment(declined)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+      expect(log).toHaveBeenCalledWith('order order-9 not paid: FAILURE');
+      expect(shop.orders.get('order-9')?.status).toBe('not paid');
+    } finally {
+      log.mockRestore();
+      process.env.PAYMENTS_WEBHOOK_PUBLIC_URL = webhookUrl;
+      await shop.stop();
+    }
+    expect(shop.server.listening).toBe(false);
   },
-  {
-    name: 'Express guide: startShop listens on the port it is given, runs markPaid from the webhook, and stop() closes it',
-    uses: ['startShop'],
-    env: (port) => ({ PAYMENTS_WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}/payments/webhook` }),
-    async run({ exports, sandbox, port }) {
-      const startShop = exports.startShop as (
-        port: number,
-        markPaid: (orderId: string) => Promise<void>,
-      ) => { payments: PaymentsClient; server: Server; stop(): Promise<void> };
-      const paid: string[] = [];
-      const shop = startShop(port, async (orderId) => void paid.push(orderId));
-      try {
-        if (!shop.server.listening) await once(shop.server, 'listening');
-        const { paymentId } = await shop.payments.generatePayment({
-          amount: '2500',
-          developerTrackingId: 'order-10',
-          successLink: 'https://shop.example.com/ok',
-          failLink: 'https://shop.example.com/ko',
-        });
-        expect(sandbox.getPayment(paymentId)?.webhook?.startsWith(`http://127.0.0.1:${port}/payments/webhook/`)).toBe(true);
-        await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
-        expect(paid).toEqual(['order-10']);
-      } finally {
-        await shop.stop();
-      }
-      expect(shop.server.listening).toBe(false);
-    },
-  },
-);
+});
 
 const FRAGMENTS: Fragment[] = [
   {

@@ -204,6 +204,21 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     expect(await page.locator('#clientId').inputValue()).toBe('bad id!');
   }, 60_000);
 
+  it('the admin fits a 1280 px screen: the orders table (a held order with its capture and cancel forms) needs no horizontal scrolling', async () => {
+    await checkout('espresso-machine');
+    await navigate(() => page.locator('#pay').click(), /\/orders\/ord_[0-9a-f]+\/success\?payment_id=pay_/);
+    await openAdmin();
+    expect(await page.locator('#orders form[action$="/capture"]').count()).toBeGreaterThan(0);
+    // A string: this project's TypeScript has no DOM types.
+    const widths = await page.evaluate<{ page: number; viewport: number; table: number; box: number }>(`(() => {
+      const wrap = document.querySelector('#orders').closest('.table-wrap');
+      return { page: document.documentElement.scrollWidth, viewport: window.innerWidth, table: wrap.scrollWidth, box: wrap.clientWidth };
+    })()`);
+    await shot('admin-1280');
+    expect(widths.page).toBeLessThanOrEqual(widths.viewport);
+    expect(widths.table).toBeLessThanOrEqual(widths.box);
+  }, 60_000);
+
   it('signs out; showed no console error (no blocked style, no CSP violation) and never the private key', async () => {
     await openAdmin();
     await navigate(

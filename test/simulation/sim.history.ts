@@ -26,6 +26,8 @@ export const BOUNDS = {
   faultsMs: 90_000,
   /** After a store outage ends (entries a pass took come back after their 120 s lease). */
   afterOutageMs: 150_000,
+  /** Added per failed handler run, beyond the sweep's wait for its next check. */
+  perFailureMs: 60_000,
 } as const;
 
 const LEASE_MS = 60_000;
@@ -53,6 +55,8 @@ export interface HistoryResult {
 
 interface RunState {
   active: number;
+  /** When the run in progress started (for the store-outage exception to exclusion). */
+  activeSince?: number;
   successes: number;
   failures: number;
   firstSuccessAt?: number;
@@ -113,10 +117,13 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
           violate(`confirmed ${id} for order ${String(outcome.developerTrackingId)}, made for ${String(model.trackingId)}`);
       }
     }
-    if (s.active > 0) violate(`handlers of ${id} ran concurrently`);
+    // Exclusion holds while the store answers: a lease cannot be renewed while the store is away,
+    // so an outage long enough for the running one's lease to lapse is the documented exception.
+    if (s.active > 0 && !leaseCouldLapse(s.activeSince ?? time.now)) violate(`handlers of ${id} ran concurrently`);
     if (s.lastSuccess && !excused(s.lastSuccess)) violate(`handlers of ${id} ran again after they succeeded (${s.names.join(', ')}, then ${name})`);
     s.active++;
     const startedAt = time.now;
+    s.activeSince = startedAt;
     note(id, `handler ${name} starts on #${instance.index}`);
     let open = true;
     const close = () => {
@@ -128,7 +135,7 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     const duration = has('slow') && random.chance(0.3) ? random.between(1_000, 90_000) : random.between(0, 200);
     await instance.io(
       () => undefined,
-      () => duration / 2,
+      () => duration,
     );
     close();
     if (has('failing') && random.chance(0.25)) {
@@ -141,6 +148,9 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     // The bound is on when the engine ran the handlers, not on how long the shop's own code takes.
     s.firstSuccessAt ??= startedAt;
   };
+
+  const leaseCouldLapse = (since: number) =>
+    storeDown.some(([from, to]) => Math.min(to, time.now) - Math.max(from, since - LEASE_MS) >= LEASE_MS / 3);
 
   // A second successful run is the at-least-once gap only when the first run's instance died, or
   // the store failed, before the done marker could be written.
@@ -180,6 +190,7 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     const instance = anyLive();
     const retry = () => attempt < 6 && time.after(5_000 * 2 ** attempt, () => deliver(payment, attempt + 1));
     if (!instance || !payment.webhookUrl || (has('lossy') && random.chance(0.4))) return void retry();
+    if (attempt === 0 && has('lossy') && random.chance(0.5)) return; // this webhook is never sent
     if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id);
     const url = new URL(payment.webhookUrl);
     let answered = false;
@@ -204,7 +215,7 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id);
     instance.client.reconcilePayment(payment.id, { expected: { amount: payment.amount, developerTrackingId: payment.trackingId } }).then((result) => {
       note(payment.id, `return on #${instance.index}: ${result.outcome}`);
-      if (result.outcome === 'pending' && reloads > 0 && random.chance(0.7)) time.after(5_000, () => returnTo(payment, reloads - 1));
+      if (result.outcome === 'pending' && reloads > 0 && random.chance(0.8)) time.after(random.between(5_000, 20_000), () => returnTo(payment, reloads - 1));
     }, callerErrors('reconcilePayment'));
   };
 
@@ -230,13 +241,14 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
         );
         time.at(payment.settleAt + random.between(0, 1_500), () => deliver(payment, 0));
         if (has('duplicates')) time.at(payment.settleAt + random.between(0, 60_000), () => deliver(payment, 5));
-        if (random.chance(0.6)) time.at(payment.settleAt + random.between(500, 6_000), () => returnTo(payment, 3));
+        if (random.chance(0.6)) time.at(payment.settleAt + random.between(500, 6_000), () => returnTo(payment, 8));
       }, callerErrors('generatePayment'));
     });
   }
 
-  // Strangers typing ids into the return page (a small pool, so ids come back).
+  // Strangers typing ids into the return page: a small pool that comes back, and fresh ones.
   const strangerIds = Array.from({ length: 8 }, (_, i) => `pay_x${seed % 1000}_${i}`);
+  const strangersSeen = new Set<string>();
   const horizon = T0 + 60_000 + sessionSecs * 1000 + GRACE_MS + INTERVAL_MS + 600_000;
   if (has('strangers')) {
     // Bursts of invented ids on the return page, at random times.
@@ -244,7 +256,9 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
       const from = T0 + random.between(0, sessionSecs * 1000);
       for (let k = 0; k < 40; k++) {
         time.at(from + random.between(0, 20_000), () => {
-          anyLive()?.client.reconcilePayment(random.pick(strangerIds)).catch(callerErrors('reconcilePayment (stranger)'));
+          const id = random.chance(0.5) ? random.pick(strangerIds) : `pay_y${seed % 1000}_${k}_${random.int(0, 1e6)}`;
+          strangersSeen.add(id);
+          anyLive()?.client.reconcilePayment(id).catch(callerErrors('reconcilePayment (stranger)'));
         });
       }
     }
@@ -293,7 +307,9 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     if (has('faults')) deadline += BOUNDS.faultsMs;
     for (const [, to] of storeDown)
       if (to >= finalAt - LEASE_MS * 2) deadline = Math.max(deadline, to + BOUNDS.afterOutageMs) + (has('faults') ? BOUNDS.faultsMs : 0);
-    if (s.failures > 0) continue; // a failing handler is retried on the sweep's schedule: no bound
+    // A failing handler runs again on the next delivery, return or sweep check (the sweep's fast
+    // lane: waits doubling from the interval).
+    for (let k = 0; k < s.failures; k++) deadline += Math.min(3_600_000, INTERVAL_MS * 2 ** (k + 1)) + BOUNDS.perFailureMs;
     if (s.firstSuccessAt === undefined) {
       if (deadline <= horizon) violate(`${payment.id} (${final}, final at ${(finalAt - T0) / 1000}s) was never handled (bound ${(deadline - T0) / 1000}s)`);
       continue;
@@ -311,12 +327,14 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     settledVerifies += world.ledger.verifies.get(payment.id) ?? 0;
   }
   let strangerVerifies = 0;
-  for (const id of strangerIds) {
+  for (const id of strangersSeen) {
     strangerVerifies += world.ledger.verifies.get(id) ?? 0;
     const notFound = world.ledger.notFound.get(id) ?? 0;
     if (notFound > everStarted.length) violate(`stranger id ${id} answered 404 ${notFound} times across ${everStarted.length} instance(s)`);
   }
-  const strangerBound = everStarted.length * (5 + Math.ceil((horizon - T0) / 12_000));
+  // Each instance: a burst of 5 verifies for unknown ids, then one per 12 s (a burst lasts 20 s),
+  // plus the transport's retries of an attempt that failed.
+  const strangerBound = everStarted.length * 3 * (5 + 2) * (has('faults') ? 3 : 1);
   if (strangerVerifies > strangerBound) violate(`strangers' ids cost ${strangerVerifies} verify calls (bound ${strangerBound})`);
   for (const line of world.ledger.logs) leakCheck('a log line', line, violate);
   if (process.env.SIM_DEBUG)

@@ -25,7 +25,8 @@ describe('the engine simulation', () => {
           failures.push(
             `seed ${seed} [${result.stressors.join(', ')}] (replay: SIM_SEED=${seed} SIM_HISTORIES=1 npm run test:sim):\n  ${result.violations.join('\n  ')}`,
           );
-          if (failures.length >= 5) break;
+          if (failures.length === 1) process.stdout.write(`simulation: first violation at history ${seed - FIRST_SEED + 1}\n`);
+          if (failures.length >= 5 || process.env.SIM_STOP_AT_FIRST) break;
         }
       }
       const report = summarise(results);
@@ -33,9 +34,12 @@ describe('the engine simulation', () => {
       expect(failures).toEqual([]);
       const settled = results.reduce((n, r) => n + r.settled, 0);
       const verifies = results.reduce((n, r) => n + r.settledVerifies, 0);
-      expect(settled).toBeGreaterThan(HISTORIES);
-      // The budget stated in docs/confirmations.md: at most 1.5 verify calls per settled payment on average.
-      expect(verifies / settled).toBeLessThanOrEqual(1.5);
+      // Averages mean something over many histories only (a replay of one seed checks its violations).
+      if (HISTORIES >= 500) {
+        expect(settled).toBeGreaterThan(HISTORIES);
+        // The budget stated in docs/confirmations.md: at most 1.5 verify calls per settled payment on average.
+        expect(verifies / settled).toBeLessThanOrEqual(1.5);
+      }
     },
     30 * 60_000,
   );

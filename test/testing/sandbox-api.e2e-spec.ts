@@ -8,6 +8,7 @@ import { authHeader, generate, getApi, ISO_UTC, postJson, rawRequest } from './s
 const UNAUTHORIZED = '{"result":{"status":401,"message":"Unauthorized"}}';
 const BAD_REQUEST = '{"result":{"status":400,"message":"Bad Request"}}';
 const REFUND_NOT_ALLOWED = '{"status":"error","message":"Payment cannot be refunded","code":"REFUND_NOT_ALLOWED"}';
+const UNKNOWN_PAYMENT = '{"status":"error","message":"Unknown payment: the sandbox has no payment with this id","code":"PAYMENT_NOT_FOUND"}';
 const CANCELLATION_FAILED = '{"status":"error","message":"Pre-auth payment cannot be cancelled","code":"CANCELLATION_FAILED"}';
 const PAYMENT_ID_REQUIRED = '{"status":"error","message":"payment_id is required","code":"BAD_REQUEST"}';
 const INVALID_CLIENT_ID = '{"result":{"status":400,"message":"Invalid client_id"}}';
@@ -228,12 +229,12 @@ describe('PaymentsSandbox API', () => {
       expect([again.status, again.text]).toEqual([400, REFUND_NOT_ALLOWED]);
     });
 
-    it('refuses pending, failed, unknown and pre-authorized (held, not captured) payments', async () => {
+    it('refuses pending, failed and pre-authorized (held, not captured) payments', async () => {
       const pending = (await generate(sandbox)).payment_id;
       const failed = (await generate(sandbox)).payment_id;
       await sandbox.failPayment(failed);
       const preauth = await sandbox.createPreauthorizedPayment({ amount: '5000' });
-      for (const payment_id of [pending, failed, preauth, 'pay_unknown']) {
+      for (const payment_id of [pending, failed, preauth]) {
         const res = await postJson(sandbox, '/api/v2/refund_payment', { payment_id });
         expect([res.status, res.text]).toEqual([400, REFUND_NOT_ALLOWED]);
       }
@@ -281,11 +282,11 @@ describe('PaymentsSandbox API', () => {
       expect([again.status, again.text]).toEqual([400, CANCELLATION_FAILED]);
     });
 
-    it('refuses standard payments (pending or paid) and unknown ids', async () => {
+    it('refuses standard payments (pending or paid)', async () => {
       const pending = (await generate(sandbox)).payment_id;
       const paid = (await generate(sandbox)).payment_id;
       await sandbox.completePayment(paid);
-      for (const payment_id of [pending, paid, 'pay_unknown']) {
+      for (const payment_id of [pending, paid]) {
         const res = await postJson(sandbox, '/api/v2/cancel_payment', { payment_id });
         expect([res.status, res.text]).toEqual([400, CANCELLATION_FAILED]);
       }
@@ -300,6 +301,25 @@ describe('PaymentsSandbox API', () => {
     it('refuses an invalid pre-authorization amount', async () => {
       await expect(sandbox.createPreauthorizedPayment({ amount: '1.5' })).rejects.toThrow(TypeError);
       await expect(sandbox.createPreauthorizedPayment({ amount: '0' })).rejects.toThrow(/amount/);
+    });
+  });
+
+  describe('an operation on a payment the sandbox does not know', () => {
+    it('refund, cancel and confirm answer 404 PAYMENT_NOT_FOUND "Unknown payment", not a refusal blaming its state', async () => {
+      for (const path of ['/api/v2/refund_payment', '/api/v2/cancel_payment', '/api/v2/confirm_payment']) {
+        const res = await postJson(sandbox, path, { payment_id: 'pay_unknown' });
+        expect([path, res.status, res.text]).toEqual([path, 404, UNKNOWN_PAYMENT]);
+      }
+    });
+
+    it('the plugin surfaces it as such: its error says "Unknown payment"', async () => {
+      const client = new PaymentsClient(sandbox.options({ reconciliation: { enabled: false }, maxRetries: 0 }));
+      try {
+        for (const call of [() => client.refundPayment('pay_unknown'), () => client.capturePayment('pay_unknown'), () => client.cancelPayment('pay_unknown')])
+          await expect(call()).rejects.toThrow(/Unknown payment: the sandbox has no payment with this id/);
+      } finally {
+        await client.close();
+      }
     });
   });
 

@@ -3,7 +3,7 @@ import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { generate, getApi, postJson, rawRequest } from './sandbox.helpers.js';
 
 const REFUND = '/api/v2/refund_payment';
-const REFUND_NOT_ALLOWED = '{"status":"error","message":"Payment cannot be refunded","code":"REFUND_NOT_ALLOWED"}';
+const UNKNOWN_PAYMENT = '{"status":"error","message":"Unknown payment: the sandbox has no payment with this id","code":"PAYMENT_NOT_FOUND"}';
 
 describe('PaymentsSandbox fault injection', () => {
   let sandbox: PaymentsSandbox;
@@ -31,7 +31,7 @@ describe('PaymentsSandbox fault injection', () => {
     ]);
     sandbox.fault(REFUND, null);
     const normal = await postJson(sandbox, REFUND, { payment_id: 'pay_x' });
-    expect([normal.status, normal.text]).toEqual([400, REFUND_NOT_ALLOWED]);
+    expect([normal.status, normal.text]).toEqual([404, UNKNOWN_PAYMENT]);
   });
 
   it('picks the content type from the body, unless given', async () => {
@@ -87,7 +87,7 @@ describe('PaymentsSandbox fault injection', () => {
     expect(error?.code).toBe('ECONNRESET');
     expect(error?.message).toMatch(/ECONNRESET|socket hang up/);
     expect(sandbox.requests).toHaveLength(1);
-    expect((await postJson(sandbox, REFUND, { payment_id: 'p' })).status).toBe(400);
+    expect((await postJson(sandbox, REFUND, { payment_id: 'p' })).status).toBe(404);
   });
 
   it('reset is seen by fetch as a failed request', async () => {

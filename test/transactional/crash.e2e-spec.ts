@@ -9,6 +9,7 @@ import { describeWithService, POSTGRES_URL, postgresAvailable } from '../support
 import { settle } from '../faults/support/guards.js';
 import { pgSchema } from './support/orders.js';
 import { bundleFixture } from '../support/bundle.js';
+import { ownServersMissing, startPgBouncer, startPostgres } from '../support/pg-servers.js';
 
 // Exactly-once effects under real crashes: the app (a child process, plain Express, its orders and
 // the plugin's transactional store on one database) is SIGKILLed at random moments while its
@@ -32,7 +33,9 @@ const LEASE_MS = 400;
  * Kills per backend, 50 in all, each inside a handler. PGlite gets fewer: opening its data
  * directory (crash recovery included) costs about 2 s of CPU per start.
  */
-const LIVES = { pglite: 15, postgres: 35 };
+const LIVES = { pglite: 15, postgres: 35, pgbouncer: 12, restarts: 12 };
+/** On a server of its own, restarted while a handler runs at every this many lives. */
+const RESTART_EVERY = 3;
 /** New paid orders per life. */
 const ORDERS_PER_LIFE = 1;
 /** Longest random pause between a handler's steps. */
@@ -108,8 +111,11 @@ interface AppState {
 const deliver = (app: App, order: Order) =>
   postJson(`${app.url}/hook/${order.token}`, { payment_id: order.paymentId }).catch(() => ({ status: 0, body: undefined }));
 
-/** The whole scenario on one database. */
-async function crashLoop(database: Record<string, string>, lives: number): Promise<void> {
+/**
+ * The whole scenario on one database. `midHandler`, when given, runs in each life once a handler
+ * started, before the kill (a server restart: the app must live through it).
+ */
+async function crashLoop(database: Record<string, string>, lives: number, midHandler?: (life: number, app: App) => Promise<void>): Promise<void> {
   const orders: Order[] = [];
   const done = new Set<string>();
   let kills = 0;
@@ -131,6 +137,7 @@ async function crashLoop(database: Record<string, string>, lives: number): Promi
     }
     await app.started;
     await settle(Math.floor(random() * 4 * PAUSE_MS));
+    await midHandler?.(life, app);
     expect(app.child.kill('SIGKILL')).toBe(true);
     expect(await app.exited).toEqual({ code: null, signal: 'SIGKILL' });
     kills += 1;
@@ -204,4 +211,50 @@ describe(`SIGKILL inside transactional handlers, ${LIVES.pglite} kills on PGlite
       }
     }, 180_000);
   });
+
+  const missing = ownServersMissing();
+  describeWithService(!missing, missing ?? '')('on servers of its own', () => {
+    it('PostgreSQL behind PgBouncer in transaction mode, default options: every order updated exactly once, every payment done', async () => {
+      const server = await startPostgres();
+      const bouncer = await startPgBouncer({ host: '127.0.0.1', port: server.port });
+      try {
+        await createDatabase(server.url, 'crash_bouncer');
+        await crashLoop({ DATABASE_URL: bouncer.url('crash_bouncer') }, LIVES.pgbouncer);
+      } finally {
+        await bouncer.stop();
+        await server.remove();
+      }
+    }, 180_000);
+
+    it('PostgreSQL restarted while handlers run: the app lives on, every order updated exactly once, every payment done', async () => {
+      const server = await startPostgres();
+      let restarts = 0;
+      try {
+        await crashLoop({ DATABASE_URL: server.url }, LIVES.restarts, async (life, app) => {
+          if (life % RESTART_EVERY !== 1) return;
+          await server.down();
+          await server.up();
+          restarts += 1;
+          await settle(300);
+          // The transaction's connection ended under a handler: that attempt fails, not the process.
+          expect({ exitCode: app.child.exitCode, stderr: app.stderr().includes('Unhandled') }).toEqual({ exitCode: null, stderr: false });
+        });
+        expect(restarts).toBe(Math.ceil((LIVES.restarts - 1) / RESTART_EVERY));
+      } finally {
+        await server.remove();
+      }
+    }, 180_000);
+  });
 });
+
+/** A database of its own on a server (the app creates its tables in it). */
+async function createDatabase(serverUrl: string, name: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+}

@@ -12,6 +12,7 @@ import { quietLogger, tokenOf } from '../support/outcome-kit.js';
 import { describeWithService, POSTGRES_URL, postgresAvailable } from '../support/services.js';
 import { pgSchema } from './support/orders.js';
 import { markPaidWithDrizzle } from './recipes/exactly-once-drizzle-node-postgres.js';
+import { markPaidInNestedTransaction } from './recipes/exactly-once-drizzle-nested.js';
 import { markPaidWithDrizzleOnPglite } from './recipes/exactly-once-drizzle-pglite.js';
 import { markPaidWithSql, transactionalStore } from './recipes/exactly-once-pg.js';
 
@@ -96,7 +97,7 @@ const EXPECTED = {
 it('every recipe file is a block of docs/exactly-once.md, word for word', () => {
   const blocks = new Map(docSnippets('exactly-once', readFileSync(GUIDE, 'utf8')) as Array<[string, string]>);
   const files = readdirSync(RECIPES).sort();
-  expect(files).toEqual(['exactly-once-drizzle-node-postgres.ts', 'exactly-once-drizzle-pglite.ts', 'exactly-once-pg.ts']);
+  expect(files).toEqual(['exactly-once-drizzle-nested.ts', 'exactly-once-drizzle-node-postgres.ts', 'exactly-once-drizzle-pglite.ts', 'exactly-once-pg.ts']);
   for (const file of files) expect(blocks.get(file)).toBe(readFileSync(path.join(RECIPES, file), 'utf8'));
 });
 
@@ -131,6 +132,12 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('on nod
   it('Drizzle: a failed attempt leaves no write; the next writes once', async () => {
     const pool = schema.pool();
     const run = await exercise(pool, new PostgresPaymentsStore(pool, { transactional: true }), markPaidWithDrizzle);
+    expect({ answers: run.answers, states: run.states }).toEqual(EXPECTED);
+  });
+
+  it('Drizzle’s own transaction in the handler: a savepoint, so a failed attempt leaves no write; the next writes once', async () => {
+    const pool = schema.pool();
+    const run = await exercise(pool, new PostgresPaymentsStore(pool, { transactional: true }), markPaidInNestedTransaction);
     expect({ answers: run.answers, states: run.states }).toEqual(EXPECTED);
   });
 

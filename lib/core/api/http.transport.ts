@@ -19,7 +19,7 @@ export interface TransportOptions {
   /** Largest accepted answer, in bytes. Default 1 MiB. */
   maxResponseBytes?: number;
   /** The webhook settings: their secret is cut out of answers too. */
-  webhook?: { secret?: string };
+  webhook?: { secret?: string; previousSecrets?: readonly string[] };
   /** Which attempts may be repeated, and after how long (`RETRY_POLICY`, handed in by the client). */
   retry: RetryPolicy;
   /** What deadlines and back-offs are timed on. Default: the system clock. */
@@ -83,7 +83,8 @@ export class HttpTransport {
       POST: { Authorization: authorization, Accept: 'application/json', 'Content-Type': 'application/json' },
     };
     // The forms are built once per client; each answer then costs one scan (secret.redactor.ts).
-    this.#redactor = new SecretRedactor({ privateKey: options.privateKey, publicKey: options.publicKey, webhookSecret: options.webhook?.secret });
+    const { privateKey, publicKey, webhook } = options;
+    this.#redactor = new SecretRedactor({ privateKey, publicKey, webhookSecret: webhook?.secret, previousWebhookSecrets: webhook?.previousSecrets });
     this.#maxRetries = options.maxRetries;
     this.#logger = options.logger;
     this.#timeoutMs = options.timeoutMs;

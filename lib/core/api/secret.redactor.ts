@@ -15,6 +15,8 @@ export interface RedactedSecrets {
   publicKey?: string;
   /** The webhook secret, when one is configured. */
   webhookSecret?: string;
+  /** The webhook secrets of before a rotation, still accepted. */
+  previousWebhookSecrets?: readonly string[];
 }
 
 /** What an answer becomes: its text and its parsed JSON, with every secret cut out. */
@@ -52,9 +54,15 @@ export class SecretRedactor {
 
   /** @param secrets the values to cut out; one shorter than 4 characters is left alone */
   constructor(secrets: RedactedSecrets | string) {
-    const { privateKey, publicKey, webhookSecret } = typeof secrets === 'string' ? { privateKey: secrets } : secrets;
+    const {
+      privateKey,
+      publicKey,
+      webhookSecret,
+      previousWebhookSecrets = [],
+    } = typeof secrets === 'string' ? ({ privateKey: secrets } as RedactedSecrets) : secrets;
     const forms = new Set<string>();
-    for (const secret of [privateKey, webhookSecret]) if (secret !== undefined && secret.length >= MIN_SECRET_LENGTH) addForms(forms, secret);
+    for (const secret of [privateKey, webhookSecret, ...previousWebhookSecrets])
+      if (secret !== undefined && secret.length >= MIN_SECRET_LENGTH) addForms(forms, secret);
     if (publicKey !== undefined && privateKey.length >= MIN_SECRET_LENGTH) {
       for (const encoded of base64Forms(Buffer.from(`${publicKey}:${privateKey}`))) addEncoded(forms, encoded);
     }

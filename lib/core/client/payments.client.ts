@@ -95,7 +95,14 @@ export class PaymentsClient implements PaymentsOperations {
     storeUsers(this.store, +1);
     // The retry decision is handed to the transport here, one place to read it from the client.
     this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger, retry: RETRY_POLICY, clock: resolved.clock, adapter: seams.adapter });
-    const signer = resolved.webhook.enabled && resolved.webhook.secret ? new WebhookTokenSigner(resolved.webhook.secret, resolved.clock) : undefined;
+    const signer =
+      resolved.webhook.enabled && resolved.webhook.secret
+        ? new WebhookTokenSigner(resolved.webhook.secret, {
+            previousSecrets: resolved.webhook.previousSecrets,
+            registration: resolved.name,
+            clock: resolved.clock,
+          })
+        : undefined;
     // Due times and record ages are shared with the other instances: read on the store's clock.
     const shared = new SharedClock(resolved.clock, this.store.now ? () => this.store.now!() : undefined);
     const rechecks = new PendingRechecks(this.store, shared, resolved.reconciliation.graceSecs, (inMs) => this.#sweep.wakeIn(inMs), resolved.logger);
@@ -125,7 +132,7 @@ export class PaymentsClient implements PaymentsOperations {
         ...ttls,
         registration: resolved.name,
         clock: shared,
-        onPending: (paymentId, expected) => void rechecks.note(paymentId, expected),
+        recheckSoon: (paymentId, expected) => void rechecks.note(paymentId, expected),
         orders: this.#orders,
       },
       this.store,

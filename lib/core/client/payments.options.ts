@@ -17,6 +17,12 @@ export interface PaymentsWebhookOptions {
   /** HMAC-SHA256 key signing webhook tokens: at least 32 characters; keep it secret. No default. */
   secret?: string;
   /**
+   * Secrets of before a rotation, each at least 32 characters: tokens they signed are still
+   * accepted until they expire (`tokenTtlSecs`); new tokens are always signed with `secret`.
+   * The rolling-deploy procedure is in docs/security.md. Never logged. Default none.
+   */
+  previousSecrets?: readonly string[];
+  /**
    * Also accept deliveries without the plugin's token (a webhook URL set in the service's
    * dashboard). They are only hints: the payment must be one this plugin generated (in the
    * store's reconciliation queue), it is verified with the service, and at most once per
@@ -212,6 +218,8 @@ export interface ResolvedWebhookOptions {
   readonly path: string;
   readonly publicUrl?: string;
   readonly secret?: string;
+  /** Secrets still accepted for tokens minted before a rotation (none signs). */
+  readonly previousSecrets: readonly string[];
   readonly acceptUnsigned: boolean;
   readonly unsignedIntervalSecs: number;
   readonly maxBodyBytes: number;

@@ -64,6 +64,9 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
   check('webhook.path', w.path, webhookPath);
   check('webhook.publicUrl', w.publicUrl, httpUrl);
   check('webhook.secret', w.secret, webhookSecret);
+  if (w.previousSecrets !== undefined && !Array.isArray(w.previousSecrets)) bad('webhook.previousSecrets', 'must be a list of secrets');
+  else (w.previousSecrets ?? []).forEach((previous, i) => check(`webhook.previousSecrets[${i}]`, previous, webhookSecret));
+  if (w.previousSecrets?.length && w.secret === undefined) bad('webhook.secret', 'is required when webhook.previousSecrets is set');
   if (w.publicUrl !== undefined && w.secret === undefined) bad('webhook.secret', 'is required when webhook.publicUrl is set');
   if (w.secret !== undefined && w.publicUrl === undefined) bad('webhook.publicUrl', 'is required when webhook.secret is set');
   check('webhook.acceptUnsigned', w.acceptUnsigned, boolean);
@@ -94,6 +97,7 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
       path: (w.path ?? PAYMENTS_DEFAULTS.webhookPath).replace(/^\/+|\/+$/g, ''),
       publicUrl: w.publicUrl,
       secret: w.secret,
+      previousSecrets: Object.freeze([...((w.previousSecrets ?? []) as readonly string[])]),
       acceptUnsigned: w.acceptUnsigned ?? false,
       unsignedIntervalSecs: w.unsignedIntervalSecs ?? PAYMENTS_DEFAULTS.unsignedIntervalSecs,
       maxBodyBytes: w.maxBodyBytes ?? PAYMENTS_DEFAULTS.maxBodyBytes,

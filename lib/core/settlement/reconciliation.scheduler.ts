@@ -1,14 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { ABANDONED_MARK, OVERDUE_MARK, nextCheckAt, pastFastLane } from './reconciliation.lanes.js';
 import { describe } from './settlement.describe.js';
-import { outcomeKey, type SettleResult } from './settlement.request.js';
+import type { SettleResult } from './settlement.request.js';
 import type { SettlementRunner } from './settlement.runner.js';
 import type { PaymentsReconciliationOptions } from '../client/payments.options.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../store/payments.store.js';
+import type { PaymentsStore, PendingPayment } from '../store/payments.store.js';
 import type { TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 import { every } from '../time/clock.port.js';
 import { SweepWakes, WAKE_LEAD_MS } from './reconciliation.wakes.js';
+import { markOverdueRecord } from './reconciliation.records.js';
 import type { SharedClock } from '../time/shared.clock.js';
 import { nextRecheck, type PendingRechecks } from './settlement.rechecks.js';
 
@@ -43,7 +43,7 @@ export class ReconciliationScheduler {
   private stopTimer?: () => void;
   /** One-shot passes for the pending-lane checks this instance scheduled. */
   private readonly wakes: SweepWakes;
-  private running?: Promise<ReconciliationRun>;
+  private running?: Promise<void>;
   private complete?: Promise<ReconciliationRun>;
   /** Epoch ms before which passes take nothing: the service rate-limited verify. */
   private pausedUntil = 0;
@@ -98,15 +98,27 @@ export class ReconciliationScheduler {
   // `running` is the pass's verify phase, which a new pass waits for; the promise returned also
   // waits for the handlers the pass started, so its counts are complete.
   #start(now: number | undefined, leadMs: number): Promise<ReconciliationRun> {
-    if (!this.running || !this.complete) {
+    if (this.running && this.complete) return this.complete;
+    let verified!: () => void;
+    const running = new Promise<void>((resolve) => (verified = resolve));
+    this.running = running;
+    // The pass's span covers its handlers too, so that its counts are complete.
+    this.complete = this.telemetry.reconciliation(async (due) => {
       const handling: Array<Promise<void>> = [];
-      const verified = this.telemetry.reconciliation((due) => this.pass(now, due, leadMs, handling)).finally(() => (this.running = undefined));
-      this.running = verified;
-      this.complete = verified.then(async (run) => {
+      // Once every payment is verified, the next pass may start (a lane check due meanwhile).
+      const verifiedAll = () => {
+        verified();
+        if (this.running === running) this.running = undefined;
+      };
+      try {
+        const run = await this.pass(now, due, leadMs, handling);
+        verifiedAll();
         await Promise.all(handling);
         return run;
-      });
-    }
+      } finally {
+        verifiedAll();
+      }
+    });
     return this.complete;
   }
 
@@ -206,12 +218,12 @@ export class ReconciliationScheduler {
       case 'pending':
         run.checked++;
         // In the pending lane: its next check within seconds, no check of the session's lanes counted.
-        if (entry.rechecks !== undefined) return this.rechecks.schedule(entry, nextRecheck(entry, now, this.options.graceSecs));
+        if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
         return this.reschedule(entry, now, { kind: 'unknown', last: `the service answers ${result.verification.status}` });
       case 'verify-failed':
         run.checked++;
         // A failed check in the pending lane keeps it there: the lane is short and bounded anyway.
-        if (entry.rechecks !== undefined) return this.rechecks.schedule(entry, nextRecheck(entry, now, this.options.graceSecs));
+        if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
         return this.reschedule(entry, now, { kind: 'unknown', last: `verify failed: ${result.error.message}` });
       case 'deferred':
         // The sweep is not held to the verify budget; should it ever be, nothing was checked.
@@ -221,12 +233,19 @@ export class ReconciliationScheduler {
         run.checked++;
         return this.reschedule(entry, now, { kind: 'unknown', last: `the service's answer names another payment (${result.problems.join('; ')})` });
       case 'handlers-failed':
-        // The outcome is known and recorded with its failure; only the handlers are run again.
+        // The outcome is known and recorded with its failure; only the handlers are run again
+        // (soon while in the pending lane, then on the session's lanes).
         run.checked++;
+        if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
         return this.reschedule(entry, now, { kind: 'known', last: `handlers failed: ${result.error}` });
       default:
         return unreachable(result);
     }
+  }
+
+  // The pending lane's next check (a path found it pending, or its handlers failed, moments ago).
+  #laneNext(entry: PendingPayment, now: number): Promise<void> {
+    return this.rechecks.schedule(entry, nextRecheck(entry, now, this.options.graceSecs));
   }
 
   private async reschedule(taken: PendingPayment, now: number, why: Unsettled): Promise<void> {
@@ -240,7 +259,11 @@ export class ReconciliationScheduler {
         `reconciliation: gave up on ${entry.paymentId} after ${checks} checks over ${this.options.horizonDays} day(s) (last: ${why.last}); reconcile it by hand`,
       );
       if (why.kind === 'unknown')
-        await this.markRecord(entry, `${ABANDONED_MARK} outcome unknown after ${checks} checks; reconcile it by hand (last: ${why.last})`);
+        await markOverdueRecord(
+          { store: this.store, leaseMs: this.leaseMs, recordTtlMs: this.recordTtlMs, clock: this.clock, logger: this.logger },
+          entry,
+          `${ABANDONED_MARK} outcome unknown after ${checks} checks; reconcile it by hand (last: ${why.last})`,
+        );
       return;
     }
     await this.store.schedulePending({ ...entry, checks }, next);
@@ -250,49 +273,11 @@ export class ReconciliationScheduler {
           `reconciliation: ${entry.paymentId} still unknown after ${checks} checks; checked hourly, then daily, for ${this.options.horizonDays} day(s)`,
         );
       }
-      await this.markRecord(
+      await markOverdueRecord(
+        { store: this.store, leaseMs: this.leaseMs, recordTtlMs: this.recordTtlMs, clock: this.clock, logger: this.logger },
         entry,
         `${OVERDUE_MARK} outcome unknown after ${checks} checks; slow lane, next check at ${new Date(next).toISOString()} (last: ${why.last})`,
       );
-    }
-  }
-
-  // Writes the record of a payment whose outcome is overdue, under the payment's claim: every
-  // settle writes its record while it holds the claim, so a confirmation that lands meanwhile is
-  // never overwritten by this "unknown" (claim `done`: it was settled; `busy`: its settle writes).
-  private async markRecord(entry: PendingPayment, note: string): Promise<void> {
-    const key = outcomeKey(entry.paymentId);
-    const owner = randomUUID();
-    let claim;
-    try {
-      claim = await this.store.claim(key, owner, this.leaseMs);
-    } catch (error) {
-      void this.store.release(key, owner).catch(() => undefined);
-      throw error;
-    }
-    if (claim === 'done') return this.store.removePending(entry.paymentId);
-    if (claim === 'busy') return;
-    try {
-      const previous = await this.store.getOutcome(entry.paymentId);
-      // A known outcome (handlers that failed, a mismatch) keeps its own record.
-      if (previous && previous.outcome !== 'pending') return;
-      const record: OutcomeRecord = {
-        paymentId: entry.paymentId,
-        outcome: 'pending',
-        // Not a status of the service's: none was read (verify failed every time), or the last one read.
-        status: previous?.status ?? 'UNKNOWN',
-        source: 'reconciliation',
-        handlers: 'none',
-        attempts: previous?.attempts ?? 0,
-        amount: previous?.amount ?? entry.amount,
-        lastError: note.slice(0, 500),
-        updatedAt: new Date(this.clock.now()).toISOString(),
-      };
-      const trackingId = previous?.developerTrackingId ?? entry.developerTrackingId;
-      if (trackingId !== undefined) record.developerTrackingId = trackingId;
-      await this.store.saveOutcome(record, this.recordTtlMs);
-    } finally {
-      await this.store.release(key, owner).catch((error: unknown) => this.logger.error(`could not release ${key}: ${describe(error)}`));
     }
   }
 }

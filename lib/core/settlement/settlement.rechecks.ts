@@ -62,7 +62,7 @@ export class PendingRechecks {
     private readonly logger: PaymentsLogger,
   ) {}
 
-  /** A webhook or a return found `paymentId` pending: re-check it soon. */
+  /** A webhook or a return left `paymentId` unsettled (pending, or a handler failed): re-check it soon. */
   async note(paymentId: string, expected: OutcomeExpectation | undefined): Promise<void> {
     try {
       await this.clock.sync();

@@ -95,10 +95,11 @@ export interface SettlementRunnerOptions {
   /** The time shared with the other instances (record times are written with it). */
   clock: Clock;
   /**
-   * Called when a webhook or a return found the payment still pending at the service: the
-   * plugin's own re-checks take it from there (settlement.rechecks.ts). Never awaited by the path.
+   * Called when a webhook or a return left the payment unsettled (still pending at the service,
+   * or a handler failed): the plugin's own re-checks take it from there within seconds
+   * (settlement.rechecks.ts). Never awaited by the path.
    */
-  onPending?: (paymentId: string, expected: OutcomeExpectation | undefined) => void;
+  recheckSoon?: (paymentId: string, expected: OutcomeExpectation | undefined) => void;
   /** One confirmation per order (settlement.orders.ts); absent: every successful payment is confirmed. */
   orders?: OrderScreenPort;
 }

@@ -188,7 +188,7 @@ export class SettlementRunner {
         await this.#finish(key, owner, 'release', { verification, outcome: 'pending', source, handlers: 'none' });
         // The service's state may lag its own webhook: the plugin re-checks soon rather than at
         // the session's end (the sweep's own checks schedule their next one themselves).
-        if (source !== 'reconciliation') this.options.onPending?.(paymentId, expected);
+        if (source !== 'reconciliation') this.options.recheckSoon?.(paymentId, expected);
         return { kind: 'pending', verification };
       }
       case 'mismatch': {
@@ -218,9 +218,8 @@ export class SettlementRunner {
     owner: string,
     trace: SettleTrace,
   ): Promise<SettleResult> {
-    // ── One order, one charge (settlement.duplicates.ts): a paid payment of an order another payment settled is a duplicate ──
-    const screened =
-      outcome === 'confirmed' ? await this.options.orders?.screen({ verification, source, key, owner, dispatch: this.#dispatcher, trace }) : undefined;
+    // ── One order, one charge (settlement.duplicates.ts): a paid payment of an order another settled is a duplicate ──
+    const screened = outcome === 'confirmed' && (await this.options.orders?.screen({ verification, source, key, owner, dispatch: this.#dispatcher, trace }));
     if (screened) return screened;
     // ── end of the order screen ──
     const dispatcher = this.#dispatcher;
@@ -274,6 +273,8 @@ export class SettlementRunner {
     const message = describe(error);
     this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);
     await this.#finish(key, owner, 'release', { verification, outcome, source, handlers: 'failed', lastError: message });
+    const { amount, developerTrackingId } = verification;
+    if (source !== 'reconciliation') this.options.recheckSoon?.(paymentId, { amount, developerTrackingId, origin: 'binding' });
     return { kind: 'handlers-failed', outcome, verification, error: message };
   }
 

@@ -9,6 +9,8 @@ import type { PaymentsStore } from '../store/payments.store.js';
 import { NO_TELEMETRY, type TelemetryHooks, type WebhookTrace } from '../telemetry/telemetry.hooks.js';
 import { answerFor, duplicate, refusal, unavailable, type WebhookAnswer } from './webhook.answer.js';
 import { parseWebhook, type WebhookRequest } from './webhook.payload.js';
+import { publicUrlMismatch } from './webhook.mount.js';
+import { tokenRegistrationVerdict } from './webhook.registration.js';
 import { trackingHash, WebhookTokenSigner, type WebhookTokenClaims } from './webhook.token.js';
 import { UnboundTokens } from './webhook.unbound.js';
 
@@ -66,6 +68,8 @@ export class WebhookProcessor {
   readonly #traces = new WeakMap<AuthenticatedWebhook, WebhookTrace>();
   #inFlight = 0;
   #closing = false;
+  #soleRegistration = true;
+  #misrouted = 0;
   #drained?: () => void;
   #draining?: Promise<void>;
 
@@ -144,6 +148,29 @@ export class WebhookProcessor {
     }
   }
 
+  /**
+   * Says whether this registration is the app's only one (the Nest module tells, at start-up):
+   * only then is a token minted before tokens named their registration accepted. Default true.
+   * @internal
+   */
+  setSoleRegistration(sole: boolean): void {
+    this.#soleRegistration = sole;
+  }
+
+  /**
+   * Logs a warning when `webhook.publicUrl` does not lead to the path the route is served at
+   * (see `publicUrlMismatch`). For front ends that learn their mount path only from a request.
+   * @internal
+   * @param servedPath the path the route is served at, e.g. Express's `req.baseUrl`
+   * @param registration how the registration is named in the warning
+   * @returns whether it warned
+   */
+  warnIfUnreachable(servedPath: string, registration: string): boolean {
+    const warning = this.#options.enabled ? publicUrlMismatch(this.#options.publicUrl, servedPath, registration) : undefined;
+    if (warning) this.logger.warn(warning);
+    return warning !== undefined;
+  }
+
   /** authenticate() then deliver(): the whole webhook, for front ends without a separate guard. */
   async handle(request: WebhookRequest): Promise<WebhookAnswer> {
     const auth = await this.authenticate(request);
@@ -190,10 +217,35 @@ export class WebhookProcessor {
       if (parsed.paymentId === undefined) return { ok: false, answer: refusal(400, 'malformed webhook: no payment id') };
       return this.#unsigned(parsed.paymentId);
     }
-    const claims = this.#signer?.verify(parsed.token);
-    if (!claims) return { ok: false, answer: refusal(401, 'missing or invalid webhook token') };
+    const checked = this.#signer?.check(parsed.token) ?? { kind: 'invalid' };
+    if (checked.kind === 'invalid') return { ok: false, answer: refusal(401, 'missing or invalid webhook token') };
+    const verdict = tokenRegistrationVerdict(checked.registration, this.#soleRegistration);
+    switch (verdict) {
+      case 'accept':
+        break;
+      case 'misrouted':
+        return { ok: false, answer: this.#misroute() };
+      default: {
+        const never: never = verdict;
+        return never;
+      }
+    }
     if (parsed.paymentId === undefined) return { ok: false, answer: refusal(400, 'malformed webhook: no payment id') };
-    return { ok: true, paymentId: parsed.paymentId, token: claims };
+    return { ok: true, paymentId: parsed.paymentId, token: checked.claims };
+  }
+
+  // Another registration's token reached this route: its webhook.publicUrl points here. Handling
+  // it would run its payment under this account (and again under its own), so it is refused, and
+  // said loudly (the 1st, 2nd, 4th, 8th... time: a flood of them does not flood the log).
+  #misroute(): WebhookAnswer {
+    this.#misrouted++;
+    if ((this.#misrouted & (this.#misrouted - 1)) === 0) {
+      this.logger.warn(
+        `webhook: refused ${this.#misrouted === 1 ? 'a delivery' : `${this.#misrouted} deliveries`} on route '/${this.#options.path}' carrying a token ` +
+          "minted by another registration of this app: that registration's webhook.publicUrl points at this route instead of its own",
+      );
+    }
+    return refusal(421, 'webhook token of another registration: its webhook.publicUrl points at the wrong route');
   }
 
   // Deliveries without a token (a URL set in the service's dashboard) are verify-backed: only

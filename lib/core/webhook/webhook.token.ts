@@ -1,5 +1,6 @@
 import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
 import { createHmac, createSecretKey, hash, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { registrationTag, type TokenRegistration } from './webhook.registration.js';
 
 /** Name of the query parameter that may carry the plugin's webhook token (the path is the default place). */
 export const WEBHOOK_TOKEN_PARAM = 'webhook_token';
@@ -11,7 +12,9 @@ const PROBE_DOMAIN = 'nestjs-payments:webhook-probe:v1:';
 const PROBE_FORMAT = /^probe\.([0-9a-z]{1,11})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
 // Only characters that are never escaped in a URL path or query: the service can append to the
 // URL however it likes without touching the token.
-const TOKEN_FORMAT = /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,11})\.([0-9]{1,15})\.([A-Za-z0-9_-]{0,16})\.([A-Za-z0-9_-]{22})$/;
+// The registration tag (6 characters) is absent from tokens minted before tokens named their
+// registration: those still verify where they cannot be another account's (webhook.registration.ts).
+const TOKEN_FORMAT = /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,11})\.([0-9]{1,15})\.([A-Za-z0-9_-]{0,16})(?:\.([A-Za-z0-9_-]{6}))?\.([A-Za-z0-9_-]{22})$/;
 
 /** What a valid token says: signed by the plugin when it generated the payment. */
 export interface WebhookTokenClaims {
@@ -25,11 +28,24 @@ export interface WebhookTokenClaims {
   trackingHash: string;
 }
 
+/** What {@link WebhookTokenSigner.check} found: a token signed by one of the secrets, and whose it is; or nothing valid. */
+export type WebhookTokenCheck = { kind: 'valid'; claims: WebhookTokenClaims; registration: TokenRegistration } | { kind: 'invalid' };
+
+/** Options of {@link WebhookTokenSigner} beside its secret. */
+export interface WebhookTokenSignerOptions {
+  /** Secrets of before a rotation: tokens they signed still verify until they expire; none signs. Default none. */
+  previousSecrets?: readonly string[];
+  /** The registration minting the tokens (its name); undefined for the default one. */
+  registration?: string;
+  /** What expiry times are read from. Default the system clock. */
+  clock?: Clock;
+}
+
 /**
  * Issues and checks the tokens carried by signed webhook URLs.
  *
- * A token is `<nonce>.<expiry>.<amount>.<tracking hash>.<HMAC-SHA256/128>` (base64url and digits,
- * at most 80 characters).
+ * A token is `<nonce>.<expiry>.<amount>.<tracking hash>.<registration tag>.<HMAC-SHA256/128>`
+ * (base64url and digits, at most 86 characters).
  * The payment id is not known when the URL must be sent, so the token carries what the plugin
  * must check once it is: the amount and the tracking id it sent. Thus a delivery is checked
  * even when the store forgot the token (a restart with the in-memory store, an eviction): the
@@ -38,20 +54,24 @@ export interface WebhookTokenClaims {
  */
 export class WebhookTokenSigner {
   readonly #secret: KeyObject;
+  /** The current secret first, then the previous ones: a token verifies under any of them. */
+  readonly #secrets: readonly KeyObject[];
+  readonly #tag: string;
+  private readonly clock: Clock;
   // Nonces are cut from one block of random bytes per 512 payments rather than a randomBytes(12)
   // call each: 4.0 -> 0.2 µs per signed payment (bench/plugin-work.mjs). Per signer, never shared.
   #pool = Buffer.alloc(0);
   #used = 0;
 
   /**
-   * @param secret the webhook secret (validated elsewhere: at least 32 characters)
-   * @param clock what expiry times are read from
+   * @param secret the webhook secret (validated elsewhere: at least 32 characters); signs every new token
+   * @param options previous secrets still accepted, the registration minting the tokens, the clock
    */
-  constructor(
-    secret: string,
-    private readonly clock: Clock = SYSTEM_CLOCK,
-  ) {
+  constructor(secret: string, options: WebhookTokenSignerOptions = {}) {
+    this.clock = options.clock ?? SYSTEM_CLOCK;
     this.#secret = createSecretKey(Buffer.from(secret, 'utf8'));
+    this.#secrets = [this.#secret, ...(options.previousSecrets ?? []).map((s) => createSecretKey(Buffer.from(s, 'utf8')))];
+    this.#tag = registrationTag(options.registration);
   }
 
   /**
@@ -65,7 +85,7 @@ export class WebhookTokenSigner {
     const expiresAt = this.clock.now() + ttlMs;
     // Hashed once, not once for the token and once for its claims: 1.8 µs per signed payment (bench/plugin-work.mjs).
     const hashed = trackingHash(trackingId);
-    const body = `${nonce}.${Math.ceil(expiresAt / 1000).toString(36)}.${amount}.${hashed}`;
+    const body = `${nonce}.${Math.ceil(expiresAt / 1000).toString(36)}.${amount}.${hashed}.${this.#tag}`;
     return {
       token: `${body}.${this.#sign(body)}`,
       claims: { nonce, expiresAt: Math.ceil(expiresAt / 1000) * 1000, amount, trackingHash: hashed },
@@ -73,20 +93,30 @@ export class WebhookTokenSigner {
   }
 
   /**
-   * Checks a token's signature (in constant time) and expiry.
-   * @returns its claims when valid, otherwise undefined
+   * Checks a token's signature (in constant time, under the secret and each previous one) and
+   * expiry, and says whose registration minted it.
+   */
+  check(token: unknown, now = this.clock.now()): WebhookTokenCheck {
+    if (typeof token !== 'string') return { kind: 'invalid' };
+    const match = TOKEN_FORMAT.exec(token);
+    if (!match) return { kind: 'invalid' };
+    const body = token.slice(0, token.lastIndexOf('.'));
+    const actual = Buffer.from(match[6], 'utf8');
+    if (!this.#secrets.some((key) => safeEqualBuffers(Buffer.from(this.#sign(body, DOMAIN, key), 'utf8'), actual))) return { kind: 'invalid' };
+    const expiresAt = parseInt(match[2], 36) * 1000;
+    if (!(expiresAt > now)) return { kind: 'invalid' };
+    const tag = match[5];
+    const registration: TokenRegistration = tag === undefined ? 'legacy' : tag === this.#tag ? 'own' : 'other';
+    return { kind: 'valid', claims: { nonce: match[1], expiresAt, amount: match[3], trackingHash: match[4] }, registration };
+  }
+
+  /**
+   * Checks a token's signature and expiry, as {@link check}.
+   * @returns its claims when valid and not another registration's, otherwise undefined
    */
   verify(token: unknown, now = this.clock.now()): WebhookTokenClaims | undefined {
-    if (typeof token !== 'string') return undefined;
-    const match = TOKEN_FORMAT.exec(token);
-    if (!match) return undefined;
-    const body = token.slice(0, token.lastIndexOf('.'));
-    const expected = Buffer.from(this.#sign(body), 'utf8');
-    const actual = Buffer.from(match[5], 'utf8');
-    if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return undefined;
-    const expiresAt = parseInt(match[2], 36) * 1000;
-    if (!(expiresAt > now)) return undefined;
-    return { nonce: match[1], expiresAt, amount: match[3], trackingHash: match[4] };
+    const checked = this.check(token, now);
+    return checked.kind === 'valid' && checked.registration !== 'other' ? checked.claims : undefined;
   }
 
   /**
@@ -106,9 +136,11 @@ export class WebhookTokenSigner {
     if (typeof token !== 'string') return false;
     const match = PROBE_FORMAT.exec(token);
     if (!match) return false;
-    const expected = Buffer.from(this.#sign(token.slice(0, token.lastIndexOf('.')), PROBE_DOMAIN), 'utf8');
+    const body = token.slice(0, token.lastIndexOf('.'));
     const actual = Buffer.from(match[3], 'utf8');
-    return expected.length === actual.length && timingSafeEqual(expected, actual) && parseInt(match[1], 36) * 1000 > now;
+    return (
+      this.#secrets.some((key) => safeEqualBuffers(Buffer.from(this.#sign(body, PROBE_DOMAIN, key), 'utf8'), actual)) && parseInt(match[1], 36) * 1000 > now
+    );
   }
 
   /**
@@ -132,8 +164,8 @@ export class WebhookTokenSigner {
 
   // HMAC-SHA256 truncated to 128 bits (RFC 2104 §5 allows truncation to half the output): the
   // token must stay under Fastify's default 100-character limit on a path parameter.
-  #sign(body: string, domain = DOMAIN): string {
-    return createHmac('sha256', this.#secret)
+  #sign(body: string, domain = DOMAIN, key = this.#secret): string {
+    return createHmac('sha256', key)
       .update(domain + body)
       .digest()
       .subarray(0, 16)
@@ -144,6 +176,10 @@ export class WebhookTokenSigner {
 /** The hash of a tracking id a token carries: 12 bytes of SHA-256, or empty when there is none. */
 export function trackingHash(trackingId: string | undefined): string {
   return trackingId === undefined ? '' : hash('sha256', `tracking:${trackingId}`, 'buffer').subarray(0, 12).toString('base64url');
+}
+
+function safeEqualBuffers(expected: Buffer, actual: Buffer): boolean {
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
 /** Compares two strings in constant time (hashing first, so lengths leak nothing either). */

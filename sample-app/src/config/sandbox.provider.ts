@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type Provider } from '@nestjs/common';
+import { existsSync } from 'node:fs';
 import { PaymentsSandbox } from 'nestjs-payments/testing';
 import { SHOP_SETTINGS, type ShopSettings } from './shop.settings.js';
 
@@ -17,10 +18,13 @@ export const sandboxProvider: Provider = {
   inject: [SHOP_SETTINGS],
   useFactory: async (settings: ShopSettings): Promise<PaymentsSandbox | null> => {
     if (!settings.sandboxMode) return null;
-    const sandbox = await PaymentsSandbox.start({ port: settings.sandboxPort });
-    // Bindings come from paying with "Save my card" ticked; one is seeded so the admin's lookup
-    // has something to show before the first purchase.
-    sandbox.addBinding({ clientId: DEMO_CUSTOMER_ID, cardLastFour: '4242', cardBrand: 'VISA' });
+    // With a state file, the sandbox still knows after a restart the payments taken before it.
+    const { sandboxStateFile: stateFile } = settings;
+    const fresh = stateFile === undefined || !existsSync(stateFile);
+    const sandbox = await PaymentsSandbox.start({ port: settings.sandboxPort, ...(stateFile && { stateFile }) });
+    // Bindings come from paying with "Save my card" ticked; one is seeded (once) so the admin's
+    // lookup has something to show before the first purchase.
+    if (fresh) sandbox.addBinding({ clientId: DEMO_CUSTOMER_ID, cardLastFour: '4242', cardBrand: 'VISA' });
     new Logger('Shop').log(`No PAYMENTS_* keys set: using the built-in sandbox at ${sandbox.url} (no real money moves)`);
     return sandbox;
   },

@@ -1,5 +1,7 @@
 import type { ConfigService } from '@nestjs/config';
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { DEFAULT_DATA_DIR } from '../db/database.js';
 import { parsePort } from './config.options.js';
 
 /** Injection token of the {@link ShopSettings}. */
@@ -26,6 +28,12 @@ export interface ShopSettings {
   readonly sandboxMode: boolean;
   /** Port of the embedded sandbox; 0 picks a free one. */
   readonly sandboxPort: number;
+  /**
+   * Where the embedded sandbox keeps its payments, so orders paid before a restart can still be
+   * refunded or captured: `SANDBOX_STATE_FILE`, else `sandbox-state.json` in `DATA_DIR` (default
+   * `sample-app/.data/`); none with an in-memory `DATA_DIR` (`memory://`).
+   */
+  readonly sandboxStateFile?: string;
   /** The admin password: `ADMIN_PASSWORD`, or (sandbox mode only) one generated for this run. */
   readonly adminPassword: string;
   /** True when {@link adminPassword} was generated (it is printed once at start). */
@@ -37,6 +45,13 @@ export interface ShopSettings {
 }
 
 const MIN_SECRET_LENGTH = 32;
+
+function sandboxStateFile(config: ConfigService): { sandboxStateFile?: string } {
+  const explicit = config.get<string>('SANDBOX_STATE_FILE');
+  if (explicit) return { sandboxStateFile: explicit };
+  const dataDir = config.get<string>('DATA_DIR') || DEFAULT_DATA_DIR;
+  return dataDir.startsWith('memory://') ? {} : { sandboxStateFile: join(dataDir, 'sandbox-state.json') };
+}
 
 /**
  * Reads `PUBLIC_URL` (default `http://localhost:<port>`), `SANDBOX_PORT` (default 0), whether
@@ -72,6 +87,7 @@ export function readShopSettings(config: ConfigService, runtime: ShopRuntime): S
     publicUrl: publicUrl.href.replace(/\/+$/, ''),
     sandboxMode,
     sandboxPort: runtime.sandboxPort ?? parsePort('SANDBOX_PORT', config.get('SANDBOX_PORT')) ?? 0,
+    ...sandboxStateFile(config),
     adminPassword: configuredPassword ?? randomBytes(12).toString('base64url'),
     adminPasswordGenerated: configuredPassword === undefined,
     // Without SESSION_SECRET, admin sessions and open forms end when the shop restarts.

@@ -66,6 +66,12 @@ tr:last-child td{border-bottom:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums}th.num{text-align:right}
 td form{display:inline}
 td.action{text-align:right}th.action{text-align:right}
+#orders th,#orders td{padding:.6rem .55rem;white-space:normal}
+#orders td.num{white-space:nowrap}
+#orders td.mono{word-break:break-all;font-size:.74rem;min-width:6rem}
+#orders td.action{min-width:9rem}
+#orders td.action form{display:inline-flex;gap:.3rem;margin:.15rem 0}
+#orders input.amount{width:4.5rem}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.82rem}
 .badge{display:inline-block;padding:.12rem .6rem;border-radius:999px;font-size:.72rem;font-weight:700;letter-spacing:.05em;text-transform:uppercase;background:#e5e7eb;color:#374151}
 .badge-pending{background:#dbeafe;color:#1e40af}

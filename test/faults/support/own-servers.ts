@@ -127,15 +127,15 @@ export class OwnPostgres {
     return path.join(this.dir, 'data');
   }
 
-  /** Creates and starts a new cluster on a free port. */
-  static async start(): Promise<OwnPostgres> {
+  /** Creates and starts a new cluster on `port`, or on a free port. */
+  static async start(port?: number): Promise<OwnPostgres> {
     const dir = mkdtempSync(path.join(tmpdir(), 'payments-pg-'));
     if (process.getuid?.() === 0) {
       const uid = Number(execFileSync('id', ['-u', 'postgres']).toString());
       const gid = Number(execFileSync('id', ['-g', 'postgres']).toString());
       chownSync(dir, uid, gid);
     }
-    const pg = new OwnPostgres(await freePort(), dir);
+    const pg = new OwnPostgres(port ?? (await freePort()), dir);
     asPostgres('initdb', ['-D', pg.data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
     await pg.up();
     return pg;

@@ -34,6 +34,14 @@ function checkModuleSystem() {
   // The Nest entry, without Nest: a one-line error naming the missing packages (require() here,
   // import in main()).
   assert.throws(() => require('nestjs-payments'), checkNestEntryError);
+  // The PostgreSQL entry without pg (a peer, so not installed here either): one line naming it, at
+  // import rather than at the store's first operation.
+  assert.throws(() => require.resolve('pg'), 'pg is installed, so this app would not prove the PostgreSQL entry names it');
+  assert.throws(
+    () => require('nestjs-payments/postgres'),
+    (error) =>
+      /^nestjs-payments\/postgres needs pg, not installed: npm install pg$/.test(error.message) || assert.fail(`not the one-line error: ${error.message}`),
+  );
   const version = require('express/package.json').version;
   assert.equal(version.split('.')[0], EXPRESS_MAJOR, `expected express ${EXPRESS_MAJOR}, got ${version}`);
   return version;

@@ -1,0 +1,47 @@
+import { hash } from 'node:crypto';
+
+/**
+ * Whose token a signed delivery carries, as far as registrations go: this registration's
+ * (`own`), another registration's of the app (`other`: its publicUrl points at this route), or
+ * a token minted before tokens named their registration (`legacy`).
+ */
+export type TokenRegistration = 'own' | 'other' | 'legacy';
+
+/** What a route does with a validly signed token, by whose it is. */
+export type TokenRegistrationVerdict = 'accept' | 'misrouted';
+
+/**
+ * The tag a registration puts in every token it mints: 6 base64url characters of a hash of its
+ * name (the unnamed registration has one too), inside the signed part of the token. Two
+ * registrations sharing a secret thus still refuse each other's tokens.
+ * @param name the registration's name; undefined for the default one
+ */
+export function registrationTag(name: string | undefined): string {
+  return hash('sha256', `nestjs-payments:registration:${name ?? ''}`, 'buffer')
+    .subarray(0, 6)
+    .toString('base64url')
+    .slice(0, 6);
+}
+
+/**
+ * The one rule for a validly signed token on a registration's route. A token of another
+ * registration is never handled here (its payment would run under the wrong account, and run
+ * again under its own). A legacy token names nobody: it is accepted only where it cannot be
+ * another account's, an app with a single registration.
+ * @param registration whose the token is
+ * @param soleRegistration whether this registration is the app's only one
+ */
+export function tokenRegistrationVerdict(registration: TokenRegistration, soleRegistration: boolean): TokenRegistrationVerdict {
+  switch (registration) {
+    case 'own':
+      return 'accept';
+    case 'other':
+      return 'misrouted';
+    case 'legacy':
+      return soleRegistration ? 'accept' : 'misrouted';
+    default: {
+      const never: never = registration;
+      return never;
+    }
+  }
+}

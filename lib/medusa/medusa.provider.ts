@@ -1,0 +1,296 @@
+import { AbstractPaymentProvider, MedusaError } from '@medusajs/framework/utils';
+import { PaymentsClient } from '../core/client/payments.client.js';
+import { PaymentsApiError, PaymentsValidationError } from '../core/api/payments.errors.js';
+import type { ReconcileResult } from '../core/api/payments.types.js';
+import { SETTLEMENT_WAITS } from '../core/settlement/settlement.waits.js';
+import type { PaymentsLogger } from '../core/client/payments.logger.js';
+import { defaultPaymentsLogger } from '../core/client/payments.logger.js';
+import { paymentDataOf, stored, stringField, webhookPaymentId, type MedusaPaymentData } from './medusa.data.js';
+import { dinarsOf, MEDUSA_CURRENCY, MedusaAmountError, millimesOf } from './medusa.money.js';
+import { containerLogger, loggerOver, type MedusaPaymentsOptions } from './medusa.options.js';
+import { medusaOutcomeOf } from './medusa.status.js';
+import type {
+  MedusaAmountInput,
+  MedusaInitiateResult,
+  MedusaProviderInput,
+  MedusaProviderOutput,
+  MedusaProviderRecord,
+  MedusaRefundInput,
+  MedusaSessionResult,
+  MedusaStatusResult,
+  MedusaWebhookPayload,
+  MedusaWebhookResult,
+} from './medusa.types.js';
+import { MedusaBindings } from './medusa.bindings.js';
+
+/**
+ * The service as a Medusa v2 payment module provider (`resolve: 'nestjs-payments/medusa'`).
+ * Built on the core's client: `verify_payment`, through the core's settlement (one verify per
+ * payment, coalesced across paths), is the only thing that decides whether a payment is paid;
+ * a webhook's body only names the payment to look at.
+ */
+export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymentsOptions> {
+  /** Makes the provider id `pp_nestjs-payments_<id>`. */
+  static override identifier = 'nestjs-payments';
+
+  readonly #client: PaymentsClient;
+  readonly #logger: PaymentsLogger;
+  readonly #options: MedusaPaymentsOptions;
+  readonly #bindings: MedusaBindings;
+
+  /** Checks the options when Medusa loads the provider: a wrong setting fails the start, naming it. */
+  static override validateOptions(options: Record<string, unknown>): void {
+    // Without the store: closing this throwaway client must not close the one the provider shares.
+    const check = new PaymentsClient({ ...(options as unknown as MedusaPaymentsOptions), store: undefined, reconciliation: { enabled: false } });
+    check.close().catch(() => undefined);
+  }
+
+  /**
+   * @param cradle the payment module's container (its `logger` is used)
+   * @param options the provider's options from medusa-config
+   */
+  constructor(cradle: Record<string, unknown>, options: MedusaPaymentsOptions) {
+    super(cradle, options);
+    const medusaLogger = containerLogger(cradle);
+    this.#logger = options.logger ?? (medusaLogger ? loggerOver(medusaLogger) : defaultPaymentsLogger);
+    this.#options = options;
+    const { webhookUrl: _url, capture: _capture, cardBindings: _bindings, ...client } = options;
+    // Reconciliation off unless asked: it would record outcomes that no Medusa workflow acts on.
+    this.#client = new PaymentsClient({ ...client, logger: this.#logger, reconciliation: { enabled: false, ...client.reconciliation } });
+    // Medusa's workflows are the effect of an outcome: the core's handlers only report mismatches.
+    this.#client.setOutcomeDispatcher(async (name, event) => {
+      if (name === 'payment.mismatch') this.#logger.error(`payment ${event.paymentId} does not match its Medusa session: never settled`);
+    });
+    this.#bindings = new MedusaBindings(this.#client, options.cardBindings === true);
+  }
+
+  /** The client of the service this provider uses (tests, admin tools). */
+  get client(): PaymentsClient {
+    return this.#client;
+  }
+
+  /** Creates the service's payment for a session; its checkout `link` is in `data`. */
+  async initiatePayment(input: MedusaAmountInput): Promise<MedusaInitiateResult> {
+    const amount = this.#millimes(input.amount, input.currency_code);
+    const sessionId = stringField(input.data, 'session_id');
+    const clientId = this.#bindings.clientIdOf(input.context);
+    const preAuthorization = this.#options.capture === false;
+    const payment = await this.#call(() =>
+      this.#client.generatePayment({
+        amount,
+        developerTrackingId: sessionId,
+        successLink: stringField(input.data, 'success_link'),
+        failLink: stringField(input.data, 'fail_link'),
+        webhook: this.#options.webhookUrl,
+        ...(preAuthorization ? { preAuthorization: true } : {}),
+        ...(clientId ? { clientId } : {}),
+      }),
+    );
+    const data: MedusaPaymentData = { payment_id: payment.paymentId, link: payment.link, amount, pre_authorization: preAuthorization };
+    if (sessionId) data.session_id = sessionId;
+    return { id: payment.paymentId, status: 'pending', data: stored(data) };
+  }
+
+  /**
+   * The service cannot change a payment's amount: the same amount keeps the payment, another one
+   * creates a new payment (the old link is left to expire).
+   */
+  async updatePayment(input: MedusaAmountInput): Promise<MedusaStatusResult> {
+    const current = input.data?.payment_id ? paymentDataOf(input.data, 'updatePayment') : undefined;
+    if (current && current.amount === this.#millimes(input.amount, input.currency_code)) return { data: stored(current) };
+    const { data, status } = await this.initiatePayment({ ...input, data: { ...input.data, session_id: current?.session_id ?? input.data?.session_id } });
+    return { status, data };
+  }
+
+  /** A session removed before payment: a held pre-authorization is released; nothing else can be undone. */
+  async deletePayment(input: MedusaProviderInput): Promise<MedusaProviderOutput> {
+    if (!input.data?.payment_id) return { data: input.data };
+    const data = paymentDataOf(input.data, 'deletePayment');
+    return data.pre_authorization ? this.cancelPayment(input) : { data: stored(data) };
+  }
+
+  /** The verified status of the session's payment: `captured`, `authorized`, `pending` (never completes a cart), `error`, `canceled`. */
+  async authorizePayment(input: MedusaProviderInput): Promise<MedusaSessionResult> {
+    return this.#settle(paymentDataOf(input.data, 'authorizePayment'));
+  }
+
+  /** As {@link authorizePayment}. */
+  async getPaymentStatus(input: MedusaProviderInput): Promise<MedusaSessionResult> {
+    return this.#settle(paymentDataOf(input.data, 'getPaymentStatus'));
+  }
+
+  /** The service's current account of the payment (`verify_payment`), in `data.status`. */
+  async retrievePayment(input: MedusaProviderInput): Promise<MedusaProviderOutput> {
+    const data = paymentDataOf(input.data, 'retrievePayment');
+    const verified = await this.#call(() => this.#client.verifyPayment(data.payment_id));
+    return { data: stored({ ...data, status: verified.status }) };
+  }
+
+  /**
+   * Captures a pre-authorization, whole (Medusa does not tell a provider a capture's amount), once:
+   * a capture already recorded, or one the service already made (verify says `SUCCESS`), is not
+   * asked again. A standard payment was taken when paid: nothing to capture.
+   */
+  async capturePayment(input: MedusaProviderInput): Promise<MedusaProviderOutput> {
+    const data = paymentDataOf(input.data, 'capturePayment');
+    if (data.captured || !data.pre_authorization) return { data: stored(data) };
+    try {
+      const capture = await this.#client.capturePayment(data.payment_id);
+      return {
+        data: stored({ ...data, status: 'SUCCESS', captured: { amount: capture.amount ?? data.amount, at: capture.capturedAt ?? new Date().toISOString() } }),
+      };
+    } catch (error) {
+      if (!(error instanceof PaymentsApiError)) throw error;
+      const verified = await this.#client.verifyPayment(data.payment_id);
+      if (verified.status !== 'SUCCESS') throw this.#medusaError(error);
+      return { data: stored({ ...data, status: verified.status, captured: { amount: verified.amount, at: new Date().toISOString() } }) };
+    }
+  }
+
+  /**
+   * Releases a pre-authorization, once; a payment already released, never held or not a
+   * pre-authorization has nothing to release.
+   */
+  async cancelPayment(input: MedusaProviderInput): Promise<MedusaProviderOutput> {
+    const data = paymentDataOf(input.data, 'cancelPayment');
+    if (data.cancelled_at || !data.pre_authorization || data.captured) return { data: stored(data) };
+    try {
+      const cancellation = await this.#client.cancelPayment(data.payment_id);
+      return { data: stored({ ...data, cancelled_at: cancellation.cancelledAt }) };
+    } catch (error) {
+      if (!(error instanceof PaymentsApiError)) throw error;
+      // Refused: released earlier (a retry), or never held. Only a hold still in place is an error.
+      const verified = await this.#client.verifyPayment(data.payment_id);
+      if (verified.status === 'PREAUTH_SUCCESS' || verified.status === 'SUCCESS') throw this.#medusaError(error);
+      return { data: stored({ ...data, status: verified.status, cancelled_at: new Date().toISOString() }) };
+    }
+  }
+
+  /**
+   * Refunds the payment, whole (the service's refund takes a payment id and no amount), once per
+   * Medusa refund: the same refund retried (same idempotency key) returns what was done; another
+   * refund of a payment refunded already, or a partial amount, is refused with a Medusa error.
+   */
+  async refundPayment(input: MedusaRefundInput): Promise<MedusaProviderOutput> {
+    const data = paymentDataOf(input.data, 'refundPayment');
+    const key = input.context?.idempotency_key;
+    if (data.refund) {
+      if (data.refund.key === key) return { data: stored(data) };
+      throw new MedusaError(MedusaError.Types.NOT_ALLOWED, `payment ${data.payment_id} was refunded in full already (refund ${data.refund.refund_id})`);
+    }
+    const taken = data.captured?.amount ?? data.amount;
+    const asked = this.#millimes(input.amount, MEDUSA_CURRENCY);
+    if (asked !== taken) {
+      throw new MedusaError(
+        MedusaError.Types.NOT_ALLOWED,
+        `the service refunds whole payments only: refund ${dinarsOf(taken)} TND, not ${dinarsOf(asked)} TND (partial refunds are not supported)`,
+      );
+    }
+    const refund = await this.#call(() => this.#client.refundPayment(data.payment_id));
+    return { data: stored({ ...data, refund: { refund_id: refund.refundId, amount: refund.amount, refunded_at: refund.refundedAt, key } }) };
+  }
+
+  /**
+   * A delivery on `/hooks/payment/...`: its body only names a payment. A payment this provider's
+   * store does not know is not looked at (a stranger's id costs no call to the service); a known
+   * one is settled through the core (verified once, duplicates cost nothing), and the verified
+   * outcome, never the body, picks the action. The session id is the payment's verified tracking id.
+   */
+  async getWebhookActionAndData(payload: MedusaWebhookPayload): Promise<MedusaWebhookResult> {
+    const paymentId = webhookPaymentId(payload?.data);
+    if (!paymentId) return { action: 'not_supported' };
+    const known = (await this.#client.store.findPending(paymentId)) ?? (await this.#client.getOutcome(paymentId));
+    if (!known) {
+      this.#logger.warn(`webhook for a payment this provider's store does not know (${paymentId.slice(0, 64)}): ignored`);
+      return { action: 'not_supported' };
+    }
+    const result = await this.#reconcileDelivery(paymentId);
+    const record = (await this.#client.getOutcome(paymentId)) ?? known;
+    const sessionId = record.developerTrackingId ?? known.developerTrackingId;
+    if (!sessionId) return { action: 'not_supported' };
+    const amount = record.amount ?? known.amount;
+    return { action: medusaOutcomeOf(result.outcome).action, data: { session_id: sessionId, amount: amount ? dinarsOf(amount) : '0' } };
+  }
+
+  /** Creates the customer's account holder: the customer's id is the service's `client_id` (`cardBindings`). */
+  async createAccountHolder(input: MedusaProviderInput): Promise<MedusaProviderRecord | Record<string, never>> {
+    return this.#bindings.createAccountHolder(input.context);
+  }
+
+  /** Nothing to update at the service. */
+  async updateAccountHolder(): Promise<MedusaProviderOutput> {
+    return {};
+  }
+
+  /** Nothing to delete at the service (it has no endpoint for it). */
+  async deleteAccountHolder(): Promise<MedusaProviderOutput> {
+    return {};
+  }
+
+  /** The customer's card bindings (`bindings/list`), as Medusa payment methods. */
+  async listPaymentMethods(input: MedusaProviderInput): Promise<MedusaProviderRecord[]> {
+    return this.#bindings.list(input.context);
+  }
+
+  /** Not offered: a binding is created by paying with `cardBindings` on. */
+  async savePaymentMethod(): Promise<MedusaProviderRecord> {
+    throw new MedusaError(
+      MedusaError.Types.NOT_ALLOWED,
+      'the service creates a card binding when the customer pays (cardBindings option); it has no endpoint to save one',
+    );
+  }
+
+  /** Not offered: the service has no endpoint to delete a binding. */
+  async deletePaymentMethod(): Promise<MedusaProviderOutput> {
+    throw new MedusaError(MedusaError.Types.NOT_ALLOWED, 'the service has no endpoint to delete a card binding');
+  }
+
+  /**
+   * A delivery is the service saying the payment changed: a pending status recorded moments before
+   * (the core does not verify one payment twice within its verify interval, and answers from that
+   * record) must not hide it, since Medusa drops a `pending` action for good. So the delivery waits
+   * for that interval to end, then is settled: one verify, for a payment this store knows.
+   */
+  async #reconcileDelivery(paymentId: string): Promise<ReconcileResult> {
+    const before = await this.#client.getOutcome(paymentId);
+    const age = before?.outcome === 'pending' ? Date.now() - Date.parse(before.updatedAt) : Number.NaN;
+    if (age >= 0 && age < SETTLEMENT_WAITS.verifyIntervalMs) {
+      await new Promise((resolve) => setTimeout(resolve, SETTLEMENT_WAITS.verifyIntervalMs - age + 50));
+    }
+    return this.#client.reconcilePayment(paymentId, { source: 'webhook' });
+  }
+
+  async #settle(data: MedusaPaymentData): Promise<MedusaSessionResult> {
+    const result = await this.#call(() =>
+      this.#client.reconcilePayment(data.payment_id, { expected: { amount: data.amount, developerTrackingId: data.session_id }, source: 'return' }),
+    );
+    const status = medusaOutcomeOf(result.outcome).status;
+    return { status, data: stored({ ...data, status: result.status || data.status }) };
+  }
+
+  #millimes(amount: unknown, currencyCode: string): string {
+    try {
+      return millimesOf(amount, currencyCode);
+    } catch (error) {
+      if (error instanceof MedusaAmountError) throw new MedusaError(MedusaError.Types.INVALID_DATA, error.message);
+      throw error;
+    }
+  }
+
+  async #call<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw this.#medusaError(error);
+    }
+  }
+
+  /** The core's errors as Medusa's: the message (never a secret) and a type Medusa's HTTP layer maps. */
+  #medusaError(error: unknown): unknown {
+    if (error instanceof PaymentsValidationError) return new MedusaError(MedusaError.Types.INVALID_DATA, error.message);
+    if (error instanceof PaymentsApiError && (error.code === 'REFUND_NOT_ALLOWED' || error.code === 'CANCELLATION_FAILED')) {
+      return new MedusaError(MedusaError.Types.NOT_ALLOWED, `${error.message} (the service refuses; the payment may have been refunded or released already)`);
+    }
+    return error;
+  }
+}

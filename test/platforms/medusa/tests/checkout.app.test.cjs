@@ -1,0 +1,175 @@
+/* global jest, it, expect, beforeAll, afterAll */
+// The provider in a whole Medusa application (medusaIntegrationTestRunner: HTTP server, workflows,
+// event bus, PostgreSQL), configured with docs/medusa.md's medusa-config.js and its shared store,
+// the sandbox as the service: a cart and a payment session over the store API (the guide's
+// storefront calls), the customer pays on the sandbox, whose
+// webhook reaches /hooks/payment/nestjs-payments_tn; one order, however many duplicates; a
+// refund retried changes nothing.
+const fs = require('node:fs');
+const path = require('node:path');
+const { medusaIntegrationTestRunner } = require('@medusajs/test-utils');
+const { ContainerRegistrationKeys, Modules } = require('@medusajs/framework/utils');
+const {
+  createApiKeysWorkflow,
+  createProductsWorkflow,
+  createRegionsWorkflow,
+  createSalesChannelsWorkflow,
+  linkSalesChannelsToApiKeyWorkflow,
+  refundPaymentWorkflow,
+} = require('@medusajs/core-flows');
+const { PaymentsSandbox, SANDBOX_PUBLIC_KEY, SANDBOX_PRIVATE_KEY } = require('nestjs-payments/testing');
+
+jest.setTimeout(120_000);
+
+// Ports of this suite's range (58300-58399): the app, and the sandbox the config points at.
+const APP_PORT = 58310;
+const SANDBOX_PORT = 58311;
+const DB_NAME = `nestjs_payments_medusa_app_${process.pid}`;
+const APP = path.join(__dirname, '..', 'app');
+
+/** The js blocks of docs/medusa.md marked as run here, by the file name on their first line. */
+function docSnippet(file) {
+  const guide = fs.readFileSync(path.join(__dirname, '..', 'docs', 'medusa.md'), 'utf8');
+  for (const match of guide.matchAll(/<!-- verified-by: test\/platforms\/medusa -->\n\n```js\n([\s\S]*?)^```$/gm)) {
+    if (match[1].startsWith(`// file: ${file}\n`)) return match[1];
+  }
+  throw new Error(`docs/medusa.md has no snippet ${file}`);
+}
+
+// The application folder: the guide's config, verbatim, with the guide's shared store added.
+fs.mkdirSync(APP, { recursive: true });
+fs.writeFileSync(path.join(APP, 'medusa-config.docs.js'), docSnippet('medusa-config.js'));
+fs.writeFileSync(path.join(APP, 'payments-store.js'), docSnippet('payments-store.js'));
+fs.writeFileSync(path.join(APP, 'storefront.js'), docSnippet('storefront.js'));
+fs.writeFileSync(
+  path.join(APP, 'medusa-config.js'),
+  `const config = require('./medusa-config.docs.js');
+const payment = Array.isArray(config.modules) ? config.modules.find((m) => m.resolve === '@medusajs/medusa/payment') : config.modules.payment;
+payment.options.providers[0].options.store = require('./payments-store').store;
+module.exports = config;
+`,
+);
+
+let sandbox;
+beforeAll(async () => {
+  sandbox = await PaymentsSandbox.start({ port: SANDBOX_PORT });
+});
+afterAll(async () => {
+  await sandbox?.close();
+});
+
+// Medusa reads medusa-config.js before the runner applies its `env`: the guide's variables go first.
+const dbUrl = `postgres://${process.env.DB_USERNAME || 'postgres'}@${process.env.DB_HOST || 'localhost'}:${process.env.DB_PORT || '5432'}/${DB_NAME}`;
+
+Object.assign(process.env, {
+  PORT: String(APP_PORT),
+  DATABASE_URL: dbUrl,
+  MEDUSA_BACKEND_URL: `http://127.0.0.1:${APP_PORT}`,
+  STOREFRONT_URL: 'http://127.0.0.1:8000',
+  PAYMENTS_PUBLIC_KEY: SANDBOX_PUBLIC_KEY,
+  PAYMENTS_PRIVATE_KEY: SANDBOX_PRIVATE_KEY,
+  PAYMENTS_BASE_URL: `http://127.0.0.1:${SANDBOX_PORT}`,
+});
+
+medusaIntegrationTestRunner({
+  cwd: APP,
+  dbName: DB_NAME,
+  testSuite: ({ getContainer, api }) => {
+    const until = async (what, check, ms = 60_000) => {
+      for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 250))) {
+        const value = await check();
+        if (value) return value;
+      }
+      throw new Error(`timed out waiting for ${what}`);
+    };
+
+    it('cart -> session -> paid on the sandbox -> webhook -> one order; duplicates and a refund retry change nothing', async () => {
+      const container = getContainer();
+      const query = container.resolve(ContainerRegistrationKeys.QUERY);
+      const provider = 'pp_nestjs-payments_tn';
+      // The shop: a TND region with the provider, a sales channel, its publishable key, a product.
+      const {
+        result: [region],
+      } = await createRegionsWorkflow(container).run({
+        input: { regions: [{ name: 'Tunisia', currency_code: 'tnd', countries: ['tn'], payment_providers: [provider] }] },
+      });
+      const {
+        result: [channel],
+      } = await createSalesChannelsWorkflow(container).run({ input: { salesChannelsData: [{ name: 'Web' }] } });
+      const {
+        result: [key],
+      } = await createApiKeysWorkflow(container).run({ input: { api_keys: [{ title: 'storefront', type: 'publishable', created_by: '' }] } });
+      await linkSalesChannelsToApiKeyWorkflow(container).run({ input: { id: key.id, add: [channel.id] } });
+      const {
+        result: [product],
+      } = await createProductsWorkflow(container).run({
+        input: {
+          products: [
+            {
+              title: 'Chechia',
+              status: 'published',
+              options: [{ title: 'Size', values: ['One'] }],
+              variants: [{ title: 'One', options: { Size: 'One' }, manage_inventory: false, prices: [{ amount: 12.345, currency_code: 'tnd' }] }],
+              sales_channels: [{ id: channel.id }],
+            },
+          ],
+        },
+      });
+
+      // The storefront: a cart over the store API, then the guide's two calls.
+      const storefront = require(path.join(APP, 'storefront.js'));
+      const backend = `http://127.0.0.1:${APP_PORT}`;
+      const headers = { headers: { 'x-publishable-api-key': key.token } };
+      const {
+        data: { cart },
+      } = await api.post(
+        '/store/carts',
+        { region_id: region.id, email: 'customer@example.com', items: [{ variant_id: product.variants[0].id, quantity: 1 }] },
+        headers,
+      );
+      const link = await storefront.paymentLink(backend, key.token, cart.id);
+      const paymentId = link.split('/').pop();
+      expect(sandbox.getPayment(paymentId).amount).toBe('12345');
+      // Not paid yet: the return page gets the cart back, no order.
+      expect(await storefront.completeCheckout(backend, key.token, cart.id)).toMatchObject({ type: 'cart' });
+
+      // The customer pays on the sandbox's checkout; the sandbox delivers the webhook to Medusa's route.
+      const settlement = await sandbox.completePayment(paymentId);
+      expect(settlement.webhook?.delivered ?? true).toBe(true);
+      const ordersOf = async () => (await query.graph({ entity: 'order_cart', fields: ['order_id'], filters: { cart_id: cart.id } })).data;
+      const [placed] = await until('the order', async () => (await ordersOf()).length > 0 && (await ordersOf()));
+      // The customer's return afterwards finds the order the webhook made.
+      expect(await storefront.completeCheckout(backend, key.token, cart.id)).toMatchObject({ type: 'order', order: { id: placed.order_id } });
+      const verifies = sandbox.verifyCalls(paymentId);
+
+      // Duplicates, concurrent, on the real route: still one order, no further verify call.
+      const delivery = { payment_id: paymentId, status: 'SUCCESS' };
+      const answers = await Promise.all([1, 2, 3, 4, 5].map(() => api.post('/hooks/payment/nestjs-payments_tn', delivery)));
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+      await new Promise((r) => setTimeout(r, 8_000)); // Medusa handles each delivery 5 s after it came
+      expect(await ordersOf()).toHaveLength(1);
+      expect(sandbox.verifyCalls(paymentId)).toBe(verifies);
+
+      const {
+        data: [order],
+      } = await query.graph({
+        entity: 'order',
+        fields: ['id', 'payment_collections.payments.id', 'payment_collections.payments.captured_at'],
+        filters: { id: link.order_id },
+      });
+      const payments = order.payment_collections.flatMap((c) => c.payments);
+      expect(payments).toHaveLength(1);
+      expect(payments[0].captured_at).toBeTruthy();
+
+      // Refund, then the same refund again: Medusa refuses it, the service refunds once.
+      await refundPaymentWorkflow(container).run({ input: { payment_id: payments[0].id, amount: 12.345 } });
+      const again = await refundPaymentWorkflow(container).run({ input: { payment_id: payments[0].id, amount: 12.345 }, throwOnError: false });
+      expect(again.errors.map((e) => e.error?.message)).toEqual([expect.stringMatching(/more than the captured amount/)]);
+      expect(sandbox.getPayment(paymentId).state).toBe('refunded');
+      expect(sandbox.requests.filter((r) => r.path === '/api/v2/refund_payment')).toHaveLength(1);
+      const paymentModule = container.resolve(Modules.PAYMENT);
+      const refunded = await paymentModule.retrievePayment(payments[0].id, { relations: ['refunds'] });
+      expect(refunded.refunds).toHaveLength(1);
+    });
+  },
+});

@@ -1,0 +1,179 @@
+// Shared by the tests: a Vendure test server (sql.js or PostgreSQL) with the plugin, a
+// PaymentsSandbox as the service, and the shop's checkout as a storefront does it.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { mergeConfig, EventBus, DefaultLogger, LogLevel } from '@vendure/core';
+import { createTestEnvironment, registerInitializer, SqljsInitializer, PostgresInitializer, testConfig } from '@vendure/testing';
+import { parse } from 'graphql';
+import { PaymentsSandbox } from 'nestjs-payments/testing';
+import { NestjsPaymentsUnexpectedPaymentEvent } from 'nestjs-payments/vendure';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const gql = (text) => parse(text);
+
+/** A snippet of docs/vendure.md (copied beside the tests by run.sh): the block after `<!-- test: name -->`. */
+export function snippet(name) {
+  const guide = readFileSync(path.join(HERE, '..', 'vendure.md'), 'utf8');
+  const match = new RegExp(`<!-- test: ${name} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\`\`\``).exec(guide);
+  if (!match) throw new Error(`docs/vendure.md has no snippet ${name}`);
+  return match[1];
+}
+export const WEBHOOK_SECRET = 'vendure-test-webhook-secret-0123456789abcdef';
+
+const initialData = {
+  defaultLanguage: 'en',
+  defaultZone: 'Africa',
+  taxRates: [{ name: 'Standard Tax', percentage: 19 }],
+  shippingMethods: [{ name: 'Rapid Poste', price: 700 }],
+  paymentMethods: [
+    { name: 'card', handler: { code: 'nestjs-payments', arguments: [{ name: 'preAuthorization', value: 'false' }] } },
+    { name: 'card-preauth', handler: { code: 'nestjs-payments', arguments: [{ name: 'preAuthorization', value: 'true' }] } },
+  ],
+  countries: [{ name: 'Tunisia', code: 'TN', zone: 'Africa' }],
+  collections: [],
+};
+
+/** The plugin exactly as the guide configures it, its environment variables pointing at the sandbox. */
+async function guidePlugin(sandbox, port) {
+  Object.assign(process.env, {
+    PAYMENTS_PUBLIC_KEY: sandbox.publicKey,
+    PAYMENTS_PRIVATE_KEY: sandbox.privateKey,
+    PAYMENTS_BASE_URL: sandbox.url,
+    SHOP_URL: sandbox.url,
+    VENDURE_PUBLIC_URL: `http://127.0.0.1:${port + 50}`,
+    PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET,
+  });
+  const dir = path.join(HERE, '..', '.snippets');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `vendure-config-${port}.mjs`);
+  writeFileSync(file, snippet('vendure-config'));
+  return (await import(file)).nestjsPayments;
+}
+
+/**
+ * Starts the environment. `db`: 'sqljs' or 'postgres'; `port`: Vendure's; `plugin`: extra plugin options.
+ */
+export async function startEnvironment({ db = 'sqljs', port }) {
+  const sandbox = await PaymentsSandbox.start({ webhookAttempts: 1 });
+  // The service reaches Vendure through this loopback proxy, which a test can close to the
+  // webhooks (503) to see the return path alone.
+  const proxy = { dropWebhooks: false };
+  const proxyServer = http.createServer((req, res) => {
+    if (proxy.dropWebhooks) return void res.writeHead(503).end();
+    const forward = http.request({ host: '127.0.0.1', port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    forward.on('error', () => res.writeHead(502).end());
+    req.pipe(forward);
+  });
+  await new Promise((resolve) => proxyServer.listen(port + 50, '127.0.0.1', resolve));
+  if (db === 'sqljs') registerInitializer('sqljs', new SqljsInitializer(path.join(HERE, '..', '__data__')));
+  else registerInitializer('postgres', new PostgresInitializer());
+  const dbConnectionOptions =
+    db === 'postgres'
+      ? {
+          type: 'postgres',
+          host: '127.0.0.1',
+          port: 5432,
+          username: 'postgres',
+          password: '',
+          database: process.env.VENDURE_PG_DATABASE ?? 'vendure_np_test',
+          schema: 'public',
+          synchronize: true,
+        }
+      : undefined;
+  const config = mergeConfig(testConfig, {
+    apiOptions: { port },
+    logger: new DefaultLogger({ level: process.env.VENDURE_LOG ? LogLevel.Verbose : LogLevel.Error }),
+    ...(dbConnectionOptions ? { dbConnectionOptions } : {}),
+    plugins: [await guidePlugin(sandbox, port)],
+  });
+  const { server, adminClient, shopClient } = createTestEnvironment(config);
+  try {
+    await server.init({ initialData, productsCsvPath: path.join(HERE, '..', 'fixtures', 'products.csv'), customerCount: 1 });
+  } catch (error) {
+    await sandbox.close();
+    proxyServer.close();
+    throw error;
+  }
+  await adminClient.asSuperAdmin();
+  // The service takes dinars: the default channel sells in TND (its prices are moved to TND).
+  await adminClient.query(
+    gql(
+      `mutation { updateChannel(input: { id: "T_1", defaultCurrencyCode: TND, availableCurrencyCodes: [TND] }) { ... on Channel { id defaultCurrencyCode } } }`,
+    ),
+  );
+  // The codes initialData gave the two PaymentMethods, by their pre-authorization argument.
+  const { paymentMethods } = await adminClient.query(gql(`{ paymentMethods { items { code handler { args { name value } } } } }`));
+  const preauth = (m) => m.handler.args.some((a) => a.name === 'preAuthorization' && a.value === 'true');
+  const methods = { card: paymentMethods.items.find((m) => !preauth(m)).code, preauth: paymentMethods.items.find(preauth).code };
+  const unexpected = [];
+  server.app
+    .get(EventBus)
+    .ofType(NestjsPaymentsUnexpectedPaymentEvent)
+    .subscribe((event) => unexpected.push(event));
+  return {
+    server,
+    adminClient,
+    shopClient,
+    sandbox,
+    unexpected,
+    proxy,
+    methods,
+    async close() {
+      await server.destroy();
+      await sandbox.close();
+      await new Promise((resolve) => proxyServer.close(resolve));
+    },
+  };
+}
+
+export const ORDER_FIELDS = `id code state totalWithTax currencyCode payments { id state amount transactionId method refunds { id state total metadata } }`;
+
+/** A guest's cart up to shipping, as a storefront builds it; returns the active order. */
+export async function cartWithShipping(shopClient, { variantId = 'T_1', quantity = 1 } = {}) {
+  await shopClient.asAnonymousUser();
+  await shopClient.query(
+    gql(`mutation($id: ID!, $q: Int!) { addItemToOrder(productVariantId: $id, quantity: $q) { ... on Order { id } ... on ErrorResult { message } } }`),
+    {
+      id: variantId,
+      q: quantity,
+    },
+  );
+  await shopClient.query(
+    gql(
+      `mutation { setCustomerForOrder(input: { emailAddress: "amel${Date.now()}${Math.random()}@example.tn", firstName: "Amel", lastName: "Ben Ali" }) { ... on Order { id } ... on ErrorResult { message } } }`,
+    ),
+  );
+  await shopClient.query(
+    gql(
+      `mutation { setOrderShippingAddress(input: { streetLine1: "12 Rue de Marseille", city: "Tunis", postalCode: "1000", countryCode: "TN" }) { ... on Order { id } ... on ErrorResult { message } } }`,
+    ),
+  );
+  const { eligibleShippingMethods } = await shopClient.query(gql(`{ eligibleShippingMethods { id } }`));
+  const { setOrderShippingMethod } = await shopClient.query(
+    gql(`mutation($ids: [ID!]!) { setOrderShippingMethod(shippingMethodId: $ids) { ... on Order { ${ORDER_FIELDS} } ... on ErrorResult { message } } }`),
+    {
+      ids: [eligibleShippingMethods[0].id],
+    },
+  );
+  return setOrderShippingMethod;
+}
+
+/** The shop mutation a storefront calls for the payment link. */
+export async function paymentLink(shopClient, input = {}) {
+  const { createNestjsPaymentsLink } = await shopClient.query(
+    gql(`mutation($input: NestjsPaymentsLinkInput) { createNestjsPaymentsLink(input: $input) { paymentId link millimes } }`),
+    { input },
+  );
+  return createNestjsPaymentsLink;
+}
+
+/** The order as the Admin API shows it. */
+export async function adminOrder(adminClient, id) {
+  const { order } = await adminClient.query(gql(`query($id: ID!) { order(id: $id) { ${ORDER_FIELDS} } }`), { id });
+  return order;
+}

@@ -1,0 +1,88 @@
+// The Vendure adapter's two rules, table-tested without Vendure: the exact money conversion and
+// what a verified payment does to its order.
+import { amountOwed, millimesToVendure, vendureToMillimes } from '../../lib/vendure/vendure.money.js';
+import { decideSettlement, type SettlementFacts } from '../../lib/vendure/vendure.decision.js';
+
+describe('vendureToMillimes / millimesToVendure', () => {
+  it.each([
+    [12550, 2, '125500'],
+    [1, 2, '10'],
+    [0, 2, '0'],
+    [12555, 3, '12555'],
+    [125, 1, '12500'],
+    [7, 0, '7000'],
+    [125550, 4, '12555'],
+    [Number.MAX_SAFE_INTEGER, 2, '90071992547409910'],
+  ])('%d at precision %d is %s millimes, and back', (minor, precision, millimes) => {
+    expect(vendureToMillimes(minor, precision)).toBe(millimes);
+    expect(millimesToVendure(millimes, precision)).toBe(minor);
+  });
+
+  it.each([
+    [12.5, 2],
+    [-1, 2],
+    [Number.MAX_SAFE_INTEGER + 1, 2],
+    [125555, 4],
+    [1, 2.5],
+    [1, -1],
+  ])('%d at precision %d is refused', (minor, precision) => {
+    expect(() => vendureToMillimes(minor, precision)).toThrow(RangeError);
+  });
+
+  it.each([
+    ['5', 2],
+    ['12.5', 3],
+    ['-10', 2],
+    ['', 2],
+    ['90071992547409920', 2],
+  ])('%s millimes at precision %d is not a whole Vendure amount', (millimes, precision) => {
+    expect(() => millimesToVendure(millimes, precision)).toThrow(RangeError);
+  });
+});
+
+describe('amountOwed', () => {
+  it.each([
+    ['no payment', 1500, [], 1500],
+    ['a settled payment covers part', 1500, [{ amount: 1000, state: 'Settled' }], 500],
+    ['an authorized payment covers too', 1500, [{ amount: 1500, state: 'Authorized' }], 0],
+    ['declined, error and cancelled cover nothing', 1500, ['Declined', 'Error', 'Cancelled'].map((state) => ({ amount: 1500, state })), 1500],
+    [
+      'settled refunds uncover',
+      1500,
+      [
+        {
+          amount: 1500,
+          state: 'Settled',
+          refunds: [
+            { total: 400, state: 'Settled' },
+            { total: 300, state: 'Failed' },
+          ],
+        },
+      ],
+      400,
+    ],
+    ['never below zero', 1000, [{ amount: 1500, state: 'Settled' }], 0],
+  ])('%s', (_name, total, payments, owed) => {
+    expect(amountOwed(total, payments)).toBe(owed);
+  });
+});
+
+describe('decideSettlement', () => {
+  const base: SettlementFacts = { verified: 'Settled', orderState: 'ArrangingPayment', placed: false, recorded: false };
+  it.each<[string, Partial<SettlementFacts>, ReturnType<typeof decideSettlement>]>([
+    ['ArrangingPayment: added', {}, { kind: 'add', state: 'Settled' }],
+    ['AddingItems: added (moved first)', { orderState: 'AddingItems' }, { kind: 'add', state: 'Settled' }],
+    ['pre-authorization: added Authorized', { verified: 'Authorized' }, { kind: 'add', state: 'Authorized' }],
+    ['ArrangingAdditionalPayment of a placed order: added', { orderState: 'ArrangingAdditionalPayment', placed: true }, { kind: 'add', state: 'Settled' }],
+    ['already recorded (a retry): nothing', { orderState: 'PaymentSettled', placed: true, recorded: true }, { kind: 'nothing' }],
+    ['recorded, order shipped since: nothing', { orderState: 'Shipped', placed: true, recorded: true }, { kind: 'nothing' }],
+    ['cancelled order: reported', { orderState: 'Cancelled', placed: true }, { kind: 'report', reason: 'order-cancelled' }],
+    ['cancelled before placing: reported', { orderState: 'Cancelled' }, { kind: 'report', reason: 'order-cancelled' }],
+    ['a second payment of a paid order: reported', { orderState: 'PaymentSettled', placed: true }, { kind: 'report', reason: 'order-already-paid' }],
+    ['a payment of a shipped order: reported', { orderState: 'Shipped', placed: true }, { kind: 'report', reason: 'order-already-paid' }],
+    ['an order being modified: reported', { orderState: 'Modifying' }, { kind: 'report', reason: 'order-not-payable' }],
+    ['no such order: reported', { orderState: undefined }, { kind: 'report', reason: 'order-not-found' }],
+  ])('%s', (_name, facts, action) => {
+    expect(decideSettlement({ ...base, ...facts })).toEqual(action);
+  });
+});
