@@ -73,7 +73,6 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
    * @param events where capture, refund and cancellation events go
    * @param telemetry what observes the calls
    * @param clock the time shared with the other instances (the queue's due times)
-   * @param wake asks this instance's sweep to run now (a payment recorded late is due at once)
    */
   constructor(
     private readonly options: ResolvedPaymentsOptions,
@@ -83,7 +82,6 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     private readonly events: OperationEvents,
     private readonly telemetry: TelemetryHooks,
     private readonly clock: SharedClock,
-    private readonly wake: () => void = () => undefined,
   ) {
     this.#checkouts = new CheckoutDesk(store, { enabled: options.orders.reuseOpenPayment, leaseMs: options.timeoutMs * 3 }, options.logger, clock);
     this.#recorder = new PaymentRecorder(options.logger, clock);
@@ -162,10 +160,10 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
       payment.paymentId,
       async (late) => {
         if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
-        if (late) await this.store.schedulePending(await lateEntry(binding, this.clock, offset), this.clock.now());
-        else await this.store.schedulePending({ ...binding, checks: 0 }, dueAt);
+        // Late: a path that found it pending meanwhile may have queued it in the pending lane; kept.
+        const late_ = late ? await lateEntry(this.store, binding, this.clock, offset) : undefined;
+        if (!late || late_) await this.store.schedulePending(late_?.entry ?? { ...binding, checks: 0 }, dueAt + (late_?.shift ?? 0));
         await checkout?.();
-        if (late) this.wake();
       },
       dueAt,
     );

@@ -1,7 +1,6 @@
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import { describe } from '../settlement/settlement.describe.js';
-import { RECHECK_WAITS_MS } from '../settlement/settlement.rechecks.js';
-import type { PaymentBinding, PendingPayment } from '../store/payments.store.js';
+import type { PaymentBinding, PaymentsStore, PendingPayment } from '../store/payments.store.js';
 import type { Clock, ClockTimer } from '../time/clock.port.js';
 import type { SharedClock } from '../time/shared.clock.js';
 
@@ -11,8 +10,8 @@ export const RECORDER_WAITS = {
   answerWithinMs: 1_000,
   /** First wait before a failed write is tried again, ms (doubling). */
   firstRetryMs: 500,
-  /** Longest wait between two tries, ms. */
-  maxRetryMs: 30_000,
+  /** Longest wait between two tries, ms: short, so that the payment is recorded soon after the store is back. */
+  maxRetryMs: 5_000,
 } as const;
 
 /**
@@ -42,8 +41,8 @@ export class PaymentRecorder {
    * {@link RECORDER_WAITS.answerWithinMs}, whichever comes first. Never rejects.
    * @param paymentId the payment, for the logs
    * @param write every store write of the payment, idempotent (run again whole on a failure);
-   *   `late` once a first try failed: the store was away while the payment's webhook or return
-   *   may have come and gone, so the payment is queued for a re-check now, not at its session's end
+   *   `late` once a first try failed: the store was away, and a path may have queued the payment
+   *   meanwhile (see {@link lateEntry})
    * @param giveUpAt epoch ms after which a failing write is not tried again
    */
   async record(paymentId: string, write: (late: boolean) => Promise<void>, giveUpAt: number): Promise<void> {
@@ -110,19 +109,27 @@ export class PaymentRecorder {
 }
 
 /**
- * The queue entry of a payment recorded late (the store was away at generation): checked once
- * now, then on its session's own schedule (it is put at the end of the pending lane,
- * settlement.rechecks.ts). Its times are moved by what the shared clock learnt meanwhile: during
- * the outage its offset to the store's clock could not be measured.
+ * The queue entry of a payment recorded late (the store was away at generation), or `undefined`
+ * when the queue has one already: a webhook or a return that found it pending meanwhile queued it
+ * in the pending lane, which must not be replaced. Its times are moved by what the shared clock
+ * learnt meanwhile (during the outage its offset to the store's clock could not be measured).
+ * @param store the queue
  * @param binding what generatePayment recorded, on the clock as it was then
  * @param clock the shared clock, synced again now that the store answers
  * @param offsetMs the clock's offset to the store's when the binding's times were read
+ * @returns the entry and the shift of its times, in ms
  */
-export async function lateEntry(binding: PaymentBinding, clock: SharedClock, offsetMs: number): Promise<PendingPayment> {
+export async function lateEntry(
+  store: PaymentsStore,
+  binding: PaymentBinding,
+  clock: SharedClock,
+  offsetMs: number,
+): Promise<{ entry: PendingPayment; shift: number } | undefined> {
+  if (await store.findPending(binding.paymentId)) return undefined;
   await clock.sync();
   const shift = clock.offsetMs - offsetMs;
-  const moved = (iso: string | undefined) => (iso === undefined ? undefined : new Date(Date.parse(iso) + shift).toISOString());
-  const entry: PendingPayment = { ...binding, createdAt: moved(binding.createdAt) as string, checks: 0, rechecks: RECHECK_WAITS_MS.length };
+  const moved = (iso: string) => new Date(Date.parse(iso) + shift).toISOString();
+  const entry: PendingPayment = { ...binding, createdAt: moved(binding.createdAt), checks: 0 };
   if (binding.sessionEndsAt !== undefined) entry.sessionEndsAt = moved(binding.sessionEndsAt);
-  return entry;
+  return { entry, shift };
 }

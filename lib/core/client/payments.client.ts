@@ -141,7 +141,7 @@ export class PaymentsClient implements PaymentsOperations {
       this.#telemetry,
       new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, () => resolved.clock.now(), resolved.webhook.unsignedIntervalSecs * 1000),
     );
-    this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry, shared, () => this.#sweep.wakeIn(0));
+    this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry, shared);
     this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger, shared, this.#orders);
     this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, this.#runner, resolved.logger, this.#telemetry, resolved.clock);
     this.#sweep = new ReconciliationScheduler(
