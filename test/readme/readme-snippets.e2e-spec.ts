@@ -390,6 +390,9 @@ const FRAGMENTS: Fragment[] = [
   { identity: 'transactionalStore, markPaidWithSql', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
   { identity: 'markPaidWithDrizzle', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
   { identity: 'markPaidWithDrizzleOnPglite', reason: 'run by test/transactional/recipes.e2e-spec.ts (PGlite)' },
+  { identity: 'markPaidInNestedTransaction', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
+  // docs/vendure.md's configuration needs a Vendure server (Nest 11): test/platforms/vendure runs it as printed.
+  { identity: 'nestjsPayments', reason: 'run by test/platforms/vendure (a real Vendure 3.7 server)' },
 ];
 
 /** Snippets that are whole test files, run by Jest as such. */

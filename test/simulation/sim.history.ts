@@ -149,8 +149,7 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     s.firstSuccessAt ??= startedAt;
   };
 
-  const leaseCouldLapse = (since: number) =>
-    storeDown.some(([from, to]) => Math.min(to, time.now) - Math.max(from, since - LEASE_MS) >= LEASE_MS / 3);
+  const leaseCouldLapse = (since: number) => storeDown.some(([from, to]) => Math.min(to, time.now) - Math.max(from, since - LEASE_MS) >= LEASE_MS / 3);
 
   // A second successful run is the at-least-once gap only when the first run's instance died, or
   // the store failed, before the done marker could be written.
@@ -241,7 +240,7 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
         );
         time.at(payment.settleAt + random.between(0, 1_500), () => deliver(payment, 0));
         if (has('duplicates')) time.at(payment.settleAt + random.between(0, 60_000), () => deliver(payment, 5));
-        if (random.chance(0.6)) time.at(payment.settleAt + random.between(500, 6_000), () => returnTo(payment, 8));
+        if (random.chance(0.6)) time.at(payment.settleAt + random.between(500, 6_000), () => returnTo(payment, 4));
       }, callerErrors('generatePayment'));
     });
   }

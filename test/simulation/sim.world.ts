@@ -3,7 +3,7 @@ import { PaymentsClient } from '../../lib/core/client/payments.client.js';
 import type { PaymentsLogger } from '../../lib/core/client/payments.logger.js';
 import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
-import type { PaymentsStore, RateLimiter } from '../../lib/core/store/payments.store.js';
+import { STORE_METHODS, type PaymentsStore, type RateLimiter } from '../../lib/core/store/payments.store.js';
 import { InstanceClock, type Random, type VirtualTime } from './sim.time.js';
 
 /*
@@ -69,7 +69,15 @@ export class World {
     readonly faults: WorldFaults,
   ) {
     const trueClock = new InstanceClock(time, 0, () => true);
-    this.store = new MemoryPaymentsStore({ clock: trueClock });
+    // Small caps: a history holds a few payments, and each cache allocates its cap up front.
+    this.store = new MemoryPaymentsStore({
+      clock: trueClock,
+      maxBindings: 1_000,
+      maxEvents: 1_000,
+      maxPending: 1_000,
+      maxOutcomes: 1_000,
+      maxRateLimits: 1_000,
+    });
   }
 
   storeIsDown(): boolean {
@@ -217,24 +225,7 @@ export class Instance {
       free: (key) => this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.free(key))),
     };
     const proxy: Record<string, unknown> = { rateLimits, close: async () => undefined };
-    for (const name of [
-      'saveBinding',
-      'findBinding',
-      'claim',
-      'markDone',
-      'release',
-      'findBindingAndClaim',
-      'finishOutcome',
-      'schedulePending',
-      'takeDuePending',
-      'findPending',
-      'removePending',
-      'countPending',
-      'saveOutcome',
-      'getOutcome',
-      'listOutcomes',
-      'now',
-    ]) {
+    for (const name of [...STORE_METHODS, 'now']) {
       proxy[name] = call(name);
     }
     return proxy as unknown as PaymentsStore;

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { PGlite } from '@electric-sql/pglite';
 import { MemoryPaymentsStore, isTransactional, type PaymentConfirmedEvent, type PaymentsStore, type PaymentsTransaction } from '../../lib/index.js';
-import { createPaymentsClient, type PaymentsClient } from '../../lib/express/index.js';
+import type { PaymentsClient } from '../../lib/express/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
-import { postJson, quietLogger, startRouter, tokenOf, type RunningRouter } from '../support/outcome-kit.js';
+import { postJson, tokenOf } from '../support/outcome-kit.js';
+import { instance as startInstance, paidOrder as paidOrderAt, type Handler, type Instance } from './support/apps.js';
 import { describeWithService, POSTGRES_URL, postgresAvailable } from '../support/services.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
 import { MARK_PAID, ordersState, pgliteDb, pgSchema, type Db } from './support/orders.js';
@@ -12,11 +13,10 @@ import { MARK_PAID, ordersState, pgliteDb, pgSchema, type Db } from './support/o
 // Exactly-once effects, in one process against the sandbox: a handler's writes through
 // event.transaction commit with the outcome's done marker or not at all, on PostgreSQL and PGlite.
 
-const SECRET = 'whsec_exactly_once_0123456789abcdef0123456789';
 const pgUp = await postgresAvailable();
 const rejections = collectUnhandledRejections();
-let sandbox: PaymentsSandbox;
 let counter = 0;
+let sandbox: PaymentsSandbox;
 
 beforeAll(async () => {
   sandbox = await PaymentsSandbox.start({ webhookAttempts: 1 });
@@ -29,50 +29,9 @@ afterAll(async () => {
   expect(rejections.seen).toEqual([]);
 });
 
-/** What a handler under test does on each call. */
-type Handler = (event: PaymentConfirmedEvent) => Promise<void>;
-
-interface Instance {
-  client: PaymentsClient;
-  router: RunningRouter;
-  logs: string[];
-  close(): Promise<void>;
-}
-
-/** An app instance: a client on `store` and the Express webhook router on a loopback port. */
-async function instance(store: PaymentsStore, handler: Handler, leaseMs = 10_000): Promise<Instance> {
-  const logs: string[] = [];
-  const client = createPaymentsClient({
-    ...sandbox.options(),
-    maxRetries: 0,
-    // Nothing listens there: the tests deliver the webhook themselves, to the instance they choose.
-    webhook: { publicUrl: 'http://127.0.0.1:9/hook', secret: SECRET, leaseMs },
-    reconciliation: { enabled: false },
-    logger: quietLogger(logs),
-    store,
-  });
-  const router = await startRouter({ client, onPaymentConfirmed: handler });
-  return {
-    client,
-    router,
-    logs,
-    close: async () => {
-      await router.close();
-      await client.close();
-    },
-  };
-}
-
-/** Creates an order and its payment (through `client`), and pays it at the sandbox. */
-async function paidOrder(db: Db, client: PaymentsClient, amount = '12500') {
-  const orderId = `ord_${process.pid}_${++counter}`;
-  await db.query('INSERT INTO orders (id, amount) VALUES ($1, $2)', [orderId, amount]);
-  const { paymentId } = await client.generatePayment({ amount, developerTrackingId: orderId });
-  await sandbox.completePayment(paymentId, { requireDelivery: false });
-  const token = tokenOf(sandbox.getPayment(paymentId)!.webhook!);
-  const deliver = (to: Instance) => postJson(`${to.router.url}/${token}`, { payment_id: paymentId });
-  return { orderId, paymentId, deliver };
-}
+// The instances and paid orders of every transactional test (support/apps.ts), on this file's sandbox.
+const instance = (store: PaymentsStore, handler: Handler, leaseMs?: number): Promise<Instance> => startInstance(sandbox, store, handler, leaseMs);
+const paidOrder = (db: Db, client: PaymentsClient, amount?: string) => paidOrderAt(sandbox, db, client, amount);
 
 /** The non-idempotent write, through the outcome's transaction. */
 async function markPaid(tx: PaymentsTransaction | undefined, event: PaymentConfirmedEvent): Promise<void> {

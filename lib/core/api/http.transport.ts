@@ -170,7 +170,7 @@ export class HttpTransport {
         deadline.clear();
       }
       const status = response.status;
-      const waitSecs = retryAfterSecs(response.headers['retry-after']);
+      const waitSecs = retryAfterSecs(response.headers['retry-after'], this.#clock.now());
       if (attempt <= this.#maxRetries && this.#retry.isRetryable(request.method, { status }) && !this.#lifetime.signal.aborted) {
         const wait = this.#retry.retryDelay(attempt, waitSecs);
         if (wait !== undefined) {

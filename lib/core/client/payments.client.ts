@@ -50,16 +50,6 @@ function storeUsers(store: PaymentsStore, delta: number): number {
 }
 
 /**
- * What the engine's simulation replaces under a client: how an HTTP attempt is sent (a model of the
- * service on virtual time instead of the network).
- * @internal
- */
-export interface ClientSeams {
-  /** Sends one HTTP attempt; default axios' http adapter. */
-  adapter?: AxiosAdapter;
-}
-
-/**
  * The framework-free client of the whole service, and the composition root of the engine: the
  * service operations (`PaymentsApi`), the webhook front door (`WebhookProcessor`), the settlement
  * runner every confirmation path hands its payment to (`SettlementRunner`), the return path
@@ -85,10 +75,11 @@ export class PaymentsClient implements PaymentsOperations {
 
   /**
    * @param options the plugin's options; validated here
-   * @param seams what the engine's simulation replaces (internal)
+   * @param seams what the engine's simulation replaces: how one HTTP attempt is sent (default axios'
+   *   http adapter); not for applications
    * @throws PaymentsValidationError naming each missing or invalid option
    */
-  constructor(options: PaymentsOptions, seams: ClientSeams = {}) {
+  constructor(options: PaymentsOptions, seams: { adapter?: AxiosAdapter } = {}) {
     const resolved = resolvePaymentsOptions(options);
     this.#options = resolved;
     this.store = resolved.store ?? new MemoryPaymentsStore();

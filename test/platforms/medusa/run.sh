@@ -11,7 +11,8 @@
 #
 # Settings (environment): MEDUSA_TESTS_ROOT picks the install folder (default: a fixed folder
 # under $TMPDIR or /tmp, reused by the next run so that a second install is quick);
-# MEDUSA_SKIP_BUILD=1 packs the dist/ already built; DB_HOST / DB_PORT / DB_USERNAME as Medusa's
+# MEDUSA_TARBALL=<path> installs that tarball (no build, no pack); MEDUSA_SKIP_BUILD=1 packs the
+# dist/ already built; DB_HOST / DB_PORT / DB_USERNAME as Medusa's
 # test-utils read them.
 set -uo pipefail
 
@@ -52,12 +53,16 @@ if ! (exec 3<>"/dev/tcp/${DB_HOST:-127.0.0.1}/${DB_PORT:-5432}") 2>/dev/null; th
 fi
 
 cd "$ROOT" || die "no repo at $ROOT"
-if [ "${MEDUSA_SKIP_BUILD:-}" != 1 ]; then
-  npm run build >"$DEST/build.log" 2>&1 || { tail -n 30 "$DEST/build.log"; die "npm run build failed"; }
-fi
-rm -f "$DEST"/nestjs-payments-*.tgz
-npm pack --pack-destination "$DEST" >"$DEST/pack.log" 2>&1 || { tail -n 30 "$DEST/pack.log"; die "npm pack failed"; }
-mv "$DEST"/nestjs-payments-*.tgz "$DEST/nestjs-payments.tgz"
+if [ -n "${MEDUSA_TARBALL:-}" ]; then
+  cp "$MEDUSA_TARBALL" "$DEST/nestjs-payments.tgz" || die "no tarball at $MEDUSA_TARBALL"
+else
+  if [ "${MEDUSA_SKIP_BUILD:-}" != 1 ]; then
+    npm run build >"$DEST/build.log" 2>&1 || { tail -n 30 "$DEST/build.log"; die "npm run build failed"; }
+  fi
+  rm -f "$DEST"/nestjs-payments-*.tgz
+  npm pack --pack-destination "$DEST" >"$DEST/pack.log" 2>&1 || { tail -n 30 "$DEST/pack.log"; die "npm pack failed"; }
+  mv "$DEST"/nestjs-payments-*.tgz "$DEST/nestjs-payments.tgz"
+fi"
 
 # Without Medusa (the repo has none), the entry fails at once, in one line naming the platform.
 expected="nestjs-payments/medusa needs @medusajs/framework, not installed: npm install @medusajs/framework"
