@@ -5,14 +5,16 @@ import { CLI_STORE_ENV, QUIET_LOGGER, storeClientMissing, storeSources } from '.
 import { CliUsageError, printable, type CliIo } from './cli.io.js';
 
 /** Usage of `outcomes`. */
-export const OUTCOMES_USAGE = `Usage: nestjs-payments outcomes [--failed] [--limit <n>] [--json]
+export const OUTCOMES_USAGE = `Usage: nestjs-payments outcomes [--failed] [--duplicates] [--limit <n>] [--json]
 
 Lists the outcome records of the app's store (${CLI_STORE_ENV.redisUrl} or
 ${CLI_STORE_ENV.databaseUrl}), newest update first: payment, outcome, service
-status, handlers, attempts, last error. Reads only.
+status, handlers, attempts, last error; for a duplicate (a second charge of a
+paid order), the payment that settled the order and the refund. Reads only.
 
 Options:
   --failed     only payments whose handlers failed (to retry or reconcile by hand)
+  --duplicates only duplicates: second charges of orders another payment paid
   --limit <n>  at most n records, 1 to 10000 (default 200)
   --json       print the records as a JSON array
   -h, --help   print this help
@@ -30,6 +32,8 @@ function line(record: OutcomeRecord): string {
     `attempts=${record.attempts}`,
     ...(record.amount !== undefined ? [`amount=${record.amount}`] : []),
     ...(record.developerTrackingId !== undefined ? [`tracking=${record.developerTrackingId}`] : []),
+    ...(record.settledBy !== undefined ? [`settled-by=${record.settledBy}`] : []),
+    ...(record.refund !== undefined ? [`refund=${record.refund.refundId}`] : []),
     ...(record.lastError !== undefined ? [`error=${JSON.stringify(record.lastError)}`] : []),
   ];
   return printable(parts.join('  '));
@@ -46,7 +50,13 @@ export async function outcomesCommand(argv: readonly string[], io: CliIo): Promi
       args: [...argv],
       strict: true,
       allowPositionals: true,
-      options: { failed: { type: 'boolean' }, limit: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        failed: { type: 'boolean' },
+        duplicates: { type: 'boolean' },
+        limit: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
     });
   } catch (error) {
     throw new CliUsageError((error as Error).message);
@@ -77,6 +87,7 @@ export async function outcomesCommand(argv: readonly string[], io: CliIo): Promi
       const query: OutcomeQuery = {
         limit: Math.min(PAGE, limit - records.length),
         ...(values.failed ? { handlers: 'failed' as const } : {}),
+        ...(values.duplicates ? { outcome: 'duplicate' as const } : {}),
         ...(cursor ? { cursor } : {}),
       };
       const page = await store.listOutcomes(query);
@@ -84,7 +95,8 @@ export async function outcomesCommand(argv: readonly string[], io: CliIo): Promi
       cursor = page.nextCursor;
     } while (cursor !== undefined && records.length < limit);
     if (values.json) io.stdout.write(`${JSON.stringify(records, null, 2)}\n`);
-    else if (records.length === 0) io.stdout.write(`No ${values.failed ? 'failed ' : ''}outcome records in ${source.kind} at ${source.where}.\n`);
+    else if (records.length === 0)
+      io.stdout.write(`No ${values.failed ? 'failed ' : ''}${values.duplicates ? 'duplicate ' : ''}outcome records in ${source.kind} at ${source.where}.\n`);
     else io.stdout.write(`${records.map(line).join('\n')}\n${records.length} record(s)${cursor !== undefined ? ` (more: raise --limit)` : ''}.\n`);
     return 0;
   } catch (error) {

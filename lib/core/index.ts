@@ -3,6 +3,7 @@ export { PaymentsClient } from './client/payments.client.js';
 export type { ReconciliationRun } from './settlement/reconciliation.scheduler.js';
 export type {
   CardBinding,
+  GenerateOptions,
   GeneratePaymentInput,
   GeneratedPayment,
   KnownPaymentStatus,
@@ -44,8 +45,8 @@ export type { PaymentField, PaymentFieldName, PaymentFieldType, PaymentFieldType
 export type { ValueRule } from './api/payment.rules.js';
 export { outcomeOf } from './settlement/settlement.decision.js';
 export type { PaymentsLogger } from './client/payments.logger.js';
-export { STORE_METHODS } from './store/store.ports.js';
-export type { PaymentsStore, BindingStore, ClaimStore, PendingQueue, OutcomeLog, RateLimiter } from './store/store.ports.js';
+export { STORE_METHODS, ORDER_LEDGER_METHODS } from './store/store.ports.js';
+export type { PaymentsStore, BindingStore, ClaimStore, PendingQueue, OutcomeLog, RateLimiter, OrderLedger } from './store/store.ports.js';
 export { OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from './store/payments.store.js';
 export type {
   PaymentBinding,
@@ -59,6 +60,10 @@ export type {
   OutcomePage,
   BindingClaim,
   OutcomeFinish,
+  DuplicateRefund,
+  OrderSettlement,
+  OrderCheckout,
+  TransactionQuery,
 } from './store/store.types.js';
 export { BasicPaymentsStore } from './store/store.base.js';
 export { isTransactional } from './store/store.transaction.js';
@@ -81,6 +86,7 @@ export {
   PaymentExpiredEvent,
   PaymentAuthorizedEvent,
   PaymentMismatchEvent,
+  PaymentDuplicateEvent,
   PaymentCapturedEvent,
   PaymentRefundedEvent,
   PaymentCancelledEvent,

@@ -11,11 +11,20 @@ export {
   PaymentExpiredEvent,
   PaymentAuthorizedEvent,
   PaymentMismatchEvent,
+  PaymentDuplicateEvent,
   PaymentCapturedEvent,
   PaymentRefundedEvent,
   PaymentCancelledEvent,
 } from '../core/settlement/payment.events.js';
-export type { GeneratePaymentInput, GeneratedPayment, VerifiedPayment, PaymentCapture, ReconcileResult, ReconcileOptions } from '../core/api/payments.types.js';
+export type {
+  GenerateOptions,
+  GeneratePaymentInput,
+  GeneratedPayment,
+  VerifiedPayment,
+  PaymentCapture,
+  ReconcileResult,
+  ReconcileOptions,
+} from '../core/api/payments.types.js';
 export type { OutcomeRecord, OutcomePage, OutcomeQuery, PaymentOutcome, PaymentsStore } from '../core/store/payments.store.js';
 export * from '../core/api/payments.errors.js';
 export type { PaymentsOptions } from '../core/client/payments.options.js';

@@ -6,6 +6,7 @@ import {
   type PaymentCancelledEvent,
   type PaymentCapturedEvent,
   type PaymentConfirmedEvent,
+  type PaymentDuplicateEvent,
   type PaymentEventName,
   type PaymentExpiredEvent,
   type PaymentFailedEvent,
@@ -32,6 +33,12 @@ export interface WebhookRouterOptions {
   onPaymentAuthorized?: (event: PaymentAuthorizedEvent) => unknown;
   /** Called when the service's amount or tracking id differs from what was sent (never confirmed). Default: none (an error is logged). */
   onPaymentMismatch?: (event: PaymentMismatchEvent) => unknown;
+  /**
+   * Called once per payment that succeeded for an order another payment already settled (a
+   * second charge: never `onPaymentConfirmed`); refund it, or set `duplicates: { refund: true }`.
+   * Throw to have it run again. Default: none (a warning is logged).
+   */
+  onPaymentDuplicate?: (event: PaymentDuplicateEvent) => unknown;
   /**
    * Called after `client.capturePayment()` succeeds (the service captured the pre-authorization).
    * A throw is logged, never thrown to the capture's caller: the capture has happened. Default: none.
@@ -61,6 +68,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
     [PaymentEvents.EXPIRED]: options.onPaymentExpired,
     [PaymentEvents.AUTHORIZED]: options.onPaymentAuthorized,
     [PaymentEvents.MISMATCH]: options.onPaymentMismatch,
+    [PaymentEvents.DUPLICATE]: options.onPaymentDuplicate,
     [PaymentEvents.CAPTURED]: options.onPaymentCaptured,
     [PaymentEvents.REFUNDED]: options.onPaymentRefunded,
     [PaymentEvents.CANCELLED]: options.onPaymentCancelled,

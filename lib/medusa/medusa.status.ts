@@ -29,6 +29,9 @@ const MEDUSA_OUTCOMES: Readonly<Record<PaymentOutcome, MedusaOutcome>> = Object.
   failed: { status: 'error', action: 'failed' },
   expired: { status: 'canceled', action: 'canceled' },
   mismatch: { status: 'error', action: 'failed' },
+  // A second charge of a session another payment already settled: the money was taken (captured),
+  // but nothing in Medusa is to complete again; `payment.duplicate` reports it for a refund.
+  duplicate: { status: 'captured', action: 'not_supported' },
 });
 
 /** Medusa's status and action for a verified outcome. */

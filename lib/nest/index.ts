@@ -18,6 +18,7 @@ export {
   OnPaymentFailed,
   OnPaymentExpired,
   OnPaymentAuthorized,
+  OnPaymentDuplicate,
   OnPaymentEvent,
   InjectPaymentsOptions,
   InjectPayments,

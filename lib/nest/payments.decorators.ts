@@ -59,6 +59,15 @@ export function OnPaymentAuthorized(options: PaymentEventHandlerOptions = {}): M
 }
 
 /**
+ * Handles `payment.duplicate` (`PaymentDuplicateEvent`): a payment succeeded for an order another
+ * payment already settled (a second charge, never `payment.confirmed`); `event.settledBy` names
+ * the payment that paid the order. Refund it, or set `duplicates: { refund: true }`.
+ */
+export function OnPaymentDuplicate(options: PaymentEventHandlerOptions = {}): MethodDecorator {
+  return OnPaymentEvent(PaymentEvents.DUPLICATE, options);
+}
+
+/**
  * Injects the options of a registration as they were passed to `forRoot()` / returned by the
  * async factory.
  * @param name the registration's `name`; omitted: the default registration

@@ -15,6 +15,8 @@ export interface StoreTables {
   outcomes: string;
   /** The webhook's rate-limit slots: `<prefix>rate_limits`. */
   rateLimits: string;
+  /** Orders: the payment that settled each, and its open checkout: `<prefix>orders`. */
+  orders: string;
 }
 
 // Identifiers are validated by resolveTableNames (letters, digits, underscores) before they get
@@ -30,6 +32,7 @@ export function storeTables(names: ResolvedTableNames): StoreTables {
     pending: qualify('pending'),
     outcomes: qualify('outcomes'),
     rateLimits: qualify('rate_limits'),
+    orders: qualify('orders'),
   };
 }
 
@@ -80,6 +83,15 @@ function buildMigration(names: ResolvedTableNames): string {
   expires_at timestamptz NOT NULL
 );`,
     `CREATE INDEX IF NOT EXISTS ${index('rate_limits_expires_idx')} ON ${t.rateLimits} (expires_at);`,
+    // Added with one confirmation per order: created on an existing install as the table above.
+    `CREATE TABLE IF NOT EXISTS ${t.orders} (
+  order_key text COLLATE "C" NOT NULL,
+  kind text NOT NULL CHECK (kind IN ('settled', 'checkout')),
+  value text NOT NULL,
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (order_key, kind)
+);`,
+    `CREATE INDEX IF NOT EXISTS ${index('orders_expires_idx')} ON ${t.orders} (expires_at);`,
   ].join('\n');
 }
 

@@ -6,6 +6,7 @@ import {
   parseOutcomeCursor,
   type BindingClaim,
   type ClaimOutcome,
+  type OrderLedger,
   type OutcomeFinish,
   type OutcomePage,
   type OutcomeQuery,
@@ -17,7 +18,9 @@ import {
 } from '../core/store/payments.store.js';
 import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
-import type { PostgresPaymentsStoreOptions, PostgresQueryable } from './postgres.options.js';
+import { orderStatements, PostgresOrderLedger } from './postgres.orders.js';
+import { storeTables } from './postgres.schema.js';
+import { resolveTableNames, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
 import { parseBinding, parseOutcome, parsePending, valueOf } from './postgres.rows.js';
 import { finishOutcomeParams } from './postgres.transaction.js';
 import type { PaymentsTransactionWork } from '../core/store/store.transaction.js';
@@ -40,12 +43,13 @@ import type { PaymentsTransactionWork } from '../core/store/store.transaction.js
  * Operations reject after `operationTimeoutMs` (default 5 s), so that an unreachable database
  * makes webhooks answer 503 (the service delivers again later) instead of hanging.
  */
-export class PostgresPaymentsStore implements PaymentsStore {
+export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   // A private field (not `private`) keeps the connection string, whose password may be in it, and
   // the pool out of util.inspect and JSON.stringify of the store.
   readonly #db: PostgresConnection;
   /** Claim statements not settled yet, by (key, owner): see #trackClaim. */
   readonly #claimsInFlight = new Map<string, Promise<unknown>>();
+  readonly #orders: PostgresOrderLedger;
 
   /** The webhook's rate limits: rows of `<prefix>rate_limits`, shared by every instance. */
   readonly rateLimits: RateLimiter;
@@ -63,6 +67,24 @@ export class PostgresPaymentsStore implements PaymentsStore {
     this.#db = new PostgresConnection(poolOrUrl, options);
     this.rateLimits = new PostgresRateLimiter(this.#db);
     this.transactional = this.#db.transactional;
+    this.#orders = new PostgresOrderLedger(this.#db, orderStatements(storeTables(resolveTableNames(options))));
+  }
+
+  /** @inheritdoc */
+  settleOrder(...args: Parameters<OrderLedger['settleOrder']>): ReturnType<OrderLedger['settleOrder']> {
+    return this.#orders.settleOrder(...args);
+  }
+  /** @inheritdoc */
+  findOrderSettlement(orderKey: string): ReturnType<OrderLedger['findOrderSettlement']> {
+    return this.#orders.findOrderSettlement(orderKey);
+  }
+  /** @inheritdoc */
+  saveCheckout(...args: Parameters<OrderLedger['saveCheckout']>): Promise<void> {
+    return this.#orders.saveCheckout(...args);
+  }
+  /** @inheritdoc */
+  findCheckout(orderKey: string): ReturnType<OrderLedger['findCheckout']> {
+    return this.#orders.findCheckout(orderKey);
   }
 
   /** See {@link PostgresPaymentsStoreOptions.transactional}. */

@@ -35,6 +35,8 @@ export interface StoreKeys {
   readonly outcomesIndex: string;
   /** The sorted set of the records' expiry times. */
   readonly outcomesExpiry: string;
+  /** An order's settlement or open checkout (one key per script: its own hash tag in both layouts). */
+  order(orderKey: string, what: 'settled' | 'checkout'): string;
 }
 
 /**
@@ -65,6 +67,7 @@ export function storeKeys(prefix: string, cluster: boolean): StoreKeys {
       outcomePrefix: `${prefix}outcome:`,
       outcomesIndex: `${prefix}outcomes:index`,
       outcomesExpiry: `${prefix}outcomes:expiry`,
+      order: (orderKey, what) => `${prefix}{order:${orderKey}}:${what}`,
     };
   }
   const shared = `${prefix}{shared}:`;
@@ -78,5 +81,6 @@ export function storeKeys(prefix: string, cluster: boolean): StoreKeys {
     outcomePrefix: `${shared}outcome:`,
     outcomesIndex: `${shared}outcomes:index`,
     outcomesExpiry: `${shared}outcomes:expiry`,
+    order: (orderKey, what) => `${prefix}{order:${orderKey}}:${what}`,
   };
 }

@@ -2,11 +2,10 @@ import type { Cluster, Redis } from 'ioredis';
 import {
   epochMs,
   positiveMs,
-  outcomeCursor,
-  outcomePageLimit,
-  parseOutcomeCursor,
   type BindingClaim,
   type ClaimOutcome,
+  type OrderLedger,
+  type OrderSettlement,
   type OutcomeFinish,
   type OutcomePage,
   type OutcomeQuery,
@@ -20,6 +19,8 @@ import { RedisConnection } from './redis.connection.js';
 import { RedisRateLimiter } from './redis.limiter.js';
 import type { RedisPaymentsStoreOptions } from './redis.options.js';
 import { finishInTwoSlots } from './redis.split.js';
+import { RedisOrderLedger } from './redis.orders.js';
+import { listOutcomePage } from './redis.pages.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
 import { outcomeScore, parseBinding, parseOutcome, parsePending } from './redis.values.js';
 
@@ -43,10 +44,11 @@ import { outcomeScore, parseBinding, parseOutcome, parsePending } from './redis.
  * PaymentsModule.forRoot({ ..., store: new RedisPaymentsStore(process.env.REDIS_URL!) })
  * ```
  */
-export class RedisPaymentsStore implements PaymentsStore {
+export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
   // A private field (not `private`) keeps the client, whose options may hold a password, out of
   // util.inspect and JSON.stringify of the store.
   readonly #db: RedisConnection;
+  readonly #orders: RedisOrderLedger;
 
   /** The webhook's rate limits: `SET NX PX` keys `<keyPrefix>rate:<key>`, shared by every instance. */
   readonly rateLimits: RateLimiter;
@@ -61,6 +63,24 @@ export class RedisPaymentsStore implements PaymentsStore {
   constructor(urlOrClient: string | Redis | Cluster, options: RedisPaymentsStoreOptions = {}) {
     this.#db = new RedisConnection(urlOrClient, options);
     this.rateLimits = new RedisRateLimiter(this.#db);
+    this.#orders = new RedisOrderLedger(this.#db);
+  }
+
+  /** @inheritdoc */
+  settleOrder(orderKey: string, settlement: OrderSettlement, ttlMs: number): Promise<OrderSettlement> {
+    return this.#orders.settleOrder(orderKey, settlement, ttlMs);
+  }
+  /** @inheritdoc */
+  findOrderSettlement(orderKey: string): ReturnType<OrderLedger['findOrderSettlement']> {
+    return this.#orders.findOrderSettlement(orderKey);
+  }
+  /** @inheritdoc */
+  saveCheckout(...args: Parameters<OrderLedger['saveCheckout']>): Promise<void> {
+    return this.#orders.saveCheckout(...args);
+  }
+  /** @inheritdoc */
+  findCheckout(orderKey: string): ReturnType<OrderLedger['findCheckout']> {
+    return this.#orders.findCheckout(orderKey);
   }
 
   /** @inheritdoc */
@@ -233,34 +253,7 @@ export class RedisPaymentsStore implements PaymentsStore {
    * `nextCursor`, which keeps each call short.
    */
   async listOutcomes(query: OutcomeQuery = {}): Promise<OutcomePage> {
-    const limit = outcomePageLimit(query);
-    const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
-    const reply = await this.#db.run('listOutcomes', () =>
-      this.#db.scripts[SCRIPT_NAMES.listOutcomes](
-        this.#db.keys.outcomesIndex,
-        this.#db.keys.outcomePrefix,
-        this.#db.keys.outcomesExpiry,
-        after ? outcomeScore(after.updatedAt) : '-inf',
-        after ? '1' : '0',
-        after?.paymentId ?? '',
-        limit + 1,
-        query.handlers ?? '',
-        query.outcome ?? '',
-      ),
-    );
-    if (!Array.isArray(reply) || reply.length < 3) throw new Error('RedisPaymentsStore: unexpected reply to listOutcomes');
-    const [lastScore, lastId, exhausted, ...flat] = reply.map((v) => String(v));
-    const matches: Array<{ score: string; id: string; record: OutcomeRecord | undefined }> = [];
-    for (let i = 0; i + 2 < flat.length; i += 3) matches.push({ score: flat[i], id: flat[i + 1], record: parseOutcome(flat[i + 2]) });
-    const items = matches
-      .slice(0, limit)
-      .map((m) => m.record)
-      .filter((r): r is OutcomeRecord => r !== undefined);
-    // Cursors are made from the index (score and member), the order the script pages by, so a
-    // record that fails to parse cannot stop the paging. With more matches than the page, go on
-    // after the page's last one; when the scan budget ran out first, after the last examined.
-    const next = matches.length > limit ? matches[limit - 1] : exhausted !== '1' && lastId !== '' ? { score: lastScore, id: lastId } : undefined;
-    return next ? { items, nextCursor: outcomeCursor({ updatedAt: new Date(-Number(next.score)).toISOString(), paymentId: next.id }) } : { items };
+    return listOutcomePage(this.#db, query);
   }
 
   /**

@@ -187,6 +187,13 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
         Logger.info(`payment ${outcome.paymentId} of order ${outcome.developerTrackingId ?? '?'}: ${outcome.status}`, LOG_CONTEXT);
         return;
       }
+      case PaymentEvents.DUPLICATE: {
+        // A second charge of an order another payment already settled: the order stays as it is;
+        // refund it (or set `duplicates: { refund: true }`).
+        const outcome = event as PaymentOutcomeEvent;
+        Logger.warn(`payment ${outcome.paymentId} of order ${outcome.developerTrackingId ?? '?'} is a second charge of a paid order: refund it`, LOG_CONTEXT);
+        return;
+      }
       case PaymentEvents.CAPTURED:
       case PaymentEvents.REFUNDED:
       case PaymentEvents.CANCELLED:

@@ -76,6 +76,7 @@ for (const store of STORES) {
     const run = Date.now().toString(36);
     let failedId: string;
     let succeededId: string;
+    let paidTwice: { first: string; second: string };
 
     beforeAll(async () => {
       [cli, sandbox] = await Promise.all([buildCli(), PaymentsSandbox.start()]);
@@ -100,6 +101,16 @@ for (const store of STORES) {
         await sandbox.completePayment(id);
         await client.reconcilePayment(id).catch(() => undefined);
       }
+      // One order paid twice (two payments of one tracking id): the second is a duplicate.
+      const order = { amount: '5000', developerTrackingId: `twice-${run}` };
+      paidTwice = {
+        first: (await client.generatePayment(order, { idempotencyKey: `twice-${run}/1` })).paymentId,
+        second: (await client.generatePayment(order, { idempotencyKey: `twice-${run}/2` })).paymentId,
+      };
+      for (const id of [paidTwice.first, paidTwice.second]) {
+        await sandbox.completePayment(id);
+        await client.reconcilePayment(id);
+      }
       expect((await client.getOutcome(failedId))?.handlers).toBe('failed');
       expect((await client.getOutcome(succeededId))?.handlers).toBe('succeeded');
       await client.close();
@@ -121,6 +132,19 @@ for (const store of STORES) {
       // The handler's line break cannot forge a line of the listing.
       expect(result.stdout).not.toMatch(/^FORGED LINE/m);
       expect(result.stdout).not.toContain(succeededId);
+    });
+
+    it('--duplicates lists the second charge of an order paid twice, naming the payment that paid it', async () => {
+      const result = await runCliProcess(cli, ['outcomes', '--duplicates', '--limit', '500'], { [store.variable]: store.url });
+      expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+      const line = result.stdout.split('\n').find((l) => l.includes(paidTwice.second));
+      expect(line).toMatch(
+        new RegExp(
+          `^\\S+  ${paidTwice.second}  duplicate  status=SUCCESS  handlers=succeeded  attempts=1  amount=5000  tracking=twice-${run}  settled-by=${paidTwice.first}$`,
+        ),
+      );
+      expect(result.stdout).not.toContain(failedId);
+      expect(result.stdout).not.toContain(`${paidTwice.first}  confirmed`);
     });
 
     it('--json gives the records; without --failed the succeeded one is listed too', async () => {

@@ -192,14 +192,20 @@ describe('docs/troubleshooting.md', () => {
 
   it('quotes what a store that is down makes the plugin log and throw', async () => {
     const logged: string[] = [];
-    const logger = { log: () => undefined, warn: () => undefined, error: (message: string) => void logged.push(message) };
+    const warned: string[] = [];
+    const logger = { log: () => undefined, warn: (message: string) => void warned.push(message), error: (message: string) => void logged.push(message) };
     const store = new RedisPaymentsStore(`redis://127.0.0.1:${await closedPort()}`, { operationTimeoutMs: 300, logger });
     const down = client({ store, logger, webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: SECRET } });
     try {
-      made.push(messageOf(await down.generatePayment({ amount: '1000', ...LINKS }).catch((e: unknown) => e)));
+      // The payment is created at the service: its link is answered, the store write retried.
+      const created = await down.generatePayment({ amount: '1000', ...LINKS });
+      made.push(warned.find((line) => line.startsWith(`payment ${created.paymentId} was created`))!);
       const { paymentId } = await client().generatePayment({ amount: '1000', ...LINKS });
       made.push(messageOf(await down.reconcilePayment(paymentId).catch((e: unknown) => e)));
       made.push(logged.find((line) => line.startsWith('Redis store connection'))!);
+      // Closed before the store came back: the payment is named, with what to do.
+      await down.close();
+      made.push(logged.find((line) => line.startsWith(`payment ${created.paymentId} was created`))!);
     } finally {
       await down.close();
       await store.close();

@@ -39,7 +39,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
       const tables = await rows(db, `SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE 'payments\\_%' ORDER BY table_name`);
       expect(DEFAULT_TABLE_PREFIX).toBe('payments_');
       expect(tables).toEqual(
-        ['bindings', 'events', 'outcomes', 'pending', 'rate_limits'].map((t) => ({ table_schema: 'public', table_name: `payments_${t}` })),
+        ['bindings', 'events', 'orders', 'outcomes', 'pending', 'rate_limits'].map((t) => ({ table_schema: 'public', table_name: `payments_${t}` })),
       );
     } finally {
       await db.close();
@@ -58,7 +58,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
       expect(await rows(db, `SELECT owner FROM billing.shop_a_events WHERE event_key = 'e'`)).toEqual([{ owner: 'o' }]);
       // Quoted: the case of the prefix is kept, not folded.
       expect(await rows(db, `SELECT owner FROM public."Shop_B_events" WHERE event_key = 'e'`)).toEqual([{ owner: 'o2' }]);
-      expect(await rows(db, `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'billing'`)).toEqual([{ n: 5 }]);
+      expect(await rows(db, `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'billing'`)).toEqual([{ n: 6 }]);
     } finally {
       await db.close();
     }
@@ -90,7 +90,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
       });
       const [host, byStore] = [await catalog('by_host'), await catalog('by_store')];
       expect(host.columns.length).toBeGreaterThan(10);
-      expect(host.indexes).toHaveLength(12);
+      expect(host.indexes).toHaveLength(14);
       expect(byStore).toEqual(host);
       // A store told not to create tables works on the host's.
       const store = new PostgresPaymentsStore(db, { schema: 'by_host', createTables: false });

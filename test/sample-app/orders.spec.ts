@@ -99,11 +99,17 @@ describe('orders in the database', () => {
     expect((await repo.events(order.id))[1]).toMatchObject({ source: 'webhook', serviceStatus: 'SUCCESS' });
   });
 
-  it('ignores outcomes of another payment or another amount', async () => {
+  it('ignores outcomes of another amount, and failures of an earlier payment of the order', async () => {
     const { order, confirm } = await setUp();
-    await confirm({ paymentId: 'pay_other', trackingId: order.id });
     await confirm({ amount: '1' });
+    await handler.onExpired(new PaymentExpiredEvent('expired', verification('pay_earlier', order.amount, order.id, 'EXPIRED'), 'reconciliation', undefined));
     expect((await repo.get(order.id))!.status).toBe('pending');
+  });
+
+  it('is paid by another payment of the order (the one "Pay now" replaced): the plugin confirms one per order', async () => {
+    const { order, confirm } = await setUp();
+    await confirm({ paymentId: 'pay_earlier_attempt', trackingId: order.id });
+    expect(await repo.get(order.id)).toMatchObject({ status: 'paid', paymentId: 'pay_earlier_attempt' });
   });
 
   it('finds the order by payment id when the outcome carries no tracking id', async () => {

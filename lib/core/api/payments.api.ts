@@ -1,5 +1,4 @@
 import type { SharedClock } from '../time/shared.clock.js';
-import { describe } from '../settlement/settlement.describe.js';
 import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent, type PaymentEventName } from '../settlement/payment.events.js';
 import type { ResolvedPaymentsOptions } from '../client/payments.options.js';
 import { PAYMENTS_DEFAULTS } from '../client/payments.options.js';
@@ -11,9 +10,13 @@ import { normalizeMillimes } from './money.util.js';
 import { checkPaymentInput, toPaymentWire } from './payment.fields.js';
 import { identifier, millimes } from './payment.rules.js';
 import { pathSegmentId } from './identifier.rule.js';
-import { PaymentsApiError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
+import { bounded, CheckoutDesk, checkoutKey, type CheckoutTicket } from './payments.checkout.js';
+import { noteDuplicateRefund } from './payments.duplicates.js';
+import { PaymentsApiError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
+import { lateEntry, PaymentRecorder } from './payments.recorder.js';
 import type {
   CardBinding,
+  GenerateOptions,
   GeneratePaymentInput,
   GeneratedPayment,
   PaymentCancellation,
@@ -60,6 +63,9 @@ export interface OperationEvents {
  * cancellation emits its event, so Nest and Express hosts alike receive it.
  */
 export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'> {
+  readonly #checkouts: CheckoutDesk;
+  readonly #recorder: PaymentRecorder;
+
   /**
    * @param options the resolved options (defaults of generatePayment, the webhook settings)
    * @param transport sends the requests
@@ -77,10 +83,18 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     private readonly events: OperationEvents,
     private readonly telemetry: TelemetryHooks,
     private readonly clock: SharedClock,
-  ) {}
+  ) {
+    this.#checkouts = new CheckoutDesk(store, { enabled: options.orders.reuseOpenPayment, leaseMs: options.timeoutMs * 3 }, options.logger, clock);
+    this.#recorder = new PaymentRecorder(options.logger, clock);
+  }
+
+  /** Lets the store writes of created payments finish (each tried once more, then reported). */
+  close(): Promise<void> {
+    return this.#recorder.close();
+  }
 
   /** @inheritdoc */
-  async generatePayment(input: GeneratePaymentInput): Promise<GeneratedPayment> {
+  async generatePayment(input: GeneratePaymentInput, settings: GenerateOptions = {}): Promise<GeneratedPayment> {
     // The module's defaults passed the same rules when the options were resolved: only the caller's
     // own fields are checked here, and the defaults are read in place, never merged into a copy.
     // Merge + check + wire body: 12.5 µs per call before (isURL on successLink and failLink, 2.4 µs
@@ -94,6 +108,23 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
 
     const amount = normalizeMillimes(own.amount) as string;
     const trackingId = isSet(own.developerTrackingId) ? own.developerTrackingId : undefined;
+    const idempotencyKey = settings?.idempotencyKey ?? undefined;
+    if (idempotencyKey !== undefined) checkId(idempotencyKey, 'idempotencyKey', 'generatePayment');
+    // One payment per checkout: the order's open payment answers a repeated request (payments.checkout.ts).
+    const orderKey = checkoutKey(idempotencyKey, trackingId);
+    const fingerprint = orderKey === undefined ? '' : JSON.stringify(toPaymentWire(own, this.options.preAuthorizationFlag, defaults));
+    const desk = await this.#checkouts.begin(orderKey === undefined ? undefined : { orderKey, amount, fingerprint, developerTrackingId: trackingId });
+    if ('reuse' in desk) return desk.reuse;
+    try {
+      return await this.#create(own, amount, trackingId, desk.ticket);
+    } catch (error) {
+      desk.ticket?.abandon();
+      throw error;
+    }
+  }
+
+  async #create(own: GeneratePaymentInput, amount: string, trackingId: string | undefined, ticket: CheckoutTicket | undefined): Promise<GeneratedPayment> {
+    const defaults = this.options.defaults;
     const issued = !isSet(own.webhook) && this.signer ? this.signer.issue(amount, trackingId, this.options.webhook.tokenTtlMs) : undefined;
     const fallback = issued ? { ...defaults, webhook: WebhookTokenSigner.urlWithToken(this.options.webhook.publicUrl as string, issued.token) } : defaults;
 
@@ -110,8 +141,9 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const payment = fromGeneratePaymentWire(json.result as JsonObject);
     if (!payment) throw unexpected('generatePayment', 'the payment id or the link is missing or malformed, or the tracking id is malformed');
 
-    await this.clock.sync();
+    await bounded(this.clock.sync(), this.clock).catch(() => undefined);
     const createdAt = this.clock.now();
+    const offset = this.clock.offsetMs;
     const sessionSecs = (isSet(own.sessionTimeoutSecs) ? own.sessionTimeoutSecs : defaults.sessionTimeoutSecs) ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
     // Any positive safe integer is a valid session length; beyond the last date a Date can hold
     // (year 275760) toISOString() would throw after the payment was created, orphaning it.
@@ -123,12 +155,19 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
       sessionEndsAt: new Date(at(createdAt + sessionSecs * 1000)).toISOString(),
     };
     if (trackingId !== undefined) binding.developerTrackingId = trackingId;
-    try {
-      if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
-      await this.store.schedulePending({ ...binding, checks: 0 }, at(createdAt + (sessionSecs + this.options.reconciliation.graceSecs) * 1000));
-    } catch (error) {
-      throw new PaymentsStoreUnavailableError(payment.paymentId, describe(error));
-    }
+    const dueAt = at(createdAt + (sessionSecs + this.options.reconciliation.graceSecs) * 1000);
+    const checkout = ticket?.record(payment, binding.sessionEndsAt as string);
+    await this.#recorder.record(
+      payment.paymentId,
+      async (late) => {
+        if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
+        // Late: a path that found it pending meanwhile may have queued it in the pending lane; kept.
+        const late_ = late ? await lateEntry(this.store, binding, this.clock, offset) : undefined;
+        if (!late || late_) await this.store.schedulePending(late_?.entry ?? { ...binding, checks: 0 }, dueAt + (late_?.shift ?? 0));
+        await checkout?.();
+      },
+      dueAt,
+    );
     return payment;
   }
 
@@ -168,14 +207,19 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   }
 
   /** @inheritdoc */
-  async refundPayment(paymentId: string): Promise<PaymentRefund> {
+  /**
+   * @inheritdoc
+   * @param duplicateOf for the event: the payment that settled the order of this duplicate (default: from its record)
+   */
+  async refundPayment(paymentId: string, duplicateOf?: string): Promise<PaymentRefund> {
     checkId(paymentId, 'paymentId', 'refundPayment');
     const json = await this.#call('refundPayment', 'POST', SERVICE_PATHS.refund, { payment_id: paymentId }, undefined, isFlatSuccess);
     const refund = fromRefundWire(json.result as JsonObject);
     if (!refund) throw unexpected('refundPayment', 'no refund id, or the payment id is missing or malformed');
+    const settledBy = duplicateOf ?? (await noteDuplicateRefund(this.store, refund, this.options.outcomeRecordTtlMs, this.clock));
     await this.events.emitOperation(
       PaymentEvents.REFUNDED,
-      new PaymentRefundedEvent(refund.paymentId, refund.refundId, refund.amount, refund.refundedAt, this.options.name),
+      new PaymentRefundedEvent(refund.paymentId, refund.refundId, refund.amount, refund.refundedAt, this.options.name, settledBy),
     );
     return refund;
   }

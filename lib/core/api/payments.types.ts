@@ -114,6 +114,23 @@ export interface ReconcileResult {
   handled: boolean;
   /** Why the handlers failed, when they ran and one threw (the outcome is not done: it runs again later). */
   error?: string;
+  /**
+   * With outcome `duplicate`: the payment that settled the order (the same tracking id) before
+   * this one. Tell the customer the order is already paid and this second charge is being handled.
+   */
+  settledBy?: string;
+}
+
+/** Options of `generatePayment` beyond the request's fields. */
+export interface GenerateOptions {
+  /**
+   * The checkout this payment is for, when your order ids are not unique per payment attempt:
+   * a second call with the same key (same amount and request, session still open) answers the
+   * first call's payment, as a second call with the same `developerTrackingId` does without a key
+   * (`orders.reuseOpenPayment`). A new key opens a new payment; payments of one tracking id are
+   * still one order when they succeed (the later ones are `payment.duplicate`). Default: none.
+   */
+  idempotencyKey?: string;
 }
 
 /** What `reconcilePayment`'s caller expects of a payment (e.g. from its order). */
@@ -138,7 +155,7 @@ export interface ReconcileOptions {
 /** The operations shared by `PaymentsService` (Nest) and `createPaymentsClient` (Express). */
 export interface PaymentsOperations {
   /** Creates a payment and returns the link to redirect the customer to. */
-  generatePayment(input: GeneratePaymentInput): Promise<GeneratedPayment>;
+  generatePayment(input: GeneratePaymentInput, options?: GenerateOptions): Promise<GeneratedPayment>;
   /** Reads a payment from the service (`GET /api/v2/verify_payment/{id}`). Safe to retry; rate-limited by the service. */
   verifyPayment(paymentId: string): Promise<VerifiedPayment>;
   /** Captures a pre-authorized payment, all or part (`POST /api/v2/confirm_payment`). */

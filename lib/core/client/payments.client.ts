@@ -5,6 +5,7 @@ import { checkId, PaymentsApi } from '../api/payments.api.js';
 import { RETRY_POLICY } from '../api/retry.policy.js';
 import type {
   CardBinding,
+  GenerateOptions,
   GeneratePaymentInput,
   GeneratedPayment,
   PaymentCancellation,
@@ -17,12 +18,14 @@ import type {
 } from '../api/payments.types.js';
 import type { OperationDispatcher, OutcomeDispatcher } from '../settlement/outcome.handlers.js';
 import { ReconciliationScheduler, type ReconciliationRun } from '../settlement/reconciliation.scheduler.js';
+import { OrderScreen } from '../settlement/settlement.duplicates.js';
 import { PaymentReconciler } from '../settlement/settlement.reconciler.js';
 import { VerifyBudget } from '../settlement/settlement.budget.js';
 import { SettlementRunner } from '../settlement/settlement.runner.js';
 import { SETTLEMENT_WAITS } from '../settlement/settlement.waits.js';
 import { MemoryPaymentsStore } from '../store/memory.store.js';
-import type { OutcomePage, OutcomeQuery, OutcomeRecord, PaymentsStore } from '../store/payments.store.js';
+import { orderLedgerOf, type OutcomePage, type OutcomeQuery, type OutcomeRecord, type PaymentsStore } from '../store/payments.store.js';
+import { isTransactional } from '../store/store.transaction.js';
 import { PaymentsTelemetry } from '../telemetry/telemetry.otel.js';
 import { NO_TELEMETRY, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
 import { WebhookProcessor } from '../webhook/webhook.processor.js';
@@ -63,6 +66,7 @@ export class PaymentsClient implements PaymentsOperations {
   readonly #reconciler: PaymentReconciler;
   readonly #sweep: ReconciliationScheduler;
   readonly #telemetry: TelemetryHooks;
+  readonly #orders?: OrderScreen;
   #closing?: Promise<void>;
   /** Bindings, claims, the reconciliation queue and the outcome record (the configured store, or an in-memory one). */
   readonly store: PaymentsStore;
@@ -97,14 +101,30 @@ export class PaymentsClient implements PaymentsOperations {
       ? new PaymentsTelemetry(resolved.telemetry, { registration: resolved.name, baseUrl: resolved.baseUrl, store: this.store })
       : NO_TELEMETRY;
     const verify = (paymentId: string) => this.#api.verifyPayment(paymentId);
+    const ttls = { doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs };
+    const ledger = orderLedgerOf(this.store);
+    // One confirmation per order (settlement.duplicates.ts), with every store that keeps orders.
+    this.#orders =
+      ledger &&
+      new OrderScreen({
+        ledger,
+        store: this.store,
+        transactional: isTransactional(this.store),
+        ttls,
+        refund: resolved.duplicates.refund,
+        refundPayment: (paymentId, duplicateOf) => this.#api.refundPayment(paymentId, duplicateOf),
+        registration: resolved.name,
+        logger: resolved.logger,
+        clock: shared,
+      });
     this.#runner = new SettlementRunner(
       {
         leaseMs: resolved.webhook.leaseMs,
-        doneTtlMs: resolved.webhook.doneTtlMs,
-        recordTtlMs: resolved.outcomeRecordTtlMs,
+        ...ttls,
         registration: resolved.name,
         clock: shared,
         recheckSoon: (paymentId, expected, notBeforeMs) => void rechecks.note(paymentId, expected, notBeforeMs),
+        orders: this.#orders,
       },
       this.store,
       verify,
@@ -113,7 +133,7 @@ export class PaymentsClient implements PaymentsOperations {
       new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, () => resolved.clock.now(), resolved.webhook.unsignedIntervalSecs * 1000),
     );
     this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry, shared);
-    this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger, shared);
+    this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger, shared, this.#orders);
     this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, this.#runner, resolved.logger, this.#telemetry, resolved.clock);
     this.#sweep = new ReconciliationScheduler(
       resolved.reconciliation,
@@ -150,20 +170,20 @@ export class PaymentsClient implements PaymentsOperations {
 
   /**
    * Sets who runs the outcome handlers (`payment.confirmed`, `.failed`, `.expired`, `.authorized`,
-   * `.mismatch`) and, optionally, the operations' (`payment.captured`, `.refunded`, `.cancelled`),
+   * `.mismatch`, `.duplicate`) and, optionally, the operations' (`payment.captured`, `.refunded`, `.cancelled`),
    * and starts reconciliation, which needs them. The Nest module and the Express router call it;
    * until then outcomes are left undone (and retried), never dropped.
    * @param dispatcher runs an outcome's handlers
    * @param operations runs an operation's handlers; default: none
    */
   setOutcomeDispatcher(dispatcher: OutcomeDispatcher | undefined, operations?: OperationDispatcher): void {
-    this.#runner.setDispatcher(dispatcher, operations);
+    this.#runner.setDispatcher(dispatcher && this.#orders ? this.#orders.guard(dispatcher) : dispatcher, operations);
     if (dispatcher && !this.#closing) this.#sweep.start();
   }
 
   /** @inheritdoc */
-  generatePayment(input: GeneratePaymentInput): Promise<GeneratedPayment> {
-    return this.#api.generatePayment(input);
+  generatePayment(input: GeneratePaymentInput, options?: GenerateOptions): Promise<GeneratedPayment> {
+    return this.#api.generatePayment(input, options);
   }
 
   /** @inheritdoc */
@@ -234,6 +254,8 @@ export class PaymentsClient implements PaymentsOperations {
     await Promise.all([this.webhooks.drain(), this.#sweep.stop()]);
     // Returns (reconcilePayment) in flight too: the same runner, the same rule.
     await this.#runner.drain();
+    // Store writes of created payments still waiting: tried once more while the store is open.
+    await this.#api.close();
     this.#telemetry.close();
     this.#transport.close();
     if (storeUsers(this.store, -1) <= 0) await this.store.close?.();

@@ -115,6 +115,31 @@ export interface PaymentsOptions extends PaymentFieldDefaults {
   /** Name of this registration, when an app has several (several merchant accounts). Put on every event. Default: none. */
   name?: string;
   /**
+   * One payment per checkout (docs/confirmations.md). An order is a payment's `developerTrackingId`
+   * (or the `idempotencyKey` passed to `generatePayment`).
+   */
+  orders?: {
+    /**
+     * `generatePayment` for an order whose open payment has the same amount and request (links,
+     * session, card options) and a session not about to end returns that payment instead of
+     * opening another at the service; a changed amount opens a new one. Default true.
+     */
+    reuseOpenPayment?: boolean;
+  };
+  /**
+   * Payments that succeed for an order another payment already settled: never confirmed, each
+   * emits `payment.duplicate` once (docs/confirmations.md).
+   */
+  duplicates?: {
+    /**
+     * Refund each duplicate through the normal refund path (`refundPayment`, whose
+     * `payment.refunded` event names the payment that settled the order); the refund's result
+     * is in the `payment.duplicate` event. A refund that fails on the way is tried again, never
+     * made twice. Default false.
+     */
+    refund?: boolean;
+  };
+  /**
    * The engine's clock: every age, due time, lease renewal and wait reads it (tests move it). Due
    * times and record ages shared with other instances are corrected by the store's own clock when
    * the store has one (`store.now()`: Redis, PostgreSQL), so skew between instances neither
@@ -162,6 +187,10 @@ export interface ResolvedPaymentsOptions {
   readonly store?: PaymentsStore;
   readonly logger: PaymentsLogger;
   readonly name?: string;
+  /** `orders`, defaults filled in. */
+  readonly orders: { readonly reuseOpenPayment: boolean };
+  /** `duplicates`, defaults filled in. */
+  readonly duplicates: { readonly refund: boolean };
   /** The engine's clock (the system clock unless one was given). */
   readonly clock: Clock;
   /** Tracing and metrics: off only when `telemetry` is `false` (or `enabled: false`); the backlog interval in ms. */

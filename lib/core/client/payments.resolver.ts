@@ -72,6 +72,8 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
   check('webhook.acceptUnsigned', w.acceptUnsigned, boolean);
   for (const field of ['maxBodyBytes', 'tokenTtlSecs', 'leaseMs', 'doneTtlSecs', 'unsignedIntervalSecs'] as const)
     check(`webhook.${field}`, w[field], positiveInteger);
+  check('orders.reuseOpenPayment', o.orders?.reuseOpenPayment, boolean);
+  check('duplicates.refund', o.duplicates?.refund, boolean);
   const r = o.reconciliation ?? {};
   check('reconciliation.enabled', r.enabled, boolean);
   for (const field of ['intervalSecs', 'graceSecs', 'maxChecks', 'batchSize', 'horizonDays'] as const)
@@ -110,6 +112,8 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
     clock: opts.clock ?? SYSTEM_CLOCK,
     logger: opts.logger ?? defaultPaymentsLogger,
     name: opts.name,
+    orders: { reuseOpenPayment: opts.orders?.reuseOpenPayment ?? true },
+    duplicates: { refund: opts.duplicates?.refund ?? false },
     telemetry: telemetrySettings(opts.telemetry),
   };
 }

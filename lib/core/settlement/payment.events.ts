@@ -1,4 +1,4 @@
-import type { OutcomeSource, PaymentOutcome } from '../store/payments.store.js';
+import type { DuplicateRefund, OrderSettlement, OutcomeSource, PaymentOutcome } from '../store/payments.store.js';
 import type { VerifiedPayment } from '../api/payments.types.js';
 import type { PaymentsTransaction } from '../store/store.transaction.js';
 
@@ -36,6 +36,11 @@ export const PaymentEvents = {
   EXPIRED: 'payment.expired',
   /** A pre-authorization holds the amount (`PREAUTH_SUCCESS`); capture or cancel it. Payload: {@link PaymentAuthorizedEvent}. */
   AUTHORIZED: 'payment.authorized',
+  /**
+   * A second successful payment of an order another payment already settled (same tracking id):
+   * never confirmed; refund it (or let `duplicates: { refund: true }` do it). Payload: {@link PaymentDuplicateEvent}.
+   */
+  DUPLICATE: 'payment.duplicate',
   /** The service's amount or tracking id differs from what the plugin sent: never confirmed. Payload: {@link PaymentMismatchEvent}. */
   MISMATCH: 'payment.mismatch',
   /** `capturePayment` succeeded. Payload: {@link PaymentCapturedEvent}. */
@@ -173,6 +178,45 @@ export class PaymentMismatchEvent extends PaymentOutcomeEvent {
   }
 }
 
+/**
+ * Emitted once per payment that succeeded for an order (its tracking id) another payment had
+ * already settled: the customer was charged twice. The order is paid by {@link settledBy}; this
+ * payment ({@link paymentId}) is the second charge, to refund. Its handlers run outside any
+ * database transaction, also with a transactional store.
+ */
+export class PaymentDuplicateEvent extends PaymentOutcomeEvent {
+  /**
+   * @param verification the service's verify answer of this (the second) payment
+   * @param source which path found it
+   * @param registration the module registration's name, if any
+   * @param settledBy the payment that settled the order first, and its amount
+   * @param refund the refund made with `duplicates: { refund: true }`, when the service made it
+   * @param refundError why the automatic refund was refused, when it was (refund by hand)
+   * @param occurredAt when the plugin learned the outcome
+   */
+  constructor(
+    verification: VerifiedPayment,
+    source: OutcomeSource,
+    registration: string | undefined,
+    readonly settledBy: OrderSettlement,
+    readonly refund?: DuplicateRefund,
+    readonly refundError?: string,
+    occurredAt?: Date,
+  ) {
+    super('duplicate', verification, source, registration, occurredAt);
+  }
+
+  /** The order: the tracking id both payments carry. */
+  get order(): string {
+    return this.verification.developerTrackingId ?? '';
+  }
+
+  /** @inheritdoc */
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), settledBy: { ...this.settledBy }, refund: this.refund && { ...this.refund }, refundError: this.refundError };
+  }
+}
+
 /** Emitted after `capturePayment` succeeded. */
 export class PaymentCapturedEvent {
   /**
@@ -199,6 +243,8 @@ export class PaymentRefundedEvent {
    * @param amount the refunded amount as the service wrote it
    * @param refundedAt ISO 8601 time of the refund
    * @param registration the module registration's `name` (several merchant accounts), if any
+   * @param duplicateOf when the refunded payment was a duplicate (`payment.duplicate`): the
+   *   payment that settled its order, which stays paid. Never mark the order refunded then.
    */
   constructor(
     readonly paymentId: string,
@@ -206,6 +252,7 @@ export class PaymentRefundedEvent {
     readonly amount: string,
     readonly refundedAt: string,
     readonly registration?: string,
+    readonly duplicateOf?: string,
   ) {}
 }
 

@@ -199,8 +199,10 @@ export class ReconciliationScheduler {
     switch (result.kind) {
       case 'handled':
       case 'mismatch':
-        // The outcome is known and recorded: nothing left to check.
+      case 'order-duplicate':
+        // The outcome is known and recorded: nothing left to check (a second charge of a paid order: once handled).
         run.checked++;
+        if (result.kind === 'order-duplicate' && result.error !== undefined) return this.reschedule(entry, now, { kind: 'known', last: result.error });
         run.settled++;
         return this.store.removePending(entry.paymentId);
       case 'duplicate':

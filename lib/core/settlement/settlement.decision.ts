@@ -15,7 +15,7 @@ import { SETTLEMENT_WAITS } from './settlement.waits.js';
 export type FinalOutcome = Exclude<PaymentOutcome, 'pending'>;
 
 /** The outcomes whose handlers run: each has its event. */
-export type HandledOutcome = Exclude<FinalOutcome, 'mismatch'>;
+export type HandledOutcome = Exclude<FinalOutcome, 'mismatch' | 'duplicate'>;
 
 /**
  * The one status mapping: the service's verified status -> what it means for the shop.
@@ -125,7 +125,8 @@ export function decide(asked: string, answer: VerifyAnswer, expected?: OutcomeEx
     const finish = otherPayment || (expected !== undefined && unbacked(expected)) ? 'release' : 'done';
     return { kind: 'mismatch', problems, finish };
   }
-  if (outcome === 'pending' || outcome === 'mismatch') return { kind: 'pending' };
+  // `duplicate` is the order screen's verdict, never a status's: listed for the compiler.
+  if (outcome === 'pending' || outcome === 'mismatch' || outcome === 'duplicate') return { kind: 'pending' };
   return { kind: 'settle', outcome, event: OUTCOME_EVENT_NAMES[outcome] };
 }
 

@@ -37,6 +37,8 @@ export class PaymentReconciler {
    * @param verify reads a payment from the service (only for a done payment without a record)
    * @param logger where surprises are reported
    * @param clock the time shared with the other instances (the age of a pending record)
+   * @param orders the order screen, when orders are kept: a confirmation that lost its order to
+   *   another payment inside its transaction is settled again at once, as the duplicate it is
    */
   constructor(
     private readonly store: PaymentsStore,
@@ -44,6 +46,7 @@ export class PaymentReconciler {
     private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
     private readonly logger: PaymentsLogger,
     private readonly clock: SharedClock,
+    private readonly orders?: { takeLostRace(paymentId: string): boolean },
   ) {
     this.#strangers = new StrangerBudget(clock.local);
   }
@@ -78,7 +81,10 @@ export class PaymentReconciler {
           return assertNever(gate);
       }
     }
-    const result = await this.runner.settle({ paymentId, source: options.source ?? 'return', expected });
+    const request = { paymentId, source: options.source ?? 'return', expected };
+    let result = await this.runner.settle(request);
+    // A customer back from a second payment of a paid order is told so, not that handlers failed.
+    if (result.kind === 'handlers-failed' && this.orders?.takeLostRace(paymentId)) result = await this.runner.settle(request);
     this.#strangers.note(paymentId, result);
     if ((result.kind === 'handled' || result.kind === 'handlers-failed') && expected?.amount === undefined) {
       // Nothing said what amount was asked for (no `expected`, and the memory store lost its
@@ -96,6 +102,14 @@ export class PaymentReconciler {
         return { paymentId, status: result.verification.status, outcome: 'mismatch', handled: false };
       case 'handlers-failed':
         return { paymentId, status: result.verification.status, outcome: result.outcome, handled: false, error: result.error };
+      case 'order-duplicate': {
+        // The order is paid by another payment: tell the return page so, never "paid" twice.
+        const settledBy = result.settledBy.paymentId;
+        const status = result.verification.status;
+        return result.error === undefined
+          ? { paymentId, status, outcome: 'duplicate', handled: true, settledBy }
+          : { paymentId, status, outcome: 'duplicate', handled: false, settledBy, error: result.error };
+      }
       case 'duplicate':
         return this.#doneOutcome(paymentId);
       case 'busy':
@@ -180,7 +194,7 @@ export class PaymentReconciler {
   // Done earlier by another path: the record says what it was, without a call to the service.
   async #doneOutcome(paymentId: string): Promise<ReconcileResult> {
     const record = await this.store.getOutcome(paymentId).catch(() => undefined);
-    if (record) return { paymentId, status: record.status, outcome: record.outcome, handled: false };
+    if (record) return fromRecord(record);
     const verified = await this.verify(paymentId);
     return { paymentId, status: verified.status, outcome: outcomeOf(verified.status), handled: false };
   }
@@ -189,9 +203,16 @@ export class PaymentReconciler {
   // page is worth a short wait for its result rather than a "still processing".
   async #awaitOther(paymentId: string): Promise<ReconcileResult> {
     const { settled, record } = await this.#awaitOutcome(paymentId, SETTLEMENT_WAITS.returnWaitMs, SETTLEMENT_WAITS.returnPollMs);
-    if (settled && record) return { paymentId, status: record.status, outcome: record.outcome, handled: false };
+    if (settled && record) return fromRecord(record);
     // Still in another path's hands: not settled yet, with the last status the service sent (an
     // earlier attempt's record), or '' when none is known; never a status the service did not send.
     return { paymentId, status: record?.status ?? '', outcome: 'pending', handled: false };
   }
+}
+
+// A settled payment's result as its record tells it (a duplicate names the payment that settled its order).
+function fromRecord(record: OutcomeRecord): ReconcileResult {
+  const result: ReconcileResult = { paymentId: record.paymentId, status: record.status, outcome: record.outcome, handled: false };
+  if (record.outcome === 'duplicate' && record.settledBy !== undefined) result.settledBy = record.settledBy;
+  return result;
 }

@@ -1,6 +1,8 @@
 import type { PaymentsError } from '../api/payments.errors.js';
 import type { VerifiedPayment } from '../api/payments.types.js';
-import type { OutcomeSource } from '../store/payments.store.js';
+import type { DuplicateRefund, OrderSettlement, OutcomeSource } from '../store/payments.store.js';
+import type { SettleTrace } from '../telemetry/telemetry.hooks.js';
+import type { OutcomeDispatcher } from './outcome.handlers.js';
 import type { HandledOutcome, OutcomeExpectation } from './settlement.decision.js';
 import type { Clock } from '../time/clock.port.js';
 
@@ -37,7 +39,19 @@ export type SettleResult =
       /** The error of the last verify, when it failed. */
       error?: PaymentsError;
     }
-  | { kind: 'store-unavailable'; error: string };
+  | { kind: 'store-unavailable'; error: string }
+  | {
+      /** Paid, but another payment settled the same order first: `payment.duplicate`, not `payment.confirmed`. */
+      kind: 'order-duplicate';
+      outcome: 'duplicate';
+      verification: VerifiedPayment;
+      /** The payment that settled the order. */
+      settledBy: OrderSettlement;
+      /** The refund made by `duplicates: { refund: true }`, when made. */
+      refund?: DuplicateRefund;
+      /** Set when the refund could not be made yet or a handler failed: the duplicate is handled again later. */
+      error?: string;
+    };
 
 /** A webhook token to settle by: its stored binding, looked up with the claim, says what to expect. */
 export interface TokenLookup {
@@ -87,6 +101,35 @@ export interface SettlementRunnerOptions {
    * Never awaited by the path.
    */
   recheckSoon?: (paymentId: string, expected: OutcomeExpectation | undefined, notBeforeMs?: number) => void;
+  /** One confirmation per order (settlement.orders.ts); absent: every successful payment is confirmed. */
+  orders?: OrderScreenPort;
+}
+
+/** What the runner hands the order screen when a payment is about to be confirmed (its claim held). */
+export interface OrderScreenArgs {
+  /** The service's answer (`SUCCESS`). */
+  verification: VerifiedPayment;
+  /** The path. */
+  source: OutcomeSource;
+  /** The payment's claim key. */
+  key: string;
+  /** The attempt that holds it. */
+  owner: string;
+  /** Who runs the handlers, if set yet. */
+  dispatch: OutcomeDispatcher | undefined;
+  /** The settle's trace, to time the handlers. */
+  trace: SettleTrace;
+}
+
+/** The order screen as the runner sees it. */
+export interface OrderScreenPort {
+  /**
+   * Settles the payment's order, or finds it settled by another payment. Resolves `undefined`
+   * when the payment is the one that settles it (or has no tracking id): the runner confirms it.
+   * Otherwise it handled the payment as a duplicate (or failed to) and its result is the settle's;
+   * the claim is then finished.
+   */
+  screen(args: OrderScreenArgs): Promise<SettleResult | undefined>;
 }
 
 /** The claim key of a payment's outcome: one per payment, shared by every path and instance. */

@@ -29,9 +29,6 @@ import { OUTCOME_EVENT_CLASSES, type OperationDispatcher, type OutcomeDispatcher
  * claim, and marks the payment done or releases it. One claim per payment makes the paths and the
  * instances agree: whichever comes first does the work, once; the others find it busy or done and
  * spend no call to the service.
- *
- * Store round trips of a webhook of a payment that settled: findBindingAndClaim, then verify, then
- * one finishOutcome for done marker, queue and record together: 2 round trips.
  */
 export class SettlementRunner {
   #dispatcher?: OutcomeDispatcher;
@@ -221,6 +218,9 @@ export class SettlementRunner {
     owner: string,
     trace: SettleTrace,
   ): Promise<SettleResult> {
+    // One order, one charge (settlement.duplicates.ts): a paid payment of an order another settled is a duplicate.
+    const screened = outcome === 'confirmed' && (await this.options.orders?.screen({ verification, source, key, owner, dispatch: this.#dispatcher, trace }));
+    if (screened) return screened;
     const dispatcher = this.#dispatcher;
     const Event = OUTCOME_EVENT_CLASSES[outcome];
     const event = new Event(outcome, verification, source, this.options.registration, new Date(this.options.clock.now()));

@@ -8,6 +8,9 @@ import {
   parseOutcomeCursor,
   type BindingClaim,
   type ClaimOutcome,
+  type OrderCheckout,
+  type OrderLedger,
+  type OrderSettlement,
   type OutcomeFinish,
   type OutcomePage,
   type OutcomeQuery,
@@ -34,6 +37,8 @@ export interface MemoryPaymentsStoreOptions {
   maxOutcomes?: number;
   /** Most rate-limit slots held (see {@link MemoryRateLimiterOptions.maxSlots}). Default 100 000. */
   maxRateLimits?: number;
+  /** Most orders remembered (their settlement, their open checkout); least recently used go first. Default 100 000. */
+  maxOrders?: number;
   /**
    * The store's clock: leases and TTLs run on it, and {@link MemoryPaymentsStore.now} reads it.
    * Default: the system clock.
@@ -60,7 +65,7 @@ interface Queued {
  * instances, or to keep the reconciliation queue across restarts, use `RedisPaymentsStore` or
  * `PostgresPaymentsStore`.
  */
-export class MemoryPaymentsStore implements PaymentsStore {
+export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
   private readonly bindings: LRUCache<string, PaymentBinding>;
   private readonly done: LRUCache<string, true>;
   // Claims in progress live apart from the LRU: evicting one under a flood would let a concurrent
@@ -69,6 +74,8 @@ export class MemoryPaymentsStore implements PaymentsStore {
   private readonly claims = new Map<string, Claim>();
   private readonly pending: LRUCache<string, Queued>;
   private readonly outcomes: LRUCache<string, OutcomeRecord>;
+  private readonly settlements: LRUCache<string, OrderSettlement>;
+  private readonly checkouts: LRUCache<string, OrderCheckout>;
   /** The webhook's rate limits, in this process (this store is one process's anyway). */
   readonly rateLimits: MemoryRateLimiter;
   private readonly clock: Clock;
@@ -84,6 +91,35 @@ export class MemoryPaymentsStore implements PaymentsStore {
     this.pending = new LRUCache({ max: options.maxPending ?? 100_000, perf });
     this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false, perf });
     this.rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits, clock: this.clock });
+    this.settlements = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf });
+    this.checkouts = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf });
+  }
+
+  /** @inheritdoc */
+  async settleOrder(orderKey: string, settlement: OrderSettlement, ttlMs: number): Promise<OrderSettlement> {
+    const ttl = positiveMs('MemoryPaymentsStore', ttlMs, 'ttlMs');
+    // Read and set with no await in between: atomic within the event loop.
+    const held = this.settlements.get(orderKey);
+    if (held) return { ...held };
+    this.settlements.set(orderKey, { paymentId: settlement.paymentId, amount: settlement.amount }, { ttl });
+    return { paymentId: settlement.paymentId, amount: settlement.amount };
+  }
+
+  /** @inheritdoc */
+  async findOrderSettlement(orderKey: string): Promise<OrderSettlement | undefined> {
+    const held = this.settlements.get(orderKey);
+    return held ? { ...held } : undefined;
+  }
+
+  /** @inheritdoc */
+  async saveCheckout(orderKey: string, checkout: OrderCheckout, ttlMs: number): Promise<void> {
+    this.checkouts.set(orderKey, structuredClone(checkout), { ttl: positiveMs('MemoryPaymentsStore', ttlMs, 'ttlMs') });
+  }
+
+  /** @inheritdoc */
+  async findCheckout(orderKey: string): Promise<OrderCheckout | undefined> {
+    const found = this.checkouts.get(orderKey);
+    return found ? structuredClone(found) : undefined;
   }
 
   /** @inheritdoc */
@@ -216,7 +252,16 @@ export class MemoryPaymentsStore implements PaymentsStore {
 
   /** Number of entries held (bindings, done markers, claims, queued payments, records, rate-limit slots), for monitoring and tests. */
   get size(): number {
-    return this.bindings.size + this.done.size + this.claims.size + this.pending.size + this.outcomes.size + this.rateLimits.size;
+    return (
+      this.bindings.size +
+      this.done.size +
+      this.claims.size +
+      this.pending.size +
+      this.outcomes.size +
+      this.rateLimits.size +
+      this.settlements.size +
+      this.checkouts.size
+    );
   }
 
   /**

@@ -6,7 +6,10 @@ import type { OutcomeQuery, OutcomeRecord } from './store.types.js';
 export type {
   BindingClaim,
   ClaimOutcome,
+  DuplicateRefund,
   HandlerResult,
+  OrderCheckout,
+  OrderSettlement,
   OutcomeFinish,
   OutcomePage,
   OutcomeQuery,
@@ -15,9 +18,10 @@ export type {
   PaymentBinding,
   PaymentOutcome,
   PendingPayment,
+  TransactionQuery,
 } from './store.types.js';
-export type { BindingStore, ClaimStore, OutcomeLog, PaymentsStore, PendingQueue, RateLimiter } from './store.ports.js';
-export { STORE_METHODS, isPaymentsStore } from './store.ports.js';
+export type { BindingStore, ClaimStore, OrderLedger, OutcomeLog, PaymentsStore, PendingQueue, RateLimiter } from './store.ports.js';
+export { ORDER_LEDGER_METHODS, STORE_METHODS, isPaymentsStore, orderLedgerOf } from './store.ports.js';
 
 /** Default and largest page size of {@link OutcomeLog.listOutcomes}. */
 export const OUTCOME_PAGE = {

@@ -1,7 +1,21 @@
 import { MemoryRateLimiter } from './memory.limiter.js';
 import { positiveMs } from './payments.store.js';
-import type { PaymentsStore, RateLimiter } from './store.ports.js';
-import type { BindingClaim, ClaimOutcome, OutcomeFinish, OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PendingPayment } from './store.types.js';
+import type { OrderLedger, PaymentsStore, RateLimiter } from './store.ports.js';
+import type {
+  BindingClaim,
+  ClaimOutcome,
+  OrderCheckout,
+  OrderSettlement,
+  OutcomeFinish,
+  OutcomePage,
+  OutcomeQuery,
+  OutcomeRecord,
+  PaymentBinding,
+  PendingPayment,
+} from './store.types.js';
+
+/** How long {@link BasicPaymentsStore.settleOrder} waits for the record of a payment that won an order's claim. */
+const SETTLEMENT_READ = { attempts: 40, pollMs: 50 } as const;
 
 /**
  * The base of a custom {@link PaymentsStore}: implement the thirteen basic methods (each atomic
@@ -10,6 +24,10 @@ import type { BindingClaim, ClaimOutcome, OutcomeFinish, OutcomePage, OutcomeQue
  * - {@link BasicPaymentsStore.findBindingAndClaim} and {@link BasicPaymentsStore.finishOutcome}
  *   are built from the basic methods: correct, in more round trips than the shipped stores' single
  *   atomic step (2 and 4). Override them when your backend can do either in one step.
+ * - {@link BasicPaymentsStore.settleOrder} (one confirmation per order) is built from a claim
+ *   (owned by the payment, leased for the order's TTL) and a binding under `order:<orderKey>`;
+ *   {@link BasicPaymentsStore.saveCheckout} keeps nothing, so `generatePayment` opens a new payment
+ *   on every call: override both checkout methods to make checkout idempotent per order.
  * - {@link BasicPaymentsStore.rateLimits} is a {@link MemoryRateLimiter}: per instance, so with
  *   several app instances each one limits on its own. Override it with a limiter on your backend
  *   (see {@link RateLimiter}) to share the limit.
@@ -24,7 +42,7 @@ import type { BindingClaim, ClaimOutcome, OutcomeFinish, OutcomePage, OutcomeQue
  * The contract a store must pass is `test/support/store-contract.ts`, which this class passes over
  * plain maps.
  */
-export abstract class BasicPaymentsStore implements PaymentsStore {
+export abstract class BasicPaymentsStore implements PaymentsStore, OrderLedger {
   /** The webhook's rate limits: in this process, per instance, unless a subclass overrides it. */
   readonly rateLimits: RateLimiter = new MemoryRateLimiter();
 
@@ -54,6 +72,42 @@ export abstract class BasicPaymentsStore implements PaymentsStore {
   abstract getOutcome(paymentId: string): Promise<OutcomeRecord | undefined>;
   /** @inheritdoc */
   abstract listOutcomes(query?: OutcomeQuery): Promise<OutcomePage>;
+
+  /**
+   * {@link BasicPaymentsStore.claim} of `order:<orderKey>` with the payment id as its owner (the
+   * atomic part: the first payment wins, and the same payment claiming again keeps it), then the
+   * winner's binding under the same key says which payment holds the order to the others.
+   */
+  async settleOrder(orderKey: string, settlement: OrderSettlement, ttlMs: number): Promise<OrderSettlement> {
+    const key = `order:${orderKey}`;
+    const claimed = await this.claim(key, settlement.paymentId, ttlMs);
+    if (claimed === 'claimed') {
+      const { paymentId, amount } = settlement;
+      await this.saveBinding(key, { paymentId, amount, developerTrackingId: orderKey, createdAt: new Date().toISOString() }, ttlMs);
+      return { paymentId, amount };
+    }
+    // Another payment holds the claim; its binding follows its claim by one call.
+    for (let attempt = 0; attempt < SETTLEMENT_READ.attempts; attempt++) {
+      const held = await this.findOrderSettlement(orderKey);
+      if (held) return held;
+      await new Promise((resolve) => setTimeout(resolve, SETTLEMENT_READ.pollMs));
+    }
+    throw new Error(`BasicPaymentsStore: order ${JSON.stringify(orderKey)} is held by another payment whose record is not written yet`);
+  }
+
+  /** The binding saved under `order:<orderKey>` by {@link BasicPaymentsStore.settleOrder}. */
+  async findOrderSettlement(orderKey: string): Promise<OrderSettlement | undefined> {
+    const found = await this.findBinding(`order:${orderKey}`);
+    return found ? { paymentId: found.paymentId, amount: found.amount } : undefined;
+  }
+
+  /** Keeps nothing: override it with {@link BasicPaymentsStore.findCheckout} to reuse an order's open payment. */
+  async saveCheckout(_orderKey: string, _checkout: OrderCheckout, _ttlMs: number): Promise<void> {}
+
+  /** Finds nothing (see {@link BasicPaymentsStore.saveCheckout}). */
+  async findCheckout(_orderKey: string): Promise<OrderCheckout | undefined> {
+    return undefined;
+  }
 
   /**
    * {@link BasicPaymentsStore.findBinding}, then {@link BasicPaymentsStore.claim} only when the

@@ -1,4 +1,16 @@
-import type { BindingClaim, ClaimOutcome, OutcomeFinish, OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PendingPayment } from './store.types.js';
+import type {
+  BindingClaim,
+  ClaimOutcome,
+  OrderCheckout,
+  OrderSettlement,
+  OutcomeFinish,
+  OutcomePage,
+  OutcomeQuery,
+  OutcomeRecord,
+  PaymentBinding,
+  PendingPayment,
+  TransactionQuery,
+} from './store.types.js';
 
 /**
  * The store keeps what the plugin must remember between generating a payment and learning its
@@ -138,6 +150,49 @@ export interface RateLimiter {
 
   /** Frees the key's slot before its window ends (no error when it is free). */
   free(key: string): Promise<void>;
+}
+
+/**
+ * Orders, by tracking id: which payment settled each (one confirmation per order), and the open
+ * checkout of each (one payment per checkout). Every shipped store implements it, and
+ * `BasicPaymentsStore` gives custom stores a default; a store without it keeps the plugin's
+ * behaviour of before (every successful payment confirmed, every generatePayment a new payment).
+ * Each method touches one order only (in Redis, keys of one hash slot).
+ */
+export interface OrderLedger {
+  /**
+   * Atomically records `settlement` as the payment that settled `orderKey`, unless another
+   * payment already did (and its record has not expired): the first writer wins, across instances.
+   * @param orderKey the order, e.g. its tracking id
+   * @param settlement the payment that would settle it
+   * @param ttlMs how long the order's settlement is remembered
+   * @param transaction the handler transaction of a transactional store: the record then commits
+   *   or rolls back with it (a concurrent writer waits for it). Ignored by other stores.
+   * @returns the settlement that holds: `settlement` itself when this call (or an earlier one for
+   *   the same payment) recorded it, else the other payment's
+   */
+  settleOrder(orderKey: string, settlement: OrderSettlement, ttlMs: number, transaction?: TransactionQuery): Promise<OrderSettlement>;
+
+  /** The payment that settled an order, or `undefined`. */
+  findOrderSettlement(orderKey: string): Promise<OrderSettlement | undefined>;
+
+  /**
+   * Saves (replaces) an order's open checkout.
+   * @param ttlMs how long to keep it (its session, at least)
+   */
+  saveCheckout(orderKey: string, checkout: OrderCheckout, ttlMs: number): Promise<void>;
+
+  /** An order's open checkout, or `undefined`. */
+  findCheckout(orderKey: string): Promise<OrderCheckout | undefined>;
+}
+
+/** The methods of {@link OrderLedger}, which a store may lack (a custom store written before it). */
+export const ORDER_LEDGER_METHODS = ['settleOrder', 'findOrderSettlement', 'saveCheckout', 'findCheckout'] as const satisfies ReadonlyArray<keyof OrderLedger>;
+
+/** The store's {@link OrderLedger}, or `undefined` when it has none. */
+export function orderLedgerOf(store: object): (OrderLedger & object) | undefined {
+  const candidate = store as Record<string, unknown>;
+  return ORDER_LEDGER_METHODS.every((m) => typeof candidate[m] === 'function') ? (store as unknown as OrderLedger) : undefined;
 }
 
 /**

@@ -40,9 +40,10 @@ export type ClaimOutcome = 'claimed' | 'done' | 'busy';
  * What a verified status means for the shop (one mapping, in `payment.outcome.ts`):
  * `confirmed` (paid), `failed`, `expired`, `authorized` (a pre-authorization holds the amount),
  * `pending` (not settled yet: checked again later), `mismatch` (the service's amount or tracking
- * id differs from what the plugin sent: never confirmed, logged as an error).
+ * id differs from what the plugin sent: never confirmed, logged as an error), `duplicate` (paid,
+ * but another payment of the same order, its tracking id, had settled it: a second charge).
  */
-export type PaymentOutcome = 'confirmed' | 'failed' | 'expired' | 'authorized' | 'pending' | 'mismatch';
+export type PaymentOutcome = 'confirmed' | 'failed' | 'expired' | 'authorized' | 'pending' | 'mismatch' | 'duplicate';
 
 /** Which path led to an outcome. */
 export type OutcomeSource = 'webhook' | 'return' | 'reconciliation';
@@ -72,6 +73,50 @@ export interface OutcomeRecord {
   lastError?: string;
   /** ISO 8601 time of the latest update. */
   updatedAt: string;
+  /** With outcome `duplicate`: the payment that settled the order before this one. */
+  settledBy?: string;
+  /** With outcome `duplicate`: the refund made by `duplicates: { refund: true }`, once the service answered it. */
+  refund?: DuplicateRefund;
+}
+
+/** The refund of a duplicate payment, as the service answered it. */
+export interface DuplicateRefund {
+  /** The service's id of the refund. */
+  refundId: string;
+  /** The refunded amount as the service wrote it. */
+  amount: string;
+  /** The service's refund status. */
+  status: string;
+  /** ISO 8601 time of the refund. */
+  refundedAt: string;
+}
+
+/** Which payment settled an order (its tracking id): the first successful one the plugin confirmed. */
+export interface OrderSettlement {
+  /** The payment that settled the order. */
+  paymentId: string;
+  /** Its verified amount in millimes. */
+  amount: string;
+}
+
+/**
+ * An order's open checkout: the payment `generatePayment` opened last for the order (its
+ * tracking id, or the caller's idempotency key), which a second call with the same request
+ * answers instead of opening another.
+ */
+export interface OrderCheckout {
+  /** The payment. */
+  paymentId: string;
+  /** Its checkout link. */
+  link: string;
+  /** Amount in millimes. */
+  amount: string;
+  /** What else the request fixed (links, session, card options), compared as a whole. */
+  fingerprint: string;
+  /** ISO 8601 time the checkout session ends. */
+  sessionEndsAt: string;
+  /** Earlier payments of the order with another amount or request, newest first (at most 20). */
+  superseded?: string[];
 }
 
 /** A page request of {@link OutcomeLog.listOutcomes}. */
@@ -133,4 +178,10 @@ export interface OutcomeFinish {
   attemptsAdded: number;
   /** How long the record is kept, in ms. */
   recordTtlMs: number;
+}
+
+/** Runs a statement inside a database transaction: what a `PaymentsTransaction` offers. */
+export interface TransactionQuery {
+  /** Runs `text` with `params` bound as `$1`, `$2`, ... inside the transaction. */
+  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
 }

@@ -37,7 +37,8 @@ export const METRIC_NAMES = {
   /**
    * Histogram (s): one per settle (claim, verify, handlers, done), by `payments.source`,
    * `payments.settle.result` and `payments.outcome`; its count is the outcomes by kind and path
-   * (settled payments: results `handled` and `mismatch`).
+   * (settled payments: results `handled` and `mismatch`; a second charge of an order another
+   * payment settled: result `order-duplicate`, outcome `duplicate`).
    */
   settleDuration: 'payments.outcome.duration',
   /** Observable gauge: payments queued for reconciliation (`store.countPending()`, throttled). */

@@ -45,7 +45,7 @@ export const duplicate = (): WebhookAnswer => ({ status: 200, body: { received: 
 
 /**
  * The HTTP answer for what settling a delivery did: 200 handled, duplicate or a mismatch (logged
- * and recorded); 202 still pending; 401 foreign; 409 + Retry-After busy; 429 + Retry-After over the
+ * and recorded; also a duplicate charge of a paid order, handled); 202 still pending; 401 foreign; 409 + Retry-After busy; 429 + Retry-After over the
  * rate limit of a token without a binding; 500 a handler failed (delivered again later); 503 +
  * Retry-After the store or the service unavailable, or the payment verified moments ago (answered
  * from memory: delivered again later, and re-checked by the plugin meanwhile).
@@ -65,6 +65,9 @@ export function answerFor(result: SettleResult): WebhookAnswer {
       return refusal(401, 'webhook token was issued for another payment');
     case 'handlers-failed':
       return refusal(500, 'handler failed');
+    case 'order-duplicate':
+      // A second charge of a paid order: handled as such (200), or to run again (500: delivered again).
+      return result.error === undefined ? { status: 200, body: { received: true } } : refusal(500, 'handler failed');
     case 'verify-failed':
       return unavailable(result.retryAfterSecs);
     case 'rate-limited':

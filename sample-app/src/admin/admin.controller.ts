@@ -7,6 +7,7 @@ import { OrdersRepository, TRANSITIONS } from '../orders/orders.repository.js';
 import { AdminGuard } from '../security/admin.guard.js';
 import { CsrfToken } from '../security/csrf-token.decorator.js';
 import { adminPage, refundConfirmPage, type BindingsLookup, type FailedOutcomes } from '../views/admin.view.js';
+import { duplicatesPanel, type DuplicateCharges } from '../views/duplicates.view.js';
 import { HtmlExceptionFilter } from '../views/html-exception.filter.js';
 import { FlashMessages } from './admin.flash.js';
 import { describePaymentsError } from './admin.messages.js';
@@ -53,12 +54,14 @@ export class AdminController {
   @Get()
   @Header('Content-Type', 'text/html; charset=utf-8')
   async index(@CsrfToken() csrfToken: string, @Query('flash') flashId?: unknown, @Query('clientId') clientId?: unknown): Promise<string> {
-    const [orders, failedOutcomes, bindings] = await Promise.all([
+    const [orders, failedOutcomes, bindings, duplicates] = await Promise.all([
       this.orders.list(),
       this.failedOutcomes(),
       typeof clientId === 'string' ? this.lookUpBindings(clientId.trim()) : undefined,
+      this.listOutcomes('duplicate'),
     ]);
     return adminPage(this.ctx(), {
+      duplicates: duplicatesPanel(duplicates, csrfToken),
       orders,
       flash: this.flashes.take(flashId),
       bindings,
@@ -149,6 +152,25 @@ export class AdminController {
     }
   }
 
+  /**
+   * POST /admin/duplicates/:paymentId/refund (`_csrf`): refunds a second charge of an order that
+   * is already paid (two tabs). The order stays paid: the refund is of the duplicate payment only,
+   * and the plugin's `payment.refunded` names the payment that paid the order.
+   */
+  @Post('duplicates/:paymentId/refund')
+  @Redirect()
+  async refundDuplicate(@Param('paymentId') paymentId: string): Promise<RedirectTo> {
+    try {
+      const record = await this.payments.getOutcome(paymentId);
+      if (record?.outcome !== 'duplicate') return this.back('error', `Payment ${paymentId} is not a second charge of a paid order.`);
+      if (record.refund) return this.back('success', `Payment ${paymentId} was already refunded (refund ${record.refund.refundId}).`);
+      const refund = await this.payments.refundPayment(paymentId);
+      return this.back('success', `Second payment ${paymentId} refunded (refund ${refund.refundId}); order ${record.developerTrackingId ?? ''} stays paid.`);
+    } catch (error) {
+      return this.backWithError(error, `Refund of payment ${paymentId}`);
+    }
+  }
+
   /** POST /admin/outcomes/:paymentId/retry (`_csrf`): verifies the payment and runs its handlers now. */
   @Post('outcomes/:paymentId/retry')
   @Redirect()
@@ -178,6 +200,14 @@ export class AdminController {
       return undefined;
     }
     return BigInt(millimes) > 0n && BigInt(millimes) <= BigInt(order.amount) ? millimes : undefined;
+  }
+
+  private async listOutcomes(outcome: 'duplicate'): Promise<DuplicateCharges> {
+    try {
+      return { items: (await this.payments.listOutcomes({ outcome, limit: FAILED_OUTCOMES_SHOWN })).items };
+    } catch {
+      return { error: 'The payments store could not be read; try again in a moment.' };
+    }
   }
 
   private async failedOutcomes(): Promise<FailedOutcomes> {

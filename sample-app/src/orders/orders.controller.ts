@@ -13,10 +13,11 @@ import {
   Redirect,
   UseFilters,
 } from '@nestjs/common';
-import { PaymentsError, PaymentsService } from 'nestjs-payments';
+import { randomBytes } from 'node:crypto';
+import { PaymentsError, PaymentsService, type GeneratePaymentInput, type OutcomeRecord } from 'nestjs-payments';
 import { Catalog } from '../catalog/catalog.service.js';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
-import { CustomerId } from '../security/csrf-token.decorator.js';
+import { CsrfToken, CustomerId } from '../security/csrf-token.decorator.js';
 import { logSafe } from '../security/log-safe.js';
 import { HtmlExceptionFilter } from '../views/html-exception.filter.js';
 import { orderPage, orderStatusPage, type ReturnPage } from '../views/order.view.js';
@@ -55,17 +56,8 @@ export class OrdersController {
     if (!product) throw new NotFoundException('This product does not exist (any more).');
     const clientId = saveCard === 'on' || saveCard === 'yes' ? customerId : undefined;
     const order = await this.orders.create(product, { clientId });
-    const base = `${this.settings.publicUrl}/orders/${order.id}`;
     try {
-      const { paymentId, link } = await this.payments.generatePayment({
-        amount: product.amount,
-        developerTrackingId: order.id,
-        // Per-order return pages; the service adds ?payment_id=<id> to them.
-        successLink: `${base}/success`,
-        failLink: `${base}/failed`,
-        ...(product.capture === 'later' && { preAuthorization: true }),
-        ...(clientId !== undefined && { clientId }),
-      });
+      const { paymentId, link } = await this.payments.generatePayment(this.paymentRequest(order));
       await this.orders.attachPayment(order.id, paymentId);
       return { url: link, statusCode: 303 };
     } catch (error) {
@@ -78,15 +70,43 @@ export class OrdersController {
   }
 
   /**
-   * GET /orders/:id: the order's page, its state and history, as the shop's database has them.
-   * It asks the payment service nothing (the return pages, the webhook and the reconciliation
-   * do): reloading it costs no verify call, whoever reloads it.
+   * POST /orders/:id/pay (`attempt`, `_csrf`): pays a pending order again from its page (the first
+   * payment page was closed, or is open in another tab). Each rendering of the page is one attempt,
+   * its idempotency key: a double click answers the same payment, two tabs open two. When both are
+   * paid, the plugin confirms one and reports the other as a duplicate, which the admin refunds.
+   */
+  @Post(':id/pay')
+  @Redirect()
+  async payAgain(@Param('id') orderId: string, @Body('attempt') attempt: unknown): Promise<RedirectTo> {
+    const order = await this.find(orderId);
+    if (order.status !== 'pending') return { url: `/orders/${order.id}`, statusCode: 303 };
+    const key = typeof attempt === 'string' && /^[A-Za-z0-9_-]{8,64}$/.test(attempt) ? attempt : randomBytes(12).toString('base64url');
+    try {
+      const { paymentId, link } = await this.payments.generatePayment(this.paymentRequest(order), { idempotencyKey: `${order.id}:${key}` });
+      await this.orders.attachPayment(order.id, paymentId);
+      return { url: link, statusCode: 303 };
+    } catch (error) {
+      if (!(error instanceof PaymentsError)) throw error;
+      this.logger.error(`order ${order.id}: could not create another payment: ${logSafe(error.message)}`);
+      throw new BadGatewayException('The payment service is not available right now. You have not been charged; please try again in a moment.');
+    }
+  }
+
+  /**
+   * GET /orders/:id: the order's page, its state and history, as the shop's database has them,
+   * and any second charge of it (the plugin's duplicate records). It asks the payment service
+   * nothing (the return pages, the webhook and the reconciliation do): reloading it costs no
+   * verify call, whoever reloads it.
    */
   @Get(':id')
   @Header('Content-Type', 'text/html; charset=utf-8')
-  async show(@Param('id') orderId: string): Promise<string> {
+  async show(@Param('id') orderId: string, @CsrfToken() csrfToken: string): Promise<string> {
     const order = await this.find(orderId);
-    return orderStatusPage({ sandboxMode: this.settings.sandboxMode }, order, await this.orders.events(order.id));
+    const attempt = randomBytes(12).toString('base64url');
+    return orderStatusPage({ sandboxMode: this.settings.sandboxMode }, order, await this.orders.events(order.id), {
+      duplicates: await this.duplicatesOf(order),
+      pay: { csrfToken, attempt },
+    });
   }
 
   /**
@@ -112,7 +132,11 @@ export class OrdersController {
   private async returnPage(orderId: string, returnedPaymentId: unknown, page: ReturnPage): Promise<string> {
     let order = await this.find(orderId);
     let check: ReturnCheck | undefined;
-    if (order.status === 'pending' && order.paymentId !== undefined) {
+    if (typeof returnedPaymentId === 'string' && returnedPaymentId !== order.paymentId && /^[A-Za-z0-9_-]{1,100}$/.test(returnedPaymentId)) {
+      check = await this.otherPayment(order, returnedPaymentId);
+      order = (await this.orders.get(order.id)) ?? order;
+    }
+    if (check === undefined && order.status === 'pending' && order.paymentId !== undefined) {
       // The order's own payment is verified; a payment_id in the URL is only a hint, and one
       // naming another payment is ignored (it cannot make this order paid).
       if (typeof returnedPaymentId === 'string' && returnedPaymentId !== order.paymentId) {
@@ -138,6 +162,52 @@ export class OrdersController {
       this.logger.warn(`order ${order.id}: could not verify payment ${order.paymentId}: ${logSafe(error.message)}`);
       return { outcome: 'unreachable', error: error.code };
     }
+  }
+
+  /**
+   * A return with a payment_id that is not the order's: another payment of this order (two tabs,
+   * "Pay again") is settled, and a second charge of a paid order is told as such; a payment of
+   * another order is ignored (it cannot make this order paid, nor tell anything about it).
+   */
+  private async otherPayment(order: Order, paymentId: string): Promise<ReturnCheck | undefined> {
+    try {
+      const record = await this.payments.getOutcome(paymentId);
+      if (record !== undefined && record.developerTrackingId !== order.id) {
+        this.logger.warn(`order ${order.id}: return with payment_id ${logSafe(paymentId, 64)} of another order; ignored`);
+        return undefined;
+      }
+      // The plugin refuses a payment it generated for another order (its recorded tracking id).
+      const result = await this.payments.reconcilePayment(paymentId, { expected: { developerTrackingId: order.id } });
+      return result.outcome === 'duplicate' ? { outcome: 'duplicate', error: result.error } : undefined;
+    } catch (error) {
+      if (!(error instanceof PaymentsError)) throw error;
+      this.logger.warn(`order ${order.id}: return with payment_id ${logSafe(paymentId, 64)}, not the order's: ${logSafe(error.message)}`);
+      return undefined;
+    }
+  }
+
+  /** The order's second charges, from the plugin's records (newest first). */
+  private async duplicatesOf(order: Order): Promise<OutcomeRecord[]> {
+    try {
+      const page = await this.payments.listOutcomes({ outcome: 'duplicate', limit: 500 });
+      return page.items.filter((r) => r.developerTrackingId === order.id);
+    } catch {
+      return [];
+    }
+  }
+
+  /** The payment of an order: its amount and tracking id, the per-order return pages, its capture mode and saved card. */
+  private paymentRequest(order: Order): GeneratePaymentInput {
+    const base = `${this.settings.publicUrl}/orders/${order.id}`;
+    return {
+      amount: order.amount,
+      developerTrackingId: order.id,
+      // Per-order return pages; the service adds ?payment_id=<id> to them.
+      successLink: `${base}/success`,
+      failLink: `${base}/failed`,
+      ...(order.capture === 'later' && { preAuthorization: true }),
+      ...(order.clientId !== undefined && { clientId: order.clientId }),
+    };
   }
 
   private async find(orderId: string): Promise<Order> {

@@ -2,10 +2,12 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   OnPaymentAuthorized,
   OnPaymentConfirmed,
+  OnPaymentDuplicate,
   OnPaymentExpired,
   OnPaymentFailed,
   type PaymentAuthorizedEvent,
   type PaymentConfirmedEvent,
+  type PaymentDuplicateEvent,
   type PaymentExpiredEvent,
   type PaymentFailedEvent,
   type PaymentOutcomeEvent,
@@ -64,6 +66,18 @@ export class PaymentEventsHandler {
     await this.apply(event, 'authorized');
   }
 
+  /**
+   * A second payment of an order that is already paid (two tabs, a second "Pay"): the plugin
+   * never confirms it, so the order stays paid once. The admin lists it with a Refund button
+   * (the plugin's outcome records), and the customer's return page says so.
+   */
+  @OnPaymentDuplicate()
+  onDuplicate(event: PaymentDuplicateEvent): void {
+    this.logger.warn(
+      `order ${event.order}: payment ${event.paymentId} (${event.amount} millimes) is a second charge; the order was paid by ${event.settledBy.paymentId}. Refund it from the admin.`,
+    );
+  }
+
   private async apply(event: PaymentOutcomeEvent, to: OutcomeStatus): Promise<void> {
     // Every statement goes through the outcome's transaction: on PGlite, one sent on the database
     // itself would wait for that transaction to end, which waits for this handler.
@@ -75,7 +89,12 @@ export class PaymentEventsHandler {
     }
     // The plugin already checked the verified amount and tracking id against what it sent;
     // this checks them against the order itself, the shop's own record.
-    if (order.paymentId !== undefined && order.paymentId !== event.paymentId) {
+    // An earlier payment of the order (before a "Pay again" from the order page) may be the one
+    // that is paid: the plugin confirms one payment per order (its tracking id), so it becomes
+    // the order's. An earlier attempt that failed or expired says nothing about the order.
+    const settles = to === 'paid' || to === 'authorized';
+    const ownPayment = order.paymentId === undefined || order.paymentId === event.paymentId || (settles && event.developerTrackingId === order.id);
+    if (!ownPayment) {
       this.logger.error(`${to} outcome of payment ${event.paymentId} names order ${order.id}, which belongs to payment ${order.paymentId}; ignored`);
       return;
     }
@@ -89,8 +108,9 @@ export class PaymentEventsHandler {
       from: TRANSITIONS[to],
       source: event.source,
       serviceStatus: event.status,
-      // Set when the shop stopped between creating the payment and recording its id.
-      set: order.paymentId === undefined ? { paymentId: event.paymentId } : undefined,
+      // Set when the shop stopped between creating the payment and recording its id, or when
+      // another payment of the order settled it.
+      set: order.paymentId !== event.paymentId ? { paymentId: event.paymentId } : undefined,
       inTransaction: () => crashPoint('in-transaction', order.id),
       within,
     });

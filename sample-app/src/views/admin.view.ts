@@ -21,6 +21,8 @@ export interface AdminView {
   readonly bindings?: BindingsLookup;
   /** Payments whose handlers failed. */
   readonly failedOutcomes: FailedOutcomes;
+  /** The panel of second charges of paid orders (duplicates.view.ts). */
+  readonly duplicates?: SafeHtml;
   /** Base URL of the payment service (never the keys). */
   readonly serviceUrl: string;
   /** Where the orders are: `PGlite (sample-app/.data)`, `PostgreSQL (host:5432/shop)`. */
@@ -192,7 +194,7 @@ export function adminPage(ctx: PageContext, view: AdminView): string {
         "Charged when shipped" orders are pre-authorized at checkout (the amount is held on the card): capture all of it or a part (the rest is released) when
         you ship, or cancel to release it all.
       </p>
-      ${failedOutcomesPanel(view.failedOutcomes, view.csrfToken)}
+      ${failedOutcomesPanel(view.failedOutcomes, view.csrfToken)} ${view.duplicates}
       <section class="panel" id="bindings-lookup">
         <h2>Card bindings</h2>
         <p class="muted">

@@ -1,3 +1,4 @@
+import type { OutcomeRecord } from 'nestjs-payments';
 import { orderTitle, type Order, type OrderEvent, type ReturnCheck } from '../orders/order.model.js';
 import { html, type SafeHtml } from './html.util.js';
 import { layout, type PageContext } from './layout.view.js';
@@ -11,6 +12,13 @@ export const PROCESSING_REFRESH_SECS = 3;
 
 /** Heading and text by verified state: what the customer needs to know, whatever page they landed on. */
 function message(order: Order, check: ReturnCheck | undefined): { title: string; text: string } {
+  if (check?.outcome === 'duplicate') {
+    // The customer paid an order that another of their payments had already paid (two tabs).
+    return {
+      title: 'This order was already paid',
+      text: 'You paid it a second time: that second payment is not used, and we refund it to you. There is nothing else to do.',
+    };
+  }
   switch (order.status) {
     case 'paid':
       return { title: 'Thank you, your order is paid', text: 'We have received your payment and are preparing your order.' };
@@ -141,8 +149,15 @@ function orderHistory(events: readonly OrderEvent[]): SafeHtml {
  * asks the payment service (the return pages do), so a pending order is shown as pending and the
  * page reloads until it changes.
  */
-export function orderStatusPage(ctx: PageContext, order: Order, events: readonly OrderEvent[]): string {
+export function orderStatusPage(
+  ctx: PageContext,
+  order: Order,
+  events: readonly OrderEvent[],
+  extras: { duplicates?: readonly OutcomeRecord[]; pay?: { csrfToken: string; attempt: string } } = {},
+): string {
   const title = `Order ${order.id}`;
+  const duplicates = extras.duplicates ?? [];
+  const pay = order.status === 'pending' ? extras.pay : undefined;
   return layout(
     ctx,
     title,
@@ -152,9 +167,33 @@ export function orderStatusPage(ctx: PageContext, order: Order, events: readonly
       <p class="muted">${message(order, undefined).text}</p>
       ${orderDetails(order)}
       <h2>History</h2>
-      ${orderHistory(events)}
+      ${orderHistory(events)} ${duplicates.length > 0 && duplicatesList(duplicates)}
+      ${
+        pay &&
+        html`<form method="post" action="/orders/${order.id}/pay">
+          <input type="hidden" name="_csrf" value="${pay.csrfToken}" /><input type="hidden" name="attempt" value="${pay.attempt}" />
+          <button type="submit" id="pay-again">Pay now</button>
+        </form>`
+      }
       <a class="button secondary" href="/">Continue shopping</a>
     </section>`,
     order.status === 'pending' ? PROCESSING_REFRESH_SECS : undefined,
   );
+}
+
+/** Second charges of the order (the plugin's `duplicate` records): each is refunded, or to be. */
+function duplicatesList(duplicates: readonly OutcomeRecord[]): SafeHtml {
+  return html`<h2>Second payments</h2>
+    <ul class="history" id="order-duplicates">
+      ${duplicates.map(
+        (d) =>
+          html`<li data-payment="${d.paymentId}" data-refunded="${d.refund ? 'yes' : 'no'}">
+            <strong>Payment <span class="mono">${d.paymentId}</span> of ${money(d.amount ?? '0')}</strong>
+            <span class="muted"
+              >charged after the order was paid${d.settledBy !== undefined && html` (by <span class="mono">${d.settledBy}</span>)`}:
+              ${d.refund ? html`refunded (${d.refund.refundId})` : 'to be refunded by the shop'}</span
+            >
+          </li>`,
+      )}
+    </ul>`;
 }

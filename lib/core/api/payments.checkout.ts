@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import type { PaymentsLogger } from '../client/payments.logger.js';
+import { sleep, type Clock } from '../time/clock.port.js';
+import { describe } from '../settlement/settlement.describe.js';
+import { orderLedgerOf, type OrderCheckout, type OrderLedger, type PaymentsStore } from '../store/payments.store.js';
+import type { GeneratedPayment } from './payments.types.js';
+
+/** The rules of checkout reuse. */
+export const CHECKOUT_RULES = {
+  /** An open payment is reused only while its session has at least this long left (time to pay), ms. */
+  reuseMarginMs: 120_000,
+  /** Earlier payments of an order remembered as superseded, at most. */
+  maxSuperseded: 20,
+  /** How long one store lookup before the payment is created may take before it is done without, ms. */
+  lookupMs: 1_000,
+  /** How long a second call for an order being opened waits for the first one's payment, ms. */
+  waitMs: 5_000,
+  /** How often it looks, ms. */
+  pollMs: 100,
+} as const;
+
+/** What `generatePayment` asks of an order's checkout. */
+export interface CheckoutRequest {
+  /** The order: the idempotency key when given (prefixed `key:`), else the tracking id. */
+  orderKey: string;
+  /** The amount in millimes. */
+  amount: string;
+  /** The rest of the request as sent (links, session, card options), without the plugin's webhook token. */
+  fingerprint: string;
+  /** The request's tracking id, answered with a reused payment. */
+  developerTrackingId?: string;
+}
+
+/** What to do for a checkout: answer its open payment, or open a new one (remembering those it replaces). */
+export type CheckoutPlan = { kind: 'reuse'; checkout: OrderCheckout } | { kind: 'open'; superseded: string[] };
+
+/**
+ * Whether an order's open payment answers a new request for it. Pure: the time is passed in.
+ * Reused: same amount and request, session not about to end. A changed amount or request opens a
+ * new payment and the open one is remembered as superseded; one whose session is (nearly) over is
+ * simply replaced.
+ * @param found the order's open checkout, if the store has one
+ * @param request what is asked now
+ * @param nowMs the current epoch time in ms
+ */
+export function planCheckout(found: OrderCheckout | undefined, request: Pick<CheckoutRequest, 'amount' | 'fingerprint'>, nowMs: number): CheckoutPlan {
+  if (!found) return { kind: 'open', superseded: [] };
+  const earlier = found.superseded ?? [];
+  const endsAt = Date.parse(found.sessionEndsAt);
+  if (!(endsAt - nowMs >= CHECKOUT_RULES.reuseMarginMs)) return { kind: 'open', superseded: earlier };
+  if (found.amount !== request.amount || found.fingerprint !== request.fingerprint) {
+    return { kind: 'open', superseded: [found.paymentId, ...earlier.filter((p) => p !== found.paymentId)].slice(0, CHECKOUT_RULES.maxSuperseded) };
+  }
+  return { kind: 'reuse', checkout: found };
+}
+
+/** After the payment is created: the writes that record the order's new checkout, and the lock's release. */
+export interface CheckoutTicket {
+  /** The write of the new checkout (then the lock's release), to be made with the payment's other store writes. */
+  record(payment: GeneratedPayment, sessionEndsAt: string): () => Promise<void>;
+  /** The payment could not be created: free the order for the next call. */
+  abandon(): void;
+}
+
+/**
+ * One payment per checkout: before `generatePayment` creates a payment for an order, it looks for
+ * the order's open payment, holding the order meanwhile (a claim, so that a double click on two
+ * instances opens one payment: the second call waits for the first's and answers it). A slow or
+ * absent store never blocks the checkout: each lookup is bounded, and without an answer the
+ * payment is opened as if the order had none.
+ */
+export class CheckoutDesk {
+  /** The store's order ledger (absent: every call opens a payment). */
+  private readonly ledger: OrderLedger | undefined;
+
+  /**
+   * @param claims the store: its claims (the order's lock) and its order ledger, when it has one
+   * @param settings `enabled` (`orders.reuseOpenPayment`) and the lock's lease in ms
+   * @param logger where a store that does not answer is reported
+   * @param clock the engine's clock (session ends, waits)
+   */
+  constructor(
+    private readonly claims: PaymentsStore,
+    private readonly settings: { enabled: boolean; leaseMs: number },
+    private readonly logger: PaymentsLogger,
+    private readonly clock: Clock,
+  ) {
+    this.ledger = orderLedgerOf(claims);
+  }
+
+  /**
+   * The order's open payment to answer, or a ticket to record the new one with (`undefined` when
+   * the request has no order, or reuse is off).
+   */
+  async begin(request: CheckoutRequest | undefined): Promise<{ reuse: GeneratedPayment } | { ticket: CheckoutTicket | undefined }> {
+    const ledger = this.ledger;
+    if (!request || !ledger || !this.settings.enabled) return { ticket: undefined };
+    const lockKey = `checkout:${request.orderKey}`;
+    const owner = randomUUID();
+    const lock = await bounded(this.claims.claim(lockKey, owner, this.settings.leaseMs), this.clock).catch((error: unknown) => {
+      this.logger.warn(`generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`);
+      void this.claims.release(lockKey, owner).catch(() => undefined);
+      return undefined;
+    });
+    if (lock === undefined) return { ticket: undefined };
+    const release = () => void this.claims.release(lockKey, owner).catch(() => undefined);
+    let found: OrderCheckout | undefined;
+    try {
+      found = await bounded(ledger.findCheckout(request.orderKey), this.clock);
+      // Another call is opening this order's payment right now (a double click): wait for it.
+      const before = found?.paymentId;
+      for (let waited = 0; lock === 'busy' && waited < CHECKOUT_RULES.waitMs && found?.paymentId === before; waited += CHECKOUT_RULES.pollMs) {
+        await sleep(this.clock, CHECKOUT_RULES.pollMs);
+        found = await bounded(ledger.findCheckout(request.orderKey), this.clock);
+      }
+    } catch (error) {
+      this.logger.warn(`generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`);
+      if (lock === 'claimed') release();
+      return { ticket: undefined };
+    }
+    const plan = planCheckout(found, request, this.clock.now());
+    if (plan.kind === 'reuse') {
+      if (lock === 'claimed') release();
+      const { paymentId, link } = plan.checkout;
+      const tracking = request.developerTrackingId;
+      return { reuse: tracking === undefined ? { paymentId, link } : { paymentId, link, developerTrackingId: tracking } };
+    }
+    const free = () => (lock === 'claimed' ? this.claims.release(lockKey, owner) : Promise.resolve());
+    return {
+      ticket: {
+        abandon: () => void free().catch(() => undefined),
+        record: (payment, sessionEndsAt) => async () => {
+          const checkout: OrderCheckout = {
+            paymentId: payment.paymentId,
+            link: payment.link,
+            amount: request.amount,
+            fingerprint: request.fingerprint,
+            sessionEndsAt,
+          };
+          if (plan.superseded.length > 0) checkout.superseded = plan.superseded;
+          const ttlMs = Math.max(Date.parse(sessionEndsAt) - this.clock.now(), 0) + CHECKOUT_RULES.reuseMarginMs;
+          await ledger.saveCheckout(request.orderKey, checkout, ttlMs);
+          await free();
+        },
+      },
+    };
+  }
+}
+
+/** The order key of a request: its idempotency key, else its tracking id, else none. */
+export function checkoutKey(idempotencyKey: string | undefined, trackingId: string | undefined): string | undefined {
+  if (idempotencyKey !== undefined) return `key:${idempotencyKey}`;
+  return trackingId === undefined ? undefined : `order:${trackingId}`;
+}
+
+/** `promise`, or a rejection once `ms` of `clock`'s time have passed without its answer (a slow store is done without). */
+export function bounded<T>(promise: Promise<T>, clock: Clock, ms: number = CHECKOUT_RULES.lookupMs): Promise<T> {
+  let timer: ReturnType<Clock['setTimeout']> | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = clock.setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clock.clearTimeout(timer));
+}

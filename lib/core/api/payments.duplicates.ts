@@ -1,0 +1,22 @@
+import type { PaymentsStore } from '../store/payments.store.js';
+import type { Clock } from '../time/clock.port.js';
+import { bounded } from './payments.checkout.js';
+import type { PaymentRefund } from './payments.types.js';
+
+/**
+ * After `refundPayment` of a payment the plugin recorded as a duplicate (a second charge of an
+ * order another payment settled), e.g. from an admin's refund button: its outcome record notes the
+ * refund, so that the `outcomes` CLI, the admin and a later automatic refund all see it refunded.
+ * A store that is slow or down costs nothing here (the refund has happened; the record is for people).
+ * @returns the payment that settled the order, when the refunded one was a duplicate
+ */
+export async function noteDuplicateRefund(store: PaymentsStore, refund: PaymentRefund, recordTtlMs: number, clock: Clock): Promise<string | undefined> {
+  const record = await bounded(store.getOutcome(refund.paymentId), clock).catch(() => undefined);
+  if (record?.outcome !== 'duplicate') return undefined;
+  if (record.refund === undefined) {
+    const { refundId, amount, status, refundedAt } = refund;
+    const noted = { ...record, refund: { refundId, amount, status, refundedAt }, updatedAt: new Date(clock.now()).toISOString() };
+    await bounded(store.saveOutcome(noted, recordTtlMs), clock).catch(() => undefined);
+  }
+  return record.settledBy;
+}

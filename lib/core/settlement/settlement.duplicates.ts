@@ -1,0 +1,212 @@
+import type { PaymentRefund, VerifiedPayment } from '../api/payments.types.js';
+import type { PaymentsLogger } from '../client/payments.logger.js';
+import type { DuplicateRefund, OrderLedger, OrderSettlement, OutcomeSource, PaymentsStore } from '../store/payments.store.js';
+import type { Clock } from '../time/clock.port.js';
+import type { OutcomeDispatcher } from './outcome.handlers.js';
+import { PaymentDuplicateEvent, PaymentEvents } from './payment.events.js';
+import { finishOf } from './settlement.commit.js';
+import { describe } from './settlement.describe.js';
+import { orderVerdict, refundFailure, refundPlan } from './settlement.orders.js';
+import type { OrderScreenArgs, OrderScreenPort, SettleResult } from './settlement.request.js';
+
+/** Settings of the {@link OrderScreen}. */
+export interface OrderScreenOptions {
+  /** The store's order ledger. */
+  ledger: OrderLedger;
+  /** The store (claims, records). */
+  store: PaymentsStore;
+  /** Whether the store runs the handlers in transactions (the order is then settled inside them). */
+  transactional: boolean;
+  /** How long an order's settlement and a done marker are remembered, and records kept, in ms. */
+  ttls: { doneTtlMs: number; recordTtlMs: number };
+  /** `duplicates.refund`: refund every duplicate through the normal refund path. */
+  refund: boolean;
+  /** Refunds a payment (the client's refundPayment, which emits `payment.refunded` naming the order's payment). */
+  refundPayment: (paymentId: string, duplicateOf: string) => Promise<PaymentRefund>;
+  /** The registration's name, for the events. */
+  registration?: string;
+  /** Where problems are reported. */
+  logger: PaymentsLogger;
+  /** The time shared with the other instances (record times). */
+  clock: Clock;
+}
+
+/** Thrown inside a confirmation's transaction when another payment settled its order meanwhile: rolls it back. */
+export class OrderSettledMeanwhileError extends Error {
+  /** @param paymentId the payment whose confirmation rolls back; @param settledBy the one that settled the order */
+  constructor(paymentId: string, settledBy: string) {
+    super(`payment ${paymentId} was not confirmed: its order was settled by payment ${settledBy} meanwhile; it is handled as a duplicate next time`);
+    this.name = 'OrderSettledMeanwhileError';
+  }
+}
+
+/**
+ * One confirmation per order, carried out: called by the settlement runner when a payment it
+ * holds the claim of verified `SUCCESS`. It settles the payment's order in the store (first payment
+ * wins, across instances) or finds it settled by another; a duplicate is refunded when asked, its
+ * `payment.duplicate` handlers run, and its claim is finished, so that it happens once.
+ *
+ * With a transactional store the order is settled inside the confirmation's transaction (see
+ * {@link OrderScreen.guard}): here it is only read, and a payment that passes the read but loses
+ * the race inside the transaction is rolled back and handled as a duplicate on its next attempt.
+ */
+export class OrderScreen implements OrderScreenPort {
+  /** Payments whose confirmation rolled back because another payment settled their order meanwhile. */
+  readonly #lost = new Set<string>();
+
+  /** @param options see {@link OrderScreenOptions} */
+  constructor(private readonly options: OrderScreenOptions) {}
+
+  /**
+   * Whether the confirmation of `paymentId` just rolled back in this process because another
+   * payment settled its order inside its transaction (forgotten once asked): its next attempt is
+   * a duplicate, so a return can settle it again at once rather than report a failure.
+   */
+  takeLostRace(paymentId: string): boolean {
+    return this.#lost.delete(paymentId);
+  }
+
+  /** @inheritdoc */
+  async screen({ verification, source, key, owner, dispatch, trace }: OrderScreenArgs): Promise<SettleResult | undefined> {
+    const { ledger, store, transactional, ttls } = this.options;
+    const { paymentId, developerTrackingId: order } = verification;
+    if (order === undefined) return undefined;
+    let held: OrderSettlement | undefined;
+    try {
+      held = transactional
+        ? await ledger.findOrderSettlement(order)
+        : await ledger.settleOrder(order, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
+    } catch (error) {
+      void store.release(key, owner).catch(() => undefined);
+      this.options.logger.error(`${source}: store unreachable while settling the order of ${paymentId}: ${describe(error)}`);
+      return { kind: 'store-unavailable', error: describe(error) };
+    }
+    const verdict = orderVerdict(paymentId, order, held);
+    if (verdict.kind === 'confirm') return undefined;
+
+    const settledBy = verdict.settledBy;
+    const result = (refund?: DuplicateRefund, error?: string): SettleResult => ({
+      kind: 'order-duplicate',
+      outcome: 'duplicate',
+      verification,
+      settledBy,
+      refund,
+      error,
+    });
+    const previous = await store.getOutcome(paymentId).catch(() => undefined);
+    let refund = previous?.outcome === 'duplicate' ? previous.refund : undefined;
+    let refundError: string | undefined;
+    if (refundPlan(this.options.refund, refund) === 'call') {
+      try {
+        refund = toDuplicateRefund(await this.options.refundPayment(paymentId, settledBy.paymentId));
+        // Recorded at once: a handler failing next must not make the next attempt refund again.
+        await store.saveOutcome(
+          { ...this.#record(verification, source, 'none', settledBy, refund).record, attempts: previous?.attempts ?? 0 },
+          ttls.recordTtlMs,
+        );
+      } catch (error) {
+        if (refund === undefined && refundFailure(error) === 'retry') {
+          const why = `the refund of duplicate ${paymentId} failed; tried again on the next webhook, return or reconciliation: ${describe(error)}`;
+          this.options.logger.warn(`${source}: ${why}`);
+          await this.#finish(key, owner, 'release', verification, source, 'failed', settledBy, undefined, why);
+          return result(undefined, why);
+        }
+        if (refund === undefined) refundError = describe(error);
+      }
+    }
+
+    this.options.logger.warn(
+      `${source}: payment ${paymentId} of order ${JSON.stringify(order)} succeeded after payment ${settledBy.paymentId} had settled it: a duplicate charge${refund ? `, refunded (${refund.refundId})` : ''}`,
+    );
+    const event = new PaymentDuplicateEvent(
+      verification,
+      source,
+      this.options.registration,
+      settledBy,
+      refund,
+      refundError,
+      new Date(this.options.clock.now()),
+    );
+    try {
+      if (!dispatch) throw new Error('no outcome handlers are registered yet');
+      await trace.handlers(PaymentEvents.DUPLICATE, () => dispatch(PaymentEvents.DUPLICATE, event));
+    } catch (error) {
+      const why = describe(error);
+      this.options.logger.warn(`${source}: a ${PaymentEvents.DUPLICATE} handler failed for ${paymentId}; it will run again: ${why}`);
+      await this.#finish(key, owner, 'release', verification, source, 'failed', settledBy, refund, why);
+      return result(refund, why);
+    }
+    await this.#finish(key, owner, 'done', verification, source, 'succeeded', settledBy, refund, refundError && `refund refused: ${refundError}`);
+    return result(refund);
+  }
+
+  /**
+   * The confirmation's dispatcher, wrapped for a transactional store: before the handlers of
+   * `payment.confirmed` run, the order is settled through their transaction (committed with the
+   * done marker, or rolled back with it; a concurrent confirmation of the same order waits for
+   * it). A payment that finds the order settled by another rolls back ({@link OrderSettledMeanwhileError}).
+   */
+  guard(dispatcher: OutcomeDispatcher): OutcomeDispatcher {
+    if (!this.options.transactional) return dispatcher;
+    return async (name, event) => {
+      const order = event.developerTrackingId;
+      if (name === PaymentEvents.CONFIRMED && order !== undefined && event.transaction) {
+        const held = await this.options.ledger.settleOrder(
+          order,
+          { paymentId: event.paymentId, amount: event.amount },
+          this.options.ttls.doneTtlMs,
+          event.transaction,
+        );
+        if (held.paymentId !== event.paymentId) {
+          this.#lost.add(event.paymentId);
+          throw new OrderSettledMeanwhileError(event.paymentId, held.paymentId);
+        }
+      }
+      return dispatcher(name, event);
+    };
+  }
+
+  #record(
+    verification: VerifiedPayment,
+    source: OutcomeSource,
+    handlers: 'succeeded' | 'failed' | 'none',
+    settledBy: OrderSettlement,
+    refund?: DuplicateRefund,
+    lastError?: string,
+  ) {
+    const finish = finishOf({ ...this.options.ttls, clock: this.options.clock }, '', '', 'done', {
+      verification,
+      outcome: 'duplicate',
+      source,
+      handlers,
+      lastError,
+    });
+    finish.record.settledBy = settledBy.paymentId;
+    if (refund) finish.record.refund = refund;
+    return finish;
+  }
+
+  // Ends the attempt as the runner does: done (once) or released (run again), with the record.
+  async #finish(
+    key: string,
+    owner: string,
+    claim: 'done' | 'release',
+    verification: VerifiedPayment,
+    source: OutcomeSource,
+    handlers: 'succeeded' | 'failed',
+    settledBy: OrderSettlement,
+    refund: DuplicateRefund | undefined,
+    lastError: string | undefined,
+  ): Promise<void> {
+    const finish = { ...this.#record(verification, source, handlers, settledBy, refund, lastError), eventKey: key, owner, claim };
+    try {
+      await this.options.store.finishOutcome(finish);
+    } catch (error) {
+      this.options.logger.error(`could not ${claim === 'done' ? 'mark' : 'release'} duplicate ${verification.paymentId} and record it: ${describe(error)}`);
+    }
+  }
+}
+
+function toDuplicateRefund(refund: PaymentRefund): DuplicateRefund {
+  return { refundId: refund.refundId, amount: refund.amount, status: refund.status, refundedAt: refund.refundedAt };
+}

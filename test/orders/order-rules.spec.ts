@@ -1,0 +1,96 @@
+import { describe, expect, it } from '@jest/globals';
+import { CHECKOUT_RULES, checkoutKey, planCheckout } from '../../lib/core/api/payments.checkout.js';
+import { PaymentsApiError, PaymentsConnectionError, PaymentsValidationError, RefundNotAllowedError } from '../../lib/core/api/payments.errors.js';
+import { orderVerdict, refundFailure, refundPlan } from '../../lib/core/settlement/settlement.orders.js';
+import type { OrderCheckout } from '../../lib/core/store/payments.store.js';
+
+// One order, one charge: the rules, each one pure function, as tables.
+
+describe('orderVerdict: whether a successful payment confirms its order', () => {
+  const A = { paymentId: 'pay_A', amount: '12500' };
+  it.each([
+    ['no tracking id: no order, confirmed as ever', 'pay_B', undefined, A, { kind: 'confirm' }],
+    ['nobody settled the order yet', 'pay_B', 'order-1', undefined, { kind: 'confirm' }],
+    ['the payment itself settled it (a retry of its own)', 'pay_A', 'order-1', A, { kind: 'confirm' }],
+    ['another payment settled it: a duplicate naming it', 'pay_B', 'order-1', A, { kind: 'duplicate', settledBy: A }],
+  ] as const)('%s', (_case, paymentId, trackingId, held, verdict) => {
+    expect(orderVerdict(paymentId, trackingId, held)).toEqual(verdict);
+  });
+});
+
+describe('refundPlan: refunding a duplicate once', () => {
+  const recorded = { refundId: 'ref_1', amount: '12500', status: 'success', refundedAt: '2030-01-01T00:00:00.000Z' };
+  it.each([
+    ['off, nothing recorded', false, undefined, 'none'],
+    ['on, nothing recorded: call the refund', true, undefined, 'call'],
+    ['on, refunded by an earlier attempt: never again', true, recorded, 'recorded'],
+    ['off, yet recorded (turned off since): still reported', false, recorded, 'recorded'],
+  ] as const)('%s', (_case, wanted, found, plan) => {
+    expect(refundPlan(wanted, found)).toBe(plan);
+  });
+});
+
+describe('refundFailure: try a failed refund again, or report it', () => {
+  const api = (status: number, code = 'API_ERROR') => new PaymentsApiError(code, { operation: 'refundPayment', httpStatus: status });
+  it.each([
+    ['refused by the service (REFUND_NOT_ALLOWED)', new RefundNotAllowedError({ operation: 'refundPayment', httpStatus: 400 }), 'final'],
+    ['another 4xx', api(404), 'final'],
+    ['bad input', new PaymentsValidationError([{ field: 'paymentId', messages: ['bad'] }], 'x'), 'final'],
+    ['429: rate-limited', api(429), 'retry'],
+    ['5xx', api(500), 'retry'],
+    ['502 from a proxy', api(502), 'retry'],
+    ['an unreadable 200', api(200, 'INVALID_RESPONSE'), 'retry'],
+    [
+      'no answer (timeout, may have been processed)',
+      new PaymentsConnectionError({ operation: 'refundPayment', code: 'TIMEOUT', mayHaveBeenProcessed: true, attempts: 1, reason: 'timeout' }),
+      'retry',
+    ],
+    ['not an error of the plugin', new Error('socket hang up'), 'retry'],
+  ])('%s', (_case, error, verdict) => {
+    expect(refundFailure(error)).toBe(verdict);
+  });
+});
+
+describe('planCheckout: reusing an order’s open payment', () => {
+  const now = Date.parse('2030-01-01T00:00:00.000Z');
+  const open = (over: Partial<OrderCheckout> = {}): OrderCheckout => ({
+    paymentId: 'pay_1',
+    link: 'https://pay.example/1',
+    amount: '12500',
+    fingerprint: 'f',
+    sessionEndsAt: new Date(now + 20 * 60_000).toISOString(),
+    ...over,
+  });
+  const ask = { amount: '12500', fingerprint: 'f' };
+  it.each([
+    ['no open payment: open one', undefined, ask, { kind: 'open', superseded: [] }],
+    ['same amount and request, session open: reuse it', open(), ask, { kind: 'reuse', checkout: open() }],
+    ['changed amount: a new one, the open one superseded', open(), { ...ask, amount: '9000' }, { kind: 'open', superseded: ['pay_1'] }],
+    ['changed links: a new one, superseded', open(), { ...ask, fingerprint: 'g' }, { kind: 'open', superseded: ['pay_1'] }],
+    ['earlier ones kept, newest first', open({ superseded: ['pay_0'] }), { ...ask, amount: '1' }, { kind: 'open', superseded: ['pay_1', 'pay_0'] }],
+    [
+      'session about to end: a new one (not superseded)',
+      open({ sessionEndsAt: new Date(now + CHECKOUT_RULES.reuseMarginMs - 1).toISOString() }),
+      ask,
+      { kind: 'open', superseded: [] },
+    ],
+    ['session end unreadable: a new one', open({ sessionEndsAt: 'soon' }), ask, { kind: 'open', superseded: [] }],
+  ] as const)('%s', (_case, found, request, plan) => {
+    expect(planCheckout(found, request, now)).toEqual(plan);
+  });
+
+  it('keeps at most maxSuperseded earlier payments', () => {
+    const many = Array.from({ length: 30 }, (_, i) => `pay_old_${i}`);
+    const plan = planCheckout(open({ superseded: many }), { ...ask, amount: '1' }, now);
+    expect(plan.kind === 'open' && plan.superseded.length).toBe(CHECKOUT_RULES.maxSuperseded);
+  });
+
+  it.each([
+    [undefined, undefined, undefined],
+    [undefined, 'order-1', 'order:order-1'],
+    ['attempt-7', 'order-1', 'key:attempt-7'],
+    ['attempt-7', undefined, 'key:attempt-7'],
+  ])('checkoutKey(%s, %s) = %s', (key, tracking, expected) => {
+    expect(checkoutKey(key, tracking)).toBe(expected);
+  });
+});
