@@ -64,6 +64,7 @@ export type {
   OrderSettlement,
   OrderCheckout,
   TransactionQuery,
+  TransactionRows,
 } from './store/store.types.js';
 export { BasicPaymentsStore } from './store/store.base.js';
 export { isTransactional } from './store/store.transaction.js';

@@ -143,7 +143,7 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
               headers: { 'content-type': 'application/json' },
               body: JSON.stringify({ payment_id: p.paymentId }),
             }).then(
-              async (r) => ({ status: r.status, body: (await r.json()) }),
+              async (r) => ({ status: r.status, body: await r.json() }),
               (e: unknown) => ({ status: 0, body: String(e) }),
             );
 

@@ -1,6 +1,6 @@
 import { PaymentsError } from '../../lib/core/api/payments.errors.js';
 import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
-import type { PaymentOutcomeEvent } from '../../lib/core/settlement/payment.events.js';
+import type { PaymentDuplicateEvent, PaymentOutcomeEvent } from '../../lib/core/settlement/payment.events.js';
 import { Instance, PRIVATE_KEY, SESSION_SECS_CHOICES, WEBHOOK_SECRET, World, type ModelPayment } from './sim.world.js';
 import { Random, VirtualTime } from './sim.time.js';
 
@@ -11,7 +11,7 @@ import { Random, VirtualTime } from './sim.time.js';
  */
 
 /** What can go wrong in a history; each is drawn on or off by the seed. */
-export const STRESSORS = ['lag', 'lossy', 'duplicates', 'faults', 'crashes', 'outage', 'skew', 'strangers', 'slow', 'failing'] as const;
+export const STRESSORS = ['lag', 'lossy', 'duplicates', 'faults', 'crashes', 'outage', 'skew', 'strangers', 'slow', 'failing', 'twice'] as const;
 export type Stressor = (typeof STRESSORS)[number];
 
 /** The stated bounds the liveness check holds the engine to (docs/confirmations.md). */
@@ -106,7 +106,8 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     const model = world.payments.get(id);
     const s = state(id);
     if (name === 'payment.mismatch') return;
-    if (name === 'payment.confirmed') {
+    if (name === 'payment.duplicate' && (event as PaymentDuplicateEvent).settledBy.paymentId === id) violate(`${id} reported as a duplicate of itself`);
+    if (name === 'payment.confirmed' || name === 'payment.duplicate') {
       // Safety: only what the service itself says is paid, for the amount and order it was made for.
       if (!model) violate(`confirmed ${id}, which the service never created`);
       else {
@@ -219,29 +220,36 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
   };
 
   // The orders: each generated on some instance, then paid (or not) by its customer.
+  // The orders: each generated on some instance, then paid (or not) by its customer; with `twice`,
+  // some customers open a second payment for the same order (another tab) and may pay both.
+  const checkout = (k: number, amount: string, idempotencyKey?: string) => {
+    const instance = anyLive();
+    if (!instance) return;
+    instance.client.generatePayment({ amount, developerTrackingId: `order-${k}` }, idempotencyKey ? { idempotencyKey } : undefined).then((generated) => {
+      const payment = world.payments.get(generated.paymentId);
+      if (!payment) return violate(`generatePayment answered ${generated.paymentId}, which the service never created`);
+      if (payment.settleAt !== undefined) return; // the open payment's link again: paid once
+      if (!random.chance(0.85)) return; // the customer walks away: EXPIRED at the session's end
+      payment.settleAt = time.now + random.between(3_000, sessionSecs * 600);
+      payment.outcome = random.chance(0.85) ? 'SUCCESS' : 'FAILURE';
+      if (random.chance(0.05)) payment.reportedAmount = String(Number(amount) + 1_000);
+      note(payment.id, `generated on #${instance.index}`);
+      payment.lagMs = has('lag') ? random.between(0, 8_000) : random.chance(0.3) ? random.between(0, 2_000) : 0;
+      note(
+        payment.id,
+        `will settle at ${((payment.settleAt - T0) / 1000).toFixed(1)}s, final at ${((payment.settleAt + payment.lagMs - T0) / 1000).toFixed(1)}s (${payment.outcome})`,
+      );
+      time.at(payment.settleAt + random.between(0, 1_500), () => deliver(payment, 0));
+      if (has('duplicates')) time.at(payment.settleAt + random.between(0, 60_000), () => deliver(payment, 5));
+      if (random.chance(0.6)) time.at(payment.settleAt + random.between(500, 6_000), () => returnTo(payment, 4));
+    }, callerErrors('generatePayment'));
+  };
   const orders = random.int(3, 6);
   for (let k = 0; k < orders; k++) {
     time.after(random.between(0, 60_000), () => {
-      const instance = anyLive();
-      if (!instance) return;
       const amount = String(random.int(1, 500) * 500);
-      instance.client.generatePayment({ amount, developerTrackingId: `order-${k}` }).then((generated) => {
-        const payment = world.payments.get(generated.paymentId);
-        if (!payment) return violate(`generatePayment answered ${generated.paymentId}, which the service never created`);
-        if (!random.chance(0.85)) return; // the customer walks away: EXPIRED at the session's end
-        payment.settleAt = time.now + random.between(3_000, sessionSecs * 600);
-        payment.outcome = random.chance(0.85) ? 'SUCCESS' : 'FAILURE';
-        if (random.chance(0.05)) payment.reportedAmount = String(Number(amount) + 1_000);
-        note(payment.id, `generated on #${instance.index}`);
-        payment.lagMs = has('lag') ? random.between(0, 8_000) : random.chance(0.3) ? random.between(0, 2_000) : 0;
-        note(
-          payment.id,
-          `will settle at ${((payment.settleAt - T0) / 1000).toFixed(1)}s, final at ${((payment.settleAt + payment.lagMs - T0) / 1000).toFixed(1)}s (${payment.outcome})`,
-        );
-        time.at(payment.settleAt + random.between(0, 1_500), () => deliver(payment, 0));
-        if (has('duplicates')) time.at(payment.settleAt + random.between(0, 60_000), () => deliver(payment, 5));
-        if (random.chance(0.6)) time.at(payment.settleAt + random.between(500, 6_000), () => returnTo(payment, 4));
-      }, callerErrors('generatePayment'));
+      checkout(k, amount);
+      if (has('twice') && random.chance(0.5)) time.after(random.between(0, 5_000), () => checkout(k, amount, `tab-2-${k}`));
     });
   }
 
@@ -278,6 +286,15 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
   await time.runUntil(horizon);
   faultsSeen.any = has('faults');
 
+  // One order, one charge: at most one payment of an order is confirmed.
+  const confirmedOf = new Map<string, string>();
+  for (const payment of world.payments.values()) {
+    if (!state(payment.id).names.includes('payment.confirmed') || payment.trackingId === undefined) continue;
+    const other = confirmedOf.get(payment.trackingId);
+    if (other !== undefined) violate(`order ${payment.trackingId} confirmed twice: ${other} and ${payment.id}`);
+    confirmedOf.set(payment.trackingId, payment.id);
+  }
+
   // Liveness, budget and the record, payment by payment.
   const latencies: number[] = [];
   let settled = 0;
@@ -295,7 +312,16 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     const known = record !== undefined || queued !== undefined || s.successes > 0;
     if (!known) continue; // generate failed after the service created it: the customer never got a link
     const finalAt = world.finalAt(payment);
-    const expectedName = final === 'SUCCESS' ? 'payment.confirmed' : final === 'FAILURE' ? 'payment.failed' : 'payment.expired';
+    // One order, one charge: of an order's successful payments one is confirmed, the others duplicates.
+    const settledBy = confirmedOf.get(payment.trackingId ?? '');
+    const paidTwice = final === 'SUCCESS' && settledBy !== undefined && settledBy !== payment.id;
+    const expectedName = paidTwice
+      ? 'payment.duplicate'
+      : final === 'SUCCESS'
+        ? 'payment.confirmed'
+        : final === 'FAILURE'
+          ? 'payment.failed'
+          : 'payment.expired';
     if (s.names.length > 0 && s.names[0] !== expectedName) violate(`${payment.id}: ran ${s.names[0]} for a payment the service answers ${final}`);
     // From when the plugin could know: the service's answer is final and a path told the plugin.
     const knownAt = Math.max(finalAt, s.firstAskAt ?? finalAt);

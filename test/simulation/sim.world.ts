@@ -4,6 +4,7 @@ import type { PaymentsLogger } from '../../lib/core/client/payments.logger.js';
 import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { STORE_METHODS, type PaymentsStore, type RateLimiter } from '../../lib/core/store/payments.store.js';
+import { ORDER_LEDGER_METHODS } from '../../lib/core/store/store.ports.js';
 import { InstanceClock, type Random, type VirtualTime } from './sim.time.js';
 
 /*
@@ -225,7 +226,7 @@ export class Instance {
       free: (key) => this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.free(key))),
     };
     const proxy: Record<string, unknown> = { rateLimits, close: async () => undefined };
-    for (const name of [...STORE_METHODS, 'now']) {
+    for (const name of [...STORE_METHODS, ...ORDER_LEDGER_METHODS, 'now']) {
       proxy[name] = call(name);
     }
     return proxy as unknown as PaymentsStore;

@@ -111,6 +111,7 @@ export class PaymentsClient implements PaymentsOperations {
         store: this.store,
         transactional: isTransactional(this.store),
         ttls,
+        leaseMs: resolved.webhook.leaseMs,
         refund: resolved.duplicates.refund,
         refundPayment: (paymentId, duplicateOf) => this.#api.refundPayment(paymentId, duplicateOf),
         registration: resolved.name,

@@ -5,6 +5,7 @@ import type { Clock } from '../time/clock.port.js';
 import type { OutcomeDispatcher } from './outcome.handlers.js';
 import { PaymentDuplicateEvent, PaymentEvents } from './payment.events.js';
 import { finishOf } from './settlement.commit.js';
+import { renewWhileHandling } from './settlement.lease.js';
 import { describe } from './settlement.describe.js';
 import { orderVerdict, refundFailure, refundPlan } from './settlement.orders.js';
 import type { OrderScreenArgs, OrderScreenPort, SettleResult } from './settlement.request.js';
@@ -19,6 +20,8 @@ export interface OrderScreenOptions {
   transactional: boolean;
   /** How long an order's settlement and a done marker are remembered, and records kept, in ms. */
   ttls: { doneTtlMs: number; recordTtlMs: number };
+  /** How long an attempt's claim lasts (renewed while the duplicate's handlers run), in ms. */
+  leaseMs: number;
   /** `duplicates.refund`: refund every duplicate through the normal refund path. */
   refund: boolean;
   /** Refunds a payment (the client's refundPayment, which emits `payment.refunded` naming the order's payment). */
@@ -127,15 +130,21 @@ export class OrderScreen implements OrderScreenPort {
       refundError,
       new Date(this.options.clock.now()),
     );
+    // The claim is renewed while the handlers run, as for a confirmation: a slow handler must not
+    // let a redelivery run them a second time.
+    const { leaseMs, logger, clock } = this.options;
+    const renewal = renewWhileHandling(this.options.store, key, owner, leaseMs, paymentId, logger, clock);
     try {
       if (!dispatch) throw new Error('no outcome handlers are registered yet');
       await trace.handlers(PaymentEvents.DUPLICATE, () => dispatch(PaymentEvents.DUPLICATE, event));
     } catch (error) {
+      await renewal.stop();
       const why = describe(error);
       this.options.logger.warn(`${source}: a ${PaymentEvents.DUPLICATE} handler failed for ${paymentId}; it will run again: ${why}`);
       await this.#finish(key, owner, 'release', verification, source, 'failed', settledBy, refund, why);
       return result(refund, why);
     }
+    await renewal.stop();
     await this.#finish(key, owner, 'done', verification, source, 'succeeded', settledBy, refund, refundError && `refund refused: ${refundError}`);
     return result(refund);
   }
@@ -200,7 +209,11 @@ export class OrderScreen implements OrderScreenPort {
   ): Promise<void> {
     const finish = { ...this.#record(verification, source, handlers, settledBy, refund, lastError), eventKey: key, owner, claim };
     try {
-      await this.options.store.finishOutcome(finish);
+      const marked = await this.options.store.finishOutcome(finish);
+      // As the runner does (settlement.commit.ts): a lease that ran out with nobody else taking the
+      // claim is taken back, so that the payment is marked done.
+      const { store, leaseMs, ttls } = this.options;
+      if (claim === 'done' && !marked && (await store.claim(key, owner, leaseMs)) === 'claimed') await store.markDone(key, owner, ttls.doneTtlMs);
     } catch (error) {
       this.options.logger.error(`could not ${claim === 'done' ? 'mark' : 'release'} duplicate ${verification.paymentId} and record it: ${describe(error)}`);
     }

@@ -183,5 +183,11 @@ export interface OutcomeFinish {
 /** Runs a statement inside a database transaction: what a `PaymentsTransaction` offers. */
 export interface TransactionQuery {
   /** Runs `text` with `params` bound as `$1`, `$2`, ... inside the transaction. */
-  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+  query(text: string, params?: unknown[]): Promise<TransactionRows>;
+}
+
+/** What {@link TransactionQuery.query} resolves to. */
+export interface TransactionRows {
+  /** The rows the statement returned. */
+  rows: unknown[];
 }
