@@ -340,9 +340,11 @@ describe('a full run through every error path leaks neither the private key nor 
   });
 
   it('store errors: while saving a binding, reading a token, claiming and marking done', async () => {
+    // A created payment is never lost to the store: the customer gets the link, the write is
+    // retried in the background, and what is logged of the failure carries no secret.
     store.fail.add('saveBinding');
-    const storeError = (await attempt(() => payments.generatePayment({ amount: '300' }))) as PaymentsError;
-    expect(storeError.code).toBe('STORE_UNAVAILABLE');
+    const created = (await attempt(() => payments.generatePayment({ amount: '300' }))) as { link?: string };
+    expect(created.link).toEqual(expect.any(String));
     store.fail.clear();
 
     const { paymentId } = await payments.generatePayment({ amount: '400' });

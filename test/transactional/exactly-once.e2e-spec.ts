@@ -173,7 +173,7 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('exactl
       ]);
       const deliveries = results.slice(0, 20) as Array<{ status: number }>;
       // Every delivery was either the one that ran, found it busy (409: redelivered later), or done.
-      expect(deliveries.every((d) => [200, 409].includes(d.status))).toBe(true);
+      expect(deliveries.map((d) => d.status).filter((status) => ![200, 409].includes(status))).toEqual([]);
       // Redeliveries until every path is done.
       for (let i = 0; i < 100; i++) {
         const again = await order.deliver(i % 2 ? a : b);
