@@ -18,13 +18,24 @@
 //   { "import": { "types": "./dist/X.d.mts", "default": "./dist/X.mjs" },
 //     "require": { "types": "./dist/X.d.ts", "default": "./dist/X.cjs" } }
 // where dist/X.js and dist/X.d.ts are produced by tsc (X = index, express/index, ...).
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = path.join(ROOT, 'dist');
+
+// A bare `import 'pg';` loads a peer at once, so that its entry's check names it (see below); tsc
+// keeps it in the .d.ts too, where it only makes a project without that peer's types fail to
+// type-check (TS2882). Declarations carry no side effects: they are dropped there.
+for (const entry of readdirSync(DIST, { recursive: true, withFileTypes: true })) {
+  if (!entry.isFile() || !entry.name.endsWith('.d.ts')) continue;
+  const file = path.join(entry.parentPath ?? entry.path, entry.name);
+  const text = readFileSync(file, 'utf8');
+  const stripped = text.replace(/^import '[^./][^']*';\n/gm, '');
+  if (stripped !== text) writeFileSync(file, stripped);
+}
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
 const peers = new Set(Object.keys(pkg.peerDependencies ?? {}));
 const problems = [];

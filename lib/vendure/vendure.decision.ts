@@ -42,3 +42,20 @@ export function decideSettlement(facts: SettlementFacts): SettlementAction {
   if (PAYABLE_STATES.has(facts.orderState)) return { kind: 'add', state: facts.verified };
   return { kind: 'report', reason: 'order-not-payable' };
 }
+
+/**
+ * The tracking id of an order's payment: the order's code for its first payment, and the code with
+ * what was already paid (`CODE~paid`) for an additional one (ArrangingAdditionalPayment): the
+ * plugin confirms one payment per tracking id and reports a later one as a second charge, which an
+ * additional payment is not.
+ * @param code the order's code
+ * @param paid what the order's settled payments already cover, in Vendure's minor units
+ */
+export function trackingIdOf(code: string, paid: number): string {
+  return paid > 0 ? `${code}~${paid}` : code;
+}
+
+/** The order code a payment's tracking id names (see {@link trackingIdOf}). */
+export function orderCodeOf(trackingId: string | undefined): string | undefined {
+  return trackingId?.split('~')[0];
+}

@@ -17,7 +17,7 @@ import {
 import { PaymentsClient } from '../core/client/payments.client.js';
 import type { PaymentsLogger } from '../core/client/payments.logger.js';
 import { PaymentEvents, type PaymentEvent, type PaymentEventName, type PaymentOutcomeEvent } from '../core/settlement/payment.events.js';
-import { decideSettlement, type UnexpectedPaymentReason, type VerifiedState } from './vendure.decision.js';
+import { decideSettlement, orderCodeOf, trackingIdOf, type UnexpectedPaymentReason, type VerifiedState } from './vendure.decision.js';
 import { NestjsPaymentsUnexpectedPaymentEvent } from './vendure.events.js';
 import { amountOwed, millimesToVendure, SERVICE_CURRENCY, vendureToMillimes } from './vendure.money.js';
 import type { PaymentLink, PaymentLinkInput, PaymentReturn, VerifiedPaymentMetadata } from './vendure.types.js';
@@ -120,7 +120,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     const millimes = vendureToMillimes(owed, this.precision);
     const generated = await this.#client.generatePayment({
       amount: millimes,
-      developerTrackingId: order.code,
+      developerTrackingId: trackingIdOf(order.code, order.totalWithTax - owed),
       ...(input.successLink ? { successLink: input.successLink } : {}),
       ...(input.failLink ? { failLink: input.failLink } : {}),
       ...(this.options.preAuthorization || preAuthorizes(method) ? { preAuthorization: true } : {}),
@@ -178,7 +178,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
         return this.settle(event as PaymentOutcomeEvent, 'Authorized');
       case PaymentEvents.MISMATCH: {
         const outcome = event as PaymentOutcomeEvent;
-        return this.report(await this.adminContext(), 'amount-mismatch', outcome.developerTrackingId, outcome, undefined);
+        return this.report(await this.adminContext(), 'amount-mismatch', orderCodeOf(outcome.developerTrackingId), outcome, undefined);
       }
       case PaymentEvents.FAILED:
       case PaymentEvents.EXPIRED: {
@@ -213,7 +213,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
 
   /** Adds a verified payment to its order once, or reports it; throws (to be retried) only when Vendure failed. */
   private async settle(event: PaymentOutcomeEvent, verified: VerifiedState): Promise<void> {
-    const code = event.developerTrackingId;
+    const code = orderCodeOf(event.developerTrackingId);
     const lookup = await this.adminContext();
     const found = code ? await this.orderService.findOneByCode(lookup, code, ['channels']) : undefined;
     if (!found || !code) return this.report(lookup, 'order-not-found', code, event, undefined);

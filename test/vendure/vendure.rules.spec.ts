@@ -1,7 +1,7 @@
 // The Vendure adapter's two rules, table-tested without Vendure: the exact money conversion and
 // what a verified payment does to its order.
 import { amountOwed, millimesToVendure, vendureToMillimes } from '../../lib/vendure/vendure.money.js';
-import { decideSettlement, type SettlementFacts } from '../../lib/vendure/vendure.decision.js';
+import { decideSettlement, orderCodeOf, trackingIdOf, type SettlementFacts } from '../../lib/vendure/vendure.decision.js';
 
 describe('vendureToMillimes / millimesToVendure', () => {
   it.each([
@@ -84,5 +84,22 @@ describe('decideSettlement', () => {
     ['no such order: reported', { orderState: undefined }, { kind: 'report', reason: 'order-not-found' }],
   ])('%s', (_name, facts, action) => {
     expect(decideSettlement({ ...base, ...facts })).toEqual(action);
+  });
+});
+
+describe('trackingIdOf / orderCodeOf', () => {
+  // An additional payment (ArrangingAdditionalPayment) is no second charge of its order: its
+  // tracking id differs from the first payment's, and still names the order.
+  it.each([
+    ['T_1', 0, 'T_1'],
+    ['T_1', 12500, 'T_1~12500'],
+    ['ABCDEF0123456789', 300, 'ABCDEF0123456789~300'],
+  ])('%s with %i paid -> %s, and back', (code, paid, trackingId) => {
+    expect(trackingIdOf(code, paid)).toBe(trackingId);
+    expect(orderCodeOf(trackingId)).toBe(code);
+  });
+
+  it('no tracking id names no order', () => {
+    expect(orderCodeOf(undefined)).toBeUndefined();
   });
 });

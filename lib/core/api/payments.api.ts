@@ -111,7 +111,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const idempotencyKey = settings?.idempotencyKey ?? undefined;
     if (idempotencyKey !== undefined) checkId(idempotencyKey, 'idempotencyKey', 'generatePayment');
     // One payment per checkout: the order's open payment answers a repeated request (payments.checkout.ts).
-    const orderKey = checkoutKey(idempotencyKey, trackingId);
+    const orderKey = checkoutKey(idempotencyKey, trackingId, this.options.name);
     const fingerprint = orderKey === undefined ? '' : JSON.stringify(toPaymentWire(own, this.options.preAuthorizationFlag, defaults));
     const desk = await this.#checkouts.begin(orderKey === undefined ? undefined : { orderKey, amount, fingerprint, developerTrackingId: trackingId });
     if ('reuse' in desk) return desk.reuse;

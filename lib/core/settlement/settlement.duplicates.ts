@@ -4,6 +4,7 @@ import type { DuplicateRefund, OrderLedger, OrderSettlement, OutcomeSource, Paym
 import type { Clock } from '../time/clock.port.js';
 import type { OutcomeDispatcher } from './outcome.handlers.js';
 import { PaymentDuplicateEvent, PaymentEvents } from './payment.events.js';
+import { orderLedgerKey } from '../api/payments.checkout.js';
 import { finishOf } from './settlement.commit.js';
 import { renewWhileHandling } from './settlement.lease.js';
 import { describe } from './settlement.describe.js';
@@ -76,9 +77,10 @@ export class OrderScreen implements OrderScreenPort {
     if (order === undefined) return undefined;
     let held: OrderSettlement | undefined;
     try {
+      const orderKey = orderLedgerKey(this.options.registration, order);
       held = transactional
-        ? await ledger.findOrderSettlement(order)
-        : await ledger.settleOrder(order, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
+        ? await ledger.findOrderSettlement(orderKey)
+        : await ledger.settleOrder(orderKey, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
     } catch (error) {
       void store.release(key, owner).catch(() => undefined);
       this.options.logger.error(`${source}: store unreachable while settling the order of ${paymentId}: ${describe(error)}`);
@@ -161,7 +163,7 @@ export class OrderScreen implements OrderScreenPort {
       const order = event.developerTrackingId;
       if (name === PaymentEvents.CONFIRMED && order !== undefined && event.transaction) {
         const held = await this.options.ledger.settleOrder(
-          order,
+          orderLedgerKey(this.options.registration, order),
           { paymentId: event.paymentId, amount: event.amount },
           this.options.ttls.doneTtlMs,
           event.transaction,

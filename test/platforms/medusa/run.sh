@@ -62,7 +62,7 @@ else
   rm -f "$DEST"/nestjs-payments-*.tgz
   npm pack --pack-destination "$DEST" >"$DEST/pack.log" 2>&1 || { tail -n 30 "$DEST/pack.log"; die "npm pack failed"; }
   mv "$DEST"/nestjs-payments-*.tgz "$DEST/nestjs-payments.tgz"
-fi"
+fi
 
 # Without Medusa (the repo has none), the entry fails at once, in one line naming the platform.
 expected="nestjs-payments/medusa needs @medusajs/framework, not installed: npm install @medusajs/framework"
