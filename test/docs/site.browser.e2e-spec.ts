@@ -100,10 +100,12 @@ describe('the documentation site', () => {
       [
         'nestjs-payments',
         'nestjs-payments/express',
+        'nestjs-payments/medusa',
         'nestjs-payments/postgres',
         'nestjs-payments/redis',
         'nestjs-payments/terminus',
         'nestjs-payments/testing',
+        'nestjs-payments/vendure',
       ].sort(),
     );
     expect(names).not.toContain('index');
