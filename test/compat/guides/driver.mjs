@@ -184,6 +184,9 @@ async function exactlyOnce() {
   }
 }
 
+// Order ids unique to this run: the stores (the machine's Redis and PostgreSQL) outlive it, and an
+// order with an open payment from an earlier run would get that payment's link back.
+const RUN = Date.now().toString(36);
 const figures = [];
 try {
   for (const store of ['redis', 'postgres']) {
@@ -198,7 +201,7 @@ try {
     const expected = [];
     for (let i = 0; i < 4; i++) {
       const account = i % 2 === 0 ? 'default' : 'outlet';
-      const id = await pay(i < 2 ? a : b, account, String(1000 + i), `order-${store}-${i}`);
+      const id = await pay(i < 2 ? a : b, account, String(1000 + i), `order-${RUN}-${store}-${i}`);
       expected.push(`${account}:${id}`);
     }
     await complete(expected.map((e) => e.split(':')[1]));
@@ -218,20 +221,20 @@ try {
         });
       };
       let [x, y] = [a, b];
-      const unpaid = [`default:${await pay(x, 'default', '2001', 'rot-0')}`, `outlet:${await pay(y, 'outlet', '2002', 'rot-1')}`];
+      const unpaid = [`default:${await pay(x, 'default', '2001', `rot-${RUN}-0`)}`, `outlet:${await pay(y, 'outlet', '2002', `rot-${RUN}-1`)}`];
       x = await step(x, PORT_A, OLD, NEW);
       targets = [x.url, y.url];
-      unpaid.push(`default:${await pay(x, 'default', '2003', 'rot-2')}`);
+      unpaid.push(`default:${await pay(x, 'default', '2003', `rot-${RUN}-2`)}`);
       y = await step(y, PORT_B, OLD, NEW);
       targets = [x.url, y.url];
       x = await step(x, PORT_A, NEW, OLD);
       targets = [x.url, y.url];
-      unpaid.push(`outlet:${await pay(x, 'outlet', '2004', 'rot-3')}`, `default:${await pay(y, 'default', '2005', 'rot-4')}`);
+      unpaid.push(`outlet:${await pay(x, 'outlet', '2004', `rot-${RUN}-3`)}`, `default:${await pay(y, 'default', '2005', `rot-${RUN}-4`)}`);
       // Mid-deploy: x mints with the new secret, y with the old one; deliveries reach either.
       await complete(unpaid.slice(2).map((e) => e.split(':')[1]));
       y = await step(y, PORT_B, NEW, OLD);
       targets = [x.url, y.url];
-      unpaid.push(`outlet:${await pay(y, 'outlet', '2006', 'rot-5')}`);
+      unpaid.push(`outlet:${await pay(y, 'outlet', '2006', `rot-${RUN}-5`)}`);
       await complete([...unpaid.slice(0, 2), unpaid[5]].map((e) => e.split(':')[1]));
       await expectConfirmedOnce([x, y], unpaid);
       figures.push('rotation: 6 payments minted across the 3 steps, all confirmed by webhook, once');

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The platform suites and the compatibility matrix, on the tarball .ci/run packed ($TARBALL),
+# each from its own install folder outside the repo. Run by .ci/run in the background.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+# nestjs-payments/vendure on a real Vendure 3.7 (sql.js and PostgreSQL): about 3 minutes.
+vendure=0
+VENDURE_TARBALL="$TARBALL" bash test/platforms/vendure/run.sh || vendure=$?
+# The Medusa provider on Medusa's own harness (module and application runners, PostgreSQL):
+# 2 to 3 min to install Medusa 2.21, 1.5 to 2 min of tests.
+medusa=0
+MEDUSA_TARBALL="$TARBALL" bash test/platforms/medusa/run.sh || medusa=$?
+# The compatibility matrix (it builds dist/ again, which Jest does not read).
+compat=0
+if [ -f test/compat/run.sh ]; then npm run test:compat || compat=$?; fi
+exit $((vendure || medusa || compat))
