@@ -39,8 +39,10 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
     await cli?.remove();
   });
 
+  // One order per payment: a second generatePayment for an order with an open payment returns that one.
+  let orders = 0;
   const newPayment = async (preAuthorization = false) =>
-    (await client.generatePayment({ amount: '4200', developerTrackingId: 'order-cli', preAuthorization })).paymentId;
+    (await client.generatePayment({ amount: '4200', developerTrackingId: `order-cli-${++orders}`, preAuthorization })).paymentId;
   const run = (...args: string[]) => runCliProcess(cli, ['sandbox', ...args, '--url', sandbox.url], {});
 
   it('pay: the payment is paid and its webhook delivered to the app', async () => {

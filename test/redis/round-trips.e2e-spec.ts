@@ -119,6 +119,9 @@ describe('store round trips per webhook confirmation', () => {
 
   it('PGlite: statements', async () => {
     const db = new PGlite();
+    // PGlite starts its WebAssembly engine in the background, blocking the event loop for seconds
+    // on a loaded machine: counted from when it is ready, not from a first call that would time out.
+    await db.waitReady;
     let statements = 0;
     const counting: PostgresQueryable = { query: (text, params) => (statements++, db.query(text, params)) };
     const store = new PostgresPaymentsStore(counting);
