@@ -77,6 +77,10 @@ describe('webhook payloads', () => {
     expect(parse({ payment_id: ['a', 'b'] }, undefined)).toMatchObject({ ok: false });
     expect(parse({}, { payment_id: 'a\nb' })).toMatchObject({ ok: false });
     expect(parse({}, { payment_id: 'x'.repeat(300) })).toMatchObject({ ok: false });
+    // An id that could never be verified (it would change the verify request's path) is malformed,
+    // not a 503 the service would deliver again for ever (found by the webhook property, seed 235732840).
+    for (const id of ['{"\\":""}', '..', 'a/b', 'a#b', 'a%2fb'])
+      expect(parse({ payment_id: id }, undefined)).toMatchObject({ ok: false, reason: expect.stringMatching(/^payment id must not/) });
     expect(parse({}, 'not json and not a form')).toMatchObject({ ok: false, reason: 'body is neither JSON nor form data' });
     expect(parseWebhook({ query: {}, body: { big: 'x'.repeat(100) } }, 50)).toMatchObject({ ok: false, reason: 'payload too large' });
   });

@@ -1,4 +1,4 @@
-import { identifier } from '../api/payment.rules.js';
+import { pathSegmentId } from '../api/identifier.rule.js';
 import { WEBHOOK_TOKEN_PARAM } from './webhook.token.js';
 import { isJsonObject, type JsonObject } from '../api/json.util.js';
 
@@ -69,7 +69,10 @@ export function parseWebhook(request: WebhookRequest, maxBodyBytes: number): Par
     for (const from of place.from) {
       const found = single(place.read(sources[from]));
       if (found === undefined) continue;
-      if (typeof found !== 'string' || identifier(found)) return { ok: false, reason: 'payment id must be a single string of at most 256 characters' };
+      if (typeof found !== 'string') return { ok: false, reason: 'payment id must be a single string' };
+      // An id that could never be verified is malformed: a 5xx would have the service deliver it again for ever.
+      const problem = pathSegmentId(found);
+      if (problem) return { ok: false, reason: `payment id ${problem}` };
       paymentId = found;
       break search;
     }
