@@ -213,10 +213,17 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
     const instance = anyLive();
     if (!instance) return;
     if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id);
-    instance.client.reconcilePayment(payment.id, { expected: { amount: payment.amount, developerTrackingId: payment.trackingId } }).then((result) => {
-      note(payment.id, `return on #${instance.index}: ${result.outcome}`);
-      if (result.outcome === 'pending' && reloads > 0 && random.chance(0.8)) time.after(random.between(5_000, 20_000), () => returnTo(payment, reloads - 1));
-    }, callerErrors('reconcilePayment'));
+    note(payment.id, `return starts on #${instance.index}`);
+    instance.client.reconcilePayment(payment.id, { expected: { amount: payment.amount, developerTrackingId: payment.trackingId } }).then(
+      (result) => {
+        note(payment.id, `return on #${instance.index}: ${result.outcome}`);
+        if (result.outcome === 'pending' && reloads > 0 && random.chance(0.8)) time.after(random.between(5_000, 20_000), () => returnTo(payment, reloads - 1));
+      },
+      (error: unknown) => {
+        note(payment.id, `return failed: ${String(error)}`);
+        callerErrors('reconcilePayment')(error);
+      },
+    );
   };
 
   // The orders: each generated on some instance, then paid (or not) by its customer.

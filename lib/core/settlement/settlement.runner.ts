@@ -100,7 +100,12 @@ export class SettlementRunner {
     const { paymentId, source, token } = request;
     if (source !== 'reconciliation') {
       const deferral = this.budget.admit(paymentId, source);
-      if (deferral) return { kind: 'deferred', pending: deferral.pending, retryAfterSecs: deferral.retryAfterSecs, error: deferral.error };
+      if (deferral) {
+        // Not asked now (the service failing or rate-limiting): a queued payment is re-checked when
+        // the pause ends, not at the session's end. A stranger's id (no entry) queues nothing.
+        if (!deferral.pending) this.options.recheckSoon?.(paymentId, undefined, deferral.retryAfterSecs * 1000);
+        return { kind: 'deferred', pending: deferral.pending, retryAfterSecs: deferral.retryAfterSecs, error: deferral.error };
+      }
     }
     const key = outcomeKey(paymentId);
     const owner = randomUUID();
@@ -220,7 +225,11 @@ export class SettlementRunner {
   ): Promise<SettleResult> {
     // One order, one charge (settlement.duplicates.ts): a paid payment of an order another settled is a duplicate.
     const screened = outcome === 'confirmed' && (await this.options.orders?.screen({ verification, source, key, owner, dispatch: this.#dispatcher, trace }));
-    if (screened) return screened;
+    if (screened) {
+      // A duplicate's handler (or refund) failed: it runs again soon, as a failed confirmation does.
+      if (screened.kind === 'order-duplicate' && screened.error !== undefined) this.#recheckFailed(verification, source);
+      return screened;
+    }
     const dispatcher = this.#dispatcher;
     const Event = OUTCOME_EVENT_CLASSES[outcome];
     const event = new Event(outcome, verification, source, this.options.registration, new Date(this.options.clock.now()));
@@ -272,9 +281,13 @@ export class SettlementRunner {
     const message = describe(error);
     this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);
     await this.#finish(key, owner, 'release', { verification, outcome, source, handlers: 'failed', lastError: message });
-    const { amount, developerTrackingId } = verification;
-    if (source !== 'reconciliation') this.options.recheckSoon?.(paymentId, { amount, developerTrackingId, origin: 'binding' });
+    this.#recheckFailed(verification, source);
     return { kind: 'handlers-failed', outcome, verification, error: message };
+  }
+
+  // A webhook's or a return's handlers failed: re-checked soon (the sweep's own checks schedule theirs).
+  #recheckFailed({ paymentId, amount, developerTrackingId }: VerifiedPayment, source: OutcomeSource): void {
+    if (source !== 'reconciliation') this.options.recheckSoon?.(paymentId, { amount, developerTrackingId, origin: 'binding' });
   }
 
   // Ends the attempt (settlement.commit.ts, finishAttempt). Returns whether the claim was marked done.
