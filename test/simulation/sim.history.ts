@@ -1,6 +1,7 @@
 import { PaymentsError } from '../../lib/core/api/payments.errors.js';
 import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
 import type { PaymentDuplicateEvent, PaymentOutcomeEvent } from '../../lib/core/settlement/payment.events.js';
+import type { PaymentsStore } from '../../lib/core/store/payments.store.js';
 import { Instance, PRIVATE_KEY, SESSION_SECS_CHOICES, WEBHOOK_SECRET, World, type ModelPayment } from './sim.world.js';
 import { Random, VirtualTime } from './sim.time.js';
 
@@ -67,10 +68,23 @@ interface RunState {
   firstAskAt?: number;
 }
 
-/** Runs the history of `seed` and checks it. */
-export async function runHistory(seed: number): Promise<HistoryResult> {
+/** A history over a real store (Redis, PostgreSQL) instead of the memory store. */
+export interface RealStoreSetup {
+  /** The store every instance shares, empty. */
+  store: PaymentsStore;
+  /**
+   * Stressors left out: a real server expires leases and rate limits on its own real clock, which
+   * a history on virtual time does not follow, so what needs a lease to lapse (a crash, an outage)
+   * cannot be modelled over it.
+   */
+  without: readonly Stressor[];
+}
+
+/** Runs the history of `seed` and checks it (over the memory store unless `real` says otherwise). */
+export async function runHistory(seed: number, real?: RealStoreSetup): Promise<HistoryResult> {
   const random = new Random(seed);
-  const stressors = STRESSORS.filter((s) => random.chance(s === 'strangers' ? 0.25 : 0.3));
+  // Drawn alike whatever the store, so that a seed means the same history over each.
+  const stressors = STRESSORS.filter((s) => random.chance(s === 'strangers' ? 0.25 : 0.3)).filter((s) => !real?.without.includes(s));
   const has = (s: Stressor) => stressors.includes(s);
   const time = new VirtualTime(T0);
   const violations: string[] = [];
@@ -81,12 +95,17 @@ export async function runHistory(seed: number): Promise<HistoryResult> {
       const from = T0 + random.between(0, 400_000);
       storeDown.push([from, from + random.between(5_000, 60_000)]);
     }
-  const world = new World(time, random, {
-    verify503: has('faults') ? 0.1 : 0,
-    verify429: has('faults') ? 0.02 : 0,
-    verifyHang: has('faults') ? 0.02 : 0,
-    storeDown,
-  });
+  const world = new World(
+    time,
+    random,
+    {
+      verify503: has('faults') ? 0.1 : 0,
+      verify429: has('faults') ? 0.02 : 0,
+      verifyHang: has('faults') ? 0.02 : 0,
+      storeDown,
+    },
+    real?.store,
+  );
   const sessionSecs = random.pick(SESSION_SECS_CHOICES);
   const runs = new Map<string, RunState>();
   const state = (id: string): RunState => {

@@ -12,6 +12,8 @@ export class VirtualTime {
   #seq = 0;
   /** Events run so far (a history's size). */
   ran = 0;
+  /** Real I/O in flight (a Redis or PostgreSQL store): virtual time stands still until it answers. */
+  #inflight = 0;
 
   /** @param start the epoch ms virtual time starts at */
   constructor(start: number) {
@@ -31,15 +33,31 @@ export class VirtualTime {
   }
 
   /** Runs every event due up to `until`, in order, then sets the time to `until`. */
-  async runUntil(until: number): Promise<void> {
+  /**
+   * Work done outside virtual time (a real server's answer): no event runs until it settles, so a
+   * history over a real store runs the same events in the same order as over the memory store.
+   */
+  track<T>(work: Promise<T>): Promise<T> {
+    this.#inflight++;
+    const done = () => void this.#inflight--;
+    work.then(done, done);
+    return work;
+  }
+
+  async #quiet(): Promise<void> {
     await turn();
+    while (this.#inflight > 0) await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+
+  async runUntil(until: number): Promise<void> {
+    await this.#quiet();
     while (this.#heap.length > 0 && this.#heap[0].at <= until) {
       const event = pop(this.#heap);
       if (event.cancelled) continue;
       this.now = event.at;
       this.ran++;
       event.fn();
-      await turn();
+      await this.#quiet();
     }
     this.now = Math.max(this.now, until);
   }

@@ -59,7 +59,10 @@ export const WEBHOOK_SECRET = 'whsec_sim_4c9e1b7a2f6d3e8c0b5a9f1e7d2c6b3a8e0f';
 export const SESSION_SECS_CHOICES = [300, 600] as const;
 
 export class World {
-  readonly store: MemoryPaymentsStore;
+  /** The store every instance shares: the memory store unless a history brings a real one. */
+  readonly store: PaymentsStore;
+  /** The world's true time, which the store's clock (`store.now()`) reads. */
+  readonly trueClock: InstanceClock;
   readonly payments = new Map<string, ModelPayment>();
   readonly ledger: Ledger = { verifies: new Map(), finalAnswers: new Map(), notFound: new Map(), logs: [] };
   #ids = 0;
@@ -68,17 +71,20 @@ export class World {
     readonly time: VirtualTime,
     readonly random: Random,
     readonly faults: WorldFaults,
+    store?: PaymentsStore,
   ) {
-    const trueClock = new InstanceClock(time, 0, () => true);
+    const trueClock = (this.trueClock = new InstanceClock(time, 0, () => true));
     // Small caps: a history holds a few payments, and each cache allocates its cap up front.
-    this.store = new MemoryPaymentsStore({
-      clock: trueClock,
-      maxBindings: 1_000,
-      maxEvents: 1_000,
-      maxPending: 1_000,
-      maxOutcomes: 1_000,
-      maxRateLimits: 1_000,
-    });
+    this.store =
+      store ??
+      new MemoryPaymentsStore({
+        clock: trueClock,
+        maxBindings: 1_000,
+        maxEvents: 1_000,
+        maxPending: 1_000,
+        maxOutcomes: 1_000,
+        maxRateLimits: 1_000,
+      });
   }
 
   storeIsDown(): boolean {
@@ -198,7 +204,7 @@ export class Instance {
     return new Promise<T>((resolve, reject) => {
       let outcome: Promise<T>;
       try {
-        outcome = Promise.resolve(work());
+        outcome = this.world.time.track(Promise.resolve(work()));
       } catch (error) {
         outcome = Promise.reject(error instanceof Error ? error : new Error(String(error)));
       }
@@ -226,9 +232,16 @@ export class Instance {
       free: (key) => this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.free(key))),
     };
     const proxy: Record<string, unknown> = { rateLimits, close: async () => undefined };
-    for (const name of [...STORE_METHODS, ...ORDER_LEDGER_METHODS, 'now']) {
+    for (const name of [...STORE_METHODS, ...ORDER_LEDGER_METHODS]) {
       proxy[name] = call(name);
     }
+    // The store's clock is the world's true time, whichever store it is: a real server's own clock
+    // runs on real time, which a history on virtual time does not follow.
+    proxy.now = () =>
+      this.io(() => {
+        if (world.storeIsDown()) throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
+        return world.trueClock.now();
+      });
     return proxy as unknown as PaymentsStore;
   }
 

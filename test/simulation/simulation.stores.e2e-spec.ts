@@ -1,0 +1,70 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { PostgresPaymentsStore } from '../../lib/postgres/postgres.store.js';
+import { RedisPaymentsStore } from '../../lib/redis/redis.store.js';
+import { describeWithService, POSTGRES_URL, postgresAvailable, REDIS_URL, redisAvailable } from '../support/services.js';
+import { runHistory, type Stressor } from './sim.history.js';
+
+/**
+ * The simulation's histories over the real stores: the same seeds as the memory store's run, each
+ * on an empty key space or schema of its own, every instance sharing it. A real server expires
+ * leases and rate limits on its own clock, which virtual time does not move, so the histories that
+ * need a lease to lapse (crashes, store outages) are left to the memory store's run and to the
+ * crash tests on real processes. `SIM_STORE_HISTORIES` sets how many per store (default 40).
+ */
+const HISTORIES = Number(process.env.SIM_STORE_HISTORIES ?? 40);
+const FIRST_SEED = Number(process.env.SIM_SEED ?? 1);
+const WITHOUT: readonly Stressor[] = ['crashes', 'outage'];
+const RUN = randomUUID().slice(0, 8);
+
+async function runOver(open: (seed: number) => Promise<{ store: RedisPaymentsStore | PostgresPaymentsStore; close: () => Promise<void> }>) {
+  const failures: string[] = [];
+  let settled = 0;
+  for (let seed = FIRST_SEED; seed < FIRST_SEED + HISTORIES && failures.length < 3; seed++) {
+    const { store, close } = await open(seed);
+    try {
+      const result = await runHistory(seed, { store, without: WITHOUT });
+      settled += result.settled;
+      if (result.violations.length > 0) failures.push(`seed ${seed} [${result.stressors.join(', ')}]:\n  ${result.violations.join('\n  ')}`);
+    } finally {
+      await close();
+    }
+  }
+  return { failures, settled };
+}
+
+const redisUp = await redisAvailable();
+describeWithService(redisUp, `the simulation over Redis needs Redis at ${REDIS_URL}`)('the engine simulation over Redis', () => {
+  it(`${HISTORIES} histories from seed ${FIRST_SEED}: safe and live within the stated bounds`, async () => {
+    const { failures, settled } = await runOver(async (seed) => {
+      const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: `sim:${RUN}:${seed}:` });
+      return { store, close: () => store.close() };
+    });
+    expect(failures).toEqual([]);
+    expect(settled).toBeGreaterThan(HISTORIES);
+  }, 600_000);
+});
+
+const postgresUp = await postgresAvailable();
+describeWithService(postgresUp, `the simulation over PostgreSQL needs PostgreSQL at ${POSTGRES_URL}`)('the engine simulation over PostgreSQL', () => {
+  // One connection: the server answers the instances' calls in the order they were made.
+  let pool: pg.Pool;
+  const schema = `sim_${RUN}`;
+  beforeAll(() => {
+    pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
+  });
+  afterAll(async () => {
+    await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await pool.end();
+  });
+
+  it(`${HISTORIES} histories from seed ${FIRST_SEED}: safe and live within the stated bounds`, async () => {
+    const { failures, settled } = await runOver(async (seed) => {
+      const store = new PostgresPaymentsStore(pool, { schema, tablePrefix: `h${seed}_` });
+      return { store, close: async () => undefined };
+    });
+    expect(failures).toEqual([]);
+    expect(settled).toBeGreaterThan(HISTORIES);
+  }, 600_000);
+});
