@@ -77,3 +77,26 @@ describe('MemoryPaymentsStore bounds', () => {
     await expect(store.findBinding('t')).resolves.toMatchObject({ paymentId: 'p' });
   });
 });
+
+describe('MemoryPaymentsStore on an injected clock', () => {
+  // A clock the test moves: lru-cache would otherwise reuse a reading of it for a real millisecond.
+  const manual = () => {
+    let now = 1_800_000_000_000;
+    const clock = { now: () => now, setTimeout: () => undefined as never, clearTimeout: () => undefined };
+    return { clock, advance: (ms: number) => (now += ms) };
+  };
+
+  it('sees a lease, a binding and a rate limit expire the moment its clock passes them, within one real millisecond', async () => {
+    const { clock, advance } = manual();
+    const store = new MemoryPaymentsStore({ clock });
+    await store.saveBinding('token-1', { paymentId: 'pay-1', amount: '1000', createdAt: new Date(clock.now()).toISOString() }, 1_000);
+    await expect(store.claim('payment.confirmed:pay-1', 'first', 1_000)).resolves.toBe('claimed');
+    await expect(store.rateLimits.take('slot', 1_000)).resolves.toBe(true);
+    await expect(store.findBinding('token-1')).resolves.toBeDefined();
+    advance(1_001);
+    await expect(store.findBinding('token-1')).resolves.toBeUndefined();
+    await expect(store.claim('payment.confirmed:pay-1', 'second', 1_000)).resolves.toBe('claimed');
+    await expect(store.rateLimits.take('slot', 1_000)).resolves.toBe(true);
+    await store.close();
+  });
+});

@@ -181,7 +181,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const everStarted: Instance[] = [];
   const start = (index: number) => {
     skews[index] ??= has('skew') ? random.between(-3_600_000, 3_600_000) : 0;
-    const instance = new Instance(index, world, skews[index], { sessionSecs, dispatch });
+    const instance = new Instance(index, world, skews[index], { sessionSecs, dispatch, jitter: new Random(seed * 64 + everStarted.length) });
     instances[index] = instance;
     everStarted.push(instance);
   };

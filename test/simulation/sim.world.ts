@@ -161,7 +161,12 @@ export class Instance {
     readonly index: number,
     readonly world: World,
     skewMs: number,
-    options: { sessionSecs: number; dispatch: (instance: Instance, name: PaymentEventName, event: PaymentEvent) => Promise<void> },
+    options: {
+      sessionSecs: number;
+      dispatch: (instance: Instance, name: PaymentEventName, event: PaymentEvent) => Promise<void>;
+      /** The instance's retry jitter, its own stream so that it leaves the world's draws alone. */
+      jitter: Random;
+    },
   ) {
     this.clock = new InstanceClock(world.time, skewMs, () => this.alive);
     const logs = world.ledger.logs;
@@ -185,7 +190,7 @@ export class Instance {
         telemetry: false,
         clock: this.clock,
       },
-      { adapter: this.#adapter() },
+      { adapter: this.#adapter(), random: () => options.jitter.next() },
     );
     this.client.setOutcomeDispatcher((name, event) => options.dispatch(this, name, event));
   }

@@ -21,6 +21,17 @@ const FIRST_SEED = Number(process.env.SIM_SEED ?? 1);
 const PINNED_SEEDS = [201648, 203071, 203264, 206279, 206497];
 
 describe('the engine simulation', () => {
+  it('replays: a seed is one history, event for event (no real time, no unseeded randomness in the engine)', async () => {
+    for (const seed of [7, 201648, 203264]) {
+      const [a, b] = [await runHistory(seed), await runHistory(seed)];
+      expect({ events: b.events, latencies: b.latencies, settledVerifies: b.settledVerifies }).toEqual({
+        events: a.events,
+        latencies: a.latencies,
+        settledVerifies: a.settledVerifies,
+      });
+    }
+  });
+
   it.each(PINNED_SEEDS)('pinned history %i: safe and live within the stated bounds', async (seed) => {
     expect((await runHistory(seed)).violations).toEqual([]);
   });

@@ -30,6 +30,12 @@ export interface TransportOptions {
    * @internal
    */
   adapter?: AxiosAdapter;
+  /**
+   * The back-off's jitter, uniform in [0, 1): the engine's simulation draws it from its seed, so
+   * that a history replays. Default: `Math.random`.
+   * @internal
+   */
+  random?: () => number;
 }
 
 /** One request to the service. */
@@ -71,6 +77,7 @@ export class HttpTransport {
   readonly #timeoutMs: number;
   readonly #retry: RetryPolicy;
   readonly #clock: Clock;
+  readonly #random: () => number;
   /** Aborted by close(): no new attempt starts and pending backoffs end at once. */
   readonly #lifetime = new AbortController();
 
@@ -101,6 +108,7 @@ export class HttpTransport {
     // (profile of verifyPayment at c=1 against the stub, bench/profile-client.mjs).
     this.#adapter = options.adapter ?? axios.getAdapter('http');
     this.#clock = options.clock ?? SYSTEM_CLOCK;
+    this.#random = options.random ?? Math.random;
     // The credentials are added per request, not to the template: it is easy to inspect or log,
     // and would carry the private key along.
     this.#template = {
@@ -156,7 +164,7 @@ export class HttpTransport {
         const failure = classify(error, deadline.aborted);
         if (attempt <= this.#maxRetries && this.#retry.isRetryable(request.method, failure) && !this.#lifetime.signal.aborted) {
           this.#logger.log(`${request.operation}: ${failure.error}, retrying (attempt ${attempt + 1})`);
-          await this.#pause(this.#retry.backoff(attempt));
+          await this.#pause(this.#retry.backoff(attempt, this.#random));
           continue;
         }
         throw new PaymentsConnectionError({
@@ -172,7 +180,7 @@ export class HttpTransport {
       const status = response.status;
       const waitSecs = retryAfterSecs(response.headers['retry-after'], this.#clock.now());
       if (attempt <= this.#maxRetries && this.#retry.isRetryable(request.method, { status }) && !this.#lifetime.signal.aborted) {
-        const wait = this.#retry.retryDelay(attempt, waitSecs);
+        const wait = this.#retry.retryDelay(attempt, waitSecs, this.#random);
         if (wait !== undefined) {
           this.#logger.log(`${request.operation}: HTTP ${status}, retrying (attempt ${attempt + 1})`);
           await this.#pause(wait);

@@ -29,10 +29,14 @@ export const MAX_RETRY_WAIT_MS = 5_000;
 /** Longest `Retry-After` taken into account, in seconds. */
 const MAX_RETRY_AFTER_SECS = 3_600;
 
-/** Exponential backoff with "equal jitter" (half fixed, half random), capped at {@link MAX_RETRY_WAIT_MS}. */
-export function backoff(attempt: number): number {
+/**
+ * Exponential backoff with "equal jitter" (half fixed, half random), capped at {@link MAX_RETRY_WAIT_MS}.
+ * @param attempt the attempt that just failed (1 for the first)
+ * @param random the jitter's source, uniform in [0, 1) (default `Math.random`; a seeded one replays)
+ */
+export function backoff(attempt: number, random: () => number = Math.random): number {
   const exp = Math.min(MAX_RETRY_WAIT_MS, BASE_DELAY_MS * 2 ** (attempt - 1));
-  return exp / 2 + Math.random() * (exp / 2);
+  return exp / 2 + random() * (exp / 2);
 }
 
 /**
@@ -44,11 +48,12 @@ export function backoff(attempt: number): number {
  *
  * @param attempt the attempt that just failed (1 for the first)
  * @param retryAfter seconds the service asked to wait, if it said
+ * @param random the jitter's source (see {@link backoff})
  */
-export function retryDelay(attempt: number, retryAfter?: number): number | undefined {
+export function retryDelay(attempt: number, retryAfter?: number, random: () => number = Math.random): number | undefined {
   const askedMs = (retryAfter ?? 0) * 1000;
   if (askedMs > MAX_RETRY_WAIT_MS) return undefined;
-  return Math.max(backoff(attempt), askedMs);
+  return Math.max(backoff(attempt, random), askedMs);
 }
 
 /**

@@ -76,16 +76,23 @@ export class PaymentsClient implements PaymentsOperations {
   /**
    * @param options the plugin's options; validated here
    * @param seams what the engine's simulation replaces: how one HTTP attempt is sent (default axios'
-   *   http adapter); not for applications
+   *   http adapter) and the retries' jitter (default `Math.random`); not for applications
    * @throws PaymentsValidationError naming each missing or invalid option
    */
-  constructor(options: PaymentsOptions, seams: { adapter?: AxiosAdapter } = {}) {
+  constructor(options: PaymentsOptions, seams: { adapter?: AxiosAdapter; random?: () => number } = {}) {
     const resolved = resolvePaymentsOptions(options);
     this.#options = resolved;
     this.store = resolved.store ?? new MemoryPaymentsStore();
     storeUsers(this.store, +1);
     // The retry decision is handed to the transport here, one place to read it from the client.
-    this.#transport = new HttpTransport({ ...resolved, logger: resolved.logger, retry: RETRY_POLICY, clock: resolved.clock, adapter: seams.adapter });
+    this.#transport = new HttpTransport({
+      ...resolved,
+      logger: resolved.logger,
+      retry: RETRY_POLICY,
+      clock: resolved.clock,
+      adapter: seams.adapter,
+      random: seams.random,
+    });
     const signer =
       resolved.webhook.enabled && resolved.webhook.secret
         ? new WebhookTokenSigner(resolved.webhook.secret, {

@@ -51,7 +51,7 @@ export class StrangerBudget {
 
   /** @param clock the instance's clock */
   constructor(private readonly clock: Clock) {
-    this.#notFound = new LRUCache({ max: STRANGER_BUDGET.notFoundMax, ttl: STRANGER_BUDGET.notFoundMs, perf: { now: () => clock.now() } });
+    this.#notFound = new LRUCache({ max: STRANGER_BUDGET.notFoundMax, ttl: STRANGER_BUDGET.notFoundMs, perf: { now: () => clock.now() }, ttlResolution: 0 });
     this.#bucket = { tokens: STRANGER_BUDGET.burst, at: clock.now() };
   }
 

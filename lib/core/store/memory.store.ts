@@ -83,16 +83,19 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
   /** @param options size caps and clock; see {@link MemoryPaymentsStoreOptions} */
   constructor(options: MemoryPaymentsStoreOptions = {}) {
     this.clock = options.clock ?? SYSTEM_CLOCK;
-    // TTLs run on the store's clock (lru-cache's own default is performance.now()).
+    // TTLs run on the store's clock (lru-cache's own default is performance.now()), read at every
+    // look-up: lru-cache otherwise reuses a reading for a real millisecond, in which an injected
+    // clock may have moved on.
     const perf = { now: () => this.clock.now() };
+    const ttlResolution = 0;
     // No default TTL: every set() passes its own, checked by positiveMs().
-    this.bindings = new LRUCache({ max: options.maxBindings ?? 100_000, allowStale: false, perf });
-    this.done = new LRUCache({ max: options.maxEvents ?? 100_000, allowStale: false, perf });
-    this.pending = new LRUCache({ max: options.maxPending ?? 100_000, perf });
-    this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false, perf });
+    this.bindings = new LRUCache({ max: options.maxBindings ?? 100_000, allowStale: false, perf, ttlResolution });
+    this.done = new LRUCache({ max: options.maxEvents ?? 100_000, allowStale: false, perf, ttlResolution });
+    this.pending = new LRUCache({ max: options.maxPending ?? 100_000, perf, ttlResolution });
+    this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false, perf, ttlResolution });
     this.rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits, clock: this.clock });
-    this.settlements = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf });
-    this.checkouts = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf });
+    this.settlements = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf, ttlResolution });
+    this.checkouts = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf, ttlResolution });
   }
 
   /** @inheritdoc */
