@@ -30,7 +30,7 @@ function requiredId(value: unknown): string | undefined {
  * hyphen-labels ending with a label that has a letter (an IPv4 address goes the long way), an
  * optional port, and a path, query and fragment of URL characters only. Every string it matches
  * also passes {@link httpUrl} (test/core/payment-link.spec.ts checks that), which is then spared:
- * class-validator's isURL cost 2.4 µs per generatePayment (bench/plugin-work.mjs), this 0.3 µs.
+ * class-validator's isURL costs several times more per link (docs/performance.md).
  */
 const PLAIN_LINK =
   /^https?:\/\/(?=[^/?#:]{1,253}(?:[:/?#]|$))(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*(?=[a-z0-9-]*[a-z])[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?::([0-9]{1,5}))?(?:[/?#][A-Za-z0-9._~!$&'()*+,;=:@%/?#-]*)?$/i;
