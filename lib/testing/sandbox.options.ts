@@ -83,7 +83,7 @@ export interface PaymentsSandboxOptions {
    */
   webhookPaymentIdInUrl?: SandboxPaymentIdInUrl;
   /**
-   * Shape of a successful `generate_payment` answer. Default `'full'`: the interface spec's
+   * Shape of a successful `generate_payment` answer. Default `'full'`: the documented
    * `{result:{success,payment_id,link,developer_tracking_id?},name,code,version}`. `'minimal'`:
    * `{result:{payment_id,link}}` only, as two public doc pages show, to prove a client accepts both.
    */

@@ -50,9 +50,9 @@ export interface SandboxPayment {
   readonly webhook?: string;
   /** Image URL, when one was given. The checkout page does not load it (no external assets). */
   readonly imageUrl?: string;
-  /** Whether card payments are accepted. Default false, as in the spec. */
+  /** Whether card payments are accepted. Default false, as the service's. */
   readonly acceptCard: boolean;
-  /** Session timeout in seconds. Default 1200, as in the spec. */
+  /** Session timeout in seconds. Default 1200, as the service's. */
   readonly sessionTimeoutSecs: number;
   /** Checkout link (payments made with `generate_payment`). */
   readonly link?: string;

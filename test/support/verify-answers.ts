@@ -1,5 +1,5 @@
 /**
- * Bodies of the service's `verify_payment` answer (public-api-facts §1), for tests that stand a
+ * Bodies of the service's `verify_payment` answer (docs/service-facts.md §1), for tests that stand a
  * FakeService in for the service. `result.amount` is a JSON number, as the docs show it.
  */
 export function verifyAnswer(options: { status: string; amount?: number; trackingId?: string; details?: Record<string, unknown> }): Record<string, unknown> {

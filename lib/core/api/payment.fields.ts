@@ -90,8 +90,8 @@ const KINDS: { readonly [T in PaymentFieldType]: { readonly rule: ValueRule; rea
 };
 
 /**
- * Every request field of `generate_payment`, once, with its documentation: the spec's fields
- * (interface §4.1) and those the public documentation adds (public-api-facts §4). Everything
+ * Every request field of `generate_payment`, once, with its documentation: the interface's fields
+ * and those the public documentation adds (docs/service-facts.md §4). Everything
  * else is derived from this table: the type {@link GeneratePaymentInput}, validation, the wire
  * body, the module options that default fields and their `PAYMENTS_*` variables. Adding a field
  * means adding one entry here (its doc comment is the field's documentation).

@@ -37,7 +37,7 @@ import {
   type JsonObject,
 } from './wire.mapper.js';
 
-/** The service's paths (interface spec §4, public-api-facts §1 and §5). */
+/** The service's paths (docs/service-facts.md §1, §4, §5 and §7). */
 export const SERVICE_PATHS = {
   generate: '/api/v2/generate_payment',
   verify: '/api/v2/verify_payment/',

@@ -61,7 +61,7 @@ export function fromGeneratePaymentWire(result: JsonObject): GeneratedPayment | 
 }
 
 /**
- * A successful verify answer -> camelCase (public-api-facts §1): `result.amount` comes as a JSON
+ * A successful verify answer -> camelCase (docs/service-facts.md §1): `result.amount` comes as a JSON
  * number and becomes a digit string; the status is kept exactly as sent. Undefined when the
  * status or the amount is missing or malformed, or the tracking id or the type is malformed.
  */
@@ -87,7 +87,7 @@ export function fromVerifyWire(paymentId: string, result: JsonObject): VerifiedP
 }
 
 /**
- * `result` of a successful capture answer -> camelCase (both documented shapes, public-api-facts
+ * `result` of a successful capture answer -> camelCase (both documented shapes, docs/service-facts.md
  * §5); undefined without a status or with a malformed payment id.
  */
 export function fromCaptureWire(paymentId: string, result: JsonObject): PaymentCapture | undefined {

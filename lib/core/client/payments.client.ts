@@ -240,7 +240,7 @@ export class PaymentsClient implements PaymentsOperations {
   }
 
   /**
-   * Lets outcomes in flight finish (new webhooks get 503), stops reconciliation, then closes
+   * Lets settlements in flight finish (new webhooks get 503), stops reconciliation, then closes
    * keep-alive sockets and the store's own connections. Call on shutdown; idempotent. A store
    * shared with other clients (several apps in one process) is closed by the last of them.
    */
