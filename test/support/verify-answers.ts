@@ -16,7 +16,7 @@ export function verifyAnswer(options: { status: string; amount?: number; trackin
 /** The path of a payment's verify call. */
 export const verifyPath = (paymentId: string): string => `/api/v2/verify_payment/${encodeURIComponent(paymentId)}`;
 
-/** A generate answer as the spec shows it; `minimal` as two public pages show it (no `result.success`). */
+/** A generate answer as the service documents it; `minimal` as two public pages show it (no `result.success`). */
 export function generateAnswer(paymentId: string, options: { minimal?: boolean; trackingId?: string } = {}): Record<string, unknown> {
   const link = `https://checkout.example.test/shop/${paymentId}`;
   if (options.minimal) return { result: { payment_id: paymentId, link } };
