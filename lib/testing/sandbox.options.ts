@@ -99,7 +99,7 @@ export interface PaymentsSandboxOptions {
 
 /** A webhook delivery that failed; see {@link PaymentsSandboxOptions.onWebhookFailed}. */
 export interface SandboxWebhookFailure {
-  /** Payment whose outcome was not delivered. */
+  /** Payment whose webhook was not delivered. */
   readonly paymentId: string;
   /** The webhook URL's origin and path, its last path segment (the token) replaced by `…`, without query. */
   readonly url: string;

@@ -149,7 +149,7 @@ export interface SandboxRequest {
 
 /** One webhook delivery attempt. */
 export interface SandboxDelivery {
-  /** Payment whose outcome is delivered. */
+  /** Payment whose webhook is delivered. */
   readonly paymentId: string;
   /** Outcome delivered: the payment's verify status at that moment. */
   readonly paymentStatus: SandboxVerifyStatus;

@@ -112,7 +112,7 @@ export interface ReconcileResult {
   outcome: PaymentOutcome;
   /** Whether this call ran the outcome's handlers (false when another path already had, or none had to run). */
   handled: boolean;
-  /** Why the handlers failed, when they ran and one threw (the outcome is not done: it runs again later). */
+  /** Why the handlers failed, when they ran and one threw (the payment is not settled: its handlers run again later). */
   error?: string;
   /**
    * With outcome `duplicate`: the payment that settled the order (the same tracking id) before

@@ -52,8 +52,8 @@ function storeUsers(store: PaymentsStore, delta: number): number {
 /**
  * The framework-free client of the whole service, and the composition root of the engine: the
  * service operations (`PaymentsApi`), the webhook front door (`WebhookProcessor`), the settlement
- * runner every confirmation path hands its payment to (`SettlementRunner`), the return path
- * (`PaymentReconciler`) and the reconciliation sweep (`ReconciliationScheduler`), all over one
+ * runner every path hands its payment to (`SettlementRunner`), the return check
+ * (`PaymentReconciler`) and reconciliation (`ReconciliationScheduler`), all over one
  * store. `PaymentsService` (Nest) and `createPaymentsClient` (Express) are thin front ends over one
  * instance of it.
  */
@@ -170,10 +170,10 @@ export class PaymentsClient implements PaymentsOperations {
   }
 
   /**
-   * Sets who runs the outcome handlers (`payment.confirmed`, `.failed`, `.expired`, `.authorized`,
+   * Sets who runs the handlers of the outcomes' events (`payment.confirmed`, `.failed`, `.expired`, `.authorized`,
    * `.mismatch`, `.duplicate`) and, optionally, the operations' (`payment.captured`, `.refunded`, `.cancelled`),
    * and starts reconciliation, which needs them. The Nest module and the Express router call it;
-   * until then outcomes are left undone (and retried), never dropped.
+   * until then payments are left unsettled (and retried), never dropped.
    * @param dispatcher runs an outcome's handlers
    * @param operations runs an operation's handlers; default: none
    */

@@ -45,7 +45,7 @@ export interface PaymentsWebhookOptions {
    * Default 60 000.
    */
   leaseMs?: number;
-  /** How long a handled outcome is remembered, so duplicates run nothing, in seconds. Default 2 592 000 (30 days). */
+  /** How long a settled payment's done marker is kept, so duplicates run nothing, in seconds. Default 2 592 000 (30 days). */
   doneTtlSecs?: number;
 }
 
