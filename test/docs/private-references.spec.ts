@@ -8,8 +8,8 @@ import { join, relative } from 'node:path';
 
 const ROOT = join(import.meta.dirname, '../..');
 const THIS_FILE = relative(ROOT, import.meta.filename);
-/** What users read: the library, the guides, the README, the tests and the sample app. */
-const SCANNED = ['lib', 'docs', 'README.md', 'CHANGELOG.md', 'test', 'sample-app', 'bench'];
+/** What users read: the library, the guides, the README, the tests, the sample app, and the tools' messages. */
+const SCANNED = ['lib', 'docs', 'README.md', 'CHANGELOG.md', 'test', 'sample-app', 'bench', 'scripts', 'eslint.config.js'];
 /** Build output, dependencies and scratch folders: not part of the repository. */
 const SKIPPED_DIRS = new Set(['node_modules', 'dist', 'api', 'snippets', '.work', '.data', 'coverage']);
 const TEXT = /\.(?:[cm]?[jt]sx?|md|json|ya?ml|sh|html|css|sql)$/;
