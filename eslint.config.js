@@ -86,7 +86,7 @@ export default defineConfig(
     },
   },
   {
-    // The layers of DESIGN.md, enforced: data flows nest/express -> core -> the service, and
+    // The layers of docs/architecture.md, enforced: data flows nest/express -> core -> the service, and
     // nothing imports in a circle. A breach fails `npm run lint`, so it is caught in review, not
     // remembered.
     files: ['lib/**/*.ts', 'sample-app/src/**/*.ts'],
@@ -141,7 +141,7 @@ export default defineConfig(
           patterns: [
             {
               group: ['@nestjs/*', 'express', 'ioredis', 'pg', '@electric-sql/*', 'rxjs', 'reflect-metadata'],
-              message: 'core is framework-free (DESIGN.md layers)',
+              message: 'core is framework-free (docs/architecture.md, Layers)',
             },
           ],
         },

@@ -67,9 +67,8 @@ export interface PostgresPaymentsStoreOptions {
 
   /**
    * Send the store's statements as named prepared statements (`pg`'s `{ name, text, values }`),
-   * parsed and planned once per connection instead of on every call: on the benchmark's server,
-   * the two statements of a confirmation took half the machine's CPU (about 900 → 420 µs) and
-   * gave twice the throughput (`bench/postgres-statements.mjs`). Turn it off behind a pooler that does not keep prepared statements across
+   * parsed and planned once per connection instead of on every call: the store's statements cost
+   * more to plan than to run (figures in docs/performance.md). Turn it off behind a pooler that does not keep prepared statements across
    * transactions (PgBouncer in transaction mode before 1.21, or without `max_prepared_statements`).
    * Default: on for a `pg` Pool or Client and for the pool the store creates from a connection
    * string; off for anything else (PGlite, wrappers), whose `query()` may not take a statement object.

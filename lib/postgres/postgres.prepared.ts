@@ -40,10 +40,7 @@ const STATEMENT_PREFIX = 'nestjs_payments_';
  * How the store sends its statements. Prepared: each statement text gets a name (from its hash,
  * so that stores with other tables on the same pool never reuse one), and `pg` parses and plans
  * it once per connection instead of on every call. The store's statements are CTEs over several
- * tables whose planning cost more than their execution: on the PostgreSQL server beside the
- * benchmark, a confirmation's two statements took about 900 µs of the machine's CPU unnamed and
- * 420 µs named, and their throughput went from 1920 to 4075 a second at 16 in flight
- * (bench/postgres-statements.mjs).
+ * tables whose planning costs more than their execution (figures in docs/performance.md).
  *
  * Behind a pooler that does not keep prepared statements (see {@link isPreparedStatementClash}),
  * the first clash switches this sender to unnamed statements for good, says so once through

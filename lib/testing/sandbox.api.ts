@@ -1,11 +1,11 @@
 /**
- * The emulated `/api/v2/` endpoints. Success and error bodies follow the spec's shapes exactly;
- * where the spec says "not shown", the sandbox's choice is written next to the code:
+ * The emulated `/api/v2/` endpoints. Success and error bodies follow the documented shapes exactly
+ * (docs/service-facts.md); where the documentation shows nothing, the sandbox's choice is written next to the code:
  *
  * - Missing or wrong credentials: HTTP 401, nested shape `{"result":{"status":401,"message":"Unauthorized"}}`,
  *   checked before anything else (even on unknown paths), as a gateway would.
  * - HTTP status of refund and cancel: 200 on success, 400 on every refusal.
- * - Refusal codes beyond the spec's examples: `BAD_REQUEST` for a missing `payment_id`, a
+ * - Refusal codes beyond the documented examples: `BAD_REQUEST` for a missing `payment_id`, a
  *   non-JSON body or a wrong Content-Type (message says which).
  * - refund, cancel and confirm of an id the sandbox does not know (a typo, or a payment made
  *   before a restart without a state file): HTTP 404, flat shape, `PAYMENT_NOT_FOUND`, message
@@ -14,11 +14,11 @@
  *   pre-authorization is refunded too, for its captured amount (sandbox.state.ts says why).
  * - Unknown path: 404 `{"result":{"status":404,"message":"Not Found"}}`; known path, wrong
  *   method: 405 in the endpoint's error shape, with an `Allow` header.
- * - verify_payment (facts §1) of an unknown id: 404 `{"result":{"status":404,"message":"Payment not found"}}`
+ * - verify_payment (service facts §1) of an unknown id: 404 `{"result":{"status":404,"message":"Payment not found"}}`
  *   (the page shows no error; moodle-paygw_flouci handles a 404 there, and the nested shape is
  *   the one of the other GET endpoint). Over the rate limit: 429 with `Retry-After` (seconds) and
  *   `{"result":{"status":429,"message":"Too Many Requests"}}`.
- * - confirm_payment (facts §5) errors, flat shape, HTTP 400: `CAPTURE_NOT_ALLOWED` when there is
+ * - confirm_payment (service facts §5) errors, flat shape, HTTP 400: `CAPTURE_NOT_ALLOWED` when there is
  *   no held pre-authorization to capture (unknown, pending, standard, already captured or
  *   cancelled), `AMOUNT_EXCEEDS_AUTHORIZATION` when `amount` is above the held amount,
  *   `BAD_REQUEST` for a missing `payment_id` or an `amount` that is not a positive digit string.
@@ -31,7 +31,7 @@ import type { SandboxGenerateAnswer } from './sandbox.types.js';
 import { isJsonObject, isValidClientId, parseGenerateRequest, parseMillimes } from './sandbox.validation.js';
 import { verifyAnswer } from './sandbox.verify.js';
 
-/** Service name label of the `generate_payment` answer (the spec shows a label, not its value). */
+/** Service name label of the `generate_payment` answer (the documentation shows a label, not its value). */
 export const SANDBOX_SERVICE_NAME = 'Payment Service Sandbox';
 
 /** What the endpoints need from the sandbox. */

@@ -2,7 +2,7 @@
  * The checkout page behind each payment's `link`, and its Pay / Decline buttons. Plain HTML
  * forms and 303 redirects, so any browser (or a test with `fetch`) can pay without scripts.
  *
- * The redirect back to the shop carries `payment_id` (public-api-facts §3), added with the one
+ * The redirect back to the shop carries `payment_id` (docs/service-facts.md §3), added with the one
  * rule of `sandbox.url.ts`. A Pay or Decline sent from another site is refused with 403 (a
  * forged form must not settle someone's payment): a browser's `Sec-Fetch-Site` other than
  * `same-origin` / `none`, or (without it) an `Origin` other than the sandbox's own, is refused;
@@ -50,7 +50,7 @@ export function isCrossSite(req: IncomingMessage): boolean {
   return origin !== `http://${req.headers.host ?? ''}`;
 }
 
-/** The shop URL a settled payment redirects to, with `payment_id` added (facts §3). */
+/** The shop URL a settled payment redirects to, with `payment_id` added (service facts §3). */
 export function returnUrl(link: string, paymentId: string): string {
   return appendQuery(link, [['payment_id', paymentId]]);
 }

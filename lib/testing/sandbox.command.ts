@@ -21,7 +21,7 @@ Options:
   --public-key <key>    public key to accept (default sandbox_public_key)
   --private-key <key>   private key to accept (default sandbox_private_key)
   --generate-answer <full|minimal>
-                        generate_payment answer: the spec's full one, or only
+                        generate_payment answer: the documented full one, or only
                         {result:{payment_id,link}} as two doc pages show (default full)
   --webhook-method <POST|GET>
                         how webhooks are sent: JSON body, or payment_id and status

@@ -12,7 +12,7 @@ import type { SandboxSettlement } from './sandbox.types.js';
 export class SandboxWebhookError extends Error {
   /** `'SandboxWebhookError'`. */
   override readonly name = 'SandboxWebhookError';
-  /** The payment whose outcome was not delivered. */
+  /** The payment whose webhook was not delivered. */
   readonly paymentId: string;
   /** Attempts made. */
   readonly attempts: number;

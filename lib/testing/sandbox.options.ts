@@ -83,7 +83,7 @@ export interface PaymentsSandboxOptions {
    */
   webhookPaymentIdInUrl?: SandboxPaymentIdInUrl;
   /**
-   * Shape of a successful `generate_payment` answer. Default `'full'`: the interface spec's
+   * Shape of a successful `generate_payment` answer. Default `'full'`: the documented
    * `{result:{success,payment_id,link,developer_tracking_id?},name,code,version}`. `'minimal'`:
    * `{result:{payment_id,link}}` only, as two public doc pages show, to prove a client accepts both.
    */
@@ -99,7 +99,7 @@ export interface PaymentsSandboxOptions {
 
 /** A webhook delivery that failed; see {@link PaymentsSandboxOptions.onWebhookFailed}. */
 export interface SandboxWebhookFailure {
-  /** Payment whose outcome was not delivered. */
+  /** Payment whose webhook was not delivered. */
   readonly paymentId: string;
   /** The webhook URL's origin and path, its last path segment (the token) replaced by `…`, without query. */
   readonly url: string;

@@ -1,6 +1,6 @@
 /**
  * Counting and rate-limiting of verify_payment calls, per payment id. The docs warn that repeated
- * verify calls get rate-limited (public-api-facts §1) without numbers, so the limit is off unless
+ * verify calls get rate-limited (docs/service-facts.md §1) without numbers, so the limit is off unless
  * a test asks for one; the counts are always kept, so a test can hold a client to a call budget.
  */
 import type { SandboxRateLimit } from './sandbox.types.js';

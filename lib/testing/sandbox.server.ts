@@ -43,7 +43,7 @@ export { redactAuthorization } from './sandbox.request.js';
  * point the plugin at it with {@link PaymentsSandbox.options}, and close it with
  * {@link PaymentsSandbox.close}.
  *
- * Choices where the spec and the public docs are silent are documented where they are made:
+ * Choices where the service's documentation is silent are documented where they are made:
  * `sandbox.api.ts` (statuses, error codes), `sandbox.verify.ts`, `sandbox.status.ts` (payment
  * states, verify status of each), `sandbox.webhook.ts`, `sandbox.url.ts`, `sandbox.checkout.ts`,
  * `sandbox.router.ts` (bodies over 1 MiB: 413).
@@ -157,7 +157,7 @@ export class PaymentsSandbox {
   /**
    * Declines a pending payment, as the customer clicking Decline: the state becomes `failed`,
    * then the `FAILURE` outcome is delivered to the payment's webhook URL, if any (the public
-   * pages describe failure webhooks too, public-api-facts §2).
+   * pages describe failure webhooks too, docs/service-facts.md §2).
    *
    * @throws SandboxWebhookError when the payment has a webhook URL and no attempt got a 2xx
    *   answer (the payment stays failed), unless `options.requireDelivery` is false

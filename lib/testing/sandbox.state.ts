@@ -5,10 +5,10 @@
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import type { SandboxBinding, SandboxBindingInput, SandboxDestination, SandboxPayment, SandboxPaymentState } from './sandbox.types.js';
 
-/** Default session timeout of the spec, in seconds. */
+/** The service's default session timeout, in seconds (docs/service-facts.md §4). */
 export const DEFAULT_SESSION_TIMEOUT_SECS = 1200;
 
-/** Path of the checkout page under the sandbox URL; the spec's `<merchant_slug>` is fixed. */
+/** Path of the checkout page under the sandbox URL; the documented link's `<merchant_slug>` is fixed. */
 export const CHECKOUT_PATH = '/checkout/sandbox-merchant';
 
 /**
@@ -38,7 +38,7 @@ export interface NewPayment {
   developerTrackingId?: string;
   /** Positive integer. Default {@link DEFAULT_SESSION_TIMEOUT_SECS}. */
   sessionTimeoutSecs?: number;
-  /** Default false, as in the spec. */
+  /** Default false, as the service's. */
   acceptCard?: boolean;
   /** Absolute http(s) URL. Default: none. */
   imageUrl?: string;
@@ -187,8 +187,8 @@ export class SandboxState {
    * Refunds a paid standard payment or a captured pre-authorization, once (the captured amount:
    * what was taken). Undefined when the payment cannot be refunded.
    *
-   * The spec refunds "a completed standard payment" and neither it nor the public pages say
-   * whether a captured pre-authorization can be refunded (public-api-facts is silent). Once
+   * The service refunds "a completed standard payment" and its documentation does not say
+   * whether a captured pre-authorization can be refunded (docs/service-facts.md §7). Once
    * captured, the money was taken like a standard payment's, so the sandbox refunds it: a shop can
    * then test its refund path for "pay now, capture later" orders. A real account that refuses
    * answers REFUND_NOT_ALLOWED, which the plugin surfaces as `RefundNotAllowedError`.
@@ -214,7 +214,7 @@ export class SandboxState {
   }
 
   /**
-   * Captures a held pre-authorization, once (facts §5): all of it when `amount` is undefined, else
+   * Captures a held pre-authorization, once (service facts §5): all of it when `amount` is undefined, else
    * `amount` millimes (at most the held amount; the rest is released).
    */
   capture(paymentId: string, amount: string | undefined): SandboxPayment | { error: CaptureRefusal } {

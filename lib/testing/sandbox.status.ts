@@ -3,7 +3,7 @@
  * answers (and that webhooks carry), so the API, the webhooks and the settlement results can
  * never disagree about what a payment "is".
  *
- * Values come from the public docs (public-api-facts §1): `SUCCESS`, `PENDING`, `EXPIRED`,
+ * Values come from the public docs (docs/service-facts.md §1): `SUCCESS`, `PENDING`, `EXPIRED`,
  * `FAILURE`, and from public clients `PREAUTH_SUCCESS` and `SYSTEM_FAILURE`. Two mappings are the
  * sandbox's choice, because no public page shows them:
  *
@@ -18,7 +18,7 @@
 /**
  * States of a sandbox payment. The spec names only "completed" (here `paid`), "pre-authorized"
  * and "cancelled"; the sandbox adds `pending` (created, not yet paid), `failed` (customer
- * declined), `expired` (session timed out), `refunded` (the spec does not show the state after a
+ * declined), `expired` (session timed out), `refunded` (the service's documentation does not show the state after a
  * refund; a distinct one so a second refund is refused) and `captured` (a pre-authorization
  * captured with confirm_payment, in full or in part). What verify_payment answers for each is in
  * `sandbox.status.ts`.

@@ -50,9 +50,9 @@ export interface SandboxPayment {
   readonly webhook?: string;
   /** Image URL, when one was given. The checkout page does not load it (no external assets). */
   readonly imageUrl?: string;
-  /** Whether card payments are accepted. Default false, as in the spec. */
+  /** Whether card payments are accepted. Default false, as the service's. */
   readonly acceptCard: boolean;
-  /** Session timeout in seconds. Default 1200, as in the spec. */
+  /** Session timeout in seconds. Default 1200, as the service's. */
   readonly sessionTimeoutSecs: number;
   /** Checkout link (payments made with `generate_payment`). */
   readonly link?: string;
@@ -149,7 +149,7 @@ export interface SandboxRequest {
 
 /** One webhook delivery attempt. */
 export interface SandboxDelivery {
-  /** Payment whose outcome is delivered. */
+  /** Payment whose webhook is delivered. */
   readonly paymentId: string;
   /** Outcome delivered: the payment's verify status at that moment. */
   readonly paymentStatus: SandboxVerifyStatus;

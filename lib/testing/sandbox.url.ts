@@ -1,6 +1,6 @@
 /**
  * The one rule for adding query parameters to a merchant's URL, shared by the redirects back to
- * the shop (public-api-facts §3) and the webhook URLs, plus the conversion of such a URL into a
+ * the shop (docs/service-facts.md §3) and the webhook URLs, plus the conversion of such a URL into a
  * value an HTTP header may carry.
  *
  * Everything works on the string as the merchant sent it, not on a parsed-and-reserialised URL,

@@ -3,7 +3,7 @@
  * client that sends the wrong wire, so it refuses what no public page allows (`null` for an
  * optional field, a fractional amount) rather than guessing what the service tolerates. Where the
  * public pages disagree (`amount` as a string or a JSON integer, the two pre-authorization flag
- * names; public-api-facts §4), it accepts every documented form.
+ * names; docs/service-facts.md §4), it accepts every documented form.
  */
 import { identifier } from '../core/api/identifier.rule.js';
 import type { NewPayment } from './sandbox.state.js';
@@ -30,7 +30,7 @@ export function isParsableHttpUrl(value: unknown): value is string {
 /**
  * A positive amount in millimes as ASCII digits, without leading zeros; undefined when invalid.
  * A string of digits always; a JSON integer only when `integers` is set (generate_payment, where
- * pages show both, facts §4), never elsewhere (confirm_payment documents a string, facts §5).
+ * pages show both, service facts §4), never elsewhere (confirm_payment documents a string, §5).
  */
 export function parseMillimes(value: unknown, integers = false): string | undefined {
   if (integers && typeof value === 'number') return Number.isSafeInteger(value) && value > 0 ? String(value) : undefined;
@@ -72,7 +72,7 @@ export function parseDestinations(value: unknown, total: string): SandboxDestina
 
 /**
  * Whether a `client_id` is acceptable. The service documents no rule ("Invalid client_id when the
- * identifier is invalid", interface §4.4), so the sandbox takes exactly what the plugin sends: its
+ * identifier is invalid", docs/service-facts.md §7), so the sandbox takes exactly what the plugin sends: its
  * identifier rule (non-blank, at most 256 characters, no control characters, well-formed
  * Unicode). It thus never refuses an id the plugin lets through, and what it refuses the plugin
  * refuses first, before sending, with a message naming the field.

@@ -1,5 +1,5 @@
 /**
- * The body of a `verify_payment` answer (public-api-facts §1), built from a payment snapshot.
+ * The body of a `verify_payment` answer (docs/service-facts.md §1), built from a payment snapshot.
  * Its shape follows the docs' example key for key; where the example cannot say (a payment not
  * yet paid, a decline), the sandbox's choices are:
  *

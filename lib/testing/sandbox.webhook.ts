@@ -1,8 +1,8 @@
 /**
- * Webhook delivery of payment outcomes. The interface spec shows no payload, timing, retries or
+ * Webhook delivery of payment outcomes. The service's interface shows no payload, timing, retries or
  * signing; the public pages describe success and failure webhooks whose payload is still
  * undocumented, and public clients read `payment_id` (by GET or POST) and never trust the body's
- * status (public-api-facts §2). So the sandbox chooses, and documents:
+ * status (docs/service-facts.md §2). So the sandbox chooses, and documents:
  *
  * - Sent for the outcomes `isWebhookStatus` names (paid, held, declined), not for expiry.
  * - `POST` (default): JSON body `{"payment_id":"…","status":"SUCCESS"}`, `Content-Type:

@@ -82,7 +82,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     this.#client.setOutcomeDispatcher(dispatch, dispatch);
   }
 
-  /** Lets outcomes in flight finish, then closes the client. */
+  /** Lets settlements in flight finish, then closes the client. */
   async onApplicationShutdown(): Promise<void> {
     await this.#client.close();
   }

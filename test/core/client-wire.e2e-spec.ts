@@ -9,7 +9,7 @@ import { generateAnswer, verifyAnswer, verifyPath } from '../support/verify-answ
 const PRIVATE_KEY = 'sk_wire_0123456789_secret';
 const LINKS = { successLink: 'https://shop.example/ok', failLink: 'https://shop.example/ko' };
 
-describe('the wire of the operations the public docs add (public-api-facts §1, §4, §5)', () => {
+describe('the wire of the operations the public docs add (docs/service-facts.md §1, §4, §5)', () => {
   let fake: FakeService;
   let client: PaymentsClient;
 

@@ -36,7 +36,7 @@ function packageName(spec: string): string {
 const files = await sources(path.join(root, 'lib'));
 const imports = await Promise.all(files.map(async (file) => ({ file: path.relative(root, file), specs: specifiers(await readFile(file, 'utf8')) })));
 
-/** Which packages each layer may import (DESIGN.md); relative imports are checked separately. */
+/** Which packages each layer may import (docs/architecture.md, Layers); relative imports are checked separately. */
 const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
   // @opentelemetry/api: an optional peer, loaded lazily by telemetry.loader.ts only.
   core: (n) => ['axios', 'class-validator', 'lru-cache', '@opentelemetry/api'].includes(n),
@@ -81,7 +81,7 @@ describe('lib/ imports', () => {
     expect(undeclared).toEqual([]);
   });
 
-  it('keeps the layers of DESIGN.md: core knows no framework, data flows one way', () => {
+  it('keeps the layers of docs/architecture.md: core knows no framework, data flows one way', () => {
     const violations: string[] = [];
     for (const { file, specs } of imports) {
       const [, layer] = file.split(path.sep);
@@ -131,7 +131,7 @@ const manifest = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf
   peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 };
 const typedoc = JSON.parse(await readFile(path.join(root, 'typedoc.json'), 'utf8')) as { entryPoints: string[] };
-/** lib/ folders that are internal layers, not package subpaths (DESIGN.md). */
+/** lib/ folders that are internal layers, not package subpaths (docs/architecture.md, Layers). */
 const INTERNAL_LAYERS = ['core', 'nest'];
 
 describe('package.json exports (one CommonJS build, ES-module re-exports: docs/module-formats.md)', () => {

@@ -14,7 +14,7 @@ export interface WireRequest {
   body: unknown;
 }
 
-// The request fields of the spec (interface §4.1) and of the public pages (public-api-facts §4),
+// The request fields of generate_payment, the interface's and the public pages' (docs/service-facts.md §4),
 // written out here as the service's side of the contract (not read from the client's table).
 const GENERATE_KEYS = new Set([
   'amount',

@@ -21,6 +21,8 @@ import {
 } from '@nestjs/common';
 import { APP_GUARD, Reflector } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
+import express from 'express';
+import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -39,6 +41,7 @@ import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { POSTGRES_URL, REDIS_URL } from '../support/services.js';
+import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
 
 const SNIPPETS = join(import.meta.dirname, 'snippets');
 const SECRET = 'readme-snippets-webhook-secret-0123456789abcdef';
@@ -376,6 +379,66 @@ SCENARIOS.push({
       await shop.stop();
     }
     expect(shop.server.listening).toBe(false);
+  },
+});
+
+SCENARIOS.push({
+  name: 'Express guide: a client on Redis and its router mounted at the webhook path; each callback runs, by webhook or by the return check; close() ends it',
+  uses: ['mountPayments'],
+  env: (port) => ({ REDIS_URL, PAYMENTS_WEBHOOK_PUBLIC_URL: `http://127.0.0.1:${port}/payments/webhook` }),
+  async run({ exports, sandbox, port }) {
+    const mountPayments = exports.mountPayments as (app: express.Express, orders: object) => PaymentsClient;
+    const calls: string[] = [];
+    const orders = {
+      paid: async (order: string, paymentId: string) => void calls.push(`paid ${order} ${paymentId}`),
+      notPaid: async (order: string, status: string) => void calls.push(`not paid ${order} ${status}`),
+      held: async (order: string, paymentId: string) => void calls.push(`held ${order} ${paymentId}`),
+      investigate: async (paymentId: string, problems: readonly string[]) => void calls.push(`investigate ${paymentId} ${problems.length}`),
+    };
+    const app = express();
+    const payments = mountPayments(app, orders);
+    const server = app.listen(port, '127.0.0.1');
+    await once(server, 'listening');
+    const links = { successLink: 'https://shop.example.com/ok', failLink: 'https://shop.example.com/ko' };
+    const order = `express-guide-${Date.now()}`;
+    const generate = async (suffix: string, extra: object = {}) =>
+      (await payments.generatePayment({ amount: '4100', developerTrackingId: `${order}-${suffix}`, ...links, ...extra })).paymentId;
+    try {
+      expect(payments.store).toBeInstanceOf(RedisPaymentsStore);
+      // By webhook, on the router's path.
+      const confirmed = await generate('a');
+      expect(sandbox.getPayment(confirmed)?.webhook?.startsWith(`http://127.0.0.1:${port}/payments/webhook/`)).toBe(true);
+      await expect(sandbox.completePayment(confirmed)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+      expect(calls).toContain(`paid ${order}-a ${confirmed}`);
+      const failed = await generate('b');
+      await expect(sandbox.failPayment(failed)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+      expect(calls).toContain(`not paid ${order}-b FAILURE`);
+      const held = await generate('c', { preAuthorization: true });
+      await expect(sandbox.completePayment(held)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
+      expect(calls).toContain(`held ${order}-c ${held}`);
+      // By the return check: the router registered its callbacks on the client.
+      const expired = await generate('d');
+      await sandbox.expirePayment(expired); // no webhook for an expiry
+      await expect(payments.reconcilePayment(expired)).resolves.toMatchObject({ outcome: 'expired', handled: true });
+      expect(calls).toContain(`not paid ${order}-d EXPIRED`);
+      const mismatched = await generate('e');
+      sandbox.fault(verifyPath(mismatched), { body: JSON.stringify(verifyAnswer({ status: 'SUCCESS', amount: 100, trackingId: `${order}-e` })) });
+      const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+      try {
+        await expect(payments.reconcilePayment(mismatched)).resolves.toMatchObject({ outcome: 'mismatch' });
+        expect(stderr).toHaveBeenCalledWith(expect.stringContaining(`${mismatched} is SUCCESS at the service but NOT confirmed`));
+      } finally {
+        stderr.mockRestore();
+        sandbox.fault(verifyPath(mismatched), null);
+      }
+      expect(calls).toContain(`investigate ${mismatched} 1`);
+      expect(calls.filter((call) => call.includes(order) || call.includes(mismatched))).toHaveLength(5); // each once
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await payments.close();
+    }
+    await expect(payments.generatePayment({ amount: '4100', ...links })).rejects.toThrow();
   },
 });
 

@@ -1,5 +1,5 @@
 /**
- * Bodies of the service's `verify_payment` answer (public-api-facts §1), for tests that stand a
+ * Bodies of the service's `verify_payment` answer (docs/service-facts.md §1), for tests that stand a
  * FakeService in for the service. `result.amount` is a JSON number, as the docs show it.
  */
 export function verifyAnswer(options: { status: string; amount?: number; trackingId?: string; details?: Record<string, unknown> }): Record<string, unknown> {
@@ -16,7 +16,7 @@ export function verifyAnswer(options: { status: string; amount?: number; trackin
 /** The path of a payment's verify call. */
 export const verifyPath = (paymentId: string): string => `/api/v2/verify_payment/${encodeURIComponent(paymentId)}`;
 
-/** A generate answer as the spec shows it; `minimal` as two public pages show it (no `result.success`). */
+/** A generate answer as the service documents it; `minimal` as two public pages show it (no `result.success`). */
 export function generateAnswer(paymentId: string, options: { minimal?: boolean; trackingId?: string } = {}): Record<string, unknown> {
   const link = `https://checkout.example.test/shop/${paymentId}`;
   if (options.minimal) return { result: { payment_id: paymentId, link } };

@@ -1,6 +1,6 @@
 /**
- * One test per fact of shared/spec/public-api-facts.md that the sandbox emulates, each named after
- * its section. Driven over HTTP only (node:http, exact paths, headers and bodies), as a client
+ * One test per fact of docs/service-facts.md that the sandbox emulates, each named after its
+ * section. Driven over HTTP only (node:http, exact paths, headers and bodies), as a client
  * written in another language would see the sandbox; the sandbox object is used only for what a
  * real service does by itself (the clock, the customer's click when no page is involved).
  */
@@ -14,7 +14,7 @@ const BAD_REQUEST = '{"result":{"status":400,"message":"Bad Request"}}';
 const CAPTURE_NOT_ALLOWED = '{"status":"error","message":"Payment cannot be captured","code":"CAPTURE_NOT_ALLOWED"}';
 const AMOUNT_EXCEEDS = '{"status":"error","message":"Amount exceeds the pre-authorized amount","code":"AMOUNT_EXCEEDS_AUTHORIZATION"}';
 
-describe('PaymentsSandbox against public-api-facts.md', () => {
+describe('PaymentsSandbox against docs/service-facts.md', () => {
   let receiver: WebhookReceiver;
   let clock = Date.parse('2031-03-04T05:06:07.089Z');
   const sandboxes: PaymentsSandbox[] = [];

@@ -62,7 +62,7 @@ const TIMEOUTS = new Set(['ETIMEDOUT', 'ECONNABORTED']);
 export class HttpTransport {
   /**
    * The headers of each method, built once: axios copies them into each request's own, so they are
-   * never mutated (an object literal per call cost only 0.01 µs: this is for clarity, not speed).
+   * never mutated (for clarity, not speed: an object literal per call costs next to nothing).
    */
   readonly #headers: { readonly GET: Readonly<Record<string, string>>; readonly POST: Readonly<Record<string, string>> };
   /** Cuts the private key and the webhook secret, in every common encoding, out of every answer. */
@@ -103,9 +103,8 @@ export class HttpTransport {
     // axios is driven through its http adapter with one prebuilt config, each request's config an
     // object whose prototype is that template (the adapter reads inherited members of a template by
     // design). Going through `instance.request()` instead merges the defaults into every call's
-    // config, runs the interceptor chain and the transforms, and re-normalises the headers: 60-70 µs
-    // of CPU per call here, more than everything else the plugin does for a verifyPayment
-    // (profile of verifyPayment at c=1 against the stub, bench/profile-client.mjs).
+    // config, runs the interceptor chain and the transforms, and re-normalises the headers: more
+    // CPU per call than everything else the plugin does for a verifyPayment (docs/performance.md).
     this.#adapter = options.adapter ?? axios.getAdapter('http');
     this.#clock = options.clock ?? SYSTEM_CLOCK;
     this.#random = options.random ?? Math.random;
@@ -118,8 +117,8 @@ export class HttpTransport {
       maxRedirects: 0,
       validateStatus: () => true,
       // The body is serialised once, by send(), and parsed once, by the redactor's answer(): no
-      // transforms run here (axios' default ones would serialise, 2.5 µs against 0.8 for
-      // JSON.stringify on the generate body, and parse, 2.2 µs on the verify answer).
+      // transforms run here (axios' default ones would serialise and parse again, at several times
+      // the cost of JSON.stringify and JSON.parse: docs/performance.md).
       responseType: 'text',
       transitional: { clarifyTimeoutError: true, silentJSONParsing: true, forcedJSONParsing: false },
       httpAgent: this.#agents.http,
@@ -241,8 +240,7 @@ export class HttpTransport {
 /**
  * A deadline for one attempt (connect, headers and body), given to axios' http adapter as its
  * signal: the adapter only reads `aborted` and adds and removes one abort listener. An
- * AbortController per attempt cost 10 µs of CPU per call in its constructor alone, plus garbage
- * the collector then spent as much again on (profile of verifyPayment at c=1).
+ * AbortController per attempt is costly to construct and to collect (docs/performance.md).
  */
 class AttemptDeadline implements GenericAbortSignal {
   aborted = false;

@@ -90,8 +90,8 @@ const KINDS: { readonly [T in PaymentFieldType]: { readonly rule: ValueRule; rea
 };
 
 /**
- * Every request field of `generate_payment`, once, with its documentation: the spec's fields
- * (interface §4.1) and those the public documentation adds (public-api-facts §4). Everything
+ * Every request field of `generate_payment`, once, with its documentation: the interface's fields
+ * and those the public documentation adds (docs/service-facts.md §4). Everything
  * else is derived from this table: the type {@link GeneratePaymentInput}, validation, the wire
  * body, the module options that default fields and their `PAYMENTS_*` variables. Adding a field
  * means adding one entry here (its doc comment is the field's documentation).
@@ -209,8 +209,8 @@ const REQUIRED_FIELDS: readonly PaymentFieldName[] = FIELD_NAMES.filter((name) =
  *
  * @param defaults values for the fields the input leaves unset (the module's options): they count
  *   for the required fields but are not checked again, since the options passed the same rules
- *   once, when they were resolved (checking them again cost 4.8 µs per `generatePayment`: the
- *   `isURL` of successLink and failLink; bench/plugin-work.mjs)
+ *   once, when they were resolved (checking the links again would dominate the call's cost;
+ *   docs/performance.md)
  * @returns every problem, by field; empty when valid
  */
 export function checkPaymentInput(input: unknown, defaults?: Readonly<Partial<Record<PaymentFieldName, unknown>>>): PaymentsFieldError[] {

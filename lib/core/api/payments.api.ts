@@ -37,7 +37,7 @@ import {
   type JsonObject,
 } from './wire.mapper.js';
 
-/** The service's paths (interface spec §4, public-api-facts §1 and §5). */
+/** The service's paths (docs/service-facts.md §1, §4, §5 and §7). */
 export const SERVICE_PATHS = {
   generate: '/api/v2/generate_payment',
   verify: '/api/v2/verify_payment/',
@@ -96,10 +96,9 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   /** @inheritdoc */
   async generatePayment(input: GeneratePaymentInput, settings: GenerateOptions = {}): Promise<GeneratedPayment> {
     // The module's defaults passed the same rules when the options were resolved: only the caller's
-    // own fields are checked here, and the defaults are read in place, never merged into a copy.
-    // Merge + check + wire body: 12.5 µs per call before (isURL on successLink and failLink, 2.4 µs
-    // each, and the merged copy), 0.8 µs now (bench/plugin-work.mjs).
-    // One shallow snapshot (0.03 µs): what is checked is what is sent, even if the caller's object
+    // own fields are checked here, and the defaults are read in place, never merged into a copy
+    // (checking the links again dominated the call's cost: docs/performance.md).
+    // One shallow snapshot: what is checked is what is sent, even if the caller's object
     // has getters or is changed while the call is under way.
     const own = (isJsonObject(input) ? { ...input } : input) as GeneratePaymentInput;
     const defaults = this.options.defaults;

@@ -24,9 +24,9 @@ export interface PaymentRefund {
   refundId: string;
   /** Identifier of the refunded payment. */
   paymentId: string;
-  /** Refunded amount as the service wrote it (the spec does not state its unit). */
+  /** Refunded amount as the service wrote it (the service does not document its unit). */
   amount: string;
-  /** Status of the refund; the spec shows `"success"`. */
+  /** Status of the refund; the service documents `"success"`. */
   status: string;
   /** ISO 8601 UTC timestamp of the refund. */
   refundedAt: string;
@@ -36,7 +36,7 @@ export interface PaymentRefund {
 export interface PaymentCancellation {
   /** Identifier of the cancelled payment. */
   paymentId: string;
-  /** Status after cancellation; the spec shows `"cancelled"`. */
+  /** Status after cancellation; the service documents `"cancelled"`. */
   status: string;
   /** ISO 8601 UTC timestamp of the cancellation. */
   cancelledAt: string;
@@ -52,14 +52,14 @@ export interface CardBinding {
   cardLastFour: string;
   /** Card network name. */
   cardBrand: string;
-  /** Status of the binding; the spec shows `"active"` and no other value. */
+  /** Status of the binding; the service documents `"active"` and no other value. */
   status: string;
   /** ISO 8601 UTC timestamp of creation. */
   createdAt: string;
 }
 
 /**
- * The statuses `verify_payment` is documented to send (public-api-facts §1). Any other string
+ * The statuses `verify_payment` is documented to send (docs/service-facts.md §1). Any other string
  * may arrive too and is kept as sent: it is never taken for paid.
  */
 export type KnownPaymentStatus = 'SUCCESS' | 'PENDING' | 'EXPIRED' | 'FAILURE' | 'PREAUTH_SUCCESS' | 'SYSTEM_FAILURE';
@@ -112,7 +112,7 @@ export interface ReconcileResult {
   outcome: PaymentOutcome;
   /** Whether this call ran the outcome's handlers (false when another path already had, or none had to run). */
   handled: boolean;
-  /** Why the handlers failed, when they ran and one threw (the outcome is not done: it runs again later). */
+  /** Why the handlers failed, when they ran and one threw (the payment is not settled: its handlers run again later). */
   error?: string;
   /**
    * With outcome `duplicate`: the payment that settled the order (the same tracking id) before

@@ -83,5 +83,5 @@ export interface RetryPolicy {
   retryDelay: typeof retryDelay;
 }
 
-/** The plugin's retry policy: never risk a double refund (DESIGN.md, Retries). */
+/** The plugin's retry policy: never risk a double refund (docs/confirmations.md, "Retries, only where a repeat cannot do harm"). */
 export const RETRY_POLICY: RetryPolicy = Object.freeze({ isRetryable, backoff, retryDelay });

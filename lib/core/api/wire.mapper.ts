@@ -30,7 +30,7 @@ function requiredId(value: unknown): string | undefined {
  * hyphen-labels ending with a label that has a letter (an IPv4 address goes the long way), an
  * optional port, and a path, query and fragment of URL characters only. Every string it matches
  * also passes {@link httpUrl} (test/core/payment-link.spec.ts checks that), which is then spared:
- * class-validator's isURL cost 2.4 µs per generatePayment (bench/plugin-work.mjs), this 0.3 µs.
+ * class-validator's isURL costs several times more per link (docs/performance.md).
  */
 const PLAIN_LINK =
   /^https?:\/\/(?=[^/?#:]{1,253}(?:[:/?#]|$))(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*(?=[a-z0-9-]*[a-z])[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?::([0-9]{1,5}))?(?:[/?#][A-Za-z0-9._~!$&'()*+,;=:@%/?#-]*)?$/i;
@@ -61,7 +61,7 @@ export function fromGeneratePaymentWire(result: JsonObject): GeneratedPayment | 
 }
 
 /**
- * A successful verify answer -> camelCase (public-api-facts §1): `result.amount` comes as a JSON
+ * A successful verify answer -> camelCase (docs/service-facts.md §1): `result.amount` comes as a JSON
  * number and becomes a digit string; the status is kept exactly as sent. Undefined when the
  * status or the amount is missing or malformed, or the tracking id or the type is malformed.
  */
@@ -87,7 +87,7 @@ export function fromVerifyWire(paymentId: string, result: JsonObject): VerifiedP
 }
 
 /**
- * `result` of a successful capture answer -> camelCase (both documented shapes, public-api-facts
+ * `result` of a successful capture answer -> camelCase (both documented shapes, docs/service-facts.md
  * §5); undefined without a status or with a malformed payment id.
  */
 export function fromCaptureWire(paymentId: string, result: JsonObject): PaymentCapture | undefined {

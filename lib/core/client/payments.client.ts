@@ -52,8 +52,8 @@ function storeUsers(store: PaymentsStore, delta: number): number {
 /**
  * The framework-free client of the whole service, and the composition root of the engine: the
  * service operations (`PaymentsApi`), the webhook front door (`WebhookProcessor`), the settlement
- * runner every confirmation path hands its payment to (`SettlementRunner`), the return path
- * (`PaymentReconciler`) and the reconciliation sweep (`ReconciliationScheduler`), all over one
+ * runner every path hands its payment to (`SettlementRunner`), the return check
+ * (`PaymentReconciler`) and reconciliation (`ReconciliationScheduler`), all over one
  * store. `PaymentsService` (Nest) and `createPaymentsClient` (Express) are thin front ends over one
  * instance of it.
  */
@@ -63,8 +63,8 @@ export class PaymentsClient implements PaymentsOperations {
   readonly #transport: HttpTransport;
   readonly #api: PaymentsApi;
   readonly #runner: SettlementRunner;
-  readonly #reconciler: PaymentReconciler;
-  readonly #sweep: ReconciliationScheduler;
+  readonly #returnCheck: PaymentReconciler;
+  readonly #reconciliation: ReconciliationScheduler;
   readonly #telemetry: TelemetryHooks;
   readonly #orders?: OrderScreen;
   #closing?: Promise<void>;
@@ -103,7 +103,7 @@ export class PaymentsClient implements PaymentsOperations {
         : undefined;
     // Due times and record ages are shared with the other instances: read on the store's clock.
     const shared = new SharedClock(resolved.clock, this.store.now ? () => this.store.now!() : undefined);
-    const rechecks = new PendingRechecks(this.store, shared, resolved.reconciliation.graceSecs, (inMs) => this.#sweep.wakeIn(inMs), resolved.logger);
+    const rechecks = new PendingRechecks(this.store, shared, resolved.reconciliation.graceSecs, (inMs) => this.#reconciliation.wakeIn(inMs), resolved.logger);
     this.#telemetry = resolved.telemetry.enabled
       ? new PaymentsTelemetry(resolved.telemetry, { registration: resolved.name, baseUrl: resolved.baseUrl, store: this.store })
       : NO_TELEMETRY;
@@ -141,9 +141,9 @@ export class PaymentsClient implements PaymentsOperations {
       new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, () => resolved.clock.now(), resolved.webhook.unsignedIntervalSecs * 1000),
     );
     this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry, shared);
-    this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger, shared, this.#orders);
+    this.#returnCheck = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger, shared, this.#orders);
     this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, this.#runner, resolved.logger, this.#telemetry, resolved.clock);
-    this.#sweep = new ReconciliationScheduler(
+    this.#reconciliation = new ReconciliationScheduler(
       resolved.reconciliation,
       Math.max(resolved.webhook.leaseMs * 2, 60_000),
       this.store,
@@ -177,16 +177,16 @@ export class PaymentsClient implements PaymentsOperations {
   }
 
   /**
-   * Sets who runs the outcome handlers (`payment.confirmed`, `.failed`, `.expired`, `.authorized`,
+   * Sets who runs the handlers of the outcomes' events (`payment.confirmed`, `.failed`, `.expired`, `.authorized`,
    * `.mismatch`, `.duplicate`) and, optionally, the operations' (`payment.captured`, `.refunded`, `.cancelled`),
    * and starts reconciliation, which needs them. The Nest module and the Express router call it;
-   * until then outcomes are left undone (and retried), never dropped.
+   * until then payments are left unsettled (and retried), never dropped.
    * @param dispatcher runs an outcome's handlers
    * @param operations runs an operation's handlers; default: none
    */
   setOutcomeDispatcher(dispatcher: OutcomeDispatcher | undefined, operations?: OperationDispatcher): void {
     this.#runner.setDispatcher(dispatcher && this.#orders ? this.#orders.guard(dispatcher) : dispatcher, operations);
-    if (dispatcher && !this.#closing) this.#sweep.start();
+    if (dispatcher && !this.#closing) this.#reconciliation.start();
   }
 
   /** @inheritdoc */
@@ -207,7 +207,7 @@ export class PaymentsClient implements PaymentsOperations {
   /** @inheritdoc */
   async reconcilePayment(paymentId: string, options: ReconcileOptions = {}): Promise<ReconcileResult> {
     checkId(paymentId, 'paymentId', 'reconcilePayment');
-    return this.#reconciler.reconcile(paymentId, options);
+    return this.#returnCheck.reconcile(paymentId, options);
   }
 
   /** @inheritdoc */
@@ -243,11 +243,11 @@ export class PaymentsClient implements PaymentsOperations {
 
   /** Runs one reconciliation pass now (the timer does it every `intervalSecs`); for tests and admin tools. */
   runReconciliation(now?: number): Promise<ReconciliationRun> {
-    return this.#sweep.runOnce(now);
+    return this.#reconciliation.runOnce(now);
   }
 
   /**
-   * Lets outcomes in flight finish (new webhooks get 503), stops reconciliation, then closes
+   * Lets settlements in flight finish (new webhooks get 503), stops reconciliation, then closes
    * keep-alive sockets and the store's own connections. Call on shutdown; idempotent. A store
    * shared with other clients (several apps in one process) is closed by the last of them.
    */
@@ -259,7 +259,7 @@ export class PaymentsClient implements PaymentsOperations {
   async #close(): Promise<void> {
     // Outcomes in flight finish first (their handlers may still call the service, and must be
     // marked done in a store that is still open); new webhooks get 503 and are delivered again.
-    await Promise.all([this.webhooks.drain(), this.#sweep.stop()]);
+    await Promise.all([this.webhooks.drain(), this.#reconciliation.stop()]);
     // Returns (reconcilePayment) in flight too: the same runner, the same rule.
     await this.#runner.drain();
     // Store writes of created payments still waiting: tried once more while the store is open.

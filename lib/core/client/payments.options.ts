@@ -45,7 +45,7 @@ export interface PaymentsWebhookOptions {
    * Default 60 000.
    */
   leaseMs?: number;
-  /** How long a handled outcome is remembered, so duplicates run nothing, in seconds. Default 2 592 000 (30 days). */
+  /** How long a settled payment's done marker is kept, so duplicates run nothing, in seconds. Default 2 592 000 (30 days). */
   doneTtlSecs?: number;
 }
 
@@ -103,7 +103,7 @@ export interface PaymentsOptions extends PaymentFieldDefaults {
   reconciliation?: PaymentsReconciliationOptions;
   /**
    * Wire name of `generatePayment`'s `preAuthorization` flag: the service's pages disagree
-   * (public-api-facts §4). Default `'pre_authorization'`; `'both'` sends both names.
+   * (docs/service-facts.md §4). Default `'pre_authorization'`; `'both'` sends both names.
    */
   preAuthorizationFlag?: PreAuthorizationFlag;
   /** How long the record of each payment's outcome is kept, in seconds. Default 2 592 000 (30 days). */
@@ -252,6 +252,6 @@ export const PAYMENTS_DEFAULTS = {
   reconciliation: { enabled: true, intervalSecs: 60, graceSecs: 60, maxChecks: 10, batchSize: 20, horizonDays: 7 } as Required<PaymentsReconciliationOptions>,
   /** `outcomeRecordTtlSecs` (30 days). */
   outcomeRecordTtlSecs: 30 * 24 * 3600,
-  /** The service's own default session, when a payment sets none (interface spec §4.1; the field table's `serviceDefault`). */
+  /** The service's own default session, when a payment sets none (docs/service-facts.md §4; the field table's `serviceDefault`). */
   serviceSessionTimeoutSecs: serviceDefaultOf('sessionTimeoutSecs'),
 } as const;

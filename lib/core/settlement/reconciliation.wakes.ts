@@ -4,7 +4,7 @@ import type { Clock, ClockTimer } from '../time/clock.port.js';
 export const WAKE_LEAD_MS = 1_000;
 
 /**
- * The sweep's one-shot wake-ups for pending-lane checks. Each due time keeps its own timer (a
+ * Reconciliation's one-shot wake-ups for pending-lane checks. Each due time keeps its own timer (a
  * later check of one payment must not hide behind an earlier one of another), except one within
  * {@link WAKE_LEAD_MS} after a planned one, which that pass takes anyway.
  */
@@ -12,7 +12,7 @@ export class SweepWakes {
   readonly #timers = new Map<number, ClockTimer>();
 
   /**
-   * @param clock the sweep's clock
+   * @param clock reconciliation's clock
    * @param run starts a pass that takes what is due {@link WAKE_LEAD_MS} ahead
    */
   constructor(

@@ -12,7 +12,7 @@ import { SETTLEMENT_WAITS } from './settlement.waits.js';
  * Three rules, checked before a payment is claimed (no store round trip):
  * - a payment whose last verify, within `interval`, failed (an error, no answer) is answered
  *   from that memory, not verified again, whatever the path; one that a webhook found still
- *   PENDING (or in an unknown status) is, for deliveries, for `webhookPendingMs` (the return path
+ *   PENDING (or in an unknown status) is, for deliveries, for `webhookPendingMs` (the return check
  *   reads the outcome record for that). A PENDING seen by the return page does not hold back the
  *   webhook that follows it: that webhook is the service saying the payment just changed;
  * - after a 429, no verify at all until its Retry-After (30 s when it said none);
@@ -20,9 +20,9 @@ import { SETTLEMENT_WAITS } from './settlement.waits.js';
  *   (5xx, timeouts, refused connections), it opens: no verify until `interval` passed, then one
  *   probe; its success closes it, its failure opens it again. Recovery is thus within one interval.
  *
- * The reconciliation sweep is not gated: it has its own schedule, back-off and 429 pause, and its
+ * Reconciliation is not gated: it has its own schedule, back-off and 429 pause, and its
  * verifies teach this memory too. The memory is per client (per instance); across instances the
- * sweep's queue and the return path's outcome record coordinate.
+ * reconciliation queue and the return check's outcome record coordinate.
  */
 
 /** Consecutive verifies without a usable answer that open the breaker. */

@@ -19,7 +19,7 @@ export type HandledOutcome = Exclude<FinalOutcome, 'mismatch' | 'duplicate'>;
 
 /**
  * The one status mapping: the service's verified status -> what it means for the shop.
- * Only `SUCCESS` is paid (public-api-facts §1). Unknown statuses are `pending`: checked again
+ * Only `SUCCESS` is paid (docs/service-facts.md §1). Unknown statuses are `pending`: checked again
  * later, never taken for paid or for failed.
  */
 const STATUS_OUTCOMES: Readonly<Record<string, PaymentOutcome>> = {

@@ -74,7 +74,7 @@ export class PendingRechecks {
       let entry = await this.store.findPending(paymentId);
       if (!entry) {
         // Nothing queued (a memory store after a restart): only what the path expected backs a
-        // new entry, and without an amount the sweep could not judge the answer.
+        // new entry, and without an amount reconciliation could not judge the answer.
         if (expected?.amount === undefined) return;
         entry = { paymentId, amount: expected.amount, createdAt: new Date(now).toISOString(), checks: 0 };
         if (expected.developerTrackingId !== undefined) entry.developerTrackingId = expected.developerTrackingId;
@@ -90,7 +90,7 @@ export class PendingRechecks {
     }
   }
 
-  /** Writes a plan of {@link nextRecheck} for an entry and wakes the sweep when it is due. */
+  /** Writes a plan of {@link nextRecheck} for an entry and wakes reconciliation when it is due. */
   async schedule(entry: PendingPayment, plan: RecheckPlan): Promise<void> {
     const next: PendingPayment = { ...entry };
     if (plan.rechecks === undefined) delete next.rechecks;

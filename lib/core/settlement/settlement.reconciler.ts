@@ -26,7 +26,7 @@ export function isRecent(updatedAt: string, now: number, windowMs: number): bool
 const RECENT_JITTER_MS = 2_000;
 
 /**
- * `reconcilePayment`: the return path (a customer back on `success_link`), and any host that asks
+ * `reconcilePayment`: the return check (a customer back on `success_link`), and any host that asks
  * for one payment's outcome. It works out what to expect, hands the payment to the settlement
  * runner, and maps the runner's result to a {@link ReconcileResult} (exhaustively).
  */

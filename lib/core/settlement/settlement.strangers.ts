@@ -4,7 +4,7 @@ import type { Clock } from '../time/clock.port.js';
 import type { SettleResult } from './settlement.request.js';
 
 /**
- * Verifies the return path may spend on payment ids this plugin knows nothing of (no queue entry,
+ * Verifies the return check may spend on payment ids this plugin knows nothing of (no queue entry,
  * no outcome record): a stranger typing ids into a return page must not spend the merchant's
  * verify budget (the service rate-limits and bans on repeated verifies), while a genuine payment
  * whose memory store was lost in a restart still gets checked now and then. Per instance.
@@ -41,7 +41,7 @@ export function takeToken(state: BucketState, now: number, burst: number, refill
   return { allowed: true, state: { tokens: tokens - 1, at } };
 }
 
-/** What the return path may do with an unknown payment id. */
+/** What the return check may do with an unknown payment id. */
 export type StrangerGate = { kind: 'allowed' } | { kind: 'not-found'; error: PaymentsError } | { kind: 'over-budget' };
 
 /** The budget of unknown payment ids (see {@link STRANGER_BUDGET}). */

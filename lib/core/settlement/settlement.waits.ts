@@ -14,7 +14,7 @@ export const SETTLEMENT_WAITS = {
   returnPollMs: 150,
   /**
    * The verify budget's interval: a payment verified this recently without being settled (still
-   * pending, or the call failed) is answered from memory (and, on the return path, from its
+   * pending, or the call failed) is answered from memory (and, on the return check, from its
    * outcome record) rather than verified again: a return page that reloads every few seconds, or
    * a service that redelivers, must not turn into a verify call each (the service rate-limits
    * verify). Also the circuit breaker's cooldown: recovery within one interval.

@@ -12,7 +12,7 @@ export const SPAN_NAMES = {
   call: (operation: string) => `payments ${operation}`,
   /** One webhook delivery, authentication to answer; also the span of the settle it starts. */
   webhook: 'payments webhook',
-  /** One settle on the return path or in reconciliation (claim, verify, handlers, done). */
+  /** One settlement on the return check or in reconciliation (claim, verify, handlers, done). */
   settle: 'payments settle',
   /** One reconciliation pass; the parent of its settles. */
   reconciliation: 'payments reconciliation',

@@ -6,7 +6,7 @@ import { SETTLEMENT_WAITS } from '../settlement/settlement.waits.js';
 export interface WebhookAnswerBody {
   /** Whether the delivery was taken (it may still be pending). */
   received: boolean;
-  /** The payment's outcome was already handled: nothing ran. */
+  /** The payment was already settled: nothing ran. */
   duplicate?: boolean;
   /** The service says the payment is not settled yet: reconciliation checks it later. */
   pending?: boolean;

@@ -21,7 +21,7 @@ export type ParsedWebhook = { ok: true; token?: string; paymentId?: string; body
 type Source = 'query' | 'body';
 
 /**
- * Where public clients of the service find the payment id (public-api-facts §2), most specific
+ * Where public clients of the service find the payment id (docs/service-facts.md §2), most specific
  * first, and in which part of the request to look. The most specific name wins wherever it is:
  * a `payment_id` in the body beats an `id` in the query, which is most often the merchant's own
  * (a public URL such as `.../hook?id=store7`), so an unrelated `id` never refuses a delivery.

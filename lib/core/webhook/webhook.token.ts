@@ -59,7 +59,7 @@ export class WebhookTokenSigner {
   readonly #tag: string;
   private readonly clock: Clock;
   // Nonces are cut from one block of random bytes per 512 payments rather than a randomBytes(12)
-  // call each: 4.0 -> 0.2 µs per signed payment (bench/plugin-work.mjs). Per signer, never shared.
+  // call each, the larger part of signing's cost otherwise (docs/performance.md). Per signer, never shared.
   #pool = Buffer.alloc(0);
   #used = 0;
 
@@ -83,7 +83,7 @@ export class WebhookTokenSigner {
   issue(amount: string, trackingId: string | undefined, ttlMs: number): { token: string; claims: WebhookTokenClaims } {
     const nonce = this.#nonce();
     const expiresAt = this.clock.now() + ttlMs;
-    // Hashed once, not once for the token and once for its claims: 1.8 µs per signed payment (bench/plugin-work.mjs).
+    // Hashed once, not once for the token and once for its claims (docs/performance.md).
     const hashed = trackingHash(trackingId);
     const body = `${nonce}.${Math.ceil(expiresAt / 1000).toString(36)}.${amount}.${hashed}.${this.#tag}`;
     return {

@@ -1,6 +1,6 @@
 // The scenario of the e2e compatibility apps (test/compat/apps/*, those with a test/): run.sh
 // copies this file into each one's test/, where its e2e spec (Jest, Vitest...) calls it. Written
-// with the public API of DESIGN.md only (generatePayment, @OnPaymentConfirmed, refundPayment,
+// with the package's public API only (generatePayment, @OnPaymentConfirmed, refundPayment,
 // PaymentsSandbox.start, completePayment, close), so it holds whatever happens between the
 // sandbox completing a payment and the handler running (webhook, verify call...): it waits for
 // the handler instead of assuming when it runs. No relative imports, no import.meta, __dirname
