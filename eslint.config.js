@@ -29,6 +29,19 @@ const node = Object.fromEntries(
   ].map((name) => [name, 'readonly']),
 );
 
+/**
+ * The core's folders, bottom layer first (docs/architecture.md, "Core's layers"): a folder imports
+ * only the folders before it, so no import runs back up.
+ */
+const CORE_LAYERS = ['time', 'shared', 'store', 'api', 'telemetry', 'settlement', 'webhook', 'client'];
+
+/** One zone per core folder: the folders above it are out of its reach. */
+const coreLayerZones = CORE_LAYERS.slice(0, -1).map((layer, i) => ({
+  target: `./lib/core/${layer}`,
+  from: CORE_LAYERS.slice(i + 1).map((above) => `./lib/core/${above}`),
+  message: `core's layers: ${layer}/ sits below ${CORE_LAYERS.slice(i + 1).join(', ')}; move what it needs down (docs/architecture.md)`,
+}));
+
 export default defineConfig(
   {
     ignores: [
@@ -127,6 +140,7 @@ export default defineConfig(
               from: ['./lib/nest', './lib/express', './lib/redis', './lib/postgres', './lib/terminus'],
               message: 'the sandbox builds on core only',
             },
+            ...coreLayerZones,
           ],
         },
       ],
@@ -142,6 +156,11 @@ export default defineConfig(
             {
               group: ['@nestjs/*', 'express', 'ioredis', 'pg', '@electric-sql/*', 'rxjs', 'reflect-metadata'],
               message: 'core is framework-free (docs/architecture.md, Layers)',
+            },
+            {
+              // `../<folder>/<file>.js` from inside a core folder: another folder's insides.
+              regex: '^\\.\\./(?!\\.\\.)[^/]+/(?!index\\.js$)',
+              message: "another folder of the core is imported through its barrel, '../<folder>/index.js' (docs/architecture.md)",
             },
           ],
         },

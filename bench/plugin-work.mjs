@@ -96,7 +96,7 @@ async function timeAsync(name, fn, n = 50_000) {
   console.log(`${name.padEnd(66)} ${((cpu.user + cpu.system) / n).toFixed(3)} µs CPU`);
 }
 async function operations(base, label) {
-  const { PaymentsApi } = await load(base, 'api/payments.api.js');
+  const { PaymentsApi } = await load(base, 'client/payments.api.js');
   const { resolvePaymentsOptions } = await load(base, 'client/payments.options.js');
   const { MemoryPaymentsStore } = await load(base, 'store/memory.store.js');
   const { WebhookTokenSigner } = await load(base, 'webhook/webhook.token.js');

@@ -38,16 +38,17 @@ export type {
 } from './api/payments.errors.js';
 export { toMillimes, fromMillimes } from './api/money.util.js';
 export { PAYMENTS_DEFAULTS } from './client/payments.options.js';
-export type { PaymentsOptions, PaymentFieldDefaults, PaymentsWebhookOptions, PaymentsReconciliationOptions } from './client/payments.options.js';
+export type { PaymentsOptions, PaymentFieldDefaults, PaymentsWebhookOptions } from './client/payments.options.js';
+export type { PaymentsReconciliationOptions } from './settlement/reconciliation.options.js';
 export type { Clock, ClockTimer } from './time/clock.port.js';
 export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './api/payment.fields.js';
 export type { PaymentField, PaymentFieldName, PaymentFieldType, PaymentFieldTypes, PreAuthorizationFlag } from './api/payment.fields.js';
 export type { ValueRule } from './api/payment.rules.js';
 export { outcomeOf } from './settlement/settlement.decision.js';
-export type { PaymentsLogger } from './client/payments.logger.js';
+export type { PaymentsLogger } from './shared/payments.logger.js';
 export { STORE_METHODS, ORDER_LEDGER_METHODS } from './store/store.ports.js';
 export type { PaymentsStore, BindingStore, ClaimStore, PendingQueue, OutcomeLog, RateLimiter, OrderLedger } from './store/store.ports.js';
-export { OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from './store/payments.store.js';
+export { OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from './store/store.rules.js';
 export type {
   PaymentBinding,
   PendingPayment,

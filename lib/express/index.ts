@@ -25,7 +25,8 @@ export type {
   ReconcileResult,
   ReconcileOptions,
 } from '../core/api/payments.types.js';
-export type { OutcomeRecord, OutcomePage, OutcomeQuery, PaymentOutcome, PaymentsStore } from '../core/store/payments.store.js';
+export type { OutcomeRecord, OutcomePage, OutcomeQuery, PaymentOutcome } from '../core/store/store.types.js';
+export type { PaymentsStore } from '../core/store/store.ports.js';
 export * from '../core/api/payments.errors.js';
 export type { PaymentsOptions } from '../core/client/payments.options.js';
 export { toMillimes, fromMillimes } from '../core/api/money.util.js';

@@ -1,4 +1,4 @@
-import type { PaymentOutcome } from '../core/store/payments.store.js';
+import type { PaymentOutcome } from '../core/store/store.types.js';
 
 /** Medusa's `PaymentSessionStatus` values (`@medusajs/framework/utils`), as the provider returns them. */
 export type MedusaSessionStatus = 'authorized' | 'captured' | 'pending' | 'requires_more' | 'error' | 'canceled' | 'pending_authorization';

@@ -1,5 +1,7 @@
 import { parseOrderCheckout, parseOrderSettlement, settlementText } from '../core/store/order.values.js';
-import { positiveMs, type OrderCheckout, type OrderLedger, type OrderSettlement, type TransactionQuery } from '../core/store/payments.store.js';
+import { positiveMs } from '../core/store/store.rules.js';
+import type { OrderCheckout, OrderSettlement, TransactionQuery } from '../core/store/store.types.js';
+import type { OrderLedger } from '../core/store/store.ports.js';
 import type { PostgresConnection } from './postgres.connection.js';
 import { valueOf } from './postgres.rows.js';
 import type { StoreTables } from './postgres.schema.js';

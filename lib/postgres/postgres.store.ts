@@ -1,21 +1,15 @@
-import {
-  epochMs,
-  positiveMs,
-  outcomeCursor,
-  outcomePageLimit,
-  parseOutcomeCursor,
-  type BindingClaim,
-  type ClaimOutcome,
-  type OrderLedger,
-  type OutcomeFinish,
-  type OutcomePage,
-  type OutcomeQuery,
-  type OutcomeRecord,
-  type PaymentBinding,
-  type PaymentsStore,
-  type PendingPayment,
-  type RateLimiter,
-} from '../core/store/payments.store.js';
+import { epochMs, positiveMs, outcomeCursor, outcomePageLimit, parseOutcomeCursor } from '../core/store/store.rules.js';
+import type {
+  BindingClaim,
+  ClaimOutcome,
+  OutcomeFinish,
+  OutcomePage,
+  OutcomeQuery,
+  OutcomeRecord,
+  PaymentBinding,
+  PendingPayment,
+} from '../core/store/store.types.js';
+import type { OrderLedger, PaymentsStore, RateLimiter } from '../core/store/store.ports.js';
 import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
 import { orderStatements, PostgresOrderLedger } from './postgres.orders.js';

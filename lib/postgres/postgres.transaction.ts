@@ -1,4 +1,5 @@
-import { positiveMs, type OutcomeFinish, type OutcomeRecord } from '../core/store/payments.store.js';
+import { positiveMs } from '../core/store/store.rules.js';
+import type { OutcomeFinish, OutcomeRecord } from '../core/store/store.types.js';
 import type { PaymentsTransaction, PaymentsTransactionScope, PaymentsTransactionWork } from '../core/store/store.transaction.js';
 import type { PostgresQueryable, PostgresQueryResult } from './postgres.options.js';
 import { valueOf } from './postgres.rows.js';

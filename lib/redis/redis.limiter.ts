@@ -1,4 +1,4 @@
-import { positiveMs } from '../core/store/payments.store.js';
+import { positiveMs } from '../core/store/store.rules.js';
 import type { RateLimiter } from '../core/store/store.ports.js';
 import type { RedisConnection } from './redis.connection.js';
 

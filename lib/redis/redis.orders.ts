@@ -1,6 +1,7 @@
 import { parseOrderCheckout, parseOrderSettlement, settlementText } from '../core/store/order.values.js';
-import { positiveMs } from '../core/store/payments.store.js';
-import type { OrderCheckout, OrderLedger, OrderSettlement } from '../core/store/payments.store.js';
+import { positiveMs } from '../core/store/store.rules.js';
+import type { OrderCheckout, OrderSettlement } from '../core/store/store.types.js';
+import type { OrderLedger } from '../core/store/store.ports.js';
 import type { RedisConnection } from './redis.connection.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { OutcomeFinish, OutcomeRecord } from '../core/store/payments.store.js';
+import type { OutcomeFinish, OutcomeRecord } from '../core/store/store.types.js';
 import type { RedisConnection } from './redis.connection.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
 import { outcomeScore } from './redis.values.js';

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { PaymentsClient } from '../../lib/core/client/payments.client.js';
-import { SERVICE_PATHS } from '../../lib/core/api/payments.api.js';
+import { SERVICE_PATHS } from '../../lib/core/api/wire.mapper.js';
 import { PaymentsApiError, PaymentsAuthenticationError, PaymentsValidationError } from '../../lib/core/api/payments.errors.js';
 import { FakeService } from '../support/fake-service.js';
 import { generateAnswer, verifyAnswer, verifyPath } from '../support/verify-answers.js';

@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { DAY_MS, HOUR_MS, isOverdueRecord, nextCheckAt } from '../../lib/core/settlement/reconciliation.lanes.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
-import type { PaymentsStore } from '../../lib/core/store/payments.store.js';
+import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 import type { PaymentsClient } from '../../lib/core/client/payments.client.js';
 import { createPaymentsClient } from '../../lib/express/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';

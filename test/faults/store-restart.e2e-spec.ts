@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, jest } from '@jest/globals';
 import express from 'express';
 import { PaymentsStoreUnavailableError } from '../../lib/core/api/payments.errors.js';
-import type { PaymentsStore } from '../../lib/core/store/payments.store.js';
+import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from '../../lib/express/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, jest } from '@jest/globals';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import type { PaymentsStore } from '../../lib/core/store/payments.store.js';
+import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 import { createPaymentsClient } from '../../lib/express/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';

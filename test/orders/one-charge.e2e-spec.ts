@@ -6,7 +6,7 @@ import express from 'express';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
-import { orderLedgerOf, type PaymentsStore } from '../../lib/core/store/payments.store.js';
+import { orderLedgerOf, type PaymentsStore } from '../../lib/core/store/store.ports.js';
 import {
   createPaymentsClient,
   createWebhookRouter,

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { CHECKOUT_RULES, checkoutKey, planCheckout } from '../../lib/core/api/payments.checkout.js';
 import { PaymentsApiError, PaymentsConnectionError, PaymentsValidationError, RefundNotAllowedError } from '../../lib/core/api/payments.errors.js';
 import { orderVerdict, refundFailure, refundPlan } from '../../lib/core/settlement/settlement.orders.js';
-import type { OrderCheckout } from '../../lib/core/store/payments.store.js';
+import type { OrderCheckout } from '../../lib/core/store/store.types.js';
 
 // One order, one charge: the rules, each one pure function, as tables.
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import type { PendingPayment } from '../../lib/core/store/payments.store.js';
+import type { PendingPayment } from '../../lib/core/store/store.types.js';
 import { PostgresPaymentsStore, paymentsStoreMigration } from '../../lib/postgres/index.js';
 import { storeTables } from '../../lib/postgres/postgres.schema.js';
 import { storeStatements } from '../../lib/postgres/postgres.statements.js';

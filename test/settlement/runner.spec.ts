@@ -7,12 +7,12 @@ import { SYSTEM_CLOCK } from '../../lib/core/time/clock.port.js';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { PaymentsRateLimitedError } from '../../lib/core/api/payments.errors.js';
 import type { VerifiedPayment } from '../../lib/core/api/payments.types.js';
-import type { PaymentsLogger } from '../../lib/core/client/payments.logger.js';
+import type { PaymentsLogger } from '../../lib/core/shared/payments.logger.js';
 import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
 import { outcomeKey, type SettleResult, type TokenLookup } from '../../lib/core/settlement/settlement.request.js';
 import { SettlementRunner } from '../../lib/core/settlement/settlement.runner.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
-import type { PaymentsStore } from '../../lib/core/store/payments.store.js';
+import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 
 const LEASE_MS = 300;
 

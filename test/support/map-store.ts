@@ -1,17 +1,5 @@
-import {
-  epochMs,
-  outcomeCursor,
-  outcomePageLimit,
-  outcomeSortsBefore,
-  parseOutcomeCursor,
-  positiveMs,
-  type ClaimOutcome,
-  type OutcomePage,
-  type OutcomeQuery,
-  type OutcomeRecord,
-  type PaymentBinding,
-  type PendingPayment,
-} from '../../lib/core/store/payments.store.js';
+import { epochMs, outcomeCursor, outcomePageLimit, outcomeSortsBefore, parseOutcomeCursor, positiveMs } from '../../lib/core/store/store.rules.js';
+import type { ClaimOutcome, OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PendingPayment } from '../../lib/core/store/store.types.js';
 import { BasicPaymentsStore } from '../../lib/core/store/store.base.js';
 
 interface Expiring<T> {

@@ -1,15 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import {
-  orderLedgerOf,
-  type OrderCheckout,
-  type OrderLedger,
-  type OutcomeFinish,
-  type OutcomeRecord,
-  type PaymentBinding,
-  type PaymentsStore,
-  type PendingPayment,
-} from '../../lib/core/store/payments.store.js';
+import { orderLedgerOf, type OrderLedger, type PaymentsStore } from '../../lib/core/store/store.ports.js';
+import type { OrderCheckout, OutcomeFinish, OutcomeRecord, PaymentBinding, PendingPayment } from '../../lib/core/store/store.types.js';
 import { BasicPaymentsStore } from '../../lib/core/store/store.base.js';
 import { describeRateLimiterContract } from './rate-limit-contract.js';
 

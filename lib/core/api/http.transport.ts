@@ -2,11 +2,11 @@ import http from 'node:http';
 import https from 'node:https';
 import axios, { type AxiosAdapter, type AxiosRequestHeaders, type AxiosResponse, type GenericAbortSignal, type InternalAxiosRequestConfig } from 'axios';
 import { PaymentsConnectionError, type PaymentsOperation } from './payments.errors.js';
-import type { PaymentsLogger } from '../client/payments.logger.js';
+import type { PaymentsLogger } from '../shared/index.js';
 import { parseJson, type RawResponse } from './response.parser.js';
 import { retryAfterSecs, type RetryPolicy } from './retry.policy.js';
 import { SecretRedactor } from './secret.redactor.js';
-import { SYSTEM_CLOCK, type Clock, type ClockTimer } from '../time/clock.port.js';
+import { SYSTEM_CLOCK, type Clock, type ClockTimer } from '../time/index.js';
 
 /** Settings of the transport. */
 export interface TransportOptions {

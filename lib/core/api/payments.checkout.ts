@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import { sleep, type Clock } from '../time/clock.port.js';
-import { describe } from '../settlement/settlement.describe.js';
-import { orderLedgerOf, type OrderCheckout, type OrderLedger, type PaymentsStore } from '../store/payments.store.js';
+import { type PaymentsLogger, describe } from '../shared/index.js';
+import { sleep, type Clock } from '../time/index.js';
+import { orderLedgerOf, type OrderLedger, type PaymentsStore, type OrderCheckout } from '../store/index.js';
 import type { GeneratedPayment } from './payments.types.js';
 
 /** The rules of checkout reuse. */

@@ -1,5 +1,5 @@
-import type { PaymentsStore } from '../store/payments.store.js';
-import type { Clock } from '../time/clock.port.js';
+import type { PaymentsStore } from '../store/index.js';
+import type { Clock } from '../time/index.js';
 import { bounded } from './payments.checkout.js';
 import type { PaymentRefund } from './payments.types.js';
 

@@ -1,8 +1,6 @@
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import { describe } from '../settlement/settlement.describe.js';
-import type { PaymentBinding, PaymentsStore, PendingPayment } from '../store/payments.store.js';
-import type { Clock, ClockTimer } from '../time/clock.port.js';
-import type { SharedClock } from '../time/shared.clock.js';
+import { type PaymentsLogger, describe } from '../shared/index.js';
+import type { PaymentBinding, PendingPayment, PaymentsStore } from '../store/index.js';
+import type { Clock, ClockTimer, SharedClock } from '../time/index.js';
 
 /** How the writes of a created payment are waited for and retried. */
 export const RECORDER_WAITS = {

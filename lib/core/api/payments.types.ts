@@ -1,5 +1,5 @@
 import type { GeneratePaymentInput } from './payment.fields.js';
-import type { OutcomeSource, PaymentOutcome } from '../store/payments.store.js';
+import type { OutcomeSource, PaymentOutcome } from '../store/index.js';
 
 /**
  * Input and output shapes of the operations, in camelCase. On the wire they travel in

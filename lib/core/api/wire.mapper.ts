@@ -5,6 +5,16 @@ import type { CardBinding, GeneratedPayment, PaymentCancellation, PaymentCapture
 // Re-exported: the client reads answers with the same helpers.
 export { isJsonObject, type JsonObject } from './json.util.js';
 
+/** The service's paths (docs/service-facts.md §1, §4, §5 and §7). */
+export const SERVICE_PATHS = {
+  generate: '/api/v2/generate_payment',
+  verify: '/api/v2/verify_payment/',
+  capture: '/api/v2/confirm_payment',
+  refund: '/api/v2/refund_payment',
+  cancel: '/api/v2/cancel_payment',
+  bindings: '/api/v2/bindings/list',
+} as const;
+
 function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;
 }

@@ -1,37 +1,45 @@
 import { inspect } from 'node:util';
 import type { AxiosAdapter } from 'axios';
-import { HttpTransport } from '../api/http.transport.js';
-import { checkId, PaymentsApi } from '../api/payments.api.js';
-import { RETRY_POLICY } from '../api/retry.policy.js';
-import type {
-  CardBinding,
-  GenerateOptions,
-  GeneratePaymentInput,
-  GeneratedPayment,
-  PaymentCancellation,
-  PaymentCapture,
-  PaymentRefund,
-  PaymentsOperations,
-  ReconcileOptions,
-  ReconcileResult,
-  VerifiedPayment,
-} from '../api/payments.types.js';
-import type { OperationDispatcher, OutcomeDispatcher } from '../settlement/outcome.handlers.js';
-import { ReconciliationScheduler, type ReconciliationRun } from '../settlement/reconciliation.scheduler.js';
-import { OrderScreen } from '../settlement/settlement.duplicates.js';
-import { PaymentReconciler } from '../settlement/settlement.reconciler.js';
-import { VerifyBudget } from '../settlement/settlement.budget.js';
-import { SettlementRunner } from '../settlement/settlement.runner.js';
-import { SETTLEMENT_WAITS } from '../settlement/settlement.waits.js';
-import { MemoryPaymentsStore } from '../store/memory.store.js';
-import { orderLedgerOf, type OutcomePage, type OutcomeQuery, type OutcomeRecord, type PaymentsStore } from '../store/payments.store.js';
-import { isTransactional } from '../store/store.transaction.js';
-import { PaymentsTelemetry } from '../telemetry/telemetry.otel.js';
-import { NO_TELEMETRY, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
-import { WebhookProcessor } from '../webhook/webhook.processor.js';
-import { WebhookTokenSigner } from '../webhook/webhook.token.js';
-import { PendingRechecks } from '../settlement/settlement.rechecks.js';
-import { SharedClock } from '../time/shared.clock.js';
+import {
+  HttpTransport,
+  RETRY_POLICY,
+  type CardBinding,
+  type GenerateOptions,
+  type GeneratePaymentInput,
+  type GeneratedPayment,
+  type PaymentCancellation,
+  type PaymentCapture,
+  type PaymentRefund,
+  type PaymentsOperations,
+  type ReconcileOptions,
+  type ReconcileResult,
+  type VerifiedPayment,
+} from '../api/index.js';
+import { checkId, PaymentsApi } from './payments.api.js';
+import {
+  type OperationDispatcher,
+  type OutcomeDispatcher,
+  ReconciliationScheduler,
+  type ReconciliationRun,
+  OrderScreen,
+  PaymentReconciler,
+  VerifyBudget,
+  SettlementRunner,
+  SETTLEMENT_WAITS,
+  PendingRechecks,
+} from '../settlement/index.js';
+import {
+  MemoryPaymentsStore,
+  orderLedgerOf,
+  type PaymentsStore,
+  type OutcomePage,
+  type OutcomeQuery,
+  type OutcomeRecord,
+  isTransactional,
+} from '../store/index.js';
+import { PaymentsTelemetry, NO_TELEMETRY, type TelemetryHooks } from '../telemetry/index.js';
+import { WebhookProcessor, WebhookTokenSigner } from '../webhook/index.js';
+import { SharedClock } from '../time/index.js';
 import type { PaymentsOptions, ResolvedPaymentsOptions } from './payments.options.js';
 import { resolvePaymentsOptions } from './payments.resolver.js';
 

@@ -1,8 +1,9 @@
-import { serviceDefaultOf, type OptionDefaultedFieldName, type PreAuthorizationFlag } from '../api/payment.fields.js';
-import { type PaymentsLogger } from './payments.logger.js';
-import { type PaymentsStore } from '../store/payments.store.js';
-import type { GeneratePaymentInput } from '../api/payments.types.js';
-import type { Clock } from '../time/clock.port.js';
+import { serviceDefaultOf, type OptionDefaultedFieldName, type PreAuthorizationFlag, type GeneratePaymentInput } from '../api/index.js';
+import type { PaymentsReconciliationOptions } from '../settlement/index.js';
+import type { PaymentsLogger } from '../shared/index.js';
+import type { PaymentsStore } from '../store/index.js';
+import type { Clock } from '../time/index.js';
+import type { ResolvedWebhookOptions } from '../webhook/index.js';
 
 /** Webhook options. Signed webhooks are on when both `publicUrl` and `secret` are set. */
 export interface PaymentsWebhookOptions {
@@ -49,33 +50,6 @@ export interface PaymentsWebhookOptions {
   doneTtlSecs?: number;
 }
 
-/** Reconciliation: re-checking payments whose outcome the plugin has not seen. */
-export interface PaymentsReconciliationOptions {
-  /** Run the periodic check in this process. Default true. (Every instance may run it: the store hands each payment to one.) */
-  enabled?: boolean;
-  /** Seconds between two runs. Default 60. */
-  intervalSecs?: number;
-  /** Seconds after a session's end before its first check (the webhook usually comes first). Default 60. */
-  graceSecs?: number;
-  /**
-   * Checks of the fast lane: the first checks of a payment that stays unsettled, with waits that
-   * double from `intervalSecs` (at most an hour apart). With the defaults they span about four
-   * hours. A payment still unsettled after them is not dropped: it moves to the slow lane (see
-   * `horizonDays`). Default 10.
-   */
-  maxChecks?: number;
-  /** Payments checked per run, at most. Default 20 (each costs one call to the service). */
-  batchSize?: number;
-  /**
-   * How long a payment whose outcome stays unknown is kept checked, in days from its generation.
-   * After the fast lane (`maxChecks`) it is checked in the slow lane: hourly until it is a day
-   * old, then daily, until this horizon; its outcome record then says so (`outcome: 'pending'`,
-   * `lastError` starting with `overdue:`), and the Terminus health indicator reports it. Only
-   * past the horizon is it given up: logged as an error, its record marked `abandoned:`, to be
-   * reconciled by hand (`reconcilePayment`). Default 7.
-   */
-  horizonDays?: number;
-}
 /**
  * The options that default `generatePayment` fields (`successLink`, `failLink`, `acceptCard`,
  * `sessionTimeoutSecs`, `imageUrl`): each has the type, rule and documentation of the field of the
@@ -210,22 +184,6 @@ export interface ResolvedPaymentsOptions {
     /** Least time between two backlog reads, in ms. */
     readonly backlogIntervalMs: number;
   };
-}
-
-/** Webhook options after validation. `enabled` is true when publicUrl and secret are set. */
-export interface ResolvedWebhookOptions {
-  readonly enabled: boolean;
-  readonly path: string;
-  readonly publicUrl?: string;
-  readonly secret?: string;
-  /** Secrets still accepted for tokens minted before a rotation (none signs). */
-  readonly previousSecrets: readonly string[];
-  readonly acceptUnsigned: boolean;
-  readonly unsignedIntervalSecs: number;
-  readonly maxBodyBytes: number;
-  readonly tokenTtlMs: number;
-  readonly leaseMs: number;
-  readonly doneTtlMs: number;
 }
 
 /** Default option values, for documentation and tests. */

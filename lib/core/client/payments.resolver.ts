@@ -1,11 +1,22 @@
-import { DEFAULT_PRE_AUTHORIZATION_FLAG, OPTION_DEFAULTED_FIELDS, ruleOf } from '../api/payment.fields.js';
-import { boolean, httpUrl, integerBetween, matches, minLength, oneOf, positiveInteger, type ValueRule } from '../api/payment.rules.js';
-import { PaymentsValidationError, type PaymentsFieldError } from '../api/payments.errors.js';
-import { defaultPaymentsLogger } from './payments.logger.js';
-import { STORE_METHODS } from '../store/payments.store.js';
-import { isPaymentsStore } from '../store/store.ports.js';
-import { telemetrySettings } from '../telemetry/telemetry.settings.js';
-import { SYSTEM_CLOCK } from '../time/clock.port.js';
+import {
+  DEFAULT_PRE_AUTHORIZATION_FLAG,
+  OPTION_DEFAULTED_FIELDS,
+  ruleOf,
+  boolean,
+  httpUrl,
+  integerBetween,
+  matches,
+  minLength,
+  oneOf,
+  positiveInteger,
+  type ValueRule,
+  PaymentsValidationError,
+  type PaymentsFieldError,
+} from '../api/index.js';
+import { defaultPaymentsLogger } from '../shared/index.js';
+import { STORE_METHODS, isPaymentsStore } from '../store/index.js';
+import { telemetrySettings } from '../telemetry/index.js';
+import { SYSTEM_CLOCK } from '../time/index.js';
 import { PAYMENTS_DEFAULTS, type PaymentFieldDefaults, type PaymentsOptions, type ResolvedPaymentsOptions } from './payments.options.js';
 
 /*

@@ -1,5 +1,5 @@
-import type { PaymentOutcome, OutcomeSource } from '../store/payments.store.js';
-import type { VerifiedPayment } from '../api/payments.types.js';
+import type { PaymentOutcome, OutcomeSource } from '../store/index.js';
+import type { VerifiedPayment } from '../api/index.js';
 import {
   PaymentAuthorizedEvent,
   PaymentConfirmedEvent,

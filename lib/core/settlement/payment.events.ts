@@ -1,6 +1,5 @@
-import type { DuplicateRefund, OrderSettlement, OutcomeSource, PaymentOutcome } from '../store/payments.store.js';
-import type { VerifiedPayment } from '../api/payments.types.js';
-import type { PaymentsTransaction } from '../store/store.transaction.js';
+import type { DuplicateRefund, OrderSettlement, OutcomeSource, PaymentOutcome, PaymentsTransaction } from '../store/index.js';
+import type { VerifiedPayment } from '../api/index.js';
 
 /** A side effect to run once an outcome is committed (see {@link PaymentOutcomeEvent.afterCommit}). */
 export type AfterCommitCallback = () => unknown;

@@ -1,5 +1,5 @@
-import type { PaymentsReconciliationOptions } from '../client/payments.options.js';
-import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../store/payments.store.js';
+import type { PaymentsReconciliationOptions } from './reconciliation.options.js';
+import type { OutcomeRecord, PendingPayment, PaymentsStore } from '../store/index.js';
 
 /** One hour, in ms: the longest wait of the fast lane, and the wait of the slow lane's first day. */
 export const HOUR_MS = 3_600_000;

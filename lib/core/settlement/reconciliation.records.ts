@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../store/payments.store.js';
-import type { Clock } from '../time/clock.port.js';
-import { describe } from './settlement.describe.js';
+import { type PaymentsLogger, describe } from '../shared/index.js';
+import type { OutcomeRecord, PendingPayment, PaymentsStore } from '../store/index.js';
+import type { Clock } from '../time/index.js';
 import { outcomeKey } from './settlement.request.js';
 
 /**

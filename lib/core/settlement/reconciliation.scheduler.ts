@@ -1,15 +1,13 @@
 import { ABANDONED_MARK, OVERDUE_MARK, nextCheckAt, pastFastLane } from './reconciliation.lanes.js';
-import { describe } from './settlement.describe.js';
+import { describe, type PaymentsLogger } from '../shared/index.js';
 import type { SettleResult } from './settlement.request.js';
 import type { SettlementRunner } from './settlement.runner.js';
-import type { PaymentsReconciliationOptions } from '../client/payments.options.js';
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { PaymentsStore, PendingPayment } from '../store/payments.store.js';
-import type { TelemetryHooks } from '../telemetry/telemetry.hooks.js';
-import { every } from '../time/clock.port.js';
+import type { PaymentsReconciliationOptions } from './reconciliation.options.js';
+import type { PaymentsStore, PendingPayment } from '../store/index.js';
+import type { TelemetryHooks } from '../telemetry/index.js';
+import { every, type SharedClock } from '../time/index.js';
 import { SweepWakes, WAKE_LEAD_MS } from './reconciliation.wakes.js';
 import { markOverdueRecord } from './reconciliation.records.js';
-import type { SharedClock } from '../time/shared.clock.js';
 import { nextRecheck, type PendingRechecks } from './settlement.rechecks.js';
 
 /** What one reconciliation run did. */

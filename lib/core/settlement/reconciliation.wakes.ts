@@ -1,4 +1,4 @@
-import type { Clock, ClockTimer } from '../time/clock.port.js';
+import type { Clock, ClockTimer } from '../time/index.js';
 
 /** How far ahead of its clock a pass woken for the pending lane takes due entries. */
 export const WAKE_LEAD_MS = 1_000;

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { PaymentsApiError, PaymentsConnectionError, type PaymentsError } from '../api/payments.errors.js';
-import type { OutcomeSource } from '../store/payments.store.js';
+import { PaymentsApiError, PaymentsConnectionError, type PaymentsError } from '../api/index.js';
+import type { OutcomeSource } from '../store/index.js';
 import type { Decision } from './settlement.decision.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
 

@@ -1,11 +1,9 @@
-import type { VerifiedPayment } from '../api/payments.types.js';
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { HandlerResult, OutcomeFinish, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore } from '../store/payments.store.js';
-import type { TransactionalPaymentsStore } from '../store/store.transaction.js';
+import type { VerifiedPayment } from '../api/index.js';
+import { type PaymentsLogger, describe } from '../shared/index.js';
+import type { HandlerResult, OutcomeFinish, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore, TransactionalPaymentsStore } from '../store/index.js';
 import { bindTransaction, takeAfterCommit, type PaymentOutcomeEvent } from './payment.events.js';
-import { describe } from './settlement.describe.js';
 import { renewWhileHandling } from './settlement.lease.js';
-import type { Clock } from '../time/clock.port.js';
+import type { Clock } from '../time/index.js';
 
 /** What one attempt found, for its outcome record. */
 export interface AttemptRecord {

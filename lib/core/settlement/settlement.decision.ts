@@ -1,7 +1,12 @@
-import { normalizeMillimes } from '../api/money.util.js';
-import { PaymentsApiError, PaymentsConnectionError, PaymentsRateLimitedError, type PaymentsError } from '../api/payments.errors.js';
-import type { VerifiedPayment } from '../api/payments.types.js';
-import type { PaymentOutcome } from '../store/payments.store.js';
+import {
+  normalizeMillimes,
+  PaymentsApiError,
+  PaymentsConnectionError,
+  PaymentsRateLimitedError,
+  type PaymentsError,
+  type VerifiedPayment,
+} from '../api/index.js';
+import type { PaymentOutcome } from '../store/index.js';
 import { PaymentEvents, type PaymentEventName } from './payment.events.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
 

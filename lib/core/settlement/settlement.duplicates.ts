@@ -1,13 +1,11 @@
-import type { PaymentRefund, VerifiedPayment } from '../api/payments.types.js';
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { DuplicateRefund, OrderLedger, OrderSettlement, OutcomeSource, PaymentsStore } from '../store/payments.store.js';
-import type { Clock } from '../time/clock.port.js';
+import { type PaymentRefund, type VerifiedPayment, orderLedgerKey } from '../api/index.js';
+import { type PaymentsLogger, describe } from '../shared/index.js';
+import type { DuplicateRefund, OrderSettlement, OutcomeSource, OrderLedger, PaymentsStore } from '../store/index.js';
+import type { Clock } from '../time/index.js';
 import type { OutcomeDispatcher } from './outcome.handlers.js';
 import { PaymentDuplicateEvent, PaymentEvents } from './payment.events.js';
-import { orderLedgerKey } from '../api/payments.checkout.js';
 import { finishOf } from './settlement.commit.js';
 import { renewWhileHandling } from './settlement.lease.js';
-import { describe } from './settlement.describe.js';
 import { orderVerdict, refundFailure, refundPlan } from './settlement.orders.js';
 import type { OrderScreenArgs, OrderScreenPort, SettleResult } from './settlement.request.js';
 

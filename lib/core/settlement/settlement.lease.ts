@@ -1,7 +1,6 @@
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { PaymentsStore } from '../store/payments.store.js';
-import { describe } from './settlement.describe.js';
-import { every, SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
+import { type PaymentsLogger, describe } from '../shared/index.js';
+import type { PaymentsStore } from '../store/index.js';
+import { every, SYSTEM_CLOCK, type Clock } from '../time/index.js';
 
 /**
  * Keeps a claim alive while its handlers run. Handlers may outlast the lease (a slow email, a slow

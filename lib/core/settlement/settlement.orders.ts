@@ -1,5 +1,5 @@
-import { PaymentsApiError, PaymentsConnectionError, PaymentsError, PaymentsValidationError, RefundNotAllowedError } from '../api/payments.errors.js';
-import type { DuplicateRefund, OrderSettlement } from '../store/payments.store.js';
+import { PaymentsApiError, PaymentsConnectionError, PaymentsError, PaymentsValidationError, RefundNotAllowedError } from '../api/index.js';
+import type { DuplicateRefund, OrderSettlement } from '../store/index.js';
 
 /**
  * One order, one charge: the rules, as pure functions (table-tested in

@@ -1,8 +1,7 @@
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { PaymentsStore, PendingPayment } from '../store/payments.store.js';
-import type { SharedClock } from '../time/shared.clock.js';
+import { type PaymentsLogger, describe } from '../shared/index.js';
+import type { PaymentsStore, PendingPayment } from '../store/index.js';
+import type { SharedClock } from '../time/index.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
-import { describe } from './settlement.describe.js';
 
 /**
  * The waits of the pending lane, in ms: after a webhook or a return found a payment still pending

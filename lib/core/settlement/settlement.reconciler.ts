@@ -1,14 +1,19 @@
-import { millimes } from '../api/payment.rules.js';
-import { normalizeMillimes } from '../api/money.util.js';
-import { PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsFieldError } from '../api/payments.errors.js';
-import type { ReconcileOptions, ReconcileResult, VerifiedPayment } from '../api/payments.types.js';
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../store/payments.store.js';
-import { sleep } from '../time/clock.port.js';
-import type { SharedClock } from '../time/shared.clock.js';
+import {
+  millimes,
+  normalizeMillimes,
+  PaymentsError,
+  PaymentsStoreUnavailableError,
+  PaymentsValidationError,
+  type PaymentsFieldError,
+  type ReconcileOptions,
+  type ReconcileResult,
+  type VerifiedPayment,
+} from '../api/index.js';
+import { type PaymentsLogger, assertNever } from '../shared/index.js';
+import type { OutcomeRecord, PendingPayment, PaymentsStore } from '../store/index.js';
+import { sleep, type SharedClock } from '../time/index.js';
 import { StrangerBudget } from './settlement.strangers.js';
 import { outcomeOf, type OutcomeExpectation } from './settlement.decision.js';
-import { assertNever } from './settlement.describe.js';
 import type { SettlementRunner } from './settlement.runner.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
 

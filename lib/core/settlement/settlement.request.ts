@@ -1,10 +1,9 @@
-import type { PaymentsError } from '../api/payments.errors.js';
-import type { VerifiedPayment } from '../api/payments.types.js';
-import type { DuplicateRefund, OrderSettlement, OutcomeSource } from '../store/payments.store.js';
-import type { SettleTrace } from '../telemetry/telemetry.hooks.js';
+import type { PaymentsError, VerifiedPayment } from '../api/index.js';
+import type { DuplicateRefund, OrderSettlement, OutcomeSource } from '../store/index.js';
+import type { SettleTrace } from '../telemetry/index.js';
 import type { OutcomeDispatcher } from './outcome.handlers.js';
 import type { HandledOutcome, OutcomeExpectation } from './settlement.decision.js';
-import type { Clock } from '../time/clock.port.js';
+import type { Clock } from '../time/index.js';
 
 /*
  * What a path hands the settlement runner, and what it gets back. Every front end maps a

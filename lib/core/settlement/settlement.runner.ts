@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { PaymentsError } from '../api/payments.errors.js';
-import type { VerifiedPayment } from '../api/payments.types.js';
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { ClaimOutcome, OutcomeSource, PaymentsStore } from '../store/payments.store.js';
-import { isTransactional } from '../store/store.transaction.js';
-import { NO_TELEMETRY, type SettleTrace, type TelemetryHooks } from '../telemetry/telemetry.hooks.js';
+import { PaymentsError, type VerifiedPayment } from '../api/index.js';
+import { type PaymentsLogger, assertNever, describe } from '../shared/index.js';
+import { type ClaimOutcome, type OutcomeSource, type PaymentsStore, isTransactional } from '../store/index.js';
+import { NO_TELEMETRY, type SettleTrace, type TelemetryHooks } from '../telemetry/index.js';
 import {
   PaymentMismatchEvent,
   takeAfterCommit,
@@ -15,7 +13,6 @@ import {
   type PaymentRefundedEvent,
 } from './payment.events.js';
 import { decide, isNotFound, type HandledOutcome, type OutcomeExpectation, type VerifyAnswer } from './settlement.decision.js';
-import { assertNever, describe } from './settlement.describe.js';
 import { VerifyBudget } from './settlement.budget.js';
 import { finishAttempt, finishOf, handleInTransaction, runAfterCommit, type AttemptRecord } from './settlement.commit.js';
 import { renewWhileHandling } from './settlement.lease.js';

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { PaymentsApiError, type PaymentsError } from '../api/payments.errors.js';
-import type { Clock } from '../time/clock.port.js';
+import { PaymentsApiError, type PaymentsError } from '../api/index.js';
+import type { Clock } from '../time/index.js';
 import type { SettleResult } from './settlement.request.js';
 
 /**

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
-import { positiveMs } from './payments.store.js';
+import { positiveMs } from './store.rules.js';
 import type { RateLimiter } from './store.ports.js';
-import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
+import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
 
 /** Options of {@link MemoryRateLimiter}. */
 export interface MemoryRateLimiterOptions {

@@ -1,26 +1,20 @@
 import { LRUCache } from 'lru-cache';
-import {
-  epochMs,
-  positiveMs,
-  outcomeCursor,
-  outcomePageLimit,
-  outcomeSortsBefore,
-  parseOutcomeCursor,
-  type BindingClaim,
-  type ClaimOutcome,
-  type OrderCheckout,
-  type OrderLedger,
-  type OrderSettlement,
-  type OutcomeFinish,
-  type OutcomePage,
-  type OutcomeQuery,
-  type OutcomeRecord,
-  type PaymentBinding,
-  type PaymentsStore,
-  type PendingPayment,
-} from './payments.store.js';
+import { epochMs, positiveMs, outcomeCursor, outcomePageLimit, outcomeSortsBefore, parseOutcomeCursor } from './store.rules.js';
+import type {
+  BindingClaim,
+  ClaimOutcome,
+  OrderCheckout,
+  OrderSettlement,
+  OutcomeFinish,
+  OutcomePage,
+  OutcomeQuery,
+  OutcomeRecord,
+  PaymentBinding,
+  PendingPayment,
+} from './store.types.js';
+import type { OrderLedger, PaymentsStore } from './store.ports.js';
 import { MemoryRateLimiter } from './memory.limiter.js';
-import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
+import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
 export interface MemoryPaymentsStoreOptions {

@@ -1,5 +1,5 @@
 import { MemoryRateLimiter } from './memory.limiter.js';
-import { positiveMs } from './payments.store.js';
+import { positiveMs } from './store.rules.js';
 import type { OrderLedger, PaymentsStore, RateLimiter } from './store.ports.js';
 import type {
   BindingClaim,

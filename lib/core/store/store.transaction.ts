@@ -1,4 +1,5 @@
-import type { OutcomeFinish, PaymentsStore } from './payments.store.js';
+import type { OutcomeFinish } from './store.types.js';
+import type { PaymentsStore } from './store.ports.js';
 
 /** What {@link PaymentsTransaction.query} answers: the rows, as the driver returned them. */
 export interface PaymentsTransactionResult<Row = Record<string, unknown>> {

@@ -1,5 +1,5 @@
-import type { PaymentsOperation } from '../api/payments.errors.js';
-import type { OutcomeSource } from '../store/payments.store.js';
+import type { PaymentsOperation } from '../api/index.js';
+import type { OutcomeSource } from '../store/index.js';
 
 /**
  * The seam between the engine and whatever observes it. The engine (transport calls, the

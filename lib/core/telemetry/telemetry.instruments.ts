@@ -4,7 +4,7 @@
  * the backlog gauge's throttled store read.
  */
 import type * as OtelApi from '@opentelemetry/api';
-import type { PaymentsStore } from '../store/payments.store.js';
+import type { PaymentsStore } from '../store/index.js';
 import type { OtelApiModule, TelemetryApiLoader } from './telemetry.loader.js';
 import { METRIC_NAMES, TELEMETRY_SCOPE } from './telemetry.names.js';
 import type { TelemetrySettings } from './telemetry.settings.js';

@@ -16,8 +16,8 @@
  * on the span), since the SDK hashes them on every record.
  */
 import type * as OtelApi from '@opentelemetry/api';
-import type { PaymentsOperation } from '../api/payments.errors.js';
-import type { OutcomeSource } from '../store/payments.store.js';
+import type { PaymentsOperation } from '../api/index.js';
+import type { OutcomeSource } from '../store/index.js';
 import { NO_TELEMETRY, type CallStats, type SettleLike, type SettleTrace, type TelemetryHooks, type WebhookTrace } from './telemetry.hooks.js';
 import { TelemetryInstruments, type Attributes, type Instruments } from './telemetry.instruments.js';
 import { TelemetryApiLoader } from './telemetry.loader.js';

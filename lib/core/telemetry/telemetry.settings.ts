@@ -1,4 +1,4 @@
-import type { PaymentsStore } from '../store/payments.store.js';
+import type { PaymentsStore } from '../store/index.js';
 import type { TelemetryApiLoader } from './telemetry.loader.js';
 
 /** Telemetry settings (the `telemetry` option, after defaults). */

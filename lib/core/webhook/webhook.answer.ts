@@ -1,6 +1,5 @@
-import { assertNever } from '../settlement/settlement.describe.js';
-import type { SettleResult } from '../settlement/settlement.request.js';
-import { SETTLEMENT_WAITS } from '../settlement/settlement.waits.js';
+import { assertNever } from '../shared/index.js';
+import { type SettleResult, SETTLEMENT_WAITS } from '../settlement/index.js';
 
 /** The JSON body of a webhook answer. Never contains secrets or internal error details. */
 export interface WebhookAnswerBody {

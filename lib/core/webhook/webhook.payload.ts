@@ -1,6 +1,5 @@
-import { pathSegmentId } from '../api/identifier.rule.js';
+import { pathSegmentId, isJsonObject, type JsonObject } from '../api/index.js';
 import { WEBHOOK_TOKEN_PARAM } from './webhook.token.js';
-import { isJsonObject, type JsonObject } from '../api/json.util.js';
 
 /** What a webhook request carries, framework-neutral. */
 export interface WebhookRequest {

@@ -1,12 +1,9 @@
-import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
-import type { ResolvedWebhookOptions } from '../client/payments.options.js';
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import { describe } from '../settlement/settlement.describe.js';
-import type { OutcomeExpectation } from '../settlement/settlement.decision.js';
-import type { SettleRequest, TokenLookup } from '../settlement/settlement.request.js';
-import type { SettlementRunner } from '../settlement/settlement.runner.js';
-import type { PaymentsStore } from '../store/payments.store.js';
-import { NO_TELEMETRY, type TelemetryHooks, type WebhookTrace } from '../telemetry/telemetry.hooks.js';
+import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
+import type { ResolvedWebhookOptions } from './webhook.options.js';
+import { type PaymentsLogger, describe } from '../shared/index.js';
+import type { OutcomeExpectation, SettleRequest, TokenLookup, SettlementRunner } from '../settlement/index.js';
+import type { PaymentsStore } from '../store/index.js';
+import { NO_TELEMETRY, type TelemetryHooks, type WebhookTrace } from '../telemetry/index.js';
 import { answerFor, duplicate, refusal, unavailable, type WebhookAnswer } from './webhook.answer.js';
 import { parseWebhook, type WebhookRequest } from './webhook.payload.js';
 import { publicUrlMismatch } from './webhook.mount.js';

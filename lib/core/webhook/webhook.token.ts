@@ -1,4 +1,4 @@
-import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
+import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
 import { createHmac, createSecretKey, hash, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { registrationTag, type TokenRegistration } from './webhook.registration.js';
 

@@ -1,9 +1,7 @@
-import { SYSTEM_CLOCK, type Clock } from '../time/clock.port.js';
-import type { PaymentsLogger } from '../client/payments.logger.js';
-import { describe } from '../settlement/settlement.describe.js';
-import type { OutcomeExpectation } from '../settlement/settlement.decision.js';
-import type { SettleResult, TokenLookup } from '../settlement/settlement.request.js';
-import type { PaymentBinding, PaymentsStore, RateLimiter } from '../store/payments.store.js';
+import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
+import { type PaymentsLogger, describe } from '../shared/index.js';
+import type { OutcomeExpectation, SettleResult, TokenLookup } from '../settlement/index.js';
+import type { PaymentBinding, PaymentsStore, RateLimiter } from '../store/index.js';
 import type { WebhookTokenClaims } from './webhook.token.js';
 
 /**

@@ -1,27 +1,7 @@
 import type { OutcomeQuery, OutcomeRecord } from './store.types.js';
 
-// The rules every store applies the same way (page sizes, cursors, lease and time checks). The
-// store's types and ports are re-exported from here too, where the rest of the core has always
-// imported them; new code may import them from `store.types.ts` and `store.ports.ts` directly.
-export type {
-  BindingClaim,
-  ClaimOutcome,
-  DuplicateRefund,
-  HandlerResult,
-  OrderCheckout,
-  OrderSettlement,
-  OutcomeFinish,
-  OutcomePage,
-  OutcomeQuery,
-  OutcomeRecord,
-  OutcomeSource,
-  PaymentBinding,
-  PaymentOutcome,
-  PendingPayment,
-  TransactionQuery,
-} from './store.types.js';
-export type { BindingStore, ClaimStore, OrderLedger, OutcomeLog, PaymentsStore, PendingQueue, RateLimiter } from './store.ports.js';
-export { ORDER_LEDGER_METHODS, STORE_METHODS, isPaymentsStore, orderLedgerOf } from './store.ports.js';
+// The rules every store applies the same way (page sizes, cursors, lease and time checks), so that
+// the in-memory, Redis and PostgreSQL stores and a merchant's own agree on them.
 
 /** Default and largest page size of {@link OutcomeLog.listOutcomes}. */
 export const OUTCOME_PAGE = {

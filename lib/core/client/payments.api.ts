@@ -1,32 +1,37 @@
-import type { SharedClock } from '../time/shared.clock.js';
-import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent, type PaymentEventName } from '../settlement/payment.events.js';
-import type { ResolvedPaymentsOptions } from '../client/payments.options.js';
-import { PAYMENTS_DEFAULTS } from '../client/payments.options.js';
-import type { PaymentBinding, PaymentsStore } from '../store/payments.store.js';
-import type { TelemetryHooks } from '../telemetry/telemetry.hooks.js';
-import { WebhookTokenSigner } from '../webhook/webhook.token.js';
-import type { HttpTransport } from './http.transport.js';
-import { normalizeMillimes } from './money.util.js';
-import { checkPaymentInput, toPaymentWire } from './payment.fields.js';
-import { identifier, millimes } from './payment.rules.js';
-import { pathSegmentId } from './identifier.rule.js';
-import { bounded, CheckoutDesk, checkoutKey, type CheckoutTicket } from './payments.checkout.js';
-import { noteDuplicateRefund } from './payments.duplicates.js';
-import { PaymentsApiError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
-import { lateEntry, PaymentRecorder } from './payments.recorder.js';
-import type {
-  CardBinding,
-  GenerateOptions,
-  GeneratePaymentInput,
-  GeneratedPayment,
-  PaymentCancellation,
-  PaymentCapture,
-  PaymentRefund,
-  PaymentsOperations,
-  VerifiedPayment,
-} from './payments.types.js';
-import { interpretResponse } from './response.parser.js';
+import type { SharedClock } from '../time/index.js';
+import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent, type PaymentEventName } from '../settlement/index.js';
+import { PAYMENTS_DEFAULTS, type ResolvedPaymentsOptions } from './payments.options.js';
+import type { PaymentBinding, PaymentsStore } from '../store/index.js';
+import type { TelemetryHooks } from '../telemetry/index.js';
+import { WebhookTokenSigner } from '../webhook/index.js';
 import {
+  type HttpTransport,
+  normalizeMillimes,
+  checkPaymentInput,
+  toPaymentWire,
+  identifier,
+  millimes,
+  pathSegmentId,
+  bounded,
+  CheckoutDesk,
+  checkoutKey,
+  type CheckoutTicket,
+  noteDuplicateRefund,
+  PaymentsApiError,
+  PaymentsValidationError,
+  type PaymentsOperation,
+  lateEntry,
+  PaymentRecorder,
+  type CardBinding,
+  type GenerateOptions,
+  type GeneratePaymentInput,
+  type GeneratedPayment,
+  type PaymentCancellation,
+  type PaymentCapture,
+  type PaymentRefund,
+  type PaymentsOperations,
+  type VerifiedPayment,
+  interpretResponse,
   fromBindingWire,
   fromCancellationWire,
   fromCaptureWire,
@@ -34,18 +39,9 @@ import {
   fromRefundWire,
   fromVerifyWire,
   isJsonObject,
+  SERVICE_PATHS,
   type JsonObject,
-} from './wire.mapper.js';
-
-/** The service's paths (docs/service-facts.md §1, §4, §5 and §7). */
-export const SERVICE_PATHS = {
-  generate: '/api/v2/generate_payment',
-  verify: '/api/v2/verify_payment/',
-  capture: '/api/v2/confirm_payment',
-  refund: '/api/v2/refund_payment',
-  cancel: '/api/v2/cancel_payment',
-  bindings: '/api/v2/bindings/list',
-} as const;
+} from '../api/index.js';
 
 /** The largest epoch time in ms a Date can hold. */
 const MAX_DATE_MS = 8.64e15;

@@ -1,0 +1,18 @@
+// What the other folders of the core may import from settlement/ (the runner, the decision, the
+// return path, the sweep, events and handlers).
+// Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
+// folders' imports of settlement/ to this file.
+export type { OperationDispatcher, OutcomeDispatcher } from './outcome.handlers.js';
+export { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent } from './payment.events.js';
+export type { PaymentEventName } from './payment.events.js';
+export type { PaymentsReconciliationOptions } from './reconciliation.options.js';
+export { ReconciliationScheduler } from './reconciliation.scheduler.js';
+export type { ReconciliationRun } from './reconciliation.scheduler.js';
+export { VerifyBudget } from './settlement.budget.js';
+export type { OutcomeExpectation } from './settlement.decision.js';
+export { OrderScreen } from './settlement.duplicates.js';
+export { PendingRechecks } from './settlement.rechecks.js';
+export { PaymentReconciler } from './settlement.reconciler.js';
+export type { SettleRequest, SettleResult, TokenLookup } from './settlement.request.js';
+export { SettlementRunner } from './settlement.runner.js';
+export { SETTLEMENT_WAITS } from './settlement.waits.js';

@@ -1,0 +1,24 @@
+// What the other folders of the core may import from store/ (the store's records, ports and rules,
+// the in-memory store, transactions).
+// Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
+// folders' imports of store/ to this file.
+export { MemoryPaymentsStore } from './memory.store.js';
+export { isPaymentsStore, orderLedgerOf, STORE_METHODS } from './store.ports.js';
+export type { OrderLedger, PaymentsStore, RateLimiter } from './store.ports.js';
+export { isTransactional } from './store.transaction.js';
+export type { PaymentsTransaction, TransactionalPaymentsStore } from './store.transaction.js';
+export type {
+  ClaimOutcome,
+  DuplicateRefund,
+  HandlerResult,
+  OrderCheckout,
+  OrderSettlement,
+  OutcomeFinish,
+  OutcomePage,
+  OutcomeQuery,
+  OutcomeRecord,
+  OutcomeSource,
+  PaymentBinding,
+  PaymentOutcome,
+  PendingPayment,
+} from './store.types.js';
