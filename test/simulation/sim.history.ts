@@ -1,7 +1,7 @@
 import { PaymentsError } from '../../lib/core/api/payments.errors.js';
 import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
 import type { PaymentDuplicateEvent, PaymentOutcomeEvent } from '../../lib/core/settlement/payment.events.js';
-import type { PaymentsStore } from '../../lib/core/store/payments.store.js';
+import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 import { Instance, PRIVATE_KEY, SESSION_SECS_CHOICES, WEBHOOK_SECRET, World, type ModelPayment } from './sim.world.js';
 import { Random, VirtualTime } from './sim.time.js';
 
