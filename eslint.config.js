@@ -33,7 +33,7 @@ const node = Object.fromEntries(
  * The core's folders, bottom layer first (docs/architecture.md, "Core's layers"): a folder imports
  * only the folders before it, so no import runs back up.
  */
-const CORE_LAYERS = ['time', 'shared', 'store', 'api', 'telemetry', 'settlement', 'webhook', 'client'];
+const CORE_LAYERS = ['time', 'common', 'store', 'api', 'telemetry', 'settlement', 'webhook', 'client'];
 
 /** One zone per core folder: the folders above it are out of its reach. */
 const coreLayerZones = CORE_LAYERS.slice(0, -1).map((layer, i) => ({

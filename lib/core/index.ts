@@ -45,7 +45,7 @@ export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './api/payment.fi
 export type { PaymentField, PaymentFieldName, PaymentFieldType, PaymentFieldTypes, PreAuthorizationFlag } from './api/payment.fields.js';
 export type { ValueRule } from './api/payment.rules.js';
 export { outcomeOf } from './settlement/settlement.decision.js';
-export type { PaymentsLogger } from './shared/payments.logger.js';
+export type { PaymentsLogger } from './common/payments.logger.js';
 export { STORE_METHODS, ORDER_LEDGER_METHODS } from './store/store.ports.js';
 export type { PaymentsStore, BindingStore, ClaimStore, PendingQueue, OutcomeLog, RateLimiter, OrderLedger } from './store/store.ports.js';
 export { OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from './store/store.rules.js';

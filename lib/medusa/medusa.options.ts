@@ -1,5 +1,5 @@
 import type { PaymentsOptions } from '../core/client/payments.options.js';
-import type { PaymentsLogger } from '../core/shared/payments.logger.js';
+import type { PaymentsLogger } from '../core/common/payments.logger.js';
 
 /**
  * Options of the provider, given in medusa-config (`providers: [{ resolve:

@@ -1,4 +1,4 @@
-import { defaultPaymentsLogger, type PaymentsLogger } from '../core/shared/payments.logger.js';
+import { defaultPaymentsLogger, type PaymentsLogger } from '../core/common/payments.logger.js';
 import { resolvePostgresOptions, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
 import { ensureTablesStatement, storeTables } from './postgres.schema.js';
 import { storeStatements, type StoreStatements } from './postgres.statements.js';

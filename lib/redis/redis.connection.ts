@@ -1,5 +1,5 @@
 import { Redis, type Cluster } from 'ioredis';
-import { defaultPaymentsLogger, type PaymentsLogger } from '../core/shared/payments.logger.js';
+import { defaultPaymentsLogger, type PaymentsLogger } from '../core/common/payments.logger.js';
 import { ownedClientOptions, resolveStoreOptions, type RedisPaymentsStoreOptions } from './redis.options.js';
 import { storeKeys, type StoreKeys } from './redis.keys.js';
 import { SCRIPTS, type StoreScriptCommands } from './redis.scripts.js';

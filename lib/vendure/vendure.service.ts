@@ -15,7 +15,7 @@ import {
   type PaymentMethod,
 } from '@vendure/core';
 import { PaymentsClient } from '../core/client/payments.client.js';
-import type { PaymentsLogger } from '../core/shared/payments.logger.js';
+import type { PaymentsLogger } from '../core/common/payments.logger.js';
 import { PaymentEvents, type PaymentEvent, type PaymentEventName, type PaymentOutcomeEvent } from '../core/settlement/payment.events.js';
 import { decideSettlement, orderCodeOf, trackingIdOf, type UnexpectedPaymentReason, type VerifiedState } from './vendure.decision.js';
 import { NestjsPaymentsUnexpectedPaymentEvent } from './vendure.events.js';

@@ -10,7 +10,7 @@ const root = path.resolve(import.meta.dirname, '../..');
 const eslint = new ESLint({ cwd: root, overrideConfig: [{ files: ['**/*.ts'], ...tseslint.configs.disableTypeChecked }] });
 
 /** Bottom first, as in docs/architecture.md ("Core's layers"). */
-const LAYERS = ['time', 'shared', 'store', 'api', 'telemetry', 'settlement', 'webhook', 'client'];
+const LAYERS = ['time', 'common', 'store', 'api', 'telemetry', 'settlement', 'webhook', 'client'];
 
 /** Each finding's rule and the import it is about, for a snippet linted as `lib/core/<folder>/<file>`. */
 async function findings(folder: string, code: string): Promise<Array<{ rule: string | null; line: number }>> {

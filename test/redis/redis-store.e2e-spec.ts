@@ -2,7 +2,7 @@ import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import type { PaymentsLogger } from '../../lib/core/shared/payments.logger.js';
+import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import type { OutcomeRecord, PendingPayment } from '../../lib/core/store/store.types.js';
 import { DEFAULT_KEY_PREFIX, RedisPaymentsStore } from '../../lib/redis/index.js';
 import { REDIS_URL, describeWithService, redisAvailable } from '../support/services.js';

@@ -7,7 +7,7 @@ import { SYSTEM_CLOCK } from '../../lib/core/time/clock.port.js';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { PaymentsRateLimitedError } from '../../lib/core/api/payments.errors.js';
 import type { VerifiedPayment } from '../../lib/core/api/payments.types.js';
-import type { PaymentsLogger } from '../../lib/core/shared/payments.logger.js';
+import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
 import { outcomeKey, type SettleResult, type TokenLookup } from '../../lib/core/settlement/settlement.request.js';
 import { SettlementRunner } from '../../lib/core/settlement/settlement.runner.js';

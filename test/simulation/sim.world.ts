@@ -1,6 +1,6 @@
 import type { AxiosAdapter, AxiosResponse, InternalAxiosRequestConfig } from 'axios';
 import { PaymentsClient } from '../../lib/core/client/payments.client.js';
-import type { PaymentsLogger } from '../../lib/core/shared/payments.logger.js';
+import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { STORE_METHODS, type PaymentsStore, type RateLimiter } from '../../lib/core/store/store.ports.js';

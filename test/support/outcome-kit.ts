@@ -3,7 +3,7 @@ import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PaymentsClient } from '../../lib/core/client/payments.client.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
-import type { PaymentsLogger } from '../../lib/core/shared/payments.logger.js';
+import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import type { PaymentsStore, RateLimiter } from '../../lib/core/store/store.ports.js';
 import { BasicPaymentsStore } from '../../lib/core/store/store.base.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentsOptions, type WebhookRouterOptions } from '../../lib/express/index.js';

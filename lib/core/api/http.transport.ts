@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import axios, { type AxiosAdapter, type AxiosRequestHeaders, type AxiosResponse, type GenericAbortSignal, type InternalAxiosRequestConfig } from 'axios';
 import { PaymentsConnectionError, type PaymentsOperation } from './payments.errors.js';
-import type { PaymentsLogger } from '../shared/index.js';
+import type { PaymentsLogger } from '../common/index.js';
 import { parseJson, type RawResponse } from './response.parser.js';
 import { retryAfterSecs, type RetryPolicy } from './retry.policy.js';
 import { SecretRedactor } from './secret.redactor.js';

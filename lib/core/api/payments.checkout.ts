@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type PaymentsLogger, describe } from '../shared/index.js';
+import { type PaymentsLogger, describe } from '../common/index.js';
 import { sleep, type Clock } from '../time/index.js';
 import { orderLedgerOf, type OrderLedger, type PaymentsStore, type OrderCheckout } from '../store/index.js';
 import type { GeneratedPayment } from './payments.types.js';

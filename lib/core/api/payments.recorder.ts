@@ -1,4 +1,4 @@
-import { type PaymentsLogger, describe } from '../shared/index.js';
+import { type PaymentsLogger, describe } from '../common/index.js';
 import type { PaymentBinding, PendingPayment, PaymentsStore } from '../store/index.js';
 import type { Clock, ClockTimer, SharedClock } from '../time/index.js';
 

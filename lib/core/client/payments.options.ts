@@ -1,6 +1,6 @@
 import { serviceDefaultOf, type OptionDefaultedFieldName, type PreAuthorizationFlag, type GeneratePaymentInput } from '../api/index.js';
 import type { PaymentsReconciliationOptions } from '../settlement/index.js';
-import type { PaymentsLogger } from '../shared/index.js';
+import type { PaymentsLogger } from '../common/index.js';
 import type { PaymentsStore } from '../store/index.js';
 import type { Clock } from '../time/index.js';
 import type { ResolvedWebhookOptions } from '../webhook/index.js';

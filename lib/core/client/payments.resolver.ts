@@ -13,7 +13,7 @@ import {
   PaymentsValidationError,
   type PaymentsFieldError,
 } from '../api/index.js';
-import { defaultPaymentsLogger } from '../shared/index.js';
+import { defaultPaymentsLogger } from '../common/index.js';
 import { STORE_METHODS, isPaymentsStore } from '../store/index.js';
 import { telemetrySettings } from '../telemetry/index.js';
 import { SYSTEM_CLOCK } from '../time/index.js';

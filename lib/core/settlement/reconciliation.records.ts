@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type PaymentsLogger, describe } from '../shared/index.js';
+import { type PaymentsLogger, describe } from '../common/index.js';
 import type { OutcomeRecord, PendingPayment, PaymentsStore } from '../store/index.js';
 import type { Clock } from '../time/index.js';
 import { outcomeKey } from './settlement.request.js';

@@ -1,5 +1,5 @@
 import { ABANDONED_MARK, OVERDUE_MARK, nextCheckAt, pastFastLane } from './reconciliation.lanes.js';
-import { describe, type PaymentsLogger } from '../shared/index.js';
+import { describe, type PaymentsLogger } from '../common/index.js';
 import type { SettleResult } from './settlement.request.js';
 import type { SettlementRunner } from './settlement.runner.js';
 import type { PaymentsReconciliationOptions } from './reconciliation.options.js';

@@ -1,5 +1,5 @@
 import type { VerifiedPayment } from '../api/index.js';
-import { type PaymentsLogger, describe } from '../shared/index.js';
+import { type PaymentsLogger, describe } from '../common/index.js';
 import type { HandlerResult, OutcomeFinish, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore, TransactionalPaymentsStore } from '../store/index.js';
 import { bindTransaction, takeAfterCommit, type PaymentOutcomeEvent } from './payment.events.js';
 import { renewWhileHandling } from './settlement.lease.js';

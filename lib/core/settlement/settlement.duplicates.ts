@@ -1,5 +1,5 @@
 import { type PaymentRefund, type VerifiedPayment, orderLedgerKey } from '../api/index.js';
-import { type PaymentsLogger, describe } from '../shared/index.js';
+import { type PaymentsLogger, describe } from '../common/index.js';
 import type { DuplicateRefund, OrderSettlement, OutcomeSource, OrderLedger, PaymentsStore } from '../store/index.js';
 import type { Clock } from '../time/index.js';
 import type { OutcomeDispatcher } from './outcome.handlers.js';

@@ -1,4 +1,4 @@
-import { type PaymentsLogger, describe } from '../shared/index.js';
+import { type PaymentsLogger, describe } from '../common/index.js';
 import type { PaymentsStore } from '../store/index.js';
 import { every, SYSTEM_CLOCK, type Clock } from '../time/index.js';
 

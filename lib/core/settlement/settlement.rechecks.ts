@@ -1,4 +1,4 @@
-import { type PaymentsLogger, describe } from '../shared/index.js';
+import { type PaymentsLogger, describe } from '../common/index.js';
 import type { PaymentsStore, PendingPayment } from '../store/index.js';
 import type { SharedClock } from '../time/index.js';
 import type { OutcomeExpectation } from './settlement.decision.js';

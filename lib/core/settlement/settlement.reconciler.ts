@@ -9,7 +9,7 @@ import {
   type ReconcileResult,
   type VerifiedPayment,
 } from '../api/index.js';
-import { type PaymentsLogger, assertNever } from '../shared/index.js';
+import { type PaymentsLogger, assertNever } from '../common/index.js';
 import type { OutcomeRecord, PendingPayment, PaymentsStore } from '../store/index.js';
 import { sleep, type SharedClock } from '../time/index.js';
 import { StrangerBudget } from './settlement.strangers.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PaymentsError, type VerifiedPayment } from '../api/index.js';
-import { type PaymentsLogger, assertNever, describe } from '../shared/index.js';
+import { type PaymentsLogger, assertNever, describe } from '../common/index.js';
 import { type ClaimOutcome, type OutcomeSource, type PaymentsStore, isTransactional } from '../store/index.js';
 import { NO_TELEMETRY, type SettleTrace, type TelemetryHooks } from '../telemetry/index.js';
 import {

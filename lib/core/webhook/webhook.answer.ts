@@ -1,4 +1,4 @@
-import { assertNever } from '../shared/index.js';
+import { assertNever } from '../common/index.js';
 import { type SettleResult, SETTLEMENT_WAITS } from '../settlement/index.js';
 
 /** The JSON body of a webhook answer. Never contains secrets or internal error details. */

@@ -1,6 +1,6 @@
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
 import type { ResolvedWebhookOptions } from './webhook.options.js';
-import { type PaymentsLogger, describe } from '../shared/index.js';
+import { type PaymentsLogger, describe } from '../common/index.js';
 import type { OutcomeExpectation, SettleRequest, TokenLookup, SettlementRunner } from '../settlement/index.js';
 import type { PaymentsStore } from '../store/index.js';
 import { NO_TELEMETRY, type TelemetryHooks, type WebhookTrace } from '../telemetry/index.js';

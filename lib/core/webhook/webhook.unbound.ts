@@ -1,5 +1,5 @@
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
-import { type PaymentsLogger, describe } from '../shared/index.js';
+import { type PaymentsLogger, describe } from '../common/index.js';
 import type { OutcomeExpectation, SettleResult, TokenLookup } from '../settlement/index.js';
 import type { PaymentBinding, PaymentsStore, RateLimiter } from '../store/index.js';
 import type { WebhookTokenClaims } from './webhook.token.js';

@@ -1,6 +1,6 @@
-// What the other folders of the core may import from shared/ (the logger and the description of a thrown value).
+// What the other folders of the core may import from common/ (the logger and the description of a thrown value).
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
-// folders' imports of shared/ to this file.
+// folders' imports of common/ to this file.
 export { assertNever, describe } from './describe.util.js';
 export { defaultPaymentsLogger } from './payments.logger.js';
 export type { PaymentsLogger } from './payments.logger.js';
