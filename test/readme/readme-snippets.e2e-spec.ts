@@ -26,15 +26,15 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
-  getPaymentsClientToken,
   getPaymentsServiceToken,
-  MemoryPaymentsStore,
   OnPaymentConfirmed,
   PaymentsModule,
   PaymentsService,
   type PaymentConfirmedEvent,
   type PaymentsClient,
 } from '../../lib/index.js';
+import { getPaymentsClientToken } from '../../lib/nest/index.js';
+import { MemoryPaymentsStore } from '../../lib/store/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';

@@ -176,6 +176,7 @@ export class PaymentsClient implements PaymentsOperations {
    * until then outcomes are left undone (and retried), never dropped.
    * @param dispatcher runs an outcome's handlers
    * @param operations runs an operation's handlers; default: none
+   * @internal
    */
   setOutcomeDispatcher(dispatcher: OutcomeDispatcher | undefined, operations?: OperationDispatcher): void {
     this.#runner.setDispatcher(dispatcher && this.#orders ? this.#orders.guard(dispatcher) : dispatcher, operations);
