@@ -14,10 +14,10 @@ import { describeRecords } from './contract.records.js';
  * real payments. Keys and owners are random per test, so the stores of one suite may share a
  * backend. Some tests wait for TTLs of 60 ms to pass, on the real clock.
  *
- * ```ts
- * import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
- * import { describeStoreContract } from 'nestjs-payments/store';
+ * With Jest, `describe`, `it`, `beforeEach`, `afterEach` and `expect` as `@jest/globals` (or
+ * Vitest) gives them:
  *
+ * ```ts
  * describeStoreContract({ describe, it, beforeEach, afterEach, expect }, 'MyStore', async () => {
  *   const store = new MyStore(testConnection());
  *   return { store, cleanup: () => store.close() };
