@@ -396,7 +396,7 @@ const FRAGMENTS: Fragment[] = [
 ];
 
 /** Snippets that are whole test files, run by Jest as such. */
-const OWN_TESTS = ['readme-recipe.e2e-spec.ts'];
+const OWN_TESTS = ['readme-recipe.e2e-spec.ts', 'store-contract.e2e-spec.ts'];
 
 function snippetFiles(): Array<{ file: string; exports: string[]; identity: string }> {
   return readdirSync(SNIPPETS)
