@@ -96,7 +96,7 @@ export {
 export type { PaymentEventName, PaymentEvent, AfterCommitCallback } from './settlement/payment.events.js';
 export { WebhookProcessor } from './webhook/webhook.processor.js';
 export type { WebhookAnswer, WebhookAnswerBody } from './webhook/webhook.answer.js';
-export type { WebhookAuthentication, WebhookAuthenticateOptions, WebhookAccepted, WebhookRefused, AuthenticatedWebhook } from './webhook/webhook.processor.js';
+export type { WebhookAuthentication, WebhookAccepted, WebhookRefused, AuthenticatedWebhook } from './webhook/webhook.processor.js';
 export type { OutcomeDispatcher, OperationDispatcher, EventDispatcher, OutcomeHandler } from './settlement/outcome.handlers.js';
 export type { WebhookRequest } from './webhook/webhook.payload.js';
 export { WEBHOOK_TOKEN_PARAM } from './webhook/webhook.token.js';

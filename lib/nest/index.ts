@@ -24,6 +24,6 @@ export {
   InjectPayments,
   InjectPaymentsClient,
 } from './payments.decorators.js';
-export type { PaymentEventHandlerOptions, OnEventOptions } from './payments.decorators.js';
+export type { PaymentEventHandlerOptions } from './payments.decorators.js';
 export { paymentsOptionsFromConfig, PAYMENTS_ENV, type PaymentsConfigSettings } from './payments.config.js';
 export type { PaymentsConfigReader } from './payments.config.js';

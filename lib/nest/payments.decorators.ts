@@ -5,15 +5,13 @@ import { registrationEventName } from './payments.events-bridge.js';
 import { getPaymentsServiceToken } from './payments.service.js';
 import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.tokens.js';
 
-/** `@OnEvent`'s options, read from its signature: @nestjs/event-emitter 3.x (Nest 11) does not export `OnEventOptions`. */
-export type OnEventOptions = NonNullable<Parameters<typeof OnEvent>[1]>;
-
+// `@OnEvent`'s options are read from its signature: @nestjs/event-emitter 3.x (Nest 11) does not export `OnEventOptions`.
 /**
  * Listener options of the payment decorators. Errors always propagate (that is the delivery
  * guarantee), and listeners are always awaited, so `suppressErrors`, `async` and `promisify` are
  * not options.
  */
-export type PaymentEventHandlerOptions = Omit<OnEventOptions, 'suppressErrors' | 'async' | 'promisify'> & {
+export type PaymentEventHandlerOptions = Omit<NonNullable<Parameters<typeof OnEvent>[1]>, 'suppressErrors' | 'async' | 'promisify'> & {
   /**
    * Only events of this registration (`name` of `PaymentsModule.forRoot({ name })`), for apps with
    * several merchant accounts. Default: events of every registration (`event.registration` says which).

@@ -42,8 +42,8 @@ export function attachedAuthentication(request: object, client: PaymentsClient):
  * also guard a host route. As exported it checks with the **default** registration's client
  * (`PAYMENTS_CLIENT`), so that token must be visible where the route is: register the default
  * registration with `isGlobal: true`, or put the route in the module that imports it. For a
- * **named** registration, subclass it with that registration's client (the token
- * `getPaymentsClientToken(name)` must be visible there in the same way):
+ * **named** registration, subclass it with that registration's client (its provider must be
+ * visible there in the same way):
  *
  * ```ts
  * @Injectable()

@@ -17,7 +17,16 @@ export interface KnownNames {
   options: ReadonlySet<string>;
 }
 
-const ENTRY_POINTS = ['index.ts', 'express/index.ts', 'redis/index.ts', 'postgres/index.ts', 'testing/index.ts', 'terminus/index.ts', 'medusa/index.ts'];
+const ENTRY_POINTS = [
+  'index.ts',
+  'express/index.ts',
+  'store/index.ts',
+  'redis/index.ts',
+  'postgres/index.ts',
+  'testing/index.ts',
+  'terminus/index.ts',
+  'medusa/index.ts',
+];
 
 /** Reads the exports and option paths from lib/ with the compiler, the events and variables from the code. */
 export function knownNames(root: string): KnownNames {

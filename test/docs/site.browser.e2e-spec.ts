@@ -103,6 +103,7 @@ describe('the documentation site', () => {
         'nestjs-payments/medusa',
         'nestjs-payments/postgres',
         'nestjs-payments/redis',
+        'nestjs-payments/store',
         'nestjs-payments/terminus',
         'nestjs-payments/testing',
         'nestjs-payments/vendure',

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { createPaymentsClient, type PaymentOutcomeEvent } from '../../lib/express/index.js';
-import { MemoryPaymentsStore, PaymentsApiError } from '../../lib/index.js';
+import { PaymentsApiError } from '../../lib/index.js';
+import { MemoryPaymentsStore } from '../../lib/store/index.js';
 import { FakeService, type FakeReply } from '../support/fake-service.js';
 import { generateVia, quietLogger, startRouter, verifyCount } from '../support/outcome-kit.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';

@@ -1,16 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import type { INestApplicationContext } from '@nestjs/common';
-import {
-  PaymentsApiError,
-  PaymentsClient,
-  PaymentsConnectionError,
-  PaymentsError,
-  PaymentsModule,
-  PaymentsService,
-  type PaymentsLogger,
-  type PaymentsOptions,
-} from '../../lib/index.js';
+import { PaymentsApiError, PaymentsClient, PaymentsConnectionError, PaymentsError, PaymentsModule, PaymentsService } from '../../lib/index.js';
+import type { PaymentsLogger, PaymentsOptions } from '../../lib/express/index.js';
 import { PATHS } from '../support/fake-service.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
 import { behave, RawHttpServer, type RawBehaviour } from './support/raw-server.js';

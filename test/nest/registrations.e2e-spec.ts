@@ -27,16 +27,14 @@ import {
   PaymentsModule,
   PaymentsService,
   PaymentsWebhookGuard,
-  PAYMENTS_CLIENT,
   PaymentsValidationError,
-  getPaymentsClientToken,
   getPaymentsServiceToken,
   paymentsOptionsFromConfig,
   type PaymentConfirmedEvent,
   type PaymentRefundedEvent,
   type PaymentsModuleOptions,
-  type PaymentsWebhookAuthentication,
 } from '../../lib/index.js';
+import { PAYMENTS_CLIENT, getPaymentsClientToken, type PaymentsWebhookAuthentication } from '../../lib/nest/index.js';
 import { FakeService, OK, PATHS } from '../support/fake-service.js';
 import { ADAPTERS, answerVerify, generateThrough, startNestApp, verifyCalls, type AdapterName } from '../support/nest-app.js';
 

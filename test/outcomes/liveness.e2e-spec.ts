@@ -3,7 +3,8 @@ import express from 'express';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createPaymentsClient, createWebhookRouter } from '../../lib/express/index.js';
-import { MemoryPaymentsStore, PaymentsError, PaymentsValidationError, type Clock, type PaymentConfirmedEvent } from '../../lib/index.js';
+import { PaymentsError, PaymentsValidationError, type PaymentConfirmedEvent } from '../../lib/index.js';
+import { MemoryPaymentsStore, type Clock } from '../../lib/store/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { SYSTEM_CLOCK } from '../../lib/core/time/clock.port.js';
 

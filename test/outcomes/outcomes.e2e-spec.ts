@@ -1,7 +1,8 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { runAllHandlers, type OutcomeHandler } from '../../lib/core/settlement/outcome.handlers.js';
 import { type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
-import { MemoryPaymentsStore, PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError, type PaymentsStore } from '../../lib/index.js';
+import { PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError } from '../../lib/index.js';
+import { MemoryPaymentsStore, type PaymentsStore } from '../../lib/store/index.js';
 import type { FakeService } from '../support/fake-service.js';
 import {
   answerVerify,

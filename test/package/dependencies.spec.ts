@@ -45,6 +45,7 @@ const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
   redis: (n) => n === 'ioredis',
   postgres: (n) => n === 'pg',
   testing: () => false,
+  store: () => false,
   terminus: (n) => n.startsWith('@nestjs/'),
   // Vendure's packages (express for the webhook controller's types only).
   vendure: (n) => n.startsWith('@nestjs/') || ['@vendure/core', 'graphql', 'express'].includes(n),
@@ -60,6 +61,7 @@ const LAYER_LAYERS: Record<string, string[]> = {
   redis: ['core'],
   postgres: ['core'],
   testing: ['core'],
+  store: ['core'],
   terminus: ['core', 'nest'],
   vendure: ['core'],
   medusa: ['core'],

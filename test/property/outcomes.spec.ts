@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { outcomeOf } from '../../lib/core/settlement/settlement.decision.js';
-import { MemoryPaymentsStore, PaymentsError, type PaymentOutcomeEvent } from '../../lib/index.js';
+import { PaymentsError, type PaymentOutcomeEvent } from '../../lib/index.js';
+import { MemoryPaymentsStore } from '../../lib/store/index.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from '../../lib/express/index.js';
 import { FakeService, type FakeReply } from '../support/fake-service.js';
 import { generateVia, quietLogger, verifyCount } from '../support/outcome-kit.js';

@@ -28,15 +28,15 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import {
-  getPaymentsClientToken,
   getPaymentsServiceToken,
-  MemoryPaymentsStore,
   OnPaymentConfirmed,
   PaymentsModule,
   PaymentsService,
   type PaymentConfirmedEvent,
   type PaymentsClient,
 } from '../../lib/index.js';
+import { getPaymentsClientToken } from '../../lib/nest/index.js';
+import { MemoryPaymentsStore } from '../../lib/store/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
@@ -459,7 +459,7 @@ const FRAGMENTS: Fragment[] = [
 ];
 
 /** Snippets that are whole test files, run by Jest as such. */
-const OWN_TESTS = ['readme-recipe.e2e-spec.ts'];
+const OWN_TESTS = ['readme-recipe.e2e-spec.ts', 'store-contract.e2e-spec.ts'];
 
 function snippetFiles(): Array<{ file: string; exports: string[]; identity: string }> {
   return readdirSync(SNIPPETS)

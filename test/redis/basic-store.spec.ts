@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { OutcomeFinish, OutcomeRecord } from '../../lib/core/store/store.types.js';
-import { BasicPaymentsStore, MemoryPaymentsStore, STORE_METHODS } from '../../lib/index.js';
+import { BasicPaymentsStore, MemoryPaymentsStore, STORE_METHODS } from '../../lib/store/index.js';
 import { isPaymentsStore } from '../../lib/core/store/store.ports.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';

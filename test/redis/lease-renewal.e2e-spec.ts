@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { createPaymentsClient, type PaymentsClient } from '../../lib/express/index.js';
-import { MemoryPaymentsStore, type PaymentsStore } from '../../lib/index.js';
+import { MemoryPaymentsStore, type PaymentsStore } from '../../lib/store/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { FakeService } from '../support/fake-service.js';
 import { answerVerify, generateVia, postJson, quietLogger, startRouter, verifyCount } from '../support/outcome-kit.js';

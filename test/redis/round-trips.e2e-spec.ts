@@ -4,7 +4,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { type PaymentsClient } from '../../lib/express/index.js';
-import { BasicPaymentsStore, MemoryPaymentsStore, STORE_METHODS, type PaymentsStore } from '../../lib/index.js';
+import { BasicPaymentsStore, MemoryPaymentsStore, STORE_METHODS, type PaymentsStore } from '../../lib/store/index.js';
 import { PostgresPaymentsStore, type PostgresQueryable } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { FakeService } from '../support/fake-service.js';
@@ -48,8 +48,8 @@ async function perConfirmation(counted: Counted): Promise<{ router: number; spli
         const answer = await postJson(`${router.url}/${p.token}`, { payment_id: p.paymentId });
         expect(answer.status).toBe(200);
       } else {
-        // What the Nest guard and controller do: authenticate (claiming), then deliver.
-        const auth = await client.webhooks.authenticate({ query: {}, body: { payment_id: p.paymentId }, pathToken: p.token }, { claim: true });
+        // What the Nest guard and controller do: authenticate, then deliver (which claims).
+        const auth = await client.webhooks.authenticate({ query: {}, body: { payment_id: p.paymentId }, pathToken: p.token });
         expect(auth.ok).toBe(true);
         if (auth.ok) expect((await client.webhooks.deliver(auth)).status).toBe(200);
       }
@@ -68,7 +68,7 @@ async function perConfirmation(counted: Counted): Promise<{ router: number; spli
 
 // Before the combined store operations (findBindingAndClaim, finishOutcome), every backend made
 // 6: findBinding, claim, markDone, removePending, getOutcome, saveOutcome. Now 2, through
-// handle() (the Express router) and through authenticate({ claim: true }) then deliver() (the
+// handle() (the Express router) and through authenticate() then deliver() (the
 // Nest guard and controller).
 const COMBINED = { router: 2, split: 2 };
 // A custom store on BasicPaymentsStore: its combined operations make the separate calls.

@@ -1,14 +1,8 @@
 /** The shop's order rules on a real (in-memory PGlite) database, and HTML escaping, without HTTP. */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import {
-  PaymentAuthorizedEvent,
-  PaymentConfirmedEvent,
-  PaymentExpiredEvent,
-  PaymentFailedEvent,
-  type OutcomeSource,
-  type VerifiedPayment,
-} from 'nestjs-payments';
+import { PaymentAuthorizedEvent, PaymentConfirmedEvent, PaymentExpiredEvent, PaymentFailedEvent, type VerifiedPayment } from 'nestjs-payments';
+import type { OutcomeSource } from 'nestjs-payments/store';
 import { Catalog } from '../../sample-app/src/catalog/catalog.service.js';
 import { ShopDatabase } from '../../sample-app/src/db/database.js';
 import { OrdersRepository, TRANSITIONS } from '../../sample-app/src/orders/orders.repository.js';

@@ -7,7 +7,6 @@ import http from 'node:http';
 import net from 'node:net';
 import { inspect } from 'node:util';
 import {
-  MemoryPaymentsStore,
   OnPaymentConfirmed,
   PaymentsError,
   PaymentsModule,
@@ -17,6 +16,7 @@ import {
   type PaymentConfirmedEvent,
   type PaymentsModuleOptions,
 } from '../../lib/index.js';
+import { MemoryPaymentsStore } from '../../lib/store/index.js';
 import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 import { loadTelemetryApi } from '../../lib/core/telemetry/telemetry.loader.js';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { MemoryPaymentsStore, type PaymentConfirmedEvent, type PaymentsStore } from '../../lib/index.js';
+import type { PaymentConfirmedEvent } from '../../lib/index.js';
+import { MemoryPaymentsStore, type PaymentsStore } from '../../lib/store/index.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from '../../lib/express/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { generateVia, quietLogger, verifyCount } from '../support/outcome-kit.js';

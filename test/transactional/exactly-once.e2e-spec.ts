@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { PGlite } from '@electric-sql/pglite';
-import { MemoryPaymentsStore, isTransactional, type PaymentConfirmedEvent, type PaymentsStore, type PaymentsTransaction } from '../../lib/index.js';
+import type { PaymentConfirmedEvent } from '../../lib/index.js';
+import { MemoryPaymentsStore, isTransactional, type PaymentsStore, type PaymentsTransaction } from '../../lib/store/index.js';
 import type { PaymentsClient } from '../../lib/express/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';

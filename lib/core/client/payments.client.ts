@@ -191,6 +191,7 @@ export class PaymentsClient implements PaymentsOperations {
    * until then payments are left unsettled (and retried), never dropped.
    * @param dispatcher runs an outcome's handlers
    * @param operations runs an operation's handlers; default: none
+   * @internal
    */
   setOutcomeDispatcher(dispatcher: OutcomeDispatcher | undefined, operations?: OperationDispatcher): void {
     this.#runner.setDispatcher(dispatcher && this.#orders ? this.#orders.guard(dispatcher) : dispatcher, operations);

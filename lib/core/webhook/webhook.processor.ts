@@ -21,16 +21,6 @@ export interface AuthenticatedWebhook {
   token?: WebhookTokenClaims;
 }
 
-/**
- * Options of {@link WebhookProcessor.authenticate}.
- * @deprecated authentication no longer claims anything: the settlement runner claims the payment
- *   with the token's binding lookup, in one store round trip, when the delivery is delivered.
- */
-export interface WebhookAuthenticateOptions {
-  /** Ignored. */
-  claim?: boolean;
-}
-
 /** A delivery {@link WebhookProcessor.authenticate} let through. */
 export interface WebhookAccepted extends AuthenticatedWebhook {
   /** Accepted. */
@@ -99,7 +89,7 @@ export class WebhookProcessor {
    * Checks size, body, token and payment id, without calling the service; a signed delivery
    * touches no store either. Never throws.
    */
-  async authenticate(request: WebhookRequest, _options?: WebhookAuthenticateOptions): Promise<WebhookAuthentication> {
+  async authenticate(request: WebhookRequest): Promise<WebhookAuthentication> {
     if (!this.telemetry.active) return this.#check(request);
     // The route is a template: the token never reaches an attribute.
     const trace = this.telemetry.webhook(`/${this.#options.path}${request.pathToken === undefined ? '' : '/:token'}`);

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { PaymentsError, PaymentsService, type PaymentOutcome } from 'nestjs-payments';
+import { PaymentsError, PaymentsService } from 'nestjs-payments';
+import type { PaymentOutcome } from 'nestjs-payments/store';
 import { OrdersRepository } from './orders.repository.js';
 
 /** What the start-up pass did. */

@@ -20,8 +20,8 @@ import {
   type PaymentRefund,
   type PaymentRefundedEvent,
   type PaymentsModuleOptions,
-  type PaymentsStore,
 } from 'nestjs-payments';
+import type { PaymentsStore } from 'nestjs-payments/store';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from 'nestjs-payments/express';
 import { paymentsStoreMigration, PostgresPaymentsStore } from 'nestjs-payments/postgres';
 import { RedisPaymentsStore } from 'nestjs-payments/redis';

@@ -1,4 +1,5 @@
-import type { PaymentConfirmedEvent, PaymentsStore } from '../../../lib/index.js';
+import type { PaymentConfirmedEvent } from '../../../lib/index.js';
+import type { PaymentsStore } from '../../../lib/store/index.js';
 import { createPaymentsClient, type PaymentsClient } from '../../../lib/express/index.js';
 import type { PaymentsSandbox } from '../../../lib/testing/index.js';
 import { postJson, quietLogger, startRouter, tokenOf, type RunningRouter } from '../../support/outcome-kit.js';

@@ -3,7 +3,8 @@
 // orders' database, and a confirmation handler that is the recipe's markPaidWithSql.
 import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { OnPaymentConfirmed, PaymentsModule, paymentsOptionsFromConfig, type PaymentConfirmedEvent, type PaymentsStore } from 'nestjs-payments';
+import { OnPaymentConfirmed, PaymentsModule, paymentsOptionsFromConfig, type PaymentConfirmedEvent } from 'nestjs-payments';
+import type { PaymentsStore } from 'nestjs-payments/store';
 import { Pool } from 'pg';
 
 /** What the recipe exports. */

@@ -1,0 +1,268 @@
+import { randomUUID } from 'node:crypto';
+import { BasicPaymentsStore, type OrderCheckout, type OrderLedger, type OutcomeRecord, type PaymentsStore, type PendingPayment } from '../core/index.js';
+import { orderLedgerOf } from '../core/store/store.ports.js';
+import { binding, LONG_MS, PAST_SHORT_MS, SHORT_MS, sleep, type ContractContext } from './contract.support.js';
+
+/** The contract of the order ledger, health, the reconciliation queue and the outcome records. */
+export function describeRecords(c: ContractContext): void {
+  const { describe, it, expect } = c.hooks;
+  const { name } = c;
+  let store!: PaymentsStore;
+  c.hooks.beforeEach(async () => {
+    store = c.store();
+  });
+
+  describe('orders (one confirmation per order, one payment per checkout)', () => {
+    const order = () => `order-${randomUUID()}`;
+    const ledger = (): OrderLedger => {
+      const found = orderLedgerOf(store);
+      if (!found) throw new Error(`${name} has no order ledger`);
+      return found;
+    };
+    const paid = (paymentId = `pay_${randomUUID()}`, amount = '12500') => ({ paymentId, amount });
+
+    it('records the first payment that settles an order, and answers it to every later one', async () => {
+      const o = order();
+      const first = paid();
+      expect(await ledger().findOrderSettlement(o)).toBeUndefined();
+      expect(await ledger().settleOrder(o, first, LONG_MS)).toEqual(first);
+      expect(await ledger().settleOrder(o, paid(undefined, '9000'), LONG_MS)).toEqual(first);
+      expect(await ledger().settleOrder(o, first, LONG_MS)).toEqual(first);
+      expect(await ledger().findOrderSettlement(o)).toEqual(first);
+    });
+
+    it('keeps orders apart, whatever characters their keys hold', async () => {
+      const keys = [order(), `{${order()}}`, `${order()} :é/ü`, `${order()}}{`];
+      const payments = keys.map(() => paid());
+      for (const [i, k] of keys.entries()) expect(await ledger().settleOrder(k, payments[i], LONG_MS)).toEqual(payments[i]);
+      for (const [i, k] of keys.entries()) expect(await ledger().findOrderSettlement(k)).toEqual(payments[i]);
+    });
+
+    it('lets exactly one of 30 concurrent payments settle one order, and tells every one the same', async () => {
+      const o = order();
+      const payments = Array.from({ length: 30 }, () => paid());
+      const answers = await Promise.all(payments.map((p) => ledger().settleOrder(o, p, LONG_MS)));
+      const winner = answers[0];
+      expect(payments.map((p) => p.paymentId)).toContain(winner.paymentId);
+      expect(answers.every((a) => a.paymentId === winner.paymentId)).toBe(true);
+    });
+
+    it('forgets a settlement once its TTL has passed, so another payment can settle the order', async () => {
+      if (store instanceof BasicPaymentsStore) return; // its claim-based default expires the same way; timing covered once
+      const o = order();
+      await ledger().settleOrder(o, paid(), SHORT_MS);
+      await sleep(PAST_SHORT_MS);
+      expect(await ledger().findOrderSettlement(o)).toBeUndefined();
+      const next = paid();
+      expect(await ledger().settleOrder(o, next, LONG_MS)).toEqual(next);
+    });
+
+    it('saves an open checkout field for field, replaces it, and forgets it after its TTL', async () => {
+      // BasicPaymentsStore keeps no checkout by default (generatePayment then opens a payment per call).
+      if (store instanceof BasicPaymentsStore) return;
+      const o = order();
+      const checkout: OrderCheckout = {
+        paymentId: `pay_${randomUUID()}`,
+        link: 'https://pay.example.com/pay/1?x="y"',
+        amount: '12500',
+        fingerprint: '{"successLink":"https://shop.example.com/ok"}',
+        sessionEndsAt: '2030-01-01T00:00:00.000Z',
+      };
+      expect(await ledger().findCheckout(o)).toBeUndefined();
+      await ledger().saveCheckout(o, checkout, LONG_MS);
+      expect(await ledger().findCheckout(o)).toEqual(checkout);
+      const next = { ...checkout, paymentId: `pay_${randomUUID()}`, amount: '9000', superseded: [checkout.paymentId] };
+      await ledger().saveCheckout(o, next, SHORT_MS);
+      expect(await ledger().findCheckout(o)).toEqual(next);
+      await sleep(PAST_SHORT_MS);
+      expect(await ledger().findCheckout(o)).toBeUndefined();
+    });
+
+    it('keeps an order settled apart from its checkout', async () => {
+      if (store instanceof BasicPaymentsStore) return;
+      const o = order();
+      const first = paid();
+      await ledger().saveCheckout(o, { ...first, link: 'https://pay.example.com/l', fingerprint: '', sessionEndsAt: '2030-01-01T00:00:00.000Z' }, LONG_MS);
+      expect(await ledger().findOrderSettlement(o)).toBeUndefined();
+      await ledger().settleOrder(o, first, LONG_MS);
+      expect((await ledger().findCheckout(o))?.paymentId).toBe(first.paymentId);
+    });
+  });
+
+  describe('health', () => {
+    it('answers ping when it has one', async () => {
+      if (store.ping) await expect(store.ping()).resolves.toBeUndefined();
+    });
+  });
+
+  describe('reconciliation queue', () => {
+    const pending = (overrides: Partial<PendingPayment> = {}): PendingPayment => ({ ...binding(), checks: 0, ...overrides });
+
+    it('finds a queued payment, field for field, and counts it', async () => {
+      const entry = pending({ sessionEndsAt: '2025-01-02T03:24:05.000Z', checks: 2 });
+      const before = await store.countPending();
+      await store.schedulePending(entry, Date.now() + LONG_MS);
+      await expect(store.findPending(entry.paymentId)).resolves.toStrictEqual(entry);
+      await expect(store.countPending()).resolves.toBe(before + 1);
+      await store.removePending(entry.paymentId);
+      await expect(store.findPending(entry.paymentId)).resolves.toBeUndefined();
+      await expect(store.countPending()).resolves.toBe(before);
+    });
+
+    it('keeps one entry per payment: scheduling again replaces it', async () => {
+      const entry = pending();
+      await store.schedulePending(entry, Date.now() + LONG_MS);
+      await store.schedulePending({ ...entry, checks: 3 }, Date.now() + LONG_MS);
+      expect((await store.findPending(entry.paymentId))?.checks).toBe(3);
+      await store.removePending(entry.paymentId);
+    });
+
+    it('takes only due entries, oldest due first, at most limit', async () => {
+      // A time far in the future keeps other tests' entries (due at real now) out of the way.
+      const base = Date.now() + 1000 * LONG_MS;
+      const [a, b, c] = [pending(), pending(), pending()];
+      await store.schedulePending(b, base + 2);
+      await store.schedulePending(a, base + 1);
+      await store.schedulePending(c, base + 1000);
+      const taken = await store.takeDuePending(base + 10, 1, LONG_MS);
+      expect(taken.map((t) => t.paymentId)).toEqual([a.paymentId]);
+      expect(taken[0]).toStrictEqual(a);
+      const next = await store.takeDuePending(base + 10, 10, LONG_MS);
+      expect(next.map((t) => t.paymentId)).toContain(b.paymentId);
+      expect(next.map((t) => t.paymentId)).not.toContain(c.paymentId);
+      for (const e of [a, b, c]) await store.removePending(e.paymentId);
+    });
+
+    it('hides a taken entry for the lease, then offers it again (a crashed taker loses nothing)', async () => {
+      const base = Date.now() + 2000 * LONG_MS;
+      const entry = pending();
+      await store.schedulePending(entry, base);
+      expect((await store.takeDuePending(base, 10, 1000)).map((t) => t.paymentId)).toContain(entry.paymentId);
+      expect((await store.takeDuePending(base + 999, 10, 1000)).map((t) => t.paymentId)).not.toContain(entry.paymentId);
+      expect((await store.takeDuePending(base + 1000, 10, 1000)).map((t) => t.paymentId)).toContain(entry.paymentId);
+      await store.removePending(entry.paymentId);
+    });
+
+    it('gives each due entry to exactly one of 10 concurrent takers', async () => {
+      const base = Date.now() + 3000 * LONG_MS;
+      const entries = Array.from({ length: 20 }, () => pending());
+      for (const e of entries) await store.schedulePending(e, base);
+      const takes = await Promise.all(Array.from({ length: 10 }, () => store.takeDuePending(base, 5, LONG_MS)));
+      const ids = takes
+        .flat()
+        .map((t) => t.paymentId)
+        .filter((id) => entries.some((e) => e.paymentId === id));
+      expect(ids).toHaveLength(20);
+      expect(new Set(ids).size).toBe(20);
+      for (const e of entries) await store.removePending(e.paymentId);
+    });
+
+    it('resolves removePending of an unknown payment', async () => {
+      await expect(store.removePending(`pay_${randomUUID()}`)).resolves.toBeUndefined();
+    });
+  });
+
+  describe('outcome records', () => {
+    const record = (overrides: Partial<OutcomeRecord> = {}): OutcomeRecord => ({
+      paymentId: `pay_${randomUUID()}`,
+      outcome: 'confirmed',
+      status: 'SUCCESS',
+      source: 'webhook',
+      handlers: 'succeeded',
+      attempts: 1,
+      amount: '12500',
+      developerTrackingId: 'order-42',
+      updatedAt: '2025-01-02T03:04:05.000Z',
+      ...overrides,
+    });
+
+    it('gets a saved record field for field, and replaces it when saved again', async () => {
+      const saved = record({ lastError: 'Error: handler down', handlers: 'failed' });
+      await store.saveOutcome(saved, LONG_MS);
+      await expect(store.getOutcome(saved.paymentId)).resolves.toStrictEqual(saved);
+      const { lastError: _gone, ...replaced } = { ...saved, handlers: 'succeeded' as const, attempts: 2 };
+      await store.saveOutcome(replaced, LONG_MS);
+      await expect(store.getOutcome(saved.paymentId)).resolves.toStrictEqual(replaced);
+    });
+
+    it('answers undefined for an unknown payment', async () => {
+      await expect(store.getOutcome(`pay_${randomUUID()}`)).resolves.toBeUndefined();
+    });
+
+    it('forgets a record once its TTL has passed', async () => {
+      const saved = record();
+      await store.saveOutcome(saved, SHORT_MS);
+      await sleep(PAST_SHORT_MS);
+      await expect(store.getOutcome(saved.paymentId)).resolves.toBeUndefined();
+    });
+
+    it('lists newest first, filters, and pages through every match exactly once', async () => {
+      // A distinctive year keeps other tests' records out of the filtered pages' way.
+      const marker = randomUUID();
+      const saved = Array.from({ length: 7 }, (_, i) =>
+        record({ updatedAt: `2999-01-01T00:00:0${i}.000Z`, handlers: i % 2 === 0 ? 'failed' : 'succeeded', lastError: marker }),
+      );
+      for (const r of saved) await store.saveOutcome(r, LONG_MS);
+      const seen: OutcomeRecord[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.listOutcomes({ handlers: 'failed', limit: 2, cursor });
+        seen.push(...page.items);
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      const mine = seen.filter((r) => r.lastError === marker);
+      expect(mine.map((r) => r.updatedAt)).toEqual([
+        '2999-01-01T00:00:06.000Z',
+        '2999-01-01T00:00:04.000Z',
+        '2999-01-01T00:00:02.000Z',
+        '2999-01-01T00:00:00.000Z',
+      ]);
+      expect(seen.every((r) => r.handlers === 'failed')).toBe(true);
+      expect(new Set(seen.map((r) => r.paymentId)).size).toBe(seen.length);
+    });
+
+    it('does not list a record once its TTL has passed', async () => {
+      const marker = randomUUID();
+      const short = record({ updatedAt: '2998-06-01T00:00:00.000Z', outcome: 'expired', lastError: marker });
+      const kept = record({ updatedAt: '2998-06-01T00:00:00.000Z', outcome: 'expired', lastError: marker });
+      await store.saveOutcome(short, SHORT_MS);
+      await store.saveOutcome(kept, LONG_MS);
+      const listed = async () => {
+        const seen: OutcomeRecord[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await store.listOutcomes({ outcome: 'expired', limit: 500, cursor });
+          seen.push(...page.items);
+          cursor = page.nextCursor;
+        } while (cursor !== undefined);
+        return seen.filter((r) => r.lastError === marker).map((r) => r.paymentId);
+      };
+      expect((await listed()).sort()).toEqual([short.paymentId, kept.paymentId].sort());
+      await sleep(PAST_SHORT_MS);
+      expect(await listed()).toEqual([kept.paymentId]);
+    });
+
+    it('orders records updated at the same time by payment id, across pages, and filters by outcome', async () => {
+      const marker = randomUUID();
+      const at = '2997-03-03T03:03:03.000Z';
+      const ids = Array.from({ length: 5 }, () => `pay_${randomUUID()}`);
+      for (const id of ids) await store.saveOutcome(record({ paymentId: id, updatedAt: at, outcome: 'authorized', lastError: marker }), LONG_MS);
+      await store.saveOutcome(record({ updatedAt: at, outcome: 'failed', lastError: marker }), LONG_MS);
+      const seen: OutcomeRecord[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.listOutcomes({ outcome: 'authorized', limit: 2, cursor });
+        expect(page.items.length).toBeLessThanOrEqual(2);
+        seen.push(...page.items);
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      expect(seen.every((r) => r.outcome === 'authorized')).toBe(true);
+      expect(seen.filter((r) => r.lastError === marker).map((r) => r.paymentId)).toEqual([...ids].sort());
+    });
+
+    it('refuses a foreign cursor and a non-positive limit', async () => {
+      await expect(store.listOutcomes({ cursor: 'not-a-cursor' })).rejects.toThrow(RangeError);
+      await expect(store.listOutcomes({ limit: 0 })).rejects.toThrow(RangeError);
+    });
+  });
+}

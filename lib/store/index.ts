@@ -1,0 +1,44 @@
+/**
+ * `nestjs-payments/store`: for authors of a custom store (and of tests that build one). The store
+ * ports and their record types, the base class that composes the combined operations from the
+ * basic ones, the transaction ports of an exactly-once store, the in-memory store, and the store
+ * contract as a runnable suite for the author's own test runner. See docs/stores.md.
+ */
+export { STORE_METHODS, ORDER_LEDGER_METHODS, BasicPaymentsStore, isTransactional, MemoryPaymentsStore, MemoryRateLimiter } from '../core/index.js';
+export { OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from '../core/index.js';
+export type {
+  PaymentsStore,
+  BindingStore,
+  ClaimStore,
+  PendingQueue,
+  OutcomeLog,
+  RateLimiter,
+  OrderLedger,
+  PaymentBinding,
+  PendingPayment,
+  ClaimOutcome,
+  PaymentOutcome,
+  OutcomeSource,
+  HandlerResult,
+  OutcomeRecord,
+  OutcomeQuery,
+  OutcomePage,
+  BindingClaim,
+  OutcomeFinish,
+  DuplicateRefund,
+  OrderSettlement,
+  OrderCheckout,
+  TransactionQuery,
+  TransactionRows,
+  PaymentsTransaction,
+  PaymentsTransactionResult,
+  PaymentsTransactionScope,
+  PaymentsTransactionWork,
+  TransactionalPaymentsStore,
+  MemoryPaymentsStoreOptions,
+  MemoryRateLimiterOptions,
+  Clock,
+  ClockTimer,
+} from '../core/index.js';
+export { describeStoreContract } from './contract.suite.js';
+export type { StoreContractHooks, ContractMatchers, ContractAssertions, StoreFixture, StoreContractOptions } from './contract.hooks.js';
