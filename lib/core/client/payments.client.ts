@@ -22,6 +22,7 @@ import { OrderScreen } from '../settlement/settlement.duplicates.js';
 import { PaymentReconciler } from '../settlement/settlement.reconciler.js';
 import { VerifyBudget } from '../settlement/settlement.budget.js';
 import { SettlementRunner } from '../settlement/settlement.runner.js';
+import { TracedSettlements } from '../settlement/settlement.traced.js';
 import { SETTLEMENT_WAITS } from '../settlement/settlement.waits.js';
 import { MemoryPaymentsStore } from '../store/memory.store.js';
 import { orderLedgerOf, type OutcomePage, type OutcomeQuery, type OutcomeRecord, type PaymentsStore } from '../store/payments.store.js';
@@ -111,7 +112,6 @@ export class PaymentsClient implements PaymentsOperations {
         store: this.store,
         transactional: isTransactional(this.store),
         ttls,
-        leaseMs: resolved.webhook.leaseMs,
         refund: resolved.duplicates.refund,
         refundPayment: (paymentId, duplicateOf) => this.#api.refundPayment(paymentId, duplicateOf),
         registration: resolved.name,
@@ -130,17 +130,18 @@ export class PaymentsClient implements PaymentsOperations {
       this.store,
       verify,
       resolved.logger,
-      this.#telemetry,
       new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, () => resolved.clock.now(), resolved.webhook.unsignedIntervalSecs * 1000),
     );
+    // Telemetry wraps the runner from outside: every path settles through the wrapper.
+    const settlements = resolved.telemetry.enabled ? new TracedSettlements(this.#runner, this.#telemetry) : this.#runner;
     this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry, shared);
-    this.#reconciler = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger, shared, this.#orders);
-    this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, this.#runner, resolved.logger, this.#telemetry, resolved.clock);
+    this.#reconciler = new PaymentReconciler(this.store, settlements, verify, resolved.logger, shared, this.#orders);
+    this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, settlements, resolved.logger, this.#telemetry, resolved.clock);
     this.#sweep = new ReconciliationScheduler(
       resolved.reconciliation,
       Math.max(resolved.webhook.leaseMs * 2, 60_000),
       this.store,
-      this.#runner,
+      settlements,
       resolved.logger,
       this.#telemetry,
       resolved.outcomeRecordTtlMs,
@@ -178,7 +179,7 @@ export class PaymentsClient implements PaymentsOperations {
    * @param operations runs an operation's handlers; default: none
    */
   setOutcomeDispatcher(dispatcher: OutcomeDispatcher | undefined, operations?: OperationDispatcher): void {
-    this.#runner.setDispatcher(dispatcher && this.#orders ? this.#orders.guard(dispatcher) : dispatcher, operations);
+    this.#runner.setDispatcher(dispatcher, operations);
     if (dispatcher && !this.#closing) this.#sweep.start();
   }
 

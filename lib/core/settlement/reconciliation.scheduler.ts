@@ -1,7 +1,6 @@
 import { ABANDONED_MARK, OVERDUE_MARK, nextCheckAt, pastFastLane } from './reconciliation.lanes.js';
 import { describe } from './settlement.describe.js';
-import type { SettleResult } from './settlement.request.js';
-import type { SettlementRunner } from './settlement.runner.js';
+import type { SettleResult, Settlements } from './settlement.request.js';
 import type { PaymentsReconciliationOptions } from '../client/payments.options.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import type { PaymentsStore, PendingPayment } from '../store/payments.store.js';
@@ -63,7 +62,7 @@ export class ReconciliationScheduler {
     private readonly options: Required<PaymentsReconciliationOptions>,
     private readonly leaseMs: number,
     private readonly store: PaymentsStore,
-    private readonly outcomes: SettlementRunner,
+    private readonly outcomes: Settlements,
     private readonly logger: PaymentsLogger,
     private readonly telemetry: TelemetryHooks,
     private readonly recordTtlMs: number,
@@ -263,7 +262,7 @@ export class ReconciliationScheduler {
       );
       if (why.kind === 'unknown')
         await markOverdueRecord(
-          { store: this.store, leaseMs: this.leaseMs, recordTtlMs: this.recordTtlMs, clock: this.clock, logger: this.logger },
+          { store: this.store, runner: this.outcomes, recordTtlMs: this.recordTtlMs, clock: this.clock },
           entry,
           `${ABANDONED_MARK} outcome unknown after ${checks} checks; reconcile it by hand (last: ${why.last})`,
         );
@@ -277,7 +276,7 @@ export class ReconciliationScheduler {
         );
       }
       await markOverdueRecord(
-        { store: this.store, leaseMs: this.leaseMs, recordTtlMs: this.recordTtlMs, clock: this.clock, logger: this.logger },
+        { store: this.store, runner: this.outcomes, recordTtlMs: this.recordTtlMs, clock: this.clock },
         entry,
         `${OVERDUE_MARK} outcome unknown after ${checks} checks; slow lane, next check at ${new Date(next).toISOString()} (last: ${why.last})`,
       );

@@ -9,7 +9,7 @@ import type { SharedClock } from '../time/shared.clock.js';
 import { StrangerBudget } from './settlement.strangers.js';
 import { outcomeOf, type OutcomeExpectation } from './settlement.decision.js';
 import { assertNever } from './settlement.describe.js';
-import type { SettlementRunner } from './settlement.runner.js';
+import type { Settlements } from './settlement.request.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
 
 /**
@@ -42,7 +42,7 @@ export class PaymentReconciler {
    */
   constructor(
     private readonly store: PaymentsStore,
-    private readonly runner: SettlementRunner,
+    private readonly runner: Settlements,
     private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
     private readonly logger: PaymentsLogger,
     private readonly clock: SharedClock,

@@ -3,8 +3,7 @@ import type { ResolvedWebhookOptions } from '../client/payments.options.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
 import { describe } from '../settlement/settlement.describe.js';
 import type { OutcomeExpectation } from '../settlement/settlement.decision.js';
-import type { SettleRequest, TokenLookup } from '../settlement/settlement.request.js';
-import type { SettlementRunner } from '../settlement/settlement.runner.js';
+import type { SettleRequest, Settlements, TokenLookup } from '../settlement/settlement.request.js';
 import type { PaymentsStore } from '../store/payments.store.js';
 import { NO_TELEMETRY, type TelemetryHooks, type WebhookTrace } from '../telemetry/telemetry.hooks.js';
 import { answerFor, duplicate, refusal, unavailable, type WebhookAnswer } from './webhook.answer.js';
@@ -88,7 +87,7 @@ export class WebhookProcessor {
     options: ResolvedWebhookOptions,
     signer: WebhookTokenSigner | undefined,
     private readonly store: PaymentsStore,
-    private readonly runner: SettlementRunner,
+    private readonly runner: Settlements,
     private readonly logger: PaymentsLogger,
     private readonly telemetry: TelemetryHooks = NO_TELEMETRY,
     clock: Clock = SYSTEM_CLOCK,
