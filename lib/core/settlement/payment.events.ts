@@ -66,7 +66,8 @@ export class PaymentOutcomeEvent {
     readonly source: OutcomeSource,
     readonly registration: string | undefined,
     readonly occurredAt: Date = new Date(),
-    context: HandlerContext = { afterCommit: [] },
+    // Spelled out rather than HandlerContext: the public constructor names only public types.
+    context: { transaction?: PaymentsTransaction; readonly afterCommit: AfterCommitCallback[] } = { afterCommit: [] },
   ) {
     // A private field: it stays out of toJSON, util.inspect and structural comparisons.
     this.#context = context;
