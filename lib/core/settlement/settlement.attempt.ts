@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { OutcomeFinish, OutcomeSource, PaymentsStore } from '../store/payments.store.js';
+import type { ClaimOutcome, OutcomeFinish, OutcomeSource, PaymentsStore } from '../store/payments.store.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
 import { describe } from './settlement.describe.js';
 import { finishAttempt, finishOf, type AttemptRecord } from './settlement.commit.js';
@@ -52,6 +52,9 @@ export interface OrderScreenPort {
    */
   settleInTransaction(event: PaymentOutcomeEvent): Promise<void>;
 }
+
+/** What claiming a payment found: the claim, and what to expect of the payment once it is held. */
+export type Claimed = { kind: 'foreign' } | { kind: 'held'; claim: ClaimOutcome; expected?: OutcomeExpectation; unbound?: TokenLookup['unbound'] };
 
 const UNOBSERVED: SettleObserver = { handlers: (_name, run) => run() };
 
@@ -106,6 +109,51 @@ export class Attempt {
   /** The claim's lease, in ms. */
   get leaseMs(): number {
     return this.deps.options.leaseMs;
+  }
+
+  /**
+   * Claims the payment for this attempt (the runner's settle). A signed token's binding is read in
+   * the claim's round trip and says what to expect; a token the store forgot says it itself, and
+   * the runner gates it before its verify.
+   * @throws what the store threw; the claim, which may still land, is then given back
+   */
+  async claim(): Promise<Claimed> {
+    const { store, options } = this.deps;
+    const { token, key, owner, paymentId } = this;
+    try {
+      const found = token ? await store.findBindingAndClaim(token.id, paymentId, key, owner, options.leaseMs) : undefined;
+      const binding = found?.binding;
+      if (binding && binding.paymentId !== paymentId) return { kind: 'foreign' };
+      if (binding && found.claim) {
+        return { kind: 'held', claim: found.claim, expected: { amount: binding.amount, developerTrackingId: binding.developerTrackingId, origin: 'binding' } };
+      }
+      const claim = await store.claim(key, owner, options.leaseMs);
+      return token ? { kind: 'held', claim, expected: token.unbound.expected, unbound: token.unbound } : { kind: 'held', claim, expected: this.expected };
+    } catch (error) {
+      this.abandonClaim();
+      throw error;
+    }
+  }
+
+  /**
+   * Runs `work` while this attempt holds the payment's claim, then releases it (see the runner's `hold`).
+   * @returns `held` once `work` ran; `done` or `busy` as the claim found the payment
+   */
+  async hold(work: () => Promise<void>): Promise<'held' | 'done' | 'busy'> {
+    let claim: ClaimOutcome;
+    try {
+      claim = await this.deps.store.claim(this.key, this.owner, this.deps.options.leaseMs);
+    } catch (error) {
+      this.abandonClaim();
+      throw error;
+    }
+    if (claim !== 'claimed') return claim;
+    try {
+      await work();
+    } finally {
+      await this.release();
+    }
+    return 'held';
   }
 
   /** Gives the claim back; a failure is logged (the lease expires on its own). Never throws. */

@@ -1,7 +1,7 @@
 import { PaymentsError } from '../api/payments.errors.js';
 import type { VerifiedPayment } from '../api/payments.types.js';
 import type { PaymentsLogger } from '../client/payments.logger.js';
-import type { ClaimOutcome, OutcomeSource, PaymentsStore } from '../store/payments.store.js';
+import type { OutcomeSource, PaymentsStore } from '../store/payments.store.js';
 import {
   PaymentMismatchEvent,
   PaymentEvents,
@@ -11,24 +11,20 @@ import {
   type PaymentEventName,
   type PaymentRefundedEvent,
 } from './payment.events.js';
-import {
-  decideAnswer,
-  decideFailure,
-  isNotFound,
-  type AnsweredDecision,
-  type FailedDecision,
-  type HandledOutcome,
-  type OutcomeExpectation,
-} from './settlement.decision.js';
+import { decideAnswer, decideFailure, isNotFound, type AnsweredDecision, type FailedDecision, type HandledOutcome } from './settlement.decision.js';
 import { assertNever, describe } from './settlement.describe.js';
 import { VerifyBudget } from './settlement.budget.js';
-import { Attempt, type AttemptDeps, type SettlementRunnerOptions } from './settlement.attempt.js';
+import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions } from './settlement.attempt.js';
 import { commitHandlers, runAfterCommit } from './settlement.commit.js';
-import type { SettleRequest, SettleResult, Settlements, TokenLookup } from './settlement.request.js';
+import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
 import { OUTCOME_EVENT_CLASSES, OutcomeHandlers, type OperationDispatcher, type OutcomeDispatcher } from './outcome.handlers.js';
 
-/** What claiming a payment found: the claim, and what to expect of the payment once it is held. */
-type Claimed = { kind: 'foreign' } | { kind: 'held'; claim: ClaimOutcome; expected?: OutcomeExpectation; unbound?: TokenLookup['unbound'] };
+/** A verified payment whose outcome's handlers run. */
+interface Settling {
+  verification: VerifiedPayment;
+  outcome: HandledOutcome;
+  name: PaymentEventName;
+}
 
 /**
  * The one owner of a payment's claim, from claim to finish. Every path (webhook, return,
@@ -93,22 +89,8 @@ export class SettlementRunner implements Settlements {
    * @returns `held` once `work` ran; `done` or `busy` as the claim found the payment
    * @throws what the store threw while claiming, or what `work` threw (the claim is released)
    */
-  async hold(paymentId: string, source: OutcomeSource, work: () => Promise<void>): Promise<'held' | 'done' | 'busy'> {
-    const attempt = new Attempt({ paymentId, source }, this.#deps);
-    let claim: ClaimOutcome;
-    try {
-      claim = await this.store.claim(attempt.key, attempt.owner, this.options.leaseMs);
-    } catch (error) {
-      attempt.abandonClaim();
-      throw error;
-    }
-    if (claim !== 'claimed') return claim;
-    try {
-      await work();
-    } finally {
-      await attempt.release();
-    }
-    return 'held';
+  hold(paymentId: string, source: OutcomeSource, work: () => Promise<void>): Promise<'held' | 'done' | 'busy'> {
+    return new Attempt({ paymentId, source }, this.#deps).hold(work);
   }
 
   /**
@@ -136,9 +118,8 @@ export class SettlementRunner implements Settlements {
     }
     let claimed: Claimed;
     try {
-      claimed = await this.#claim(attempt);
+      claimed = await attempt.claim();
     } catch (error) {
-      attempt.abandonClaim();
       this.logger.error(`${source}: store unreachable while claiming ${paymentId}: ${describe(error)}`);
       return { kind: 'store-unavailable', error: describe(error) };
     }
@@ -164,20 +145,6 @@ export class SettlementRunner implements Settlements {
     const result = await this.#settleClaimed(attempt);
     await unbound.settled(result);
     return result;
-  }
-
-  // One claim per attempt. A signed token's binding is read in the claim's round trip and says
-  // what to expect; a token the store forgot says it itself, and is gated before its verify.
-  async #claim(attempt: Attempt): Promise<Claimed> {
-    const { token, key, owner, paymentId } = attempt;
-    const found = token ? await this.store.findBindingAndClaim(token.id, paymentId, key, owner, this.options.leaseMs) : undefined;
-    const binding = found?.binding;
-    if (binding && binding.paymentId !== paymentId) return { kind: 'foreign' };
-    if (binding && found.claim) {
-      return { kind: 'held', claim: found.claim, expected: { amount: binding.amount, developerTrackingId: binding.developerTrackingId, origin: 'binding' } };
-    }
-    const claim = await this.store.claim(key, owner, this.options.leaseMs);
-    return token ? { kind: 'held', claim, expected: token.unbound.expected, unbound: token.unbound } : { kind: 'held', claim, expected: attempt.expected };
   }
 
   // The claim is held: verify, decide, and carry the decision out.
@@ -234,14 +201,15 @@ export class SettlementRunner implements Settlements {
       }
       case 'settle':
         attempt.request.onHandlers?.();
-        return this.#runHandlers(attempt, verification, decision.outcome, decision.event);
+        return this.#runHandlers(attempt, { verification, outcome: decision.outcome, name: decision.event });
       default:
         return assertNever(decision);
     }
   }
 
   // The one handler path, whatever the store (settlement.commit.ts): handlers, then the done marker.
-  async #runHandlers(attempt: Attempt, verification: VerifiedPayment, outcome: HandledOutcome, name: PaymentEventName): Promise<SettleResult> {
+  async #runHandlers(attempt: Attempt, settling: Settling): Promise<SettleResult> {
+    const { verification, outcome, name } = settling;
     const { orders } = this.options;
     // One order, one charge (settlement.duplicates.ts): a paid payment of an order another settled is a duplicate.
     const screened = outcome === 'confirmed' && (await orders?.screen(attempt, verification, this.#handlers));
@@ -264,7 +232,7 @@ export class SettlementRunner implements Settlements {
         this.logger.warn(`${attempt.source}: the claim on ${attempt.paymentId} was lost while its ${name} handlers ran; their writes were rolled back`);
         return { kind: 'busy' };
       case 'failed':
-        return this.#handlersFailed(attempt, verification, outcome, name, ended.error);
+        return this.#handlersFailed(attempt, settling, ended.error);
       default:
         return assertNever(ended);
     }
@@ -273,14 +241,9 @@ export class SettlementRunner implements Settlements {
   // A handler threw (or, transactional, the transaction failed and rolled back): the claim is
   // released and the failure recorded, so that the next webhook, return or reconciliation runs
   // the handlers again. Their afterCommit callbacks are dropped; the next run registers them again.
-  async #handlersFailed(
-    attempt: Attempt,
-    verification: VerifiedPayment,
-    outcome: HandledOutcome,
-    name: PaymentEventName,
-    error: unknown,
-  ): Promise<SettleResult> {
+  async #handlersFailed(attempt: Attempt, settling: Settling, error: unknown): Promise<SettleResult> {
     const { paymentId, source } = attempt;
+    const { verification, outcome, name } = settling;
     const message = describe(error);
     this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);
     await attempt.finish('release', { verification, outcome, handlers: 'failed', lastError: message });
