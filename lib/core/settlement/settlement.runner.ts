@@ -28,11 +28,11 @@ interface Settling {
 
 /**
  * The one owner of a payment's claim, from claim to finish. Every path (webhook, return,
- * reconciliation) hands it a {@link SettleRequest}; it claims the payment, asks the service
- * (`verify_payment`), lets the decision (settlement.decision.ts) judge the answer, runs the handlers while renewing the
- * claim, and marks the payment done or releases it. One claim per payment makes the paths and the
- * instances agree: whichever comes first does the work, once; the others find it busy or done and
- * spend no call to the service.
+ * reconciliation) hands it a {@link SettleRequest}; it claims the payment (one {@link Attempt} per
+ * settle), asks the service (`verify_payment`), lets the decision (settlement.decision.ts) judge the
+ * answer, runs the handlers while renewing the claim (settlement.commit.ts), and marks the payment
+ * done or releases it. One claim per payment makes the paths and the instances agree: whichever
+ * comes first does the work, once; the others find it busy or done and spend no service call.
  */
 export class SettlementRunner implements Settlements {
   /** The handlers the front end registered: invoked from here, through nothing else. */
