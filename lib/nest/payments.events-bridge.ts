@@ -1,7 +1,6 @@
 import type { EventEmitter2, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
-import { runAllHandlers, type AnyEventHandler } from '../core/settlement/outcome.handlers.js';
-import { PaymentEvents, type PaymentEvent, type PaymentEventName } from '../core/settlement/payment.events.js';
-import type { EventDispatcher } from '../core/settlement/outcome.handlers.js';
+import { dispatcherOf, type AnyEventHandler, type EventDispatcher } from '../core/settlement/outcome.handlers.js';
+import type { PaymentEventName } from '../core/settlement/payment.events.js';
 
 /**
  * The event name a registration-filtered listener subscribes to: `payment.confirmed:b` for
@@ -24,42 +23,24 @@ export function listenersFor(emitter: EventEmitter2, name: string, registration:
 }
 
 /**
- * Runs every listener of an event and waits for all of them, even when one fails early
- * (`emitAsync` rejects at the first failure while the others still run: the outcome would then be
- * released, and the redelivery would run the slow ones a second time, concurrently).
- * @throws AggregateError of the failures, once all listeners have settled
- */
-export async function emitToAll(emitter: EventEmitter2, name: string, registration: string | undefined, event: object): Promise<number> {
-  const listeners = listenersFor(emitter, name, registration);
-  await runAllHandlers(
-    listeners.map(
-      (listener): AnyEventHandler =>
-        (e) =>
-          listener.call(emitter, e),
-    ),
-    event as PaymentEvent,
-  );
-  return listeners.length;
-}
-
-/**
- * The outcome dispatcher of one registration: outcomes become events on the module's
- * EventEmitter2, every listener is awaited, and a failure of any leaves the outcome undone (it runs
- * again on the next webhook, return or reconciliation). A `payment.confirmed` nobody listens to
- * fails too (never marked done with nobody told); other outcomes without listeners are done.
+ * The handlers of one registration, registered with the core: outcomes and operations are run by
+ * the core's handler table (`dispatcherOf`, outcome.handlers.ts), which finds the listeners the
+ * `@OnPayment…` decorators put on the module's EventEmitter2, runs every one and waits for all of
+ * them (`emitAsync` would reject at the first failure while the others still run: the outcome would
+ * then be released, and the redelivery would run the slow ones a second time, concurrently). A
+ * failure of any leaves the outcome undone (it runs again on the next webhook, return or
+ * reconciliation). A `payment.confirmed` nobody listens to fails too (never marked done with nobody
+ * told); other outcomes without listeners are done.
  *
  * @param emitter the module's emitter (where `@OnPayment…` listeners are registered)
  * @param registration the registration's name, for registration-filtered listeners
  * @param ready resolves once the listeners are registered (Nest registers them at bootstrap)
  */
 export function nestOutcomeDispatcher(emitter: EventEmitter2, registration: string | undefined, ready?: EventEmitterReadinessWatcher): EventDispatcher {
-  return async (name: PaymentEventName, event: PaymentEvent) => {
-    // An outcome settled before bootstrap (reconciliation, an early return) must not find "no
-    // listeners" only because they are not registered yet.
-    await ready?.waitUntilReady();
-    if (name === PaymentEvents.CONFIRMED && listenersFor(emitter, name, registration).length === 0) {
-      throw new Error(`no ${name} handler is registered${registration === undefined ? '' : ` for registration '${registration}'`} (use @OnPaymentConfirmed())`);
-    }
-    await emitToAll(emitter, name, registration, event);
-  };
+  const handlersOf = (name: PaymentEventName): AnyEventHandler[] =>
+    listenersFor(emitter, name, registration).map((listener) => (event) => listener.call(emitter, event));
+  return dispatcherOf(handlersOf, {
+    ready: ready && (() => ready.waitUntilReady()),
+    hint: `${registration === undefined ? '' : ` for registration '${registration}'`} (use @OnPaymentConfirmed())`,
+  });
 }

@@ -2,7 +2,7 @@ import { Controller, Get, HttpException, Inject, Post, Req, Res, UseGuards, type
 import { HttpAdapterHost } from '@nestjs/core';
 import type { PaymentsClient } from '../core/client/payments.client.js';
 import { attachedAuthentication, setHeaders } from './webhook.guard.js';
-import { authenticateWebhook, FASTIFY_ROUTE_CONFIG_METADATA, WEBHOOK_ROUTE_FLAG, type WebhookHttpRequest } from './webhook.request.js';
+import { webhookRequestOf, FASTIFY_ROUTE_CONFIG_METADATA, WEBHOOK_ROUTE_FLAG, type WebhookHttpRequest } from './webhook.request.js';
 
 /**
  * What every generated webhook controller does: receives
@@ -31,7 +31,7 @@ export abstract class PaymentsWebhookController {
     if (!auth) {
       // No result of this registration's guard (overridden in a test, or re-routed by the host):
       // authenticate here, with the same rules.
-      const result = await authenticateWebhook(this.client, request);
+      const result = await this.client.webhooks.authenticate(await webhookRequestOf(this.client, request));
       if (!result.ok) {
         setHeaders(this.adapterHost, response, result.answer);
         throw new HttpException(result.answer.body, result.answer.status);

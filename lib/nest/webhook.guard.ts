@@ -5,7 +5,7 @@ import type { PaymentsClient } from '../core/client/payments.client.js';
 import type { WebhookAnswer } from '../core/webhook/webhook.answer.js';
 import type { AuthenticatedWebhook } from '../core/webhook/webhook.processor.js';
 import { PAYMENTS_CLIENT } from './payments.tokens.js';
-import { authenticateWebhook, type WebhookHttpRequest } from './webhook.request.js';
+import { webhookRequestOf, type WebhookHttpRequest } from './webhook.request.js';
 
 /**
  * Where {@link PaymentsWebhookGuard} leaves its result on the request: a symbol-keyed property,
@@ -72,7 +72,7 @@ export class PaymentsWebhookGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
     const request = http.getRequest<WebhookHttpRequest>();
-    const auth = await authenticateWebhook(this.client, request);
+    const auth = await this.client.webhooks.authenticate(await webhookRequestOf(this.client, request));
     if (!auth.ok) {
       setHeaders(this.adapterHost, http.getResponse(), auth.answer);
       throw new HttpException(auth.answer.body, auth.answer.status);

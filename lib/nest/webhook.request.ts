@@ -1,7 +1,7 @@
 import type { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import type { PaymentsClient } from '../core/client/payments.client.js';
-import type { WebhookAuthentication } from '../core/webhook/webhook.processor.js';
+import type { WebhookRequest } from '../core/webhook/webhook.payload.js';
 
 /**
  * Fastify route config flag set on the generated webhook routes (through Nest's
@@ -52,18 +52,19 @@ export async function webhookBody(request: WebhookHttpRequest, limit: number): P
 }
 
 /**
- * Authenticates a webhook request with a registration's client: token, size, body, payment id. No
- * call to the service, and for a signed delivery no store access either.
+ * What the core's webhook processor reads of a request (its body read at most to the client's
+ * limit): the guard and the controller hand it to `client.webhooks.authenticate()` (token, size,
+ * body, payment id; no call to the service, and for a signed delivery no store access either).
  */
-export async function authenticateWebhook(client: PaymentsClient, request: WebhookHttpRequest): Promise<WebhookAuthentication> {
+export async function webhookRequestOf(client: PaymentsClient, request: WebhookHttpRequest): Promise<WebhookRequest> {
   const body = await webhookBody(request, client.webhookMaxBodyBytes);
   const token = request.params?.token;
-  return client.webhooks.authenticate({
+  return {
     query: request.query,
     body,
     contentLength: request.headers['content-length'],
     pathToken: typeof token === 'string' && token !== '' ? token : undefined,
-  });
+  };
 }
 
 interface FastifyLike {

@@ -22,6 +22,9 @@ afterAll(async () => {
   await sdk.shutdown();
 });
 
+// What a settle's result says to telemetry (the engine's own results are summarised by settlement.traced.ts).
+const summary = (result: { kind: string; outcome?: string }) => ({ result: result.kind, outcome: result.outcome, failed: false });
+
 it('concurrent deliveries: each settle records onto its own delivery span, whatever the interleaving', async () => {
   const telemetry = new PaymentsTelemetry({ enabled: true, backlogIntervalMs: 60_000 }, { registration: 'host' });
   expect(await telemetry.ready()).toBe(true);
@@ -33,13 +36,18 @@ it('concurrent deliveries: each settle records onto its own delivery span, whate
     await delivery.within(tick);
     const result = await delivery.within(async () => {
       for (let n = 0; n < waits; n++) await tick();
-      return telemetry.settle(paymentId, 'webhook', async (settle) => {
-        await tick();
-        await settle.handlers('payment.confirmed', async () => {
-          active[paymentId] = trace.getActiveSpan()?.spanContext().spanId;
-        });
-        return { kind: 'handled', outcome: 'confirmed' };
-      });
+      return telemetry.settle(
+        paymentId,
+        'webhook',
+        async (settle) => {
+          await tick();
+          await settle.handlers('payment.confirmed', async () => {
+            active[paymentId] = trace.getActiveSpan()?.spanContext().spanId;
+          });
+          return { kind: 'handled', outcome: 'confirmed' };
+        },
+        summary,
+      );
     });
     delivery.end(200, result.kind, paymentId);
   };
@@ -70,12 +78,17 @@ it("another client's settle, and a handler's own, get spans of their own under t
   const handled = { kind: 'handled', outcome: 'confirmed' };
   const delivery = telemetry.webhook('/payments/webhook/:token');
   // Another client's settle inside this client's delivery (say, the authentication asked it).
-  await delivery.within(() => other.settle('pay_other', 'return', async () => handled));
+  await delivery.within(() => other.settle('pay_other', 'return', async () => handled, summary));
   await delivery.within(() =>
-    telemetry.settle('pay_1', 'webhook', async (settle) => {
-      await settle.handlers('payment.confirmed', () => telemetry.settle('pay_2', 'return', async () => handled));
-      return handled;
-    }),
+    telemetry.settle(
+      'pay_1',
+      'webhook',
+      async (settle) => {
+        await settle.handlers('payment.confirmed', () => telemetry.settle('pay_2', 'return', async () => handled, summary));
+        return handled;
+      },
+      summary,
+    ),
   );
   delivery.end(200, 'handled', 'pay_1');
 

@@ -25,6 +25,7 @@ import {
   PaymentReconciler,
   VerifyBudget,
   SettlementRunner,
+  TracedSettlements,
   SETTLEMENT_WAITS,
   PendingRechecks,
 } from '../settlement/index.js';
@@ -126,7 +127,6 @@ export class PaymentsClient implements PaymentsOperations {
         store: this.store,
         transactional: isTransactional(this.store),
         ttls,
-        leaseMs: resolved.webhook.leaseMs,
         refund: resolved.duplicates.refund,
         refundPayment: (paymentId, duplicateOf) => this.#api.refundPayment(paymentId, duplicateOf),
         registration: resolved.name,
@@ -145,17 +145,18 @@ export class PaymentsClient implements PaymentsOperations {
       this.store,
       verify,
       resolved.logger,
-      this.#telemetry,
       new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, () => resolved.clock.now(), resolved.webhook.unsignedIntervalSecs * 1000),
     );
+    // Telemetry wraps the runner from outside: every path settles through the wrapper.
+    const settlements = resolved.telemetry.enabled ? new TracedSettlements(this.#runner, this.#telemetry) : this.#runner;
     this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry, shared);
-    this.#returnCheck = new PaymentReconciler(this.store, this.#runner, verify, resolved.logger, shared, this.#orders);
-    this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, this.#runner, resolved.logger, this.#telemetry, resolved.clock);
+    this.#returnCheck = new PaymentReconciler(this.store, settlements, verify, resolved.logger, shared, this.#orders);
+    this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, settlements, resolved.logger, this.#telemetry, resolved.clock);
     this.#reconciliation = new ReconciliationScheduler(
       resolved.reconciliation,
       Math.max(resolved.webhook.leaseMs * 2, 60_000),
       this.store,
-      this.#runner,
+      settlements,
       resolved.logger,
       this.#telemetry,
       resolved.outcomeRecordTtlMs,
@@ -194,7 +195,7 @@ export class PaymentsClient implements PaymentsOperations {
    * @internal
    */
   setOutcomeDispatcher(dispatcher: OutcomeDispatcher | undefined, operations?: OperationDispatcher): void {
-    this.#runner.setDispatcher(dispatcher && this.#orders ? this.#orders.guard(dispatcher) : dispatcher, operations);
+    this.#runner.setDispatcher(dispatcher, operations);
     if (dispatcher && !this.#closing) this.#reconciliation.start();
   }
 

@@ -13,6 +13,7 @@ export type { OutcomeExpectation } from './settlement.decision.js';
 export { OrderScreen } from './settlement.duplicates.js';
 export { PendingRechecks } from './settlement.rechecks.js';
 export { PaymentReconciler } from './settlement.reconciler.js';
-export type { SettleRequest, SettleResult, TokenLookup } from './settlement.request.js';
+export type { SettleRequest, SettleResult, Settlements, TokenLookup } from './settlement.request.js';
 export { SettlementRunner } from './settlement.runner.js';
+export { TracedSettlements } from './settlement.traced.js';
 export { SETTLEMENT_WAITS } from './settlement.waits.js';

@@ -4,25 +4,17 @@ import type { VerifiedPayment } from '../api/index.js';
 /** A side effect to run once an outcome is committed (see {@link PaymentOutcomeEvent.afterCommit}). */
 export type AfterCommitCallback = () => unknown;
 
-// What the runner attaches to an outcome event, kept off the object so that it stays out of
-// toJSON, util.inspect and the constructor's signature.
-const attached = new WeakMap<PaymentOutcomeEvent, { transaction?: PaymentsTransaction; afterCommit: AfterCommitCallback[] }>();
-
-function attachmentOf(event: PaymentOutcomeEvent): { transaction?: PaymentsTransaction; afterCommit: AfterCommitCallback[] } {
-  let found = attached.get(event);
-  if (!found) attached.set(event, (found = { afterCommit: [] }));
-  return found;
-}
-
-/** Internal: gives an outcome event the transaction its handlers run in (transactional stores). */
-export function bindTransaction(event: PaymentOutcomeEvent, transaction: PaymentsTransaction | undefined): void {
-  attachmentOf(event).transaction = transaction;
-}
-
-/** Internal: the callbacks registered with {@link PaymentOutcomeEvent.afterCommit}, removed from the event. */
-export function takeAfterCommit(event: PaymentOutcomeEvent): AfterCommitCallback[] {
-  const found = attachmentOf(event);
-  return found.afterCommit.splice(0);
+/**
+ * What an outcome event's handlers are handed besides the outcome: the transaction they run in
+ * (set by the runner while they run, with a transactional store) and the callbacks they registered
+ * with {@link PaymentOutcomeEvent.afterCommit}, which the runner runs once the outcome is committed.
+ * One per event, made by the runner's attempt; an event built without one gets an empty one.
+ */
+export interface HandlerContext {
+  /** The transaction the handlers run in, while they run. */
+  transaction?: PaymentsTransaction;
+  /** The callbacks registered with afterCommit, in order. */
+  readonly afterCommit: AfterCommitCallback[];
 }
 
 /** Names of the events the plugin emits. */
@@ -65,6 +57,7 @@ export class PaymentOutcomeEvent {
    * @param source which path led here: `webhook`, `return` or `reconciliation`
    * @param registration the module registration's `name` (several merchant accounts), if any
    * @param occurredAt when the plugin learned the outcome
+   * @param context the transaction and afterCommit callbacks of the attempt that runs the handlers (default: none yet)
    */
   constructor(
     readonly outcome: PaymentOutcome,
@@ -72,7 +65,14 @@ export class PaymentOutcomeEvent {
     readonly source: OutcomeSource,
     readonly registration: string | undefined,
     readonly occurredAt: Date = new Date(),
-  ) {}
+    // Spelled out rather than HandlerContext: the public constructor names only public types.
+    context: { transaction?: PaymentsTransaction; readonly afterCommit: AfterCommitCallback[] } = { afterCommit: [] },
+  ) {
+    // A private field: it stays out of toJSON, util.inspect and structural comparisons.
+    this.#context = context;
+  }
+
+  readonly #context: HandlerContext;
 
   /** The payment. */
   get paymentId(): string {
@@ -106,7 +106,7 @@ export class PaymentOutcomeEvent {
    * Only valid while the handler runs: the transaction ends when the handlers return.
    */
   get transaction(): PaymentsTransaction | undefined {
-    return attached.get(this)?.transaction;
+    return this.#context.transaction;
   }
 
   /**
@@ -132,7 +132,7 @@ export class PaymentOutcomeEvent {
    */
   afterCommit(callback: AfterCommitCallback): void {
     if (typeof callback !== 'function') throw new TypeError('afterCommit: the callback must be a function');
-    attachmentOf(this).afterCommit.push(callback);
+    this.#context.afterCommit.push(callback);
   }
 
   /** A plain copy for logs and queues (the getters are not own properties). */

@@ -1,7 +1,6 @@
 import { ABANDONED_MARK, OVERDUE_MARK, nextCheckAt, pastFastLane } from './reconciliation.lanes.js';
 import { describe, type PaymentsLogger } from '../common/index.js';
-import type { SettleResult } from './settlement.request.js';
-import type { SettlementRunner } from './settlement.runner.js';
+import type { SettleResult, Settlements } from './settlement.request.js';
 import type { PaymentsReconciliationOptions } from './reconciliation.options.js';
 import type { PaymentsStore, PendingPayment } from '../store/index.js';
 import type { TelemetryHooks } from '../telemetry/index.js';
@@ -61,7 +60,7 @@ export class ReconciliationScheduler {
     private readonly options: Required<PaymentsReconciliationOptions>,
     private readonly leaseMs: number,
     private readonly store: PaymentsStore,
-    private readonly outcomes: SettlementRunner,
+    private readonly outcomes: Settlements,
     private readonly logger: PaymentsLogger,
     private readonly telemetry: TelemetryHooks,
     private readonly recordTtlMs: number,
@@ -261,7 +260,7 @@ export class ReconciliationScheduler {
       );
       if (why.kind === 'unknown')
         await markOverdueRecord(
-          { store: this.store, leaseMs: this.leaseMs, recordTtlMs: this.recordTtlMs, clock: this.clock, logger: this.logger },
+          { store: this.store, runner: this.outcomes, recordTtlMs: this.recordTtlMs, clock: this.clock },
           entry,
           `${ABANDONED_MARK} outcome unknown after ${checks} checks; reconcile it by hand (last: ${why.last})`,
         );
@@ -275,7 +274,7 @@ export class ReconciliationScheduler {
         );
       }
       await markOverdueRecord(
-        { store: this.store, leaseMs: this.leaseMs, recordTtlMs: this.recordTtlMs, clock: this.clock, logger: this.logger },
+        { store: this.store, runner: this.outcomes, recordTtlMs: this.recordTtlMs, clock: this.clock },
         entry,
         `${OVERDUE_MARK} outcome unknown after ${checks} checks; slow lane, next check at ${new Date(next).toISOString()} (last: ${why.last})`,
       );

@@ -1,8 +1,17 @@
 import type { VerifiedPayment } from '../api/index.js';
 import { type PaymentsLogger, describe } from '../common/index.js';
-import type { HandlerResult, OutcomeFinish, OutcomeRecord, OutcomeSource, PaymentOutcome, PaymentsStore, TransactionalPaymentsStore } from '../store/index.js';
-import { bindTransaction, takeAfterCommit, type PaymentOutcomeEvent } from './payment.events.js';
-import { renewWhileHandling } from './settlement.lease.js';
+import {
+  isTransactional,
+  type DuplicateRefund,
+  type HandlerResult,
+  type OutcomeFinish,
+  type OutcomeRecord,
+  type OutcomeSource,
+  type PaymentOutcome,
+  type PaymentsStore,
+  type PaymentsTransaction,
+} from '../store/index.js';
+import type { HandlerContext } from './payment.events.js';
 import type { Clock } from '../time/index.js';
 
 /** What one attempt found, for its outcome record. */
@@ -17,6 +26,10 @@ export interface AttemptRecord {
   handlers: HandlerResult;
   /** The latest error, when any. */
   lastError?: string;
+  /** A duplicate's: the payment that settled its order. */
+  settledBy?: string;
+  /** A duplicate's: the refund made of it. */
+  refund?: DuplicateRefund;
 }
 
 /** What `finishOutcome` writes for an attempt: the claim's end, the queue, the record. */
@@ -27,7 +40,7 @@ export function finishOf(
   claim: 'done' | 'release',
   attempt: AttemptRecord,
 ): OutcomeFinish {
-  const { verification, outcome, source, handlers, lastError } = attempt;
+  const { verification, outcome, source, handlers, lastError, settledBy, refund } = attempt;
   const record: Omit<OutcomeRecord, 'attempts'> = {
     paymentId: verification.paymentId,
     outcome,
@@ -39,6 +52,8 @@ export function finishOf(
   };
   if (verification.developerTrackingId !== undefined) record.developerTrackingId = verification.developerTrackingId;
   if (lastError !== undefined) record.lastError = lastError.slice(0, 500);
+  if (settledBy !== undefined) record.settledBy = settledBy;
+  if (refund !== undefined) record.refund = refund;
   return {
     eventKey: key,
     owner,
@@ -59,71 +74,105 @@ export function finishOf(
  */
 export async function finishAttempt(
   store: Pick<PaymentsStore, 'finishOutcome' | 'claim' | 'markDone'>,
-  options: { doneTtlMs: number; recordTtlMs: number; leaseMs: number; clock: Clock },
+  options: { leaseMs: number },
   logger: PaymentsLogger,
-  end: { key: string; owner: string; claim: 'done' | 'release'; attempt: AttemptRecord },
+  finish: OutcomeFinish,
 ): Promise<boolean> {
-  const { key, owner, claim, attempt } = end;
-  const paymentId = attempt.verification.paymentId;
+  const { eventKey: key, owner, claim, record } = finish;
   try {
-    const marked = await store.finishOutcome(finishOf(options, key, owner, claim, attempt));
+    const marked = await store.finishOutcome(finish);
     if (claim !== 'done' || marked) return marked;
     // The lease ran out while the handlers ran (renewals fail while the store is away). When no
     // other attempt took the claim meanwhile, nothing ran concurrently: take it back and mark it
     // done, or the next delivery would run the handlers a second time.
-    if ((await store.claim(key, owner, options.leaseMs)) === 'claimed' && (await store.markDone(key, owner, options.doneTtlMs))) return true;
-    logger.warn(`the claim on ${paymentId} was taken by another attempt when its handlers ended (its lease expired)`);
+    if ((await store.claim(key, owner, options.leaseMs)) === 'claimed' && (await store.markDone(key, owner, finish.doneTtlMs))) return true;
+    logger.warn(`the claim on ${record.paymentId} was taken by another attempt when its handlers ended (its lease expired)`);
     return false;
   } catch (error) {
-    const what = claim === 'done' ? `mark ${paymentId} done` : `release ${key}`;
-    logger.error(`could not ${what} and record its outcome (${attempt.outcome}, handlers ${attempt.handlers}): ${describe(error)}`);
+    const what = claim === 'done' ? `mark ${record.paymentId} done` : `release ${key}`;
+    logger.error(`could not ${what} and record its outcome (${record.outcome}, handlers ${record.handlers}): ${describe(error)}`);
     return false;
   }
 }
 
+/** How an attempt's handlers ended. */
+export type HandlersEnd =
+  /** Their effects are committed; `marked`: this attempt wrote the done marker (it runs the afterCommit callbacks). */
+  | { kind: 'committed'; marked: boolean }
+  /** Rolled back: another attempt took the claim meanwhile and runs the handlers (transactional stores). */
+  | { kind: 'lost' }
+  /** A handler threw, or the transaction failed and rolled back: the claim is still held. */
+  | { kind: 'failed'; error: unknown };
+
+/** What the commit needs of the attempt (settlement.attempt.ts) whose handlers it runs. */
+export interface CommittingAttempt {
+  /** The payment. */
+  readonly paymentId: string;
+  /** The claim's lease, in ms. */
+  readonly leaseMs: number;
+  /** Renews the claim while the handlers run. */
+  renew(): { stop(): Promise<void> };
+  /** The attempt's end as the store writes it. */
+  finishOf(claim: 'done' | 'release', record: Omit<AttemptRecord, 'source'>): OutcomeFinish;
+}
+
+/** Where an attempt's handlers run: a transaction of the store's database, or none. */
+interface HandlerScope {
+  /** The transaction handed to the handlers. */
+  transaction?: PaymentsTransaction;
+  /** The scope holds the store's one connection: the claim is renewed inside it, not beside it. */
+  holdsDatabase: boolean;
+  /** Writes the attempt's end: `marked`, `unmarked` (a plain store could not mark it), or `lost` (rolls the scope back). */
+  end(finish: OutcomeFinish): Promise<'marked' | 'unmarked' | 'lost'>;
+}
+
+// Runs `work` in a transaction of a transactional store (its end commits with it), else as it is.
+function inScope(store: PaymentsStore, options: { leaseMs: number }, logger: PaymentsLogger, work: (scope: HandlerScope) => Promise<void>): Promise<void> {
+  if (isTransactional(store)) {
+    return store.runInTransaction((tx) =>
+      work({ transaction: tx.transaction, holdsDatabase: tx.holdsDatabase, end: async (finish) => ((await tx.finishOutcome(finish)) ? 'marked' : 'lost') }),
+    );
+  }
+  return work({ holdsDatabase: false, end: async (finish) => ((await finishAttempt(store, options, logger, finish)) ? 'marked' : 'unmarked') });
+}
+
 /**
- * Exactly-once effects: the handlers, the done marker and the outcome record in one transaction of
- * the store's database. The claim is renewed on the store's other connections meanwhile; a claim
- * lost to another attempt rolls everything back instead of committing over its holder.
- * @returns `committed`; `lost` (rolled back: the other attempt runs the handlers); or the failure
- *   that rolled it back (a handler's throw, a failed commit)
+ * Runs an attempt's handlers while its claim is renewed, then writes its end: the one path of both
+ * modes. With a transactional store, the handlers, the done marker and the outcome record are one
+ * transaction (exactly-once effects): a claim lost meanwhile rolls it all back instead of committing
+ * over its holder. With any other store the handlers' effects are theirs, and the done marker follows.
+ * @param run the attempt, the context its event hands the handlers (the transaction goes there), the
+ *   handlers, and the record of a success
  */
-export async function handleInTransaction(run: {
-  store: TransactionalPaymentsStore & Pick<PaymentsStore, 'claim'>;
-  event: PaymentOutcomeEvent;
+export async function commitHandlers(run: {
+  store: PaymentsStore;
+  attempt: CommittingAttempt;
+  context: HandlerContext;
   handle: () => Promise<void>;
-  key: string;
-  owner: string;
-  finish: OutcomeFinish;
-  leaseMs: number;
+  record: Omit<AttemptRecord, 'source'>;
   logger: PaymentsLogger;
-  clock: Clock;
-}): Promise<'committed' | 'lost' | { failed: unknown }> {
-  const { store, event, key, owner, leaseMs, logger } = run;
-  let lost = false;
+}): Promise<HandlersEnd> {
+  const { attempt, context } = run;
+  let end: 'marked' | 'unmarked' | 'lost' | undefined;
   try {
-    await store.runInTransaction(async (scope) => {
+    await inScope(run.store, attempt, run.logger, async (scope) => {
       // On PGlite the transaction holds the one connection: a renewal could only queue behind it,
       // and no other instance can take the claim meanwhile (the scope renews it inside).
-      const renewal = scope.holdsDatabase ? undefined : renewWhileHandling(store, key, owner, leaseMs, event.paymentId, logger, run.clock);
-      bindTransaction(event, scope.transaction);
+      const renewal = scope.holdsDatabase ? undefined : attempt.renew();
+      context.transaction = scope.transaction;
       try {
         await run.handle();
       } finally {
-        bindTransaction(event, undefined);
+        context.transaction = undefined;
         await renewal?.stop();
       }
-      if (!(await scope.finishOutcome(run.finish))) {
-        lost = true;
-        throw new Error(`the claim on ${event.paymentId} was taken by another attempt while its handlers ran`);
-      }
+      end = await scope.end(attempt.finishOf('done', run.record));
+      if (end === 'lost') throw new Error(`the claim on ${attempt.paymentId} was taken by another attempt while its handlers ran`);
     });
   } catch (error) {
-    if (!lost) return { failed: error };
-    takeAfterCommit(event);
-    return 'lost';
+    return end === 'lost' ? { kind: 'lost' } : { kind: 'failed', error };
   }
-  return 'committed';
+  return { kind: 'committed', marked: end === 'marked' };
 }
 
 /**
@@ -131,14 +180,14 @@ export async function handleInTransaction(run: {
  * attempt wrote the done marker; otherwise the attempt that did runs its own). A failure is logged:
  * the outcome stays done, and the callback is not run again.
  */
-export async function runAfterCommit(event: PaymentOutcomeEvent, marked: boolean, logger: PaymentsLogger): Promise<void> {
-  const callbacks = takeAfterCommit(event);
+export async function runAfterCommit(context: HandlerContext, paymentId: string, marked: boolean, logger: PaymentsLogger): Promise<void> {
+  const callbacks = context.afterCommit.splice(0);
   if (!marked) return;
   for (const callback of callbacks) {
     try {
       await callback();
     } catch (error) {
-      logger.error(`an afterCommit callback of ${event.paymentId} failed; the outcome stays done and the callback is not run again: ${describe(error)}`);
+      logger.error(`an afterCommit callback of ${paymentId} failed; the outcome stays done and the callback is not run again: ${describe(error)}`);
     }
   }
 }

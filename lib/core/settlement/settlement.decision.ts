@@ -95,12 +95,17 @@ export type VerifyAnswer = { ok: true; verification: VerifiedPayment } | { ok: f
  * - `unverified`: no usable answer: release and try later (`retryAfterSecs` for a webhook's
  *   Retry-After; `rateLimitedSecs` when the service rate-limited verify and every path should pause).
  */
-export type Decision =
+export type Decision = AnsweredDecision | FailedDecision;
+
+/** The verdicts on an answer of the service (see {@link Decision}). */
+export type AnsweredDecision =
   | { kind: 'settle'; outcome: HandledOutcome; event: PaymentEventName }
   | { kind: 'pending' }
   | { kind: 'mismatch'; problems: string[]; finish: 'done' | 'release' }
-  | { kind: 'foreign'; problems: string[] }
-  | { kind: 'unverified'; retryAfterSecs?: number; rateLimitedSecs?: number };
+  | { kind: 'foreign'; problems: string[] };
+
+/** The verdicts on a verify call that got no answer (see {@link Decision}). */
+export type FailedDecision = { kind: 'foreign'; problems: string[] } | { kind: 'unverified'; retryAfterSecs?: number; rateLimitedSecs?: number };
 
 /**
  * Decides what a verify answer means for the payment asked about. Pure: no I/O, no clock.
@@ -109,8 +114,11 @@ export type Decision =
  * @param expected what the plugin (or the caller) expects of the payment, when anything is known
  */
 export function decide(asked: string, answer: VerifyAnswer, expected?: OutcomeExpectation): Decision {
-  if (!answer.ok) return failed(answer.error, expected);
-  const verification = answer.verification;
+  return answer.ok ? decideAnswer(asked, answer.verification, expected) : decideFailure(answer.error, expected);
+}
+
+/** {@link decide} for an answer of the service: the runner has the verification at hand in each verdict. */
+export function decideAnswer(asked: string, verification: VerifiedPayment, expected?: OutcomeExpectation): AnsweredDecision {
   const problems = expected ? differences(verification, expected) : [];
   const otherPayment = verification.answeredPaymentId !== undefined && verification.answeredPaymentId !== asked;
   if (otherPayment) problems.unshift(`the answer names payment ${JSON.stringify(verification.answeredPaymentId)}`);
@@ -135,7 +143,8 @@ export function decide(asked: string, answer: VerifyAnswer, expected?: OutcomeEx
   return { kind: 'settle', outcome, event: OUTCOME_EVENT_NAMES[outcome] };
 }
 
-function failed(error: PaymentsError, expected: OutcomeExpectation | undefined): Decision {
+/** {@link decide} for a verify call that got no usable answer: the runner has the error at hand in each verdict. */
+export function decideFailure(error: PaymentsError, expected?: OutcomeExpectation): FailedDecision {
   // A signed token naming a payment the service does not know: a replay with a made-up id. Foreign
   // (401), not unverified (503), which would invite whoever sends it to deliver again.
   if (expected?.origin === 'token' && isNotFound(error)) return { kind: 'foreign', problems: ['the service does not know this payment'] };

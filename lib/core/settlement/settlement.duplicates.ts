@@ -1,13 +1,12 @@
 import { type PaymentRefund, type VerifiedPayment, orderLedgerKey } from '../api/index.js';
 import { type PaymentsLogger, describe } from '../common/index.js';
-import type { DuplicateRefund, OrderSettlement, OutcomeSource, OrderLedger, PaymentsStore } from '../store/index.js';
+import type { DuplicateRefund, OrderLedger, OrderSettlement, PaymentsStore } from '../store/index.js';
 import type { Clock } from '../time/index.js';
-import type { OutcomeDispatcher } from './outcome.handlers.js';
-import { PaymentDuplicateEvent, PaymentEvents } from './payment.events.js';
-import { finishOf } from './settlement.commit.js';
-import { renewWhileHandling } from './settlement.lease.js';
+import type { OutcomeHandlers } from './outcome.handlers.js';
+import { PaymentDuplicateEvent, PaymentEvents, type PaymentOutcomeEvent } from './payment.events.js';
+import type { Attempt, OrderScreenPort } from './settlement.attempt.js';
 import { orderVerdict, refundFailure, refundPlan } from './settlement.orders.js';
-import type { OrderScreenArgs, OrderScreenPort, SettleResult } from './settlement.request.js';
+import type { SettleResult } from './settlement.request.js';
 
 /** Settings of the {@link OrderScreen}. */
 export interface OrderScreenOptions {
@@ -19,8 +18,6 @@ export interface OrderScreenOptions {
   transactional: boolean;
   /** How long an order's settlement and a done marker are remembered, and records kept, in ms. */
   ttls: { doneTtlMs: number; recordTtlMs: number };
-  /** How long an attempt's claim lasts (renewed while the duplicate's handlers run), in ms. */
-  leaseMs: number;
   /** `duplicates.refund`: refund every duplicate through the normal refund path. */
   refund: boolean;
   /** Refunds a payment (the client's refundPayment, which emits `payment.refunded` naming the order's payment). */
@@ -69,8 +66,9 @@ export class OrderScreen implements OrderScreenPort {
   }
 
   /** @inheritdoc */
-  async screen({ verification, source, key, owner, dispatch, trace }: OrderScreenArgs): Promise<SettleResult | undefined> {
+  async screen(attempt: Attempt, verification: VerifiedPayment, handlers: OutcomeHandlers): Promise<SettleResult | undefined> {
     const { ledger, store, transactional, ttls } = this.options;
+    const { source } = attempt;
     const { paymentId, developerTrackingId: order } = verification;
     if (order === undefined) return undefined;
     let held: OrderSettlement | undefined;
@@ -80,7 +78,7 @@ export class OrderScreen implements OrderScreenPort {
         ? await ledger.findOrderSettlement(orderKey)
         : await ledger.settleOrder(orderKey, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
     } catch (error) {
-      void store.release(key, owner).catch(() => undefined);
+      attempt.abandonClaim();
       this.options.logger.error(`${source}: store unreachable while settling the order of ${paymentId}: ${describe(error)}`);
       return { kind: 'store-unavailable', error: describe(error) };
     }
@@ -96,6 +94,8 @@ export class OrderScreen implements OrderScreenPort {
       refund,
       error,
     });
+    const record = (handlers: 'succeeded' | 'failed' | 'none', refund?: DuplicateRefund, lastError?: string) =>
+      ({ verification, outcome: 'duplicate', handlers, settledBy: settledBy.paymentId, refund, lastError }) as const;
     const previous = await store.getOutcome(paymentId).catch(() => undefined);
     let refund = previous?.outcome === 'duplicate' ? previous.refund : undefined;
     let refundError: string | undefined;
@@ -103,15 +103,12 @@ export class OrderScreen implements OrderScreenPort {
       try {
         refund = toDuplicateRefund(await this.options.refundPayment(paymentId, settledBy.paymentId));
         // Recorded at once: a handler failing next must not make the next attempt refund again.
-        await store.saveOutcome(
-          { ...this.#record(verification, source, 'none', settledBy, refund).record, attempts: previous?.attempts ?? 0 },
-          ttls.recordTtlMs,
-        );
+        await store.saveOutcome({ ...attempt.finishOf('done', record('none', refund)).record, attempts: previous?.attempts ?? 0 }, ttls.recordTtlMs);
       } catch (error) {
         if (refund === undefined && refundFailure(error) === 'retry') {
           const why = `the refund of duplicate ${paymentId} failed; tried again on the next webhook, return or reconciliation: ${describe(error)}`;
           this.options.logger.warn(`${source}: ${why}`);
-          await this.#finish(key, owner, 'release', verification, source, 'failed', settledBy, undefined, why);
+          await attempt.finish('release', record('failed', undefined, why));
           return result(undefined, why);
         }
         if (refund === undefined) refundError = describe(error);
@@ -132,90 +129,39 @@ export class OrderScreen implements OrderScreenPort {
     );
     // The claim is renewed while the handlers run, as for a confirmation: a slow handler must not
     // let a redelivery run them a second time.
-    const { leaseMs, logger, clock } = this.options;
-    const renewal = renewWhileHandling(this.options.store, key, owner, leaseMs, paymentId, logger, clock);
+    const renewal = attempt.renew();
     try {
-      if (!dispatch) throw new Error('no outcome handlers are registered yet');
-      await trace.handlers(PaymentEvents.DUPLICATE, () => dispatch(PaymentEvents.DUPLICATE, event));
+      await attempt.observe.handlers(PaymentEvents.DUPLICATE, () => handlers.run(PaymentEvents.DUPLICATE, event));
     } catch (error) {
       await renewal.stop();
       const why = describe(error);
       this.options.logger.warn(`${source}: a ${PaymentEvents.DUPLICATE} handler failed for ${paymentId}; it will run again: ${why}`);
-      await this.#finish(key, owner, 'release', verification, source, 'failed', settledBy, refund, why);
+      await attempt.finish('release', record('failed', refund, why));
       return result(refund, why);
     }
     await renewal.stop();
-    await this.#finish(key, owner, 'done', verification, source, 'succeeded', settledBy, refund, refundError && `refund refused: ${refundError}`);
+    await attempt.finish('done', record('succeeded', refund, refundError && `refund refused: ${refundError}`));
     return result(refund);
   }
 
   /**
-   * The confirmation's dispatcher, wrapped for a transactional store: before the handlers of
-   * `payment.confirmed` run, the order is settled through their transaction (committed with the
-   * done marker, or rolled back with it; a concurrent confirmation of the same order waits for
-   * it). A payment that finds the order settled by another rolls back ({@link OrderSettledMeanwhileError}).
+   * With a transactional store, before the handlers of `payment.confirmed` run, the order is settled
+   * through their transaction (committed with the done marker, or rolled back with it; a concurrent
+   * confirmation of the same order waits for it). A payment that finds the order settled by another
+   * rolls back ({@link OrderSettledMeanwhileError}).
    */
-  guard(dispatcher: OutcomeDispatcher): OutcomeDispatcher {
-    if (!this.options.transactional) return dispatcher;
-    return async (name, event) => {
-      const order = event.developerTrackingId;
-      if (name === PaymentEvents.CONFIRMED && order !== undefined && event.transaction) {
-        const held = await this.options.ledger.settleOrder(
-          orderLedgerKey(this.options.registration, order),
-          { paymentId: event.paymentId, amount: event.amount },
-          this.options.ttls.doneTtlMs,
-          event.transaction,
-        );
-        if (held.paymentId !== event.paymentId) {
-          this.#lost.add(event.paymentId);
-          throw new OrderSettledMeanwhileError(event.paymentId, held.paymentId);
-        }
-      }
-      return dispatcher(name, event);
-    };
-  }
-
-  #record(
-    verification: VerifiedPayment,
-    source: OutcomeSource,
-    handlers: 'succeeded' | 'failed' | 'none',
-    settledBy: OrderSettlement,
-    refund?: DuplicateRefund,
-    lastError?: string,
-  ) {
-    const finish = finishOf({ ...this.options.ttls, clock: this.options.clock }, '', '', 'done', {
-      verification,
-      outcome: 'duplicate',
-      source,
-      handlers,
-      lastError,
-    });
-    finish.record.settledBy = settledBy.paymentId;
-    if (refund) finish.record.refund = refund;
-    return finish;
-  }
-
-  // Ends the attempt as the runner does: done (once) or released (run again), with the record.
-  async #finish(
-    key: string,
-    owner: string,
-    claim: 'done' | 'release',
-    verification: VerifiedPayment,
-    source: OutcomeSource,
-    handlers: 'succeeded' | 'failed',
-    settledBy: OrderSettlement,
-    refund: DuplicateRefund | undefined,
-    lastError: string | undefined,
-  ): Promise<void> {
-    const finish = { ...this.#record(verification, source, handlers, settledBy, refund, lastError), eventKey: key, owner, claim };
-    try {
-      const marked = await this.options.store.finishOutcome(finish);
-      // As the runner does (settlement.commit.ts): a lease that ran out with nobody else taking the
-      // claim is taken back, so that the payment is marked done.
-      const { store, leaseMs, ttls } = this.options;
-      if (claim === 'done' && !marked && (await store.claim(key, owner, leaseMs)) === 'claimed') await store.markDone(key, owner, ttls.doneTtlMs);
-    } catch (error) {
-      this.options.logger.error(`could not ${claim === 'done' ? 'mark' : 'release'} duplicate ${verification.paymentId} and record it: ${describe(error)}`);
+  async settleInTransaction(event: PaymentOutcomeEvent): Promise<void> {
+    const order = event.developerTrackingId;
+    if (!this.options.transactional || order === undefined || !event.transaction) return;
+    const held = await this.options.ledger.settleOrder(
+      orderLedgerKey(this.options.registration, order),
+      { paymentId: event.paymentId, amount: event.amount },
+      this.options.ttls.doneTtlMs,
+      event.transaction,
+    );
+    if (held.paymentId !== event.paymentId) {
+      this.#lost.add(event.paymentId);
+      throw new OrderSettledMeanwhileError(event.paymentId, held.paymentId);
     }
   }
 }

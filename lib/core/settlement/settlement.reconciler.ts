@@ -14,7 +14,7 @@ import type { OutcomeRecord, PendingPayment, PaymentsStore } from '../store/inde
 import { sleep, type SharedClock } from '../time/index.js';
 import { StrangerBudget } from './settlement.strangers.js';
 import { outcomeOf, type OutcomeExpectation } from './settlement.decision.js';
-import type { SettlementRunner } from './settlement.runner.js';
+import type { Settlements } from './settlement.request.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
 
 /**
@@ -47,7 +47,7 @@ export class PaymentReconciler {
    */
   constructor(
     private readonly store: PaymentsStore,
-    private readonly runner: SettlementRunner,
+    private readonly runner: Settlements,
     private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
     private readonly logger: PaymentsLogger,
     private readonly clock: SharedClock,

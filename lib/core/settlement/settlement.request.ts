@@ -1,9 +1,6 @@
 import type { PaymentsError, VerifiedPayment } from '../api/index.js';
 import type { DuplicateRefund, OrderSettlement, OutcomeSource } from '../store/index.js';
-import type { SettleTrace } from '../telemetry/index.js';
-import type { OutcomeDispatcher } from './outcome.handlers.js';
 import type { HandledOutcome, OutcomeExpectation } from './settlement.decision.js';
-import type { Clock } from '../time/index.js';
 
 /*
  * What a path hands the settlement runner, and what it gets back. Every front end maps a
@@ -79,56 +76,28 @@ export interface SettleRequest {
   token?: TokenLookup;
   /** Called once the payment is verified and its handlers are about to run (the sweep then verifies the next one). */
   onHandlers?: () => void;
+  /** What watches the attempt's handlers (telemetry times them); default nothing. */
+  observe?: SettleObserver;
 }
 
-/** Settings of the runner. */
-export interface SettlementRunnerOptions {
-  /** How long one attempt may hold a payment's claim, in ms (renewed while handlers run). */
-  leaseMs: number;
-  /** How long a done outcome is remembered, in ms. */
-  doneTtlMs: number;
-  /** How long outcome records are kept, in ms. */
-  recordTtlMs: number;
-  /** The registration's name, put on every event. */
-  registration?: string;
-  /** The time shared with the other instances (record times are written with it). */
-  clock: Clock;
+/** What watches an attempt from outside: the handlers run through it (telemetry times them). */
+export interface SettleObserver {
+  /** Runs the handlers of the event `name`. */
+  handlers<T>(name: string, run: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * What owns the payments' claims: the settlement runner, or the runner wrapped by what observes it
+ * (settlement.traced.ts). Nothing else claims.
+ */
+export interface Settlements {
+  /** Runs one settlement; never throws: every result is a {@link SettleResult}. */
+  settle(request: SettleRequest): Promise<SettleResult>;
   /**
-   * Called when a webhook or a return left the payment unsettled (still pending at the service, a
-   * handler failed, or the service gave no answer): the plugin's own re-checks take it from there
-   * within seconds, not before `notBeforeMs` (a 429's Retry-After) (settlement.rechecks.ts).
-   * Never awaited by the path.
+   * Runs `work` while holding the payment's claim, then releases it (bookkeeping that must not race
+   * a settle); nothing runs when the payment is done or busy.
    */
-  recheckSoon?: (paymentId: string, expected: OutcomeExpectation | undefined, notBeforeMs?: number) => void;
-  /** One confirmation per order (settlement.orders.ts); absent: every successful payment is confirmed. */
-  orders?: OrderScreenPort;
-}
-
-/** What the runner hands the order screen when a payment is about to be confirmed (its claim held). */
-export interface OrderScreenArgs {
-  /** The service's answer (`SUCCESS`). */
-  verification: VerifiedPayment;
-  /** The path. */
-  source: OutcomeSource;
-  /** The payment's claim key. */
-  key: string;
-  /** The attempt that holds it. */
-  owner: string;
-  /** Who runs the handlers, if set yet. */
-  dispatch: OutcomeDispatcher | undefined;
-  /** The settle's trace, to time the handlers. */
-  trace: SettleTrace;
-}
-
-/** The order screen as the runner sees it. */
-export interface OrderScreenPort {
-  /**
-   * Settles the payment's order, or finds it settled by another payment. Resolves `undefined`
-   * when the payment is the one that settles it (or has no tracking id): the runner confirms it.
-   * Otherwise it handled the payment as a duplicate (or failed to) and its result is the settle's;
-   * the claim is then finished.
-   */
-  screen(args: OrderScreenArgs): Promise<SettleResult | undefined>;
+  hold(paymentId: string, source: OutcomeSource, work: () => Promise<void>): Promise<'held' | 'done' | 'busy'>;
 }
 
 /** The claim key of a payment's outcome: one per payment, shared by every path and instance. */

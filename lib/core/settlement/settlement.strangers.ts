@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import { PaymentsApiError, type PaymentsError } from '../api/index.js';
 import type { Clock } from '../time/index.js';
 import type { SettleResult } from './settlement.request.js';
+import { assertNever } from '../common/index.js';
 
 /**
  * Verifies the return check may spend on payment ids this plugin knows nothing of (no queue entry,
@@ -74,7 +75,25 @@ export class StrangerBudget {
 
   /** After verifying an id: a 404 is remembered, so that its next request costs nothing. */
   note(paymentId: string, result: SettleResult): void {
-    if (result.kind === 'verify-failed' && result.error instanceof PaymentsApiError && result.error.httpStatus === 404)
-      this.#notFound.set(paymentId, result.error);
+    switch (result.kind) {
+      case 'verify-failed':
+        if (result.error instanceof PaymentsApiError && result.error.httpStatus === 404) this.#notFound.set(paymentId, result.error);
+        return;
+      case 'handled':
+      case 'duplicate':
+      case 'busy':
+      case 'pending':
+      case 'mismatch':
+      case 'foreign':
+      case 'handlers-failed':
+      case 'rate-limited':
+      case 'deferred':
+      case 'store-unavailable':
+      case 'order-duplicate':
+        // The service knows the payment, or was not asked: nothing to remember.
+        return;
+      default:
+        return assertNever(result);
+    }
   }
 }

@@ -3,6 +3,6 @@
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
 // folders' imports of telemetry/ to this file.
 export { NO_TELEMETRY } from './telemetry.hooks.js';
-export type { SettleTrace, TelemetryHooks, WebhookTrace } from './telemetry.hooks.js';
+export type { SettleSummary, SettleTrace, TelemetryHooks, WebhookTrace } from './telemetry.hooks.js';
 export { PaymentsTelemetry } from './telemetry.otel.js';
 export { telemetrySettings } from './telemetry.settings.js';

@@ -17,8 +17,11 @@ export interface TelemetryHooks {
    * @param urlTemplate the path with ids replaced by placeholders
    */
   call<T>(operation: PaymentsOperation, method: 'GET' | 'POST', urlTemplate: string, run: (stats: CallStats) => Promise<T>): Promise<T>;
-  /** One settle of a payment (claim -> verify -> handlers -> finish), whatever path started it. */
-  settle<R extends SettleLike>(paymentId: string, source: OutcomeSource, run: (trace: SettleTrace) => Promise<R>): Promise<R>;
+  /**
+   * One settle of a payment (claim -> verify -> handlers -> finish), whatever path started it.
+   * @param summary what the result says, for the span and the metric (the settlement maps its results exhaustively)
+   */
+  settle<R>(paymentId: string, source: OutcomeSource, run: (trace: SettleTrace) => Promise<R>, summary: (result: R) => SettleSummary): Promise<R>;
   /**
    * One webhook delivery, from the moment it is authenticated to its answer.
    * @param route the route template (never the token)
@@ -41,7 +44,7 @@ export interface CallStats {
 /** The handle a settle gives to the work it wraps. */
 export interface SettleTrace {
   /** Runs the outcome's handlers, timing them. */
-  handlers<T>(event: string, run: () => Promise<T>): Promise<T>;
+  handlers<T>(name: string, run: () => Promise<T>): Promise<T>;
 }
 
 /** The handle of one webhook delivery. */
@@ -52,15 +55,17 @@ export interface WebhookTrace {
   end(status: number, result: string, paymentId?: string): void;
 }
 
-/** The minimal shape of a settle result an observer reads. */
-export interface SettleLike {
-  /** The result's kind (`handled`, `pending`, ...). */
-  kind: string;
-  /** The outcome, when the result has one. */
+/** What a settle's result says to whoever observes it. */
+export interface SettleSummary {
+  /** The result's kind (`handled`, `pending`, ...): `payments.settle.result`. */
+  result: string;
+  /** The payment's outcome, when the result tells one: `payments.outcome`. */
   outcome?: string;
+  /** Whether the settle ends in error (its span's status). */
+  failed: boolean;
 }
 
-const NOOP_SETTLE: SettleTrace = { handlers: (_event, run) => run() };
+const NOOP_SETTLE: SettleTrace = { handlers: (_name, run) => run() };
 const NOOP_WEBHOOK: WebhookTrace = { within: (run) => run(), end: () => undefined };
 
 const NOTHING: TelemetryHooks = {

@@ -18,14 +18,14 @@
 import type * as OtelApi from '@opentelemetry/api';
 import type { PaymentsOperation } from '../api/index.js';
 import type { OutcomeSource } from '../store/index.js';
-import { NO_TELEMETRY, type CallStats, type SettleLike, type SettleTrace, type TelemetryHooks, type WebhookTrace } from './telemetry.hooks.js';
+import { NO_TELEMETRY, type CallStats, type SettleSummary, type SettleTrace, type TelemetryHooks, type WebhookTrace } from './telemetry.hooks.js';
 import { TelemetryInstruments, type Attributes, type Instruments } from './telemetry.instruments.js';
 import { TelemetryApiLoader } from './telemetry.loader.js';
 import { HEALTH_PROBE_KEY, SPAN_NAMES } from './telemetry.names.js';
 import { TELEMETRY_OFF, type TelemetryContext, type TelemetrySettings } from './telemetry.settings.js';
 
-/** Settle results that end the span in error. */
-const SETTLE_ERRORS = new Set(['mismatch', 'handlers-failed', 'verify-failed', 'store-unavailable', 'error']);
+/** The work a settle wraps. */
+type SettleRun<R> = (trace: SettleTrace) => Promise<R>;
 
 /** A webhook delivery's span, in the context its `within()` makes active, for the settle it starts. */
 interface HostSpan {
@@ -161,13 +161,13 @@ export class PaymentsTelemetry implements TelemetryHooks {
    * duration but for the authentication, same payment). The context, not the instance, carries
    * the delivery, so concurrent deliveries each keep their own.
    */
-  settle<R extends SettleLike>(paymentId: string, source: OutcomeSource, run: (trace: SettleTrace) => Promise<R>): Promise<R> {
+  settle<R>(paymentId: string, source: OutcomeSource, run: SettleRun<R>, summary: (result: R) => SettleSummary): Promise<R> {
     const i = this.#instruments.get();
-    if (i === null) return NO_TELEMETRY.settle(paymentId, source, run);
-    return this.#settle(i, paymentId, source, run);
+    if (i === null) return NO_TELEMETRY.settle(paymentId, source, run, summary);
+    return this.#settle(i, paymentId, source, run, summary);
   }
 
-  async #settle<R extends SettleLike>(i: Instruments, paymentId: string, source: OutcomeSource, run: (trace: SettleTrace) => Promise<R>): Promise<R> {
+  async #settle<R>(i: Instruments, paymentId: string, source: OutcomeSource, run: SettleRun<R>, summary: (result: R) => SettleSummary): Promise<R> {
     const { api: otel } = i;
     const active = otel.context.active();
     // Only a settle started right in the delivery's context (its span the active one) takes it.
@@ -181,7 +181,7 @@ export class PaymentsTelemetry implements TelemetryHooks {
     const started = performance.now();
     let handlerMs: number | undefined;
     const trace: SettleTrace = {
-      handlers: async (_event, work) => {
+      handlers: async (_name, work) => {
         const t0 = performance.now();
         try {
           return await work();
@@ -190,19 +190,19 @@ export class PaymentsTelemetry implements TelemetryHooks {
         }
       },
     };
-    let kind = 'error';
-    let outcome: string | undefined;
+    // A settle that threw (it never should) is an error of its own.
+    let said: SettleSummary = { result: 'error', failed: true };
     try {
       // A delivery's span is already the active one (its within() made it so).
       const result = await (host ? run(trace) : otel.context.with(otel.trace.setSpan(active, span), () => run(trace)));
-      kind = result.kind;
-      outcome = result.outcome ?? (kind === 'pending' ? 'pending' : kind === 'mismatch' ? 'mismatch' : undefined);
+      said = summary(result);
       return result;
     } finally {
+      const { result: kind, outcome } = said;
       span.setAttribute('payments.settle.result', kind);
       if (outcome !== undefined) span.setAttribute('payments.outcome', outcome);
       if (handlerMs !== undefined) span.setAttribute('payments.handlers.duration_ms', Math.round(handlerMs * 1000) / 1000);
-      if (SETTLE_ERRORS.has(kind)) {
+      if (said.failed) {
         span.setAttribute('error.type', kind);
         span.setStatus({ code: otel.SpanStatusCode.ERROR, message: kind });
       }

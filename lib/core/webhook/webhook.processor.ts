@@ -1,7 +1,7 @@
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
 import type { ResolvedWebhookOptions } from './webhook.options.js';
 import { type PaymentsLogger, describe } from '../common/index.js';
-import type { OutcomeExpectation, SettleRequest, TokenLookup, SettlementRunner } from '../settlement/index.js';
+import type { OutcomeExpectation, SettleRequest, Settlements, TokenLookup } from '../settlement/index.js';
 import type { PaymentsStore } from '../store/index.js';
 import { NO_TELEMETRY, type TelemetryHooks, type WebhookTrace } from '../telemetry/index.js';
 import { answerFor, duplicate, refusal, unavailable, type WebhookAnswer } from './webhook.answer.js';
@@ -75,7 +75,7 @@ export class WebhookProcessor {
     options: ResolvedWebhookOptions,
     signer: WebhookTokenSigner | undefined,
     private readonly store: PaymentsStore,
-    private readonly runner: SettlementRunner,
+    private readonly runner: Settlements,
     private readonly logger: PaymentsLogger,
     private readonly telemetry: TelemetryHooks = NO_TELEMETRY,
     clock: Clock = SYSTEM_CLOCK,

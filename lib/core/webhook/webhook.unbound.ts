@@ -1,8 +1,16 @@
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
-import { type PaymentsLogger, describe } from '../common/index.js';
+import { type PaymentsLogger, assertNever, describe } from '../common/index.js';
 import type { OutcomeExpectation, SettleResult, TokenLookup } from '../settlement/index.js';
 import type { PaymentBinding, PaymentsStore, RateLimiter } from '../store/index.js';
 import type { WebhookTokenClaims } from './webhook.token.js';
+
+/** One unbound token as its delivery settles it: its rate-limit slot, the payment, its claims, what it expects. */
+interface UnboundToken {
+  slot: string;
+  paymentId: string;
+  claims: WebhookTokenClaims;
+  expected: OutcomeExpectation;
+}
 
 /**
  * Signed tokens whose binding the store no longer has (a restart with the memory store, an
@@ -36,13 +44,37 @@ export class UnboundTokens {
     return {
       expected,
       gate: async () => ((await this.limiter.take(slot, this.intervalSecs * 1000)) ? undefined : this.intervalSecs),
-      settled: async (result: SettleResult) => {
+      settled: (result: SettleResult) => this.#settled({ slot, paymentId, claims, expected }, result),
+    };
+  }
+
+  // What a settle of an unbound token leaves behind. Exhaustive: a new kind of result must say here
+  // whether it frees the token's slot and re-binds it, or the compiler refuses it.
+  async #settled(token: UnboundToken, result: SettleResult): Promise<void> {
+    const { slot, paymentId, claims, expected } = token;
+    switch (result.kind) {
+      case 'handled':
         // A verify that settled a payment was spent well (and a payment is settled once): the next
         // delivery of this token need not wait for the interval.
-        if (result.kind === 'handled') await this.limiter.free(slot).catch(() => undefined);
-        if (result.kind === 'handled' || result.kind === 'pending') await this.#rebind(paymentId, claims, expected, result.verification.developerTrackingId);
-      },
-    };
+        await this.limiter.free(slot).catch(() => undefined);
+        return this.#rebind(paymentId, claims, expected, result.verification.developerTrackingId);
+      case 'pending':
+        return this.#rebind(paymentId, claims, expected, result.verification.developerTrackingId);
+      case 'duplicate':
+      case 'busy':
+      case 'mismatch':
+      case 'foreign':
+      case 'handlers-failed':
+      case 'verify-failed':
+      case 'rate-limited':
+      case 'deferred':
+      case 'store-unavailable':
+      case 'order-duplicate':
+        // Nothing settled by this token's verify, or not the payment it was signed for: it stays unbound and gated.
+        return;
+      default:
+        return assertNever(result);
+    }
   }
 
   // Once the service confirmed the payment the token was signed for, bind the token to it, so that

@@ -1,0 +1,204 @@
+import { randomUUID } from 'node:crypto';
+import { type PaymentsLogger, describe } from '../common/index.js';
+import type { ClaimOutcome, OutcomeFinish, OutcomeSource, PaymentsStore } from '../store/index.js';
+import type { OutcomeExpectation } from './settlement.decision.js';
+import { finishAttempt, finishOf, type AttemptRecord } from './settlement.commit.js';
+import { renewWhileHandling } from './settlement.lease.js';
+import { outcomeKey, type SettleObserver, type SettleRequest, type SettleResult, type TokenLookup } from './settlement.request.js';
+import type { VerifiedPayment } from '../api/index.js';
+import type { Clock } from '../time/index.js';
+import type { OutcomeHandlers } from './outcome.handlers.js';
+import type { PaymentOutcomeEvent } from './payment.events.js';
+
+/** Settings of the runner. */
+export interface SettlementRunnerOptions {
+  /** How long one attempt may hold a payment's claim, in ms (renewed while handlers run). */
+  leaseMs: number;
+  /** How long a done outcome is remembered, in ms. */
+  doneTtlMs: number;
+  /** How long outcome records are kept, in ms. */
+  recordTtlMs: number;
+  /** The registration's name, put on every event. */
+  registration?: string;
+  /** The time shared with the other instances (record times are written with it). */
+  clock: Clock;
+  /**
+   * Called when a webhook or a return left the payment unsettled (still pending at the service, a
+   * handler failed, or the service gave no answer): the plugin's own re-checks take it from there
+   * within seconds, not before `notBeforeMs` (a 429's Retry-After) (settlement.rechecks.ts).
+   * Never awaited by the path.
+   */
+  recheckSoon?: (paymentId: string, expected: OutcomeExpectation | undefined, notBeforeMs?: number) => void;
+  /** One confirmation per order (settlement.orders.ts); absent: every successful payment is confirmed. */
+  orders?: OrderScreenPort;
+}
+
+/** The order screen as the runner sees it. */
+export interface OrderScreenPort {
+  /**
+   * Settles the payment's order, or finds it settled by another payment. Resolves `undefined`
+   * when the payment is the one that settles it (or has no tracking id): the runner confirms it.
+   * Otherwise it handled the payment as a duplicate (or failed to) and its result is the settle's;
+   * the attempt's claim is then finished.
+   * @param attempt the attempt that holds the payment's claim
+   * @param verification the service's answer (`SUCCESS`)
+   * @param handlers the handlers of `payment.duplicate`
+   */
+  screen(attempt: Attempt, verification: VerifiedPayment, handlers: OutcomeHandlers): Promise<SettleResult | undefined>;
+  /**
+   * With a transactional store, settles the confirmed payment's order through the transaction its
+   * handlers run in, before they run: throws when another payment settled the order meanwhile.
+   */
+  settleInTransaction(event: PaymentOutcomeEvent): Promise<void>;
+}
+
+/** What claiming a payment found: the claim, and what to expect of the payment once it is held. */
+export type Claimed = { kind: 'foreign' } | { kind: 'held'; claim: ClaimOutcome; expected?: OutcomeExpectation; unbound?: TokenLookup['unbound'] };
+
+const UNOBSERVED: SettleObserver = { handlers: (_name, run) => run() };
+
+/** What every attempt of one runner shares: the store its claim lives in, the settings, the log. */
+export interface AttemptDeps {
+  /** Claims, records, the queue. */
+  store: PaymentsStore;
+  /** Leases, TTLs, the shared clock, the re-checks. */
+  options: SettlementRunnerOptions;
+  /** Where problems are reported. */
+  logger: PaymentsLogger;
+}
+
+/**
+ * One attempt at a payment's outcome, made by the settlement runner: what the attempt knows (the
+ * payment, the path, what to expect, who watches it) and the end of its claim (release, finish,
+ * renewal). The runner claims with its key and owner; whatever the attempt hands on (the order
+ * screen, the commit) ends the claim through it, so the claim has one owner.
+ */
+export class Attempt {
+  /** The payment. */
+  readonly paymentId: string;
+  /** The path that asks. */
+  readonly source: OutcomeSource;
+  /** The claim key of the payment's outcome. */
+  readonly key: string;
+  /** This attempt's identity as the claim's holder. */
+  readonly owner = randomUUID();
+  /** A signed webhook's token, when the path has one. */
+  readonly token?: TokenLookup;
+  /** What watches the handlers. */
+  readonly observe: SettleObserver;
+  /** What to expect of the payment: the request's, then the token's binding once the claim read it. */
+  expected?: OutcomeExpectation;
+
+  /**
+   * @param request what the path asked
+   * @param deps the store, settings and log of the runner
+   */
+  constructor(
+    readonly request: SettleRequest,
+    private readonly deps: AttemptDeps,
+  ) {
+    this.paymentId = request.paymentId;
+    this.source = request.source;
+    this.key = outcomeKey(request.paymentId);
+    this.token = request.token;
+    this.observe = request.observe ?? UNOBSERVED;
+    this.expected = request.expected;
+  }
+
+  /** The claim's lease, in ms. */
+  get leaseMs(): number {
+    return this.deps.options.leaseMs;
+  }
+
+  /**
+   * Claims the payment for this attempt (the runner's settle). A signed token's binding is read in
+   * the claim's round trip and says what to expect; a token the store forgot says it itself, and
+   * the runner gates it before its verify.
+   * @throws what the store threw; the claim, which may still land, is then given back
+   */
+  async claim(): Promise<Claimed> {
+    const { store, options } = this.deps;
+    const { token, key, owner, paymentId } = this;
+    try {
+      const found = token ? await store.findBindingAndClaim(token.id, paymentId, key, owner, options.leaseMs) : undefined;
+      const binding = found?.binding;
+      if (binding && binding.paymentId !== paymentId) return { kind: 'foreign' };
+      if (binding && found.claim) {
+        return { kind: 'held', claim: found.claim, expected: { amount: binding.amount, developerTrackingId: binding.developerTrackingId, origin: 'binding' } };
+      }
+      const claim = await store.claim(key, owner, options.leaseMs);
+      return token ? { kind: 'held', claim, expected: token.unbound.expected, unbound: token.unbound } : { kind: 'held', claim, expected: this.expected };
+    } catch (error) {
+      this.abandonClaim();
+      throw error;
+    }
+  }
+
+  /**
+   * Runs `work` while this attempt holds the payment's claim, then releases it (see the runner's `hold`).
+   * @returns `held` once `work` ran; `done` or `busy` as the claim found the payment
+   */
+  async hold(work: () => Promise<void>): Promise<'held' | 'done' | 'busy'> {
+    let claim: ClaimOutcome;
+    try {
+      claim = await this.deps.store.claim(this.key, this.owner, this.deps.options.leaseMs);
+    } catch (error) {
+      this.abandonClaim();
+      throw error;
+    }
+    if (claim !== 'claimed') return claim;
+    try {
+      await work();
+    } finally {
+      await this.release();
+    }
+    return 'held';
+  }
+
+  /** Gives the claim back; a failure is logged (the lease expires on its own). Never throws. */
+  async release(): Promise<void> {
+    try {
+      await this.deps.store.release(this.key, this.owner);
+    } catch (error) {
+      // The lease expires on its own; the next attempt after it runs the outcome.
+      this.deps.logger.error(`could not release ${this.key}: ${describe(error)}`);
+    }
+  }
+
+  /**
+   * A claim whose answer never came (the store did not answer): it may still land, so it is given
+   * back without waiting, or the next attempt would wait a whole lease (every store sends the
+   * release after the claim).
+   */
+  abandonClaim(): void {
+    void this.deps.store.release(this.key, this.owner).catch(() => undefined);
+  }
+
+  /**
+   * Ends the attempt: marked done or released, with its outcome record (settlement.commit.ts).
+   * @returns whether the claim was marked done
+   */
+  finish(claim: 'done' | 'release', record: Omit<AttemptRecord, 'source'>): Promise<boolean> {
+    const { store, options, logger } = this.deps;
+    return finishAttempt(store, options, logger, finishOf(options, this.key, this.owner, claim, { ...record, source: this.source }));
+  }
+
+  /** The attempt's end as the store writes it, for a commit that writes it itself. */
+  finishOf(claim: 'done' | 'release', record: Omit<AttemptRecord, 'source'>): OutcomeFinish {
+    return finishOf(this.deps.options, this.key, this.owner, claim, { ...record, source: this.source });
+  }
+
+  /** Renews the claim every third of the lease while handlers run (settlement.lease.ts). */
+  renew(): { stop(): Promise<void>; readonly lost: boolean } {
+    const { store, options, logger } = this.deps;
+    return renewWhileHandling(store, this.key, this.owner, options.leaseMs, this.paymentId, logger, options.clock);
+  }
+
+  /**
+   * A webhook or a return that left the payment unsettled hands it to the plugin's re-checks (the
+   * sweep's own checks schedule their next one themselves).
+   */
+  recheckSoon(expected: OutcomeExpectation | undefined, notBeforeMs?: number): void {
+    if (this.source !== 'reconciliation') this.deps.options.recheckSoon?.(this.paymentId, expected, notBeforeMs);
+  }
+}
