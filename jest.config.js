@@ -2,6 +2,8 @@
  * Jest in ESM mode (the Nest 12 packages are ESM-only). Run through `npm test`, which sets
  * --experimental-vm-modules. Type checking is done once by `tsc --noEmit` before jest runs,
  * so ts-jest only transpiles (isolatedModules in tsconfig.json).
+ * The file name is the rule `npm run test:quick` selects by: `*.spec.ts` runs in-process (no server,
+ * socket or child process), `*.e2e-spec.ts` starts servers, browsers or processes.
  * @type {import('jest').Config}
  */
 export default {
