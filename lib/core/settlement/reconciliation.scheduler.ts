@@ -167,7 +167,9 @@ export class ReconciliationScheduler {
         this.logger.warn(`reconciliation: the service rate-limits verify; pausing ${waitSecs} s, ${rest.length} payment(s) put back`);
         for (const back of rest) {
           try {
-            await this.store.schedulePending(back, this.pausedUntil);
+            // One in the pending lane wakes this sweep when the pause ends (not at its next tick).
+            if (back.rechecks !== undefined) await this.rechecks.schedule(back, { dueAt: this.pausedUntil, rechecks: back.rechecks });
+            else await this.store.schedulePending(back, this.pausedUntil);
           } catch (error) {
             // The taken lease brings it back on its own.
             this.logger.error(`reconciliation: store unreachable while putting back ${back.paymentId}: ${describe(error)}`);
