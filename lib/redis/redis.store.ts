@@ -15,11 +15,11 @@ import type { OrderLedger, PaymentsStore, RateLimiter } from '../core/store/stor
 import { RedisConnection } from './redis.connection.js';
 import { RedisRateLimiter } from './redis.limiter.js';
 import type { RedisPaymentsStoreOptions } from './redis.options.js';
-import { finishInTwoSlots } from './redis.split.js';
 import { RedisOrderLedger } from './redis.orders.js';
 import { listOutcomePage } from './redis.pages.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
-import { outcomeScore, parseBinding, parseOutcome, parsePending } from './redis.values.js';
+import { finishOutcomeOn, saveOutcomeOn } from './redis.outcomes.js';
+import { parseBinding, parseOutcome, parsePending } from './redis.values.js';
 
 /**
  * A {@link PaymentsStore} in Redis, for several app instances behind one webhook URL: a claim
@@ -134,31 +134,8 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
    * records in a shared one: the claim's end first, then the rest (a crash between them leaves the
    * payment queued, and the next check of it finds it done).
    */
-  async finishOutcome(finish: OutcomeFinish): Promise<boolean> {
-    const donePx = positiveMs('RedisPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
-    const recordPx = positiveMs('RedisPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
-    const { attempts: _ignored, ...record } = finish.record as OutcomeRecord;
-    if (this.#db.keys.layout === 'cluster') return finishInTwoSlots(this.#db, finish, record, donePx, recordPx);
-    const reply = await this.#db.run('finishOutcome', () =>
-      this.#db.scripts[SCRIPT_NAMES.finishOutcome](
-        this.#eventKey(finish.eventKey),
-        this.#db.keys.pendingDue,
-        this.#db.keys.pendingEntries,
-        this.#db.keys.outcomePrefix + record.paymentId,
-        this.#db.keys.outcomesIndex,
-        this.#db.keys.outcomesExpiry,
-        finish.owner,
-        finish.claim,
-        donePx,
-        JSON.stringify(record),
-        recordPx,
-        outcomeScore(record.updatedAt),
-        record.paymentId,
-        Math.trunc(finish.attemptsAdded),
-      ),
-    );
-    // A host's client with `stringNumbers: true` answers '1' instead of 1.
-    return Number(reply) === 1;
+  finishOutcome(finish: OutcomeFinish): Promise<boolean> {
+    return finishOutcomeOn(this.#db, finish);
   }
 
   /** @inheritdoc */
@@ -222,19 +199,8 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
   }
 
   /** @inheritdoc */
-  async saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void> {
-    const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
-    await this.#db.run('saveOutcome', () =>
-      this.#db.scripts[SCRIPT_NAMES.saveOutcome](
-        this.#db.keys.outcomePrefix + record.paymentId,
-        this.#db.keys.outcomesIndex,
-        this.#db.keys.outcomesExpiry,
-        JSON.stringify(record),
-        px,
-        outcomeScore(record.updatedAt),
-        record.paymentId,
-      ),
-    );
+  saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void> {
+    return saveOutcomeOn(this.#db, record, ttlMs);
   }
 
   /** @inheritdoc */

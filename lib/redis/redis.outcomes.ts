@@ -1,0 +1,52 @@
+import { positiveMs, type OutcomeFinish, type OutcomeRecord } from '../core/store/payments.store.js';
+import type { RedisConnection } from './redis.connection.js';
+import { SCRIPT_NAMES } from './redis.scripts.js';
+import { finishInTwoSlots } from './redis.split.js';
+import { outcomeScore } from './redis.values.js';
+
+/**
+ * `RedisPaymentsStore.finishOutcome`: the claim's end, the queue entry's removal and the record,
+ * in one script on a standalone server, in two steps on a cluster (see the store's method).
+ */
+export async function finishOutcomeOn(db: RedisConnection, finish: OutcomeFinish): Promise<boolean> {
+  const donePx = positiveMs('RedisPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
+  const recordPx = positiveMs('RedisPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
+  const { attempts: _ignored, ...record } = finish.record as OutcomeRecord;
+  if (db.keys.layout === 'cluster') return finishInTwoSlots(db, finish, record, donePx, recordPx);
+  const reply = await db.run('finishOutcome', () =>
+    db.scripts[SCRIPT_NAMES.finishOutcome](
+      db.keys.event(finish.eventKey),
+      db.keys.pendingDue,
+      db.keys.pendingEntries,
+      db.keys.outcomePrefix + record.paymentId,
+      db.keys.outcomesIndex,
+      db.keys.outcomesExpiry,
+      finish.owner,
+      finish.claim,
+      donePx,
+      JSON.stringify(record),
+      recordPx,
+      outcomeScore(record.updatedAt),
+      record.paymentId,
+      Math.trunc(finish.attemptsAdded),
+    ),
+  );
+  // A host's client with `stringNumbers: true` answers '1' instead of 1.
+  return Number(reply) === 1;
+}
+
+/** `RedisPaymentsStore.saveOutcome`: the record with its TTL, indexed, in one script. */
+export async function saveOutcomeOn(db: RedisConnection, record: OutcomeRecord, ttlMs: number): Promise<void> {
+  const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
+  await db.run('saveOutcome', () =>
+    db.scripts[SCRIPT_NAMES.saveOutcome](
+      db.keys.outcomePrefix + record.paymentId,
+      db.keys.outcomesIndex,
+      db.keys.outcomesExpiry,
+      JSON.stringify(record),
+      px,
+      outcomeScore(record.updatedAt),
+      record.paymentId,
+    ),
+  );
+}
