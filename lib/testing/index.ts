@@ -2,7 +2,8 @@
  * `nestjs-payments/testing`: the payment service sandbox, an in-process emulator of the whole
  * service (API, checkout page, webhooks) for tests and local development.
  */
-export { PaymentsSandbox, SANDBOX_PRIVATE_KEY, SANDBOX_PUBLIC_KEY } from './sandbox.server.js';
+export { PaymentsSandbox } from './sandbox.server.js';
+export { SANDBOX_PRIVATE_KEY, SANDBOX_PUBLIC_KEY } from './sandbox.options.js';
 export { SandboxWebhookError } from './sandbox.errors.js';
 export { SANDBOX_VERIFY_STATUSES } from './sandbox.status.js';
 export type {

@@ -3,7 +3,8 @@
  * the executable entry (`sandbox.cli.ts`) so tests can import them without starting anything.
  */
 import { parseArgs } from 'node:util';
-import { PaymentsSandbox, SANDBOX_PRIVATE_KEY } from './sandbox.server.js';
+import { SANDBOX_PRIVATE_KEY } from './sandbox.options.js';
+import { PaymentsSandbox } from './sandbox.server.js';
 import type { SandboxGenerateAnswer, SandboxPaymentIdInUrl, SandboxRateLimit, SandboxWebhookFailure, SandboxWebhookMethod } from './sandbox.types.js';
 
 /** Port of the command's sandbox when `--port` is not given: fixed, so bookmarks and configs keep working. */

@@ -3,17 +3,15 @@
  * page, webhooks), for tests and local development. Node built-ins only, so it runs wherever
  * the plugin does and needs no network access.
  */
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { inspect } from 'node:util';
 import { type SettleOutcome } from './sandbox.checkout.js';
 import { SandboxFaults } from './sandbox.faults.js';
-import { sendJson } from './sandbox.http.js';
+import { listenAsPlanned, listenPlan, sandboxServer } from './sandbox.listen.js';
 import { validateRateLimit, VerifyLimiter } from './sandbox.ratelimit.js';
 import { routeRequest } from './sandbox.router.js';
 import { settlementOrThrow, settlePayment } from './sandbox.settle.js';
-import { urlHost } from './sandbox.request.js';
-import { listenDecision } from './sandbox.exposure.js';
 import { SANDBOX_FAIL_PATH, SANDBOX_SUCCESS_PATH } from './sandbox.pages.js';
 import { oneOf, SANDBOX_PRIVATE_KEY, SANDBOX_PUBLIC_KEY, webhookDeliveryOf, type WebhookDeliverySettings } from './sandbox.options.js';
 import { PersistentSandboxState } from './sandbox.persist.js';
@@ -33,11 +31,8 @@ import type {
   SandboxSettleOptions,
   SandboxSettlement,
 } from './sandbox.types.js';
-import { checkClientId, parseMillimes } from './sandbox.validation.js';
+import { checkClientId, preauthorizedAmount } from './sandbox.validation.js';
 
-export { SANDBOX_PRIVATE_KEY, SANDBOX_PUBLIC_KEY } from './sandbox.options.js';
-export { SANDBOX_FAIL_PATH, SANDBOX_SUCCESS_PATH } from './sandbox.pages.js';
-export { redactAuthorization } from './sandbox.request.js';
 /**
  * A running emulator of the payment service. Start one with {@link PaymentsSandbox.start},
  * point the plugin at it with {@link PaymentsSandbox.options}, and close it with
@@ -85,13 +80,7 @@ export class PaymentsSandbox {
     const now = options.now ?? (() => Date.now());
     this.verifyLimiter = new VerifyLimiter(now, options.verifyRateLimit ? { ...options.verifyRateLimit } : null);
     this.state = options.stateFile ? new PersistentSandboxState(options.stateFile, now, () => this.baseUrl) : new SandboxState(now, () => this.baseUrl);
-    this.server = http.createServer((req, res) => {
-      this.handle(req, res).catch(() => {
-        // A bug in a handler must not take the test process down; answer 500 and go on.
-        if (res.headersSent) res.destroy();
-        else sendJson(res, 500, { result: { status: 500, message: 'Internal Server Error' } });
-      });
-    });
+    this.server = sandboxServer((req, res) => this.handle(req, res));
   }
 
   /**
@@ -101,22 +90,9 @@ export class PaymentsSandbox {
    *   the listen error (e.g. `EADDRINUSE`) when the port is taken
    */
   static async start(options: PaymentsSandboxOptions = {}): Promise<PaymentsSandbox> {
-    const port = options.port ?? 0;
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError('PaymentsSandbox: port must be an integer from 0 to 65535');
-    const host = options.host ?? '127.0.0.1';
-    const exposure = listenDecision(host, (options.privateKey ?? SANDBOX_PRIVATE_KEY) === SANDBOX_PRIVATE_KEY);
-    if (exposure.kind === 'refused') throw new TypeError(exposure.error);
+    const plan = listenPlan(options);
     const sandbox = new PaymentsSandbox(options);
-    await new Promise<void>((resolve, reject) => {
-      sandbox.server.once('error', reject);
-      sandbox.server.listen(port, host, () => {
-        sandbox.server.off('error', reject);
-        resolve();
-      });
-    });
-    const address = sandbox.server.address() as AddressInfo;
-    sandbox.baseUrl = `http://${urlHost(host)}:${address.port}`;
-    if (exposure.kind === 'exposed') (options.onWarning ?? ((m: string) => process.stderr.write(`${m}\n`)))(exposure.warning);
+    sandbox.baseUrl = await listenAsPlanned(sandbox.server, plan, options.onWarning);
     return sandbox;
   }
 
@@ -188,9 +164,7 @@ export class PaymentsSandbox {
    * @throws TypeError when `amount` is not positive millimes or `clientId` is one bindings/list refuses
    */
   async createPreauthorizedPayment(input: SandboxPreauthorizationInput): Promise<string> {
-    const amount = parseMillimes(input.amount, true);
-    if (amount === undefined) throw new TypeError('PaymentsSandbox: amount must be a positive number of millimes (a string of digits or a safe integer)');
-    if (input.clientId !== undefined) checkClientId(input.clientId);
+    const amount = preauthorizedAmount(input);
     return this.state.createPreauthorized({ ...input, amount }).paymentId;
   }
 
@@ -291,6 +265,8 @@ export class PaymentsSandbox {
     const { state, faults, authorization, generateAnswer, verifyLimiter, url: baseUrl } = this;
     const log = (request: SandboxRequest) => (this.requests as SandboxRequest[]).push(request);
     const settle = (id: string, outcome: Settlement) => this.settle(id, outcome);
-    return routeRequest({ state, faults, authorization, generateAnswer, verifyLimiter, signal: this.lifetime.signal, baseUrl, log, settle }, req, res);
+    const signal = this.lifetime.signal;
+    const context = { state, faults, authorization, generateAnswer, verifyLimiter, signal, baseUrl, log, settle };
+    return routeRequest(context, req, res);
   }
 }

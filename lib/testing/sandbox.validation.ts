@@ -7,7 +7,7 @@
  */
 import { identifier } from '../core/api/identifier.rule.js';
 import type { NewPayment } from './sandbox.state.js';
-import type { SandboxDestination } from './sandbox.types.js';
+import type { SandboxDestination, SandboxPreauthorizationInput } from './sandbox.types.js';
 
 const DIGITS = /^[0-9]+$/;
 
@@ -137,4 +137,15 @@ export function parseGenerateRequest(body: Record<string, unknown>): NewPayment 
 export function checkClientId(clientId: unknown): void {
   if (!isValidClientId(clientId))
     throw new TypeError('PaymentsSandbox: clientId must be a non-blank string of at most 256 characters, without control characters');
+}
+
+/**
+ * The amount of `createPreauthorizedPayment`'s input, after checking the input.
+ * @throws TypeError when `amount` is not positive millimes or `clientId` is one bindings/list refuses
+ */
+export function preauthorizedAmount(input: SandboxPreauthorizationInput): string {
+  const amount = parseMillimes(input.amount, true);
+  if (amount === undefined) throw new TypeError('PaymentsSandbox: amount must be a positive number of millimes (a string of digits or a safe integer)');
+  if (input.clientId !== undefined) checkClientId(input.clientId);
+  return amount;
 }
