@@ -4,81 +4,9 @@
  */
 import { PAYMENTS_DEFAULTS, PaymentsApiError, PaymentsAuthenticationError, PaymentsClient, PaymentsConnectionError, webhookProbeUrl } from '../core/index.js';
 import { PAYMENTS_ENV } from '../nest/payments.config.js';
-import { CLI_STORE_ENV, describeProblem, problemVariable, QUIET_LOGGER, storeClientMissing, storeSources, type CliConfig } from './cli.config.js';
+import { describeProblem, problemVariable, type CliConfig } from './cli.config.js';
 import { printable, safeUrl, type CliIo } from './cli.io.js';
-
-/** What a check found: passed, failed, or did not apply (not configured, not asked for). */
-export type DoctorStatus = 'ok' | 'fail' | 'skip';
-
-/** The checks, in the order they run and print. */
-export type DoctorCheckId = 'variables' | 'baseUrl' | 'keys' | 'webhookUrl' | 'secret' | 'store' | 'probe';
-
-/** One line of the report. */
-export interface DoctorCheck {
-  /** Which check. */
-  readonly id: DoctorCheckId;
-  /** Its outcome. */
-  readonly status: DoctorStatus;
-  /** What was found, one line, free of secrets. */
-  readonly message: string;
-  /** What to do about a failure. */
-  readonly fix?: string;
-}
-
-/** The whole report, as `--json` prints it. */
-export interface DoctorReport {
-  /** True when no check failed. */
-  readonly ok: boolean;
-  /** Every check, in order. */
-  readonly checks: readonly DoctorCheck[];
-}
-
-/** Options of {@link runDoctor}. */
-export interface DoctorOptions {
-  /** Send a signed probe to the webhook public URL. */
-  readonly probe: boolean;
-}
-
-/** How each check is named in the report. */
-export const LABELS: Readonly<Record<DoctorCheckId, string>> = {
-  variables: 'variables',
-  baseUrl: 'base URL',
-  keys: 'keys',
-  webhookUrl: 'webhook URL',
-  secret: 'webhook secret',
-  store: 'store',
-  probe: 'webhook probe',
-};
-
-/** Longest wait for one HTTP answer or store operation of a check. */
-const CHECK_TIMEOUT_MS = 10_000;
-
-/** Whether a URL's host is this machine: plain HTTP is then acceptable (a local sandbox). */
-export function isLoopback(url: URL): boolean {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
-
-/** Why a fetch() failed, short: `ECONNREFUSED`, `timed out after 10000 ms`, ... */
-function fetchFailure(error: unknown, timeoutMs: number): string {
-  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return `timed out after ${timeoutMs} ms`;
-  const cause = error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined;
-  const code = typeof cause?.code === 'string' ? cause.code : undefined;
-  const text = typeof cause?.message === 'string' ? cause.message : error instanceof Error ? error.message : String(error);
-  return printable(code && !text.includes(code) ? `${code}: ${text}` : text).slice(0, 200);
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-const ok = (id: DoctorCheckId, message: string): DoctorCheck => ({ id, status: 'ok', message });
-const fail = (id: DoctorCheckId, message: string, fix: string): DoctorCheck => ({ id, status: 'fail', message, fix });
-const skip = (id: DoctorCheckId, message: string): DoctorCheck => ({ id, status: 'skip', message });
+import { CHECK_TIMEOUT_MS, fail, fetchFailure, isLoopback, ok, skip, type DoctorCheck, type DoctorCheckId } from './cli.report.js';
 
 /** Problems of the variables that have a check of their own. */
 const OWN_CHECK: Readonly<Record<string, DoctorCheckId>> = {
@@ -204,47 +132,6 @@ export function checkSecret(env: CliIo['env'], config: CliConfig): DoctorCheck {
   const problems = problemsOf(config, 'secret');
   if (problems.length > 0) return fail('secret', problems.join('; '), fix);
   return ok('secret', `${PAYMENTS_ENV.webhookSecret} is set, at least ${min} characters`);
-}
-
-export async function checkStores(env: CliIo['env']): Promise<DoctorCheck[]> {
-  const sources = storeSources(env, QUIET_LOGGER);
-  if (sources.length === 0)
-    return [skip('store', `no ${CLI_STORE_ENV.redisUrl} or ${CLI_STORE_ENV.databaseUrl}: the app's store is not checked (the memory store needs no check)`)];
-  const checks: DoctorCheck[] = [];
-  for (const source of sources) {
-    let store;
-    try {
-      store = await source.open();
-      const pending = await withTimeout(store.countPending(), CHECK_TIMEOUT_MS, `${source.kind}`);
-      checks.push(ok('store', `${source.kind} at ${source.where} answers (${pending} payment(s) waiting for reconciliation)`));
-    } catch (error) {
-      const missing = storeClientMissing(source, error);
-      if (missing) {
-        checks.push(
-          fail(
-            'store',
-            `${source.kind} not checked: ${missing.packageName} is not installed (${source.variable} names a ${source.kind} store)`,
-            `npm install ${missing.packageName}`,
-          ),
-        );
-        continue;
-      }
-      const reason = printable(error instanceof Error ? error.message : error).slice(0, 200);
-      const missingTables = source.kind === 'PostgreSQL' && /relation .* does not exist/i.test(reason);
-      checks.push(
-        fail(
-          'store',
-          `${source.kind} at ${source.where} does not answer (${reason})`,
-          missingTables
-            ? "the store's tables are missing: start the app once (the store creates them) or apply paymentsStoreMigration()"
-            : `check that ${source.kind} runs and that ${source.variable} names the server the app uses (host, port, credentials)`,
-        ),
-      );
-    } finally {
-      await store?.close?.().catch(() => undefined);
-    }
-  }
-  return checks;
 }
 
 export async function checkProbe(env: CliIo['env'], webhookUrl: DoctorCheck, secret: DoctorCheck, probe: boolean): Promise<DoctorCheck> {

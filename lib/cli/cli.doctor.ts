@@ -5,19 +5,9 @@
  */
 import { parseArgs } from 'node:util';
 import { CLI_STORE_ENV, QUIET_LOGGER, readCliConfig } from './cli.config.js';
-import {
-  checkBaseUrl,
-  checkKeys,
-  checkProbe,
-  checkSecret,
-  checkStores,
-  checkVariables,
-  checkWebhookUrl,
-  LABELS,
-  type DoctorOptions,
-  type DoctorReport,
-  type DoctorStatus,
-} from './cli.checks.js';
+import { checkBaseUrl, checkKeys, checkProbe, checkSecret, checkVariables, checkWebhookUrl } from './cli.checks.js';
+import { checkStores } from './cli.store-check.js';
+import { LABELS, type DoctorOptions, type DoctorReport, type DoctorStatus } from './cli.report.js';
 import { CliUsageError, type CliIo } from './cli.io.js';
 
 /** Usage of `doctor`. */
@@ -35,7 +25,7 @@ Options:
   -h, --help  print this help
 `;
 
-export { isLoopback, type DoctorCheck, type DoctorCheckId, type DoctorOptions, type DoctorReport, type DoctorStatus } from './cli.checks.js';
+export { isLoopback, type DoctorCheck, type DoctorCheckId, type DoctorOptions, type DoctorReport, type DoctorStatus } from './cli.report.js';
 
 /** Runs every check on the variables in `env`; never throws for a bad set-up (that is a failed check). */
 export async function runDoctor(env: CliIo['env'], options: DoctorOptions): Promise<DoctorReport> {
