@@ -1,4 +1,4 @@
-import { epochMs, positiveMs, outcomeCursor, outcomePageLimit, parseOutcomeCursor } from '../core/store/store.rules.js';
+import { epochMs, positiveMs } from '../core/store/store.rules.js';
 import type {
   BindingClaim,
   ClaimOutcome,
@@ -10,9 +10,11 @@ import type {
   PendingPayment,
 } from '../core/store/store.types.js';
 import type { OrderLedger, PaymentsStore, RateLimiter } from '../core/store/store.ports.js';
+import { ClaimsInFlight } from './postgres.claims.js';
 import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
 import { orderStatements, PostgresOrderLedger } from './postgres.orders.js';
+import { listOutcomePage } from './postgres.pages.js';
 import { storeTables } from './postgres.schema.js';
 import { resolveTableNames, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
 import { parseBinding, parseOutcome, parsePending, valueOf } from './postgres.rows.js';
@@ -41,8 +43,8 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   // A private field (not `private`) keeps the connection string, whose password may be in it, and
   // the pool out of util.inspect and JSON.stringify of the store.
   readonly #db: PostgresConnection;
-  /** Claim statements not settled yet, by (key, owner): see #trackClaim. */
-  readonly #claimsInFlight = new Map<string, Promise<unknown>>();
+  /** Claim statements not settled yet, by (key, owner): see release. */
+  readonly #claimsInFlight = new ClaimsInFlight();
   readonly #orders: PostgresOrderLedger;
 
   /** The webhook's rate limits: rows of `<prefix>rate_limits`, shared by every instance. */
@@ -109,7 +111,7 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   async claim(eventKey: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
     const lease = positiveMs('PostgresPaymentsStore', leaseMs, 'leaseMs');
     const sent = this.#db.send('claim', this.#db.sql.claim, [eventKey, owner, lease]);
-    this.#trackClaim(eventKey, owner, sent);
+    this.#claimsInFlight.track(eventKey, owner, sent);
     const rows = await this.#db.bounded('claim', sent);
     this.#db.countWrite();
     const row = rows[0] as { state?: unknown; owner?: unknown } | undefined;
@@ -122,7 +124,7 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   async findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim> {
     const lease = positiveMs('PostgresPaymentsStore', leaseMs, 'leaseMs');
     const sent = this.#db.send('findBindingAndClaim', this.#db.sql.findBindingAndClaim, [tokenId, eventKey, owner, paymentId, lease]);
-    this.#trackClaim(eventKey, owner, sent);
+    this.#claimsInFlight.track(eventKey, owner, sent);
     const rows = await this.#db.bounded('findBindingAndClaim', sent);
     this.#db.countWrite();
     const row = rows[0] as { value?: unknown; state?: unknown; owner?: unknown } | undefined;
@@ -159,7 +161,7 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
    * (its promise may reject on the timeout meanwhile; the release still goes out).
    */
   async release(eventKey: string, owner: string): Promise<void> {
-    const inFlight = this.#claimsInFlight.get(claimId(eventKey, owner));
+    const inFlight = this.#claimsInFlight.of(eventKey, owner);
     await this.#db.query(
       'release',
       this.#db.sql.release,
@@ -223,27 +225,8 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   }
 
   /** @inheritdoc */
-  async listOutcomes(query: OutcomeQuery = {}): Promise<OutcomePage> {
-    const limit = outcomePageLimit(query);
-    const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
-    // One row more than the page tells whether there is a next page.
-    const sql = query.handlers === 'failed' ? this.#db.sql.listFailedOutcomes : this.#db.sql.listOutcomes;
-    const rows = await this.#db.query('listOutcomes', sql, [
-      query.handlers ?? null,
-      query.outcome ?? null,
-      after?.updatedAt ?? null,
-      after?.paymentId ?? null,
-      limit + 1,
-    ]);
-    const items = rows
-      .slice(0, limit)
-      .map((row) => parseOutcome(valueOf(row)))
-      .filter((r): r is OutcomeRecord => r !== undefined);
-    if (rows.length <= limit) return { items };
-    // The cursor comes from the row's key columns, not the parsed record, so that a row that
-    // failed to parse cannot stop the paging.
-    const last = rows[limit - 1] as { updated_at?: unknown; payment_id?: unknown };
-    return { items, nextCursor: outcomeCursor({ updatedAt: String(last.updated_at), paymentId: String(last.payment_id) }) };
+  listOutcomes(query: OutcomeQuery = {}): Promise<OutcomePage> {
+    return listOutcomePage(this.#db, query);
   }
 
   /** Runs `SELECT 1` (and creates the tables if that is still to do); rejects when the database does not answer. */
@@ -272,22 +255,4 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   async close(): Promise<void> {
     return this.#db.close();
   }
-
-  // A claim statement is remembered until it settles, whether or not its caller still waits: a
-  // claim that timed out on our side may still be queued for a connection or in flight, and
-  // commit after the caller's release() ran on another connection, blocking the payment for a
-  // whole lease. release() of the same (key, owner) is sent only once it settled (see release).
-  #trackClaim(eventKey: string, owner: string, sent: Promise<unknown[]>): void {
-    const id = claimId(eventKey, owner);
-    const previous = this.#claimsInFlight.get(id);
-    const tracked = previous ? Promise.allSettled([previous, sent]) : sent;
-    this.#claimsInFlight.set(id, tracked);
-    const forget = () => {
-      if (this.#claimsInFlight.get(id) === tracked) this.#claimsInFlight.delete(id);
-    };
-    tracked.then(forget, forget);
-  }
 }
-
-// NUL cannot occur in a PostgreSQL text value, so the pair cannot collide.
-const claimId = (eventKey: string, owner: string): string => `${eventKey}\u0000${owner}`;

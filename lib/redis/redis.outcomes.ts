@@ -1,4 +1,5 @@
-import { positiveMs, type OutcomeFinish, type OutcomeRecord } from '../core/store/payments.store.js';
+import { positiveMs } from '../core/store/store.rules.js';
+import type { OutcomeFinish, OutcomeRecord } from '../core/store/store.types.js';
 import type { RedisConnection } from './redis.connection.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
 import { finishInTwoSlots } from './redis.split.js';
