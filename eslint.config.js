@@ -86,7 +86,10 @@ export default defineConfig(
       // Configuration and template values are coerced with String() on purpose, after their checks.
       '@typescript-eslint/no-base-to-string': 'off',
       // `_name` marks a value left out on purpose (a rest sibling, an unused parameter of an interface).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
     },
   },
   {
@@ -117,7 +120,15 @@ export default defineConfig(
           zones: [
             {
               target: './lib/core',
-              from: ['./lib/nest', './lib/express', './lib/redis', './lib/postgres', './lib/terminus', './lib/testing', './lib/cli'],
+              from: [
+                './lib/nest',
+                './lib/express',
+                './lib/redis',
+                './lib/postgres',
+                './lib/terminus',
+                './lib/testing',
+                './lib/cli',
+              ],
               message: 'core is framework-free: it imports no other layer',
             },
             {
@@ -160,7 +171,8 @@ export default defineConfig(
             {
               // `../<folder>/<file>.js` from inside a core folder: another folder's insides.
               regex: '^\\.\\./(?!\\.\\.)[^/]+/(?!index\\.js$)',
-              message: "another folder of the core is imported through its barrel, '../<folder>/index.js' (docs/architecture.md)",
+              message:
+                "another folder of the core is imported through its barrel, '../<folder>/index.js' (docs/architecture.md)",
             },
           ],
         },
@@ -189,7 +201,13 @@ export default defineConfig(
     files: ['**/*.cjs'],
     languageOptions: {
       sourceType: 'commonjs',
-      globals: { require: 'readonly', module: 'writable', exports: 'writable', __dirname: 'readonly', __filename: 'readonly' },
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        exports: 'writable',
+        __dirname: 'readonly',
+        __filename: 'readonly',
+      },
     },
   },
   prettier,

@@ -53,7 +53,8 @@ function generated(json) {
 }
 function verified(json) {
   const { status, amount } = json?.result ?? {};
-  if (json?.success !== true || typeof status !== 'string' || typeof amount !== 'number') throw new Error('unexpected answer');
+  if (json?.success !== true || typeof status !== 'string' || typeof amount !== 'number')
+    throw new Error('unexpected answer');
   return { paymentId: PAYMENT_ID, status, amount: String(amount) };
 }
 
@@ -62,7 +63,9 @@ const rawAgent = new http.Agent({ keepAlive: true });
 function raw(method, path, body, read) {
   return new Promise((resolve, reject) => {
     const headers =
-      body === undefined ? { Authorization: AUTHORIZATION, Accept: 'application/json' } : { ...HEADERS, 'Content-Length': Buffer.byteLength(body) };
+      body === undefined
+        ? { Authorization: AUTHORIZATION, Accept: 'application/json' }
+        : { ...HEADERS, 'Content-Length': Buffer.byteLength(body) };
     const req = http.request({ host: url.hostname, port: url.port, path, method, agent: rawAgent, headers }, (res) => {
       let text = '';
       res.setEncoding('utf8');
@@ -95,7 +98,14 @@ const closers = [];
 
 async function pluginClient(dist, options) {
   const { PaymentsClient } = await import(`${dist}index.js`);
-  const client = new PaymentsClient({ publicKey: PUBLIC_KEY, privateKey: PRIVATE_KEY, baseUrl, successLink: SUCCESS, failLink: FAIL, ...options });
+  const client = new PaymentsClient({
+    publicKey: PUBLIC_KEY,
+    privateKey: PRIVATE_KEY,
+    baseUrl,
+    successLink: SUCCESS,
+    failLink: FAIL,
+    ...options,
+  });
   closers.push(() => client.close());
   return client;
 }
@@ -103,15 +113,28 @@ const DIST = new URL('../dist/', import.meta.url).href;
 const BASELINE_DIST = process.env.BENCH_BASELINE_DIST
   ? new URL(`${process.env.BENCH_BASELINE_DIST.replace(/\/?$/, '/')}`, `file://${process.cwd()}/`).href
   : undefined;
-const SIGNED = { webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: 'bench-secret-0123456789abcdef-0123456789' } };
+const SIGNED = {
+  webhook: {
+    publicUrl: 'https://shop.example.com/payments/webhook',
+    secret: 'bench-secret-0123456789abcdef-0123456789',
+  },
+};
 
 if (MODE === 'clients') {
   add('generatePayment', 'raw', () => raw('POST', GENERATE, JSON.stringify(wireBody()), generated));
-  add('generatePayment', 'naive', async () => generated((await axios.post(`${baseUrl}${GENERATE}`, wireBody(), NAIVE_HEADERS)).data));
-  add('generatePayment', 'tuned', async () => generated((await tuned.post(GENERATE, wireBody(), { headers: HEADERS })).data));
+  add('generatePayment', 'naive', async () =>
+    generated((await axios.post(`${baseUrl}${GENERATE}`, wireBody(), NAIVE_HEADERS)).data),
+  );
+  add('generatePayment', 'tuned', async () =>
+    generated((await tuned.post(GENERATE, wireBody(), { headers: HEADERS })).data),
+  );
   add('verifyPayment', 'raw', () => raw('GET', VERIFY + encodeURIComponent(PAYMENT_ID), undefined, verified));
-  add('verifyPayment', 'naive', async () => verified((await axios.get(`${baseUrl}${VERIFY}${encodeURIComponent(PAYMENT_ID)}`, NAIVE_HEADERS)).data));
-  add('verifyPayment', 'tuned', async () => verified((await tuned.get(VERIFY + encodeURIComponent(PAYMENT_ID), { headers: HEADERS })).data));
+  add('verifyPayment', 'naive', async () =>
+    verified((await axios.get(`${baseUrl}${VERIFY}${encodeURIComponent(PAYMENT_ID)}`, NAIVE_HEADERS)).data),
+  );
+  add('verifyPayment', 'tuned', async () =>
+    verified((await tuned.get(VERIFY + encodeURIComponent(PAYMENT_ID), { headers: HEADERS })).data),
+  );
   const plugin = await pluginClient(DIST, {});
   add('generatePayment', 'plugin', () => plugin.generatePayment(INPUT));
   add('verifyPayment', 'plugin', () => plugin.verifyPayment(PAYMENT_ID));
@@ -129,7 +152,9 @@ if (MODE === 'clients') {
   const sdk = startTracing({ global: false });
   closers.push(() => sdk.shutdown());
   const off = await pluginClient(DIST, { telemetry: false });
-  const on = await pluginClient(DIST, { telemetry: { tracerProvider: sdk.tracerProvider, meterProvider: sdk.meterProvider } });
+  const on = await pluginClient(DIST, {
+    telemetry: { tracerProvider: sdk.tracerProvider, meterProvider: sdk.meterProvider },
+  });
   add('generatePayment', 'plugin, telemetry: false', () => off.generatePayment(INPUT));
   add('generatePayment', 'plugin, SDK recording', () => on.generatePayment(INPUT));
   add('verifyPayment', 'plugin, telemetry: false', () => off.verifyPayment(PAYMENT_ID));

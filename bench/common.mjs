@@ -26,8 +26,13 @@ export function quantile(sorted, p) {
  * `node bench/cpu-share.mjs <dir>/*.cpuprofile`).
  */
 export function forkChild(script, args = [], { execArgv = [], readyTimeoutMs = 60_000 } = {}) {
-  const profile = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
-  const child = fork(new URL(script, import.meta.url), args, { execArgv: [...execArgv, ...profile], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const profile = process.env.BENCH_CPU_PROF_DIR
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`]
+    : [];
+  const child = fork(new URL(script, import.meta.url), args, {
+    execArgv: [...execArgv, ...profile],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const waiters = [];
   const inbox = [];
   child.on('message', (message) => {
@@ -40,7 +45,10 @@ export function forkChild(script, args = [], { execArgv = [], readyTimeoutMs = 6
     const i = inbox.findIndex((m) => m.type === type);
     if (i >= 0) return Promise.resolve(inbox.splice(i, 1)[0]);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${script}: no '${type}' message within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`${script}: no '${type}' message within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       waiters.push({ type, resolve: (m) => (clearTimeout(timer), resolve(m)) });
       exited.then((code) => reject(new Error(`${script} exited (${code}) before sending '${type}'`)));
     });

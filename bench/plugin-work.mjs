@@ -9,7 +9,9 @@ import { pathToFileURL } from 'node:url';
 import axios, { AxiosHeaders } from 'axios';
 
 const NEW = new URL('../dist/core/', import.meta.url).href;
-const OLD = process.env.BENCH_BASELINE_DIST ? `${pathToFileURL(process.env.BENCH_BASELINE_DIST).href.replace(/\/?$/, '/')}core/` : undefined;
+const OLD = process.env.BENCH_BASELINE_DIST
+  ? `${pathToFileURL(process.env.BENCH_BASELINE_DIST).href.replace(/\/?$/, '/')}core/`
+  : undefined;
 const load = (base, file) => import(`${base}${file}`);
 
 function time(name, fn, n = 100_000) {
@@ -26,13 +28,20 @@ const rules = await load(NEW, 'api/payment.rules.js');
 const otel = await load(NEW, 'telemetry/telemetry.otel.js');
 const settings = await load(NEW, 'telemetry/telemetry.settings.js');
 
-const defaults = { successLink: 'https://shop.example.com/checkout/success', failLink: 'https://shop.example.com/checkout/failed' };
+const defaults = {
+  successLink: 'https://shop.example.com/checkout/success',
+  failLink: 'https://shop.example.com/checkout/failed',
+};
 const input = { amount: '12500', developerTrackingId: 'order-42' };
 const VERIFIED =
   '{"success":true,"result":{"type":"card","amount":12500,"status":"SUCCESS","details":{"order_number":"1","pan":"450921**1119","payment_system":"VISA","currency":"788","destinations":[]}},"status_code":200,"name":"developers","code":0,"version":"2.0.0"}';
 const GENERATED =
   '{"result":{"success":true,"payment_id":"pay_x_1","link":"https://checkout.example/shop/pay_x_1","developer_tracking_id":"order-42"},"name":"Payment Service","code":0,"version":"v2"}';
-const secrets = { privateKey: 'sk_bench_private_key_never_logged', publicKey: 'pk_bench', webhookSecret: 'bench-secret-0123456789abcdef-0123456789' };
+const secrets = {
+  privateKey: 'sk_bench_private_key_never_logged',
+  publicKey: 'pk_bench',
+  webhookSecret: 'bench-secret-0123456789abcdef-0123456789',
+};
 
 time('generatePayment input: check + wire body (defaults read in place)', () => {
   fields.checkPaymentInput(input, defaults);
@@ -46,9 +55,13 @@ for (const [name, raw] of [
   time(`${name} answer: parse + secret scan (answer())`, () => current.answer(raw, parser.parseJson));
   time(`${name} answer: parse only`, () => parser.parseJson(raw));
 }
-time("the answer's link checked (httpUrl: class-validator's isURL)", () => rules.httpUrl('https://checkout.example/shop/pay_abc_12'));
+time("the answer's link checked (httpUrl: class-validator's isURL)", () =>
+  rules.httpUrl('https://checkout.example/shop/pay_abc_12'),
+);
 const mapper = await load(NEW, 'api/wire.mapper.js');
-time("the answer's link checked (isHttpLink: the common shape first)", () => mapper.isHttpLink('https://checkout.example/shop/pay_abc_12'));
+time("the answer's link checked (isHttpLink: the common shape first)", () =>
+  mapper.isHttpLink('https://checkout.example/shop/pay_abc_12'),
+);
 time('a deadline per attempt: AbortController + setTimeout + clearTimeout', () => {
   const deadline = new AbortController();
   clearTimeout(setTimeout(() => deadline.abort(), 10_000));
@@ -57,12 +70,19 @@ const telemetry = new otel.PaymentsTelemetry(settings.telemetrySettings(undefine
 await telemetry.ready();
 time('telemetry.active, @opentelemetry/api installed, no SDK', () => telemetry.active);
 const config = { transitional: axios.defaults.transitional };
-const body = { amount: '12500', success_link: defaults.successLink, fail_link: defaults.failLink, developer_tracking_id: 'order-42' };
+const body = {
+  amount: '12500',
+  success_link: defaults.successLink,
+  fail_link: defaults.failLink,
+  developer_tracking_id: 'order-42',
+};
 time("axios' default transformRequest on the generate body", () =>
   axios.defaults.transformRequest[0].call(config, body, new AxiosHeaders({ 'Content-Type': 'application/json' })),
 );
 time('JSON.stringify of the same body (what the plugin does)', () => JSON.stringify(body));
-time("axios' default transformResponse on the verify answer", () => axios.defaults.transformResponse[0].call(config, VERIFIED));
+time("axios' default transformResponse on the verify answer", () =>
+  axios.defaults.transformResponse[0].call(config, VERIFIED),
+);
 
 if (OLD) {
   console.log(`\nbaseline build (${process.env.BENCH_BASELINE_DIST}):`);
@@ -116,11 +136,15 @@ async function operations(base, label) {
       privateKey: secrets.privateKey,
       baseUrl: 'http://127.0.0.1:1',
       ...defaults,
-      ...(signed ? { webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: secrets.webhookSecret } } : {}),
+      ...(signed
+        ? { webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: secrets.webhookSecret } }
+        : {}),
     });
     const signer = signed ? new WebhookTokenSigner(secrets.webhookSecret) : undefined;
     const api = new PaymentsApi(options, transport, new MemoryPaymentsStore(), signer, events, NO_TELEMETRY);
-    await timeAsync(`${label}: generatePayment without HTTP${signed ? ', signed webhook URL' : ''}`, () => api.generatePayment(input));
+    await timeAsync(`${label}: generatePayment without HTTP${signed ? ', signed webhook URL' : ''}`, () =>
+      api.generatePayment(input),
+    );
     if (!signed) await timeAsync(`${label}: verifyPayment without HTTP`, () => api.verifyPayment('pay_bench_1'));
   }
 }

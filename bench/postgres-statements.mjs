@@ -47,7 +47,9 @@ async function measure(label, prepare, operation) {
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const machineUs = ((machineBusy() - busy0) * 1e6) / 100 / OPS; // 100 jiffies a second
-  console.log(`| ${label} | ${(OPS / seconds).toFixed(0)} | ${((cpu.user + cpu.system) / OPS).toFixed(0)} | ${machineUs.toFixed(0)} |`);
+  console.log(
+    `| ${label} | ${(OPS / seconds).toFixed(0)} | ${((cpu.user + cpu.system) / OPS).toFixed(0)} | ${machineUs.toFixed(0)} |`,
+  );
 }
 
 const record = (paymentId) => ({
@@ -70,7 +72,15 @@ const finish = (paymentId) => ({
 const bind = async (ids) => {
   for (let k = 0; k < ids.length; k += 200) {
     await Promise.all(
-      ids.slice(k, k + 200).map((id) => unnamed.saveBinding(`t_${id}`, { paymentId: id, amount: '12500', createdAt: new Date().toISOString() }, 3_600_000)),
+      ids
+        .slice(k, k + 200)
+        .map((id) =>
+          unnamed.saveBinding(
+            `t_${id}`,
+            { paymentId: id, amount: '12500', createdAt: new Date().toISOString() },
+            3_600_000,
+          ),
+        ),
     );
   }
 };
@@ -79,7 +89,9 @@ async function orderTransaction() {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    await client.query(`UPDATE ${orders} SET status = 'paid', paid_at = now() WHERE id = $1`, [`ord_${order++ % ORDERS}`]);
+    await client.query(`UPDATE ${orders} SET status = 'paid', paid_at = now() WHERE id = $1`, [
+      `ord_${order++ % ORDERS}`,
+    ]);
     await client.query('COMMIT');
   } finally {
     client.release();
@@ -89,8 +101,12 @@ async function orderTransaction() {
 try {
   await unnamed.ping();
   await pool.query(`CREATE TABLE ${orders} (id text PRIMARY KEY, status text NOT NULL, paid_at timestamptz)`);
-  await pool.query(`INSERT INTO ${orders} (id, status) SELECT 'ord_' || n, 'unpaid' FROM generate_series(0, ${ORDERS - 1}) AS n`);
-  console.log(`| ${OPS} operations, ${IN_FLIGHT} in flight, pg Pool of 10 | op/s | CPU µs/op, this process | CPU µs/op, whole machine |`);
+  await pool.query(
+    `INSERT INTO ${orders} (id, status) SELECT 'ord_' || n, 'unpaid' FROM generate_series(0, ${ORDERS - 1}) AS n`,
+  );
+  console.log(
+    `| ${OPS} operations, ${IN_FLIGHT} in flight, pg Pool of 10 | op/s | CPU µs/op, this process | CPU µs/op, whole machine |`,
+  );
   console.log('|---|---:|---:|---:|');
   for (let round = 0; round < 2; round++) {
     await measure('hand-written: BEGIN, UPDATE one order row, COMMIT', undefined, orderTransaction);
@@ -99,7 +115,11 @@ try {
       await pool.query(sql.finishOutcome, finishOutcomeParams(finish(id)));
     });
     await measure('store, prepared: findBindingAndClaim + finishOutcome', bind, async (id) => {
-      await pool.query({ name: `${PREFIX}claim`, text: sql.findBindingAndClaim, values: [`t_${id}`, `outcome:${id}`, 'o1', id, 30_000] });
+      await pool.query({
+        name: `${PREFIX}claim`,
+        text: sql.findBindingAndClaim,
+        values: [`t_${id}`, `outcome:${id}`, 'o1', id, 30_000],
+      });
       await pool.query({ name: `${PREFIX}finish`, text: sql.finishOutcome, values: finishOutcomeParams(finish(id)) });
     });
   }

@@ -22,9 +22,19 @@ const client = new PaymentsClient({
   baseUrl,
   successLink: 'https://shop.example.com/checkout/success',
   failLink: 'https://shop.example.com/checkout/failed',
-  ...(what === 'signed' ? { webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: 'bench-secret-0123456789abcdef-0123456789' } } : {}),
+  ...(what === 'signed'
+    ? {
+        webhook: {
+          publicUrl: 'https://shop.example.com/payments/webhook',
+          secret: 'bench-secret-0123456789abcdef-0123456789',
+        },
+      }
+    : {}),
 });
-const call = what === 'verify' ? () => client.verifyPayment('pay_bench_1') : () => client.generatePayment({ amount: '12500', developerTrackingId: 'order-42' });
+const call =
+  what === 'verify'
+    ? () => client.verifyPayment('pay_bench_1')
+    : () => client.generatePayment({ amount: '12500', developerTrackingId: 'order-42' });
 
 async function run(n) {
   let left = n;
@@ -79,7 +89,9 @@ for (const node of profile.nodes) {
   byArea.set(a, (byArea.get(a) ?? 0) + us);
 }
 const pct = (us) => `${((100 * us) / busy).toFixed(1).padStart(5)} %`;
-console.log(`${what}, ${CALLS} calls at c=${CONCURRENCY}: ${((cpu.user + cpu.system) / CALLS).toFixed(1)} µs CPU per call (process), profile ${file.pathname}`);
+console.log(
+  `${what}, ${CALLS} calls at c=${CONCURRENCY}: ${((cpu.user + cpu.system) / CALLS).toFixed(1)} µs CPU per call (process), profile ${file.pathname}`,
+);
 console.log('\nby area (self time):');
 for (const [a, us] of [...byArea].sort((x, y) => y[1] - x[1])) console.log(`  ${pct(us)}  ${a}`);
 console.log('\ntop functions (self time):');

@@ -31,7 +31,8 @@ const QUICK = args.has('--quick');
 const PARTS = ['client', 'memory', 'redis', 'pglite', 'postgres', 'budget'];
 const onlyArg = process.argv.slice(2).find((a) => a.startsWith('--only='));
 const ONLY = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',')) : undefined;
-for (const part of ONLY ?? []) if (!PARTS.includes(part)) throw new Error(`--only: unknown part '${part}' (parts: ${PARTS.join(', ')})`);
+for (const part of ONLY ?? [])
+  if (!PARTS.includes(part)) throw new Error(`--only: unknown part '${part}' (parts: ${PARTS.join(', ')})`);
 // --quick (what CI runs after the tests, as a report): the client overhead and the memory store's
 // ingest, without tracing variants, in well under 90 s; --only picks parts explicitly.
 const QUICK_PARTS = new Set(['client', 'memory']);
@@ -66,9 +67,12 @@ const started = performance.now();
 
 function gitCommit() {
   try {
-    const git = (...a) => execFileSync('git', a, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const git = (...a) =>
+      execFileSync('git', a, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     const sha = git('rev-parse', '--short', 'HEAD');
-    return git('status', '--porcelain', '--', 'lib', 'bench') !== '' ? `${sha} + uncommitted changes in lib/ or bench/` : sha;
+    return git('status', '--porcelain', '--', 'lib', 'bench') !== ''
+      ? `${sha} + uncommitted changes in lib/ or bench/`
+      : sha;
   } catch {
     return 'unknown';
   }
@@ -91,9 +95,13 @@ function reachable(urlText, defaultPort) {
 async function clientRun(mode) {
   const stub = forkChild('./stub-server.mjs');
   const { port } = await stub.next('ready');
-  const bench = forkChild('./client-overhead.mjs', [`http://127.0.0.1:${port}`, String(CFG.clientSliceMs), String(CFG.clientRounds), mode], {
-    execArgv: ['--expose-gc'],
-  });
+  const bench = forkChild(
+    './client-overhead.mjs',
+    [`http://127.0.0.1:${port}`, String(CFG.clientSliceMs), String(CFG.clientRounds), mode],
+    {
+      execArgv: ['--expose-gc'],
+    },
+  );
   const { results } = await bench.next('result', 600_000);
   await bench.stop();
   await stub.stop();
@@ -101,7 +109,9 @@ async function clientRun(mode) {
 }
 
 async function clientOverhead() {
-  log(`client overhead: generatePayment and verifyPayment, ${CFG.clientRounds} rounds of ${CFG.clientSliceMs} ms slices (stub in a separate process)`);
+  log(
+    `client overhead: generatePayment and verifyPayment, ${CFG.clientRounds} rounds of ${CFG.clientSliceMs} ms slices (stub in a separate process)`,
+  );
   const results = await clientRun('clients');
   // The SDK's context manager would tax every client of the process it runs in: a process of its own.
   if (!QUICK) {
@@ -116,7 +126,13 @@ async function clientOverhead() {
 function cannon({ port, path, makeRequest, seconds, connections }) {
   return new Promise((resolve, reject) => {
     const instance = autocannon(
-      { url: `http://127.0.0.1:${port}`, connections, pipelining: 1, duration: seconds, requests: [{ method: 'POST', path, setupRequest: makeRequest }] },
+      {
+        url: `http://127.0.0.1:${port}`,
+        connections,
+        pipelining: 1,
+        duration: seconds,
+        requests: [{ method: 'POST', path, setupRequest: makeRequest }],
+      },
       (error, result) => (error ? reject(error) : resolve(result)),
     );
     instance.on('error', reject);
@@ -126,7 +142,11 @@ function cannon({ port, path, makeRequest, seconds, connections }) {
 const stubCount = async (stubUrl) => (await (await fetch(`${stubUrl}/__count`)).json()).verifies;
 const body = (id) => JSON.stringify({ payment_id: id, status: 'completed' });
 const bareRequest = (req) => ({ ...req, headers: { 'content-type': 'application/json' }, body: body('pay_bare') });
-const baselineRequest = (req) => ({ ...req, headers: { 'content-type': 'application/json' }, body: body('pay_baseline') });
+const baselineRequest = (req) => ({
+  ...req,
+  headers: { 'content-type': 'application/json' },
+  body: body('pay_baseline'),
+});
 
 /**
  * Starts one webhook app per variant (same store kind), then alternates bare / webhook
@@ -137,9 +157,13 @@ async function ingest(storeKind, variants, stubUrl) {
   log(`webhook ingest (${storeKind} store): ${variants.map((v) => v.label).join(', ')}`);
   const apps = [];
   for (const variant of variants) {
-    const child = forkChild('./webhook-app.mjs', [storeKind, String(CFG.tokens[storeKind]), stubUrl, REDIS_URL, POSTGRES_URL, variant.tracing], {
-      readyTimeoutMs: 180_000,
-    });
+    const child = forkChild(
+      './webhook-app.mjs',
+      [storeKind, String(CFG.tokens[storeKind]), stubUrl, REDIS_URL, POSTGRES_URL, variant.tracing],
+      {
+        readyTimeoutMs: 180_000,
+      },
+    );
     const { port, tokens, recordBaseline } = await child.next('ready', 180_000);
     apps.push({
       ...variant,
@@ -159,11 +183,20 @@ async function ingest(storeKind, variants, stubUrl) {
   }
   const webhookRequest = (app) => (req) => {
     const [token, id] = app.tokens[app.next++ % app.tokens.length];
-    return { ...req, path: `/payments/webhook/${token}`, headers: { 'content-type': 'application/json' }, body: body(id) };
+    return {
+      ...req,
+      path: `/payments/webhook/${token}`,
+      headers: { 'content-type': 'application/json' },
+      body: body(id),
+    };
   };
   // The store-kind baseline records a distinct order per request (rows taken in turn).
   let order = 0;
-  const recordRequest = (req) => ({ ...req, headers: { 'content-type': 'application/json' }, body: body(`pay_rec_${order++}`) });
+  const recordRequest = (req) => ({
+    ...req,
+    headers: { 'content-type': 'application/json' },
+    body: body(`pay_rec_${order++}`),
+  });
   const mark = async (app) => {
     app.child.send({ type: 'mark' });
     return app.child.next('mark');
@@ -207,7 +240,9 @@ async function ingest(storeKind, variants, stubUrl) {
   for (const app of apps) {
     // Forged deliveries (valid format, wrong signature): refused, and no call to the service.
     if (app.forged) {
-      const forged = app.tokens.slice(0, 1000).map(([token, id]) => [`${token.slice(0, -4)}${token.slice(-4) === 'AAAA' ? 'BBBB' : 'AAAA'}`, id]);
+      const forged = app.tokens
+        .slice(0, 1000)
+        .map(([token, id]) => [`${token.slice(0, -4)}${token.slice(-4) === 'AAAA' ? 'BBBB' : 'AAAA'}`, id]);
       let i = 0;
       const v0 = await stubCount(stubUrl);
       const result = await cannon({
@@ -217,11 +252,21 @@ async function ingest(storeKind, variants, stubUrl) {
         connections: CFG.ingestConnections,
         makeRequest: (req) => {
           const [token, id] = forged[i++ % forged.length];
-          return { ...req, path: `/payments/webhook/${token}`, headers: { 'content-type': 'application/json' }, body: body(id) };
+          return {
+            ...req,
+            path: `/payments/webhook/${token}`,
+            headers: { 'content-type': 'application/json' },
+            body: body(id),
+          };
         },
       });
       const v1 = await stubCount(stubUrl);
-      app.forgedResult = { sent: result.requests.total, rps: result.requests.average, status401: result['4xx'], verifies: v1 - v0 };
+      app.forgedResult = {
+        sent: result.requests.total,
+        rps: result.requests.average,
+        status401: result['4xx'],
+        verifies: v1 - v0,
+      };
       log(
         `  forged deliveries: ${app.forgedResult.sent} sent (${fmt(app.forgedResult.rps)} req/s), ${app.forgedResult.status401} answered 4xx, ${app.forgedResult.verifies} verify calls`,
       );
@@ -272,15 +317,25 @@ async function ingest(storeKind, variants, stubUrl) {
   const ratio = (a, b) => {
     const [x, y] = [apps.find((v) => v.tracing === a), apps.find((v) => v.tracing === b)];
     if (!x || !y) return undefined;
-    return { rps: median(y.webhook.map((w, k) => x.webhook[k].rps / w.rps)), cpu: median(y.webhook.map((w, k) => x.webhook[k].cpu / w.cpu)) };
+    return {
+      rps: median(y.webhook.map((w, k) => x.webhook[k].rps / w.rps)),
+      cpu: median(y.webhook.map((w, k) => x.webhook[k].cpu / w.cpu)),
+    };
   };
-  return { list: out, ratios: { onVsOff: ratio('on', 'off'), httpOnVsHttp: ratio('http-on', 'http'), httpVsOff: ratio('http', 'off') } };
+  return {
+    list: out,
+    ratios: { onVsOff: ratio('on', 'off'), httpOnVsHttp: ratio('http-on', 'http'), httpVsOff: ratio('http', 'off') },
+  };
 }
 
 // ---------------------------------------------------------------- 3. verify budget, two instances
 async function verifyBudget(stubUrl) {
-  log(`verify budget: ${CFG.budgetPayments} payments, two instances on one Redis, webhook (to both) + return + reconciliation`);
-  const child = forkChild('./verify-budget.mjs', [stubUrl, REDIS_URL, String(CFG.budgetPayments)], { readyTimeoutMs: 120_000 });
+  log(
+    `verify budget: ${CFG.budgetPayments} payments, two instances on one Redis, webhook (to both) + return + reconciliation`,
+  );
+  const child = forkChild('./verify-budget.mjs', [stubUrl, REDIS_URL, String(CFG.budgetPayments)], {
+    readyTimeoutMs: 120_000,
+  });
   const result = await child.next('result', 120_000);
   await child.stop();
   log(
@@ -306,10 +361,12 @@ const CLIENTS = {
   'plugin, telemetry: false': 'PaymentsClient, telemetry: false',
   'plugin, SDK recording': 'PaymentsClient, SDK recording (no-op exporters)',
 };
-const clientRow = (results, operation, client, c) => results?.find((x) => x.operation === operation && x.client === client && x.concurrency === c);
+const clientRow = (results, operation, client, c) =>
+  results?.find((x) => x.operation === operation && x.client === client && x.concurrency === c);
 // Only rows measured in the same process and rounds as the tuned axios instance are paired with it.
 const pairedWithTuned = (x) =>
-  (x.mode ?? (x.client.includes('telemetry') || x.client.includes('SDK') ? 'telemetry' : 'clients')) === 'clients' && x.client !== 'tuned';
+  (x.mode ?? (x.client.includes('telemetry') || x.client.includes('SDK') ? 'telemetry' : 'clients')) === 'clients' &&
+  x.client !== 'tuned';
 
 /**
  * A client's figures against the tuned axios instance's, paired per round (the two ran seconds
@@ -385,7 +442,10 @@ function summaryRows(r) {
   const rows = ['| figure | target | this run | met |', '|---|---|---:|---|'];
   if (r.client) {
     const vs = (operation, client) => [1, 32].map((c) => overTuned(r.client, operation, client, c));
-    const show = (list) => list.map((v) => (v ? `${fmt(v.ratio, 2)}× / ${v.cpuOver >= 0 ? '+' : ''}${fmt(v.cpuOver)} µs` : 'not measured')).join(', ');
+    const show = (list) =>
+      list
+        .map((v) => (v ? `${fmt(v.ratio, 2)}× / ${v.cpuOver >= 0 ? '+' : ''}${fmt(v.cpuOver)} µs` : 'not measured'))
+        .join(', ');
     const met = (list, test) => (list.every(Boolean) ? list.every(test) : undefined);
     for (const operation of ['generatePayment', 'verifyPayment']) {
       const list = vs(operation, 'plugin');
@@ -441,7 +501,10 @@ function summaryRows(r) {
         m.httpOnVsHttp.rps >= 0.95,
       ),
     );
-  if (m.httpVsOff) rows.push(targetRow('the SDK and HTTP server spans alone (plugin telemetry off) / neither', '', ratio(m.httpVsOff)));
+  if (m.httpVsOff)
+    rows.push(
+      targetRow('the SDK and HTTP server spans alone (plugin telemetry off) / neither', '', ratio(m.httpVsOff)),
+    );
   // #20: each store against the baseline of its kind, what a merchant would otherwise write: the
   // verify call, then the payment recorded in the same kind of database.
   const KIND = {
@@ -454,7 +517,9 @@ function summaryRows(r) {
     const x = store(kind);
     if (!x) continue;
     const { name, baseline, min } = KIND[kind];
-    rows.push(targetRow(`webhook ingest, ${name} store ÷ ${baseline}`, `≥ ${min}×`, `${fmt(x.vsKind, 2)}×`, x.vsKind >= min));
+    rows.push(
+      targetRow(`webhook ingest, ${name} store ÷ ${baseline}`, `≥ ${min}×`, `${fmt(x.vsKind, 2)}×`, x.vsKind >= min),
+    );
   }
   for (const kind of ['memory', 'redis', 'pglite', 'postgres']) {
     const x = store(kind);
@@ -483,7 +548,9 @@ function summaryRows(r) {
       targetRow(
         'verify calls per settled payment, two instances on one Redis, webhook + return + reconciliation',
         '≤ 1.1',
-        b.skipped ? `skipped: ${b.skipped}` : `${fmt(b.perSettled, 3)} (${b.verifies} for ${b.settled}; handler runs ${b.handlerRuns})`,
+        b.skipped
+          ? `skipped: ${b.skipped}`
+          : `${fmt(b.perSettled, 3)} (${b.verifies} for ${b.settled}; handler runs ${b.handlerRuns})`,
         b.skipped ? undefined : b.perSettled <= 1.1,
       ),
     );
@@ -493,7 +560,11 @@ function summaryRows(r) {
       targetRow(
         'verify calls per settled payment, webhook ingest',
         '1',
-        ingested.map((x) => `${x.store}${x.store === 'memory' ? ` (${x.label})` : ''} ${fmt(x.verifies / x.handledInSlices, 3)}`).join('; '),
+        ingested
+          .map(
+            (x) => `${x.store}${x.store === 'memory' ? ` (${x.label})` : ''} ${fmt(x.verifies / x.handledInSlices, 3)}`,
+          )
+          .join('; '),
         ingested.every((x) => x.verifies === x.handledInSlices),
       ),
     );
@@ -582,7 +653,9 @@ ${forged ? `Forged deliveries (memory store, no SDK): ${forged.sent} POSTs to \`
 
 | payments | settled | handler runs | verify calls | per settled payment | webhook answers | return results | reconciliation passes (per instance) | time |
 |---:|---:|---:|---:|---:|---|---|---|---:|
-| ${b.payments} | ${b.settled} | ${b.handlerRuns} | ${b.verifies} | ${fmt(b.perSettled, 3)} | ${Object.entries(b.answers.webhook)
+| ${b.payments} | ${b.settled} | ${b.handlerRuns} | ${b.verifies} | ${fmt(b.perSettled, 3)} | ${Object.entries(
+          b.answers.webhook,
+        )
           .map(([k, v]) => `${k}: ${v}`)
           .join(', ')} | ${Object.entries(b.answers.return)
           .map(([k, v]) => `${k}: ${v}`)
@@ -609,7 +682,9 @@ async function main() {
       .map((l) => l.toFixed(2))
       .join(' '),
   };
-  log(`node ${facts.node}, ${facts.cpu}, ${facts.cores} cores${QUICK ? ' (quick run)' : ''}${ONLY ? ` (only: ${[...ONLY].join(', ')})` : ''}`);
+  log(
+    `node ${facts.node}, ${facts.cpu}, ${facts.cores} cores${QUICK ? ' (quick run)' : ''}${ONLY ? ` (only: ${[...ONLY].join(', ')})` : ''}`,
+  );
   const client = wanted('client') ? await clientOverhead() : undefined;
 
   const stub = forkChild('./stub-server.mjs');
@@ -645,7 +720,11 @@ async function main() {
     if (await reachable(POSTGRES_URL, 5432)) ingestResults.push(...(await ingest('postgres', plain, stubUrl)).list);
     else ingestResults.push({ store: 'postgres', skipped: `no PostgreSQL at ${POSTGRES_URL}` });
   }
-  const budget = wanted('budget') ? (redisUp ? await verifyBudget(stubUrl) : { skipped: `no Redis at ${REDIS_URL}` }) : undefined;
+  const budget = wanted('budget')
+    ? redisUp
+      ? await verifyBudget(stubUrl)
+      : { skipped: `no Redis at ${REDIS_URL}` }
+    : undefined;
   await stub.stop();
 
   facts.loadAtEnd = os
@@ -661,7 +740,9 @@ async function main() {
     quick: QUICK,
     postgresUrl: POSTGRES_URL,
     // BENCH_BASELINE_DIST: another build's PaymentsClient measured in the same slices (before/after).
-    baseline: process.env.BENCH_BASELINE_DIST ? (process.env.BENCH_BASELINE_LABEL ?? process.env.BENCH_BASELINE_DIST) : undefined,
+    baseline: process.env.BENCH_BASELINE_DIST
+      ? (process.env.BENCH_BASELINE_LABEL ?? process.env.BENCH_BASELINE_DIST)
+      : undefined,
     client,
     ingest: ingestResults,
     memoryRatios: memory?.ratios,
@@ -672,7 +753,9 @@ async function main() {
   if (ONLY || QUICK) {
     // A partial or quick run never replaces RESULTS.md, which always shows one full run side by side.
     writeFileSync(new URL('./.work/partial.json', import.meta.url), JSON.stringify(result, null, 2));
-    log(`\n${summaryRows(result)}\n\nwrote bench/.work/partial.json (${fmt(totalSeconds)} s); RESULTS.md left as it was`);
+    log(
+      `\n${summaryRows(result)}\n\nwrote bench/.work/partial.json (${fmt(totalSeconds)} s); RESULTS.md left as it was`,
+    );
     return;
   }
   writeFileSync(new URL('./.work/last.json', import.meta.url), JSON.stringify(result, null, 2));
@@ -681,7 +764,10 @@ async function main() {
 }
 
 if (args.has('--report-only')) {
-  writeFileSync(new URL('./RESULTS.md', import.meta.url), report(JSON.parse(readFileSync(new URL('./.work/last.json', import.meta.url), 'utf8'))));
+  writeFileSync(
+    new URL('./RESULTS.md', import.meta.url),
+    report(JSON.parse(readFileSync(new URL('./.work/last.json', import.meta.url), 'utf8'))),
+  );
   log('rewrote bench/RESULTS.md from bench/.work/last.json');
 } else {
   await main();

@@ -58,7 +58,8 @@ for (const fn of [confirmation, call]) {
 }
 const added = { confirmation: [], call: [] };
 for (let round = 0; round < 5; round++) {
-  for (const fn of [confirmation, call]) added[fn.name].push((await cpuPer(fn, on, 5000)) - (await cpuPer(fn, off, 5000)));
+  for (const fn of [confirmation, call])
+    added[fn.name].push((await cpuPer(fn, on, 5000)) - (await cpuPer(fn, off, 5000)));
 }
 console.log(
   `telemetry hooks with the SDK recording: +${median(added.confirmation).toFixed(1)} µs CPU per webhook confirmation, +${median(added.call).toFixed(1)} µs per call to the service`,

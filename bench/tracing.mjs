@@ -56,7 +56,9 @@ export function startTracing({ global = true } = {}) {
   const tracerProvider = new BasicTracerProvider({
     spanProcessors: [new BatchSpanProcessor(spanExporter, { maxQueueSize: 8192, scheduledDelayMillis: 1000 })],
   });
-  const meterProvider = new MeterProvider({ readers: [new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 5000 })] });
+  const meterProvider = new MeterProvider({
+    readers: [new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 5000 })],
+  });
   context.setGlobalContextManager(new AlsContextManager());
   if (global) {
     trace.setGlobalTracerProvider(tracerProvider);

@@ -22,7 +22,12 @@ const WORK = path.join(ROOT, 'bench/.work/transactional');
 const BUNDLE = path.join(WORK, 'payments.mjs');
 const SECRET = 'bench-webhook-secret-0123456789abcdef-0123';
 const TTL_MS = 3_600_000;
-const CFG = { tokens: 40_000, seconds: Number(process.env.BENCH_SECS ?? 3), repeats: Number(process.env.BENCH_REPEATS ?? 4), connections: 16 };
+const CFG = {
+  tokens: 40_000,
+  seconds: Number(process.env.BENCH_SECS ?? 3),
+  repeats: Number(process.env.BENCH_REPEATS ?? 4),
+  connections: 16,
+};
 
 if (process.argv[2] === 'app') await app(process.argv[3], process.argv[4]);
 else await main();
@@ -40,7 +45,15 @@ async function main() {
   );
   execFileSync(
     path.join(ROOT, 'node_modules/.bin/esbuild'),
-    [entry, '--bundle', '--platform=node', '--format=esm', '--packages=external', `--outfile=${BUNDLE}`, '--log-level=error'],
+    [
+      entry,
+      '--bundle',
+      '--platform=node',
+      '--format=esm',
+      '--packages=external',
+      `--outfile=${BUNDLE}`,
+      '--log-level=error',
+    ],
     { cwd: ROOT, stdio: 'inherit' },
   );
 
@@ -56,7 +69,12 @@ async function main() {
   }
   const request = (a) => (req) => {
     const [token, id] = a.tokens[a.next++ % a.tokens.length];
-    return { ...req, path: `/hook/${token}`, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: id }) };
+    return {
+      ...req,
+      path: `/hook/${token}`,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ payment_id: id }),
+    };
   };
   const measured = async (a, seconds) => {
     a.child.send({ type: 'mark' });
@@ -77,7 +95,8 @@ async function main() {
   };
   try {
     for (const a of apps) await measured(a, 1); // warm-up
-    for (let r = 0; r < CFG.repeats; r++) for (const a of r % 2 ? [...apps].reverse() : apps) a.slices.push(await measured(a, CFG.seconds));
+    for (let r = 0; r < CFG.repeats; r++)
+      for (const a of r % 2 ? [...apps].reverse() : apps) a.slices.push(await measured(a, CFG.seconds));
     const rows = [];
     for (const a of apps) {
       a.child.send({ type: 'check' });
@@ -94,12 +113,16 @@ async function main() {
       });
     }
     const facts = machineFacts();
-    console.log(`\nWebhook ingest, PostgreSQL server (${CFG.repeats} x ${CFG.seconds} s slices, ${CFG.connections} connections, median of slices)`);
+    console.log(
+      `\nWebhook ingest, PostgreSQL server (${CFG.repeats} x ${CFG.seconds} s slices, ${CFG.connections} connections, median of slices)`,
+    );
     console.log(`${facts.cpu}, ${facts.cores} cores, Node ${facts.node}\n`);
     console.log('| store mode | req/s | p50 ms | p99 ms | app CPU µs/req | non-2xx | orders written / outcomes done |');
     console.log('|---|---|---|---|---|---|---|');
     for (const r of rows) {
-      console.log(`| ${r.mode} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.cpu)} | ${r.non2xx} | ${r.check.orders} / ${r.check.done} |`);
+      console.log(
+        `| ${r.mode} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.cpu)} | ${r.non2xx} | ${r.check.orders} / ${r.check.done} |`,
+      );
     }
     const [off, on] = rows;
     console.log(
@@ -135,7 +158,9 @@ async function app(mode, stubUrl) {
   const prefix = `bench_tx_${process.pid}_`;
   // One pool for the orders and the store, as a host would have it.
   const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 10 });
-  await pool.query(`CREATE TABLE ${prefix}orders (payment_id text PRIMARY KEY, amount text NOT NULL, paid_at timestamptz NOT NULL DEFAULT now())`);
+  await pool.query(
+    `CREATE TABLE ${prefix}orders (payment_id text PRIMARY KEY, amount text NOT NULL, paid_at timestamptz NOT NULL DEFAULT now())`,
+  );
   const store = new PostgresPaymentsStore(pool, { tablePrefix: prefix, transactional: mode === 'on' });
   const client = createPaymentsClient({
     publicKey: 'pk_bench',
@@ -197,7 +222,9 @@ async function app(mode, stubUrl) {
       listener.close();
       await client.close();
       // Own tables only (the prefix has this process' id), then the pool.
-      const { rows } = await pool.query(`SELECT tablename FROM pg_tables WHERE tablename LIKE $1`, [`${prefix.replaceAll('_', '\\_')}%`]);
+      const { rows } = await pool.query(`SELECT tablename FROM pg_tables WHERE tablename LIKE $1`, [
+        `${prefix.replaceAll('_', '\\_')}%`,
+      ]);
       for (const { tablename } of rows) await pool.query(`DROP TABLE IF EXISTS "${tablename}" CASCADE`);
       await pool.end();
       process.exit(0);

@@ -15,7 +15,10 @@ const [stubUrl, redisUrl, countArg] = process.argv.slice(2);
 const N = Number(countArg ?? 300);
 const SECRET = 'bench-webhook-secret-0123456789abcdef-0123';
 const keyPrefix = `nestjs-payments-bench-budget:${process.pid}:`;
-const connections = [new Redis(redisUrl, { maxRetriesPerRequest: 1 }), new Redis(redisUrl, { maxRetriesPerRequest: 1 })];
+const connections = [
+  new Redis(redisUrl, { maxRetriesPerRequest: 1 }),
+  new Redis(redisUrl, { maxRetriesPerRequest: 1 }),
+];
 const runs = new Map();
 const instances = connections.map((redis, i) => {
   const client = new PaymentsClient({
@@ -80,7 +83,8 @@ await Promise.all(
   }),
 );
 // Until reconciliation has nothing left (what the webhooks and returns left pending or busy).
-for (let i = 0; i < 200 && (await store.countPending()) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+for (let i = 0; i < 200 && (await store.countPending()) > 0; i++)
+  await new Promise((resolve) => setTimeout(resolve, 20));
 reconciling = false;
 const passes = await Promise.all(loops);
 const seconds = (performance.now() - started) / 1000;

@@ -79,7 +79,9 @@ if (storeKind === 'redis') {
   store = new PostgresPaymentsStore(db, { tablePrefix: PREFIX });
   const orders = `"${PREFIX}orders"`;
   await db.query(`CREATE TABLE ${orders} (id text PRIMARY KEY, status text NOT NULL, paid_at timestamptz)`);
-  await db.query(`INSERT INTO ${orders} (id, status) SELECT 'ord_' || n, 'unpaid' FROM generate_series(0, ${ORDERS - 1}) AS n`);
+  await db.query(
+    `INSERT INTO ${orders} (id, status) SELECT 'ord_' || n, 'unpaid' FROM generate_series(0, ${ORDERS - 1}) AS n`,
+  );
   // One transaction on one connection, as an order service writes it: the order marked paid.
   const UPDATE = `UPDATE ${orders} SET status = 'paid', paid_at = now() WHERE id = $1`;
   recordPaid =
@@ -109,7 +111,11 @@ class Handler {
   }
 }
 Injectable()(Handler);
-OnPaymentConfirmed()(Handler.prototype, 'onConfirmed', Object.getOwnPropertyDescriptor(Handler.prototype, 'onConfirmed'));
+OnPaymentConfirmed()(
+  Handler.prototype,
+  'onConfirmed',
+  Object.getOwnPropertyDescriptor(Handler.prototype, 'onConfirmed'),
+);
 
 class BareController {
   ok() {
@@ -174,7 +180,9 @@ Module({
       store,
     }),
   ],
-  controllers: recordPaid ? [BareController, VerifyBaselineController, RecordBaselineController] : [BareController, VerifyBaselineController],
+  controllers: recordPaid
+    ? [BareController, VerifyBaselineController, RecordBaselineController]
+    : [BareController, VerifyBaselineController],
   providers: [Handler],
 })(BenchModule);
 
@@ -205,7 +213,10 @@ if (HTTP_SPANS) {
   const listeners = server.listeners('request');
   server.removeAllListeners('request');
   server.on('request', (req, res) => {
-    const span = tracer.startSpan(`${req.method}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } });
+    const span = tracer.startSpan(`${req.method}`, {
+      kind: SpanKind.SERVER,
+      attributes: { 'http.request.method': req.method },
+    });
     res.once('finish', () => {
       span.setAttribute('http.response.status_code', res.statusCode);
       span.end();

@@ -54,7 +54,9 @@ function staticPackages(file, seen = new Set(), found = new Set()) {
   if (seen.has(file)) return found;
   seen.add(file);
   const code = readFileSync(file, 'utf8');
-  for (const m of code.matchAll(/^(?:(?:const|let|var) [\w$]+ = )?(?:__importDefault\(|__importStar\(|__exportStar\()?require\("([^"]+)"\)/gm)) {
+  for (const m of code.matchAll(
+    /^(?:(?:const|let|var) [\w$]+ = )?(?:__importDefault\(|__importStar\(|__exportStar\()?require\("([^"]+)"\)/gm,
+  )) {
     const spec = m[1];
     if (spec.startsWith('.')) staticPackages(path.resolve(path.dirname(file), spec), seen, found);
     else if (!spec.startsWith('node:')) found.add(packageName(spec));
@@ -99,7 +101,13 @@ for (const [subpath, target] of Object.entries(pkg.exports ?? {})) {
   const dts = target?.require?.types;
   const dmts = target?.import?.types;
   const stem = typeof cjs === 'string' ? cjs.replace(/^\.\/dist\//, '').replace(/\.cjs$/, '') : undefined;
-  if (!stem || cjs !== `./dist/${stem}.cjs` || mjs !== `./dist/${stem}.mjs` || dts !== `./dist/${stem}.d.ts` || dmts !== `./dist/${stem}.d.mts`) {
+  if (
+    !stem ||
+    cjs !== `./dist/${stem}.cjs` ||
+    mjs !== `./dist/${stem}.mjs` ||
+    dts !== `./dist/${stem}.d.ts` ||
+    dmts !== `./dist/${stem}.d.mts`
+  ) {
     problems.push(
       `exports["${subpath}"] must be { import: { types: ./dist/X.d.mts, default: ./dist/X.mjs }, require: { types: ./dist/X.d.ts, default: ./dist/X.cjs } }`,
     );
@@ -127,7 +135,10 @@ for (const [subpath, target] of Object.entries(pkg.exports ?? {})) {
   // The ES-module entry checks the peers in an ES module of its own, evaluated before the
   // CommonJS code: Node 20 reports a CommonJS module that throws under `import` as an uncaught
   // exception even when the import() is caught; an ES module that throws only rejects it.
-  writeFileSync(path.join(DIST, `${stem}.peers.mjs`), `${header('peer check of the ES-module')}import { requirePeers } from '${peersPath}';\n${check}`);
+  writeFileSync(
+    path.join(DIST, `${stem}.peers.mjs`),
+    `${header('peer check of the ES-module')}import { requirePeers } from '${peersPath}';\n${check}`,
+  );
   writeFileSync(
     path.join(DIST, `${stem}.mjs`),
     header('ES-module (`import`)') +
@@ -171,10 +182,13 @@ for (const { subpath, name, stem, needs } of entries) {
   const onlyRequired = required.filter((k) => !imported.includes(k));
   const onlyImported = imported.filter((k) => !required.includes(k));
   if (onlyRequired.length || onlyImported.length) {
-    problems.push(`${subpath}: import and require differ (only require: ${onlyRequired.join(', ') || '-'}; only import: ${onlyImported.join(', ') || '-'})`);
+    problems.push(
+      `${subpath}: import and require differ (only require: ${onlyRequired.join(', ') || '-'}; only import: ${onlyImported.join(', ') || '-'})`,
+    );
   }
   const different = imported.filter((k) => viaImport[k] !== viaRequire[k]);
-  if (different.length) problems.push(`${subpath}: import and require give different values for ${different.join(', ')}`);
+  if (different.length)
+    problems.push(`${subpath}: import and require give different values for ${different.join(', ')}`);
   if (required.length === 0) problems.push(`${subpath}: exports nothing`);
 }
 
@@ -186,5 +200,7 @@ console.log(
   `build-entries: ${entries.length} entries (CommonJS code in dist/, ES-module re-exports beside it): ` +
     entries.map((e) => `${e.name} [peers: ${e.needs.join(', ') || 'none'}]`).join('; '),
 );
-console.log(`build-entries: checked ${rel(DIST)}/**/index.{cjs,mjs}: import and require give the same names and values`);
+console.log(
+  `build-entries: checked ${rel(DIST)}/**/index.{cjs,mjs}: import and require give the same names and values`,
+);
 if (skipped.length) console.log(`build-entries: not loaded: ${skipped.join('; ')}`);

@@ -65,7 +65,8 @@ export function documentationSnippets(base = root) {
   const all = [];
   for (const file of documentationFiles(base)) {
     const prefix = file === 'README.md' ? 'readme' : file.slice('docs/'.length, -'.md'.length);
-    for (const [name, text] of docSnippets(prefix, readFileSync(join(base, file), 'utf8'))) all.push([name, text, file]);
+    for (const [name, text] of docSnippets(prefix, readFileSync(join(base, file), 'utf8')))
+      all.push([name, text, file]);
   }
   const seen = new Map();
   for (const [name, , file] of all) {
@@ -81,5 +82,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   mkdirSync(target, { recursive: true });
   for (const [name, text] of snippets) writeFileSync(join(target, name), text);
   const documents = new Set(snippets.map(([, , file]) => file)).size;
-  console.log(`docs: ${snippets.length} TypeScript snippets of ${documents} documents extracted to test/readme/snippets/`);
+  console.log(
+    `docs: ${snippets.length} TypeScript snippets of ${documents} documents extracted to test/readme/snippets/`,
+  );
 }

@@ -23,24 +23,33 @@ process.on('SIGINT', () => {
 for (const mutant of mutants.filter((m) => !filter || m.name.includes(filter))) {
   const file = join(root, mutant.file);
   const original = readFileSync(file, 'utf8');
-  if (original.split(mutant.find).length !== 2) throw new Error(`${mutant.file}: the anchor of "${mutant.name}" is not there exactly once`);
+  if (original.split(mutant.find).length !== 2)
+    throw new Error(`${mutant.file}: the anchor of "${mutant.name}" is not there exactly once`);
   restore = () => writeFileSync(file, original);
   writeFileSync(file, original.replace(mutant.find, mutant.replace));
   const started = Date.now();
   try {
-    const run = spawnSync(process.execPath, ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', 'test/simulation/simulation.spec.ts'], {
-      cwd: root,
-      env: { ...process.env, SIM_HISTORIES: histories, SIM_STOP_AT_FIRST: '1' },
-      encoding: 'utf8',
-      maxBuffer: 64 * 1024 * 1024,
-    });
+    const run = spawnSync(
+      process.execPath,
+      ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', 'test/simulation/simulation.spec.ts'],
+      {
+        cwd: root,
+        env: { ...process.env, SIM_HISTORIES: histories, SIM_STOP_AT_FIRST: '1' },
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
     const out = `${run.stdout}\n${run.stderr}`;
     const first = /first violation at history (\d+)/.exec(out);
     const violation = /\n\s+\+\s+\d+(?:\.\d+)?s: ([^\n"]+)/.exec(out);
     const caught = run.status !== 0;
     rows.push([
       mutant.name,
-      caught ? (first ? first[1] : `(run failed: ${/Received:.*|Error:.*/.exec(out)?.[0] ?? 'see log'})`) : `NOT CAUGHT in ${histories}`,
+      caught
+        ? first
+          ? first[1]
+          : `(run failed: ${/Received:.*|Error:.*/.exec(out)?.[0] ?? 'see log'})`
+        : `NOT CAUGHT in ${histories}`,
       violation ? violation[1].slice(0, 90) : '',
       `${Math.round((Date.now() - started) / 1000)} s`,
     ]);
@@ -50,5 +59,7 @@ for (const mutant of mutants.filter((m) => !filter || m.name.includes(filter))) 
   }
   console.log(`| ${rows.at(-1).join(' | ')} |`);
 }
-console.log(`\n| bug | histories until caught | first violation | time |\n|---|---|---|---|\n${rows.map((r) => `| ${r.join(' | ')} |`).join('\n')}`);
+console.log(
+  `\n| bug | histories until caught | first violation | time |\n|---|---|---|---|\n${rows.map((r) => `| ${r.join(' | ')} |`).join('\n')}`,
+);
 if (rows.some((r) => r[1].startsWith('NOT CAUGHT'))) process.exit(1);

@@ -3,7 +3,13 @@
  * (`paymentsOptionsFromConfig`, one list of names for both), plus the two store variables only
  * the CLI reads (the module takes its store in code).
  */
-import { PaymentsValidationError, type PaymentsFieldError, type PaymentsLogger, type PaymentsOptions, type PaymentsStore } from '../core/index.js';
+import {
+  PaymentsValidationError,
+  type PaymentsFieldError,
+  type PaymentsLogger,
+  type PaymentsOptions,
+  type PaymentsStore,
+} from '../core/index.js';
 import { PAYMENTS_ENV, paymentsOptionsFromConfig, type PaymentsConfigReader } from '../nest/payments.config.js';
 import type { PaymentsModuleOptions } from '../nest/payments.module-options.js';
 import { printable, safeUrl } from './cli.io.js';
@@ -57,7 +63,10 @@ function forCli(options: PaymentsModuleOptions, logger: PaymentsLogger): Payment
   return result;
 }
 
-function attempt(config: PaymentsConfigReader, logger: PaymentsLogger): { options?: PaymentsOptions; problems: PaymentsFieldError[] } {
+function attempt(
+  config: PaymentsConfigReader,
+  logger: PaymentsLogger,
+): { options?: PaymentsOptions; problems: PaymentsFieldError[] } {
   try {
     return { options: forCli(paymentsOptionsFromConfig(config), logger), problems: [] };
   } catch (error) {
@@ -73,7 +82,12 @@ function attempt(config: PaymentsConfigReader, logger: PaymentsLogger): { option
 export function readCliConfig(env: Readonly<Record<string, string | undefined>>, logger: PaymentsLogger): CliConfig {
   const full = attempt(reader(env), logger);
   const connection = full.options ? full : attempt(reader(env, CONNECTION_VARIABLES), logger);
-  return { options: full.options, problems: full.problems, connection: connection.options, connectionProblems: connection.problems };
+  return {
+    options: full.options,
+    problems: full.problems,
+    connection: connection.options,
+    connectionProblems: connection.problems,
+  };
 }
 
 /** The variable a problem names (`PAYMENTS_X (option)` -> `PAYMENTS_X`), or undefined for an option set in code. */
@@ -126,7 +140,10 @@ export function isMissingPackage(error: unknown, name: string): boolean {
  * The error as a missing client package of that store (its entry may load the package at once
  * or on first use), or undefined when it is something else.
  */
-export function storeClientMissing(source: Pick<CliStoreSource, 'kind' | 'variable'>, error: unknown): CliStoreClientMissingError | undefined {
+export function storeClientMissing(
+  source: Pick<CliStoreSource, 'kind' | 'variable'>,
+  error: unknown,
+): CliStoreClientMissingError | undefined {
   if (error instanceof CliStoreClientMissingError) return error;
   const name = STORE_CLIENT_PACKAGES[source.kind];
   return isMissingPackage(error, name) ? new CliStoreClientMissingError(source.variable, name) : undefined;
@@ -149,7 +166,10 @@ export interface CliStoreSource {
 const REDIS_ONE_SHOT = { maxRetriesPerRequest: 0, retryStrategy: (): null => null, connectTimeout: 3000 };
 
 /** The stores the variables name (none, one or both). */
-export function storeSources(env: Readonly<Record<string, string | undefined>>, logger: PaymentsLogger): CliStoreSource[] {
+export function storeSources(
+  env: Readonly<Record<string, string | undefined>>,
+  logger: PaymentsLogger,
+): CliStoreSource[] {
   const sources: CliStoreSource[] = [];
   const redisUrl = env[CLI_STORE_ENV.redisUrl];
   if (redisUrl) {

@@ -25,7 +25,14 @@ Options:
   -h, --help  print this help
 `;
 
-export { isLoopback, type DoctorCheck, type DoctorCheckId, type DoctorOptions, type DoctorReport, type DoctorStatus } from './cli.report.js';
+export {
+  isLoopback,
+  type DoctorCheck,
+  type DoctorCheckId,
+  type DoctorOptions,
+  type DoctorReport,
+  type DoctorStatus,
+} from './cli.report.js';
 
 /** Runs every check on the variables in `env`; never throws for a bad set-up (that is a failed check). */
 export async function runDoctor(env: CliIo['env'], options: DoctorOptions): Promise<DoctorReport> {
@@ -45,14 +52,19 @@ const MARK: Readonly<Record<DoctorStatus, string>> = { ok: '✔', fail: '✖', s
 
 /** The report as lines: `✔ keys: ...`, and under a failure `  fix: ...`. */
 export function formatDoctorReport(report: DoctorReport): string {
-  const lines = report.checks.flatMap((c) => [`${MARK[c.status]} ${LABELS[c.id]}: ${c.message}`, ...(c.fix ? [`    fix: ${c.fix}`] : [])]);
+  const lines = report.checks.flatMap((c) => [
+    `${MARK[c.status]} ${LABELS[c.id]}: ${c.message}`,
+    ...(c.fix ? [`    fix: ${c.fix}`] : []),
+  ]);
   const failed = report.checks.filter((c) => c.status === 'fail').length;
   lines.push('', failed === 0 ? 'All checks passed.' : `${failed} check(s) failed.`);
   return `${lines.join('\n')}\n`;
 }
 
 /** Parses `doctor`'s arguments (after the command name). */
-export function parseDoctorArgs(argv: readonly string[]): { help: true } | { help: false; probe: boolean; json: boolean } {
+export function parseDoctorArgs(
+  argv: readonly string[],
+): { help: true } | { help: false; probe: boolean; json: boolean } {
   let parsed;
   try {
     parsed = parseArgs({

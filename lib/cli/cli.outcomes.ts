@@ -68,7 +68,8 @@ export async function outcomesCommand(argv: readonly string[], io: CliIo): Promi
   }
   if (positionals.length > 0) throw new CliUsageError(`unexpected argument: ${positionals[0]}`);
   const limit = values.limit === undefined ? 200 : /^[0-9]{1,5}$/.test(values.limit) ? Number(values.limit) : NaN;
-  if (!(limit >= 1 && limit <= 10_000)) throw new CliUsageError(`--limit must be an integer from 1 to 10000, got ${JSON.stringify(values.limit)}`);
+  if (!(limit >= 1 && limit <= 10_000))
+    throw new CliUsageError(`--limit must be an integer from 1 to 10000, got ${JSON.stringify(values.limit)}`);
 
   const sources = storeSources(io.env, QUIET_LOGGER);
   if (sources.length !== 1) {
@@ -96,8 +97,13 @@ export async function outcomesCommand(argv: readonly string[], io: CliIo): Promi
     } while (cursor !== undefined && records.length < limit);
     if (values.json) io.stdout.write(`${JSON.stringify(records, null, 2)}\n`);
     else if (records.length === 0)
-      io.stdout.write(`No ${values.failed ? 'failed ' : ''}${values.duplicates ? 'duplicate ' : ''}outcome records in ${source.kind} at ${source.where}.\n`);
-    else io.stdout.write(`${records.map(line).join('\n')}\n${records.length} record(s)${cursor !== undefined ? ` (more: raise --limit)` : ''}.\n`);
+      io.stdout.write(
+        `No ${values.failed ? 'failed ' : ''}${values.duplicates ? 'duplicate ' : ''}outcome records in ${source.kind} at ${source.where}.\n`,
+      );
+    else
+      io.stdout.write(
+        `${records.map(line).join('\n')}\n${records.length} record(s)${cursor !== undefined ? ` (more: raise --limit)` : ''}.\n`,
+      );
     return 0;
   } catch (error) {
     const missing = storeClientMissing(source, error);
@@ -105,7 +111,9 @@ export async function outcomesCommand(argv: readonly string[], io: CliIo): Promi
       io.stderr.write(`nestjs-payments: ${printable(missing.message)}\n`);
       return 1;
     }
-    io.stderr.write(`nestjs-payments: ${source.kind} at ${source.where}: ${printable(error instanceof Error ? error.message : error)}\n`);
+    io.stderr.write(
+      `nestjs-payments: ${source.kind} at ${source.where}: ${printable(error instanceof Error ? error.message : error)}\n`,
+    );
     return 1;
   } finally {
     await store?.close?.().catch(() => undefined);

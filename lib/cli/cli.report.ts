@@ -58,10 +58,12 @@ export function isLoopback(url: URL): boolean {
 
 /** Why a fetch() failed, short: `ECONNREFUSED`, `timed out after 10000 ms`, ... */
 export function fetchFailure(error: unknown, timeoutMs: number): string {
-  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return `timed out after ${timeoutMs} ms`;
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError'))
+    return `timed out after ${timeoutMs} ms`;
   const cause = error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined;
   const code = typeof cause?.code === 'string' ? cause.code : undefined;
-  const text = typeof cause?.message === 'string' ? cause.message : error instanceof Error ? error.message : String(error);
+  const text =
+    typeof cause?.message === 'string' ? cause.message : error instanceof Error ? error.message : String(error);
   return printable(code && !text.includes(code) ? `${code}: ${text}` : text).slice(0, 200);
 }
 
@@ -77,6 +79,11 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
 /** A passed check. */
 export const ok = (id: DoctorCheckId, message: string): DoctorCheck => ({ id, status: 'ok', message });
 /** A failed check, with its fix. */
-export const fail = (id: DoctorCheckId, message: string, fix: string): DoctorCheck => ({ id, status: 'fail', message, fix });
+export const fail = (id: DoctorCheckId, message: string, fix: string): DoctorCheck => ({
+  id,
+  status: 'fail',
+  message,
+  fix,
+});
 /** A check that did not apply. */
 export const skip = (id: DoctorCheckId, message: string): DoctorCheck => ({ id, status: 'skip', message });

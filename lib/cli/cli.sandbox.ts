@@ -49,11 +49,21 @@ interface ControlAnswer {
 export function settledLine(answer: ControlAnswer): { line: string; ok: boolean } {
   const head = `payment ${printable(answer.paymentId)}: ${printable(answer.state)} (verify now answers ${printable(answer.status)})`;
   if (!answer.attempts)
-    return { line: `${head}; no webhook sent${answer.status === 'EXPIRED' ? ' (none on expiry)' : ' (the payment has no webhook URL)'}`, ok: true };
+    return {
+      line: `${head}; no webhook sent${answer.status === 'EXPIRED' ? ' (none on expiry)' : ' (the payment has no webhook URL)'}`,
+      ok: true,
+    };
   const attempts = `${answer.attempts} attempt${answer.attempts === 1 ? '' : 's'}`;
-  if (answer.delivered) return { line: `${head}; webhook delivered (HTTP ${answer.lastStatus ?? '?'}, ${attempts})`, ok: true };
-  const why = answer.lastStatus !== undefined ? `last answer HTTP ${answer.lastStatus}` : printable(answer.webhookError ?? 'no answer');
-  return { line: `${head}; webhook NOT delivered after ${attempts} (${why}): is the app running at its webhook URL?`, ok: false };
+  if (answer.delivered)
+    return { line: `${head}; webhook delivered (HTTP ${answer.lastStatus ?? '?'}, ${attempts})`, ok: true };
+  const why =
+    answer.lastStatus !== undefined
+      ? `last answer HTTP ${answer.lastStatus}`
+      : printable(answer.webhookError ?? 'no answer');
+  return {
+    line: `${head}; webhook NOT delivered after ${attempts} (${why}): is the app running at its webhook URL?`,
+    ok: false,
+  };
 }
 
 /**
@@ -63,7 +73,12 @@ export function settledLine(answer: ControlAnswer): { line: string; ok: boolean 
 export async function sandboxActionCommand(argv: readonly string[], io: CliIo): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: [...argv], strict: true, allowPositionals: true, options: { url: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: true,
+      options: { url: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    });
   } catch (error) {
     throw new CliUsageError((error as Error).message);
   }
@@ -89,7 +104,9 @@ export async function sandboxActionCommand(argv: readonly string[], io: CliIo): 
     // No timeout of our own: the sandbox answers once its webhook attempts are over.
     response = await fetch(target, { method: 'POST', redirect: 'manual' });
   } catch {
-    io.stderr.write(`nestjs-payments: no sandbox answers at ${safeUrl(base)}: start one with npx nestjs-payments sandbox, or give its address with --url\n`);
+    io.stderr.write(
+      `nestjs-payments: no sandbox answers at ${safeUrl(base)}: start one with npx nestjs-payments sandbox, or give its address with --url\n`,
+    );
     return 1;
   }
   let answer: ControlAnswer | undefined;
@@ -99,7 +116,9 @@ export async function sandboxActionCommand(argv: readonly string[], io: CliIo): 
     answer = undefined;
   }
   if (answer === undefined || (response.status === 404 && answer.error !== 'unknown payment')) {
-    io.stderr.write(`nestjs-payments: ${safeUrl(base)} is not a nestjs-payments sandbox (HTTP ${response.status} to its control route)\n`);
+    io.stderr.write(
+      `nestjs-payments: ${safeUrl(base)} is not a nestjs-payments sandbox (HTTP ${response.status} to its control route)\n`,
+    );
     return 1;
   }
   if (!response.ok) {

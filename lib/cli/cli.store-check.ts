@@ -6,14 +6,21 @@ import { CHECK_TIMEOUT_MS, fail, ok, skip, withTimeout, type DoctorCheck } from 
 export async function checkStores(env: CliIo['env']): Promise<DoctorCheck[]> {
   const sources = storeSources(env, QUIET_LOGGER);
   if (sources.length === 0)
-    return [skip('store', `no ${CLI_STORE_ENV.redisUrl} or ${CLI_STORE_ENV.databaseUrl}: the app's store is not checked (the memory store needs no check)`)];
+    return [
+      skip(
+        'store',
+        `no ${CLI_STORE_ENV.redisUrl} or ${CLI_STORE_ENV.databaseUrl}: the app's store is not checked (the memory store needs no check)`,
+      ),
+    ];
   const checks: DoctorCheck[] = [];
   for (const source of sources) {
     let store;
     try {
       store = await source.open();
       const pending = await withTimeout(store.countPending(), CHECK_TIMEOUT_MS, `${source.kind}`);
-      checks.push(ok('store', `${source.kind} at ${source.where} answers (${pending} payment(s) waiting for reconciliation)`));
+      checks.push(
+        ok('store', `${source.kind} at ${source.where} answers (${pending} payment(s) waiting for reconciliation)`),
+      );
     } catch (error) {
       const missing = storeClientMissing(source, error);
       if (missing) {

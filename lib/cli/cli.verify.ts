@@ -23,7 +23,12 @@ Options:
 export async function verifyCommand(argv: readonly string[], io: CliIo): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: [...argv], strict: true, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: true,
+      options: { help: { type: 'boolean', short: 'h' } },
+    });
   } catch (error) {
     throw new CliUsageError((error as Error).message);
   }
@@ -45,13 +50,18 @@ export async function verifyCommand(argv: readonly string[], io: CliIo): Promise
   // The client redacts its keys, but knows the webhook secret only when every variable is valid;
   // what is printed is redacted once more with every secret the variables hold.
   const { publicKey, privateKey } = config.connection;
-  const redactor = new SecretRedactor({ privateKey, publicKey, webhookSecret: config.options?.webhook?.secret ?? io.env.PAYMENTS_WEBHOOK_SECRET });
+  const redactor = new SecretRedactor({
+    privateKey,
+    publicKey,
+    webhookSecret: config.options?.webhook?.secret ?? io.env.PAYMENTS_WEBHOOK_SECRET,
+  });
   try {
     const payment = await client.verifyPayment(paymentId);
     io.stdout.write(`${redactor.text(JSON.stringify(payment, null, 2))}\n`);
     return 0;
   } catch (error) {
-    const message = error instanceof PaymentsError ? error.message : error instanceof Error ? error.message : String(error);
+    const message =
+      error instanceof PaymentsError ? error.message : error instanceof Error ? error.message : String(error);
     io.stderr.write(`nestjs-payments: ${redactor.text(printable(message))}\n`);
     return 1;
   } finally {

@@ -42,13 +42,33 @@ export type { PaymentsOptions, PaymentFieldDefaults, PaymentsWebhookOptions } fr
 export type { PaymentsReconciliationOptions } from './settlement/reconciliation.options.js';
 export type { Clock, ClockTimer } from './time/clock.port.js';
 export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './api/payment.fields.js';
-export type { PaymentField, PaymentFieldName, PaymentFieldType, PaymentFieldTypes, PreAuthorizationFlag } from './api/payment.fields.js';
+export type {
+  PaymentField,
+  PaymentFieldName,
+  PaymentFieldType,
+  PaymentFieldTypes,
+  PreAuthorizationFlag,
+} from './api/payment.fields.js';
 export type { ValueRule } from './api/payment.rules.js';
 export { outcomeOf } from './settlement/settlement.decision.js';
 export type { PaymentsLogger } from './common/payments.logger.js';
 export { STORE_METHODS, ORDER_LEDGER_METHODS } from './store/store.ports.js';
-export type { PaymentsStore, BindingStore, ClaimStore, PendingQueue, OutcomeLog, RateLimiter, OrderLedger } from './store/store.ports.js';
-export { OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from './store/store.rules.js';
+export type {
+  PaymentsStore,
+  BindingStore,
+  ClaimStore,
+  PendingQueue,
+  OutcomeLog,
+  RateLimiter,
+  OrderLedger,
+} from './store/store.ports.js';
+export {
+  OUTCOME_PAGE,
+  outcomeCursor,
+  parseOutcomeCursor,
+  outcomeSortsBefore,
+  outcomePageLimit,
+} from './store/store.rules.js';
 export type {
   PaymentBinding,
   PendingPayment,
@@ -96,8 +116,18 @@ export {
 export type { PaymentEventName, PaymentEvent, AfterCommitCallback } from './settlement/payment.events.js';
 export { WebhookProcessor } from './webhook/webhook.processor.js';
 export type { WebhookAnswer, WebhookAnswerBody } from './webhook/webhook.answer.js';
-export type { WebhookAuthentication, WebhookAccepted, WebhookRefused, AuthenticatedWebhook } from './webhook/webhook.processor.js';
-export type { OutcomeDispatcher, OperationDispatcher, EventDispatcher, OutcomeHandler } from './settlement/outcome.handlers.js';
+export type {
+  WebhookAuthentication,
+  WebhookAccepted,
+  WebhookRefused,
+  AuthenticatedWebhook,
+} from './webhook/webhook.processor.js';
+export type {
+  OutcomeDispatcher,
+  OperationDispatcher,
+  EventDispatcher,
+  OutcomeHandler,
+} from './settlement/outcome.handlers.js';
 export type { WebhookRequest } from './webhook/webhook.payload.js';
 export { WEBHOOK_TOKEN_PARAM } from './webhook/webhook.token.js';
 export { webhookProbeUrl } from './webhook/webhook.probe.js';

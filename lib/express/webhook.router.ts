@@ -61,7 +61,8 @@ export interface WebhookRouterOptions {
  */
 export function createWebhookRouter(options: WebhookRouterOptions): Router {
   const { client } = options;
-  if (typeof options.onPaymentConfirmed !== 'function') throw new TypeError('createWebhookRouter: onPaymentConfirmed must be a function');
+  if (typeof options.onPaymentConfirmed !== 'function')
+    throw new TypeError('createWebhookRouter: onPaymentConfirmed must be a function');
   const table: Partial<Record<PaymentEventName, AnyEventHandler>> = {
     [PaymentEvents.CONFIRMED]: options.onPaymentConfirmed,
     [PaymentEvents.FAILED]: options.onPaymentFailed,
@@ -80,7 +81,11 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
   const router = express.Router();
   // JSON and form by their types; anything else (text/plain, no Content-Type) as text, which the
   // core parses as JSON or form: real services are not careful with Content-Type.
-  router.use(express.json({ limit }), express.urlencoded({ extended: false, limit }), express.text({ limit, type: () => true }));
+  router.use(
+    express.json({ limit }),
+    express.urlencoded({ extended: false, limit }),
+    express.text({ limit, type: () => true }),
+  );
 
   // The mount path is known from the first request only (Express tells a router nothing when it is
   // mounted): compared then with webhook.publicUrl, once per router.
@@ -88,10 +93,18 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
   const receive = async (req: Request, res: Response): Promise<void> => {
     if (!mountChecked) {
       mountChecked = true;
-      client.webhooks.warnIfUnreachable(req.baseUrl, client.name === undefined ? 'this client' : `client '${client.name}'`);
+      client.webhooks.warnIfUnreachable(
+        req.baseUrl,
+        client.name === undefined ? 'this client' : `client '${client.name}'`,
+      );
     }
     const token = typeof req.params.token === 'string' ? req.params.token : undefined;
-    const answer = await client.webhooks.handle({ query: req.query, body: req.body, contentLength: req.headers['content-length'], pathToken: token });
+    const answer = await client.webhooks.handle({
+      query: req.query,
+      body: req.body,
+      contentLength: req.headers['content-length'],
+      pathToken: token,
+    });
     send(res, answer);
   };
   for (const path of ['/', '/:token']) {
@@ -102,7 +115,12 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
   // Body-parser failures (too large, broken JSON) answer like the Nest controller does, as JSON.
   router.use((error: { status?: number; type?: string }, _req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
-    const status = error.type === 'entity.too.large' ? 413 : typeof error.status === 'number' && error.status < 500 ? error.status : 400;
+    const status =
+      error.type === 'entity.too.large'
+        ? 413
+        : typeof error.status === 'number' && error.status < 500
+          ? error.status
+          : 400;
     send(res, { status, body: { received: false, error: status === 413 ? 'payload too large' : 'malformed webhook' } });
   });
   return router;

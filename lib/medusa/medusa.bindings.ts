@@ -24,17 +24,22 @@ export class MedusaBindings {
   }
 
   /** The account holder of a customer (its id is the customer's), or none when bindings are off. */
-  createAccountHolder(context: MedusaProviderContext | undefined): { id: string; data: Record<string, unknown> } | Record<string, never> {
+  createAccountHolder(
+    context: MedusaProviderContext | undefined,
+  ): { id: string; data: Record<string, unknown> } | Record<string, never> {
     if (!this.enabled) return {};
     const existing = context?.account_holder?.data?.id;
     if (typeof existing === 'string' && existing !== '') return { id: existing, data: { id: existing } };
     const customerId = context?.customer?.id;
-    if (!customerId) throw new MedusaError(MedusaError.Types.INVALID_DATA, 'createAccountHolder: no customer in the context');
+    if (!customerId)
+      throw new MedusaError(MedusaError.Types.INVALID_DATA, 'createAccountHolder: no customer in the context');
     return { id: customerId, data: { id: customerId } };
   }
 
   /** The account holder's bindings, as payment methods (`id` is the binding id). */
-  async list(context: MedusaProviderContext | undefined): Promise<Array<{ id: string; data: Record<string, unknown> }>> {
+  async list(
+    context: MedusaProviderContext | undefined,
+  ): Promise<Array<{ id: string; data: Record<string, unknown> }>> {
     const clientId = this.clientIdOf(context);
     if (!clientId) return [];
     const bindings = await this.client.listBindings(clientId);

@@ -49,7 +49,10 @@ export interface MedusaPaymentData {
 export function paymentDataOf(data: Record<string, unknown> | undefined, operation: string): MedusaPaymentData {
   const paymentId = data?.payment_id;
   if (typeof paymentId !== 'string' || paymentId === '' || typeof data?.amount !== 'string') {
-    throw new MedusaError(MedusaError.Types.INVALID_DATA, `${operation}: the payment session has no payment of this provider (no payment_id in its data)`);
+    throw new MedusaError(
+      MedusaError.Types.INVALID_DATA,
+      `${operation}: the payment session has no payment of this provider (no payment_id in its data)`,
+    );
   }
   return data as unknown as MedusaPaymentData;
 }
@@ -72,7 +75,8 @@ export function stringField(data: Record<string, unknown> | undefined, key: stri
  */
 export function webhookPaymentId(body: Record<string, unknown> | undefined): string | undefined {
   if (!body || typeof body !== 'object') return undefined;
-  const nested = typeof body.data === 'object' && body.data !== null ? (body.data as Record<string, unknown>).payment_id : undefined;
+  const nested =
+    typeof body.data === 'object' && body.data !== null ? (body.data as Record<string, unknown>).payment_id : undefined;
   for (const value of [body.payment_id, body.paymentId, nested, body.payment_ref, body.id]) {
     if (typeof value === 'string' && value !== '' && value.length <= 256) return value;
   }

@@ -19,7 +19,11 @@ declare module '@medusajs/framework/utils' {
   /** Medusa's error with a type the HTTP layer maps to a status. */
   export class MedusaError extends Error {
     /** The error types. */
-    static Types: { readonly NOT_ALLOWED: 'not_allowed'; readonly INVALID_DATA: 'invalid_data'; readonly UNEXPECTED_STATE: 'unexpected_state' };
+    static Types: {
+      readonly NOT_ALLOWED: 'not_allowed';
+      readonly INVALID_DATA: 'invalid_data';
+      readonly UNEXPECTED_STATE: 'unexpected_state';
+    };
     constructor(type: string, message: string, code?: string, ...params: unknown[]);
   }
 }

@@ -34,7 +34,8 @@ function decimalText(amount: unknown): string | undefined {
   if (typeof amount !== 'object' || amount === null) return undefined;
   const shape = amount as { raw?: unknown; value?: unknown; toFixed?: unknown };
   if (typeof shape.raw === 'object' && shape.raw !== null && 'value' in shape.raw) return decimalText(shape.raw.value);
-  if ('value' in shape && (typeof shape.value === 'string' || typeof shape.value === 'number')) return decimalText(shape.value);
+  if ('value' in shape && (typeof shape.value === 'string' || typeof shape.value === 'number'))
+    return decimalText(shape.value);
   if (typeof shape.toFixed === 'function') {
     const text: unknown = (shape.toFixed as () => unknown).call(amount);
     return typeof text === 'string' ? text : undefined;
@@ -55,7 +56,9 @@ function decimalText(amount: unknown): string | undefined {
  */
 export function millimesOf(amount: unknown, currencyCode: string): string {
   if (typeof currencyCode !== 'string' || currencyCode.toLowerCase() !== MEDUSA_CURRENCY) {
-    throw new MedusaAmountError(`the service takes amounts in TND only (millimes); this amount is in ${String(currencyCode).slice(0, 8) || 'no currency'}`);
+    throw new MedusaAmountError(
+      `the service takes amounts in TND only (millimes); this amount is in ${String(currencyCode).slice(0, 8) || 'no currency'}`,
+    );
   }
   const text = decimalText(amount);
   const match = text === undefined ? null : DECIMAL.exec(text);
@@ -63,11 +66,17 @@ export function millimesOf(amount: unknown, currencyCode: string): string {
     throw new MedusaAmountError('the amount is not a non-negative decimal number');
   }
   const exponent = Number(match[3] ?? '0');
-  if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > MAX_EXPONENT) throw new MedusaAmountError('the amount is out of range');
+  if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > MAX_EXPONENT)
+    throw new MedusaAmountError('the amount is out of range');
   // All digits, and where the decimal point falls in them once scaled to millimes.
   const digits = `${match[1]}${match[2] ?? ''}`;
   const point = match[1].length + exponent + DINAR_DECIMALS;
-  const padded = point > digits.length ? digits.padEnd(point, '0') : point < 0 ? digits.padStart(digits.length - point, '0') : digits;
+  const padded =
+    point > digits.length
+      ? digits.padEnd(point, '0')
+      : point < 0
+        ? digits.padStart(digits.length - point, '0')
+        : digits;
   const at = Math.max(point, 0);
   const whole = padded.slice(0, at) || '0';
   const rest = padded.slice(at);

@@ -41,7 +41,11 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
   /** Checks the options when Medusa loads the provider: a wrong setting fails the start, naming it. */
   static override validateOptions(options: Record<string, unknown>): void {
     // Without the store: closing this throwaway client must not close the one the provider shares.
-    const check = new PaymentsClient({ ...(options as unknown as MedusaPaymentsOptions), store: undefined, reconciliation: { enabled: false } });
+    const check = new PaymentsClient({
+      ...(options as unknown as MedusaPaymentsOptions),
+      store: undefined,
+      reconciliation: { enabled: false },
+    });
     check.close().catch(() => undefined);
   }
 
@@ -56,10 +60,15 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     this.#options = options;
     const { webhookUrl: _url, capture: _capture, cardBindings: _bindings, ...client } = options;
     // Reconciliation off unless asked: it would record outcomes that no Medusa workflow acts on.
-    this.#client = new PaymentsClient({ ...client, logger: this.#logger, reconciliation: { enabled: false, ...client.reconciliation } });
+    this.#client = new PaymentsClient({
+      ...client,
+      logger: this.#logger,
+      reconciliation: { enabled: false, ...client.reconciliation },
+    });
     // Medusa's workflows are the effect of an outcome: the core's handlers only report mismatches.
     this.#client.setOutcomeDispatcher(async (name, event) => {
-      if (name === 'payment.mismatch') this.#logger.error(`payment ${event.paymentId} does not match its Medusa session: never settled`);
+      if (name === 'payment.mismatch')
+        this.#logger.error(`payment ${event.paymentId} does not match its Medusa session: never settled`);
     });
     this.#bindings = new MedusaBindings(this.#client, options.cardBindings === true);
   }
@@ -86,7 +95,12 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
         ...(clientId ? { clientId } : {}),
       }),
     );
-    const data: MedusaPaymentData = { payment_id: payment.paymentId, link: payment.link, amount, pre_authorization: preAuthorization };
+    const data: MedusaPaymentData = {
+      payment_id: payment.paymentId,
+      link: payment.link,
+      amount,
+      pre_authorization: preAuthorization,
+    };
     if (sessionId) data.session_id = sessionId;
     return { id: payment.paymentId, status: 'pending', data: stored(data) };
   }
@@ -97,8 +111,12 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
    */
   async updatePayment(input: MedusaAmountInput): Promise<MedusaStatusResult> {
     const current = input.data?.payment_id ? paymentDataOf(input.data, 'updatePayment') : undefined;
-    if (current && current.amount === this.#millimes(input.amount, input.currency_code)) return { data: stored(current) };
-    const { data, status } = await this.initiatePayment({ ...input, data: { ...input.data, session_id: current?.session_id ?? input.data?.session_id } });
+    if (current && current.amount === this.#millimes(input.amount, input.currency_code))
+      return { data: stored(current) };
+    const { data, status } = await this.initiatePayment({
+      ...input,
+      data: { ...input.data, session_id: current?.session_id ?? input.data?.session_id },
+    });
     return { status, data };
   }
 
@@ -137,13 +155,23 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     try {
       const capture = await this.#client.capturePayment(data.payment_id);
       return {
-        data: stored({ ...data, status: 'SUCCESS', captured: { amount: capture.amount ?? data.amount, at: capture.capturedAt ?? new Date().toISOString() } }),
+        data: stored({
+          ...data,
+          status: 'SUCCESS',
+          captured: { amount: capture.amount ?? data.amount, at: capture.capturedAt ?? new Date().toISOString() },
+        }),
       };
     } catch (error) {
       if (!(error instanceof PaymentsApiError)) throw error;
       const verified = await this.#client.verifyPayment(data.payment_id);
       if (verified.status !== 'SUCCESS') throw this.#medusaError(error);
-      return { data: stored({ ...data, status: verified.status, captured: { amount: verified.amount, at: new Date().toISOString() } }) };
+      return {
+        data: stored({
+          ...data,
+          status: verified.status,
+          captured: { amount: verified.amount, at: new Date().toISOString() },
+        }),
+      };
     }
   }
 
@@ -176,7 +204,10 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     const key = input.context?.idempotency_key;
     if (data.refund) {
       if (data.refund.key === key) return { data: stored(data) };
-      throw new MedusaError(MedusaError.Types.NOT_ALLOWED, `payment ${data.payment_id} was refunded in full already (refund ${data.refund.refund_id})`);
+      throw new MedusaError(
+        MedusaError.Types.NOT_ALLOWED,
+        `payment ${data.payment_id} was refunded in full already (refund ${data.refund.refund_id})`,
+      );
     }
     const taken = data.captured?.amount ?? data.amount;
     const asked = this.#millimes(input.amount, MEDUSA_CURRENCY);
@@ -187,7 +218,12 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
       );
     }
     const refund = await this.#call(() => this.#client.refundPayment(data.payment_id));
-    return { data: stored({ ...data, refund: { refund_id: refund.refundId, amount: refund.amount, refunded_at: refund.refundedAt, key } }) };
+    return {
+      data: stored({
+        ...data,
+        refund: { refund_id: refund.refundId, amount: refund.amount, refunded_at: refund.refundedAt, key },
+      }),
+    };
   }
 
   /**
@@ -201,7 +237,9 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     if (!paymentId) return { action: 'not_supported' };
     const known = (await this.#client.store.findPending(paymentId)) ?? (await this.#client.getOutcome(paymentId));
     if (!known) {
-      this.#logger.warn(`webhook for a payment this provider's store does not know (${paymentId.slice(0, 64)}): ignored`);
+      this.#logger.warn(
+        `webhook for a payment this provider's store does not know (${paymentId.slice(0, 64)}): ignored`,
+      );
       return { action: 'not_supported' };
     }
     const result = await this.#reconcileDelivery(paymentId);
@@ -209,7 +247,10 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     const sessionId = record.developerTrackingId ?? known.developerTrackingId;
     if (!sessionId) return { action: 'not_supported' };
     const amount = record.amount ?? known.amount;
-    return { action: medusaOutcomeOf(result.outcome).action, data: { session_id: sessionId, amount: amount ? dinarsOf(amount) : '0' } };
+    return {
+      action: medusaOutcomeOf(result.outcome).action,
+      data: { session_id: sessionId, amount: amount ? dinarsOf(amount) : '0' },
+    };
   }
 
   /** Creates the customer's account holder: the customer's id is the service's `client_id` (`cardBindings`). */
@@ -262,7 +303,10 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
 
   async #settle(data: MedusaPaymentData): Promise<MedusaSessionResult> {
     const result = await this.#call(() =>
-      this.#client.reconcilePayment(data.payment_id, { expected: { amount: data.amount, developerTrackingId: data.session_id }, source: 'return' }),
+      this.#client.reconcilePayment(data.payment_id, {
+        expected: { amount: data.amount, developerTrackingId: data.session_id },
+        source: 'return',
+      }),
     );
     const status = medusaOutcomeOf(result.outcome).status;
     return { status, data: stored({ ...data, status: result.status || data.status }) };
@@ -288,8 +332,14 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
   /** The core's errors as Medusa's: the message (never a secret) and a type Medusa's HTTP layer maps. */
   #medusaError(error: unknown): unknown {
     if (error instanceof PaymentsValidationError) return new MedusaError(MedusaError.Types.INVALID_DATA, error.message);
-    if (error instanceof PaymentsApiError && (error.code === 'REFUND_NOT_ALLOWED' || error.code === 'CANCELLATION_FAILED')) {
-      return new MedusaError(MedusaError.Types.NOT_ALLOWED, `${error.message} (the service refuses; the payment may have been refunded or released already)`);
+    if (
+      error instanceof PaymentsApiError &&
+      (error.code === 'REFUND_NOT_ALLOWED' || error.code === 'CANCELLATION_FAILED')
+    ) {
+      return new MedusaError(
+        MedusaError.Types.NOT_ALLOWED,
+        `${error.message} (the service refuses; the payment may have been refunded or released already)`,
+      );
     }
     return error;
   }

@@ -1,10 +1,19 @@
 import type { PaymentOutcome } from '../core/store/store.types.js';
 
 /** Medusa's `PaymentSessionStatus` values (`@medusajs/framework/utils`), as the provider returns them. */
-export type MedusaSessionStatus = 'authorized' | 'captured' | 'pending' | 'requires_more' | 'error' | 'canceled' | 'pending_authorization';
+export type MedusaSessionStatus =
+  'authorized' | 'captured' | 'pending' | 'requires_more' | 'error' | 'canceled' | 'pending_authorization';
 
 /** Medusa's `PaymentActions` values, as `getWebhookActionAndData` returns them. */
-export type MedusaWebhookAction = 'authorized' | 'captured' | 'failed' | 'pending' | 'requires_more' | 'canceled' | 'not_supported' | 'pending_authorization';
+export type MedusaWebhookAction =
+  | 'authorized'
+  | 'captured'
+  | 'failed'
+  | 'pending'
+  | 'requires_more'
+  | 'canceled'
+  | 'not_supported'
+  | 'pending_authorization';
 
 /** What one verified outcome means to Medusa: a payment session's status and a webhook's action. */
 export interface MedusaOutcome {

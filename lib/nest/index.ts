@@ -8,7 +8,12 @@ export type {
   PaymentsOptionsFactory,
   PaymentsModuleExtras,
 } from './payments.module-options.js';
-export { PAYMENTS_CLIENT, PAYMENTS_MODULE_OPTIONS, getPaymentsClientToken, getPaymentsOptionsToken } from './payments.tokens.js';
+export {
+  PAYMENTS_CLIENT,
+  PAYMENTS_MODULE_OPTIONS,
+  getPaymentsClientToken,
+  getPaymentsOptionsToken,
+} from './payments.tokens.js';
 export { PaymentsService, getPaymentsServiceToken } from './payments.service.js';
 export { PaymentsWebhookController } from './webhook.controller.js';
 export { PaymentsWebhookGuard, PAYMENTS_WEBHOOK_AUTHENTICATION } from './webhook.guard.js';

@@ -1,5 +1,10 @@
 import { PaymentsValidationError, type PaymentsFieldError } from '../core/api/payments.errors.js';
-import { OPTION_DEFAULTED_FIELDS, optionFieldType, type OptionDefaultedFieldName, type OptionDefaultedFieldType } from '../core/api/payment.fields.js';
+import {
+  OPTION_DEFAULTED_FIELDS,
+  optionFieldType,
+  type OptionDefaultedFieldName,
+  type OptionDefaultedFieldType,
+} from '../core/api/payment.fields.js';
 import type { PaymentFieldDefaults } from '../core/client/payments.options.js';
 import { resolvePaymentsOptions } from '../core/client/payments.resolver.js';
 import type { PaymentsModuleOptions } from './payments.module-options.js';
@@ -79,13 +84,29 @@ const OPTION_VARIABLES = {
   /** `webhook.secret` */
   webhookSecret: { variable: 'PAYMENTS_WEBHOOK_SECRET', option: 'webhook.secret', read: text },
   /** `webhook.previousSecrets` (comma-separated) */
-  webhookPreviousSecrets: { variable: 'PAYMENTS_WEBHOOK_PREVIOUS_SECRETS', option: 'webhook.previousSecrets', read: list },
+  webhookPreviousSecrets: {
+    variable: 'PAYMENTS_WEBHOOK_PREVIOUS_SECRETS',
+    option: 'webhook.previousSecrets',
+    read: list,
+  },
   /** `webhook.acceptUnsigned` (`true`/`false`/`1`/`0`) */
-  webhookAcceptUnsigned: { variable: 'PAYMENTS_WEBHOOK_ACCEPT_UNSIGNED', option: 'webhook.acceptUnsigned', read: boolean },
+  webhookAcceptUnsigned: {
+    variable: 'PAYMENTS_WEBHOOK_ACCEPT_UNSIGNED',
+    option: 'webhook.acceptUnsigned',
+    read: boolean,
+  },
   /** `reconciliation.enabled` (`true`/`false`/`1`/`0`) */
-  reconciliationEnabled: { variable: 'PAYMENTS_RECONCILIATION_ENABLED', option: 'reconciliation.enabled', read: boolean },
+  reconciliationEnabled: {
+    variable: 'PAYMENTS_RECONCILIATION_ENABLED',
+    option: 'reconciliation.enabled',
+    read: boolean,
+  },
   /** `reconciliation.intervalSecs` */
-  reconciliationIntervalSecs: { variable: 'PAYMENTS_RECONCILIATION_INTERVAL_SECS', option: 'reconciliation.intervalSecs', read: integer },
+  reconciliationIntervalSecs: {
+    variable: 'PAYMENTS_RECONCILIATION_INTERVAL_SECS',
+    option: 'reconciliation.intervalSecs',
+    read: integer,
+  },
 } as const satisfies Readonly<Record<string, VariableSource>>;
 
 /** `successLink` -> `SUCCESS_LINK`. */
@@ -100,11 +121,18 @@ const screamingSnake = (name: string): string => name.replace(/[A-Z]/g, (c) => `
  * table: `PAYMENTS_` and the field's name in SCREAMING_SNAKE_CASE (`PAYMENTS_SUCCESS_LINK`).
  */
 const FIELD_VARIABLES: ReadonlyArray<readonly [OptionDefaultedFieldName, VariableSource]> = OPTION_DEFAULTED_FIELDS.map(
-  (name) => [name, { variable: `PAYMENTS_${screamingSnake(name)}`, option: name, read: READ_FIELD[optionFieldType(name)] }] as const,
+  (name) =>
+    [
+      name,
+      { variable: `PAYMENTS_${screamingSnake(name)}`, option: name, read: READ_FIELD[optionFieldType(name)] },
+    ] as const,
 );
 
 /** Every variable, options and field defaults alike: the one list the reader and the error messages use. */
-const SOURCES: readonly VariableSource[] = [...Object.values(OPTION_VARIABLES), ...FIELD_VARIABLES.map(([, source]) => source)];
+const SOURCES: readonly VariableSource[] = [
+  ...Object.values(OPTION_VARIABLES),
+  ...FIELD_VARIABLES.map(([, source]) => source),
+];
 
 /**
  * The environment variables read by {@link paymentsOptionsFromConfig}, by option: those of the
@@ -112,7 +140,9 @@ const SOURCES: readonly VariableSource[] = [...Object.values(OPTION_VARIABLES), 
  * booleans as `true`/`false`/`1`/`0`) follow from the field table, the others are listed here.
  * @namespace
  */
-export const PAYMENTS_ENV: { readonly [K in keyof typeof OPTION_VARIABLES]: (typeof OPTION_VARIABLES)[K]['variable'] } & {
+export const PAYMENTS_ENV: {
+  readonly [K in keyof typeof OPTION_VARIABLES]: (typeof OPTION_VARIABLES)[K]['variable'];
+} & {
   readonly [K in keyof PaymentFieldDefaults]-?: `PAYMENTS_${ScreamingSnake<K>}`;
 } = Object.freeze(
   Object.fromEntries([
@@ -162,7 +192,10 @@ export function paymentsOptionsFromConfig(
       'paymentsOptionsFromConfig',
     );
   }
-  const sources = SOURCES.map((source) => ({ ...source, variable: prefix + source.variable.slice(DEFAULT_PREFIX.length) }));
+  const sources = SOURCES.map((source) => ({
+    ...source,
+    variable: prefix + source.variable.slice(DEFAULT_PREFIX.length),
+  }));
   // Every set variable lands at its option path (`webhook.secret` -> { webhook: { secret } }).
   const fromEnv: Record<string, unknown> = {};
   const webhook: Record<string, unknown> = {};
@@ -197,7 +230,11 @@ export function paymentsOptionsFromConfig(
 
 // An option set in code keeps its name; one read (or missing) from the environment is named by
 // its variable, which is what the operator has to fix.
-function withVariable(field: PaymentsFieldError, overrides: Partial<PaymentsModuleOptions>, sources: readonly VariableSource[]): PaymentsFieldError {
+function withVariable(
+  field: PaymentsFieldError,
+  overrides: Partial<PaymentsModuleOptions>,
+  sources: readonly VariableSource[],
+): PaymentsFieldError {
   // An item of a list (`webhook.previousSecrets[1]`) comes from the list's variable.
   const option = field.field.replace(/\[\d+\]$/, '');
   const variable = sources.find((source) => source.option === option)?.variable;
@@ -206,7 +243,12 @@ function withVariable(field: PaymentsFieldError, overrides: Partial<PaymentsModu
 }
 
 function valueAt(object: object, path: string): unknown {
-  return path.split('.').reduce<unknown>((o, key) => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[key] : undefined), object);
+  return path
+    .split('.')
+    .reduce<unknown>(
+      (o, key) => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[key] : undefined),
+      object,
+    );
 }
 
 function dropUndefined<T extends object>(value: T): Partial<T> {

@@ -11,7 +11,10 @@ import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.toke
  * guarantee), and listeners are always awaited, so `suppressErrors`, `async` and `promisify` are
  * not options.
  */
-export type PaymentEventHandlerOptions = Omit<NonNullable<Parameters<typeof OnEvent>[1]>, 'suppressErrors' | 'async' | 'promisify'> & {
+export type PaymentEventHandlerOptions = Omit<
+  NonNullable<Parameters<typeof OnEvent>[1]>,
+  'suppressErrors' | 'async' | 'promisify'
+> & {
   /**
    * Only events of this registration (`name` of `PaymentsModule.forRoot({ name })`), for apps with
    * several merchant accounts. Default: events of every registration (`event.registration` says which).
@@ -33,7 +36,11 @@ export function OnPaymentEvent(event: PaymentEventName, options: PaymentEventHan
   // A registration's own event name rather than a wrapper around the method: stacked decorators
   // and the method's other metadata stay untouched, and the dispatcher sees exactly the listeners
   // that concern the registration (so "no payment.confirmed handler" is still detected).
-  return OnEvent(registration === undefined ? event : registrationEventName(event, registration), { ...listener, suppressErrors: false, async: false });
+  return OnEvent(registration === undefined ? event : registrationEventName(event, registration), {
+    ...listener,
+    suppressErrors: false,
+    async: false,
+  });
 }
 
 /** Handles `payment.confirmed` (`PaymentConfirmedEvent`): the service verified the payment as paid. */

@@ -16,9 +16,16 @@ export function registrationEventName(name: string, registration: string): strin
  * Every listener of an event for one registration: those of the plain name (every registration)
  * and those of the registration's own name, each once.
  */
-export function listenersFor(emitter: EventEmitter2, name: string, registration: string | undefined): Array<(...args: unknown[]) => unknown> {
+export function listenersFor(
+  emitter: EventEmitter2,
+  name: string,
+  registration: string | undefined,
+): Array<(...args: unknown[]) => unknown> {
   const all = emitter.listeners(name) as Array<(...args: unknown[]) => unknown>;
-  if (registration !== undefined) all.push(...(emitter.listeners(registrationEventName(name, registration)) as Array<(...args: unknown[]) => unknown>));
+  if (registration !== undefined)
+    all.push(
+      ...(emitter.listeners(registrationEventName(name, registration)) as Array<(...args: unknown[]) => unknown>),
+    );
   return [...new Set(all)];
 }
 
@@ -36,7 +43,11 @@ export function listenersFor(emitter: EventEmitter2, name: string, registration:
  * @param registration the registration's name, for registration-filtered listeners
  * @param ready resolves once the listeners are registered (Nest registers them at bootstrap)
  */
-export function nestOutcomeDispatcher(emitter: EventEmitter2, registration: string | undefined, ready?: EventEmitterReadinessWatcher): EventDispatcher {
+export function nestOutcomeDispatcher(
+  emitter: EventEmitter2,
+  registration: string | undefined,
+  ready?: EventEmitterReadinessWatcher,
+): EventDispatcher {
   const handlersOf = (name: PaymentEventName): AnyEventHandler[] =>
     listenersFor(emitter, name, registration).map((listener) => (event) => listener.call(emitter, event));
   return dispatcherOf(handlersOf, {

@@ -1,10 +1,25 @@
-import { Inject, Injectable, Logger, Module, Optional, type DynamicModule, type OnModuleInit, type Provider, type Type } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  Optional,
+  type DynamicModule,
+  type OnModuleInit,
+  type Provider,
+  type Type,
+} from '@nestjs/common';
 import { HttpAdapterHost, ModuleRef, ModulesContainer } from '@nestjs/core';
 import { EventEmitter2, EventEmitterModule, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
 import { PaymentsClient } from '../core/client/payments.client.js';
 import { PaymentsValidationError } from '../core/api/payments.errors.js';
 import { nestOutcomeDispatcher } from './payments.events-bridge.js';
-import type { PaymentsModuleAsyncOptions, PaymentsModuleExtras, PaymentsModuleOptions, PaymentsOptionsFactory } from './payments.module-options.js';
+import type {
+  PaymentsModuleAsyncOptions,
+  PaymentsModuleExtras,
+  PaymentsModuleOptions,
+  PaymentsOptionsFactory,
+} from './payments.module-options.js';
 import { getPaymentsServiceToken, PaymentsService } from './payments.service.js';
 import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.tokens.js';
 import { createWebhookController } from './webhook.controller.js';
@@ -103,7 +118,8 @@ export class PaymentsModule implements OnModuleInit {
       const route = m.providers.get(REGISTRATION)?.instance as RegistrationRoute | undefined;
       if (!route) return [];
       // A client replaced in a test may not say: count its route as served.
-      const client = m.providers.get(getPaymentsClientToken(route.name))?.instance as Partial<PaymentsClient> | undefined;
+      const client = m.providers.get(getPaymentsClientToken(route.name))?.instance as
+        Partial<PaymentsClient> | undefined;
       return [{ route, served: client?.webhooksEnabled !== false, client, importers: importersOf(all, m) }];
     });
     const own = served.find((r) => r.route === this.route);
@@ -114,7 +130,11 @@ export class PaymentsModule implements OnModuleInit {
     );
     own?.client?.webhooks?.setSoleRegistration?.(served.length === 1);
     // Logged by the client, so through the registration's own logger.
-    if (own?.served) own.client?.webhooks?.warnIfUnreachable?.(servedWebhookPath(this.moduleRef, this.route), registrationLabel(this.route, own.importers));
+    if (own?.served)
+      own.client?.webhooks?.warnIfUnreachable?.(
+        servedWebhookPath(this.moduleRef, this.route),
+        registrationLabel(this.route, own.importers),
+      );
   }
 
   /**
@@ -124,7 +144,13 @@ export class PaymentsModule implements OnModuleInit {
   static forRoot(options: PaymentsModuleOptions & PaymentsModuleExtras): DynamicModule {
     const { isGlobal, ...rest } = options ?? ({} as ForRootOptions);
     const route = staticWebhookRoute(rest.webhook, true);
-    return PaymentsModule.register(rest.name, isGlobal, route, [{ provide: getPaymentsOptionsToken(rest.name), useValue: rest }], []);
+    return PaymentsModule.register(
+      rest.name,
+      isGlobal,
+      route,
+      [{ provide: getPaymentsOptionsToken(rest.name), useValue: rest }],
+      [],
+    );
   }
 
   /**
@@ -140,9 +166,17 @@ export class PaymentsModule implements OnModuleInit {
     if (options.useFactory) {
       providers.push({ provide: token, useFactory: options.useFactory, inject: options.inject ?? [] });
     } else if (options.useClass) {
-      providers.push(options.useClass, { provide: token, useFactory: (f: PaymentsOptionsFactory) => f.createPaymentsOptions(), inject: [options.useClass] });
+      providers.push(options.useClass, {
+        provide: token,
+        useFactory: (f: PaymentsOptionsFactory) => f.createPaymentsOptions(),
+        inject: [options.useClass],
+      });
     } else if (options.useExisting) {
-      providers.push({ provide: token, useFactory: (f: PaymentsOptionsFactory) => f.createPaymentsOptions(), inject: [options.useExisting] });
+      providers.push({
+        provide: token,
+        useFactory: (f: PaymentsOptionsFactory) => f.createPaymentsOptions(),
+        inject: [options.useExisting],
+      });
     } else {
       throw new TypeError('PaymentsModule.forRootAsync() needs useFactory, useClass or useExisting');
     }
@@ -162,7 +196,13 @@ export class PaymentsModule implements OnModuleInit {
     const guard = name === undefined ? PaymentsWebhookGuard : registrationGuard(clientToken, name);
     // A path known now is the controller's; one from the factory is this registration's module
     // path, written per app (below) as Nest's RouterModule does, so apps never share it.
-    const controller = createWebhookController({ clientToken, guard, registration: name, path: route.path ?? '', decorators: route.decorators });
+    const controller = createWebhookController({
+      clientToken,
+      guard,
+      registration: name,
+      path: route.path ?? '',
+      decorators: route.decorators,
+    });
     const module = route.path === undefined ? registrationModule() : PaymentsModule;
     const logger = new Logger(name === undefined ? 'Payments' : `Payments:${name}`);
 
@@ -172,14 +212,16 @@ export class PaymentsModule implements OnModuleInit {
         provide: REGISTRATION,
         useFactory: (options: PaymentsModuleOptions, modules?: ModulesContainer) => {
           const resolved = resolveWebhookRoute(options, name, route);
-          if (route.path === undefined && modules) Reflect.defineMetadata(MODULE_PATH + modules.applicationId, resolved.path, module);
+          if (route.path === undefined && modules)
+            Reflect.defineMetadata(MODULE_PATH + modules.applicationId, resolved.path, module);
           return resolved;
         },
         inject: [optionsToken, { token: ModulesContainer, optional: true }],
       },
       {
         provide: clientToken,
-        useFactory: (options: PaymentsModuleOptions, resolved: RegistrationRoute) => createClient(options, name, resolved, logger),
+        useFactory: (options: PaymentsModuleOptions, resolved: RegistrationRoute) =>
+          createClient(options, name, resolved, logger),
         inject: [optionsToken, REGISTRATION],
       },
       {
@@ -189,9 +231,18 @@ export class PaymentsModule implements OnModuleInit {
       },
       {
         provide: Symbol(`nestjs-payments:bridge:${name ?? 'default'}`),
-        useFactory: (client: PaymentsClient, emitter: EventEmitter2, ready?: EventEmitterReadinessWatcher, adapterHost?: HttpAdapterHost) =>
-          new PaymentsEventsBridge(client, emitter, ready, adapterHost, logger),
-        inject: [clientToken, EventEmitter2, { token: EventEmitterReadinessWatcher, optional: true }, { token: HttpAdapterHost, optional: true }],
+        useFactory: (
+          client: PaymentsClient,
+          emitter: EventEmitter2,
+          ready?: EventEmitterReadinessWatcher,
+          adapterHost?: HttpAdapterHost,
+        ) => new PaymentsEventsBridge(client, emitter, ready, adapterHost, logger),
+        inject: [
+          clientToken,
+          EventEmitter2,
+          { token: EventEmitterReadinessWatcher, optional: true },
+          { token: HttpAdapterHost, optional: true },
+        ],
       },
       guard,
     ];
@@ -217,16 +268,33 @@ function registrationModule(): Type<PaymentsModule> {
   return RegistrationPaymentsModule;
 }
 
-function createClient(options: PaymentsModuleOptions, name: string | undefined, route: RegistrationRoute, logger: Logger): PaymentsClient {
+function createClient(
+  options: PaymentsModuleOptions,
+  name: string | undefined,
+  route: RegistrationRoute,
+  logger: Logger,
+): PaymentsClient {
   if (options?.name !== undefined && options.name !== name) {
     throw new PaymentsValidationError(
-      [{ field: 'name', messages: ['must be given to forRootAsync() beside useFactory (it names the injection tokens), and the options may only repeat it'] }],
+      [
+        {
+          field: 'name',
+          messages: [
+            'must be given to forRootAsync() beside useFactory (it names the injection tokens), and the options may only repeat it',
+          ],
+        },
+      ],
       'payments options',
     );
   }
   const { webhook, ...rest } = options ?? ({} as PaymentsModuleOptions);
   const { decorators: _decorators, ...coreWebhook } = webhook ?? {};
-  return new PaymentsClient({ ...rest, webhook: { ...coreWebhook, path: route.path }, name, logger: options?.logger ?? logger });
+  return new PaymentsClient({
+    ...rest,
+    webhook: { ...coreWebhook, path: route.path },
+    name,
+    logger: options?.logger ?? logger,
+  });
 }
 
 /** A guard class bound to a named registration's client (the exported guard is the default one's). */

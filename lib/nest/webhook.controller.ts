@@ -1,8 +1,24 @@
-import { Controller, Get, HttpException, Inject, Post, Req, Res, UseGuards, type CanActivate, type Type } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  HttpException,
+  Inject,
+  Post,
+  Req,
+  Res,
+  UseGuards,
+  type CanActivate,
+  type Type,
+} from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { PaymentsClient } from '../core/client/payments.client.js';
 import { attachedAuthentication, setHeaders } from './webhook.guard.js';
-import { webhookRequestOf, FASTIFY_ROUTE_CONFIG_METADATA, WEBHOOK_ROUTE_FLAG, type WebhookHttpRequest } from './webhook.request.js';
+import {
+  webhookRequestOf,
+  FASTIFY_ROUTE_CONFIG_METADATA,
+  WEBHOOK_ROUTE_FLAG,
+  type WebhookHttpRequest,
+} from './webhook.request.js';
 
 /**
  * What every generated webhook controller does: receives
@@ -104,12 +120,15 @@ export function createWebhookController(spec: WebhookControllerSpec): Type<Payme
   });
   // Flags the routes for the Fastify catch-all body parser (acceptAnyBodyOnWebhookRoutes).
   for (const method of ['post', 'get', 'postWithToken', 'getWithToken'] as const) {
-    // eslint-disable-next-line @typescript-eslint/unbound-method -- the method is a metadata target, never called unbound
-    Reflect.defineMetadata(FASTIFY_ROUTE_CONFIG_METADATA, { [WEBHOOK_ROUTE_FLAG]: true }, RegistrationWebhookController.prototype[method]);
+    // The method is a metadata target, never called unbound.
+    // eslint-disable-next-line @typescript-eslint/unbound-method
+    const target = RegistrationWebhookController.prototype[method];
+    Reflect.defineMetadata(FASTIFY_ROUTE_CONFIG_METADATA, { [WEBHOOK_ROUTE_FLAG]: true }, target);
   }
   Controller(path)(RegistrationWebhookController);
   for (const decorator of decorators) {
-    if (typeof decorator !== 'function') throw new TypeError('webhook.decorators must be decorators (functions), e.g. [UseGuards(MyGuard)]');
+    if (typeof decorator !== 'function')
+      throw new TypeError('webhook.decorators must be decorators (functions), e.g. [UseGuards(MyGuard)]');
     (decorator as ClassDecorator)(RegistrationWebhookController);
   }
   UseGuards(guard)(RegistrationWebhookController);

@@ -22,8 +22,13 @@ export interface PaymentsWebhookAuthentication extends AuthenticatedWebhook {
 }
 
 /** The authentication a guard of `client` attached to a request, if any. */
-export function attachedAuthentication(request: object, client: PaymentsClient): PaymentsWebhookAuthentication | undefined {
-  const attached = (request as { [PAYMENTS_WEBHOOK_AUTHENTICATION]?: PaymentsWebhookAuthentication })[PAYMENTS_WEBHOOK_AUTHENTICATION];
+export function attachedAuthentication(
+  request: object,
+  client: PaymentsClient,
+): PaymentsWebhookAuthentication | undefined {
+  const attached = (request as { [PAYMENTS_WEBHOOK_AUTHENTICATION]?: PaymentsWebhookAuthentication })[
+    PAYMENTS_WEBHOOK_AUTHENTICATION
+  ];
   return attached?.client === client ? attached : undefined;
 }
 
@@ -81,7 +86,11 @@ export class PaymentsWebhookGuard implements CanActivate {
     const attached: PaymentsWebhookAuthentication = Object.assign(auth, { client: this.client });
     endIfNotDelivered(http.getResponse(), attached);
     // Not enumerable: the client stays out of anything that serialises the request.
-    Object.defineProperty(request, PAYMENTS_WEBHOOK_AUTHENTICATION, { value: attached, configurable: true, enumerable: false });
+    Object.defineProperty(request, PAYMENTS_WEBHOOK_AUTHENTICATION, {
+      value: attached,
+      configurable: true,
+      enumerable: false,
+    });
     return true;
   }
 }

@@ -21,11 +21,14 @@ export interface ScannedModuleShape {
  * it; without it, the path alone. RouterModule prefixes and URI versioning are not added.
  */
 export function servedWebhookPath(moduleRef: ModuleRef | undefined, route: RegistrationRoute): string {
-  const config = (moduleRef as unknown as { container?: { applicationConfig?: GlobalPrefixConfig } } | undefined)?.container?.applicationConfig;
+  const config = (moduleRef as unknown as { container?: { applicationConfig?: GlobalPrefixConfig } } | undefined)
+    ?.container?.applicationConfig;
   const prefix = (config?.getGlobalPrefix?.() ?? '').replace(/^\/+|\/+$/g, '');
   const own = `/${route.path}`;
   if (prefix === '') return own;
-  const excluded = (config?.getGlobalPrefixOptions?.().exclude ?? []).some((e) => e.pathRegex instanceof RegExp && e.pathRegex.test(own));
+  const excluded = (config?.getGlobalPrefixOptions?.().exclude ?? []).some(
+    (e) => e.pathRegex instanceof RegExp && e.pathRegex.test(own),
+  );
   return excluded ? own : `/${prefix}${own}`;
 }
 

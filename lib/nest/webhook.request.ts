@@ -89,7 +89,10 @@ interface FastifyLike {
  * routes keep their behaviour. Nothing is added when the host already has a catch-all parser
  * (its parser then feeds the webhook too: a string or Buffer body is fine). No-op on Express.
  */
-export function acceptAnyBodyOnWebhookRoutes(adapterHost: HttpAdapterHost | undefined, warn: (message: string) => void): void {
+export function acceptAnyBodyOnWebhookRoutes(
+  adapterHost: HttpAdapterHost | undefined,
+  warn: (message: string) => void,
+): void {
   const adapter = adapterHost?.httpAdapter;
   if (!adapter || adapter.getType?.() !== 'fastify') return;
   const fastify = adapter.getInstance<FastifyLike>();
@@ -111,6 +114,8 @@ export function acceptAnyBodyOnWebhookRoutes(adapterHost: HttpAdapterHost | unde
     });
   } catch (error) {
     // Too late (the server is listening): webhooks with unusual content types get Fastify's 415.
-    warn(`could not add a body parser for the webhook route: ${error instanceof Error ? error.message : String(error)}`);
+    warn(
+      `could not add a body parser for the webhook route: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }

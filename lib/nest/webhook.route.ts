@@ -21,7 +21,10 @@ export interface RegistrationRoute {
 }
 
 /** What `forRootAsync({ webhook })` or `forRoot(options)` fix about the route. */
-export function staticWebhookRoute(route: PaymentsWebhookRouteOptions | undefined, pathRequired: boolean): StaticWebhookRoute {
+export function staticWebhookRoute(
+  route: PaymentsWebhookRouteOptions | undefined,
+  pathRequired: boolean,
+): StaticWebhookRoute {
   const path = route?.path ?? (pathRequired ? PAYMENTS_DEFAULTS.webhookPath : undefined);
   return { path, decorators: route?.decorators ?? [] };
 }
@@ -38,7 +41,11 @@ function trimSlashes(path: string): string {
  * has already read them).
  * @throws PaymentsValidationError naming `webhook.path` or `webhook.decorators`
  */
-export function resolveWebhookRoute(options: PaymentsModuleOptions | undefined, name: string | undefined, fixed: StaticWebhookRoute): RegistrationRoute {
+export function resolveWebhookRoute(
+  options: PaymentsModuleOptions | undefined,
+  name: string | undefined,
+  fixed: StaticWebhookRoute,
+): RegistrationRoute {
   const given = options?.webhook?.path;
   const problems = [];
   if (fixed.path !== undefined && typeof given === 'string' && trimSlashes(given) !== trimSlashes(fixed.path)) {
@@ -51,10 +58,15 @@ export function resolveWebhookRoute(options: PaymentsModuleOptions | undefined, 
     });
   }
   const decorators = options?.webhook?.decorators ?? [];
-  if (decorators.length > 0 && (decorators.length !== fixed.decorators.length || decorators.some((d, i) => d !== fixed.decorators[i]))) {
+  if (
+    decorators.length > 0 &&
+    (decorators.length !== fixed.decorators.length || decorators.some((d, i) => d !== fixed.decorators[i]))
+  ) {
     problems.push({
       field: 'webhook.decorators',
-      messages: ['must be given to forRootAsync() beside useFactory ({ webhook: { decorators } }): Nest reads them before the factory runs'],
+      messages: [
+        'must be given to forRootAsync() beside useFactory ({ webhook: { decorators } }): Nest reads them before the factory runs',
+      ],
     });
   }
   if (problems.length > 0) throw new PaymentsValidationError(problems, 'payments options');
@@ -91,7 +103,11 @@ export function refuseSharedRoutes(
 ): void {
   for (const other of others) {
     if (other === route) continue;
-    if (other.path === route.path || oneSegmentBelow(route.path, other.path) || oneSegmentBelow(other.path, route.path)) {
+    if (
+      other.path === route.path ||
+      oneSegmentBelow(route.path, other.path) ||
+      oneSegmentBelow(other.path, route.path)
+    ) {
       const suggestion = route.name === undefined ? other : route;
       throw new PaymentsValidationError(
         [

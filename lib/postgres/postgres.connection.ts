@@ -1,5 +1,9 @@
 import { defaultPaymentsLogger, type PaymentsLogger } from '../core/common/payments.logger.js';
-import { resolvePostgresOptions, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
+import {
+  resolvePostgresOptions,
+  type PostgresPaymentsStoreOptions,
+  type PostgresQueryable,
+} from './postgres.options.js';
 import { ensureTablesStatement, storeTables } from './postgres.schema.js';
 import { storeStatements, type StoreStatements } from './postgres.statements.js';
 import type { PaymentsTransactionWork } from '../core/store/store.transaction.js';
@@ -59,7 +63,9 @@ export class PostgresConnection {
     } else if (typeof poolOrUrl === 'object' && poolOrUrl !== null && typeof poolOrUrl.query === 'function') {
       this.#given = poolOrUrl;
     } else {
-      throw new TypeError('PostgresPaymentsStore: expected a connection string, a pg Pool, a PGlite instance or an object with query(text, params)');
+      throw new TypeError(
+        'PostgresPaymentsStore: expected a connection string, a pg Pool, a PGlite instance or an object with query(text, params)',
+      );
     }
     this.#options = options;
     this.sql = storeStatements(storeTables(resolved));
@@ -69,11 +75,13 @@ export class PostgresConnection {
     this.#cleanupEvery = resolved.cleanupEveryWrites;
     this.#logger = options.logger ?? defaultPaymentsLogger;
     this.transactional = resolved.transactional;
-    this.#sendStatement = statementSender(resolved.preparedStatements ?? (this.#given === undefined || isPgConnection(this.#given)), (error) =>
-      this.#logger.warn(
-        `PostgreSQL store: the database refused a named prepared statement (${error.message}): a pooler in transaction mode such as PgBouncer? ` +
-          'The store sends its statements unnamed from now on; set preparedStatements: false to start that way.',
-      ),
+    this.#sendStatement = statementSender(
+      resolved.preparedStatements ?? (this.#given === undefined || isPgConnection(this.#given)),
+      (error) =>
+        this.#logger.warn(
+          `PostgreSQL store: the database refused a named prepared statement (${error.message}): a pooler in transaction mode such as PgBouncer? ` +
+            'The store sends its statements unnamed from now on; set preparedStatements: false to start that way.',
+        ),
     );
     if (this.transactional && this.#given) assertTransactional(this.#given);
   }
@@ -83,7 +91,8 @@ export class PostgresConnection {
 
   /** Runs `work` in one transaction on one connection of the database, then commits (rolls back on a throw). */
   async transact<T>(work: PaymentsTransactionWork<T>): Promise<T> {
-    if (!this.transactional) throw new Error('PostgresPaymentsStore: runInTransaction needs the option transactional: true');
+    if (!this.transactional)
+      throw new Error('PostgresPaymentsStore: runInTransaction needs the option transactional: true');
     if (this.#closing) throw new Error('PostgresPaymentsStore: runInTransaction called after close()');
     return this.#onDatabase(async (db) => {
       await this.#ensureTables(db);
@@ -121,7 +130,8 @@ export class PostgresConnection {
     this.#cleaning = this.query('cleanup', this.sql.cleanup, [])
       .then(
         () => undefined,
-        (error: unknown) => this.#logger.warn(`PostgreSQL store cleanup of expired rows failed: ${errorMessage(error)}`),
+        (error: unknown) =>
+          this.#logger.warn(`PostgreSQL store cleanup of expired rows failed: ${errorMessage(error)}`),
       )
       .finally(() => {
         this.#cleaning = undefined;
@@ -160,7 +170,11 @@ export class PostgresConnection {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        reject(new Error(`PostgresPaymentsStore: ${operation} timed out after ${this.#timeoutMs} ms (is the database reachable?)`));
+        reject(
+          new Error(
+            `PostgresPaymentsStore: ${operation} timed out after ${this.#timeoutMs} ms (is the database reachable?)`,
+          ),
+        );
       }, this.#timeoutMs);
       // A pending store call must never be what keeps the process alive.
       timer.unref();
@@ -186,7 +200,9 @@ export class PostgresConnection {
 
   #refusedStartupTimeout(error: unknown): boolean {
     const message = (error as { message?: unknown } | undefined)?.message;
-    return !this.#given && typeof message === 'string' && /unsupported startup parameter.*statement_timeout/.test(message);
+    return (
+      !this.#given && typeof message === 'string' && /unsupported startup parameter.*statement_timeout/.test(message)
+    );
   }
 
   // A pooler (PgBouncer, unless told to ignore it) refuses a connection that asks for

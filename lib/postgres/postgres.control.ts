@@ -59,11 +59,16 @@ export function nestedStatement(control: TransactionControl, depth: number): Nes
     case 'begin':
       return { kind: 'savepoint', text: `SAVEPOINT ${NESTED_SAVEPOINT}${depth + 1}`, depth: depth + 1 };
     case 'commit':
-      if (depth > 0) return { kind: 'savepoint', text: `RELEASE SAVEPOINT ${NESTED_SAVEPOINT}${depth}`, depth: depth - 1 };
+      if (depth > 0)
+        return { kind: 'savepoint', text: `RELEASE SAVEPOINT ${NESTED_SAVEPOINT}${depth}`, depth: depth - 1 };
       return { kind: 'refuse', reason: 'a COMMIT would commit the outcome’s transaction before its handlers are done' };
     case 'rollback':
-      if (depth > 0) return { kind: 'savepoint', text: `ROLLBACK TO SAVEPOINT ${NESTED_SAVEPOINT}${depth}`, depth: depth - 1 };
-      return { kind: 'refuse', reason: 'a ROLLBACK would end the outcome’s transaction, and the rest would run outside it' };
+      if (depth > 0)
+        return { kind: 'savepoint', text: `ROLLBACK TO SAVEPOINT ${NESTED_SAVEPOINT}${depth}`, depth: depth - 1 };
+      return {
+        kind: 'refuse',
+        reason: 'a ROLLBACK would end the outcome’s transaction, and the rest would run outside it',
+      };
     case 'ends':
       return { kind: 'refuse', reason: 'this statement would end the outcome’s transaction' };
     default:

@@ -97,7 +97,9 @@ export function guardedPgClient<C extends object>(client: C, guard: TransactionG
       }
       if (property === 'release') {
         return () => {
-          throw new Error('PostgresPaymentsStore: the outcome’s transaction client is released by the plugin once the transaction ends, not by a handler');
+          throw new Error(
+            'PostgresPaymentsStore: the outcome’s transaction client is released by the plugin once the transaction ends, not by a handler',
+          );
         };
       }
       const value: unknown = Reflect.get(target, property, target);
@@ -122,7 +124,8 @@ interface PgliteTransaction {
  */
 export function guardedPgliteTransaction(tx: PgliteTransaction, guard: TransactionGuard): object {
   const guarded: Record<string, unknown> = {
-    query: (text: string, params?: unknown[], options?: unknown) => run(() => tx.query(guard.rewrite(text), params, options)),
+    query: (text: string, params?: unknown[], options?: unknown) =>
+      run(() => tx.query(guard.rewrite(text), params, options)),
     sql: (strings: TemplateStringsArray, ...values: unknown[]) =>
       run(() => {
         guard.rewrite(strings.join('$'));
@@ -130,7 +133,8 @@ export function guardedPgliteTransaction(tx: PgliteTransaction, guard: Transacti
       }),
     exec: (text: string, options?: unknown) => run(() => tx.exec(guard.rewrite(text), options)),
     rollback: () => run(() => Promise.resolve(guard.rewrite('ROLLBACK'))),
-    listen: (...args: unknown[]) => run(() => tx.listen?.(...args) ?? Promise.reject(new TypeError('listen() is not available'))),
+    listen: (...args: unknown[]) =>
+      run(() => tx.listen?.(...args) ?? Promise.reject(new TypeError('listen() is not available'))),
     get closed() {
       return tx.closed;
     },

@@ -134,7 +134,9 @@ export interface ResolvedPostgresOptions extends ResolvedTableNames {
  * option can never inject SQL, and names are case-preserved by quoting rather than folded.
  * @throws TypeError when a name is not a plain SQL identifier
  */
-export function resolveTableNames(options: Pick<PostgresPaymentsStoreOptions, 'tablePrefix' | 'schema'>): ResolvedTableNames {
+export function resolveTableNames(
+  options: Pick<PostgresPaymentsStoreOptions, 'tablePrefix' | 'schema'>,
+): ResolvedTableNames {
   const prefix = options.tablePrefix ?? DEFAULT_TABLE_PREFIX;
   checkIdentifier(prefix, 'tablePrefix');
   if (options.schema !== undefined) checkIdentifier(options.schema, 'schema');

@@ -14,7 +14,8 @@ export function orderStatements(t: Pick<StoreTables, 'orders'>): Record<keyof Or
   // writer in a transaction holds the order until its commit (or rollback), and the statement
   // returns the value that holds after the conflict was resolved, with no second, racy read.
   const expired = 'o.expires_at <= statement_timestamp()';
-  const find = (kind: string) => `SELECT value FROM ${t.orders} WHERE order_key = $1::text AND kind = '${kind}' AND expires_at > statement_timestamp()`;
+  const find = (kind: string) =>
+    `SELECT value FROM ${t.orders} WHERE order_key = $1::text AND kind = '${kind}' AND expires_at > statement_timestamp()`;
   return {
     settleOrder: `INSERT INTO ${t.orders} AS o (order_key, kind, value, expires_at)
 VALUES ($1::text, 'settled', $2::text, ${expiresIn('$3')})
@@ -46,11 +47,21 @@ export class PostgresOrderLedger implements OrderLedger {
   ) {}
 
   /** @inheritdoc */
-  async settleOrder(orderKey: string, settlement: OrderSettlement, ttlMs: number, transaction?: TransactionQuery): Promise<OrderSettlement> {
+  async settleOrder(
+    orderKey: string,
+    settlement: OrderSettlement,
+    ttlMs: number,
+    transaction?: TransactionQuery,
+  ): Promise<OrderSettlement> {
     const params = [orderKey, settlementText(settlement), positiveMs('PostgresPaymentsStore', ttlMs, 'ttlMs')];
-    const rows = transaction ? (await transaction.query(this.sql.settleOrder, params)).rows : await this.db.write('settleOrder', this.sql.settleOrder, params);
+    const rows = transaction
+      ? (await transaction.query(this.sql.settleOrder, params)).rows
+      : await this.db.write('settleOrder', this.sql.settleOrder, params);
     const held = parseOrderSettlement(valueOf(rows[0]));
-    if (!held) throw new Error(`PostgresPaymentsStore: the settlement of order ${JSON.stringify(orderKey)} is not one this store wrote`);
+    if (!held)
+      throw new Error(
+        `PostgresPaymentsStore: the settlement of order ${JSON.stringify(orderKey)} is not one this store wrote`,
+      );
     return held;
   }
 
@@ -62,7 +73,11 @@ export class PostgresOrderLedger implements OrderLedger {
 
   /** @inheritdoc */
   async saveCheckout(orderKey: string, checkout: OrderCheckout, ttlMs: number): Promise<void> {
-    await this.db.write('saveCheckout', this.sql.saveCheckout, [orderKey, JSON.stringify(checkout), positiveMs('PostgresPaymentsStore', ttlMs, 'ttlMs')]);
+    await this.db.write('saveCheckout', this.sql.saveCheckout, [
+      orderKey,
+      JSON.stringify(checkout),
+      positiveMs('PostgresPaymentsStore', ttlMs, 'ttlMs'),
+    ]);
   }
 
   /** @inheritdoc */

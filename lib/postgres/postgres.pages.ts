@@ -27,5 +27,8 @@ export async function listOutcomePage(db: PostgresConnection, query: OutcomeQuer
   // The cursor comes from the row's key columns, not the parsed record, so that a row that
   // failed to parse cannot stop the paging.
   const last = rows[limit - 1] as { updated_at?: unknown; payment_id?: unknown };
-  return { items, nextCursor: outcomeCursor({ updatedAt: String(last.updated_at), paymentId: String(last.payment_id) }) };
+  return {
+    items,
+    nextCursor: outcomeCursor({ updatedAt: String(last.updated_at), paymentId: String(last.payment_id) }),
+  };
 }

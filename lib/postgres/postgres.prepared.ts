@@ -6,7 +6,12 @@ import type { PostgresQueryable, PostgresQueryResult } from './postgres.options.
  * true): whether a statement the server refused as a prepared one may be sent again unnamed; not
  * inside a transaction, which the refusal has aborted.
  */
-export type StatementSender = (db: PostgresQueryable, text: string, params: unknown[], retry?: boolean) => Promise<PostgresQueryResult>;
+export type StatementSender = (
+  db: PostgresQueryable,
+  text: string,
+  params: unknown[],
+  retry?: boolean,
+) => Promise<PostgresQueryResult>;
 
 /** A connection whose `query()` takes `pg`'s statement object, `{ name, text, values }`. */
 interface PreparingQueryable {
@@ -19,7 +24,10 @@ interface PreparingQueryable {
  */
 export function isPgConnection(db: PostgresQueryable): boolean {
   const candidate = db as { totalCount?: unknown; connectionParameters?: unknown };
-  return typeof candidate.totalCount === 'number' || (typeof candidate.connectionParameters === 'object' && candidate.connectionParameters !== null);
+  return (
+    typeof candidate.totalCount === 'number' ||
+    (typeof candidate.connectionParameters === 'object' && candidate.connectionParameters !== null)
+  );
 }
 
 /**

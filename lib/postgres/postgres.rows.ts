@@ -12,7 +12,9 @@ function parseObject(raw: unknown): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
 const optionalString = (v: unknown) => v === undefined || typeof v === 'string';
@@ -20,7 +22,8 @@ const optionalString = (v: unknown) => v === undefined || typeof v === 'string';
 /** A stored binding, or undefined when the text is not one. */
 export function parseBinding(raw: unknown): PaymentBinding | undefined {
   const b = parseObject(raw);
-  if (!b || typeof b.paymentId !== 'string' || typeof b.amount !== 'string' || typeof b.createdAt !== 'string') return undefined;
+  if (!b || typeof b.paymentId !== 'string' || typeof b.amount !== 'string' || typeof b.createdAt !== 'string')
+    return undefined;
   if (!optionalString(b.developerTrackingId) || !optionalString(b.sessionEndsAt)) return undefined;
   return b as unknown as PaymentBinding;
 }
@@ -37,7 +40,8 @@ export function parseOutcome(raw: unknown): OutcomeRecord | undefined {
   if (!r) return undefined;
   const strings = ['paymentId', 'outcome', 'status', 'source', 'handlers', 'updatedAt'] as const;
   if (!strings.every((k) => typeof r[k] === 'string') || typeof r.attempts !== 'number') return undefined;
-  if (!optionalString(r.amount) || !optionalString(r.developerTrackingId) || !optionalString(r.lastError)) return undefined;
+  if (!optionalString(r.amount) || !optionalString(r.developerTrackingId) || !optionalString(r.lastError))
+    return undefined;
   return r as unknown as OutcomeRecord;
 }
 

@@ -25,7 +25,8 @@ const quote = (identifier: string): string => `"${identifier}"`;
 
 /** The quoted table names for validated names. */
 export function storeTables(names: ResolvedTableNames): StoreTables {
-  const qualify = (table: string) => (names.schema === undefined ? '' : `${quote(names.schema)}.`) + quote(`${names.prefix}${table}`);
+  const qualify = (table: string) =>
+    (names.schema === undefined ? '' : `${quote(names.schema)}.`) + quote(`${names.prefix}${table}`);
   return {
     bindings: qualify('bindings'),
     events: qualify('events'),

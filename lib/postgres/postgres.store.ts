@@ -121,9 +121,21 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   }
 
   /** The binding lookup and claim of a webhook in one statement (one round trip): claims only when the binding names the payment. */
-  async findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim> {
+  async findBindingAndClaim(
+    tokenId: string,
+    paymentId: string,
+    eventKey: string,
+    owner: string,
+    leaseMs: number,
+  ): Promise<BindingClaim> {
     const lease = positiveMs('PostgresPaymentsStore', leaseMs, 'leaseMs');
-    const sent = this.#db.send('findBindingAndClaim', this.#db.sql.findBindingAndClaim, [tokenId, eventKey, owner, paymentId, lease]);
+    const sent = this.#db.send('findBindingAndClaim', this.#db.sql.findBindingAndClaim, [
+      tokenId,
+      eventKey,
+      owner,
+      paymentId,
+      lease,
+    ]);
     this.#claimsInFlight.track(eventKey, owner, sent);
     const rows = await this.#db.bounded('findBindingAndClaim', sent);
     this.#db.countWrite();
@@ -175,7 +187,11 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   async schedulePending(entry: PendingPayment, dueAt: number): Promise<void> {
     // Rounded up: an entry is never offered before the time asked for.
     const due = Math.ceil(epochMs('PostgresPaymentsStore', dueAt, 'dueAt'));
-    await this.#db.write('schedulePending', this.#db.sql.schedulePending, [entry.paymentId, JSON.stringify(entry), String(due)]);
+    await this.#db.write('schedulePending', this.#db.sql.schedulePending, [
+      entry.paymentId,
+      JSON.stringify(entry),
+      String(due),
+    ]);
   }
 
   /** @inheritdoc */
@@ -184,7 +200,11 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
     const at = Math.floor(epochMs('PostgresPaymentsStore', now, 'now'));
     const count = Math.floor(limit);
     if (!(count > 0)) return [];
-    const rows = await this.#db.write('takeDuePending', this.#db.sql.takeDuePending, [String(at), Math.min(count, 2 ** 31 - 1), String(at + lease)]);
+    const rows = await this.#db.write('takeDuePending', this.#db.sql.takeDuePending, [
+      String(at),
+      Math.min(count, 2 ** 31 - 1),
+      String(at + lease),
+    ]);
     return rows.map((row) => parsePending(valueOf(row))).filter((e): e is PendingPayment => e !== undefined);
   }
 

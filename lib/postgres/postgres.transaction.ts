@@ -1,10 +1,20 @@
 import { positiveMs } from '../core/store/store.rules.js';
 import type { OutcomeFinish, OutcomeRecord } from '../core/store/store.types.js';
-import type { PaymentsTransaction, PaymentsTransactionScope, PaymentsTransactionWork } from '../core/store/store.transaction.js';
+import type {
+  PaymentsTransaction,
+  PaymentsTransactionScope,
+  PaymentsTransactionWork,
+} from '../core/store/store.transaction.js';
 import type { PostgresQueryable, PostgresQueryResult } from './postgres.options.js';
 import { valueOf } from './postgres.rows.js';
 import { statementSender, type StatementSender } from './postgres.prepared.js';
-import { guardedPgClient, guardedPgliteTransaction, TRANSACTION_ID_SQL, TransactionGuard, xidOf } from './postgres.guard.js';
+import {
+  guardedPgClient,
+  guardedPgliteTransaction,
+  TRANSACTION_ID_SQL,
+  TransactionGuard,
+  xidOf,
+} from './postgres.guard.js';
 import type { PgliteHold } from './postgres.pglite.js';
 
 /** The statements a transaction of the store needs: the store's own, on the transaction's connection. */
@@ -72,7 +82,9 @@ export function finishOutcomeParams(finish: OutcomeFinish): unknown[] {
 export function assertTransactional(db: PostgresQueryable): void {
   const candidate = db as Partial<ConnectingPool & TransactingDatabase>;
   if (typeof candidate.transaction === 'function' || typeof candidate.connect === 'function') return;
-  throw new TypeError('PostgresPaymentsStore: transactional: true needs a pg Pool, a connection string or a PGlite instance');
+  throw new TypeError(
+    'PostgresPaymentsStore: transactional: true needs a pg Pool, a connection string or a PGlite instance',
+  );
 }
 
 /**
@@ -103,7 +115,9 @@ export async function runPostgresTransaction<T>(
     });
   }
   if (typeof candidate.connect !== 'function') {
-    throw new TypeError('PostgresPaymentsStore: transactional: true needs a pg Pool, a connection string or a PGlite instance');
+    throw new TypeError(
+      'PostgresPaymentsStore: transactional: true needs a pg Pool, a connection string or a PGlite instance',
+    );
   }
   const client = await checkOut(db as ConnectingPool, connectTimeoutMs);
   // Set when the connection is in an unknown state: the pool must then discard it, not hand it out again.
@@ -171,7 +185,12 @@ function scopeOf(
         // Nothing else ran since the transaction began (it holds the database), so the claim is
         // still ours unless it already was not: renewing it here keeps a long handler's expired
         // lease from failing the compare-and-set below, and still tells a lost claim.
-        const claimed = await send(queryable, sql.claim, [finish.eventKey, finish.owner, IN_TRANSACTION_LEASE_MS], false);
+        const claimed = await send(
+          queryable,
+          sql.claim,
+          [finish.eventKey, finish.owner, IN_TRANSACTION_LEASE_MS],
+          false,
+        );
         const row = claimed.rows[0] as { state?: unknown; owner?: unknown } | undefined;
         if (row?.state !== 'claimed' || row.owner !== finish.owner) return false;
       }
@@ -188,7 +207,11 @@ async function checkOut(pool: ConnectingPool, timeoutMs: number): Promise<PoolCl
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       timedOut = true;
-      reject(new Error(`PostgresPaymentsStore: no connection for a transaction within ${timeoutMs} ms (is the pool exhausted?)`));
+      reject(
+        new Error(
+          `PostgresPaymentsStore: no connection for a transaction within ${timeoutMs} ms (is the pool exhausted?)`,
+        ),
+      );
     }, timeoutMs);
     timer.unref();
   });
@@ -200,7 +223,9 @@ async function checkOut(pool: ConnectingPool, timeoutMs: number): Promise<PoolCl
   try {
     const client = await Promise.race([connecting, timeout]);
     if (typeof client?.release !== 'function') {
-      throw new TypeError('PostgresPaymentsStore: transactional: true needs a pg Pool (its connect() must hand out a client with release())');
+      throw new TypeError(
+        'PostgresPaymentsStore: transactional: true needs a pg Pool (its connect() must hand out a client with release())',
+      );
     }
     return client;
   } finally {

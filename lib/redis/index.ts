@@ -3,4 +3,9 @@
  * Needs the optional peer dependency `ioredis` (5 or 6).
  */
 export { RedisPaymentsStore } from './redis.store.js';
-export { DEFAULT_KEY_PREFIX, DEFAULT_OPERATION_TIMEOUT_MS, REDIS_CLIENT_DEFAULTS, type RedisPaymentsStoreOptions } from './redis.options.js';
+export {
+  DEFAULT_KEY_PREFIX,
+  DEFAULT_OPERATION_TIMEOUT_MS,
+  REDIS_CLIENT_DEFAULTS,
+  type RedisPaymentsStoreOptions,
+} from './redis.options.js';

@@ -65,7 +65,9 @@ export class RedisConnection {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        const error = new Error(`RedisPaymentsStore: ${operation} timed out after ${this.#timeoutMs} ms (is Redis reachable?)`);
+        const error = new Error(
+          `RedisPaymentsStore: ${operation} timed out after ${this.#timeoutMs} ms (is Redis reachable?)`,
+        );
         reject(Object.assign(error, { code: this.#downCode ?? 'TIMEOUT' }));
       }, this.#timeoutMs);
       // A pending store call must never be what keeps the process alive.
@@ -75,7 +77,11 @@ export class RedisConnection {
       .catch((error: unknown) => {
         // ioredis gives up with an error of its own that says nothing of why (no `code`): the
         // cause of the outage is the connection's, and an operator (or a health check) wants it.
-        if (this.#downCode !== undefined && error instanceof Error && (error as { code?: unknown }).code === undefined) {
+        if (
+          this.#downCode !== undefined &&
+          error instanceof Error &&
+          (error as { code?: unknown }).code === undefined
+        ) {
           Object.assign(error, { code: this.#downCode });
         }
         throw error;
@@ -95,7 +101,11 @@ export class RedisConnection {
 // ioredis in node_modules (another version or a duplicate install), which would fail instanceof.
 function isRedisClient(value: unknown): value is Redis | Cluster {
   const c = value as Record<string, unknown> | null;
-  return typeof c === 'object' && c !== null && ['defineCommand', 'get', 'set', 'on'].every((m) => typeof c[m] === 'function');
+  return (
+    typeof c === 'object' &&
+    c !== null &&
+    ['defineCommand', 'get', 'set', 'on'].every((m) => typeof c[m] === 'function')
+  );
 }
 
 // ioredis sets `isCluster` on both kinds of client (true on a Cluster); duck-typed for the same

@@ -19,7 +19,9 @@ export class RedisRateLimiter implements RateLimiter {
   /** @inheritdoc */
   async take(key: string, windowMs: number): Promise<boolean> {
     const px = positiveMs('RedisPaymentsStore', windowMs, 'windowMs');
-    const reply = await this.#db.run('rateLimits.take', () => this.#db.client.set(this.#db.keys.rate(key), '1', 'PX', px, 'NX'));
+    const reply = await this.#db.run('rateLimits.take', () =>
+      this.#db.client.set(this.#db.keys.rate(key), '1', 'PX', px, 'NX'),
+    );
     return reply === 'OK';
   }
 

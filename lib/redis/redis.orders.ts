@@ -30,7 +30,10 @@ export class RedisOrderLedger implements OrderLedger {
       this.db.client.eval(SETTLE_ORDER_LUA, 1, this.#key(orderKey, 'settled'), settlementText(settlement), px),
     );
     const held = parseOrderSettlement(String(reply));
-    if (!held) throw new Error(`RedisPaymentsStore: the settlement of order ${JSON.stringify(orderKey)} is not one this store wrote`);
+    if (!held)
+      throw new Error(
+        `RedisPaymentsStore: the settlement of order ${JSON.stringify(orderKey)} is not one this store wrote`,
+      );
     return held;
   }
 
@@ -43,7 +46,9 @@ export class RedisOrderLedger implements OrderLedger {
   /** @inheritdoc */
   async saveCheckout(orderKey: string, checkout: OrderCheckout, ttlMs: number): Promise<void> {
     const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
-    await this.db.run('saveCheckout', () => this.db.client.set(this.#key(orderKey, 'checkout'), JSON.stringify(checkout), 'PX', px));
+    await this.db.run('saveCheckout', () =>
+      this.db.client.set(this.#key(orderKey, 'checkout'), JSON.stringify(checkout), 'PX', px),
+    );
   }
 
   /** @inheritdoc */

@@ -24,10 +24,12 @@ export async function listOutcomePage(db: RedisConnection, query: OutcomeQuery):
       query.outcome ?? '',
     ),
   );
-  if (!Array.isArray(reply) || reply.length < 3) throw new Error('RedisPaymentsStore: unexpected reply to listOutcomes');
+  if (!Array.isArray(reply) || reply.length < 3)
+    throw new Error('RedisPaymentsStore: unexpected reply to listOutcomes');
   const [lastScore, lastId, exhausted, ...flat] = reply.map((v) => String(v));
   const matches: Array<{ score: string; id: string; record: OutcomeRecord | undefined }> = [];
-  for (let i = 0; i + 2 < flat.length; i += 3) matches.push({ score: flat[i], id: flat[i + 1], record: parseOutcome(flat[i + 2]) });
+  for (let i = 0; i + 2 < flat.length; i += 3)
+    matches.push({ score: flat[i], id: flat[i + 1], record: parseOutcome(flat[i + 2]) });
   const items = matches
     .slice(0, limit)
     .map((m) => m.record)
@@ -35,6 +37,16 @@ export async function listOutcomePage(db: RedisConnection, query: OutcomeQuery):
   // Cursors are made from the index (score and member), the order the script pages by, so a
   // record that fails to parse cannot stop the paging. With more matches than the page, go on
   // after the page's last one; when the scan budget ran out first, after the last examined.
-  const next = matches.length > limit ? matches[limit - 1] : exhausted !== '1' && lastId !== '' ? { score: lastScore, id: lastId } : undefined;
-  return next ? { items, nextCursor: outcomeCursor({ updatedAt: new Date(-Number(next.score)).toISOString(), paymentId: next.id }) } : { items };
+  const next =
+    matches.length > limit
+      ? matches[limit - 1]
+      : exhausted !== '1' && lastId !== ''
+        ? { score: lastScore, id: lastId }
+        : undefined;
+  return next
+    ? {
+        items,
+        nextCursor: outcomeCursor({ updatedAt: new Date(-Number(next.score)).toISOString(), paymentId: next.id }),
+      }
+    : { items };
 }

@@ -55,7 +55,13 @@ export interface StoreScriptCommands {
   /** Replies `'claimed'`, `'done'` or `'busy'`. */
   [SCRIPT_NAMES.claim](eventKey: string, owner: string, leaseMs: number): Promise<unknown>;
   /** Replies `[]`, `[bindingJson]` (nothing claimed) or `[bindingJson, 'claimed' | 'done' | 'busy']`. */
-  [SCRIPT_NAMES.findBindingAndClaim](bindingKey: string, eventKey: string, paymentId: string, owner: string, leaseMs: number): Promise<unknown>;
+  [SCRIPT_NAMES.findBindingAndClaim](
+    bindingKey: string,
+    eventKey: string,
+    paymentId: string,
+    owner: string,
+    leaseMs: number,
+  ): Promise<unknown>;
   /** Replies 1 when the owner's claim became `done`, else 0. */
   [SCRIPT_NAMES.finishOutcome](
     eventKey: string,
@@ -92,9 +98,21 @@ export interface StoreScriptCommands {
   /** Replies 1 when the owner's claim was deleted, else 0. */
   [SCRIPT_NAMES.release](eventKey: string, owner: string): Promise<unknown>;
   /** Replies 1. */
-  [SCRIPT_NAMES.schedulePending](dueKey: string, entriesKey: string, paymentId: string, entryJson: string, dueAt: string): Promise<unknown>;
+  [SCRIPT_NAMES.schedulePending](
+    dueKey: string,
+    entriesKey: string,
+    paymentId: string,
+    entryJson: string,
+    dueAt: string,
+  ): Promise<unknown>;
   /** Replies the JSON of the entries taken, oldest due first. */
-  [SCRIPT_NAMES.takeDuePending](dueKey: string, entriesKey: string, now: string, limit: number, leasedUntil: string): Promise<unknown>;
+  [SCRIPT_NAMES.takeDuePending](
+    dueKey: string,
+    entriesKey: string,
+    now: string,
+    limit: number,
+    leasedUntil: string,
+  ): Promise<unknown>;
   /** Replies 1. */
   [SCRIPT_NAMES.removePending](dueKey: string, entriesKey: string, paymentId: string): Promise<unknown>;
   /** Replies 1. */

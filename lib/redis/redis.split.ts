@@ -27,7 +27,9 @@ export async function finishInTwoSlots(
   const k = db.keys;
   const event = k.event(finish.eventKey);
   const ended = await db.run('finishOutcome', () =>
-    finish.claim === 'done' ? db.scripts[SCRIPT_NAMES.markDone](event, finish.owner, donePx) : db.scripts[SCRIPT_NAMES.release](event, finish.owner),
+    finish.claim === 'done'
+      ? db.scripts[SCRIPT_NAMES.markDone](event, finish.owner, donePx)
+      : db.scripts[SCRIPT_NAMES.release](event, finish.owner),
   );
   const writeRecord = () =>
     db.run('finishOutcome', () =>

@@ -83,7 +83,9 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
   /** @inheritdoc */
   async saveBinding(tokenId: string, binding: PaymentBinding, ttlMs: number): Promise<void> {
     const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
-    await this.#db.run('saveBinding', () => this.#db.client.set(this.#bindingKey(tokenId), JSON.stringify(binding), 'PX', px));
+    await this.#db.run('saveBinding', () =>
+      this.#db.client.set(this.#bindingKey(tokenId), JSON.stringify(binding), 'PX', px),
+    );
   }
 
   /** @inheritdoc */
@@ -95,7 +97,9 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
   /** @inheritdoc */
   async claim(eventKey: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
     const px = positiveMs('RedisPaymentsStore', leaseMs, 'leaseMs');
-    const reply = await this.#db.run('claim', () => this.#db.scripts[SCRIPT_NAMES.claim](this.#eventKey(eventKey), owner, px));
+    const reply = await this.#db.run('claim', () =>
+      this.#db.scripts[SCRIPT_NAMES.claim](this.#eventKey(eventKey), owner, px),
+    );
     if (reply === 'claimed' || reply === 'done' || reply === 'busy') return reply;
     throw new Error(`RedisPaymentsStore: unexpected reply to claim: ${String(reply)}`);
   }
@@ -105,20 +109,35 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
    * the binding names the payment. On a cluster, where the two keys live in different slots, the
    * lookup and then the claim (two round trips; a binding never changes once written).
    */
-  async findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim> {
+  async findBindingAndClaim(
+    tokenId: string,
+    paymentId: string,
+    eventKey: string,
+    owner: string,
+    leaseMs: number,
+  ): Promise<BindingClaim> {
     const px = positiveMs('RedisPaymentsStore', leaseMs, 'leaseMs');
     if (this.#db.keys.layout === 'cluster') {
       const found = await this.findBinding(tokenId);
-      return found?.paymentId === paymentId ? { binding: found, claim: await this.claim(eventKey, owner, px) } : { binding: found };
+      return found?.paymentId === paymentId
+        ? { binding: found, claim: await this.claim(eventKey, owner, px) }
+        : { binding: found };
     }
     const reply = await this.#db.run('findBindingAndClaim', () =>
-      this.#db.scripts[SCRIPT_NAMES.findBindingAndClaim](this.#bindingKey(tokenId), this.#eventKey(eventKey), paymentId, owner, px),
+      this.#db.scripts[SCRIPT_NAMES.findBindingAndClaim](
+        this.#bindingKey(tokenId),
+        this.#eventKey(eventKey),
+        paymentId,
+        owner,
+        px,
+      ),
     );
     if (!Array.isArray(reply)) throw new Error('RedisPaymentsStore: unexpected reply to findBindingAndClaim');
     const binding = reply.length === 0 ? undefined : parseBinding(String(reply[0]));
     const claim = reply[1] === undefined ? undefined : String(reply[1]);
     if (claim === undefined) return { binding };
-    if (claim !== 'claimed' && claim !== 'done' && claim !== 'busy') throw new Error(`RedisPaymentsStore: unexpected reply to findBindingAndClaim: ${claim}`);
+    if (claim !== 'claimed' && claim !== 'done' && claim !== 'busy')
+      throw new Error(`RedisPaymentsStore: unexpected reply to findBindingAndClaim: ${claim}`);
     if (!binding) {
       // The script read a payment id from a value this store does not take for a binding (written
       // by hand or by another version): nothing may be claimed for a binding that is not one.
@@ -141,7 +160,9 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
   /** @inheritdoc */
   async markDone(eventKey: string, owner: string, ttlMs: number): Promise<boolean> {
     const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
-    const reply = await this.#db.run('markDone', () => this.#db.scripts[SCRIPT_NAMES.markDone](this.#eventKey(eventKey), owner, px));
+    const reply = await this.#db.run('markDone', () =>
+      this.#db.scripts[SCRIPT_NAMES.markDone](this.#eventKey(eventKey), owner, px),
+    );
     // A host's client with `stringNumbers: true` answers '1' instead of 1.
     return Number(reply) === 1;
   }
@@ -177,7 +198,13 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
     const count = Math.floor(limit);
     if (!(count > 0)) return [];
     const reply = await this.#db.run('takeDuePending', () =>
-      this.#db.scripts[SCRIPT_NAMES.takeDuePending](this.#db.keys.pendingDue, this.#db.keys.pendingEntries, String(at), count, String(at + lease)),
+      this.#db.scripts[SCRIPT_NAMES.takeDuePending](
+        this.#db.keys.pendingDue,
+        this.#db.keys.pendingEntries,
+        String(at),
+        count,
+        String(at + lease),
+      ),
     );
     return (Array.isArray(reply) ? reply : []).map(parsePending).filter((e): e is PendingPayment => e !== undefined);
   }
@@ -190,7 +217,9 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
 
   /** @inheritdoc */
   async removePending(paymentId: string): Promise<void> {
-    await this.#db.run('removePending', () => this.#db.scripts[SCRIPT_NAMES.removePending](this.#db.keys.pendingDue, this.#db.keys.pendingEntries, paymentId));
+    await this.#db.run('removePending', () =>
+      this.#db.scripts[SCRIPT_NAMES.removePending](this.#db.keys.pendingDue, this.#db.keys.pendingEntries, paymentId),
+    );
   }
 
   /** @inheritdoc */

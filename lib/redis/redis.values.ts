@@ -18,7 +18,9 @@ function parseObject(raw: unknown): Record<string, unknown> | undefined {
   if (typeof raw !== 'string') return undefined;
   try {
     const value = JSON.parse(raw) as unknown;
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -29,7 +31,8 @@ const optionalString = (v: unknown) => v === undefined || typeof v === 'string';
 /** A stored binding, or undefined when the value is not one. */
 export function parseBinding(raw: string): PaymentBinding | undefined {
   const b = parseObject(raw);
-  if (!b || typeof b.paymentId !== 'string' || typeof b.amount !== 'string' || typeof b.createdAt !== 'string') return undefined;
+  if (!b || typeof b.paymentId !== 'string' || typeof b.amount !== 'string' || typeof b.createdAt !== 'string')
+    return undefined;
   if (b.developerTrackingId !== undefined && typeof b.developerTrackingId !== 'string') return undefined;
   return b as unknown as PaymentBinding;
 }
@@ -44,8 +47,12 @@ export function parsePending(raw: unknown): PendingPayment | undefined {
 export function parseOutcome(raw: unknown): OutcomeRecord | undefined {
   const r = parseObject(raw);
   if (!r) return undefined;
-  if (!['paymentId', 'outcome', 'status', 'source', 'handlers', 'updatedAt'].every((k) => typeof r[k] === 'string') || typeof r.attempts !== 'number')
+  if (
+    !['paymentId', 'outcome', 'status', 'source', 'handlers', 'updatedAt'].every((k) => typeof r[k] === 'string') ||
+    typeof r.attempts !== 'number'
+  )
     return undefined;
-  if (!optionalString(r.amount) || !optionalString(r.developerTrackingId) || !optionalString(r.lastError)) return undefined;
+  if (!optionalString(r.amount) || !optionalString(r.developerTrackingId) || !optionalString(r.lastError))
+    return undefined;
   return r as unknown as OutcomeRecord;
 }

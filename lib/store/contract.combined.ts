@@ -18,7 +18,10 @@ export function describeCombined(c: ContractContext): void {
   ];
   for (const [how, view] of views)
     describe(`combined operations, through ${how}`, () => {
-      const outcomeRecord = (paymentId: string, overrides: Partial<OutcomeRecord> = {}): Omit<OutcomeRecord, 'attempts'> => ({
+      const outcomeRecord = (
+        paymentId: string,
+        overrides: Partial<OutcomeRecord> = {},
+      ): Omit<OutcomeRecord, 'attempts'> => ({
         paymentId,
         outcome: 'confirmed',
         status: 'SUCCESS',
@@ -28,7 +31,12 @@ export function describeCombined(c: ContractContext): void {
         updatedAt: '2025-01-02T03:04:05.000Z',
         ...overrides,
       });
-      const finish = (k: string, me: string, paymentId: string, overrides: Partial<OutcomeFinish> = {}): OutcomeFinish => ({
+      const finish = (
+        k: string,
+        me: string,
+        paymentId: string,
+        overrides: Partial<OutcomeFinish> = {},
+      ): OutcomeFinish => ({
         eventKey: k,
         owner: me,
         claim: 'done',
@@ -46,13 +54,25 @@ export function describeCombined(c: ContractContext): void {
         const k = key();
         const me = owner();
         await store.saveBinding(token, saved, LONG_MS);
-        await expect(s.findBindingAndClaim(token, saved.paymentId, k, me, LONG_MS)).resolves.toStrictEqual({ binding: saved, claim: 'claimed' });
+        await expect(s.findBindingAndClaim(token, saved.paymentId, k, me, LONG_MS)).resolves.toStrictEqual({
+          binding: saved,
+          claim: 'claimed',
+        });
         // The same owner again gets its claim back (a resent command, a renewal); another is busy.
-        await expect(s.findBindingAndClaim(token, saved.paymentId, k, me, LONG_MS)).resolves.toStrictEqual({ binding: saved, claim: 'claimed' });
-        await expect(s.findBindingAndClaim(token, saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({ binding: saved, claim: 'busy' });
+        await expect(s.findBindingAndClaim(token, saved.paymentId, k, me, LONG_MS)).resolves.toStrictEqual({
+          binding: saved,
+          claim: 'claimed',
+        });
+        await expect(s.findBindingAndClaim(token, saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({
+          binding: saved,
+          claim: 'busy',
+        });
         await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('busy');
         await expect(store.markDone(k, me, LONG_MS)).resolves.toBe(true);
-        await expect(s.findBindingAndClaim(token, saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({ binding: saved, claim: 'done' });
+        await expect(s.findBindingAndClaim(token, saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({
+          binding: saved,
+          claim: 'done',
+        });
       });
 
       it('findBindingAndClaim claims nothing without a binding, or for a binding of another payment', async () => {
@@ -60,9 +80,13 @@ export function describeCombined(c: ContractContext): void {
         const token = randomUUID();
         const saved = binding();
         const k = key();
-        await expect(s.findBindingAndClaim(randomUUID(), saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({ binding: undefined });
+        await expect(s.findBindingAndClaim(randomUUID(), saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({
+          binding: undefined,
+        });
         await store.saveBinding(token, saved, LONG_MS);
-        await expect(s.findBindingAndClaim(token, `pay_${randomUUID()}`, k, owner(), LONG_MS)).resolves.toStrictEqual({ binding: saved });
+        await expect(s.findBindingAndClaim(token, `pay_${randomUUID()}`, k, owner(), LONG_MS)).resolves.toStrictEqual({
+          binding: saved,
+        });
         // Nothing was claimed: a claim by anyone still succeeds.
         await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('claimed');
       });
@@ -74,10 +98,14 @@ export function describeCombined(c: ContractContext): void {
         await store.saveBinding(token, saved, SHORT_MS);
         await sleep(PAST_SHORT_MS);
         const k = key();
-        await expect(s.findBindingAndClaim(token, saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({ binding: undefined });
+        await expect(s.findBindingAndClaim(token, saved.paymentId, k, owner(), LONG_MS)).resolves.toStrictEqual({
+          binding: undefined,
+        });
         await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('claimed');
         await store.saveBinding(token, saved, LONG_MS);
-        await expect(s.findBindingAndClaim(token, saved.paymentId, key(), owner(), 0)).rejects.toBeInstanceOf(RangeError);
+        await expect(s.findBindingAndClaim(token, saved.paymentId, key(), owner(), 0)).rejects.toBeInstanceOf(
+          RangeError,
+        );
       });
 
       it('findBindingAndClaim grants exactly one of 30 concurrent attempts', async () => {
@@ -86,7 +114,9 @@ export function describeCombined(c: ContractContext): void {
         const saved = binding();
         const k = key();
         await store.saveBinding(token, saved, LONG_MS);
-        const outcomes = await Promise.all(Array.from({ length: 30 }, () => s.findBindingAndClaim(token, saved.paymentId, k, owner(), LONG_MS)));
+        const outcomes = await Promise.all(
+          Array.from({ length: 30 }, () => s.findBindingAndClaim(token, saved.paymentId, k, owner(), LONG_MS)),
+        );
         expect(outcomes.filter((o) => o.claim === 'claimed')).toHaveLength(1);
         expect(outcomes.filter((o) => o.claim === 'busy')).toHaveLength(29);
       });
@@ -98,11 +128,17 @@ export function describeCombined(c: ContractContext): void {
         const entry: PendingPayment = { ...binding(), checks: 1 };
         await store.schedulePending(entry, Date.now() + LONG_MS);
         await store.saveOutcome(
-          { ...outcomeRecord(entry.paymentId, { outcome: 'confirmed', handlers: 'failed', lastError: 'Error: down' }), attempts: 2 },
+          {
+            ...outcomeRecord(entry.paymentId, { outcome: 'confirmed', handlers: 'failed', lastError: 'Error: down' }),
+            attempts: 2,
+          },
           LONG_MS,
         );
         await store.claim(k, me, LONG_MS);
-        const record = outcomeRecord(entry.paymentId, { developerTrackingId: 'order-42', updatedAt: '2025-01-02T03:05:00.000Z' });
+        const record = outcomeRecord(entry.paymentId, {
+          developerTrackingId: 'order-42',
+          updatedAt: '2025-01-02T03:05:00.000Z',
+        });
         await expect(s.finishOutcome(finish(k, me, entry.paymentId, { record }))).resolves.toBe(true);
         await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('done');
         await expect(store.findPending(entry.paymentId)).resolves.toBeUndefined();
@@ -130,8 +166,16 @@ export function describeCombined(c: ContractContext): void {
         const entry: PendingPayment = { ...binding(), checks: 0 };
         await store.schedulePending(entry, Date.now() + LONG_MS);
         await store.claim(k, me, LONG_MS);
-        const pendingRecord = outcomeRecord(entry.paymentId, { outcome: 'pending', status: 'PENDING', handlers: 'none' });
-        await expect(s.finishOutcome(finish(k, me, entry.paymentId, { claim: 'release', record: pendingRecord, attemptsAdded: 0 }))).resolves.toBe(false);
+        const pendingRecord = outcomeRecord(entry.paymentId, {
+          outcome: 'pending',
+          status: 'PENDING',
+          handlers: 'none',
+        });
+        await expect(
+          s.finishOutcome(
+            finish(k, me, entry.paymentId, { claim: 'release', record: pendingRecord, attemptsAdded: 0 }),
+          ),
+        ).resolves.toBe(false);
         await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('claimed');
         await expect(store.findPending(entry.paymentId)).resolves.toStrictEqual(entry);
         await expect(store.getOutcome(entry.paymentId)).resolves.toStrictEqual({ ...pendingRecord, attempts: 0 });
@@ -198,7 +242,9 @@ export function describeCombined(c: ContractContext): void {
         const attempt = async () => {
           const me = owner();
           while ((await store.claim(k, me, LONG_MS)) !== 'claimed') await sleep(2);
-          await s.finishOutcome(finish(k, me, paymentId, { claim: 'release', record: outcomeRecord(paymentId, { handlers: 'failed' }) }));
+          await s.finishOutcome(
+            finish(k, me, paymentId, { claim: 'release', record: outcomeRecord(paymentId, { handlers: 'failed' }) }),
+          );
         };
         await Promise.all(Array.from({ length: 10 }, attempt));
         await expect(store.getOutcome(paymentId)).resolves.toMatchObject({ attempts: 10 });
@@ -220,7 +266,14 @@ export function describeCombined(c: ContractContext): void {
               owner: owner(),
               claim: 'release',
               doneTtlMs: LONG_MS,
-              record: { paymentId, outcome: 'confirmed', status: 'SUCCESS', source: 'webhook', handlers: 'failed', updatedAt: new Date().toISOString() },
+              record: {
+                paymentId,
+                outcome: 'confirmed',
+                status: 'SUCCESS',
+                source: 'webhook',
+                handlers: 'failed',
+                updatedAt: new Date().toISOString(),
+              },
               attemptsAdded: 1,
               recordTtlMs: LONG_MS,
             }),

@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { BasicPaymentsStore, type OrderCheckout, type OrderLedger, type OutcomeRecord, type PaymentsStore, type PendingPayment } from '../core/index.js';
+import {
+  BasicPaymentsStore,
+  type OrderCheckout,
+  type OrderLedger,
+  type OutcomeRecord,
+  type PaymentsStore,
+  type PendingPayment,
+} from '../core/index.js';
 import { orderLedgerOf } from '../core/store/store.ports.js';
 import { binding, LONG_MS, PAST_SHORT_MS, SHORT_MS, sleep, type ContractContext } from './contract.support.js';
 
@@ -34,7 +41,8 @@ export function describeRecords(c: ContractContext): void {
     it('keeps orders apart, whatever characters their keys hold', async () => {
       const keys = [order(), `{${order()}}`, `${order()} :é/ü`, `${order()}}{`];
       const payments = keys.map(() => paid());
-      for (const [i, k] of keys.entries()) expect(await ledger().settleOrder(k, payments[i], LONG_MS)).toEqual(payments[i]);
+      for (const [i, k] of keys.entries())
+        expect(await ledger().settleOrder(k, payments[i], LONG_MS)).toEqual(payments[i]);
       for (const [i, k] of keys.entries()) expect(await ledger().findOrderSettlement(k)).toEqual(payments[i]);
     });
 
@@ -82,7 +90,11 @@ export function describeRecords(c: ContractContext): void {
       if (store instanceof BasicPaymentsStore) return;
       const o = order();
       const first = paid();
-      await ledger().saveCheckout(o, { ...first, link: 'https://pay.example.com/l', fingerprint: '', sessionEndsAt: '2030-01-01T00:00:00.000Z' }, LONG_MS);
+      await ledger().saveCheckout(
+        o,
+        { ...first, link: 'https://pay.example.com/l', fingerprint: '', sessionEndsAt: '2030-01-01T00:00:00.000Z' },
+        LONG_MS,
+      );
       expect(await ledger().findOrderSettlement(o)).toBeUndefined();
       await ledger().settleOrder(o, first, LONG_MS);
       expect((await ledger().findCheckout(o))?.paymentId).toBe(first.paymentId);
@@ -96,7 +108,11 @@ export function describeRecords(c: ContractContext): void {
   });
 
   describe('reconciliation queue', () => {
-    const pending = (overrides: Partial<PendingPayment> = {}): PendingPayment => ({ ...binding(), checks: 0, ...overrides });
+    const pending = (overrides: Partial<PendingPayment> = {}): PendingPayment => ({
+      ...binding(),
+      checks: 0,
+      ...overrides,
+    });
 
     it('finds a queued payment, field for field, and counts it', async () => {
       const entry = pending({ sessionEndsAt: '2025-01-02T03:24:05.000Z', checks: 2 });
@@ -200,7 +216,11 @@ export function describeRecords(c: ContractContext): void {
       // A distinctive year keeps other tests' records out of the filtered pages' way.
       const marker = randomUUID();
       const saved = Array.from({ length: 7 }, (_, i) =>
-        record({ updatedAt: `2999-01-01T00:00:0${i}.000Z`, handlers: i % 2 === 0 ? 'failed' : 'succeeded', lastError: marker }),
+        record({
+          updatedAt: `2999-01-01T00:00:0${i}.000Z`,
+          handlers: i % 2 === 0 ? 'failed' : 'succeeded',
+          lastError: marker,
+        }),
       );
       for (const r of saved) await store.saveOutcome(r, LONG_MS);
       const seen: OutcomeRecord[] = [];
@@ -246,7 +266,11 @@ export function describeRecords(c: ContractContext): void {
       const marker = randomUUID();
       const at = '2997-03-03T03:03:03.000Z';
       const ids = Array.from({ length: 5 }, () => `pay_${randomUUID()}`);
-      for (const id of ids) await store.saveOutcome(record({ paymentId: id, updatedAt: at, outcome: 'authorized', lastError: marker }), LONG_MS);
+      for (const id of ids)
+        await store.saveOutcome(
+          record({ paymentId: id, updatedAt: at, outcome: 'authorized', lastError: marker }),
+          LONG_MS,
+        );
       await store.saveOutcome(record({ updatedAt: at, outcome: 'failed', lastError: marker }), LONG_MS);
       const seen: OutcomeRecord[] = [];
       let cursor: string | undefined;

@@ -4,8 +4,21 @@
  * basic ones, the transaction ports of an exactly-once store, the in-memory store, and the store
  * contract as a runnable suite for the author's own test runner. See docs/stores.md.
  */
-export { STORE_METHODS, ORDER_LEDGER_METHODS, BasicPaymentsStore, isTransactional, MemoryPaymentsStore, MemoryRateLimiter } from '../core/index.js';
-export { OUTCOME_PAGE, outcomeCursor, parseOutcomeCursor, outcomeSortsBefore, outcomePageLimit } from '../core/index.js';
+export {
+  STORE_METHODS,
+  ORDER_LEDGER_METHODS,
+  BasicPaymentsStore,
+  isTransactional,
+  MemoryPaymentsStore,
+  MemoryRateLimiter,
+} from '../core/index.js';
+export {
+  OUTCOME_PAGE,
+  outcomeCursor,
+  parseOutcomeCursor,
+  outcomeSortsBefore,
+  outcomePageLimit,
+} from '../core/index.js';
 export type {
   PaymentsStore,
   BindingStore,
@@ -41,4 +54,10 @@ export type {
   ClockTimer,
 } from '../core/index.js';
 export { describeStoreContract } from './contract.suite.js';
-export type { StoreContractHooks, ContractMatchers, ContractAssertions, StoreFixture, StoreContractOptions } from './contract.hooks.js';
+export type {
+  StoreContractHooks,
+  ContractMatchers,
+  ContractAssertions,
+  StoreFixture,
+  StoreContractOptions,
+} from './contract.hooks.js';

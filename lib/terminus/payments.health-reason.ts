@@ -26,6 +26,10 @@ export function healthReasonOf(error: unknown, depth = 0): string {
   const reply = name === 'ReplyError' ? /^([A-Z][A-Z_]{2,31})\b/.exec(message) : null;
   if (reply) return reply[1];
   if (/timed out|timeout/i.test(message) || name === 'TimeoutError') return 'TIMEOUT';
-  if (name === 'MaxRetriesPerRequestError' || /connection is closed|connection terminated|connection refused/i.test(message)) return 'CONNECTION_FAILED';
+  if (
+    name === 'MaxRetriesPerRequestError' ||
+    /connection is closed|connection terminated|connection refused/i.test(message)
+  )
+    return 'CONNECTION_FAILED';
   return 'UNKNOWN_ERROR';
 }

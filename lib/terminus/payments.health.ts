@@ -95,7 +95,10 @@ export class PaymentsHealthIndicator {
    *   `>n` past the threshold) unless `maxOverdue` is false, `service` (when checked) and `reason`
    *   (a code) in the data
    */
-  async isHealthy<const Key extends string>(key: Key, options: PaymentsHealthCheckOptions = {}): Promise<HealthIndicatorResult<Key>> {
+  async isHealthy<const Key extends string>(
+    key: Key,
+    options: PaymentsHealthCheckOptions = {},
+  ): Promise<HealthIndicatorResult<Key>> {
     const session = this.health.check(key);
     const timeoutMs = options.timeoutMs ?? 3000;
     let client: PaymentsClient;
@@ -118,7 +121,8 @@ export class PaymentsHealthIndicator {
         const overdue = await withTimeout(countOverdueOutcomes(client.store, maxOverdue), timeoutMs);
         data.overdue = overdue > maxOverdue ? `>${maxOverdue}` : String(overdue);
         data.outcomes = overdue > maxOverdue ? 'degraded' : 'ok';
-        if (overdue > maxOverdue && options.downWhenOverdue) return session.down({ ...data, reason: 'OUTCOMES_OVERDUE' });
+        if (overdue > maxOverdue && options.downWhenOverdue)
+          return session.down({ ...data, reason: 'OUTCOMES_OVERDUE' });
       } catch (error) {
         return session.down({ store: 'down', reason: healthReasonOf(error) });
       }
@@ -131,7 +135,11 @@ export class PaymentsHealthIndicator {
     return session.up(data);
   }
 
-  #checkService(client: PaymentsClient, timeoutMs: number, cacheMs: number): Promise<{ up: boolean; reason?: string; checkedAt: string }> {
+  #checkService(
+    client: PaymentsClient,
+    timeoutMs: number,
+    cacheMs: number,
+  ): Promise<{ up: boolean; reason?: string; checkedAt: string }> {
     const now = Date.now();
     const cached = this.#serviceChecks.get(client);
     if (cached && cached.expiresAt > now) return cached.result;
@@ -152,7 +160,9 @@ export class PaymentsHealthIndicator {
             e.httpStatus !== 403 &&
             e.httpStatus !== 404 &&
             e.httpStatus !== 429);
-        return answered ? { up: true, checkedAt: new Date().toISOString() } : { up: false, reason: healthReasonOf(error), checkedAt: new Date().toISOString() };
+        return answered
+          ? { up: true, checkedAt: new Date().toISOString() }
+          : { up: false, reason: healthReasonOf(error), checkedAt: new Date().toISOString() };
       },
     );
     this.#serviceChecks.set(client, { expiresAt: now + cacheMs, result });

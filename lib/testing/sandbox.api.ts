@@ -55,7 +55,11 @@ type ErrorShape = 'nested' | 'flat';
 interface Route {
   method: 'GET' | 'POST';
   shape: ErrorShape;
-  handle: (ctx: ApiContext, res: ServerResponse, input: { body: Record<string, unknown>; query: URLSearchParams; param: string }) => void;
+  handle: (
+    ctx: ApiContext,
+    res: ServerResponse,
+    input: { body: Record<string, unknown>; query: URLSearchParams; param: string },
+  ) => void;
 }
 
 function nestedError(res: ServerResponse, status: number, message: string): void {
@@ -89,7 +93,8 @@ const routes: Record<string, Route> = {
       const input = parseGenerateRequest(body);
       if (!input) return nestedError(res, 400, 'Bad Request');
       const payment = ctx.state.createPayment(input);
-      if (ctx.generateAnswer === 'minimal') return sendJson(res, 200, { result: { payment_id: payment.paymentId, link: payment.link } });
+      if (ctx.generateAnswer === 'minimal')
+        return sendJson(res, 200, { result: { payment_id: payment.paymentId, link: payment.link } });
       const result: Record<string, unknown> = { success: true, payment_id: payment.paymentId, link: payment.link };
       if (payment.developerTrackingId !== undefined) result.developer_tracking_id = payment.developerTrackingId;
       sendJson(res, 200, { result, name: SANDBOX_SERVICE_NAME, code: 0, version: 'v2' });
@@ -128,7 +133,10 @@ const routes: Record<string, Route> = {
       if (!ctx.state.get(paymentId)) return unknownPayment(res);
       const payment = ctx.state.cancel(paymentId);
       if (!payment) return flatError(res, 400, 'Pre-auth payment cannot be cancelled', 'CANCELLATION_FAILED');
-      sendJson(res, 200, { result: { payment_id: payment.paymentId, status: 'cancelled', cancelled_at: payment.cancelledAt }, status: 'success' });
+      sendJson(res, 200, {
+        result: { payment_id: payment.paymentId, status: 'cancelled', cancelled_at: payment.cancelledAt },
+        status: 'success',
+      });
     },
   },
   '/api/v2/confirm_payment': {
@@ -149,7 +157,12 @@ const routes: Record<string, Route> = {
           : flatError(res, 400, 'Payment cannot be captured', 'CAPTURE_NOT_ALLOWED');
       }
       sendJson(res, 200, {
-        result: { payment_id: captured.paymentId, status: 'confirmed', amount: captured.capturedAmount, confirmed_at: captured.capturedAt },
+        result: {
+          payment_id: captured.paymentId,
+          status: 'confirmed',
+          amount: captured.capturedAmount,
+          confirmed_at: captured.capturedAt,
+        },
         status: 'success',
       });
     },
@@ -173,7 +186,12 @@ const verifyRoute: Route = {
   handle(ctx, res, { param }) {
     const decision = ctx.verifyLimiter.call(param);
     if (!decision.allowed) {
-      return sendJson(res, 429, { result: { status: 429, message: 'Too Many Requests' } }, { 'Retry-After': String(decision.retryAfterSecs) });
+      return sendJson(
+        res,
+        429,
+        { result: { status: 429, message: 'Too Many Requests' } },
+        { 'Retry-After': String(decision.retryAfterSecs) },
+      );
     }
     const payment = ctx.state.get(param);
     if (!payment) return nestedError(res, 404, 'Payment not found');
@@ -198,7 +216,13 @@ function findRoute(pathname: string): { route: Route; param: string } | undefine
  * Answers one request under `/api/v2/`, whose body has already been read (and logged).
  * Never throws: every outcome is an HTTP answer.
  */
-export function handleApiRequest(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, url: URL, rawBody: string): void {
+export function handleApiRequest(
+  ctx: ApiContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  rawBody: string,
+): void {
   if (req.headers.authorization !== ctx.authorization) return nestedError(res, 401, 'Unauthorized');
   const found = findRoute(url.pathname);
   if (!found) return nestedError(res, 404, 'Not Found');
@@ -209,14 +233,16 @@ export function handleApiRequest(ctx: ApiContext, req: IncomingMessage, res: Ser
   }
   let body: Record<string, unknown> = {};
   if (route.method === 'POST') {
-    if (!isJsonContentType(req)) return errorIn(route.shape, res, 400, 'Content-Type must be application/json', 'BAD_REQUEST');
+    if (!isJsonContentType(req))
+      return errorIn(route.shape, res, 400, 'Content-Type must be application/json', 'BAD_REQUEST');
     let parsed: unknown;
     try {
       parsed = JSON.parse(rawBody);
     } catch {
       parsed = undefined;
     }
-    if (!isJsonObject(parsed)) return errorIn(route.shape, res, 400, 'Request body must be a JSON object', 'BAD_REQUEST');
+    if (!isJsonObject(parsed))
+      return errorIn(route.shape, res, 400, 'Request body must be a JSON object', 'BAD_REQUEST');
     body = parsed;
   }
   route.handle(ctx, res, { body, query: url.searchParams, param });

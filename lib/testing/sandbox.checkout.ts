@@ -16,7 +16,8 @@ import type { SandboxPaymentState, SandboxSettlement } from './sandbox.types.js'
 import { appendQuery, toAsciiUrl } from './sandbox.url.js';
 
 /** Outcome of paying or declining: the settlement, or why it was refused. */
-export type SettleOutcome = { ok: true; settlement: SandboxSettlement } | { ok: false; reason: 'unknown' | SandboxPaymentState };
+export type SettleOutcome =
+  { ok: true; settlement: SandboxSettlement } | { ok: false; reason: 'unknown' | SandboxPaymentState };
 
 /** What the checkout needs from the sandbox. */
 export interface CheckoutContext {
@@ -63,7 +64,12 @@ function notFound(res: ServerResponse): void {
  * Answers a request whose path is under the checkout path. Returns false, answering nothing,
  * when the path is not a checkout route.
  */
-export async function handleCheckoutRequest(ctx: CheckoutContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+export async function handleCheckoutRequest(
+  ctx: CheckoutContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+): Promise<boolean> {
   const match = ROUTE.exec(url.pathname);
   if (!match) return false;
   const paymentId = decodeSegment(match[1]);
@@ -101,7 +107,11 @@ export async function handleCheckoutRequest(ctx: CheckoutContext, req: IncomingM
     notFound(res);
   } else {
     // 409: the click came too late (already paid, declined, expired...); the page says why.
-    sendHtml(res, 409, messagePage('Payment not pending', `This payment is ${outcome.reason}; it can no longer be paid or declined.`));
+    sendHtml(
+      res,
+      409,
+      messagePage('Payment not pending', `This payment is ${outcome.reason}; it can no longer be paid or declined.`),
+    );
   }
   return true;
 }

@@ -5,7 +5,13 @@
 import { parseArgs } from 'node:util';
 import { SANDBOX_PRIVATE_KEY } from './sandbox.options.js';
 import { PaymentsSandbox } from './sandbox.server.js';
-import type { SandboxGenerateAnswer, SandboxPaymentIdInUrl, SandboxRateLimit, SandboxWebhookFailure, SandboxWebhookMethod } from './sandbox.types.js';
+import type {
+  SandboxGenerateAnswer,
+  SandboxPaymentIdInUrl,
+  SandboxRateLimit,
+  SandboxWebhookFailure,
+  SandboxWebhookMethod,
+} from './sandbox.types.js';
 
 /** Port of the command's sandbox when `--port` is not given: fixed, so bookmarks and configs keep working. */
 export const CLI_DEFAULT_PORT = 4010;
@@ -92,7 +98,10 @@ function rateLimit(flag: string, value: string | undefined): SandboxRateLimit | 
   const match = /^([0-9]{1,9})\/([0-9]{1,9})$/.exec(value);
   const max = match ? Number(match[1]) : 0;
   const seconds = match ? Number(match[2]) : 0;
-  if (!(max > 0 && seconds > 0)) throw new SandboxUsageError(`${flag} must be N/SECONDS with positive integers, e.g. 5/60, got ${JSON.stringify(value)}`);
+  if (!(max > 0 && seconds > 0))
+    throw new SandboxUsageError(
+      `${flag} must be N/SECONDS with positive integers, e.g. 5/60, got ${JSON.stringify(value)}`,
+    );
   return { max, windowMs: seconds * 1000 };
 }
 
@@ -135,16 +144,26 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxCliArgs {
   let port = CLI_DEFAULT_PORT;
   if (values.port !== undefined) {
     port = /^[0-9]{1,5}$/.test(values.port) ? Number(values.port) : NaN;
-    if (!(port >= 0 && port <= 65535)) throw new SandboxUsageError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(values.port)}`);
+    if (!(port >= 0 && port <= 65535))
+      throw new SandboxUsageError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(values.port)}`);
   }
   const host = nonEmpty('--host', values.host) ?? '127.0.0.1';
   const publicKey = nonEmpty('--public-key', values['public-key']);
   const privateKey = nonEmpty('--private-key', values['private-key']);
-  const generateAnswer = choice<SandboxGenerateAnswer>('--generate-answer', values['generate-answer'], ['full', 'minimal']);
+  const generateAnswer = choice<SandboxGenerateAnswer>('--generate-answer', values['generate-answer'], [
+    'full',
+    'minimal',
+  ]);
   const webhookMethod = choice<SandboxWebhookMethod>('--webhook-method', values['webhook-method'], ['POST', 'GET']);
-  const webhookPaymentIdInUrl = choice<SandboxPaymentIdInUrl>('--webhook-payment-id-in-url', values['webhook-payment-id-in-url'], ['append', 'naive', 'none']);
+  const webhookPaymentIdInUrl = choice<SandboxPaymentIdInUrl>(
+    '--webhook-payment-id-in-url',
+    values['webhook-payment-id-in-url'],
+    ['append', 'naive', 'none'],
+  );
   if (webhookMethod === 'GET' && webhookPaymentIdInUrl === 'none') {
-    throw new SandboxUsageError('--webhook-method GET carries payment_id in the URL, so --webhook-payment-id-in-url cannot be none');
+    throw new SandboxUsageError(
+      '--webhook-method GET carries payment_id in the URL, so --webhook-payment-id-in-url cannot be none',
+    );
   }
   const webhookAttempts = positive('--webhook-attempts', values['webhook-attempts']);
   const webhookTimeoutMs = positive('--webhook-timeout-ms', values['webhook-timeout-ms']);
@@ -175,7 +194,9 @@ function behaviourLines(args: SandboxCliRun): string {
   if (args.webhookAttempts !== undefined) lines.push(`webhook attempts: ${args.webhookAttempts}`);
   if (args.webhookTimeoutMs !== undefined) lines.push(`webhook timeout: ${args.webhookTimeoutMs} ms`);
   if (args.verifyRateLimit !== undefined)
-    lines.push(`verify rate limit: ${args.verifyRateLimit.max} calls per payment per ${args.verifyRateLimit.windowMs / 1000} s`);
+    lines.push(
+      `verify rate limit: ${args.verifyRateLimit.max} calls per payment per ${args.verifyRateLimit.windowMs / 1000} s`,
+    );
   if (args.webhookAllowedHosts !== undefined) lines.push(`webhooks also to: ${args.webhookAllowedHosts.join(', ')}`);
   return lines.map((line) => `  ${line}\n`).join('');
 }
@@ -231,13 +252,18 @@ export async function runSandboxCommand(
       onWebhookFailed: (failure) => io.stderr.write(`${failedDeliveryLine(failure)}\n`),
     });
   } catch (error) {
-    io.stderr.write(`nestjs-payments: cannot start the sandbox on ${args.host}:${args.port}: ${(error as Error).message}\n`);
+    io.stderr.write(
+      `nestjs-payments: cannot start the sandbox on ${args.host}:${args.port}: ${(error as Error).message}\n`,
+    );
     return 1;
   }
 
   // The default private key is the sandbox's own published test key, so printing it is harmless
   // and saves a trip to the docs; a key chosen on the command line is not echoed back.
-  const privateKeyLine = args.privateKey === undefined ? `${SANDBOX_PRIVATE_KEY}  (sandbox-only test key, not a secret)` : '(as given with --private-key)';
+  const privateKeyLine =
+    args.privateKey === undefined
+      ? `${SANDBOX_PRIVATE_KEY}  (sandbox-only test key, not a secret)`
+      : '(as given with --private-key)';
   io.stdout.write(
     `Payments sandbox listening on ${sandbox.url}\n` +
       `  baseUrl:     ${sandbox.url}\n` +

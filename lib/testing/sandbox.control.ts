@@ -34,7 +34,10 @@ export interface ControlContext {
 const ROUTE = new RegExp(`^${CONTROL_PATH}/([^/]+)/(${SANDBOX_ACTIONS.join('|')})$`);
 
 /** The settlement an action asks for, or why it cannot apply to this payment (before anything changes). */
-export function actionSettlement(action: SandboxAction, payment: SandboxPayment | undefined): Settlement | ControlRefusal {
+export function actionSettlement(
+  action: SandboxAction,
+  payment: SandboxPayment | undefined,
+): Settlement | ControlRefusal {
   if (!payment) return 'unknown payment';
   if (payment.state !== 'pending') return 'not pending';
   switch (action) {
@@ -53,7 +56,12 @@ export function actionSettlement(action: SandboxAction, payment: SandboxPayment 
   }
 }
 
-function refuse(res: ServerResponse, error: ControlRefusal, paymentId: string, payment: SandboxPayment | undefined): void {
+function refuse(
+  res: ServerResponse,
+  error: ControlRefusal,
+  paymentId: string,
+  payment: SandboxPayment | undefined,
+): void {
   const message =
     error === 'unknown payment'
       ? `unknown payment: the sandbox has no payment ${paymentId}`
@@ -64,7 +72,12 @@ function refuse(res: ServerResponse, error: ControlRefusal, paymentId: string, p
 }
 
 /** Answers a control request; false, answering nothing, when the path is not a control route. */
-export async function handleControlRequest(ctx: ControlContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+export async function handleControlRequest(
+  ctx: ControlContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+): Promise<boolean> {
   if (!url.pathname.startsWith(`${CONTROL_PATH}/`)) return false;
   const match = ROUTE.exec(url.pathname);
   let paymentId: string | undefined;
@@ -74,7 +87,10 @@ export async function handleControlRequest(ctx: ControlContext, req: IncomingMes
     paymentId = undefined;
   }
   if (!match || paymentId === undefined) {
-    sendJson(res, 404, { error: 'not found', message: `use POST ${CONTROL_PATH}/<paymentId>/<${SANDBOX_ACTIONS.join('|')}>` });
+    sendJson(res, 404, {
+      error: 'not found',
+      message: `use POST ${CONTROL_PATH}/<paymentId>/<${SANDBOX_ACTIONS.join('|')}>`,
+    });
     return true;
   }
   if (req.method !== 'POST') {
@@ -82,7 +98,10 @@ export async function handleControlRequest(ctx: ControlContext, req: IncomingMes
     return true;
   }
   if (isCrossSite(req)) {
-    sendJson(res, 403, { error: 'forbidden', message: 'the control routes refuse requests from web pages of another site' });
+    sendJson(res, 403, {
+      error: 'forbidden',
+      message: 'the control routes refuse requests from web pages of another site',
+    });
     return true;
   }
   const payment = ctx.state.get(paymentId);

@@ -23,7 +23,9 @@ export class SandboxWebhookError extends Error {
 
   constructor(settlement: SandboxSettlement) {
     const outcome = settlement.webhook;
-    const why = outcome?.error ?? (settlement.lastStatus !== undefined ? `last answer HTTP ${settlement.lastStatus}` : 'no answer');
+    const why =
+      outcome?.error ??
+      (settlement.lastStatus !== undefined ? `last answer HTTP ${settlement.lastStatus}` : 'no answer');
     super(
       `PaymentsSandbox: the ${settlement.status} webhook of payment ${settlement.payment.paymentId} was not delivered ` +
         `after ${settlement.attempts} attempt(s) (${why}); pass { requireDelivery: false } if that is expected`,

@@ -20,7 +20,8 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /** What listening on an address implies: start, start with a warning, or refuse. */
-export type ListenDecision = { kind: 'loopback' } | { kind: 'exposed'; warning: string } | { kind: 'refused'; error: string };
+export type ListenDecision =
+  { kind: 'loopback' } | { kind: 'exposed'; warning: string } | { kind: 'refused'; error: string };
 
 /**
  * The decision for listening on `host` with or without the sandbox's published default private key.

@@ -23,10 +23,13 @@ function validate(path: string, spec: SandboxFault): void {
   if (spec.status !== undefined && !(Number.isInteger(spec.status) && spec.status >= 100 && spec.status <= 599)) {
     throw new TypeError('fault status must be an integer from 100 to 599');
   }
-  if (spec.delayMs !== undefined && !isNonNegativeInteger(spec.delayMs)) throw new TypeError('fault delayMs must be a non-negative integer');
-  if (spec.times !== undefined && !(isNonNegativeInteger(spec.times) && spec.times > 0)) throw new TypeError('fault times must be a positive integer');
+  if (spec.delayMs !== undefined && !isNonNegativeInteger(spec.delayMs))
+    throw new TypeError('fault delayMs must be a non-negative integer');
+  if (spec.times !== undefined && !(isNonNegativeInteger(spec.times) && spec.times > 0))
+    throw new TypeError('fault times must be a positive integer');
   if (spec.body !== undefined && typeof spec.body !== 'string') throw new TypeError('fault body must be a string');
-  if (spec.contentType !== undefined && typeof spec.contentType !== 'string') throw new TypeError('fault contentType must be a string');
+  if (spec.contentType !== undefined && typeof spec.contentType !== 'string')
+    throw new TypeError('fault contentType must be a string');
 }
 
 function defaultContentType(body: string): string {
@@ -75,7 +78,8 @@ export class SandboxFaults {
   private prefixKey(path: string): string | undefined {
     let best: string | undefined;
     for (const key of this.armed.keys()) {
-      if (key.endsWith('/*') && path.startsWith(key.slice(0, -1)) && (best === undefined || key.length > best.length)) best = key;
+      if (key.endsWith('/*') && path.startsWith(key.slice(0, -1)) && (best === undefined || key.length > best.length))
+        best = key;
     }
     return best;
   }
@@ -87,7 +91,12 @@ export class SandboxFaults {
  *
  * @param signal aborted when the sandbox closes, so a pending delay does not keep a timer alive
  */
-export async function applyFault(fault: Readonly<SandboxFault>, req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<boolean> {
+export async function applyFault(
+  fault: Readonly<SandboxFault>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  signal: AbortSignal,
+): Promise<boolean> {
   if (fault.delayMs) {
     try {
       await sleep(fault.delayMs, undefined, { signal });

@@ -88,7 +88,8 @@ const STATE_NOTICES: Record<SandboxPaymentState, string> = {
   failed: 'This payment was declined.',
   expired: 'This payment session has expired.',
   refunded: 'This payment has been paid and refunded.',
-  preauthorized: 'The amount is held on the card (pre-authorized); the merchant will capture or release it. There is nothing to pay here.',
+  preauthorized:
+    'The amount is held on the card (pre-authorized); the merchant will capture or release it. There is nothing to pay here.',
   captured: 'This pre-authorized payment has been captured.',
   cancelled: 'This pre-authorized payment has been cancelled; the held amount was released.',
 };
@@ -137,7 +138,9 @@ export function indexPage(url: string, payments: readonly SandboxPayment[]): str
   const items = payments
     .map((p) => {
       const label = `${p.paymentId}: ${fromMillimes(p.amount)} TND, ${p.state}`;
-      return p.link ? `<li><a href="${escapeHtml(checkoutPath(p.paymentId))}">${escapeHtml(label)}</a></li>` : `<li>${escapeHtml(label)}</li>`;
+      return p.link
+        ? `<li><a href="${escapeHtml(checkoutPath(p.paymentId))}">${escapeHtml(label)}</a></li>`
+        : `<li>${escapeHtml(label)}</li>`;
     })
     .join('\n');
   return layout(

@@ -29,13 +29,23 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<
         chunks.push(chunk);
       }
     });
-    req.on('end', () => resolve(tooLarge ? { tooLarge: true, text: '' } : { tooLarge: false, text: Buffer.concat(chunks).toString('utf8') }));
+    req.on('end', () =>
+      resolve(
+        tooLarge ? { tooLarge: true, text: '' } : { tooLarge: false, text: Buffer.concat(chunks).toString('utf8') },
+      ),
+    );
     req.on('error', reject);
   });
 }
 
 /** Sends a body with an exact status and content type. */
-export function send(res: ServerResponse, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {
+export function send(
+  res: ServerResponse,
+  status: number,
+  contentType: string,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent || res.destroyed) return;
   res.writeHead(status, {
     'Content-Type': contentType,

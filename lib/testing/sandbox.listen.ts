@@ -26,7 +26,8 @@ export interface ListenPlan {
  */
 export function listenPlan(options: PaymentsSandboxOptions): ListenPlan {
   const port = options.port ?? 0;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError('PaymentsSandbox: port must be an integer from 0 to 65535');
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new TypeError('PaymentsSandbox: port must be an integer from 0 to 65535');
   const host = options.host ?? '127.0.0.1';
   const exposure = listenDecision(host, (options.privateKey ?? SANDBOX_PRIVATE_KEY) === SANDBOX_PRIVATE_KEY);
   if (exposure.kind === 'refused') throw new TypeError(exposure.error);
@@ -49,7 +50,11 @@ export function sandboxServer(handle: (req: IncomingMessage, res: ServerResponse
  * @returns the base URL, e.g. `http://127.0.0.1:43211`
  * @throws the listen error (e.g. `EADDRINUSE`) when the port is taken
  */
-export async function listenAsPlanned(server: http.Server, plan: ListenPlan, onWarning?: (message: string) => void): Promise<string> {
+export async function listenAsPlanned(
+  server: http.Server,
+  plan: ListenPlan,
+  onWarning?: (message: string) => void,
+): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(plan.port, plan.host, () => {
@@ -59,6 +64,7 @@ export async function listenAsPlanned(server: http.Server, plan: ListenPlan, onW
   });
   const address = server.address() as AddressInfo;
   const baseUrl = `http://${urlHost(plan.host)}:${address.port}`;
-  if (plan.exposure.kind === 'exposed') (onWarning ?? ((m: string) => process.stderr.write(`${m}\n`)))(plan.exposure.warning);
+  if (plan.exposure.kind === 'exposed')
+    (onWarning ?? ((m: string) => process.stderr.write(`${m}\n`)))(plan.exposure.warning);
   return baseUrl;
 }

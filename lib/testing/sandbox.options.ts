@@ -128,14 +128,16 @@ export type SandboxGenerateAnswer = 'full' | 'minimal';
 /** A positive integer option, or its default; a TypeError naming it otherwise. */
 export function positiveInteger(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`PaymentsSandbox: ${name} must be a positive integer`);
+  if (!Number.isSafeInteger(value) || value <= 0)
+    throw new TypeError(`PaymentsSandbox: ${name} must be a positive integer`);
   return value;
 }
 
 /** One of the allowed values, or the default; a TypeError naming the option otherwise. */
 export function oneOf<T extends string>(name: string, value: T | undefined, allowed: readonly T[], fallback: T): T {
   if (value === undefined) return fallback;
-  if (!allowed.includes(value)) throw new TypeError(`PaymentsSandbox: ${name} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
+  if (!allowed.includes(value))
+    throw new TypeError(`PaymentsSandbox: ${name} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
   return value;
 }
 
@@ -168,9 +170,16 @@ export interface WebhookDeliverySettings {
 /** The webhook delivery settings of a sandbox's options, each checked (TypeError naming it). */
 export function webhookDeliveryOf(options: PaymentsSandboxOptions): WebhookDeliverySettings {
   const method = oneOf('webhookMethod', options.webhookMethod, ['POST', 'GET'], 'POST');
-  const paymentIdInUrl = oneOf('webhookPaymentIdInUrl', options.webhookPaymentIdInUrl, ['none', 'append', 'naive'], 'append');
+  const paymentIdInUrl = oneOf(
+    'webhookPaymentIdInUrl',
+    options.webhookPaymentIdInUrl,
+    ['none', 'append', 'naive'],
+    'append',
+  );
   if (method === 'GET' && paymentIdInUrl === 'none') {
-    throw new TypeError("PaymentsSandbox: webhookMethod 'GET' carries payment_id in the URL only, so webhookPaymentIdInUrl cannot be 'none'");
+    throw new TypeError(
+      "PaymentsSandbox: webhookMethod 'GET' carries payment_id in the URL only, so webhookPaymentIdInUrl cannot be 'none'",
+    );
   }
   return {
     attempts: webhookAttemptsOf(options),

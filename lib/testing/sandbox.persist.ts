@@ -8,7 +8,14 @@
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { CHECKOUT_PATH, SandboxState, type NewPayment, type NewPreauthorization, type PaymentRecord, type Settlement } from './sandbox.state.js';
+import {
+  CHECKOUT_PATH,
+  SandboxState,
+  type NewPayment,
+  type NewPreauthorization,
+  type PaymentRecord,
+  type Settlement,
+} from './sandbox.state.js';
 import type { SandboxBinding, SandboxBindingInput, SandboxPayment } from './sandbox.types.js';
 
 /** What a state file holds. */
@@ -38,8 +45,15 @@ export function readStateFile(file: string): SandboxStateFile | undefined {
   } catch {
     parsed = undefined;
   }
-  if (parsed?.version !== 1 || !Array.isArray(parsed.payments) || !Array.isArray(parsed.bindings) || typeof parsed.orderCounter !== 'number') {
-    throw new Error(`PaymentsSandbox: ${file} is not a state file of this sandbox (version 1); move it away to start afresh`);
+  if (
+    parsed?.version !== 1 ||
+    !Array.isArray(parsed.payments) ||
+    !Array.isArray(parsed.bindings) ||
+    typeof parsed.orderCounter !== 'number'
+  ) {
+    throw new Error(
+      `PaymentsSandbox: ${file} is not a state file of this sandbox (version 1); move it away to start afresh`,
+    );
   }
   return parsed as SandboxStateFile;
 }

@@ -17,7 +17,8 @@ interface Window {
 export function validateRateLimit(limit: SandboxRateLimit | null | undefined): void {
   if (limit === null || limit === undefined) return;
   const ok = (n: unknown): boolean => typeof n === 'number' && Number.isSafeInteger(n) && n > 0;
-  if (!ok(limit.max) || !ok(limit.windowMs)) throw new TypeError('PaymentsSandbox: verifyRateLimit needs positive integers max and windowMs');
+  if (!ok(limit.max) || !ok(limit.windowMs))
+    throw new TypeError('PaymentsSandbox: verifyRateLimit needs positive integers max and windowMs');
 }
 
 /** Per-payment-id call counts and fixed windows, on the sandbox clock. */
@@ -54,7 +55,10 @@ export class VerifyLimiter {
       this.windows.set(paymentId, window);
     }
     if (window.count >= this.limit.max) {
-      return { allowed: false, retryAfterSecs: Math.max(1, Math.ceil((window.startMs + this.limit.windowMs - now) / 1000)) };
+      return {
+        allowed: false,
+        retryAfterSecs: Math.max(1, Math.ceil((window.startMs + this.limit.windowMs - now) / 1000)),
+      };
     }
     window.count += 1;
     return { allowed: true };

@@ -57,7 +57,12 @@ export async function routeRequest(routes: SandboxRoutes, req: IncomingMessage, 
     return;
   }
   if (api) {
-    const context = { state: routes.state, authorization: routes.authorization, generateAnswer: routes.generateAnswer, verifyLimiter: routes.verifyLimiter };
+    const context = {
+      state: routes.state,
+      authorization: routes.authorization,
+      generateAnswer: routes.generateAnswer,
+      verifyLimiter: routes.verifyLimiter,
+    };
     handleApiRequest(context, req, res, url, body.text);
     return;
   }

@@ -13,7 +13,13 @@ import { validateRateLimit, VerifyLimiter } from './sandbox.ratelimit.js';
 import { routeRequest } from './sandbox.router.js';
 import { settlementOrThrow, settlePayment } from './sandbox.settle.js';
 import { SANDBOX_FAIL_PATH, SANDBOX_SUCCESS_PATH } from './sandbox.pages.js';
-import { oneOf, SANDBOX_PRIVATE_KEY, SANDBOX_PUBLIC_KEY, webhookDeliveryOf, type WebhookDeliverySettings } from './sandbox.options.js';
+import {
+  oneOf,
+  SANDBOX_PRIVATE_KEY,
+  SANDBOX_PUBLIC_KEY,
+  webhookDeliveryOf,
+  type WebhookDeliverySettings,
+} from './sandbox.options.js';
 import { PersistentSandboxState } from './sandbox.persist.js';
 import { SandboxState, type Settlement } from './sandbox.state.js';
 import type {
@@ -79,7 +85,9 @@ export class PaymentsSandbox {
     validateRateLimit(options.verifyRateLimit);
     const now = options.now ?? (() => Date.now());
     this.verifyLimiter = new VerifyLimiter(now, options.verifyRateLimit ? { ...options.verifyRateLimit } : null);
-    this.state = options.stateFile ? new PersistentSandboxState(options.stateFile, now, () => this.baseUrl) : new SandboxState(now, () => this.baseUrl);
+    this.state = options.stateFile
+      ? new PersistentSandboxState(options.stateFile, now, () => this.baseUrl)
+      : new SandboxState(now, () => this.baseUrl);
     this.server = sandboxServer((req, res) => this.handle(req, res));
   }
 
@@ -251,7 +259,11 @@ export class PaymentsSandbox {
     return `PaymentsSandbox { url: '${this.url}', publicKey: '${this.publicKey}' }`;
   }
 
-  private async settleOrThrow(paymentId: string, outcome: Settlement, options: SandboxSettleOptions = {}): Promise<SandboxSettlement> {
+  private async settleOrThrow(
+    paymentId: string,
+    outcome: Settlement,
+    options: SandboxSettleOptions = {},
+  ): Promise<SandboxSettlement> {
     return settlementOrThrow(await this.settle(paymentId, outcome), paymentId, outcome, options);
   }
 

@@ -13,7 +13,12 @@ type DeliveryOptions = Parameters<typeof deliverWebhook>[3];
  * alike: the state changes, then the webhook (when the payment has one and the status is one the
  * service sends) is delivered and its attempts recorded.
  */
-export async function settlePayment(state: SandboxState, paymentId: string, outcome: Settlement, delivery: DeliveryOptions): Promise<SettleOutcome> {
+export async function settlePayment(
+  state: SandboxState,
+  paymentId: string,
+  outcome: Settlement,
+  delivery: DeliveryOptions,
+): Promise<SettleOutcome> {
   const payment = state.settle(paymentId, outcome);
   if ('error' in payment) return { ok: false, reason: payment.error };
   const status = verifyStatusOf(payment.state);
@@ -36,10 +41,16 @@ export async function settlePayment(state: SandboxState, paymentId: string, outc
  * A test method's settlement, or the error it throws: no such payment, not pending, or (unless
  * `requireDelivery: false`) a webhook no attempt delivered.
  */
-export function settlementOrThrow(result: SettleOutcome, paymentId: string, outcome: Settlement, options: SandboxSettleOptions): SandboxSettlement {
+export function settlementOrThrow(
+  result: SettleOutcome,
+  paymentId: string,
+  outcome: Settlement,
+  options: SandboxSettleOptions,
+): SandboxSettlement {
   if (result.ok) {
     const { settlement } = result;
-    if (settlement.webhook && !settlement.delivered && options.requireDelivery !== false) throw new SandboxWebhookError(settlement);
+    if (settlement.webhook && !settlement.delivered && options.requireDelivery !== false)
+      throw new SandboxWebhookError(settlement);
     return settlement;
   }
   const verb = outcome === 'paid' ? 'complete' : outcome === 'failed' ? 'fail' : 'expire';

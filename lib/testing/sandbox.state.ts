@@ -3,7 +3,13 @@
  * No I/O here, so every rule of the state machine lives in one place and reads top to bottom.
  */
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import type { SandboxBinding, SandboxBindingInput, SandboxDestination, SandboxPayment, SandboxPaymentState } from './sandbox.types.js';
+import type {
+  SandboxBinding,
+  SandboxBindingInput,
+  SandboxDestination,
+  SandboxPayment,
+  SandboxPaymentState,
+} from './sandbox.types.js';
 
 /** The service's default session timeout, in seconds (docs/service-facts.md §4). */
 export const DEFAULT_SESSION_TIMEOUT_SECS = 1200;
@@ -196,7 +202,9 @@ export class SandboxState {
   refund(paymentId: string): SandboxPayment | undefined {
     const record = this.read(paymentId);
     const taken =
-      record !== undefined && ((record.kind === 'standard' && record.state === 'paid') || (record.kind === 'preauthorized' && record.state === 'captured'));
+      record !== undefined &&
+      ((record.kind === 'standard' && record.state === 'paid') ||
+        (record.kind === 'preauthorized' && record.state === 'captured'));
     if (!record || !taken) return undefined;
     record.state = 'refunded';
     record.refundId = randomId('ref');
@@ -258,7 +266,11 @@ export class SandboxState {
     record.paidAt = this.isoNow();
     record.approvalCode = String(randomInt(0, 1_000_000)).padStart(6, '0');
     if (record.clientId !== undefined) {
-      record.bindingId = this.addBinding({ clientId: record.clientId, cardLastFour: SANDBOX_CARD.lastFour, cardBrand: SANDBOX_CARD.brand }).binding_id;
+      record.bindingId = this.addBinding({
+        clientId: record.clientId,
+        cardLastFour: SANDBOX_CARD.lastFour,
+        cardBrand: SANDBOX_CARD.brand,
+      }).binding_id;
     }
   }
 

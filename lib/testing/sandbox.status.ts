@@ -23,10 +23,18 @@
  * captured with confirm_payment, in full or in part). What verify_payment answers for each is in
  * `sandbox.status.ts`.
  */
-export type SandboxPaymentState = 'pending' | 'paid' | 'failed' | 'expired' | 'refunded' | 'preauthorized' | 'captured' | 'cancelled';
+export type SandboxPaymentState =
+  'pending' | 'paid' | 'failed' | 'expired' | 'refunded' | 'preauthorized' | 'captured' | 'cancelled';
 
 /** Every `result.status` value the public docs and clients name, in the order the docs list them. */
-export const SANDBOX_VERIFY_STATUSES = ['SUCCESS', 'PENDING', 'EXPIRED', 'FAILURE', 'PREAUTH_SUCCESS', 'SYSTEM_FAILURE'] as const;
+export const SANDBOX_VERIFY_STATUSES = [
+  'SUCCESS',
+  'PENDING',
+  'EXPIRED',
+  'FAILURE',
+  'PREAUTH_SUCCESS',
+  'SYSTEM_FAILURE',
+] as const;
 
 /** A `result.status` value of verify_payment (and the `status` of a webhook). */
 export type SandboxVerifyStatus = (typeof SANDBOX_VERIFY_STATUSES)[number];

@@ -9,7 +9,13 @@ export type { SandboxPaymentState } from './sandbox.status.js';
 
 export type { SandboxVerifyStatus } from './sandbox.status.js';
 export type { SandboxPaymentIdInUrl } from './sandbox.url.js';
-export type { PaymentsSandboxOptions, SandboxRateLimit, SandboxWebhookMethod, SandboxGenerateAnswer, SandboxWebhookFailure } from './sandbox.options.js';
+export type {
+  PaymentsSandboxOptions,
+  SandboxRateLimit,
+  SandboxWebhookMethod,
+  SandboxGenerateAnswer,
+  SandboxWebhookFailure,
+} from './sandbox.options.js';
 
 /**
  * Kind of payment: a standard one, or a pre-authorization (made with `generate_payment` and

@@ -72,6 +72,8 @@ export function toAsciiUrl(url: string): string {
   const userinfo = at === -1 ? '' : authority.slice(0, at + 1);
   const hostPort = authority.slice(at + 1);
   const portMatch = /^(.*?)(:[0-9]*)?$/s.exec(hostPort) as RegExpExecArray;
-  const host = /^[\x00-\x7f]*$/.test(portMatch[1]) ? portMatch[1] : domainToASCII(portMatch[1]) || percentEncodeNonAscii(portMatch[1]);
+  const host = /^[\x00-\x7f]*$/.test(portMatch[1])
+    ? portMatch[1]
+    : domainToASCII(portMatch[1]) || percentEncodeNonAscii(portMatch[1]);
   return `${scheme}${percentEncodeNonAscii(userinfo)}${host}${portMatch[2] ?? ''}${percentEncodeNonAscii(rest)}`;
 }

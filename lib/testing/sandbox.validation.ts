@@ -33,7 +33,8 @@ export function isParsableHttpUrl(value: unknown): value is string {
  * pages show both, service facts §4), never elsewhere (confirm_payment documents a string, §5).
  */
 export function parseMillimes(value: unknown, integers = false): string | undefined {
-  if (integers && typeof value === 'number') return Number.isSafeInteger(value) && value > 0 ? String(value) : undefined;
+  if (integers && typeof value === 'number')
+    return Number.isSafeInteger(value) && value > 0 ? String(value) : undefined;
   if (typeof value !== 'string' || !DIGITS.test(value) || !/[1-9]/.test(value)) return undefined;
   return value.replace(/^0+/, '');
 }
@@ -92,7 +93,8 @@ export function isJsonObject(value: unknown): value is Record<string, unknown> {
  */
 export function parseGenerateRequest(body: Record<string, unknown>): NewPayment | undefined {
   const amount = parseMillimes(body.amount, true);
-  if (amount === undefined || !isParsableHttpUrl(body.success_link) || !isParsableHttpUrl(body.fail_link)) return undefined;
+  if (amount === undefined || !isParsableHttpUrl(body.success_link) || !isParsableHttpUrl(body.fail_link))
+    return undefined;
   const result: NewPayment = { amount, successLink: body.success_link, failLink: body.fail_link };
   if ('webhook' in body) {
     if (!isParsableHttpUrl(body.webhook)) return undefined;
@@ -136,7 +138,9 @@ export function parseGenerateRequest(body: Record<string, unknown>): NewPayment 
  */
 export function checkClientId(clientId: unknown): void {
   if (!isValidClientId(clientId))
-    throw new TypeError('PaymentsSandbox: clientId must be a non-blank string of at most 256 characters, without control characters');
+    throw new TypeError(
+      'PaymentsSandbox: clientId must be a non-blank string of at most 256 characters, without control characters',
+    );
 }
 
 /**
@@ -145,7 +149,10 @@ export function checkClientId(clientId: unknown): void {
  */
 export function preauthorizedAmount(input: SandboxPreauthorizationInput): string {
   const amount = parseMillimes(input.amount, true);
-  if (amount === undefined) throw new TypeError('PaymentsSandbox: amount must be a positive number of millimes (a string of digits or a safe integer)');
+  if (amount === undefined)
+    throw new TypeError(
+      'PaymentsSandbox: amount must be a positive number of millimes (a string of digits or a safe integer)',
+    );
   if (input.clientId !== undefined) checkClientId(input.clientId);
   return amount;
 }

@@ -22,7 +22,12 @@ import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { urlWithoutToken, webhookHostAllowed } from './sandbox.exposure.js';
 import type { SandboxVerifyStatus } from './sandbox.status.js';
-import type { SandboxDelivery, SandboxWebhookFailure, SandboxWebhookMethod, SandboxWebhookOutcome } from './sandbox.types.js';
+import type {
+  SandboxDelivery,
+  SandboxWebhookFailure,
+  SandboxWebhookMethod,
+  SandboxWebhookOutcome,
+} from './sandbox.types.js';
 import { addQueryByMode, type QueryParams, type SandboxPaymentIdInUrl } from './sandbox.url.js';
 
 /** Settings of the deliverer. */
@@ -108,7 +113,9 @@ function sendOnce(request: WebhookRequest, timeoutMs: number, signal: AbortSigna
       res.on('error', () => resolve({ status: res.statusCode ?? 0 }));
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
-      resolve({ error: signal.aborted ? 'sandbox closed' : error.code ? `${error.code}: ${error.message}` : error.message });
+      resolve({
+        error: signal.aborted ? 'sandbox closed' : error.code ? `${error.code}: ${error.message}` : error.message,
+      });
     });
     req.end(request.method === 'POST' ? request.payload : undefined);
   });
@@ -123,8 +130,19 @@ export async function deliverWebhook(
 ): Promise<SandboxWebhookOutcome> {
   const request = webhookRequest(webhook, paymentId, status, settings);
   if (!webhookHostAllowed(request.url, settings.allowedHosts)) {
-    const error = 'not sent: the host is not a loopback one; allow it with the webhookAllowedHosts option (CLI: --webhook-allow-host)';
-    settings.log(Object.freeze({ paymentId, paymentStatus: status, method: request.method, url: request.url, attempt: 1, error, payload: request.payload }));
+    const error =
+      'not sent: the host is not a loopback one; allow it with the webhookAllowedHosts option (CLI: --webhook-allow-host)';
+    settings.log(
+      Object.freeze({
+        paymentId,
+        paymentStatus: status,
+        method: request.method,
+        url: request.url,
+        attempt: 1,
+        error,
+        payload: request.payload,
+      }),
+    );
     settings.onFailed?.({ paymentId, url: urlWithoutToken(request.url), attempts: 0, error });
     return { status: 0, attempts: 0, delivered: false, error };
   }
@@ -133,7 +151,17 @@ export async function deliverWebhook(
   while (attempt < settings.attempts && !settings.signal.aborted) {
     attempt += 1;
     last = await sendOnce(request, settings.timeoutMs, settings.signal);
-    settings.log(Object.freeze({ paymentId, paymentStatus: status, method: request.method, url: request.url, attempt, ...last, payload: request.payload }));
+    settings.log(
+      Object.freeze({
+        paymentId,
+        paymentStatus: status,
+        method: request.method,
+        url: request.url,
+        attempt,
+        ...last,
+        payload: request.payload,
+      }),
+    );
     if ('status' in last && last.status >= 200 && last.status < 300) {
       return { status: last.status, attempts: attempt, delivered: true };
     }

@@ -2,7 +2,8 @@
 export type VerifiedState = 'Settled' | 'Authorized';
 
 /** Why a verified payment is reported to the merchant instead of being added to its order. */
-export type UnexpectedPaymentReason = 'order-cancelled' | 'order-already-paid' | 'order-not-payable' | 'order-not-found' | 'amount-mismatch';
+export type UnexpectedPaymentReason =
+  'order-cancelled' | 'order-already-paid' | 'order-not-payable' | 'order-not-found' | 'amount-mismatch';
 
 /** What to do with a verified payment of an order. */
 export type SettlementAction =

@@ -42,7 +42,9 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
       preAuthorization: {
         type: 'boolean',
         defaultValue: false,
-        label: [{ languageCode: LanguageCode.en, value: 'Pre-authorize (hold the amount; settling the payment captures it)' }],
+        label: [
+          { languageCode: LanguageCode.en, value: 'Pre-authorize (hold the amount; settling the payment captures it)' },
+        ],
       },
     },
     init: (injector: Injector) => {
@@ -54,7 +56,8 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
         return {
           amount,
           state: 'Error',
-          errorMessage: 'nestjs-payments: payments are added by the plugin once the service verified them; the storefront asks createNestjsPaymentsLink',
+          errorMessage:
+            'nestjs-payments: payments are added by the plugin once the service verified them; the storefront asks createNestjsPaymentsLink',
         };
       }
       return {
@@ -69,7 +72,10 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
         const capture = await engine().client.capturePayment(payment.transactionId);
         return { success: true, metadata: { captureStatus: capture.status, capturedAt: capture.capturedAt } };
       } catch (error) {
-        Logger.error(`capture of payment ${payment.transactionId} (order ${order.code}) failed: ${messageOf(error)}`, LOG_CONTEXT);
+        Logger.error(
+          `capture of payment ${payment.transactionId} (order ${order.code}) failed: ${messageOf(error)}`,
+          LOG_CONTEXT,
+        );
         return { success: false, errorMessage: messageOf(error) };
       }
     },
@@ -78,7 +84,10 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
         const cancelled = await engine().client.cancelPayment(payment.transactionId);
         return { success: true, metadata: { cancelledAt: cancelled.cancelledAt } };
       } catch (error) {
-        Logger.error(`cancellation of payment ${payment.transactionId} (order ${order.code}) failed: ${messageOf(error)}`, LOG_CONTEXT);
+        Logger.error(
+          `cancellation of payment ${payment.transactionId} (order ${order.code}) failed: ${messageOf(error)}`,
+          LOG_CONTEXT,
+        );
         return { success: false, errorMessage: messageOf(error) };
       }
     },
@@ -92,9 +101,16 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
       }
       try {
         const refund = await engine().client.refundPayment(payment.transactionId);
-        return { state: 'Settled', transactionId: refund.refundId, metadata: { refundedAt: refund.refundedAt, millimes: refund.amount } };
+        return {
+          state: 'Settled',
+          transactionId: refund.refundId,
+          metadata: { refundedAt: refund.refundedAt, millimes: refund.amount },
+        };
       } catch (error) {
-        Logger.error(`refund of payment ${payment.transactionId} (order ${order.code}) failed: ${messageOf(error)}`, LOG_CONTEXT);
+        Logger.error(
+          `refund of payment ${payment.transactionId} (order ${order.code}) failed: ${messageOf(error)}`,
+          LOG_CONTEXT,
+        );
         return { state: 'Failed', metadata: { errorMessage: messageOf(error) } };
       }
     },

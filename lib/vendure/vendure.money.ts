@@ -43,7 +43,8 @@ function checkPrecision(precision: number): void {
  */
 export function vendureToMillimes(amount: number, precision: number): string {
   checkPrecision(precision);
-  if (!Number.isSafeInteger(amount) || amount < 0) throw new RangeError(`amount must be a non-negative safe integer of minor units, got ${amount}`);
+  if (!Number.isSafeInteger(amount) || amount < 0)
+    throw new RangeError(`amount must be a non-negative safe integer of minor units, got ${amount}`);
   const minor = BigInt(amount);
   if (precision <= MILLIME_DECIMALS) return (minor * 10n ** BigInt(MILLIME_DECIMALS - precision)).toString();
   const per = 10n ** BigInt(precision - MILLIME_DECIMALS);
@@ -63,16 +64,19 @@ export function vendureToMillimes(amount: number, precision: number): string {
  */
 export function millimesToVendure(millimes: string, precision: number): number {
   checkPrecision(precision);
-  if (!/^[0-9]+$/.test(millimes)) throw new RangeError(`millimes must be a string of digits, got ${JSON.stringify(millimes)}`);
+  if (!/^[0-9]+$/.test(millimes))
+    throw new RangeError(`millimes must be a string of digits, got ${JSON.stringify(millimes)}`);
   const value = BigInt(millimes);
   let minor: bigint;
   if (precision >= MILLIME_DECIMALS) minor = value * 10n ** BigInt(precision - MILLIME_DECIMALS);
   else {
     const per = 10n ** BigInt(MILLIME_DECIMALS - precision);
-    if (value % per !== 0n) throw new RangeError(`${millimes} millimes is not a whole number of minor units at precision ${precision}`);
+    if (value % per !== 0n)
+      throw new RangeError(`${millimes} millimes is not a whole number of minor units at precision ${precision}`);
     minor = value / per;
   }
-  if (minor > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`${millimes} millimes exceeds a safe integer of minor units`);
+  if (minor > BigInt(Number.MAX_SAFE_INTEGER))
+    throw new RangeError(`${millimes} millimes exceeds a safe integer of minor units`);
   return Number(minor);
 }
 
@@ -88,7 +92,9 @@ export function amountOwed(totalWithTax: number, payments: readonly CoveringPaym
   let covered = 0;
   for (const payment of payments) {
     if (payment.state === 'Error' || payment.state === 'Declined' || payment.state === 'Cancelled') continue;
-    const refunded = (payment.refunds ?? []).filter((r) => r.state === 'Settled').reduce((sum, r) => sum + Math.abs(r.total), 0);
+    const refunded = (payment.refunds ?? [])
+      .filter((r) => r.state === 'Settled')
+      .reduce((sum, r) => sum + Math.abs(r.total), 0);
     covered += payment.amount - refunded;
   }
   return Math.max(0, totalWithTax - covered);

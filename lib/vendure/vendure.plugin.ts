@@ -13,7 +13,10 @@ import { NestjsPaymentsService } from './vendure.service.js';
  */
 @VendurePlugin({
   imports: [PluginCommonModule],
-  providers: [{ provide: NESTJS_PAYMENTS_PLUGIN_OPTIONS, useFactory: () => NestjsPaymentsPlugin.options }, NestjsPaymentsService],
+  providers: [
+    { provide: NESTJS_PAYMENTS_PLUGIN_OPTIONS, useFactory: () => NestjsPaymentsPlugin.options },
+    NestjsPaymentsService,
+  ],
   controllers: [NestjsPaymentsWebhookController],
   shopApiExtensions: { schema: SHOP_API_SCHEMA, resolvers: [NestjsPaymentsShopResolver] },
   configuration: (config) => {

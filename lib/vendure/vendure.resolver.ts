@@ -35,7 +35,10 @@ export class NestjsPaymentsShopResolver {
   /** The payment link for what the active order owes. */
   @Mutation()
   @Allow(Permission.Owner)
-  createNestjsPaymentsLink(@Ctx() ctx: RequestContext, @Args('input') input: PaymentLinkInput | null): Promise<PaymentLink> {
+  createNestjsPaymentsLink(
+    @Ctx() ctx: RequestContext,
+    @Args('input') input: PaymentLinkInput | null,
+  ): Promise<PaymentLink> {
     return this.service.createLink(ctx, input ?? {});
   }
 

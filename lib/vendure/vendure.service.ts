@@ -16,8 +16,19 @@ import {
 } from '@vendure/core';
 import { PaymentsClient } from '../core/client/payments.client.js';
 import type { PaymentsLogger } from '../core/common/payments.logger.js';
-import { PaymentEvents, type PaymentEvent, type PaymentEventName, type PaymentOutcomeEvent } from '../core/settlement/payment.events.js';
-import { decideSettlement, orderCodeOf, trackingIdOf, type UnexpectedPaymentReason, type VerifiedState } from './vendure.decision.js';
+import {
+  PaymentEvents,
+  type PaymentEvent,
+  type PaymentEventName,
+  type PaymentOutcomeEvent,
+} from '../core/settlement/payment.events.js';
+import {
+  decideSettlement,
+  orderCodeOf,
+  trackingIdOf,
+  type UnexpectedPaymentReason,
+  type VerifiedState,
+} from './vendure.decision.js';
 import { NestjsPaymentsUnexpectedPaymentEvent } from './vendure.events.js';
 import { amountOwed, millimesToVendure, SERVICE_CURRENCY, vendureToMillimes } from './vendure.money.js';
 import type { PaymentLink, PaymentLinkInput, PaymentReturn, VerifiedPaymentMetadata } from './vendure.types.js';
@@ -68,7 +79,11 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     private readonly stateMachine: OrderStateMachine,
   ) {
     const { preAuthorization: _preAuthorization, ...clientOptions } = options;
-    this.#client = new PaymentsClient({ ...clientOptions, webhook: { ...clientOptions.webhook, path: NESTJS_PAYMENTS_WEBHOOK_PATH }, logger: vendureLogger() });
+    this.#client = new PaymentsClient({
+      ...clientOptions,
+      webhook: { ...clientOptions.webhook, path: NESTJS_PAYMENTS_WEBHOOK_PATH },
+      logger: vendureLogger(),
+    });
   }
 
   /** The engine: webhooks, returns, capture, refund, cancel. */
@@ -102,7 +117,9 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     const method = await this.paymentMethod(ctx, input.paymentMethodCode ?? undefined);
     const eligible = await this.orderService.getEligiblePaymentMethods(ctx, order.id);
     if (!eligible.some((m) => String(m.id) === String(method.id) && m.isEligible)) {
-      throw new UserInputError(`nestjs-payments: payment method ${method.code} is not eligible for order ${order.code}`);
+      throw new UserInputError(
+        `nestjs-payments: payment method ${method.code} is not eligible for order ${order.code}`,
+      );
     }
     if (order.state !== 'ArrangingPayment' && order.state !== 'ArrangingAdditionalPayment') {
       const copy = await this.orderService.findOne(ctx, order.id);
@@ -110,11 +127,15 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
       try {
         await this.stateMachine.transition(ctx, copy, 'ArrangingPayment');
       } catch (error) {
-        throw new UserInputError(`nestjs-payments: order ${order.code} cannot move to ArrangingPayment: ${(error as Error).message}`);
+        throw new UserInputError(
+          `nestjs-payments: order ${order.code} cannot move to ArrangingPayment: ${(error as Error).message}`,
+        );
       }
     }
     if (order.currencyCode !== SERVICE_CURRENCY)
-      throw new UserInputError(`nestjs-payments: the service takes ${SERVICE_CURRENCY} only; order ${order.code} is in ${order.currencyCode}`);
+      throw new UserInputError(
+        `nestjs-payments: the service takes ${SERVICE_CURRENCY} only; order ${order.code} is in ${order.currencyCode}`,
+      );
     const owed = amountOwed(order.totalWithTax, order.payments ?? []);
     if (owed <= 0) throw new UserInputError(`nestjs-payments: order ${order.code} owes nothing`);
     const millimes = vendureToMillimes(owed, this.precision);
@@ -137,13 +158,20 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
       if (!order) throw new UserInputError('nestjs-payments: there is no active order');
       return order;
     }
-    const order = await this.orderService.findOneByCode(ctx, orderCode, ['customer', 'customer.user', 'payments', 'payments.refunds']);
+    const order = await this.orderService.findOneByCode(ctx, orderCode, [
+      'customer',
+      'customer.user',
+      'payments',
+      'payments.refunds',
+    ]);
     const owner = order?.customer?.user?.id;
     if (!order || owner === undefined || ctx.activeUserId === undefined || String(owner) !== String(ctx.activeUserId)) {
       throw new UserInputError(`nestjs-payments: no order ${orderCode} of the signed-in customer`);
     }
     if (order.state !== 'ArrangingAdditionalPayment') {
-      throw new UserInputError(`nestjs-payments: order ${orderCode} is ${order.state}; by code, only an order in ArrangingAdditionalPayment is paid`);
+      throw new UserInputError(
+        `nestjs-payments: order ${orderCode} is ${order.state}; by code, only an order in ArrangingAdditionalPayment is paid`,
+      );
     }
     return order;
   }
@@ -158,9 +186,15 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
    * The PaymentMethod using this handler: by code (the storefront's), or for a verified payment
    * the first one that pre-authorizes (or not) as the payment did, else the first one.
    */
-  private async paymentMethod(ctx: RequestContext, code: string | undefined, verified?: VerifiedState): Promise<PaymentMethod> {
+  private async paymentMethod(
+    ctx: RequestContext,
+    code: string | undefined,
+    verified?: VerifiedState,
+  ): Promise<PaymentMethod> {
     const { items } = await this.paymentMethodService.findAll(ctx);
-    const ours = items.filter((m) => m.enabled && m.handler.code === NESTJS_PAYMENTS_HANDLER_CODE && (code === undefined || m.code === code));
+    const ours = items.filter(
+      (m) => m.enabled && m.handler.code === NESTJS_PAYMENTS_HANDLER_CODE && (code === undefined || m.code === code),
+    );
     const method = (verified && ours.find((m) => preAuthorizes(m) === (verified === 'Authorized'))) ?? ours[0];
     if (!method)
       throw new UserInputError(
@@ -178,20 +212,32 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
         return this.settle(event as PaymentOutcomeEvent, 'Authorized');
       case PaymentEvents.MISMATCH: {
         const outcome = event as PaymentOutcomeEvent;
-        return this.report(await this.adminContext(), 'amount-mismatch', orderCodeOf(outcome.developerTrackingId), outcome, undefined);
+        return this.report(
+          await this.adminContext(),
+          'amount-mismatch',
+          orderCodeOf(outcome.developerTrackingId),
+          outcome,
+          undefined,
+        );
       }
       case PaymentEvents.FAILED:
       case PaymentEvents.EXPIRED: {
         const outcome = event as PaymentOutcomeEvent;
         // The order stays as it was: the customer may ask for a new link.
-        Logger.info(`payment ${outcome.paymentId} of order ${outcome.developerTrackingId ?? '?'}: ${outcome.status}`, LOG_CONTEXT);
+        Logger.info(
+          `payment ${outcome.paymentId} of order ${outcome.developerTrackingId ?? '?'}: ${outcome.status}`,
+          LOG_CONTEXT,
+        );
         return;
       }
       case PaymentEvents.DUPLICATE: {
         // A second charge of an order another payment already settled: the order stays as it is;
         // refund it (or set `duplicates: { refund: true }`).
         const outcome = event as PaymentOutcomeEvent;
-        Logger.warn(`payment ${outcome.paymentId} of order ${outcome.developerTrackingId ?? '?'} is a second charge of a paid order: refund it`, LOG_CONTEXT);
+        Logger.warn(
+          `payment ${outcome.paymentId} of order ${outcome.developerTrackingId ?? '?'} is a second charge of a paid order: refund it`,
+          LOG_CONTEXT,
+        );
         return;
       }
       case PaymentEvents.CAPTURED:
@@ -207,7 +253,9 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
   }
 
   private async adminContext(channelToken?: string): Promise<RequestContext> {
-    const channel = channelToken ? await this.channelService.getChannelFromToken(channelToken) : await this.channelService.getDefaultChannel();
+    const channel = channelToken
+      ? await this.channelService.getChannelFromToken(channelToken)
+      : await this.channelService.getDefaultChannel();
     return new RequestContext({ apiType: 'admin', isAuthorized: true, authorizedAsOwnerOnly: false, channel });
   }
 
@@ -226,7 +274,11 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
         verified,
         orderState: order?.state,
         placed: Boolean(order?.orderPlacedAt),
-        recorded: Boolean(order?.payments?.some((p) => p.transactionId === event.paymentId && p.state !== 'Error' && p.state !== 'Declined')),
+        recorded: Boolean(
+          order?.payments?.some(
+            (p) => p.transactionId === event.paymentId && p.state !== 'Error' && p.state !== 'Declined',
+          ),
+        ),
       });
       switch (action.kind) {
         case 'nothing':
@@ -244,7 +296,12 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     });
   }
 
-  private async add(ctx: RequestContext, order: Order, event: PaymentOutcomeEvent, state: VerifiedState): Promise<void> {
+  private async add(
+    ctx: RequestContext,
+    order: Order,
+    event: PaymentOutcomeEvent,
+    state: VerifiedState,
+  ): Promise<void> {
     let amount: number;
     try {
       amount = millimesToVendure(event.amount, this.precision);
@@ -257,11 +314,27 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
       if (!isOrder(moved)) return this.report(ctx, 'order-not-payable', order.code, event, order.state);
     }
     const method = await this.paymentMethod(ctx, undefined, state);
-    const metadata: VerifiedPaymentMetadata = { nestjsPayments: true, paymentId: event.paymentId, amount, millimes: event.amount, state, source: event.source };
-    const result = await this.orderService.addPaymentToOrder(ctx, order.id, { method: method.code, metadata: { ...metadata } });
-    if (!isOrder(result)) throw new Error(`nestjs-payments: adding payment ${event.paymentId} to order ${order.code} failed: ${result.message}`);
+    const metadata: VerifiedPaymentMetadata = {
+      nestjsPayments: true,
+      paymentId: event.paymentId,
+      amount,
+      millimes: event.amount,
+      state,
+      source: event.source,
+    };
+    const result = await this.orderService.addPaymentToOrder(ctx, order.id, {
+      method: method.code,
+      metadata: { ...metadata },
+    });
+    if (!isOrder(result))
+      throw new Error(
+        `nestjs-payments: adding payment ${event.paymentId} to order ${order.code} failed: ${result.message}`,
+      );
     if (result.state === 'ArrangingAdditionalPayment') await this.leaveAdditionalPayment(ctx, order, state);
-    Logger.info(`payment ${event.paymentId} added to order ${order.code} as ${state} (order now ${result.state})`, LOG_CONTEXT);
+    Logger.info(
+      `payment ${event.paymentId} added to order ${order.code} as ${state} (order now ${result.state})`,
+      LOG_CONTEXT,
+    );
   }
 
   /**
@@ -273,8 +346,13 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     const fresh = await this.orderService.findOne(ctx, order.id, ['payments', 'payments.refunds']);
     if (!fresh || amountOwed(fresh.totalWithTax, fresh.payments ?? []) > 0) return;
     const held = state === 'Authorized' || (fresh.payments ?? []).some((p) => p.state === 'Authorized');
-    const moved = await this.orderService.transitionToState(ctx, order.id, held ? 'PaymentAuthorized' : 'PaymentSettled');
-    if (!isOrder(moved)) Logger.warn(`order ${order.code} is paid but stays in ArrangingAdditionalPayment: ${moved.message}`, LOG_CONTEXT);
+    const moved = await this.orderService.transitionToState(
+      ctx,
+      order.id,
+      held ? 'PaymentAuthorized' : 'PaymentSettled',
+    );
+    if (!isOrder(moved))
+      Logger.warn(`order ${order.code} is paid but stays in ArrangingAdditionalPayment: ${moved.message}`, LOG_CONTEXT);
   }
 
   private async report(
@@ -289,6 +367,8 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
         `${orderState ? ` (order ${orderState})` : ''}; nothing was refunded`,
       LOG_CONTEXT,
     );
-    await this.eventBus.publish(new NestjsPaymentsUnexpectedPaymentEvent(ctx, reason, orderCode, event.paymentId, event.amount, orderState));
+    await this.eventBus.publish(
+      new NestjsPaymentsUnexpectedPaymentEvent(ctx, reason, orderCode, event.paymentId, event.amount, orderState),
+    );
   }
 }

@@ -13,7 +13,13 @@ declare module '@vendure/core' {
     token: string;
   }
   export class RequestContext {
-    constructor(options: { apiType: ApiType; channel: Channel; isAuthorized: boolean; authorizedAsOwnerOnly: boolean; languageCode?: LanguageCode });
+    constructor(options: {
+      apiType: ApiType;
+      channel: Channel;
+      isAuthorized: boolean;
+      authorizedAsOwnerOnly: boolean;
+      languageCode?: LanguageCode;
+    });
     readonly apiType: ApiType;
     readonly channel: Channel;
     readonly activeUserId: ID | undefined;
@@ -70,9 +76,16 @@ declare module '@vendure/core' {
   export class OrderService {
     findOne(ctx: RequestContext, orderId: ID, relations?: string[]): Promise<Order | undefined>;
     findOneByCode(ctx: RequestContext, orderCode: string, relations?: string[]): Promise<Order | undefined>;
-    getEligiblePaymentMethods(ctx: RequestContext, orderId: ID): Promise<Array<{ id: ID; code: string; isEligible: boolean }>>;
+    getEligiblePaymentMethods(
+      ctx: RequestContext,
+      orderId: ID,
+    ): Promise<Array<{ id: ID; code: string; isEligible: boolean }>>;
     transitionToState(ctx: RequestContext, orderId: ID, state: string): Promise<Order | ErrorResultLike>;
-    addPaymentToOrder(ctx: RequestContext, orderId: ID, input: { method: string; metadata?: PaymentMetadata }): Promise<Order | ErrorResultLike>;
+    addPaymentToOrder(
+      ctx: RequestContext,
+      orderId: ID,
+      input: { method: string; metadata?: PaymentMetadata },
+    ): Promise<Order | ErrorResultLike>;
   }
   export class ActiveOrderService {
     getActiveOrder(ctx: RequestContext, input: undefined): Promise<Order | undefined>;
@@ -142,8 +155,18 @@ declare module '@vendure/core' {
       args: Record<string, never>,
       metadata: PaymentMetadata,
     ) => Promise<CreatePaymentResult> | CreatePaymentResult;
-    settlePayment: (ctx: RequestContext, order: Order, payment: Payment, args: Record<string, unknown>) => Promise<SettlePaymentResult>;
-    cancelPayment?: (ctx: RequestContext, order: Order, payment: Payment, args: Record<string, unknown>) => Promise<SettlePaymentResult>;
+    settlePayment: (
+      ctx: RequestContext,
+      order: Order,
+      payment: Payment,
+      args: Record<string, unknown>,
+    ) => Promise<SettlePaymentResult>;
+    cancelPayment?: (
+      ctx: RequestContext,
+      order: Order,
+      payment: Payment,
+      args: Record<string, unknown>,
+    ) => Promise<SettlePaymentResult>;
     createRefund?: (
       ctx: RequestContext,
       input: unknown,

@@ -45,7 +45,15 @@ export class AppModule implements NestModule {
         }),
       ],
       controllers: SHOP_CONTROLLERS,
-      providers: [Catalog, OrdersRepository, PaymentEventsHandler, StartupReconciliation, FlashMessages, ShopSecurity, ShopSecurityMiddleware],
+      providers: [
+        Catalog,
+        OrdersRepository,
+        PaymentEventsHandler,
+        StartupReconciliation,
+        FlashMessages,
+        ShopSecurity,
+        ShopSecurityMiddleware,
+      ],
     };
   }
 

@@ -104,12 +104,19 @@ export async function createShopApp(options: ShopAppOptions = {}): Promise<ShopA
 
   // Orders and the plugin's store: PGlite in DATA_DIR (default sample-app/.data), or the
   // PostgreSQL server at DATABASE_URL. Migrations are applied here, before anything is served.
-  const database = await ShopDatabase.open({ databaseUrl: vars.DATABASE_URL || undefined, dataDir: vars.DATA_DIR || undefined });
+  const database = await ShopDatabase.open({
+    databaseUrl: vars.DATABASE_URL || undefined,
+    dataDir: vars.DATA_DIR || undefined,
+  });
 
   // Until the app is initialised, a request (a webhook retried by the service, a browser) gets
   // 503 with Retry-After at once instead of waiting on a socket nobody answers.
   const starting: http.RequestListener = (_req, res) => {
-    res.writeHead(503, { 'Content-Type': 'text/plain; charset=utf-8', 'Retry-After': String(STARTING_RETRY_AFTER_SECS), Connection: 'close' });
+    res.writeHead(503, {
+      'Content-Type': 'text/plain; charset=utf-8',
+      'Retry-After': String(STARTING_RETRY_AFTER_SECS),
+      Connection: 'close',
+    });
     res.end('The shop is starting; try again in a moment.\n');
   };
   const server = http.createServer(starting);
@@ -134,7 +141,10 @@ export async function createShopApp(options: ShopAppOptions = {}): Promise<ShopA
     // The admin's server-side sessions, in the shop's database.
     app.use('/admin', adminSessionMiddleware(early, database.db));
     app.useGlobalFilters(
-      new NotFoundPageFilter({ sandboxMode: early.sandboxMode }, `/${(vars.PAYMENTS_WEBHOOK_PATH || 'payments/webhook').replace(/^\/+|\/+$/g, '')}`),
+      new NotFoundPageFilter(
+        { sandboxMode: early.sandboxMode },
+        `/${(vars.PAYMENTS_WEBHOOK_PATH || 'payments/webhook').replace(/^\/+|\/+$/g, '')}`,
+      ),
     );
     await app.init();
   } catch (error) {

@@ -21,7 +21,13 @@ describe('runCli: one executable, several commands', () => {
     const io = new CapturedIo();
     expect(await runCli(argv, io)).toBe(0);
     expect(io.out).toBe(CLI_USAGE);
-    for (const command of ['sandbox', 'doctor [--probe]', 'verify <paymentId>', 'outcomes [--failed]', 'help [command]'])
+    for (const command of [
+      'sandbox',
+      'doctor [--probe]',
+      'verify <paymentId>',
+      'outcomes [--failed]',
+      'help [command]',
+    ])
       expect(CLI_USAGE).toContain(`  ${command}`);
   });
 
@@ -100,7 +106,9 @@ describe('CLI output helpers', () => {
   });
 
   it('isLoopback accepts only this machine', () => {
-    for (const url of ['http://127.0.0.1:1', 'http://127.8.9.10', 'http://localhost:3000', 'http://[::1]:4010']) expect(isLoopback(new URL(url))).toBe(true);
-    for (const url of ['http://10.0.0.1', 'http://localhost.example', 'http://127.0.0.1.example', 'http://[::2]']) expect(isLoopback(new URL(url))).toBe(false);
+    for (const url of ['http://127.0.0.1:1', 'http://127.8.9.10', 'http://localhost:3000', 'http://[::1]:4010'])
+      expect(isLoopback(new URL(url))).toBe(true);
+    for (const url of ['http://10.0.0.1', 'http://localhost.example', 'http://127.0.0.1.example', 'http://[::2]'])
+      expect(isLoopback(new URL(url))).toBe(false);
   });
 });

@@ -26,7 +26,12 @@ export async function buildCli(): Promise<BuiltCli> {
   const files = (await readdir(root, { recursive: true })).filter((f) => f.endsWith('.ts'));
   for (const file of files) {
     const { outputText } = ts.transpileModule(await readFile(path.join(root, file), 'utf8'), {
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, useDefineForClassFields: true, experimentalDecorators: true },
+      compilerOptions: {
+        module: ts.ModuleKind.ESNext,
+        target: ts.ScriptTarget.ES2022,
+        useDefineForClassFields: true,
+        experimentalDecorators: true,
+      },
     });
     await mkdir(path.join(dir, path.dirname(file)), { recursive: true });
     await writeFile(path.join(dir, file.replace(/\.ts$/, '.js')), outputText);
@@ -45,9 +50,17 @@ export interface CliRun {
  * Runs `node <main> ...args` with exactly `env` (plus PATH), as a process of its own.
  * @param timeoutMs the child is killed after this long (a hung check is a failure, not a hung suite)
  */
-export function runCliProcess(cli: BuiltCli, args: readonly string[], env: Record<string, string>, timeoutMs = 30_000): Promise<CliRun> {
+export function runCliProcess(
+  cli: BuiltCli,
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli.main, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cli.main, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

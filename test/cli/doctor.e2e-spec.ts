@@ -32,17 +32,26 @@ function healthyEnv(sandbox: PaymentsSandbox, appPort: number): Record<string, s
 }
 
 /** A Nest app configured from `env` exactly as the module reads it, listening on `port`. */
-async function startNest(env: Record<string, string>, port: number, adapter: 'express' | 'fastify'): Promise<INestApplication> {
+async function startNest(
+  env: Record<string, string>,
+  port: number,
+  adapter: 'express' | 'fastify',
+): Promise<INestApplication> {
   const options = paymentsOptionsFromConfig({ get: (key) => env[key] }, { logger: quietLogger(), telemetry: false });
   const moduleRef = await Test.createTestingModule({ imports: [PaymentsModule.forRoot(options)] }).compile();
   const app =
-    adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false }) : moduleRef.createNestApplication({ logger: false });
+    adapter === 'fastify'
+      ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false })
+      : moduleRef.createNestApplication({ logger: false });
   await app.listen(port, '127.0.0.1');
   return app;
 }
 
 /** A plain Express app with the plugin's router at /payments/webhook, configured from `env`. */
-async function startExpress(env: Record<string, string>, port: number): Promise<{ client: PaymentsClient; server: Server }> {
+async function startExpress(
+  env: Record<string, string>,
+  port: number,
+): Promise<{ client: PaymentsClient; server: Server }> {
   const options = paymentsOptionsFromConfig({ get: (key) => env[key] }, { logger: quietLogger(), telemetry: false });
   const { webhook, ...rest } = options;
   const { decorators: _decorators, ...coreWebhook } = webhook ?? {};
@@ -60,7 +69,10 @@ function lines(run: CliRun): string[] {
 
 /** The report's line for a check label (`keys`, `store`, ...): the first one when there are several. */
 function lineOf(run: CliRun, label: string): string {
-  return lines(run).find((l) => l.slice(2).startsWith(`${label}: `)) ?? `(no line "${label}" in ${JSON.stringify(run.stdout)})`;
+  return (
+    lines(run).find((l) => l.slice(2).startsWith(`${label}: `)) ??
+    `(no line "${label}" in ${JSON.stringify(run.stdout)})`
+  );
 }
 
 function expectNoSecrets(run: CliRun, ...secrets: string[]): void {
@@ -102,12 +114,18 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
       expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
       expect(run.stdout).not.toContain('✖');
       expect(lineOf(run, 'variables')).toMatch(/^✔ variables: 8 PAYMENTS_\* variables read/);
-      expect(lineOf(run, 'base URL')).toBe(`✔ base URL: ${sandbox.url} answers (HTTP 200), plain HTTP on loopback: a local sandbox`);
-      expect(lineOf(run, 'keys')).toBe('✔ keys: accepted by the service (a made-up payment id was answered "not found", not 401/403)');
+      expect(lineOf(run, 'base URL')).toBe(
+        `✔ base URL: ${sandbox.url} answers (HTTP 200), plain HTTP on loopback: a local sandbox`,
+      );
+      expect(lineOf(run, 'keys')).toBe(
+        '✔ keys: accepted by the service (a made-up payment id was answered "not found", not 401/403)',
+      );
       expect(lineOf(run, 'webhook URL')).toBe(
         `✔ webhook URL: ${env.PAYMENTS_WEBHOOK_PUBLIC_URL} is plain HTTP on loopback: only a local sandbox can deliver to it`,
       );
-      expect(lineOf(run, 'webhook secret')).toBe('✔ webhook secret: PAYMENTS_WEBHOOK_SECRET is set, at least 32 characters');
+      expect(lineOf(run, 'webhook secret')).toBe(
+        '✔ webhook secret: PAYMENTS_WEBHOOK_SECRET is set, at least 32 characters',
+      );
       expect(lineOf(run, 'store')).toMatch(/^– store: no PAYMENTS_REDIS_URL or PAYMENTS_DATABASE_URL/);
       expect(lineOf(run, 'webhook probe')).toBe(
         `✔ webhook probe: a signed probe sent to ${env.PAYMENTS_WEBHOOK_PUBLIC_URL} reached the plugin's webhook route`,
@@ -119,7 +137,13 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
     });
 
     it('detects a webhook URL that does not route to the app (404 to the probe)', async () => {
-      const notRouted = { ...env, PAYMENTS_WEBHOOK_PUBLIC_URL: env.PAYMENTS_WEBHOOK_PUBLIC_URL.replace('/payments/webhook', '/api/payments/webhook') };
+      const notRouted = {
+        ...env,
+        PAYMENTS_WEBHOOK_PUBLIC_URL: env.PAYMENTS_WEBHOOK_PUBLIC_URL.replace(
+          '/payments/webhook',
+          '/api/payments/webhook',
+        ),
+      };
       const run = await runCliProcess(cli, ['doctor', '--probe'], notRouted);
       expect(run.code).toBe(1);
       expect(lineOf(run, 'webhook probe')).toBe(
@@ -134,7 +158,9 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
     it('detects an app running with another secret (401 to the probe)', async () => {
       const run = await runCliProcess(cli, ['doctor', '--probe'], { ...env, PAYMENTS_WEBHOOK_SECRET: OTHER_SECRET });
       expect(run.code).toBe(1);
-      expect(lineOf(run, 'webhook probe')).toMatch(/^✖ webhook probe: a webhook route at .* refused the probe's signature \(HTTP 401\)$/);
+      expect(lineOf(run, 'webhook probe')).toMatch(
+        /^✖ webhook probe: a webhook route at .* refused the probe's signature \(HTTP 401\)$/,
+      );
       expect(run.stdout).toContain('fix: the app runs with another PAYMENTS_WEBHOOK_SECRET than this one');
       expectNoSecrets(run);
     });
@@ -159,13 +185,21 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
     it('passes the probe through the router and exits 0', async () => {
       const run = await runCliProcess(cli, ['doctor', '--probe'], env);
       expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
-      expect(lineOf(run, 'webhook probe')).toMatch(/^✔ webhook probe: a signed probe sent to .* reached the plugin's webhook route$/);
+      expect(lineOf(run, 'webhook probe')).toMatch(
+        /^✔ webhook probe: a signed probe sent to .* reached the plugin's webhook route$/,
+      );
     });
 
     it('--json: the same report for scripts, without keys or the secret', async () => {
-      const run = await runCliProcess(cli, ['doctor', '--probe', '--json'], { ...env, PAYMENTS_PRIVATE_KEY: 'sk_doctor_wrong_key' });
+      const run = await runCliProcess(cli, ['doctor', '--probe', '--json'], {
+        ...env,
+        PAYMENTS_PRIVATE_KEY: 'sk_doctor_wrong_key',
+      });
       expect(run.code).toBe(1);
-      const report = JSON.parse(run.stdout) as { ok: boolean; checks: Array<{ id: string; status: string; message: string; fix?: string }> };
+      const report = JSON.parse(run.stdout) as {
+        ok: boolean;
+        checks: Array<{ id: string; status: string; message: string; fix?: string }>;
+      };
       expect(report.ok).toBe(false);
       expect(report.checks.map((c) => [c.id, c.status])).toEqual([
         ['variables', 'ok'],
@@ -214,7 +248,9 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
       const dead = `http://127.0.0.1:${await closedPort()}`;
       const run = await runCliProcess(cli, ['doctor'], { ...env, PAYMENTS_BASE_URL: dead });
       expect(run.code).toBe(1);
-      expect(lineOf(run, 'base URL')).toMatch(new RegExp(`^✖ base URL: ${dead.replace(/\./g, '\\.')} does not answer \\(connect ECONNREFUSED`));
+      expect(lineOf(run, 'base URL')).toMatch(
+        new RegExp(`^✖ base URL: ${dead.replace(/\./g, '\\.')} does not answer \\(connect ECONNREFUSED`),
+      );
       expect(run.stdout).toContain('    fix: check PAYMENTS_BASE_URL (host, port, https)');
       expect(lineOf(run, 'keys')).toBe('✖ keys: not checked: the base URL does not answer');
     });
@@ -228,18 +264,27 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
     it('short secret: ✖ webhook secret, its value never printed', async () => {
       const run = await runCliProcess(cli, ['doctor'], { ...env, PAYMENTS_WEBHOOK_SECRET: 'short-secret-value' });
       expect(run.code).toBe(1);
-      expect(lineOf(run, 'webhook secret')).toBe('✖ webhook secret: PAYMENTS_WEBHOOK_SECRET is shorter than 32 characters');
-      expect(run.stdout).toContain('    fix: set PAYMENTS_WEBHOOK_SECRET to at least 32 random characters, the same in the app and here');
+      expect(lineOf(run, 'webhook secret')).toBe(
+        '✖ webhook secret: PAYMENTS_WEBHOOK_SECRET is shorter than 32 characters',
+      );
+      expect(run.stdout).toContain(
+        '    fix: set PAYMENTS_WEBHOOK_SECRET to at least 32 random characters, the same in the app and here',
+      );
       // The rest is still checked: only the secret fails.
       expect(lineOf(run, 'keys')).toMatch(/^✔ keys/);
       // The module would refuse it at start-up: the variables check says so too.
-      expect(lineOf(run, 'variables')).toBe('✖ variables: the module would refuse to start: PAYMENTS_WEBHOOK_SECRET invalid (see below)');
+      expect(lineOf(run, 'variables')).toBe(
+        '✖ variables: the module would refuse to start: PAYMENTS_WEBHOOK_SECRET invalid (see below)',
+      );
       expect(run.stdout.trimEnd().endsWith('2 check(s) failed.')).toBe(true);
       expectNoSecrets(run, 'short-secret-value');
     });
 
     it('webhook public URL not HTTPS: ✖ webhook URL', async () => {
-      const run = await runCliProcess(cli, ['doctor'], { ...env, PAYMENTS_WEBHOOK_PUBLIC_URL: 'http://shop.example/payments/webhook' });
+      const run = await runCliProcess(cli, ['doctor'], {
+        ...env,
+        PAYMENTS_WEBHOOK_PUBLIC_URL: 'http://shop.example/payments/webhook',
+      });
       expect(run.code).toBe(1);
       expect(lineOf(run, 'webhook URL')).toBe('✖ webhook URL: http://shop.example/payments/webhook is not HTTPS');
     });
@@ -256,7 +301,9 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
         '✖ variables: the module would refuse to start: PAYMENTS_BASE_URL, PAYMENTS_WEBHOOK_PUBLIC_URL, PAYMENTS_WEBHOOK_SECRET invalid (see below)',
       );
       expect(lineOf(run, 'base URL')).toMatch(/^✖ base URL: PAYMENTS_BASE_URL \(baseUrl\) /);
-      expect(lineOf(run, 'webhook URL')).toMatch(/^✖ webhook URL: PAYMENTS_WEBHOOK_PUBLIC_URL \(webhook.publicUrl\) must not contain a user name or password/);
+      expect(lineOf(run, 'webhook URL')).toMatch(
+        /^✖ webhook URL: PAYMENTS_WEBHOOK_PUBLIC_URL \(webhook.publicUrl\) must not contain a user name or password/,
+      );
       expect(lineOf(run, 'webhook secret')).toMatch(/^✖ webhook secret: /);
       expectNoSecrets(run, 'fourteen-chars', 'hunter2pass');
     });
@@ -264,7 +311,9 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
     it('a malformed variable is named: ✖ variables', async () => {
       const run = await runCliProcess(cli, ['doctor'], { ...env, PAYMENTS_TIMEOUT_MS: 'soon' });
       expect(run.code).toBe(1);
-      expect(lineOf(run, 'variables')).toMatch(/^✖ variables: the module would refuse to start: PAYMENTS_TIMEOUT_MS \(timeoutMs\) /);
+      expect(lineOf(run, 'variables')).toMatch(
+        /^✖ variables: the module would refuse to start: PAYMENTS_TIMEOUT_MS \(timeoutMs\) /,
+      );
     });
 
     it('store down: ✖ store for a Redis and a PostgreSQL on closed ports', async () => {
@@ -277,11 +326,19 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
       expect(run.code).toBe(1);
       const stores = lines(run).filter((l) => l.includes(' store: '));
       expect(stores).toEqual([
-        expect.stringMatching(new RegExp(`^✖ store: Redis at redis://127\\.0\\.0\\.1:${redisPort} does not answer \\(.+\\)$`)),
-        expect.stringMatching(new RegExp(`^✖ store: PostgreSQL at postgres://127\\.0\\.0\\.1:${pgPort}/shop does not answer \\(.+\\)$`)),
+        expect.stringMatching(
+          new RegExp(`^✖ store: Redis at redis://127\\.0\\.0\\.1:${redisPort} does not answer \\(.+\\)$`),
+        ),
+        expect.stringMatching(
+          new RegExp(`^✖ store: PostgreSQL at postgres://127\\.0\\.0\\.1:${pgPort}/shop does not answer \\(.+\\)$`),
+        ),
       ]);
-      expect(run.stdout).toContain('fix: check that Redis runs and that PAYMENTS_REDIS_URL names the server the app uses');
-      expect(run.stdout).toContain('fix: check that PostgreSQL runs and that PAYMENTS_DATABASE_URL names the server the app uses');
+      expect(run.stdout).toContain(
+        'fix: check that Redis runs and that PAYMENTS_REDIS_URL names the server the app uses',
+      );
+      expect(run.stdout).toContain(
+        'fix: check that PostgreSQL runs and that PAYMENTS_DATABASE_URL names the server the app uses',
+      );
       expectNoSecrets(run, 'redis-password', 'pg-password');
     });
 
@@ -292,12 +349,23 @@ describe('nestjs-payments doctor (a child process, against the sandbox)', () => 
         const appStore = new PostgresPaymentsStore(POSTGRES_URL);
         await appStore.countPending();
         await appStore.close();
-        const run = await runCliProcess(cli, ['doctor'], { ...env, PAYMENTS_REDIS_URL: REDIS_URL, PAYMENTS_DATABASE_URL: POSTGRES_URL });
-        expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 0, stdout: expect.stringContaining('All checks passed.') });
+        const run = await runCliProcess(cli, ['doctor'], {
+          ...env,
+          PAYMENTS_REDIS_URL: REDIS_URL,
+          PAYMENTS_DATABASE_URL: POSTGRES_URL,
+        });
+        expect({ code: run.code, stdout: run.stdout }).toEqual({
+          code: 0,
+          stdout: expect.stringContaining('All checks passed.'),
+        });
         const stores = lines(run).filter((l) => l.includes(' store: '));
         expect(stores).toEqual([
-          expect.stringMatching(/^✔ store: Redis at redis:\/\/.+ answers \(\d+ payment\(s\) waiting for reconciliation\)$/),
-          expect.stringMatching(/^✔ store: PostgreSQL at postgres:\/\/.+ answers \(\d+ payment\(s\) waiting for reconciliation\)$/),
+          expect.stringMatching(
+            /^✔ store: Redis at redis:\/\/.+ answers \(\d+ payment\(s\) waiting for reconciliation\)$/,
+          ),
+          expect.stringMatching(
+            /^✔ store: PostgreSQL at postgres:\/\/.+ answers \(\d+ payment\(s\) waiting for reconciliation\)$/,
+          ),
         ]);
       },
     );

@@ -28,7 +28,13 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const publicUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/payments/webhook`;
-    client = new PaymentsClient(sandbox.options({ webhook: { publicUrl, secret: SECRET }, reconciliation: { enabled: false }, logger: quietLogger() }));
+    client = new PaymentsClient(
+      sandbox.options({
+        webhook: { publicUrl, secret: SECRET },
+        reconciliation: { enabled: false },
+        logger: quietLogger(),
+      }),
+    );
   });
 
   afterAll(async () => {
@@ -42,7 +48,8 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
   // One order per payment: a second generatePayment for an order with an open payment returns that one.
   let orders = 0;
   const newPayment = async (preAuthorization = false) =>
-    (await client.generatePayment({ amount: '4200', developerTrackingId: `order-cli-${++orders}`, preAuthorization })).paymentId;
+    (await client.generatePayment({ amount: '4200', developerTrackingId: `order-cli-${++orders}`, preAuthorization }))
+      .paymentId;
   const run = (...args: string[]) => runCliProcess(cli, ['sandbox', ...args, '--url', sandbox.url], {});
 
   it('pay: the payment is paid and its webhook delivered to the app', async () => {
@@ -50,7 +57,9 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
     const before = received.length;
     const result = await run('pay', id);
     expect(result.stderr).toBe('');
-    expect(result.stdout).toBe(`payment ${id}: paid (verify now answers SUCCESS); webhook delivered (HTTP 200, 1 attempt)\n`);
+    expect(result.stdout).toBe(
+      `payment ${id}: paid (verify now answers SUCCESS); webhook delivered (HTTP 200, 1 attempt)\n`,
+    );
     expect(result.code).toBe(0);
     expect(sandbox.getPayment(id)?.state).toBe('paid');
     expect(received.length).toBe(before + 1);
@@ -59,7 +68,10 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
   it('fail: declined, FAILURE delivered', async () => {
     const id = await newPayment();
     const result = await run('fail', id);
-    expect([result.code, result.stdout]).toEqual([0, `payment ${id}: failed (verify now answers FAILURE); webhook delivered (HTTP 200, 1 attempt)\n`]);
+    expect([result.code, result.stdout]).toEqual([
+      0,
+      `payment ${id}: failed (verify now answers FAILURE); webhook delivered (HTTP 200, 1 attempt)\n`,
+    ]);
     expect(sandbox.getPayment(id)?.state).toBe('failed');
   });
 
@@ -72,7 +84,10 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
     ]);
     const standard = await newPayment();
     const refused = await run('preauthorize', standard);
-    expect([refused.code, refused.stderr]).toEqual([1, `nestjs-payments: payment ${standard} is not a pre-authorization: use pay\n`]);
+    expect([refused.code, refused.stderr]).toEqual([
+      1,
+      `nestjs-payments: payment ${standard} is not a pre-authorization: use pay\n`,
+    ]);
     expect(sandbox.getPayment(standard)?.state).toBe('pending');
   });
 
@@ -80,7 +95,10 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
     const id = await newPayment();
     const before = received.length;
     const result = await run('expire', id);
-    expect([result.code, result.stdout]).toEqual([0, `payment ${id}: expired (verify now answers EXPIRED); no webhook sent (none on expiry)\n`]);
+    expect([result.code, result.stdout]).toEqual([
+      0,
+      `payment ${id}: expired (verify now answers EXPIRED); no webhook sent (none on expiry)\n`,
+    ]);
     expect(received.length).toBe(before);
   });
 
@@ -94,7 +112,10 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
     const id = await newPayment();
     await run('pay', id);
     const again = await run('fail', id);
-    expect([again.code, again.stderr]).toEqual([1, `nestjs-payments: payment ${id} is paid, not pending: it can no longer be settled\n`]);
+    expect([again.code, again.stderr]).toEqual([
+      1,
+      `nestjs-payments: payment ${id} is paid, not pending: it can no longer be settled\n`,
+    ]);
   });
 
   it('an app that does not take the webhook: settled, but exit 1 with what the app answered', async () => {
@@ -126,7 +147,9 @@ describe('nestjs-payments sandbox <action> <paymentId> (a child process, against
   it('a usage error names what is missing; --help prints the actions', async () => {
     const missing = await runCliProcess(cli, ['sandbox', 'pay'], {});
     expect(missing.code).toBe(1);
-    expect(missing.stderr.split('\n')[0]).toBe('nestjs-payments: sandbox pay needs a payment id: nestjs-payments sandbox pay <paymentId>');
+    expect(missing.stderr.split('\n')[0]).toBe(
+      'nestjs-payments: sandbox pay needs a payment id: nestjs-payments sandbox pay <paymentId>',
+    );
     const help = await runCliProcess(cli, ['help', 'sandbox'], {});
     expect(help.stdout).toContain('Usage: nestjs-payments sandbox <action> <paymentId> [--url <url>]');
   });

@@ -25,7 +25,10 @@ async function cliWithoutStoreClients(): Promise<BuiltCli> {
 
 describe('a missing store client', () => {
   let cli: BuiltCli;
-  const env = { PAYMENTS_REDIS_URL: 'redis://127.0.0.1:6379', PAYMENTS_DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test' };
+  const env = {
+    PAYMENTS_REDIS_URL: 'redis://127.0.0.1:6379',
+    PAYMENTS_DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test',
+  };
 
   beforeAll(async () => {
     cli = await cliWithoutStoreClients();
@@ -42,7 +45,9 @@ describe('a missing store client', () => {
       'nestjs-payments: PAYMENTS_REDIS_URL needs the package ioredis, which is not installed here: npm install ioredis\n',
     ]);
     const pg = await runCliProcess(cli, ['outcomes'], { PAYMENTS_DATABASE_URL: env.PAYMENTS_DATABASE_URL });
-    expect(pg.stderr).toBe('nestjs-payments: PAYMENTS_DATABASE_URL needs the package pg, which is not installed here: npm install pg\n');
+    expect(pg.stderr).toBe(
+      'nestjs-payments: PAYMENTS_DATABASE_URL needs the package pg, which is not installed here: npm install pg\n',
+    );
   });
 
   it('doctor: the store is "not checked: <package> is not installed", not "does not answer"', async () => {
@@ -76,9 +81,13 @@ describe('isMissingPackage: the loader says the package itself is missing', () =
       system === 'require'
         ? `try { require(${JSON.stringify(name)}) } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`
         : `import(${JSON.stringify(name)}).catch((e) => console.log(JSON.stringify({ code: e.code, message: e.message })))`;
-    const out = execFileSync(process.execPath, [system === 'require' ? '-e' : '--input-type=module', ...(system === 'import' ? ['-e'] : []), script], {
-      cwd: dir,
-    });
+    const out = execFileSync(
+      process.execPath,
+      [system === 'require' ? '-e' : '--input-type=module', ...(system === 'import' ? ['-e'] : []), script],
+      {
+        cwd: dir,
+      },
+    );
     const { code, message } = JSON.parse(out.toString()) as { code: string; message: string };
     return Object.assign(new Error(message), { code });
   }

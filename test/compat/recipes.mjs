@@ -30,7 +30,8 @@ export function recipes(markdown, source = 'the guide') {
     if (end < 0) fail(`${source}:${i + 1}: a code block that never ends`);
     const marked = lines[i - 1] === MARKER;
     const named = RECIPE.exec(lines[i + 1] ?? '');
-    if (marked && !named) fail(`${source}:${i + 2}: a block marked "${MARKER}" must start with "// recipe: <name> file: <path>"`);
+    if (marked && !named)
+      fail(`${source}:${i + 2}: a block marked "${MARKER}" must start with "// recipe: <name> file: <path>"`);
     if (named && !marked) fail(`${source}:${i + 1}: the recipe "${named[1]}" must be directly preceded by "${MARKER}"`);
     if (named) {
       if (found.some((r) => r.name === named[1])) fail(`${source}:${i + 2}: a second recipe named "${named[1]}"`);
@@ -42,7 +43,8 @@ export function recipes(markdown, source = 'the guide') {
 }
 
 const [guide, command, project, ...names] = process.argv.slice(2);
-if (!guide || !['list', 'write'].includes(command ?? '')) fail('usage: node recipes.mjs <guide.md> list | write <project> <name>...');
+if (!guide || !['list', 'write'].includes(command ?? ''))
+  fail('usage: node recipes.mjs <guide.md> list | write <project> <name>...');
 const all = recipes(readFileSync(guide, 'utf8'), path.basename(guide));
 if (command === 'list') {
   console.log(all.map((r) => r.name).join(' '));

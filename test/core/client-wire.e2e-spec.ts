@@ -2,7 +2,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { readFileSync } from 'node:fs';
 import { PaymentsClient } from '../../lib/core/client/payments.client.js';
 import { SERVICE_PATHS } from '../../lib/core/api/wire.mapper.js';
-import { PaymentsApiError, PaymentsAuthenticationError, PaymentsValidationError } from '../../lib/core/api/payments.errors.js';
+import {
+  PaymentsApiError,
+  PaymentsAuthenticationError,
+  PaymentsValidationError,
+} from '../../lib/core/api/payments.errors.js';
 import { FakeService } from '../support/fake-service.js';
 import { generateAnswer, verifyAnswer, verifyPath } from '../support/verify-answers.js';
 
@@ -34,12 +38,21 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
 
   describe('verifyPayment', () => {
     it('GETs /api/v2/verify_payment/{id} with the Bearer header and no body', async () => {
-      fake.reply(verifyPath('pay_1'), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 1250, trackingId: 'order-1' }) });
+      fake.reply(verifyPath('pay_1'), {
+        status: 200,
+        body: verifyAnswer({ status: 'SUCCESS', amount: 1250, trackingId: 'order-1' }),
+      });
       const verified = await client.verifyPayment('pay_1');
       expect(last()).toMatchObject({ method: 'GET', path: '/api/v2/verify_payment/pay_1', body: '' });
       expect(last().headers.authorization).toBe(`Bearer pk_wire:${PRIVATE_KEY}`);
       expect(last().headers['content-type']).toBeUndefined();
-      expect(verified).toMatchObject({ paymentId: 'pay_1', status: 'SUCCESS', amount: '1250', developerTrackingId: 'order-1', type: 'card' });
+      expect(verified).toMatchObject({
+        paymentId: 'pay_1',
+        status: 'SUCCESS',
+        amount: '1250',
+        developerTrackingId: 'order-1',
+        type: 'card',
+      });
       expect(verified.details).toMatchObject({ pan: '450921**1119' });
     });
 
@@ -80,9 +93,20 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
     });
 
     it('maps 404 to NOT_FOUND and 429 to RATE_LIMITED with the Retry-After', async () => {
-      fake.reply(verifyPath('pay_404'), { status: 404, body: { result: { status: 404, message: 'Payment not found' } } });
-      await expect(client.verifyPayment('pay_404')).rejects.toMatchObject({ code: 'NOT_FOUND', httpStatus: 404, serviceMessage: 'Payment not found' });
-      fake.reply(verifyPath('pay_429'), { status: 429, body: { result: { status: 429, message: 'Too Many Requests' } }, headers: { 'retry-after': '7' } });
+      fake.reply(verifyPath('pay_404'), {
+        status: 404,
+        body: { result: { status: 404, message: 'Payment not found' } },
+      });
+      await expect(client.verifyPayment('pay_404')).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+        httpStatus: 404,
+        serviceMessage: 'Payment not found',
+      });
+      fake.reply(verifyPath('pay_429'), {
+        status: 429,
+        body: { result: { status: 429, message: 'Too Many Requests' } },
+        headers: { 'retry-after': '7' },
+      });
       await expect(client.verifyPayment('pay_429')).rejects.toMatchObject({ code: 'RATE_LIMITED', retryAfterSecs: 7 });
     });
 
@@ -96,19 +120,30 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
     it('POSTs payment_id only when capturing everything', async () => {
       fake.reply(SERVICE_PATHS.capture, {
         status: 200,
-        body: { result: { payment_id: 'pre_1', status: 'confirmed', amount: '20000', confirmed_at: '2026-11-22T10:00:00Z' }, status: 'success' },
+        body: {
+          result: { payment_id: 'pre_1', status: 'confirmed', amount: '20000', confirmed_at: '2026-11-22T10:00:00Z' },
+          status: 'success',
+        },
       });
       const capture = await client.capturePayment('pre_1');
       expect(last()).toMatchObject({ method: 'POST', path: '/api/v2/confirm_payment' });
       expect(last().headers['content-type']).toBe('application/json');
       expect(JSON.parse(last().body)).toStrictEqual({ payment_id: 'pre_1' });
-      expect(capture).toStrictEqual({ paymentId: 'pre_1', status: 'confirmed', amount: '20000', capturedAt: '2026-11-22T10:00:00Z' });
+      expect(capture).toStrictEqual({
+        paymentId: 'pre_1',
+        status: 'confirmed',
+        amount: '20000',
+        capturedAt: '2026-11-22T10:00:00Z',
+      });
     });
 
     it('sends a partial amount as a digit string', async () => {
       fake.reply(SERVICE_PATHS.capture, {
         status: 200,
-        body: { result: { payment_id: 'pre_2', status: 'confirmed', amount: '5000', confirmed_at: 'x' }, status: 'success' },
+        body: {
+          result: { payment_id: 'pre_2', status: 'confirmed', amount: '5000', confirmed_at: 'x' },
+          status: 'success',
+        },
       });
       await client.capturePayment('pre_2', { amount: 5000 });
       expect(JSON.parse(last().body)).toStrictEqual({ payment_id: 'pre_2', amount: '5000' });
@@ -120,8 +155,14 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
     });
 
     it('maps the flat error shape to an error with the service code, and refuses dinars before sending', async () => {
-      fake.reply(SERVICE_PATHS.capture, { status: 400, body: { status: 'error', message: 'cannot capture', code: 'CAPTURE_NOT_ALLOWED' } });
-      await expect(client.capturePayment('pre_4')).rejects.toMatchObject({ code: 'CAPTURE_NOT_ALLOWED', serviceMessage: 'cannot capture' });
+      fake.reply(SERVICE_PATHS.capture, {
+        status: 400,
+        body: { status: 'error', message: 'cannot capture', code: 'CAPTURE_NOT_ALLOWED' },
+      });
+      await expect(client.capturePayment('pre_4')).rejects.toMatchObject({
+        code: 'CAPTURE_NOT_ALLOWED',
+        serviceMessage: 'cannot capture',
+      });
       const before = fake.requests.length;
       await expect(client.capturePayment('pre_4', { amount: 12.5 })).rejects.toThrow(/toMillimes\('12.5'\)/);
       expect(fake.requests).toHaveLength(before);
@@ -139,13 +180,30 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
     ];
     const ok = {
       refund: (paymentId: unknown) => ({
-        result: { refund_id: 'ref_1', payment_id: paymentId, amount: '12500', status: 'success', refunded_at: '2026-11-22T10:00:00Z' },
+        result: {
+          refund_id: 'ref_1',
+          payment_id: paymentId,
+          amount: '12500',
+          status: 'success',
+          refunded_at: '2026-11-22T10:00:00Z',
+        },
         status: 'success',
       }),
-      cancel: (paymentId: unknown) => ({ result: { payment_id: paymentId, status: 'cancelled', cancelled_at: '2026-11-22T10:00:00Z' }, status: 'success' }),
-      capture: (paymentId: unknown) => ({ result: { payment_id: paymentId, status: 'confirmed', amount: '20000' }, status: 'success' }),
+      cancel: (paymentId: unknown) => ({
+        result: { payment_id: paymentId, status: 'cancelled', cancelled_at: '2026-11-22T10:00:00Z' },
+        status: 'success',
+      }),
+      capture: (paymentId: unknown) => ({
+        result: { payment_id: paymentId, status: 'confirmed', amount: '20000' },
+        status: 'success',
+      }),
       generate: (tracking: unknown) => ({
-        result: { success: true, payment_id: 'pay_g', link: 'https://checkout.example/pay_g', developer_tracking_id: tracking },
+        result: {
+          success: true,
+          payment_id: 'pay_g',
+          link: 'https://checkout.example/pay_g',
+          developer_tracking_id: tracking,
+        },
       }),
       verify: (field: 'developer_tracking_id' | 'type', value: unknown) => {
         const body = verifyAnswer({ status: 'SUCCESS' });
@@ -154,27 +212,56 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
       },
     };
     const calls: Array<[string, (bad: unknown) => { path: string; body: unknown; call: () => Promise<unknown> }]> = [
-      ['refund: payment_id', (bad) => ({ path: SERVICE_PATHS.refund, body: ok.refund(bad), call: () => client.refundPayment('pay_1') })],
-      ['cancel: payment_id', (bad) => ({ path: SERVICE_PATHS.cancel, body: ok.cancel(bad), call: () => client.cancelPayment('pay_1') })],
-      ['capture: payment_id', (bad) => ({ path: SERVICE_PATHS.capture, body: ok.capture(bad), call: () => client.capturePayment('pay_1') })],
+      [
+        'refund: payment_id',
+        (bad) => ({ path: SERVICE_PATHS.refund, body: ok.refund(bad), call: () => client.refundPayment('pay_1') }),
+      ],
+      [
+        'cancel: payment_id',
+        (bad) => ({ path: SERVICE_PATHS.cancel, body: ok.cancel(bad), call: () => client.cancelPayment('pay_1') }),
+      ],
+      [
+        'capture: payment_id',
+        (bad) => ({ path: SERVICE_PATHS.capture, body: ok.capture(bad), call: () => client.capturePayment('pay_1') }),
+      ],
       [
         'generate: developer_tracking_id',
-        (bad) => ({ path: SERVICE_PATHS.generate, body: ok.generate(bad), call: () => client.generatePayment({ amount: '100' }) }),
+        (bad) => ({
+          path: SERVICE_PATHS.generate,
+          body: ok.generate(bad),
+          call: () => client.generatePayment({ amount: '100' }),
+        }),
       ],
       [
         'verify: developer_tracking_id',
-        (bad) => ({ path: verifyPath('pay_v'), body: ok.verify('developer_tracking_id', bad), call: () => client.verifyPayment('pay_v') }),
+        (bad) => ({
+          path: verifyPath('pay_v'),
+          body: ok.verify('developer_tracking_id', bad),
+          call: () => client.verifyPayment('pay_v'),
+        }),
       ],
-      ['verify: type', (bad) => ({ path: verifyPath('pay_v'), body: ok.verify('type', bad), call: () => client.verifyPayment('pay_v') })],
+      [
+        'verify: type',
+        (bad) => ({
+          path: verifyPath('pay_v'),
+          body: ok.verify('type', bad),
+          call: () => client.verifyPayment('pay_v'),
+        }),
+      ],
     ];
-    const table = calls.flatMap(([where, make]) => BAD.map(([what, value]) => [`${where} with ${what}`, make, value] as const));
+    const table = calls.flatMap(([where, make]) =>
+      BAD.map(([what, value]) => [`${where} with ${what}`, make, value] as const),
+    );
 
     it.each(table)('%s', async (_name, make, bad) => {
       const { path, body, call } = make(bad);
       fake.reply(path, { status: 200, body });
       const error = await call().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PaymentsApiError);
-      expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual(['INVALID_RESPONSE', 200]);
+      expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual([
+        'INVALID_RESPONSE',
+        200,
+      ]);
       expect((error as Error).message).toMatch(/malformed/);
     });
 
@@ -192,7 +279,10 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
       fake.reply(verifyPath('pay_v'), { status: 200, body: ok.verify('developer_tracking_id', '') });
       await expect(client.verifyPayment('pay_v')).resolves.not.toHaveProperty('developerTrackingId');
       fake.reply(SERVICE_PATHS.generate, { status: 200, body: ok.generate(undefined) });
-      await expect(client.generatePayment({ amount: '100' })).resolves.toEqual({ paymentId: 'pay_g', link: 'https://checkout.example/pay_g' });
+      await expect(client.generatePayment({ amount: '100' })).resolves.toEqual({
+        paymentId: 'pay_g',
+        link: 'https://checkout.example/pay_g',
+      });
     });
   });
 
@@ -210,7 +300,12 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
   describe('generatePayment with the documented extras', () => {
     it('sends pre_authorization, client_id and destination as the docs show them', async () => {
       fake.reply(SERVICE_PATHS.generate, { status: 200, body: generateAnswer('pay_g1') });
-      await client.generatePayment({ amount: '20000', preAuthorization: true, clientId: 'cust-1', destinations: [{ merchantId: 'm-2', amount: '5000' }] });
+      await client.generatePayment({
+        amount: '20000',
+        preAuthorization: true,
+        clientId: 'cust-1',
+        destinations: [{ merchantId: 'm-2', amount: '5000' }],
+      });
       expect(JSON.parse(last().body)).toStrictEqual({
         amount: '20000',
         ...{ success_link: LINKS.successLink, fail_link: LINKS.failLink },
@@ -246,7 +341,10 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
 
     it.each([
       ['a javascript: link', { result: { success: true, payment_id: 'p', link: 'javascript:alert(1)' } }],
-      ['a payment id with CR/LF', { result: { success: true, payment_id: 'p\r\nX-Evil: 1', link: 'https://c.example/p' } }],
+      [
+        'a payment id with CR/LF',
+        { result: { success: true, payment_id: 'p\r\nX-Evil: 1', link: 'https://c.example/p' } },
+      ],
       ['no link', { result: { success: true, payment_id: 'p' } }],
     ])('refuses %s from the service as INVALID_RESPONSE', async (_name, body) => {
       fake.reply(SERVICE_PATHS.generate, { status: 200, body });
@@ -264,7 +362,10 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
 
   describe('secrets in answers', () => {
     it('redacts the private key when the service echoes the Authorization header', async () => {
-      fake.reply(verifyPath('pay_echo'), { status: 500, body: `<html>bad request: Authorization: Bearer pk_wire:${PRIVATE_KEY}</html>` });
+      fake.reply(verifyPath('pay_echo'), {
+        status: 500,
+        body: `<html>bad request: Authorization: Bearer pk_wire:${PRIVATE_KEY}</html>`,
+      });
       const error = await client.verifyPayment('pay_echo').catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PaymentsApiError);
       expect(JSON.stringify(error)).not.toContain(PRIVATE_KEY);
@@ -284,19 +385,34 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
 describe('reconcilePayment and the verify budget', () => {
   it('answers a payment verified as pending moments ago from the record, without another verify call', async () => {
     const fake = await FakeService.start();
-    const client = new PaymentsClient({ publicKey: 'pk', privateKey: 'sk', baseUrl: fake.url, maxRetries: 0, reconciliation: { enabled: false }, ...LINKS });
+    const client = new PaymentsClient({
+      publicKey: 'pk',
+      privateKey: 'sk',
+      baseUrl: fake.url,
+      maxRetries: 0,
+      reconciliation: { enabled: false },
+      ...LINKS,
+    });
     client.setOutcomeDispatcher(async () => undefined);
     try {
       fake.always(verifyPath('pay_p'), { status: 200, body: verifyAnswer({ status: 'PENDING' }) });
       const verifies = () => fake.requests.filter((r) => r.path === verifyPath('pay_p')).length;
-      await expect(client.reconcilePayment('pay_p')).resolves.toMatchObject({ outcome: 'pending', status: 'PENDING', handled: false });
+      await expect(client.reconcilePayment('pay_p')).resolves.toMatchObject({
+        outcome: 'pending',
+        status: 'PENDING',
+        handled: false,
+      });
       expect(verifies()).toBe(1);
-      for (let i = 0; i < 5; i++) await expect(client.reconcilePayment('pay_p')).resolves.toMatchObject({ outcome: 'pending' });
+      for (let i = 0; i < 5; i++)
+        await expect(client.reconcilePayment('pay_p')).resolves.toMatchObject({ outcome: 'pending' });
       expect(verifies()).toBe(1);
       fake.always(verifyPath('pay_p'), { status: 200, body: verifyAnswer({ status: 'SUCCESS' }) });
       // Once the record is old enough, the service is asked again.
       const record = await client.store.getOutcome('pay_p');
-      await client.store.saveOutcome({ ...(record as NonNullable<typeof record>), updatedAt: new Date(Date.now() - 60_000).toISOString() }, 60_000);
+      await client.store.saveOutcome(
+        { ...(record as NonNullable<typeof record>), updatedAt: new Date(Date.now() - 60_000).toISOString() },
+        60_000,
+      );
       await expect(client.reconcilePayment('pay_p')).resolves.toMatchObject({ outcome: 'confirmed', handled: true });
       expect(verifies()).toBe(2);
     } finally {

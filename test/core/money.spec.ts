@@ -16,9 +16,12 @@ describe('toMillimes', () => {
     expect(toMillimes(input)).toBe(expected);
   });
 
-  it.each(['12.3456', '-1', '+1', '1e3', '', ' 1', '1,5', '١٢', '.5', '5.', 'abc', 'Infinity'])('refuses %p', (input) => {
-    expect(() => toMillimes(input)).toThrow(PaymentsValidationError);
-  });
+  it.each(['12.3456', '-1', '+1', '1e3', '', ' 1', '1,5', '١٢', '.5', '5.', 'abc', 'Infinity'])(
+    'refuses %p',
+    (input) => {
+      expect(() => toMillimes(input)).toThrow(PaymentsValidationError);
+    },
+  );
 
   it.each([NaN, Infinity, -2, 1e21, 1e-7])('refuses the number %p', (input) => {
     expect(() => toMillimes(input)).toThrow(PaymentsValidationError);

@@ -170,7 +170,13 @@ describe('the field table of generate_payment', () => {
 
   it('gives the options that default fields the fields own rules', () => {
     expect(() =>
-      resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://payments:8080', successLink: 'javascript:x', sessionTimeoutSecs: -1 }),
+      resolvePaymentsOptions({
+        publicKey: 'pk',
+        privateKey: 'sk',
+        baseUrl: 'http://payments:8080',
+        successLink: 'javascript:x',
+        sessionTimeoutSecs: -1,
+      }),
     ).toThrow(/successLink \(is not an absolute http\(s\) URL\).*sessionTimeoutSecs \(must be a positive integer\)/);
     const resolved = resolvePaymentsOptions({
       publicKey: 'pk',
@@ -183,10 +189,12 @@ describe('the field table of generate_payment', () => {
   });
 
   it('refuses a baseUrl with credentials and says what is wrong with a malformed one', () => {
-    expect(() => resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://user:pass@pay.example' })).toThrow(
-      /baseUrl \(must not contain a user name or password/,
+    expect(() =>
+      resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://user:pass@pay.example' }),
+    ).toThrow(/baseUrl \(must not contain a user name or password/);
+    expect(() => resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'pay.example' })).toThrow(
+      /baseUrl \(is not an absolute http\(s\) URL\)/,
     );
-    expect(() => resolvePaymentsOptions({ publicKey: 'pk', privateKey: 'sk', baseUrl: 'pay.example' })).toThrow(/baseUrl \(is not an absolute http\(s\) URL\)/);
   });
 });
 
@@ -208,11 +216,26 @@ describe('what is derived from the table', () => {
     const badKind: GeneratePaymentInput = { amount: '1', sessionTimeoutSecs: '900' };
     // @ts-expect-error a field that is not in the table
     const unknown: GeneratePaymentInput = { amount: '1', sucessLink: BASE.successLink };
-    const options: PaymentsOptions = { publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://payments', ...VALID_DEFAULTS };
-    // @ts-expect-error the options that default fields take the fields' own types
-    const badOption: PaymentsOptions = { publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://payments', acceptCard: 'yes' };
-    // @ts-expect-error a field that no option defaults
-    const notAnOption: PaymentsOptions = { publicKey: 'pk', privateKey: 'sk', baseUrl: 'http://payments', clientId: 'c' };
+    const options: PaymentsOptions = {
+      publicKey: 'pk',
+      privateKey: 'sk',
+      baseUrl: 'http://payments',
+      ...VALID_DEFAULTS,
+    };
+    const badOption: PaymentsOptions = {
+      publicKey: 'pk',
+      privateKey: 'sk',
+      baseUrl: 'http://payments',
+      // @ts-expect-error the options that default fields take the fields' own types
+      acceptCard: 'yes',
+    };
+    const notAnOption: PaymentsOptions = {
+      publicKey: 'pk',
+      privateKey: 'sk',
+      baseUrl: 'http://payments',
+      // @ts-expect-error a field that no option defaults
+      clientId: 'c',
+    };
     expect([minimal, noAmount, badKind, unknown, options, badOption, notAnOption]).toHaveLength(7);
   });
 
@@ -234,9 +257,18 @@ describe('what is derived from the table', () => {
     };
     const options = paymentsOptionsFromConfig({ get: (key) => env[key] });
     expect(options).toMatchObject({ ...VALID_DEFAULTS, acceptCard: true, sessionTimeoutSecs: 900 });
-    expect(resolvePaymentsOptions(options).defaults).toStrictEqual({ ...VALID_DEFAULTS, acceptCard: true, sessionTimeoutSecs: 900 });
+    expect(resolvePaymentsOptions(options).defaults).toStrictEqual({
+      ...VALID_DEFAULTS,
+      acceptCard: true,
+      sessionTimeoutSecs: 900,
+    });
 
-    const bad: Record<string, string> = { ...env, PAYMENTS_ACCEPT_CARD: 'maybe', PAYMENTS_SESSION_TIMEOUT_SECS: '15m', PAYMENTS_IMAGE_URL: 'logo.png' };
+    const bad: Record<string, string> = {
+      ...env,
+      PAYMENTS_ACCEPT_CARD: 'maybe',
+      PAYMENTS_SESSION_TIMEOUT_SECS: '15m',
+      PAYMENTS_IMAGE_URL: 'logo.png',
+    };
     expect(() => paymentsOptionsFromConfig({ get: (key) => bad[key] })).toThrow(
       'Invalid payments options from the environment: ' +
         'PAYMENTS_SESSION_TIMEOUT_SECS (sessionTimeoutSecs) (must be a positive integer), PAYMENTS_ACCEPT_CARD (acceptCard) (must be a boolean), ' +
@@ -248,7 +280,9 @@ describe('what is derived from the table', () => {
     expect(PAYMENT_FIELDS.sessionTimeoutSecs.serviceDefault).toBe(1200);
     expect(PAYMENT_FIELDS.acceptCard.serviceDefault).toBe(false);
     expect(PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs).toBe(1200);
-    const withDefault = (Object.keys(PAYMENT_FIELDS) as PaymentFieldName[]).filter((name) => PAYMENT_FIELDS[name].serviceDefault !== undefined);
+    const withDefault = (Object.keys(PAYMENT_FIELDS) as PaymentFieldName[]).filter(
+      (name) => PAYMENT_FIELDS[name].serviceDefault !== undefined,
+    );
     expect(withDefault.sort()).toEqual(['acceptCard', 'sessionTimeoutSecs']);
   });
 
@@ -259,10 +293,14 @@ describe('what is derived from the table', () => {
         resolvePaymentsOptions({ ...base, ...options });
         return [];
       } catch (error) {
-        return (error as { fields: Array<{ field: string; messages: string[] }> }).fields.map((f) => `${f.field}: ${f.messages.join()}`);
+        return (error as { fields: Array<{ field: string; messages: string[] }> }).fields.map(
+          (f) => `${f.field}: ${f.messages.join()}`,
+        );
       }
     };
-    expect(messages({ timeoutMs: 1.5, outcomeRecordTtlSecs: 0, reconciliation: { intervalSecs: '60', enabled: 'yes' } })).toEqual([
+    expect(
+      messages({ timeoutMs: 1.5, outcomeRecordTtlSecs: 0, reconciliation: { intervalSecs: '60', enabled: 'yes' } }),
+    ).toEqual([
       'timeoutMs: must be a positive integer',
       'outcomeRecordTtlSecs: must be a positive integer',
       'reconciliation.enabled: must be a boolean',
@@ -273,14 +311,27 @@ describe('what is derived from the table', () => {
       "preAuthorizationFlag: must be 'pre_authorization', 'pre_auth' or 'both'",
       'name: must be 1 to 64 letters, digits, - or _',
     ]);
-    expect(messages({ webhook: { publicUrl: 'https://u:p@shop.example/hook', secret: 'short', acceptUnsigned: 1, leaseMs: -1 } })).toEqual([
+    expect(
+      messages({
+        webhook: { publicUrl: 'https://u:p@shop.example/hook', secret: 'short', acceptUnsigned: 1, leaseMs: -1 },
+      }),
+    ).toEqual([
       'webhook.publicUrl: must not contain a user name or password (user:pass@host)',
       'webhook.secret: must be a string of at least 32 characters',
       'webhook.acceptUnsigned: must be a boolean',
       'webhook.leaseMs: must be a positive integer',
     ]);
-    expect(messages({ maxRetries: 0, webhook: { path: '/hooks/pay', publicUrl: 'https://shop.example/hook', secret: 's'.repeat(32) } })).toEqual([]);
+    expect(
+      messages({
+        maxRetries: 0,
+        webhook: { path: '/hooks/pay', publicUrl: 'https://shop.example/hook', secret: 's'.repeat(32) },
+      }),
+    ).toEqual([]);
   });
 });
 
-const VALID_DEFAULTS = { successLink: 'https://shop.example/ok', failLink: 'https://shop.example/ko', imageUrl: 'https://cdn.example/i.png' };
+const VALID_DEFAULTS = {
+  successLink: 'https://shop.example/ok',
+  failLink: 'https://shop.example/ko',
+  imageUrl: 'https://cdn.example/i.png',
+};

@@ -9,7 +9,23 @@ import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
 // resolution removes (`..` requested the API's root with the merchant's credentials), and a
 // slash, a backslash or a percent-escape may be decoded into the path by a server or a proxy.
 
-const PATH_CHANGING = ['.', '..', '...', ' .. ', '%2e%2e', '%2E%2e', '.%2e', 'a/b', '../verify_payment/x', 'a\\b', '..\\x', 'a?b', 'a#b', '%2f', 'x%2Fy'];
+const PATH_CHANGING = [
+  '.',
+  '..',
+  '...',
+  ' .. ',
+  '%2e%2e',
+  '%2E%2e',
+  '.%2e',
+  'a/b',
+  '../verify_payment/x',
+  'a\\b',
+  '..\\x',
+  'a?b',
+  'a#b',
+  '%2f',
+  'x%2Fy',
+];
 
 describe('pathSegmentId: the rule of ids that go into a request path', () => {
   it.each([
@@ -56,18 +72,26 @@ describe('a path-changing payment id is refused before any request (loopback ser
     await fake.close();
   });
 
-  it.each(PATH_CHANGING)('%j: verify, capture, refund and cancel throw PaymentsValidationError and send nothing', async (id) => {
-    const before = fake.requests.length;
-    for (const call of [() => client.verifyPayment(id), () => client.capturePayment(id), () => client.refundPayment(id), () => client.cancelPayment(id)]) {
-      const error = await call().then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(error).toBeInstanceOf(PaymentsValidationError);
-      expect((error as PaymentsValidationError).message).toContain('paymentId');
-    }
-    expect(fake.requests.slice(before)).toEqual([]);
-  });
+  it.each(PATH_CHANGING)(
+    '%j: verify, capture, refund and cancel throw PaymentsValidationError and send nothing',
+    async (id) => {
+      const before = fake.requests.length;
+      for (const call of [
+        () => client.verifyPayment(id),
+        () => client.capturePayment(id),
+        () => client.refundPayment(id),
+        () => client.cancelPayment(id),
+      ]) {
+        const error = await call().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(PaymentsValidationError);
+        expect((error as PaymentsValidationError).message).toContain('paymentId');
+      }
+      expect(fake.requests.slice(before)).toEqual([]);
+    },
+  );
 
   it('an ordinary id still reaches its own path', async () => {
     fake.reply(verifyPath('pay.1'), { status: 200, body: verifyAnswer({ status: 'PENDING' }) });

@@ -1,5 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { backoff, isRetryable, MAX_RETRY_WAIT_MS, retryAfterSecs, retryDelay, type AttemptResult } from '../../lib/core/api/retry.policy.js';
+import {
+  backoff,
+  isRetryable,
+  MAX_RETRY_WAIT_MS,
+  retryAfterSecs,
+  retryDelay,
+  type AttemptResult,
+} from '../../lib/core/api/retry.policy.js';
 
 // The whole retry decision in one table: [method, what the attempt produced, retry?].
 const TABLE: Array<['GET' | 'POST', AttemptResult, boolean]> = [

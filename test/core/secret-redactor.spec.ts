@@ -29,7 +29,9 @@ describe('SecretRedactor', () => {
     const out = redactor.text(`auth=${encoded}`);
     expect(out).toContain(REDACTED);
     // Whatever is left decodes to no more than two bytes of the key on either side.
-    expect(Buffer.from(out.replace(/^auth=|\[redacted\]/g, ''), 'base64').toString('latin1')).not.toContain(PRIVATE.slice(2, -2));
+    expect(Buffer.from(out.replace(/^auth=|\[redacted\]/g, ''), 'base64').toString('latin1')).not.toContain(
+      PRIVATE.slice(2, -2),
+    );
   });
 
   it('passes a clean answer on as it came: parsed once, not copied', () => {
@@ -67,6 +69,8 @@ describe('SecretRedactor', () => {
   it('leaves short secrets and ordinary text alone', () => {
     const none = new SecretRedactor('abc');
     expect(none.text('abc abc')).toBe('abc abc');
-    expect(redactor.text('nothing secret here, sk_test and whsec_ prefixes only')).toBe('nothing secret here, sk_test and whsec_ prefixes only');
+    expect(redactor.text('nothing secret here, sk_test and whsec_ prefixes only')).toBe(
+      'nothing secret here, sk_test and whsec_ prefixes only',
+    );
   });
 });

@@ -6,7 +6,16 @@ import { verifyAnswer } from '../support/verify-answers.js';
 
 // The transport reads the proxy variables once, when the client is built (http.transport.ts):
 // a proxy configured at start-up carries every request, one set later takes a restart.
-const PROXY_VARIABLES = ['http_proxy', 'HTTP_PROXY', 'https_proxy', 'HTTPS_PROXY', 'all_proxy', 'ALL_PROXY', 'no_proxy', 'NO_PROXY'];
+const PROXY_VARIABLES = [
+  'http_proxy',
+  'HTTP_PROXY',
+  'https_proxy',
+  'HTTPS_PROXY',
+  'all_proxy',
+  'ALL_PROXY',
+  'no_proxy',
+  'NO_PROXY',
+];
 
 /** A loopback server that answers every request itself and records its request line. */
 async function listen(name: string): Promise<{ url: string; seen: string[]; close: () => Promise<void> }> {

@@ -101,9 +101,14 @@ describe('WebhookProcessor and probes', () => {
   it('refuses a probe signed with another secret (401), and a malformed body comes first (400)', async () => {
     const c = client([]);
     const foreign = new WebhookTokenSigner(`${SECRET}-other`).issueProbe();
-    expect(await c.webhooks.handle({ query: {}, body: {}, pathToken: foreign })).toMatchObject({ status: 401, body: { received: false } });
+    expect(await c.webhooks.handle({ query: {}, body: {}, pathToken: foreign })).toMatchObject({
+      status: 401,
+      body: { received: false },
+    });
     const probe = new WebhookTokenSigner(SECRET).issueProbe();
-    expect(await c.webhooks.handle({ query: {}, body: 'not & a = form', pathToken: probe })).toMatchObject({ status: 400 });
+    expect(await c.webhooks.handle({ query: {}, body: 'not & a = form', pathToken: probe })).toMatchObject({
+      status: 400,
+    });
     await c.close();
   });
 });

@@ -3,7 +3,11 @@ import { describe, expect, it } from '@jest/globals';
 import { createHmac } from 'node:crypto';
 import { PaymentsClient } from '../../lib/core/client/payments.client.js';
 import { resolvePaymentsOptions } from '../../lib/core/client/payments.resolver.js';
-import { registrationTag, tokenRegistrationVerdict, type TokenRegistration } from '../../lib/core/webhook/webhook.registration.js';
+import {
+  registrationTag,
+  tokenRegistrationVerdict,
+  type TokenRegistration,
+} from '../../lib/core/webhook/webhook.registration.js';
 import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 import { publicUrlMismatch } from '../../lib/core/webhook/webhook.mount.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
@@ -16,7 +20,11 @@ const OLD = 'whsec_previous_secret_0123456789abcdefghij';
 /** A token as minted before tokens named their registration (no tag), signed with `secret`. */
 function legacyToken(secret: string, amount: string, ttlMs = 60_000): string {
   const body = `${'n'.repeat(16)}.${Math.ceil((Date.now() + ttlMs) / 1000).toString(36)}.${amount}.`;
-  const mac = createHmac('sha256', secret).update(`nestjs-payments:webhook:v2:${body}`).digest().subarray(0, 16).toString('base64url');
+  const mac = createHmac('sha256', secret)
+    .update(`nestjs-payments:webhook:v2:${body}`)
+    .digest()
+    .subarray(0, 16)
+    .toString('base64url');
   return `${body}.${mac}`;
 }
 
@@ -64,7 +72,11 @@ describe('WebhookTokenSigner.check', () => {
     expect(new WebhookTokenSigner(SECRET).verify(after.token)).toEqual(after.claims);
     expect(new WebhookTokenSigner(OLD).verify(after.token)).toBeUndefined();
     expect(rotated.verifyProbe(new WebhookTokenSigner(OLD).issueProbe())).toBe(true);
-    expect(rotated.verify(new WebhookTokenSigner('whsec_neither_secret_0123456789abcdefgh').issue('100', undefined, 60_000).token)).toBeUndefined();
+    expect(
+      rotated.verify(
+        new WebhookTokenSigner('whsec_neither_secret_0123456789abcdefgh').issue('100', undefined, 60_000).token,
+      ),
+    ).toBeUndefined();
   });
 });
 
@@ -77,21 +89,30 @@ describe('webhook.previousSecrets validation', () => {
   };
   it('checks each like the secret, never echoing one', () => {
     const short = 'too-short-a-secret';
-    const build = () => resolvePaymentsOptions({ ...base, webhook: { ...base.webhook, previousSecrets: [OLD, short] } });
+    const build = () =>
+      resolvePaymentsOptions({ ...base, webhook: { ...base.webhook, previousSecrets: [OLD, short] } });
     expect(build).toThrow('webhook.previousSecrets[1] (must be a string of at least 32 characters)');
     expect(build).not.toThrow(short);
-    expect(() => resolvePaymentsOptions({ ...base, webhook: { ...base.webhook, previousSecrets: OLD as never } })).toThrow(
-      'webhook.previousSecrets (must be a list of secrets)',
-    );
-    expect(resolvePaymentsOptions({ ...base, webhook: { ...base.webhook, previousSecrets: [OLD] } }).webhook.previousSecrets).toEqual([OLD]);
+    expect(() =>
+      resolvePaymentsOptions({ ...base, webhook: { ...base.webhook, previousSecrets: OLD as never } }),
+    ).toThrow('webhook.previousSecrets (must be a list of secrets)');
+    expect(
+      resolvePaymentsOptions({ ...base, webhook: { ...base.webhook, previousSecrets: [OLD] } }).webhook.previousSecrets,
+    ).toEqual([OLD]);
   });
 });
 
 describe('previous secrets stay secret', () => {
   it('are cut out of what the service answers, and shown by no inspect of the client', async () => {
-    const redactor = new SecretRedactor({ privateKey: 'sk_private_value_0123', webhookSecret: SECRET, previousWebhookSecrets: [OLD] });
+    const redactor = new SecretRedactor({
+      privateKey: 'sk_private_value_0123',
+      webhookSecret: SECRET,
+      previousWebhookSecrets: [OLD],
+    });
     expect(redactor.text(`echo: ${OLD} and ${Buffer.from(OLD).toString('base64')}`)).not.toContain(OLD);
-    expect(redactor.text(`echo: ${Buffer.from(OLD).toString('base64')}`)).not.toContain(Buffer.from(OLD).toString('base64'));
+    expect(redactor.text(`echo: ${Buffer.from(OLD).toString('base64')}`)).not.toContain(
+      Buffer.from(OLD).toString('base64'),
+    );
     const client = new PaymentsClient({
       publicKey: 'pk',
       privateKey: 'sk',
@@ -127,7 +148,10 @@ describe('a legacy token (no registration tag) on a route', () => {
   it('is handled when its registration is the only one, refused (421) otherwise', async () => {
     const sandbox = await PaymentsSandbox.start({ webhookAttempts: 1 });
     const client = new PaymentsClient(
-      sandbox.options({ reconciliation: { enabled: false }, webhook: { publicUrl: 'http://127.0.0.1:9/payments/webhook', secret: SECRET } }),
+      sandbox.options({
+        reconciliation: { enabled: false },
+        webhook: { publicUrl: 'http://127.0.0.1:9/payments/webhook', secret: SECRET },
+      }),
     );
     const handled: string[] = [];
     client.setOutcomeDispatcher(async (_name, event) => void handled.push(event.paymentId));

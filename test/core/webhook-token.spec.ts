@@ -37,8 +37,12 @@ describe('webhook tokens', () => {
   });
 
   it('puts the token in the path and keeps the public URL query', () => {
-    expect(WebhookTokenSigner.urlWithToken('https://shop.example/api/hook/', 'TOK')).toBe('https://shop.example/api/hook/TOK');
-    expect(WebhookTokenSigner.urlWithToken('https://shop.example/hook?tenant=a b', 'TOK')).toBe('https://shop.example/hook/TOK?tenant=a%20b');
+    expect(WebhookTokenSigner.urlWithToken('https://shop.example/api/hook/', 'TOK')).toBe(
+      'https://shop.example/api/hook/TOK',
+    );
+    expect(WebhookTokenSigner.urlWithToken('https://shop.example/hook?tenant=a b', 'TOK')).toBe(
+      'https://shop.example/hook/TOK?tenant=a%20b',
+    );
   });
 });
 
@@ -80,9 +84,18 @@ describe('webhook payloads', () => {
     // An id that could never be verified (it would change the verify request's path) is malformed,
     // not a 503 the service would deliver again for ever (found by the webhook property, seed 235732840).
     for (const id of ['{"\\":""}', '..', 'a/b', 'a#b', 'a%2fb'])
-      expect(parse({ payment_id: id }, undefined)).toMatchObject({ ok: false, reason: expect.stringMatching(/^payment id must not/) });
-    expect(parse({}, 'not json and not a form')).toMatchObject({ ok: false, reason: 'body is neither JSON nor form data' });
-    expect(parseWebhook({ query: {}, body: { big: 'x'.repeat(100) } }, 50)).toMatchObject({ ok: false, reason: 'payload too large' });
+      expect(parse({ payment_id: id }, undefined)).toMatchObject({
+        ok: false,
+        reason: expect.stringMatching(/^payment id must not/),
+      });
+    expect(parse({}, 'not json and not a form')).toMatchObject({
+      ok: false,
+      reason: 'body is neither JSON nor form data',
+    });
+    expect(parseWebhook({ query: {}, body: { big: 'x'.repeat(100) } }, 50)).toMatchObject({
+      ok: false,
+      reason: 'payload too large',
+    });
   });
 });
 

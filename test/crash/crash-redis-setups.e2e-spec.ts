@@ -63,7 +63,16 @@ interface App {
 
 async function startApp(setup: Setup, keyPrefix: string, hang: boolean): Promise<App> {
   const child = spawn(process.execPath, [FIXTURE], {
-    env: { ...process.env, ...setup.env, BUNDLE, KEY_PREFIX: keyPrefix, FAKE_URL: fake.url, SECRET, LEASE_MS: String(LEASE_MS), HANG: hang ? '1' : '0' },
+    env: {
+      ...process.env,
+      ...setup.env,
+      BUNDLE,
+      KEY_PREFIX: keyPrefix,
+      FAKE_URL: fake.url,
+      SECRET,
+      LEASE_MS: String(LEASE_MS),
+      HANG: hang ? '1' : '0',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -79,7 +88,9 @@ async function startApp(setup: Setup, keyPrefix: string, hang: boolean): Promise
       const ready = /READY (\d+)/.exec(out);
       if (ready) resolve(Number(ready[1]));
     });
-    void exited.then(({ code, signal }) => reject(new Error(`the app exited (${code ?? signal}) before listening: ${stderr}`)));
+    void exited.then(({ code, signal }) =>
+      reject(new Error(`the app exited (${code ?? signal}) before listening: ${stderr}`)),
+    );
   });
   return { child, url: `http://127.0.0.1:${port}`, exited };
 }
@@ -103,12 +114,15 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
       await servers.start(SENTINEL.master);
       await servers.start(SENTINEL.replica, '--replicaof', '127.0.0.1', String(SENTINEL.master));
       await servers.startSentinel(SENTINEL.sentinel, SENTINEL.name, SENTINEL.master);
-      await waitFor('the replica to sync', () => servers.cli(SENTINEL.replica, 'info', 'replication').includes('master_link_status:up'));
+      await waitFor('the replica to sync', () =>
+        servers.cli(SENTINEL.replica, 'info', 'replication').includes('master_link_status:up'),
+      );
       fake = await FakeService.start();
     }, 90_000);
 
     afterEach(() => {
-      for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      for (const child of children.splice(0))
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     });
 
     afterAll(async () => {
@@ -136,7 +150,10 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
         const list = (name: string) => redis.lrange(`${keyPrefix}test:${name}`, 0, -1);
         try {
           const p = await generateVia(client, fake, `pay_crash_setup_${process.pid}_${counter}`, { amount: '2500' });
-          fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 2500 }) });
+          fake.always(verifyPath(p.paymentId), {
+            status: 200,
+            body: verifyAnswer({ status: 'SUCCESS', amount: 2500 }),
+          });
           const deliver = (app: App) =>
             fetch(`${app.url}/hook/${p.token}`, {
               method: 'POST',
@@ -170,8 +187,16 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
           expect(await client.reconcilePayment(p.paymentId)).toMatchObject({ outcome: 'confirmed', handled: false });
 
           expect(await list('done')).toEqual([`${second.child.pid} ${p.paymentId} webhook 2500`]);
-          expect((await list('started')).map((s) => s.split(' ')[0])).toEqual([String(first.child.pid), String(second.child.pid)]);
-          expect(await client.getOutcome(p.paymentId)).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', source: 'webhook', attempts: 1 });
+          expect((await list('started')).map((s) => s.split(' ')[0])).toEqual([
+            String(first.child.pid),
+            String(second.child.pid),
+          ]);
+          expect(await client.getOutcome(p.paymentId)).toMatchObject({
+            outcome: 'confirmed',
+            handlers: 'succeeded',
+            source: 'webhook',
+            attempts: 1,
+          });
           expect(await client.countPending()).toBe(0);
           expect(verifyCount(fake, p.paymentId)).toBe(2);
           second.child.kill('SIGTERM');

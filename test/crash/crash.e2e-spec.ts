@@ -44,7 +44,16 @@ interface App {
 /** Starts the fixture app; resolves once it listens. */
 async function startApp(keyPrefix: string, hang: boolean): Promise<App> {
   const child = spawn(process.execPath, [FIXTURE], {
-    env: { ...process.env, BUNDLE, REDIS_URL, KEY_PREFIX: keyPrefix, FAKE_URL: fake.url, SECRET, LEASE_MS: String(LEASE_MS), HANG: hang ? '1' : '0' },
+    env: {
+      ...process.env,
+      BUNDLE,
+      REDIS_URL,
+      KEY_PREFIX: keyPrefix,
+      FAKE_URL: fake.url,
+      SECRET,
+      LEASE_MS: String(LEASE_MS),
+      HANG: hang ? '1' : '0',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -60,7 +69,9 @@ async function startApp(keyPrefix: string, hang: boolean): Promise<App> {
       const ready = /READY (\d+)/.exec(out);
       if (ready) resolve(Number(ready[1]));
     });
-    void exited.then(({ code, signal }) => reject(new Error(`the app exited (${code ?? signal}) before listening: ${stderr}`)));
+    void exited.then(({ code, signal }) =>
+      reject(new Error(`the app exited (${code ?? signal}) before listening: ${stderr}`)),
+    );
   });
   return { child, url: `http://127.0.0.1:${port}`, exited };
 }
@@ -95,7 +106,10 @@ async function generate(keyPrefix: string, amount: number) {
       amount: String(amount),
       developerTrackingId: `order-crash-${counter}`,
     });
-    fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount, trackingId: `order-crash-${counter}` }) });
+    fake.always(verifyPath(p.paymentId), {
+      status: 200,
+      body: verifyAnswer({ status: 'SUCCESS', amount, trackingId: `order-crash-${counter}` }),
+    });
     return p;
   } finally {
     await client.close();
@@ -122,125 +136,141 @@ async function killMidHandler(app: App, keyPrefix: string, paymentId: string) {
   expect(await list(keyPrefix, 'done')).toEqual([]);
 }
 
-describeWithService(redisUp, `no Redis at ${REDIS_URL}`)('a process killed mid-handler (real child processes, SIGKILL, Redis store)', () => {
-  const prefixes: string[] = [];
-  const prefix = () => {
-    const p = `nestjs-payments-crash:${process.pid}:${++counter}:`;
-    prefixes.push(p);
-    return p;
-  };
+describeWithService(redisUp, `no Redis at ${REDIS_URL}`)(
+  'a process killed mid-handler (real child processes, SIGKILL, Redis store)',
+  () => {
+    const prefixes: string[] = [];
+    const prefix = () => {
+      const p = `nestjs-payments-crash:${process.pid}:${++counter}:`;
+      prefixes.push(p);
+      return p;
+    };
 
-  beforeAll(async () => {
-    mkdirSync(OUT_DIR, { recursive: true });
-    bundleFixture(path.join(import.meta.dirname, 'fixtures/entry.ts'), BUNDLE);
-    fake = await FakeService.start();
-    redis = new Redis(REDIS_URL);
-  }, 60_000);
+    beforeAll(async () => {
+      mkdirSync(OUT_DIR, { recursive: true });
+      bundleFixture(path.join(import.meta.dirname, 'fixtures/entry.ts'), BUNDLE);
+      fake = await FakeService.start();
+      redis = new Redis(REDIS_URL);
+    }, 60_000);
 
-  afterEach(async () => {
-    // Only the processes this suite started, by their handle.
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
+    afterEach(async () => {
+      // Only the processes this suite started, by their handle.
+      for (const child of children.splice(0))
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
 
-  afterAll(async () => {
-    for (const p of prefixes) {
-      const keys = await redis.keys(`${p}*`);
-      if (keys.length) await redis.del(...keys);
-    }
-    await redis?.quit();
-    await fake?.close();
-    rmSync(OUT_DIR, { recursive: true, force: true });
-    await settle();
-    rejections.stop();
-    expect(rejections.seen).toEqual([]);
-  });
+    afterAll(async () => {
+      for (const p of prefixes) {
+        const keys = await redis.keys(`${p}*`);
+        if (keys.length) await redis.del(...keys);
+      }
+      await redis?.quit();
+      await fake?.close();
+      rmSync(OUT_DIR, { recursive: true, force: true });
+      await settle();
+      rejections.stop();
+      expect(rejections.seen).toEqual([]);
+    });
 
-  it('the webhook: killed mid-handler, then the service redelivers to a new process: handled exactly once', async () => {
-    const keyPrefix = prefix();
-    const p = await generate(keyPrefix, 2500);
-    const first = await startApp(keyPrefix, true);
-    const deliver = (app: App) =>
-      fetch(`${app.url}/hook/${p.token}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ payment_id: p.paymentId }),
-      }).then(
-        async (r) => ({ status: r.status, body: await r.json() }),
-        (e: unknown) => ({ status: 0, body: String(e) }),
+    it('the webhook: killed mid-handler, then the service redelivers to a new process: handled exactly once', async () => {
+      const keyPrefix = prefix();
+      const p = await generate(keyPrefix, 2500);
+      const first = await startApp(keyPrefix, true);
+      const deliver = (app: App) =>
+        fetch(`${app.url}/hook/${p.token}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ payment_id: p.paymentId }),
+        }).then(
+          async (r) => ({ status: r.status, body: await r.json() }),
+          (e: unknown) => ({ status: 0, body: String(e) }),
+        );
+      const dying = deliver(first);
+      await killMidHandler(first, keyPrefix, p.paymentId);
+      expect((await dying).status).toBe(0); // the service saw the connection die: it will redeliver
+
+      const second = await startApp(keyPrefix, false);
+      // Redeliveries while the dead process's lease runs get 409 + Retry-After; then one runs it.
+      const answers: number[] = [];
+      const final = await until(
+        async () => {
+          const a = await deliver(second);
+          answers.push(a.status);
+          return a;
+        },
+        (a) => a.status !== 409,
       );
-    const dying = deliver(first);
-    await killMidHandler(first, keyPrefix, p.paymentId);
-    expect((await dying).status).toBe(0); // the service saw the connection die: it will redeliver
+      expect(final).toEqual({ status: 200, body: { received: true } });
+      expect(new Set(answers.slice(0, -1))).toEqual(new Set(answers.length > 1 ? [409] : []));
+      expect(await deliver(second)).toEqual({ status: 200, body: { received: true, duplicate: true } });
 
-    const second = await startApp(keyPrefix, false);
-    // Redeliveries while the dead process's lease runs get 409 + Retry-After; then one runs it.
-    const answers: number[] = [];
-    const final = await until(
-      async () => {
-        const a = await deliver(second);
-        answers.push(a.status);
-        return a;
-      },
-      (a) => a.status !== 409,
-    );
-    expect(final).toEqual({ status: 200, body: { received: true } });
-    expect(new Set(answers.slice(0, -1))).toEqual(new Set(answers.length > 1 ? [409] : []));
-    expect(await deliver(second)).toEqual({ status: 200, body: { received: true, duplicate: true } });
+      expect(await list(keyPrefix, 'done')).toEqual([`${second.child.pid} ${p.paymentId} webhook 2500`]);
+      expect((await list(keyPrefix, 'started')).map((s) => s.split(' ')[0])).toEqual([
+        String(first.child.pid),
+        String(second.child.pid),
+      ]);
+      const { record, pending } = await outcomeOf(keyPrefix, p.paymentId);
+      expect(record).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', source: 'webhook', attempts: 1 });
+      expect(pending).toBeUndefined();
+      // One verify by the killed attempt, one by the attempt that ran; busy and duplicate deliveries cost none.
+      expect(verifyCount(fake, p.paymentId)).toBe(2);
+    });
 
-    expect(await list(keyPrefix, 'done')).toEqual([`${second.child.pid} ${p.paymentId} webhook 2500`]);
-    expect((await list(keyPrefix, 'started')).map((s) => s.split(' ')[0])).toEqual([String(first.child.pid), String(second.child.pid)]);
-    const { record, pending } = await outcomeOf(keyPrefix, p.paymentId);
-    expect(record).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', source: 'webhook', attempts: 1 });
-    expect(pending).toBeUndefined();
-    // One verify by the killed attempt, one by the attempt that ran; busy and duplicate deliveries cost none.
-    expect(verifyCount(fake, p.paymentId)).toBe(2);
-  });
+    it('reconciliation: killed mid-handler during a pass, then a new process reconciles after the lease: handled exactly once', async () => {
+      const keyPrefix = prefix();
+      const p = await generate(keyPrefix, 3100);
+      const first = await startApp(keyPrefix, true);
+      const far = Date.now() + 3_600_000;
+      const dying = fetch(`${first.url}/admin/reconcile?now=${far}`, { method: 'POST' }).then(
+        () => 'answered',
+        () => 'died',
+      );
+      await killMidHandler(first, keyPrefix, p.paymentId);
+      expect(await dying).toBe('died');
 
-  it('reconciliation: killed mid-handler during a pass, then a new process reconciles after the lease: handled exactly once', async () => {
-    const keyPrefix = prefix();
-    const p = await generate(keyPrefix, 3100);
-    const first = await startApp(keyPrefix, true);
-    const far = Date.now() + 3_600_000;
-    const dying = fetch(`${first.url}/admin/reconcile?now=${far}`, { method: 'POST' }).then(
-      () => 'answered',
-      () => 'died',
-    );
-    await killMidHandler(first, keyPrefix, p.paymentId);
-    expect(await dying).toBe('died');
+      const second = await startApp(keyPrefix, false);
+      // Each pass looks further ahead (the killed pass leased the queue entry); the outcome's claim
+      // frees itself once its lease (LEASE_MS of real time) has passed.
+      let k = 1;
+      const runs: Array<{ checked: number; settled: number }> = [];
+      const last = await until(
+        async () => {
+          const run = (await (
+            await fetch(`${second.url}/admin/reconcile?now=${far + ++k * 3_600_000}`, { method: 'POST' })
+          ).json()) as {
+            checked: number;
+            settled: number;
+          };
+          runs.push(run);
+          return run;
+        },
+        (r) => r.settled > 0,
+      );
+      expect(last).toEqual({ checked: 1, settled: 1 });
+      // Passes before it found the payment busy (not checked, no verify call).
+      expect(runs.slice(0, -1).every((r) => r.checked === 0 && r.settled === 0)).toBe(true);
+      const after = await (
+        await fetch(`${second.url}/admin/reconcile?now=${far + 1000 * 3_600_000}`, { method: 'POST' })
+      ).json();
+      expect(after).toEqual({ checked: 0, settled: 0 });
 
-    const second = await startApp(keyPrefix, false);
-    // Each pass looks further ahead (the killed pass leased the queue entry); the outcome's claim
-    // frees itself once its lease (LEASE_MS of real time) has passed.
-    let k = 1;
-    const runs: Array<{ checked: number; settled: number }> = [];
-    const last = await until(
-      async () => {
-        const run = (await (await fetch(`${second.url}/admin/reconcile?now=${far + ++k * 3_600_000}`, { method: 'POST' })).json()) as {
-          checked: number;
-          settled: number;
-        };
-        runs.push(run);
-        return run;
-      },
-      (r) => r.settled > 0,
-    );
-    expect(last).toEqual({ checked: 1, settled: 1 });
-    // Passes before it found the payment busy (not checked, no verify call).
-    expect(runs.slice(0, -1).every((r) => r.checked === 0 && r.settled === 0)).toBe(true);
-    const after = await (await fetch(`${second.url}/admin/reconcile?now=${far + 1000 * 3_600_000}`, { method: 'POST' })).json();
-    expect(after).toEqual({ checked: 0, settled: 0 });
+      expect(await list(keyPrefix, 'done')).toEqual([`${second.child.pid} ${p.paymentId} reconciliation 3100`]);
+      const { record, pending } = await outcomeOf(keyPrefix, p.paymentId);
+      expect(record).toMatchObject({
+        outcome: 'confirmed',
+        handlers: 'succeeded',
+        source: 'reconciliation',
+        attempts: 1,
+      });
+      expect(pending).toBeUndefined();
+      expect(verifyCount(fake, p.paymentId)).toBe(2);
 
-    expect(await list(keyPrefix, 'done')).toEqual([`${second.child.pid} ${p.paymentId} reconciliation 3100`]);
-    const { record, pending } = await outcomeOf(keyPrefix, p.paymentId);
-    expect(record).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', source: 'reconciliation', attempts: 1 });
-    expect(pending).toBeUndefined();
-    expect(verifyCount(fake, p.paymentId)).toBe(2);
-
-    // The webhook arriving late, at the new process: a duplicate, no verify call.
-    const late = await fetch(`${second.url}/hook/${p.token}?payment_id=${p.paymentId}`);
-    expect([late.status, await late.json()]).toEqual([200, { received: true, duplicate: true }]);
-    expect(verifyCount(fake, p.paymentId)).toBe(2);
-    second.child.kill('SIGTERM');
-    expect(await second.exited).toEqual({ code: 0, signal: null });
-  });
-});
+      // The webhook arriving late, at the new process: a duplicate, no verify call.
+      const late = await fetch(`${second.url}/hook/${p.token}?payment_id=${p.paymentId}`);
+      expect([late.status, await late.json()]).toEqual([200, { received: true, duplicate: true }]);
+      expect(verifyCount(fake, p.paymentId)).toBe(2);
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toEqual({ code: 0, signal: null });
+    });
+  },
+);

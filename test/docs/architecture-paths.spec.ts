@@ -92,7 +92,11 @@ function brokenSteps(files: string[]): string[] {
 }
 
 beforeAll(() => {
-  const config = ts.getParsedCommandLineOfConfigFile(join(ROOT, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined });
+  const config = ts.getParsedCommandLineOfConfigFile(
+    join(ROOT, 'tsconfig.json'),
+    {},
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
+  );
   if (!config) throw new Error('tsconfig.json could not be read');
   program = ts.createProgram({ rootNames: config.fileNames.filter((f) => f.startsWith(LIB)), options: config.options });
   checker = program.getTypeChecker();
@@ -108,9 +112,12 @@ describe('docs/architecture.md: the call paths', () => {
     for (const path of paths) expect({ [path.behaviour]: path.files.length <= 3 }).toEqual({ [path.behaviour]: true });
   });
 
-  it.each(paths.map((p) => [p.behaviour, p.files] as const))('%s: each file calls into the next', (_behaviour, files) => {
-    expect(brokenSteps(files)).toEqual([]);
-  });
+  it.each(paths.map((p) => [p.behaviour, p.files] as const))(
+    '%s: each file calls into the next',
+    (_behaviour, files) => {
+      expect(brokenSteps(files)).toEqual([]);
+    },
+  );
 
   it('finds a path that does not hold (the check is not vacuous)', () => {
     expect(brokenSteps(['core/webhook/webhook.token.ts', 'core/settlement/settlement.runner.ts'])).toEqual([

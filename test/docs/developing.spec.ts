@@ -46,7 +46,9 @@ describe('docs/developing.md', () => {
   const helpers = read('test/support/services.ts');
 
   it.each(['REDIS_URL', 'POSTGRES_URL'])('gives the default of %s that the tests take', (variable) => {
-    const fromHelpers = new RegExp(`export const ${variable} = process\\.env\\.${variable} \\?\\? '([^']+)'`).exec(helpers)?.[1];
+    const fromHelpers = new RegExp(`export const ${variable} = process\\.env\\.${variable} \\?\\? '([^']+)'`).exec(
+      helpers,
+    )?.[1];
     const fromPage = new RegExp(`\`${variable}\` \\(default \`([^\`]+)\`\\)`).exec(page)?.[1];
     expect(fromHelpers).toBeDefined();
     expect(fromPage).toBe(fromHelpers);

@@ -74,7 +74,12 @@ describe('README.md and the guides', () => {
         const [path, anchor] = target.split('#') as [string, string | undefined];
         const resolved = path === '' ? file : normalize(join(dirname(file), path));
         if (!existsSync(join(ROOT, resolved))) broken.push(`${file}: [${text}](${target}): no file ${resolved}`);
-        else if (anchor !== undefined && resolved.endsWith('.md') && statSync(join(ROOT, resolved)).isFile() && !anchorsOf(read(resolved)).has(anchor))
+        else if (
+          anchor !== undefined &&
+          resolved.endsWith('.md') &&
+          statSync(join(ROOT, resolved)).isFile() &&
+          !anchorsOf(read(resolved)).has(anchor)
+        )
           broken.push(`${file}: [${text}](${target}): no heading #${anchor} in ${resolved}`);
       }
     }
@@ -83,13 +88,16 @@ describe('README.md and the guides', () => {
 
   it('use real headings, never a bold paragraph opening as a heading', () => {
     const pseudo = DOCUMENTS.flatMap((file) =>
-      [...prose(read(file)).matchAll(/(?:^|\n\n)(\*\*[^*\n]+(?:[.:]\*\*|\*\*:|\*\*\n))/g)].map((m) => `${file}: ${m[1].trim()}`),
+      [...prose(read(file)).matchAll(/(?:^|\n\n)(\*\*[^*\n]+(?:[.:]\*\*|\*\*:|\*\*\n))/g)].map(
+        (m) => `${file}: ${m[1].trim()}`,
+      ),
     );
     expect(pseudo).toEqual([]);
   });
 
   it('give every guide one # title', () => {
-    for (const guide of GUIDES) expect([guide, (prose(read(guide)).match(/^# .+$/gm) ?? []).length]).toEqual([guide, 1]);
+    for (const guide of GUIDES)
+      expect([guide, (prose(read(guide)).match(/^# .+$/gm) ?? []).length]).toEqual([guide, 1]);
   });
 
   it('write no section twice: no heading and no paragraph appears in two places', () => {
@@ -97,14 +105,18 @@ describe('README.md and the guides', () => {
     const paragraphs = new Map<string, string[]>();
     for (const file of DOCUMENTS) {
       const text = prose(read(file));
-      for (const [, heading] of text.matchAll(/^#{2,6} (.+)$/gm)) headings.set(heading, [...(headings.get(heading) ?? []), file]);
+      for (const [, heading] of text.matchAll(/^#{2,6} (.+)$/gm))
+        headings.set(heading, [...(headings.get(heading) ?? []), file]);
       for (const paragraph of text.split(/\n\s*\n/)) {
         const normalized = paragraph.replace(/\s+/g, ' ').trim();
-        if (normalized.length >= 160 && !normalized.startsWith('|')) paragraphs.set(normalized, [...(paragraphs.get(normalized) ?? []), file]);
+        if (normalized.length >= 160 && !normalized.startsWith('|'))
+          paragraphs.set(normalized, [...(paragraphs.get(normalized) ?? []), file]);
       }
     }
     const twice = (map: Map<string, string[]>) =>
-      [...map].filter(([, files]) => files.length > 1).map(([text, files]) => `${files.join(', ')}: ${text.slice(0, 80)}`);
+      [...map]
+        .filter(([, files]) => files.length > 1)
+        .map(([text, files]) => `${files.join(', ')}: ${text.slice(0, 80)}`);
     expect(twice(headings)).toEqual([]);
     expect(twice(paragraphs)).toEqual([]);
   });
@@ -126,7 +138,14 @@ describe('names in README.md and the guides', () => {
     expect(known.exports).toContain('PaymentsValidationError');
     expect(known.events).toContain('payment.confirmed');
     expect(known.env).toContain('PAYMENTS_WEBHOOK_SECRET');
-    for (const option of ['publicKey', 'webhook.leaseMs', 'webhook.decorators', 'reconciliation.maxChecks', 'telemetry.backlogIntervalSecs', 'isGlobal'])
+    for (const option of [
+      'publicKey',
+      'webhook.leaseMs',
+      'webhook.decorators',
+      'reconciliation.maxChecks',
+      'telemetry.backlogIntervalSecs',
+      'isGlobal',
+    ])
       expect(known.options).toContain(option);
   });
 
@@ -149,7 +168,12 @@ describe('names in README.md and the guides', () => {
         'option webhook.leaseSecs does not exist',
       ].sort(),
     );
-    expect(unknownNames('`PaymentsValidationError` on `payment.confirmed`; PAYMENTS_BASE_URL sets `baseUrl`, `webhook.leaseMs`.', known)).toEqual([]);
+    expect(
+      unknownNames(
+        '`PaymentsValidationError` on `payment.confirmed`; PAYMENTS_BASE_URL sets `baseUrl`, `webhook.leaseMs`.',
+        known,
+      ),
+    ).toEqual([]);
   });
 
   it.each(DOCUMENTS)('%s names only options, events, error classes and variables that exist', (file) => {

@@ -73,7 +73,12 @@ export function knownNames(root: string): KnownNames {
           collect(part, `${path}.`, depth - 1);
     }
   };
-  for (const name of ['PaymentsModuleOptions', 'PaymentsModuleAsyncOptions', 'PaymentsOptions', 'MedusaPaymentsOptions']) {
+  for (const name of [
+    'PaymentsModuleOptions',
+    'PaymentsModuleAsyncOptions',
+    'PaymentsOptions',
+    'MedusaPaymentsOptions',
+  ]) {
     const symbol = symbols.get(name);
     if (!symbol) throw new Error(`${name} is not exported`);
     const resolved = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
@@ -111,7 +116,8 @@ export function unknownNames(markdown: string, known: KnownNames): string[] {
       if (!known.exports.has(name) && !BUILT_IN.has(name)) problems.push(`error class ${name} is not exported`);
     for (const [name] of span.matchAll(/(?<![\w.])payment\.[a-z]+\b(?!\.)/g))
       if (!known.events.has(name)) problems.push(`event ${name} is not in PaymentEvents`);
-    for (const [, name] of span.matchAll(/@(On\w+)\(/g)) if (!known.exports.has(name)) problems.push(`decorator @${name}() is not exported`);
+    for (const [, name] of span.matchAll(/@(On\w+)\(/g))
+      if (!known.exports.has(name)) problems.push(`decorator @${name}() is not exported`);
     // A source file's name (`webhook.token.ts`, `core/webhook/…`) is not an option path.
     if (/\.(?:ts|js|mjs)$|\//.test(span)) continue;
     for (const [name] of span.matchAll(/(?<![\w.])(?:webhook|reconciliation|telemetry)\.[a-z]\w*\b/g))
@@ -119,7 +125,11 @@ export function unknownNames(markdown: string, known: KnownNames): string[] {
   }
   for (const [name] of text.matchAll(/\bPAYMENTS_[A-Z0-9_]*[A-Z0-9]\b/g))
     // A second account's variables: paymentsOptionsFromConfig's `prefix` (PAYMENTS_OUTLET_PUBLIC_KEY).
-    if (!known.env.has(name) && !known.exports.has(name) && !known.env.has(name.replace(/^PAYMENTS_[A-Z0-9]+_/, 'PAYMENTS_')))
+    if (
+      !known.env.has(name) &&
+      !known.exports.has(name) &&
+      !known.env.has(name.replace(/^PAYMENTS_[A-Z0-9]+_/, 'PAYMENTS_'))
+    )
       problems.push(`environment variable ${name} is not read by paymentsOptionsFromConfig`);
   // The options table: each backticked name of its first column is an option path.
   for (const table of text.matchAll(/^\| option \| default \| meaning \|\n\|[-|]+\|\n((?:\|.*\|\n?)+)/gm))

@@ -9,7 +9,17 @@ import { join, relative } from 'node:path';
 const ROOT = join(import.meta.dirname, '../..');
 const THIS_FILE = relative(ROOT, import.meta.filename);
 /** What users read: the library, the guides, the README, the tests, the sample app, and the tools' messages. */
-const SCANNED = ['lib', 'docs', 'README.md', 'CHANGELOG.md', 'test', 'sample-app', 'bench', 'scripts', 'eslint.config.js'];
+const SCANNED = [
+  'lib',
+  'docs',
+  'README.md',
+  'CHANGELOG.md',
+  'test',
+  'sample-app',
+  'bench',
+  'scripts',
+  'eslint.config.js',
+];
 /** Build output, dependencies and scratch folders: not part of the repository. */
 const SKIPPED_DIRS = new Set(['node_modules', 'dist', 'api', 'snippets', '.work', '.data', 'coverage']);
 const TEXT = /\.(?:[cm]?[jt]sx?|md|json|ya?ml|sh|html|css|sql)$/;
@@ -53,7 +63,13 @@ function privateReferences(): string[] {
 describe('references to documents the repository does not ship', () => {
   it('scans the library, the guides, the README, the tests and the sample app', () => {
     const scanned = SCANNED.flatMap(files);
-    for (const expected of ['lib/index.ts', 'docs/architecture.md', 'README.md', 'sample-app/README.md', 'test/docs/docs.spec.ts'])
+    for (const expected of [
+      'lib/index.ts',
+      'docs/architecture.md',
+      'README.md',
+      'sample-app/README.md',
+      'test/docs/docs.spec.ts',
+    ])
       expect(scanned).toContain(expected);
   });
 
@@ -70,7 +86,13 @@ describe('references to documents the repository does not ship', () => {
       'as facts §3 says',
     ];
     expect(lines.filter((line) => !PRIVATE.some((pattern) => pattern.test(line)))).toEqual([]);
-    const allowed = ['docs/service-facts.md §1', 'service facts §3', 'RFC 2104 §5', 'test/compat/shared/e2e/', 'copies shared/*.ts'];
+    const allowed = [
+      'docs/service-facts.md §1',
+      'service facts §3',
+      'RFC 2104 §5',
+      'test/compat/shared/e2e/',
+      'copies shared/*.ts',
+    ];
     expect(allowed.filter((line) => PRIVATE.some((pattern) => pattern.test(line)))).toEqual([]);
   });
 

@@ -26,7 +26,9 @@ const GUIDES = readdirSync(join(ROOT, 'docs'))
 
 /** Every file under a folder, recursively. */
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? filesUnder(join(dir, entry.name)) : [join(dir, entry.name)]));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? filesUnder(join(dir, entry.name)) : [join(dir, entry.name)],
+  );
 }
 
 /** Last change of anything the site is built from. */
@@ -49,7 +51,10 @@ async function buildSite(): Promise<{ dir: string; temporary: boolean }> {
   if (existsSync(built) && statSync(built).mtimeMs > newestInput()) return { dir: dirname(built), temporary: false };
   const dir = mkdtempSync(join(tmpdir(), 'nestjs-payments-docs-'));
   // The options of `npm run docs` (typedoc.json), treatWarningsAsErrors included; only `out` differs.
-  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules/typedoc/bin/typedoc'), '--out', dir], { cwd: ROOT, timeout: 150_000 });
+  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules/typedoc/bin/typedoc'), '--out', dir], {
+    cwd: ROOT,
+    timeout: 150_000,
+  });
   return { dir, temporary: true };
 }
 
@@ -84,7 +89,9 @@ describe('the documentation site', () => {
     expect(index).toContain('id="quick-start-nest"');
     expect(index).toContain('id="quick-start-express"');
     // The guides, and the sample shop's README as a page of its own (not a raw .md file).
-    expect(readdirSync(join(site.dir, 'documents')).sort()).toEqual([...GUIDES.map((g) => g.replace(/\.md$/, '.html')), 'sample-app.html'].sort());
+    expect(readdirSync(join(site.dir, 'documents')).sort()).toEqual(
+      [...GUIDES.map((g) => g.replace(/\.md$/, '.html')), 'sample-app.html'].sort(),
+    );
     for (const guide of GUIDES) expect(index).toContain(`href="documents/${guide.replace(/\.md$/, '.html')}"`);
     expect(index).toContain('href="documents/sample-app.html"');
     expect(index).not.toMatch(/href="[^"]*README[^"]*\.md"/);
@@ -93,7 +100,9 @@ describe('the documentation site', () => {
   it('lists the guides by their titles and the entry points by the subpaths users import, and hides [inspect.custom]', () => {
     // The navigation TypeDoc renders from assets/navigation.js (base64 of deflated JSON).
     const script = readFileSync(join(site.dir, 'assets/navigation.js'), 'utf8');
-    const nav = JSON.parse(inflateSync(Buffer.from(/"([^"]+)"/.exec(script)![1], 'base64')).toString()) as Array<{ text: string }>;
+    const nav = JSON.parse(inflateSync(Buffer.from(/"([^"]+)"/.exec(script)![1], 'base64')).toString()) as Array<{
+      text: string;
+    }>;
     const names = nav.map((entry) => entry.text);
     expect(names).toEqual(expect.arrayContaining([...GUIDES.map(titleOf), 'Sample shop']));
     expect(names.filter((name) => name.startsWith('nestjs-payments')).sort()).toEqual(
@@ -118,7 +127,8 @@ describe('the documentation site', () => {
     const broken: string[] = [];
     const ids = new Map<string, Set<string>>();
     const idsOf = (file: string): Set<string> => {
-      if (!ids.has(file)) ids.set(file, new Set([...readFileSync(file, 'utf8').matchAll(/\sid="([^"]+)"/g)].map((m) => m[1])));
+      if (!ids.has(file))
+        ids.set(file, new Set([...readFileSync(file, 'utf8').matchAll(/\sid="([^"]+)"/g)].map((m) => m[1])));
       return ids.get(file)!;
     };
     for (const page of pagesOf(site.dir)) {
@@ -136,26 +146,29 @@ describe('the documentation site', () => {
     expect(broken).toEqual([]);
   });
 
-  itWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('takes a reader from the index to each guide in one click, in a browser', async () => {
-    let browser: Browser | undefined;
-    try {
-      browser = await launchChromium();
-      const page = await browser.newPage();
-      const index = pathToFileURL(join(site.dir, 'index.html')).href;
-      const reached: string[] = [];
-      for (const guide of GUIDES) {
-        await page.goto(index);
-        const name = guide.replace(/\.md$/, '.html');
-        // The link in the README's text (the index page's content), not the site's navigation.
-        const link = page.locator(`.col-content a[href="documents/${name}"]`).first();
-        await Promise.all([page.waitForURL(`**/documents/${name}`), link.click()]);
-        expect(fileURLToPath(page.url())).toBe(join(site.dir, 'documents', name));
-        expect((await page.locator('.col-content h1').first().innerText()).trim()).toBe(titleOf(guide));
-        reached.push(guide);
+  itWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)(
+    'takes a reader from the index to each guide in one click, in a browser',
+    async () => {
+      let browser: Browser | undefined;
+      try {
+        browser = await launchChromium();
+        const page = await browser.newPage();
+        const index = pathToFileURL(join(site.dir, 'index.html')).href;
+        const reached: string[] = [];
+        for (const guide of GUIDES) {
+          await page.goto(index);
+          const name = guide.replace(/\.md$/, '.html');
+          // The link in the README's text (the index page's content), not the site's navigation.
+          const link = page.locator(`.col-content a[href="documents/${name}"]`).first();
+          await Promise.all([page.waitForURL(`**/documents/${name}`), link.click()]);
+          expect(fileURLToPath(page.url())).toBe(join(site.dir, 'documents', name));
+          expect((await page.locator('.col-content h1').first().innerText()).trim()).toBe(titleOf(guide));
+          reached.push(guide);
+        }
+        expect(reached).toEqual(GUIDES);
+      } finally {
+        await browser?.close();
       }
-      expect(reached).toEqual(GUIDES);
-    } finally {
-      await browser?.close();
-    }
-  });
+    },
+  );
 });

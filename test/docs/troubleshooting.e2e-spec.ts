@@ -37,7 +37,8 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : `not an error: ${String(error)}`);
+const messageOf = (error: unknown): string =>
+  error instanceof Error ? error.message : `not an error: ${String(error)}`;
 const thrownBy = (f: () => unknown): string => {
   try {
     f();
@@ -80,7 +81,11 @@ describe('docs/troubleshooting.md', () => {
     );
     made.push(thrownBy(() => paymentsOptionsFromConfig({ get: () => undefined })));
     const base = { publicKey: 'pk', privateKey: 'sk', baseUrl: 'https://payments.example.com' };
-    made.push(thrownBy(() => client({ ...base, webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: 'too-short' } })));
+    made.push(
+      thrownBy(() =>
+        client({ ...base, webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: 'too-short' } }),
+      ),
+    );
     made.push(thrownBy(() => client({ ...base, webhook: { publicUrl: 'https://shop.example.com/payments/webhook' } })));
     const env: Record<string, string> = {
       PAYMENTS_PUBLIC_KEY: 'pk',
@@ -103,7 +108,9 @@ describe('docs/troubleshooting.md', () => {
 
   it('quotes what an unreachable webhook URL, a proxy and a missing handler make the plugin and the sandbox say', async () => {
     // The service cannot reach the webhook URL.
-    const lost = client({ webhook: { publicUrl: `http://127.0.0.1:${await closedPort()}/payments/webhook`, secret: SECRET } });
+    const lost = client({
+      webhook: { publicUrl: `http://127.0.0.1:${await closedPort()}/payments/webhook`, secret: SECRET },
+    });
     const { paymentId: lostId } = await lost.generatePayment({ amount: '1000', ...LINKS });
     made.push(messageOf(await sandbox.completePayment(lostId).catch((e: unknown) => e)));
 
@@ -120,20 +127,32 @@ describe('docs/troubleshooting.md', () => {
     expect(await answer({ query: {}, body: { payment_id: first.paymentId }, pathToken: 'forged.token' })).toBe(401);
     expect(await answer({ query: {}, body: {}, pathToken: tokenOf(first.paymentId) })).toBe(400);
     expect(second.paymentId).not.toBe(first.paymentId);
-    expect(await answer({ query: {}, body: {}, contentLength: '10000000', pathToken: tokenOf(first.paymentId) })).toBe(413);
+    expect(await answer({ query: {}, body: {}, contentLength: '10000000', pathToken: tokenOf(first.paymentId) })).toBe(
+      413,
+    );
     expect(await answer({ query: {}, body: { payment_id: first.paymentId } }, client())).toBe(404);
 
     // A handler that throws: the webhook answers 500.
     const app = express();
     const failing = client({ webhook: { publicUrl: 'http://127.0.0.1:1/payments/webhook', secret: SECRET } });
-    app.use('/payments/webhook', createWebhookRouter({ client: failing, onPaymentConfirmed: () => Promise.reject(new Error('orders database down')) }));
+    app.use(
+      '/payments/webhook',
+      createWebhookRouter({
+        client: failing,
+        onPaymentConfirmed: () => Promise.reject(new Error('orders database down')),
+      }),
+    );
     const server: Server = app.listen(0, '127.0.0.1');
     try {
       await new Promise((resolve) => server.once('listening', resolve));
       const { paymentId } = await failing.generatePayment({ amount: '3000', ...LINKS });
       await sandbox.completePayment(paymentId, { requireDelivery: false });
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/payments/webhook/${tokenOf(paymentId)}`;
-      const delivery = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: paymentId }) });
+      const delivery = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ payment_id: paymentId }),
+      });
       expect(delivery.status).toBe(500);
       answers.push(JSON.stringify(await delivery.json()));
     } finally {
@@ -143,7 +162,9 @@ describe('docs/troubleshooting.md', () => {
 
     // No payment.confirmed handler at all: never marked done, and the record says why, in Nest
     // (a module with no @OnPaymentConfirmed provider) and on a client whose router was never made.
-    const moduleRef = await Test.createTestingModule({ imports: [PaymentsModule.forRoot(sandbox.options({ reconciliation: { enabled: false } }))] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [PaymentsModule.forRoot(sandbox.options({ reconciliation: { enabled: false } }))],
+    }).compile();
     const nest = moduleRef.createNestApplication({ logger: false });
     await nest.init();
     try {
@@ -161,15 +182,25 @@ describe('docs/troubleshooting.md', () => {
 
   it('quotes the start-up warning of a public URL missing the global prefix, and the 421 of a misrouted token', async () => {
     const warnings: string[] = [];
-    const logger = { log: () => undefined, error: () => undefined, warn: (message: string) => void warnings.push(message) };
+    const logger = {
+      log: () => undefined,
+      error: () => undefined,
+      warn: (message: string) => void warnings.push(message),
+    };
     const moduleRef = await Test.createTestingModule({
       imports: [
         PaymentsModule.forRoot(
-          sandbox.options({ logger, reconciliation: { enabled: false }, webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: SECRET } }),
+          sandbox.options({
+            logger,
+            reconciliation: { enabled: false },
+            webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: SECRET },
+          }),
         ),
       ],
     }).compile();
-    const nest = moduleRef.createNestApplication({ logger: { log() {}, error() {}, warn: (message: string) => void warnings.push(message) } });
+    const nest = moduleRef.createNestApplication({
+      logger: { log() {}, error() {}, warn: (message: string) => void warnings.push(message) },
+    });
     nest.setGlobalPrefix('api');
     await nest.init();
     await nest.close();
@@ -180,11 +211,19 @@ describe('docs/troubleshooting.md', () => {
     const outlet = client({
       name: 'outlet',
       logger,
-      webhook: { path: 'payments/outlet/webhook', publicUrl: 'https://shop.example.com/payments/outlet/webhook', secret: SECRET },
+      webhook: {
+        path: 'payments/outlet/webhook',
+        publicUrl: 'https://shop.example.com/payments/outlet/webhook',
+        secret: SECRET,
+      },
     });
     const { paymentId } = await shop.generatePayment({ amount: '1000', ...LINKS });
     const token = new URL(sandbox.getPayment(paymentId)!.webhook!).pathname.split('/').pop()!;
-    const { status, body } = await outlet.webhooks.handle({ query: {}, body: { payment_id: paymentId }, pathToken: token });
+    const { status, body } = await outlet.webhooks.handle({
+      query: {},
+      body: { payment_id: paymentId },
+      pathToken: token,
+    });
     expect(status).toBe(421);
     answers.push(JSON.stringify(body));
     made.push(warnings.find((w) => w.startsWith('webhook: refused'))!);
@@ -193,9 +232,20 @@ describe('docs/troubleshooting.md', () => {
   it('quotes what a store that is down makes the plugin log and throw', async () => {
     const logged: string[] = [];
     const warned: string[] = [];
-    const logger = { log: () => undefined, warn: (message: string) => void warned.push(message), error: (message: string) => void logged.push(message) };
-    const store = new RedisPaymentsStore(`redis://127.0.0.1:${await closedPort()}`, { operationTimeoutMs: 300, logger });
-    const down = client({ store, logger, webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: SECRET } });
+    const logger = {
+      log: () => undefined,
+      warn: (message: string) => void warned.push(message),
+      error: (message: string) => void logged.push(message),
+    };
+    const store = new RedisPaymentsStore(`redis://127.0.0.1:${await closedPort()}`, {
+      operationTimeoutMs: 300,
+      logger,
+    });
+    const down = client({
+      store,
+      logger,
+      webhook: { publicUrl: 'https://shop.example.com/payments/webhook', secret: SECRET },
+    });
     try {
       // The payment is created at the service: its link is answered, the store write retried.
       const created = await down.generatePayment({ amount: '1000', ...LINKS });
@@ -215,7 +265,9 @@ describe('docs/troubleshooting.md', () => {
   it('quotes every message above, and nothing the plugin does not write', () => {
     const patterns = QUOTED.filter((quote) => !quote.startsWith('{')).map(patternOf);
     expect(made.filter((message) => !patterns.some((pattern) => pattern.test(message)))).toEqual([]);
-    expect(QUOTED.filter((quote) => !quote.startsWith('{') && !made.some((message) => patternOf(quote).test(message)))).toEqual([]);
+    expect(
+      QUOTED.filter((quote) => !quote.startsWith('{') && !made.some((message) => patternOf(quote).test(message))),
+    ).toEqual([]);
     // The webhook answers are quoted as JSON, in code spans or blocks.
     expect(answers.filter((body) => !GUIDE.includes(body))).toEqual([]);
     const quotedAnswers = [...GUIDE.matchAll(/\{"received":false,"error":"[^"]+"\}/g)].map((m) => m[0]);

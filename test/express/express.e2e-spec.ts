@@ -75,11 +75,19 @@ describe('nestjs-payments/express', () => {
     fake.always(`/api/v2/verify_payment/${paymentId}`, { status: 200, body: verifyAnswerOf('SUCCESS', n) });
     return { paymentId, token, tracking: `o${n}` };
   }
-  const verifyAnswerOf = (status: string, i: number) => ({ success: true, result: { type: 'card', amount: 3000, status, developer_tracking_id: `o${i}` } });
+  const verifyAnswerOf = (status: string, i: number) => ({
+    success: true,
+    result: { type: 'card', amount: 3000, status, developer_tracking_id: `o${i}` },
+  });
 
-  const hook = (token: string, extra = '') => `${base}/${encodeURIComponent(token)}${extra ? `?${extra.replace(/^&/, '')}` : ''}`;
+  const hook = (token: string, extra = '') =>
+    `${base}/${encodeURIComponent(token)}${extra ? `?${extra.replace(/^&/, '')}` : ''}`;
   const post = (url: string, body: unknown, type = 'application/json') =>
-    fetch(url, { method: 'POST', headers: { 'content-type': type }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': type },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
 
   it('the client has the same operations, validation and errors', async () => {
     await expect(client.generatePayment({ amount: '1.5' })).rejects.toBeInstanceOf(PaymentsValidationError);
@@ -100,15 +108,28 @@ describe('nestjs-payments/express', () => {
     expect([again.status, await again.json()]).toEqual([200, { received: true, duplicate: true }]);
     expect(verifyCount(fake, paymentId)).toBe(1);
     expect(events.filter((e) => e.paymentId === paymentId)).toHaveLength(1);
-    expect(events.at(-1)).toMatchObject({ paymentId, amount: '3000', developerTrackingId: tracking, status: 'SUCCESS', source: 'webhook' });
-    await expect(client.getOutcome(paymentId)).resolves.toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', source: 'webhook', attempts: 1 });
+    expect(events.at(-1)).toMatchObject({
+      paymentId,
+      amount: '3000',
+      developerTrackingId: tracking,
+      status: 'SUCCESS',
+      source: 'webhook',
+    });
+    await expect(client.getOutcome(paymentId)).resolves.toMatchObject({
+      outcome: 'confirmed',
+      handlers: 'succeeded',
+      source: 'webhook',
+      attempts: 1,
+    });
   });
 
   it('GET and form bodies work', async () => {
     const a = await generate();
     expect((await fetch(hook(a.token, `&payment_id=${a.paymentId}`))).status).toBe(200);
     const b = await generate();
-    expect((await post(hook(b.token), `payment_id=${b.paymentId}`, 'application/x-www-form-urlencoded')).status).toBe(200);
+    expect((await post(hook(b.token), `payment_id=${b.paymentId}`, 'application/x-www-form-urlencoded')).status).toBe(
+      200,
+    );
     // Events no longer carry the delivery's payload: they carry what the service verified.
     expect(events.slice(-2).map((e) => [e.paymentId, e.status])).toEqual([
       [a.paymentId, 'SUCCESS'],

@@ -61,7 +61,9 @@ describe('Express hosts receive capture, refund and cancellation events', () => 
     const { paymentId } = await client.generatePayment({ amount: '12500' });
     await sandbox.completePayment(paymentId);
     const refund = await client.refundPayment(paymentId);
-    expect(refunded).toEqual([expect.objectContaining({ paymentId, refundId: refund.refundId, amount: refund.amount })]);
+    expect(refunded).toEqual([
+      expect.objectContaining({ paymentId, refundId: refund.refundId, amount: refund.amount }),
+    ]);
 
     const second = await client.generatePayment({ amount: '4000' });
     await sandbox.completePayment(second.paymentId);

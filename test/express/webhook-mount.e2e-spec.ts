@@ -5,7 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import express from 'express';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createPaymentsClient, createWebhookRouter, type PaymentConfirmedEvent, type PaymentsClient } from '../../lib/express/index.js';
+import {
+  createPaymentsClient,
+  createWebhookRouter,
+  type PaymentConfirmedEvent,
+  type PaymentsClient,
+} from '../../lib/express/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 
 const OLD = 'whsec_express_secret_before_rotation_0001';
@@ -33,7 +38,10 @@ async function serve(mount: string, publicPath: string, secret: string, previous
     logger: { log() {}, error() {}, warn: (m: string) => void warnings.push(m) },
     webhook: { publicUrl: `${base}${publicPath}`, secret, previousSecrets },
   });
-  app.use(mount, createWebhookRouter({ client, onPaymentConfirmed: (e: PaymentConfirmedEvent) => void confirmed.push(e.paymentId) }));
+  app.use(
+    mount,
+    createWebhookRouter({ client, onPaymentConfirmed: (e: PaymentConfirmedEvent) => void confirmed.push(e.paymentId) }),
+  );
   const close = async () => {
     await client.close();
     server.closeAllConnections();

@@ -82,7 +82,9 @@ async function outage24h(label: string, store: PaymentsStore): Promise<void> {
     const during = await client.getOutcome(paymentId);
     expect(during).toMatchObject({ outcome: 'pending', status: 'UNKNOWN', source: 'reconciliation' });
     expect(isOverdueRecord(during!)).toBe(true);
-    expect(during!.lastError).toMatch(/^overdue: outcome unknown after \d+ checks; slow lane, next check at .+ \(last: verify failed: /);
+    expect(during!.lastError).toMatch(
+      /^overdue: outcome unknown after \d+ checks; slow lane, next check at .+ \(last: verify failed: /,
+    );
     const degraded = await healthOf(client).isHealthy('payments');
     expect(degraded).toEqual({ payments: { status: 'up', store: 'up', outcomes: 'degraded', overdue: '>0' } });
 
@@ -97,8 +99,14 @@ async function outage24h(label: string, store: PaymentsStore): Promise<void> {
     const delayMin = Math.round((now - MINUTE_MS - back) / MINUTE_MS);
     const recoveryCalls = verifies() - outageCalls;
     expect(await store.findPending(paymentId)).toBeUndefined();
-    expect(await client.getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', attempts: 1 });
-    expect(await healthOf(client).isHealthy('payments')).toEqual({ payments: { status: 'up', store: 'up', outcomes: 'ok', overdue: '0' } });
+    expect(await client.getOutcome(paymentId)).toMatchObject({
+      outcome: 'confirmed',
+      handlers: 'succeeded',
+      attempts: 1,
+    });
+    expect(await healthOf(client).isHealthy('payments')).toEqual({
+      payments: { status: 'up', store: 'up', outcomes: 'ok', overdue: '0' },
+    });
     // Nothing more after the confirmation, and nothing given up.
     for (let i = 0; i < 3; i++) await client.runReconciliation((now += HOUR_MS));
     expect(confirmed).toEqual([paymentId]);
@@ -180,7 +188,9 @@ describe('the horizon: a payment unknown for horizonDays is given up, and its re
       expect(await healthOf(client).isHealthy('payments', { maxOverdue: 0, downWhenOverdue: true })).toEqual({
         payments: { status: 'down', store: 'up', outcomes: 'degraded', overdue: '>0', reason: 'OUTCOMES_OVERDUE' },
       });
-      expect(await healthOf(client).isHealthy('payments', { maxOverdue: 1 })).toMatchObject({ payments: { status: 'up', outcomes: 'ok', overdue: '1' } });
+      expect(await healthOf(client).isHealthy('payments', { maxOverdue: 1 })).toMatchObject({
+        payments: { status: 'up', outcomes: 'ok', overdue: '1' },
+      });
     } finally {
       await client.close();
       await sandbox.close();

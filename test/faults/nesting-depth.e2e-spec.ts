@@ -8,7 +8,14 @@ import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from '
 import { OnPaymentConfirmed, PaymentsModule, PaymentsService, type PaymentOutcomeEvent } from '../../lib/index.js';
 import { FakeService } from '../support/fake-service.js';
 import { quietLogger } from '../support/outcome-kit.js';
-import { ADAPTERS, answerVerify, generateThrough, startNestApp, verifyCalls, type RunningApp } from '../support/nest-app.js';
+import {
+  ADAPTERS,
+  answerVerify,
+  generateThrough,
+  startNestApp,
+  verifyCalls,
+  type RunningApp,
+} from '../support/nest-app.js';
 
 // Issue 19 item 3 (finding 4): a body nested thousands deep is refused with 400 and a clear
 // message on every front end, before anything walks it recursively; never a 500.
@@ -107,7 +114,10 @@ async function routerFrontEnd(): Promise<FrontEnd> {
     logger: quietLogger(logs),
   });
   const app = express();
-  app.use('/payments/webhook', createWebhookRouter({ client, onPaymentConfirmed: (e) => void confirmed.push(e.verification.paymentId) }));
+  app.use(
+    '/payments/webhook',
+    createWebhookRouter({ client, onPaymentConfirmed: (e) => void confirmed.push(e.verification.paymentId) }),
+  );
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -126,7 +136,10 @@ async function routerFrontEnd(): Promise<FrontEnd> {
   };
 }
 
-const FRONT_ENDS = [...ADAPTERS.map((adapter) => [`Nest-${adapter}`, () => nestFrontEnd(adapter)] as const), ['the Express router', routerFrontEnd] as const];
+const FRONT_ENDS = [
+  ...ADAPTERS.map((adapter) => [`Nest-${adapter}`, () => nestFrontEnd(adapter)] as const),
+  ['the Express router', routerFrontEnd] as const,
+];
 
 describe.each(FRONT_ENDS)('deeply nested bodies on %s', (name, start) => {
   let front: FrontEnd;
@@ -136,18 +149,21 @@ describe.each(FRONT_ENDS)('deeply nested bodies on %s', (name, start) => {
   });
   afterAll(() => front.close());
 
-  it.each(BODIES)(`${DEEP} deep (%s), with a valid token: 400 with a clear message, no verify, nothing logged as an error`, async (_kind, body, type) => {
-    const id = `pay_deep_${++counter}`;
-    const hook = await front.generate(id);
-    answerVerify(fake, id, { status: 'SUCCESS', amount: 12500 });
-    const text = body(id);
-    expect(text.length).toBeGreaterThan(type === null || !text.includes('"a"') ? 9_000 : 30_000);
-    const res = await post(hook, text, type);
-    expect([res.status, await res.json()]).toEqual([400, { received: false, error: DEPTH_ERROR }]);
-    expect(verifyCalls(fake, id)).toBe(0);
-    expect(front.confirmed).not.toContain(id);
-    expect(front.logs.filter((l) => /RangeError|stack/i.test(l))).toEqual([]);
-  });
+  it.each(BODIES)(
+    `${DEEP} deep (%s), with a valid token: 400 with a clear message, no verify, nothing logged as an error`,
+    async (_kind, body, type) => {
+      const id = `pay_deep_${++counter}`;
+      const hook = await front.generate(id);
+      answerVerify(fake, id, { status: 'SUCCESS', amount: 12500 });
+      const text = body(id);
+      expect(text.length).toBeGreaterThan(type === null || !text.includes('"a"') ? 9_000 : 30_000);
+      const res = await post(hook, text, type);
+      expect([res.status, await res.json()]).toEqual([400, { received: false, error: DEPTH_ERROR }]);
+      expect(verifyCalls(fake, id)).toBe(0);
+      expect(front.confirmed).not.toContain(id);
+      expect(front.logs.filter((l) => /RangeError|stack/i.test(l))).toEqual([]);
+    },
+  );
 
   it(`${MAX_BODY_DEPTH} levels are accepted: the same payment is then confirmed`, async () => {
     const id = `pay_deep_${++counter}`;
@@ -167,18 +183,27 @@ describe('parseWebhook: the depth rule, without a server', () => {
     ['a string', () => deepObject('pay_1', 100_000)],
     ['a Buffer', () => Buffer.from(deepArray('pay_1', 100_000))],
   ])('%s 100 000 deep: refused, not a stack overflow', (_kind, body) => {
-    expect(parseWebhook({ query: {}, body: body() }, 10_000_000)).toEqual({ ok: false, reason: `body nested deeper than ${MAX_BODY_DEPTH} levels` });
+    expect(parseWebhook({ query: {}, body: body() }, 10_000_000)).toEqual({
+      ok: false,
+      reason: `body nested deeper than ${MAX_BODY_DEPTH} levels`,
+    });
   });
 
   it('brackets inside strings are not nesting, and a form body with brackets is still form data', () => {
     const inString = `{"payment_id":"pay_2","note":${JSON.stringify('['.repeat(1000) + '{'.repeat(1000))}}`;
     expect(parseWebhook({ query: {}, body: inString }, 100_000)).toMatchObject({ ok: true, paymentId: 'pay_2' });
-    expect(parseWebhook({ query: {}, body: `payment_id=pay_3&note=${'['.repeat(100)}` }, 100_000)).toMatchObject({ ok: true, paymentId: 'pay_3' });
+    expect(parseWebhook({ query: {}, body: `payment_id=pay_3&note=${'['.repeat(100)}` }, 100_000)).toMatchObject({
+      ok: true,
+      paymentId: 'pay_3',
+    });
   });
 
   it('a cyclic object (a host parser could build one) is refused, not walked forever', () => {
     const body: Record<string, unknown> = { payment_id: 'pay_4' };
     body.self = body;
-    expect(parseWebhook({ query: {}, body }, 100_000)).toEqual({ ok: false, reason: `body nested deeper than ${MAX_BODY_DEPTH} levels` });
+    expect(parseWebhook({ query: {}, body }, 100_000)).toEqual({
+      ok: false,
+      reason: `body nested deeper than ${MAX_BODY_DEPTH} levels`,
+    });
   });
 });

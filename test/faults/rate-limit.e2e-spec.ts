@@ -66,7 +66,11 @@ describe('verify answered 429 with Retry-After: 60', () => {
 
     const started = performance.now();
     const res = await fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' });
-    expect([res.status, res.headers.get('retry-after'), await res.json()]).toEqual([503, '60', { received: false, error: 'temporarily unavailable' }]);
+    expect([res.status, res.headers.get('retry-after'), await res.json()]).toEqual([
+      503,
+      '60',
+      { received: false, error: 'temporarily unavailable' },
+    ]);
     expect(performance.now() - started).toBeLessThan(2000);
     expect(verifyCount(fake, p.paymentId)).toBe(1);
     expect(seen).toEqual([]);
@@ -112,17 +116,26 @@ describe('verify answered 429 with Retry-After: 60', () => {
     const verifies = () => ids.reduce((sum, id) => sum + verifyCount(fake, id), 0);
 
     const due = Date.now() + (SESSION_SECS + GRACE_SECS) * 1000 + 1000;
-    await expect(client.runReconciliation(due)).resolves.toEqual({ checked: 0, settled: 0, rateLimitedUntil: due + 60_000 });
+    await expect(client.runReconciliation(due)).resolves.toEqual({
+      checked: 0,
+      settled: 0,
+      rateLimitedUntil: due + 60_000,
+    });
     expect(verifies()).toBe(1);
     expect(logged.filter((l) => l.includes('rate-limits verify') && l.includes('60 s'))).toHaveLength(1);
     for (const id of ids) await expect(store.findPending(id)).resolves.toMatchObject({ checks: 0 });
 
     // Before Retry-After passed: nothing is taken, no call.
-    await expect(client.runReconciliation(due + 59_000)).resolves.toEqual({ checked: 0, settled: 0, rateLimitedUntil: due + 60_000 });
+    await expect(client.runReconciliation(due + 59_000)).resolves.toEqual({
+      checked: 0,
+      settled: 0,
+      rateLimitedUntil: due + 60_000,
+    });
     expect(verifies()).toBe(1);
 
     // After it: every payment is verified once and confirmed.
-    for (const id of ids) fake.always(verifyPath(id), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 500 }) });
+    for (const id of ids)
+      fake.always(verifyPath(id), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 500 }) });
     await expect(client.runReconciliation(due + 60_000)).resolves.toEqual({ checked: 3, settled: 3 });
     expect(verifies()).toBe(4);
     expect(seen.map((e) => e.paymentId).sort()).toEqual([...ids].sort());
@@ -136,7 +149,11 @@ describe('verify answered 429 with Retry-After: 60', () => {
     const b = await generateVia(client, fake, nextId(), { amount: '500' });
     for (const id of [a.paymentId, b.paymentId]) fake.always(verifyPath(id), { status: 429, body: '' });
     const due = Date.now() + (SESSION_SECS + GRACE_SECS) * 1000 + 1000;
-    await expect(client.runReconciliation(due)).resolves.toEqual({ checked: 0, settled: 0, rateLimitedUntil: due + 30_000 });
+    await expect(client.runReconciliation(due)).resolves.toEqual({
+      checked: 0,
+      settled: 0,
+      rateLimitedUntil: due + 30_000,
+    });
     expect(verifyCount(fake, a.paymentId) + verifyCount(fake, b.paymentId)).toBe(3);
   });
 

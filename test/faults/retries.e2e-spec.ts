@@ -71,16 +71,25 @@ describe('GET retries: exponential backoff with jitter, stopping at maxRetries',
     expect(ms).toBeLessThan(10_000);
   });
 
-  it.each([0, 1, 3])('maxRetries %i: exactly maxRetries + 1 attempts for a GET that keeps failing', async (maxRetries) => {
-    server.on(BINDINGS, behave.reset());
-    const { error } = await rejectionOf(client({ maxRetries }).listBindings('client-1'));
-    expect(error).toBeInstanceOf(PaymentsConnectionError);
-    expect([(error as PaymentsConnectionError).attempts, (error as PaymentsConnectionError).mayHaveBeenProcessed]).toEqual([maxRetries + 1, false]);
-    expect(server.to(BINDINGS)).toHaveLength(maxRetries + 1);
-  });
+  it.each([0, 1, 3])(
+    'maxRetries %i: exactly maxRetries + 1 attempts for a GET that keeps failing',
+    async (maxRetries) => {
+      server.on(BINDINGS, behave.reset());
+      const { error } = await rejectionOf(client({ maxRetries }).listBindings('client-1'));
+      expect(error).toBeInstanceOf(PaymentsConnectionError);
+      expect([
+        (error as PaymentsConnectionError).attempts,
+        (error as PaymentsConnectionError).mayHaveBeenProcessed,
+      ]).toEqual([maxRetries + 1, false]);
+      expect(server.to(BINDINGS)).toHaveLength(maxRetries + 1);
+    },
+  );
 
   it('stops retrying as soon as an attempt succeeds', async () => {
-    server.on(BINDINGS, behave.sequence(behave.reply(500, '<html>oops</html>'), behave.reset(), behave.reply(200, OK_BINDINGS)));
+    server.on(
+      BINDINGS,
+      behave.sequence(behave.reply(500, '<html>oops</html>'), behave.reset(), behave.reply(200, OK_BINDINGS)),
+    );
     await expect(client({ maxRetries: 5 }).listBindings('client-1')).resolves.toEqual([]);
     expect(server.to(BINDINGS)).toHaveLength(3);
   });
@@ -94,7 +103,10 @@ describe('GET retries: exponential backoff with jitter, stopping at maxRetries',
   });
 
   it('a 429 whose Retry-After is longer than one wait (5 s) is not retried: RATE_LIMITED at once, with retryAfterSecs', async () => {
-    server.on(BINDINGS, behave.sequence(behave.reply(429, '', { 'retry-after': '60' }), behave.reply(200, OK_BINDINGS)));
+    server.on(
+      BINDINGS,
+      behave.sequence(behave.reply(429, '', { 'retry-after': '60' }), behave.reply(200, OK_BINDINGS)),
+    );
     const { error, ms } = await rejectionOf(client({ maxRetries: 3 }).listBindings('client-1'));
     expect(error).toBeInstanceOf(PaymentsApiError);
     const e = error as PaymentsApiError;
@@ -105,7 +117,10 @@ describe('GET retries: exponential backoff with jitter, stopping at maxRetries',
 
   it('a 503 with a long Retry-After (HTTP date) is not retried either', async () => {
     const inTwoMinutes = new Date(Date.now() + 120_000).toUTCString();
-    server.on(BINDINGS, behave.sequence(behave.reply(503, '', { 'retry-after': inTwoMinutes }), behave.reply(200, OK_BINDINGS)));
+    server.on(
+      BINDINGS,
+      behave.sequence(behave.reply(503, '', { 'retry-after': inTwoMinutes }), behave.reply(200, OK_BINDINGS)),
+    );
     const { error } = await rejectionOf(client({ maxRetries: 3 }).listBindings('client-1'));
     const e = error as PaymentsApiError;
     expect([e.code, e.httpStatus]).toEqual(['API_ERROR', 503]);
@@ -122,7 +137,10 @@ describe('GET retries: exponential backoff with jitter, stopping at maxRetries',
   });
 
   it('a POST is never retried on 5xx, 429, resets or timeouts, whatever maxRetries says', async () => {
-    server.on(PATHS.generate, behave.sequence(behave.reply(503, ''), behave.reply(429, ''), behave.reset(), behave.hang()));
+    server.on(
+      PATHS.generate,
+      behave.sequence(behave.reply(503, ''), behave.reply(429, ''), behave.reset(), behave.hang()),
+    );
     const c = client({ maxRetries: 5, timeoutMs: 200 });
     for (let i = 0; i < 4; i++) await rejectionOf(c.generatePayment({ amount: '100' }));
     expect(server.to(PATHS.generate)).toHaveLength(4);
@@ -155,7 +173,10 @@ describe('close() ends retries: a closed client sends nothing more and holds no 
     for (let i = 0; i < 200 && server.to(BINDINGS).length < 1; i++) await settle(5);
     await c.close();
     const { error } = await pending;
-    expect([(error as PaymentsConnectionError).code, (error as PaymentsConnectionError).attempts]).toEqual(['CONNECTION_FAILED', 1]);
+    expect([(error as PaymentsConnectionError).code, (error as PaymentsConnectionError).attempts]).toEqual([
+      'CONNECTION_FAILED',
+      1,
+    ]);
     await settle(300);
     expect(server.to(BINDINGS)).toHaveLength(1);
     expect(server.connectionsOpened).toBe(1);

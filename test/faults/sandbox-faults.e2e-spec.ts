@@ -1,7 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { PaymentsApiError, PaymentsConnectionError, PaymentsError, PaymentsModule, PaymentsService } from '../../lib/index.js';
+import {
+  PaymentsApiError,
+  PaymentsConnectionError,
+  PaymentsError,
+  PaymentsModule,
+  PaymentsService,
+} from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
 
@@ -63,40 +69,53 @@ describe("the sandbox's faults, through PaymentsService", () => {
       const { error } = await rejectionOf(call());
       expect(error).toBeInstanceOf(PaymentsApiError);
       const e = error as PaymentsApiError;
-      expect([e.code, e.httpStatus, e.bodyExcerpt]).toEqual(['API_ERROR', 500, '<html><body><h1>Internal Server Error</h1></body></html>']);
+      expect([e.code, e.httpStatus, e.bodyExcerpt]).toEqual([
+        'API_ERROR',
+        500,
+        '<html><body><h1>Internal Server Error</h1></body></html>',
+      ]);
       expect(sent(path)).toHaveLength(1);
     },
   );
 
-  it.each(POSTS)('%s: 429 -> PaymentsApiError RATE_LIMITED with httpStatus 429, sent once (a POST is never retried)', async (_op, path, call) => {
-    sandbox.fault(path, { status: 429, body: '' });
-    const { error } = await rejectionOf(call());
-    expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual(['RATE_LIMITED', 429]);
-    expect(sent(path)).toHaveLength(1);
-  });
+  it.each(POSTS)(
+    '%s: 429 -> PaymentsApiError RATE_LIMITED with httpStatus 429, sent once (a POST is never retried)',
+    async (_op, path, call) => {
+      sandbox.fault(path, { status: 429, body: '' });
+      const { error } = await rejectionOf(call());
+      expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual(['RATE_LIMITED', 429]);
+      expect(sent(path)).toHaveLength(1);
+    },
+  );
 
   it.each(POSTS)('%s: reset -> CONNECTION_FAILED, may have been processed, sent once', async (_op, path, call) => {
     sandbox.fault(path, { reset: true });
     const { error, ms } = await rejectionOf(call());
     expect(error).toBeInstanceOf(PaymentsConnectionError);
-    expect([(error as PaymentsConnectionError).code, (error as PaymentsConnectionError).mayHaveBeenProcessed]).toEqual(['CONNECTION_FAILED', true]);
+    expect([(error as PaymentsConnectionError).code, (error as PaymentsConnectionError).mayHaveBeenProcessed]).toEqual([
+      'CONNECTION_FAILED',
+      true,
+    ]);
     expect(ms).toBeLessThan(2000);
     expect(sent(path)).toHaveLength(1);
   });
 
-  it.each(POSTS)('%s: truncated and invalid JSON on 200 -> INVALID_RESPONSE, sent once each', async (_op, path, call) => {
-    for (const body of ['{"result":{"success":true,"payment_id":"pay_', '{"result": success}']) {
-      sandbox.clearRequests();
-      sandbox.fault(path, { status: 200, body, contentType: 'application/json', times: 1 });
-      const { error } = await rejectionOf(call());
-      expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus, (error as PaymentsApiError).bodyExcerpt]).toEqual([
-        'INVALID_RESPONSE',
-        200,
-        body,
-      ]);
-      expect(sent(path)).toHaveLength(1);
-    }
-  });
+  it.each(POSTS)(
+    '%s: truncated and invalid JSON on 200 -> INVALID_RESPONSE, sent once each',
+    async (_op, path, call) => {
+      for (const body of ['{"result":{"success":true,"payment_id":"pay_', '{"result": success}']) {
+        sandbox.clearRequests();
+        sandbox.fault(path, { status: 200, body, contentType: 'application/json', times: 1 });
+        const { error } = await rejectionOf(call());
+        expect([
+          (error as PaymentsApiError).code,
+          (error as PaymentsApiError).httpStatus,
+          (error as PaymentsApiError).bodyExcerpt,
+        ]).toEqual(['INVALID_RESPONSE', 200, body]);
+        expect(sent(path)).toHaveLength(1);
+      }
+    },
+  );
 
   it.each(POSTS)('%s: a 2 MiB answer -> CONNECTION_FAILED over the 1 MiB cap, sent once', async (_op, path, call) => {
     sandbox.fault(path, { status: 200, body: `"${'x'.repeat(2 * MiB)}"` });
@@ -152,11 +171,11 @@ describe("the sandbox's faults, through PaymentsService", () => {
   it('bindings/list: reset every time -> CONNECTION_FAILED after maxRetries + 1 attempts, never "processed"', async () => {
     sandbox.fault(BINDINGS, { reset: true });
     const { error } = await rejectionOf(payments.listBindings('faults-client'));
-    expect([(error as PaymentsError).code, (error as PaymentsConnectionError).attempts, (error as PaymentsConnectionError).mayHaveBeenProcessed]).toEqual([
-      'CONNECTION_FAILED',
-      MAX_RETRIES + 1,
-      false,
-    ]);
+    expect([
+      (error as PaymentsError).code,
+      (error as PaymentsConnectionError).attempts,
+      (error as PaymentsConnectionError).mayHaveBeenProcessed,
+    ]).toEqual(['CONNECTION_FAILED', MAX_RETRIES + 1, false]);
     expect(sent(BINDINGS)).toHaveLength(MAX_RETRIES + 1);
   });
 
@@ -172,7 +191,11 @@ describe('verify_payment faults: a GET, so retried; never taken for an answer', 
   it('503 twice then normal -> verifyPayment succeeds on the third attempt, and says PENDING for an open session', async () => {
     const { paymentId } = await payments.generatePayment({ amount: '1500' });
     sandbox.fault(VERIFY_ALL, { status: 503, body: '<html>busy</html>', times: 2 });
-    await expect(payments.verifyPayment(paymentId)).resolves.toMatchObject({ paymentId, status: 'PENDING', amount: '1500' });
+    await expect(payments.verifyPayment(paymentId)).resolves.toMatchObject({
+      paymentId,
+      status: 'PENDING',
+      amount: '1500',
+    });
     expect(sent(verifyOf(paymentId))).toHaveLength(3);
   });
 
@@ -193,11 +216,17 @@ describe('verify_payment faults: a GET, so retried; never taken for an answer', 
   it('a 200 without success:true (an HTML page, a body saying "completed") is INVALID_RESPONSE, never a status', async () => {
     const { paymentId } = await payments.generatePayment({ amount: '1700' });
     await sandbox.completePayment(paymentId);
-    for (const body of ['<html>Payment completed</html>', JSON.stringify({ status: 'completed', result: { status: 'SUCCESS' } })]) {
+    for (const body of [
+      '<html>Payment completed</html>',
+      JSON.stringify({ status: 'completed', result: { status: 'SUCCESS' } }),
+    ]) {
       sandbox.clearRequests();
       sandbox.fault(VERIFY_ALL, { status: 200, body, times: 1 });
       const { error } = await rejectionOf(payments.verifyPayment(paymentId));
-      expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual(['INVALID_RESPONSE', 200]);
+      expect([(error as PaymentsApiError).code, (error as PaymentsApiError).httpStatus]).toEqual([
+        'INVALID_RESPONSE',
+        200,
+      ]);
       expect(sent(verifyOf(paymentId))).toHaveLength(1);
     }
     await expect(payments.verifyPayment(paymentId)).resolves.toMatchObject({ status: 'SUCCESS', amount: '1700' });
@@ -208,7 +237,10 @@ describe('verify_payment faults: a GET, so retried; never taken for an answer', 
     await sandbox.completePayment(paymentId);
     sandbox.fault(VERIFY_ALL, { delayMs: TIMEOUT_MS + 400 });
     const { error } = await rejectionOf(payments.reconcilePayment(paymentId));
-    expect([(error as PaymentsConnectionError).code, (error as PaymentsConnectionError).attempts]).toEqual(['TIMEOUT', MAX_RETRIES + 1]);
+    expect([(error as PaymentsConnectionError).code, (error as PaymentsConnectionError).attempts]).toEqual([
+      'TIMEOUT',
+      MAX_RETRIES + 1,
+    ]);
     expect(await payments.getOutcome(paymentId)).toBeUndefined();
     sandbox.fault(VERIFY_ALL, null);
     // Within the verify budget's interval the failure is remembered (no call); once it passed:
@@ -217,7 +249,12 @@ describe('verify_payment faults: a GET, so retried; never taken for an answer', 
     const now = Date.now();
     const clock = jest.spyOn(Date, 'now').mockImplementation(() => now + 11_000);
     try {
-      await expect(payments.reconcilePayment(paymentId)).resolves.toMatchObject({ paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: false });
+      await expect(payments.reconcilePayment(paymentId)).resolves.toMatchObject({
+        paymentId,
+        status: 'SUCCESS',
+        outcome: 'confirmed',
+        handled: false,
+      });
     } finally {
       clock.mockRestore();
     }

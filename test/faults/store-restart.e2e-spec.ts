@@ -64,7 +64,11 @@ async function restartScenario(label: string, server: OwnServer, store: Payments
   // The service delivering again, as it would on its own: the same URL and body as its last try.
   const redeliver = async (id: string) => {
     const last = deliveriesOf(id).at(-1)!;
-    const res = await fetch(last.url, { method: last.method, headers: { 'content-type': 'application/json' }, body: last.payload });
+    const res = await fetch(last.url, {
+      method: last.method,
+      headers: { 'content-type': 'application/json' },
+      body: last.payload,
+    });
     return { status: res.status, body: await res.json() };
   };
   try {
@@ -73,7 +77,8 @@ async function restartScenario(label: string, server: OwnServer, store: Payments
     const [a, b, c, d, e, f] = ids;
 
     // Up: two payments paid and delivered.
-    for (const id of [a, b]) expect(await sandbox.completePayment(id)).toMatchObject({ delivered: true, lastStatus: 200 });
+    for (const id of [a, b])
+      expect(await sandbox.completePayment(id)).toMatchObject({ delivered: true, lastStatus: 200 });
     expect(handled).toEqual([a, b]);
 
     // Down in the middle of the run: deliveries get 503, a sweep does nothing and does not throw.
@@ -112,13 +117,15 @@ async function restartScenario(label: string, server: OwnServer, store: Payments
     expect(passes.reduce((sum, p) => sum + p.settled, 0)).toBe(2);
     expect(passes.at(-1)!.settled).toBeGreaterThan(0);
     // Late redeliveries and another sweep: duplicates, nothing runs twice.
-    for (const id of [c, d, e]) expect(await redeliver(id)).toEqual({ status: 200, body: { received: true, duplicate: true } });
+    for (const id of [c, d, e])
+      expect(await redeliver(id)).toEqual({ status: 200, body: { received: true, duplicate: true } });
     expect(await client.runReconciliation(now + FAR)).toEqual({ checked: 0, settled: 0 });
 
     expect([...handled].sort()).toEqual([...ids].sort());
     expect(new Set(handled).size).toBe(handled.length);
     expect(await store.countPending()).toBe(0);
-    for (const id of ids) expect(await client.getOutcome(id)).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', attempts: 1 });
+    for (const id of ids)
+      expect(await client.getOutcome(id)).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', attempts: 1 });
     const refused = [c, d, e].flatMap(deliveriesOf).filter((x) => x.status === 503).length;
     figures.push(
       `${label}: down ${(downMs / 1000).toFixed(1)} s; ${refused} deliveries answered 503 while down (3 payments x 3 attempts); ` +
@@ -135,16 +142,19 @@ async function restartScenario(label: string, server: OwnServer, store: Payments
 
 describe('the store restarted during deliveries and sweeps', () => {
   const redisUp = redisServerAvailable();
-  itWithService(redisUp, 'redis-server is not installed')('Redis (a redis-server of the test, SIGKILLed and started again)', async () => {
-    const server = await OwnRedis.start();
-    const store = new RedisPaymentsStore(server.url, { operationTimeoutMs: 500, logger: quietLogger() });
-    try {
-      await restartScenario('redis', server, store);
-    } finally {
-      await store.close();
-      await server.remove();
-    }
-  });
+  itWithService(redisUp, 'redis-server is not installed')(
+    'Redis (a redis-server of the test, SIGKILLed and started again)',
+    async () => {
+      const server = await OwnRedis.start();
+      const store = new RedisPaymentsStore(server.url, { operationTimeoutMs: 500, logger: quietLogger() });
+      try {
+        await restartScenario('redis', server, store);
+      } finally {
+        await store.close();
+        await server.remove();
+      }
+    },
+  );
 
   const pgUp = postgresServerAvailable();
   itWithService(pgUp, 'PostgreSQL server binaries (initdb, pg_ctl) or the postgres user are absent')(

@@ -111,7 +111,8 @@ async function sweepCrash(target: StoreUnderTest): Promise<void> {
     // Killed as soon as the third verify reaches the service (it is answered 400 ms later).
     const end = Date.now() + 30_000;
     while (verifies().length < KILL_AT_VERIFY) {
-      if (Date.now() > end || child.exitCode !== null) throw new Error(`the sweep did not reach verify #${KILL_AT_VERIFY}: ${output}`);
+      if (Date.now() > end || child.exitCode !== null)
+        throw new Error(`the sweep did not reach verify #${KILL_AT_VERIFY}: ${output}`);
       await new Promise((r) => setTimeout(r, 5));
     }
     expect(child.kill('SIGKILL')).toBe(true);
@@ -137,7 +138,8 @@ async function sweepCrash(target: StoreUnderTest): Promise<void> {
     }
     expect([...handled].sort()).toEqual(ids.filter((id) => !verified.slice(0, -1).includes(id)).sort());
     expect(await store.countPending()).toBe(0);
-    for (const id of ids) expect(await client.getOutcome(id)).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', attempts: 1 });
+    for (const id of ids)
+      expect(await client.getOutcome(id)).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', attempts: 1 });
     // No handler twice: the journal of the killed instance and the handlers of the next one are disjoint.
     expect(ranBefore.map((line) => line.split(' ')[1]).filter((id) => handled.includes(id))).toEqual([]);
     // One verify each, and one more for the payment whose verify the kill cut off.

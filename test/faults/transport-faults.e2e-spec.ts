@@ -1,7 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import type { INestApplicationContext } from '@nestjs/common';
-import { PaymentsApiError, PaymentsClient, PaymentsConnectionError, PaymentsError, PaymentsModule, PaymentsService } from '../../lib/index.js';
+import {
+  PaymentsApiError,
+  PaymentsClient,
+  PaymentsConnectionError,
+  PaymentsError,
+  PaymentsModule,
+  PaymentsService,
+} from '../../lib/index.js';
 import type { PaymentsLogger, PaymentsOptions } from '../../lib/express/index.js';
 import { PATHS } from '../support/fake-service.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
@@ -15,7 +22,12 @@ const MiB = 1024 * 1024;
 
 type Operations = Pick<PaymentsClient, 'generatePayment' | 'refundPayment' | 'cancelPayment' | 'listBindings'>;
 const OPS = [
-  { name: 'generatePayment', method: 'POST', path: PATHS.generate, call: (c: Operations) => c.generatePayment({ amount: '12500' }) },
+  {
+    name: 'generatePayment',
+    method: 'POST',
+    path: PATHS.generate,
+    call: (c: Operations) => c.generatePayment({ amount: '12500' }),
+  },
   { name: 'refundPayment', method: 'POST', path: PATHS.refund, call: (c: Operations) => c.refundPayment('pay_1') },
   { name: 'cancelPayment', method: 'POST', path: PATHS.cancel, call: (c: Operations) => c.cancelPayment('pay_1') },
   { name: 'listBindings', method: 'GET', path: PATHS.bindings, call: (c: Operations) => c.listBindings('client-1') },
@@ -29,10 +41,19 @@ const GOOD: Record<string, RawBehaviour> = {
     version: 'v2',
   }),
   [PATHS.refund]: behave.reply(200, {
-    result: { refund_id: 'ref_1', payment_id: 'pay_1', amount: '12500', status: 'success', refunded_at: '2026-01-01T00:00:00Z' },
+    result: {
+      refund_id: 'ref_1',
+      payment_id: 'pay_1',
+      amount: '12500',
+      status: 'success',
+      refunded_at: '2026-01-01T00:00:00Z',
+    },
     status: 'success',
   }),
-  [PATHS.cancel]: behave.reply(200, { result: { payment_id: 'pay_1', status: 'cancelled', cancelled_at: '2026-01-01T00:00:00Z' }, status: 'success' }),
+  [PATHS.cancel]: behave.reply(200, {
+    result: { payment_id: 'pay_1', status: 'cancelled', cancelled_at: '2026-01-01T00:00:00Z' },
+    status: 'success',
+  }),
   [PATHS.bindings]: behave.reply(200, { result: { success: true, bindings: [] }, status: 'success' }),
 };
 
@@ -48,11 +69,15 @@ interface Fault {
   getRetried: boolean;
 }
 
-const HTML_500 = '<!DOCTYPE html><html><head><title>500 Internal Server Error</title></head><body><h1>Internal Server Error</h1></body></html>';
+const HTML_500 =
+  '<!DOCTYPE html><html><head><title>500 Internal Server Error</title></head><body><h1>Internal Server Error</h1></body></html>';
 const HTML_502 =
   '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>';
 const TRUNCATED = '{"result":{"success":true,"payment_id":"pay_1","link":"https://checkout.exa';
-const SUCCESS_BODY = JSON.stringify({ result: { success: true, payment_id: 'pay_1', link: 'https://checkout.example/m/pay_1' }, status: 'success' });
+const SUCCESS_BODY = JSON.stringify({
+  result: { success: true, payment_id: 'pay_1', link: 'https://checkout.example/m/pay_1' },
+  status: 'success',
+});
 const flat = (s: string) => s.replace(/\s+/g, ' ').trim();
 
 const FAULTS: Fault[] = [
@@ -95,16 +120,31 @@ const FAULTS: Fault[] = [
   {
     name: '200 with invalid JSON',
     behaviour: () => behave.reply(200, "{result: {success: true, payment_id: 'pay_1'}}"),
-    expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 200, bodyExcerpt: "{result: {success: true, payment_id: 'pay_1'}}" },
+    expected: {
+      type: 'api',
+      code: 'INVALID_RESPONSE',
+      httpStatus: 200,
+      bodyExcerpt: "{result: {success: true, payment_id: 'pay_1'}}",
+    },
     getRetried: false,
   },
   {
     name: '200 with an HTML page (captive portal)',
     behaviour: () => behave.reply(200, '<html><body>Please log in to the Wi-Fi</body></html>'),
-    expected: { type: 'api', code: 'INVALID_RESPONSE', httpStatus: 200, bodyExcerpt: '<html><body>Please log in to the Wi-Fi</body></html>' },
+    expected: {
+      type: 'api',
+      code: 'INVALID_RESPONSE',
+      httpStatus: 200,
+      bodyExcerpt: '<html><body>Please log in to the Wi-Fi</body></html>',
+    },
     getRetried: false,
   },
-  { name: 'no answer at all within timeoutMs', behaviour: () => behave.hang(), expected: { type: 'connection', code: 'TIMEOUT' }, getRetried: true },
+  {
+    name: 'no answer at all within timeoutMs',
+    behaviour: () => behave.hang(),
+    expected: { type: 'connection', code: 'TIMEOUT' },
+    getRetried: true,
+  },
   {
     name: 'headers, then silence past timeoutMs',
     behaviour: () => behave.headersThenHang(),
@@ -123,7 +163,12 @@ const FAULTS: Fault[] = [
     expected: { type: 'connection', code: 'CONNECTION_FAILED' },
     getRetried: true,
   },
-  { name: 'a TCP reset before any answer', behaviour: () => behave.reset(), expected: { type: 'connection', code: 'CONNECTION_FAILED' }, getRetried: true },
+  {
+    name: 'a TCP reset before any answer',
+    behaviour: () => behave.reset(),
+    expected: { type: 'connection', code: 'CONNECTION_FAILED' },
+    getRetried: true,
+  },
   {
     name: 'headers and half a body (Content-Length), then the connection dies',
     behaviour: () => behave.halfThenDestroy(SUCCESS_BODY),
@@ -182,14 +227,23 @@ function expectDocumentedError(error: unknown, fault: Fault, op: (typeof OPS)[nu
   if (e.type === 'api') {
     expect(error).toBeInstanceOf(PaymentsApiError);
     const api = error as PaymentsApiError;
-    expect({ code: api.code, httpStatus: api.httpStatus, operation: api.operation }).toEqual({ code: e.code, httpStatus: e.httpStatus, operation: op.name });
+    expect({ code: api.code, httpStatus: api.httpStatus, operation: api.operation }).toEqual({
+      code: e.code,
+      httpStatus: e.httpStatus,
+      operation: op.name,
+    });
     if (e.bodyExcerpt !== undefined) expect(api.bodyExcerpt).toBe(e.bodyExcerpt);
     if (e.serviceMessage !== undefined) expect(api.serviceMessage).toBe(e.serviceMessage);
   } else {
     expect(error).toBeInstanceOf(PaymentsConnectionError);
     const conn = error as PaymentsConnectionError;
     // A POST that got this far reached the service; a GET is never "processed".
-    expect({ code: conn.code, mayHaveBeenProcessed: conn.mayHaveBeenProcessed, attempts: conn.attempts, operation: conn.operation }).toEqual({
+    expect({
+      code: conn.code,
+      mayHaveBeenProcessed: conn.mayHaveBeenProcessed,
+      attempts: conn.attempts,
+      operation: conn.operation,
+    }).toEqual({
       code: e.code,
       mayHaveBeenProcessed: op.method === 'POST',
       attempts,
@@ -233,7 +287,10 @@ describe('every fault ends in the documented typed error, within a bounded time 
 
       // The client is not poisoned: the next calls on the same client succeed.
       for (const [path, good] of Object.entries(GOOD)) server.on(path, good);
-      await expect(client.generatePayment({ amount: '1' })).resolves.toEqual({ paymentId: 'pay_ok', link: 'https://checkout.example/m/pay_ok' });
+      await expect(client.generatePayment({ amount: '1' })).resolves.toEqual({
+        paymentId: 'pay_ok',
+        link: 'https://checkout.example/m/pay_ok',
+      });
       await expect(client.listBindings('client-1')).resolves.toEqual([]);
     } finally {
       await client.close();
@@ -249,7 +306,9 @@ describe('through a Nest app: the same faults, then app.close() leaves no socket
   const logLines: string[] = [];
 
   beforeAll(async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [PaymentsModule.forRoot(clientOptions(server, logLines))] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [PaymentsModule.forRoot(clientOptions(server, logLines))],
+    }).compile();
     app = await moduleRef.createNestApplication({ logger: false }).init();
     payments = app.get(PaymentsService);
   });

@@ -37,7 +37,11 @@ async function shop(): Promise<{ client: PaymentsClient; router: RunningRouter; 
     failLink: 'https://shop.example/ko',
     maxRetries: 0,
     // One verify per payment per 10 s for deliveries too (the default is 30 s).
-    webhook: { publicUrl: 'https://shop.example/hook', secret: 'whsec_budget_0123456789abcdef0123456789', unsignedIntervalSecs: 10 },
+    webhook: {
+      publicUrl: 'https://shop.example/hook',
+      secret: 'whsec_budget_0123456789abcdef0123456789',
+      unsignedIntervalSecs: 10,
+    },
     reconciliation: { enabled: false },
     logger: quietLogger(),
   });
@@ -54,7 +58,10 @@ function compressClock(): void {
 }
 
 /** One simulated second: 2 returns and 2 deliveries of each payment. */
-async function hammer(s: Awaited<ReturnType<typeof shop>>, payments: Array<{ paymentId: string; token: string }>): Promise<number[]> {
+async function hammer(
+  s: Awaited<ReturnType<typeof shop>>,
+  payments: Array<{ paymentId: string; token: string }>,
+): Promise<number[]> {
   const statuses: number[] = [];
   for (const p of payments) {
     for (let k = 0; k < 2; k++) {
@@ -73,7 +80,8 @@ describe.each<[string, FakeReply, number]>([
   it('costs at most one verify per payment per window, whatever the returns and deliveries; recovers within one interval', async () => {
     const s = await shop();
     const payments = [];
-    for (let i = 0; i < 3; i++) payments.push(await generateVia(s.client, fake, `pay_budget_${++n}`, { amount: '12500' }));
+    for (let i = 0; i < 3; i++)
+      payments.push(await generateVia(s.client, fake, `pay_budget_${++n}`, { amount: '12500' }));
     for (const p of payments) fake.always(verifyPath(p.paymentId), failure);
     compressClock();
 
@@ -94,10 +102,13 @@ describe.each<[string, FakeReply, number]>([
     for (const [, counts] of perWindow) for (const c of counts) expect(c ?? 0).toBeLessThanOrEqual(1);
     const spent = payments.map((p) => verifyCount(fake, p.paymentId));
     // Figures for the closing note.
-    console.log(`verify ${_name} for 60 s: ${requests} returns + deliveries -> verify calls per payment ${spent.join(', ')}`);
+    console.log(
+      `verify ${_name} for 60 s: ${requests} returns + deliveries -> verify calls per payment ${spent.join(', ')}`,
+    );
 
     // The service is back: within one interval every payment is confirmed, once.
-    for (const p of payments) fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 12500 }) });
+    for (const p of payments)
+      fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 12500 }) });
     const back = offset;
     while (s.seen.length < payments.length && offset <= back + INTERVAL_MS + 1_000) {
       await hammer(s, payments);

@@ -56,7 +56,11 @@ interface Started {
   logger: CapturingLogger;
 }
 
-async function start(port: number, imports: Array<DynamicModule | (new () => object)>, prefix?: string): Promise<Started> {
+async function start(
+  port: number,
+  imports: Array<DynamicModule | (new () => object)>,
+  prefix?: string,
+): Promise<Started> {
   const moduleRef = await Test.createTestingModule({ imports, providers: [Ledger] }).compile();
   const logger = new CapturingLogger();
   const app = moduleRef.createNestApplication({ logger });
@@ -80,7 +84,12 @@ afterAll(async () => {
 });
 
 function account(path: string, publicUrl: string, name?: string): PaymentsModuleOptions {
-  return { ...sandbox.options(), name, reconciliation: { enabled: false }, webhook: { path, publicUrl, secret: SECRET } };
+  return {
+    ...sandbox.options(),
+    name,
+    reconciliation: { enabled: false },
+    webhook: { path, publicUrl, secret: SECRET },
+  };
 }
 
 const payments = (warnings: string[]) => warnings.filter((w) => w.startsWith('Payments'));
@@ -118,17 +127,25 @@ describe('two accounts sharing a secret, the second one publishing the first one
     ]);
     expect(payments(logger.warnings)).toEqual([]);
     const shop = await app.get(PaymentsService).generatePayment({ amount: '1000' });
-    const outlet = await app.get<PaymentsService>(getPaymentsServiceToken('outlet')).generatePayment({ amount: '2000' });
+    const outlet = await app
+      .get<PaymentsService>(getPaymentsServiceToken('outlet'))
+      .generatePayment({ amount: '2000' });
     expect((await sandbox.completePayment(shop.paymentId)).lastStatus).toBe(200);
     expect((await sandbox.completePayment(outlet.paymentId)).lastStatus).toBe(200);
-    expect(app.get(Ledger).confirmed.sort()).toEqual([`default:${shop.paymentId}`, `outlet:${outlet.paymentId}`].sort());
+    expect(app.get(Ledger).confirmed.sort()).toEqual(
+      [`default:${shop.paymentId}`, `outlet:${outlet.paymentId}`].sort(),
+    );
   });
 });
 
 describe('the start-up warning, with the global prefix', () => {
   it('names the public URL’s path and the route served under the prefix', async () => {
     const port = await freePort();
-    const { logger } = await start(port, [PaymentsModule.forRoot(account('payments/webhook', `http://127.0.0.1:${port}/payments/webhook`))], 'api');
+    const { logger } = await start(
+      port,
+      [PaymentsModule.forRoot(account('payments/webhook', `http://127.0.0.1:${port}/payments/webhook`))],
+      'api',
+    );
     expect(payments(logger.warnings)).toEqual([
       expect.stringMatching(
         /^Payments: webhook\.publicUrl of the default registration .*'\/payments\/webhook' but its webhook route is served at '\/api\/payments\/webhook'/,
@@ -138,7 +155,11 @@ describe('the start-up warning, with the global prefix', () => {
 
   it('is silent when the public URL ends with the route (under the prefix, a proxy prefix before it)', async () => {
     const port = await freePort();
-    const { app, logger } = await start(port, [PaymentsModule.forRoot(account('payments/webhook', `http://127.0.0.1:${port}/api/payments/webhook`))], 'api');
+    const { app, logger } = await start(
+      port,
+      [PaymentsModule.forRoot(account('payments/webhook', `http://127.0.0.1:${port}/api/payments/webhook`))],
+      'api',
+    );
     expect(payments(logger.warnings)).toEqual([]);
     const { paymentId } = await app.get(PaymentsService).generatePayment({ amount: '1500' });
     expect((await sandbox.completePayment(paymentId)).lastStatus).toBe(200);

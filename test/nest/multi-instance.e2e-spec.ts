@@ -77,7 +77,9 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('two app i
       const generatedOn = i % 2 === 0 ? 'A' : 'B';
       const paymentId = `pay_multi_${i}`;
       fake.reply(PATHS.generate, OK.generate(paymentId));
-      await apps[generatedOn].app.get(PaymentsService).generatePayment({ amount: String(1000 + i), developerTrackingId: `order-${i}` });
+      await apps[generatedOn].app
+        .get(PaymentsService)
+        .generatePayment({ amount: String(1000 + i), developerTrackingId: `order-${i}` });
       const webhook = new URL(JSON.parse(fake.requests.at(-1)!.body).webhook as string);
       payments.push({ paymentId, token: webhook.pathname.split('/').at(-1)!, generatedOn });
       answerVerify(fake, paymentId, { status: 'SUCCESS', amount: 1000 + i, trackingId: `order-${i}` });
@@ -94,7 +96,11 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('two app i
       }).then((r) => r.status);
 
     // Round 1: every payment delivered several times to both instances at once.
-    const first = await Promise.all(payments.flatMap((p) => Array.from({ length: DUPLICATES_PER_INSTANCE }, () => [deliver('A', p), deliver('B', p)]).flat()));
+    const first = await Promise.all(
+      payments.flatMap((p) =>
+        Array.from({ length: DUPLICATES_PER_INSTANCE }, () => [deliver('A', p), deliver('B', p)]).flat(),
+      ),
+    );
     expect(first.every((s) => [200, 409, 500].includes(s))).toBe(true);
     // Each failing payment's first run fails exactly once, whichever instance claimed it.
     expect(first.filter((s) => s === 500)).toHaveLength(FAILING);
@@ -104,7 +110,9 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('two app i
     const pending = new Set(payments.map((p) => p.paymentId));
     for (let round = 0; round < 20 && pending.size > 0; round++) {
       const statuses = await Promise.all(
-        payments.filter((p) => pending.has(p.paymentId)).map(async (p) => [p.paymentId, await deliver(round % 2 ? 'A' : 'B', p)] as const),
+        payments
+          .filter((p) => pending.has(p.paymentId))
+          .map(async (p) => [p.paymentId, await deliver(round % 2 ? 'A' : 'B', p)] as const),
       );
       for (const [id, status] of statuses) if (status === 200) pending.delete(id);
       if (pending.size) await new Promise((r) => setTimeout(r, 50));

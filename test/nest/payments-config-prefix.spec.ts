@@ -28,14 +28,22 @@ describe('paymentsOptionsFromConfig with a prefix', () => {
       baseUrl: 'https://pay.example',
       webhook: { publicUrl: 'https://shop.example/payments/outlet/webhook', secret: SECRET, previousSecrets: [OLD] },
     });
-    expect(paymentsOptionsFromConfig(config())).toMatchObject({ publicKey: 'pk_shop', webhook: { publicUrl: 'https://shop.example/payments/webhook' } });
+    expect(paymentsOptionsFromConfig(config())).toMatchObject({
+      publicKey: 'pk_shop',
+      webhook: { publicUrl: 'https://shop.example/payments/webhook' },
+    });
   });
 
   it('names the prefixed variable of a missing or invalid value, never a secret', () => {
-    const bad = config({ PAYMENTS_OUTLET_PUBLIC_KEY: '', PAYMENTS_OUTLET_WEBHOOK_PREVIOUS_SECRETS: `${OLD},short-one` });
+    const bad = config({
+      PAYMENTS_OUTLET_PUBLIC_KEY: '',
+      PAYMENTS_OUTLET_WEBHOOK_PREVIOUS_SECRETS: `${OLD},short-one`,
+    });
     const build = () => paymentsOptionsFromConfig(bad, {}, { prefix: 'PAYMENTS_OUTLET_' });
     expect(build).toThrow('PAYMENTS_OUTLET_PUBLIC_KEY (publicKey) (is required');
-    expect(build).toThrow('PAYMENTS_OUTLET_WEBHOOK_PREVIOUS_SECRETS (webhook.previousSecrets[1]) (must be a string of at least 32 characters)');
+    expect(build).toThrow(
+      'PAYMENTS_OUTLET_WEBHOOK_PREVIOUS_SECRETS (webhook.previousSecrets[1]) (must be a string of at least 32 characters)',
+    );
     expect(build).not.toThrow('short-one');
   });
 

@@ -25,16 +25,27 @@ beforeAll(async () => {
 afterAll(() => fake.close());
 
 function baseOptions(): PaymentsModuleOptions {
-  return { publicKey: 'pk', privateKey: SECRET, baseUrl: fake.url, successLink: 'https://s.example/ok', failLink: 'https://s.example/ko' };
+  return {
+    publicKey: 'pk',
+    privateKey: SECRET,
+    baseUrl: fake.url,
+    successLink: 'https://s.example/ok',
+    failLink: 'https://s.example/ko',
+  };
 }
 
 async function start(imports: unknown[], providers: unknown[] = []): Promise<INestApplicationContext> {
-  const moduleRef = await Test.createTestingModule({ imports: imports as never[], providers: providers as never[] }).compile();
+  const moduleRef = await Test.createTestingModule({
+    imports: imports as never[],
+    providers: providers as never[],
+  }).compile();
   return moduleRef.createNestApplication({ logger: false }).init();
 }
 
 async function generates(app: INestApplicationContext) {
-  await expect(app.get(PaymentsService).generatePayment({ amount: '100' })).resolves.toMatchObject({ paymentId: 'pay_mod' });
+  await expect(app.get(PaymentsService).generatePayment({ amount: '100' })).resolves.toMatchObject({
+    paymentId: 'pay_mod',
+  });
   await app.close();
 }
 
@@ -91,7 +102,9 @@ describe('PaymentsModule configuration', () => {
     }
     @Module({ providers: [ExistingFactory], exports: [ExistingFactory] })
     class FactoryModule {}
-    await generates(await start([PaymentsModule.forRootAsync({ imports: [FactoryModule], useExisting: ExistingFactory })]));
+    await generates(
+      await start([PaymentsModule.forRootAsync({ imports: [FactoryModule], useExisting: ExistingFactory })]),
+    );
   });
 
   it('isGlobal makes PaymentsService injectable in modules that do not import it', async () => {
@@ -122,7 +135,10 @@ describe('PaymentsModule configuration', () => {
       constructor(@InjectPaymentsOptions() readonly options: PaymentsModuleOptions) {}
     }
     const options = baseOptions();
-    const moduleRef = await Test.createTestingModule({ imports: [PaymentsModule.forRoot({ ...options, isGlobal: true })], providers: [Reader] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [PaymentsModule.forRoot({ ...options, isGlobal: true })],
+      providers: [Reader],
+    }).compile();
     expect(moduleRef.get(Reader).options).toMatchObject({ publicKey: 'pk', baseUrl: fake.url });
     await moduleRef.close();
   });
@@ -153,22 +169,31 @@ describe('PaymentsModule configuration', () => {
   });
 
   it('refuses to start when the private key is missing', async () => {
-    await expect(start([PaymentsModule.forRoot({ publicKey: 'pk', baseUrl: fake.url } as PaymentsModuleOptions)])).rejects.toThrow(
-      'Invalid payments options: privateKey (is required (a non-empty string))',
-    );
+    await expect(
+      start([PaymentsModule.forRoot({ publicKey: 'pk', baseUrl: fake.url } as PaymentsModuleOptions)]),
+    ).rejects.toThrow('Invalid payments options: privateKey (is required (a non-empty string))');
   });
 
   it('forRootAsync reports invalid options from the factory at start-up, naming the variables to set', async () => {
-    await expect(start([PaymentsModule.forRootAsync({ useFactory: () => paymentsOptionsFromConfig({ get: () => undefined }) })])).rejects.toThrow(
+    await expect(
+      start([PaymentsModule.forRootAsync({ useFactory: () => paymentsOptionsFromConfig({ get: () => undefined }) })]),
+    ).rejects.toThrow(
       'Invalid payments options from the environment: PAYMENTS_PUBLIC_KEY (publicKey) (is required (a non-empty string)), ' +
         'PAYMENTS_PRIVATE_KEY (privateKey) (is required (a non-empty string)), PAYMENTS_BASE_URL (baseUrl) (is required (an absolute http(s) URL))',
     );
   });
 
   it('reports a malformed variable by its name and option; an option set in code keeps its own name', async () => {
-    const env: Record<string, string> = { PAYMENTS_PUBLIC_KEY: 'pk', PAYMENTS_PRIVATE_KEY: 'x', PAYMENTS_BASE_URL: fake.url, PAYMENTS_TIMEOUT_MS: '10s' };
+    const env: Record<string, string> = {
+      PAYMENTS_PUBLIC_KEY: 'pk',
+      PAYMENTS_PRIVATE_KEY: 'x',
+      PAYMENTS_BASE_URL: fake.url,
+      PAYMENTS_TIMEOUT_MS: '10s',
+    };
     const config = { get: (k: string) => env[k] };
-    await expect(start([PaymentsModule.forRootAsync({ useFactory: () => paymentsOptionsFromConfig(config) })])).rejects.toThrow(
+    await expect(
+      start([PaymentsModule.forRootAsync({ useFactory: () => paymentsOptionsFromConfig(config) })]),
+    ).rejects.toThrow(
       'Invalid payments options from the environment: PAYMENTS_TIMEOUT_MS (timeoutMs) (must be a positive integer)',
     );
     const fields = (err: unknown) => (err as PaymentsValidationError).fields.map((f) => f.field);

@@ -51,7 +51,14 @@ class RecordingListener {
 
 async function boot(options: Partial<PaymentsModuleOptions>): Promise<INestApplicationContext> {
   const moduleRef = await Test.createTestingModule({
-    imports: [PaymentsModule.forRoot({ publicKey: PUBLIC_KEY, privateKey: PRIVATE_KEY, baseUrl: 'http://127.0.0.1:1', ...options })],
+    imports: [
+      PaymentsModule.forRoot({
+        publicKey: PUBLIC_KEY,
+        privateKey: PRIVATE_KEY,
+        baseUrl: 'http://127.0.0.1:1',
+        ...options,
+      }),
+    ],
     providers: [RecordingListener],
   }).compile();
   return moduleRef.createNestApplication({ logger: false }).init();
@@ -106,9 +113,17 @@ describe('PaymentsService against a loopback service', () => {
   describe('the wire', () => {
     it('generate_payment: exact method, path, headers and snake_case body with module defaults', async () => {
       fake.reply(PATHS.generate, OK.generate('pay_42', { developer_tracking_id: 'order-7' }));
-      const result = await payments.generatePayment({ amount: '12500', developerTrackingId: 'order-7', acceptCard: true });
+      const result = await payments.generatePayment({
+        amount: '12500',
+        developerTrackingId: 'order-7',
+        acceptCard: true,
+      });
 
-      expect(result).toEqual({ paymentId: 'pay_42', link: 'https://checkout.example/merchant/pay_42', developerTrackingId: 'order-7' });
+      expect(result).toEqual({
+        paymentId: 'pay_42',
+        link: 'https://checkout.example/merchant/pay_42',
+        developerTrackingId: 'order-7',
+      });
       expect(fake.requests).toHaveLength(1);
       const [req] = fake.requests;
       expect(req.method).toBe('POST');
@@ -151,15 +166,29 @@ describe('PaymentsService against a loopback service', () => {
 
     it('omits optional fields given as undefined or null (never sends null)', async () => {
       fake.reply(PATHS.generate, OK.generate());
-      await payments.generatePayment({ amount: '1', developerTrackingId: undefined, imageUrl: null as unknown as string });
-      expect(JSON.parse(fake.requests[0].body)).toStrictEqual({ amount: '1', success_link: 'https://shop.example/ok', fail_link: 'https://shop.example/ko' });
+      await payments.generatePayment({
+        amount: '1',
+        developerTrackingId: undefined,
+        imageUrl: null as unknown as string,
+      });
+      expect(JSON.parse(fake.requests[0].body)).toStrictEqual({
+        amount: '1',
+        success_link: 'https://shop.example/ok',
+        fail_link: 'https://shop.example/ko',
+      });
     });
 
     it('refund_payment: exact wire and mapping, then payment.refunded', async () => {
       const listener = app.get(RecordingListener);
       fake.reply(PATHS.refund, OK.refund('pay_9'));
       const refund = await payments.refundPayment('pay_9');
-      expect(refund).toEqual({ refundId: 'ref_1', paymentId: 'pay_9', amount: '12500', status: 'success', refundedAt: '2026-11-22T10:00:00Z' });
+      expect(refund).toEqual({
+        refundId: 'ref_1',
+        paymentId: 'pay_9',
+        amount: '12500',
+        status: 'success',
+        refundedAt: '2026-11-22T10:00:00Z',
+      });
       const [req] = fake.requests;
       expect([req.method, req.path, req.headers.authorization, req.headers['content-type'], req.body]).toEqual([
         'POST',
@@ -189,31 +218,50 @@ describe('PaymentsService against a loopback service', () => {
     it.each([
       ['part', { amount: 15000 }, '{"payment_id":"pay_pre","amount":"15000"}', '15000'],
       ['all', {}, '{"payment_id":"pay_pre"}', '20000'],
-    ] as const)('confirm_payment (capture %s): exact wire and mapping, then payment.captured', async (_what, options, body, amount) => {
-      const listener = app.get(RecordingListener);
-      listener.captured.length = 0;
-      fake.reply(CONFIRM_PATH, {
-        status: 200,
-        body: { result: { payment_id: 'pay_pre', status: 'confirmed', amount, confirmed_at: '2026-11-22T11:00:00Z' }, status: 'success' },
-      });
-      const capture = await payments.capturePayment('pay_pre', options);
-      expect(capture).toEqual({ paymentId: 'pay_pre', status: 'confirmed', amount, capturedAt: '2026-11-22T11:00:00Z' });
-      const [req] = fake.requests;
-      expect([req.method, req.path, req.headers.authorization, req.headers['content-type'], req.body]).toEqual([
-        'POST',
-        CONFIRM_PATH,
-        `Bearer ${PUBLIC_KEY}:${PRIVATE_KEY}`,
-        'application/json',
-        body,
-      ]);
-      expect(listener.captured).toHaveLength(1);
-      expect(listener.captured[0]).toMatchObject({ paymentId: 'pay_pre', amount, capturedAt: '2026-11-22T11:00:00Z', status: 'confirmed' });
-    });
+    ] as const)(
+      'confirm_payment (capture %s): exact wire and mapping, then payment.captured',
+      async (_what, options, body, amount) => {
+        const listener = app.get(RecordingListener);
+        listener.captured.length = 0;
+        fake.reply(CONFIRM_PATH, {
+          status: 200,
+          body: {
+            result: { payment_id: 'pay_pre', status: 'confirmed', amount, confirmed_at: '2026-11-22T11:00:00Z' },
+            status: 'success',
+          },
+        });
+        const capture = await payments.capturePayment('pay_pre', options);
+        expect(capture).toEqual({
+          paymentId: 'pay_pre',
+          status: 'confirmed',
+          amount,
+          capturedAt: '2026-11-22T11:00:00Z',
+        });
+        const [req] = fake.requests;
+        expect([req.method, req.path, req.headers.authorization, req.headers['content-type'], req.body]).toEqual([
+          'POST',
+          CONFIRM_PATH,
+          `Bearer ${PUBLIC_KEY}:${PRIVATE_KEY}`,
+          'application/json',
+          body,
+        ]);
+        expect(listener.captured).toHaveLength(1);
+        expect(listener.captured[0]).toMatchObject({
+          paymentId: 'pay_pre',
+          amount,
+          capturedAt: '2026-11-22T11:00:00Z',
+          status: 'confirmed',
+        });
+      },
+    );
 
     it('a refused capture emits no payment.captured', async () => {
       const listener = app.get(RecordingListener);
       listener.captured.length = 0;
-      fake.reply(CONFIRM_PATH, { status: 400, body: { status: 'error', message: 'Payment cannot be captured', code: 'CAPTURE_NOT_ALLOWED' } });
+      fake.reply(CONFIRM_PATH, {
+        status: 400,
+        body: { status: 'error', message: 'Payment cannot be captured', code: 'CAPTURE_NOT_ALLOWED' },
+      });
       const error = (await caught(payments.capturePayment('pay_pre'))) as PaymentsApiError;
       expect([error.code, error.serviceMessage]).toEqual(['CAPTURE_NOT_ALLOWED', 'Payment cannot be captured']);
       expect(listener.captured).toEqual([]);
@@ -267,7 +315,9 @@ describe('PaymentsService against a loopback service', () => {
     it('refuses a bad amount with nothing sent', async () => {
       const error = await caught(payments.generatePayment({ amount: '12.5' }));
       expect(error).toBeInstanceOf(PaymentsValidationError);
-      expect((error as PaymentsValidationError).fields).toEqual([{ field: 'amount', messages: [expect.stringContaining("toMillimes('12.5')")] }]);
+      expect((error as PaymentsValidationError).fields).toEqual([
+        { field: 'amount', messages: [expect.stringContaining("toMillimes('12.5')")] },
+      ]);
       expect(fake.requests).toHaveLength(0);
     });
 
@@ -276,44 +326,74 @@ describe('PaymentsService against a loopback service', () => {
       expect((error as PaymentsValidationError).fields.map((f) => f.field)).toEqual(['sucessLink']);
     });
 
-    it.each([[''], ['   '], [undefined], [42], [null]])('refuses the payment id %p for refund and cancel, and the client id for bindings', async (id) => {
-      for (const call of [() => payments.refundPayment(id as string), () => payments.cancelPayment(id as string), () => payments.listBindings(id as string)]) {
-        expect(await caught(call())).toBeInstanceOf(PaymentsValidationError);
-      }
-      expect(fake.requests).toHaveLength(0);
-    });
+    it.each([[''], ['   '], [undefined], [42], [null]])(
+      'refuses the payment id %p for refund and cancel, and the client id for bindings',
+      async (id) => {
+        for (const call of [
+          () => payments.refundPayment(id as string),
+          () => payments.cancelPayment(id as string),
+          () => payments.listBindings(id as string),
+        ]) {
+          expect(await caught(call())).toBeInstanceOf(PaymentsValidationError);
+        }
+        expect(fake.requests).toHaveLength(0);
+      },
+    );
   });
 
   describe('error shapes, whatever the HTTP status', () => {
-    it.each([200, 400, 409, 422, 500])('flat REFUND_NOT_ALLOWED on HTTP %i -> RefundNotAllowedError', async (status) => {
-      fake.reply(PATHS.refund, { status, body: { status: 'error', message: 'Payment cannot be refunded', code: 'REFUND_NOT_ALLOWED' } });
-      const error = (await caught(payments.refundPayment('pay_1'))) as RefundNotAllowedError;
-      expect(error).toBeInstanceOf(RefundNotAllowedError);
-      expect(error).toBeInstanceOf(PaymentsApiError);
-      expect([error.code, error.httpStatus, error.serviceMessage]).toEqual(['REFUND_NOT_ALLOWED', status, 'Payment cannot be refunded']);
-      expect(fake.requests).toHaveLength(1);
-    });
+    it.each([200, 400, 409, 422, 500])(
+      'flat REFUND_NOT_ALLOWED on HTTP %i -> RefundNotAllowedError',
+      async (status) => {
+        fake.reply(PATHS.refund, {
+          status,
+          body: { status: 'error', message: 'Payment cannot be refunded', code: 'REFUND_NOT_ALLOWED' },
+        });
+        const error = (await caught(payments.refundPayment('pay_1'))) as RefundNotAllowedError;
+        expect(error).toBeInstanceOf(RefundNotAllowedError);
+        expect(error).toBeInstanceOf(PaymentsApiError);
+        expect([error.code, error.httpStatus, error.serviceMessage]).toEqual([
+          'REFUND_NOT_ALLOWED',
+          status,
+          'Payment cannot be refunded',
+        ]);
+        expect(fake.requests).toHaveLength(1);
+      },
+    );
 
     it.each([200, 400, 500])('flat CANCELLATION_FAILED on HTTP %i -> CancellationFailedError', async (status) => {
-      fake.reply(PATHS.cancel, { status, body: { status: 'error', message: 'Pre-auth payment cannot be cancelled', code: 'CANCELLATION_FAILED' } });
+      fake.reply(PATHS.cancel, {
+        status,
+        body: { status: 'error', message: 'Pre-auth payment cannot be cancelled', code: 'CANCELLATION_FAILED' },
+      });
       const error = (await caught(payments.cancelPayment('pay_1'))) as CancellationFailedError;
       expect(error).toBeInstanceOf(CancellationFailedError);
-      expect([error.code, error.httpStatus, error.serviceMessage]).toEqual(['CANCELLATION_FAILED', status, 'Pre-auth payment cannot be cancelled']);
+      expect([error.code, error.httpStatus, error.serviceMessage]).toEqual([
+        'CANCELLATION_FAILED',
+        status,
+        'Pre-auth payment cannot be cancelled',
+      ]);
     });
 
     it('keeps an unknown flat code as the error code', async () => {
-      fake.reply(PATHS.refund, { status: 400, body: { status: 'error', message: 'Too late', code: 'REFUND_WINDOW_CLOSED' } });
+      fake.reply(PATHS.refund, {
+        status: 400,
+        body: { status: 'error', message: 'Too late', code: 'REFUND_WINDOW_CLOSED' },
+      });
       const error = (await caught(payments.refundPayment('pay_1'))) as PaymentsApiError;
       expect(error.constructor).toBe(PaymentsApiError);
       expect([error.code, error.serviceMessage]).toEqual(['REFUND_WINDOW_CLOSED', 'Too late']);
     });
 
-    it.each([200, 400])('nested 400 "Bad Request" from generate on HTTP %i -> PaymentsApiError BAD_REQUEST', async (status) => {
-      fake.reply(PATHS.generate, { status, body: { result: { status: 400, message: 'Bad Request' } } });
-      const error = (await caught(payments.generatePayment({ amount: '100' }))) as PaymentsApiError;
-      expect(error.constructor).toBe(PaymentsApiError);
-      expect([error.code, error.httpStatus, error.serviceMessage]).toEqual(['BAD_REQUEST', status, 'Bad Request']);
-    });
+    it.each([200, 400])(
+      'nested 400 "Bad Request" from generate on HTTP %i -> PaymentsApiError BAD_REQUEST',
+      async (status) => {
+        fake.reply(PATHS.generate, { status, body: { result: { status: 400, message: 'Bad Request' } } });
+        const error = (await caught(payments.generatePayment({ amount: '100' }))) as PaymentsApiError;
+        expect(error.constructor).toBe(PaymentsApiError);
+        expect([error.code, error.httpStatus, error.serviceMessage]).toEqual(['BAD_REQUEST', status, 'Bad Request']);
+      },
+    );
 
     it.each([200, 400])('nested "Invalid client_id" on HTTP %i -> InvalidClientIdError', async (status) => {
       fake.reply(PATHS.bindings, { status, body: { result: { status: 400, message: 'Invalid client_id' } } });
@@ -323,7 +403,11 @@ describe('PaymentsService against a loopback service', () => {
     });
 
     it.each([401, 403])('HTTP %i -> PaymentsAuthenticationError, whatever the body', async (status) => {
-      for (const body of [{ result: { status, message: 'Unauthorized' } }, '<html>denied</html>', { status: 'error', message: 'bad key', code: 'X' }]) {
+      for (const body of [
+        { result: { status, message: 'Unauthorized' } },
+        '<html>denied</html>',
+        { status: 'error', message: 'bad key', code: 'X' },
+      ]) {
         fake.reply(PATHS.refund, { status, body });
         const error = (await caught(payments.refundPayment('pay_1'))) as PaymentsAuthenticationError;
         expect(error).toBeInstanceOf(PaymentsAuthenticationError);
@@ -334,18 +418,26 @@ describe('PaymentsService against a loopback service', () => {
 
     it.each([
       // An unrecognised body is INVALID_RESPONSE on a 2xx, API_ERROR (the service failed) otherwise.
-      [502, '<html><body><h1>502 Bad Gateway</h1></body></html>', 'API_ERROR', '<html><body><h1>502 Bad Gateway</h1></body></html>'],
+      [
+        502,
+        '<html><body><h1>502 Bad Gateway</h1></body></html>',
+        'API_ERROR',
+        '<html><body><h1>502 Bad Gateway</h1></body></html>',
+      ],
       [200, '', 'INVALID_RESPONSE', ''],
       [200, '{"result": {"success": tru', 'INVALID_RESPONSE', '{"result": {"success": tru'],
       [500, '[1,2]', 'API_ERROR', '[1,2]'],
       [200, '{"status":"success"}', 'INVALID_RESPONSE', '{"status":"success"}'],
       [503, '{"unexpected":true}', 'API_ERROR', '{"unexpected":true}'],
-    ])('HTTP %i with body %p -> PaymentsApiError %s with an excerpt, never a crash', async (status, body, code, excerpt) => {
-      fake.reply(PATHS.refund, { status, body, headers: { 'content-type': 'text/html' } });
-      const error = (await caught(payments.refundPayment('pay_1'))) as PaymentsApiError;
-      expect(error.constructor).toBe(PaymentsApiError);
-      expect([error.code, error.httpStatus, error.bodyExcerpt]).toEqual([code, status, excerpt]);
-    });
+    ])(
+      'HTTP %i with body %p -> PaymentsApiError %s with an excerpt, never a crash',
+      async (status, body, code, excerpt) => {
+        fake.reply(PATHS.refund, { status, body, headers: { 'content-type': 'text/html' } });
+        const error = (await caught(payments.refundPayment('pay_1'))) as PaymentsApiError;
+        expect(error.constructor).toBe(PaymentsApiError);
+        expect([error.code, error.httpStatus, error.bodyExcerpt]).toEqual([code, status, excerpt]);
+      },
+    );
 
     it('cuts long excerpts to 200 characters', async () => {
       fake.reply(PATHS.generate, { status: 500, body: `<html>${'x'.repeat(5000)}</html>` });
@@ -405,10 +497,22 @@ describe('PaymentsService against a loopback service', () => {
 
     it('a refused connection is retried (nothing was sent) and reported as not processed', async () => {
       const port = await closedPort();
-      const refused = await boot({ baseUrl: `http://127.0.0.1:${port}`, successLink: 'https://a.example/s', failLink: 'https://a.example/f', maxRetries: 1 });
+      const refused = await boot({
+        baseUrl: `http://127.0.0.1:${port}`,
+        successLink: 'https://a.example/s',
+        failLink: 'https://a.example/f',
+        maxRetries: 1,
+      });
       try {
-        const error = (await caught(refused.get(PaymentsService).generatePayment({ amount: '5' }))) as PaymentsConnectionError;
-        expect([error.code, error.mayHaveBeenProcessed, error.attempts, error.reason]).toEqual(['CONNECTION_FAILED', false, 2, 'ECONNREFUSED']);
+        const error = (await caught(
+          refused.get(PaymentsService).generatePayment({ amount: '5' }),
+        )) as PaymentsConnectionError;
+        expect([error.code, error.mayHaveBeenProcessed, error.attempts, error.reason]).toEqual([
+          'CONNECTION_FAILED',
+          false,
+          2,
+          'ECONNREFUSED',
+        ]);
         expectNoSecret(error);
       } finally {
         await refused.close();

@@ -36,7 +36,14 @@ import {
 } from '../../lib/index.js';
 import { PAYMENTS_CLIENT, getPaymentsClientToken, type PaymentsWebhookAuthentication } from '../../lib/nest/index.js';
 import { FakeService, OK, PATHS } from '../support/fake-service.js';
-import { ADAPTERS, answerVerify, generateThrough, startNestApp, verifyCalls, type AdapterName } from '../support/nest-app.js';
+import {
+  ADAPTERS,
+  answerVerify,
+  generateThrough,
+  startNestApp,
+  verifyCalls,
+  type AdapterName,
+} from '../support/nest-app.js';
 
 const SECRET_A = 'whsec_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa';
 const SECRET_B = 'whsec_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb';
@@ -96,7 +103,10 @@ describe.each(ADAPTERS)('several registrations on Nest-%s', (adapter) => {
     const running = await startNestApp(adapter, {
       imports: [
         PaymentsModule.forRoot(options('hooks/a', SECRET_A)),
-        PaymentsModule.forRootAsync({ name: 'b', useFactory: async () => options('hooks/b', SECRET_B, { publicKey: 'pk_b' }) }),
+        PaymentsModule.forRootAsync({
+          name: 'b',
+          useFactory: async () => options('hooks/b', SECRET_B, { publicKey: 'pk_b' }),
+        }),
       ],
       providers: [Listeners],
     });
@@ -142,11 +152,16 @@ describe.each(ADAPTERS)('several registrations on Nest-%s', (adapter) => {
       b() {}
     }
     const running = await startNestApp(adapter, {
-      imports: [PaymentsModule.forRoot(options('hooks/a', SECRET_A)), PaymentsModule.forRoot(options('hooks/b', SECRET_B, { name: 'b' }))],
+      imports: [
+        PaymentsModule.forRoot(options('hooks/a', SECRET_A)),
+        PaymentsModule.forRoot(options('hooks/b', SECRET_B, { name: 'b' })),
+      ],
       providers: [OnlyB],
     });
     try {
-      const a = await generateThrough(fake, 'pay_a', () => running.app.get(PaymentsService).generatePayment({ amount: '12500' }));
+      const a = await generateThrough(fake, 'pay_a', () =>
+        running.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+      );
       answerVerify(fake, 'pay_a', { status: 'SUCCESS' });
       expect((await post(`${running.url}${a.webhook.pathname}`, { payment_id: 'pay_a' })).status).toBe(500);
     } finally {
@@ -163,11 +178,21 @@ describe.each(ADAPTERS)('several registrations on Nest-%s', (adapter) => {
         this.ids.push(event.paymentId);
       }
     }
-    const one = await startNestApp(adapter, { imports: [PaymentsModule.forRoot(options('one/hook', SECRET_A))], providers: [Paid] });
-    const two = await startNestApp(adapter, { imports: [PaymentsModule.forRoot(options('two/hook', SECRET_B))], providers: [Paid] });
+    const one = await startNestApp(adapter, {
+      imports: [PaymentsModule.forRoot(options('one/hook', SECRET_A))],
+      providers: [Paid],
+    });
+    const two = await startNestApp(adapter, {
+      imports: [PaymentsModule.forRoot(options('two/hook', SECRET_B))],
+      providers: [Paid],
+    });
     try {
-      const p1 = await generateThrough(fake, 'pay_1', () => one.app.get(PaymentsService).generatePayment({ amount: '12500' }));
-      const p2 = await generateThrough(fake, 'pay_2', () => two.app.get(PaymentsService).generatePayment({ amount: '12500' }));
+      const p1 = await generateThrough(fake, 'pay_1', () =>
+        one.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+      );
+      const p2 = await generateThrough(fake, 'pay_2', () =>
+        two.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+      );
       answerVerify(fake, 'pay_1', { status: 'SUCCESS' });
       answerVerify(fake, 'pay_2', { status: 'SUCCESS' });
       expect((await post(`${two.url}${p1.webhook.pathname}`, { payment_id: 'pay_1' })).status).toBe(404);
@@ -186,7 +211,9 @@ describe.each(ADAPTERS)('several registrations on Nest-%s', (adapter) => {
 class RefuseUnlessPublic implements CanActivate {
   constructor(private readonly reflector: Reflector) {}
   canActivate(context: ExecutionContext) {
-    return this.reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, [context.getHandler(), context.getClass()]) === true;
+    return (
+      this.reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, [context.getHandler(), context.getClass()]) === true
+    );
   }
 }
 
@@ -239,7 +266,11 @@ describe.each(ADAPTERS)('host guards on Nest-%s', (adapter) => {
       imports: [
         PaymentsModule.forRoot(
           options('payments/webhook', SECRET_A, {
-            webhook: { publicUrl: 'https://shop.example/payments/webhook', secret: SECRET_A, decorators: [SetMetadata(IS_PUBLIC_KEY, true)] },
+            webhook: {
+              publicUrl: 'https://shop.example/payments/webhook',
+              secret: SECRET_A,
+              decorators: [SetMetadata(IS_PUBLIC_KEY, true)],
+            },
           }),
         ),
       ],
@@ -248,7 +279,9 @@ describe.each(ADAPTERS)('host guards on Nest-%s', (adapter) => {
     });
     try {
       expect((await post(`${running.url}/account`, {})).status).toBe(403);
-      const { webhook } = await generateThrough(fake, 'pay_pub', () => running.app.get(PaymentsService).generatePayment({ amount: '12500' }));
+      const { webhook } = await generateThrough(fake, 'pay_pub', () =>
+        running.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+      );
       answerVerify(fake, 'pay_pub', { status: 'FAILURE' });
       expect((await post(`${running.url}${webhook.pathname}`, { payment_id: 'pay_pub' })).status).toBe(200);
     } finally {
@@ -262,7 +295,9 @@ describe.each(ADAPTERS)('host guards on Nest-%s', (adapter) => {
       providers: [{ provide: APP_GUARD, useClass: RefuseUnlessPublic }],
     });
     try {
-      const { webhook } = await generateThrough(fake, 'pay_blocked', () => running.app.get(PaymentsService).generatePayment({ amount: '12500' }));
+      const { webhook } = await generateThrough(fake, 'pay_blocked', () =>
+        running.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+      );
       expect((await post(`${running.url}${webhook.pathname}`, { payment_id: 'pay_blocked' })).status).toBe(403);
       expect(fake.requests.filter((r) => r.path.includes('verify'))).toEqual([]);
     } finally {
@@ -275,7 +310,9 @@ describe.each(ADAPTERS)('host guards on Nest-%s', (adapter) => {
       imports: [PaymentsModule.forRoot({ ...options('payments/webhook', SECRET_A), isGlobal: true }), HostHookModule],
     });
     try {
-      const { token } = await generateThrough(fake, 'pay_host', () => running.app.get(PaymentsService).generatePayment({ amount: '12500' }));
+      const { token } = await generateThrough(fake, 'pay_host', () =>
+        running.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+      );
       const ok = await post(`${running.url}/host-hook/${token}`, { payment_id: 'pay_host' });
       expect([ok.status, await ok.json()]).toEqual([201, { paymentId: 'pay_host' }]);
       expect((await post(`${running.url}/host-hook/forged`, { payment_id: 'pay_host' })).status).toBe(401);
@@ -297,7 +334,9 @@ describe.each(ADAPTERS)('host guards on Nest-%s', (adapter) => {
       const b = await generateThrough(fake, 'pay_outlet', () =>
         running.app.get<PaymentsService>(getPaymentsServiceToken('b')).generatePayment({ amount: '12500' }),
       );
-      const a = await generateThrough(fake, 'pay_shop', () => running.app.get(PaymentsService).generatePayment({ amount: '12500' }));
+      const a = await generateThrough(fake, 'pay_shop', () =>
+        running.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+      );
       const ok = await post(`${running.url}/outlet-hook/${b.token}`, { payment_id: 'pay_outlet' });
       expect([ok.status, await ok.json()]).toEqual([201, { paymentId: 'pay_outlet', registration: 'b' }]);
       // The default registration's token is signed with another secret: refused by b's guard.
@@ -331,7 +370,11 @@ function hostDecorators(allow: boolean) {
 
 const definitions = {
   forRoot: (path: string, decorators: ClassDecorator[]) =>
-    PaymentsModule.forRoot(options(path, SECRET_A, { webhook: { path, publicUrl: `https://shop.example/${path}`, secret: SECRET_A, decorators } })),
+    PaymentsModule.forRoot(
+      options(path, SECRET_A, {
+        webhook: { path, publicUrl: `https://shop.example/${path}`, secret: SECRET_A, decorators },
+      }),
+    ),
   forRootAsync: (path: string, decorators: ClassDecorator[]) =>
     PaymentsModule.forRootAsync({ webhook: { decorators }, useFactory: async () => options(path, SECRET_A) }),
 };
@@ -343,7 +386,9 @@ describe.each(ADAPTERS)('webhook.decorators on Nest-%s', (adapter) => {
       const host = hostDecorators(true);
       const running = await startNestApp(adapter, { imports: [definitions[how]('hooks/decorated', host.decorators)] });
       try {
-        const { webhook } = await generateThrough(fake, 'pay_dec', () => running.app.get(PaymentsService).generatePayment({ amount: '12500' }));
+        const { webhook } = await generateThrough(fake, 'pay_dec', () =>
+          running.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+        );
         answerVerify(fake, 'pay_dec', { status: 'FAILURE' });
         expect((await post(`${running.url}${webhook.pathname}`, { payment_id: 'pay_dec' })).status).toBe(200);
         expect(host.counts).toEqual({ guard: 1, interceptor: 1 });
@@ -357,27 +402,36 @@ describe.each(ADAPTERS)('webhook.decorators on Nest-%s', (adapter) => {
     },
   );
 
-  it.each(['forRoot', 'forRootAsync'] as const)('%s: a host guard refusing everything answers 403 to every delivery, and nothing is verified', async (how) => {
-    const host = hostDecorators(false);
-    const running = await startNestApp(adapter, { imports: [definitions[how]('hooks/denied', host.decorators)] });
-    try {
-      const { webhook } = await generateThrough(fake, 'pay_deny', () => running.app.get(PaymentsService).generatePayment({ amount: '12500' }));
-      answerVerify(fake, 'pay_deny', { status: 'FAILURE' });
-      expect((await post(`${running.url}${webhook.pathname}`, { payment_id: 'pay_deny' })).status).toBe(403);
-      expect((await post(`${running.url}/hooks/denied/forged`, { payment_id: 'pay_deny' })).status).toBe(403);
-      expect(host.counts).toEqual({ guard: 2, interceptor: 0 });
-      expect(verifyCalls(fake)).toBe(0);
-    } finally {
-      await running.close();
-    }
-  });
+  it.each(['forRoot', 'forRootAsync'] as const)(
+    '%s: a host guard refusing everything answers 403 to every delivery, and nothing is verified',
+    async (how) => {
+      const host = hostDecorators(false);
+      const running = await startNestApp(adapter, { imports: [definitions[how]('hooks/denied', host.decorators)] });
+      try {
+        const { webhook } = await generateThrough(fake, 'pay_deny', () =>
+          running.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+        );
+        answerVerify(fake, 'pay_deny', { status: 'FAILURE' });
+        expect((await post(`${running.url}${webhook.pathname}`, { payment_id: 'pay_deny' })).status).toBe(403);
+        expect((await post(`${running.url}/hooks/denied/forged`, { payment_id: 'pay_deny' })).status).toBe(403);
+        expect(host.counts).toEqual({ guard: 2, interceptor: 0 });
+        expect(verifyCalls(fake)).toBe(0);
+      } finally {
+        await running.close();
+      }
+    },
+  );
 });
 
 describe('forRootAsync: what Nest needs before the factory runs', () => {
   it('decorators returned by the factory (too late for Nest) stop the app at start-up, naming where they go', async () => {
     const { decorators } = hostDecorators(false);
     const starting = startNestApp('express', {
-      imports: [PaymentsModule.forRootAsync({ useFactory: () => options('hooks/late', SECRET_A, { webhook: { path: 'hooks/late', decorators } }) })],
+      imports: [
+        PaymentsModule.forRootAsync({
+          useFactory: () => options('hooks/late', SECRET_A, { webhook: { path: 'hooks/late', decorators } }),
+        }),
+      ],
     });
     await expect(starting).rejects.toThrow(PaymentsValidationError);
     await expect(starting).rejects.toThrow(/webhook\.decorators \(must be given to forRootAsync\(\) beside useFactory/);
@@ -389,7 +443,10 @@ describe('forRootAsync: what Nest needs before the factory runs', () => {
       imports: [
         PaymentsModule.forRootAsync({
           webhook: { decorators: host.decorators },
-          useFactory: () => ({ ...options('hooks/both', SECRET_A), webhook: { ...options('hooks/both', SECRET_A).webhook, decorators: host.decorators } }),
+          useFactory: () => ({
+            ...options('hooks/both', SECRET_A),
+            webhook: { ...options('hooks/both', SECRET_A).webhook, decorators: host.decorators },
+          }),
         }),
       ],
     });
@@ -402,14 +459,28 @@ describe('forRootAsync: what Nest needs before the factory runs', () => {
 
   it('a factory path other than the static one stops the app at start-up; the same path (slashes aside) is fine', async () => {
     const starting = startNestApp('express', {
-      imports: [PaymentsModule.forRootAsync({ webhook: { path: 'hooks/static' }, useFactory: () => options('hooks/other', SECRET_A) })],
+      imports: [
+        PaymentsModule.forRootAsync({
+          webhook: { path: 'hooks/static' },
+          useFactory: () => options('hooks/other', SECRET_A),
+        }),
+      ],
     });
-    await expect(starting).rejects.toThrow("webhook.path (is 'hooks/other' but the route was defined as 'hooks/static'");
+    await expect(starting).rejects.toThrow(
+      "webhook.path (is 'hooks/other' but the route was defined as 'hooks/static'",
+    );
     const running = await startNestApp('express', {
-      imports: [PaymentsModule.forRootAsync({ webhook: { path: '/hooks/static/' }, useFactory: () => options('hooks/static', SECRET_A) })],
+      imports: [
+        PaymentsModule.forRootAsync({
+          webhook: { path: '/hooks/static/' },
+          useFactory: () => options('hooks/static', SECRET_A),
+        }),
+      ],
     });
     try {
-      const { webhook } = await generateThrough(fake, 'pay_static', () => running.app.get(PaymentsService).generatePayment({ amount: '12500' }));
+      const { webhook } = await generateThrough(fake, 'pay_static', () =>
+        running.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+      );
       answerVerify(fake, 'pay_static', { status: 'FAILURE' });
       expect(webhook.pathname.startsWith('/hooks/static/')).toBe(true);
       expect((await post(`${running.url}${webhook.pathname}`, { payment_id: 'pay_static' })).status).toBe(200);
@@ -459,10 +530,17 @@ describe.each([
     const one = await startConfigured(first, 'one/hook');
     let two: Awaited<ReturnType<typeof startConfigured>> | undefined;
     try {
-      const p1 = await generateThrough(fake, 'pay_one', () => one.app.get(PaymentsService).generatePayment({ amount: '12500' }));
+      const p1 = await generateThrough(fake, 'pay_one', () =>
+        one.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+      );
       two = await startConfigured(second, 'two/hook');
-      const p2 = await generateThrough(fake, 'pay_two', () => two!.app.get(PaymentsService).generatePayment({ amount: '12500' }));
-      expect([p1.webhook.pathname.startsWith('/one/hook/'), p2.webhook.pathname.startsWith('/two/hook/')]).toEqual([true, true]);
+      const p2 = await generateThrough(fake, 'pay_two', () =>
+        two!.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+      );
+      expect([p1.webhook.pathname.startsWith('/one/hook/'), p2.webhook.pathname.startsWith('/two/hook/')]).toEqual([
+        true,
+        true,
+      ]);
       answerVerify(fake, 'pay_one', { status: 'SUCCESS' });
       answerVerify(fake, 'pay_two', { status: 'SUCCESS' });
       expect((await post(`${one.url}/two/hook/${p2.token}`, { payment_id: 'pay_two' })).status).toBe(404);
@@ -481,21 +559,34 @@ describe.each(ADAPTERS)('overrideProvider of the client token on Nest-%s', (adap
   it.each([
     ['forRoot', () => PaymentsModule.forRoot(options('hooks/kept', SECRET_A))],
     ['forRootAsync', () => PaymentsModule.forRootAsync({ useFactory: async () => options('hooks/kept', SECRET_A) })],
-  ])('%s: the webhook route stays where the options put it, served by the replacement client', async (_how, definition) => {
-    const replacement = new PaymentsClient({ ...options('hooks/kept', SECRET_A), publicKey: 'pk_test_double', logger: { log() {}, warn() {}, error() {} } });
-    const running = await startNestApp(adapter, { imports: [definition()] }, { override: (b) => b.overrideProvider(PAYMENTS_CLIENT).useValue(replacement) });
-    try {
-      expect(running.app.get(PAYMENTS_CLIENT)).toBe(replacement);
-      const { webhook } = await generateThrough(fake, 'pay_over', () => running.app.get(PaymentsService).generatePayment({ amount: '12500' }));
-      expect(fake.requests.at(-1)?.headers.authorization).toBe('Bearer pk_test_double:sk_value');
-      expect(webhook.pathname.startsWith('/hooks/kept/')).toBe(true);
-      answerVerify(fake, 'pay_over', { status: 'FAILURE' });
-      expect((await post(`${running.url}${webhook.pathname}`, { payment_id: 'pay_over' })).status).toBe(200);
-      expect(await replacement.getOutcome('pay_over')).toMatchObject({ outcome: 'failed', status: 'FAILURE' });
-    } finally {
-      await running.close();
-    }
-  });
+  ])(
+    '%s: the webhook route stays where the options put it, served by the replacement client',
+    async (_how, definition) => {
+      const replacement = new PaymentsClient({
+        ...options('hooks/kept', SECRET_A),
+        publicKey: 'pk_test_double',
+        logger: { log() {}, warn() {}, error() {} },
+      });
+      const running = await startNestApp(
+        adapter,
+        { imports: [definition()] },
+        { override: (b) => b.overrideProvider(PAYMENTS_CLIENT).useValue(replacement) },
+      );
+      try {
+        expect(running.app.get(PAYMENTS_CLIENT)).toBe(replacement);
+        const { webhook } = await generateThrough(fake, 'pay_over', () =>
+          running.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+        );
+        expect(fake.requests.at(-1)?.headers.authorization).toBe('Bearer pk_test_double:sk_value');
+        expect(webhook.pathname.startsWith('/hooks/kept/')).toBe(true);
+        answerVerify(fake, 'pay_over', { status: 'FAILURE' });
+        expect((await post(`${running.url}${webhook.pathname}`, { payment_id: 'pay_over' })).status).toBe(200);
+        expect(await replacement.getOutcome('pay_over')).toMatchObject({ outcome: 'failed', status: 'FAILURE' });
+      } finally {
+        await running.close();
+      }
+    },
+  );
 });
 
 describe('webhook paths of several registrations', () => {
@@ -509,7 +600,10 @@ describe('webhook paths of several registrations', () => {
       return { ...base, webhook: { ...base.webhook, path } };
     };
     const starting = startNestApp('express', {
-      imports: [PaymentsModule.forRoot(withPath(pathA, SECRET_A)), PaymentsModule.forRootAsync({ name: 'b', useFactory: () => withPath(pathB, SECRET_B) })],
+      imports: [
+        PaymentsModule.forRoot(withPath(pathA, SECRET_A)),
+        PaymentsModule.forRootAsync({ name: 'b', useFactory: () => withPath(pathB, SECRET_B) }),
+      ],
     });
     await expect(starting).rejects.toThrow(PaymentsValidationError);
     await expect(starting).rejects.toThrow(
@@ -519,7 +613,9 @@ describe('webhook paths of several registrations', () => {
 
   it('registrations without webhooks may share the default path (neither serves it)', async () => {
     const bare = { publicKey: 'pk', privateKey: 'sk_value', baseUrl: fake.url, reconciliation: { enabled: false } };
-    const running = await startNestApp('express', { imports: [PaymentsModule.forRoot(bare), PaymentsModule.forRoot({ ...bare, name: 'b' })] });
+    const running = await startNestApp('express', {
+      imports: [PaymentsModule.forRoot(bare), PaymentsModule.forRoot({ ...bare, name: 'b' })],
+    });
     try {
       expect((await post(`${running.url}/payments/webhook/forged`, { payment_id: 'pay_x' })).status).toBe(404);
     } finally {
@@ -563,20 +659,36 @@ describe('paymentsOptionsFromConfig', () => {
 
   it('reads the new variables and deep-merges webhook and reconciliation overrides', () => {
     const decorators = [SetMetadata(IS_PUBLIC_KEY, true)];
-    const built = paymentsOptionsFromConfig(config, { webhook: { decorators, leaseMs: 5000 }, reconciliation: { batchSize: 5 } });
+    const built = paymentsOptionsFromConfig(config, {
+      webhook: { decorators, leaseMs: 5000 },
+      reconciliation: { batchSize: 5 },
+    });
     expect(built).toEqual({
       publicKey: 'pk',
       privateKey: 'sk',
       baseUrl: 'https://pay.example',
       preAuthorizationFlag: 'both',
-      webhook: { path: 'hooks/pay', publicUrl: 'https://shop.example/hooks/pay', secret: SECRET_A, acceptUnsigned: true, decorators, leaseMs: 5000 },
+      webhook: {
+        path: 'hooks/pay',
+        publicUrl: 'https://shop.example/hooks/pay',
+        secret: SECRET_A,
+        acceptUnsigned: true,
+        decorators,
+        leaseMs: 5000,
+      },
       reconciliation: { enabled: false, intervalSecs: 120, batchSize: 5 },
     });
-    expect(paymentsOptionsFromConfig(config, { webhook: { secret: SECRET_B } }).webhook).toMatchObject({ path: 'hooks/pay', secret: SECRET_B });
+    expect(paymentsOptionsFromConfig(config, { webhook: { secret: SECRET_B } }).webhook).toMatchObject({
+      path: 'hooks/pay',
+      secret: SECRET_B,
+    });
   });
 
   it('names the variable of an invalid value', () => {
-    const bad = { get: (key: string) => ({ ...env, PAYMENTS_RECONCILIATION_INTERVAL_SECS: 'soon', PAYMENTS_WEBHOOK_ACCEPT_UNSIGNED: 'maybe' })[key] };
+    const bad = {
+      get: (key: string) =>
+        ({ ...env, PAYMENTS_RECONCILIATION_INTERVAL_SECS: 'soon', PAYMENTS_WEBHOOK_ACCEPT_UNSIGNED: 'maybe' })[key],
+    };
     expect(() => paymentsOptionsFromConfig(bad)).toThrow(
       'Invalid payments options from the environment: PAYMENTS_WEBHOOK_ACCEPT_UNSIGNED (webhook.acceptUnsigned) (must be a boolean), ' +
         'PAYMENTS_RECONCILIATION_INTERVAL_SECS (reconciliation.intervalSecs) (must be a positive integer)',

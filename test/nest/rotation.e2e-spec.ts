@@ -58,7 +58,14 @@ describeRedis('a webhook secret rotated in a rolling deploy', () => {
     const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix });
     stores.push(store);
     const moduleRef = await Test.createTestingModule({
-      imports: [PaymentsModule.forRoot({ ...sandbox.options(), store, reconciliation: { enabled: false }, webhook: { publicUrl, secret, previousSecrets } })],
+      imports: [
+        PaymentsModule.forRoot({
+          ...sandbox.options(),
+          store,
+          reconciliation: { enabled: false },
+          webhook: { publicUrl, secret, previousSecrets },
+        }),
+      ],
       providers: [Ledger],
     }).compile();
     const app = moduleRef.createNestApplication({ logger: false });
@@ -84,13 +91,23 @@ describeRedis('a webhook secret rotated in a rolling deploy', () => {
     // the other already mints with the new one (the old one still accepted).
     const notYet = await instance(OLD, [NEW], publicUrl);
     const already = await instance(NEW, [OLD], publicUrl);
-    instances = await Promise.all([notYet, already].map(async (app) => (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1')));
+    instances = await Promise.all(
+      [notYet, already].map(async (app) =>
+        (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1'),
+      ),
+    );
 
     const ids: string[] = [];
     for (let i = 0; i < PAYMENTS; i++) {
       // Minted A, A, B, B, ... and delivered A, B, A, B, ...: every pair of minter and receiver.
       const minter = (i >> 1) % 2 === 0 ? notYet : already;
-      ids.push((await minter.get(PaymentsService).generatePayment({ amount: String(1000 + i), developerTrackingId: `order-${i}` })).paymentId);
+      ids.push(
+        (
+          await minter
+            .get(PaymentsService)
+            .generatePayment({ amount: String(1000 + i), developerTrackingId: `order-${i}` })
+        ).paymentId,
+      );
     }
     const statuses = [];
     for (const id of ids) statuses.push((await sandbox.completePayment(id, { requireDelivery: false })).lastStatus);

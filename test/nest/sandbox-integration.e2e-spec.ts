@@ -61,7 +61,12 @@ describe('the plugin against its own sandbox', () => {
     const moduleRef = await Test.createTestingModule({
       imports: [
         PaymentsModule.forRoot(
-          sandbox.options({ webhook: { publicUrl: `http://127.0.0.1:${port}/payments/webhook`, secret: 'sandbox-integration-secret-0123456789' } }),
+          sandbox.options({
+            webhook: {
+              publicUrl: `http://127.0.0.1:${port}/payments/webhook`,
+              secret: 'sandbox-integration-secret-0123456789',
+            },
+          }),
         ),
       ],
       providers: [Orders],
@@ -81,7 +86,9 @@ describe('the plugin against its own sandbox', () => {
     expect(link).toBe(`${sandbox.url}/checkout/sandbox-merchant/${paymentId}`);
     const settlement = await sandbox.completePayment(paymentId);
     expect(settlement.webhook).toMatchObject({ status: 200, delivered: true });
-    expect(app.get(Orders).paid).toEqual([expect.objectContaining({ paymentId, amount: '12500', developerTrackingId: 'order-1' })]);
+    expect(app.get(Orders).paid).toEqual([
+      expect.objectContaining({ paymentId, amount: '12500', developerTrackingId: 'order-1' }),
+    ]);
 
     const refund = await payments.refundPayment(paymentId);
     expect(refund).toMatchObject({ paymentId, amount: '12500', status: 'success' });
@@ -99,10 +106,21 @@ describe('the plugin against its own sandbox', () => {
 
   it('pre-authorizes: generate with preAuthorization, the customer pays, payment.authorized, capture part, payment.captured', async () => {
     const orders = app.get(Orders);
-    const { paymentId } = await payments.generatePayment({ amount: '20000', developerTrackingId: 'order-pre', preAuthorization: true });
+    const { paymentId } = await payments.generatePayment({
+      amount: '20000',
+      developerTrackingId: 'order-pre',
+      preAuthorization: true,
+    });
     const settlement = await sandbox.completePayment(paymentId);
     expect([settlement.status, settlement.delivered]).toEqual(['PREAUTH_SUCCESS', true]);
-    expect(orders.authorized).toEqual([expect.objectContaining({ paymentId, amount: '20000', developerTrackingId: 'order-pre', status: 'PREAUTH_SUCCESS' })]);
+    expect(orders.authorized).toEqual([
+      expect.objectContaining({
+        paymentId,
+        amount: '20000',
+        developerTrackingId: 'order-pre',
+        status: 'PREAUTH_SUCCESS',
+      }),
+    ]);
     expect(orders.paid.map((e) => e.paymentId)).not.toContain(paymentId);
 
     const capture = await payments.capturePayment(paymentId, { amount: '15000' });
@@ -142,12 +160,23 @@ describe('the plugin against its own sandbox', () => {
   it('lists bindings and maps an invalid client id', async () => {
     const binding = sandbox.addBinding({ clientId: 'cust-1', cardLastFour: '4242', cardBrand: 'VISA' });
     await expect(payments.listBindings('cust-1')).resolves.toEqual([
-      { bindingId: binding.binding_id, clientId: 'cust-1', cardLastFour: '4242', cardBrand: 'VISA', status: 'active', createdAt: binding.created_at },
+      {
+        bindingId: binding.binding_id,
+        clientId: 'cust-1',
+        cardLastFour: '4242',
+        cardBrand: 'VISA',
+        status: 'active',
+        createdAt: binding.created_at,
+      },
     ]);
     // Any id the plugin sends is one the sandbox takes (the service documents no rule)...
     await expect(payments.listBindings('any id, even with spaces!')).resolves.toEqual([]);
     // ...and the service's documented refusal still maps to its typed error.
-    sandbox.fault('/api/v2/bindings/list', { status: 400, body: '{"result":{"status":400,"message":"Invalid client_id"}}', times: 1 });
+    sandbox.fault('/api/v2/bindings/list', {
+      status: 400,
+      body: '{"result":{"status":400,"message":"Invalid client_id"}}',
+      times: 1,
+    });
     await expect(payments.listBindings('cust-1')).rejects.toBeInstanceOf(InvalidClientIdError);
   });
 
@@ -159,10 +188,14 @@ describe('the plugin against its own sandbox', () => {
   });
 
   it('wrong keys give PaymentsAuthenticationError', async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [PaymentsModule.forRoot({ ...sandbox.options(), privateKey: 'wrong' })] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [PaymentsModule.forRoot({ ...sandbox.options(), privateKey: 'wrong' })],
+    }).compile();
     const other = await moduleRef.createNestApplication({ logger: false }).init();
     try {
-      await expect(other.get(PaymentsService).listBindings('cust-1')).rejects.toBeInstanceOf(PaymentsAuthenticationError);
+      await expect(other.get(PaymentsService).listBindings('cust-1')).rejects.toBeInstanceOf(
+        PaymentsAuthenticationError,
+      );
     } finally {
       await other.close();
     }

@@ -1,5 +1,14 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { ArgumentsHost, Catch, Controller, HttpException, Injectable, Post, type CanActivate, type ExceptionFilter } from '@nestjs/common';
+import {
+  ArgumentsHost,
+  Catch,
+  Controller,
+  HttpException,
+  Injectable,
+  Post,
+  type CanActivate,
+  type ExceptionFilter,
+} from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, HttpAdapterHost } from '@nestjs/core';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
@@ -18,7 +27,15 @@ import {
 } from '../../lib/index.js';
 import { FakeService } from '../support/fake-service.js';
 import { postChunked } from '../support/outcome-kit.js';
-import { ADAPTERS, answerVerify, generateThrough, startNestApp, verifyCalls, type AdapterName, type RunningApp } from '../support/nest-app.js';
+import {
+  ADAPTERS,
+  answerVerify,
+  generateThrough,
+  startNestApp,
+  verifyCalls,
+  type AdapterName,
+  type RunningApp,
+} from '../support/nest-app.js';
 
 const SECRET = 'whsec_0123456789abcdef0123456789abcdef';
 const PUBLIC_URL = 'https://shop.example/payments/webhook';
@@ -83,7 +100,11 @@ class BareController {
 class RewritingFilter implements ExceptionFilter {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
   catch(exception: HttpException, host: ArgumentsHost) {
-    this.adapterHost.httpAdapter.reply(host.switchToHttp().getResponse(), { wrapped: true, status: exception.getStatus() }, exception.getStatus());
+    this.adapterHost.httpAdapter.reply(
+      host.switchToHttp().getResponse(),
+      { wrapped: true, status: exception.getStatus() },
+      exception.getStatus(),
+    );
   }
 }
 
@@ -132,16 +153,29 @@ async function startShop(adapter: AdapterName, setup: Setup = {}): Promise<Shop>
   const running = await startNestApp(
     adapter,
     {
-      imports: [...(setup.hostEmitter ? [EventEmitterModule.forRoot()] : []), PaymentsModule.forRoot(moduleOptions(setup))],
+      imports: [
+        ...(setup.hostEmitter ? [EventEmitterModule.forRoot()] : []),
+        PaymentsModule.forRoot(moduleOptions(setup)),
+      ],
       controllers: [BareController],
       providers: [
         ...(setup.noHandler ? [] : [Outcomes]),
-        ...(setup.hostGlobals ? [AllowAllGuard, { provide: APP_GUARD, useExisting: AllowAllGuard }, { provide: APP_FILTER, useClass: RewritingFilter }] : []),
+        ...(setup.hostGlobals
+          ? [
+              AllowAllGuard,
+              { provide: APP_GUARD, useExisting: AllowAllGuard },
+              { provide: APP_FILTER, useClass: RewritingFilter },
+            ]
+          : []),
       ],
     },
     { prefix: setup.prefix, rawBody: setup.rawBody },
   );
-  return { ...running, outcomes: setup.noHandler ? (undefined as unknown as Outcomes) : running.app.get(Outcomes), payments: running.app.get(PaymentsService) };
+  return {
+    ...running,
+    outcomes: setup.noHandler ? (undefined as unknown as Outcomes) : running.app.get(Outcomes),
+    payments: running.app.get(PaymentsService),
+  };
 }
 
 /** Generates a payment through the plugin; returns its id, the signed URL and where to deliver it on this app. */
@@ -203,14 +237,23 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
   });
 
   it('the longest token (15-digit amount, tracking id) reaches the route, and a longer segment is refused', async () => {
-    const { paymentId, hook } = await generate(shop, { amount: '999999999999999', trackingId: 'order-with-a-rather-long-tracking-identifier' });
-    answerVerify(fake, paymentId, { status: 'SUCCESS', amount: 999999999999999, trackingId: 'order-with-a-rather-long-tracking-identifier' });
+    const { paymentId, hook } = await generate(shop, {
+      amount: '999999999999999',
+      trackingId: 'order-with-a-rather-long-tracking-identifier',
+    });
+    answerVerify(fake, paymentId, {
+      status: 'SUCCESS',
+      amount: 999999999999999,
+      trackingId: 'order-with-a-rather-long-tracking-identifier',
+    });
     expect((await post(hook(`?payment_id=${paymentId}`), '', null)).status).toBe(200);
     expect(shop.outcomes.named(PaymentEvents.CONFIRMED).map((e) => e.amount)).toEqual(['999999999999999']);
     // A token is at most 80 characters: under Fastify's maxParamLength (100), the `:token` route
     // takes every token; past it Fastify itself refuses the segment (414) before any route runs.
     expect((await post(`${shop.url}/payments/webhook/${'a'.repeat(99)}`, { payment_id: paymentId })).status).toBe(401);
-    expect((await post(`${shop.url}/payments/webhook/${'a'.repeat(150)}`, { payment_id: paymentId })).status).toBe(adapter === 'fastify' ? 414 : 401);
+    expect((await post(`${shop.url}/payments/webhook/${'a'.repeat(150)}`, { payment_id: paymentId })).status).toBe(
+      adapter === 'fastify' ? 414 : 401,
+    );
   });
 
   it.each([
@@ -224,37 +267,54 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
     const res = await post(hook(), { payment_id: paymentId });
     expect(res.status).toBe(200);
     expect(shop.outcomes.events.map(([n, e]) => [n, e.paymentId, e.status])).toEqual([[event, paymentId, status]]);
-    expect(await shop.payments.getOutcome(paymentId)).toMatchObject({ outcome: event.split('.')[1], handlers: 'succeeded' });
+    expect(await shop.payments.getOutcome(paymentId)).toMatchObject({
+      outcome: event.split('.')[1],
+      handlers: 'succeeded',
+    });
   });
 
-  it.each(['PENDING', 'SETTLING', 'success'])('%s answers 202, emits nothing, and the payment stays queued for reconciliation', async (status) => {
-    const { paymentId, hook } = await generate(shop);
-    answerVerify(fake, paymentId, { status });
-    expect(await shop.payments.countPending()).toBe(1);
-    const res = await post(hook(), { payment_id: paymentId });
-    expect(res.status).toBe(202);
-    expect(await res.json()).toEqual({ received: true, pending: true });
-    expect(shop.outcomes.events).toEqual([]);
-    expect(await shop.payments.countPending()).toBe(1);
-    expect(await shop.payments.getOutcome(paymentId)).toMatchObject({ outcome: 'pending', status });
-  });
+  it.each(['PENDING', 'SETTLING', 'success'])(
+    '%s answers 202, emits nothing, and the payment stays queued for reconciliation',
+    async (status) => {
+      const { paymentId, hook } = await generate(shop);
+      answerVerify(fake, paymentId, { status });
+      expect(await shop.payments.countPending()).toBe(1);
+      const res = await post(hook(), { payment_id: paymentId });
+      expect(res.status).toBe(202);
+      expect(await res.json()).toEqual({ received: true, pending: true });
+      expect(shop.outcomes.events).toEqual([]);
+      expect(await shop.payments.countPending()).toBe(1);
+      expect(await shop.payments.getOutcome(paymentId)).toMatchObject({ outcome: 'pending', status });
+    },
+  );
 
   it.each([
     ['an amount', { status: 'SUCCESS', amount: 100, trackingId: 'order-1' }, /amount 100 instead of 12500/],
-    ['a tracking id', { status: 'SUCCESS', amount: 12500, trackingId: 'order-2' }, /tracking id "order-2" instead of "order-1"/],
-  ])('SUCCESS with %s that differs from what was sent: payment.mismatch and a mismatch record, never payment.confirmed', async (_what, answer, problem) => {
-    const { paymentId, hook } = await generate(shop, { trackingId: 'order-1' });
-    answerVerify(fake, paymentId, answer);
-    const res = await post(hook(), { payment_id: paymentId });
-    expect(res.status).toBe(200);
-    expect(shop.outcomes.events.map(([n]) => n)).toEqual([PaymentEvents.MISMATCH]);
-    expect((shop.outcomes.named(PaymentEvents.MISMATCH)[0] as PaymentMismatchEvent).problems.join()).toMatch(problem);
-    expect(await shop.payments.getOutcome(paymentId)).toMatchObject({ outcome: 'mismatch', status: 'SUCCESS', lastError: expect.stringMatching(problem) });
-    // Done: a redelivery neither confirms nor calls the service again.
-    await post(hook(), { payment_id: paymentId });
-    expect(shop.outcomes.named(PaymentEvents.CONFIRMED)).toEqual([]);
-    expect(verifyCalls(fake, paymentId)).toBe(1);
-  });
+    [
+      'a tracking id',
+      { status: 'SUCCESS', amount: 12500, trackingId: 'order-2' },
+      /tracking id "order-2" instead of "order-1"/,
+    ],
+  ])(
+    'SUCCESS with %s that differs from what was sent: payment.mismatch and a mismatch record, never payment.confirmed',
+    async (_what, answer, problem) => {
+      const { paymentId, hook } = await generate(shop, { trackingId: 'order-1' });
+      answerVerify(fake, paymentId, answer);
+      const res = await post(hook(), { payment_id: paymentId });
+      expect(res.status).toBe(200);
+      expect(shop.outcomes.events.map(([n]) => n)).toEqual([PaymentEvents.MISMATCH]);
+      expect((shop.outcomes.named(PaymentEvents.MISMATCH)[0] as PaymentMismatchEvent).problems.join()).toMatch(problem);
+      expect(await shop.payments.getOutcome(paymentId)).toMatchObject({
+        outcome: 'mismatch',
+        status: 'SUCCESS',
+        lastError: expect.stringMatching(problem),
+      });
+      // Done: a redelivery neither confirms nor calls the service again.
+      await post(hook(), { payment_id: paymentId });
+      expect(shop.outcomes.named(PaymentEvents.CONFIRMED)).toEqual([]);
+      expect(verifyCalls(fake, paymentId)).toBe(1);
+    },
+  );
 
   describe('refused tokens: 401 and no call to the service', () => {
     const other = new WebhookTokenSigner('another-secret-another-secret-0123456789');
@@ -264,7 +324,10 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
       ['a garbage token', (_t: string, base: string) => `${base}/abc`],
       ['a token with a forged signature', (t: string, base: string) => `${base}/${t.slice(0, -4)}AAAA`],
       ['a token with a changed amount', (t: string, base: string) => `${base}/${t.replace('.12500.', '.1.')}`],
-      ['a token signed with another secret', (_t: string, base: string) => `${base}/${other.issue('12500', undefined, 60_000).token}`],
+      [
+        'a token signed with another secret',
+        (_t: string, base: string) => `${base}/${other.issue('12500', undefined, 60_000).token}`,
+      ],
       ['an expired token', (_t: string, base: string) => `${base}/${ours.issue('12500', undefined, -60_000).token}`],
       [
         'an expired token in the legacy query parameter',
@@ -274,7 +337,9 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
       const { paymentId, token } = await generate(shop);
       answerVerify(fake, paymentId, { status: 'SUCCESS' });
       const url = makeUrl(token, `${shop.url}/payments/webhook`);
-      const res = await post(`${url}${url.includes('?') ? '&' : '?'}payment_id=${paymentId}`, { payment_id: paymentId });
+      const res = await post(`${url}${url.includes('?') ? '&' : '?'}payment_id=${paymentId}`, {
+        payment_id: paymentId,
+      });
       expect(res.status).toBe(401);
       expect(verifyCalls(fake)).toBe(0);
       expect(shop.outcomes.events).toEqual([]);
@@ -294,7 +359,10 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
   describe('where the payment id is', () => {
     const cases: Array<[string, (hook: (extra?: string) => string, id: string) => Promise<Response>]> = [
       ['JSON body', (hook, id) => post(hook(), { payment_id: id })],
-      ['JSON body with an unrelated id beside payment_id', (hook, id) => post(hook(), { id: 'evt_778', payment_id: id, object: 'event' })],
+      [
+        'JSON body with an unrelated id beside payment_id',
+        (hook, id) => post(hook(), { id: 'evt_778', payment_id: id, object: 'event' }),
+      ],
       ['form body', (hook, id) => post(hook(), `payment_id=${id}&status=SUCCESS`, 'application/x-www-form-urlencoded')],
       ['text/plain JSON body', (hook, id) => post(hook(), JSON.stringify({ payment_id: id }), 'text/plain')],
       ['text/plain form body', (hook, id) => post(hook(), `payment_id=${id}`, 'text/plain; charset=utf-8')],
@@ -305,7 +373,10 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
       ['data.payment_id', (hook, id) => post(hook(), { data: { payment_id: id } })],
       // A service appending `&payment_id=` to a URL without a query: it lands in the token's path segment.
       ['GET &payment_id= appended to a URL without a query', (hook, id) => fetch(hook(`&payment_id=${id}`))],
-      ['POST &payment_id= appended to a URL without a query, empty body', (hook, id) => post(hook(`&payment_id=${id}`), '', null)],
+      [
+        'POST &payment_id= appended to a URL without a query, empty body',
+        (hook, id) => post(hook(`&payment_id=${id}`), '', null),
+      ],
       ['POST ;payment_id= appended, JSON body too', (hook, id) => post(hook(`;payment_id=${id}`), { payment_id: id })],
     ];
     it.each(cases)('%s', async (_name, send) => {
@@ -391,7 +462,12 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
   it('return first, then the late webhook: handlers once, the webhook makes no verify call', async () => {
     const { paymentId, hook } = await generate(shop);
     answerVerify(fake, paymentId, { status: 'SUCCESS' });
-    await expect(shop.payments.reconcilePayment(paymentId)).resolves.toEqual({ paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: true });
+    await expect(shop.payments.reconcilePayment(paymentId)).resolves.toEqual({
+      paymentId,
+      status: 'SUCCESS',
+      outcome: 'confirmed',
+      handled: true,
+    });
     expect(shop.outcomes.named(PaymentEvents.CONFIRMED).map((e) => e.source)).toEqual(['return']);
     const late = await post(hook(), { payment_id: paymentId });
     expect(await late.json()).toEqual({ received: true, duplicate: true });
@@ -451,9 +527,9 @@ describe.each(ADAPTERS)('webhooks on Nest-%s', (adapter) => {
     expect(await shop.payments.runReconciliation(Date.now())).toEqual({ checked: 0, settled: 0 });
     const afterSession = Date.now() + (1200 + 60 + 1) * 1000;
     expect(await shop.payments.runReconciliation(afterSession)).toEqual({ checked: 1, settled: 1 });
-    expect(shop.outcomes.named(PaymentEvents.CONFIRMED).map((e) => [e.paymentId, e.source, e.developerTrackingId])).toEqual([
-      [paymentId, 'reconciliation', 'order-r'],
-    ]);
+    expect(
+      shop.outcomes.named(PaymentEvents.CONFIRMED).map((e) => [e.paymentId, e.source, e.developerTrackingId]),
+    ).toEqual([[paymentId, 'reconciliation', 'order-r']]);
     expect(await shop.payments.countPending()).toBe(0);
   });
 });
@@ -485,11 +561,16 @@ class FastAndSlow {
 describe.each(ADAPTERS)('every handler is awaited on Nest-%s', (adapter) => {
   it('one fails fast, one is slow: the answer comes after the slow one, the outcome stays undone, the redelivery runs both again', async () => {
     fake.reset();
-    const running = await startNestApp(adapter, { imports: [PaymentsModule.forRoot(moduleOptions())], providers: [FastAndSlow] });
+    const running = await startNestApp(adapter, {
+      imports: [PaymentsModule.forRoot(moduleOptions())],
+      providers: [FastAndSlow],
+    });
     try {
       const payments = running.app.get(PaymentsService);
       const handlers = running.app.get(FastAndSlow);
-      const { paymentId, webhook } = await generateThrough(fake, 'pay_slow', () => payments.generatePayment({ amount: '12500' }));
+      const { paymentId, webhook } = await generateThrough(fake, 'pay_slow', () =>
+        payments.generatePayment({ amount: '12500' }),
+      );
       answerVerify(fake, paymentId, { status: 'SUCCESS' });
       const url = `${running.url}${webhook.pathname}`;
       let finishedWhenAnswered: number | undefined;
@@ -568,7 +649,10 @@ describe.each(ADAPTERS)('webhook set-ups on Nest-%s', (adapter) => {
   });
 
   it('lives under the global prefix and a custom path', async () => {
-    const shop = await startShop(adapter, { prefix: 'api', options: { webhook: { path: '/hooks/pay/', publicUrl: 'https://shop.example/api/hooks/pay' } } });
+    const shop = await startShop(adapter, {
+      prefix: 'api',
+      options: { webhook: { path: '/hooks/pay/', publicUrl: 'https://shop.example/api/hooks/pay' } },
+    });
     try {
       const { paymentId, token } = await generate(shop);
       answerVerify(fake, paymentId, { status: 'SUCCESS' });
@@ -605,7 +689,9 @@ describe.each(ADAPTERS)('webhook set-ups on Nest-%s', (adapter) => {
       expect(shop.app.get(AllowAllGuard).calls).toBeGreaterThanOrEqual(2);
       expect((await post(`${shop.url}/bare`, {})).status).toBe(201);
       // Fastify answers 415 to a type it cannot parse, on the host's routes still; Express ignores the body.
-      expect((await post(`${shop.url}/bare`, '<a/>', 'application/xml')).status).toBe(adapter === 'fastify' ? 415 : 201);
+      expect((await post(`${shop.url}/bare`, '<a/>', 'application/xml')).status).toBe(
+        adapter === 'fastify' ? 415 : 201,
+      );
     } finally {
       await shop.close();
     }
@@ -629,11 +715,20 @@ describe.each(ADAPTERS)('webhook set-ups on Nest-%s', (adapter) => {
   it('without webhook options the route answers 404 and generatePayment sends no webhook', async () => {
     const running = await startNestApp(adapter, {
       imports: [
-        PaymentsModule.forRoot({ publicKey: 'pk', privateKey: 'sk', baseUrl: fake.url, successLink: 'https://s.example/a', failLink: 'https://s.example/b' }),
+        PaymentsModule.forRoot({
+          publicKey: 'pk',
+          privateKey: 'sk',
+          baseUrl: fake.url,
+          successLink: 'https://s.example/a',
+          failLink: 'https://s.example/b',
+        }),
       ],
     });
     try {
-      fake.reply('/api/v2/generate_payment', { status: 200, body: { result: { success: true, payment_id: 'pay_plain', link: 'https://l.example/x' } } });
+      fake.reply('/api/v2/generate_payment', {
+        status: 200,
+        body: { result: { success: true, payment_id: 'pay_plain', link: 'https://l.example/x' } },
+      });
       await running.app.get(PaymentsService).generatePayment({ amount: '1' });
       expect(JSON.parse(fake.requests.at(-1)!.body)).not.toHaveProperty('webhook');
       expect((await post(`${running.url}/payments/webhook/abc`, { payment_id: 'pay_plain' })).status).toBe(404);

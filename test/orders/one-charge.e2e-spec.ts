@@ -19,7 +19,13 @@ import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { quietLogger } from '../support/outcome-kit.js';
-import { POSTGRES_URL, REDIS_URL, describeWithService, postgresAvailable, redisAvailable } from '../support/services.js';
+import {
+  POSTGRES_URL,
+  REDIS_URL,
+  describeWithService,
+  postgresAvailable,
+  redisAvailable,
+} from '../support/services.js';
 
 // Issue 32: one order, one charge. Against the real sandbox, with two app instances sharing one
 // store (memory: one object; Redis; PostgreSQL in the transactional mode): a repeated checkout
@@ -41,7 +47,12 @@ interface Instance {
   close(): Promise<void>;
 }
 
-async function instance(sandbox: PaymentsSandbox, store: PaymentsStore, seen: Seen, options: { webhook: boolean; refund?: boolean }): Promise<Instance> {
+async function instance(
+  sandbox: PaymentsSandbox,
+  store: PaymentsStore,
+  seen: Seen,
+  options: { webhook: boolean; refund?: boolean },
+): Promise<Instance> {
   const app = express();
   const http: Server = app.listen(0, '127.0.0.1');
   await new Promise((r) => http.once('listening', r));
@@ -116,7 +127,9 @@ const KINDS: StoreKind[] = [
     make: () => () => new PostgresPaymentsStore(POSTGRES_URL, { transactional: true, tablePrefix }),
     cleanup: async () => {
       const pool = new pg.Pool({ connectionString: POSTGRES_URL });
-      const { rows } = await pool.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE tablename LIKE $1`, [`${tablePrefix}%`]);
+      const { rows } = await pool.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE tablename LIKE $1`, [
+        `${tablePrefix}%`,
+      ]);
       for (const { t } of rows) await pool.query(`DROP TABLE IF EXISTS "${t}"`);
       await pool.end();
     },
@@ -124,135 +137,189 @@ const KINDS: StoreKind[] = [
 ];
 
 for (const kind of KINDS) {
-  describeWithService(kind.available, `${kind.name} not reachable`)(`one order, one charge (${kind.name}, two instances, the sandbox)`, () => {
-    let sandbox: PaymentsSandbox;
-    afterAll(() => kind.cleanup());
-    beforeAll(async () => {
-      sandbox = await PaymentsSandbox.start({ webhookAttempts: 3 });
-    });
-    afterAll(() => sandbox.close());
+  describeWithService(kind.available, `${kind.name} not reachable`)(
+    `one order, one charge (${kind.name}, two instances, the sandbox)`,
+    () => {
+      let sandbox: PaymentsSandbox;
+      afterAll(() => kind.cleanup());
+      beforeAll(async () => {
+        sandbox = await PaymentsSandbox.start({ webhookAttempts: 3 });
+      });
+      afterAll(() => sandbox.close());
 
-    async function pair(options: { webhook: boolean; refund?: boolean }) {
-      const seen: Seen = { confirmed: [], duplicate: [], refunded: [] };
-      const storeOf = kind.make();
-      const A = await instance(sandbox, storeOf(), seen, options);
-      const B = await instance(sandbox, storeOf(), seen, options);
-      return { A, B, seen, close: () => Promise.all([A.close(), B.close()]) };
-    }
-
-    it('answers one payment to two checkouts of one order, also two at once on two instances', async () => {
-      const { A, B, close } = await pair({ webhook: true });
-      try {
-        const order = `order-${randomUUID()}`;
-        const first = await A.client.generatePayment({ amount: '12500', developerTrackingId: order });
-        const again = await B.client.generatePayment({ amount: '12500', developerTrackingId: order });
-        expect(again).toEqual(first);
-        const other = `order-${randomUUID()}`;
-        const [x, y] = await Promise.all([
-          A.client.generatePayment({ amount: '9000', developerTrackingId: other }),
-          B.client.generatePayment({ amount: '9000', developerTrackingId: other }),
-        ]);
-        expect(y).toEqual(x);
-        expect(sandbox.payments().filter((p) => p.developerTrackingId === order || p.developerTrackingId === other)).toHaveLength(2);
-        // A changed amount opens a new payment; the open one is remembered as superseded.
-        const changed = await A.client.generatePayment({ amount: '13000', developerTrackingId: order });
-        expect(changed.paymentId).not.toBe(first.paymentId);
-        expect((await orderLedgerOf(A.client.store)!.findCheckout(`order:${order}`))?.superseded).toEqual([first.paymentId]);
-        // An idempotency key answers its own payment, and a new key opens another.
-        const keyed = await A.client.generatePayment({ amount: '13000', developerTrackingId: order }, { idempotencyKey: `${order}/2` });
-        expect(await B.client.generatePayment({ amount: '13000', developerTrackingId: order }, { idempotencyKey: `${order}/2` })).toEqual(keyed);
-        expect(keyed.paymentId).not.toBe(changed.paymentId);
-      } finally {
-        await close();
+      async function pair(options: { webhook: boolean; refund?: boolean }) {
+        const seen: Seen = { confirmed: [], duplicate: [], refunded: [] };
+        const storeOf = kind.make();
+        const A = await instance(sandbox, storeOf(), seen, options);
+        const B = await instance(sandbox, storeOf(), seen, options);
+        return { A, B, seen, close: () => Promise.all([A.close(), B.close()]) };
       }
-    });
 
-    // Two payments of one order (two idempotency keys, or a changed amount), paid at once.
-    const ways = [
-      { label: 'idempotency keys, by webhook', webhook: true, returns: false, amounts: ['12500', '12500'] },
-      { label: 'changed amount, by webhook and return at once', webhook: true, returns: true, amounts: ['12500', '14000'] },
-      { label: 'idempotency keys, by return only', webhook: false, returns: true, amounts: ['12500', '12500'] },
-    ];
-    for (const way of ways) {
-      for (const swapped of [false, true]) {
-        it(`confirms one payment and reports the other once as a duplicate: ${way.label}${swapped ? ', the second generated paid first' : ''}`, async () => {
-          const { A, B, seen, close } = await pair({ webhook: way.webhook });
-          try {
-            const order = `order-${randomUUID()}`;
-            const p1 = await A.client.generatePayment({ amount: way.amounts[0], developerTrackingId: order }, { idempotencyKey: `${order}/1` });
-            const p2 = await B.client.generatePayment({ amount: way.amounts[1], developerTrackingId: order }, { idempotencyKey: `${order}/2` });
-            expect(p2.paymentId).not.toBe(p1.paymentId);
-            const [x, y] = swapped ? [p2, p1] : [p1, p2];
-            const paying = Promise.all([sandbox.completePayment(x.paymentId), sandbox.completePayment(y.paymentId)]);
-            const returns = way.returns
-              ? (async () => {
-                  if (!way.webhook) await paying;
-                  return Promise.all([A.client, B.client].flatMap((c) => [c.reconcilePayment(x.paymentId), c.reconcilePayment(y.paymentId)]));
-                })()
-              : Promise.resolve([]);
-            await Promise.all([paying, returns]);
-            // Whatever came first, settle what is left by return (a return that ran while the payment was pending).
-            for (const c of [A.client, B.client]) for (const p of [x, y]) await c.reconcilePayment(p.paymentId);
+      it('answers one payment to two checkouts of one order, also two at once on two instances', async () => {
+        const { A, B, close } = await pair({ webhook: true });
+        try {
+          const order = `order-${randomUUID()}`;
+          const first = await A.client.generatePayment({ amount: '12500', developerTrackingId: order });
+          const again = await B.client.generatePayment({ amount: '12500', developerTrackingId: order });
+          expect(again).toEqual(first);
+          const other = `order-${randomUUID()}`;
+          const [x, y] = await Promise.all([
+            A.client.generatePayment({ amount: '9000', developerTrackingId: other }),
+            B.client.generatePayment({ amount: '9000', developerTrackingId: other }),
+          ]);
+          expect(y).toEqual(x);
+          expect(
+            sandbox.payments().filter((p) => p.developerTrackingId === order || p.developerTrackingId === other),
+          ).toHaveLength(2);
+          // A changed amount opens a new payment; the open one is remembered as superseded.
+          const changed = await A.client.generatePayment({ amount: '13000', developerTrackingId: order });
+          expect(changed.paymentId).not.toBe(first.paymentId);
+          expect((await orderLedgerOf(A.client.store)!.findCheckout(`order:${order}`))?.superseded).toEqual([
+            first.paymentId,
+          ]);
+          // An idempotency key answers its own payment, and a new key opens another.
+          const keyed = await A.client.generatePayment(
+            { amount: '13000', developerTrackingId: order },
+            { idempotencyKey: `${order}/2` },
+          );
+          expect(
+            await B.client.generatePayment(
+              { amount: '13000', developerTrackingId: order },
+              { idempotencyKey: `${order}/2` },
+            ),
+          ).toEqual(keyed);
+          expect(keyed.paymentId).not.toBe(changed.paymentId);
+        } finally {
+          await close();
+        }
+      });
 
-            expect(seen.confirmed).toHaveLength(1);
-            expect(seen.duplicate).toHaveLength(1);
-            const paid = seen.confirmed[0].paymentId;
-            const dup = seen.duplicate[0];
-            expect([p1.paymentId, p2.paymentId]).toContain(paid);
-            expect(dup.paymentId).toBe(paid === p1.paymentId ? p2.paymentId : p1.paymentId);
-            expect(dup.settledBy.paymentId).toBe(paid);
-            expect(dup.order).toBe(order);
-            expect(dup.settledBy.amount).toBe(seen.confirmed[0].amount);
-            expect(dup.refund).toBeUndefined();
-            // The return of the second payment says the order is paid, by which payment.
-            for (const c of [A.client, B.client]) {
-              expect(await c.reconcilePayment(dup.paymentId)).toMatchObject({ outcome: 'duplicate', settledBy: paid, handled: false });
-              expect(await c.reconcilePayment(paid)).toMatchObject({ outcome: 'confirmed', handled: false });
+      // Two payments of one order (two idempotency keys, or a changed amount), paid at once.
+      const ways = [
+        { label: 'idempotency keys, by webhook', webhook: true, returns: false, amounts: ['12500', '12500'] },
+        {
+          label: 'changed amount, by webhook and return at once',
+          webhook: true,
+          returns: true,
+          amounts: ['12500', '14000'],
+        },
+        { label: 'idempotency keys, by return only', webhook: false, returns: true, amounts: ['12500', '12500'] },
+      ];
+      for (const way of ways) {
+        for (const swapped of [false, true]) {
+          it(`confirms one payment and reports the other once as a duplicate: ${way.label}${swapped ? ', the second generated paid first' : ''}`, async () => {
+            const { A, B, seen, close } = await pair({ webhook: way.webhook });
+            try {
+              const order = `order-${randomUUID()}`;
+              const p1 = await A.client.generatePayment(
+                { amount: way.amounts[0], developerTrackingId: order },
+                { idempotencyKey: `${order}/1` },
+              );
+              const p2 = await B.client.generatePayment(
+                { amount: way.amounts[1], developerTrackingId: order },
+                { idempotencyKey: `${order}/2` },
+              );
+              expect(p2.paymentId).not.toBe(p1.paymentId);
+              const [x, y] = swapped ? [p2, p1] : [p1, p2];
+              const paying = Promise.all([sandbox.completePayment(x.paymentId), sandbox.completePayment(y.paymentId)]);
+              const returns = way.returns
+                ? (async () => {
+                    if (!way.webhook) await paying;
+                    return Promise.all(
+                      [A.client, B.client].flatMap((c) => [
+                        c.reconcilePayment(x.paymentId),
+                        c.reconcilePayment(y.paymentId),
+                      ]),
+                    );
+                  })()
+                : Promise.resolve([]);
+              await Promise.all([paying, returns]);
+              // Whatever came first, settle what is left by return (a return that ran while the payment was pending).
+              for (const c of [A.client, B.client]) for (const p of [x, y]) await c.reconcilePayment(p.paymentId);
+
+              expect(seen.confirmed).toHaveLength(1);
+              expect(seen.duplicate).toHaveLength(1);
+              const paid = seen.confirmed[0].paymentId;
+              const dup = seen.duplicate[0];
+              expect([p1.paymentId, p2.paymentId]).toContain(paid);
+              expect(dup.paymentId).toBe(paid === p1.paymentId ? p2.paymentId : p1.paymentId);
+              expect(dup.settledBy.paymentId).toBe(paid);
+              expect(dup.order).toBe(order);
+              expect(dup.settledBy.amount).toBe(seen.confirmed[0].amount);
+              expect(dup.refund).toBeUndefined();
+              // The return of the second payment says the order is paid, by which payment.
+              for (const c of [A.client, B.client]) {
+                expect(await c.reconcilePayment(dup.paymentId)).toMatchObject({
+                  outcome: 'duplicate',
+                  settledBy: paid,
+                  handled: false,
+                });
+                expect(await c.reconcilePayment(paid)).toMatchObject({ outcome: 'confirmed', handled: false });
+              }
+              // Transactional: a confirmation that lost the order inside its transaction rolled back (one attempt more).
+              expect(await A.client.getOutcome(dup.paymentId)).toMatchObject({
+                outcome: 'duplicate',
+                settledBy: paid,
+                handlers: 'succeeded',
+              });
+              expect((await A.client.listOutcomes({ outcome: 'duplicate' })).items.map((r) => r.paymentId)).toContain(
+                dup.paymentId,
+              );
+              // Nothing is refunded unless asked.
+              expect(sandbox.getPayment(dup.paymentId)?.state).toBe('paid');
+            } finally {
+              await close();
             }
-            // Transactional: a confirmation that lost the order inside its transaction rolled back (one attempt more).
-            expect(await A.client.getOutcome(dup.paymentId)).toMatchObject({ outcome: 'duplicate', settledBy: paid, handlers: 'succeeded' });
-            expect((await A.client.listOutcomes({ outcome: 'duplicate' })).items.map((r) => r.paymentId)).toContain(dup.paymentId);
-            // Nothing is refunded unless asked.
-            expect(sandbox.getPayment(dup.paymentId)?.state).toBe('paid');
-          } finally {
-            await close();
-          }
-        });
+          });
+        }
       }
-    }
 
-    it('refunds the duplicate once through the normal refund path, also when the first refund call fails', async () => {
-      const { A, B, seen, close } = await pair({ webhook: true, refund: true });
-      try {
-        const order = `order-${randomUUID()}`;
-        const p1 = await A.client.generatePayment({ amount: '12500', developerTrackingId: order }, { idempotencyKey: `${order}/1` });
-        const p2 = await B.client.generatePayment({ amount: '12500', developerTrackingId: order }, { idempotencyKey: `${order}/2` });
-        await sandbox.completePayment(p1.paymentId);
-        sandbox.clearRequests();
-        // The service fails the first refund call (500): the duplicate is handled again on the
-        // webhook's next delivery, and refunded then.
-        sandbox.fault('/api/v2/refund_payment', { status: 500, times: 1 });
-        const settled = await sandbox.completePayment(p2.paymentId);
-        expect(settled).toMatchObject({ delivered: true, attempts: 2, lastStatus: 200 });
-        // And late redeliveries and returns refund nothing more.
-        for (const c of [A.client, B.client]) expect(await c.reconcilePayment(p2.paymentId)).toMatchObject({ outcome: 'duplicate', settledBy: p1.paymentId });
+      it('refunds the duplicate once through the normal refund path, also when the first refund call fails', async () => {
+        const { A, B, seen, close } = await pair({ webhook: true, refund: true });
+        try {
+          const order = `order-${randomUUID()}`;
+          const p1 = await A.client.generatePayment(
+            { amount: '12500', developerTrackingId: order },
+            { idempotencyKey: `${order}/1` },
+          );
+          const p2 = await B.client.generatePayment(
+            { amount: '12500', developerTrackingId: order },
+            { idempotencyKey: `${order}/2` },
+          );
+          await sandbox.completePayment(p1.paymentId);
+          sandbox.clearRequests();
+          // The service fails the first refund call (500): the duplicate is handled again on the
+          // webhook's next delivery, and refunded then.
+          sandbox.fault('/api/v2/refund_payment', { status: 500, times: 1 });
+          const settled = await sandbox.completePayment(p2.paymentId);
+          expect(settled).toMatchObject({ delivered: true, attempts: 2, lastStatus: 200 });
+          // And late redeliveries and returns refund nothing more.
+          for (const c of [A.client, B.client])
+            expect(await c.reconcilePayment(p2.paymentId)).toMatchObject({
+              outcome: 'duplicate',
+              settledBy: p1.paymentId,
+            });
 
-        const refundCalls = sandbox.requests.filter((r) => r.path === '/api/v2/refund_payment');
-        expect(refundCalls).toHaveLength(2);
-        expect(sandbox.getPayment(p2.paymentId)?.state).toBe('refunded');
-        expect(sandbox.getPayment(p1.paymentId)?.state).toBe('paid');
-        expect(seen.confirmed.map((e) => e.paymentId)).toEqual([p1.paymentId]);
-        expect(seen.duplicate).toHaveLength(1);
-        expect(seen.duplicate[0].refund?.refundId).toBe(sandbox.getPayment(p2.paymentId)?.refundId);
-        expect(seen.refunded).toHaveLength(1);
-        expect(seen.refunded[0]).toMatchObject({ paymentId: p2.paymentId, duplicateOf: p1.paymentId });
-        expect(await B.client.getOutcome(p2.paymentId)).toMatchObject({ outcome: 'duplicate', refund: { refundId: seen.duplicate[0].refund?.refundId } });
-      } finally {
-        sandbox.fault('/api/v2/refund_payment', null);
-        await close();
-      }
-    });
-  });
+          const refundCalls = sandbox.requests.filter((r) => r.path === '/api/v2/refund_payment');
+          expect(refundCalls).toHaveLength(2);
+          expect(sandbox.getPayment(p2.paymentId)?.state).toBe('refunded');
+          expect(sandbox.getPayment(p1.paymentId)?.state).toBe('paid');
+          expect(seen.confirmed.map((e) => e.paymentId)).toEqual([p1.paymentId]);
+          expect(seen.duplicate).toHaveLength(1);
+          expect(seen.duplicate[0].refund?.refundId).toBe(sandbox.getPayment(p2.paymentId)?.refundId);
+          expect(seen.refunded).toHaveLength(1);
+          expect(seen.refunded[0]).toMatchObject({ paymentId: p2.paymentId, duplicateOf: p1.paymentId });
+          expect(await B.client.getOutcome(p2.paymentId)).toMatchObject({
+            outcome: 'duplicate',
+            refund: { refundId: seen.duplicate[0].refund?.refundId },
+          });
+        } finally {
+          sandbox.fault('/api/v2/refund_payment', null);
+          await close();
+        }
+      });
+    },
+  );
 }
 
 describe('a payment without a tracking id keeps its behaviour', () => {

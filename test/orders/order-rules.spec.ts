@@ -1,6 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { CHECKOUT_RULES, checkoutKey, planCheckout } from '../../lib/core/api/payments.checkout.js';
-import { PaymentsApiError, PaymentsConnectionError, PaymentsValidationError, RefundNotAllowedError } from '../../lib/core/api/payments.errors.js';
+import {
+  PaymentsApiError,
+  PaymentsConnectionError,
+  PaymentsValidationError,
+  RefundNotAllowedError,
+} from '../../lib/core/api/payments.errors.js';
 import { orderVerdict, refundFailure, refundPlan } from '../../lib/core/settlement/settlement.orders.js';
 import type { OrderCheckout } from '../../lib/core/store/store.types.js';
 
@@ -31,9 +36,14 @@ describe('refundPlan: refunding a duplicate once', () => {
 });
 
 describe('refundFailure: try a failed refund again, or report it', () => {
-  const api = (status: number, code = 'API_ERROR') => new PaymentsApiError(code, { operation: 'refundPayment', httpStatus: status });
+  const api = (status: number, code = 'API_ERROR') =>
+    new PaymentsApiError(code, { operation: 'refundPayment', httpStatus: status });
   it.each([
-    ['refused by the service (REFUND_NOT_ALLOWED)', new RefundNotAllowedError({ operation: 'refundPayment', httpStatus: 400 }), 'final'],
+    [
+      'refused by the service (REFUND_NOT_ALLOWED)',
+      new RefundNotAllowedError({ operation: 'refundPayment', httpStatus: 400 }),
+      'final',
+    ],
     ['another 4xx', api(404), 'final'],
     ['bad input', new PaymentsValidationError([{ field: 'paymentId', messages: ['bad'] }], 'x'), 'final'],
     ['429: rate-limited', api(429), 'retry'],
@@ -42,7 +52,13 @@ describe('refundFailure: try a failed refund again, or report it', () => {
     ['an unreadable 200', api(200, 'INVALID_RESPONSE'), 'retry'],
     [
       'no answer (timeout, may have been processed)',
-      new PaymentsConnectionError({ operation: 'refundPayment', code: 'TIMEOUT', mayHaveBeenProcessed: true, attempts: 1, reason: 'timeout' }),
+      new PaymentsConnectionError({
+        operation: 'refundPayment',
+        code: 'TIMEOUT',
+        mayHaveBeenProcessed: true,
+        attempts: 1,
+        reason: 'timeout',
+      }),
       'retry',
     ],
     ['not an error of the plugin', new Error('socket hang up'), 'retry'],
@@ -65,9 +81,24 @@ describe('planCheckout: reusing an order’s open payment', () => {
   it.each([
     ['no open payment: open one', undefined, ask, { kind: 'open', superseded: [] }],
     ['same amount and request, session open: reuse it', open(), ask, { kind: 'reuse', checkout: open() }],
-    ['changed amount: a new one, the open one superseded', open(), { ...ask, amount: '9000' }, { kind: 'open', superseded: ['pay_1'] }],
-    ['changed links: a new one, superseded', open(), { ...ask, fingerprint: 'g' }, { kind: 'open', superseded: ['pay_1'] }],
-    ['earlier ones kept, newest first', open({ superseded: ['pay_0'] }), { ...ask, amount: '1' }, { kind: 'open', superseded: ['pay_1', 'pay_0'] }],
+    [
+      'changed amount: a new one, the open one superseded',
+      open(),
+      { ...ask, amount: '9000' },
+      { kind: 'open', superseded: ['pay_1'] },
+    ],
+    [
+      'changed links: a new one, superseded',
+      open(),
+      { ...ask, fingerprint: 'g' },
+      { kind: 'open', superseded: ['pay_1'] },
+    ],
+    [
+      'earlier ones kept, newest first',
+      open({ superseded: ['pay_0'] }),
+      { ...ask, amount: '1' },
+      { kind: 'open', superseded: ['pay_1', 'pay_0'] },
+    ],
     [
       'session about to end: a new one (not superseded)',
       open({ sessionEndsAt: new Date(now + CHECKOUT_RULES.reuseMarginMs - 1).toISOString() }),

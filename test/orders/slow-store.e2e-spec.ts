@@ -66,7 +66,10 @@ it('answers the link while the store takes 6 s to answer, records the payment af
     // The writes land once the store answers; then the store is quick again.
     await until(async () => answered.includes('schedulePending'), 'the payment recorded');
     slow = false;
-    expect(await store.inner.findPending(payment.paymentId)).toMatchObject({ paymentId: payment.paymentId, amount: '12500' });
+    expect(await store.inner.findPending(payment.paymentId)).toMatchObject({
+      paymentId: payment.paymentId,
+      amount: '12500',
+    });
     expect(await sandbox.completePayment(payment.paymentId)).toMatchObject({ delivered: true, lastStatus: 200 });
     expect(confirmed).toEqual([payment.paymentId]);
   } finally {
@@ -80,11 +83,16 @@ it('answers the link while the store is down, retries its writes in the backgrou
     for (const m of ['saveBinding', 'schedulePending', 'claim', 'findBinding', 'release'] as const) store.fail.add(m);
     const payment = await client.generatePayment({ amount: '12500', developerTrackingId: 'order-down' });
     expect(payment.link).toMatch(/^http/);
-    expect(logs.join('\n')).toContain(`payment ${payment.paymentId} was created at the service; the store did not take it yet`);
+    expect(logs.join('\n')).toContain(
+      `payment ${payment.paymentId} was created at the service; the store did not take it yet`,
+    );
     expect(await store.inner.findPending(payment.paymentId)).toBeUndefined();
     // Back up: the background write records the payment for the plugin's own re-check.
     store.fail.clear();
-    await until(async () => (await store.inner.findPending(payment.paymentId)) !== undefined, 'the payment queued once the store is back');
+    await until(
+      async () => (await store.inner.findPending(payment.paymentId)) !== undefined,
+      'the payment queued once the store is back',
+    );
     expect(await sandbox.completePayment(payment.paymentId)).toMatchObject({ delivered: true, lastStatus: 200 });
     expect(confirmed).toEqual([payment.paymentId]);
   } finally {
@@ -97,6 +105,8 @@ it('says what to do when the store never takes the payment before the client clo
   store.fail.add('saveBinding');
   const payment = await client.generatePayment({ amount: '12500' });
   await close();
-  expect(logs.join('\n')).toContain(`payment ${payment.paymentId} was created at the service but could not be recorded in the store`);
+  expect(logs.join('\n')).toContain(
+    `payment ${payment.paymentId} was created at the service but could not be recorded in the store`,
+  );
   expect(logs.join('\n')).toContain(`call reconcilePayment('${payment.paymentId}') once the store answers again`);
 });

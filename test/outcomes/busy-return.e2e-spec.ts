@@ -1,7 +1,14 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type PaymentsClient } from '../../lib/express/index.js';
 import type { FakeService } from '../support/fake-service.js';
-import { answerVerify, generateVia, postJson, startRouter, verifyCount, fakeServiceClient } from '../support/outcome-kit.js';
+import {
+  answerVerify,
+  generateVia,
+  postJson,
+  startRouter,
+  verifyCount,
+  fakeServiceClient,
+} from '../support/outcome-kit.js';
 import { useFakeServiceWithoutUnhandledRejections } from '../faults/support/guards.js';
 
 // A return (reconcilePayment) that finds the payment claimed by another path waits a little for
@@ -54,13 +61,23 @@ describe('a return while the webhook is still handling the payment', () => {
     const webhook = postJson(`${router.url}/${p.token}`, { payment_id: p.paymentId });
     await running;
     const started = Date.now();
-    await expect(client.reconcilePayment(p.paymentId)).resolves.toEqual({ paymentId: p.paymentId, status: '', outcome: 'pending', handled: false });
+    await expect(client.reconcilePayment(p.paymentId)).resolves.toEqual({
+      paymentId: p.paymentId,
+      status: '',
+      outcome: 'pending',
+      handled: false,
+    });
     expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
     expect(verifyCount(fake, p.paymentId)).toBe(1);
     release();
     expect((await webhook).status).toBe(200);
     // Once the webhook is done, the return reads its result.
-    await expect(client.reconcilePayment(p.paymentId)).resolves.toEqual({ paymentId: p.paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: false });
+    await expect(client.reconcilePayment(p.paymentId)).resolves.toEqual({
+      paymentId: p.paymentId,
+      status: 'SUCCESS',
+      outcome: 'confirmed',
+      handled: false,
+    });
     expect(verifyCount(fake, p.paymentId)).toBe(1);
   });
 
@@ -73,7 +90,12 @@ describe('a return while the webhook is still handling the payment', () => {
     expect((await postJson(`${router.url}/${p.token}`, { payment_id: p.paymentId })).status).toBe(500);
     const webhook = postJson(`${router.url}/${p.token}`, { payment_id: p.paymentId });
     await running;
-    await expect(client.reconcilePayment(p.paymentId)).resolves.toEqual({ paymentId: p.paymentId, status: 'SUCCESS', outcome: 'pending', handled: false });
+    await expect(client.reconcilePayment(p.paymentId)).resolves.toEqual({
+      paymentId: p.paymentId,
+      status: 'SUCCESS',
+      outcome: 'pending',
+      handled: false,
+    });
     expect(verifyCount(fake, p.paymentId)).toBe(2);
     release();
     expect((await webhook).status).toBe(200);
@@ -88,7 +110,12 @@ describe('a return while the webhook is still handling the payment', () => {
     await running;
     const returned = client.reconcilePayment(p.paymentId);
     setTimeout(release, 300);
-    await expect(returned).resolves.toEqual({ paymentId: p.paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: false });
+    await expect(returned).resolves.toEqual({
+      paymentId: p.paymentId,
+      status: 'SUCCESS',
+      outcome: 'confirmed',
+      handled: false,
+    });
     expect((await webhook).status).toBe(200);
     expect(verifyCount(fake, p.paymentId)).toBe(1);
   });

@@ -28,15 +28,23 @@ afterEach(async () => {
 });
 
 /** A shop: the client and its webhook router on an Express app listening on a free port. */
-async function shop(sandbox: PaymentsSandbox, extra: { store?: MemoryPaymentsStore; clock?: Clock } = {}, webhooks = true) {
+async function shop(
+  sandbox: PaymentsSandbox,
+  extra: { store?: MemoryPaymentsStore; clock?: Clock } = {},
+  webhooks = true,
+) {
   const app = express();
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
-  open.push({ close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))) });
+  open.push({
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   const quiet = { log: () => undefined, warn: () => undefined, error: () => undefined };
   // Without webhooks the sandbox delivers nothing: only returns and the plugin's own checks settle.
-  const client = createPaymentsClient(sandbox.options({ ...(webhooks ? { webhook: { publicUrl: url, secret: SECRET } } : {}), logger: quiet, ...extra }));
+  const client = createPaymentsClient(
+    sandbox.options({ ...(webhooks ? { webhook: { publicUrl: url, secret: SECRET } } : {}), logger: quiet, ...extra }),
+  );
   open.push(client);
   const confirmed: PaymentConfirmedEvent[] = [];
   let failures = 0;
@@ -55,10 +63,16 @@ async function started(options?: Parameters<typeof PaymentsSandbox.start>[0]): P
 }
 
 const pendingAnswer = (amount: number) =>
-  JSON.stringify({ success: true, result: { type: 'card', amount, status: 'PENDING', details: {} }, status_code: 200, code: 0 });
+  JSON.stringify({
+    success: true,
+    result: { type: 'card', amount, status: 'PENDING', details: {} },
+    status_code: 200,
+    code: 0,
+  });
 
 async function until(what: () => boolean, ms: number): Promise<void> {
-  for (const end = Date.now() + ms; !what() && Date.now() < end;) await new Promise((resolve) => setTimeout(resolve, 50));
+  for (const end = Date.now() + ms; !what() && Date.now() < end;)
+    await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
 describe('liveness: a paid payment is confirmed soon, whatever the order of events', () => {
@@ -122,7 +136,9 @@ describe('strangers cannot spend the verify budget', () => {
     expect(strangerCalls).toBeLessThanOrEqual(10);
     // None of them reads as paid; the genuine payment still is.
     expect(outcomes.get('confirmed')).toBeUndefined();
-    await expect(client.reconcilePayment(p.paymentId, { expected: { amount: '4000', developerTrackingId: 'order-genuine' } })).resolves.toMatchObject({
+    await expect(
+      client.reconcilePayment(p.paymentId, { expected: { amount: '4000', developerTrackingId: 'order-genuine' } }),
+    ).resolves.toMatchObject({
       outcome: 'confirmed',
     });
     expect(confirmed).toHaveLength(1);
@@ -170,7 +186,11 @@ describe('clock skew between instances (one store, clocks an hour apart)', () =>
     const store = new MemoryPaymentsStore();
     const behind = await shop(sandbox, { store, clock: skewedClock(-3_600_000) });
     const ahead = await shop(sandbox, { store, clock: skewedClock(3_600_000) });
-    const p = await behind.client.generatePayment({ amount: '2500', developerTrackingId: 'order-early', sessionTimeoutSecs: 600 });
+    const p = await behind.client.generatePayment({
+      amount: '2500',
+      developerTrackingId: 'order-early',
+      sessionTimeoutSecs: 600,
+    });
     // Its session ends in 10 minutes: the instance two hours ahead finds nothing due.
     await expect(ahead.client.runReconciliation()).resolves.toEqual({ checked: 0, settled: 0 });
     expect(sandbox.verifyCalls(p.paymentId)).toBe(0);
@@ -186,10 +206,14 @@ describe('an edited return URL', () => {
     const edited = { expected: { developerTrackingId: 'order-B', amount: '99000' } };
     await expect(client.reconcilePayment(a.paymentId, edited)).rejects.toBeInstanceOf(PaymentsValidationError);
     await sandbox.completePayment(a.paymentId);
-    await expect(client.reconcilePayment(a.paymentId, { expected: { developerTrackingId: 'order-A', amount: '12500' } })).resolves.toMatchObject({
+    await expect(
+      client.reconcilePayment(a.paymentId, { expected: { developerTrackingId: 'order-A', amount: '12500' } }),
+    ).resolves.toMatchObject({
       outcome: 'confirmed',
     });
     await expect(client.reconcilePayment(a.paymentId, edited)).rejects.toBeInstanceOf(PaymentsValidationError);
-    await expect(client.reconcilePayment(a.paymentId, { expected: { developerTrackingId: 'order-B' } })).rejects.toBeInstanceOf(PaymentsValidationError);
+    await expect(
+      client.reconcilePayment(a.paymentId, { expected: { developerTrackingId: 'order-B' } }),
+    ).rejects.toBeInstanceOf(PaymentsValidationError);
   });
 });

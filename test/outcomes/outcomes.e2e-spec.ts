@@ -32,7 +32,11 @@ const open: Array<{ close(): Promise<void> }> = [];
 
 type Seen = { callback: string; event: PaymentOutcomeEvent };
 
-function newClient(publicUrl = 'https://shop.example/hook', store: PaymentsStore = new MemoryPaymentsStore(), logged?: string[]) {
+function newClient(
+  publicUrl = 'https://shop.example/hook',
+  store: PaymentsStore = new MemoryPaymentsStore(),
+  logged?: string[],
+) {
   const client = fakeServiceClient(fake, SECRET, {
     sessionTimeoutSecs: SESSION_SECS,
     webhook: { publicUrl, secret: SECRET },
@@ -99,7 +103,12 @@ describe('only a verified SUCCESS with what was sent confirms', () => {
     expect(seen.filter((s) => s.callback === 'confirmed')).toEqual([]);
     expect(seen.map((s) => s.callback)).toEqual(callback === undefined ? [] : [callback]);
     expect(returned.outcome).toBe(callback ?? 'pending');
-    if (callback === 'mismatch') expect(await client.getOutcome(p.paymentId)).toMatchObject({ outcome: 'mismatch', handlers: 'none', status: 'SUCCESS' });
+    if (callback === 'mismatch')
+      expect(await client.getOutcome(p.paymentId)).toMatchObject({
+        outcome: 'mismatch',
+        handlers: 'none',
+        status: 'SUCCESS',
+      });
   });
 
   it('PREAUTH_SUCCESS is authorized, not confirmed', async () => {
@@ -116,20 +125,30 @@ describe('only a verified SUCCESS with what was sent confirms', () => {
 describe('the webhook path', () => {
   it('a restart between payment and webhook (memory store, new client, same secret) confirms once, with the verified amount and tracking id', async () => {
     const before = newClient();
-    const p = await generateVia(before, fake, nextId('restart'), { amount: '12500', developerTrackingId: 'order-restart' });
+    const p = await generateVia(before, fake, nextId('restart'), {
+      amount: '12500',
+      developerTrackingId: 'order-restart',
+    });
     await before.close();
 
     const after = newClient(); // a new MemoryPaymentsStore: the binding is gone
     const seen: Seen[] = [];
     const router = await routerFor(after, seen);
-    fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 12500, trackingId: 'order-restart' }) });
+    fake.always(verifyPath(p.paymentId), {
+      status: 200,
+      body: verifyAnswer({ status: 'SUCCESS', amount: 12500, trackingId: 'order-restart' }),
+    });
     const deliver = () =>
-      fetch(`${router.url}/${p.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: p.paymentId }) });
+      fetch(`${router.url}/${p.token}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ payment_id: p.paymentId }),
+      });
     expect((await deliver()).status).toBe(200);
     expect((await deliver()).status).toBe(200);
-    expect(seen.map((s) => [s.callback, s.event.paymentId, s.event.amount, s.event.developerTrackingId, s.event.source])).toEqual([
-      ['confirmed', p.paymentId, '12500', 'order-restart', 'webhook'],
-    ]);
+    expect(
+      seen.map((s) => [s.callback, s.event.paymentId, s.event.amount, s.event.developerTrackingId, s.event.source]),
+    ).toEqual([['confirmed', p.paymentId, '12500', 'order-restart', 'webhook']]);
     expect(verifyCount(fake, p.paymentId)).toBe(1);
   });
 
@@ -170,14 +189,46 @@ describe('the webhook path', () => {
   });
 
   it.each([
-    ['no query, ?payment_id= appended', 'https://shop.example/hook', (url: string, id: string) => `${url}?payment_id=${id}`],
-    ['no query, &payment_id= appended (lands in the path segment)', 'https://shop.example/hook', (url: string, id: string) => `${url}&payment_id=${id}`],
-    ['no query, ;payment_id= appended', 'https://shop.example/hook', (url: string, id: string) => `${url};payment_id=${id}`],
-    ['an unrelated id, &payment_id= appended', 'https://shop.example/hook?id=store7', (url: string, id: string) => `${url}&payment_id=${id}`],
-    ['an unrelated id, ?payment_id= appended naively', 'https://shop.example/hook?id=store7', (url: string, id: string) => `${url}?payment_id=${id}`],
-    ['a query, appended properly (&payment_id=)', 'https://shop.example/hook?shop=7', (url: string, id: string) => `${url}&payment_id=${id}`],
-    ['a query, appended naively (?payment_id= again)', 'https://shop.example/hook?shop=7', (url: string, id: string) => `${url}?payment_id=${id}`],
-    ['a bare flag, appended naively', 'https://shop.example/hook?debug', (url: string, id: string) => `${url}?payment_id=${id}`],
+    [
+      'no query, ?payment_id= appended',
+      'https://shop.example/hook',
+      (url: string, id: string) => `${url}?payment_id=${id}`,
+    ],
+    [
+      'no query, &payment_id= appended (lands in the path segment)',
+      'https://shop.example/hook',
+      (url: string, id: string) => `${url}&payment_id=${id}`,
+    ],
+    [
+      'no query, ;payment_id= appended',
+      'https://shop.example/hook',
+      (url: string, id: string) => `${url};payment_id=${id}`,
+    ],
+    [
+      'an unrelated id, &payment_id= appended',
+      'https://shop.example/hook?id=store7',
+      (url: string, id: string) => `${url}&payment_id=${id}`,
+    ],
+    [
+      'an unrelated id, ?payment_id= appended naively',
+      'https://shop.example/hook?id=store7',
+      (url: string, id: string) => `${url}?payment_id=${id}`,
+    ],
+    [
+      'a query, appended properly (&payment_id=)',
+      'https://shop.example/hook?shop=7',
+      (url: string, id: string) => `${url}&payment_id=${id}`,
+    ],
+    [
+      'a query, appended naively (?payment_id= again)',
+      'https://shop.example/hook?shop=7',
+      (url: string, id: string) => `${url}?payment_id=${id}`,
+    ],
+    [
+      'a bare flag, appended naively',
+      'https://shop.example/hook?debug',
+      (url: string, id: string) => `${url}?payment_id=${id}`,
+    ],
   ])('public URL with %s: confirmed once', async (_name, publicUrl, append) => {
     const client = newClient(publicUrl);
     const seen: Seen[] = [];
@@ -187,7 +238,10 @@ describe('the webhook path', () => {
     // The URL the service got, moved to the test's server, then appended to as the service does.
     const issued = new URL(p.webhook);
     expect(issued.pathname.endsWith(`/${p.token}`)).toBe(true);
-    const delivered = append(`${router.url}/${p.token}${issued.search || (publicUrl.endsWith('?debug') ? '?debug' : '')}`, p.paymentId);
+    const delivered = append(
+      `${router.url}/${p.token}${issued.search || (publicUrl.endsWith('?debug') ? '?debug' : '')}`,
+      p.paymentId,
+    );
     for (const method of ['GET', 'POST']) {
       const res = await fetch(delivered, { method });
       expect([method, res.status]).toEqual([method, 200]);
@@ -198,7 +252,11 @@ describe('the webhook path', () => {
 
   it.each([
     ['JSON', 'application/json', (id: string) => JSON.stringify({ payment_id: id })],
-    ['JSON, nested data.payment_id', 'application/json', (id: string) => JSON.stringify({ data: { payment_id: id }, id: 'evt_1' })],
+    [
+      'JSON, nested data.payment_id',
+      'application/json',
+      (id: string) => JSON.stringify({ data: { payment_id: id }, id: 'evt_1' }),
+    ],
     ['form', 'application/x-www-form-urlencoded', (id: string) => `payment_id=${id}&status=SUCCESS`],
     ['text/plain JSON', 'text/plain', (id: string) => JSON.stringify({ paymentId: id })],
     ['text/plain form', 'text/plain', (id: string) => `payment_ref=${id}`],
@@ -238,7 +296,12 @@ describe('the paths agree: whichever comes first runs the handlers, once', () =>
     const router = await routerFor(client, seen);
     const p = await generateVia(client, fake, nextId('return'), { amount: '700', developerTrackingId: 'order-return' });
     answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 700, trackingId: 'order-return' });
-    await expect(client.reconcilePayment(p.paymentId)).resolves.toEqual({ paymentId: p.paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: true });
+    await expect(client.reconcilePayment(p.paymentId)).resolves.toEqual({
+      paymentId: p.paymentId,
+      status: 'SUCCESS',
+      outcome: 'confirmed',
+      handled: true,
+    });
     expect(verifyCount(fake, p.paymentId)).toBe(1);
     const late = await fetch(`${router.url}/${p.token}`, {
       method: 'POST',
@@ -259,13 +322,22 @@ describe('the paths agree: whichever comes first runs the handlers, once', () =>
     await routerFor(client, seen);
     const generatedAt = Date.now();
     const p = await generateVia(client, fake, nextId('recon'), { amount: '650', developerTrackingId: 'order-recon' });
-    fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 650, trackingId: 'order-recon' }) });
-    await expect(client.runReconciliation(generatedAt + SESSION_SECS * 1000)).resolves.toEqual({ checked: 0, settled: 0 });
+    fake.always(verifyPath(p.paymentId), {
+      status: 200,
+      body: verifyAnswer({ status: 'SUCCESS', amount: 650, trackingId: 'order-recon' }),
+    });
+    await expect(client.runReconciliation(generatedAt + SESSION_SECS * 1000)).resolves.toEqual({
+      checked: 0,
+      settled: 0,
+    });
     expect(verifyCount(fake, p.paymentId)).toBe(0);
-    await expect(client.runReconciliation(Date.now() + (SESSION_SECS + GRACE_SECS) * 1000)).resolves.toEqual({ checked: 1, settled: 1 });
-    expect(seen.map((s) => [s.callback, s.event.paymentId, s.event.amount, s.event.developerTrackingId, s.event.source])).toEqual([
-      ['confirmed', p.paymentId, '650', 'order-recon', 'reconciliation'],
-    ]);
+    await expect(client.runReconciliation(Date.now() + (SESSION_SECS + GRACE_SECS) * 1000)).resolves.toEqual({
+      checked: 1,
+      settled: 1,
+    });
+    expect(
+      seen.map((s) => [s.callback, s.event.paymentId, s.event.amount, s.event.developerTrackingId, s.event.source]),
+    ).toEqual([['confirmed', p.paymentId, '650', 'order-recon', 'reconciliation']]);
     await expect(client.countPending()).resolves.toBe(0);
     expect(verifyCount(fake, p.paymentId)).toBe(1);
   });
@@ -287,7 +359,8 @@ describe('the paths agree: whichever comes first runs the handlers, once', () =>
     const router = await routerFor(client, [], (event) => runAllHandlers([fast, slow], event));
     const p = await generateVia(client, fake, nextId('two'), { amount: '990' });
     fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 990 }) });
-    const deliver = () => fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' }).then((r) => r.status);
+    const deliver = () =>
+      fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' }).then((r) => r.status);
 
     const first = deliver();
     for (let i = 0; i < 600 && !journal.includes('slow start webhook'); i++) await settle(5);
@@ -308,7 +381,11 @@ describe('the paths agree: whichever comes first runs the handlers, once', () =>
     expect(journal).toEqual(['fast', 'slow start webhook', 'slow end', 'fast', 'slow start webhook', 'slow end']);
     expect(await deliver()).toBe(200);
     expect(journal).toHaveLength(6);
-    await expect(client.getOutcome(p.paymentId)).resolves.toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', attempts: 2 });
+    await expect(client.getOutcome(p.paymentId)).resolves.toMatchObject({
+      outcome: 'confirmed',
+      handlers: 'succeeded',
+      attempts: 2,
+    });
   });
 });
 
@@ -332,9 +409,14 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
     const client = newClient();
     const seen: Seen[] = [];
     await routerFor(client, seen);
-    const p = await generateVia(client, fake, nextId('merge-tracking'), { amount: '12500', developerTrackingId: 'order-mine' });
+    const p = await generateVia(client, fake, nextId('merge-tracking'), {
+      amount: '12500',
+      developerTrackingId: 'order-mine',
+    });
     answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 12500, trackingId: 'order-someone-else' });
-    await expect(client.reconcilePayment(p.paymentId, { expected: { amount: 12500 } })).resolves.toMatchObject({ outcome: 'mismatch' });
+    await expect(client.reconcilePayment(p.paymentId, { expected: { amount: 12500 } })).resolves.toMatchObject({
+      outcome: 'mismatch',
+    });
     expect(seen.map((s) => s.callback)).toEqual(['mismatch']);
   });
 
@@ -344,14 +426,21 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
     const router = await routerFor(client, seen);
     // A customer edits the return URL's payment_id to name another (cheaper) payment of the shop.
     const cheap = await generateVia(client, fake, nextId('cheap'), { amount: '1', developerTrackingId: 'order-cheap' });
-    const error = await client.reconcilePayment(cheap.paymentId, { expected: { amount: '12500', developerTrackingId: 'order-dear' } }).catch((e: unknown) => e);
+    const error = await client
+      .reconcilePayment(cheap.paymentId, { expected: { amount: '12500', developerTrackingId: 'order-dear' } })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PaymentsValidationError);
-    expect((error as PaymentsValidationError).fields.map((f) => f.field)).toEqual(['expected.amount', 'expected.developerTrackingId']);
+    expect((error as PaymentsValidationError).fields.map((f) => f.field)).toEqual([
+      'expected.amount',
+      'expected.developerTrackingId',
+    ]);
     expect(verifyCount(fake, cheap.paymentId)).toBe(0);
 
     // The cheap payment's own webhook still confirms it.
     answerVerify(fake, cheap.paymentId, { status: 'SUCCESS', amount: 1, trackingId: 'order-cheap' });
-    expect((await fetch(`${router.url}/${cheap.token}?payment_id=${cheap.paymentId}`, { method: 'POST' })).status).toBe(200);
+    expect((await fetch(`${router.url}/${cheap.token}?payment_id=${cheap.paymentId}`, { method: 'POST' })).status).toBe(
+      200,
+    );
     expect(seen.map((s) => [s.callback, s.event.paymentId])).toEqual([['confirmed', cheap.paymentId]]);
   });
 
@@ -362,7 +451,9 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
     await routerFor(client, seen);
     const p = await generateVia(client, fake, nextId('agree'), { amount: '12500', developerTrackingId: 'order-agree' });
     answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 12500, trackingId: 'order-agree' });
-    await expect(client.reconcilePayment(p.paymentId, { expected: { amount: '12500', developerTrackingId: 'order-agree' } })).resolves.toMatchObject({
+    await expect(
+      client.reconcilePayment(p.paymentId, { expected: { amount: '12500', developerTrackingId: 'order-agree' } }),
+    ).resolves.toMatchObject({
       outcome: 'confirmed',
       handled: true,
     });
@@ -372,7 +463,10 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
 
   it('nothing known (memory store after a restart, no expected): confirmed on the verified SUCCESS with a warning that the amount was not compared', async () => {
     const before = newClient();
-    const p = await generateVia(before, fake, nextId('unknown'), { amount: '12500', developerTrackingId: 'order-unknown' });
+    const p = await generateVia(before, fake, nextId('unknown'), {
+      amount: '12500',
+      developerTrackingId: 'order-unknown',
+    });
     await before.close();
     const logged: string[] = [];
     const after = newClient(undefined, undefined, logged);
@@ -387,14 +481,21 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
 
   it('after a restart, passing the amount is what catches a wrong one', async () => {
     const before = newClient();
-    const p = await generateVia(before, fake, nextId('restart-expected'), { amount: '12500', developerTrackingId: 'order-restart-expected' });
+    const p = await generateVia(before, fake, nextId('restart-expected'), {
+      amount: '12500',
+      developerTrackingId: 'order-restart-expected',
+    });
     await before.close();
     const logged: string[] = [];
     const after = newClient(undefined, undefined, logged);
     const seen: Seen[] = [];
     await routerFor(after, seen);
     answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 1, trackingId: 'order-restart-expected' });
-    await expect(after.reconcilePayment(p.paymentId, { expected: { amount: '12500', developerTrackingId: 'order-restart-expected' } })).resolves.toMatchObject({
+    await expect(
+      after.reconcilePayment(p.paymentId, {
+        expected: { amount: '12500', developerTrackingId: 'order-restart-expected' },
+      }),
+    ).resolves.toMatchObject({
       outcome: 'mismatch',
     });
     expect(seen.map((s) => s.callback)).toEqual(['mismatch']);
@@ -403,7 +504,10 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
 
   it("after a restart, a wrong amount passed by the caller is a mismatch that never marks the payment done: the service's own webhook still confirms it", async () => {
     const before = newClient();
-    const p = await generateVia(before, fake, nextId('caller-wrong'), { amount: '12500', developerTrackingId: 'order-caller-wrong' });
+    const p = await generateVia(before, fake, nextId('caller-wrong'), {
+      amount: '12500',
+      developerTrackingId: 'order-caller-wrong',
+    });
     await before.close();
     const after = newClient();
     const seen: Seen[] = [];
@@ -412,7 +516,9 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
     answerVerify(fake, p.paymentId, paid, paid);
 
     // A host bug (dinars for millimes): the payment is this order's, the amount the caller's error.
-    await expect(after.reconcilePayment(p.paymentId, { expected: { amount: '12', developerTrackingId: 'order-caller-wrong' } })).resolves.toMatchObject({
+    await expect(
+      after.reconcilePayment(p.paymentId, { expected: { amount: '12', developerTrackingId: 'order-caller-wrong' } }),
+    ).resolves.toMatchObject({
       outcome: 'mismatch',
       handled: false,
     });
@@ -432,8 +538,14 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
 
   it('after a restart, a return URL edited to name another paid payment records and runs nothing for that payment, which still confirms on its own return', async () => {
     const before = newClient();
-    const mine = await generateVia(before, fake, nextId('edited-mine'), { amount: '500', developerTrackingId: 'order-edited-mine' });
-    const theirs = await generateVia(before, fake, nextId('edited-theirs'), { amount: '90000', developerTrackingId: 'order-edited-theirs' });
+    const mine = await generateVia(before, fake, nextId('edited-mine'), {
+      amount: '500',
+      developerTrackingId: 'order-edited-mine',
+    });
+    const theirs = await generateVia(before, fake, nextId('edited-theirs'), {
+      amount: '90000',
+      developerTrackingId: 'order-edited-theirs',
+    });
     await before.close();
     const logged: string[] = [];
     const after = newClient(undefined, undefined, logged);
@@ -444,7 +556,11 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
     answerVerify(fake, theirs.paymentId, paid, paid);
 
     // The shop's return page for order "mine", its payment_id edited to the other order's.
-    await expect(after.reconcilePayment(theirs.paymentId, { expected: { amount: '500', developerTrackingId: 'order-edited-mine' } })).resolves.toMatchObject({
+    await expect(
+      after.reconcilePayment(theirs.paymentId, {
+        expected: { amount: '500', developerTrackingId: 'order-edited-mine' },
+      }),
+    ).resolves.toMatchObject({
       paymentId: theirs.paymentId,
       outcome: 'mismatch',
       handled: false,
@@ -454,7 +570,9 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
     expect(logged.filter((l) => l.includes(theirs.paymentId) && l.includes('not the one expected'))).toHaveLength(1);
 
     await expect(
-      after.reconcilePayment(theirs.paymentId, { expected: { amount: '90000', developerTrackingId: 'order-edited-theirs' } }),
+      after.reconcilePayment(theirs.paymentId, {
+        expected: { amount: '90000', developerTrackingId: 'order-edited-theirs' },
+      }),
     ).resolves.toMatchObject({ outcome: 'confirmed', handled: true });
     expect(seen.map((s) => [s.callback, s.event.paymentId])).toEqual([['confirmed', theirs.paymentId]]);
   });
@@ -473,11 +591,20 @@ describe('the store unreachable: PaymentsStoreUnavailableError names the payment
     expect(error).toBeInstanceOf(PaymentsStoreUnavailableError);
     expect(error).toBeInstanceOf(PaymentsError);
     const e = error as PaymentsStoreUnavailableError;
-    expect([e.code, e.paymentId, e.step, e.name]).toEqual(['STORE_UNAVAILABLE', p.paymentId, 'reconcilePayment', 'PaymentsStoreUnavailableError']);
+    expect([e.code, e.paymentId, e.step, e.name]).toEqual([
+      'STORE_UNAVAILABLE',
+      p.paymentId,
+      'reconcilePayment',
+      'PaymentsStoreUnavailableError',
+    ]);
     expect(e.message).toMatch(/^reconcilePayment: the store is unreachable \(Error: store down during claim/);
     expect(e.message).toContain(`payment ${p.paymentId} was not verified and no handler ran`);
     expect(e.message).not.toContain('was created');
-    expect(JSON.parse(JSON.stringify(e))).toMatchObject({ code: 'STORE_UNAVAILABLE', paymentId: p.paymentId, step: 'reconcilePayment' });
+    expect(JSON.parse(JSON.stringify(e))).toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+      paymentId: p.paymentId,
+      step: 'reconcilePayment',
+    });
     expect(verifyCount(fake, p.paymentId)).toBe(0);
     expect(seen).toEqual([]);
 
@@ -493,7 +620,8 @@ describe('the store unreachable: PaymentsStoreUnavailableError names the payment
     const paymentId = nextId('store-down-generate');
     await expect(generateVia(client, fake, paymentId, { amount: '300' })).resolves.toMatchObject({ paymentId });
     store.fail.clear();
-    for (let i = 0; i < 100 && (await store.inner.findPending(paymentId)) === undefined; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && (await store.inner.findPending(paymentId)) === undefined; i++)
+      await new Promise((r) => setTimeout(r, 50));
     expect(await store.inner.findPending(paymentId)).toMatchObject({ paymentId, amount: '300' });
   });
 });

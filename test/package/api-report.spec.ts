@@ -13,7 +13,10 @@ const UPDATE = process.env.API_UPDATE === '1';
 /** The main entry's budget: what a merchant's code uses, and no more. */
 const MAIN_ENTRY_MAX_NAMES = 60;
 
-const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { name: string; exports: Record<string, unknown> };
+const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+  name: string;
+  exports: Record<string, unknown>;
+};
 /** `.` -> `index`, `./store` -> `store`. */
 const entries = Object.keys(manifest.exports)
   .filter((subpath) => subpath !== './package.json')
@@ -47,7 +50,8 @@ function kindOf(symbol: ts.Symbol): Kind {
 /** The platform each platform entry's folder loads. */
 const PLATFORM_PEERS: Record<string, string | undefined> = { vendure: '@vendure/core', medusa: '@medusajs/framework' };
 
-const isValue = (kind: Kind): boolean => kind === 'class' || kind === 'function' || kind === 'const' || kind === 'enum' || kind === 'namespace';
+const isValue = (kind: Kind): boolean =>
+  kind === 'class' || kind === 'function' || kind === 'const' || kind === 'enum' || kind === 'namespace';
 
 /** Every entry's exports, as the compiler sees them. */
 function compiledApi(): Map<string, ApiName[]> {
@@ -103,7 +107,10 @@ function diff(recorded: ApiName[], actual: ApiName[]): string[] {
   const line = ({ name, kind }: ApiName) => `${name} (${kind})`;
   const before = new Set(recorded.map(line));
   const after = new Set(actual.map(line));
-  return [...[...after].filter((l) => !before.has(l)).map((l) => `+ ${l}`), ...[...before].filter((l) => !after.has(l)).map((l) => `- ${l}`)];
+  return [
+    ...[...after].filter((l) => !before.has(l)).map((l) => `+ ${l}`),
+    ...[...before].filter((l) => !after.has(l)).map((l) => `- ${l}`),
+  ];
 }
 
 const api = compiledApi();
@@ -123,7 +130,9 @@ describe('the API report (api/*.api.md)', () => {
     const changes = diff(recorded, api.get(entry.name)!);
     // A readable failure: which names came (+) or went (-) since api/ was written.
     expect(
-      changes.length ? `${path.relative(root, entry.report)} is out of date (npm run api:update, then review):\n${changes.join('\n')}` : 'up to date',
+      changes.length
+        ? `${path.relative(root, entry.report)} is out of date (npm run api:update, then review):\n${changes.join('\n')}`
+        : 'up to date',
     ).toBe('up to date');
   });
 

@@ -7,7 +7,10 @@ import tseslint from 'typescript-eslint';
 // paths inside lib/core/: the project's own config, with type information off (the files do not
 // exist, and the layering rules only resolve paths).
 const root = path.resolve(import.meta.dirname, '../..');
-const eslint = new ESLint({ cwd: root, overrideConfig: [{ files: ['**/*.ts'], ...tseslint.configs.disableTypeChecked }] });
+const eslint = new ESLint({
+  cwd: root,
+  overrideConfig: [{ files: ['**/*.ts'], ...tseslint.configs.disableTypeChecked }],
+});
 
 /** Bottom first, as in docs/architecture.md ("Core's layers"). */
 const LAYERS = ['time', 'common', 'store', 'api', 'telemetry', 'settlement', 'webhook', 'client'];
@@ -39,7 +42,10 @@ describe("core's layers (lint)", () => {
   );
 
   it('an upward import fails lint: the store reaching for the client', async () => {
-    const found = await findings('store', "import { PaymentsClient } from '../client/index.js';\nexport const client = PaymentsClient;\n");
+    const found = await findings(
+      'store',
+      "import { PaymentsClient } from '../client/index.js';\nexport const client = PaymentsClient;\n",
+    );
     expect(found).toEqual([{ rule: 'import-x/no-restricted-paths', line: 1 }]);
   });
 

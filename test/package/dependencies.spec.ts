@@ -34,7 +34,9 @@ function packageName(spec: string): string {
 }
 
 const files = await sources(path.join(root, 'lib'));
-const imports = await Promise.all(files.map(async (file) => ({ file: path.relative(root, file), specs: specifiers(await readFile(file, 'utf8')) })));
+const imports = await Promise.all(
+  files.map(async (file) => ({ file: path.relative(root, file), specs: specifiers(await readFile(file, 'utf8')) })),
+);
 
 /** Which packages each layer may import (docs/architecture.md, Layers); relative imports are checked separately. */
 const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
@@ -91,7 +93,9 @@ describe('lib/ imports', () => {
       for (const spec of specs) {
         if (spec.startsWith('node:') || builtinModules.includes(spec)) continue;
         if (spec.startsWith('.')) {
-          const target = path.relative(path.join(root, 'lib'), path.resolve(path.dirname(path.join(root, file)), spec)).split(path.sep)[0];
+          const target = path
+            .relative(path.join(root, 'lib'), path.resolve(path.dirname(path.join(root, file)), spec))
+            .split(path.sep)[0];
           if (target !== layer && !LAYER_LAYERS[layer].includes(target)) violations.push(`${file} -> ${spec}`);
         } else if (!LAYER_PACKAGES[layer](packageName(spec)) && spec !== 'reflect-metadata') {
           violations.push(`${file} -> ${spec}`);
@@ -117,7 +121,9 @@ describe('lib/ imports', () => {
   });
 
   it('uses .js extensions on relative imports (required by Node ESM)', () => {
-    const bad = imports.flatMap(({ file, specs }) => specs.filter((s) => s.startsWith('.') && !s.endsWith('.js')).map((s) => `${file}: ${s}`));
+    const bad = imports.flatMap(({ file, specs }) =>
+      specs.filter((s) => s.startsWith('.') && !s.endsWith('.js')).map((s) => `${file}: ${s}`),
+    );
     expect(bad).toEqual([]);
   });
 });
@@ -157,11 +163,16 @@ describe('package.json exports (one CommonJS build, ES-module re-exports: docs/m
       expect([Object.keys(target.import)[0], Object.keys(target.require)[0]]).toEqual(['types', 'types']);
     }
     expect(manifest.exports['./package.json']).toBe('./package.json');
-    expect({ main: manifest.main, types: manifest.types }).toEqual({ main: './dist/index.cjs', types: './dist/index.d.ts' });
+    expect({ main: manifest.main, types: manifest.types }).toEqual({
+      main: './dist/index.cjs',
+      types: './dist/index.d.ts',
+    });
   });
 
   it('maps every subpath in typesVersions to its CommonJS types, for TypeScript moduleResolution node10 (which ignores exports)', () => {
-    const expected = Object.fromEntries(subpaths.filter((s) => s !== '.').map((s) => [s.slice(2), [`./dist/${stem(s)}.d.ts`]]));
+    const expected = Object.fromEntries(
+      subpaths.filter((s) => s !== '.').map((s) => [s.slice(2), [`./dist/${stem(s)}.d.ts`]]),
+    );
     expect(manifest.typesVersions).toEqual({ '*': expected });
   });
 
@@ -179,12 +190,18 @@ describe('package.json exports (one CommonJS build, ES-module re-exports: docs/m
 
   it('runs the CLI (sandbox, doctor, verify, outcomes) from the build', async () => {
     expect(manifest.bin).toEqual({ 'nestjs-payments': './dist/cli/cli.main.js' });
-    expect((await readFile(path.join(root, 'lib/cli/cli.main.ts'), 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
-    expect((await readFile(path.join(root, 'lib/testing/sandbox.cli.ts'), 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
+    expect((await readFile(path.join(root, 'lib/cli/cli.main.ts'), 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(
+      true,
+    );
+    expect(
+      (await readFile(path.join(root, 'lib/testing/sandbox.cli.ts'), 'utf8')).startsWith('#!/usr/bin/env node\n'),
+    ).toBe(true);
   });
 
   it('needs class-validator everywhere; every other peer is optional (an Express app installs no Nest)', () => {
-    const required = Object.keys(manifest.peerDependencies ?? {}).filter((name) => !manifest.peerDependenciesMeta?.[name]?.optional);
+    const required = Object.keys(manifest.peerDependencies ?? {}).filter(
+      (name) => !manifest.peerDependenciesMeta?.[name]?.optional,
+    );
     expect(required).toEqual(['class-validator']);
   });
 });

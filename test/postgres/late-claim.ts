@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from '@jest/globals';
-import { PostgresPaymentsStore, type PostgresPaymentsStoreOptions, type PostgresQueryable } from '../../lib/postgres/index.js';
+import {
+  PostgresPaymentsStore,
+  type PostgresPaymentsStoreOptions,
+  type PostgresQueryable,
+} from '../../lib/postgres/index.js';
 
 const LONG_MS = 60_000;
 
@@ -12,7 +16,10 @@ const LONG_MS = 60_000;
  * @param db the database the store runs on (a PGlite, a pg Pool)
  * @param options the store's names
  */
-export async function expectLateClaimReleased(db: PostgresQueryable, options: PostgresPaymentsStoreOptions): Promise<void> {
+export async function expectLateClaimReleased(
+  db: PostgresQueryable,
+  options: PostgresPaymentsStoreOptions,
+): Promise<void> {
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
   const log: string[] = [];
@@ -36,7 +43,9 @@ export async function expectLateClaimReleased(db: PostgresQueryable, options: Po
   open();
   // Until both late claims and a release of the first have reached the database (or 2 s).
   const landed = () =>
-    log.includes(`claim ${control} attempt-2`) && log.includes(`DELETE ${released} attempt-1`) && log.includes(`claim ${released} attempt-1`);
+    log.includes(`claim ${control} attempt-2`) &&
+    log.includes(`DELETE ${released} attempt-1`) &&
+    log.includes(`claim ${released} attempt-1`);
   for (let i = 0; i < 100 && !landed(); i++) await new Promise((r) => setTimeout(r, 20));
 
   // The late claims did land: the one not released blocks other owners for its lease...

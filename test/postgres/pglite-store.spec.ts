@@ -36,10 +36,16 @@ describe('PostgresPaymentsStore on PGlite', () => {
     try {
       const store = new PostgresPaymentsStore(db);
       await store.ping();
-      const tables = await rows(db, `SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE 'payments\\_%' ORDER BY table_name`);
+      const tables = await rows(
+        db,
+        `SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE 'payments\\_%' ORDER BY table_name`,
+      );
       expect(DEFAULT_TABLE_PREFIX).toBe('payments_');
       expect(tables).toEqual(
-        ['bindings', 'events', 'orders', 'outcomes', 'pending', 'rate_limits'].map((t) => ({ table_schema: 'public', table_name: `payments_${t}` })),
+        ['bindings', 'events', 'orders', 'outcomes', 'pending', 'rate_limits'].map((t) => ({
+          table_schema: 'public',
+          table_name: `payments_${t}`,
+        })),
       );
     } finally {
       await db.close();
@@ -57,8 +63,12 @@ describe('PostgresPaymentsStore on PGlite', () => {
       await expect(b.findBinding('t')).resolves.toBeUndefined();
       expect(await rows(db, `SELECT owner FROM billing.shop_a_events WHERE event_key = 'e'`)).toEqual([{ owner: 'o' }]);
       // Quoted: the case of the prefix is kept, not folded.
-      expect(await rows(db, `SELECT owner FROM public."Shop_B_events" WHERE event_key = 'e'`)).toEqual([{ owner: 'o2' }]);
-      expect(await rows(db, `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'billing'`)).toEqual([{ n: 6 }]);
+      expect(await rows(db, `SELECT owner FROM public."Shop_B_events" WHERE event_key = 'e'`)).toEqual([
+        { owner: 'o2' },
+      ]);
+      expect(
+        await rows(db, `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'billing'`),
+      ).toEqual([{ n: 6 }]);
     } finally {
       await db.close();
     }
@@ -78,7 +88,11 @@ describe('PostgresPaymentsStore on PGlite', () => {
            WHERE table_schema = $1 ORDER BY table_name, ordinal_position`,
           [schema],
         ),
-        indexes: (await rows(db, `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [schema])).map((r) => ({
+        indexes: (
+          await rows(db, `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname`, [
+            schema,
+          ])
+        ).map((r) => ({
           ...r,
           indexdef: String(r.indexdef).replaceAll(schema, 'S'),
         })),
@@ -107,7 +121,9 @@ describe('PostgresPaymentsStore on PGlite', () => {
     await shared.exec('DROP TABLE before_rl_rate_limits');
     const migrated = new PostgresPaymentsStore(shared, { ...names, createTables: false });
     await migrated.saveBinding('t', binding, LONG_MS);
-    await expect(migrated.rateLimits.take('k', LONG_MS)).rejects.toThrow(/before_rl_rate_limits.*apply paymentsStoreMigration\(\) again/);
+    await expect(migrated.rateLimits.take('k', LONG_MS)).rejects.toThrow(
+      /before_rl_rate_limits.*apply paymentsStoreMigration\(\) again/,
+    );
     // A store that creates its tables adds the new one next to the old ones, which keep their rows.
     const upgraded = new PostgresPaymentsStore(shared, names);
     await expect(upgraded.rateLimits.take('k', LONG_MS)).resolves.toBe(true);
@@ -118,7 +134,9 @@ describe('PostgresPaymentsStore on PGlite', () => {
   it('writes a rate-limit slot as a row with its expiry, and sweeps it once expired', async () => {
     const store = new PostgresPaymentsStore(shared, { tablePrefix: 'sweep_rl_', cleanupEveryWrites: 2 });
     await expect(store.rateLimits.take('unsigned:p', 300)).resolves.toBe(true); // write 1
-    expect(await rows(shared, `SELECT limit_key, expires_at > now() AS live FROM sweep_rl_rate_limits`)).toEqual([{ limit_key: 'unsigned:p', live: true }]);
+    expect(await rows(shared, `SELECT limit_key, expires_at > now() AS live FROM sweep_rl_rate_limits`)).toEqual([
+      { limit_key: 'unsigned:p', live: true },
+    ]);
     await sleep(400);
     await store.rateLimits.free('other'); // write 2: sweep
     await store.close(); // waits for the sweep
@@ -172,11 +190,22 @@ describe('PostgresPaymentsStore on PGlite', () => {
       await store.saveBinding('short', binding, 500); // write 1
       await store.saveBinding('long', binding, LONG_MS); // write 2
       await store.saveOutcome(
-        { paymentId: 'p', outcome: 'confirmed', status: 'SUCCESS', source: 'webhook', handlers: 'succeeded', attempts: 1, updatedAt: 'x' },
+        {
+          paymentId: 'p',
+          outcome: 'confirmed',
+          status: 'SUCCESS',
+          source: 'webhook',
+          handlers: 'succeeded',
+          attempts: 1,
+          updatedAt: 'x',
+        },
         500,
       ); // write 3: sweep starts, nothing expired yet
       await store.close(); // waits for the sweep in progress
-      expect(await rows(db, 'SELECT token_id FROM payments_bindings ORDER BY token_id')).toEqual([{ token_id: 'long' }, { token_id: 'short' }]);
+      expect(await rows(db, 'SELECT token_id FROM payments_bindings ORDER BY token_id')).toEqual([
+        { token_id: 'long' },
+        { token_id: 'short' },
+      ]);
       await sleep(600);
       await store.claim('e1', 'o', LONG_MS); // 4
       await store.claim('e2', 'o', LONG_MS); // 5
@@ -205,7 +234,8 @@ describe('PostgresPaymentsStore on PGlite', () => {
 
   it('reads the database clock with now(): epoch ms between two readings of clock_timestamp()', async () => {
     const store = new PostgresPaymentsStore(shared);
-    const clock = async () => Number((await rows(shared, 'SELECT (extract(epoch from clock_timestamp()) * 1000)::float8 AS ms'))[0].ms);
+    const clock = async () =>
+      Number((await rows(shared, 'SELECT (extract(epoch from clock_timestamp()) * 1000)::float8 AS ms'))[0].ms);
     const before = await clock();
     const now = await store.now();
     const after = await clock();

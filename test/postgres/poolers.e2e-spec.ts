@@ -4,7 +4,13 @@ import pg from 'pg';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { describeWithService } from '../support/services.js';
 import { describeStoreContract } from '../support/store-contract.js';
-import { ownServersMissing, startPgBouncer, startPostgres, type OwnPgBouncer, type OwnPostgres } from '../support/pg-servers.js';
+import {
+  ownServersMissing,
+  startPgBouncer,
+  startPostgres,
+  type OwnPgBouncer,
+  type OwnPostgres,
+} from '../support/pg-servers.js';
 
 // The PostgreSQL store as production runs it, on servers of the test's own: behind PgBouncer in
 // transaction mode with the store's default options (each transaction may get another server
@@ -50,7 +56,11 @@ describeWithService(!missing, missing ?? '')('behind PgBouncer in transaction mo
   });
 
   describeStoreContract('PostgresPaymentsStore behind PgBouncer (connection string)', async () => {
-    const store = new PostgresPaymentsStore(bouncer.url(), { schema: 'bouncer_url', poolOptions: { max: 4 }, logger: silent });
+    const store = new PostgresPaymentsStore(bouncer.url(), {
+      schema: 'bouncer_url',
+      poolOptions: { max: 4 },
+      logger: silent,
+    });
     return { store, cleanup: () => store.close() };
   });
 
@@ -60,16 +70,26 @@ describeWithService(!missing, missing ?? '')('behind PgBouncer in transaction mo
     // connection where another client prepared it, or where it was never prepared.
     const pools = [hostPool(bouncer.url(), 4), hostPool(bouncer.url(), 4)];
     try {
-      const stores = pools.map((p) => new PostgresPaymentsStore(p, { schema: 'clash', logger: { ...silent, warn: (m: string) => warnings.push(m) } }));
+      const stores = pools.map(
+        (p) =>
+          new PostgresPaymentsStore(p, {
+            schema: 'clash',
+            logger: { ...silent, warn: (m: string) => warnings.push(m) },
+          }),
+      );
       const keys = Array.from({ length: 40 }, () => randomUUID());
       for (let round = 0; round < 3; round++) {
-        const outcomes = await Promise.all(keys.flatMap((k, i) => stores.map((s, j) => s.claim(k, `o${(i + j + round) % 2}`, LONG_MS))));
+        const outcomes = await Promise.all(
+          keys.flatMap((k, i) => stores.map((s, j) => s.claim(k, `o${(i + j + round) % 2}`, LONG_MS))),
+        );
         expect(outcomes.every((o) => o === 'claimed' || o === 'busy')).toBe(true);
       }
       await Promise.all(stores.map((s) => s.countPending()));
       expect(warnings.length).toBeGreaterThanOrEqual(1);
       expect(warnings.length).toBeLessThanOrEqual(2); // once per store
-      expect(warnings[0]).toMatch(/refused a named prepared statement .*PgBouncer\? The store sends its statements unnamed from now on/);
+      expect(warnings[0]).toMatch(
+        /refused a named prepared statement .*PgBouncer\? The store sends its statements unnamed from now on/,
+      );
     } finally {
       await Promise.all(pools.map((p) => p.end()));
     }
@@ -105,7 +125,9 @@ describeWithService(!missing, missing ?? '')('behind PgBouncer in transaction mo
       });
       expect(marked).toBe(true);
       await expect(store.claim(key, 'other', LONG_MS)).resolves.toBe('done');
-      expect((await pool.query('SELECT count(*)::int AS n FROM bouncer_tx.effects WHERE id = $1', [key])).rows).toEqual([{ n: 1 }]);
+      expect((await pool.query('SELECT count(*)::int AS n FROM bouncer_tx.effects WHERE id = $1', [key])).rows).toEqual(
+        [{ n: 1 }],
+      );
     } finally {
       await pool.end();
     }
@@ -138,7 +160,9 @@ describeWithService(!missing, missing ?? '')('across restarts of the PostgreSQL 
   );
 
   describeStoreContract('PostgresPaymentsStore across restarts (connection string)', () =>
-    afterRestarts(() => new PostgresPaymentsStore(server.url, { schema: 'restarts_url', poolOptions: { max: 4 }, logger: silent })),
+    afterRestarts(
+      () => new PostgresPaymentsStore(server.url, { schema: 'restarts_url', poolOptions: { max: 4 }, logger: silent }),
+    ),
   );
 
   it('a store whose server restarted answers again once it is back; while it is down, it rejects', async () => {

@@ -1,5 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { nestedStatement, transactionControl, type NestedStatement, type TransactionControl } from '../../lib/postgres/postgres.control.js';
+import {
+  nestedStatement,
+  transactionControl,
+  type NestedStatement,
+  type TransactionControl,
+} from '../../lib/postgres/postgres.control.js';
 import { isPreparedStatementClash } from '../../lib/postgres/postgres.prepared.js';
 import { databaseError, isUnreachable } from '../../lib/postgres/postgres.errors.js';
 
@@ -73,8 +78,16 @@ describe('nestedStatement: a nested transaction becomes a savepoint, ending the 
 
 describe('isPreparedStatementClash: a pooler refusing one of the store’s named statements', () => {
   it.each<[string, unknown, boolean]>([
-    ['already exists on the server connection', { code: '42P05', message: 'prepared statement "nestjs_payments_0a1b" already exists' }, true],
-    ['unknown on the server connection', { code: '26000', message: 'prepared statement "nestjs_payments_0a1b" does not exist' }, true],
+    [
+      'already exists on the server connection',
+      { code: '42P05', message: 'prepared statement "nestjs_payments_0a1b" already exists' },
+      true,
+    ],
+    [
+      'unknown on the server connection',
+      { code: '26000', message: 'prepared statement "nestjs_payments_0a1b" does not exist' },
+      true,
+    ],
     ['a statement of someone else', { code: '42P05', message: 'prepared statement "other" already exists' }, false],
     ['a missing table', { code: '42P01', message: 'relation "payments_events" does not exist' }, false],
     ['a connection error', new Error('connect ECONNREFUSED 127.0.0.1:5432'), false],
@@ -86,15 +99,27 @@ describe('isPreparedStatementClash: a pooler refusing one of the store’s named
 
 describe('isUnreachable and databaseError: unreachable, or reachable and refusing', () => {
   it.each<[string, unknown, boolean]>([
-    ['connection refused', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), true],
+    [
+      'connection refused',
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      true,
+    ],
     ['connection ended', new Error('Connection terminated unexpectedly'), true],
     ['server shutting down', { code: '57P01', message: 'terminating connection due to administrator command' }, true],
     ['server starting', { code: '57P03', message: 'the database system is starting up' }, true],
     ['too many connections', { code: '53300', message: 'sorry, too many clients already' }, true],
-    ['protocol violation (a pooler refusing a startup parameter)', { code: '08P01', message: 'unsupported startup parameter: x' }, true],
+    [
+      'protocol violation (a pooler refusing a startup parameter)',
+      { code: '08P01', message: 'unsupported startup parameter: x' },
+      true,
+    ],
     ['missing table', { code: '42P01', message: 'relation "payments_events" does not exist' }, false],
     ['no permission', { code: '42501', message: 'permission denied for table payments_events' }, false],
-    ['prepared statement clash', { code: '42P05', message: 'prepared statement "nestjs_payments_1" already exists' }, false],
+    [
+      'prepared statement clash',
+      { code: '42P05', message: 'prepared statement "nestjs_payments_1" already exists' },
+      false,
+    ],
     ['read-only replica', { code: '25006', message: 'cannot execute INSERT in a read-only transaction' }, false],
   ])('%s: unreachable %s', (_what, error, unreachable) => {
     expect(isUnreachable(error)).toBe(unreachable);

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { DEFAULT_PRE_AUTHORIZATION_FLAG, PAYMENT_FIELDS, type PaymentFieldType, type PreAuthorizationFlag } from '../../lib/core/api/payment.fields.js';
+import {
+  DEFAULT_PRE_AUTHORIZATION_FLAG,
+  PAYMENT_FIELDS,
+  type PaymentFieldType,
+  type PreAuthorizationFlag,
+} from '../../lib/core/api/payment.fields.js';
 import { PaymentsClient, PaymentsError, PaymentsValidationError } from '../../lib/index.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
 import { WireCheckingServer } from './wire-server.js';
@@ -11,7 +16,11 @@ import { WireCheckingServer } from './wire-server.js';
 
 const PUBLIC_KEY = 'pk_prop';
 const PRIVATE_KEY = 'sk_prop_secret_0123456789';
-const DEFAULTS = { successLink: 'https://shop.example/ok', failLink: 'https://shop.example/ko', sessionTimeoutSecs: 900 };
+const DEFAULTS = {
+  successLink: 'https://shop.example/ok',
+  failLink: 'https://shop.example/ko',
+  sessionTimeoutSecs: 900,
+};
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 1500);
 
 const rejections = collectUnhandledRejections();
@@ -146,7 +155,9 @@ const hostile = fc.oneof(
 // Valid amounts have at most 15 significant digits (MAX_AMOUNT_DIGITS; every one is then an
 // exact JSON number too); leading zeros are allowed and dropped.
 const MAX_AMOUNT = 999_999_999_999_999;
-const digits = fc.tuple(fc.constantFrom('', '0', '000'), fc.bigInt({ min: 1n, max: BigInt(MAX_AMOUNT) })).map(([zeros, n]) => `${zeros}${n}`);
+const digits = fc
+  .tuple(fc.constantFrom('', '0', '000'), fc.bigInt({ min: 1n, max: BigInt(MAX_AMOUNT) }))
+  .map(([zeros, n]) => `${zeros}${n}`);
 const validAmount = fc.oneof(digits, fc.integer({ min: 1, max: MAX_AMOUNT }));
 const validUrl = fc.oneof(
   fc.constantFrom(
@@ -159,9 +170,13 @@ const validUrl = fc.oneof(
   fc.webUrl({ validSchemes: ['http', 'https'], withQueryParameters: true, withFragments: true }),
 );
 // Identifiers (tracking, payment and client ids) follow one rule: non-blank, at most 256 characters, no control characters, well-formed Unicode.
-const isIdentifier = (v: unknown): v is string => typeof v === 'string' && /\S/.test(v) && v.length <= 256 && !/\p{Cc}/u.test(v) && !/\p{Cs}/u.test(v);
+const isIdentifier = (v: unknown): v is string =>
+  typeof v === 'string' && /\S/.test(v) && v.length <= 256 && !/\p{Cc}/u.test(v) && !/\p{Cs}/u.test(v);
 const validTracking = fc
-  .oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }), fc.constantFrom('order-42', 'x'.repeat(256), 'ü€😀', 'a b'))
+  .oneof(
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }),
+    fc.constantFrom('order-42', 'x'.repeat(256), 'ü€😀', 'a b'),
+  )
   .filter(isIdentifier);
 
 const validInput = fc
@@ -177,17 +192,25 @@ const validInput = fc
       imageUrl: validUrl,
       preAuthorization: fc.boolean(),
       clientId: validTracking,
-      destinations: fc.array(fc.record({ merchantId: validTracking, weight: fc.nat({ max: 1000 }), asString: fc.boolean() }), { minLength: 1, maxLength: 32 }),
+      destinations: fc.array(
+        fc.record({ merchantId: validTracking, weight: fc.nat({ max: 1000 }), asString: fc.boolean() }),
+        { minLength: 1, maxLength: 32 },
+      ),
     },
     { requiredKeys: ['amount'] },
   )
-  .map(({ destinations, ...input }) => (destinations === undefined ? input : { ...input, destinations: splitAmount(input.amount, destinations) }));
+  .map(({ destinations, ...input }) =>
+    destinations === undefined ? input : { ...input, destinations: splitAmount(input.amount, destinations) },
+  );
 
 /**
  * Parts of a split payment that add up to at most the amount, each at least 1 millime: one each,
  * then the rest shared by weight (rounded down). Entries beyond the amount are dropped.
  */
-function splitAmount(amount: string | number, shares: Array<{ merchantId: string; weight: number; asString: boolean }>) {
+function splitAmount(
+  amount: string | number,
+  shares: Array<{ merchantId: string; weight: number; asString: boolean }>,
+) {
   const total = BigInt(amount);
   const kept = shares.slice(0, Number(total < 32n ? total : 32n));
   const rest = total - BigInt(kept.length);
@@ -198,7 +221,8 @@ function splitAmount(amount: string | number, shares: Array<{ merchantId: string
   });
 }
 
-const mixedField = <T>(valid: fc.Arbitrary<T>) => fc.oneof({ weight: 2, arbitrary: valid }, { weight: 1, arbitrary: hostile });
+const mixedField = <T>(valid: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 2, arbitrary: valid }, { weight: 1, arbitrary: hostile });
 const mixedInput = fc.oneof(
   {
     weight: 6,
@@ -226,7 +250,17 @@ const mixedInput = fc.oneof(
       .tuple(
         validInput,
         fc.dictionary(
-          fc.constantFrom('success_link', 'Amount', 'amountt', '__proto__', 'constructor', 'toString', 'extra', 'webhookUrl', 'paymentId'),
+          fc.constantFrom(
+            'success_link',
+            'Amount',
+            'amountt',
+            '__proto__',
+            'constructor',
+            'toString',
+            'extra',
+            'webhookUrl',
+            'paymentId',
+          ),
           hostile,
           { minKeys: 1, maxKeys: 2 },
         ),
@@ -249,20 +283,27 @@ const asJson = (value: unknown): unknown => (value === undefined ? undefined : J
 const WIRE_FORM: Record<PaymentFieldType, (value: unknown) => unknown> = {
   millimes: expectedAmount,
   destinations: (list) =>
-    (list as Array<{ merchantId: string; amount: unknown }>).map((d) => ({ amount: Number(expectedAmount(d.amount)), destination: d.merchantId })),
+    (list as Array<{ merchantId: string; amount: unknown }>).map((d) => ({
+      amount: Number(expectedAmount(d.amount)),
+      destination: d.merchantId,
+    })),
   httpUrl: asJson,
   identifier: asJson,
   positiveInteger: asJson,
   boolean: asJson,
 };
 
-function expectedWire(input: Record<string, unknown>, flag: PreAuthorizationFlag = DEFAULT_PRE_AUTHORIZATION_FLAG): Record<string, unknown> {
+function expectedWire(
+  input: Record<string, unknown>,
+  flag: PreAuthorizationFlag = DEFAULT_PRE_AUTHORIZATION_FLAG,
+): Record<string, unknown> {
   const wire: Record<string, unknown> = {};
   for (const [name, field] of Object.entries(PAYMENT_FIELDS)) {
     const own = input[name] === undefined || input[name] === null ? undefined : input[name];
     const value = own ?? (field.fromOptions ? (DEFAULTS as Record<string, unknown>)[name] : undefined);
     if (value === undefined) continue;
-    const names = name === 'preAuthorization' ? (flag === 'both' ? ['pre_authorization', 'pre_auth'] : [flag]) : [field.wire];
+    const names =
+      name === 'preAuthorization' ? (flag === 'both' ? ['pre_authorization', 'pre_auth'] : [flag]) : [field.wire];
     for (const wireName of names) wire[wireName] = WIRE_FORM[field.type](value);
   }
   return wire;
@@ -286,12 +327,14 @@ async function probe(
   } catch (error) {
     if (!(error instanceof PaymentsError)) return `threw a non-PaymentsError: ${String(error)}`;
     if (refusal === 'none') return `a valid input was refused: ${error.code} (${error.message.slice(0, 200)})`;
-    if (!(error instanceof PaymentsValidationError)) return `threw ${error.code} (${error.message.slice(0, 200)}) for an input the service accepted`;
+    if (!(error instanceof PaymentsValidationError))
+      return `threw ${error.code} (${error.message.slice(0, 200)}) for an input the service accepted`;
     if (server.requests.length !== before) return 'a refused input still sent a request';
     if (error.fields.length === 0) return 'a validation error without fields';
     return undefined;
   }
-  if (server.violations.length !== violationsBefore) return `invalid wire: ${server.violations.slice(violationsBefore).join('; ')}`;
+  if (server.violations.length !== violationsBefore)
+    return `invalid wire: ${server.violations.slice(violationsBefore).join('; ')}`;
   return onSuccess(result, server.requests.length - before);
 }
 
@@ -361,7 +404,16 @@ describe('generatePayment with random input', () => {
 
 describe('refundPayment, cancelPayment and listBindings with random ids', () => {
   const validId = fc.oneof(
-    fc.constantFrom('pay_1', 'pay_000000000000000000000001', ' x ', 'ü', '😀', 'a'.repeat(256), 'id with spaces & = ? # / %', 'id with spaces & = : ;'),
+    fc.constantFrom(
+      'pay_1',
+      'pay_000000000000000000000001',
+      ' x ',
+      'ü',
+      '😀',
+      'a'.repeat(256),
+      'id with spaces & = ? # / %',
+      'id with spaces & = : ;',
+    ),
     fc.string({ unit: 'binary', minLength: 1, maxLength: 50 }).filter(isIdentifier),
   );
   const anyId = fc.oneof(
@@ -371,7 +423,8 @@ describe('refundPayment, cancelPayment and listBindings with random ids', () => 
     fc.constantFrom('a'.repeat(257), 'a\nb', 'a\u0000b', 'x\ud800', '..', '%2e%2e'),
   );
   // A payment id also goes into a request path (verify): it may not change it (identifier.rule.ts).
-  const isPaymentId = (v: unknown): v is string => isIdentifier(v) && !/^\.+$/.test(v.trim()) && !/[/\\?#]/.test(v) && !/%[0-9a-f]{2}/i.test(v);
+  const isPaymentId = (v: unknown): v is string =>
+    isIdentifier(v) && !/^\.+$/.test(v.trim()) && !/[/\\?#]/.test(v) && !/%[0-9a-f]{2}/i.test(v);
   const isValidId = isPaymentId;
 
   it.each([
@@ -392,7 +445,8 @@ describe('refundPayment, cancelPayment and listBindings with random ids', () => 
             return undefined;
           },
         );
-        if (!problem && isValidId(id) && server.requests.length !== before + 1) throw new Error('a valid id was refused');
+        if (!problem && isValidId(id) && server.requests.length !== before + 1)
+          throw new Error('a valid id was refused');
         asserted(problem);
       }),
       { numRuns: RUNS },
@@ -409,16 +463,29 @@ describe('refundPayment, cancelPayment and listBindings with random ids', () => 
             if (!isIdentifier(id)) return `accepted the invalid id ${JSON.stringify(String(id)).slice(0, 40)}`;
             if (sent !== 1) return `sent ${sent} requests`;
             const request = server.requests.at(-1)!;
-            expect([request.method, request.path, request.query, request.rawBody]).toEqual(['GET', '/api/v2/bindings/list', [['client_id', id]], '']);
+            expect([request.method, request.path, request.query, request.rawBody]).toEqual([
+              'GET',
+              '/api/v2/bindings/list',
+              [['client_id', id]],
+              '',
+            ]);
             expect(result).toEqual([
-              { bindingId: 'b-1', clientId: id, cardLastFour: '4242', cardBrand: 'VISA', status: 'active', createdAt: '2026-01-01T00:00:00Z' },
+              {
+                bindingId: 'b-1',
+                clientId: id,
+                cardLastFour: '4242',
+                cardBrand: 'VISA',
+                status: 'active',
+                createdAt: '2026-01-01T00:00:00Z',
+              },
             ]);
             return undefined;
           },
         );
         // (Ids longer than 256 characters are now refused before sending, so the 431 a too-long
         // request line used to get can no longer happen: every valid id reaches the service.)
-        if (!problem && isIdentifier(id) && server.requests.length !== before + 1) throw new Error('a valid id was refused');
+        if (!problem && isIdentifier(id) && server.requests.length !== before + 1)
+          throw new Error('a valid id was refused');
         asserted(problem);
       }),
       { numRuns: RUNS },
@@ -438,7 +505,9 @@ describe('inputs the properties found, pinned', () => {
       const n = before();
       const error = await client.generatePayment(input).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PaymentsValidationError);
-      expect((error as PaymentsValidationError).fields).toEqual([{ field: '__proto__', messages: ['is not a field of generatePayment'] }]);
+      expect((error as PaymentsValidationError).fields).toEqual([
+        { field: '__proto__', messages: ['is not a field of generatePayment'] },
+      ]);
       expect(server.requests.length).toBe(n);
     }
   });
@@ -448,21 +517,30 @@ describe('inputs the properties found, pinned', () => {
     async (name) => {
       const n = before();
       const error = await client.generatePayment({ amount: '1', [name]: 'x' }).catch((e: unknown) => e);
-      expect((error as PaymentsValidationError).fields).toEqual([{ field: name, messages: ['is not a field of generatePayment'] }]);
+      expect((error as PaymentsValidationError).fields).toEqual([
+        { field: name, messages: ['is not a field of generatePayment'] },
+      ]);
       expect(server.requests.length).toBe(n);
     },
   );
 
-  it.each([2 ** 53, 1e21, Number.MAX_VALUE])('sessionTimeoutSecs %p (an integer, but not an exact one) is refused', async (secs) => {
-    const n = before();
-    const error = await client.generatePayment({ amount: '1', sessionTimeoutSecs: secs }).catch((e: unknown) => e);
-    expect((error as PaymentsValidationError).fields).toEqual([{ field: 'sessionTimeoutSecs', messages: ['must be a positive integer'] }]);
-    expect(server.requests.length).toBe(n);
-  });
+  it.each([2 ** 53, 1e21, Number.MAX_VALUE])(
+    'sessionTimeoutSecs %p (an integer, but not an exact one) is refused',
+    async (secs) => {
+      const n = before();
+      const error = await client.generatePayment({ amount: '1', sessionTimeoutSecs: secs }).catch((e: unknown) => e);
+      expect((error as PaymentsValidationError).fields).toEqual([
+        { field: 'sessionTimeoutSecs', messages: ['must be a positive integer'] },
+      ]);
+      expect(server.requests.length).toBe(n);
+    },
+  );
 
   it('the largest exact integer is accepted as sessionTimeoutSecs', async () => {
     await client.generatePayment({ amount: '1', sessionTimeoutSecs: Number.MAX_SAFE_INTEGER });
-    expect((server.requests.at(-1)!.body as Record<string, unknown>).session_timeout_secs).toBe(Number.MAX_SAFE_INTEGER);
+    expect((server.requests.at(-1)!.body as Record<string, unknown>).session_timeout_secs).toBe(
+      Number.MAX_SAFE_INTEGER,
+    );
   });
 
   it.each(['\ud800', 'abc\udfff', '\udc00\ud800'])(
@@ -486,7 +564,9 @@ describe('inputs the properties found, pinned', () => {
       const n = before();
       const error = await client.listBindings(id).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PaymentsValidationError);
-      expect((error as PaymentsValidationError).fields).toEqual([{ field: 'clientId', messages: ['must be at most 256 characters'] }]);
+      expect((error as PaymentsValidationError).fields).toEqual([
+        { field: 'clientId', messages: ['must be at most 256 characters'] },
+      ]);
       expect(server.requests.length).toBe(n);
     }
   });

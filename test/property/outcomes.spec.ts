@@ -44,7 +44,16 @@ type Step = { path: 'webhook' | 'return' | 'reconciliation'; client: 0 | 1; paym
 const transient = fc.constantFrom<Transient>('PENDING', 'PENDING', 'UNKNOWN', '429', '503', 'hang');
 const script = fc.record({
   transients: fc.array(transient, { maxLength: 4 }),
-  final: fc.constantFrom<Final>('SUCCESS', 'SUCCESS', 'SUCCESS', 'FAILURE', 'SYSTEM_FAILURE', 'EXPIRED', 'SUCCESS_OTHER_AMOUNT', 'PENDING_FOREVER'),
+  final: fc.constantFrom<Final>(
+    'SUCCESS',
+    'SUCCESS',
+    'SUCCESS',
+    'FAILURE',
+    'SYSTEM_FAILURE',
+    'EXPIRED',
+    'SUCCESS_OTHER_AMOUNT',
+    'PENDING_FOREVER',
+  ),
   failTimes: fc.constantFrom(0, 0, 1, 2),
 });
 const step = fc.record({
@@ -53,7 +62,10 @@ const step = fc.record({
   payment: fc.nat(1),
   concurrent: fc.boolean(),
 });
-const scenario = fc.record({ scripts: fc.array(script, { minLength: 1, maxLength: 2 }), steps: fc.array(step, { minLength: 1, maxLength: 10 }) });
+const scenario = fc.record({
+  scripts: fc.array(script, { minLength: 1, maxLength: 2 }),
+  steps: fc.array(step, { minLength: 1, maxLength: 10 }),
+});
 
 function reply(answer: Transient | Final): FakeReply {
   switch (answer) {
@@ -75,7 +87,8 @@ function reply(answer: Transient | Final): FakeReply {
   }
 }
 
-const expectedOutcome = (final: Final) => (final === 'SUCCESS_OTHER_AMOUNT' ? 'mismatch' : final === 'PENDING_FOREVER' ? 'pending' : outcomeOf(final));
+const expectedOutcome = (final: Final) =>
+  final === 'SUCCESS_OTHER_AMOUNT' ? 'mismatch' : final === 'PENDING_FOREVER' ? 'pending' : outcomeOf(final);
 
 const rejections = collectUnhandledRejections();
 let fake: FakeService;
@@ -178,7 +191,11 @@ describe('webhook, return and reconciliation on two clients sharing a store, aga
             }
             invocations.set(p.paymentId, (invocations.get(p.paymentId) ?? 0) + 1);
             if (st.path === 'webhook') {
-              const answer = await client.webhooks.handle({ query: {}, body: { payment_id: p.paymentId }, pathToken: p.token });
+              const answer = await client.webhooks.handle({
+                query: {},
+                body: { payment_id: p.paymentId },
+                pathToken: p.token,
+              });
               expect([200, 202, 409, 500, 503]).toContain(answer.status);
             } else {
               await client.reconcilePayment(p.paymentId).catch((e: unknown) => {
@@ -189,7 +206,8 @@ describe('webhook, return and reconciliation on two clients sharing a store, aga
           // Consecutive concurrent steps run together (real interleavings); returns run alone.
           for (let i = 0; i < steps.length;) {
             const batch = [steps[i++]];
-            while (i < steps.length && steps[i].concurrent && batch[0].path !== 'return' && steps[i].path !== 'return') batch.push(steps[i++]);
+            while (i < steps.length && steps[i].concurrent && batch[0].path !== 'return' && steps[i].path !== 'return')
+              batch.push(steps[i++]);
             await Promise.all(batch.map(invoke));
             for (const p of payments)
               expect(runs.filter((r) => r.paymentId === p.paymentId && r.ok)).toHaveLength(
@@ -220,14 +238,20 @@ describe('webhook, return and reconciliation on two clients sharing a store, aga
             expect(new Set(mine.map((r) => r.outcome))).toEqual(new Set(expected === 'pending' ? [] : [expected]));
             if (mine.some((r) => r.outcome === 'confirmed')) expect(s.final).toBe('SUCCESS');
             const record = await store.getOutcome(p.paymentId);
-            if (expected !== 'pending') expect(record).toMatchObject({ outcome: expected, handlers: expected === 'mismatch' ? 'none' : 'succeeded' });
+            if (expected !== 'pending')
+              expect(record).toMatchObject({
+                outcome: expected,
+                handlers: expected === 'mismatch' ? 'none' : 'succeeded',
+              });
             // 3. the verify budget
             const calls = verifyCount(fake, p.paymentId);
             expect(calls).toBeLessThanOrEqual(invocations.get(p.paymentId) ?? 0);
             if (expected !== 'pending') {
               // A verify answer that came later than TIMEOUT_MS (a loaded machine) was a call that
               // settled nothing, like a hang: count those beyond the scripted hangs as transients.
-              const timeouts = logged.filter((l) => l.includes(`could not verify ${p.paymentId}:`) && l.includes('TIMEOUT')).length;
+              const timeouts = logged.filter(
+                (l) => l.includes(`could not verify ${p.paymentId}:`) && l.includes('TIMEOUT'),
+              ).length;
               const lateAnswers = Math.max(0, timeouts - s.transients.filter((t) => t === 'hang').length);
               expect(calls).toBeLessThanOrEqual(s.transients.length + lateAnswers + failedRuns + 1);
               // The run that succeeded spent the last verify call: nothing after it.

@@ -17,7 +17,8 @@ const pairs = (s: string) => hex(s).match(/../g)!;
 const uEscape = (s: string) => [...s].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
 
 /** Every window of `size` characters of a run. */
-const windows = (run: string, size: number) => Array.from({ length: run.length - size + 1 }, (_, i) => run.slice(i, i + size));
+const windows = (run: string, size: number) =>
+  Array.from({ length: run.length - size + 1 }, (_, i) => run.slice(i, i + size));
 
 /**
  * An encoding: how the echo is written (`pad` bytes of other data before it, for base64), and the
@@ -65,7 +66,11 @@ const ENCODINGS: Encoding[] = [
   },
   { name: 'spaced characters', write: (r) => [...r].join(' '), forms: each((w) => [...w].join(' ')) },
   { name: 'URL-encoded', write: encodeURIComponent, forms: each(encodeURIComponent) },
-  { name: 'JSON-escaped', write: (r) => JSON.stringify(r).slice(1, -1), forms: each((w) => JSON.stringify(w).slice(1, -1)) },
+  {
+    name: 'JSON-escaped',
+    write: (r) => JSON.stringify(r).slice(1, -1),
+    forms: each((w) => JSON.stringify(w).slice(1, -1)),
+  },
   { name: '\\u-escaped', write: uEscape, forms: each(uEscape) },
   {
     name: 'base64 inside longer data',
@@ -96,7 +101,12 @@ describe('redaction of secrets echoed in part (property)', () => {
     fc.assert(
       fc.property(echoArb, ({ privateKey, webhookSecret, which, start, length, encoding, pad, before, after }) => {
         const publicKey = 'pk_live_public';
-        const source = which === 'authorization' ? `${publicKey}:${privateKey}` : which === 'privateKey' ? privateKey : webhookSecret;
+        const source =
+          which === 'authorization'
+            ? `${publicKey}:${privateKey}`
+            : which === 'privateKey'
+              ? privateKey
+              : webhookSecret;
         // For the Authorization value: a run holding the colon and at least one private-key character.
         const min = which === 'authorization' ? Math.max(0, publicKey.length + 2 - 8) : 0;
         const from = min + (start % Math.max(1, source.length - 8 - min + 1));
@@ -115,13 +125,18 @@ describe('redaction of secrets echoed in part (property)', () => {
 
   it('leaves text without a run of 8 characters of a secret as it is', () => {
     fc.assert(
-      fc.property(secretArb, secretArb, fc.string({ unit: fc.constantFrom(...'abcdef0123 _-:{}"'), maxLength: 200 }), (privateKey, webhookSecret, text) => {
-        const redactor = new SecretRedactor({ privateKey, publicKey: 'pk_x', webhookSecret });
-        // Ordinary text of a narrow alphabet holds a run of a random 24+ character key only by chance: then it is cut.
-        const out = redactor.text(text);
-        if (out === text) expect(redactor.has(text)).toBe(false);
-        else expect(out).toContain(REDACTED);
-      }),
+      fc.property(
+        secretArb,
+        secretArb,
+        fc.string({ unit: fc.constantFrom(...'abcdef0123 _-:{}"'), maxLength: 200 }),
+        (privateKey, webhookSecret, text) => {
+          const redactor = new SecretRedactor({ privateKey, publicKey: 'pk_x', webhookSecret });
+          // Ordinary text of a narrow alphabet holds a run of a random 24+ character key only by chance: then it is cut.
+          const out = redactor.text(text);
+          if (out === text) expect(redactor.has(text)).toBe(false);
+          else expect(out).toContain(REDACTED);
+        },
+      ),
       { numRuns: 200 },
     );
   });

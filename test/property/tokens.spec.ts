@@ -11,8 +11,14 @@ import { safeEqual, trackingHash, WebhookTokenSigner } from '../../lib/core/webh
 const SECRET = 'whsec_tokens_property_0123456789abcdef';
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 1500);
 
-const amount = fc.oneof(fc.stringMatching(/^[1-9][0-9]{0,14}$/), fc.integer({ min: 1, max: 999_999_999_999_999 }).map(String)); // amounts: at most 15 digits (MAX_AMOUNT_DIGITS)
-const tracking = fc.option(fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 256 }), fc.constantFrom('order-42', 'ü€😀', ' ')), { nil: undefined });
+const amount = fc.oneof(
+  fc.stringMatching(/^[1-9][0-9]{0,14}$/),
+  fc.integer({ min: 1, max: 999_999_999_999_999 }).map(String),
+); // amounts: at most 15 digits (MAX_AMOUNT_DIGITS)
+const tracking = fc.option(
+  fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 256 }), fc.constantFrom('order-42', 'ü€😀', ' ')),
+  { nil: undefined },
+);
 const publicUrl = fc.oneof(
   fc.webUrl({ validSchemes: ['http', 'https'], withQueryParameters: true, withFragments: false }),
   fc.constantFrom(
@@ -92,8 +98,13 @@ describe('webhook tokens', () => {
                   : `${webhook}${webhook.includes('?') ? '&' : '?'}payment_id=${paymentId}`;
           const received = new URL(delivered);
           const segment = received.pathname.split('/').at(-1) as string;
-          expect(segment).toBe(append === 'ampersand' && !webhook.includes('?') ? `${token}&payment_id=${paymentId}` : token);
-          const parsed = parseWebhook({ query: Object.fromEntries(received.searchParams), body: undefined, pathToken: segment }, 65_536);
+          expect(segment).toBe(
+            append === 'ampersand' && !webhook.includes('?') ? `${token}&payment_id=${paymentId}` : token,
+          );
+          const parsed = parseWebhook(
+            { query: Object.fromEntries(received.searchParams), body: undefined, pathToken: segment },
+            65_536,
+          );
           expect(parsed).toMatchObject({ ok: true, token });
           // The appended id is found, also when a naive append hid it in another parameter (`?a=b?payment_id=`, `?flag?payment_id=`).
           if (append !== 'none' && !base.searchParams.has('payment_id')) expect(parsed).toMatchObject({ paymentId });

@@ -48,9 +48,17 @@ interface Payment {
 }
 
 type TokenChoice =
-  { kind: 'genuine'; i: number } | { kind: 'badSignature'; i: number } | { kind: 'signedButUnbound' } | { kind: 'random' } | { kind: 'junk'; text: string };
+  | { kind: 'genuine'; i: number }
+  | { kind: 'badSignature'; i: number }
+  | { kind: 'signedButUnbound' }
+  | { kind: 'random' }
+  | { kind: 'junk'; text: string };
 type IdValue = { kind: 'own' } | { kind: 'other'; i: number } | { kind: 'junk'; value: unknown };
-type IdPlace = { where: 'query' | 'body'; key: 'payment_id' | 'paymentId' | 'id' | 'result.payment_id'; value: IdValue };
+type IdPlace = {
+  where: 'query' | 'body';
+  key: 'payment_id' | 'paymentId' | 'id' | 'result.payment_id';
+  value: IdValue;
+};
 interface Model {
   method: 'GET' | 'POST' | 'PUT';
   /** The token as the URL's last path segment (how the plugin issues it), if any. */
@@ -80,7 +88,11 @@ const CONTENT_TYPES = [
   'garbage/',
 ];
 
-const b64 = fc.string({ unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'), minLength: 1, maxLength: 70 });
+const b64 = fc.string({
+  unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'),
+  minLength: 1,
+  maxLength: 70,
+});
 const tokenChoice: fc.Arbitrary<TokenChoice> = fc.oneof(
   { weight: 6, arbitrary: fc.nat(PAYMENTS - 1).map((i) => ({ kind: 'genuine' as const, i })) },
   { weight: 1, arbitrary: fc.nat(PAYMENTS - 1).map((i) => ({ kind: 'badSignature' as const, i })) },
@@ -126,18 +138,33 @@ const model: fc.Arbitrary<Model> = fc.record({
     {
       weight: 5,
       arbitrary: fc.array(
-        fc.record({ where: fc.constantFrom('query', 'body'), key: fc.constantFrom('payment_id', 'paymentId', 'id', 'result.payment_id'), value: idValue }),
+        fc.record({
+          where: fc.constantFrom('query', 'body'),
+          key: fc.constantFrom('payment_id', 'paymentId', 'id', 'result.payment_id'),
+          value: idValue,
+        }),
         { minLength: 1, maxLength: 3 },
       ),
     },
     { weight: 1, arbitrary: fc.constant([] as IdPlace[]) },
   ),
   body: fc.constantFrom('json', 'json', 'form', 'text', 'none', 'bytes', 'huge'),
-  contentType: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
+  contentType: fc.oneof(
+    { weight: 4, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) },
+  ),
   extraQuery: fc.oneof(
     { weight: 4, arbitrary: fc.constant('') },
-    { weight: 1, arbitrary: fc.constantFrom('&a[b]=c', '&%zz', '&&&=', '&rid=dup', '&x=%E0%A4%A', '&status=completed&amount=1') },
-    { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }).map((s) => `&${encodeURIComponent(s.replace(/\p{Cs}/gu, ''))}`) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom('&a[b]=c', '&%zz', '&&&=', '&rid=dup', '&x=%E0%A4%A', '&status=completed&amount=1'),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .string({ unit: 'binary', maxLength: 20 })
+        .map((s) => `&${encodeURIComponent(s.replace(/\p{Cs}/gu, ''))}`),
+    },
   ),
   extraBody: fc.dictionary(
     fc.constantFrom('status', 'amount', 'note', 'result_code', 'x'),
@@ -184,7 +211,10 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
       ],
       providers: [Handler],
     }).compile();
-    app = adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false }) : moduleRef.createNestApplication({ logger: false });
+    app =
+      adapter === 'fastify'
+        ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false })
+        : moduleRef.createNestApplication({ logger: false });
     await app.listen(0, '127.0.0.1');
     port = (app.getHttpServer().address() as { port: number }).port;
     handler = app.get(Handler);
@@ -232,11 +262,13 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
   function build(m: Model, id: string) {
     // The effective token: the path segment, else the query's (one value, or copies of one value).
     const queryTexts = m.tokens.map(tokenText);
-    const effective = m.pathToken ?? (m.tokens.length > 0 && queryTexts.every((t) => t === queryTexts[0]) ? m.tokens[0] : undefined);
+    const effective =
+      m.pathToken ?? (m.tokens.length > 0 && queryTexts.every((t) => t === queryTexts[0]) ? m.tokens[0] : undefined);
     const tokenOf = effective?.kind === 'genuine' ? payments[effective.i] : undefined;
     const signed = effective !== undefined && (effective.kind === 'genuine' || effective.kind === 'signedButUnbound');
     const own = tokenOf?.paymentId ?? payments[0].paymentId;
-    const valueOf = (v: IdValue): unknown => (v.kind === 'own' ? own : v.kind === 'other' ? payments[v.i].paymentId : v.value);
+    const valueOf = (v: IdValue): unknown =>
+      v.kind === 'own' ? own : v.kind === 'other' ? payments[v.i].paymentId : v.value;
     const query = new URLSearchParams();
     query.set('rid', id);
     for (const t of queryTexts) query.append(WEBHOOK_TOKEN_PARAM, t);
@@ -244,7 +276,10 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
     for (const place of m.ids) {
       const value = valueOf(place.value);
       if (place.where === 'query')
-        query.append(place.key === 'result.payment_id' ? 'result[payment_id]' : place.key, typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
+        query.append(
+          place.key === 'result.payment_id' ? 'result[payment_id]' : place.key,
+          typeof value === 'string' ? value : (JSON.stringify(value) ?? ''),
+        );
       else setPath(bodyObject, place.key, value);
     }
     let body: Buffer | undefined;
@@ -257,7 +292,8 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
       case 'form': {
         const form = new URLSearchParams();
         for (const [k, v] of Object.entries(bodyObject)) {
-          if (k === 'result' && typeof v === 'object' && v) form.append('result[payment_id]', String((v as Record<string, unknown>).payment_id));
+          if (k === 'result' && typeof v === 'object' && v)
+            form.append('result[payment_id]', String((v as Record<string, unknown>).payment_id));
           else form.append(k, typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
         }
         body = Buffer.from(form.toString());
@@ -285,7 +321,12 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
     return { path, body, contentType, tokenOf, own, signed };
   }
 
-  function send(method: string, path: string, body: Buffer | undefined, contentType: string | undefined): Promise<{ status: number; text: string }> {
+  function send(
+    method: string,
+    path: string,
+    body: Buffer | undefined,
+    contentType: string | undefined,
+  ): Promise<{ status: number; text: string }> {
     return new Promise((resolve, reject) => {
       const headers: Record<string, string | number> = {};
       if (body) headers['content-length'] = body.length;
@@ -304,10 +345,20 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
   it('a payment id repeated with one value (?payment_id=X&payment_id=X) confirms; copies that differ are 400 without a verify call', async () => {
     const p = payments[PAYMENTS - 1];
     const before = verifies();
-    const differ = await send('POST', `/payments/webhook/${p.token}?payment_id=${p.paymentId}&payment_id=pay_other`, Buffer.from('{}'), 'application/json');
+    const differ = await send(
+      'POST',
+      `/payments/webhook/${p.token}?payment_id=${p.paymentId}&payment_id=pay_other`,
+      Buffer.from('{}'),
+      'application/json',
+    );
     expect(differ.status).toBe(400);
     expect(verifies()).toBe(before);
-    const same = await send('POST', `/payments/webhook/${p.token}?payment_id=${p.paymentId}&payment_id=${p.paymentId}`, Buffer.from('{}'), 'application/json');
+    const same = await send(
+      'POST',
+      `/payments/webhook/${p.token}?payment_id=${p.paymentId}&payment_id=${p.paymentId}`,
+      Buffer.from('{}'),
+      'application/json',
+    );
     expect(same.status).toBe(200);
     expect(verifies()).toBe(before + 1);
     expect(handler.runs.map((r) => r.paymentId)).toEqual([p.paymentId]);
@@ -339,7 +390,11 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
         for (const run of newRuns) {
           expect(tokenOf?.paymentId).toBe(run.paymentId);
           const i = payments.findIndex((p) => p.paymentId === run.paymentId);
-          expect([run.event.status, run.event.amount, run.event.source]).toEqual(['SUCCESS', String(100 + i), 'webhook']);
+          expect([run.event.status, run.event.amount, run.event.source]).toEqual([
+            'SUCCESS',
+            String(100 + i),
+            'webhook',
+          ]);
         }
         expect(newRuns.length).toBeLessThanOrEqual(1);
 
@@ -354,13 +409,22 @@ describe.each(['express', 'fastify'] as const)('random webhook requests on the %
         //    naming a payment the service does not know: verify answers 404, the delivery 503.
         //    Another: a payment verified moments ago and still pending is answered from memory, 503
         //    (never a 2xx the service would take as delivered), without a call.
-        if (status === 503 && text.includes('checked moments ago')) expect({ signed, newVerifies }).toEqual({ signed: true, newVerifies: 0 });
-        else if (status === 503) expect({ status, signed, tokenOf, newVerifies }).toEqual({ status, signed: true, tokenOf: undefined, newVerifies: 1 });
-        else if (status >= 500) {
-          expect({ status, authenticFailing: tokenOf !== undefined && handler.failFor.has(tokenOf.paymentId) }).toEqual({
-            status: 500,
-            authenticFailing: true,
+        if (status === 503 && text.includes('checked moments ago'))
+          expect({ signed, newVerifies }).toEqual({ signed: true, newVerifies: 0 });
+        else if (status === 503)
+          expect({ status, signed, tokenOf, newVerifies }).toEqual({
+            status,
+            signed: true,
+            tokenOf: undefined,
+            newVerifies: 1,
           });
+        else if (status >= 500) {
+          expect({ status, authenticFailing: tokenOf !== undefined && handler.failFor.has(tokenOf.paymentId) }).toEqual(
+            {
+              status: 500,
+              authenticFailing: true,
+            },
+          );
         }
         expect(text).not.toContain(SECRET);
 

@@ -30,7 +30,8 @@ const GENERATE_KEYS = new Set([
   'destination',
 ]);
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 const isId = (v: unknown) => typeof v === 'string' && /\S/.test(v);
 
 /**
@@ -81,7 +82,14 @@ export class WireCheckingServer {
         problem('body is not JSON');
       }
     }
-    const request: WireRequest = { method: req.method ?? '', path: url.pathname, query: [...url.searchParams], headers: req.headers, rawBody, body };
+    const request: WireRequest = {
+      method: req.method ?? '',
+      path: url.pathname,
+      query: [...url.searchParams],
+      headers: req.headers,
+      rawBody,
+      body,
+    };
     this.requests.push(request);
 
     const isPost = url.pathname !== '/api/v2/bindings/list';
@@ -96,14 +104,25 @@ export class WireCheckingServer {
     let answer: unknown;
     switch (url.pathname) {
       case '/api/v2/generate_payment': {
-        for (const key of Object.keys(b)) if (!GENERATE_KEYS.has(key)) problem(`key not in the spec: ${JSON.stringify(key)}`);
-        if (typeof b.amount !== 'string' || !/^[1-9][0-9]*$/.test(b.amount)) problem(`amount ${JSON.stringify(b.amount)?.slice(0, 40)}`);
-        for (const key of ['success_link', 'fail_link']) if (!isParsableHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
-        for (const key of ['webhook', 'image_url']) if (key in b && !isParsableHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
-        if ('session_timeout_secs' in b && !(Number.isSafeInteger(b.session_timeout_secs) && (b.session_timeout_secs as number) > 0))
+        for (const key of Object.keys(b))
+          if (!GENERATE_KEYS.has(key)) problem(`key not in the spec: ${JSON.stringify(key)}`);
+        if (typeof b.amount !== 'string' || !/^[1-9][0-9]*$/.test(b.amount))
+          problem(`amount ${JSON.stringify(b.amount)?.slice(0, 40)}`);
+        for (const key of ['success_link', 'fail_link'])
+          if (!isParsableHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
+        for (const key of ['webhook', 'image_url'])
+          if (key in b && !isParsableHttpUrl(b[key])) problem(`${key} not an absolute http(s) URL`);
+        if (
+          'session_timeout_secs' in b &&
+          !(Number.isSafeInteger(b.session_timeout_secs) && (b.session_timeout_secs as number) > 0)
+        )
           problem('session_timeout_secs');
         if ('accept_card' in b && typeof b.accept_card !== 'boolean') problem('accept_card');
-        if ('developer_tracking_id' in b && !(typeof b.developer_tracking_id === 'string' && b.developer_tracking_id !== '')) problem('developer_tracking_id');
+        if (
+          'developer_tracking_id' in b &&
+          !(typeof b.developer_tracking_id === 'string' && b.developer_tracking_id !== '')
+        )
+          problem('developer_tracking_id');
         if ('pre_authorization' in b && typeof b.pre_authorization !== 'boolean') problem('pre_authorization');
         if ('client_id' in b && !isId(b.client_id)) problem('client_id');
         if ('destination' in b) {
@@ -120,7 +139,10 @@ export class WireCheckingServer {
                 isId(p.destination),
             );
           if (!valid) problem(`destination ${JSON.stringify(parts)?.slice(0, 60)}`);
-          else if (typeof b.amount === 'string' && parts.reduce((sum: bigint, p) => sum + BigInt(p.amount as number), 0n) > BigInt(b.amount))
+          else if (
+            typeof b.amount === 'string' &&
+            parts.reduce((sum: bigint, p) => sum + BigInt(p.amount as number), 0n) > BigInt(b.amount)
+          )
             problem('destination adds up to more than amount');
         }
         const id = `pay_${++this.count}`;
@@ -142,22 +164,39 @@ export class WireCheckingServer {
         if (Object.keys(b).join() !== 'payment_id' || !isId(b.payment_id)) problem(`body ${rawBody.slice(0, 60)}`);
         answer = url.pathname.endsWith('refund_payment')
           ? {
-              result: { refund_id: 'ref_1', payment_id: b.payment_id, amount: '100', status: 'success', refunded_at: '2026-01-01T00:00:00Z' },
+              result: {
+                refund_id: 'ref_1',
+                payment_id: b.payment_id,
+                amount: '100',
+                status: 'success',
+                refunded_at: '2026-01-01T00:00:00Z',
+              },
               status: 'success',
             }
-          : { result: { payment_id: b.payment_id, status: 'cancelled', cancelled_at: '2026-01-01T00:00:00Z' }, status: 'success' };
+          : {
+              result: { payment_id: b.payment_id, status: 'cancelled', cancelled_at: '2026-01-01T00:00:00Z' },
+              status: 'success',
+            };
         break;
       }
       case '/api/v2/bindings/list': {
         if (req.method !== 'GET') problem(`method ${req.method}`);
         if (rawBody !== '') problem('a GET with a body');
-        if (request.query.length !== 1 || request.query[0][0] !== 'client_id' || !isId(request.query[0][1])) problem(`query ${url.search.slice(0, 60)}`);
+        if (request.query.length !== 1 || request.query[0][0] !== 'client_id' || !isId(request.query[0][1]))
+          problem(`query ${url.search.slice(0, 60)}`);
         const clientId = request.query[0]?.[1];
         answer = {
           result: {
             success: true,
             bindings: [
-              { binding_id: 'b-1', client_id: clientId, card_last_four: '4242', card_brand: 'VISA', status: 'active', created_at: '2026-01-01T00:00:00Z' },
+              {
+                binding_id: 'b-1',
+                client_id: clientId,
+                card_last_four: '4242',
+                card_brand: 'VISA',
+                status: 'active',
+                created_at: '2026-01-01T00:00:00Z',
+              },
             ],
           },
           status: 'success',
@@ -169,7 +208,10 @@ export class WireCheckingServer {
     }
     this.violations.push(...problems);
     const text = JSON.stringify(problems.length > 0 ? { result: { status: 400, message: 'Bad Request' } } : answer);
-    res.writeHead(problems.length > 0 ? 400 : 200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.writeHead(problems.length > 0 ? 400 : 200, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+    });
     res.end(text);
   }
 }

@@ -54,7 +54,11 @@ interface Context {
   sandbox: PaymentsSandbox;
   /** `http://127.0.0.1:<port>` of the pre-listened server the booted app serves (PAYMENTS_WEBHOOK_PUBLIC_URL's host). */
   url: string;
-  boot(metadata: { imports?: Array<Type | DynamicModule>; controllers?: Type[]; providers?: Array<Type | object> }): Promise<INestApplication>;
+  boot(metadata: {
+    imports?: Array<Type | DynamicModule>;
+    controllers?: Type[];
+    providers?: Array<Type | object>;
+  }): Promise<INestApplication>;
 }
 
 interface Scenario {
@@ -131,7 +135,9 @@ const SCENARIOS: Scenario[] = [
       const log = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
       try {
         const app = await boot({ imports: [exports.ShopModule as Type] });
-        const orders = app.get(exports.OrdersService as Type<{ find(id: string): { paymentId?: string; status: string } | undefined }>);
+        const orders = app.get(
+          exports.OrdersService as Type<{ find(id: string): { paymentId?: string; status: string } | undefined }>,
+        );
         const pay = await fetch(`${url}/orders/order-7/pay`, { method: 'POST', redirect: 'manual' });
         expect(pay.status).toBe(303);
         const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
@@ -145,9 +151,15 @@ const SCENARIOS: Scenario[] = [
         await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
         expect(orders.find('order-7')?.status).toBe('paid');
         expect(log).toHaveBeenCalledWith(expect.stringContaining('order order-7 paid: 12500 millimes'));
-        expect(await app.get(PaymentsService).getOutcome(paymentId)).toMatchObject({ outcome: 'confirmed', source: 'webhook', handlers: 'succeeded' });
+        expect(await app.get(PaymentsService).getOutcome(paymentId)).toMatchObject({
+          outcome: 'confirmed',
+          source: 'webhook',
+          handlers: 'succeeded',
+        });
         // The query's payment_id is a hint only: the order's stored id is the one verified.
-        expect(await (await fetch(`${url}/orders/order-7/back?payment_id=someone-elses`)).text()).toBe('Thank you, paid.');
+        expect(await (await fetch(`${url}/orders/order-7/back?payment_id=someone-elses`)).text()).toBe(
+          'Thank you, paid.',
+        );
         // An order without a payment, or no such order: 404, never a 500.
         const missing = await fetch(`${url}/orders/order-404/back?payment_id=${paymentId}`);
         expect(missing.status).toBe(404);
@@ -176,17 +188,27 @@ const SCENARIOS: Scenario[] = [
     async run({ exports, sandbox, url, boot }) {
       const app = await boot({
         imports: [
-          PaymentsModule.forRoot(sandbox.options({ webhook: { publicUrl: `${url}/payments/webhook`, secret: SECRET }, reconciliation: { enabled: false } })),
+          PaymentsModule.forRoot(
+            sandbox.options({
+              webhook: { publicUrl: `${url}/payments/webhook`, secret: SECRET },
+              reconciliation: { enabled: false },
+            }),
+          ),
         ],
         providers: [exports.CaptureLater as Type],
       });
       const captureLater = app.get(exports.CaptureLater as Type<{ hold(orderId: string): Promise<string> }>);
       const paymentId = sandboxPaymentOf(sandbox, await captureLater.hold('order-5'));
-      await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ status: 'PREAUTH_SUCCESS', delivered: true });
+      await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({
+        status: 'PREAUTH_SUCCESS',
+        delivered: true,
+      });
       expect(sandbox.getPayment(paymentId)).toMatchObject({ state: 'captured', clientId: 'customer-17' });
-      expect(sandbox.requests.filter((r) => r.path === '/api/v2/confirm_payment').map((r) => JSON.parse(r.body ?? '{}') as unknown)).toEqual([
-        expect.objectContaining({ amount: '15000' }),
-      ]);
+      expect(
+        sandbox.requests
+          .filter((r) => r.path === '/api/v2/confirm_payment')
+          .map((r) => JSON.parse(r.body ?? '{}') as unknown),
+      ).toEqual([expect.objectContaining({ amount: '15000' })]);
     },
   },
   {
@@ -209,7 +231,9 @@ const SCENARIOS: Scenario[] = [
       expect(app.get(exports.Marketplace as Type)).toBeDefined();
       const links = { successLink: 'https://shop.example.com/ok', failLink: 'https://shop.example.com/ko' };
       const shop = await app.get(PaymentsService).generatePayment({ amount: '1000', ...links });
-      const outlet = await app.get<PaymentsService>(getPaymentsServiceToken('outlet')).generatePayment({ amount: '2000', ...links });
+      const outlet = await app
+        .get<PaymentsService>(getPaymentsServiceToken('outlet'))
+        .generatePayment({ amount: '2000', ...links });
       expect([sandbox.getPayment(shop.paymentId)?.webhook, sandbox.getPayment(outlet.paymentId)?.webhook]).toEqual([
         expect.stringMatching(/^https:\/\/shop\.example\.com\/payments\/webhook\/[^/]+$/),
         expect.stringMatching(/^https:\/\/shop\.example\.com\/payments\/outlet\/webhook\/[^/]+$/),
@@ -237,7 +261,9 @@ const SCENARIOS: Scenario[] = [
         controllers: [AccountController],
         providers: [{ provide: APP_GUARD, useClass: refuseUnlessPublic('isPublic') }, ConfirmedPayments],
       });
-      const { paymentId } = await app.get<PaymentsService>(getPaymentsServiceToken('outlet')).generatePayment({ amount: '2000' });
+      const { paymentId } = await app
+        .get<PaymentsService>(getPaymentsServiceToken('outlet'))
+        .generatePayment({ amount: '2000' });
       expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '2000', state: 'pending' });
       expect(sandbox.getPayment(paymentId)?.webhook?.startsWith(`${url}/payments/outlet/webhook/`)).toBe(true);
       expect(await sandbox.completePayment(paymentId)).toMatchObject({ delivered: true, lastStatus: 200 });
@@ -252,7 +278,9 @@ const SCENARIOS: Scenario[] = [
     uses: ['refund'],
     async run({ exports, sandbox, boot }) {
       const refund = exports.refund as (payments: PaymentsService, paymentId: string) => Promise<string>;
-      const app = await boot({ imports: [PaymentsModule.forRoot(sandbox.options({ reconciliation: { enabled: false } }))] });
+      const app = await boot({
+        imports: [PaymentsModule.forRoot(sandbox.options({ reconciliation: { enabled: false } }))],
+      });
       const payments = app.get(PaymentsService);
       const { paymentId } = await payments.generatePayment({ amount: '4000' });
       await sandbox.completePayment(paymentId);
@@ -294,12 +322,20 @@ SCENARIOS.push(
           this.pings++;
         }
       })();
-      await boot({ imports: [PaymentsModule.forRoot(sandbox.options({ store, reconciliation: { enabled: false } })), exports.HealthModule as Type] });
+      await boot({
+        imports: [
+          PaymentsModule.forRoot(sandbox.options({ store, reconciliation: { enabled: false } })),
+          exports.HealthModule as Type,
+        ],
+      });
       sandbox.clearRequests();
       for (let i = 0; i < 3; i++) {
         const answer = await fetch(`${url}/health`);
         expect(answer.status).toBe(200);
-        expect(await answer.json()).toMatchObject({ status: 'ok', info: { payments: { status: 'up', store: 'up', service: 'up' } } });
+        expect(await answer.json()).toMatchObject({
+          status: 'ok',
+          info: { payments: { status: 'up', store: 'up', service: 'up' } },
+        });
       }
       expect(sandbox.requests.map((r) => r.path)).toEqual(['/api/v2/bindings/list']);
       expect(store.pings).toBe(3);
@@ -326,8 +362,14 @@ SCENARIOS.push(
       const payments = app.get(PaymentsService);
       const { paymentId } = await payments.generatePayment({ amount: '5000' });
       await sandbox.completePayment(paymentId);
-      expect(await payments.reconcilePayment(paymentId)).toMatchObject({ outcome: 'confirmed', handled: false, error: expect.any(String) });
-      const failed = (await (await fetch(`${url}/admin/outcomes/failed`)).json()) as { items: Array<{ paymentId: string; handlers: string }> };
+      expect(await payments.reconcilePayment(paymentId)).toMatchObject({
+        outcome: 'confirmed',
+        handled: false,
+        error: expect.any(String),
+      });
+      const failed = (await (await fetch(`${url}/admin/outcomes/failed`)).json()) as {
+        items: Array<{ paymentId: string; handlers: string }>;
+      };
       expect(failed.items.map((r) => [r.paymentId, r.handlers])).toEqual([[paymentId, 'failed']]);
       shop.down = false;
       const retried = await fetch(`${url}/admin/outcomes/${paymentId}/retry`, { method: 'POST' });
@@ -357,7 +399,11 @@ SCENARIOS.push({
       const pay = await fetch(`${shop.url}/orders/order-8/pay`, { method: 'POST', redirect: 'manual' });
       expect(pay.status).toBe(303);
       const paymentId = sandboxPaymentOf(sandbox, pay.headers.get('location')!);
-      expect(sandbox.getPayment(paymentId)).toMatchObject({ amount: '12500', developerTrackingId: 'order-8', successLink: `${shop.url}/orders/order-8/back` });
+      expect(sandbox.getPayment(paymentId)).toMatchObject({
+        amount: '12500',
+        developerTrackingId: 'order-8',
+        successLink: `${shop.url}/orders/order-8/back`,
+      });
       expect(sandbox.getPayment(paymentId)?.webhook?.startsWith(`${shop.url}/payments/webhook/`)).toBe(true);
       expect(await (await fetch(`${shop.url}/orders/order-8/back`)).text()).toBe('pending');
       await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
@@ -368,7 +414,9 @@ SCENARIOS.push({
 
       const declined = sandboxPaymentOf(
         sandbox,
-        (await fetch(`${shop.url}/orders/order-9/pay`, { method: 'POST', redirect: 'manual' })).headers.get('location')!,
+        (await fetch(`${shop.url}/orders/order-9/pay`, { method: 'POST', redirect: 'manual' })).headers.get(
+          'location',
+        )!,
       );
       await expect(sandbox.failPayment(declined)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
       expect(log).toHaveBeenCalledWith('order order-9 not paid: FAILURE');
@@ -393,7 +441,8 @@ SCENARIOS.push({
       paid: async (order: string, paymentId: string) => void calls.push(`paid ${order} ${paymentId}`),
       notPaid: async (order: string, status: string) => void calls.push(`not paid ${order} ${status}`),
       held: async (order: string, paymentId: string) => void calls.push(`held ${order} ${paymentId}`),
-      investigate: async (paymentId: string, problems: readonly string[]) => void calls.push(`investigate ${paymentId} ${problems.length}`),
+      investigate: async (paymentId: string, problems: readonly string[]) =>
+        void calls.push(`investigate ${paymentId} ${problems.length}`),
     };
     const app = express();
     const payments = mountPayments(app, orders);
@@ -402,12 +451,21 @@ SCENARIOS.push({
     const links = { successLink: 'https://shop.example.com/ok', failLink: 'https://shop.example.com/ko' };
     const order = `express-guide-${Date.now()}`;
     const generate = async (suffix: string, extra: object = {}) =>
-      (await payments.generatePayment({ amount: '4100', developerTrackingId: `${order}-${suffix}`, ...links, ...extra })).paymentId;
+      (
+        await payments.generatePayment({
+          amount: '4100',
+          developerTrackingId: `${order}-${suffix}`,
+          ...links,
+          ...extra,
+        })
+      ).paymentId;
     try {
       expect(payments.store).toBeInstanceOf(RedisPaymentsStore);
       // By webhook, on the router's path.
       const confirmed = await generate('a');
-      expect(sandbox.getPayment(confirmed)?.webhook?.startsWith(`http://127.0.0.1:${port}/payments/webhook/`)).toBe(true);
+      expect(sandbox.getPayment(confirmed)?.webhook?.startsWith(`http://127.0.0.1:${port}/payments/webhook/`)).toBe(
+        true,
+      );
       await expect(sandbox.completePayment(confirmed)).resolves.toMatchObject({ delivered: true, lastStatus: 200 });
       expect(calls).toContain(`paid ${order}-a ${confirmed}`);
       const failed = await generate('b');
@@ -422,11 +480,15 @@ SCENARIOS.push({
       await expect(payments.reconcilePayment(expired)).resolves.toMatchObject({ outcome: 'expired', handled: true });
       expect(calls).toContain(`not paid ${order}-d EXPIRED`);
       const mismatched = await generate('e');
-      sandbox.fault(verifyPath(mismatched), { body: JSON.stringify(verifyAnswer({ status: 'SUCCESS', amount: 100, trackingId: `${order}-e` })) });
+      sandbox.fault(verifyPath(mismatched), {
+        body: JSON.stringify(verifyAnswer({ status: 'SUCCESS', amount: 100, trackingId: `${order}-e` })),
+      });
       const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
       try {
         await expect(payments.reconcilePayment(mismatched)).resolves.toMatchObject({ outcome: 'mismatch' });
-        expect(stderr).toHaveBeenCalledWith(expect.stringContaining(`${mismatched} is SUCCESS at the service but NOT confirmed`));
+        expect(stderr).toHaveBeenCalledWith(
+          expect.stringContaining(`${mismatched} is SUCCESS at the service but NOT confirmed`),
+        );
       } finally {
         stderr.mockRestore();
         sandbox.fault(verifyPath(mismatched), null);
@@ -450,7 +512,10 @@ const FRAGMENTS: Fragment[] = [
   },
   // The recipes of docs/exactly-once.md need a database: test/transactional/recipes.e2e-spec.ts
   // checks each is a file there word for word and runs it on PostgreSQL and PGlite.
-  { identity: 'transactionalStore, markPaidWithSql', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
+  {
+    identity: 'transactionalStore, markPaidWithSql',
+    reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)',
+  },
   { identity: 'markPaidWithDrizzle', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
   { identity: 'markPaidWithDrizzleOnPglite', reason: 'run by test/transactional/recipes.e2e-spec.ts (PGlite)' },
   { identity: 'markPaidInNestedTransaction', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
@@ -521,7 +586,11 @@ afterAll(async () => {
 
 /** Boots a Nest app (Express) serving the pre-listened server; closed after the scenario. */
 async function boot(metadata: Parameters<Context['boot']>[0]): Promise<INestApplication> {
-  @Module({ imports: metadata.imports ?? [], controllers: metadata.controllers ?? [], providers: (metadata.providers ?? []) as never[] })
+  @Module({
+    imports: metadata.imports ?? [],
+    controllers: metadata.controllers ?? [],
+    providers: (metadata.providers ?? []) as never[],
+  })
   class HostModule {}
   const moduleRef = await Test.createTestingModule({ imports: [HostModule] }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
@@ -545,7 +614,9 @@ describe('README and guide snippets', () => {
     const used = new Set(SCENARIOS.flatMap((s) => s.uses));
     const fragments = new Set(FRAGMENTS.map((f) => f.identity));
     const snippets = snippetFiles();
-    const unaccounted = snippets.filter((s) => (s.exports.length === 0 || !s.exports.every((e) => used.has(e))) && !fragments.has(s.identity));
+    const unaccounted = snippets.filter(
+      (s) => (s.exports.length === 0 || !s.exports.every((e) => used.has(e))) && !fragments.has(s.identity),
+    );
     expect(unaccounted.map((s) => `${s.file}: ${s.identity}`)).toEqual([]);
     // And nothing stale: every name a scenario uses, and every fragment, is still in the docs.
     const exported = new Set(snippets.flatMap((s) => s.exports));

@@ -1,8 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-// @ts-expect-error a plain .mjs script without types: its exports are tested here
-import { docSnippets, documentationFiles, documentationSnippets, VERIFIED_BY_COMPAT } from '../../scripts/readme-snippets.mjs';
+import {
+  docSnippets,
+  documentationFiles,
+  documentationSnippets,
+  VERIFIED_BY_COMPAT,
+  // @ts-expect-error a plain .mjs script without types: its exports are tested here
+} from '../../scripts/readme-snippets.mjs';
 
 const ROOT = join(import.meta.dirname, '../..');
 
@@ -18,7 +23,9 @@ describe('README and guide snippets', () => {
   it('are whole modules: each imports what it uses from the package by its public names', () => {
     expect(snippets.length).toBeGreaterThanOrEqual(10);
     for (const [, text] of snippets)
-      expect(text).toMatch(/^import .* from '(nestjs-payments(\/\w+)?|@nestjs\/\w+|express|@electric-sql\/pglite|@jest\/globals)';$/m);
+      expect(text).toMatch(
+        /^import .* from '(nestjs-payments(\/\w+)?|@nestjs\/\w+|express|@electric-sql\/pglite|@jest\/globals)';$/m,
+      );
     expect(snippets.map(([name]) => name)).toContain('readme-recipe.e2e-spec.ts');
   });
 
@@ -66,6 +73,9 @@ describe('README and guide snippets', () => {
       '```',
       '',
     ].join('\n');
-    expect((docSnippets('guide', markdown) as Array<[string, string]>).map(([name]) => name)).toEqual(['guide-01.ts', 'kept.ts']);
+    expect((docSnippets('guide', markdown) as Array<[string, string]>).map(([name]) => name)).toEqual([
+      'guide-01.ts',
+      'kept.ts',
+    ]);
   });
 });

@@ -9,9 +9,13 @@ import { describeStoreContract } from '../support/store-contract.js';
 
 // BasicPaymentsStore, the base of custom stores, through the contract every store passes: its
 // combined operations and rate limits over a minimal subclass on plain Maps.
-describeStoreContract('BasicPaymentsStore (MapPaymentsStore)', async () => ({ store: new MapPaymentsStore(), cleanup: async () => {} }), {
-  atomicCombinedOperations: false,
-});
+describeStoreContract(
+  'BasicPaymentsStore (MapPaymentsStore)',
+  async () => ({ store: new MapPaymentsStore(), cleanup: async () => {} }),
+  {
+    atomicCombinedOperations: false,
+  },
+);
 
 const LONG_MS = 60_000;
 
@@ -20,7 +24,14 @@ const finish = (owner: string, paymentId: string): OutcomeFinish => ({
   owner,
   claim: 'release',
   doneTtlMs: LONG_MS,
-  record: { paymentId, outcome: 'confirmed', status: 'SUCCESS', source: 'webhook', handlers: 'failed', updatedAt: new Date().toISOString() },
+  record: {
+    paymentId,
+    outcome: 'confirmed',
+    status: 'SUCCESS',
+    source: 'webhook',
+    handlers: 'failed',
+    updatedAt: new Date().toISOString(),
+  },
   attemptsAdded: 1,
   recordTtlMs: LONG_MS,
 });
@@ -89,7 +100,12 @@ describe('isPaymentsStore (the runtime check of a store option)', () => {
     // Neither connects: the Redis client is lazy and the queryable is never called.
     const redis = new RedisPaymentsStore('redis://127.0.0.1:1', { redisOptions: { lazyConnect: true } });
     const postgres = new PostgresPaymentsStore({ query: () => Promise.reject(new Error('not called')) });
-    expect([new MemoryPaymentsStore(), redis, postgres, map()].map((s) => isPaymentsStore(s))).toEqual([true, true, true, true]);
+    expect([new MemoryPaymentsStore(), redis, postgres, map()].map((s) => isPaymentsStore(s))).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
     await redis.close();
   });
 

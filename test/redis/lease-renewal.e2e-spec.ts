@@ -46,7 +46,11 @@ function newClient(store: PaymentsStore, logged: string[]): PaymentsClient {
  * One payment whose confirmed handler runs for `handlerMs` (over several leases); `during` runs
  * once the handler has started. Returns what the handler saw and the first delivery's answer.
  */
-async function slowConfirmation(store: PaymentsStore, handlerMs: number, during: (deliver: () => Promise<number>, paymentId: string) => Promise<void>) {
+async function slowConfirmation(
+  store: PaymentsStore,
+  handlerMs: number,
+  during: (deliver: () => Promise<number>, paymentId: string) => Promise<void>,
+) {
   const logged: string[] = [];
   const client = newClient(store, logged);
   let active = 0;
@@ -101,22 +105,25 @@ describe.each([
 ])('lease renewal while handlers run (%s store)', (name, make) => {
   const run = name === 'Redis' && !redisUp && !process.env.CI ? it.skip : it;
 
-  run(`a handler of ${LEASE_MS * 4} ms with a ${LEASE_MS} ms lease: redeliveries meanwhile are busy, the handler runs once`, async () => {
-    const { store, close } = await make();
-    try {
-      let meanwhile: number[] = [];
-      const result = await slowConfirmation(store, LEASE_MS * 4, async (deliver) => {
-        meanwhile = await redeliverMeanwhile(deliver, LEASE_MS * 3);
-      });
-      expect(meanwhile.length).toBeGreaterThanOrEqual(5);
-      expect(new Set(meanwhile)).toEqual(new Set([409]));
-      expect(result).toMatchObject({ first: 200, runs: 1, overlapped: false, after: 200 });
-      expect(verifyCount(fake, result.paymentId)).toBe(1);
-      expect(result.logged.filter((l) => l.includes('claim'))).toEqual([]);
-    } finally {
-      await close();
-    }
-  });
+  run(
+    `a handler of ${LEASE_MS * 4} ms with a ${LEASE_MS} ms lease: redeliveries meanwhile are busy, the handler runs once`,
+    async () => {
+      const { store, close } = await make();
+      try {
+        let meanwhile: number[] = [];
+        const result = await slowConfirmation(store, LEASE_MS * 4, async (deliver) => {
+          meanwhile = await redeliverMeanwhile(deliver, LEASE_MS * 3);
+        });
+        expect(meanwhile.length).toBeGreaterThanOrEqual(5);
+        expect(new Set(meanwhile)).toEqual(new Set([409]));
+        expect(result).toMatchObject({ first: 200, runs: 1, overlapped: false, after: 200 });
+        expect(verifyCount(fake, result.paymentId)).toBe(1);
+        expect(result.logged.filter((l) => l.includes('claim'))).toEqual([]);
+      } finally {
+        await close();
+      }
+    },
+  );
 });
 
 describe('a renewal that finds the claim taken (Redis)', () => {
@@ -132,7 +139,9 @@ describe('a renewal that finds the claim taken (Redis)', () => {
         await new Promise((r) => setTimeout(r, LEASE_MS));
       });
       expect(result).toMatchObject({ first: 200, runs: 1, after: 409 });
-      expect(result.logged.filter((l) => l.includes(`the claim on ${result.paymentId} was lost while its handlers ran`))).toHaveLength(1);
+      expect(
+        result.logged.filter((l) => l.includes(`the claim on ${result.paymentId} was lost while its handlers ran`)),
+      ).toHaveLength(1);
       expect(await admin!.get(`${keyPrefix}event:outcome:${result.paymentId}`)).toBe('claimed:intruder');
     } finally {
       await store.close();

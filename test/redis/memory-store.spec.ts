@@ -34,7 +34,11 @@ describe('MemoryPaymentsStore bounds', () => {
   it('keeps at most maxBindings bindings, on top of maxEvents records', async () => {
     const store = new MemoryPaymentsStore({ maxBindings: 500, maxEvents: 200 });
     for (let i = 0; i < 5000; i++) {
-      await store.saveBinding(`token-${i}`, { paymentId: `pay-${i}`, amount: '1000', createdAt: new Date(0).toISOString() }, DAY_MS);
+      await store.saveBinding(
+        `token-${i}`,
+        { paymentId: `pay-${i}`, amount: '1000', createdAt: new Date(0).toISOString() },
+        DAY_MS,
+      );
       await store.claim(`payment.confirmed:${i}`, `owner-${i}`, DAY_MS);
       await store.markDone(`payment.confirmed:${i}`, `owner-${i}`, DAY_MS);
     }
@@ -89,7 +93,11 @@ describe('MemoryPaymentsStore on an injected clock', () => {
   it('sees a lease, a binding and a rate limit expire the moment its clock passes them, within one real millisecond', async () => {
     const { clock, advance } = manual();
     const store = new MemoryPaymentsStore({ clock });
-    await store.saveBinding('token-1', { paymentId: 'pay-1', amount: '1000', createdAt: new Date(clock.now()).toISOString() }, 1_000);
+    await store.saveBinding(
+      'token-1',
+      { paymentId: 'pay-1', amount: '1000', createdAt: new Date(clock.now()).toISOString() },
+      1_000,
+    );
     await expect(store.claim('payment.confirmed:pay-1', 'first', 1_000)).resolves.toBe('claimed');
     await expect(store.rateLimits.take('slot', 1_000)).resolves.toBe(true);
     await expect(store.findBinding('token-1')).resolves.toBeDefined();

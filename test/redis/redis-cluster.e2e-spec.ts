@@ -22,7 +22,12 @@ const prefix = () => `np-cluster:${randomUUID()}:`;
 const clusterClient = () =>
   new Cluster(
     PORTS.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })),
-    { retryDelayOnFailover: 200, retryDelayOnClusterDown: 200, slotsRefreshTimeout: 1000, redisOptions: { maxRetriesPerRequest: 1, connectTimeout: 1000 } },
+    {
+      retryDelayOnFailover: 200,
+      retryDelayOnClusterDown: 200,
+      slotsRefreshTimeout: 1000,
+      redisOptions: { maxRetriesPerRequest: 1, connectTimeout: 1000 },
+    },
   );
 
 describeWithService(installed, 'redis-server/redis-cli not installed (apt-get install redis-server redis-tools)')(
@@ -53,7 +58,10 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
           for (let i = 0; i < 60; i++) {
             const paymentId = `pay_${i}`;
             expect(await store.claim(`outcome:${paymentId}`, 'owner', 60_000)).toBe('claimed');
-            await store.schedulePending({ paymentId, amount: '1', createdAt: new Date().toISOString(), checks: 0 }, Date.now());
+            await store.schedulePending(
+              { paymentId, amount: '1', createdAt: new Date().toISOString(), checks: 0 },
+              Date.now(),
+            );
             await store.saveOutcome(
               {
                 paymentId,
@@ -77,7 +85,9 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
           expect(perMaster.reduce((n, m) => n + m.events, 0)).toBe(60);
           // 60 records, the due set, the entries hash, the order index and the expiry index.
           expect(perMaster.map((m) => m.shared).sort((x, y) => x - y)).toEqual([0, 0, 64]);
-          expect(await store.listOutcomes({ limit: 100 })).toMatchObject({ items: expect.arrayContaining([expect.objectContaining({ paymentId: 'pay_7' })]) });
+          expect(await store.listOutcomes({ limit: 100 })).toMatchObject({
+            items: expect.arrayContaining([expect.objectContaining({ paymentId: 'pay_7' })]),
+          });
           expect((await store.listOutcomes({ limit: 100 })).items).toHaveLength(60);
         } finally {
           cluster.disconnect();
@@ -107,10 +117,10 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
 
     const pair = async (runs: RunCounts) => {
       const keyPrefix = prefix();
-      return [await startInstance(fakeRef.fake!, clusterClient(), keyPrefix, runs), await startInstance(fakeRef.fake!, clusterClient(), keyPrefix, runs)] as [
-        Awaited<ReturnType<typeof startInstance>>,
-        Awaited<ReturnType<typeof startInstance>>,
-      ];
+      return [
+        await startInstance(fakeRef.fake!, clusterClient(), keyPrefix, runs),
+        await startInstance(fakeRef.fake!, clusterClient(), keyPrefix, runs),
+      ] as [Awaited<ReturnType<typeof startInstance>>, Awaited<ReturnType<typeof startInstance>>];
     };
 
     describe('handlers once', () => {
@@ -129,7 +139,9 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
           // otherwise; claims live on the other masters, so most went through, and a replica took over.
           expect(refused.filter((status) => status !== 503 && status !== 409)).toEqual([]);
           const alive = PORTS.find((p) => p !== victim)!;
-          await waitFor('the cluster to be ok', () => servers.cli(alive, 'cluster', 'info').includes('cluster_state:ok'));
+          await waitFor('the cluster to be ok', () =>
+            servers.cli(alive, 'cluster', 'info').includes('cluster_state:ok'),
+          );
           expect(servers.clusterMasters(alive)).toHaveLength(3);
           expect(servers.clusterMasters(alive)).not.toContain(victim);
         } finally {

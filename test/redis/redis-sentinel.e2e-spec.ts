@@ -4,7 +4,13 @@ import { Redis } from 'ioredis';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { FakeService } from '../support/fake-service.js';
 import { RedisServers, redisServerInstalled, waitFor } from '../support/redis-servers.js';
-import { itRunsHandlersOnce, runThroughFault, startInstance, type Instance, type RunCounts } from '../support/redis-scenarios.js';
+import {
+  itRunsHandlersOnce,
+  runThroughFault,
+  startInstance,
+  type Instance,
+  type RunCounts,
+} from '../support/redis-scenarios.js';
 import { describeWithService } from '../support/services.js';
 import { describeStoreContract } from '../support/store-contract.js';
 
@@ -21,7 +27,13 @@ const installed = redisServerInstalled();
 const servers = new RedisServers();
 const fakeRef: { fake?: FakeService } = {};
 const prefix = () => `np-sentinel:${randomUUID()}:`;
-const sentinelClient = () => new Redis({ sentinels: [{ host: '127.0.0.1', port: SENTINEL }], name: NAME, maxRetriesPerRequest: 1, connectTimeout: 1000 });
+const sentinelClient = () =>
+  new Redis({
+    sentinels: [{ host: '127.0.0.1', port: SENTINEL }],
+    name: NAME,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 1000,
+  });
 
 describeWithService(installed, 'redis-server/redis-cli not installed (apt-get install redis-server redis-tools)')(
   'RedisPaymentsStore through Redis Sentinel (a master, a replica and a Sentinel of its own)',
@@ -31,8 +43,14 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
       await servers.start(REPLICA, '--replicaof', '127.0.0.1', String(MASTER));
       await servers.startSentinel(SENTINEL, NAME, MASTER);
       // The Sentinel learns of the replica from the master's INFO (every 10 s at first).
-      await waitFor('the Sentinel to know the replica', () => /\b57021\b/.test(servers.cli(SENTINEL, 'sentinel', 'replicas', NAME)), 30_000);
-      await waitFor('the replica to sync', () => servers.cli(REPLICA, 'info', 'replication').includes('master_link_status:up'));
+      await waitFor(
+        'the Sentinel to know the replica',
+        () => /\b57021\b/.test(servers.cli(SENTINEL, 'sentinel', 'replicas', NAME)),
+        30_000,
+      );
+      await waitFor('the replica to sync', () =>
+        servers.cli(REPLICA, 'info', 'replication').includes('master_link_status:up'),
+      );
       fakeRef.fake = await FakeService.start();
     }, 60_000);
 
@@ -67,7 +85,10 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
 
     const pair = async (runs: RunCounts): Promise<[Instance, Instance]> => {
       const keyPrefix = prefix();
-      return [await startInstance(fakeRef.fake!, sentinelClient(), keyPrefix, runs), await startInstance(fakeRef.fake!, sentinelClient(), keyPrefix, runs)];
+      return [
+        await startInstance(fakeRef.fake!, sentinelClient(), keyPrefix, runs),
+        await startInstance(fakeRef.fake!, sentinelClient(), keyPrefix, runs),
+      ];
     };
 
     describe('handlers once', () => {

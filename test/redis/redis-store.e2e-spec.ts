@@ -177,11 +177,16 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       expect(await admin.pttl(`${keyPrefix}event:${event}`)).toBeGreaterThan(1400);
     });
 
-    it.each([0, -5, Number.NaN, Number.POSITIVE_INFINITY])('rejects a lease or TTL of %p instead of storing it forever', async (ms) => {
-      await expect(store.claim(randomUUID(), 'o', ms)).rejects.toThrow(RangeError);
-      await expect(store.markDone(randomUUID(), 'o', ms)).rejects.toThrow(RangeError);
-      await expect(store.saveBinding(randomUUID(), { paymentId: 'p', amount: '1', createdAt: 'x' }, ms)).rejects.toThrow(RangeError);
-    });
+    it.each([0, -5, Number.NaN, Number.POSITIVE_INFINITY])(
+      'rejects a lease or TTL of %p instead of storing it forever',
+      async (ms) => {
+        await expect(store.claim(randomUUID(), 'o', ms)).rejects.toThrow(RangeError);
+        await expect(store.markDone(randomUUID(), 'o', ms)).rejects.toThrow(RangeError);
+        await expect(
+          store.saveBinding(randomUUID(), { paymentId: 'p', amount: '1', createdAt: 'x' }, ms),
+        ).rejects.toThrow(RangeError);
+      },
+    );
 
     it.each([
       ['not JSON', '{"paymentId":'],
@@ -190,7 +195,10 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       ['a number', '42'],
       ['a binding without amount', '{"paymentId":"p","createdAt":"x"}'],
       ['a binding with a numeric paymentId', '{"paymentId":5,"amount":"1","createdAt":"x"}'],
-      ['a binding with a numeric tracking id', '{"paymentId":"p","amount":"1","createdAt":"x","developerTrackingId":7}'],
+      [
+        'a binding with a numeric tracking id',
+        '{"paymentId":"p","amount":"1","createdAt":"x","developerTrackingId":7}',
+      ],
     ])('treats a stored value that is %s as no binding', async (_what, raw) => {
       const token = randomUUID();
       await admin.set(`${keyPrefix}binding:${token}`, raw, 'PX', 5000);
@@ -244,7 +252,9 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
         expect(client.status).toBe('ready');
         await expect(client.ping()).resolves.toBe('PONG');
         // The host can still use a store on it, e.g. one created again after a module reload.
-        await expect(new RedisPaymentsStore(client, { keyPrefix: prefix() }).claim('e', 'o', LONG_MS)).resolves.toBe('claimed');
+        await expect(new RedisPaymentsStore(client, { keyPrefix: prefix() }).claim('e', 'o', LONG_MS)).resolves.toBe(
+          'claimed',
+        );
       } finally {
         await closeClient(client);
       }
@@ -344,7 +354,9 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       await expect(a.rateLimits.take('token:n', LONG_MS)).resolves.toBe(true);
       await expect(b.rateLimits.take('token:n', LONG_MS)).resolves.toBe(false);
       await b.rateLimits.free('token:n');
-      const takes = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).rateLimits.take('token:n', LONG_MS)));
+      const takes = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).rateLimits.take('token:n', LONG_MS)),
+      );
       expect(takes.filter(Boolean)).toHaveLength(1);
     });
 
@@ -353,7 +365,11 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       const [a, b] = [open(shared), open(shared)];
       // Both connections must be up, or the race would only be between queued commands.
       await Promise.all([a.findBinding('warm-up'), b.findBinding('warm-up')]);
-      const attempts = Array.from({ length: 100 }, (_, i) => ({ event: `e${i % 20}`, owner: `o${i}`, store: i % 2 ? a : b }));
+      const attempts = Array.from({ length: 100 }, (_, i) => ({
+        event: `e${i % 20}`,
+        owner: `o${i}`,
+        store: i % 2 ? a : b,
+      }));
       attempts.sort(() => Math.random() - 0.5);
       const outcomes = await Promise.all(attempts.map((t) => t.store.claim(t.event, t.owner, LONG_MS)));
 
@@ -408,7 +424,10 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
 
     it('rejects within operationTimeoutMs when Redis accepts connections but never answers', async () => {
       const server = await silentServer();
-      const store = new RedisPaymentsStore(`redis://127.0.0.1:${server.port}`, { operationTimeoutMs: 300, logger: recordingLogger() });
+      const store = new RedisPaymentsStore(`redis://127.0.0.1:${server.port}`, {
+        operationTimeoutMs: 300,
+        logger: recordingLogger(),
+      });
       try {
         const { ms, error } = await timeRejection(store.claim('e', 'o', LONG_MS));
         expect(error.message).toMatch(/timed out/);
@@ -495,7 +514,12 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       stores.push(store);
       return store;
     };
-    const pendingEntry = (): PendingPayment => ({ paymentId: `pay_${randomUUID()}`, amount: '1000', createdAt: '2025-01-01T00:00:00.000Z', checks: 1 });
+    const pendingEntry = (): PendingPayment => ({
+      paymentId: `pay_${randomUUID()}`,
+      amount: '1000',
+      createdAt: '2025-01-01T00:00:00.000Z',
+      checks: 1,
+    });
     const outcome = (overrides: Partial<OutcomeRecord> = {}): OutcomeRecord => ({
       paymentId: `pay_${randomUUID()}`,
       outcome: 'confirmed',
@@ -539,7 +563,9 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       await Promise.all([a.ping(), b.ping()]);
       const entries = Array.from({ length: 40 }, pendingEntry);
       for (const [i, e] of entries.entries()) await a.schedulePending(e, 100 + (i % 7));
-      const takes = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? a : b).takeDuePending(200, 4, LONG_MS)));
+      const takes = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => (i % 2 ? a : b).takeDuePending(200, 4, LONG_MS)),
+      );
       const ids = takes.flat().map((e) => e.paymentId);
       expect(ids).toHaveLength(40);
       expect(new Set(ids).size).toBe(40);
@@ -554,7 +580,9 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       const key = `${keyPrefix}outcome:${saved.paymentId}`;
       expect(JSON.parse((await admin.get(key))!)).toEqual(saved);
       expect(await admin.pttl(key)).toBeGreaterThan(4000);
-      expect(Number(await admin.zscore(`${keyPrefix}outcomes:index`, saved.paymentId))).toBe(-Date.parse(saved.updatedAt));
+      expect(Number(await admin.zscore(`${keyPrefix}outcomes:index`, saved.paymentId))).toBe(
+        -Date.parse(saved.updatedAt),
+      );
     });
 
     it('drops index members of expired records as later records are saved', async () => {
@@ -572,9 +600,14 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
     it('bounds one listOutcomes call, and still pages through every match exactly once', async () => {
       const store = open();
       // 1100 newer records that do not match, in front of 3 older ones that do.
-      const noise = Array.from({ length: 1100 }, (_, i) => outcome({ updatedAt: new Date(Date.UTC(2030, 0, 1) + i * 1000).toISOString() }));
-      for (let i = 0; i < noise.length; i += 100) await Promise.all(noise.slice(i, i + 100).map((r) => store.saveOutcome(r, LONG_MS)));
-      const wanted = [0, 1, 2].map((i) => outcome({ handlers: 'failed', updatedAt: new Date(Date.UTC(2020, 0, 1) + i * 1000).toISOString() }));
+      const noise = Array.from({ length: 1100 }, (_, i) =>
+        outcome({ updatedAt: new Date(Date.UTC(2030, 0, 1) + i * 1000).toISOString() }),
+      );
+      for (let i = 0; i < noise.length; i += 100)
+        await Promise.all(noise.slice(i, i + 100).map((r) => store.saveOutcome(r, LONG_MS)));
+      const wanted = [0, 1, 2].map((i) =>
+        outcome({ handlers: 'failed', updatedAt: new Date(Date.UTC(2020, 0, 1) + i * 1000).toISOString() }),
+      );
       for (const r of wanted) await store.saveOutcome(r, LONG_MS);
       const first = await store.listOutcomes({ handlers: 'failed', limit: 10 });
       // The first call stopped at its scan budget, inside the noise: nothing yet, but a cursor.
@@ -621,7 +654,10 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
 
     it('pings, and rejects ping within the operation timeout when Redis is unreachable', async () => {
       await expect(open().ping()).resolves.toBeUndefined();
-      const down = new RedisPaymentsStore(`redis://127.0.0.1:${await closedPort()}`, { logger: recordingLogger(), operationTimeoutMs: 300 });
+      const down = new RedisPaymentsStore(`redis://127.0.0.1:${await closedPort()}`, {
+        logger: recordingLogger(),
+        operationTimeoutMs: 300,
+      });
       try {
         await expect(down.ping()).rejects.toThrow();
       } finally {

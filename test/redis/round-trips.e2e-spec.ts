@@ -8,7 +8,14 @@ import { BasicPaymentsStore, MemoryPaymentsStore, STORE_METHODS, type PaymentsSt
 import { PostgresPaymentsStore, type PostgresQueryable } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { FakeService } from '../support/fake-service.js';
-import { answerVerify, DelegatingStore, generateVia, postJson, startRouter, fakeServiceClient } from '../support/outcome-kit.js';
+import {
+  answerVerify,
+  DelegatingStore,
+  generateVia,
+  postJson,
+  startRouter,
+  fakeServiceClient,
+} from '../support/outcome-kit.js';
 import { itWithService, POSTGRES_URL, REDIS_URL, postgresAvailable, redisAvailable } from '../support/services.js';
 
 // Store round trips per webhook confirmation (a signed token with its binding, verified SUCCESS,
@@ -49,7 +56,11 @@ async function perConfirmation(counted: Counted): Promise<{ router: number; spli
         expect(answer.status).toBe(200);
       } else {
         // What the Nest guard and controller do: authenticate, then deliver (which claims).
-        const auth = await client.webhooks.authenticate({ query: {}, body: { payment_id: p.paymentId }, pathToken: p.token });
+        const auth = await client.webhooks.authenticate({
+          query: {},
+          body: { payment_id: p.paymentId },
+          pathToken: p.token,
+        });
         expect(auth.ok).toBe(true);
         if (auth.ok) expect((await client.webhooks.deliver(auth)).status).toBe(200);
       }
@@ -102,7 +113,9 @@ describe('store round trips per webhook confirmation', () => {
     // Its combined operations are the base class's, made of the calls counted here.
     expect(store.finishOutcome).toBe(BasicPaymentsStore.prototype.finishOutcome);
     expect(store.findBindingAndClaim).toBe(BasicPaymentsStore.prototype.findBindingAndClaim);
-    await expect(perConfirmation({ store, count: () => store.calls.length, close: async () => {} })).resolves.toEqual(FALLBACK);
+    await expect(perConfirmation({ store, count: () => store.calls.length, close: async () => {} })).resolves.toEqual(
+      FALLBACK,
+    );
   });
 
   itWithService(redisUp, `no Redis at ${REDIS_URL}`)('Redis: commands', async () => {
@@ -114,7 +127,9 @@ describe('store round trips per webhook confirmation', () => {
       return send(command);
     };
     const store = new RedisPaymentsStore(redis, { keyPrefix: `rt:${randomUUID()}:` });
-    await expect(perConfirmation({ store, count: () => commands, close: async () => void (await redis.quit()) })).resolves.toEqual(COMBINED);
+    await expect(
+      perConfirmation({ store, count: () => commands, close: async () => void (await redis.quit()) }),
+    ).resolves.toEqual(COMBINED);
   });
 
   it('PGlite: statements', async () => {
@@ -125,13 +140,17 @@ describe('store round trips per webhook confirmation', () => {
     let statements = 0;
     const counting: PostgresQueryable = { query: (text, params) => (statements++, db.query(text, params)) };
     const store = new PostgresPaymentsStore(counting);
-    await expect(perConfirmation({ store, count: () => statements, close: () => db.close() })).resolves.toEqual(COMBINED);
+    await expect(perConfirmation({ store, count: () => statements, close: () => db.close() })).resolves.toEqual(
+      COMBINED,
+    );
   });
 
   itWithService(postgresUp, `no PostgreSQL at ${POSTGRES_URL}`)('PostgreSQL: statements', async () => {
     const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 4 });
     let statements = 0;
-    const counting: PostgresQueryable = { query: (text, params) => (statements++, pool.query(text, params as unknown[])) };
+    const counting: PostgresQueryable = {
+      query: (text, params) => (statements++, pool.query(text, params as unknown[])),
+    };
     const schema = `rt_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
     const store = new PostgresPaymentsStore(counting, { schema });
     const counted = perConfirmation({

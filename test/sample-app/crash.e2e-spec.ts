@@ -121,26 +121,36 @@ function crashScenarios(database: () => DatabaseConfig) {
         const client = new ShopClient(`http://localhost:${port}`);
         if (point === 'after-commit') {
           // Committed before the crash: already paid; start-up reconciliation leaves it alone.
-          expect((await client.get(`/orders/${orderId}/success?payment_id=${paymentId}`)).text).toContain('data-state="paid"');
+          expect((await client.get(`/orders/${orderId}/success?payment_id=${paymentId}`)).text).toContain(
+            'data-state="paid"',
+          );
           // Once the dead instance's lease is over, the service's webhook again (here, its
           // redelivery) finds the outcome done with the order (one transaction): nothing runs.
           await sleep(LEASE_MS + 200);
           const delivery = service.deliveries.filter((d) => d.paymentId === paymentId).at(-1)!;
           const again = await fetch(delivery.url, {
             method: delivery.method,
-            ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }),
+            ...(delivery.method === 'POST' && {
+              headers: { 'content-type': 'application/json' },
+              body: delivery.payload,
+            }),
           });
           expect(again.status).toBe(200);
         } else {
           // The customer's return page (it refreshes itself) verifies and runs the handler, once
           // the crashed instance's claim has lapsed.
-          await eventually(async () => (await client.get(`/orders/${orderId}/success?payment_id=${paymentId}`)).text.includes('data-state="paid"'));
+          await eventually(async () =>
+            (await client.get(`/orders/${orderId}/success?payment_id=${paymentId}`)).text.includes('data-state="paid"'),
+          );
         }
         // A second webhook delivery after that: a duplicate, nothing runs.
         const delivery = service.deliveries.filter((d) => d.paymentId === paymentId).at(-1)!;
         const dup = await fetch(delivery.url, {
           method: delivery.method,
-          ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }),
+          ...(delivery.method === 'POST' && {
+            headers: { 'content-type': 'application/json' },
+            body: delivery.payload,
+          }),
         });
         expect(dup.status).toBe(200);
       } finally {
@@ -211,7 +221,8 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('crash 
     try {
       const customerA = new ShopClient(`http://localhost:${portA}`);
       const customerB = new ShopClient(`http://localhost:${portB}`);
-      for (let i = 0; i < 6; i++) orders.push(await buy(i % 2 ? customerB : customerA, i % 3 ? 'espresso-beans' : 'pour-over-set'));
+      for (let i = 0; i < 6; i++)
+        orders.push(await buy(i % 2 ? customerB : customerA, i % 3 ? 'espresso-beans' : 'pour-over-set'));
       // Each payment reaches both instances at once: the webhook (to the instance that made
       // it), its copy to the other instance, and the customer's return on both.
       await Promise.all(
@@ -223,7 +234,10 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('crash 
           const send = (target: string) =>
             fetch(target, {
               method: delivery.method,
-              ...(delivery.method === 'POST' && { headers: { 'content-type': 'application/json' }, body: delivery.payload }),
+              ...(delivery.method === 'POST' && {
+                headers: { 'content-type': 'application/json' },
+                body: delivery.payload,
+              }),
             });
           await Promise.all([
             send(delivery.url),
@@ -234,7 +248,11 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('crash 
         }),
       );
       for (const { orderId, paymentId } of orders) {
-        await eventually(async () => (await customerA.get(`/orders/${orderId}/success?payment_id=${paymentId}`)).text.includes('data-state="paid"'));
+        await eventually(async () =>
+          (await customerA.get(`/orders/${orderId}/success?payment_id=${paymentId}`)).text.includes(
+            'data-state="paid"',
+          ),
+        );
       }
     } finally {
       await Promise.all([a.stop('SIGTERM'), b.stop('SIGTERM')]);
@@ -245,7 +263,8 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('crash 
     const db = await ShopDatabase.open({ databaseUrl });
     try {
       const repo = new OrdersRepository(db);
-      for (const { orderId } of orders) expect((await repo.events(orderId)).map((e) => e.kind)).toEqual(['created', 'paid']);
+      for (const { orderId } of orders)
+        expect((await repo.events(orderId)).map((e) => e.kind)).toEqual(['created', 'paid']);
       // The plugin's record: one handled outcome per payment.
       const { rows } = await (db.queryable as unknown as pg.Pool).query<{ handlers: string }>(
         'SELECT handlers FROM payments_outcomes WHERE payment_id = ANY($1)',

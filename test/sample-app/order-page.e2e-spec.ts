@@ -59,9 +59,13 @@ describe('sample shop: the order page /orders/<id>', () => {
     expect(page.markup).toContain(`<section class="panel narrow" id="order" data-state="pending">`);
     expect(page.markup).toContain(`<dd class="mono" id="order-id">${orderId}</dd>`);
     expect(page.markup).toContain('<dd id="order-amount">27.750&nbsp;TND</dd>');
-    expect(page.markup).toContain('<dd id="order-state"><span class="badge badge-pending" data-state="pending">Pending</span></dd>');
+    expect(page.markup).toContain(
+      '<dd id="order-state"><span class="badge badge-pending" data-state="pending">Pending</span></dd>',
+    );
     expect(page.text).toContain('<meta http-equiv="refresh" content="3"');
-    expect(historyOf(page.markup)).toEqual([['created', 'checkout', expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d UTC Order placed at checkout$/)]]);
+    expect(historyOf(page.markup)).toEqual([
+      ['created', 'checkout', expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d UTC Order placed at checkout$/)],
+    ]);
     expect(sandbox.verifyCalls(paymentId)).toBe(0);
   });
 
@@ -75,7 +79,11 @@ describe('sample shop: the order page /orders/<id>', () => {
     expect(page.text).not.toContain('http-equiv="refresh"');
     expect(historyOf(page.markup)).toEqual([
       ['created', 'checkout', expect.stringMatching(/Order placed at checkout$/)],
-      ['paid', 'webhook', expect.stringMatching(/Payment received notified by the payment service \(service status SUCCESS\)$/)],
+      [
+        'paid',
+        'webhook',
+        expect.stringMatching(/Payment received notified by the payment service \(service status SUCCESS\)$/),
+      ],
     ]);
     expect(sandbox.verifyCalls(paymentId)).toBe(verifies);
   });
@@ -85,9 +93,15 @@ describe('sample shop: the order page /orders/<id>', () => {
     await sandbox.completePayment(held.paymentId);
     const heldPage = await client.get(`/orders/${held.orderId}`);
     expect(heldPage.markup).toContain('data-state="authorized">Authorized</span>');
-    expect(historyOf(heldPage.markup).map(([kind, source, text]) => [kind, source, text.replace(/^.* UTC /, '')])).toEqual([
+    expect(
+      historyOf(heldPage.markup).map(([kind, source, text]) => [kind, source, text.replace(/^.* UTC /, '')]),
+    ).toEqual([
       ['created', 'checkout', 'Order placed at checkout: capture later'],
-      ['authorized', 'webhook', 'Amount reserved on the card notified by the payment service (service status PREAUTH_SUCCESS)'],
+      [
+        'authorized',
+        'webhook',
+        'Amount reserved on the card notified by the payment service (service status PREAUTH_SUCCESS)',
+      ],
     ]);
 
     const declined = await buy('pour-over-set');
@@ -106,7 +120,9 @@ describe('sample shop: the order page /orders/<id>', () => {
     const { orderId, paymentId } = await buy('hand-grinder');
     await sandbox.completePayment(paymentId);
     const page = await client.get(`/orders/${orderId}/success?payment_id=${paymentId}`);
-    expect(page.markup).toContain(`<a class="button secondary" id="order-link" href="/orders/${orderId}">Order page</a>`);
+    expect(page.markup).toContain(
+      `<a class="button secondary" id="order-link" href="/orders/${orderId}">Order page</a>`,
+    );
   });
 
   it('answers an unknown or malformed order number with the HTML 404 page', async () => {

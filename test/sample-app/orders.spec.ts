@@ -1,7 +1,13 @@
 /** The shop's order rules on a real (in-memory PGlite) database, and HTML escaping, without HTTP. */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import { PaymentAuthorizedEvent, PaymentConfirmedEvent, PaymentExpiredEvent, PaymentFailedEvent, type VerifiedPayment } from 'nestjs-payments';
+import {
+  PaymentAuthorizedEvent,
+  PaymentConfirmedEvent,
+  PaymentExpiredEvent,
+  PaymentFailedEvent,
+  type VerifiedPayment,
+} from 'nestjs-payments';
 import type { OutcomeSource } from 'nestjs-payments/store';
 import { Catalog } from '../../sample-app/src/catalog/catalog.service.js';
 import { ShopDatabase } from '../../sample-app/src/db/database.js';
@@ -30,7 +36,12 @@ afterAll(async () => {
   await database?.close();
 });
 
-function verification(paymentId: string, amount: string, trackingId: string | undefined, status: string): VerifiedPayment {
+function verification(
+  paymentId: string,
+  amount: string,
+  trackingId: string | undefined,
+  status: string,
+): VerifiedPayment {
   return { paymentId, amount, developerTrackingId: trackingId, status };
 }
 
@@ -40,15 +51,22 @@ async function setUp(product = beans) {
   const paymentId = `pay_${++seq}`;
   await repo.attachPayment(order.id, paymentId);
   const v = (status: string, over: { amount?: string; trackingId?: string | null; paymentId?: string } = {}) =>
-    verification(over.paymentId ?? paymentId, over.amount ?? order.amount, over.trackingId === null ? undefined : (over.trackingId ?? order.id), status);
+    verification(
+      over.paymentId ?? paymentId,
+      over.amount ?? order.amount,
+      over.trackingId === null ? undefined : (over.trackingId ?? order.id),
+      status,
+    );
   const source: OutcomeSource = 'webhook';
   return {
     order,
     paymentId,
-    confirm: (over = {}) => handler.onConfirmed(new PaymentConfirmedEvent('confirmed', v('SUCCESS', over), source, undefined)),
+    confirm: (over = {}) =>
+      handler.onConfirmed(new PaymentConfirmedEvent('confirmed', v('SUCCESS', over), source, undefined)),
     fail: () => handler.onFailed(new PaymentFailedEvent('failed', v('FAILURE'), 'return', undefined)),
     expire: () => handler.onExpired(new PaymentExpiredEvent('expired', v('EXPIRED'), 'reconciliation', undefined)),
-    authorize: () => handler.onAuthorized(new PaymentAuthorizedEvent('authorized', v('PREAUTH_SUCCESS'), source, undefined)),
+    authorize: () =>
+      handler.onAuthorized(new PaymentAuthorizedEvent('authorized', v('PREAUTH_SUCCESS'), source, undefined)),
     kinds: async () => (await repo.events(order.id)).map((e) => e.kind),
   };
 }
@@ -96,7 +114,14 @@ describe('orders in the database', () => {
   it('ignores outcomes of another amount, and failures of an earlier payment of the order', async () => {
     const { order, confirm } = await setUp();
     await confirm({ amount: '1' });
-    await handler.onExpired(new PaymentExpiredEvent('expired', verification('pay_earlier', order.amount, order.id, 'EXPIRED'), 'reconciliation', undefined));
+    await handler.onExpired(
+      new PaymentExpiredEvent(
+        'expired',
+        verification('pay_earlier', order.amount, order.id, 'EXPIRED'),
+        'reconciliation',
+        undefined,
+      ),
+    );
     expect((await repo.get(order.id))!.status).toBe('pending');
   });
 
@@ -135,13 +160,25 @@ describe('orders in the database', () => {
     await authorize();
     await authorize();
     expect((await repo.get(order.id))!.status).toBe('authorized');
-    const captured = await repo.transition(order.id, { to: 'captured', from: TRANSITIONS.captured, source: 'admin', set: { capturedAmount: 400000 } });
+    const captured = await repo.transition(order.id, {
+      to: 'captured',
+      from: TRANSITIONS.captured,
+      source: 'admin',
+      set: { capturedAmount: 400000 },
+    });
     expect(captured).toMatchObject({ changed: true, order: { status: 'captured', capturedAmount: '400000' } });
-    expect(await repo.transition(order.id, { to: 'captured', from: TRANSITIONS.captured, source: 'admin' })).toMatchObject({ changed: false });
+    expect(
+      await repo.transition(order.id, { to: 'captured', from: TRANSITIONS.captured, source: 'admin' }),
+    ).toMatchObject({ changed: false });
     // After a capture the service verifies SUCCESS: a late confirmation does not turn it back into "paid".
     await confirm();
     expect((await repo.get(order.id))!.status).toBe('captured');
-    await repo.transition(order.id, { to: 'refunded', from: TRANSITIONS.refunded, source: 'admin', set: { refundId: 'ref_1' } });
+    await repo.transition(order.id, {
+      to: 'refunded',
+      from: TRANSITIONS.refunded,
+      source: 'admin',
+      set: { refundId: 'ref_1' },
+    });
     expect(await repo.get(order.id)).toMatchObject({ status: 'refunded', refundId: 'ref_1', capturedAmount: '400000' });
     expect(await kinds()).toEqual(['created', 'authorized', 'captured', 'refunded']);
   });
@@ -149,10 +186,19 @@ describe('orders in the database', () => {
   it('the database refuses a captured amount above the order, and a second event of one kind', async () => {
     const { order, authorize } = await setUp(machine);
     await authorize();
-    await expect(repo.transition(order.id, { to: 'captured', from: TRANSITIONS.captured, source: 'admin', set: { capturedAmount: 649001 } })).rejects.toThrow();
+    await expect(
+      repo.transition(order.id, {
+        to: 'captured',
+        from: TRANSITIONS.captured,
+        source: 'admin',
+        set: { capturedAmount: 649001 },
+      }),
+    ).rejects.toThrow();
     expect((await repo.get(order.id))!.status).toBe('authorized');
     // Even a transition with a wrong guard cannot record "authorized" twice.
-    await expect(repo.transition(order.id, { to: 'authorized', from: ['authorized'], source: 'admin' })).rejects.toThrow();
+    await expect(
+      repo.transition(order.id, { to: 'authorized', from: ['authorized'], source: 'admin' }),
+    ).rejects.toThrow();
   });
 
   it('a handler that throws inside the transaction leaves no trace: the order stays pending', async () => {
@@ -174,9 +220,13 @@ describe('orders in the database', () => {
   it('lists pending orders with a payment, oldest first; all orders newest first', async () => {
     const pending = await repo.listPendingWithPayment(1000);
     expect(pending.every((o) => o.status === 'pending' && o.paymentId !== undefined)).toBe(true);
-    expect(pending.map((o) => o.createdAt.getTime())).toEqual([...pending.map((o) => o.createdAt.getTime())].sort((x, y) => x - y));
+    expect(pending.map((o) => o.createdAt.getTime())).toEqual(
+      [...pending.map((o) => o.createdAt.getTime())].sort((x, y) => x - y),
+    );
     const all = await repo.list();
-    expect(all.map((o) => o.createdAt.getTime())).toEqual([...all.map((o) => o.createdAt.getTime())].sort((x, y) => y - x));
+    expect(all.map((o) => o.createdAt.getTime())).toEqual(
+      [...all.map((o) => o.createdAt.getTime())].sort((x, y) => y - x),
+    );
   });
 });
 
@@ -184,7 +234,8 @@ describe('html templates', () => {
   it('escape every interpolated value, keep nested templates, and drop false/undefined', () => {
     const evil = `<img src=x onerror="alert('1')">&`;
     expect(escapeHtml(evil)).toBe('&#60;img src=x onerror=&#34;alert(&#39;1&#39;)&#34;&#62;&#38;');
-    const out = html`<p title="${evil}">${evil}${[html`<b>${'<i>'}</b>`, '<u>']}${undefined}${false}${null}${0}</p>`.value;
+    const out = html`<p title="${evil}">${evil}${[html`<b>${'<i>'}</b>`, '<u>']}${undefined}${false}${null}${0}</p>`
+      .value;
     expect(out).toBe(
       '<p title="&#60;img src=x onerror=&#34;alert(&#39;1&#39;)&#34;&#62;&#38;">&#60;img src=x onerror=&#34;alert(&#39;1&#39;)&#34;&#62;&#38;<b>&#60;i&#62;</b>&#60;u&#62;0</p>',
     );

@@ -17,7 +17,12 @@ describe('sample shop: sessions, the customer cookie and the logs', () => {
   const logger = new CapturingLogger();
 
   beforeAll(async () => {
-    shop = await createShopApp({ port: 0, sandboxPort: 0, env: { PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET, DATA_DIR: 'memory://' }, logger });
+    shop = await createShopApp({
+      port: 0,
+      sandboxPort: 0,
+      env: { PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET, DATA_DIR: 'memory://' },
+      logger,
+    });
     sandbox = shop.sandbox!;
   }, 30_000);
 
@@ -26,7 +31,9 @@ describe('sample shop: sessions, the customer cookie and the logs', () => {
   });
 
   async function sessionRows(): Promise<number> {
-    const result = await shop.database.db.execute(sql`SELECT count(*)::int AS n FROM shop_sessions WHERE expires_at > now()`);
+    const result = await shop.database.db.execute(
+      sql`SELECT count(*)::int AS n FROM shop_sessions WHERE expires_at > now()`,
+    );
     return (result as { rows: Array<{ n: number }> }).rows[0].n;
   }
 
@@ -79,7 +86,11 @@ describe('sample shop: sessions, the customer cookie and the logs', () => {
 
   it('the customer cookie is signed: a planted cus_<hex> is replaced, and never becomes a saved card’s client_id', async () => {
     const planted = 'cus_0123456789abcdef';
-    for (const cookie of [planted, `s:${planted}.forged-signature`, encodeURIComponent(`s:${planted}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`)]) {
+    for (const cookie of [
+      planted,
+      `s:${planted}.forged-signature`,
+      encodeURIComponent(`s:${planted}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`),
+    ]) {
       const victim = new ShopClient(shop.url);
       victim.cookies.set('shop_customer', cookie);
       const res = await victim.buy('espresso-beans', { saveCard: true });

@@ -33,7 +33,10 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     (await (typeof selector === 'string' ? page.locator(selector) : selector).innerText()).replace(/\u00a0/g, ' ');
 
   /** Clicks something that submits a form or follows a link, and waits for the next page. */
-  async function navigate(click: () => Promise<unknown>, url: string | RegExp | ((url: URL) => boolean)): Promise<void> {
+  async function navigate(
+    click: () => Promise<unknown>,
+    url: string | RegExp | ((url: URL) => boolean),
+  ): Promise<void> {
     await Promise.all([page.waitForURL(url), click()]);
   }
 
@@ -71,7 +74,8 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
       // Every page counts, the sandbox's checkout too (it serves its favicon: 204, no 404).
       // Only the shop's wrong-password 401 and its 404 page are answers the tests ask for.
       const fromShop = message.location().url.startsWith(shop.url);
-      const expected = fromShop && /Failed to load resource: the server responded with a status of (401|404)/.test(message.text());
+      const expected =
+        fromShop && /Failed to load resource: the server responded with a status of (401|404)/.test(message.text());
       if (message.type() === 'error' && !expected) consoleErrors.push(`${message.location().url}: ${message.text()}`);
     });
   }, 60_000);
@@ -125,7 +129,9 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     expect(await textOf('h1')).toBe('Refund 12.500 TND?');
     await shot('admin-refund-confirm');
     await navigate(() => page.locator('#confirm-refund').click(), /\/admin\?flash=/);
-    expect(await page.locator('#flash.flash-success').innerText()).toMatch(new RegExp(`^Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.$`));
+    expect(await page.locator('#flash.flash-success').innerText()).toMatch(
+      new RegExp(`^Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.$`),
+    );
     expect(await row.getAttribute('data-state')).toBe('refunded');
     expect(await row.locator('.badge').innerText()).toBe('REFUNDED');
     expect(await row.locator('[data-action]').count()).toBe(0);
@@ -161,7 +167,9 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     await row.locator('input[name="amount"]').fill('600');
     await shot('admin-capture');
     await navigate(() => row.locator('[data-action="capture"]').click(), /\/admin\?flash=/);
-    expect(await page.locator('#flash.flash-success').innerText()).toBe(`Captured 600.000 TND of order ${orderId}; the remaining 49.000 TND are released.`);
+    expect(await page.locator('#flash.flash-success').innerText()).toBe(
+      `Captured 600.000 TND of order ${orderId}; the remaining 49.000 TND are released.`,
+    );
     expect(await row.getAttribute('data-state')).toBe('captured');
     expect(await textOf(row.locator('td').nth(3))).toBe('CAPTURED 600.000 TND');
     await shot('admin-captured');
@@ -170,7 +178,9 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     await navigate(() => row.locator('[data-action="refund"]').click(), `${shop.url}/admin/orders/${orderId}/refund`);
     expect(await textOf('h1')).toBe('Refund 600.000 TND?');
     await navigate(() => page.locator('#confirm-refund').click(), /\/admin\?flash=/);
-    expect(await page.locator('#flash.flash-success').innerText()).toMatch(new RegExp(`^Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.$`));
+    expect(await page.locator('#flash.flash-success').innerText()).toMatch(
+      new RegExp(`^Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.$`),
+    );
     expect(await row.getAttribute('data-state')).toBe('refunded');
     expect(await row.locator('[data-action]').count()).toBe(0);
   }, 60_000);
@@ -182,9 +192,9 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     const customerId = await page.locator('#order-client .mono').innerText();
     expect(customerId).toMatch(/^cus_[0-9a-f]{16}$/);
     // The cookie is signed (`s:<id>.<HMAC>`, URL-encoded): the id is the one it carries.
-    expect(decodeURIComponent((await context.cookies(shop.url)).find((c) => c.name === 'shop_customer')?.value ?? '')).toMatch(
-      new RegExp(`^s:${customerId}\\.[A-Za-z0-9+/]{43}$`),
-    );
+    expect(
+      decodeURIComponent((await context.cookies(shop.url)).find((c) => c.name === 'shop_customer')?.value ?? ''),
+    ).toMatch(new RegExp(`^s:${customerId}\\.[A-Za-z0-9+/]{43}$`));
 
     await openAdmin();
     await page.locator('#clientId').fill(customerId);
@@ -197,10 +207,16 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('sa
     await shot('admin-bindings');
 
     // The service refusing an id (the sandbox takes any id the plugin sends, so the refusal is injected).
-    sandbox.fault('/api/v2/bindings/list', { status: 400, body: '{"result":{"status":400,"message":"Invalid client_id"}}', times: 1 });
+    sandbox.fault('/api/v2/bindings/list', {
+      status: 400,
+      body: '{"result":{"status":400,"message":"Invalid client_id"}}',
+      times: 1,
+    });
     await page.locator('#clientId').fill('bad id!');
     await navigate(() => page.locator('#lookup').click(), /\/admin\?clientId=bad/);
-    expect(await page.locator('#bindings-error').innerText()).toContain('The payment service does not accept this customer id');
+    expect(await page.locator('#bindings-error').innerText()).toContain(
+      'The payment service does not accept this customer id',
+    );
     expect(await page.locator('#clientId').inputValue()).toBe('bad id!');
   }, 60_000);
 

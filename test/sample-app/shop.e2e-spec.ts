@@ -73,7 +73,12 @@ describe('sample shop in sandbox mode', () => {
 
   beforeAll(async () => {
     // env given in code keeps the developer's shell (a real PAYMENTS_PUBLIC_KEY...) out of the test.
-    shop = await createShopApp({ port: 0, sandboxPort: 0, env: { PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET, DATA_DIR: 'memory://' }, logger });
+    shop = await createShopApp({
+      port: 0,
+      sandboxPort: 0,
+      env: { PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET, DATA_DIR: 'memory://' },
+      logger,
+    });
     sandbox = shop.sandbox!;
     client = new ShopClient(shop.url);
     await client.signIn(shop.adminPassword);
@@ -86,7 +91,9 @@ describe('sample shop in sandbox mode', () => {
   it('starts the embedded sandbox on 127.0.0.1 and prints a generated admin password once', () => {
     expect(sandbox).toBeInstanceOf(PaymentsSandbox);
     expect(shop.url).toBe(`http://localhost:${shop.port}`);
-    expect(logger.lines).toContainEqual(`log [Shop] No PAYMENTS_* keys set: using the built-in sandbox at ${sandbox.url} (no real money moves)`);
+    expect(logger.lines).toContainEqual(
+      `log [Shop] No PAYMENTS_* keys set: using the built-in sandbox at ${sandbox.url} (no real money moves)`,
+    );
     expect(shop.adminPassword).toMatch(/^[A-Za-z0-9_-]{16}$/);
     expect(logger.lines.filter((l) => l.includes(shop.adminPassword))).toEqual([
       `log [Shop] Admin password for this run (set ADMIN_PASSWORD to choose one): ${shop.adminPassword}`,
@@ -207,7 +214,12 @@ describe('sample shop in sandbox mode', () => {
     const forged = await fetch(`${shop.url}/payments/webhook`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ payment_id: paymentId, status: 'SUCCESS', amount: '34900', developer_tracking_id: orderId }),
+      body: JSON.stringify({
+        payment_id: paymentId,
+        status: 'SUCCESS',
+        amount: '34900',
+        developer_tracking_id: orderId,
+      }),
     });
     expect(forged.status).toBeGreaterThanOrEqual(400);
     expect(forged.status).toBeLessThan(500);
@@ -291,7 +303,9 @@ describe('sample shop in sandbox mode', () => {
     const all = await client.postAndFollow(`/admin/orders/${orderId}/capture`, { amount: '' });
     expect(all.text).toContain(`Captured 649.000 TND of order ${orderId}.</p>`);
     expect(sandbox.getPayment(paymentId)).toMatchObject({ state: 'captured', capturedAmount: '649000' });
-    expect(sandbox.requests.filter((r) => r.path === '/api/v2/confirm_payment').at(-1)?.body).toBe(JSON.stringify({ payment_id: paymentId }));
+    expect(sandbox.requests.filter((r) => r.path === '/api/v2/confirm_payment').at(-1)?.body).toBe(
+      JSON.stringify({ payment_id: paymentId }),
+    );
 
     // Follow the row's Refund… link, as a click would, then confirm.
     const row = await adminRow(orderId);
@@ -302,7 +316,9 @@ describe('sample shop in sandbox mode', () => {
     expect(confirm.text).toContain('<h1>Refund 649.000&nbsp;TND?</h1>');
     expect(confirm.markup).toContain('The customer gets the captured amount back.');
     const done = await client.postAndFollow(href!, { confirm: 'yes' });
-    expect(done.text).toMatch(new RegExp(`id="flash" role="status">Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.</p>`));
+    expect(done.text).toMatch(
+      new RegExp(`id="flash" role="status">Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.</p>`),
+    );
     expect(sandbox.getPayment(paymentId)).toMatchObject({ state: 'refunded', capturedAmount: '649000' });
     expect(await adminRow(orderId)).toContain('data-state="refunded"');
   });
@@ -336,7 +352,9 @@ describe('sample shop in sandbox mode', () => {
 
     const done = await client.postAndFollow(`/admin/orders/${orderId}/refund`, { confirm: 'yes' });
     expect(done.text).toMatch(
-      new RegExp(`<p class="flash flash-success" id="flash" role="status">Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.</p>`),
+      new RegExp(
+        `<p class="flash flash-success" id="flash" role="status">Refund of order ${orderId} succeeded \\(refund ref_[0-9a-f]+\\)\\.</p>`,
+      ),
     );
     expect(sandbox.getPayment(paymentId)!.state).toBe('refunded');
     expect(await adminRow(orderId)).toContain('data-state="refunded"');
@@ -362,7 +380,8 @@ describe('sample shop in sandbox mode', () => {
     };
     const retried: string[] = [];
     const { listOutcomes, reconcilePayment } = payments;
-    payments.listOutcomes = (): Promise<OutcomePage> => Promise.resolve({ items: [record as OutcomePage['items'][number]] });
+    payments.listOutcomes = (): Promise<OutcomePage> =>
+      Promise.resolve({ items: [record as OutcomePage['items'][number]] });
     payments.reconcilePayment = (paymentId) => {
       retried.push(paymentId);
       return Promise.resolve({ paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: true });
@@ -413,19 +432,29 @@ describe('sample shop in sandbox mode', () => {
       /<tr data-binding="[0-9a-f-]{36}"><td><strong>VISA<\/strong><\/td><td class="mono">•••• 4242<\/td><td><span class="badge badge-active">active<\/span><\/td>/,
     );
     expect(demo.text).toContain('value="demo-customer"');
-    expect((await client.get('/admin?clientId=nobody')).text).toContain('No card bindings for <strong>nobody</strong>.');
+    expect((await client.get('/admin?clientId=nobody')).text).toContain(
+      'No card bindings for <strong>nobody</strong>.',
+    );
     // Refused by the plugin before sending (the sandbox takes any id the plugin sends)...
     const tooLong = await client.get(`/admin?clientId=${'x'.repeat(257)}`);
     expect(tooLong.status).toBe(200);
-    expect(tooLong.text).toContain('id="bindings-error">Bindings lookup failed: clientId must be at most 256 characters.</p>');
+    expect(tooLong.text).toContain(
+      'id="bindings-error">Bindings lookup failed: clientId must be at most 256 characters.</p>',
+    );
     // ...and refused by the service, as a real one may answer.
-    sandbox.fault('/api/v2/bindings/list', { status: 400, body: '{"result":{"status":400,"message":"Invalid client_id"}}', times: 1 });
+    sandbox.fault('/api/v2/bindings/list', {
+      status: 400,
+      body: '{"result":{"status":400,"message":"Invalid client_id"}}',
+      times: 1,
+    });
     const invalid = await client.get(`/admin?clientId=${encodeURIComponent('bad id!')}`);
     expect(invalid.status).toBe(200);
     expect(invalid.text).toContain(
       '<p class="flash flash-error result" id="bindings-error">The payment service does not accept this customer id: Invalid client_id (INVALID_CLIENT_ID).</p>',
     );
-    expect((await client.get(`/admin?clientId=${encodeURIComponent('bad id!')}`)).text).toContain('No card bindings for <strong>bad id!</strong>.');
+    expect((await client.get(`/admin?clientId=${encodeURIComponent('bad id!')}`)).text).toContain(
+      'No card bindings for <strong>bad id!</strong>.',
+    );
     expect((await client.get('/admin?clientId=')).text).toContain('Enter a customer id.');
   });
 
@@ -450,7 +479,10 @@ describe('sample shop in sandbox mode', () => {
     expect((await visitor.get('/admin')).status).toBe(303);
     visitor.cookies.delete('shop_admin');
 
-    const signedIn = await visitor.post('/admin/login', { password: shop.adminPassword, next: 'https://evil.example/' });
+    const signedIn = await visitor.post('/admin/login', {
+      password: shop.adminPassword,
+      next: 'https://evil.example/',
+    });
     expect(signedIn.status).toBe(303);
     expect(signedIn.location).toBe('/admin');
     const session = signedIn.headers.getSetCookie().find((c) => c.startsWith('shop_admin='))!;
@@ -507,9 +539,10 @@ describe('sample shop in sandbox mode', () => {
     expect(res.status).toBe(502);
     expect(res.text).toContain('Payment service unavailable');
     expect(res.text).toContain('You have not been charged');
-    const failed = /<tr id="order-(ord_[0-9a-f]+)" data-state="failed"><td class="mono">[^<]+<\/td><td>Moka pot<\/td>/.exec(
-      (await client.get('/admin')).markup,
-    );
+    const failed =
+      /<tr id="order-(ord_[0-9a-f]+)" data-state="failed"><td class="mono">[^<]+<\/td><td>Moka pot<\/td>/.exec(
+        (await client.get('/admin')).markup,
+      );
     expect(failed).not.toBeNull();
   });
 
@@ -545,9 +578,16 @@ describe('sample shop start-up', () => {
           const res = await fetch(`http://127.0.0.1:${port}${path}`, {
             method,
             signal: AbortSignal.timeout(5000),
-            ...(method === 'POST' && { body: '{"payment_id":"pay_1"}', headers: { 'content-type': 'application/json' } }),
+            ...(method === 'POST' && {
+              body: '{"payment_id":"pay_1"}',
+              headers: { 'content-type': 'application/json' },
+            }),
           });
-          duringStartUp.push({ status: res.status, retryAfter: res.headers.get('retry-after'), text: await res.text() });
+          duringStartUp.push({
+            status: res.status,
+            retryAfter: res.headers.get('retry-after'),
+            text: await res.text(),
+          });
         }
       },
     });
@@ -685,7 +725,9 @@ describe('sample shop with real keys (pointed at a separate sandbox)', () => {
       const paymentId = paymentIdOf(res.location!);
       const orderId = service.getPayment(paymentId)!.developerTrackingId!;
       await service.completePayment(paymentId);
-      expect((await client.get(`/orders/${orderId}/success?payment_id=${paymentId}`)).text).toContain('data-state="paid"');
+      expect((await client.get(`/orders/${orderId}/success?payment_id=${paymentId}`)).text).toContain(
+        'data-state="paid"',
+      );
 
       await client.signIn(ADMIN_PASSWORD);
       const admin = await client.get('/admin');
@@ -704,7 +746,11 @@ describe('sample shop with real keys (pointed at a separate sandbox)', () => {
     const logger = new CapturingLogger();
     const shop = await createShopApp({ port: 0, env: realEnv(), logger });
     try {
-      expect(logger.lines).toContainEqual(expect.stringMatching(/^warn \[Shop\] PAYMENTS_WEBHOOK_SECRET is not set: payment confirmations will not arrive/));
+      expect(logger.lines).toContainEqual(
+        expect.stringMatching(
+          /^warn \[Shop\] PAYMENTS_WEBHOOK_SECRET is not set: payment confirmations will not arrive/,
+        ),
+      );
       const res = await new ShopClient(shop.url).buy('espresso-beans');
       expect(res.status).toBe(303);
       expect(service.getPayment(paymentIdOf(res.location!))!.webhook).toBeUndefined();
@@ -714,23 +760,34 @@ describe('sample shop with real keys (pointed at a separate sandbox)', () => {
   });
 
   it('refuses to start with a malformed or missing setting, naming it and freeing the port', async () => {
-    await expect(createShopApp({ env: { PORT: 'eighty', DATA_DIR: 'memory://' }, logger: false })).rejects.toThrow('PORT must be a TCP port number');
-    const port = await freePort();
-    await expect(createShopApp({ port, env: { PUBLIC_URL: 'shop.example.com', DATA_DIR: 'memory://' }, logger: false })).rejects.toThrow(
-      'PUBLIC_URL must be an absolute http(s) URL',
+    await expect(createShopApp({ env: { PORT: 'eighty', DATA_DIR: 'memory://' }, logger: false })).rejects.toThrow(
+      'PORT must be a TCP port number',
     );
+    const port = await freePort();
+    await expect(
+      createShopApp({ port, env: { PUBLIC_URL: 'shop.example.com', DATA_DIR: 'memory://' }, logger: false }),
+    ).rejects.toThrow('PUBLIC_URL must be an absolute http(s) URL');
     // The failed start released its socket: the port can be bound again.
     await expect(listenOn(port)).resolves.toBeUndefined();
     const noPassword = realEnv();
     delete (noPassword as Record<string, string | undefined>).ADMIN_PASSWORD;
-    await expect(createShopApp({ port: 0, env: noPassword, logger: false })).rejects.toThrow('ADMIN_PASSWORD must be set');
-    await expect(createShopApp({ port: 0, env: realEnv({ ADMIN_PASSWORD: 'short' }), logger: false })).rejects.toThrow('at least 12 characters');
-    await expect(createShopApp({ port: 0, env: realEnv({ DATABASE_URL: 'not a url' }), logger: false })).rejects.toThrow(
-      'DATABASE_URL must be a connection string',
+    await expect(createShopApp({ port: 0, env: noPassword, logger: false })).rejects.toThrow(
+      'ADMIN_PASSWORD must be set',
     );
+    await expect(createShopApp({ port: 0, env: realEnv({ ADMIN_PASSWORD: 'short' }), logger: false })).rejects.toThrow(
+      'at least 12 characters',
+    );
+    await expect(
+      createShopApp({ port: 0, env: realEnv({ DATABASE_URL: 'not a url' }), logger: false }),
+    ).rejects.toThrow('DATABASE_URL must be a connection string');
     const missing = createShopApp({
       port: 0,
-      env: { PAYMENTS_PUBLIC_KEY: keys.publicKey, PAYMENTS_PRIVATE_KEY: keys.privateKey, ADMIN_PASSWORD, DATA_DIR: 'memory://' },
+      env: {
+        PAYMENTS_PUBLIC_KEY: keys.publicKey,
+        PAYMENTS_PRIVATE_KEY: keys.privateKey,
+        ADMIN_PASSWORD,
+        DATA_DIR: 'memory://',
+      },
       logger: false,
     });
     await expect(missing).rejects.toThrow(/baseUrl|PAYMENTS_BASE_URL/);

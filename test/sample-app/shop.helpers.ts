@@ -80,14 +80,16 @@ export class ShopClient {
    */
   post(path: string, form: Record<string, string> = {}, options: { csrf?: boolean } = {}): Promise<Page> {
     const fields = { ...form };
-    if (options.csrf !== false && fields._csrf === undefined && this.csrfToken !== undefined) fields._csrf = this.csrfToken;
+    if (options.csrf !== false && fields._csrf === undefined && this.csrfToken !== undefined)
+      fields._csrf = this.csrfToken;
     return this.request(path, { method: 'POST', body: new URLSearchParams(fields) });
   }
 
   /** POST a form and GET where its 303 points (the admin's actions answer that way). */
   async postAndFollow(path: string, form: Record<string, string> = {}): Promise<Page> {
     const first = await this.post(path, form);
-    if (first.status !== 303 || !first.location) throw new Error(`expected a 303 from ${path}, got ${first.status}: ${first.text.slice(0, 300)}`);
+    if (first.status !== 303 || !first.location)
+      throw new Error(`expected a 303 from ${path}, got ${first.status}: ${first.text.slice(0, 300)}`);
     return this.get(first.location);
   }
 
@@ -109,7 +111,8 @@ export class ShopClient {
     const url = /^https?:/.test(path) ? path : `${this.base}${path}`;
     const sameOrigin = url.startsWith(this.base);
     const headers = new Headers(init.headers);
-    if (sameOrigin && this.cookies.size > 0) headers.set('cookie', [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '));
+    if (sameOrigin && this.cookies.size > 0)
+      headers.set('cookie', [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '));
     const res = await fetch(url, { ...init, headers, redirect: 'manual' });
     if (sameOrigin) {
       for (const line of res.headers.getSetCookie()) {
@@ -125,7 +128,13 @@ export class ShopClient {
     this.bodies.push(text);
     const token = csrfTokenIn(text);
     if (token !== undefined) this.csrfToken = token;
-    return { status: res.status, headers: res.headers, text, markup: markup(text), location: res.headers.get('location') };
+    return {
+      status: res.status,
+      headers: res.headers,
+      text,
+      markup: markup(text),
+      location: res.headers.get('location'),
+    };
   }
 }
 

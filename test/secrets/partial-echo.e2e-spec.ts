@@ -52,10 +52,15 @@ beforeAll(async () => {
       res.end(JSON.stringify(body));
     };
     if (path.startsWith('/api/v2/verify_payment/pay_ok')) {
-      return json(200, { success: true, result: { type: 'card', amount: 900, status: 'SUCCESS', details: { echoed: e } } });
+      return json(200, {
+        success: true,
+        result: { type: 'card', amount: 900, status: 'SUCCESS', details: { echoed: e } },
+      });
     }
-    if (path.startsWith('/api/v2/verify_payment/')) return json(401, { status: 'error', message: `bad credentials ${e.cut} (${e.hex})`, code: 'AUTH' });
-    if (path === '/api/v2/generate_payment') return json(500, { result: { status: 500, message: `rejected ${e.spaced} ${e.secretPrefix} ${e.middle}` } });
+    if (path.startsWith('/api/v2/verify_payment/'))
+      return json(401, { status: 'error', message: `bad credentials ${e.cut} (${e.hex})`, code: 'AUTH' });
+    if (path === '/api/v2/generate_payment')
+      return json(500, { result: { status: 500, message: `rejected ${e.spaced} ${e.secretPrefix} ${e.middle}` } });
     if (path === '/api/v2/refund_payment') {
       res.writeHead(502, { 'content-type': 'text/html' });
       return res.end(`<html>proxy error for ${e.cut} / ${e.hex} / ${e.secretPrefix}</html>`);
@@ -86,7 +91,11 @@ describe('secrets echoed in part are cut out', () => {
     });
     try {
       const errors: PaymentsError[] = [];
-      for (const call of [() => client.generatePayment({ amount: '900' }), () => client.verifyPayment('pay_denied'), () => client.refundPayment('pay_1')]) {
+      for (const call of [
+        () => client.generatePayment({ amount: '900' }),
+        () => client.verifyPayment('pay_denied'),
+        () => client.refundPayment('pay_1'),
+      ]) {
         errors.push(
           await call().then(
             () => {
@@ -121,7 +130,12 @@ describe('secrets echoed in part are cut out', () => {
       const io = {
         out: '',
         err: '',
-        env: { PAYMENTS_BASE_URL: baseUrl, PAYMENTS_PUBLIC_KEY: PUBLIC_KEY, PAYMENTS_PRIVATE_KEY: PRIVATE_KEY, PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET },
+        env: {
+          PAYMENTS_BASE_URL: baseUrl,
+          PAYMENTS_PUBLIC_KEY: PUBLIC_KEY,
+          PAYMENTS_PRIVATE_KEY: PRIVATE_KEY,
+          PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET,
+        },
         signals: new EventEmitter(),
         stdout: { write: (t: string) => (io.out += t) },
         stderr: { write: (t: string) => (io.err += t) },

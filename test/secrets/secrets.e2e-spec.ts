@@ -21,7 +21,12 @@ import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 import { loadTelemetryApi } from '../../lib/core/telemetry/telemetry.loader.js';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { getPaymentsClientToken } from '../../lib/nest/payments.tokens.js';
-import { createPaymentsClient, createWebhookRouter, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
+import {
+  createPaymentsClient,
+  createWebhookRouter,
+  type PaymentOutcomeEvent,
+  type PaymentsClient,
+} from '../../lib/express/index.js';
 import { PaymentsSandbox, SandboxWebhookError } from '../../lib/testing/index.js';
 import { DelegatingStore, tokenOf as tokenOfUrl } from '../support/outcome-kit.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
@@ -78,7 +83,9 @@ function hexJson(value: unknown): string {
 class CaptureLogger implements LoggerService {
   constructor(private readonly lines: string[]) {}
   private keep(level: string, message: unknown, rest: unknown[]) {
-    this.lines.push(`[${level}] ${[message, ...rest].map((m) => (typeof m === 'string' ? m : inspect(m, { depth: 10, showHidden: true }))).join(' ')}`);
+    this.lines.push(
+      `[${level}] ${[message, ...rest].map((m) => (typeof m === 'string' ? m : inspect(m, { depth: 10, showHidden: true }))).join(' ')}`,
+    );
   }
   log(message: unknown, ...rest: unknown[]) {
     this.keep('log', message, rest);
@@ -154,7 +161,12 @@ async function attempt(call: () => Promise<unknown>): Promise<unknown> {
  * A client of a service that echoes the Authorization header back in its answers: its log lines
  * into `lines` (tagged), its outcome events (confirmed, mismatch) into `seen`.
  */
-function echoingClient(echo: http.Server, privateKey: string, tag: string, seen: PaymentOutcomeEvent[]): PaymentsClient {
+function echoingClient(
+  echo: http.Server,
+  privateKey: string,
+  tag: string,
+  seen: PaymentOutcomeEvent[],
+): PaymentsClient {
   const client = createPaymentsClient({
     publicKey: 'pk_live',
     privateKey,
@@ -169,7 +181,11 @@ function echoingClient(echo: http.Server, privateKey: string, tag: string, seen:
       error: (m) => void lines.push(`[${tag} error] ${m}`),
     },
   });
-  createWebhookRouter({ client, onPaymentConfirmed: (e) => void seen.push(e), onPaymentMismatch: (e) => void seen.push(e) });
+  createWebhookRouter({
+    client,
+    onPaymentConfirmed: (e) => void seen.push(e),
+    onPaymentMismatch: (e) => void seen.push(e),
+  });
   return client;
 }
 
@@ -182,7 +198,13 @@ async function everyOperationFailing(client: PaymentsClient): Promise<unknown[]>
     await attempt(() => client.listBindings('client-1')),
     await attempt(() => client.capturePayment('pay_1')),
   ];
-  expect(errors.map((e) => (e as PaymentsError).code)).toEqual(['API_ERROR', 'REFUND_NOT_ALLOWED', 'AUTHENTICATION_FAILED', 'INVALID_RESPONSE', 'NOT_FOUND']);
+  expect(errors.map((e) => (e as PaymentsError).code)).toEqual([
+    'API_ERROR',
+    'REFUND_NOT_ALLOWED',
+    'AUTHENTICATION_FAILED',
+    'INVALID_RESPONSE',
+    'NOT_FOUND',
+  ]);
   return errors;
 }
 
@@ -191,7 +213,9 @@ beforeAll(() => {
   for (const stream of [process.stdout, process.stderr]) {
     const original = stream.write;
     stream.write = (chunk: unknown, ...rest: unknown[]) => {
-      lines.push(`[${stream === process.stdout ? 'stdout' : 'stderr'}] ${Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk)}`);
+      lines.push(
+        `[${stream === process.stdout ? 'stdout' : 'stderr'}] ${Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk)}`,
+      );
       const callback = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
       callback?.();
       return true;
@@ -201,7 +225,9 @@ beforeAll(() => {
   for (const method of ['log', 'info', 'warn', 'error', 'debug', 'trace'] as const) {
     const original = console[method];
     console[method] = (...args: unknown[]) =>
-      void lines.push(`[console.${method}] ${args.map((a) => (typeof a === 'string' ? a : inspect(a, { depth: 10 }))).join(' ')}`);
+      void lines.push(
+        `[console.${method}] ${args.map((a) => (typeof a === 'string' ? a : inspect(a, { depth: 10 }))).join(' ')}`,
+      );
     restore.push(() => (console[method] = original));
   }
 });
@@ -278,7 +304,9 @@ describe('a full run through every error path leaks neither the private key nor 
       { privateKey: undefined, webhook: { secret: WEBHOOK_SECRET } },
     ];
     for (const overrides of bad) {
-      const error = await Test.createTestingModule({ imports: [PaymentsModule.forRoot({ ...sandbox.options(), privateKey: PRIVATE_KEY, ...overrides })] })
+      const error = await Test.createTestingModule({
+        imports: [PaymentsModule.forRoot({ ...sandbox.options(), privateKey: PRIVATE_KEY, ...overrides })],
+      })
         .setLogger(logger)
         .compile()
         .then(async (m) => {
@@ -311,7 +339,10 @@ describe('a full run through every error path leaks neither the private key nor 
     orders.failing = true;
     const error = await sandbox.completePayment(paymentId).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SandboxWebhookError);
-    expect([(error as SandboxWebhookError).settlement.delivered, (error as SandboxWebhookError).lastStatus]).toEqual([false, 500]);
+    expect([(error as SandboxWebhookError).settlement.delivered, (error as SandboxWebhookError).lastStatus]).toEqual([
+      false,
+      500,
+    ]);
     hostLogs(error);
     orders.failing = false;
     expect(await hook(tokenOf(paymentId), { payment_id: paymentId })).toBe(200);
@@ -400,7 +431,9 @@ describe('a full run through every error path leaks neither the private key nor 
     );
 
     // The same plugin with a key the service refuses.
-    const moduleRef = await Test.createTestingModule({ imports: [PaymentsModule.forRoot({ ...otherSandbox.options(), privateKey: PRIVATE_KEY })] })
+    const moduleRef = await Test.createTestingModule({
+      imports: [PaymentsModule.forRoot({ ...otherSandbox.options(), privateKey: PRIVATE_KEY })],
+    })
       .setLogger(logger)
       .compile();
     const wrong = await moduleRef.createNestApplication({ logger }).init();
@@ -415,10 +448,18 @@ describe('a full run through every error path leaks neither the private key nor 
 
   it('the objects a host can reach show no secret when logged', async () => {
     // The webhook controller is a per-registration subclass: found among the app's controllers.
-    const controllers = [...app.get(ModulesContainer).values()].flatMap((m) => [...m.controllers.values()].map((w) => w.instance as unknown));
+    const controllers = [...app.get(ModulesContainer).values()].flatMap((m) =>
+      [...m.controllers.values()].map((w) => w.instance as unknown),
+    );
     const controller = controllers.find((c) => c instanceof PaymentsWebhookController);
     expect(controller).toBeDefined();
-    for (const object of [app.get(PaymentsService), app.get(PaymentsWebhookGuard), controller, store, app.get(getPaymentsClientToken())]) {
+    for (const object of [
+      app.get(PaymentsService),
+      app.get(PaymentsWebhookGuard),
+      controller,
+      store,
+      app.get(getPaymentsClientToken()),
+    ]) {
       logger.log(inspect(object, { depth: 10, showHidden: true }));
       logger.log(object);
     }
@@ -496,9 +537,12 @@ describe('a full run through every error path leaks neither the private key nor 
           },
         });
       }
-      if (path === '/api/v2/generate_payment') return json(500, { result: { status: 500, message: `rejected ${auth}` } });
-      if (path === '/api/v2/refund_payment') return json(400, { status: 'error', message: `cannot refund for ${auth}`, code: 'REFUND_NOT_ALLOWED' });
-      if (path === '/api/v2/cancel_payment') return json(401, { status: 'error', message: `bad credentials ${encodeURIComponent(auth)}`, code: 'AUTH' });
+      if (path === '/api/v2/generate_payment')
+        return json(500, { result: { status: 500, message: `rejected ${auth}` } });
+      if (path === '/api/v2/refund_payment')
+        return json(400, { status: 'error', message: `cannot refund for ${auth}`, code: 'REFUND_NOT_ALLOWED' });
+      if (path === '/api/v2/cancel_payment')
+        return json(401, { status: 'error', message: `bad credentials ${encodeURIComponent(auth)}`, code: 'AUTH' });
       if (path === '/api/v2/bindings/list') {
         res.writeHead(200, { 'content-type': 'text/html' });
         return res.end(`<html><pre>${JSON.stringify(req.headers)}</pre></html>`);
@@ -515,7 +559,9 @@ describe('a full run through every error path leaks neither the private key nor 
 
       // Verified outcomes whose verify answer echoes the header: the event, the record, a direct verify.
       for (const id of ['pay_echo_ok', 'pay_echo_mismatch']) {
-        const result = await client.reconcilePayment(id, { expected: { amount: '900', developerTrackingId: `t-${id}` } });
+        const result = await client.reconcilePayment(id, {
+          expected: { amount: '900', developerTrackingId: `t-${id}` },
+        });
         expect(result.outcome).toBe(id.endsWith('mismatch') ? 'mismatch' : 'confirmed');
         logger.log(inspect(result, { depth: 10 }));
         logger.log(inspect(await client.getOutcome(id), { depth: 10 }));
@@ -562,9 +608,15 @@ describe('a full run through every error path leaks neither the private key nor 
         };
         return send(200, (id.endsWith('hex') ? hexJson : phpJson)({ success: true, result }));
       }
-      if (path === '/api/v2/generate_payment') return send(500, phpJson({ result: { status: 500, message: `rejected ${auth}` } }));
-      if (path === '/api/v2/refund_payment') return send(400, hexJson({ status: 'error', message: `cannot refund for ${auth}`, code: 'REFUND_NOT_ALLOWED' }));
-      if (path === '/api/v2/cancel_payment') return send(401, phpJson({ status: 'error', message: `bad credentials ${auth}`, code: 'AUTH' }));
+      if (path === '/api/v2/generate_payment')
+        return send(500, phpJson({ result: { status: 500, message: `rejected ${auth}` } }));
+      if (path === '/api/v2/refund_payment')
+        return send(
+          400,
+          hexJson({ status: 'error', message: `cannot refund for ${auth}`, code: 'REFUND_NOT_ALLOWED' }),
+        );
+      if (path === '/api/v2/cancel_payment')
+        return send(401, phpJson({ status: 'error', message: `bad credentials ${auth}`, code: 'AUTH' }));
       // A 200 that is no success shape: its excerpt goes into the error.
       if (path === '/api/v2/bindings/list') return send(200, phpJson({ echoed: auth }));
       return send(404, hexJson({ result: { status: 404, message: `no ${path} for ${auth}` } }));
@@ -582,7 +634,9 @@ describe('a full run through every error path leaks neither the private key nor 
       }
 
       for (const id of ['pay_escaped_php', 'pay_escaped_hex']) {
-        const result = await client.reconcilePayment(id, { expected: { amount: '900', developerTrackingId: `t-${id}` } });
+        const result = await client.reconcilePayment(id, {
+          expected: { amount: '900', developerTrackingId: `t-${id}` },
+        });
         expect(result.outcome).toBe('confirmed');
         const verified = await client.verifyPayment(id);
         expect(verified.details).toEqual({
@@ -590,7 +644,11 @@ describe('a full run through every error path leaks neither the private key nor 
           'Bearer pk_live:[redacted]': 'as a key',
           deep: [{ auth: 'Bearer pk_live:[redacted]' }],
         });
-        for (const shown of [JSON.stringify(verified), inspect(verified, { depth: 10 }), inspect(await client.getOutcome(id), { depth: 10 })]) {
+        for (const shown of [
+          JSON.stringify(verified),
+          inspect(verified, { depth: 10 }),
+          inspect(await client.getOutcome(id), { depth: 10 }),
+        ]) {
           expect(needles().filter((n) => shown.includes(n))).toEqual([]);
           logger.log(shown);
         }
@@ -633,15 +691,26 @@ describe('a full run through every error path leaks neither the private key nor 
       if (path.startsWith('/api/v2/verify_payment/'))
         return send(
           200,
-          JSON.stringify({ success: true, result: { type: 'card', amount: 900, status: 'SUCCESS', developer_tracking_id: 't-1', details: forms } }),
+          JSON.stringify({
+            success: true,
+            result: { type: 'card', amount: 900, status: 'SUCCESS', developer_tracking_id: 't-1', details: forms },
+          }),
         );
-      if (path === '/api/v2/generate_payment') return send(500, JSON.stringify({ result: { status: 500, message: `rejected, secret ${WEBHOOK_SECRET}` } }));
+      if (path === '/api/v2/generate_payment')
+        return send(500, JSON.stringify({ result: { status: 500, message: `rejected, secret ${WEBHOOK_SECRET}` } }));
       if (path === '/api/v2/refund_payment')
-        return send(400, JSON.stringify({ status: 'error', message: `cannot refund for Basic ${basic}`, code: 'REFUND_NOT_ALLOWED' }));
+        return send(
+          400,
+          JSON.stringify({ status: 'error', message: `cannot refund for Basic ${basic}`, code: 'REFUND_NOT_ALLOWED' }),
+        );
       if (path === '/api/v2/cancel_payment')
-        return send(401, phpJson({ status: 'error', message: `bad credentials ${upper} / ${forms.upperUrl}`, code: upper }));
+        return send(
+          401,
+          phpJson({ status: 'error', message: `bad credentials ${upper} / ${forms.upperUrl}`, code: upper }),
+        );
       // A 200 that is no success shape: its excerpt goes into the error (JSON-escaped forms, \uXXXX).
-      if (path === '/api/v2/bindings/list') return send(200, hexJson({ echoed: WEBHOOK_SECRET.toLowerCase(), again: upper, url: forms.secretUrl }));
+      if (path === '/api/v2/bindings/list')
+        return send(200, hexJson({ echoed: WEBHOOK_SECRET.toLowerCase(), again: upper, url: forms.secretUrl }));
       // An HTML page: the excerpt is the raw text, URL-encoded and JSON-escaped forms as written.
       return send(
         404,
@@ -682,10 +751,16 @@ describe('a full run through every error path leaks neither the private key nor 
         expect(leaks(text)).toEqual([]);
       }
       const verified = await client.verifyPayment('pay_forms');
-      expect(verified.details).toEqual(Object.fromEntries(Object.keys(forms).map((k) => [k, k === 'basic' ? 'Basic [redacted]' : '[redacted]'])));
+      expect(verified.details).toEqual(
+        Object.fromEntries(Object.keys(forms).map((k) => [k, k === 'basic' ? 'Basic [redacted]' : '[redacted]'])),
+      );
       expect(leaks(JSON.stringify(verified))).toEqual([]);
       // The spans of the failed calls: their attributes (the cancel's code was the upper-cased key) and events.
-      const shown = JSON.stringify(spans.getFinishedSpans().map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status })));
+      const shown = JSON.stringify(
+        spans
+          .getFinishedSpans()
+          .map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status })),
+      );
       expect(spans.getFinishedSpans().length).toBeGreaterThanOrEqual(6);
       expect(leaks(shown)).toEqual([]);
     } finally {
@@ -723,7 +798,9 @@ describe('a full run through every error path leaks neither the private key nor 
     }
     expect(lines.some((l) => l.startsWith('[stderr]'))).toBe(true);
     const found = needles().filter((n) => everything.includes(n));
-    const context = found.map((n) => everything.slice(Math.max(0, everything.indexOf(n) - 200), everything.indexOf(n) + 50));
+    const context = found.map((n) =>
+      everything.slice(Math.max(0, everything.indexOf(n) - 200), everything.indexOf(n) + 50),
+    );
     expect({ found, context }).toEqual({ found: [], context: [] });
   });
 });

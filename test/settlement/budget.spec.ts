@@ -3,8 +3,19 @@
  * webhooks and returns to, on a compressed clock.
  */
 import { describe, expect, it } from '@jest/globals';
-import { PaymentsApiError, PaymentsConnectionError, PaymentsRateLimitedError } from '../../lib/core/api/payments.errors.js';
-import { BREAKER_THRESHOLD, breakerAdmit, breakerAfter, CLOSED, VerifyBudget, type BreakerState } from '../../lib/core/settlement/settlement.budget.js';
+import {
+  PaymentsApiError,
+  PaymentsConnectionError,
+  PaymentsRateLimitedError,
+} from '../../lib/core/api/payments.errors.js';
+import {
+  BREAKER_THRESHOLD,
+  breakerAdmit,
+  breakerAfter,
+  CLOSED,
+  VerifyBudget,
+  type BreakerState,
+} from '../../lib/core/settlement/settlement.budget.js';
 import type { Decision } from '../../lib/core/settlement/settlement.decision.js';
 
 const COOLDOWN = 10_000;
@@ -23,15 +34,29 @@ describe('breakerAdmit / breakerAfter (table)', () => {
   it.each<[string, BreakerState, boolean, BreakerState]>([
     ['an answer closes it', open(100), true, CLOSED],
     ['a first failure counts', CLOSED, false, { failures: 1, openUntil: 0 }],
-    ['the threshold-th failure in a row opens it', { failures: BREAKER_THRESHOLD - 1, openUntil: 0 }, false, open(1_000 + COOLDOWN)],
-    ["a probe's failure opens it again", open(900, BREAKER_THRESHOLD), false, open(1_000 + COOLDOWN, BREAKER_THRESHOLD + 1)],
+    [
+      'the threshold-th failure in a row opens it',
+      { failures: BREAKER_THRESHOLD - 1, openUntil: 0 },
+      false,
+      open(1_000 + COOLDOWN),
+    ],
+    [
+      "a probe's failure opens it again",
+      open(900, BREAKER_THRESHOLD),
+      false,
+      open(1_000 + COOLDOWN, BREAKER_THRESHOLD + 1),
+    ],
   ])('%s', (_name, state, answered, after) => {
     expect(breakerAfter(state, answered, 1_000, COOLDOWN)).toEqual(after);
   });
 });
 
 describe('VerifyBudget', () => {
-  const unverified = (retryAfterSecs?: number, rateLimitedSecs?: number): Decision => ({ kind: 'unverified', retryAfterSecs, rateLimitedSecs });
+  const unverified = (retryAfterSecs?: number, rateLimitedSecs?: number): Decision => ({
+    kind: 'unverified',
+    retryAfterSecs,
+    rateLimitedSecs,
+  });
   const down = () => new PaymentsApiError('API_ERROR', { operation: 'verifyPayment', httpStatus: 503 });
   const clock = () => {
     let now = 1_000_000;
@@ -59,7 +84,12 @@ describe('VerifyBudget', () => {
     const budget = new VerifyBudget(COOLDOWN, t.now);
     const error = new PaymentsRateLimitedError({ operation: 'verifyPayment', httpStatus: 429, retryAfterSecs: 25 });
     budget.note('p', 'webhook', unverified(25, 25), error);
-    expect(budget.admit('q', 'webhook')).toMatchObject({ pending: false, retryAfterSecs: 25, rateLimited: true, error });
+    expect(budget.admit('q', 'webhook')).toMatchObject({
+      pending: false,
+      retryAfterSecs: 25,
+      rateLimited: true,
+      error,
+    });
     t.advance(25_000);
     expect(budget.admit('q', 'webhook')).toBeUndefined();
   });

@@ -7,7 +7,12 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { PaymentsApiError, PaymentsConnectionError, PaymentsError, PaymentsRateLimitedError } from '../../lib/core/api/payments.errors.js';
+import {
+  PaymentsApiError,
+  PaymentsConnectionError,
+  PaymentsError,
+  PaymentsRateLimitedError,
+} from '../../lib/core/api/payments.errors.js';
 import type { VerifiedPayment } from '../../lib/core/api/payments.types.js';
 import { decide, type Decision, type OutcomeExpectation } from '../../lib/core/settlement/settlement.decision.js';
 import { trackingHash } from '../../lib/core/webhook/webhook.token.js';
@@ -16,7 +21,16 @@ const ID = 'pay_1';
 const AMOUNT = '12500';
 const TRACKING = 'order-7';
 
-const STATUSES = ['SUCCESS', 'FAILURE', 'SYSTEM_FAILURE', 'EXPIRED', 'PREAUTH_SUCCESS', 'PENDING', 'success', 'REFUNDED?'] as const;
+const STATUSES = [
+  'SUCCESS',
+  'FAILURE',
+  'SYSTEM_FAILURE',
+  'EXPIRED',
+  'PREAUTH_SUCCESS',
+  'PENDING',
+  'success',
+  'REFUNDED?',
+] as const;
 const FINAL: Record<string, { outcome: string; event: string }> = {
   SUCCESS: { outcome: 'confirmed', event: 'payment.confirmed' },
   FAILURE: { outcome: 'failed', event: 'payment.failed' },
@@ -65,35 +79,51 @@ function oracle(status: string, origin: Origin, amount: Match, tracking: Match):
   // A token's tracking check: with a tracking id it matches only when signed for TRACKING; without
   // one (hash '') it matches only a payment without a tracking id, and ours has one.
   const trackingDiffers =
-    origin === 'token-without-tracking' ? true : origin === 'token-with-tracking' ? tracking !== 'match' : origin === 'none' ? false : tracking === 'mismatch';
+    origin === 'token-without-tracking'
+      ? true
+      : origin === 'token-with-tracking'
+        ? tracking !== 'match'
+        : origin === 'none'
+          ? false
+          : tracking === 'mismatch';
   const differs = origin !== 'none' && (amountDiffers || trackingDiffers);
   if (!differs) return final ? 'settle:' : 'pending';
   const unbacked = origin !== 'binding';
   // Unbacked expectations conclude something only when the tracking id pins the payment down.
-  const pinned = (origin === 'caller' && tracking === 'match') || (origin === 'token-with-tracking' && tracking === 'match');
+  const pinned =
+    (origin === 'caller' && tracking === 'match') || (origin === 'token-with-tracking' && tracking === 'match');
   if (unbacked && !pinned) return 'foreign';
   return final ? 'mismatch' : 'pending';
 }
 
 describe('decide(): what a verify answer means (every status x amount x tracking id x origin)', () => {
   const rows = STATUSES.flatMap((status) =>
-    ORIGINS.flatMap((origin) => MATCHES.flatMap((amount) => MATCHES.map((tracking) => ({ status, origin, amount, tracking })))),
+    ORIGINS.flatMap((origin) =>
+      MATCHES.flatMap((amount) => MATCHES.map((tracking) => ({ status, origin, amount, tracking }))),
+    ),
   );
 
-  it.each(rows)('$status, amount $amount, tracking $tracking, origin $origin', ({ status, origin, amount, tracking }) => {
-    const decision = decide(ID, { ok: true, verification: verification(status) }, expectation(origin, amount, tracking));
-    const want = oracle(status, origin, amount, tracking);
-    if (want === 'settle:') {
-      expect(decision).toEqual({ kind: 'settle', outcome: FINAL[status].outcome, event: FINAL[status].event });
-      return;
-    }
-    expect(decision.kind).toBe(want);
-    if (decision.kind === 'mismatch') {
-      // Recorded by the plugin itself: done; an unbacked expectation never marks a payment done.
-      expect(decision.finish).toBe(origin === 'binding' ? 'done' : 'release');
-      expect(decision.problems.length).toBeGreaterThan(0);
-    }
-  });
+  it.each(rows)(
+    '$status, amount $amount, tracking $tracking, origin $origin',
+    ({ status, origin, amount, tracking }) => {
+      const decision = decide(
+        ID,
+        { ok: true, verification: verification(status) },
+        expectation(origin, amount, tracking),
+      );
+      const want = oracle(status, origin, amount, tracking);
+      if (want === 'settle:') {
+        expect(decision).toEqual({ kind: 'settle', outcome: FINAL[status].outcome, event: FINAL[status].event });
+        return;
+      }
+      expect(decision.kind).toBe(want);
+      if (decision.kind === 'mismatch') {
+        // Recorded by the plugin itself: done; an unbacked expectation never marks a payment done.
+        expect(decision.finish).toBe(origin === 'binding' ? 'done' : 'release');
+        expect(decision.problems.length).toBeGreaterThan(0);
+      }
+    },
+  );
 
   it('covers the whole table', () => {
     expect(rows).toHaveLength(STATUSES.length * ORIGINS.length * 3 * 3);
@@ -101,11 +131,18 @@ describe('decide(): what a verify answer means (every status x amount x tracking
 });
 
 describe('decide(): named cases', () => {
-  const ok = (status: string, extra: Partial<VerifiedPayment> = {}) => ({ ok: true as const, verification: { ...verification(status), ...extra } });
+  const ok = (status: string, extra: Partial<VerifiedPayment> = {}) => ({
+    ok: true as const,
+    verification: { ...verification(status), ...extra },
+  });
   const bound: OutcomeExpectation = { amount: AMOUNT, developerTrackingId: TRACKING, origin: 'binding' };
 
   it('SUCCESS matching what the plugin sent is paid', () => {
-    expect(decide(ID, ok('SUCCESS'), bound)).toEqual({ kind: 'settle', outcome: 'confirmed', event: 'payment.confirmed' });
+    expect(decide(ID, ok('SUCCESS'), bound)).toEqual({
+      kind: 'settle',
+      outcome: 'confirmed',
+      event: 'payment.confirmed',
+    });
   });
 
   it('SUCCESS for 1 millime of a 12 500 payment is a mismatch, never paid', () => {
@@ -125,7 +162,10 @@ describe('decide(): named cases', () => {
     expect(decision).toMatchObject({ kind: 'mismatch', finish: 'release' });
     expect((decision as { problems: string[] }).problems[0]).toContain('pay_other');
     // Even a pending answer about another payment says nothing of this one.
-    expect(decide(ID, ok('PENDING', { answeredPaymentId: 'pay_other' }), bound)).toMatchObject({ kind: 'mismatch', finish: 'release' });
+    expect(decide(ID, ok('PENDING', { answeredPaymentId: 'pay_other' }), bound)).toMatchObject({
+      kind: 'mismatch',
+      finish: 'release',
+    });
   });
 
   it('an answer naming the payment asked about is judged as usual', () => {
@@ -149,13 +189,28 @@ describe('decide(): a verify call that failed', () => {
   });
 
   it('NOT_FOUND for a payment the plugin recorded: unverified (tried again later)', () => {
-    expect(decide(ID, { ok: false, error: new PaymentsApiError('NOT_FOUND', details) }, { amount: AMOUNT, origin: 'binding' })).toEqual({ kind: 'unverified' });
+    expect(
+      decide(
+        ID,
+        { ok: false, error: new PaymentsApiError('NOT_FOUND', details) },
+        { amount: AMOUNT, origin: 'binding' },
+      ),
+    ).toEqual({ kind: 'unverified' });
   });
 
   it("429: every path pauses for the service's Retry-After, else 30 s", () => {
-    const limited = (retryAfterSecs?: number) => new PaymentsRateLimitedError({ operation: 'verifyPayment', httpStatus: 429, retryAfterSecs });
-    expect(decide(ID, { ok: false, error: limited(7) })).toEqual({ kind: 'unverified', retryAfterSecs: 7, rateLimitedSecs: 7 });
-    expect(decide(ID, { ok: false, error: limited() })).toEqual({ kind: 'unverified', retryAfterSecs: 30, rateLimitedSecs: 30 });
+    const limited = (retryAfterSecs?: number) =>
+      new PaymentsRateLimitedError({ operation: 'verifyPayment', httpStatus: 429, retryAfterSecs });
+    expect(decide(ID, { ok: false, error: limited(7) })).toEqual({
+      kind: 'unverified',
+      retryAfterSecs: 7,
+      rateLimitedSecs: 7,
+    });
+    expect(decide(ID, { ok: false, error: limited() })).toEqual({
+      kind: 'unverified',
+      retryAfterSecs: 30,
+      rateLimitedSecs: 30,
+    });
   });
 
   it('no answer at all (connection): unverified, Retry-After 5 s', () => {
@@ -175,8 +230,14 @@ describe('decide(): a verify call that failed', () => {
 });
 
 describe('decide(): zero false confirmations over random verify answers (property)', () => {
-  const status = fc.oneof(fc.constantFrom(...STATUSES, 'Success', ' SUCCESS', 'SUCCESS '), fc.string({ maxLength: 12 }));
-  const amount = fc.oneof(fc.constantFrom(AMOUNT, '012500', '12500', '1', '0', '125000'), fc.stringMatching(/^[0-9]{1,15}$/));
+  const status = fc.oneof(
+    fc.constantFrom(...STATUSES, 'Success', ' SUCCESS', 'SUCCESS '),
+    fc.string({ maxLength: 12 }),
+  );
+  const amount = fc.oneof(
+    fc.constantFrom(AMOUNT, '012500', '12500', '1', '0', '125000'),
+    fc.stringMatching(/^[0-9]{1,15}$/),
+  );
   const tracking = fc.option(fc.constantFrom(TRACKING, 'order-8', '', 'ORDER-7'), { nil: undefined });
   const answered = fc.option(fc.constantFrom(ID, 'pay_2', 'PAY_1', 'pay_1 '), { nil: undefined });
   const origin = fc.constantFrom<OutcomeExpectation['origin']>('binding', 'caller');
@@ -187,9 +248,14 @@ describe('decide(): zero false confirmations over random verify answers (propert
         const verified: VerifiedPayment = { paymentId: ID, status: s, amount: a };
         if (t !== undefined) verified.developerTrackingId = t;
         if (named !== undefined) verified.answeredPaymentId = named;
-        const decision = decide(ID, { ok: true, verification: verified }, { amount: AMOUNT, developerTrackingId: TRACKING, origin: o });
+        const decision = decide(
+          ID,
+          { ok: true, verification: verified },
+          { amount: AMOUNT, developerTrackingId: TRACKING, origin: o },
+        );
         const confirmed = decision.kind === 'settle' && decision.outcome === 'confirmed';
-        const genuine = s === 'SUCCESS' && BigInt(a) === BigInt(AMOUNT) && t === TRACKING && (named === undefined || named === ID);
+        const genuine =
+          s === 'SUCCESS' && BigInt(a) === BigInt(AMOUNT) && t === TRACKING && (named === undefined || named === ID);
         expect(confirmed).toBe(genuine);
       }),
       { numRuns: 2000 },

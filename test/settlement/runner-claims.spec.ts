@@ -22,7 +22,13 @@ describe('SettlementRunner.hold', () => {
     const store = new MemoryPaymentsStore();
     const runner = runnerOn(store);
     let during: string | undefined;
-    expect(await runner.hold('pay_1', 'reconciliation', async () => void (during = await store.claim(outcomeKey('pay_1'), 'someone else', 1000)))).toBe('held');
+    expect(
+      await runner.hold(
+        'pay_1',
+        'reconciliation',
+        async () => void (during = await store.claim(outcomeKey('pay_1'), 'someone else', 1000)),
+      ),
+    ).toBe('held');
     expect(during).toBe('busy');
     expect(await store.claim(outcomeKey('pay_1'), 'someone else', 1000)).toBe('claimed');
   });
@@ -42,7 +48,9 @@ describe('SettlementRunner.hold', () => {
   it('gives the claim back when the work throws', async () => {
     const store = new MemoryPaymentsStore();
     const runner = runnerOn(store);
-    await expect(runner.hold('pay_1', 'reconciliation', () => Promise.reject(new Error('store away')))).rejects.toThrow('store away');
+    await expect(runner.hold('pay_1', 'reconciliation', () => Promise.reject(new Error('store away')))).rejects.toThrow(
+      'store away',
+    );
     expect(await store.claim(outcomeKey('pay_1'), 'someone else', 1000)).toBe('claimed');
   });
 });

@@ -31,13 +31,19 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((r) => r.drain()));
 });
 
-function harness(options: { store?: PaymentsStore; handler?: (name: PaymentEventName, event: PaymentEvent) => Promise<void> } = {}): Harness {
+function harness(
+  options: { store?: PaymentsStore; handler?: (name: PaymentEventName, event: PaymentEvent) => Promise<void> } = {},
+): Harness {
   const store = options.store ?? new MemoryPaymentsStore();
   const verifies: string[] = [];
   const events: Array<[PaymentEventName, PaymentEvent]> = [];
   const logs: string[] = [];
   let next: () => Promise<VerifiedPayment> = () => Promise.reject(new Error('no answer set'));
-  const logger: PaymentsLogger = { log: () => undefined, warn: (m) => logs.push(`warn ${m}`), error: (m) => logs.push(`error ${m}`) };
+  const logger: PaymentsLogger = {
+    log: () => undefined,
+    warn: (m) => logs.push(`warn ${m}`),
+    error: (m) => logs.push(`error ${m}`),
+  };
   const runner = new SettlementRunner(
     { leaseMs: LEASE_MS, doneTtlMs: 60_000, recordTtlMs: 60_000, clock: SYSTEM_CLOCK },
     store,
@@ -55,7 +61,8 @@ function harness(options: { store?: PaymentsStore; handler?: (name: PaymentEvent
     verifies,
     events,
     logs,
-    answer: (status, extra = {}) => (next = async () => ({ paymentId: 'pay_1', status, amount: '12500', developerTrackingId: 'order-7', ...extra })),
+    answer: (status, extra = {}) =>
+      (next = async () => ({ paymentId: 'pay_1', status, amount: '12500', developerTrackingId: 'order-7', ...extra })),
     fail: (error) => (next = () => Promise.reject(error)),
   };
 }
@@ -72,7 +79,12 @@ describe('SettlementRunner', () => {
     expect(await settle(h)).toEqual({ kind: 'duplicate' });
     expect(h.verifies).toEqual(['pay_1']);
     expect(h.events.map(([name]) => name)).toEqual(['payment.confirmed']);
-    expect(await h.store.getOutcome('pay_1')).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded', attempts: 1, source: 'webhook' });
+    expect(await h.store.getOutcome('pay_1')).toMatchObject({
+      outcome: 'confirmed',
+      handlers: 'succeeded',
+      attempts: 1,
+      source: 'webhook',
+    });
     expect(await h.store.claim(outcomeKey('pay_1'), 'someone', 1000)).toBe('done');
   });
 
@@ -99,8 +111,16 @@ describe('SettlementRunner', () => {
       },
     });
     h.answer('SUCCESS');
-    expect(await settle(h)).toMatchObject({ kind: 'handlers-failed', outcome: 'confirmed', error: 'Error: the shop database is down' });
-    expect(await h.store.getOutcome('pay_1')).toMatchObject({ handlers: 'failed', lastError: 'Error: the shop database is down', attempts: 1 });
+    expect(await settle(h)).toMatchObject({
+      kind: 'handlers-failed',
+      outcome: 'confirmed',
+      error: 'Error: the shop database is down',
+    });
+    expect(await h.store.getOutcome('pay_1')).toMatchObject({
+      handlers: 'failed',
+      lastError: 'Error: the shop database is down',
+      attempts: 1,
+    });
     fails = false;
     expect((await settle(h)).kind).toBe('handled');
     expect(await h.store.getOutcome('pay_1')).toMatchObject({ handlers: 'succeeded', attempts: 2 });
@@ -141,14 +161,25 @@ describe('SettlementRunner', () => {
   });
 
   describe('by a webhook token', () => {
-    const token = (gate: () => Promise<number | undefined>, settled: (r: SettleResult) => Promise<void> = async () => undefined): TokenLookup => ({
+    const token = (
+      gate: () => Promise<number | undefined>,
+      settled: (r: SettleResult) => Promise<void> = async () => undefined,
+    ): TokenLookup => ({
       id: 'nonce_1',
-      unbound: { expected: { amount: '12500', origin: 'token', trackingMatches: () => true, identifiesPayment: true }, gate, settled },
+      unbound: {
+        expected: { amount: '12500', origin: 'token', trackingMatches: () => true, identifiesPayment: true },
+        gate,
+        settled,
+      },
     });
 
     it('its binding says what to expect; the lookup and the claim are one step', async () => {
       const h = harness();
-      await h.store.saveBinding('nonce_1', { paymentId: 'pay_1', amount: '99000', createdAt: new Date().toISOString() }, 60_000);
+      await h.store.saveBinding(
+        'nonce_1',
+        { paymentId: 'pay_1', amount: '99000', createdAt: new Date().toISOString() },
+        60_000,
+      );
       h.answer('SUCCESS');
       // The binding (99000), not the token's fallback (12500), is what the answer is checked against.
       expect(await settle(h, { token: token(async () => undefined) })).toMatchObject({ kind: 'mismatch' });
@@ -156,9 +187,16 @@ describe('SettlementRunner', () => {
 
     it('a binding of another payment: foreign, nothing claimed, no verify', async () => {
       const h = harness();
-      await h.store.saveBinding('nonce_1', { paymentId: 'pay_other', amount: '12500', createdAt: new Date().toISOString() }, 60_000);
+      await h.store.saveBinding(
+        'nonce_1',
+        { paymentId: 'pay_other', amount: '12500', createdAt: new Date().toISOString() },
+        60_000,
+      );
       h.answer('SUCCESS');
-      expect(await settle(h, { token: token(async () => undefined) })).toEqual({ kind: 'foreign', problems: ['webhook token was issued for another payment'] });
+      expect(await settle(h, { token: token(async () => undefined) })).toEqual({
+        kind: 'foreign',
+        problems: ['webhook token was issued for another payment'],
+      });
       expect(h.verifies).toEqual([]);
       expect(await h.store.claim(outcomeKey('pay_1'), 'someone', 1000)).toBe('claimed');
     });

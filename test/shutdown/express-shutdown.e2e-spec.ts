@@ -84,9 +84,14 @@ describeWithService(redisUp, `no Redis at ${REDIS_URL}`)('plain Express shutdown
     try {
       expect(await deliver(b.url, inFlight)).toEqual({ status: 200, body: { received: true, duplicate: true } });
       expect(await deliver(b.url, late)).toEqual({ status: 200, body: { received: true } });
-      expect(runs.filter((r) => r.startsWith('done'))).toEqual([`done ${inFlight.paymentId}`, `done ${late.paymentId}`]);
+      expect(runs.filter((r) => r.startsWith('done'))).toEqual([
+        `done ${inFlight.paymentId}`,
+        `done ${late.paymentId}`,
+      ]);
       // The refused delivery and the duplicate cost no verify call.
-      expect([verifyCount(fakeService(), inFlight.paymentId), verifyCount(fakeService(), late.paymentId)]).toEqual([1, 1]);
+      expect([verifyCount(fakeService(), inFlight.paymentId), verifyCount(fakeService(), late.paymentId)]).toEqual([
+        1, 1,
+      ]);
     } finally {
       await second.close();
       b.server.closeAllConnections();

@@ -53,7 +53,9 @@ async function until(predicate: () => boolean) {
   expect(predicate()).toBe(true);
 }
 
-function scenarios(makeStores: () => Promise<{ first: PaymentsStore; second: PaymentsStore; cleanup(): Promise<void> }>) {
+function scenarios(
+  makeStores: () => Promise<{ first: PaymentsStore; second: PaymentsStore; cleanup(): Promise<void> }>,
+) {
   it.each(['return', 'reconciliation'] as const)(
     'a %s in flight at close(): its handler finishes and is marked done before close() resolves; a new client runs nothing again',
     async (path) => {
@@ -62,10 +64,19 @@ function scenarios(makeStores: () => Promise<{ first: PaymentsStore; second: Pay
       const first = slowClient(stores.first, journal);
       let second: PaymentsClient | undefined;
       try {
-        const p = await generateVia(first.client, fakeService(), `pay_outcome_shutdown_${++counter}`, { amount: '700', sessionTimeoutSecs: 60 });
-        fakeService().always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 700 }) });
+        const p = await generateVia(first.client, fakeService(), `pay_outcome_shutdown_${++counter}`, {
+          amount: '700',
+          sessionTimeoutSecs: 60,
+        });
+        fakeService().always(verifyPath(p.paymentId), {
+          status: 200,
+          body: verifyAnswer({ status: 'SUCCESS', amount: 700 }),
+        });
 
-        const running = path === 'return' ? first.client.reconcilePayment(p.paymentId) : first.client.runReconciliation(Date.now() + 3_600_000);
+        const running =
+          path === 'return'
+            ? first.client.reconcilePayment(p.paymentId)
+            : first.client.runReconciliation(Date.now() + 3_600_000);
         await until(() => journal.includes(`start ${p.paymentId} ${path}`));
         const closing = first.client.close().then(() => journal.push('closed'));
         await settle(30);
@@ -81,9 +92,14 @@ function scenarios(makeStores: () => Promise<{ first: PaymentsStore; second: Pay
         const again: string[] = [];
         second = createPaymentsClient(options(stores.second));
         createWebhookRouter({ client: second, onPaymentConfirmed: (e) => void again.push(e.paymentId) });
-        await expect(second.reconcilePayment(p.paymentId)).resolves.toMatchObject({ outcome: 'confirmed', handled: false });
+        await expect(second.reconcilePayment(p.paymentId)).resolves.toMatchObject({
+          outcome: 'confirmed',
+          handled: false,
+        });
         await expect(second.runReconciliation(Date.now() + 7_200_000)).resolves.toEqual({ checked: 0, settled: 0 });
-        await expect(second.webhooks.handle({ query: {}, body: { payment_id: p.paymentId }, pathToken: p.token })).resolves.toMatchObject({
+        await expect(
+          second.webhooks.handle({ query: {}, body: { payment_id: p.paymentId }, pathToken: p.token }),
+        ).resolves.toMatchObject({
           status: 200,
           body: { received: true, duplicate: true },
         });
@@ -107,21 +123,24 @@ describe('outcomes in flight at shutdown, memory store shared by both clients', 
 });
 
 const redisUp = await redisAvailable();
-describeWithService(redisUp, `no Redis at ${REDIS_URL}`)('outcomes in flight at shutdown, one Redis, each client its own connection', () => {
-  scenarios(async () => {
-    const keyPrefix = `nestjs-payments-outcome-shutdown:${process.pid}:${++counter}:`;
-    const first = new RedisPaymentsStore(REDIS_URL, { keyPrefix });
-    const second = new RedisPaymentsStore(REDIS_URL, { keyPrefix });
-    return {
-      first,
-      second,
-      cleanup: async () => {
-        await Promise.all([first.close(), second.close()]);
-        const redis = new Redis(REDIS_URL);
-        const keys = await redis.keys(`${keyPrefix}*`);
-        if (keys.length) await redis.del(...keys);
-        await redis.quit();
-      },
-    };
-  });
-});
+describeWithService(redisUp, `no Redis at ${REDIS_URL}`)(
+  'outcomes in flight at shutdown, one Redis, each client its own connection',
+  () => {
+    scenarios(async () => {
+      const keyPrefix = `nestjs-payments-outcome-shutdown:${process.pid}:${++counter}:`;
+      const first = new RedisPaymentsStore(REDIS_URL, { keyPrefix });
+      const second = new RedisPaymentsStore(REDIS_URL, { keyPrefix });
+      return {
+        first,
+        second,
+        cleanup: async () => {
+          await Promise.all([first.close(), second.close()]);
+          const redis = new Redis(REDIS_URL);
+          const keys = await redis.keys(`${keyPrefix}*`);
+          if (keys.length) await redis.del(...keys);
+          await redis.quit();
+        },
+      };
+    });
+  },
+);

@@ -65,7 +65,9 @@ async function start(adapter: 'express' | 'fastify', store: PaymentsStore): Prom
     providers: [SlowHandler],
   }).compile();
   const app =
-    adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false }) : moduleRef.createNestApplication({ logger: false });
+    adapter === 'fastify'
+      ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false })
+      : moduleRef.createNestApplication({ logger: false });
   await app.listen(0, '127.0.0.1');
   return { app, url: `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}` };
 }
@@ -85,7 +87,11 @@ async function deliver(running: Running, p: { paymentId: string; token: string }
     headers: { 'content-type': 'application/json', connection: 'close' },
     body: JSON.stringify({ payment_id: p.paymentId, status: 'completed' }),
   });
-  return { status: res.status, body: await res.json().catch(() => undefined), retryAfter: res.headers.get('retry-after') };
+  return {
+    status: res.status,
+    body: await res.json().catch(() => undefined),
+    retryAfter: res.headers.get('retry-after'),
+  };
 }
 
 async function until(predicate: () => boolean, timeoutMs = 3000) {
@@ -94,9 +100,13 @@ async function until(predicate: () => boolean, timeoutMs = 3000) {
   expect(predicate()).toBe(true);
 }
 
-const runsOf = (paymentId: string) => SlowHandler.journal.filter((l) => l === `done ${paymentId}` || l === `fail ${paymentId}`).length;
+const runsOf = (paymentId: string) =>
+  SlowHandler.journal.filter((l) => l === `done ${paymentId}` || l === `fail ${paymentId}`).length;
 
-function scenarios(adapter: 'express' | 'fastify', makeStores: () => Promise<{ first: PaymentsStore; second: PaymentsStore; cleanup(): Promise<void> }>) {
+function scenarios(
+  adapter: 'express' | 'fastify',
+  makeStores: () => Promise<{ first: PaymentsStore; second: PaymentsStore; cleanup(): Promise<void> }>,
+) {
   it('in-flight confirmations finish before close() resolves; one arriving meanwhile gets 503; a new app runs that one once and the others never again', async () => {
     SlowHandler.journal.length = 0;
     SlowHandler.started.clear();
@@ -129,23 +139,33 @@ function scenarios(adapter: 'express' | 'fastify', makeStores: () => Promise<{ f
       expect(await d1).toEqual({ status: 200, body: { received: true }, retryAfter: null });
       expect(await d2).toMatchObject({ status: 500 });
       await closing;
-      expect(SlowHandler.journal.indexOf(`done ${inFlight.paymentId}`)).toBeLessThan(SlowHandler.journal.indexOf('closed'));
-      expect(SlowHandler.journal.indexOf(`fail ${failing.paymentId}`)).toBeLessThan(SlowHandler.journal.indexOf('closed'));
+      expect(SlowHandler.journal.indexOf(`done ${inFlight.paymentId}`)).toBeLessThan(
+        SlowHandler.journal.indexOf('closed'),
+      );
+      expect(SlowHandler.journal.indexOf(`fail ${failing.paymentId}`)).toBeLessThan(
+        SlowHandler.journal.indexOf('closed'),
+      );
       expect(SlowHandler.started.has(late.paymentId)).toBe(false);
 
       // The service delivers again, now to a new app sharing the store.
       SlowHandler.failFor.delete(failing.paymentId);
       second = await start(adapter, stores.second);
-      expect(await deliver(second, inFlight)).toEqual({ status: 200, body: { received: true, duplicate: true }, retryAfter: null });
+      expect(await deliver(second, inFlight)).toEqual({
+        status: 200,
+        body: { received: true, duplicate: true },
+        retryAfter: null,
+      });
       expect(await deliver(second, failing)).toEqual({ status: 200, body: { received: true }, retryAfter: null });
       expect(await deliver(second, late)).toEqual({ status: 200, body: { received: true }, retryAfter: null });
       for (const p of [inFlight, failing, late]) {
         expect(await deliver(second, p)).toMatchObject({ status: 200, body: { received: true, duplicate: true } });
       }
       // Each confirmation's handler completed exactly once; the failed attempt was not marked done.
-      expect([runsOf(inFlight.paymentId), SlowHandler.journal.filter((l) => l === `done ${failing.paymentId}`).length, runsOf(late.paymentId)]).toEqual([
-        1, 1, 1,
-      ]);
+      expect([
+        runsOf(inFlight.paymentId),
+        SlowHandler.journal.filter((l) => l === `done ${failing.paymentId}`).length,
+        runsOf(late.paymentId),
+      ]).toEqual([1, 1, 1]);
       expect(SlowHandler.journal.filter((l) => l === `fail ${failing.paymentId}`)).toHaveLength(1);
       // Verify calls: one per attempt that ran handlers; the refused (503) and duplicate deliveries cost none.
       expect([
@@ -172,35 +192,41 @@ function scenarios(adapter: 'express' | 'fastify', makeStores: () => Promise<{ f
   });
 }
 
-describe.each(['express', 'fastify'] as const)('graceful shutdown on the %s adapter, memory store shared by both apps', (adapter) => {
-  scenarios(adapter, async () => {
-    const store = new MemoryPaymentsStore();
-    return { first: store, second: store, cleanup: async () => undefined };
-  });
-});
+describe.each(['express', 'fastify'] as const)(
+  'graceful shutdown on the %s adapter, memory store shared by both apps',
+  (adapter) => {
+    scenarios(adapter, async () => {
+      const store = new MemoryPaymentsStore();
+      return { first: store, second: store, cleanup: async () => undefined };
+    });
+  },
+);
 
 const redisUp = await redisAvailable();
-describeWithService(redisUp, `no Redis at ${REDIS_URL}`)('graceful shutdown with Redis: each app its own store and connection, one Redis', () => {
-  const prefixes: string[] = [];
-  scenarios('express', async () => {
-    const keyPrefix = `nestjs-payments-shutdown-test:${process.pid}:${++counter}:`;
-    prefixes.push(keyPrefix);
-    const first = new RedisPaymentsStore(REDIS_URL, { keyPrefix });
-    const second = new RedisPaymentsStore(REDIS_URL, { keyPrefix });
-    return {
-      first,
-      second,
-      cleanup: async () => {
-        // Also when a test failed before an app took the store over: no connection outlives the test.
-        await Promise.all([first.close(), second.close()]);
-        const redis = new Redis(REDIS_URL);
-        const keys = await redis.keys(`${keyPrefix}*`);
-        if (keys.length) await redis.del(...keys);
-        await redis.quit();
-      },
-    };
-  });
-});
+describeWithService(redisUp, `no Redis at ${REDIS_URL}`)(
+  'graceful shutdown with Redis: each app its own store and connection, one Redis',
+  () => {
+    const prefixes: string[] = [];
+    scenarios('express', async () => {
+      const keyPrefix = `nestjs-payments-shutdown-test:${process.pid}:${++counter}:`;
+      prefixes.push(keyPrefix);
+      const first = new RedisPaymentsStore(REDIS_URL, { keyPrefix });
+      const second = new RedisPaymentsStore(REDIS_URL, { keyPrefix });
+      return {
+        first,
+        second,
+        cleanup: async () => {
+          // Also when a test failed before an app took the store over: no connection outlives the test.
+          await Promise.all([first.close(), second.close()]);
+          const redis = new Redis(REDIS_URL);
+          const keys = await redis.keys(`${keyPrefix}*`);
+          if (keys.length) await redis.del(...keys);
+          await redis.quit();
+        },
+      };
+    });
+  },
+);
 
 describe('one store instance shared by two running apps', () => {
   it('closing one app leaves the other working with the same store', async () => {

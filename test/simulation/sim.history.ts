@@ -12,7 +12,19 @@ import { Random, VirtualTime } from './sim.time.js';
  */
 
 /** What can go wrong in a history; each is drawn on or off by the seed. */
-export const STRESSORS = ['lag', 'lossy', 'duplicates', 'faults', 'crashes', 'outage', 'skew', 'strangers', 'slow', 'failing', 'twice'] as const;
+export const STRESSORS = [
+  'lag',
+  'lossy',
+  'duplicates',
+  'faults',
+  'crashes',
+  'outage',
+  'skew',
+  'strangers',
+  'slow',
+  'failing',
+  'twice',
+] as const;
 export type Stressor = (typeof STRESSORS)[number];
 
 /** The stated bounds the liveness check holds the engine to (docs/confirmations.md). */
@@ -84,11 +96,14 @@ export interface RealStoreSetup {
 export async function runHistory(seed: number, real?: RealStoreSetup): Promise<HistoryResult> {
   const random = new Random(seed);
   // Drawn alike whatever the store, so that a seed means the same history over each.
-  const stressors = STRESSORS.filter((s) => random.chance(s === 'strangers' ? 0.25 : 0.3)).filter((s) => !real?.without.includes(s));
+  const stressors = STRESSORS.filter((s) => random.chance(s === 'strangers' ? 0.25 : 0.3)).filter(
+    (s) => !real?.without.includes(s),
+  );
   const has = (s: Stressor) => stressors.includes(s);
   const time = new VirtualTime(T0);
   const violations: string[] = [];
-  const violate = (message: string) => violations.length < 20 && violations.push(`${(time.now - T0) / 1000}s: ${message}`);
+  const violate = (message: string) =>
+    violations.length < 20 && violations.push(`${(time.now - T0) / 1000}s: ${message}`);
   const storeDown: Array<[number, number]> = [];
   if (has('outage'))
     for (let k = random.int(1, 2); k > 0; k--) {
@@ -115,7 +130,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   };
   const crashes: Array<{ instance: Instance; at: number }> = [];
   const trace: string[] = [];
-  const note = (id: string, what: string) => process.env.SIM_DEBUG === id && trace.push(`${((time.now - T0) / 1000).toFixed(1)}s ${what}`);
+  const note = (id: string, what: string) =>
+    process.env.SIM_DEBUG === id && trace.push(`${((time.now - T0) / 1000).toFixed(1)}s ${what}`);
   const faultsSeen = { any: false };
 
   const dispatch = async (instance: Instance, name: PaymentEventName, event: PaymentEvent): Promise<void> => {
@@ -125,22 +141,27 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     const model = world.payments.get(id);
     const s = state(id);
     if (name === 'payment.mismatch') return;
-    if (name === 'payment.duplicate' && (event as PaymentDuplicateEvent).settledBy.paymentId === id) violate(`${id} reported as a duplicate of itself`);
+    if (name === 'payment.duplicate' && (event as PaymentDuplicateEvent).settledBy.paymentId === id)
+      violate(`${id} reported as a duplicate of itself`);
     if (name === 'payment.confirmed' || name === 'payment.duplicate') {
       // Safety: only what the service itself says is paid, for the amount and order it was made for.
       if (!model) violate(`confirmed ${id}, which the service never created`);
       else {
-        if (world.statusOf(model) !== 'SUCCESS') violate(`confirmed ${id} while the service answers ${world.statusOf(model)}`);
+        if (world.statusOf(model) !== 'SUCCESS')
+          violate(`confirmed ${id} while the service answers ${world.statusOf(model)}`);
         if (model.reportedAmount !== model.amount || outcome.amount !== model.amount)
           violate(`confirmed ${id} for ${outcome.amount}, made for ${model.amount}`);
         if (outcome.developerTrackingId !== model.trackingId)
-          violate(`confirmed ${id} for order ${String(outcome.developerTrackingId)}, made for ${String(model.trackingId)}`);
+          violate(
+            `confirmed ${id} for order ${String(outcome.developerTrackingId)}, made for ${String(model.trackingId)}`,
+          );
       }
     }
     // Exclusion holds while the store answers: a lease cannot be renewed while the store is away,
     // so an outage long enough for the running one's lease to lapse is the documented exception.
     if (s.active > 0 && !leaseCouldLapse(s.activeSince ?? time.now)) violate(`handlers of ${id} ran concurrently`);
-    if (s.lastSuccess && !excused(s.lastSuccess)) violate(`handlers of ${id} ran again after they succeeded (${s.names.join(', ')}, then ${name})`);
+    if (s.lastSuccess && !excused(s.lastSuccess))
+      violate(`handlers of ${id} ran again after they succeeded (${s.names.join(', ')}, then ${name})`);
     s.active++;
     const startedAt = time.now;
     s.activeSince = startedAt;
@@ -169,7 +190,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     s.firstSuccessAt ??= startedAt;
   };
 
-  const leaseCouldLapse = (since: number) => storeDown.some(([from, to]) => Math.min(to, time.now) - Math.max(from, since - LEASE_MS) >= LEASE_MS / 3);
+  const leaseCouldLapse = (since: number) =>
+    storeDown.some(([from, to]) => Math.min(to, time.now) - Math.max(from, since - LEASE_MS) >= LEASE_MS / 3);
 
   // A second successful run is the at-least-once gap only when the first run's instance died, or
   // the store failed, before the done marker could be written.
@@ -181,7 +203,11 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const everStarted: Instance[] = [];
   const start = (index: number) => {
     skews[index] ??= has('skew') ? random.between(-3_600_000, 3_600_000) : 0;
-    const instance = new Instance(index, world, skews[index], { sessionSecs, dispatch, jitter: new Random(seed * 64 + everStarted.length) });
+    const instance = new Instance(index, world, skews[index], {
+      sessionSecs,
+      dispatch,
+      jitter: new Random(seed * 64 + everStarted.length),
+    });
     instances[index] = instance;
     everStarted.push(instance);
   };
@@ -215,16 +241,18 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     let answered = false;
     const timeout = time.after(30_000, () => !answered && ((answered = true), retry()));
     note(payment.id, `webhook attempt ${attempt} to #${instance.index}`);
-    instance.client.webhooks.handle({ query: {}, body: { payment_id: payment.id }, pathToken: url.pathname.split('/').pop() }).then(
-      (answer) => {
-        note(payment.id, `webhook answered ${answer.status}`);
-        if (answered) return;
-        answered = true;
-        timeout.cancelled = true;
-        if (answer.status < 200 || answer.status >= 300) retry();
-      },
-      (error: unknown) => violate(`webhook threw ${String(error)}`),
-    );
+    instance.client.webhooks
+      .handle({ query: {}, body: { payment_id: payment.id }, pathToken: url.pathname.split('/').pop() })
+      .then(
+        (answer) => {
+          note(payment.id, `webhook answered ${answer.status}`);
+          if (answered) return;
+          answered = true;
+          timeout.cancelled = true;
+          if (answer.status < 200 || answer.status >= 300) retry();
+        },
+        (error: unknown) => violate(`webhook threw ${String(error)}`),
+      );
   };
 
   // The customer back on the return page: reloads while it says "processing".
@@ -233,16 +261,19 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     if (!instance) return;
     if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id);
     note(payment.id, `return starts on #${instance.index}`);
-    instance.client.reconcilePayment(payment.id, { expected: { amount: payment.amount, developerTrackingId: payment.trackingId } }).then(
-      (result) => {
-        note(payment.id, `return on #${instance.index}: ${result.outcome}`);
-        if (result.outcome === 'pending' && reloads > 0 && random.chance(0.8)) time.after(random.between(5_000, 20_000), () => returnTo(payment, reloads - 1));
-      },
-      (error: unknown) => {
-        note(payment.id, `return failed: ${String(error)}`);
-        callerErrors('reconcilePayment')(error);
-      },
-    );
+    instance.client
+      .reconcilePayment(payment.id, { expected: { amount: payment.amount, developerTrackingId: payment.trackingId } })
+      .then(
+        (result) => {
+          note(payment.id, `return on #${instance.index}: ${result.outcome}`);
+          if (result.outcome === 'pending' && reloads > 0 && random.chance(0.8))
+            time.after(random.between(5_000, 20_000), () => returnTo(payment, reloads - 1));
+        },
+        (error: unknown) => {
+          note(payment.id, `return failed: ${String(error)}`);
+          callerErrors('reconcilePayment')(error);
+        },
+      );
   };
 
   // The orders: each generated on some instance, then paid (or not) by its customer.
@@ -251,31 +282,35 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const checkout = (k: number, amount: string, idempotencyKey?: string) => {
     const instance = anyLive();
     if (!instance) return;
-    instance.client.generatePayment({ amount, developerTrackingId: `order-${k}` }, idempotencyKey ? { idempotencyKey } : undefined).then((generated) => {
-      const payment = world.payments.get(generated.paymentId);
-      if (!payment) return violate(`generatePayment answered ${generated.paymentId}, which the service never created`);
-      if (payment.settleAt !== undefined) return; // the open payment's link again: paid once
-      if (!random.chance(0.85)) return; // the customer walks away: EXPIRED at the session's end
-      payment.settleAt = time.now + random.between(3_000, sessionSecs * 600);
-      payment.outcome = random.chance(0.85) ? 'SUCCESS' : 'FAILURE';
-      if (random.chance(0.05)) payment.reportedAmount = String(Number(amount) + 1_000);
-      note(payment.id, `generated on #${instance.index}`);
-      payment.lagMs = has('lag') ? random.between(0, 8_000) : random.chance(0.3) ? random.between(0, 2_000) : 0;
-      note(
-        payment.id,
-        `will settle at ${((payment.settleAt - T0) / 1000).toFixed(1)}s, final at ${((payment.settleAt + payment.lagMs - T0) / 1000).toFixed(1)}s (${payment.outcome})`,
-      );
-      time.at(payment.settleAt + random.between(0, 1_500), () => deliver(payment, 0));
-      if (has('duplicates')) time.at(payment.settleAt + random.between(0, 60_000), () => deliver(payment, 5));
-      if (random.chance(0.6)) time.at(payment.settleAt + random.between(500, 6_000), () => returnTo(payment, 4));
-    }, callerErrors('generatePayment'));
+    instance.client
+      .generatePayment({ amount, developerTrackingId: `order-${k}` }, idempotencyKey ? { idempotencyKey } : undefined)
+      .then((generated) => {
+        const payment = world.payments.get(generated.paymentId);
+        if (!payment)
+          return violate(`generatePayment answered ${generated.paymentId}, which the service never created`);
+        if (payment.settleAt !== undefined) return; // the open payment's link again: paid once
+        if (!random.chance(0.85)) return; // the customer walks away: EXPIRED at the session's end
+        payment.settleAt = time.now + random.between(3_000, sessionSecs * 600);
+        payment.outcome = random.chance(0.85) ? 'SUCCESS' : 'FAILURE';
+        if (random.chance(0.05)) payment.reportedAmount = String(Number(amount) + 1_000);
+        note(payment.id, `generated on #${instance.index}`);
+        payment.lagMs = has('lag') ? random.between(0, 8_000) : random.chance(0.3) ? random.between(0, 2_000) : 0;
+        note(
+          payment.id,
+          `will settle at ${((payment.settleAt - T0) / 1000).toFixed(1)}s, final at ${((payment.settleAt + payment.lagMs - T0) / 1000).toFixed(1)}s (${payment.outcome})`,
+        );
+        time.at(payment.settleAt + random.between(0, 1_500), () => deliver(payment, 0));
+        if (has('duplicates')) time.at(payment.settleAt + random.between(0, 60_000), () => deliver(payment, 5));
+        if (random.chance(0.6)) time.at(payment.settleAt + random.between(500, 6_000), () => returnTo(payment, 4));
+      }, callerErrors('generatePayment'));
   };
   const orders = random.int(3, 6);
   for (let k = 0; k < orders; k++) {
     time.after(random.between(0, 60_000), () => {
       const amount = String(random.int(1, 500) * 500);
       checkout(k, amount);
-      if (has('twice') && random.chance(0.5)) time.after(random.between(0, 5_000), () => checkout(k, amount, `tab-2-${k}`));
+      if (has('twice') && random.chance(0.5))
+        time.after(random.between(0, 5_000), () => checkout(k, amount, `tab-2-${k}`));
     });
   }
 
@@ -348,7 +383,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         : final === 'FAILURE'
           ? 'payment.failed'
           : 'payment.expired';
-    if (s.names.length > 0 && s.names[0] !== expectedName) violate(`${payment.id}: ran ${s.names[0]} for a payment the service answers ${final}`);
+    if (s.names.length > 0 && s.names[0] !== expectedName)
+      violate(`${payment.id}: ran ${s.names[0]} for a payment the service answers ${final}`);
     // From when the plugin could know: the service's answer is final and a path told the plugin.
     const knownAt = Math.max(finalAt, s.firstAskAt ?? finalAt);
     const sweepDeadline = Math.max(finalAt, payment.sessionEndsAt) + GRACE_MS + INTERVAL_MS + BOUNDS.sweepSlackMs;
@@ -362,23 +398,30 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       }
     if (has('faults')) deadline += BOUNDS.faultsMs;
     for (const [, to] of storeDown)
-      if (to >= finalAt - LEASE_MS * 2) deadline = Math.max(deadline, to + BOUNDS.afterOutageMs) + (has('faults') ? BOUNDS.faultsMs : 0);
+      if (to >= finalAt - LEASE_MS * 2)
+        deadline = Math.max(deadline, to + BOUNDS.afterOutageMs) + (has('faults') ? BOUNDS.faultsMs : 0);
     // A failing handler runs again on the next delivery, return or sweep check (the sweep's fast
     // lane: waits doubling from the interval).
-    for (let k = 0; k < s.failures; k++) deadline += Math.min(3_600_000, INTERVAL_MS * 2 ** (k + 1)) + BOUNDS.perFailureMs;
+    for (let k = 0; k < s.failures; k++)
+      deadline += Math.min(3_600_000, INTERVAL_MS * 2 ** (k + 1)) + BOUNDS.perFailureMs;
     if (s.firstSuccessAt === undefined) {
-      if (deadline <= horizon) violate(`${payment.id} (${final}, final at ${(finalAt - T0) / 1000}s) was never handled (bound ${(deadline - T0) / 1000}s)`);
+      if (deadline <= horizon)
+        violate(
+          `${payment.id} (${final}, final at ${(finalAt - T0) / 1000}s) was never handled (bound ${(deadline - T0) / 1000}s)`,
+        );
       continue;
     }
     if (s.firstSuccessAt > deadline)
       violate(
         `${payment.id} handled ${(s.firstSuccessAt - knownAt) / 1000}s after the service's final answer reached the plugin (bound ${(deadline - knownAt) / 1000}s)`,
       );
-    if (s.askedAfterSettle && payment.settleAt !== undefined && final !== 'EXPIRED') latencies.push(s.firstSuccessAt - knownAt);
+    if (s.askedAfterSettle && payment.settleAt !== undefined && final !== 'EXPIRED')
+      latencies.push(s.firstSuccessAt - knownAt);
     // The budget: a final answer is fetched once, plus once per failed handler run or interruption.
     const finals = world.ledger.finalAnswers.get(payment.id) ?? 0;
     const interruptions = crashes.length + storeDown.length;
-    if (finals > 1 + s.failures + interruptions) violate(`${payment.id}: the service's final answer was fetched ${finals} times`);
+    if (finals > 1 + s.failures + interruptions)
+      violate(`${payment.id}: the service's final answer was fetched ${finals} times`);
     settled++;
     settledVerifies += world.ledger.verifies.get(payment.id) ?? 0;
   }
@@ -386,29 +429,35 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   for (const id of strangersSeen) {
     strangerVerifies += world.ledger.verifies.get(id) ?? 0;
     const notFound = world.ledger.notFound.get(id) ?? 0;
-    if (notFound > everStarted.length) violate(`stranger id ${id} answered 404 ${notFound} times across ${everStarted.length} instance(s)`);
+    if (notFound > everStarted.length)
+      violate(`stranger id ${id} answered 404 ${notFound} times across ${everStarted.length} instance(s)`);
   }
   // Each instance: a burst of 5 verifies for unknown ids, then one per 12 s (a burst lasts 20 s),
   // plus the transport's retries of an attempt that failed.
   const strangerBound = everStarted.length * 3 * (5 + 2) * (has('faults') ? 3 : 1);
-  if (strangerVerifies > strangerBound) violate(`strangers' ids cost ${strangerVerifies} verify calls (bound ${strangerBound})`);
+  if (strangerVerifies > strangerBound)
+    violate(`strangers' ids cost ${strangerVerifies} verify calls (bound ${strangerBound})`);
   for (const line of world.ledger.logs) leakCheck('a log line', line, violate);
   if (process.env.SIM_DEBUG)
     trace.push(
       `store down: ${storeDown.map(([a, b]) => `${(a - T0) / 1000}-${(b - T0) / 1000}s`).join(' ')}; crashes: ${crashes.map((c) => `#${c.instance.index}@${(c.at - T0) / 1000}s`).join(' ')}; session ${sessionSecs}s`,
     );
   if (process.env.SIM_DEBUG)
-    process.stdout.write(`${[...trace, ...world.ledger.logs.filter((l) => l.includes(process.env.SIM_DEBUG as string))].join('\n')}\n`);
+    process.stdout.write(
+      `${[...trace, ...world.ledger.logs.filter((l) => l.includes(process.env.SIM_DEBUG as string))].join('\n')}\n`,
+    );
 
   return { seed, stressors, violations, latencies, settled, settledVerifies, strangerVerifies, events: time.ran };
 }
 
 const SECRET_RUNS = new Set<string>();
-for (const secret of [PRIVATE_KEY, WEBHOOK_SECRET]) for (let i = 0; i + 8 <= secret.length; i++) SECRET_RUNS.add(secret.slice(i, i + 8));
+for (const secret of [PRIVATE_KEY, WEBHOOK_SECRET])
+  for (let i = 0; i + 8 <= secret.length; i++) SECRET_RUNS.add(secret.slice(i, i + 8));
 
 /** No run of 8 characters of the private key or the webhook secret, in any text the engine let out. */
 function leakCheck(where: string, text: string, violate: (m: string) => void): void {
   for (let i = 0; i + 8 <= text.length; i++) {
-    if (SECRET_RUNS.has(text.slice(i, i + 8))) return void violate(`${where} carries part of a secret: ${text.slice(0, 120)}`);
+    if (SECRET_RUNS.has(text.slice(i, i + 8)))
+      return void violate(`${where} carries part of a secret: ${text.slice(0, 120)}`);
   }
 }

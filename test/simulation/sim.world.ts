@@ -95,16 +95,22 @@ export class World {
   statusOf(payment: ModelPayment): string {
     const now = this.time.now;
     if (payment.settleAt !== undefined && now >= payment.settleAt + payment.lagMs) return payment.outcome;
-    return now >= payment.sessionEndsAt && (payment.settleAt === undefined || payment.settleAt >= payment.sessionEndsAt) ? 'EXPIRED' : 'PENDING';
+    return now >= payment.sessionEndsAt && (payment.settleAt === undefined || payment.settleAt >= payment.sessionEndsAt)
+      ? 'EXPIRED'
+      : 'PENDING';
   }
 
   /** When verify first answers a final status (undefined: never within the model). */
   finalAt(payment: ModelPayment): number {
-    return payment.settleAt !== undefined && payment.settleAt < payment.sessionEndsAt ? payment.settleAt + payment.lagMs : payment.sessionEndsAt;
+    return payment.settleAt !== undefined && payment.settleAt < payment.sessionEndsAt
+      ? payment.settleAt + payment.lagMs
+      : payment.sessionEndsAt;
   }
 
   /** The service's answer to one HTTP attempt; `undefined`: it never answers (a hang). */
-  answer(config: InternalAxiosRequestConfig): { status: number; body: unknown; headers?: Record<string, string> } | undefined {
+  answer(
+    config: InternalAxiosRequestConfig,
+  ): { status: number; body: unknown; headers?: Record<string, string> } | undefined {
     const path = String(config.url ?? '');
     if (config.method === 'POST' && path === '/api/v2/generate_payment') {
       const body = JSON.parse(String(config.data)) as Record<string, unknown>;
@@ -123,16 +129,31 @@ export class World {
       if (typeof body.developer_tracking_id === 'string') payment.trackingId = body.developer_tracking_id;
       if (typeof body.webhook === 'string') payment.webhookUrl = body.webhook;
       this.payments.set(id, payment);
-      return { status: 200, body: { result: { success: true, payment_id: id, link: `https://pay.test/${id}`, developer_tracking_id: payment.trackingId } } };
+      return {
+        status: 200,
+        body: {
+          result: {
+            success: true,
+            payment_id: id,
+            link: `https://pay.test/${id}`,
+            developer_tracking_id: payment.trackingId,
+          },
+        },
+      };
     }
     if (config.method === 'GET' && path.startsWith('/api/v2/verify_payment/')) {
       const id = decodeURIComponent(path.slice('/api/v2/verify_payment/'.length));
       this.ledger.verifies.set(id, (this.ledger.verifies.get(id) ?? 0) + 1);
-      if (process.env.SIM_DEBUG === id) this.ledger.logs.push(`${((this.time.now - 1_800_000_000_000) / 1000).toFixed(1)}s service: verify ${id}`);
+      if (process.env.SIM_DEBUG === id)
+        this.ledger.logs.push(`${((this.time.now - 1_800_000_000_000) / 1000).toFixed(1)}s service: verify ${id}`);
       if (this.random.chance(this.faults.verifyHang)) return undefined;
       if (this.random.chance(this.faults.verify503)) return { status: 503, body: 'Service Unavailable' };
       if (this.random.chance(this.faults.verify429))
-        return { status: 429, body: { message: 'Too many requests' }, headers: { 'retry-after': String(this.random.int(5, 20)) } };
+        return {
+          status: 429,
+          body: { message: 'Too many requests' },
+          headers: { 'retry-after': String(this.random.int(5, 20)) },
+        };
       const payment = this.payments.get(id);
       if (!payment) {
         this.ledger.notFound.set(id, (this.ledger.notFound.get(id) ?? 0) + 1);
@@ -141,7 +162,12 @@ export class World {
       const status = this.statusOf(payment);
       if (status !== 'PENDING') this.ledger.finalAnswers.set(id, (this.ledger.finalAnswers.get(id) ?? 0) + 1);
       const settled = status === 'SUCCESS' || status === 'FAILURE';
-      const result: Record<string, unknown> = { type: 'card', amount: Number(settled ? payment.reportedAmount : payment.amount), status, details: {} };
+      const result: Record<string, unknown> = {
+        type: 'card',
+        amount: Number(settled ? payment.reportedAmount : payment.amount),
+        status,
+        details: {},
+      };
       if (payment.trackingId !== undefined) result.developer_tracking_id = payment.trackingId;
       return { status: 200, body: { success: true, result, status_code: 200, code: 0, version: '2.0.0' } };
     }
@@ -216,7 +242,11 @@ export class Instance {
       const wait = latency();
       outcome.then(
         (value) => this.world.time.after(wait, () => this.alive && resolve(value)),
-        (error: unknown) => this.world.time.after(wait, () => this.alive && reject(error instanceof Error ? error : new Error(String(error)))),
+        (error: unknown) =>
+          this.world.time.after(
+            wait,
+            () => this.alive && reject(error instanceof Error ? error : new Error(String(error))),
+          ),
       );
     });
   }
@@ -228,12 +258,14 @@ export class Instance {
       (name: string) =>
       (...args: unknown[]): Promise<unknown> =>
         this.io(() => {
-          if (world.storeIsDown()) throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
+          if (world.storeIsDown())
+            throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
           return shared[name](...args);
         });
     const limits = world.store.rateLimits;
     const rateLimits: RateLimiter = {
-      take: (key, windowMs) => this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.take(key, windowMs))),
+      take: (key, windowMs) =>
+        this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.take(key, windowMs))),
       free: (key) => this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.free(key))),
     };
     const proxy: Record<string, unknown> = { rateLimits, close: async () => undefined };
@@ -244,7 +276,8 @@ export class Instance {
     // runs on real time, which a history on virtual time does not follow.
     proxy.now = () =>
       this.io(() => {
-        if (world.storeIsDown()) throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
+        if (world.storeIsDown())
+          throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
         return world.trueClock.now();
       });
     return proxy as unknown as PaymentsStore;
@@ -253,8 +286,11 @@ export class Instance {
   #adapter(): AxiosAdapter {
     return (config: InternalAxiosRequestConfig) =>
       new Promise<AxiosResponse>((resolve, reject) => {
-        const signal = config.signal as { aborted?: boolean; addEventListener?: (t: string, l: () => void) => void } | undefined;
-        signal?.addEventListener?.('abort', () => reject(Object.assign(new Error('timeout of the attempt'), { code: 'ECONNABORTED' })));
+        const signal = config.signal as
+          { aborted?: boolean; addEventListener?: (t: string, l: () => void) => void } | undefined;
+        signal?.addEventListener?.('abort', () =>
+          reject(Object.assign(new Error('timeout of the attempt'), { code: 'ECONNABORTED' })),
+        );
         const latency = (): number => this.world.random.between(40, 600);
         this.io(() => this.world.answer(config), latency).then((answer) => {
           if (answer === undefined || signal?.aborted) return;

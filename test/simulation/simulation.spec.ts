@@ -47,12 +47,14 @@ describe('the engine simulation', () => {
         const result = await runHistory(seed);
         results.push(result);
         const done = seed - FIRST_SEED + 1;
-        if (done % 10_000 === 0) process.stdout.write(`simulation: ${done} histories, ${failures.length} failing so far\n`);
+        if (done % 10_000 === 0)
+          process.stdout.write(`simulation: ${done} histories, ${failures.length} failing so far\n`);
         if (result.violations.length > 0) {
           failures.push(
             `seed ${seed} [${result.stressors.join(', ')}] (replay: SIM_SEED=${seed} SIM_HISTORIES=1 npm run test:sim):\n  ${result.violations.join('\n  ')}`,
           );
-          if (failures.length === 1) process.stdout.write(`simulation: first violation at history ${seed - FIRST_SEED + 1}\n`);
+          if (failures.length === 1)
+            process.stdout.write(`simulation: first violation at history ${seed - FIRST_SEED + 1}\n`);
           if (failures.length >= 5 || process.env.SIM_STOP_AT_FIRST) break;
         }
       }

@@ -3,7 +3,13 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { PostgresPaymentsStore } from '../../lib/postgres/postgres.store.js';
 import { RedisPaymentsStore } from '../../lib/redis/redis.store.js';
-import { describeWithService, POSTGRES_URL, postgresAvailable, REDIS_URL, redisAvailable } from '../support/services.js';
+import {
+  describeWithService,
+  POSTGRES_URL,
+  postgresAvailable,
+  REDIS_URL,
+  redisAvailable,
+} from '../support/services.js';
 import { runHistory, type Stressor } from './sim.history.js';
 
 /**
@@ -18,7 +24,9 @@ const FIRST_SEED = Number(process.env.SIM_SEED ?? 1);
 const WITHOUT: readonly Stressor[] = ['crashes', 'outage'];
 const RUN = randomUUID().slice(0, 8);
 
-async function runOver(open: (seed: number) => Promise<{ store: RedisPaymentsStore | PostgresPaymentsStore; close: () => Promise<void> }>) {
+async function runOver(
+  open: (seed: number) => Promise<{ store: RedisPaymentsStore | PostgresPaymentsStore; close: () => Promise<void> }>,
+) {
   const failures: string[] = [];
   let settled = 0;
   for (let seed = FIRST_SEED; seed < FIRST_SEED + HISTORIES && failures.length < 3; seed++) {
@@ -26,7 +34,8 @@ async function runOver(open: (seed: number) => Promise<{ store: RedisPaymentsSto
     try {
       const result = await runHistory(seed, { store, without: WITHOUT });
       settled += result.settled;
-      if (result.violations.length > 0) failures.push(`seed ${seed} [${result.stressors.join(', ')}]:\n  ${result.violations.join('\n  ')}`);
+      if (result.violations.length > 0)
+        failures.push(`seed ${seed} [${result.stressors.join(', ')}]:\n  ${result.violations.join('\n  ')}`);
     } finally {
       await close();
     }
@@ -35,36 +44,42 @@ async function runOver(open: (seed: number) => Promise<{ store: RedisPaymentsSto
 }
 
 const redisUp = await redisAvailable();
-describeWithService(redisUp, `the simulation over Redis needs Redis at ${REDIS_URL}`)('the engine simulation over Redis', () => {
-  it(`${HISTORIES} histories from seed ${FIRST_SEED}: safe and live within the stated bounds`, async () => {
-    const { failures, settled } = await runOver(async (seed) => {
-      const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: `sim:${RUN}:${seed}:` });
-      return { store, close: () => store.close() };
-    });
-    expect(failures).toEqual([]);
-    expect(settled).toBeGreaterThan(HISTORIES);
-  }, 600_000);
-});
+describeWithService(redisUp, `the simulation over Redis needs Redis at ${REDIS_URL}`)(
+  'the engine simulation over Redis',
+  () => {
+    it(`${HISTORIES} histories from seed ${FIRST_SEED}: safe and live within the stated bounds`, async () => {
+      const { failures, settled } = await runOver(async (seed) => {
+        const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: `sim:${RUN}:${seed}:` });
+        return { store, close: () => store.close() };
+      });
+      expect(failures).toEqual([]);
+      expect(settled).toBeGreaterThan(HISTORIES);
+    }, 600_000);
+  },
+);
 
 const postgresUp = await postgresAvailable();
-describeWithService(postgresUp, `the simulation over PostgreSQL needs PostgreSQL at ${POSTGRES_URL}`)('the engine simulation over PostgreSQL', () => {
-  // One connection: the server answers the instances' calls in the order they were made.
-  let pool: pg.Pool;
-  const schema = `sim_${RUN}`;
-  beforeAll(() => {
-    pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
-  });
-  afterAll(async () => {
-    await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await pool.end();
-  });
-
-  it(`${HISTORIES} histories from seed ${FIRST_SEED}: safe and live within the stated bounds`, async () => {
-    const { failures, settled } = await runOver(async (seed) => {
-      const store = new PostgresPaymentsStore(pool, { schema, tablePrefix: `h${seed}_` });
-      return { store, close: async () => undefined };
+describeWithService(postgresUp, `the simulation over PostgreSQL needs PostgreSQL at ${POSTGRES_URL}`)(
+  'the engine simulation over PostgreSQL',
+  () => {
+    // One connection: the server answers the instances' calls in the order they were made.
+    let pool: pg.Pool;
+    const schema = `sim_${RUN}`;
+    beforeAll(() => {
+      pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
     });
-    expect(failures).toEqual([]);
-    expect(settled).toBeGreaterThan(HISTORIES);
-  }, 600_000);
-});
+    afterAll(async () => {
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await pool.end();
+    });
+
+    it(`${HISTORIES} histories from seed ${FIRST_SEED}: safe and live within the stated bounds`, async () => {
+      const { failures, settled } = await runOver(async (seed) => {
+        const store = new PostgresPaymentsStore(pool, { schema, tablePrefix: `h${seed}_` });
+        return { store, close: async () => undefined };
+      });
+      expect(failures).toEqual([]);
+      expect(settled).toBeGreaterThan(HISTORIES);
+    }, 600_000);
+  },
+);

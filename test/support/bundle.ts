@@ -11,7 +11,15 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export function bundleFixture(entry: string, outfile: string): void {
   execFileSync(
     path.join(ROOT, 'node_modules/.bin/esbuild'),
-    [entry, '--bundle', '--platform=node', '--format=esm', '--packages=external', `--outfile=${outfile}`, '--log-level=error'],
+    [
+      entry,
+      '--bundle',
+      '--platform=node',
+      '--format=esm',
+      '--packages=external',
+      `--outfile=${outfile}`,
+      '--log-level=error',
+    ],
     { cwd: ROOT, stdio: 'pipe' },
   );
 }

@@ -11,7 +11,8 @@ export interface RecordedRequest {
 }
 
 /** What the fake answers: a status and a body (object -> JSON), or a behaviour. */
-export type FakeReply = { status: number; body?: unknown; headers?: Record<string, string> } | { hang: true } | { destroy: true };
+export type FakeReply =
+  { status: number; body?: unknown; headers?: Record<string, string> } | { hang: true } | { destroy: true };
 
 /**
  * A real HTTP server on 127.0.0.1:0 standing in for the service: it records every request
@@ -47,8 +48,12 @@ export class FakeService {
           req.socket.destroy();
           return;
         }
-        const text = typeof reply.body === 'string' ? reply.body : reply.body === undefined ? '' : JSON.stringify(reply.body);
-        res.writeHead(reply.status, { 'content-type': typeof reply.body === 'string' ? 'text/html' : 'application/json', ...reply.headers });
+        const text =
+          typeof reply.body === 'string' ? reply.body : reply.body === undefined ? '' : JSON.stringify(reply.body);
+        res.writeHead(reply.status, {
+          'content-type': typeof reply.body === 'string' ? 'text/html' : 'application/json',
+          ...reply.headers,
+        });
         res.end(text);
       });
     });
@@ -98,7 +103,12 @@ export const OK = {
   generate: (paymentId = 'pay_1', extra: Record<string, unknown> = {}) => ({
     status: 200,
     body: {
-      result: { success: true, payment_id: paymentId, link: `https://checkout.example/merchant/${paymentId}`, ...extra },
+      result: {
+        success: true,
+        payment_id: paymentId,
+        link: `https://checkout.example/merchant/${paymentId}`,
+        ...extra,
+      },
       name: 'Payment Service',
       code: 0,
       version: 'v2',
@@ -107,13 +117,22 @@ export const OK = {
   refund: (paymentId = 'pay_1') => ({
     status: 200,
     body: {
-      result: { refund_id: 'ref_1', payment_id: paymentId, amount: '12500', status: 'success', refunded_at: '2026-11-22T10:00:00Z' },
+      result: {
+        refund_id: 'ref_1',
+        payment_id: paymentId,
+        amount: '12500',
+        status: 'success',
+        refunded_at: '2026-11-22T10:00:00Z',
+      },
       status: 'success',
     },
   }),
   cancel: (paymentId = 'pay_1') => ({
     status: 200,
-    body: { result: { payment_id: paymentId, status: 'cancelled', cancelled_at: '2026-11-22T10:00:00Z' }, status: 'success' },
+    body: {
+      result: { payment_id: paymentId, status: 'cancelled', cancelled_at: '2026-11-22T10:00:00Z' },
+      status: 'success',
+    },
   }),
   bindings: (clientId = 'client-1') => ({
     status: 200,

@@ -1,5 +1,19 @@
-import { epochMs, outcomeCursor, outcomePageLimit, outcomeSortsBefore, parseOutcomeCursor, positiveMs } from '../../lib/core/store/store.rules.js';
-import type { ClaimOutcome, OutcomePage, OutcomeQuery, OutcomeRecord, PaymentBinding, PendingPayment } from '../../lib/core/store/store.types.js';
+import {
+  epochMs,
+  outcomeCursor,
+  outcomePageLimit,
+  outcomeSortsBefore,
+  parseOutcomeCursor,
+  positiveMs,
+} from '../../lib/core/store/store.rules.js';
+import type {
+  ClaimOutcome,
+  OutcomePage,
+  OutcomeQuery,
+  OutcomeRecord,
+  PaymentBinding,
+  PendingPayment,
+} from '../../lib/core/store/store.types.js';
 import { BasicPaymentsStore } from '../../lib/core/store/store.base.js';
 
 interface Expiring<T> {
@@ -21,7 +35,10 @@ export class MapPaymentsStore extends BasicPaymentsStore {
   private readonly outcomes = new Map<string, Expiring<OutcomeRecord>>();
 
   async saveBinding(tokenId: string, binding: PaymentBinding, ttlMs: number): Promise<void> {
-    this.bindings.set(tokenId, { value: { ...binding }, expiresAt: Date.now() + positiveMs('MapPaymentsStore', ttlMs, 'ttlMs') });
+    this.bindings.set(tokenId, {
+      value: { ...binding },
+      expiresAt: Date.now() + positiveMs('MapPaymentsStore', ttlMs, 'ttlMs'),
+    });
   }
 
   async findBinding(tokenId: string): Promise<PaymentBinding | undefined> {
@@ -78,7 +95,10 @@ export class MapPaymentsStore extends BasicPaymentsStore {
   }
 
   async saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void> {
-    this.outcomes.set(record.paymentId, { value: { ...record }, expiresAt: Date.now() + positiveMs('MapPaymentsStore', ttlMs, 'ttlMs') });
+    this.outcomes.set(record.paymentId, {
+      value: { ...record },
+      expiresAt: Date.now() + positiveMs('MapPaymentsStore', ttlMs, 'ttlMs'),
+    });
   }
 
   async getOutcome(paymentId: string): Promise<OutcomeRecord | undefined> {
@@ -92,7 +112,11 @@ export class MapPaymentsStore extends BasicPaymentsStore {
     const matching = [...this.outcomes.keys()]
       .map((id) => live(this.outcomes, id))
       .filter((r): r is OutcomeRecord => r !== undefined)
-      .filter((r) => (query.handlers === undefined || r.handlers === query.handlers) && (query.outcome === undefined || r.outcome === query.outcome))
+      .filter(
+        (r) =>
+          (query.handlers === undefined || r.handlers === query.handlers) &&
+          (query.outcome === undefined || r.outcome === query.outcome),
+      )
       .filter((r) => after === undefined || outcomeSortsBefore(after, r))
       .sort((a, b) => (outcomeSortsBefore(a, b) ? -1 : 1));
     const items = matching.slice(0, limit).map((r) => ({ ...r }));

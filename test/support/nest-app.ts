@@ -20,14 +20,24 @@ export interface RunningApp {
 export async function startNestApp(
   adapter: AdapterName,
   metadata: { imports?: Array<DynamicModule | Type>; providers?: Provider[]; controllers?: Type[] },
-  options: { prefix?: string; rawBody?: boolean; override?: (builder: TestingModuleBuilder) => TestingModuleBuilder } = {},
+  options: {
+    prefix?: string;
+    rawBody?: boolean;
+    override?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+  } = {},
 ): Promise<RunningApp> {
-  let builder = Test.createTestingModule({ imports: metadata.imports ?? [], providers: metadata.providers ?? [], controllers: metadata.controllers ?? [] });
+  let builder = Test.createTestingModule({
+    imports: metadata.imports ?? [],
+    providers: metadata.providers ?? [],
+    controllers: metadata.controllers ?? [],
+  });
   if (options.override) builder = options.override(builder);
   const moduleRef = await builder.compile();
   const appOptions = { logger: false as const, rawBody: options.rawBody };
   const app: INestApplication =
-    adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), appOptions) : moduleRef.createNestApplication(appOptions);
+    adapter === 'fastify'
+      ? moduleRef.createNestApplication(new FastifyAdapter(), appOptions)
+      : moduleRef.createNestApplication(appOptions);
   if (options.prefix) app.setGlobalPrefix(options.prefix);
   await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
@@ -51,11 +61,17 @@ export async function generateThrough(
 }
 
 /** Makes the fake answer every verify_payment of `paymentId` with `status` (and amount / tracking id). */
-export function answerVerify(fake: FakeService, paymentId: string, answer: { status: string; amount?: number; trackingId?: string }): void {
+export function answerVerify(
+  fake: FakeService,
+  paymentId: string,
+  answer: { status: string; amount?: number; trackingId?: string },
+): void {
   fake.always(verifyPath(paymentId), { status: 200, body: verifyAnswer(answer) });
 }
 
 /** How many verify_payment calls of `paymentId` (any when omitted) the fake received. */
 export function verifyCalls(fake: FakeService, paymentId?: string): number {
-  return fake.requests.filter((r) => (paymentId === undefined ? r.path.startsWith('/api/v2/verify_payment/') : r.path === verifyPath(paymentId))).length;
+  return fake.requests.filter((r) =>
+    paymentId === undefined ? r.path.startsWith('/api/v2/verify_payment/') : r.path === verifyPath(paymentId),
+  ).length;
 }

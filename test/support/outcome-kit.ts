@@ -6,7 +6,12 @@ import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import type { PaymentsStore, RateLimiter } from '../../lib/core/store/store.ports.js';
 import { BasicPaymentsStore } from '../../lib/core/store/store.base.js';
-import { createPaymentsClient, createWebhookRouter, type PaymentsOptions, type WebhookRouterOptions } from '../../lib/express/index.js';
+import {
+  createPaymentsClient,
+  createWebhookRouter,
+  type PaymentsOptions,
+  type WebhookRouterOptions,
+} from '../../lib/express/index.js';
 import type { FakeService } from './fake-service.js';
 import { verifyAnswer, verifyPath } from './verify-answers.js';
 
@@ -24,7 +29,11 @@ export function quietLogger(lines?: string[]): PaymentsLogger {
  * reconciliation off (the tests run passes by hand), a quiet logger, its own memory store, the
  * webhook at https://shop.example/hook signed with `secret`. `overrides` replace whole options.
  */
-export function fakeServiceClient(fake: FakeService, secret: string | undefined, overrides: Partial<PaymentsOptions> = {}): PaymentsClient {
+export function fakeServiceClient(
+  fake: FakeService,
+  secret: string | undefined,
+  overrides: Partial<PaymentsOptions> = {},
+): PaymentsClient {
   return createPaymentsClient({
     publicKey: 'pk_outcomes',
     privateKey: 'sk_outcomes_private',
@@ -55,7 +64,11 @@ export function tokenOf(webhookUrl: string): string {
 }
 
 /** Queues verify answers for a payment (200, the documented shape). */
-export function answerVerify(fake: FakeService, paymentId: string, ...answers: Array<{ status: string; amount?: number; trackingId?: string }>): void {
+export function answerVerify(
+  fake: FakeService,
+  paymentId: string,
+  ...answers: Array<{ status: string; amount?: number; trackingId?: string }>
+): void {
   fake.reply(verifyPath(paymentId), ...answers.map((a) => ({ status: 200, body: verifyAnswer(a) })));
 }
 
@@ -92,7 +105,11 @@ export async function startRouter(options: WebhookRouterOptions): Promise<Runnin
 
 /** POSTs a JSON body to a URL; resolves with the status and parsed body. */
 export async function postJson(url: string, body: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
 }
@@ -118,7 +135,11 @@ export function postChunked(
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), chunked: req.getHeader('content-length') === undefined }),
+        resolve({
+          status: res.statusCode ?? 0,
+          body: Buffer.concat(chunks).toString('utf8'),
+          chunked: req.getHeader('content-length') === undefined,
+        }),
       );
       res.on('error', reject);
     });
@@ -227,7 +248,12 @@ export async function generateVia(
 ): Promise<{ paymentId: string; webhook: string; token: string }> {
   fake.reply('/api/v2/generate_payment', {
     status: 200,
-    body: { result: { success: true, payment_id: paymentId, link: `https://checkout.example.test/${paymentId}` }, name: 'developers', code: 0, version: 'v2' },
+    body: {
+      result: { success: true, payment_id: paymentId, link: `https://checkout.example.test/${paymentId}` },
+      name: 'developers',
+      code: 0,
+      version: 'v2',
+    },
   });
   await client.generatePayment(input);
   const webhook = lastWebhookUrl(fake);

@@ -127,7 +127,10 @@ function bindable(port: number): Promise<boolean> {
   });
 }
 
-async function waitFor(ready: () => Promise<boolean>, why: () => string = () => 'the server did not start'): Promise<void> {
+async function waitFor(
+  ready: () => Promise<boolean>,
+  why: () => string = () => 'the server did not start',
+): Promise<void> {
   for (let i = 0; i < 200; i++) {
     if (await ready()) return;
     await new Promise((resolve) => setTimeout(resolve, 50));

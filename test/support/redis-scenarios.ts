@@ -27,9 +27,17 @@ export interface Instance {
 export type RunCounts = Map<string, number>;
 
 /** Starts an instance on `redis` (closed with the instance). */
-export async function startInstance(fake: FakeService, redis: Redis | Cluster, keyPrefix: string, runs: RunCounts): Promise<Instance> {
+export async function startInstance(
+  fake: FakeService,
+  redis: Redis | Cluster,
+  keyPrefix: string,
+  runs: RunCounts,
+): Promise<Instance> {
   const store = new RedisPaymentsStore(redis, { keyPrefix });
-  const client = fakeServiceClient(fake, SECRET, { store, webhook: { publicUrl: 'https://shop.example/hook', secret: SECRET, leaseMs: LEASE_MS } });
+  const client = fakeServiceClient(fake, SECRET, {
+    store,
+    webhook: { publicUrl: 'https://shop.example/hook', secret: SECRET, leaseMs: LEASE_MS },
+  });
   const router = await startRouter({
     client,
     onPaymentConfirmed: (event) => {
@@ -49,15 +57,25 @@ export async function startInstance(fake: FakeService, redis: Redis | Cluster, k
 }
 
 /** Generates a payment through `instance`, with the service answering SUCCESS to every verify. */
-export async function paidPayment(instance: Instance, fake: FakeService, paymentId: string): Promise<{ paymentId: string; token: string }> {
+export async function paidPayment(
+  instance: Instance,
+  fake: FakeService,
+  paymentId: string,
+): Promise<{ paymentId: string; token: string }> {
   const p = await generateVia(instance.client, fake, paymentId, { amount: '4200' });
   fake.always(verifyPath(paymentId), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 4200 }) });
   return p;
 }
 
 /** Delivers the webhook of `p` to `instance` once. */
-export function deliver(instance: Instance, p: { paymentId: string; token: string }): Promise<{ status: number; body: unknown }> {
-  return postJson(`${instance.router.url}/${p.token}`, { payment_id: p.paymentId }).catch((e: unknown) => ({ status: 0, body: String(e) }));
+export function deliver(
+  instance: Instance,
+  p: { paymentId: string; token: string },
+): Promise<{ status: number; body: unknown }> {
+  return postJson(`${instance.router.url}/${p.token}`, { payment_id: p.paymentId }).catch((e: unknown) => ({
+    status: 0,
+    body: String(e),
+  }));
 }
 
 /**
@@ -83,18 +101,25 @@ export async function deliverUntilAccepted(
  * The duplicate scenarios as `it`s, on two instances made by `instances()` (fresh key prefix each).
  * `label` names the setup in the test names.
  */
-export function itRunsHandlersOnce(label: string, fake: () => FakeService, instances: (runs: RunCounts) => Promise<[Instance, Instance]>): void {
+export function itRunsHandlersOnce(
+  label: string,
+  fake: () => FakeService,
+  instances: (runs: RunCounts) => Promise<[Instance, Instance]>,
+): void {
   it(`${label}: a late redelivery (after the lease) to the other instance is a duplicate: handlers once for each of 10 payments`, async () => {
     const runs: RunCounts = new Map();
     const [a, b] = await instances(runs);
     try {
       const payments = [];
-      for (let i = 0; i < 10; i++) payments.push(await paidPayment(a, fake(), `pay_late_${process.pid}_${Date.now()}_${i}`));
+      for (let i = 0; i < 10; i++)
+        payments.push(await paidPayment(a, fake(), `pay_late_${process.pid}_${Date.now()}_${i}`));
       for (const p of payments) expect(await deliver(a, p)).toEqual({ status: 200, body: { received: true } });
       await sleep(LEASE_MS * 2);
-      for (const p of payments) expect(await deliver(b, p)).toEqual({ status: 200, body: { received: true, duplicate: true } });
+      for (const p of payments)
+        expect(await deliver(b, p)).toEqual({ status: 200, body: { received: true, duplicate: true } });
       expect(payments.map((p) => runs.get(p.paymentId))).toEqual(payments.map(() => 1));
-      for (const p of payments) expect(await b.client.getOutcome(p.paymentId)).toMatchObject({ outcome: 'confirmed', attempts: 1 });
+      for (const p of payments)
+        expect(await b.client.getOutcome(p.paymentId)).toMatchObject({ outcome: 'confirmed', attempts: 1 });
       expect(await b.client.countPending()).toBe(0);
     } finally {
       await a.close();
@@ -126,17 +151,26 @@ export function itRunsHandlersOnce(label: string, fake: () => FakeService, insta
  * instance. Every handler ran exactly once, every payment is confirmed: nothing lost, nothing
  * twice. Returns the statuses refused during the outage.
  */
-export async function runThroughFault(fake: FakeService, pair: [Instance, Instance], runs: RunCounts, fault: () => void): Promise<number[]> {
+export async function runThroughFault(
+  fake: FakeService,
+  pair: [Instance, Instance],
+  runs: RunCounts,
+  fault: () => void,
+): Promise<number[]> {
   const [a, b] = pair;
   const refused: number[] = [];
   const payments = [];
-  for (let i = 0; i < 30; i++) payments.push(await paidPayment(i % 2 ? b : a, fake, `pay_fault_${process.pid}_${Date.now()}_${i}`));
+  for (let i = 0; i < 30; i++)
+    payments.push(await paidPayment(i % 2 ? b : a, fake, `pay_fault_${process.pid}_${Date.now()}_${i}`));
   for (const [i, p] of payments.entries()) {
     if (i === 10) fault();
     expect((await deliverUntilAccepted(i % 2 ? a : b, p, refused)).status).toBe(200);
   }
   for (const [i, p] of payments.entries())
-    expect(await deliverUntilAccepted(i % 2 ? b : a, p)).toEqual({ status: 200, body: { received: true, duplicate: true } });
+    expect(await deliverUntilAccepted(i % 2 ? b : a, p)).toEqual({
+      status: 200,
+      body: { received: true, duplicate: true },
+    });
   expect(payments.map((p) => runs.get(p.paymentId))).toEqual(payments.map(() => 1));
   // A record whose slot was failing over when its attempt ended is written again once it is back.
   for (const p of payments) {

@@ -14,7 +14,11 @@ export function redisServerInstalled(): boolean {
 }
 
 /** Resolves once `probe` is true, checking every 100 ms; rejects after `timeoutMs`. */
-export async function waitFor(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+export async function waitFor(
+  what: string,
+  probe: () => Promise<boolean> | boolean,
+  timeoutMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -37,7 +41,19 @@ export class RedisServers {
     const dir = path.join(this.dir, String(port));
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
-    await this.#spawn(port, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args]);
+    await this.#spawn(port, [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      ...args,
+    ]);
   }
 
   async #spawn(port: number, args: string[]): Promise<void> {
@@ -93,9 +109,19 @@ export class RedisServers {
       );
     }
     const replicas = ports.length / masters - 1;
-    const out = cli(ports[0], '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes');
+    const out = cli(
+      ports[0],
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    );
     if (!out.includes('[OK] All 16384 slots covered')) throw new Error(`redis-cli --cluster create failed: ${out}`);
-    await waitFor('the cluster to be ok', () => ports.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok')));
+    await waitFor('the cluster to be ok', () =>
+      ports.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok')),
+    );
     // Every replica attached to its master, so a failover has someone to promote.
     await waitFor('the replicas to sync', () =>
       ports.every((p) => {
@@ -141,7 +167,9 @@ export class RedisServers {
   /** Stops every server this object started (SIGKILL: they hold nothing worth keeping) and removes the temp dir. */
   async stop(): Promise<void> {
     const exits = [...this.processes.values()].map((child) =>
-      child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once('exit', () => resolve())),
+      child.exitCode !== null || child.signalCode !== null
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => child.once('exit', () => resolve())),
     );
     for (const child of this.processes.values()) child.kill('SIGKILL');
     await Promise.all(exits);

@@ -1,7 +1,11 @@
 // The store contract as this repository's Jest suites run it: the runnable contract that
 // `nestjs-payments/store` exports for store authors, given Jest's functions.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { describeStoreContract as describeWith, type StoreContractOptions, type StoreFixture } from '../../lib/store/index.js';
+import {
+  describeStoreContract as describeWith,
+  type StoreContractOptions,
+  type StoreFixture,
+} from '../../lib/store/index.js';
 
 export type { StoreContractOptions, StoreFixture };
 
@@ -15,6 +19,10 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => set
  * @param makeStore creates the store for one test
  * @param options see {@link StoreContractOptions}
  */
-export function describeStoreContract(name: string, makeStore: () => Promise<StoreFixture>, options: StoreContractOptions = {}): void {
+export function describeStoreContract(
+  name: string,
+  makeStore: () => Promise<StoreFixture>,
+  options: StoreContractOptions = {},
+): void {
   describeWith({ describe, it, beforeEach, afterEach, expect }, name, makeStore, options);
 }

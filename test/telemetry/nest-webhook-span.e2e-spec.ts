@@ -5,7 +5,14 @@
  * nothing is settled or verified; a delivery that reaches the controller is one span as usual.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ImATeapotException, Injectable, UseInterceptors, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import {
+  ImATeapotException,
+  Injectable,
+  UseInterceptors,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { loadTelemetryApi } from '../../lib/core/telemetry/telemetry.loader.js';
 import { PaymentsModule, PaymentsService } from '../../lib/index.js';
@@ -50,7 +57,11 @@ describe.each(ADAPTERS)('webhook span on Nest-%s', (adapter) => {
           failLink: 'https://shop.example/ko',
           baseUrl: fake.url,
           reconciliation: { enabled: false },
-          webhook: { publicUrl: 'https://shop.example/payments/webhook', secret: SECRET, decorators: [UseInterceptors(RefuseFlagged)] },
+          webhook: {
+            publicUrl: 'https://shop.example/payments/webhook',
+            secret: SECRET,
+            decorators: [UseInterceptors(RefuseFlagged)],
+          },
         }),
       ],
     });
@@ -62,14 +73,19 @@ describe.each(ADAPTERS)('webhook span on Nest-%s', (adapter) => {
           headers: { 'content-type': 'application/json', 'x-refuse': refuse ? 'yes' : 'no' },
           body: JSON.stringify({ payment_id: id }),
         });
-      const { webhook } = await generateThrough(fake, id, () => running.app.get(PaymentsService).generatePayment({ amount: '12500' }));
+      const { webhook } = await generateThrough(fake, id, () =>
+        running.app.get(PaymentsService).generatePayment({ amount: '12500' }),
+      );
       answerVerify(fake, id, { status: 'FAILURE' });
       sdk.spans.reset();
 
       expect((await post(`${running.url}${webhook.pathname}`, true)).status).toBe(418);
       await new Promise((resolve) => setTimeout(resolve, 50)); // the response's close event
       const [refused] = sdk.finished().filter((s) => s.name === 'payments webhook');
-      expect(refused?.attributes).toMatchObject({ 'http.response.status_code': 418, 'payments.webhook.result': 'not-delivered' });
+      expect(refused?.attributes).toMatchObject({
+        'http.response.status_code': 418,
+        'payments.webhook.result': 'not-delivered',
+      });
       expect(refused.attributes['payments.settle.result']).toBeUndefined();
       expect(verifyCalls(fake, id)).toBe(0);
 
@@ -78,7 +94,9 @@ describe.each(ADAPTERS)('webhook span on Nest-%s', (adapter) => {
       expect((await post(`${running.url}${webhook.pathname}`, false)).status).toBe(200);
       await new Promise((resolve) => setTimeout(resolve, 50));
       const delivered = sdk.finished().filter((s) => s.name === 'payments webhook');
-      expect(delivered.map((s) => [s.attributes['http.response.status_code'], s.attributes['payments.webhook.result']])).toEqual([[200, 'handled']]);
+      expect(
+        delivered.map((s) => [s.attributes['http.response.status_code'], s.attributes['payments.webhook.result']]),
+      ).toEqual([[200, 'handled']]);
       expect(verifyCalls(fake, id)).toBe(1);
     } finally {
       await running.close();

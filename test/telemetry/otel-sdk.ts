@@ -7,14 +7,24 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { context, metrics, ROOT_CONTEXT, trace, type Context, type ContextManager } from '@opentelemetry/api';
 import { AggregationTemporality, MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
 
 class AlsContextManager implements ContextManager {
   readonly #storage = new AsyncLocalStorage<Context>();
   active(): Context {
     return this.#storage.getStore() ?? ROOT_CONTEXT;
   }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    ctx: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
     return this.#storage.run(ctx, () => fn.call(thisArg, ...args));
   }
   bind<T>(_ctx: Context, target: T): T {
@@ -108,5 +118,7 @@ function flatten(resource: ResourceMetrics): Point[] {
 
 /** Sum of the points of a metric whose attributes include `match`. */
 export function total(points: Point[], name: string, match: Record<string, unknown> = {}): number {
-  return points.filter((p) => p.name === name && Object.entries(match).every(([k, v]) => p.attributes[k] === v)).reduce((s, p) => s + p.value, 0);
+  return points
+    .filter((p) => p.name === name && Object.entries(match).every(([k, v]) => p.attributes[k] === v))
+    .reduce((s, p) => s + p.value, 0);
 }

@@ -67,14 +67,19 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
     await fake.close();
     await sdk.shutdown();
     // No secret in any span name or attribute, nor in any metric attribute, of the whole suite.
-    const everything = JSON.stringify(sdk.finished().map((s) => ({ name: s.name, attributes: s.attributes, status: s.status, events: s.events })));
+    const everything = JSON.stringify(
+      sdk.finished().map((s) => ({ name: s.name, attributes: s.attributes, status: s.status, events: s.events })),
+    );
     for (const secret of [PRIVATE_KEY, SECRET, 'Bearer', ...tokens]) expect(everything).not.toContain(secret);
   });
 
   it('a webhook delivery: one webhook span (also its settle) -> verify CLIENT span; the handler runs in the webhook span', async () => {
     const token = await generate('pay_w1', 'order-w1');
     sdk.spans.reset();
-    fake.reply(verifyPath('pay_w1'), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 12500, trackingId: 'order-w1' }) });
+    fake.reply(verifyPath('pay_w1'), {
+      status: 200,
+      body: verifyAnswer({ status: 'SUCCESS', amount: 12500, trackingId: 'order-w1' }),
+    });
     const answer = await client.webhooks.handle({ query: {}, body: { payment_id: 'pay_w1' }, pathToken: token });
     expect(answer.status).toBe(200);
 
@@ -113,11 +118,18 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
 
   it('a forged delivery: a 401 webhook span, no settle, no call to the service', async () => {
     sdk.spans.reset();
-    const answer = await client.webhooks.handle({ query: {}, body: { payment_id: 'pay_forged' }, pathToken: 'x'.repeat(40) });
+    const answer = await client.webhooks.handle({
+      query: {},
+      body: { payment_id: 'pay_forged' },
+      pathToken: 'x'.repeat(40),
+    });
     expect(answer.status).toBe(401);
     expect(fake.requests).toHaveLength(0);
     expect(sdk.finished().map((s) => s.name)).toEqual(['payments webhook']);
-    expect(named('payments webhook')[0].attributes).toMatchObject({ 'http.response.status_code': 401, 'payments.webhook.result': 'rejected' });
+    expect(named('payments webhook')[0].attributes).toMatchObject({
+      'http.response.status_code': 401,
+      'payments.webhook.result': 'rejected',
+    });
     expect(named('payments webhook')[0].attributes['payments.payment_id']).toBeUndefined();
   });
 
@@ -137,7 +149,10 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
       handlerSpans.push(trace.getActiveSpan()?.spanContext().spanId);
       throw new Error('the shop database is down');
     });
-    fake.reply(verifyPath('pay_r1'), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 12500, trackingId: 'order-r1' }) });
+    fake.reply(verifyPath('pay_r1'), {
+      status: 200,
+      body: verifyAnswer({ status: 'SUCCESS', amount: 12500, trackingId: 'order-r1' }),
+    });
     const result = await client.reconcilePayment('pay_r1');
     expect(result).toMatchObject({ handled: false, error: expect.any(String) });
     const [settle] = named('payments settle');
@@ -156,7 +171,10 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
       handlerSpans.push(trace.getActiveSpan()?.spanContext().spanId);
     });
     sdk.spans.reset();
-    fake.reply(verifyPath('pay_r1'), { status: 200, body: verifyAnswer({ status: 'SUCCESS', amount: 12500, trackingId: 'order-r1' }) });
+    fake.reply(verifyPath('pay_r1'), {
+      status: 200,
+      body: verifyAnswer({ status: 'SUCCESS', amount: 12500, trackingId: 'order-r1' }),
+    });
     const run = await client.runReconciliation(Date.now() + 48 * 3600_000);
     expect(run.settled).toBeGreaterThanOrEqual(1);
     const [pass] = named('payments reconciliation');
@@ -166,14 +184,24 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
       expect(parentId(s)).toBe(spanId(pass));
       expect(s.attributes['payments.source']).toBe('reconciliation');
     }
-    expect(pass.attributes).toMatchObject({ 'payments.reconciliation.settled': run.settled, 'payments.reconciliation.checked': run.checked });
+    expect(pass.attributes).toMatchObject({
+      'payments.reconciliation.settled': run.settled,
+      'payments.reconciliation.checked': run.checked,
+    });
   });
 
   it('calls to the service: retries counted, error codes, may-have-been-processed, nothing secret', async () => {
     sdk.spans.reset();
-    fake.reply(verifyPath('pay_503'), { status: 503, body: 'busy' }, { status: 200, body: verifyAnswer({ status: 'PENDING' }) });
+    fake.reply(
+      verifyPath('pay_503'),
+      { status: 503, body: 'busy' },
+      { status: 200, body: verifyAnswer({ status: 'PENDING' }) },
+    );
     await client.verifyPayment('pay_503');
-    expect(named('payments verifyPayment')[0].attributes).toMatchObject({ 'payments.attempts': 2, 'http.response.status_code': 200 });
+    expect(named('payments verifyPayment')[0].attributes).toMatchObject({
+      'payments.attempts': 2,
+      'http.response.status_code': 200,
+    });
     // One logical operation: semconv's per-request attribute is left to HTTP instrumentations.
     expect(named('payments verifyPayment')[0].attributes['http.request.resend_count']).toBeUndefined();
 
@@ -190,7 +218,10 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
     expect(refund.status).toMatchObject({ code: SpanStatusCode.ERROR, message: 'AUTHENTICATION_FAILED' });
 
     fake.reply(PATHS.cancel, { destroy: true });
-    await expect(client.cancelPayment('pay_1')).rejects.toMatchObject({ code: 'CONNECTION_FAILED', mayHaveBeenProcessed: true });
+    await expect(client.cancelPayment('pay_1')).rejects.toMatchObject({
+      code: 'CONNECTION_FAILED',
+      mayHaveBeenProcessed: true,
+    });
     expect(named('payments cancelPayment')[0].attributes).toMatchObject({
       'error.type': 'CONNECTION_FAILED',
       'payments.may_have_been_processed': true,
@@ -201,15 +232,29 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
   it('metrics: operations by result and attempts, webhook answers, outcomes by kind and path, verify calls per settled payment, backlog', async () => {
     const points = await sdk.points();
     expect(new Set(points.map((p) => p.name))).toEqual(
-      new Set([METRIC_NAMES.clientDuration, METRIC_NAMES.webhookDuration, METRIC_NAMES.settleDuration, METRIC_NAMES.backlog]),
+      new Set([
+        METRIC_NAMES.clientDuration,
+        METRIC_NAMES.webhookDuration,
+        METRIC_NAMES.settleDuration,
+        METRIC_NAMES.backlog,
+      ]),
     );
     const calls = (match: Record<string, unknown>) => total(points, METRIC_NAMES.clientDuration, match);
     expect(calls({ 'payments.operation': 'verifyPayment', 'http.response.status_code': 200 })).toBe(4);
     // The retried verify: one operation, two attempts.
     expect(calls({ 'payments.operation': 'verifyPayment', 'payments.attempts': 2 })).toBe(1);
-    expect(calls({ 'payments.operation': 'refundPayment', 'error.type': 'AUTHENTICATION_FAILED', 'http.response.status_code': 401 })).toBe(1);
+    expect(
+      calls({
+        'payments.operation': 'refundPayment',
+        'error.type': 'AUTHENTICATION_FAILED',
+        'http.response.status_code': 401,
+      }),
+    ).toBe(1);
     const ok = points.filter(
-      (p) => p.name === METRIC_NAMES.clientDuration && p.attributes['payments.operation'] === 'generatePayment' && p.attributes['error.type'] === undefined,
+      (p) =>
+        p.name === METRIC_NAMES.clientDuration &&
+        p.attributes['payments.operation'] === 'generatePayment' &&
+        p.attributes['error.type'] === undefined,
     );
     expect(ok.reduce((sum, p) => sum + p.value, 0)).toBe(2);
     expect(calls({ 'payments.operation': 'cancelPayment', 'error.type': 'CONNECTION_FAILED' })).toBe(1);
@@ -217,27 +262,45 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
     for (const p of points.filter((x) => x.name === METRIC_NAMES.clientDuration)) {
       expect(
         Object.keys(p.attributes).filter(
-          (k) => !['payments.registration', 'payments.operation', 'http.response.status_code', 'error.type', 'payments.attempts'].includes(k),
+          (k) =>
+            ![
+              'payments.registration',
+              'payments.operation',
+              'http.response.status_code',
+              'error.type',
+              'payments.attempts',
+            ].includes(k),
         ),
       ).toEqual([]);
     }
     expect(total(points, METRIC_NAMES.webhookDuration, { 'http.response.status_code': 200 })).toBe(2);
-    expect(total(points, METRIC_NAMES.webhookDuration, { 'http.response.status_code': 401, 'payments.webhook.result': 'rejected' })).toBe(1);
+    expect(
+      total(points, METRIC_NAMES.webhookDuration, {
+        'http.response.status_code': 401,
+        'payments.webhook.result': 'rejected',
+      }),
+    ).toBe(1);
     const settles = (match: Record<string, unknown>) => total(points, METRIC_NAMES.settleDuration, match);
-    expect(settles({ 'payments.source': 'webhook', 'payments.settle.result': 'handled', 'payments.outcome': 'confirmed' })).toBe(1);
+    expect(
+      settles({ 'payments.source': 'webhook', 'payments.settle.result': 'handled', 'payments.outcome': 'confirmed' }),
+    ).toBe(1);
     expect(settles({ 'payments.settle.result': 'duplicate' })).toBe(1);
     expect(settles({ 'payments.source': 'return', 'payments.settle.result': 'handlers-failed' })).toBe(1);
     // Verify calls per settled payment, from the histograms' counts: two payments settled (handled),
     // with one verify each plus one for the failed handler's attempt (3 requests), and the app's own
     // verifyPayment of pay_503, retried once (2 requests).
-    const settled = settles({ 'payments.settle.result': 'handled' }) + settles({ 'payments.settle.result': 'mismatch' });
+    const settled =
+      settles({ 'payments.settle.result': 'handled' }) + settles({ 'payments.settle.result': 'mismatch' });
     expect(settled).toBe(2);
     const verifyRequests = points
       .filter((p) => p.name === METRIC_NAMES.clientDuration && p.attributes['payments.operation'] === 'verifyPayment')
       .reduce((sum, p) => sum + p.value * Number(p.attributes['payments.attempts'] ?? 1), 0);
     expect(verifyRequests).toBe(3 + 2);
     // Both payments are settled: the backlog is empty. Every metric carries the registration.
-    expect(points.find((p) => p.name === METRIC_NAMES.backlog)).toMatchObject({ value: 0, attributes: { 'payments.registration': 'shop' } });
+    expect(points.find((p) => p.name === METRIC_NAMES.backlog)).toMatchObject({
+      value: 0,
+      attributes: { 'payments.registration': 'shop' },
+    });
     for (const p of points) expect(p.attributes['payments.registration']).toBe('shop');
     const attributes = JSON.stringify(points.map((p) => p.attributes));
     for (const secret of [PRIVATE_KEY, SECRET, ...tokens]) expect(attributes).not.toContain(secret);
@@ -268,7 +331,10 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
     expect(answer).toEqual({ status: 200, body: { received: true, probe: true } });
     expect(fake.requests).toHaveLength(0);
     expect(sdk.finished().map((s) => s.name)).toEqual(['payments webhook']);
-    expect(named('payments webhook')[0].attributes).toMatchObject({ 'http.response.status_code': 200, 'payments.webhook.result': 'probe' });
+    expect(named('payments webhook')[0].attributes).toMatchObject({
+      'http.response.status_code': 200,
+      'payments.webhook.result': 'probe',
+    });
   });
 });
 
@@ -303,7 +369,9 @@ describe('telemetry off', () => {
       fake.reply(verifyPath('pay_off'), { status: 200, body: verifyAnswer({ status: 'PENDING' }) });
       await client.verifyPayment('pay_off');
       expect(sdk.finished()).toEqual([]);
-      expect((await sdk.points()).filter((p) => p.name.startsWith('payments') || p.name.startsWith('http'))).toEqual([]);
+      expect((await sdk.points()).filter((p) => p.name.startsWith('payments') || p.name.startsWith('http'))).toEqual(
+        [],
+      );
     } finally {
       await client.close();
       await fake.close();

@@ -23,7 +23,11 @@ afterAll(async () => {
 });
 
 // What a settle's result says to telemetry (the engine's own results are summarised by settlement.traced.ts).
-const summary = (result: { kind: string; outcome?: string }) => ({ result: result.kind, outcome: result.outcome, failed: false });
+const summary = (result: { kind: string; outcome?: string }) => ({
+  result: result.kind,
+  outcome: result.outcome,
+  failed: false,
+});
 
 it('concurrent deliveries: each settle records onto its own delivery span, whatever the interleaving', async () => {
   const telemetry = new PaymentsTelemetry({ enabled: true, backlogIntervalMs: 60_000 }, { registration: 'host' });
@@ -60,12 +64,18 @@ it('concurrent deliveries: each settle records onto its own delivery span, whate
   expect(webhooks).toHaveLength(3);
   for (const span of webhooks) {
     const id = span.attributes['payments.payment_id'] as string;
-    expect(span.attributes).toMatchObject({ 'payments.source': 'webhook', 'payments.settle.result': 'handled', 'payments.registration': 'host' });
+    expect(span.attributes).toMatchObject({
+      'payments.source': 'webhook',
+      'payments.settle.result': 'handled',
+      'payments.registration': 'host',
+    });
     expect(typeof span.attributes['payments.handlers.duration_ms']).toBe('number');
     // The handlers ran in their own delivery's span.
     expect(active[id]).toBe(spanId(span));
   }
-  expect(new Set(webhooks.map((s) => s.attributes['payments.payment_id']))).toEqual(new Set(['pay_a', 'pay_b', 'pay_c']));
+  expect(new Set(webhooks.map((s) => s.attributes['payments.payment_id']))).toEqual(
+    new Set(['pay_a', 'pay_b', 'pay_c']),
+  );
   telemetry.close();
 });
 
@@ -84,7 +94,9 @@ it("another client's settle, and a handler's own, get spans of their own under t
       'pay_1',
       'webhook',
       async (settle) => {
-        await settle.handlers('payment.confirmed', () => telemetry.settle('pay_2', 'return', async () => handled, summary));
+        await settle.handlers('payment.confirmed', () =>
+          telemetry.settle('pay_2', 'return', async () => handled, summary),
+        );
         return handled;
       },
       summary,
@@ -100,9 +112,15 @@ it("another client's settle, and a handler's own, get spans of their own under t
     ['pay_other', 'return'],
   ]);
   for (const settle of settles) expect(parentId(settle)).toBe(spanId(webhook));
-  expect(settles.find((s) => s.attributes['payments.payment_id'] === 'pay_other')!.attributes['payments.registration']).toBe('other');
+  expect(
+    settles.find((s) => s.attributes['payments.payment_id'] === 'pay_other')!.attributes['payments.registration'],
+  ).toBe('other');
   // This client's own settle recorded onto its delivery.
-  expect(webhook.attributes).toMatchObject({ 'payments.source': 'webhook', 'payments.settle.result': 'handled', 'payments.payment_id': 'pay_1' });
+  expect(webhook.attributes).toMatchObject({
+    'payments.source': 'webhook',
+    'payments.settle.result': 'handled',
+    'payments.payment_id': 'pay_1',
+  });
   telemetry.close();
   other.close();
 });

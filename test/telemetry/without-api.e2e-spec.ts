@@ -21,7 +21,12 @@ describe('telemetry without @opentelemetry/api installed', () => {
     expect(telemetry.active).toBe(false);
 
     const fake = await FakeService.start();
-    const client = new PaymentsClient({ publicKey: 'pk_none', privateKey: 'sk_none_0123456789', baseUrl: fake.url, reconciliation: { enabled: false } });
+    const client = new PaymentsClient({
+      publicKey: 'pk_none',
+      privateKey: 'sk_none_0123456789',
+      baseUrl: fake.url,
+      reconciliation: { enabled: false },
+    });
     try {
       fake.reply(verifyPath('pay_n'), { status: 200, body: verifyAnswer({ status: 'SUCCESS' }) });
       await expect(client.verifyPayment('pay_n')).resolves.toMatchObject({ status: 'SUCCESS' });

@@ -40,7 +40,12 @@ beforeAll(async () => {
   @Module({
     imports: [
       TerminusModule,
-      PaymentsModule.forRoot({ publicKey: 'pk_probe', privateKey: 'sk_probe_private', baseUrl: fake.url, reconciliation: { enabled: false } }),
+      PaymentsModule.forRoot({
+        publicKey: 'pk_probe',
+        privateKey: 'sk_probe_private',
+        baseUrl: fake.url,
+        reconciliation: { enabled: false },
+      }),
     ],
     providers: [PaymentsHealthIndicator],
     controllers: [HealthController],
@@ -58,14 +63,18 @@ afterAll(async () => {
 it('marks the probe call (span and metric) and nothing else', async () => {
   fake.always(PATHS.bindings, { status: 400, body: { result: { status: 400, message: 'Invalid client_id' } } });
   expect((await fetch(`${running.url}/health`)).status).toBe(200);
-  await expect(running.app.get<PaymentsClient>(getPaymentsClientToken()).listBindings('customer-1')).rejects.toMatchObject({ code: 'INVALID_CLIENT_ID' });
+  await expect(
+    running.app.get<PaymentsClient>(getPaymentsClientToken()).listBindings('customer-1'),
+  ).rejects.toMatchObject({ code: 'INVALID_CLIENT_ID' });
 
   const calls = sdk.finished().filter((s) => s.name === 'payments listBindings');
   expect(calls.map((s) => [s.attributes['payments.probe'], s.attributes['error.type']])).toEqual([
     [true, 'INVALID_CLIENT_ID'],
     [undefined, 'INVALID_CLIENT_ID'],
   ]);
-  const points = (await sdk.points()).filter((p) => p.name === METRIC_NAMES.clientDuration && p.attributes['payments.operation'] === 'listBindings');
+  const points = (await sdk.points()).filter(
+    (p) => p.name === METRIC_NAMES.clientDuration && p.attributes['payments.operation'] === 'listBindings',
+  );
   expect(points.map((p) => [p.attributes['payments.probe'], p.attributes['error.type'], p.value])).toEqual(
     expect.arrayContaining([
       [true, 'INVALID_CLIENT_ID', 1],

@@ -18,7 +18,10 @@ const PRIVATE_KEY = 'sk_health_private_0123456789';
 class UnreachableStore extends MemoryPaymentsStore {
   down = false;
   override async ping(): Promise<void> {
-    if (this.down) throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:6379 (user admin, password hunter2)'), { code: 'ECONNREFUSED' });
+    if (this.down)
+      throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:6379 (user admin, password hunter2)'), {
+        code: 'ECONNREFUSED',
+      });
   }
 }
 
@@ -44,7 +47,9 @@ class HealthController {
   @Get('second')
   @HealthCheck()
   second() {
-    return this.health.check([() => this.payments.isHealthy('second', { registration: 'second', checkService: true, serviceCacheSecs: 1 })]);
+    return this.health.check([
+      () => this.payments.isHealthy('second', { registration: 'second', checkService: true, serviceCacheSecs: 1 }),
+    ]);
   }
 
   @Get('missing')
@@ -105,7 +110,12 @@ describe('PaymentsHealthIndicator in a Terminus app', () => {
     for (let i = 0; i < 5; i++) {
       const answer = await get('/health/service');
       expect(answer.status).toBe(200);
-      expect(json(answer.text).info.payments).toMatchObject({ status: 'up', store: 'up', service: 'up', serviceCheckedAt: expect.any(String) });
+      expect(json(answer.text).info.payments).toMatchObject({
+        status: 'up',
+        store: 'up',
+        service: 'up',
+        serviceCheckedAt: expect.any(String),
+      });
     }
     expect(probes(fake)).toHaveLength(1);
     expect(probes(fake)[0].query).toEqual({ client_id: HEALTH_PROBE_CLIENT_ID });
@@ -116,11 +126,19 @@ describe('PaymentsHealthIndicator in a Terminus app', () => {
     second.always(PATHS.bindings, { status: 401, body: { result: { status: 401, message: 'Unauthorized' } } });
     const answer = await get('/health/second');
     expect(answer.status).toBe(503);
-    expect(json(answer.text).error.second).toMatchObject({ status: 'down', store: 'up', service: 'down', reason: 'AUTHENTICATION_FAILED' });
+    expect(json(answer.text).error.second).toMatchObject({
+      status: 'down',
+      store: 'up',
+      service: 'down',
+      reason: 'AUTHENTICATION_FAILED',
+    });
     await get('/health/second');
     expect(probes(second)).toHaveLength(1);
     // After the cache interval (1 s here) the service is asked again, and is up.
-    second.always(PATHS.bindings, { status: 200, body: { result: { success: true, bindings: [] }, status: 'success' } });
+    second.always(PATHS.bindings, {
+      status: 200,
+      body: { result: { success: true, bindings: [] }, status: 'success' },
+    });
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const again = await get('/health/second');
     expect(again.status).toBe(200);

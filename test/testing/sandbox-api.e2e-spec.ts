@@ -8,8 +8,10 @@ import { authHeader, generate, getApi, ISO_UTC, postJson, rawRequest } from './s
 const UNAUTHORIZED = '{"result":{"status":401,"message":"Unauthorized"}}';
 const BAD_REQUEST = '{"result":{"status":400,"message":"Bad Request"}}';
 const REFUND_NOT_ALLOWED = '{"status":"error","message":"Payment cannot be refunded","code":"REFUND_NOT_ALLOWED"}';
-const UNKNOWN_PAYMENT = '{"status":"error","message":"Unknown payment: the sandbox has no payment with this id","code":"PAYMENT_NOT_FOUND"}';
-const CANCELLATION_FAILED = '{"status":"error","message":"Pre-auth payment cannot be cancelled","code":"CANCELLATION_FAILED"}';
+const UNKNOWN_PAYMENT =
+  '{"status":"error","message":"Unknown payment: the sandbox has no payment with this id","code":"PAYMENT_NOT_FOUND"}';
+const CANCELLATION_FAILED =
+  '{"status":"error","message":"Pre-auth payment cannot be cancelled","code":"CANCELLATION_FAILED"}';
 const PAYMENT_ID_REQUIRED = '{"status":"error","message":"payment_id is required","code":"BAD_REQUEST"}';
 const INVALID_CLIENT_ID = '{"result":{"status":400,"message":"Invalid client_id"}}';
 
@@ -24,10 +26,18 @@ describe('PaymentsSandbox API', () => {
   beforeEach(() => sandbox.clearRequests());
 
   describe('authentication', () => {
-    const body = JSON.stringify({ amount: '1000', success_link: 'https://a.example/ok', fail_link: 'https://a.example/ko' });
+    const body = JSON.stringify({
+      amount: '1000',
+      success_link: 'https://a.example/ok',
+      fail_link: 'https://a.example/ko',
+    });
 
     it('refuses a request without Authorization with 401 in the nested shape', async () => {
-      const res = await rawRequest(`${sandbox.url}/api/v2/generate_payment`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+      const res = await rawRequest(`${sandbox.url}/api/v2/generate_payment`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body,
+      });
       expect(res.status).toBe(401);
       expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
       expect(res.text).toBe(UNAUTHORIZED);
@@ -61,7 +71,9 @@ describe('PaymentsSandbox API', () => {
       try {
         const ok = await getApi(custom, '/api/v2/bindings/list?client_id=c1', { Authorization: 'Bearer pk_1:sk_2' });
         expect(ok.status).toBe(200);
-        const defaultKeys = await getApi(custom, '/api/v2/bindings/list?client_id=c1', { Authorization: 'Bearer sandbox_public_key:sandbox_private_key' });
+        const defaultKeys = await getApi(custom, '/api/v2/bindings/list?client_id=c1', {
+          Authorization: 'Bearer sandbox_public_key:sandbox_private_key',
+        });
         expect(defaultKeys.status).toBe(401);
       } finally {
         await custom.close();
@@ -89,7 +101,12 @@ describe('PaymentsSandbox API', () => {
       expect(id).toMatch(/^pay_[0-9a-f]{24}$/);
       expect(res.text).toBe(
         JSON.stringify({
-          result: { success: true, payment_id: id, link: `${sandbox.url}/checkout/sandbox-merchant/${id}`, developer_tracking_id: 'order-42' },
+          result: {
+            success: true,
+            payment_id: id,
+            link: `${sandbox.url}/checkout/sandbox-merchant/${id}`,
+            developer_tracking_id: 'order-42',
+          },
           name: 'Payment Service Sandbox',
           code: 0,
           version: 'v2',
@@ -116,7 +133,11 @@ describe('PaymentsSandbox API', () => {
     });
 
     it('omits developer_tracking_id when none was sent and applies the spec defaults', async () => {
-      const res = await postJson(sandbox, '/api/v2/generate_payment', { amount: '1', success_link: 'http://localhost/ok', fail_link: 'http://localhost/ko' });
+      const res = await postJson(sandbox, '/api/v2/generate_payment', {
+        amount: '1',
+        success_link: 'http://localhost/ok',
+        fail_link: 'http://localhost/ko',
+      });
       expect(res.status).toBe(200);
       const { result } = JSON.parse(res.text);
       expect(Object.keys(result)).toEqual(['success', 'payment_id', 'link']);
@@ -184,7 +205,9 @@ describe('PaymentsSandbox API', () => {
     });
 
     it('accepts a charset parameter on the Content-Type', async () => {
-      const res = await postJson(sandbox, '/api/v2/generate_payment', base, { 'Content-Type': 'Application/JSON; charset=utf-8' });
+      const res = await postJson(sandbox, '/api/v2/generate_payment', base, {
+        'Content-Type': 'Application/JSON; charset=utf-8',
+      });
       expect(res.status).toBe(200);
     });
 
@@ -207,12 +230,22 @@ describe('PaymentsSandbox API', () => {
       expect(body.result.refund_id).toMatch(/^ref_[0-9a-f]{24}$/);
       expect(res.text).toBe(
         JSON.stringify({
-          result: { refund_id: body.result.refund_id, payment_id, amount: '12500', status: 'success', refunded_at: new Date(clock).toISOString() },
+          result: {
+            refund_id: body.result.refund_id,
+            payment_id,
+            amount: '12500',
+            status: 'success',
+            refunded_at: new Date(clock).toISOString(),
+          },
           status: 'success',
         }),
       );
       expect(body.result.refunded_at).toMatch(ISO_UTC);
-      expect(sandbox.getPayment(payment_id)).toMatchObject({ state: 'refunded', refundId: body.result.refund_id, refundedAt: body.result.refunded_at });
+      expect(sandbox.getPayment(payment_id)).toMatchObject({
+        state: 'refunded',
+        refundId: body.result.refund_id,
+        refundedAt: body.result.refunded_at,
+      });
 
       const again = await postJson(sandbox, '/api/v2/refund_payment', { payment_id });
       expect([again.status, again.text]).toEqual([400, REFUND_NOT_ALLOWED]);
@@ -223,7 +256,10 @@ describe('PaymentsSandbox API', () => {
       expect((await postJson(sandbox, '/api/v2/confirm_payment', { payment_id, amount: '15000' })).status).toBe(200);
       const res = await postJson(sandbox, '/api/v2/refund_payment', { payment_id });
       expect(res.status).toBe(200);
-      expect(JSON.parse(res.text)).toMatchObject({ result: { payment_id, amount: '15000', status: 'success' }, status: 'success' });
+      expect(JSON.parse(res.text)).toMatchObject({
+        result: { payment_id, amount: '15000', status: 'success' },
+        status: 'success',
+      });
       expect(sandbox.getPayment(payment_id)).toMatchObject({ state: 'refunded', capturedAmount: '15000' });
       const again = await postJson(sandbox, '/api/v2/refund_payment', { payment_id });
       expect([again.status, again.text]).toEqual([400, REFUND_NOT_ALLOWED]);
@@ -250,21 +286,36 @@ describe('PaymentsSandbox API', () => {
     });
 
     it('answers a wrong Content-Type and bad JSON in the flat shape', async () => {
-      const wrongType = await postJson(sandbox, '/api/v2/refund_payment', '{"payment_id":"x"}', { 'Content-Type': 'application/x-www-form-urlencoded' });
-      expect([wrongType.status, wrongType.text]).toEqual([400, '{"status":"error","message":"Content-Type must be application/json","code":"BAD_REQUEST"}']);
+      const wrongType = await postJson(sandbox, '/api/v2/refund_payment', '{"payment_id":"x"}', {
+        'Content-Type': 'application/x-www-form-urlencoded',
+      });
+      expect([wrongType.status, wrongType.text]).toEqual([
+        400,
+        '{"status":"error","message":"Content-Type must be application/json","code":"BAD_REQUEST"}',
+      ]);
       const badJson = await postJson(sandbox, '/api/v2/refund_payment', '{nope');
-      expect([badJson.status, badJson.text]).toEqual([400, '{"status":"error","message":"Request body must be a JSON object","code":"BAD_REQUEST"}']);
+      expect([badJson.status, badJson.text]).toEqual([
+        400,
+        '{"status":"error","message":"Request body must be a JSON object","code":"BAD_REQUEST"}',
+      ]);
     });
 
     it('answers 405 in the flat shape to a GET', async () => {
       const res = await getApi(sandbox, '/api/v2/refund_payment');
-      expect([res.status, res.text]).toEqual([405, '{"status":"error","message":"Method Not Allowed","code":"METHOD_NOT_ALLOWED"}']);
+      expect([res.status, res.text]).toEqual([
+        405,
+        '{"status":"error","message":"Method Not Allowed","code":"METHOD_NOT_ALLOWED"}',
+      ]);
     });
   });
 
   describe('POST /api/v2/cancel_payment', () => {
     it('cancels a pre-authorized payment once, then refuses', async () => {
-      const payment_id = await sandbox.createPreauthorizedPayment({ amount: '7000', developerTrackingId: 't-1', clientId: 'client-1' });
+      const payment_id = await sandbox.createPreauthorizedPayment({
+        amount: '7000',
+        developerTrackingId: 't-1',
+        clientId: 'client-1',
+      });
       expect(payment_id).toMatch(/^pay_[0-9a-f]{24}$/);
       expect(sandbox.getPayment(payment_id)).toMatchObject({
         kind: 'preauthorized',
@@ -275,7 +326,12 @@ describe('PaymentsSandbox API', () => {
       });
       const res = await postJson(sandbox, '/api/v2/cancel_payment', { payment_id });
       expect(res.status).toBe(200);
-      expect(res.text).toBe(JSON.stringify({ result: { payment_id, status: 'cancelled', cancelled_at: new Date(clock).toISOString() }, status: 'success' }));
+      expect(res.text).toBe(
+        JSON.stringify({
+          result: { payment_id, status: 'cancelled', cancelled_at: new Date(clock).toISOString() },
+          status: 'success',
+        }),
+      );
       expect(sandbox.getPayment(payment_id)?.state).toBe('cancelled');
 
       const again = await postJson(sandbox, '/api/v2/cancel_payment', { payment_id });
@@ -315,7 +371,11 @@ describe('PaymentsSandbox API', () => {
     it('the plugin surfaces it as such: its error says "Unknown payment"', async () => {
       const client = new PaymentsClient(sandbox.options({ reconciliation: { enabled: false }, maxRetries: 0 }));
       try {
-        for (const call of [() => client.refundPayment('pay_unknown'), () => client.capturePayment('pay_unknown'), () => client.cancelPayment('pay_unknown')])
+        for (const call of [
+          () => client.refundPayment('pay_unknown'),
+          () => client.capturePayment('pay_unknown'),
+          () => client.cancelPayment('pay_unknown'),
+        ])
           await expect(call()).rejects.toThrow(/Unknown payment: the sandbox has no payment with this id/);
       } finally {
         await client.close();
@@ -326,7 +386,12 @@ describe('PaymentsSandbox API', () => {
   describe('GET /api/v2/bindings/list', () => {
     it('lists the bindings of one client, oldest first', async () => {
       const first = sandbox.addBinding({ clientId: 'user@shop.example', cardLastFour: '4242', cardBrand: 'VISA' });
-      const second = sandbox.addBinding({ clientId: 'user@shop.example', cardLastFour: '0005', cardBrand: 'MASTERCARD', status: 'expired' });
+      const second = sandbox.addBinding({
+        clientId: 'user@shop.example',
+        cardLastFour: '0005',
+        cardBrand: 'MASTERCARD',
+        status: 'expired',
+      });
       sandbox.addBinding({ clientId: 'other', cardLastFour: '1111', cardBrand: 'VISA' });
       expect(first).toEqual({
         binding_id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
@@ -340,7 +405,9 @@ describe('PaymentsSandbox API', () => {
 
       const res = await getApi(sandbox, '/api/v2/bindings/list?client_id=user%40shop.example');
       expect(res.status).toBe(200);
-      expect(res.text).toBe(JSON.stringify({ result: { success: true, bindings: [first, second] }, status: 'success' }));
+      expect(res.text).toBe(
+        JSON.stringify({ result: { success: true, bindings: [first, second] }, status: 'success' }),
+      );
     });
 
     it('answers an empty list for an unknown client', async () => {
@@ -381,7 +448,9 @@ describe('PaymentsSandbox API', () => {
             fc.string({ unit: 'binary', minLength: 1, maxLength: 256 }).filter((id) => identifier(id) === undefined),
             async (clientId) => {
               await expect(client.listBindings(clientId)).resolves.toEqual([]);
-              await expect(client.generatePayment({ amount: '1000', clientId })).resolves.toMatchObject({ paymentId: expect.any(String) });
+              await expect(client.generatePayment({ amount: '1000', clientId })).resolves.toMatchObject({
+                paymentId: expect.any(String),
+              });
             },
           ),
           { numRuns: 150 },
@@ -408,8 +477,15 @@ describe('PaymentsSandbox API', () => {
     it('answers 413 to a body over 1 MiB and still handles 1 MiB', async () => {
       const big = await postJson(sandbox, '/api/v2/generate_payment', `"${'x'.repeat(1024 * 1024)}"`);
       expect([big.status, big.text]).toEqual([413, '{"result":{"status":413,"message":"Payload Too Large"}}']);
-      const limit = JSON.stringify({ ...{ amount: '1', success_link: 'https://a.example/ok', fail_link: 'https://a.example/ko' }, pad: '' });
-      const exact = await postJson(sandbox, '/api/v2/generate_payment', limit.replace('"pad":""', `"pad":"${'y'.repeat(1024 * 1024 - limit.length)}"`));
+      const limit = JSON.stringify({
+        ...{ amount: '1', success_link: 'https://a.example/ok', fail_link: 'https://a.example/ko' },
+        pad: '',
+      });
+      const exact = await postJson(
+        sandbox,
+        '/api/v2/generate_payment',
+        limit.replace('"pad":""', `"pad":"${'y'.repeat(1024 * 1024 - limit.length)}"`),
+      );
       expect(exact.status).toBe(200);
     });
 
@@ -430,7 +506,9 @@ describe('PaymentsSandbox API', () => {
       const { payment_id } = await generate(sandbox, { amount: '2500' });
       const res = await rawRequest(`${sandbox.url}/`);
       expect(res.status).toBe(200);
-      expect(res.text).toContain(`<a href="/checkout/sandbox-merchant/${payment_id}">${payment_id}: 2.500 TND, pending</a>`);
+      expect(res.text).toContain(
+        `<a href="/checkout/sandbox-merchant/${payment_id}">${payment_id}: 2.500 TND, pending</a>`,
+      );
     });
   });
 
@@ -455,7 +533,12 @@ describe('PaymentsSandbox API', () => {
         authorized: true,
         body: raw,
       });
-      expect(sandbox.requests[1]).toMatchObject({ method: 'GET', path: '/api/v2/bindings/list', query: { client_id: 'c1', x: ['1', '2'] }, body: '' });
+      expect(sandbox.requests[1]).toMatchObject({
+        method: 'GET',
+        path: '/api/v2/bindings/list',
+        query: { client_id: 'c1', x: ['1', '2'] },
+        body: '',
+      });
       expect(sandbox.requests[2]).toMatchObject({
         method: 'GET',
         path: '/api/v2/nope',
@@ -468,7 +551,9 @@ describe('PaymentsSandbox API', () => {
       const own = await PaymentsSandbox.start({ privateKey: 'sk_secret_value_1' });
       try {
         await getApi(own, '/api/v2/bindings/list?client_id=c1');
-        await getApi(own, '/api/v2/bindings/list?client_id=c1', { Authorization: 'Bearer sandbox_public_key:sk_wrong_value_2' });
+        await getApi(own, '/api/v2/bindings/list?client_id=c1', {
+          Authorization: 'Bearer sandbox_public_key:sk_wrong_value_2',
+        });
         await getApi(own, '/api/v2/bindings/list?client_id=c1', { Authorization: 'sk_bare_value_3' });
         expect(own.requests.map((r) => [r.headers.authorization, r.authorized])).toEqual([
           ['Bearer sandbox_public_key:[redacted]', true],

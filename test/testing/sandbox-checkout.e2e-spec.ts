@@ -34,7 +34,9 @@ describe('PaymentsSandbox checkout page', () => {
     expect(html).toContain('<p class="amount" id="amount">12.500 TND</p>');
     expect(html).toContain('<dd>order-7</dd>');
     expect(html).toContain('<span class="state state-pending" id="state">pending</span>');
-    expect(html).toContain(`<form method="post" action="/checkout/sandbox-merchant/${payment_id}/pay"><button type="submit" id="pay">Pay</button></form>`);
+    expect(html).toContain(
+      `<form method="post" action="/checkout/sandbox-merchant/${payment_id}/pay"><button type="submit" id="pay">Pay</button></form>`,
+    );
     expect(html).toContain(
       `<form method="post" action="/checkout/sandbox-merchant/${payment_id}/decline"><button type="submit" id="decline">Decline</button></form>`,
     );
@@ -100,7 +102,11 @@ describe('PaymentsSandbox checkout page', () => {
   });
 
   it('Decline marks the payment failed, delivers the FAILURE webhook, then redirects 303 to fail_link with payment_id', async () => {
-    const { payment_id, link } = await generate(sandbox, { amount: '900', webhook: `${receiver.url}/hook`, fail_link: 'http://shop.example/sorry' });
+    const { payment_id, link } = await generate(sandbox, {
+      amount: '900',
+      webhook: `${receiver.url}/hook`,
+      fail_link: 'http://shop.example/sorry',
+    });
     const res = await rawRequest(`${link}/decline`, { method: 'POST', headers: form, body: '' });
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe(`http://shop.example/sorry?payment_id=${payment_id}`);
@@ -152,7 +158,9 @@ describe('PaymentsSandbox checkout page', () => {
     expect(page).not.toContain('id="pay"');
     const late = await rawRequest(`${link}/pay`, { method: 'POST' });
     expect(late.status).toBe(409);
-    await expect(sandbox.completePayment(payment_id)).rejects.toThrow(`PaymentsSandbox: cannot complete payment ${payment_id}: it is expired, not pending`);
+    await expect(sandbox.completePayment(payment_id)).rejects.toThrow(
+      `PaymentsSandbox: cannot complete payment ${payment_id}: it is expired, not pending`,
+    );
     expect(receiver.received).toHaveLength(0);
   });
 

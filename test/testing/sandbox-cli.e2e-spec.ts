@@ -6,7 +6,13 @@ import path from 'node:path';
 import { createServer } from 'node:net';
 import { describe, expect, it } from '@jest/globals';
 import ts from 'typescript';
-import { CLI_DEFAULT_PORT, parseSandboxArgs, runSandboxCommand, SANDBOX_USAGE, SandboxUsageError } from '../../lib/testing/sandbox.command.js';
+import {
+  CLI_DEFAULT_PORT,
+  parseSandboxArgs,
+  runSandboxCommand,
+  SANDBOX_USAGE,
+  SandboxUsageError,
+} from '../../lib/testing/sandbox.command.js';
 import { rawRequest, WebhookReceiver } from './sandbox.helpers.js';
 
 describe('parseSandboxArgs', () => {
@@ -16,7 +22,9 @@ describe('parseSandboxArgs', () => {
   });
 
   it('parses every option, in both --flag value and --flag=value forms', () => {
-    expect(parseSandboxArgs(['sandbox', '--port', '0', '--host=0.0.0.0', '--public-key', 'pk', '--private-key=sk'])).toEqual({
+    expect(
+      parseSandboxArgs(['sandbox', '--port', '0', '--host=0.0.0.0', '--public-key', 'pk', '--private-key=sk']),
+    ).toEqual({
       command: 'sandbox',
       port: 0,
       host: '0.0.0.0',
@@ -95,11 +103,17 @@ describe('parseSandboxArgs', () => {
     [['sandbox', '--port'], /port/],
     [['sandbox', '--generate-answer', 'short'], '--generate-answer must be one of full, minimal, got "short"'],
     [['sandbox', '--webhook-method', 'post'], '--webhook-method must be one of POST, GET, got "post"'],
-    [['sandbox', '--webhook-payment-id-in-url', 'query'], /--webhook-payment-id-in-url must be one of append, naive, none/],
+    [
+      ['sandbox', '--webhook-payment-id-in-url', 'query'],
+      /--webhook-payment-id-in-url must be one of append, naive, none/,
+    ],
     [['sandbox', '--webhook-method', 'GET', '--webhook-payment-id-in-url', 'none'], /cannot be none/],
     [['sandbox', '--webhook-attempts', '0'], '--webhook-attempts must be a positive integer, got "0"'],
     [['sandbox', '--webhook-timeout-ms', '1.5'], /--webhook-timeout-ms must be a positive integer/],
-    [['sandbox', '--verify-rate-limit', '5'], '--verify-rate-limit must be N/SECONDS with positive integers, e.g. 5/60, got "5"'],
+    [
+      ['sandbox', '--verify-rate-limit', '5'],
+      '--verify-rate-limit must be N/SECONDS with positive integers, e.g. 5/60, got "5"',
+    ],
     [['sandbox', '--verify-rate-limit', '0/60'], /--verify-rate-limit/],
     [['sandbox', '--verify-rate-limit', '5/0'], /--verify-rate-limit/],
   ])('refuses %j', (argv, message) => {
@@ -118,7 +132,8 @@ class CapturedIo {
   async waitFor(text: string): Promise<void> {
     const deadline = Date.now() + 5000;
     while (!this.out.includes(text)) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${JSON.stringify(text)} in ${JSON.stringify(this.out)}`);
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${JSON.stringify(text)} in ${JSON.stringify(this.out)}`);
       await new Promise((r) => setTimeout(r, 5));
     }
   }
@@ -151,7 +166,9 @@ describe('runSandboxCommand', () => {
         `  privateKey:  sandbox_private_key  (sandbox-only test key, not a secret)\n` +
         `Press Ctrl+C to stop.\n`,
     );
-    const res = await rawRequest(`${url}/api/v2/bindings/list?client_id=c`, { headers: { Authorization: 'Bearer sandbox_public_key:sandbox_private_key' } });
+    const res = await rawRequest(`${url}/api/v2/bindings/list?client_id=c`, {
+      headers: { Authorization: 'Bearer sandbox_public_key:sandbox_private_key' },
+    });
     expect(res.status).toBe(200);
     io.signals.emit('SIGINT');
     expect(await running).toBe(0);
@@ -164,23 +181,44 @@ describe('runSandboxCommand', () => {
     const io = new CapturedIo();
     const receiver = await WebhookReceiver.start();
     const running = runSandboxCommand(
-      ['sandbox', '--port', '0', '--generate-answer', 'minimal', '--webhook-method', 'GET', '--verify-rate-limit', '1/60', '--webhook-attempts', '1'],
+      [
+        'sandbox',
+        '--port',
+        '0',
+        '--generate-answer',
+        'minimal',
+        '--webhook-method',
+        'GET',
+        '--verify-rate-limit',
+        '1/60',
+        '--webhook-attempts',
+        '1',
+      ],
       io,
     );
     try {
       await io.waitFor('Press Ctrl+C');
       const url = /listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(io.out)?.[1] as string;
-      expect(io.out).toContain('  generate answer: minimal\n  webhook method: GET\n  webhook attempts: 1\n  verify rate limit: 1 calls per payment per 60 s\n');
+      expect(io.out).toContain(
+        '  generate answer: minimal\n  webhook method: GET\n  webhook attempts: 1\n  verify rate limit: 1 calls per payment per 60 s\n',
+      );
       const auth = { Authorization: 'Bearer sandbox_public_key:sandbox_private_key' };
       const created = await rawRequest(`${url}/api/v2/generate_payment`, {
         method: 'POST',
         headers: { ...auth, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ amount: 500, success_link: 'https://s.example/ok', fail_link: 'https://s.example/ko', webhook: `${receiver.url}/wh` }),
+        body: JSON.stringify({
+          amount: 500,
+          success_link: 'https://s.example/ok',
+          fail_link: 'https://s.example/ko',
+          webhook: `${receiver.url}/wh`,
+        }),
       });
       const body = JSON.parse(created.text);
       expect(Object.keys(body.result)).toEqual(['payment_id', 'link']);
       await rawRequest(`${body.result.link}/pay`, { method: 'POST' });
-      expect(receiver.received.map((r) => [r.method, r.url])).toEqual([['GET', `/wh?payment_id=${body.result.payment_id}&status=SUCCESS`]]);
+      expect(receiver.received.map((r) => [r.method, r.url])).toEqual([
+        ['GET', `/wh?payment_id=${body.result.payment_id}&status=SUCCESS`],
+      ]);
       const verifyUrl = `${url}/api/v2/verify_payment/${body.result.payment_id}`;
       expect((await rawRequest(verifyUrl, { headers: auth })).status).toBe(200);
       const limited = await rawRequest(verifyUrl, { headers: auth });
@@ -197,7 +235,10 @@ describe('runSandboxCommand', () => {
 
   it('does not echo a private key given on the command line', async () => {
     const io = new CapturedIo();
-    const running = runSandboxCommand(['sandbox', '--port', '0', '--public-key', 'pk_cli', '--private-key', 'sk_cli_value'], io);
+    const running = runSandboxCommand(
+      ['sandbox', '--port', '0', '--public-key', 'pk_cli', '--private-key', 'sk_cli_value'],
+      io,
+    );
     await io.waitFor('Press Ctrl+C');
     expect(io.out).toContain('  publicKey:   pk_cli\n');
     expect(io.out).toContain('  privateKey:  (as given with --private-key)\n');
@@ -228,7 +269,9 @@ describe('sandbox.cli executable', () => {
    */
   async function buildCli(dir: string): Promise<string> {
     const root = path.resolve('lib');
-    const files = (await readdir(path.join(root, 'testing'))).filter((f) => f.endsWith('.ts')).map((f) => path.join('testing', f));
+    const files = (await readdir(path.join(root, 'testing')))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => path.join('testing', f));
     await writeFile(path.join(dir, 'package.json'), '{"type":"module"}');
     for (let i = 0; i < files.length; i++) {
       const file = files[i];
@@ -239,7 +282,11 @@ describe('sandbox.cli executable', () => {
         if (!files.includes(dep)) files.push(dep);
       }
       const { outputText } = ts.transpileModule(source, {
-        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, useDefineForClassFields: true },
+        compilerOptions: {
+          module: ts.ModuleKind.ESNext,
+          target: ts.ScriptTarget.ES2022,
+          useDefineForClassFields: true,
+        },
       });
       await mkdir(path.join(dir, path.dirname(file)), { recursive: true });
       await writeFile(path.join(dir, file.replace(/\.ts$/, '.js')), outputText);
@@ -259,7 +306,8 @@ describe('sandbox.cli executable', () => {
       child.stderr.on('data', (c: Buffer) => (err += c.toString()));
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
       const deadline = Date.now() + 5000;
-      while (!out.includes('Press Ctrl+C') && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 10));
+      while (!out.includes('Press Ctrl+C') && Date.now() < deadline && child.exitCode === null)
+        await new Promise((r) => setTimeout(r, 10));
       const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1];
       expect({ url, err }).toEqual({ url: expect.stringMatching(/^http:/), err: '' });
       const res = await rawRequest(`${url}/sandbox/success`);

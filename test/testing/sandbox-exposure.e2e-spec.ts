@@ -4,7 +4,12 @@ import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { describe, expect, it } from '@jest/globals';
 import { failedDeliveryLine, runSandboxCommand } from '../../lib/testing/sandbox.command.js';
-import { isLoopbackHost, listenDecision, urlWithoutToken, webhookHostAllowed } from '../../lib/testing/sandbox.exposure.js';
+import {
+  isLoopbackHost,
+  listenDecision,
+  urlWithoutToken,
+  webhookHostAllowed,
+} from '../../lib/testing/sandbox.exposure.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { closedPort, generate, rawRequest, WebhookReceiver } from './sandbox.helpers.js';
 
@@ -48,7 +53,9 @@ describe('the exposure rules', () => {
   });
 
   it('the refusal names the option to set; the warning names the allow-list', () => {
-    expect(listenDecision('0.0.0.0', true)).toMatchObject({ error: expect.stringContaining('privateKey option (CLI: --private-key)') });
+    expect(listenDecision('0.0.0.0', true)).toMatchObject({
+      error: expect.stringContaining('privateKey option (CLI: --private-key)'),
+    });
     expect(listenDecision('0.0.0.0', false)).toMatchObject({
       warning: expect.stringMatching(/^PaymentsSandbox: WARNING: listening on 0\.0\.0\.0.*webhookAllowedHosts/),
     });
@@ -81,15 +88,23 @@ describe('the exposure rules', () => {
 
 describe('PaymentsSandbox.start beyond loopback', () => {
   it.each(['0.0.0.0', '::'])('refuses %j with the default private key, naming the option', async (host) => {
-    await expect(PaymentsSandbox.start({ host })).rejects.toThrow(/refusing to listen on .* with the published default private key.*privateKey option/);
+    await expect(PaymentsSandbox.start({ host })).rejects.toThrow(
+      /refusing to listen on .* with the published default private key.*privateKey option/,
+    );
     await expect(PaymentsSandbox.start({ host, privateKey: 'sandbox_private_key' })).rejects.toThrow(TypeError);
   });
 
   it('starts with a key of its own and warns, once', async () => {
     const warnings: string[] = [];
-    const sandbox = await PaymentsSandbox.start({ host: '0.0.0.0', privateKey: 'sk_my_own_sandbox_key', onWarning: (m) => warnings.push(m) });
+    const sandbox = await PaymentsSandbox.start({
+      host: '0.0.0.0',
+      privateKey: 'sk_my_own_sandbox_key',
+      onWarning: (m) => warnings.push(m),
+    });
     try {
-      expect(warnings).toEqual([expect.stringMatching(/^PaymentsSandbox: WARNING: listening on 0\.0\.0\.0, reachable from other machines/)]);
+      expect(warnings).toEqual([
+        expect.stringMatching(/^PaymentsSandbox: WARNING: listening on 0\.0\.0\.0, reachable from other machines/),
+      ]);
     } finally {
       await sandbox.close();
     }
@@ -124,29 +139,43 @@ describe('webhooks go only to loopback hosts unless allowed', () => {
     };
   }
 
-  (lanAddress ? it : it.skip)('sends nothing to a non-loopback host by default, records why, and sends once it is allowed', async () => {
-    const receiver = await lanReceiver();
-    const failures: unknown[] = [];
-    const closed = await PaymentsSandbox.start({ onWebhookFailed: (f) => failures.push(f) });
-    const open = await PaymentsSandbox.start({ webhookAllowedHosts: [lanAddress!] });
-    try {
-      const refused = await generate(closed, { webhook: `${receiver.url}/hook/tok_secret_1` });
-      const settlement = await closed.completePayment(refused.payment_id, { requireDelivery: false });
-      expect(settlement).toMatchObject({ delivered: false, attempts: 0, webhook: { error: expect.stringContaining('webhookAllowedHosts') } });
-      expect(closed.deliveries).toEqual([expect.objectContaining({ attempt: 1, error: expect.stringContaining('not sent') })]);
-      expect(failures).toEqual([
-        { paymentId: refused.payment_id, url: `${receiver.url}/hook/…`, attempts: 0, error: expect.stringContaining('webhookAllowedHosts') },
-      ]);
+  (lanAddress ? it : it.skip)(
+    'sends nothing to a non-loopback host by default, records why, and sends once it is allowed',
+    async () => {
+      const receiver = await lanReceiver();
+      const failures: unknown[] = [];
+      const closed = await PaymentsSandbox.start({ onWebhookFailed: (f) => failures.push(f) });
+      const open = await PaymentsSandbox.start({ webhookAllowedHosts: [lanAddress!] });
+      try {
+        const refused = await generate(closed, { webhook: `${receiver.url}/hook/tok_secret_1` });
+        const settlement = await closed.completePayment(refused.payment_id, { requireDelivery: false });
+        expect(settlement).toMatchObject({
+          delivered: false,
+          attempts: 0,
+          webhook: { error: expect.stringContaining('webhookAllowedHosts') },
+        });
+        expect(closed.deliveries).toEqual([
+          expect.objectContaining({ attempt: 1, error: expect.stringContaining('not sent') }),
+        ]);
+        expect(failures).toEqual([
+          {
+            paymentId: refused.payment_id,
+            url: `${receiver.url}/hook/…`,
+            attempts: 0,
+            error: expect.stringContaining('webhookAllowedHosts'),
+          },
+        ]);
 
-      const allowed = await generate(open, { webhook: `${receiver.url}/hook/tok_secret_2` });
-      expect(await open.completePayment(allowed.payment_id)).toMatchObject({ delivered: true, attempts: 1 });
-      expect(receiver.hits).toEqual([`/hook/tok_secret_2?payment_id=${allowed.payment_id}`]);
-    } finally {
-      await closed.close();
-      await open.close();
-      await receiver.close();
-    }
-  });
+        const allowed = await generate(open, { webhook: `${receiver.url}/hook/tok_secret_2` });
+        expect(await open.completePayment(allowed.payment_id)).toMatchObject({ delivered: true, attempts: 1 });
+        expect(receiver.hits).toEqual([`/hook/tok_secret_2?payment_id=${allowed.payment_id}`]);
+      } finally {
+        await closed.close();
+        await open.close();
+        await receiver.close();
+      }
+    },
+  );
 });
 
 class CapturedIo {
@@ -159,7 +188,8 @@ class CapturedIo {
   async waitFor(stream: 'out' | 'err', text: string): Promise<void> {
     const deadline = Date.now() + 10_000;
     while (!this[stream].includes(text)) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${JSON.stringify(text)} in ${JSON.stringify(this[stream])}`);
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${JSON.stringify(text)} in ${JSON.stringify(this[stream])}`);
       await new Promise((r) => setTimeout(r, 5));
     }
   }
@@ -174,7 +204,10 @@ describe('the CLI sandbox', () => {
 
   it('warns on stderr with --host 0.0.0.0 and a key of its own', async () => {
     const io = new CapturedIo();
-    const running = runSandboxCommand(['sandbox', '--port', '0', '--host', '0.0.0.0', '--private-key', 'sk_cli_own'], io);
+    const running = runSandboxCommand(
+      ['sandbox', '--port', '0', '--host', '0.0.0.0', '--private-key', 'sk_cli_own'],
+      io,
+    );
     await io.waitFor('out', 'Press Ctrl+C');
     expect(io.err).toMatch(/^PaymentsSandbox: WARNING: listening on 0\.0\.0\.0, reachable from other machines/);
     io.signals.emit('SIGINT');
@@ -190,12 +223,20 @@ describe('the CLI sandbox', () => {
     try {
       await io.waitFor('out', 'Press Ctrl+C');
       const url = /listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(io.out)?.[1] as string;
-      const auth = { Authorization: 'Bearer sandbox_public_key:sandbox_private_key', 'Content-Type': 'application/json' };
+      const auth = {
+        Authorization: 'Bearer sandbox_public_key:sandbox_private_key',
+        'Content-Type': 'application/json',
+      };
       const pay = async (webhook: string) => {
         const created = await rawRequest(`${url}/api/v2/generate_payment`, {
           method: 'POST',
           headers: auth,
-          body: JSON.stringify({ amount: 500, success_link: 'https://s.example/ok', fail_link: 'https://s.example/ko', webhook }),
+          body: JSON.stringify({
+            amount: 500,
+            success_link: 'https://s.example/ok',
+            fail_link: 'https://s.example/ko',
+            webhook,
+          }),
         });
         const { payment_id, link } = JSON.parse(created.text).result as { payment_id: string; link: string };
         await rawRequest(`${link}/pay`, { method: 'POST' });
@@ -209,7 +250,9 @@ describe('the CLI sandbox', () => {
       expect(lines).toEqual([
         `webhook not delivered: payment ${p500} to ${receiver.url}/payments/webhook/…: answered 500 (2 attempts)`,
         expect.stringMatching(
-          new RegExp(`^webhook not delivered: payment ${pDead} to http://127\\.0\\.0\\.1:${dead}/payments/webhook/…: ECONNREFUSED: .* \\(2 attempts\\)$`),
+          new RegExp(
+            `^webhook not delivered: payment ${pDead} to http://127\\.0\\.0\\.1:${dead}/payments/webhook/…: ECONNREFUSED: .* \\(2 attempts\\)$`,
+          ),
         ),
         `webhook not delivered: payment ${pFar} to https://shop.example/payments/webhook/…: not sent: the host is not a loopback one; allow it with the webhookAllowedHosts option (CLI: --webhook-allow-host) (0 attempts)`,
       ]);

@@ -12,7 +12,8 @@ import { click, generate, getApi, ISO_UTC, postJson, rawRequest, verify, Webhook
 const base = { amount: '12500', success_link: 'https://shop.example/ok', fail_link: 'https://shop.example/ko' };
 const BAD_REQUEST = '{"result":{"status":400,"message":"Bad Request"}}';
 const CAPTURE_NOT_ALLOWED = '{"status":"error","message":"Payment cannot be captured","code":"CAPTURE_NOT_ALLOWED"}';
-const AMOUNT_EXCEEDS = '{"status":"error","message":"Amount exceeds the pre-authorized amount","code":"AMOUNT_EXCEEDS_AUTHORIZATION"}';
+const AMOUNT_EXCEEDS =
+  '{"status":"error","message":"Amount exceeds the pre-authorized amount","code":"AMOUNT_EXCEEDS_AUTHORIZATION"}';
 
 describe('PaymentsSandbox against docs/service-facts.md', () => {
   let receiver: WebhookReceiver;
@@ -36,7 +37,10 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
   afterAll(() => receiver.close());
 
   /** Creates a payment and returns its id and link; fields override `base`. */
-  async function create(sandbox: PaymentsSandbox, fields: Record<string, unknown> = {}): Promise<{ id: string; link: string }> {
+  async function create(
+    sandbox: PaymentsSandbox,
+    fields: Record<string, unknown> = {},
+  ): Promise<{ id: string; link: string }> {
     const { payment_id, link } = await generate(sandbox, fields);
     return { id: payment_id, link };
   }
@@ -44,7 +48,10 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
   describe('§1 verify_payment', () => {
     it('§1 verify: a paid payment answers the documented shape, key for key', async () => {
       const sandbox = await start();
-      const { id, link } = await create(sandbox, { amount: '1250', developer_tracking_id: 'your_internal_tracking_id' });
+      const { id, link } = await create(sandbox, {
+        amount: '1250',
+        developer_tracking_id: 'your_internal_tracking_id',
+      });
       expect((await click(link, 'pay')).status).toBe(303);
       const res = await verify(sandbox, id);
       expect(res.status).toBe(200);
@@ -149,7 +156,9 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       expect(result.payment).toMatchObject({ state: 'expired', expiredAt: new Date(clock).toISOString() });
       expect((await verify(sandbox, id)).json.result.status).toBe('EXPIRED');
       expect(receiver.received).toEqual([]);
-      await expect(sandbox.expirePayment(id)).rejects.toThrow(`cannot expire payment ${id}: it is expired, not pending`);
+      await expect(sandbox.expirePayment(id)).rejects.toThrow(
+        `cannot expire payment ${id}: it is expired, not pending`,
+      );
     });
 
     it('§1 verify: PREAUTH_SUCCESS for a paid pre-authorization, amount = held amount', async () => {
@@ -161,10 +170,22 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
     });
 
     it('§1 verify: only documented status values ever come out', async () => {
-      expect([...SANDBOX_VERIFY_STATUSES]).toEqual(['SUCCESS', 'PENDING', 'EXPIRED', 'FAILURE', 'PREAUTH_SUCCESS', 'SYSTEM_FAILURE']);
+      expect([...SANDBOX_VERIFY_STATUSES]).toEqual([
+        'SUCCESS',
+        'PENDING',
+        'EXPIRED',
+        'FAILURE',
+        'PREAUTH_SUCCESS',
+        'SYSTEM_FAILURE',
+      ]);
       const sandbox = await start();
       const seen = new Set<string>();
-      const ids = [(await create(sandbox)).id, (await create(sandbox)).id, (await create(sandbox)).id, (await create(sandbox, { pre_authorization: true })).id];
+      const ids = [
+        (await create(sandbox)).id,
+        (await create(sandbox)).id,
+        (await create(sandbox)).id,
+        (await create(sandbox, { pre_authorization: true })).id,
+      ];
       await sandbox.completePayment(ids[0]);
       await sandbox.failPayment(ids[1]);
       await sandbox.expirePayment(ids[2]);
@@ -202,13 +223,19 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const sandbox = await start();
       const { id } = await create(sandbox);
       const path = `${sandbox.url}/api/v2/verify_payment/${id}`;
-      for (const headers of [{}, { Authorization: 'Bearer sandbox_public_key:wrong' }] as Array<Record<string, string>>) {
+      for (const headers of [{}, { Authorization: 'Bearer sandbox_public_key:wrong' }] as Array<
+        Record<string, string>
+      >) {
         const res = await rawRequest(path, { headers });
         expect([res.status, res.text]).toEqual([401, '{"result":{"status":401,"message":"Unauthorized"}}']);
       }
       expect(sandbox.verifyCalls(id)).toBe(0);
       const post = await postJson(sandbox, `/api/v2/verify_payment/${id}`, {});
-      expect([post.status, post.headers.allow, post.text]).toEqual([405, 'GET', '{"result":{"status":405,"message":"Method Not Allowed"}}']);
+      expect([post.status, post.headers.allow, post.text]).toEqual([
+        405,
+        'GET',
+        '{"result":{"status":405,"message":"Method Not Allowed"}}',
+      ]);
     });
 
     it('§1 verify: the answer never echoes the Authorization header or the private key', async () => {
@@ -255,7 +282,10 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
     it('§1 verify: a fault on verify_payment/* answers SYSTEM_FAILURE-style bodies for every id', async () => {
       const sandbox = await start();
       const { id } = await create(sandbox);
-      const body = JSON.stringify({ success: true, result: { type: 'card', amount: 12500, status: 'SYSTEM_FAILURE', details: {} } });
+      const body = JSON.stringify({
+        success: true,
+        result: { type: 'card', amount: 12500, status: 'SYSTEM_FAILURE', details: {} },
+      });
       sandbox.fault('/api/v2/verify_payment/*', { status: 200, body, times: 2 });
       expect((await verify(sandbox, id)).json.result.status).toBe('SYSTEM_FAILURE');
       expect((await verify(sandbox, 'pay_other')).text).toBe(body);
@@ -282,7 +312,9 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const sandbox = await start();
       const { id, link } = await create(sandbox, { webhook: target(), pre_auth: true });
       await click(link, 'pay');
-      expect(receiver.received.map((r) => r.body)).toEqual([JSON.stringify({ payment_id: id, status: 'PREAUTH_SUCCESS' })]);
+      expect(receiver.received.map((r) => r.body)).toEqual([
+        JSON.stringify({ payment_id: id, status: 'PREAUTH_SUCCESS' }),
+      ]);
     });
 
     it.each([
@@ -293,7 +325,9 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const sandbox = await start({ webhookPaymentIdInUrl: mode });
       const { id } = await create(sandbox, { webhook: target() });
       await sandbox.completePayment(id);
-      expect(receiver.received.map((r) => [r.method, r.url, r.body])).toEqual([['POST', expected(id), JSON.stringify({ payment_id: id, status: 'SUCCESS' })]]);
+      expect(receiver.received.map((r) => [r.method, r.url, r.body])).toEqual([
+        ['POST', expected(id), JSON.stringify({ payment_id: id, status: 'SUCCESS' })],
+      ]);
     });
 
     it('§2 webhook: append uses ? on a URL without a query', async () => {
@@ -336,7 +370,12 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const sandbox = await start({ webhookAttempts: 2 });
       receiver.script.push(500, 500);
       const { id } = await create(sandbox, { webhook: target() });
-      await expect(sandbox.completePayment(id)).rejects.toMatchObject({ name: 'SandboxWebhookError', paymentId: id, attempts: 2, lastStatus: 500 });
+      await expect(sandbox.completePayment(id)).rejects.toMatchObject({
+        name: 'SandboxWebhookError',
+        paymentId: id,
+        attempts: 2,
+        lastStatus: 500,
+      });
       // The customer did pay: the service's truth is unchanged by the lost webhook.
       expect((await verify(sandbox, id)).json.result.status).toBe('SUCCESS');
     });
@@ -353,10 +392,26 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
   describe('§3 redirects back to the shop', () => {
     it.each([
       ['no query: ?payment_id=', 'https://shop.example/ok', (id: string) => `https://shop.example/ok?payment_id=${id}`],
-      ['a query: &payment_id=', 'https://shop.example/ok?order=7&lang=fr', (id: string) => `https://shop.example/ok?order=7&lang=fr&payment_id=${id}`],
-      ['a bare ?: no extra separator', 'https://shop.example/ok?', (id: string) => `https://shop.example/ok?payment_id=${id}`],
-      ['a fragment: before the #, fragment kept', 'https://shop.example/ok?o=1#done', (id: string) => `https://shop.example/ok?o=1&payment_id=${id}#done`],
-      ['a port and path', 'http://127.0.0.1:3000/orders/7/success', (id: string) => `http://127.0.0.1:3000/orders/7/success?payment_id=${id}`],
+      [
+        'a query: &payment_id=',
+        'https://shop.example/ok?order=7&lang=fr',
+        (id: string) => `https://shop.example/ok?order=7&lang=fr&payment_id=${id}`,
+      ],
+      [
+        'a bare ?: no extra separator',
+        'https://shop.example/ok?',
+        (id: string) => `https://shop.example/ok?payment_id=${id}`,
+      ],
+      [
+        'a fragment: before the #, fragment kept',
+        'https://shop.example/ok?o=1#done',
+        (id: string) => `https://shop.example/ok?o=1&payment_id=${id}#done`,
+      ],
+      [
+        'a port and path',
+        'http://127.0.0.1:3000/orders/7/success',
+        (id: string) => `http://127.0.0.1:3000/orders/7/success?payment_id=${id}`,
+      ],
     ])('§3 redirect: success_link with %s', async (_label, successLink, expected) => {
       const sandbox = await start();
       const { id, link } = await create(sandbox, { success_link: successLink });
@@ -376,7 +431,9 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const { id, link } = await create(sandbox, { success_link: 'https://bücher.example/café/réussi?note=été&x=✓' });
       const res = await click(link, 'pay');
       expect(res.status).toBe(303);
-      expect(res.headers.location).toBe(`https://xn--bcher-kva.example/caf%C3%A9/r%C3%A9ussi?note=%C3%A9t%C3%A9&x=%E2%9C%93&payment_id=${id}`);
+      expect(res.headers.location).toBe(
+        `https://xn--bcher-kva.example/caf%C3%A9/r%C3%A9ussi?note=%C3%A9t%C3%A9&x=%E2%9C%93&payment_id=${id}`,
+      );
       const url = new URL(res.headers.location as string);
       expect(decodeURIComponent(url.pathname)).toBe('/café/réussi');
       expect([...url.searchParams]).toEqual([
@@ -428,7 +485,9 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
     it('§4 generate: pre-auth flags false (or both true) make a standard payment or pre-auth as said', async () => {
       const sandbox = await start();
       expect(sandbox.getPayment((await create(sandbox, { pre_auth: false })).id)?.kind).toBe('standard');
-      expect(sandbox.getPayment((await create(sandbox, { pre_auth: true, pre_authorization: true })).id)?.kind).toBe('preauthorized');
+      expect(sandbox.getPayment((await create(sandbox, { pre_auth: true, pre_authorization: true })).id)?.kind).toBe(
+        'preauthorized',
+      );
     });
 
     it.each([
@@ -456,7 +515,9 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
           success: true,
           bindings: [
             {
-              binding_id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
+              binding_id: expect.stringMatching(
+                /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+              ),
               client_id: 'customer-42',
               card_last_four: '1119',
               card_brand: 'VISA',
@@ -474,7 +535,9 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const sandbox = await start();
       const { id, link } = await create(sandbox, { client_id: 'customer-43' });
       await click(link, 'decline');
-      expect(JSON.parse((await getApi(sandbox, '/api/v2/bindings/list?client_id=customer-43')).text).result.bindings).toEqual([]);
+      expect(
+        JSON.parse((await getApi(sandbox, '/api/v2/bindings/list?client_id=customer-43')).text).result.bindings,
+      ).toEqual([]);
       expect((await verify(sandbox, id)).json.result.details).not.toHaveProperty('binding_id');
     });
 
@@ -495,7 +558,9 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const { id } = await create(sandbox, { amount: '12500', destination });
       expect((await verify(sandbox, id)).json.result.details.destinations).toEqual(destination);
       const below = await create(sandbox, { amount: '12500', destination: [{ amount: 1, destination: 'm' }] });
-      expect((await verify(sandbox, below.id)).json.result.details.destinations).toEqual([{ amount: 1, destination: 'm' }]);
+      expect((await verify(sandbox, below.id)).json.result.details.destinations).toEqual([
+        { amount: 1, destination: 'm' },
+      ]);
     });
 
     it.each([
@@ -522,7 +587,12 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const res = await postJson(sandbox, '/api/v2/generate_payment', { ...base, developer_tracking_id: 't-1' });
       const body = JSON.parse(res.text);
       expect(Object.keys(body)).toEqual(['result', 'name', 'code', 'version']);
-      expect(body.result).toEqual({ success: true, payment_id: expect.any(String), link: expect.any(String), developer_tracking_id: 't-1' });
+      expect(body.result).toEqual({
+        success: true,
+        payment_id: expect.any(String),
+        link: expect.any(String),
+        developer_tracking_id: 't-1',
+      });
       expect([body.code, body.version]).toEqual([0, 'v2']);
     });
 
@@ -532,11 +602,19 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       expect(res.status).toBe(200);
       const { result } = JSON.parse(res.text);
       expect(res.text).toBe(
-        JSON.stringify({ result: { payment_id: result.payment_id, link: `${sandbox.url}/checkout/sandbox-merchant/${result.payment_id}` } }),
+        JSON.stringify({
+          result: {
+            payment_id: result.payment_id,
+            link: `${sandbox.url}/checkout/sandbox-merchant/${result.payment_id}`,
+          },
+        }),
       );
       // Still a real payment: payable and verifiable.
       await click(result.link, 'pay');
-      expect((await verify(sandbox, result.payment_id)).json.result).toMatchObject({ status: 'SUCCESS', developer_tracking_id: 't-1' });
+      expect((await verify(sandbox, result.payment_id)).json.result).toMatchObject({
+        status: 'SUCCESS',
+        developer_tracking_id: 't-1',
+      });
     });
 
     it('§4 generate: errors keep the nested shape with generateAnswer minimal', async () => {
@@ -560,7 +638,10 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const res = await postJson(sandbox, '/api/v2/confirm_payment', { payment_id: id });
       expect(res.status).toBe(200);
       expect(res.text).toBe(
-        JSON.stringify({ result: { payment_id: id, status: 'confirmed', amount: '40000', confirmed_at: new Date(clock).toISOString() }, status: 'success' }),
+        JSON.stringify({
+          result: { payment_id: id, status: 'confirmed', amount: '40000', confirmed_at: new Date(clock).toISOString() },
+          status: 'success',
+        }),
       );
       expect(JSON.parse(res.text).result.confirmed_at).toMatch(ISO_UTC);
       expect((await verify(sandbox, id)).json.result).toMatchObject({ status: 'SUCCESS', amount: 40000 });
@@ -571,7 +652,10 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const id = await held(sandbox);
       const res = await postJson(sandbox, '/api/v2/confirm_payment', { payment_id: id, amount: '15000' });
       expect(res.status).toBe(200);
-      expect(JSON.parse(res.text)).toMatchObject({ result: { payment_id: id, status: 'confirmed', amount: '15000' }, status: 'success' });
+      expect(JSON.parse(res.text)).toMatchObject({
+        result: { payment_id: id, status: 'confirmed', amount: '15000' },
+        status: 'success',
+      });
       expect((await verify(sandbox, id)).json.result).toMatchObject({ status: 'SUCCESS', amount: 15000 });
       expect(sandbox.getPayment(id)).toMatchObject({ state: 'captured', amount: '40000', capturedAmount: '15000' });
     });
@@ -597,7 +681,9 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const res = await postJson(sandbox, '/api/v2/confirm_payment', { payment_id: id, amount: '40001' });
       expect([res.status, res.text]).toEqual([400, AMOUNT_EXCEEDS]);
       expect((await verify(sandbox, id)).json.result).toMatchObject({ status: 'PREAUTH_SUCCESS', amount: 40000 });
-      expect((await postJson(sandbox, '/api/v2/confirm_payment', { payment_id: id, amount: '40000' })).status).toBe(200);
+      expect((await postJson(sandbox, '/api/v2/confirm_payment', { payment_id: id, amount: '40000' })).status).toBe(
+        200,
+      );
     });
 
     it('§5 capture: only a held pre-authorization can be captured', async () => {
@@ -633,7 +719,10 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
         ]);
       }
       const missing = await postJson(sandbox, '/api/v2/confirm_payment', { amount: '1' });
-      expect([missing.status, missing.text]).toEqual([400, '{"status":"error","message":"payment_id is required","code":"BAD_REQUEST"}']);
+      expect([missing.status, missing.text]).toEqual([
+        400,
+        '{"status":"error","message":"payment_id is required","code":"BAD_REQUEST"}',
+      ]);
       expect((await verify(sandbox, id)).json.result.status).toBe('PREAUTH_SUCCESS');
     });
 
@@ -647,7 +736,11 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       });
       expect(anonymous.status).toBe(401);
       const get = await getApi(sandbox, '/api/v2/confirm_payment');
-      expect([get.status, get.headers.allow, get.text]).toEqual([405, 'POST', '{"status":"error","message":"Method Not Allowed","code":"METHOD_NOT_ALLOWED"}']);
+      expect([get.status, get.headers.allow, get.text]).toEqual([
+        405,
+        'POST',
+        '{"status":"error","message":"Method Not Allowed","code":"METHOD_NOT_ALLOWED"}',
+      ]);
       expect((await verify(sandbox, id)).json.result.status).toBe('PREAUTH_SUCCESS');
     });
 
@@ -656,7 +749,8 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const id = await sandbox.createPreauthorizedPayment({ amount: '3000', clientId: 'cust-p' });
       const { json } = await verify(sandbox, id);
       expect(json.result).toMatchObject({ status: 'PREAUTH_SUCCESS', amount: 3000 });
-      const bindings = JSON.parse((await getApi(sandbox, '/api/v2/bindings/list?client_id=cust-p')).text).result.bindings;
+      const bindings = JSON.parse((await getApi(sandbox, '/api/v2/bindings/list?client_id=cust-p')).text).result
+        .bindings;
       expect(bindings.map((b: { binding_id: string }) => b.binding_id)).toEqual([json.result.details.binding_id]);
       expect((await postJson(sandbox, '/api/v2/confirm_payment', { payment_id: id, amount: '1000' })).status).toBe(200);
     });
@@ -668,7 +762,9 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       const { link } = await create(sandbox);
       const res = await rawRequest(link);
       const csp = res.headers['content-security-policy'] as string;
-      expect(csp.split('; ')).toEqual(expect.arrayContaining(["default-src 'none'", "frame-ancestors 'none'", "base-uri 'none'"]));
+      expect(csp.split('; ')).toEqual(
+        expect.arrayContaining(["default-src 'none'", "frame-ancestors 'none'", "base-uri 'none'"]),
+      );
       expect(csp).not.toContain('unsafe-inline');
       expect(csp).not.toContain('script-src');
       const style = /<style>([\s\S]*?)<\/style>/.exec(res.text)?.[1] as string;
@@ -700,7 +796,10 @@ describe('PaymentsSandbox against docs/service-facts.md', () => {
       ['Origin null', { Origin: 'null' }],
       ['Sec-Fetch-Site cross-site', { 'Sec-Fetch-Site': 'cross-site' }],
       ['Sec-Fetch-Site same-site', { 'Sec-Fetch-Site': 'same-site' }],
-      ['Sec-Fetch-Site cross-site despite a same-looking Origin', { 'Sec-Fetch-Site': 'cross-site', Origin: 'http://127.0.0.1' }],
+      [
+        'Sec-Fetch-Site cross-site despite a same-looking Origin',
+        { 'Sec-Fetch-Site': 'cross-site', Origin: 'http://127.0.0.1' },
+      ],
     ])('checkout: Pay / Decline from %s is refused with 403 and changes nothing', async (_label, headers) => {
       const sandbox = await start();
       const { id, link } = await create(sandbox, { webhook: `${receiver.url}/wh` });

@@ -3,7 +3,8 @@ import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { generate, getApi, postJson, rawRequest } from './sandbox.helpers.js';
 
 const REFUND = '/api/v2/refund_payment';
-const UNKNOWN_PAYMENT = '{"status":"error","message":"Unknown payment: the sandbox has no payment with this id","code":"PAYMENT_NOT_FOUND"}';
+const UNKNOWN_PAYMENT =
+  '{"status":"error","message":"Unknown payment: the sandbox has no payment with this id","code":"PAYMENT_NOT_FOUND"}';
 
 describe('PaymentsSandbox fault injection', () => {
   let sandbox: PaymentsSandbox;
@@ -37,7 +38,11 @@ describe('PaymentsSandbox fault injection', () => {
   it('picks the content type from the body, unless given', async () => {
     sandbox.fault(REFUND, { status: 500, body: '{"status":"error","message":"boom","code":"INTERNAL"}', times: 1 });
     const json = await postJson(sandbox, REFUND, { payment_id: 'p' });
-    expect([json.status, json.headers['content-type'], json.text]).toEqual([500, 'application/json', '{"status":"error","message":"boom","code":"INTERNAL"}']);
+    expect([json.status, json.headers['content-type'], json.text]).toEqual([
+      500,
+      'application/json',
+      '{"status":"error","message":"boom","code":"INTERNAL"}',
+    ]);
 
     sandbox.fault(REFUND, { status: 503, times: 1 });
     const empty = await postJson(sandbox, REFUND, { payment_id: 'p' });
@@ -92,7 +97,9 @@ describe('PaymentsSandbox fault injection', () => {
 
   it('reset is seen by fetch as a failed request', async () => {
     sandbox.fault(REFUND, { reset: true, times: 1 });
-    await expect(fetch(sandbox.url + REFUND, { method: 'POST', body: '{}', redirect: 'manual' })).rejects.toThrow('fetch failed');
+    await expect(fetch(sandbox.url + REFUND, { method: 'POST', body: '{}', redirect: 'manual' })).rejects.toThrow(
+      'fetch failed',
+    );
   });
 
   it('works on checkout paths too', async () => {

@@ -97,7 +97,11 @@ describe('PaymentsSandbox lifecycle', () => {
 
   it('names loopback in url when listening on a wildcard address', async () => {
     // Beyond loopback only with a key of its own (the default one is refused), and with a warning.
-    const sandbox = await PaymentsSandbox.start({ host: '0.0.0.0', privateKey: 'sk_lifecycle_own', onWarning: () => undefined });
+    const sandbox = await PaymentsSandbox.start({
+      host: '0.0.0.0',
+      privateKey: 'sk_lifecycle_own',
+      onWarning: () => undefined,
+    });
     try {
       expect(sandbox.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect((await rawRequest(`${sandbox.url}/`)).status).toBe(200);

@@ -56,7 +56,9 @@ describe('the sandbox state file', () => {
         expect(await client.listBindings('customer-1')).toHaveLength(1);
       });
       // A pending one can still be paid, from the new checkout page.
-      await expect(second.completePayment(pending, { requireDelivery: false })).resolves.toMatchObject({ status: 'SUCCESS' });
+      await expect(second.completePayment(pending, { requireDelivery: false })).resolves.toMatchObject({
+        status: 'SUCCESS',
+      });
     } finally {
       await second.close();
     }
@@ -64,7 +66,11 @@ describe('the sandbox state file', () => {
     // Every change was written: a third start sees the refund and the capture.
     const third = await PaymentsSandbox.start({ stateFile });
     try {
-      expect([third.getPayment(paid)?.state, third.getPayment(held)?.state, third.getPayment(pending)?.state]).toEqual(['refunded', 'captured', 'paid']);
+      expect([third.getPayment(paid)?.state, third.getPayment(held)?.state, third.getPayment(pending)?.state]).toEqual([
+        'refunded',
+        'captured',
+        'paid',
+      ]);
     } finally {
       await third.close();
     }

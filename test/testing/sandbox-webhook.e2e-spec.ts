@@ -70,7 +70,12 @@ describe('PaymentsSandbox webhook delivery', () => {
     const sandbox = await start();
     const { payment_id } = await generate(sandbox);
     const result = await sandbox.completePayment(payment_id);
-    expect(result).toEqual({ payment: sandbox.getPayment(payment_id), status: 'SUCCESS', delivered: false, attempts: 0 });
+    expect(result).toEqual({
+      payment: sandbox.getPayment(payment_id),
+      status: 'SUCCESS',
+      delivered: false,
+      attempts: 0,
+    });
     expect(sandbox.deliveries).toEqual([]);
   });
 
@@ -95,7 +100,12 @@ describe('PaymentsSandbox webhook delivery', () => {
     const error = await sandbox.completePayment(payment_id).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SandboxWebhookError);
     const webhookError = error as SandboxWebhookError;
-    expect(webhookError).toMatchObject({ name: 'SandboxWebhookError', paymentId: payment_id, attempts: 2, lastStatus: 404 });
+    expect(webhookError).toMatchObject({
+      name: 'SandboxWebhookError',
+      paymentId: payment_id,
+      attempts: 2,
+      lastStatus: 404,
+    });
     expect(webhookError.message).toBe(
       `PaymentsSandbox: the SUCCESS webhook of payment ${payment_id} was not delivered after 2 attempt(s) (last answer HTTP 404); pass { requireDelivery: false } if that is expected`,
     );
@@ -114,7 +124,11 @@ describe('PaymentsSandbox webhook delivery', () => {
     const sandbox = await start({ webhookAttempts: 1 });
     receiver.script.push(500);
     const { payment_id } = await generate(sandbox, { webhook: `${receiver.url}/wh` });
-    await expect(sandbox.failPayment(payment_id)).rejects.toMatchObject({ name: 'SandboxWebhookError', attempts: 1, lastStatus: 500 });
+    await expect(sandbox.failPayment(payment_id)).rejects.toMatchObject({
+      name: 'SandboxWebhookError',
+      attempts: 1,
+      lastStatus: 500,
+    });
     expect(sandbox.getPayment(payment_id)?.state).toBe('failed');
   });
 
@@ -132,7 +146,9 @@ describe('PaymentsSandbox webhook delivery', () => {
     const { payment_id } = await generate(sandbox, { webhook: `${receiver.url}/wh` });
     const result = await sandbox.completePayment(payment_id, { requireDelivery: false });
     expect(result.attempts).toBe(1);
-    await expect(PaymentsSandbox.start({ webhookAttempts: 2, webhookRetries: 3 })).rejects.toThrow('webhookRetries is a deprecated name of webhookAttempts');
+    await expect(PaymentsSandbox.start({ webhookAttempts: 2, webhookRetries: 3 })).rejects.toThrow(
+      'webhookRetries is a deprecated name of webhookAttempts',
+    );
   });
 
   it('retries network errors (3 attempts by default) and logs them', async () => {
@@ -140,7 +156,12 @@ describe('PaymentsSandbox webhook delivery', () => {
     const url = `http://127.0.0.1:${await closedPort()}/wh`;
     const { payment_id } = await generate(sandbox, { webhook: url });
     const result = await sandbox.completePayment(payment_id, { requireDelivery: false });
-    expect(result.webhook).toEqual({ status: 0, attempts: 3, delivered: false, error: expect.stringMatching(/^ECONNREFUSED/) });
+    expect(result.webhook).toEqual({
+      status: 0,
+      attempts: 3,
+      delivered: false,
+      error: expect.stringMatching(/^ECONNREFUSED/),
+    });
     expect(result.lastStatus).toBeUndefined();
     const target = `${url}?payment_id=${payment_id}`;
     expect(sandbox.deliveries.map((d) => [d.paymentId, d.url, d.attempt, d.status])).toEqual([
@@ -177,23 +198,37 @@ describe('PaymentsSandbox webhook delivery', () => {
 
   it('completePayment / failPayment throw for unknown and settled payments', async () => {
     const sandbox = await start();
-    await expect(sandbox.completePayment('pay_nope')).rejects.toThrow('PaymentsSandbox: cannot complete payment pay_nope: no such payment');
+    await expect(sandbox.completePayment('pay_nope')).rejects.toThrow(
+      'PaymentsSandbox: cannot complete payment pay_nope: no such payment',
+    );
     const { payment_id } = await generate(sandbox);
     await sandbox.completePayment(payment_id);
-    await expect(sandbox.completePayment(payment_id)).rejects.toThrow(`cannot complete payment ${payment_id}: it is paid, not pending`);
-    await expect(sandbox.failPayment(payment_id)).rejects.toThrow(`cannot fail payment ${payment_id}: it is paid, not pending`);
+    await expect(sandbox.completePayment(payment_id)).rejects.toThrow(
+      `cannot complete payment ${payment_id}: it is paid, not pending`,
+    );
+    await expect(sandbox.failPayment(payment_id)).rejects.toThrow(
+      `cannot fail payment ${payment_id}: it is paid, not pending`,
+    );
     const preauth = await sandbox.createPreauthorizedPayment({ amount: '1' });
     await expect(sandbox.completePayment(preauth)).rejects.toThrow('it is preauthorized, not pending');
   });
 
   it('refuses invalid delivery options', async () => {
     await expect(PaymentsSandbox.start({ webhookRetries: 0 })).rejects.toThrow(TypeError);
-    await expect(PaymentsSandbox.start({ webhookAttempts: 0 })).rejects.toThrow('webhookAttempts must be a positive integer');
+    await expect(PaymentsSandbox.start({ webhookAttempts: 0 })).rejects.toThrow(
+      'webhookAttempts must be a positive integer',
+    );
     await expect(PaymentsSandbox.start({ webhookTimeoutMs: -1 })).rejects.toThrow(TypeError);
-    await expect(PaymentsSandbox.start({ webhookMethod: 'PUT' as 'POST' })).rejects.toThrow("webhookMethod must be one of 'POST', 'GET'");
+    await expect(PaymentsSandbox.start({ webhookMethod: 'PUT' as 'POST' })).rejects.toThrow(
+      "webhookMethod must be one of 'POST', 'GET'",
+    );
     await expect(PaymentsSandbox.start({ webhookPaymentIdInUrl: 'query' as 'none' })).rejects.toThrow(TypeError);
-    await expect(PaymentsSandbox.start({ webhookMethod: 'GET', webhookPaymentIdInUrl: 'none' })).rejects.toThrow("cannot be 'none'");
+    await expect(PaymentsSandbox.start({ webhookMethod: 'GET', webhookPaymentIdInUrl: 'none' })).rejects.toThrow(
+      "cannot be 'none'",
+    );
     await expect(PaymentsSandbox.start({ generateAnswer: 'short' as 'full' })).rejects.toThrow(TypeError);
-    await expect(PaymentsSandbox.start({ verifyRateLimit: { max: 0, windowMs: 1000 } })).rejects.toThrow('verifyRateLimit');
+    await expect(PaymentsSandbox.start({ verifyRateLimit: { max: 0, windowMs: 1000 } })).rejects.toThrow(
+      'verifyRateLimit',
+    );
   });
 });

@@ -27,7 +27,9 @@ export function rawRequest(url: string, options: RawRequestOptions = {}): Promis
     const req = http.request(url, { method: options.method ?? 'GET', headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+      );
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -41,7 +43,12 @@ export function authHeader(sandbox: PaymentsSandbox): string {
 }
 
 /** An authenticated JSON POST to the sandbox API. */
-export function postJson(sandbox: PaymentsSandbox, path: string, body: unknown, headers: Record<string, string> = {}): Promise<RawResponse> {
+export function postJson(
+  sandbox: PaymentsSandbox,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<RawResponse> {
   return rawRequest(sandbox.url + path, {
     method: 'POST',
     headers: { Authorization: authHeader(sandbox), 'Content-Type': 'application/json', ...headers },
@@ -50,7 +57,11 @@ export function postJson(sandbox: PaymentsSandbox, path: string, body: unknown, 
 }
 
 /** An authenticated GET on the sandbox API. */
-export function getApi(sandbox: PaymentsSandbox, pathAndQuery: string, headers: Record<string, string> = {}): Promise<RawResponse> {
+export function getApi(
+  sandbox: PaymentsSandbox,
+  pathAndQuery: string,
+  headers: Record<string, string> = {},
+): Promise<RawResponse> {
   return rawRequest(sandbox.url + pathAndQuery, { headers: { Authorization: authHeader(sandbox), ...headers } });
 }
 
@@ -85,7 +96,12 @@ export class WebhookReceiver {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      this.received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      this.received.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      });
       const next = this.script.shift() ?? 200;
       if (next === 'hang') return;
       res.writeHead(next, { 'Content-Type': 'text/plain' });
@@ -136,6 +152,14 @@ export async function verify(sandbox: PaymentsSandbox, paymentId: string): Promi
 }
 
 /** Clicks Pay or Decline on a checkout link, as a form POST (no Origin: a non-browser client). */
-export function click(link: string, action: 'pay' | 'decline', headers: Record<string, string> = {}): Promise<RawResponse> {
-  return rawRequest(`${link}/${action}`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers }, body: '' });
+export function click(
+  link: string,
+  action: 'pay' | 'decline',
+  headers: Record<string, string> = {},
+): Promise<RawResponse> {
+  return rawRequest(`${link}/${action}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers },
+    body: '',
+  });
 }

@@ -90,7 +90,9 @@ async function startApp(database: Record<string, string>): Promise<App> {
       if (ready) resolve(Number(ready[1]));
       if (out.includes('START ')) onStart();
     });
-    void exited.then(({ code, signal }) => reject(new Error(`the app exited (${code ?? signal}) before listening: ${stderr}`)));
+    void exited.then(({ code, signal }) =>
+      reject(new Error(`the app exited (${code ?? signal}) before listening: ${stderr}`)),
+    );
   });
   return { child, url: `http://127.0.0.1:${port}`, started, exited, stderr: () => stderr };
 }
@@ -109,20 +111,31 @@ interface AppState {
 }
 
 const deliver = (app: App, order: Order) =>
-  postJson(`${app.url}/hook/${order.token}`, { payment_id: order.paymentId }).catch(() => ({ status: 0, body: undefined }));
+  postJson(`${app.url}/hook/${order.token}`, { payment_id: order.paymentId }).catch(() => ({
+    status: 0,
+    body: undefined,
+  }));
 
 /**
  * The whole scenario on one database. `midHandler`, when given, runs in each life once a handler
  * started, before the kill (a server restart: the app must live through it).
  */
-async function crashLoop(database: Record<string, string>, lives: number, midHandler?: (life: number, app: App) => Promise<void>): Promise<void> {
+async function crashLoop(
+  database: Record<string, string>,
+  lives: number,
+  midHandler?: (life: number, app: App) => Promise<void>,
+): Promise<void> {
   const orders: Order[] = [];
   const done = new Set<string>();
   let kills = 0;
   for (let life = 0; life < lives; life++) {
     const app = await startApp(database);
     const created = (await (
-      await fetch(`${app.url}/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ count: ORDERS_PER_LIFE }) })
+      await fetch(`${app.url}/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ count: ORDERS_PER_LIFE }),
+      })
     ).json()) as Array<Omit<Order, 'token'>>;
     for (const order of created) {
       await sandbox.completePayment(order.paymentId, { requireDelivery: false });
@@ -154,18 +167,25 @@ async function crashLoop(database: Record<string, string>, lives: number, midHan
     }
     expect(done.size).toBe(orders.length);
     // Each is now a duplicate, and reconciliation finds nothing left to do.
-    for (const order of orders) expect(await deliver(last, order)).toEqual({ status: 200, body: { received: true, duplicate: true } });
-    const pass = await (await fetch(`${last.url}/admin/reconcile?now=${Date.now() + 3_600_000}`, { method: 'POST' })).json();
+    for (const order of orders)
+      expect(await deliver(last, order)).toEqual({ status: 200, body: { received: true, duplicate: true } });
+    const pass = await (
+      await fetch(`${last.url}/admin/reconcile?now=${Date.now() + 3_600_000}`, { method: 'POST' })
+    ).json();
     expect(pass).toEqual({ checked: 0, settled: 0 });
 
     const appState = (await (await fetch(`${last.url}/state`)).json()) as AppState;
     const ours = new Set(orders.map((o) => o.orderId));
-    expect(appState.orders.filter((o) => ours.has(o.id))).toEqual(orders.map((o) => ({ id: o.orderId, status: 'paid', paid_runs: 1, events: 1 })).sort(byId));
-    const paymentIds = orders.map((o) => o.paymentId).sort();
-    expect(appState.outcomes.filter((o) => paymentIds.includes(o.payment_id)).map((o) => [o.payment_id, o.handlers])).toEqual(
-      paymentIds.map((id) => [id, 'succeeded']),
+    expect(appState.orders.filter((o) => ours.has(o.id))).toEqual(
+      orders.map((o) => ({ id: o.orderId, status: 'paid', paid_runs: 1, events: 1 })).sort(byId),
     );
-    expect(appState.done.filter((key) => paymentIds.includes(key.slice('outcome:'.length)))).toEqual(paymentIds.map((id) => `outcome:${id}`));
+    const paymentIds = orders.map((o) => o.paymentId).sort();
+    expect(
+      appState.outcomes.filter((o) => paymentIds.includes(o.payment_id)).map((o) => [o.payment_id, o.handlers]),
+    ).toEqual(paymentIds.map((id) => [id, 'succeeded']));
+    expect(appState.done.filter((key) => paymentIds.includes(key.slice('outcome:'.length)))).toEqual(
+      paymentIds.map((id) => `outcome:${id}`),
+    );
     expect(appState.pending.filter((id) => paymentIds.includes(id))).toEqual([]);
   } finally {
     last.child.kill('SIGTERM');
@@ -184,7 +204,8 @@ describe(`SIGKILL inside transactional handlers, ${LIVES.pglite} kills on PGlite
 
   afterEach(() => {
     // Only the processes this suite started, by their handle.
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const child of children.splice(0))
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
 
   afterAll(async () => {
@@ -237,7 +258,10 @@ describe(`SIGKILL inside transactional handlers, ${LIVES.pglite} kills on PGlite
           restarts += 1;
           await settle(300);
           // The transaction's connection ended under a handler: that attempt fails, not the process.
-          expect({ exitCode: app.child.exitCode, stderr: app.stderr().includes('Unhandled') }).toEqual({ exitCode: null, stderr: false });
+          expect({ exitCode: app.child.exitCode, stderr: app.stderr().includes('Unhandled') }).toEqual({
+            exitCode: null,
+            stderr: false,
+          });
         });
         expect(restarts).toBe(Math.ceil((LIVES.restarts - 1) / RESTART_EVERY));
       } finally {

@@ -34,7 +34,11 @@ afterAll(async () => {
   expect(rejections.seen).toEqual([]);
 });
 
-const orders = pgTable('orders', { id: text('id').primaryKey(), status: text('status').notNull(), paidRuns: integer('paid_runs').notNull() });
+const orders = pgTable('orders', {
+  id: text('id').primaryKey(),
+  status: text('status').notNull(),
+  paidRuns: integer('paid_runs').notNull(),
+});
 const orderEvents = pgTable('order_events', {
   id: serial('id').primaryKey(),
   orderId: text('order_id').notNull(),
@@ -64,14 +68,25 @@ const markPaid = async (event: PaymentConfirmedEvent) => {
  */
 async function twice(db: Db, store: PostgresPaymentsStore, first: Handler, leaseMs?: number) {
   let calls = 0;
-  const app = await instance(sandbox, store, async (event) => (++calls === 1 ? first(event) : markPaid(event)), leaseMs);
+  const app = await instance(
+    sandbox,
+    store,
+    async (event) => (++calls === 1 ? first(event) : markPaid(event)),
+    leaseMs,
+  );
   try {
     const order = await paidOrder(sandbox, db, app.client);
     const state = async () => (await ordersState(db)).find((o) => o.id === order.orderId);
     const firstAnswer = await order.deliver(app);
     const afterFirst = await state();
     const secondAnswer = await order.deliver(app);
-    return { answers: [firstAnswer.status, secondAnswer.status], afterFirst, afterSecond: await state(), logs: app.logs, order };
+    return {
+      answers: [firstAnswer.status, secondAnswer.status],
+      afterFirst,
+      afterSecond: await state(),
+      logs: app.logs,
+      order,
+    };
   } finally {
     await app.close();
   }
@@ -95,28 +110,43 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('on Pos
   it.each([
     ['pg_terminate_backend', async (pid: number) => void (await db.query('SELECT pg_terminate_backend($1)', [pid]))],
     ['idle_in_transaction_session_timeout', async () => undefined],
-  ])('the server ending the connection while a handler awaits (%s) fails that attempt, not the process; a later one settles', async (_how, end) => {
-    const run = await twice(db, store(), async (event) => {
-      await markPaid(event);
-      await event.transaction!.query('SET LOCAL idle_in_transaction_session_timeout = 200');
-      const { rows } = await event.transaction!.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      await end(rows[0].pid);
-      await settle(700); // something slow, with no statement running: the connection ends meanwhile
-    });
-    expect(run.answers).toEqual([500, 200]);
-    expect(run.afterFirst).toMatchObject(untouched);
-    expect(run.afterSecond).toMatchObject(paidOnce);
-  });
+  ])(
+    'the server ending the connection while a handler awaits (%s) fails that attempt, not the process; a later one settles',
+    async (_how, end) => {
+      const run = await twice(db, store(), async (event) => {
+        await markPaid(event);
+        await event.transaction!.query('SET LOCAL idle_in_transaction_session_timeout = 200');
+        const { rows } = await event.transaction!.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+        await end(rows[0].pid);
+        await settle(700); // something slow, with no statement running: the connection ends meanwhile
+      });
+      expect(run.answers).toEqual([500, 200]);
+      expect(run.afterFirst).toMatchObject(untouched);
+      expect(run.afterSecond).toMatchObject(paidOnce);
+    },
+  );
 
   it('a COMMIT or ROLLBACK through event.transaction is refused, and fails the attempt even when the handler swallows the refusal', async () => {
-    for (const statement of ['COMMIT', 'rollback', '/* done */ END', 'ABORT', 'PREPARE TRANSACTION $$x$$', 'COMMIT AND CHAIN']) {
+    for (const statement of [
+      'COMMIT',
+      'rollback',
+      '/* done */ END',
+      'ABORT',
+      'PREPARE TRANSACTION $$x$$',
+      'COMMIT AND CHAIN',
+    ]) {
       const refusals: string[] = [];
       const run = await twice(db, store(), async (event) => {
         await markPaid(event);
         await event.transaction!.query(statement).catch((error: Error) => refusals.push(error.message));
         await event.transaction!.query(MARK_PAID[1], [event.developerTrackingId, 'after', process.pid]);
       });
-      expect({ statement, answers: run.answers, afterFirst: run.afterFirst, afterSecond: run.afterSecond }).toMatchObject({
+      expect({
+        statement,
+        answers: run.answers,
+        afterFirst: run.afterFirst,
+        afterSecond: run.afterSecond,
+      }).toMatchObject({
         statement,
         answers: [500, 200],
         afterFirst: untouched,
@@ -144,7 +174,9 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('on Pos
       await d.transaction(async (tx) => markPaidWithDrizzle(tx as unknown as ReturnType<typeof drizzlePg>, event));
       await d
         .transaction(async (tx) => {
-          await tx.insert(orderEvents).values({ orderId: event.developerTrackingId!, kind: 'undone', source: 'x', pid: 0 });
+          await tx
+            .insert(orderEvents)
+            .values({ orderId: event.developerTrackingId!, kind: 'undone', source: 'x', pid: 0 });
           tx.rollback();
         })
         .catch(() => undefined);
@@ -165,7 +197,10 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('on Pos
     expect(run.logs.some((l) => l.includes('the outcome’s transaction was ended while its handlers ran'))).toBe(true);
     // The payment is not done: the second attempt ran (its writes are the ones that count).
     expect(run.answers[1]).toBe(200);
-    await expect(store().getOutcome(run.order.paymentId)).resolves.toMatchObject({ handlers: 'succeeded', attempts: 2 });
+    await expect(store().getOutcome(run.order.paymentId)).resolves.toMatchObject({
+      handlers: 'succeeded',
+      attempts: 2,
+    });
   });
 
   it('a handler cannot release the transaction’s client', async () => {
@@ -179,54 +214,60 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('on Pos
   });
 });
 
-describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('on a database whose default isolation is serializable', () => {
-  const database = `nestjs_payments_serializable_${process.pid}`;
-  let admin: pg.Client;
-  let db: pg.Pool;
-  beforeAll(async () => {
-    admin = new pg.Client({ connectionString: POSTGRES_URL });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${database}`);
-    await admin.query(`CREATE DATABASE ${database}`);
-    await admin.query(`ALTER DATABASE ${database} SET default_transaction_isolation = 'serializable'`);
-    const url = new URL(POSTGRES_URL);
-    url.pathname = `/${database}`;
-    db = new pg.Pool({ connectionString: url.toString(), max: 6 });
-    await db.query(
-      `CREATE TABLE orders (id text PRIMARY KEY, amount text NOT NULL, status text NOT NULL DEFAULT 'pending', paid_runs integer NOT NULL DEFAULT 0);
+describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
+  'on a database whose default isolation is serializable',
+  () => {
+    const database = `nestjs_payments_serializable_${process.pid}`;
+    let admin: pg.Client;
+    let db: pg.Pool;
+    beforeAll(async () => {
+      admin = new pg.Client({ connectionString: POSTGRES_URL });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${database}`);
+      await admin.query(`CREATE DATABASE ${database}`);
+      await admin.query(`ALTER DATABASE ${database} SET default_transaction_isolation = 'serializable'`);
+      const url = new URL(POSTGRES_URL);
+      url.pathname = `/${database}`;
+      db = new pg.Pool({ connectionString: url.toString(), max: 6 });
+      await db.query(
+        `CREATE TABLE orders (id text PRIMARY KEY, amount text NOT NULL, status text NOT NULL DEFAULT 'pending', paid_runs integer NOT NULL DEFAULT 0);
        CREATE TABLE order_events (id serial PRIMARY KEY, order_id text NOT NULL, kind text NOT NULL, source text NOT NULL, pid integer NOT NULL)`,
-    );
-  });
-  afterAll(async () => {
-    await db?.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${database}`);
-    await admin.end();
-  });
+      );
+    });
+    afterAll(async () => {
+      await db?.end();
+      await admin.query(`DROP DATABASE IF EXISTS ${database}`);
+      await admin.end();
+    });
 
-  it('a handler slower than a third of the lease still commits: the transaction runs at read committed', async () => {
-    const { rows } = await db.query<{ level: string }>(`SELECT current_setting('default_transaction_isolation') AS level`);
-    expect(rows).toEqual([{ level: 'serializable' }]);
-    let level = '';
-    const app = await instance(
-      sandbox,
-      new PostgresPaymentsStore(db, { transactional: true }),
-      async (event) => {
-        await markPaid(event);
-        level = (await event.transaction!.query<{ transaction_isolation: string }>('SHOW transaction_isolation')).rows[0].transaction_isolation;
-        await settle(900); // the claim is renewed on another connection meanwhile, every 100 ms
-      },
-      300,
-    );
-    try {
-      const order = await paidOrder(sandbox, db, app.client);
-      expect(await order.deliver(app)).toEqual({ status: 200, body: { received: true } });
-      expect((await ordersState(db)).find((o) => o.id === order.orderId)).toMatchObject(paidOnce);
-      expect(level).toBe('read committed');
-    } finally {
-      await app.close();
-    }
-  });
-});
+    it('a handler slower than a third of the lease still commits: the transaction runs at read committed', async () => {
+      const { rows } = await db.query<{ level: string }>(
+        `SELECT current_setting('default_transaction_isolation') AS level`,
+      );
+      expect(rows).toEqual([{ level: 'serializable' }]);
+      let level = '';
+      const app = await instance(
+        sandbox,
+        new PostgresPaymentsStore(db, { transactional: true }),
+        async (event) => {
+          await markPaid(event);
+          level = (await event.transaction!.query<{ transaction_isolation: string }>('SHOW transaction_isolation'))
+            .rows[0].transaction_isolation;
+          await settle(900); // the claim is renewed on another connection meanwhile, every 100 ms
+        },
+        300,
+      );
+      try {
+        const order = await paidOrder(sandbox, db, app.client);
+        expect(await order.deliver(app)).toEqual({ status: 200, body: { received: true } });
+        expect((await ordersState(db)).find((o) => o.id === order.orderId)).toMatchObject(paidOnce);
+        expect(level).toBe('read committed');
+      } finally {
+        await app.close();
+      }
+    });
+  },
+);
 
 describe('on PGlite', () => {
   let db: PGlite;
@@ -244,7 +285,10 @@ describe('on PGlite', () => {
       await markPaid(event);
       let timer: NodeJS.Timeout | undefined;
       const blocked = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('blocked for 5 s'), 5000)));
-      const answer = await Promise.race([db.query(MARK_PAID[0], [event.developerTrackingId]).then(() => 'ran'), blocked])
+      const answer = await Promise.race([
+        db.query(MARK_PAID[0], [event.developerTrackingId]).then(() => 'ran'),
+        blocked,
+      ])
         .catch((e: Error) => e.message)
         .finally(() => clearTimeout(timer));
       failures.push(answer);

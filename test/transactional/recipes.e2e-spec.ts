@@ -67,13 +67,19 @@ async function exercise(db: Db, store: PaymentsStore, recipe: (event: PaymentCon
   });
   const state = async () => {
     const order = (await db.query('SELECT status FROM orders WHERE id = $1', [orderId])).rows[0] as { status: string };
-    const events = (await db.query('SELECT kind FROM order_events WHERE order_id = $1', [orderId])).rows as Array<{ kind: string }>;
+    const events = (await db.query('SELECT kind FROM order_events WHERE order_id = $1', [orderId])).rows as Array<{
+      kind: string;
+    }>;
     return { status: order.status, events: events.map((e) => e.kind) };
   };
   try {
     const { paymentId } = await client.generatePayment({ amount: '9900', developerTrackingId: orderId });
     await sandbox.completePayment(paymentId, { requireDelivery: false });
-    const delivery = { query: {}, body: { payment_id: paymentId }, pathToken: tokenOf(sandbox.getPayment(paymentId)!.webhook!) };
+    const delivery = {
+      query: {},
+      body: { payment_id: paymentId },
+      pathToken: tokenOf(sandbox.getPayment(paymentId)!.webhook!),
+    };
     const answers: number[] = [];
     const states: Array<{ status: string; events: string[] }> = [];
     for (let i = 0; i < 3; i++) {
@@ -98,7 +104,12 @@ const EXPECTED = {
 it('every recipe file is a block of docs/exactly-once.md, word for word', () => {
   const blocks = new Map(docSnippets('exactly-once', readFileSync(GUIDE, 'utf8')) as Array<[string, string]>);
   const files = readdirSync(RECIPES).sort();
-  expect(files).toEqual(['exactly-once-drizzle-nested.ts', 'exactly-once-drizzle-node-postgres.ts', 'exactly-once-drizzle-pglite.ts', 'exactly-once-pg.ts']);
+  expect(files).toEqual([
+    'exactly-once-drizzle-nested.ts',
+    'exactly-once-drizzle-node-postgres.ts',
+    'exactly-once-drizzle-pglite.ts',
+    'exactly-once-pg.ts',
+  ]);
   for (const file of files) expect(blocks.get(file)).toBe(readFileSync(path.join(RECIPES, file), 'utf8'));
 });
 
@@ -138,7 +149,11 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('on nod
 
   it('Drizzle’s own transaction in the handler: a savepoint, so a failed attempt leaves no write; the next writes once', async () => {
     const pool = schema.pool();
-    const run = await exercise(pool, new PostgresPaymentsStore(pool, { transactional: true }), markPaidInNestedTransaction);
+    const run = await exercise(
+      pool,
+      new PostgresPaymentsStore(pool, { transactional: true }),
+      markPaidInNestedTransaction,
+    );
     expect({ answers: run.answers, states: run.states }).toEqual(EXPECTED);
   });
 

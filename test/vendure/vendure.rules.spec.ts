@@ -1,7 +1,12 @@
 // The Vendure adapter's two rules, table-tested without Vendure: the exact money conversion and
 // what a verified payment does to its order.
 import { amountOwed, millimesToVendure, vendureToMillimes } from '../../lib/vendure/vendure.money.js';
-import { decideSettlement, orderCodeOf, trackingIdOf, type SettlementFacts } from '../../lib/vendure/vendure.decision.js';
+import {
+  decideSettlement,
+  orderCodeOf,
+  trackingIdOf,
+  type SettlementFacts,
+} from '../../lib/vendure/vendure.decision.js';
 
 describe('vendureToMillimes / millimesToVendure', () => {
   it.each([
@@ -45,7 +50,12 @@ describe('amountOwed', () => {
     ['no payment', 1500, [], 1500],
     ['a settled payment covers part', 1500, [{ amount: 1000, state: 'Settled' }], 500],
     ['an authorized payment covers too', 1500, [{ amount: 1500, state: 'Authorized' }], 0],
-    ['declined, error and cancelled cover nothing', 1500, ['Declined', 'Error', 'Cancelled'].map((state) => ({ amount: 1500, state })), 1500],
+    [
+      'declined, error and cancelled cover nothing',
+      1500,
+      ['Declined', 'Error', 'Cancelled'].map((state) => ({ amount: 1500, state })),
+      1500,
+    ],
     [
       'settled refunds uncover',
       1500,
@@ -73,13 +83,37 @@ describe('decideSettlement', () => {
     ['ArrangingPayment: added', {}, { kind: 'add', state: 'Settled' }],
     ['AddingItems: added (moved first)', { orderState: 'AddingItems' }, { kind: 'add', state: 'Settled' }],
     ['pre-authorization: added Authorized', { verified: 'Authorized' }, { kind: 'add', state: 'Authorized' }],
-    ['ArrangingAdditionalPayment of a placed order: added', { orderState: 'ArrangingAdditionalPayment', placed: true }, { kind: 'add', state: 'Settled' }],
-    ['already recorded (a retry): nothing', { orderState: 'PaymentSettled', placed: true, recorded: true }, { kind: 'nothing' }],
-    ['recorded, order shipped since: nothing', { orderState: 'Shipped', placed: true, recorded: true }, { kind: 'nothing' }],
-    ['cancelled order: reported', { orderState: 'Cancelled', placed: true }, { kind: 'report', reason: 'order-cancelled' }],
+    [
+      'ArrangingAdditionalPayment of a placed order: added',
+      { orderState: 'ArrangingAdditionalPayment', placed: true },
+      { kind: 'add', state: 'Settled' },
+    ],
+    [
+      'already recorded (a retry): nothing',
+      { orderState: 'PaymentSettled', placed: true, recorded: true },
+      { kind: 'nothing' },
+    ],
+    [
+      'recorded, order shipped since: nothing',
+      { orderState: 'Shipped', placed: true, recorded: true },
+      { kind: 'nothing' },
+    ],
+    [
+      'cancelled order: reported',
+      { orderState: 'Cancelled', placed: true },
+      { kind: 'report', reason: 'order-cancelled' },
+    ],
     ['cancelled before placing: reported', { orderState: 'Cancelled' }, { kind: 'report', reason: 'order-cancelled' }],
-    ['a second payment of a paid order: reported', { orderState: 'PaymentSettled', placed: true }, { kind: 'report', reason: 'order-already-paid' }],
-    ['a payment of a shipped order: reported', { orderState: 'Shipped', placed: true }, { kind: 'report', reason: 'order-already-paid' }],
+    [
+      'a second payment of a paid order: reported',
+      { orderState: 'PaymentSettled', placed: true },
+      { kind: 'report', reason: 'order-already-paid' },
+    ],
+    [
+      'a payment of a shipped order: reported',
+      { orderState: 'Shipped', placed: true },
+      { kind: 'report', reason: 'order-already-paid' },
+    ],
     ['an order being modified: reported', { orderState: 'Modifying' }, { kind: 'report', reason: 'order-not-payable' }],
     ['no such order: reported', { orderState: undefined }, { kind: 'report', reason: 'order-not-found' }],
   ])('%s', (_name, facts, action) => {

@@ -65,7 +65,9 @@ export function classify(error: unknown, deadlinePassed: boolean): Failure {
   const text = typeof code === 'string' ? code : '';
   const tooLarge = error instanceof Error && /maxContentLength|maxBodyLength/.test(error.message);
   return {
-    error: tooLarge ? 'answer larger than the 1 MiB limit' : text || (error instanceof Error ? error.message : 'unknown error'),
+    error: tooLarge
+      ? 'answer larger than the 1 MiB limit'
+      : text || (error instanceof Error ? error.message : 'unknown error'),
     timeout: deadlinePassed || TIMEOUTS.has(text),
     neverSent: NEVER_SENT.has(text),
     tooLarge,

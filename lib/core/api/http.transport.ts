@@ -1,6 +1,11 @@
 import http from 'node:http';
 import https from 'node:https';
-import axios, { type AxiosAdapter, type AxiosRequestHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
+import axios, {
+  type AxiosAdapter,
+  type AxiosRequestHeaders,
+  type AxiosResponse,
+  type InternalAxiosRequestConfig,
+} from 'axios';
 import { AttemptDeadline, classify } from './http.attempt.js';
 import { PaymentsConnectionError, type PaymentsOperation } from './payments.errors.js';
 import type { PaymentsLogger } from '../common/index.js';
@@ -61,7 +66,10 @@ export class HttpTransport {
    * The headers of each method, built once: axios copies them into each request's own, so they are
    * never mutated (for clarity, not speed: an object literal per call costs next to nothing).
    */
-  readonly #headers: { readonly GET: Readonly<Record<string, string>>; readonly POST: Readonly<Record<string, string>> };
+  readonly #headers: {
+    readonly GET: Readonly<Record<string, string>>;
+    readonly POST: Readonly<Record<string, string>>;
+  };
   /** Cuts the private key and the webhook secret, in every common encoding, out of every answer. */
   readonly #redactor: SecretRedactor;
   /** axios' Node http adapter, called with one prebuilt config per request (see the constructor). */
@@ -88,7 +96,12 @@ export class HttpTransport {
     };
     // The forms are built once per client; each answer then costs one scan (secret.redactor.ts).
     const { privateKey, publicKey, webhook } = options;
-    this.#redactor = new SecretRedactor({ privateKey, publicKey, webhookSecret: webhook?.secret, previousWebhookSecrets: webhook?.previousSecrets });
+    this.#redactor = new SecretRedactor({
+      privateKey,
+      publicKey,
+      webhookSecret: webhook?.secret,
+      previousWebhookSecrets: webhook?.previousSecrets,
+    });
     this.#maxRetries = options.maxRetries;
     this.#logger = options.logger;
     this.#timeoutMs = options.timeoutMs;
@@ -158,7 +171,11 @@ export class HttpTransport {
         response = await this.#adapter(config);
       } catch (error) {
         const failure = classify(error, deadline.aborted);
-        if (attempt <= this.#maxRetries && this.#retry.isRetryable(request.method, failure) && !this.#lifetime.signal.aborted) {
+        if (
+          attempt <= this.#maxRetries &&
+          this.#retry.isRetryable(request.method, failure) &&
+          !this.#lifetime.signal.aborted
+        ) {
           this.#logger.log(`${request.operation}: ${failure.error}, retrying (attempt ${attempt + 1})`);
           await this.#pause(this.#retry.backoff(attempt, this.#random));
           continue;
@@ -168,14 +185,22 @@ export class HttpTransport {
           code: failure.timeout ? 'TIMEOUT' : 'CONNECTION_FAILED',
           mayHaveBeenProcessed: request.method === 'POST' && !failure.neverSent,
           attempts: attempt,
-          reason: failure.timeout ? `no answer within ${this.#timeoutMs} ms` : this.#lifetime.signal.aborted ? 'the client was closed' : failure.error,
+          reason: failure.timeout
+            ? `no answer within ${this.#timeoutMs} ms`
+            : this.#lifetime.signal.aborted
+              ? 'the client was closed'
+              : failure.error,
         });
       } finally {
         deadline.clear();
       }
       const status = response.status;
       const waitSecs = retryAfterSecs(response.headers['retry-after'], this.#clock.now());
-      if (attempt <= this.#maxRetries && this.#retry.isRetryable(request.method, { status }) && !this.#lifetime.signal.aborted) {
+      if (
+        attempt <= this.#maxRetries &&
+        this.#retry.isRetryable(request.method, { status }) &&
+        !this.#lifetime.signal.aborted
+      ) {
         const wait = this.#retry.retryDelay(attempt, waitSecs, this.#random);
         if (wait !== undefined) {
           this.#logger.log(`${request.operation}: HTTP ${status}, retrying (attempt ${attempt + 1})`);
@@ -184,11 +209,17 @@ export class HttpTransport {
         }
         // The service asked for a longer wait than a call may take: answer now with what it asked
         // (a 429 becomes RATE_LIMITED with retryAfterSecs) rather than spend an attempt it refuses.
-        this.#logger.log(`${request.operation}: HTTP ${status} with Retry-After ${waitSecs} s: not retried within this call`);
+        this.#logger.log(
+          `${request.operation}: HTTP ${status} with Retry-After ${waitSecs} s: not retried within this call`,
+        );
       }
       // A service (or a proxy in front of it) echoing the request's headers must not put a secret into
       // an error, an excerpt, a verify answer's details or a log line: cut out here, parsed once.
-      const { body, json } = this.#redactor.answer(typeof response.data === 'string' ? response.data : String(response.data ?? ''), parseJson, status);
+      const { body, json } = this.#redactor.answer(
+        typeof response.data === 'string' ? response.data : String(response.data ?? ''),
+        parseJson,
+        status,
+      );
       const answer: RawResponse = { status, body, json };
       if (waitSecs !== undefined) answer.retryAfterSecs = waitSecs;
       return answer;
@@ -236,5 +267,7 @@ export class HttpTransport {
 
 /** Whether a proxy variable axios would honour (http_proxy, https_proxy, all_proxy; any case) is set. */
 function proxyConfigured(): boolean {
-  return ['http_proxy', 'https_proxy', 'all_proxy'].some((name) => Boolean(process.env[name] || process.env[name.toUpperCase()]));
+  return ['http_proxy', 'https_proxy', 'all_proxy'].some((name) =>
+    Boolean(process.env[name] || process.env[name.toUpperCase()]),
+  );
 }

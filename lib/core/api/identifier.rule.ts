@@ -30,6 +30,7 @@ export const pathSegmentId: ValueRule = (value) => {
   const id = value as string;
   if (/^\.+$/.test(id.trim())) return 'must not be only dots (a dot segment would change the request path)';
   if (/[/\\?#]/.test(id)) return 'must not contain "/", "\\", "?" or "#" (it would change the request path)';
-  if (/%[0-9a-f]{2}/i.test(id)) return 'must not contain percent-escapes such as %2e or %2f (a server may decode them into the path)';
+  if (/%[0-9a-f]{2}/i.test(id))
+    return 'must not contain percent-escapes such as %2e or %2f (a server may decode them into the path)';
   return undefined;
 };

@@ -10,7 +10,17 @@ export { normalizeMillimes } from './money.util.js';
 export { DEFAULT_PRE_AUTHORIZATION_FLAG, OPTION_DEFAULTED_FIELDS, ruleOf, serviceDefaultOf } from './payment.fields.js';
 export { checkPaymentInput, toPaymentWire } from './payment.input.js';
 export type { OptionDefaultedFieldName, PreAuthorizationFlag } from './payment.fields.js';
-export { boolean, httpUrl, identifier, integerBetween, matches, millimes, minLength, oneOf, positiveInteger } from './payment.rules.js';
+export {
+  boolean,
+  httpUrl,
+  identifier,
+  integerBetween,
+  matches,
+  millimes,
+  minLength,
+  oneOf,
+  positiveInteger,
+} from './payment.rules.js';
 export type { ValueRule } from './payment.rules.js';
 export { bounded, CheckoutDesk, checkoutKey, orderLedgerKey } from './payments.checkout.js';
 export type { CheckoutTicket } from './payments.checkout.js';

@@ -38,7 +38,8 @@ export function toMillimes(dinars: string | number): string {
  * @throws PaymentsValidationError for anything that is not a whole number of millimes
  */
 export function fromMillimes(millimes: string | number): string {
-  const text = typeof millimes === 'number' && Number.isSafeInteger(millimes) && millimes >= 0 ? String(millimes) : millimes;
+  const text =
+    typeof millimes === 'number' && Number.isSafeInteger(millimes) && millimes >= 0 ? String(millimes) : millimes;
   if (typeof text !== 'string' || !MILLIMES.test(text)) {
     throw invalid('millimes', 'must be a whole number of millimes (ASCII digits only)');
   }

@@ -63,7 +63,8 @@ type AnyPaymentField = { [T in PaymentFieldType]: PaymentField<T> }[PaymentField
 
 /** Split payments: a non-empty list of `{ merchantId, amount }` (at most 32). */
 const destinations: ValueRule = (value) => {
-  if (!Array.isArray(value) || value.length === 0 || value.length > 32) return 'must be a list of 1 to 32 { merchantId, amount } entries';
+  if (!Array.isArray(value) || value.length === 0 || value.length > 32)
+    return 'must be a list of 1 to 32 { merchantId, amount } entries';
   for (const [i, entry] of value.entries()) {
     if (!isJsonObject(entry)) return `entry ${i} must be an object { merchantId, amount }`;
     const unknown = Object.keys(entry).find((k) => k !== 'merchantId' && k !== 'amount');
@@ -75,7 +76,12 @@ const destinations: ValueRule = (value) => {
 };
 
 /** The rule and wire conversion of each kind (values that passed the rule; default: sent as they are). */
-const KINDS: { readonly [T in PaymentFieldType]: { readonly rule: ValueRule; readonly toWire?: (value: PaymentFieldTypes[T]) => unknown } } = {
+const KINDS: {
+  readonly [T in PaymentFieldType]: {
+    readonly rule: ValueRule;
+    readonly toWire?: (value: PaymentFieldTypes[T]) => unknown;
+  };
+} = {
   millimes: { rule: millimes, toWire: (value) => normalizeMillimes(value) },
   httpUrl: { rule: httpUrl },
   identifier: { rule: identifier },
@@ -120,7 +126,13 @@ const FIELDS = {
   /** Your own identifier of the order; echoed back, not checked by the service. */
   developerTrackingId: { wire: 'developer_tracking_id', type: 'identifier', required: false, fromOptions: false },
   /** Session timeout in seconds (service default: 1200). Defaults to the module's `sessionTimeoutSecs` option. */
-  sessionTimeoutSecs: { wire: 'session_timeout_secs', type: 'positiveInteger', required: false, fromOptions: true, serviceDefault: 1200 },
+  sessionTimeoutSecs: {
+    wire: 'session_timeout_secs',
+    type: 'positiveInteger',
+    required: false,
+    fromOptions: true,
+    serviceDefault: 1200,
+  },
   /** Whether card payments are accepted (service default: false). Defaults to the module's `acceptCard` option. */
   acceptCard: { wire: 'accept_card', type: 'boolean', required: false, fromOptions: true, serviceDefault: false },
   /** Image shown on the payment page (service default: the merchant portal's). Defaults to the module's `imageUrl` option. */
@@ -143,9 +155,13 @@ const FIELDS = {
 type Fields = typeof FIELDS;
 
 /** The fields whose module option may default them (`successLink`, `failLink`, ...). */
-export type OptionDefaultedFieldName = { [K in keyof Fields]: Fields[K]['fromOptions'] extends true ? K : never }[keyof Fields];
+export type OptionDefaultedFieldName = {
+  [K in keyof Fields]: Fields[K]['fromOptions'] extends true ? K : never;
+}[keyof Fields];
 
-type RequiredInputName = { [K in keyof Fields]: Fields[K] extends { required: true; fromOptions: false } ? K : never }[keyof Fields];
+type RequiredInputName = {
+  [K in keyof Fields]: Fields[K] extends { required: true; fromOptions: false } ? K : never;
+}[keyof Fields];
 
 // `keyof Fields` written out (not an alias) makes this mapped type homomorphic, and Pick, Omit and
 // Partial keep that: each property keeps its declaration in the table (once: the two parts of the
@@ -178,7 +194,9 @@ export const OPTION_DEFAULTED_FIELDS: readonly OptionDefaultedFieldName[] = FIEL
 );
 
 /** What the service assumes for a field that is not sent (e.g. a 1200 s session), as the table says. */
-export function serviceDefaultOf<K extends PaymentFieldName>(name: K): Fields[K] extends { serviceDefault: infer D } ? D : undefined {
+export function serviceDefaultOf<K extends PaymentFieldName>(
+  name: K,
+): Fields[K] extends { serviceDefault: infer D } ? D : undefined {
   const field: PaymentField = FIELDS[name];
   return field.serviceDefault as Fields[K] extends { serviceDefault: infer D } ? D : undefined;
 }

@@ -29,7 +29,10 @@ const REQUIRED_FIELDS: readonly PaymentFieldName[] = FIELD_NAMES.filter((name) =
  *   docs/performance.md)
  * @returns every problem, by field; empty when valid
  */
-export function checkPaymentInput(input: unknown, defaults?: Readonly<Partial<Record<PaymentFieldName, unknown>>>): PaymentsFieldError[] {
+export function checkPaymentInput(
+  input: unknown,
+  defaults?: Readonly<Partial<Record<PaymentFieldName, unknown>>>,
+): PaymentsFieldError[] {
   if (!isJsonObject(input)) return [{ field: 'input', messages: ['must be an object'] }];
   const errors: PaymentsFieldError[] = [];
   // Own keys only, checked with Object.hasOwn: `__proto__`, `constructor` and the like are unknown fields.
@@ -46,12 +49,18 @@ export function checkPaymentInput(input: unknown, defaults?: Readonly<Partial<Re
   for (const name of REQUIRED_FIELDS) {
     if (!isSet(input[name]) && !isSet(defaults?.[name])) {
       const field = PAYMENT_FIELDS[name];
-      errors.push({ field: name, messages: [field.fromOptions ? `is required (here or as the module's ${name} option)` : 'is required'] });
+      errors.push({
+        field: name,
+        messages: [field.fromOptions ? `is required (here or as the module's ${name} option)` : 'is required'],
+      });
     }
   }
   const list = input.destinations;
   if (errors.length === 0 && Array.isArray(list)) {
-    const total = (list as PaymentDestination[]).reduce((sum, d) => sum + BigInt(normalizeMillimes(d.amount) as string), 0n);
+    const total = (list as PaymentDestination[]).reduce(
+      (sum, d) => sum + BigInt(normalizeMillimes(d.amount) as string),
+      0n,
+    );
     if (total > BigInt(normalizeMillimes(input.amount) as string)) {
       errors.push({ field: 'destinations', messages: ['must not add up to more than amount'] });
     }

@@ -11,7 +11,13 @@ export const MAX_URL_LENGTH = 2048;
 /** Most digits of an amount in millimes: below 2^53, so every amount is also an exact JSON number. */
 export const MAX_AMOUNT_DIGITS = 15;
 
-const URL_OPTIONS = { protocols: ['http', 'https'], require_protocol: true, require_tld: false, require_host: true, allow_underscores: true };
+const URL_OPTIONS = {
+  protocols: ['http', 'https'],
+  require_protocol: true,
+  require_tld: false,
+  require_host: true,
+  allow_underscores: true,
+};
 
 /**
  * An absolute http(s) URL without credentials in it. Hosts without a TLD (`localhost`, a Docker
@@ -19,7 +25,8 @@ const URL_OPTIONS = { protocols: ['http', 'https'], require_protocol: true, requ
  * Bearer header with Basic auth built from it, and it would show wherever the URL is printed.
  */
 export const httpUrl: ValueRule = (value) => {
-  if (typeof value !== 'string' || value.length > MAX_URL_LENGTH || !isURL(value, URL_OPTIONS)) return 'is not an absolute http(s) URL';
+  if (typeof value !== 'string' || value.length > MAX_URL_LENGTH || !isURL(value, URL_OPTIONS))
+    return 'is not an absolute http(s) URL';
   const url = new URL(value);
   if (url.username !== '' || url.password !== '') return 'must not contain a user name or password (user:pass@host)';
   return undefined;
@@ -32,7 +39,9 @@ export const millimes: ValueRule = (value) => {
   if (normalized !== undefined) return normalized.length <= MAX_AMOUNT_DIGITS ? undefined : tooLong;
   // A whole number beyond 2^53 - 1 is not exact any more: it is too long, not dinars.
   if (typeof value === 'number' && Number.isInteger(value) && value > 0) return tooLong;
-  const looksLikeDinars = (typeof value === 'number' && Number.isFinite(value) && value > 0) || (typeof value === 'string' && /^[0-9]+\.[0-9]+$/.test(value));
+  const looksLikeDinars =
+    (typeof value === 'number' && Number.isFinite(value) && value > 0) ||
+    (typeof value === 'string' && /^[0-9]+\.[0-9]+$/.test(value));
   if (looksLikeDinars) return `looks like dinars: amounts are whole millimes, e.g. toMillimes('${String(value)}')`;
   return 'must be a positive whole number of millimes: ASCII digits like "12500" or a positive safe integer';
 };
@@ -48,7 +57,9 @@ export const boolean: ValueRule = (value) => (typeof value === 'boolean' ? undef
 export const integerBetween =
   (min: number, max: number): ValueRule =>
   (value) =>
-    typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max ? undefined : `must be an integer from ${min} to ${max}`;
+    typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max
+      ? undefined
+      : `must be an integer from ${min} to ${max}`;
 
 /** One of the listed strings. */
 export const oneOf =
@@ -71,4 +82,6 @@ export const matches =
 export const minLength =
   (length: number): ValueRule =>
   (value) =>
-    typeof value === 'string' && value.length >= length ? undefined : `must be a string of at least ${length} characters`;
+    typeof value === 'string' && value.length >= length
+      ? undefined
+      : `must be a string of at least ${length} characters`;

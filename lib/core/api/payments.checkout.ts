@@ -42,13 +42,23 @@ export type CheckoutPlan = { kind: 'reuse'; checkout: OrderCheckout } | { kind: 
  * @param request what is asked now
  * @param nowMs the current epoch time in ms
  */
-export function planCheckout(found: OrderCheckout | undefined, request: Pick<CheckoutRequest, 'amount' | 'fingerprint'>, nowMs: number): CheckoutPlan {
+export function planCheckout(
+  found: OrderCheckout | undefined,
+  request: Pick<CheckoutRequest, 'amount' | 'fingerprint'>,
+  nowMs: number,
+): CheckoutPlan {
   if (!found) return { kind: 'open', superseded: [] };
   const earlier = found.superseded ?? [];
   const endsAt = Date.parse(found.sessionEndsAt);
   if (!(endsAt - nowMs >= CHECKOUT_RULES.reuseMarginMs)) return { kind: 'open', superseded: earlier };
   if (found.amount !== request.amount || found.fingerprint !== request.fingerprint) {
-    return { kind: 'open', superseded: [found.paymentId, ...earlier.filter((p) => p !== found.paymentId)].slice(0, CHECKOUT_RULES.maxSuperseded) };
+    return {
+      kind: 'open',
+      superseded: [found.paymentId, ...earlier.filter((p) => p !== found.paymentId)].slice(
+        0,
+        CHECKOUT_RULES.maxSuperseded,
+      ),
+    };
   }
   return { kind: 'reuse', checkout: found };
 }
@@ -91,16 +101,22 @@ export class CheckoutDesk {
    * The order's open payment to answer, or a ticket to record the new one with (`undefined` when
    * the request has no order, or reuse is off).
    */
-  async begin(request: CheckoutRequest | undefined): Promise<{ reuse: GeneratedPayment } | { ticket: CheckoutTicket | undefined }> {
+  async begin(
+    request: CheckoutRequest | undefined,
+  ): Promise<{ reuse: GeneratedPayment } | { ticket: CheckoutTicket | undefined }> {
     const ledger = this.ledger;
     if (!request || !ledger || !this.settings.enabled) return { ticket: undefined };
     const lockKey = `checkout:${request.orderKey}`;
     const owner = randomUUID();
-    const lock = await bounded(this.claims.claim(lockKey, owner, this.settings.leaseMs), this.clock).catch((error: unknown) => {
-      this.logger.warn(`generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`);
-      void this.claims.release(lockKey, owner).catch(() => undefined);
-      return undefined;
-    });
+    const lock = await bounded(this.claims.claim(lockKey, owner, this.settings.leaseMs), this.clock).catch(
+      (error: unknown) => {
+        this.logger.warn(
+          `generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`,
+        );
+        void this.claims.release(lockKey, owner).catch(() => undefined);
+        return undefined;
+      },
+    );
     if (lock === undefined) return { ticket: undefined };
     const release = () => void this.claims.release(lockKey, owner).catch(() => undefined);
     let found: OrderCheckout | undefined;
@@ -108,12 +124,18 @@ export class CheckoutDesk {
       found = await bounded(ledger.findCheckout(request.orderKey), this.clock);
       // Another call is opening this order's payment right now (a double click): wait for it.
       const before = found?.paymentId;
-      for (let waited = 0; lock === 'busy' && waited < CHECKOUT_RULES.waitMs && found?.paymentId === before; waited += CHECKOUT_RULES.pollMs) {
+      for (
+        let waited = 0;
+        lock === 'busy' && waited < CHECKOUT_RULES.waitMs && found?.paymentId === before;
+        waited += CHECKOUT_RULES.pollMs
+      ) {
         await sleep(this.clock, CHECKOUT_RULES.pollMs);
         found = await bounded(ledger.findCheckout(request.orderKey), this.clock);
       }
     } catch (error) {
-      this.logger.warn(`generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`);
+      this.logger.warn(
+        `generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`,
+      );
       if (lock === 'claimed') release();
       return { ticket: undefined };
     }
@@ -122,7 +144,9 @@ export class CheckoutDesk {
       if (lock === 'claimed') release();
       const { paymentId, link } = plan.checkout;
       const tracking = request.developerTrackingId;
-      return { reuse: tracking === undefined ? { paymentId, link } : { paymentId, link, developerTrackingId: tracking } };
+      return {
+        reuse: tracking === undefined ? { paymentId, link } : { paymentId, link, developerTrackingId: tracking },
+      };
     }
     const free = () => (lock === 'claimed' ? this.claims.release(lockKey, owner) : Promise.resolve());
     return {
@@ -147,7 +171,11 @@ export class CheckoutDesk {
 }
 
 /** The order key of a request: its idempotency key, else its tracking id, else none. */
-export function checkoutKey(idempotencyKey: string | undefined, trackingId: string | undefined, registration?: string): string | undefined {
+export function checkoutKey(
+  idempotencyKey: string | undefined,
+  trackingId: string | undefined,
+  registration?: string,
+): string | undefined {
   // Each merchant account (registration) has its own orders: another account's open payment is
   // another service's, and its link would be no payment at this one.
   const account = registration === undefined ? '' : `${registration}/`;

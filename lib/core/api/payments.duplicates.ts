@@ -10,12 +10,21 @@ import type { PaymentRefund } from './payments.types.js';
  * A store that is slow or down costs nothing here (the refund has happened; the record is for people).
  * @returns the payment that settled the order, when the refunded one was a duplicate
  */
-export async function noteDuplicateRefund(store: PaymentsStore, refund: PaymentRefund, recordTtlMs: number, clock: Clock): Promise<string | undefined> {
+export async function noteDuplicateRefund(
+  store: PaymentsStore,
+  refund: PaymentRefund,
+  recordTtlMs: number,
+  clock: Clock,
+): Promise<string | undefined> {
   const record = await bounded(store.getOutcome(refund.paymentId), clock).catch(() => undefined);
   if (record?.outcome !== 'duplicate') return undefined;
   if (record.refund === undefined) {
     const { refundId, amount, status, refundedAt } = refund;
-    const noted = { ...record, refund: { refundId, amount, status, refundedAt }, updatedAt: new Date(clock.now()).toISOString() };
+    const noted = {
+      ...record,
+      refund: { refundId, amount, status, refundedAt },
+      updatedAt: new Date(clock.now()).toISOString(),
+    };
     await bounded(store.saveOutcome(noted, recordTtlMs), clock).catch(() => undefined);
   }
   return record.settledBy;

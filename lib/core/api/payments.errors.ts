@@ -29,7 +29,8 @@ export type PaymentsErrorCode =
   | 'STORE_UNAVAILABLE';
 
 /** The operations of the service, as named in error messages and in `error.operation`. */
-export type PaymentsOperation = 'generatePayment' | 'verifyPayment' | 'capturePayment' | 'refundPayment' | 'cancelPayment' | 'listBindings';
+export type PaymentsOperation =
+  'generatePayment' | 'verifyPayment' | 'capturePayment' | 'refundPayment' | 'cancelPayment' | 'listBindings';
 
 /** Base class of every error thrown by nestjs-payments. */
 export class PaymentsError extends Error {
@@ -118,7 +119,9 @@ export class PaymentsApiError extends PaymentsError {
    * @param details status, operation and message of the answer
    */
   constructor(code: string, details: PaymentsApiErrorDetails) {
-    const what = details.serviceMessage ?? (details.bodyExcerpt !== undefined ? `unexpected body: ${JSON.stringify(details.bodyExcerpt)}` : 'no message');
+    const what =
+      details.serviceMessage ??
+      (details.bodyExcerpt !== undefined ? `unexpected body: ${JSON.stringify(details.bodyExcerpt)}` : 'no message');
     super(`${details.operation} failed (HTTP ${details.httpStatus}, ${code}): ${what}`, code);
     this.operation = details.operation;
     this.httpStatus = details.httpStatus;
@@ -195,7 +198,8 @@ export class PaymentsAuthenticationError extends PaymentsApiError {
   /** @param details status, operation and message of the answer */
   constructor(details: PaymentsApiErrorDetails) {
     super('AUTHENTICATION_FAILED', details);
-    this.message += ' (check publicKey/privateKey, and that baseUrl is the environment, sandbox or live, the keys were issued for)';
+    this.message +=
+      ' (check publicKey/privateKey, and that baseUrl is the environment, sandbox or live, the keys were issued for)';
   }
 }
 
@@ -272,7 +276,10 @@ export class PaymentsConnectionError extends PaymentsError {
     const tail = details.mayHaveBeenProcessed
       ? 'the request may have been processed by the service; check before repeating it'
       : 'the request was not processed';
-    super(`${details.operation} failed after ${details.attempts} attempt(s) (${details.code}: ${details.reason}); ${tail}`, details.code);
+    super(
+      `${details.operation} failed after ${details.attempts} attempt(s) (${details.code}: ${details.reason}); ${tail}`,
+      details.code,
+    );
     this.operation = details.operation;
     this.mayHaveBeenProcessed = details.mayHaveBeenProcessed;
     this.attempts = details.attempts;

@@ -48,7 +48,10 @@ export class PaymentRecorder {
     this.#inFlight.add(task);
     void task.finally(() => this.#inFlight.delete(task));
     let timer: ClockTimer | undefined;
-    await Promise.race([task, new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, RECORDER_WAITS.answerWithinMs)))]);
+    await Promise.race([
+      task,
+      new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, RECORDER_WAITS.answerWithinMs))),
+    ]);
     this.clock.clearTimeout(timer);
   }
 

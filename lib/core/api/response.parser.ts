@@ -53,10 +53,15 @@ const CODE_ERRORS: Record<string, new (d: PaymentsApiErrorDetails) => PaymentsAp
  * always an authentication error; a known service code gets its class; otherwise the code is the
  * service's, or derived from the status.
  */
-export function apiError(statuses: number[], serviceCode: string | undefined, details: PaymentsApiErrorDetails): PaymentsApiError {
+export function apiError(
+  statuses: number[],
+  serviceCode: string | undefined,
+  details: PaymentsApiErrorDetails,
+): PaymentsApiError {
   if (statuses.some((s) => s === 401 || s === 403)) return new PaymentsAuthenticationError(details);
   // The status decides: a 429 whose body carried the service's own code is still a rate limit.
-  if (statuses.includes(429) || serviceCode === 'RATE_LIMITED') return new PaymentsRateLimitedError(details, serviceCode);
+  if (statuses.includes(429) || serviceCode === 'RATE_LIMITED')
+    return new PaymentsRateLimitedError(details, serviceCode);
   if (serviceCode !== undefined) {
     const Known = CODE_ERRORS[serviceCode];
     return Known ? new Known(details) : new PaymentsApiError(serviceCode, details);
@@ -84,17 +89,26 @@ export function apiError(statuses: number[], serviceCode: string | undefined, de
  *
  * @param isSuccess tells whether a parsed object is the operation's success shape
  */
-export function interpretResponse(operation: PaymentsOperation, response: RawResponse, isSuccess: (json: JsonObject) => boolean): JsonObject {
+export function interpretResponse(
+  operation: PaymentsOperation,
+  response: RawResponse,
+  isSuccess: (json: JsonObject) => boolean,
+): JsonObject {
   const { status } = response;
   const json = response.json !== undefined ? response.json : parseJson(response.body);
   // The success shape first: it is the common case, and needs none of the error details below.
   if (status >= 200 && status < 300 && isJsonObject(json) && !isErrorShape(json) && isSuccess(json)) return json;
-  const base = { operation, httpStatus: status, ...(response.retryAfterSecs !== undefined ? { retryAfterSecs: response.retryAfterSecs } : {}) };
+  const base = {
+    operation,
+    httpStatus: status,
+    ...(response.retryAfterSecs !== undefined ? { retryAfterSecs: response.retryAfterSecs } : {}),
+  };
 
   if (!isJsonObject(json)) throw apiError([status], undefined, { ...base, bodyExcerpt: excerpt(response.body) });
 
   // Flat shape (refund, cancel, capture): {status: "error", message, code}
-  if (json.status === 'error') throw apiError([status], message(json.code) ?? 'API_ERROR', { ...base, serviceMessage: message(json.message) });
+  if (json.status === 'error')
+    throw apiError([status], message(json.code) ?? 'API_ERROR', { ...base, serviceMessage: message(json.message) });
 
   // Nested shape (generate, bindings, verify): {result: {status: 400, message}}, or verify's {success: false}
   if (isErrorShape(json)) {
@@ -102,7 +116,10 @@ export function interpretResponse(operation: PaymentsOperation, response: RawRes
     const nestedStatus = typeof nested.status === 'number' ? nested.status : status;
     const details = { ...base, serviceMessage: message(nested.message) ?? message(json.message) };
     const invalidClient = operation === 'listBindings' && /client_id/i.test(details.serviceMessage ?? '');
-    throw apiError([status, nestedStatus], invalidClient ? 'INVALID_CLIENT_ID' : undefined, { ...details, httpStatus: status });
+    throw apiError([status, nestedStatus], invalidClient ? 'INVALID_CLIENT_ID' : undefined, {
+      ...details,
+      httpStatus: status,
+    });
   }
 
   throw apiError([status], undefined, { ...base, bodyExcerpt: excerpt(response.body) });

@@ -50,7 +50,11 @@ export function backoff(attempt: number, random: () => number = Math.random): nu
  * @param retryAfter seconds the service asked to wait, if it said
  * @param random the jitter's source (see {@link backoff})
  */
-export function retryDelay(attempt: number, retryAfter?: number, random: () => number = Math.random): number | undefined {
+export function retryDelay(
+  attempt: number,
+  retryAfter?: number,
+  random: () => number = Math.random,
+): number | undefined {
   const askedMs = (retryAfter ?? 0) * 1000;
   if (askedMs > MAX_RETRY_WAIT_MS) return undefined;
   return Math.max(backoff(attempt, random), askedMs);

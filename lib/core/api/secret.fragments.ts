@@ -27,7 +27,8 @@ const OUTGOING = (() => {
   return p;
 })();
 
-const hexValue = (c: number): number => (c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1);
+const hexValue = (c: number): number =>
+  c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
 const isSpace = (c: number): boolean => c === 32 || c === 9 || c === 10 || c === 13 || c === 12;
 
 // A read is packed into one small integer, so the hot loop allocates nothing: the characters it

@@ -69,7 +69,9 @@ export class SecretRedactor {
     const forms = new Set<string>();
     for (const secret of [privateKey, webhookSecret, ...previousWebhookSecrets])
       if (secret !== undefined && secret.length >= MIN_SECRET_LENGTH) addForms(forms, secret);
-    this.#fragments = new FragmentIndex(fragmentSourcesOf(privateKey, publicKey, [webhookSecret, ...previousWebhookSecrets]));
+    this.#fragments = new FragmentIndex(
+      fragmentSourcesOf(privateKey, publicKey, [webhookSecret, ...previousWebhookSecrets]),
+    );
     if (publicKey !== undefined && privateKey.length >= MIN_SECRET_LENGTH) {
       for (const encoded of base64Forms(Buffer.from(`${publicKey}:${privateKey}`))) addEncoded(forms, encoded);
     }
@@ -85,7 +87,9 @@ export class SecretRedactor {
 
   /** Whether a text holds a form of a secret, or (unless `runs` is false) a run of 8 of its characters. */
   has(text: string, runs = true): boolean {
-    return (this.#probe !== undefined && this.#probe.test(text)) || (runs && this.#fragments.spans(text, true).length > 0);
+    return (
+      (this.#probe !== undefined && this.#probe.test(text)) || (runs && this.#fragments.spans(text, true).length > 0)
+    );
   }
 
   /** A text with every form of every secret, and (unless `runs` is false) every run of 8 of its characters, replaced. */
@@ -124,7 +128,12 @@ export class SecretRedactor {
         // defineProperty: a key named `__proto__` stays an own key, as JSON.parse made it.
         for (const [k, inner] of Object.entries(v)) {
           const innerFree = free || isFreeText(k);
-          Object.defineProperty(out, clean(k, innerFree), { value: walk(inner, innerFree), enumerable: true, writable: true, configurable: true });
+          Object.defineProperty(out, clean(k, innerFree), {
+            value: walk(inner, innerFree),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
         }
         return out;
       }
@@ -154,7 +163,8 @@ export class SecretRedactor {
     const json = parse(raw);
     // Without a form or a run in the text and without an escape that could spell one (`\/` is
     // decoded), the parsed strings hold no secret either: nothing to walk or copy.
-    if (!this.has(raw) && (json === undefined || !ESCAPE.test(raw))) return json === undefined ? { body: raw } : { body: raw, json };
+    if (!this.has(raw) && (json === undefined || !ESCAPE.test(raw)))
+      return json === undefined ? { body: raw } : { body: raw, json };
     if (json === undefined) return { body: this.text(raw) };
     const success = status >= 200 && status < 300;
     const { value, changed } = this.json(json, success ? 'free text' : true);
@@ -163,7 +173,16 @@ export class SecretRedactor {
 }
 
 /** Keys whose values are free text in an answer: where an echo lands, and no value the plugin reads. */
-const FREE_TEXT_KEYS = new Set(['details', 'message', 'messages', 'error', 'errors', 'description', 'detail', 'reason']);
+const FREE_TEXT_KEYS = new Set([
+  'details',
+  'message',
+  'messages',
+  'error',
+  'errors',
+  'description',
+  'detail',
+  'reason',
+]);
 
 /** Whether the value of a key of an answer is free text (see {@link SecretRedactor.answer}). */
 function isFreeText(key: string): boolean {
@@ -175,9 +194,14 @@ function isFreeText(key: string): boolean {
  * value `public:private` from its colon on (its public key alone is no secret), each in the
  * encodings of {@link fragmentSources}. Secrets shorter than a run have none.
  */
-function fragmentSourcesOf(privateKey: string, publicKey: string | undefined, webhookSecrets: ReadonlyArray<string | undefined>): string[] {
+function fragmentSourcesOf(
+  privateKey: string,
+  publicKey: string | undefined,
+  webhookSecrets: ReadonlyArray<string | undefined>,
+): string[] {
   const sources: string[] = [];
-  for (const secret of [privateKey, ...webhookSecrets]) if (secret !== undefined && secret.length >= FRAGMENT) sources.push(...fragmentSources(secret));
+  for (const secret of [privateKey, ...webhookSecrets])
+    if (secret !== undefined && secret.length >= FRAGMENT) sources.push(...fragmentSources(secret));
   if (publicKey !== undefined && privateKey.length > 0) {
     const authorization = `${publicKey}:${privateKey}`;
     // Runs that hold the colon and at least one character of the private key.

@@ -1,6 +1,13 @@
 import { isJsonObject, type JsonObject } from './json.util.js';
 import { httpUrl, identifier, MAX_URL_LENGTH } from './payment.rules.js';
-import type { CardBinding, GeneratedPayment, PaymentCancellation, PaymentCapture, PaymentRefund, VerifiedPayment } from './payments.types.js';
+import type {
+  CardBinding,
+  GeneratedPayment,
+  PaymentCancellation,
+  PaymentCapture,
+  PaymentRefund,
+  VerifiedPayment,
+} from './payments.types.js';
 
 // Re-exported: the client reads answers with the same helpers.
 export { isJsonObject, type JsonObject } from './json.util.js';
@@ -76,7 +83,8 @@ export function fromGeneratePaymentWire(result: JsonObject): GeneratedPayment | 
  * status or the amount is missing or malformed, or the tracking id or the type is malformed.
  */
 export function fromVerifyWire(paymentId: string, result: JsonObject): VerifiedPayment | undefined {
-  const status = typeof result.status === 'string' && result.status !== '' && result.status.length <= 64 ? result.status : undefined;
+  const status =
+    typeof result.status === 'string' && result.status !== '' && result.status.length <= 64 ? result.status : undefined;
   const amount =
     typeof result.amount === 'number' && Number.isSafeInteger(result.amount) && result.amount >= 0
       ? String(result.amount)
@@ -86,7 +94,8 @@ export function fromVerifyWire(paymentId: string, result: JsonObject): VerifiedP
   const tracking = optionalId(result.developer_tracking_id);
   const type = optionalId(result.type);
   const named = optionalId(result.payment_id);
-  if (status === undefined || amount === undefined || tracking === false || type === false || named === false) return undefined;
+  if (status === undefined || amount === undefined || tracking === false || type === false || named === false)
+    return undefined;
   const verified: VerifiedPayment = { paymentId, status, amount };
   // Kept as sent: an answer about another payment must be told apart (settlement.decision.ts).
   if (named !== undefined) verified.answeredPaymentId = named;

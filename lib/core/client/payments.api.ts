@@ -1,5 +1,11 @@
 import type { SharedClock } from '../time/index.js';
-import { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent, type PaymentEventName } from '../settlement/index.js';
+import {
+  PaymentCancelledEvent,
+  PaymentCapturedEvent,
+  PaymentEvents,
+  PaymentRefundedEvent,
+  type PaymentEventName,
+} from '../settlement/index.js';
 import { PAYMENTS_DEFAULTS, type ResolvedPaymentsOptions } from './payments.options.js';
 import type { PaymentBinding, PaymentsStore } from '../store/index.js';
 import type { TelemetryHooks } from '../telemetry/index.js';
@@ -49,7 +55,10 @@ const MAX_DATE_MS = 8.64e15;
 /** Where the operations' own events go (capture, refund, cancellation): the settlement runner's emit. */
 export interface OperationEvents {
   /** Emits an event; handler failures are logged, never thrown (the service has already acted). */
-  emitOperation(name: PaymentEventName, event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent): Promise<void>;
+  emitOperation(
+    name: PaymentEventName,
+    event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent,
+  ): Promise<void>;
 }
 
 /**
@@ -80,7 +89,12 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     private readonly telemetry: TelemetryHooks,
     private readonly clock: SharedClock,
   ) {
-    this.#checkouts = new CheckoutDesk(store, { enabled: options.orders.reuseOpenPayment, leaseMs: options.timeoutMs * 3 }, options.logger, clock);
+    this.#checkouts = new CheckoutDesk(
+      store,
+      { enabled: options.orders.reuseOpenPayment, leaseMs: options.timeoutMs * 3 },
+      options.logger,
+      clock,
+    );
     this.#recorder = new PaymentRecorder(options.logger, clock);
   }
 
@@ -107,8 +121,11 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     if (idempotencyKey !== undefined) checkId(idempotencyKey, 'idempotencyKey', 'generatePayment');
     // One payment per checkout: the order's open payment answers a repeated request (payments.checkout.ts).
     const orderKey = checkoutKey(idempotencyKey, trackingId, this.options.name);
-    const fingerprint = orderKey === undefined ? '' : JSON.stringify(toPaymentWire(own, this.options.preAuthorizationFlag, defaults));
-    const desk = await this.#checkouts.begin(orderKey === undefined ? undefined : { orderKey, amount, fingerprint, developerTrackingId: trackingId });
+    const fingerprint =
+      orderKey === undefined ? '' : JSON.stringify(toPaymentWire(own, this.options.preAuthorizationFlag, defaults));
+    const desk = await this.#checkouts.begin(
+      orderKey === undefined ? undefined : { orderKey, amount, fingerprint, developerTrackingId: trackingId },
+    );
     if ('reuse' in desk) return desk.reuse;
     try {
       return await this.#create(own, amount, trackingId, desk.ticket);
@@ -118,10 +135,23 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     }
   }
 
-  async #create(own: GeneratePaymentInput, amount: string, trackingId: string | undefined, ticket: CheckoutTicket | undefined): Promise<GeneratedPayment> {
+  async #create(
+    own: GeneratePaymentInput,
+    amount: string,
+    trackingId: string | undefined,
+    ticket: CheckoutTicket | undefined,
+  ): Promise<GeneratedPayment> {
     const defaults = this.options.defaults;
-    const issued = !isSet(own.webhook) && this.signer ? this.signer.issue(amount, trackingId, this.options.webhook.tokenTtlMs) : undefined;
-    const fallback = issued ? { ...defaults, webhook: WebhookTokenSigner.urlWithToken(this.options.webhook.publicUrl as string, issued.token) } : defaults;
+    const issued =
+      !isSet(own.webhook) && this.signer
+        ? this.signer.issue(amount, trackingId, this.options.webhook.tokenTtlMs)
+        : undefined;
+    const fallback = issued
+      ? {
+          ...defaults,
+          webhook: WebhookTokenSigner.urlWithToken(this.options.webhook.publicUrl as string, issued.token),
+        }
+      : defaults;
 
     // A created payment is one with an id and a link and no error shape, with or without
     // `result.success` (two documented answers lack it): refusing it would orphan a real payment.
@@ -134,12 +164,18 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
       isGenerated,
     );
     const payment = fromGeneratePaymentWire(json.result as JsonObject);
-    if (!payment) throw unexpected('generatePayment', 'the payment id or the link is missing or malformed, or the tracking id is malformed');
+    if (!payment)
+      throw unexpected(
+        'generatePayment',
+        'the payment id or the link is missing or malformed, or the tracking id is malformed',
+      );
 
     await bounded(this.clock.sync(), this.clock).catch(() => undefined);
     const createdAt = this.clock.now();
     const offset = this.clock.offsetMs;
-    const sessionSecs = (isSet(own.sessionTimeoutSecs) ? own.sessionTimeoutSecs : defaults.sessionTimeoutSecs) ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
+    const sessionSecs =
+      (isSet(own.sessionTimeoutSecs) ? own.sessionTimeoutSecs : defaults.sessionTimeoutSecs) ??
+      PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
     // Any positive safe integer is a valid session length; beyond the last date a Date can hold
     // (year 275760) toISOString() would throw after the payment was created, orphaning it.
     const at = (ms: number) => Math.min(ms, MAX_DATE_MS);
@@ -158,7 +194,8 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
         if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
         // Late: a path that found it pending meanwhile may have queued it in the pending lane; kept.
         const late_ = late ? await lateEntry(this.store, binding, this.clock, offset) : undefined;
-        if (!late || late_) await this.store.schedulePending(late_?.entry ?? { ...binding, checks: 0 }, dueAt + (late_?.shift ?? 0));
+        if (!late || late_)
+          await this.store.schedulePending(late_?.entry ?? { ...binding, checks: 0 }, dueAt + (late_?.shift ?? 0));
         await checkout?.();
       },
       dueAt,
@@ -169,9 +206,20 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   /** @inheritdoc */
   async verifyPayment(paymentId: string): Promise<VerifiedPayment> {
     checkId(paymentId, 'paymentId', 'verifyPayment');
-    const json = await this.#call('verifyPayment', 'GET', SERVICE_PATHS.verify + encodeURIComponent(paymentId), undefined, undefined, isVerified);
+    const json = await this.#call(
+      'verifyPayment',
+      'GET',
+      SERVICE_PATHS.verify + encodeURIComponent(paymentId),
+      undefined,
+      undefined,
+      isVerified,
+    );
     const verified = fromVerifyWire(paymentId, json.result as JsonObject);
-    if (!verified) throw unexpected('verifyPayment', 'the status or the amount is missing or malformed, or the tracking id or the type is malformed');
+    if (!verified)
+      throw unexpected(
+        'verifyPayment',
+        'the status or the amount is missing or malformed, or the tracking id or the type is malformed',
+      );
     return verified;
   }
 
@@ -181,7 +229,8 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const body: JsonObject = { payment_id: paymentId };
     if (options?.amount !== undefined && options.amount !== null) {
       const problem = millimes(options.amount);
-      if (problem) throw new PaymentsValidationError([{ field: 'amount', messages: [problem] }], 'capturePayment input');
+      if (problem)
+        throw new PaymentsValidationError([{ field: 'amount', messages: [problem] }], 'capturePayment input');
       body.amount = normalizeMillimes(options.amount);
     }
     const json = await this.#call(
@@ -196,7 +245,13 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     if (!capture) throw unexpected('capturePayment', 'no status, or a malformed payment id');
     await this.events.emitOperation(
       PaymentEvents.CAPTURED,
-      new PaymentCapturedEvent(capture.paymentId, capture.amount, capture.capturedAt, capture.status, this.options.name),
+      new PaymentCapturedEvent(
+        capture.paymentId,
+        capture.amount,
+        capture.capturedAt,
+        capture.status,
+        this.options.name,
+      ),
     );
     return capture;
   }
@@ -208,13 +263,28 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
    */
   async refundPayment(paymentId: string, duplicateOf?: string): Promise<PaymentRefund> {
     checkId(paymentId, 'paymentId', 'refundPayment');
-    const json = await this.#call('refundPayment', 'POST', SERVICE_PATHS.refund, { payment_id: paymentId }, undefined, isFlatSuccess);
+    const json = await this.#call(
+      'refundPayment',
+      'POST',
+      SERVICE_PATHS.refund,
+      { payment_id: paymentId },
+      undefined,
+      isFlatSuccess,
+    );
     const refund = fromRefundWire(json.result as JsonObject);
     if (!refund) throw unexpected('refundPayment', 'no refund id, or the payment id is missing or malformed');
-    const settledBy = duplicateOf ?? (await noteDuplicateRefund(this.store, refund, this.options.outcomeRecordTtlMs, this.clock));
+    const settledBy =
+      duplicateOf ?? (await noteDuplicateRefund(this.store, refund, this.options.outcomeRecordTtlMs, this.clock));
     await this.events.emitOperation(
       PaymentEvents.REFUNDED,
-      new PaymentRefundedEvent(refund.paymentId, refund.refundId, refund.amount, refund.refundedAt, this.options.name, settledBy),
+      new PaymentRefundedEvent(
+        refund.paymentId,
+        refund.refundId,
+        refund.amount,
+        refund.refundedAt,
+        this.options.name,
+        settledBy,
+      ),
     );
     return refund;
   }
@@ -222,10 +292,20 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   /** @inheritdoc */
   async cancelPayment(paymentId: string): Promise<PaymentCancellation> {
     checkId(paymentId, 'paymentId', 'cancelPayment');
-    const json = await this.#call('cancelPayment', 'POST', SERVICE_PATHS.cancel, { payment_id: paymentId }, undefined, isFlatSuccess);
+    const json = await this.#call(
+      'cancelPayment',
+      'POST',
+      SERVICE_PATHS.cancel,
+      { payment_id: paymentId },
+      undefined,
+      isFlatSuccess,
+    );
     const cancellation = fromCancellationWire(json.result as JsonObject);
     if (!cancellation) throw unexpected('cancelPayment', 'the payment id is missing or malformed');
-    await this.events.emitOperation(PaymentEvents.CANCELLED, new PaymentCancelledEvent(cancellation.paymentId, cancellation.cancelledAt, this.options.name));
+    await this.events.emitOperation(
+      PaymentEvents.CANCELLED,
+      new PaymentCancelledEvent(cancellation.paymentId, cancellation.cancelledAt, this.options.name),
+    );
     return cancellation;
   }
 
@@ -253,7 +333,12 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     query: Record<string, string> | undefined,
     isSuccess: (json: JsonObject) => boolean,
   ): Promise<JsonObject> {
-    if (!this.telemetry.active) return interpretResponse(operation, await this.transport.send({ operation, method, path, body, query }), isSuccess);
+    if (!this.telemetry.active)
+      return interpretResponse(
+        operation,
+        await this.transport.send({ operation, method, path, body, query }),
+        isSuccess,
+      );
     // Traced: a CLIENT span and the call's metrics (telemetry.otel.ts); the payment id stays out of the template.
     const template = path.startsWith(SERVICE_PATHS.verify) ? `${SERVICE_PATHS.verify}{payment_id}` : path;
     return this.telemetry.call(operation, method, template, async (stats) => {
@@ -289,5 +374,9 @@ function isFlatSuccess(json: JsonObject): boolean {
 }
 
 function unexpected(operation: PaymentsOperation, what: string): PaymentsApiError {
-  return new PaymentsApiError('INVALID_RESPONSE', { operation, httpStatus: 200, bodyExcerpt: `success answer without the expected fields: ${what}` });
+  return new PaymentsApiError('INVALID_RESPONSE', {
+    operation,
+    httpStatus: 200,
+    bodyExcerpt: `success answer without the expected fields: ${what}`,
+  });
 }

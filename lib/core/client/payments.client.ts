@@ -112,9 +112,19 @@ export class PaymentsClient implements PaymentsOperations {
         : undefined;
     // Due times and record ages are shared with the other instances: read on the store's clock.
     const shared = new SharedClock(resolved.clock, this.store.now ? () => this.store.now!() : undefined);
-    const rechecks = new PendingRechecks(this.store, shared, resolved.reconciliation.graceSecs, (inMs) => this.#reconciliation.wakeIn(inMs), resolved.logger);
+    const rechecks = new PendingRechecks(
+      this.store,
+      shared,
+      resolved.reconciliation.graceSecs,
+      (inMs) => this.#reconciliation.wakeIn(inMs),
+      resolved.logger,
+    );
     this.#telemetry = resolved.telemetry.enabled
-      ? new PaymentsTelemetry(resolved.telemetry, { registration: resolved.name, baseUrl: resolved.baseUrl, store: this.store })
+      ? new PaymentsTelemetry(resolved.telemetry, {
+          registration: resolved.name,
+          baseUrl: resolved.baseUrl,
+          store: this.store,
+        })
       : NO_TELEMETRY;
     const verify = (paymentId: string) => this.#api.verifyPayment(paymentId);
     const ttls = { doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs };
@@ -145,13 +155,27 @@ export class PaymentsClient implements PaymentsOperations {
       this.store,
       verify,
       resolved.logger,
-      new VerifyBudget(SETTLEMENT_WAITS.verifyIntervalMs, () => resolved.clock.now(), resolved.webhook.unsignedIntervalSecs * 1000),
+      new VerifyBudget(
+        SETTLEMENT_WAITS.verifyIntervalMs,
+        () => resolved.clock.now(),
+        resolved.webhook.unsignedIntervalSecs * 1000,
+      ),
     );
     // Telemetry wraps the runner from outside: every path settles through the wrapper.
-    const settlements = resolved.telemetry.enabled ? new TracedSettlements(this.#runner, this.#telemetry) : this.#runner;
+    const settlements = resolved.telemetry.enabled
+      ? new TracedSettlements(this.#runner, this.#telemetry)
+      : this.#runner;
     this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry, shared);
     this.#returnCheck = new PaymentReconciler(this.store, settlements, verify, resolved.logger, shared, this.#orders);
-    this.webhooks = new WebhookProcessor(resolved.webhook, signer, this.store, settlements, resolved.logger, this.#telemetry, resolved.clock);
+    this.webhooks = new WebhookProcessor(
+      resolved.webhook,
+      signer,
+      this.store,
+      settlements,
+      resolved.logger,
+      this.#telemetry,
+      resolved.clock,
+    );
     this.#reconciliation = new ReconciliationScheduler(
       resolved.reconciliation,
       Math.max(resolved.webhook.leaseMs * 2, 60_000),

@@ -1,4 +1,9 @@
-import { serviceDefaultOf, type OptionDefaultedFieldName, type PreAuthorizationFlag, type GeneratePaymentInput } from '../api/index.js';
+import {
+  serviceDefaultOf,
+  type OptionDefaultedFieldName,
+  type PreAuthorizationFlag,
+  type GeneratePaymentInput,
+} from '../api/index.js';
 import type { PaymentsReconciliationOptions } from '../settlement/index.js';
 import type { PaymentsLogger } from '../common/index.js';
 import type { PaymentsStore } from '../store/index.js';
@@ -207,7 +212,14 @@ export const PAYMENTS_DEFAULTS = {
   /** `webhook.unsignedIntervalSecs`. */
   unsignedIntervalSecs: 30,
   /** `reconciliation.*`. */
-  reconciliation: { enabled: true, intervalSecs: 60, graceSecs: 60, maxChecks: 10, batchSize: 20, horizonDays: 7 } as Required<PaymentsReconciliationOptions>,
+  reconciliation: {
+    enabled: true,
+    intervalSecs: 60,
+    graceSecs: 60,
+    maxChecks: 10,
+    batchSize: 20,
+    horizonDays: 7,
+  } as Required<PaymentsReconciliationOptions>,
   /** `outcomeRecordTtlSecs` (30 days). */
   outcomeRecordTtlSecs: 30 * 24 * 3600,
   /** The service's own default session, when a payment sets none (docs/service-facts.md §4; the field table's `serviceDefault`). */

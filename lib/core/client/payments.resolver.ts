@@ -17,7 +17,12 @@ import { defaultPaymentsLogger } from '../common/index.js';
 import { STORE_METHODS, isPaymentsStore } from '../store/index.js';
 import { telemetrySettings } from '../telemetry/index.js';
 import { SYSTEM_CLOCK } from '../time/index.js';
-import { PAYMENTS_DEFAULTS, type PaymentFieldDefaults, type PaymentsOptions, type ResolvedPaymentsOptions } from './payments.options.js';
+import {
+  PAYMENTS_DEFAULTS,
+  type PaymentFieldDefaults,
+  type PaymentsOptions,
+  type ResolvedPaymentsOptions,
+} from './payments.options.js';
 
 /*
  * Options checked and resolved once, when a client is made: every problem named, defaults filled in.
@@ -46,9 +51,11 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
     if (problem) bad(field, problem);
   };
 
-  if (typeof o.publicKey !== 'string' || o.publicKey.trim() === '') bad('publicKey', 'is required (a non-empty string)');
+  if (typeof o.publicKey !== 'string' || o.publicKey.trim() === '')
+    bad('publicKey', 'is required (a non-empty string)');
   else if (/[\s:]/.test(o.publicKey)) bad('publicKey', 'must not contain spaces or colons');
-  if (typeof o.privateKey !== 'string' || o.privateKey.trim() === '') bad('privateKey', 'is required (a non-empty string)');
+  if (typeof o.privateKey !== 'string' || o.privateKey.trim() === '')
+    bad('privateKey', 'is required (a non-empty string)');
   else if (/[\r\n]/.test(o.privateKey)) bad('privateKey', 'must not contain line breaks');
   if (o.baseUrl === undefined) bad('baseUrl', 'is required (an absolute http(s) URL)');
   check('baseUrl', o.baseUrl, httpUrl);
@@ -57,17 +64,23 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
   check('timeoutMs', o.timeoutMs, positiveInteger);
   check('maxRetries', o.maxRetries, retries);
   if (o.store !== undefined && !isPaymentsStore(o.store))
-    bad('store', `must implement PaymentsStore (${STORE_METHODS.join(', ')}, rateLimits); extend BasicPaymentsStore for a custom one`);
+    bad(
+      'store',
+      `must implement PaymentsStore (${STORE_METHODS.join(', ')}, rateLimits); extend BasicPaymentsStore for a custom one`,
+    );
   check('preAuthorizationFlag', o.preAuthorizationFlag, preAuthorizationFlag);
   check('outcomeRecordTtlSecs', o.outcomeRecordTtlSecs, positiveInteger);
   const clock = o.clock as Partial<Record<'now' | 'setTimeout' | 'clearTimeout', unknown>> | null | undefined;
   if (
     clock !== undefined &&
-    (typeof clock !== 'object' || clock === null || ['now', 'setTimeout', 'clearTimeout'].some((m) => typeof clock[m as 'now'] !== 'function'))
+    (typeof clock !== 'object' ||
+      clock === null ||
+      ['now', 'setTimeout', 'clearTimeout'].some((m) => typeof clock[m as 'now'] !== 'function'))
   )
     bad('clock', 'must have now(), setTimeout() and clearTimeout() (a Clock)');
   const t = o.telemetry;
-  if (t !== undefined && typeof t !== 'boolean' && (typeof t !== 'object' || t === null)) bad('telemetry', 'must be a boolean or an object');
+  if (t !== undefined && typeof t !== 'boolean' && (typeof t !== 'object' || t === null))
+    bad('telemetry', 'must be a boolean or an object');
   else if (typeof t === 'object') check('telemetry.backlogIntervalSecs', t.backlogIntervalSecs, positiveInteger);
   check('name', o.name, registrationName);
 
@@ -75,11 +88,16 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
   check('webhook.path', w.path, webhookPath);
   check('webhook.publicUrl', w.publicUrl, httpUrl);
   check('webhook.secret', w.secret, webhookSecret);
-  if (w.previousSecrets !== undefined && !Array.isArray(w.previousSecrets)) bad('webhook.previousSecrets', 'must be a list of secrets');
-  else (w.previousSecrets ?? []).forEach((previous, i) => check(`webhook.previousSecrets[${i}]`, previous, webhookSecret));
-  if (w.previousSecrets?.length && w.secret === undefined) bad('webhook.secret', 'is required when webhook.previousSecrets is set');
-  if (w.publicUrl !== undefined && w.secret === undefined) bad('webhook.secret', 'is required when webhook.publicUrl is set');
-  if (w.secret !== undefined && w.publicUrl === undefined) bad('webhook.publicUrl', 'is required when webhook.secret is set');
+  if (w.previousSecrets !== undefined && !Array.isArray(w.previousSecrets))
+    bad('webhook.previousSecrets', 'must be a list of secrets');
+  else
+    (w.previousSecrets ?? []).forEach((previous, i) => check(`webhook.previousSecrets[${i}]`, previous, webhookSecret));
+  if (w.previousSecrets?.length && w.secret === undefined)
+    bad('webhook.secret', 'is required when webhook.previousSecrets is set');
+  if (w.publicUrl !== undefined && w.secret === undefined)
+    bad('webhook.secret', 'is required when webhook.publicUrl is set');
+  if (w.secret !== undefined && w.publicUrl === undefined)
+    bad('webhook.publicUrl', 'is required when webhook.secret is set');
   check('webhook.acceptUnsigned', w.acceptUnsigned, boolean);
   for (const field of ['maxBodyBytes', 'tokenTtlSecs', 'leaseMs', 'doneTtlSecs', 'unsignedIntervalSecs'] as const)
     check(`webhook.${field}`, w[field], positiveInteger);
@@ -94,7 +112,8 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
 
   const opts = o as PaymentsOptions;
   const defaults: Partial<PaymentFieldDefaults> = {};
-  for (const name of OPTION_DEFAULTED_FIELDS) if (opts[name] !== undefined) Object.assign(defaults, { [name]: opts[name] });
+  for (const name of OPTION_DEFAULTED_FIELDS)
+    if (opts[name] !== undefined) Object.assign(defaults, { [name]: opts[name] });
   return {
     publicKey: opts.publicKey,
     privateKey: opts.privateKey,

@@ -27,7 +27,10 @@ export type OutcomeDispatcher = (name: PaymentEventName, event: PaymentOutcomeEv
  * `payment.cancelled`), emitted after the service did it; a rejection is logged, never thrown to
  * the operation's caller.
  */
-export type OperationDispatcher = (name: PaymentEventName, event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent) => Promise<void>;
+export type OperationDispatcher = (
+  name: PaymentEventName,
+  event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent,
+) => Promise<void>;
 
 /** A dispatcher of every event, outcomes and operations alike (what the Express router and the Nest event bridge register). */
 export type EventDispatcher = (name: PaymentEventName, event: PaymentEvent) => Promise<void>;
@@ -42,7 +45,9 @@ type OutcomeEventClass = new (
 ) => PaymentOutcomeEvent;
 
 /** The payload class of each outcome whose handlers run. */
-export const OUTCOME_EVENT_CLASSES: Readonly<Record<'confirmed' | 'failed' | 'expired' | 'authorized', OutcomeEventClass>> = {
+export const OUTCOME_EVENT_CLASSES: Readonly<
+  Record<'confirmed' | 'failed' | 'expired' | 'authorized', OutcomeEventClass>
+> = {
   confirmed: PaymentConfirmedEvent,
   failed: PaymentFailedEvent,
   expired: PaymentExpiredEvent,
@@ -67,7 +72,11 @@ export type AnyEventHandler = { handle(event: PaymentEvent): unknown }['handle']
 export async function runAllHandlers(handlers: readonly AnyEventHandler[], event: PaymentEvent): Promise<void> {
   const results = await Promise.allSettled(handlers.map(async (handler) => handler(event)));
   const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
-  if (failures.length > 0) throw new AggregateError(failures, `${failures.length} of ${handlers.length} ${event.constructor.name} handler(s) failed`);
+  if (failures.length > 0)
+    throw new AggregateError(
+      failures,
+      `${failures.length} of ${handlers.length} ${event.constructor.name} handler(s) failed`,
+    );
 }
 
 /** How {@link dispatcherOf} finds and waits for the handlers. */
@@ -86,13 +95,17 @@ export interface HandlerTableOptions {
  * @param handlersOf the handlers registered for an event name
  * @param options waiting for the registration, and the hint of the missing-handler error
  */
-export function dispatcherOf(handlersOf: (name: PaymentEventName) => readonly AnyEventHandler[], options: HandlerTableOptions = {}): EventDispatcher {
+export function dispatcherOf(
+  handlersOf: (name: PaymentEventName) => readonly AnyEventHandler[],
+  options: HandlerTableOptions = {},
+): EventDispatcher {
   return async (name, event) => {
     // An outcome settled before the front end registered its handlers must not find "no handler"
     // only because they are not registered yet.
     await options.ready?.();
     const handlers = handlersOf(name);
-    if (handlers.length === 0 && name === PaymentEvents.CONFIRMED) throw new Error(`no ${PaymentEvents.CONFIRMED} handler is registered${options.hint ?? ''}`);
+    if (handlers.length === 0 && name === PaymentEvents.CONFIRMED)
+      throw new Error(`no ${PaymentEvents.CONFIRMED} handler is registered${options.hint ?? ''}`);
     await runAllHandlers(handlers, event);
   };
 }
@@ -129,7 +142,10 @@ export class OutcomeHandlers {
   }
 
   /** Runs an operation's handlers (none set: nothing runs). */
-  async tell(name: PaymentEventName, event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent): Promise<void> {
+  async tell(
+    name: PaymentEventName,
+    event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent,
+  ): Promise<void> {
     await this.#operations?.(name, event);
   }
 }

@@ -1,4 +1,10 @@
-import type { DuplicateRefund, OrderSettlement, OutcomeSource, PaymentOutcome, PaymentsTransaction } from '../store/index.js';
+import type {
+  DuplicateRefund,
+  OrderSettlement,
+  OutcomeSource,
+  PaymentOutcome,
+  PaymentsTransaction,
+} from '../store/index.js';
 import type { VerifiedPayment } from '../api/index.js';
 
 /** A side effect to run once an outcome is committed (see {@link PaymentOutcomeEvent.afterCommit}). */
@@ -212,7 +218,12 @@ export class PaymentDuplicateEvent extends PaymentOutcomeEvent {
 
   /** @inheritdoc */
   override toJSON(): Record<string, unknown> {
-    return { ...super.toJSON(), settledBy: { ...this.settledBy }, refund: this.refund && { ...this.refund }, refundError: this.refundError };
+    return {
+      ...super.toJSON(),
+      settledBy: { ...this.settledBy },
+      refund: this.refund && { ...this.refund },
+      refundError: this.refundError,
+    };
   }
 }
 

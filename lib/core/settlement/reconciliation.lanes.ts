@@ -32,7 +32,8 @@ export function nextCheckAt(
   now: number,
   options: Pick<Required<PaymentsReconciliationOptions>, 'intervalSecs' | 'maxChecks' | 'horizonDays'>,
 ): number | undefined {
-  if (entry.checks + 1 < options.maxChecks) return now + Math.min(HOUR_MS, options.intervalSecs * 1000 * 2 ** entry.checks);
+  if (entry.checks + 1 < options.maxChecks)
+    return now + Math.min(HOUR_MS, options.intervalSecs * 1000 * 2 ** entry.checks);
   const created = Date.parse(entry.createdAt);
   // An entry without a readable generation time is dated from this check: never given up early.
   const born = Number.isFinite(created) ? created : now;
@@ -42,7 +43,10 @@ export function nextCheckAt(
 }
 
 /** Whether the fast lane is over for an entry after this check (it is in the slow lane, or given up). */
-export function pastFastLane(entry: Pick<PendingPayment, 'checks'>, options: Pick<Required<PaymentsReconciliationOptions>, 'maxChecks'>): boolean {
+export function pastFastLane(
+  entry: Pick<PendingPayment, 'checks'>,
+  options: Pick<Required<PaymentsReconciliationOptions>, 'maxChecks'>,
+): boolean {
   return entry.checks + 1 >= options.maxChecks;
 }
 
@@ -51,7 +55,10 @@ export function pastFastLane(entry: Pick<PendingPayment, 'checks'>, options: Pic
  * slow lane (`lastError` starting with {@link OVERDUE_MARK}) or given up ({@link ABANDONED_MARK}).
  */
 export function isOverdueRecord(record: Pick<OutcomeRecord, 'outcome' | 'lastError'>): boolean {
-  return record.outcome === 'pending' && (record.lastError?.startsWith(OVERDUE_MARK) === true || record.lastError?.startsWith(ABANDONED_MARK) === true);
+  return (
+    record.outcome === 'pending' &&
+    (record.lastError?.startsWith(OVERDUE_MARK) === true || record.lastError?.startsWith(ABANDONED_MARK) === true)
+  );
 }
 
 /** Pages read at most by {@link countOverdueOutcomes}: a health check must stay cheap. */

@@ -79,7 +79,11 @@ export class ReconciliationScheduler {
   /** Starts the periodic runs (when enabled). The timer does not keep the process alive. */
   start(): void {
     if (!this.options.enabled || this.stopTimer) return;
-    this.stopTimer = every(this.clock, this.options.intervalSecs * 1000, () => void this.runOnce().catch(() => undefined));
+    this.stopTimer = every(
+      this.clock,
+      this.options.intervalSecs * 1000,
+      () => void this.runOnce().catch(() => undefined),
+    );
   }
 
   /** Runs a pass in `inMs` (a pending-lane check is due then). Only while started. */
@@ -127,7 +131,12 @@ export class ReconciliationScheduler {
     await this.complete?.catch(() => undefined);
   }
 
-  private async pass(at: number | undefined, noteDue: (count: number) => void, leadMs: number, handling: Array<Promise<void>>): Promise<ReconciliationRun> {
+  private async pass(
+    at: number | undefined,
+    noteDue: (count: number) => void,
+    leadMs: number,
+    handling: Array<Promise<void>>,
+  ): Promise<ReconciliationRun> {
     await this.clock.sync();
     // A pass woken for a lane check takes what is due a little ahead: the entry's due time was
     // written on a clock whose offset to this one is only known to within a round trip.
@@ -164,15 +173,20 @@ export class ReconciliationScheduler {
         // and give back what this pass took, due when the service said, no check counted.
         this.pausedUntil = now + waitSecs * 1000;
         const rest = due.slice(index);
-        this.logger.warn(`reconciliation: the service rate-limits verify; pausing ${waitSecs} s, ${rest.length} payment(s) put back`);
+        this.logger.warn(
+          `reconciliation: the service rate-limits verify; pausing ${waitSecs} s, ${rest.length} payment(s) put back`,
+        );
         for (const back of rest) {
           try {
             // One in the pending lane wakes this sweep when the pause ends (not at its next tick).
-            if (back.rechecks !== undefined) await this.rechecks.schedule(back, { dueAt: this.pausedUntil, rechecks: back.rechecks });
+            if (back.rechecks !== undefined)
+              await this.rechecks.schedule(back, { dueAt: this.pausedUntil, rechecks: back.rechecks });
             else await this.store.schedulePending(back, this.pausedUntil);
           } catch (error) {
             // The taken lease brings it back on its own.
-            this.logger.error(`reconciliation: store unreachable while putting back ${back.paymentId}: ${describe(error)}`);
+            this.logger.error(
+              `reconciliation: store unreachable while putting back ${back.paymentId}: ${describe(error)}`,
+            );
           }
         }
         // The same object, so that the counts of the handlers still running land in it.
@@ -201,7 +215,8 @@ export class ReconciliationScheduler {
       case 'order-duplicate':
         // The outcome is known and recorded: nothing left to check (a second charge of a paid order: once handled).
         run.checked++;
-        if (result.kind === 'order-duplicate' && result.error !== undefined) return this.reschedule(entry, now, { kind: 'known', last: result.error });
+        if (result.kind === 'order-duplicate' && result.error !== undefined)
+          return this.reschedule(entry, now, { kind: 'known', last: result.error });
         run.settled++;
         return this.store.removePending(entry.paymentId);
       case 'duplicate':
@@ -221,7 +236,10 @@ export class ReconciliationScheduler {
         run.checked++;
         // In the pending lane: its next check within seconds, no check of the session's lanes counted.
         if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
-        return this.reschedule(entry, now, { kind: 'unknown', last: `the service answers ${result.verification.status}` });
+        return this.reschedule(entry, now, {
+          kind: 'unknown',
+          last: `the service answers ${result.verification.status}`,
+        });
       case 'verify-failed':
         run.checked++;
         // A failed check in the pending lane keeps it there: the lane is short and bounded anyway.
@@ -233,7 +251,10 @@ export class ReconciliationScheduler {
       case 'foreign':
         // Not expected with the plugin's own binding; whatever it is, the outcome is not known.
         run.checked++;
-        return this.reschedule(entry, now, { kind: 'unknown', last: `the service's answer names another payment (${result.problems.join('; ')})` });
+        return this.reschedule(entry, now, {
+          kind: 'unknown',
+          last: `the service's answer names another payment (${result.problems.join('; ')})`,
+        });
       case 'handlers-failed':
         // The outcome is known and recorded with its failure; only the handlers are run again
         // (soon while in the pending lane, then on the session's lanes).

@@ -4,7 +4,13 @@ import type { ClaimOutcome, OutcomeFinish, OutcomeSource, PaymentsStore } from '
 import type { OutcomeExpectation } from './settlement.decision.js';
 import { finishAttempt, finishOf, type AttemptRecord } from './settlement.commit.js';
 import { renewWhileHandling } from './settlement.lease.js';
-import { outcomeKey, type SettleObserver, type SettleRequest, type SettleResult, type TokenLookup } from './settlement.request.js';
+import {
+  outcomeKey,
+  type SettleObserver,
+  type SettleRequest,
+  type SettleResult,
+  type TokenLookup,
+} from './settlement.request.js';
 import type { VerifiedPayment } from '../api/index.js';
 import type { Clock } from '../time/index.js';
 import type { OutcomeHandlers } from './outcome.handlers.js';
@@ -53,7 +59,9 @@ export interface OrderScreenPort {
 }
 
 /** What claiming a payment found: the claim, and what to expect of the payment once it is held. */
-export type Claimed = { kind: 'foreign' } | { kind: 'held'; claim: ClaimOutcome; expected?: OutcomeExpectation; unbound?: TokenLookup['unbound'] };
+export type Claimed =
+  | { kind: 'foreign' }
+  | { kind: 'held'; claim: ClaimOutcome; expected?: OutcomeExpectation; unbound?: TokenLookup['unbound'] };
 
 const UNOBSERVED: SettleObserver = { handlers: (_name, run) => run() };
 
@@ -120,14 +128,22 @@ export class Attempt {
     const { store, options } = this.deps;
     const { token, key, owner, paymentId } = this;
     try {
-      const found = token ? await store.findBindingAndClaim(token.id, paymentId, key, owner, options.leaseMs) : undefined;
+      const found = token
+        ? await store.findBindingAndClaim(token.id, paymentId, key, owner, options.leaseMs)
+        : undefined;
       const binding = found?.binding;
       if (binding && binding.paymentId !== paymentId) return { kind: 'foreign' };
       if (binding && found.claim) {
-        return { kind: 'held', claim: found.claim, expected: { amount: binding.amount, developerTrackingId: binding.developerTrackingId, origin: 'binding' } };
+        return {
+          kind: 'held',
+          claim: found.claim,
+          expected: { amount: binding.amount, developerTrackingId: binding.developerTrackingId, origin: 'binding' },
+        };
       }
       const claim = await store.claim(key, owner, options.leaseMs);
-      return token ? { kind: 'held', claim, expected: token.unbound.expected, unbound: token.unbound } : { kind: 'held', claim, expected: this.expected };
+      return token
+        ? { kind: 'held', claim, expected: token.unbound.expected, unbound: token.unbound }
+        : { kind: 'held', claim, expected: this.expected };
     } catch (error) {
       this.abandonClaim();
       throw error;
@@ -180,7 +196,12 @@ export class Attempt {
    */
   finish(claim: 'done' | 'release', record: Omit<AttemptRecord, 'source'>): Promise<boolean> {
     const { store, options, logger } = this.deps;
-    return finishAttempt(store, options, logger, finishOf(options, this.key, this.owner, claim, { ...record, source: this.source }));
+    return finishAttempt(
+      store,
+      options,
+      logger,
+      finishOf(options, this.key, this.owner, claim, { ...record, source: this.source }),
+    );
   }
 
   /** The attempt's end as the store writes it, for a commit that writes it itself. */

@@ -44,7 +44,11 @@ export const CLOSED: BreakerState = Object.freeze({ failures: 0, openUntil: 0 })
  * through; open refuses until `openUntil`, then lets ONE probe through and stays open for another
  * `cooldownMs` (so concurrent callers do not all probe). Pure.
  */
-export function breakerAdmit(state: BreakerState, now: number, cooldownMs: number): { allowed: boolean; state: BreakerState } {
+export function breakerAdmit(
+  state: BreakerState,
+  now: number,
+  cooldownMs: number,
+): { allowed: boolean; state: BreakerState } {
   if (state.openUntil === 0) return { allowed: true, state };
   if (now < state.openUntil) return { allowed: false, state };
   return { allowed: true, state: { failures: state.failures, openUntil: now + cooldownMs } };
@@ -104,9 +108,18 @@ export class VerifyBudget {
   /** Before claiming a payment for a verify: undefined when it may be verified now, else why not. */
   admit(paymentId: string, source: OutcomeSource): Deferral | undefined {
     const now = this.clock();
-    const remembered = [this.#recent.get(paymentId), this.#recent.get(`${source}:${paymentId}`)].find((r) => r !== undefined && r.until > now);
-    if (remembered && remembered.until > now) return { pending: remembered.pending, retryAfterSecs: secs(remembered.until - now), error: remembered.error };
-    if (now < this.#pausedUntil) return { pending: false, retryAfterSecs: secs(this.#pausedUntil - now), error: this.#pauseError, rateLimited: true };
+    const remembered = [this.#recent.get(paymentId), this.#recent.get(`${source}:${paymentId}`)].find(
+      (r) => r !== undefined && r.until > now,
+    );
+    if (remembered && remembered.until > now)
+      return { pending: remembered.pending, retryAfterSecs: secs(remembered.until - now), error: remembered.error };
+    if (now < this.#pausedUntil)
+      return {
+        pending: false,
+        retryAfterSecs: secs(this.#pausedUntil - now),
+        error: this.#pauseError,
+        rateLimited: true,
+      };
     const { allowed, state } = breakerAdmit(this.#breaker, now, this.intervalMs);
     this.#breaker = state;
     if (!allowed) return { pending: false, retryAfterSecs: secs(state.openUntil - now), error: this.#breakerError };
@@ -121,7 +134,8 @@ export class VerifyBudget {
       this.#recent.delete(paymentId);
       // A return's PENDING is remembered in the outcome record, which every instance reads before
       // verifying (settlement.reconciler.ts); a webhook's here. The sweep has its own schedule.
-      if (decision.kind === 'pending' && source === 'webhook') this.#recent.set(`webhook:${paymentId}`, { until: now + this.webhookPendingMs, pending: true });
+      if (decision.kind === 'pending' && source === 'webhook')
+        this.#recent.set(`webhook:${paymentId}`, { until: now + this.webhookPendingMs, pending: true });
       else for (const path of SOURCES) this.#recent.delete(`${path}:${paymentId}`);
       return;
     }
@@ -133,7 +147,8 @@ export class VerifyBudget {
       return;
     }
     // Only a service that gave no usable answer counts against the breaker (a 404 is an answer).
-    const down = error instanceof PaymentsConnectionError || (error instanceof PaymentsApiError && error.httpStatus >= 500);
+    const down =
+      error instanceof PaymentsConnectionError || (error instanceof PaymentsApiError && error.httpStatus >= 500);
     this.#breaker = breakerAfter(this.#breaker, !down, now, this.intervalMs);
     if (this.#breaker.openUntil > 0) this.#breakerError = error;
     this.#recent.set(paymentId, { until: now + this.intervalMs, pending: false, error });

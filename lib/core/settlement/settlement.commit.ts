@@ -85,12 +85,20 @@ export async function finishAttempt(
     // The lease ran out while the handlers ran (renewals fail while the store is away). When no
     // other attempt took the claim meanwhile, nothing ran concurrently: take it back and mark it
     // done, or the next delivery would run the handlers a second time.
-    if ((await store.claim(key, owner, options.leaseMs)) === 'claimed' && (await store.markDone(key, owner, finish.doneTtlMs))) return true;
-    logger.warn(`the claim on ${record.paymentId} was taken by another attempt when its handlers ended (its lease expired)`);
+    if (
+      (await store.claim(key, owner, options.leaseMs)) === 'claimed' &&
+      (await store.markDone(key, owner, finish.doneTtlMs))
+    )
+      return true;
+    logger.warn(
+      `the claim on ${record.paymentId} was taken by another attempt when its handlers ended (its lease expired)`,
+    );
     return false;
   } catch (error) {
     const what = claim === 'done' ? `mark ${record.paymentId} done` : `release ${key}`;
-    logger.error(`could not ${what} and record its outcome (${record.outcome}, handlers ${record.handlers}): ${describe(error)}`);
+    logger.error(
+      `could not ${what} and record its outcome (${record.outcome}, handlers ${record.handlers}): ${describe(error)}`,
+    );
     return false;
   }
 }
@@ -127,13 +135,25 @@ interface HandlerScope {
 }
 
 // Runs `work` in a transaction of a transactional store (its end commits with it), else as it is.
-function inScope(store: PaymentsStore, options: { leaseMs: number }, logger: PaymentsLogger, work: (scope: HandlerScope) => Promise<void>): Promise<void> {
+function inScope(
+  store: PaymentsStore,
+  options: { leaseMs: number },
+  logger: PaymentsLogger,
+  work: (scope: HandlerScope) => Promise<void>,
+): Promise<void> {
   if (isTransactional(store)) {
     return store.runInTransaction((tx) =>
-      work({ transaction: tx.transaction, holdsDatabase: tx.holdsDatabase, end: async (finish) => ((await tx.finishOutcome(finish)) ? 'marked' : 'lost') }),
+      work({
+        transaction: tx.transaction,
+        holdsDatabase: tx.holdsDatabase,
+        end: async (finish) => ((await tx.finishOutcome(finish)) ? 'marked' : 'lost'),
+      }),
     );
   }
-  return work({ holdsDatabase: false, end: async (finish) => ((await finishAttempt(store, options, logger, finish)) ? 'marked' : 'unmarked') });
+  return work({
+    holdsDatabase: false,
+    end: async (finish) => ((await finishAttempt(store, options, logger, finish)) ? 'marked' : 'unmarked'),
+  });
 }
 
 /**
@@ -167,7 +187,8 @@ export async function commitHandlers(run: {
         await renewal?.stop();
       }
       end = await scope.end(attempt.finishOf('done', run.record));
-      if (end === 'lost') throw new Error(`the claim on ${attempt.paymentId} was taken by another attempt while its handlers ran`);
+      if (end === 'lost')
+        throw new Error(`the claim on ${attempt.paymentId} was taken by another attempt while its handlers ran`);
     });
   } catch (error) {
     return end === 'lost' ? { kind: 'lost' } : { kind: 'failed', error };
@@ -180,14 +201,21 @@ export async function commitHandlers(run: {
  * attempt wrote the done marker; otherwise the attempt that did runs its own). A failure is logged:
  * the outcome stays done, and the callback is not run again.
  */
-export async function runAfterCommit(context: HandlerContext, paymentId: string, marked: boolean, logger: PaymentsLogger): Promise<void> {
+export async function runAfterCommit(
+  context: HandlerContext,
+  paymentId: string,
+  marked: boolean,
+  logger: PaymentsLogger,
+): Promise<void> {
   const callbacks = context.afterCommit.splice(0);
   if (!marked) return;
   for (const callback of callbacks) {
     try {
       await callback();
     } catch (error) {
-      logger.error(`an afterCommit callback of ${paymentId} failed; the outcome stays done and the callback is not run again: ${describe(error)}`);
+      logger.error(
+        `an afterCommit callback of ${paymentId} failed; the outcome stays done and the callback is not run again: ${describe(error)}`,
+      );
     }
   }
 }

@@ -105,7 +105,8 @@ export type AnsweredDecision =
   | { kind: 'foreign'; problems: string[] };
 
 /** The verdicts on a verify call that got no answer (see {@link Decision}). */
-export type FailedDecision = { kind: 'foreign'; problems: string[] } | { kind: 'unverified'; retryAfterSecs?: number; rateLimitedSecs?: number };
+export type FailedDecision =
+  { kind: 'foreign'; problems: string[] } | { kind: 'unverified'; retryAfterSecs?: number; rateLimitedSecs?: number };
 
 /**
  * Decides what a verify answer means for the payment asked about. Pure: no I/O, no clock.
@@ -118,14 +119,24 @@ export function decide(asked: string, answer: VerifyAnswer, expected?: OutcomeEx
 }
 
 /** {@link decide} for an answer of the service: the runner has the verification at hand in each verdict. */
-export function decideAnswer(asked: string, verification: VerifiedPayment, expected?: OutcomeExpectation): AnsweredDecision {
+export function decideAnswer(
+  asked: string,
+  verification: VerifiedPayment,
+  expected?: OutcomeExpectation,
+): AnsweredDecision {
   const problems = expected ? differences(verification, expected) : [];
   const otherPayment = verification.answeredPaymentId !== undefined && verification.answeredPaymentId !== asked;
   if (otherPayment) problems.unshift(`the answer names payment ${JSON.stringify(verification.answeredPaymentId)}`);
 
   // Checked before the status: a replay naming another payment must record nothing, not even that
   // payment as pending.
-  if (problems.length > 0 && !otherPayment && expected && unbacked(expected) && !genuinelyMismatched(verification, expected)) {
+  if (
+    problems.length > 0 &&
+    !otherPayment &&
+    expected &&
+    unbacked(expected) &&
+    !genuinelyMismatched(verification, expected)
+  ) {
     return { kind: 'foreign', problems };
   }
   const outcome = outcomeOf(verification.status);
@@ -147,9 +158,12 @@ export function decideAnswer(asked: string, verification: VerifiedPayment, expec
 export function decideFailure(error: PaymentsError, expected?: OutcomeExpectation): FailedDecision {
   // A signed token naming a payment the service does not know: a replay with a made-up id. Foreign
   // (401), not unverified (503), which would invite whoever sends it to deliver again.
-  if (expected?.origin === 'token' && isNotFound(error)) return { kind: 'foreign', problems: ['the service does not know this payment'] };
-  if (error instanceof PaymentsRateLimitedError) return { kind: 'unverified', retryAfterSecs: error.waitSecs, rateLimitedSecs: error.waitSecs };
-  if (error instanceof PaymentsConnectionError) return { kind: 'unverified', retryAfterSecs: SETTLEMENT_WAITS.unavailableRetrySecs };
+  if (expected?.origin === 'token' && isNotFound(error))
+    return { kind: 'foreign', problems: ['the service does not know this payment'] };
+  if (error instanceof PaymentsRateLimitedError)
+    return { kind: 'unverified', retryAfterSecs: error.waitSecs, rateLimitedSecs: error.waitSecs };
+  if (error instanceof PaymentsConnectionError)
+    return { kind: 'unverified', retryAfterSecs: SETTLEMENT_WAITS.unavailableRetrySecs };
   return { kind: 'unverified' };
 }
 
@@ -159,7 +173,9 @@ function differences(verification: VerifiedPayment, expected: OutcomeExpectation
     problems.push(`amount ${verification.amount} instead of ${expected.amount}`);
   }
   if (expected.developerTrackingId !== undefined && verification.developerTrackingId !== expected.developerTrackingId) {
-    problems.push(`tracking id ${JSON.stringify(verification.developerTrackingId ?? null)} instead of ${JSON.stringify(expected.developerTrackingId)}`);
+    problems.push(
+      `tracking id ${JSON.stringify(verification.developerTrackingId ?? null)} instead of ${JSON.stringify(expected.developerTrackingId)}`,
+    );
   }
   if (expected.trackingMatches && !expected.trackingMatches(verification.developerTrackingId)) {
     problems.push('tracking id differs from the one the webhook token was issued for');
@@ -176,7 +192,10 @@ function unbacked(expected: OutcomeExpectation): boolean {
 
 // An unbacked expectation whose tracking id pins the payment down, and still differs (the amount).
 function genuinelyMismatched(verification: VerifiedPayment, expected: OutcomeExpectation): boolean {
-  if (expected.origin === 'caller') return expected.developerTrackingId !== undefined && verification.developerTrackingId === expected.developerTrackingId;
+  if (expected.origin === 'caller')
+    return (
+      expected.developerTrackingId !== undefined && verification.developerTrackingId === expected.developerTrackingId
+    );
   return expected.identifiesPayment === true && (expected.trackingMatches?.(verification.developerTrackingId) ?? false);
 }
 

@@ -34,7 +34,9 @@ export interface OrderScreenOptions {
 export class OrderSettledMeanwhileError extends Error {
   /** @param paymentId the payment whose confirmation rolls back; @param settledBy the one that settled the order */
   constructor(paymentId: string, settledBy: string) {
-    super(`payment ${paymentId} was not confirmed: its order was settled by payment ${settledBy} meanwhile; it is handled as a duplicate next time`);
+    super(
+      `payment ${paymentId} was not confirmed: its order was settled by payment ${settledBy} meanwhile; it is handled as a duplicate next time`,
+    );
     this.name = 'OrderSettledMeanwhileError';
   }
 }
@@ -66,7 +68,11 @@ export class OrderScreen implements OrderScreenPort {
   }
 
   /** @inheritdoc */
-  async screen(attempt: Attempt, verification: VerifiedPayment, handlers: OutcomeHandlers): Promise<SettleResult | undefined> {
+  async screen(
+    attempt: Attempt,
+    verification: VerifiedPayment,
+    handlers: OutcomeHandlers,
+  ): Promise<SettleResult | undefined> {
     const { ledger, store, transactional, ttls } = this.options;
     const { source } = attempt;
     const { paymentId, developerTrackingId: order } = verification;
@@ -79,7 +85,9 @@ export class OrderScreen implements OrderScreenPort {
         : await ledger.settleOrder(orderKey, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
     } catch (error) {
       attempt.abandonClaim();
-      this.options.logger.error(`${source}: store unreachable while settling the order of ${paymentId}: ${describe(error)}`);
+      this.options.logger.error(
+        `${source}: store unreachable while settling the order of ${paymentId}: ${describe(error)}`,
+      );
       return { kind: 'store-unavailable', error: describe(error) };
     }
     const verdict = orderVerdict(paymentId, order, held);
@@ -103,7 +111,10 @@ export class OrderScreen implements OrderScreenPort {
       try {
         refund = toDuplicateRefund(await this.options.refundPayment(paymentId, settledBy.paymentId));
         // Recorded at once: a handler failing next must not make the next attempt refund again.
-        await store.saveOutcome({ ...attempt.finishOf('done', record('none', refund)).record, attempts: previous?.attempts ?? 0 }, ttls.recordTtlMs);
+        await store.saveOutcome(
+          { ...attempt.finishOf('done', record('none', refund)).record, attempts: previous?.attempts ?? 0 },
+          ttls.recordTtlMs,
+        );
       } catch (error) {
         if (refund === undefined && refundFailure(error) === 'retry') {
           const why = `the refund of duplicate ${paymentId} failed; tried again on the next webhook, return or reconciliation: ${describe(error)}`;
@@ -135,7 +146,9 @@ export class OrderScreen implements OrderScreenPort {
     } catch (error) {
       await renewal.stop();
       const why = describe(error);
-      this.options.logger.warn(`${source}: a ${PaymentEvents.DUPLICATE} handler failed for ${paymentId}; it will run again: ${why}`);
+      this.options.logger.warn(
+        `${source}: a ${PaymentEvents.DUPLICATE} handler failed for ${paymentId}; it will run again: ${why}`,
+      );
       await attempt.finish('release', record('failed', refund, why));
       return result(refund, why);
     }

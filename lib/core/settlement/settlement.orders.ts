@@ -1,4 +1,10 @@
-import { PaymentsApiError, PaymentsConnectionError, PaymentsError, PaymentsValidationError, RefundNotAllowedError } from '../api/index.js';
+import {
+  PaymentsApiError,
+  PaymentsConnectionError,
+  PaymentsError,
+  PaymentsValidationError,
+  RefundNotAllowedError,
+} from '../api/index.js';
 import type { DuplicateRefund, OrderSettlement } from '../store/index.js';
 
 /**
@@ -18,7 +24,11 @@ export type OrderVerdict = { kind: 'confirm' } | { kind: 'duplicate'; settledBy:
  * @param held the order's settlement as the store answers it (after this payment's own attempt to
  *   settle it, or a read): `undefined` when nobody settled the order yet
  */
-export function orderVerdict(paymentId: string, trackingId: string | undefined, held: OrderSettlement | undefined): OrderVerdict {
+export function orderVerdict(
+  paymentId: string,
+  trackingId: string | undefined,
+  held: OrderSettlement | undefined,
+): OrderVerdict {
   if (trackingId === undefined || held === undefined || held.paymentId === paymentId) return { kind: 'confirm' };
   return { kind: 'duplicate', settledBy: held };
 }
@@ -44,6 +54,7 @@ export function refundPlan(wanted: boolean, recorded: DuplicateRefund | undefine
 export function refundFailure(error: unknown): 'retry' | 'final' {
   if (error instanceof RefundNotAllowedError || error instanceof PaymentsValidationError) return 'final';
   if (error instanceof PaymentsConnectionError) return 'retry';
-  if (error instanceof PaymentsApiError) return error.httpStatus >= 400 && error.httpStatus < 500 && error.httpStatus !== 429 ? 'final' : 'retry';
+  if (error instanceof PaymentsApiError)
+    return error.httpStatus >= 400 && error.httpStatus < 500 && error.httpStatus !== 429 ? 'final' : 'retry';
   return error instanceof PaymentsError ? 'final' : 'retry';
 }

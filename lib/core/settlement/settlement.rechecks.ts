@@ -11,7 +11,9 @@ import type { OutcomeExpectation } from './settlement.decision.js';
  * again: short waits first, so that a lag of s seconds costs about s more seconds of latency and a
  * handful of verify calls (docs/confirmations.md states the bound and the budget).
  */
-export const RECHECK_WAITS_MS: readonly number[] = Object.freeze([3_000, 4_000, 6_000, 8_000, 12_000, 15_000, 15_000, 30_000, 60_000, 60_000]);
+export const RECHECK_WAITS_MS: readonly number[] = Object.freeze([
+  3_000, 4_000, 6_000, 8_000, 12_000, 15_000, 15_000, 30_000, 60_000, 60_000,
+]);
 
 /** How often, and how many times, a re-check is queued again while the store does not answer. */
 const NOTE_RETRY_MS = 5_000;
@@ -34,7 +36,11 @@ export interface RecheckPlan {
  * @param now the shared clock's time, epoch ms
  * @param graceSecs `reconciliation.graceSecs`
  */
-export function nextRecheck(entry: Pick<PendingPayment, 'rechecks' | 'sessionEndsAt' | 'createdAt'>, now: number, graceSecs: number): RecheckPlan {
+export function nextRecheck(
+  entry: Pick<PendingPayment, 'rechecks' | 'sessionEndsAt' | 'createdAt'>,
+  now: number,
+  graceSecs: number,
+): RecheckPlan {
   const done = entry.rechecks ?? 0;
   const wait = RECHECK_WAITS_MS[done];
   if (wait !== undefined) return { dueAt: now + wait, rechecks: done + 1 };
@@ -84,8 +90,10 @@ export class PendingRechecks {
     } catch (error) {
       // The store is away: try again from this instance's memory (for about two minutes), so that
       // a payment a path asked about during an outage is not left to the session's end.
-      if (attempt === 1) this.logger.warn(`could not queue ${paymentId} for an early re-check (trying again): ${describe(error)}`);
-      if (attempt < NOTE_ATTEMPTS) this.clock.setTimeout(() => void this.note(paymentId, expected, notBeforeMs, attempt + 1), NOTE_RETRY_MS);
+      if (attempt === 1)
+        this.logger.warn(`could not queue ${paymentId} for an early re-check (trying again): ${describe(error)}`);
+      if (attempt < NOTE_ATTEMPTS)
+        this.clock.setTimeout(() => void this.note(paymentId, expected, notBeforeMs, attempt + 1), NOTE_RETRY_MS);
     }
   }
 

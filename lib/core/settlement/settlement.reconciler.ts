@@ -68,7 +68,10 @@ export class PaymentReconciler {
     const pending = await this.store.findPending(paymentId).catch(() => null);
     // Checked on every answer, a done payment's included: an edited return URL never reads "paid".
     const expected = this.#expectationFor(paymentId, options, pending ?? undefined, recent ?? undefined);
-    if (recent?.outcome === 'pending' && isRecent(recent.updatedAt, this.clock.now(), SETTLEMENT_WAITS.verifyIntervalMs)) {
+    if (
+      recent?.outcome === 'pending' &&
+      isRecent(recent.updatedAt, this.clock.now(), SETTLEMENT_WAITS.verifyIntervalMs)
+    ) {
       return { paymentId, status: recent.status, outcome: 'pending', handled: false };
     }
     const stranger = recent === undefined && pending === undefined;
@@ -89,7 +92,8 @@ export class PaymentReconciler {
     const request = { paymentId, source: options.source ?? 'return', expected };
     let result = await this.runner.settle(request);
     // A customer back from a second payment of a paid order is told so, not that handlers failed.
-    if (result.kind === 'handlers-failed' && this.orders?.takeLostRace(paymentId)) result = await this.runner.settle(request);
+    if (result.kind === 'handlers-failed' && this.orders?.takeLostRace(paymentId))
+      result = await this.runner.settle(request);
     this.#strangers.note(paymentId, result);
     if ((result.kind === 'handled' || result.kind === 'handlers-failed') && expected?.amount === undefined) {
       // Nothing said what amount was asked for (no `expected`, and the memory store lost its
@@ -106,7 +110,13 @@ export class PaymentReconciler {
       case 'mismatch':
         return { paymentId, status: result.verification.status, outcome: 'mismatch', handled: false };
       case 'handlers-failed':
-        return { paymentId, status: result.verification.status, outcome: result.outcome, handled: false, error: result.error };
+        return {
+          paymentId,
+          status: result.verification.status,
+          outcome: result.outcome,
+          handled: false,
+          error: result.error,
+        };
       case 'order-duplicate': {
         // The order is paid by another payment: tell the return page so, never "paid" twice.
         const settledBy = result.settledBy.paymentId;
@@ -126,7 +136,9 @@ export class PaymentReconciler {
       case 'foreign':
         // The caller's expectation names another payment (an edited return URL, a wrong id):
         // not this payment's outcome, so nothing was recorded or emitted and nothing ran.
-        this.logger.warn(`reconcilePayment: payment ${paymentId} is not the one expected (${result.problems.join('; ')}); nothing recorded`);
+        this.logger.warn(
+          `reconcilePayment: payment ${paymentId} is not the one expected (${result.problems.join('; ')}); nothing recorded`,
+        );
         return { paymentId, status: result.verification?.status ?? '', outcome: 'mismatch', handled: false };
       case 'rate-limited':
         // Only a webhook token without a binding is gated; a return never is.
@@ -134,8 +146,17 @@ export class PaymentReconciler {
       case 'deferred':
         // Verified moments ago without settling it (from this instance's memory), or the service
         // is failing or rate-limiting: no call now. A failure is reported as it was.
-        if (!result.pending) throw result.error ?? new PaymentsError(`reconcilePayment: verify deferred for ${result.retryAfterSecs} s`, 'API_ERROR');
-        return { paymentId, status: (await this.store.getOutcome(paymentId).catch(() => undefined))?.status ?? '', outcome: 'pending', handled: false };
+        if (!result.pending)
+          throw (
+            result.error ??
+            new PaymentsError(`reconcilePayment: verify deferred for ${result.retryAfterSecs} s`, 'API_ERROR')
+          );
+        return {
+          paymentId,
+          status: (await this.store.getOutcome(paymentId).catch(() => undefined))?.status ?? '',
+          outcome: 'pending',
+          handled: false,
+        };
       default:
         return assertNever(result);
     }
@@ -156,8 +177,10 @@ export class PaymentReconciler {
   ): OutcomeExpectation | undefined {
     const given = options.expected ?? {};
     const problem = given.amount === undefined || given.amount === null ? undefined : millimes(given.amount);
-    if (problem) throw new PaymentsValidationError([{ field: 'expected.amount', messages: [problem] }], 'reconcilePayment input');
-    const givenAmount = given.amount === undefined || given.amount === null ? undefined : normalizeMillimes(given.amount);
+    if (problem)
+      throw new PaymentsValidationError([{ field: 'expected.amount', messages: [problem] }], 'reconcilePayment input');
+    const givenAmount =
+      given.amount === undefined || given.amount === null ? undefined : normalizeMillimes(given.amount);
     const givenTracking = given.developerTrackingId ?? undefined;
     // What the payment was generated with: its queue entry while open; once handled, its record
     // (whose verified amount and tracking id matched what was expected; a mismatch's did not).
@@ -166,10 +189,16 @@ export class PaymentReconciler {
 
     const conflicts: PaymentsFieldError[] = [];
     if (pending?.amount !== undefined && givenAmount !== undefined && givenAmount !== pending.amount) {
-      conflicts.push({ field: 'expected.amount', messages: [`differs from the amount payment ${paymentId} was generated with`] });
+      conflicts.push({
+        field: 'expected.amount',
+        messages: [`differs from the amount payment ${paymentId} was generated with`],
+      });
     }
     if (pending && givenTracking !== undefined && givenTracking !== pending.developerTrackingId) {
-      conflicts.push({ field: 'expected.developerTrackingId', messages: [`differs from the tracking id payment ${paymentId} was generated with`] });
+      conflicts.push({
+        field: 'expected.developerTrackingId',
+        messages: [`differs from the tracking id payment ${paymentId} was generated with`],
+      });
     }
     if (conflicts.length > 0) throw new PaymentsValidationError(conflicts, 'reconcilePayment input');
 
@@ -186,7 +215,11 @@ export class PaymentReconciler {
    * @returns `settled` and the record once it shows a result (an outcome other than pending,
    *   handlers not failed); else `settled: false` and the last record seen, if any
    */
-  async #awaitOutcome(paymentId: string, waitMs: number, pollMs: number): Promise<{ settled: boolean; record?: OutcomeRecord }> {
+  async #awaitOutcome(
+    paymentId: string,
+    waitMs: number,
+    pollMs: number,
+  ): Promise<{ settled: boolean; record?: OutcomeRecord }> {
     let last: OutcomeRecord | undefined;
     for (let waited = 0; waited < waitMs; waited += pollMs) {
       await sleep(this.clock, pollMs);
@@ -207,7 +240,11 @@ export class PaymentReconciler {
   // Another path (usually the webhook) is handling it right now: a customer back on the return
   // page is worth a short wait for its result rather than a "still processing".
   async #awaitOther(paymentId: string): Promise<ReconcileResult> {
-    const { settled, record } = await this.#awaitOutcome(paymentId, SETTLEMENT_WAITS.returnWaitMs, SETTLEMENT_WAITS.returnPollMs);
+    const { settled, record } = await this.#awaitOutcome(
+      paymentId,
+      SETTLEMENT_WAITS.returnWaitMs,
+      SETTLEMENT_WAITS.returnPollMs,
+    );
     if (settled && record) return fromRecord(record);
     // Still in another path's hands: not settled yet, with the last status the service sent (an
     // earlier attempt's record), or '' when none is known; never a status the service did not send.
@@ -217,7 +254,12 @@ export class PaymentReconciler {
 
 // A settled payment's result as its record tells it (a duplicate names the payment that settled its order).
 function fromRecord(record: OutcomeRecord): ReconcileResult {
-  const result: ReconcileResult = { paymentId: record.paymentId, status: record.status, outcome: record.outcome, handled: false };
+  const result: ReconcileResult = {
+    paymentId: record.paymentId,
+    status: record.status,
+    outcome: record.outcome,
+    handled: false,
+  };
   if (record.outcome === 'duplicate' && record.settledBy !== undefined) result.settledBy = record.settledBy;
   return result;
 }

@@ -10,12 +10,24 @@ import {
   type PaymentEventName,
   type PaymentRefundedEvent,
 } from './payment.events.js';
-import { decideAnswer, decideFailure, isNotFound, type AnsweredDecision, type FailedDecision, type HandledOutcome } from './settlement.decision.js';
+import {
+  decideAnswer,
+  decideFailure,
+  isNotFound,
+  type AnsweredDecision,
+  type FailedDecision,
+  type HandledOutcome,
+} from './settlement.decision.js';
 import { VerifyBudget } from './settlement.budget.js';
 import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions } from './settlement.attempt.js';
 import { commitHandlers, runAfterCommit } from './settlement.commit.js';
 import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
-import { OUTCOME_EVENT_CLASSES, OutcomeHandlers, type OperationDispatcher, type OutcomeDispatcher } from './outcome.handlers.js';
+import {
+  OUTCOME_EVENT_CLASSES,
+  OutcomeHandlers,
+  type OperationDispatcher,
+  type OutcomeDispatcher,
+} from './outcome.handlers.js';
 
 /** A verified payment whose outcome's handlers run. */
 interface Settling {
@@ -95,7 +107,10 @@ export class SettlementRunner implements Settlements {
    * Emits an operation's event (capture, refund, cancellation: the service has already done it):
    * handler failures are logged, never thrown. Never throws.
    */
-  emitOperation(name: PaymentEventName, event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent): Promise<void> {
+  emitOperation(
+    name: PaymentEventName,
+    event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent,
+  ): Promise<void> {
     return this.#quietly(name, () => this.#handlers.tell(name, event));
   }
 
@@ -116,7 +131,12 @@ export class SettlementRunner implements Settlements {
         // Not asked now (the service failing or rate-limiting): a queued payment is re-checked when
         // the pause ends, not at the session's end. A stranger's id (no entry) queues nothing.
         if (!deferral.pending) attempt.recheckSoon(undefined, deferral.retryAfterSecs * 1000);
-        return { kind: 'deferred', pending: deferral.pending, retryAfterSecs: deferral.retryAfterSecs, error: deferral.error };
+        return {
+          kind: 'deferred',
+          pending: deferral.pending,
+          retryAfterSecs: deferral.retryAfterSecs,
+          error: deferral.error,
+        };
       }
     }
     let claimed: Claimed;
@@ -126,7 +146,8 @@ export class SettlementRunner implements Settlements {
       this.logger.error(`${source}: store unreachable while claiming ${paymentId}: ${describe(error)}`);
       return { kind: 'store-unavailable', error: describe(error) };
     }
-    if (claimed.kind === 'foreign') return { kind: 'foreign', problems: ['webhook token was issued for another payment'] };
+    if (claimed.kind === 'foreign')
+      return { kind: 'foreign', problems: ['webhook token was issued for another payment'] };
     const { claim, unbound } = claimed;
     if (claim === 'done') return { kind: 'duplicate' };
     if (claim === 'busy') return { kind: 'busy' };
@@ -177,7 +198,12 @@ export class SettlementRunner implements Settlements {
         // No answer (down, rate-limited, timed out): a service that loses its redeliveries must not
         // leave the payment to the session's end. A 404 is an answer: a stranger's id queues nothing.
         if (!isNotFound(error)) attempt.recheckSoon(attempt.expected, (decision.rateLimitedSecs ?? 0) * 1000);
-        return { kind: 'verify-failed', error, retryAfterSecs: decision.retryAfterSecs, rateLimitedSecs: decision.rateLimitedSecs };
+        return {
+          kind: 'verify-failed',
+          error,
+          retryAfterSecs: decision.retryAfterSecs,
+          rateLimitedSecs: decision.rateLimitedSecs,
+        };
       default:
         return assertNever(decision);
     }
@@ -196,8 +222,15 @@ export class SettlementRunner implements Settlements {
         return { kind: 'pending', verification };
       case 'mismatch': {
         const problems = decision.problems.join('; ');
-        this.logger.error(`${source}: payment ${paymentId} is ${verification.status} at the service but NOT confirmed: ${problems}`);
-        await attempt.finish(decision.finish, { verification, outcome: 'mismatch', handlers: 'none', lastError: problems });
+        this.logger.error(
+          `${source}: payment ${paymentId} is ${verification.status} at the service but NOT confirmed: ${problems}`,
+        );
+        await attempt.finish(decision.finish, {
+          verification,
+          outcome: 'mismatch',
+          handlers: 'none',
+          lastError: problems,
+        });
         const mismatch = new PaymentMismatchEvent(verification, source, this.options.registration, decision.problems);
         await this.#quietly(PaymentEvents.MISMATCH, () => this.#handlers.notify(PaymentEvents.MISMATCH, mismatch));
         return { kind: 'mismatch', verification, problems: decision.problems };
@@ -218,12 +251,20 @@ export class SettlementRunner implements Settlements {
     const screened = outcome === 'confirmed' && (await orders?.screen(attempt, verification, this.#handlers));
     if (screened) {
       // A duplicate's handler (or refund) failed: it runs again soon, as a failed confirmation does.
-      if (screened.kind === 'order-duplicate' && screened.error !== undefined) this.#recheckFailed(attempt, verification);
+      if (screened.kind === 'order-duplicate' && screened.error !== undefined)
+        this.#recheckFailed(attempt, verification);
       return screened;
     }
     const context: HandlerContext = { afterCommit: [] };
     const Event = OUTCOME_EVENT_CLASSES[outcome];
-    const event = new Event(outcome, verification, attempt.source, this.options.registration, new Date(this.options.clock.now()), context);
+    const event = new Event(
+      outcome,
+      verification,
+      attempt.source,
+      this.options.registration,
+      new Date(this.options.clock.now()),
+      context,
+    );
     const handle = () =>
       attempt.observe.handlers(name, async () => {
         if (outcome === 'confirmed') await orders?.settleInTransaction(event);
@@ -236,7 +277,9 @@ export class SettlementRunner implements Settlements {
         await runAfterCommit(context, attempt.paymentId, ended.marked, this.logger);
         return { kind: 'handled', outcome, verification };
       case 'lost':
-        this.logger.warn(`${attempt.source}: the claim on ${attempt.paymentId} was lost while its ${name} handlers ran; their writes were rolled back`);
+        this.logger.warn(
+          `${attempt.source}: the claim on ${attempt.paymentId} was lost while its ${name} handlers ran; their writes were rolled back`,
+        );
         return { kind: 'busy' };
       case 'failed':
         return this.#handlersFailed(attempt, settling, ended.error);
@@ -252,7 +295,9 @@ export class SettlementRunner implements Settlements {
     const { paymentId, source } = attempt;
     const { verification, outcome, name } = settling;
     const message = describe(error);
-    this.logger.warn(`${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`);
+    this.logger.warn(
+      `${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`,
+    );
     await attempt.finish('release', { verification, outcome, handlers: 'failed', lastError: message });
     this.#recheckFailed(attempt, verification);
     return { kind: 'handlers-failed', outcome, verification, error: message };

@@ -33,7 +33,12 @@ export interface BucketState {
  * The unknown ids' token bucket (pure): refilled one token per `refillMs` since `at` up to
  * `burst`; a call takes one when there is one.
  */
-export function takeToken(state: BucketState, now: number, burst: number, refillMs: number): { allowed: boolean; state: BucketState } {
+export function takeToken(
+  state: BucketState,
+  now: number,
+  burst: number,
+  refillMs: number,
+): { allowed: boolean; state: BucketState } {
   // A clock that went back refills nothing (and does not pay back what it never took).
   const earned = now > state.at ? Math.floor((now - state.at) / refillMs) : 0;
   const tokens = Math.min(burst, state.tokens + earned);
@@ -52,7 +57,12 @@ export class StrangerBudget {
 
   /** @param clock the instance's clock */
   constructor(private readonly clock: Clock) {
-    this.#notFound = new LRUCache({ max: STRANGER_BUDGET.notFoundMax, ttl: STRANGER_BUDGET.notFoundMs, perf: { now: () => clock.now() }, ttlResolution: 0 });
+    this.#notFound = new LRUCache({
+      max: STRANGER_BUDGET.notFoundMax,
+      ttl: STRANGER_BUDGET.notFoundMs,
+      perf: { now: () => clock.now() },
+      ttlResolution: 0,
+    });
     this.#bucket = { tokens: STRANGER_BUDGET.burst, at: clock.now() };
   }
 
@@ -68,7 +78,12 @@ export class StrangerBudget {
   admit(paymentId: string): StrangerGate {
     const error = this.#notFound.get(paymentId);
     if (error) return { kind: 'not-found', error };
-    const { allowed, state } = takeToken(this.#bucket, this.clock.now(), STRANGER_BUDGET.burst, STRANGER_BUDGET.refillMs);
+    const { allowed, state } = takeToken(
+      this.#bucket,
+      this.clock.now(),
+      STRANGER_BUDGET.burst,
+      STRANGER_BUDGET.refillMs,
+    );
     this.#bucket = state;
     return allowed ? { kind: 'allowed' } : { kind: 'over-budget' };
   }
@@ -77,7 +92,8 @@ export class StrangerBudget {
   note(paymentId: string, result: SettleResult): void {
     switch (result.kind) {
       case 'verify-failed':
-        if (result.error instanceof PaymentsApiError && result.error.httpStatus === 404) this.#notFound.set(paymentId, result.error);
+        if (result.error instanceof PaymentsApiError && result.error.httpStatus === 404)
+          this.#notFound.set(paymentId, result.error);
         return;
       case 'handled':
       case 'duplicate':

@@ -21,7 +21,12 @@ export class TracedSettlements implements Settlements {
   /** @inheritdoc */
   settle(request: SettleRequest): Promise<SettleResult> {
     const { paymentId, source } = request;
-    return this.telemetry.settle(paymentId, source, (trace) => this.runner.settle({ ...request, observe: trace }), settleSummary);
+    return this.telemetry.settle(
+      paymentId,
+      source,
+      (trace) => this.runner.settle({ ...request, observe: trace }),
+      settleSummary,
+    );
   }
 
   /** @inheritdoc */

@@ -28,7 +28,12 @@ export class MemoryRateLimiter implements RateLimiter {
   /** @param options its size cap; see {@link MemoryRateLimiterOptions} */
   constructor(options: MemoryRateLimiterOptions = {}) {
     const clock = options.clock ?? SYSTEM_CLOCK;
-    this.#slots = new LRUCache({ max: options.maxSlots ?? 100_000, allowStale: false, perf: { now: () => clock.now() }, ttlResolution: 0 });
+    this.#slots = new LRUCache({
+      max: options.maxSlots ?? 100_000,
+      allowStale: false,
+      perf: { now: () => clock.now() },
+      ttlResolution: 0,
+    });
   }
 
   /** @inheritdoc */

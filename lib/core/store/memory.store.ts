@@ -1,5 +1,12 @@
 import { LRUCache } from 'lru-cache';
-import { epochMs, positiveMs, outcomeCursor, outcomePageLimit, outcomeSortsBefore, parseOutcomeCursor } from './store.rules.js';
+import {
+  epochMs,
+  positiveMs,
+  outcomeCursor,
+  outcomePageLimit,
+  outcomeSortsBefore,
+  parseOutcomeCursor,
+} from './store.rules.js';
 import type {
   BindingClaim,
   ClaimOutcome,
@@ -146,7 +153,13 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
   }
 
   /** @inheritdoc */
-  async findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim> {
+  async findBindingAndClaim(
+    tokenId: string,
+    paymentId: string,
+    eventKey: string,
+    owner: string,
+    leaseMs: number,
+  ): Promise<BindingClaim> {
     // No await between the read and the check-and-set: atomic within the event loop.
     const found = this.bindings.get(tokenId);
     const binding = found ? { ...found } : undefined;
@@ -165,7 +178,11 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
       this.pending.delete(finish.record.paymentId);
     }
     const previous = this.outcomes.get(finish.record.paymentId)?.attempts ?? 0;
-    this.outcomes.set(finish.record.paymentId, { ...finish.record, attempts: previous + finish.attemptsAdded }, { ttl: recordTtl });
+    this.outcomes.set(
+      finish.record.paymentId,
+      { ...finish.record, attempts: previous + finish.attemptsAdded },
+      { ttl: recordTtl },
+    );
     return held && finish.claim === 'done';
   }
 
@@ -232,7 +249,11 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
     const limit = outcomePageLimit(query);
     const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
     const matching = [...this.outcomes.values()]
-      .filter((r) => (query.handlers === undefined || r.handlers === query.handlers) && (query.outcome === undefined || r.outcome === query.outcome))
+      .filter(
+        (r) =>
+          (query.handlers === undefined || r.handlers === query.handlers) &&
+          (query.outcome === undefined || r.outcome === query.outcome),
+      )
       .filter((r) => after === undefined || outcomeSortsBefore(after, r))
       .sort((a, b) => (outcomeSortsBefore(a, b) ? -1 : 1));
     const items = matching.slice(0, limit).map((r) => ({ ...r }));

@@ -8,7 +8,9 @@ function parseObject(raw: unknown): Record<string, unknown> | undefined {
   if (typeof raw !== 'string') return undefined;
   try {
     const value = JSON.parse(raw) as unknown;
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -24,7 +26,8 @@ export function parseOrderSettlement(raw: unknown): OrderSettlement | undefined 
 /** A stored {@link OrderCheckout}, or `undefined` when the text is not one. */
 export function parseOrderCheckout(raw: unknown): OrderCheckout | undefined {
   const o = parseObject(raw);
-  if (!o || !['paymentId', 'link', 'amount', 'fingerprint', 'sessionEndsAt'].every((k) => typeof o[k] === 'string')) return undefined;
+  if (!o || !['paymentId', 'link', 'amount', 'fingerprint', 'sessionEndsAt'].every((k) => typeof o[k] === 'string'))
+    return undefined;
   const checkout: OrderCheckout = {
     paymentId: o.paymentId as string,
     link: o.link as string,
@@ -32,9 +35,11 @@ export function parseOrderCheckout(raw: unknown): OrderCheckout | undefined {
     fingerprint: o.fingerprint as string,
     sessionEndsAt: o.sessionEndsAt as string,
   };
-  if (Array.isArray(o.superseded) && o.superseded.every((p) => typeof p === 'string')) checkout.superseded = o.superseded;
+  if (Array.isArray(o.superseded) && o.superseded.every((p) => typeof p === 'string'))
+    checkout.superseded = o.superseded;
   return checkout;
 }
 
 /** The text a store keeps for a settlement: only its own fields. */
-export const settlementText = (s: OrderSettlement): string => JSON.stringify({ paymentId: s.paymentId, amount: s.amount });
+export const settlementText = (s: OrderSettlement): string =>
+  JSON.stringify({ paymentId: s.paymentId, amount: s.amount });

@@ -83,7 +83,11 @@ export abstract class BasicPaymentsStore implements PaymentsStore, OrderLedger {
     const claimed = await this.claim(key, settlement.paymentId, ttlMs);
     if (claimed === 'claimed') {
       const { paymentId, amount } = settlement;
-      await this.saveBinding(key, { paymentId, amount, developerTrackingId: orderKey, createdAt: new Date().toISOString() }, ttlMs);
+      await this.saveBinding(
+        key,
+        { paymentId, amount, developerTrackingId: orderKey, createdAt: new Date().toISOString() },
+        ttlMs,
+      );
       return { paymentId, amount };
     }
     // Another payment holds the claim; its binding follows its claim by one call.
@@ -92,7 +96,9 @@ export abstract class BasicPaymentsStore implements PaymentsStore, OrderLedger {
       if (held) return held;
       await new Promise((resolve) => setTimeout(resolve, SETTLEMENT_READ.pollMs));
     }
-    throw new Error(`BasicPaymentsStore: order ${JSON.stringify(orderKey)} is held by another payment whose record is not written yet`);
+    throw new Error(
+      `BasicPaymentsStore: order ${JSON.stringify(orderKey)} is held by another payment whose record is not written yet`,
+    );
   }
 
   /** The binding saved under `order:<orderKey>` by {@link BasicPaymentsStore.settleOrder}. */
@@ -115,7 +121,13 @@ export abstract class BasicPaymentsStore implements PaymentsStore, OrderLedger {
    * a binding that changes in between (a token rebound to the payment it was signed for) still
    * names the same payment.
    */
-  async findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim> {
+  async findBindingAndClaim(
+    tokenId: string,
+    paymentId: string,
+    eventKey: string,
+    owner: string,
+    leaseMs: number,
+  ): Promise<BindingClaim> {
     const binding = await this.findBinding(tokenId);
     if (binding?.paymentId !== paymentId) return { binding };
     return { binding, claim: await this.claim(eventKey, owner, leaseMs) };

@@ -77,7 +77,13 @@ export interface ClaimStore {
    * @param owner a unique id of this attempt
    * @param leaseMs the claim's lease, as for {@link ClaimStore.claim}
    */
-  findBindingAndClaim(tokenId: string, paymentId: string, eventKey: string, owner: string, leaseMs: number): Promise<BindingClaim>;
+  findBindingAndClaim(
+    tokenId: string,
+    paymentId: string,
+    eventKey: string,
+    owner: string,
+    leaseMs: number,
+  ): Promise<BindingClaim>;
 
   /**
    * Ends an attempt: {@link ClaimStore.markDone} (or {@link ClaimStore.release}),
@@ -171,7 +177,12 @@ export interface OrderLedger {
    * @returns the settlement that holds: `settlement` itself when this call (or an earlier one for
    *   the same payment) recorded it, else the other payment's
    */
-  settleOrder(orderKey: string, settlement: OrderSettlement, ttlMs: number, transaction?: TransactionQuery): Promise<OrderSettlement>;
+  settleOrder(
+    orderKey: string,
+    settlement: OrderSettlement,
+    ttlMs: number,
+    transaction?: TransactionQuery,
+  ): Promise<OrderSettlement>;
 
   /** The payment that settled an order, or `undefined`. */
   findOrderSettlement(orderKey: string): Promise<OrderSettlement | undefined>;
@@ -187,12 +198,19 @@ export interface OrderLedger {
 }
 
 /** The methods of {@link OrderLedger}, which a store may lack (a custom store written before it). */
-export const ORDER_LEDGER_METHODS = ['settleOrder', 'findOrderSettlement', 'saveCheckout', 'findCheckout'] as const satisfies ReadonlyArray<keyof OrderLedger>;
+export const ORDER_LEDGER_METHODS = [
+  'settleOrder',
+  'findOrderSettlement',
+  'saveCheckout',
+  'findCheckout',
+] as const satisfies ReadonlyArray<keyof OrderLedger>;
 
 /** The store's {@link OrderLedger}, or `undefined` when it has none. */
 export function orderLedgerOf(store: object): (OrderLedger & object) | undefined {
   const candidate = store as Record<string, unknown>;
-  return ORDER_LEDGER_METHODS.every((m) => typeof candidate[m] === 'function') ? (store as unknown as OrderLedger) : undefined;
+  return ORDER_LEDGER_METHODS.every((m) => typeof candidate[m] === 'function')
+    ? (store as unknown as OrderLedger)
+    : undefined;
 }
 
 /**

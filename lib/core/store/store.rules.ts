@@ -17,7 +17,8 @@ export const OUTCOME_PAGE = {
  */
 export function outcomePageLimit(query: OutcomeQuery | undefined): number {
   const limit = query?.limit ?? OUTCOME_PAGE.defaultLimit;
-  if (!Number.isSafeInteger(limit) || limit <= 0) throw new RangeError(`listOutcomes: limit must be a positive integer, got ${String(limit)}`);
+  if (!Number.isSafeInteger(limit) || limit <= 0)
+    throw new RangeError(`listOutcomes: limit must be a positive integer, got ${String(limit)}`);
   return Math.min(limit, OUTCOME_PAGE.maxLimit);
 }
 
@@ -46,7 +47,10 @@ export function parseOutcomeCursor(cursor: string): Pick<OutcomeRecord, 'updated
 }
 
 /** Whether `a` sorts before `b` in {@link OutcomeLog.listOutcomes} order (newest first, then payment id). */
-export function outcomeSortsBefore(a: Pick<OutcomeRecord, 'updatedAt' | 'paymentId'>, b: Pick<OutcomeRecord, 'updatedAt' | 'paymentId'>): boolean {
+export function outcomeSortsBefore(
+  a: Pick<OutcomeRecord, 'updatedAt' | 'paymentId'>,
+  b: Pick<OutcomeRecord, 'updatedAt' | 'paymentId'>,
+): boolean {
   return a.updatedAt > b.updatedAt || (a.updatedAt === b.updatedAt && a.paymentId < b.paymentId);
 }
 
@@ -70,6 +74,7 @@ export function positiveMs(store: string, ms: number, name: string): number {
  * @throws RangeError naming the parameter
  */
 export function epochMs(store: string, ms: number, name: string): number {
-  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new RangeError(`${store}: ${name} must be a finite epoch time in ms, got ${String(ms)}`);
+  if (typeof ms !== 'number' || !Number.isFinite(ms))
+    throw new RangeError(`${store}: ${name} must be a finite epoch time in ms, got ${String(ms)}`);
   return ms;
 }

@@ -16,19 +16,31 @@ export interface TelemetryHooks {
    * A call to the service. `run` fills in `stats` (attempts, final HTTP status).
    * @param urlTemplate the path with ids replaced by placeholders
    */
-  call<T>(operation: PaymentsOperation, method: 'GET' | 'POST', urlTemplate: string, run: (stats: CallStats) => Promise<T>): Promise<T>;
+  call<T>(
+    operation: PaymentsOperation,
+    method: 'GET' | 'POST',
+    urlTemplate: string,
+    run: (stats: CallStats) => Promise<T>,
+  ): Promise<T>;
   /**
    * One settle of a payment (claim -> verify -> handlers -> finish), whatever path started it.
    * @param summary what the result says, for the span and the metric (the settlement maps its results exhaustively)
    */
-  settle<R>(paymentId: string, source: OutcomeSource, run: (trace: SettleTrace) => Promise<R>, summary: (result: R) => SettleSummary): Promise<R>;
+  settle<R>(
+    paymentId: string,
+    source: OutcomeSource,
+    run: (trace: SettleTrace) => Promise<R>,
+    summary: (result: R) => SettleSummary,
+  ): Promise<R>;
   /**
    * One webhook delivery, from the moment it is authenticated to its answer.
    * @param route the route template (never the token)
    */
   webhook(route: string): WebhookTrace;
   /** One reconciliation pass; `run` reports how many payments were due. */
-  reconciliation<R extends { checked: number; settled: number }>(run: (due: (count: number) => void) => Promise<R>): Promise<R>;
+  reconciliation<R extends { checked: number; settled: number }>(
+    run: (due: (count: number) => void) => Promise<R>,
+  ): Promise<R>;
   /** The client is closing: stop observing (gauges, timers). */
   close(): void;
 }

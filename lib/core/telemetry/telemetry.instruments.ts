@@ -92,10 +92,12 @@ export class TelemetryInstruments {
       if (otel === null) this.#instruments = null;
       return null;
     }
-    if (this.#settings.meterProvider || this.#settings.tracerProvider) return (this.#instruments = cached ?? this.#build(otel, undefined, undefined));
+    if (this.#settings.meterProvider || this.#settings.tracerProvider)
+      return (this.#instruments = cached ?? this.#build(otel, undefined, undefined));
     const meterProvider = otel.metrics.getMeterProvider();
     const tracerDelegate = (otel.trace.getTracerProvider() as { getDelegate?: () => unknown }).getDelegate?.();
-    if (cached && cached.meterProvider === meterProvider && cached.tracerDelegate === tracerDelegate) return cached.noop ? null : cached;
+    if (cached && cached.meterProvider === meterProvider && cached.tracerDelegate === tracerDelegate)
+      return cached.noop ? null : cached;
     if (cached) cached.backlog.removeCallback(cached.observeBacklog);
     const built = this.#build(otel, meterProvider, tracerDelegate);
     this.#instruments = built;
@@ -135,9 +137,15 @@ export class TelemetryInstruments {
       tracerDelegate,
       noop,
       tracer,
-      clientDuration: seconds(METRIC_NAMES.clientDuration, 'Duration of operations on the payment service, retries and backoff included'),
+      clientDuration: seconds(
+        METRIC_NAMES.clientDuration,
+        'Duration of operations on the payment service, retries and backoff included',
+      ),
       webhookDuration: seconds(METRIC_NAMES.webhookDuration, 'Time to answer a webhook delivery, by status and result'),
-      settleDuration: seconds(METRIC_NAMES.settleDuration, 'Duration of one settle (claim, verify, handlers, done) by source, result and outcome'),
+      settleDuration: seconds(
+        METRIC_NAMES.settleDuration,
+        'Duration of one settle (claim, verify, handlers, done) by source, result and outcome',
+      ),
       backlog,
       observeBacklog,
     };

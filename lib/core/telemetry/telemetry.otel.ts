@@ -18,7 +18,14 @@
 import type * as OtelApi from '@opentelemetry/api';
 import type { PaymentsOperation } from '../api/index.js';
 import type { OutcomeSource } from '../store/index.js';
-import { NO_TELEMETRY, type CallStats, type SettleSummary, type SettleTrace, type TelemetryHooks, type WebhookTrace } from './telemetry.hooks.js';
+import {
+  NO_TELEMETRY,
+  type CallStats,
+  type SettleSummary,
+  type SettleTrace,
+  type TelemetryHooks,
+  type WebhookTrace,
+} from './telemetry.hooks.js';
 import { TelemetryInstruments, type Attributes, type Instruments } from './telemetry.instruments.js';
 import { TelemetryApiLoader } from './telemetry.loader.js';
 import { HEALTH_PROBE_KEY, SPAN_NAMES } from './telemetry.names.js';
@@ -71,7 +78,12 @@ export class PaymentsTelemetry implements TelemetryHooks {
         // validated elsewhere
       }
     }
-    this.#instruments = new TelemetryInstruments(settings, context.loader ?? new TelemetryApiLoader(), this.#common, context.store);
+    this.#instruments = new TelemetryInstruments(
+      settings,
+      context.loader ?? new TelemetryApiLoader(),
+      this.#common,
+      context.store,
+    );
   }
 
   /**
@@ -101,7 +113,12 @@ export class PaymentsTelemetry implements TelemetryHooks {
    * of the requests are its siblings. A call made under the health indicator's probe mark
    * ({@link HEALTH_PROBE_KEY} in the active context) carries `payments.probe=true`.
    */
-  call<T>(operation: PaymentsOperation, method: 'GET' | 'POST', urlTemplate: string, run: (stats: CallStats) => Promise<T>): Promise<T> {
+  call<T>(
+    operation: PaymentsOperation,
+    method: 'GET' | 'POST',
+    urlTemplate: string,
+    run: (stats: CallStats) => Promise<T>,
+  ): Promise<T> {
     const i = this.#instruments.get();
     if (i === null) return NO_TELEMETRY.call(operation, method, urlTemplate, run);
     return this.#call(i, operation, method, urlTemplate, run);
@@ -113,14 +130,25 @@ export class PaymentsTelemetry implements TelemetryHooks {
     if (!cached) {
       cached = {
         name: SPAN_NAMES.call(operation),
-        span: { ...this.#server, 'payments.operation': operation, 'http.request.method': method, 'url.template': urlTemplate },
+        span: {
+          ...this.#server,
+          'payments.operation': operation,
+          'http.request.method': method,
+          'url.template': urlTemplate,
+        },
       };
       this.#calls.set(key, cached);
     }
     return cached;
   }
 
-  async #call<T>(i: Instruments, operation: PaymentsOperation, method: 'GET' | 'POST', urlTemplate: string, run: (stats: CallStats) => Promise<T>): Promise<T> {
+  async #call<T>(
+    i: Instruments,
+    operation: PaymentsOperation,
+    method: 'GET' | 'POST',
+    urlTemplate: string,
+    run: (stats: CallStats) => Promise<T>,
+  ): Promise<T> {
     const { api: otel } = i;
     const stats: CallStats = { attempts: 0 };
     const fixed = this.#callAttributes(operation, method, urlTemplate);
@@ -161,13 +189,24 @@ export class PaymentsTelemetry implements TelemetryHooks {
    * duration but for the authentication, same payment). The context, not the instance, carries
    * the delivery, so concurrent deliveries each keep their own.
    */
-  settle<R>(paymentId: string, source: OutcomeSource, run: SettleRun<R>, summary: (result: R) => SettleSummary): Promise<R> {
+  settle<R>(
+    paymentId: string,
+    source: OutcomeSource,
+    run: SettleRun<R>,
+    summary: (result: R) => SettleSummary,
+  ): Promise<R> {
     const i = this.#instruments.get();
     if (i === null) return NO_TELEMETRY.settle(paymentId, source, run, summary);
     return this.#settle(i, paymentId, source, run, summary);
   }
 
-  async #settle<R>(i: Instruments, paymentId: string, source: OutcomeSource, run: SettleRun<R>, summary: (result: R) => SettleSummary): Promise<R> {
+  async #settle<R>(
+    i: Instruments,
+    paymentId: string,
+    source: OutcomeSource,
+    run: SettleRun<R>,
+    summary: (result: R) => SettleSummary,
+  ): Promise<R> {
     const { api: otel } = i;
     const active = otel.context.active();
     // Only a settle started right in the delivery's context (its span the active one) takes it.
@@ -176,7 +215,11 @@ export class PaymentsTelemetry implements TelemetryHooks {
     if (host) host.adopted = true;
     const span =
       host?.span ??
-      i.tracer.startSpan(SPAN_NAMES.settle, { kind: otel.SpanKind.INTERNAL, attributes: { ...this.#common, 'payments.payment_id': paymentId } }, active);
+      i.tracer.startSpan(
+        SPAN_NAMES.settle,
+        { kind: otel.SpanKind.INTERNAL, attributes: { ...this.#common, 'payments.payment_id': paymentId } },
+        active,
+      );
     span.setAttribute('payments.source', source);
     const started = performance.now();
     let handlerMs: number | undefined;
@@ -201,7 +244,8 @@ export class PaymentsTelemetry implements TelemetryHooks {
       const { result: kind, outcome } = said;
       span.setAttribute('payments.settle.result', kind);
       if (outcome !== undefined) span.setAttribute('payments.outcome', outcome);
-      if (handlerMs !== undefined) span.setAttribute('payments.handlers.duration_ms', Math.round(handlerMs * 1000) / 1000);
+      if (handlerMs !== undefined)
+        span.setAttribute('payments.handlers.duration_ms', Math.round(handlerMs * 1000) / 1000);
       if (said.failed) {
         span.setAttribute('error.type', kind);
         span.setStatus({ code: otel.SpanStatusCode.ERROR, message: kind });
@@ -227,7 +271,10 @@ export class PaymentsTelemetry implements TelemetryHooks {
     const parent = otel.context.active();
     const span = i.tracer.startSpan(
       SPAN_NAMES.webhook,
-      { kind: otel.trace.getSpan(parent) ? otel.SpanKind.INTERNAL : otel.SpanKind.SERVER, attributes: { ...this.#common, 'http.route': route } },
+      {
+        kind: otel.trace.getSpan(parent) ? otel.SpanKind.INTERNAL : otel.SpanKind.SERVER,
+        attributes: { ...this.#common, 'http.route': route },
+      },
       parent,
     );
     const host: HostSpan = { span, adopted: false };
@@ -257,16 +304,26 @@ export class PaymentsTelemetry implements TelemetryHooks {
   }
 
   /** One reconciliation pass: an INTERNAL span `payments reconciliation` around it (its settles are children). */
-  reconciliation<R extends { checked: number; settled: number }>(run: (due: (count: number) => void) => Promise<R>): Promise<R> {
+  reconciliation<R extends { checked: number; settled: number }>(
+    run: (due: (count: number) => void) => Promise<R>,
+  ): Promise<R> {
     const i = this.#instruments.get();
     if (i === null) return NO_TELEMETRY.reconciliation(run);
     const { api: otel } = i;
-    const span = i.tracer.startSpan(SPAN_NAMES.reconciliation, { kind: otel.SpanKind.INTERNAL, attributes: { ...this.#common } });
+    const span = i.tracer.startSpan(SPAN_NAMES.reconciliation, {
+      kind: otel.SpanKind.INTERNAL,
+      attributes: { ...this.#common },
+    });
     return otel.context
-      .with(otel.trace.setSpan(otel.context.active(), span), () => run((count) => span.setAttribute('payments.reconciliation.due', count)))
+      .with(otel.trace.setSpan(otel.context.active(), span), () =>
+        run((count) => span.setAttribute('payments.reconciliation.due', count)),
+      )
       .then(
         (result) => {
-          span.setAttributes({ 'payments.reconciliation.checked': result.checked, 'payments.reconciliation.settled': result.settled });
+          span.setAttributes({
+            'payments.reconciliation.checked': result.checked,
+            'payments.reconciliation.settled': result.settled,
+          });
           span.end();
           return result;
         },
@@ -288,9 +345,20 @@ export class PaymentsTelemetry implements TelemetryHooks {
 // in telemetry): the error's stable code, returned, and on the span whether it may have been
 // processed (connection errors) and the attempts the error counted.
 function callFailure(error: unknown, stats: CallStats, span: OtelApi.Span): string {
-  const e = error as { code?: unknown; httpStatus?: unknown; mayHaveBeenProcessed?: unknown; attempts?: unknown } | null;
-  const type = typeof e?.code === 'string' && /^[A-Z0-9_]{1,64}$/.test(e.code) ? e.code : error instanceof Error ? error.name : 'unknown';
-  if (typeof e?.mayHaveBeenProcessed === 'boolean') span.setAttribute('payments.may_have_been_processed', e.mayHaveBeenProcessed);
+  const e = error as {
+    code?: unknown;
+    httpStatus?: unknown;
+    mayHaveBeenProcessed?: unknown;
+    attempts?: unknown;
+  } | null;
+  const type =
+    typeof e?.code === 'string' && /^[A-Z0-9_]{1,64}$/.test(e.code)
+      ? e.code
+      : error instanceof Error
+        ? error.name
+        : 'unknown';
+  if (typeof e?.mayHaveBeenProcessed === 'boolean')
+    span.setAttribute('payments.may_have_been_processed', e.mayHaveBeenProcessed);
   if (typeof e?.attempts === 'number' && e.attempts > stats.attempts) stats.attempts = e.attempts;
   if (typeof e?.httpStatus === 'number' && stats.status === undefined) stats.status = e.httpStatus;
   return type;

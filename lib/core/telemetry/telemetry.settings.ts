@@ -33,7 +33,10 @@ export function telemetrySettings(
 ): TelemetrySettings {
   if (option === false) return { ...TELEMETRY_OFF };
   const o = typeof option === 'object' && option !== null ? option : {};
-  const settings: TelemetrySettings = { enabled: o.enabled !== false, backlogIntervalMs: (o.backlogIntervalSecs ?? 30) * 1000 };
+  const settings: TelemetrySettings = {
+    enabled: o.enabled !== false,
+    backlogIntervalMs: (o.backlogIntervalSecs ?? 30) * 1000,
+  };
   if (o.tracerProvider) settings.tracerProvider = o.tracerProvider;
   if (o.meterProvider) settings.meterProvider = o.meterProvider;
   return settings;

@@ -36,8 +36,10 @@ export const refusal = (status: number, error: string, headers?: Record<string, 
 });
 
 /** 503 with a Retry-After: the store or the service could not be reached, or shutting down. */
-export const unavailable = (seconds: number = SETTLEMENT_WAITS.unavailableRetrySecs, error = 'temporarily unavailable'): WebhookAnswer =>
-  refusal(503, error, { 'Retry-After': String(seconds) });
+export const unavailable = (
+  seconds: number = SETTLEMENT_WAITS.unavailableRetrySecs,
+  error = 'temporarily unavailable',
+): WebhookAnswer => refusal(503, error, { 'Retry-After': String(seconds) });
 
 /** The answer to a delivery that was already handled (also an unsigned delivery of a done payment). */
 export const duplicate = (): WebhookAnswer => ({ status: 200, body: { received: true, duplicate: true } });
@@ -70,7 +72,9 @@ export function answerFor(result: SettleResult): WebhookAnswer {
     case 'verify-failed':
       return unavailable(result.retryAfterSecs);
     case 'rate-limited':
-      return refusal(429, 'too many deliveries for this webhook token', { 'Retry-After': String(result.retryAfterSecs) });
+      return refusal(429, 'too many deliveries for this webhook token', {
+        'Retry-After': String(result.retryAfterSecs),
+      });
     case 'store-unavailable':
       return unavailable();
     case 'deferred':
@@ -78,7 +82,9 @@ export function answerFor(result: SettleResult): WebhookAnswer {
       // 2xx: a service that takes a 2xx as delivered would not send it again, and this delivery
       // may be the one saying the payment just settled (the plugin re-checks it on its own too).
       return result.pending
-        ? refusal(503, 'this payment was checked moments ago; deliver again later', { 'Retry-After': String(result.retryAfterSecs) })
+        ? refusal(503, 'this payment was checked moments ago; deliver again later', {
+            'Retry-After': String(result.retryAfterSecs),
+          })
         : unavailable(result.retryAfterSecs);
     default:
       return assertNever(result);

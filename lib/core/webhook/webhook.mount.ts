@@ -9,7 +9,11 @@
  * @param registration how the registration is named in the message
  * @returns the warning to log, or undefined when the URL reaches the route
  */
-export function publicUrlMismatch(publicUrl: string | undefined, mountedPath: string, registration: string): string | undefined {
+export function publicUrlMismatch(
+  publicUrl: string | undefined,
+  mountedPath: string,
+  registration: string,
+): string | undefined {
   if (publicUrl === undefined || !URL.canParse(publicUrl)) return undefined;
   const published = trim(new URL(publicUrl).pathname);
   const mounted = trim(mountedPath);

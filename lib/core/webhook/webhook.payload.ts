@@ -14,7 +14,8 @@ export interface WebhookRequest {
 }
 
 /** The payload of a webhook after parsing, or the reason it is malformed. */
-export type ParsedWebhook = { ok: true; token?: string; paymentId?: string; body: JsonObject; query: JsonObject } | { ok: false; reason: string };
+export type ParsedWebhook =
+  { ok: true; token?: string; paymentId?: string; body: JsonObject; query: JsonObject } | { ok: false; reason: string };
 
 /** Where a request carries parameters: its query string, or its body. */
 type Source = 'query' | 'body';
@@ -97,7 +98,13 @@ function splitPathToken(segment: string | undefined): { token?: string; params: 
 // A parameter repeated with one value (`?payment_id=X&payment_id=X`, which query parsers turn
 // into an array) is that value; copies that differ stay ambiguous (returned as the array).
 function single(value: unknown): unknown {
-  if (Array.isArray(value) && value.length > 0 && value.length <= 16 && value.every((v: unknown) => v === (value as unknown[])[0])) value = value[0];
+  if (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.length <= 16 &&
+    value.every((v: unknown) => v === (value as unknown[])[0])
+  )
+    value = value[0];
   if (value === undefined || value === null || value === '') return undefined;
   if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
   return value;

@@ -95,7 +95,10 @@ export class WebhookProcessor {
     const trace = this.telemetry.webhook(`/${this.#options.path}${request.pathToken === undefined ? '' : '/:token'}`);
     const auth = await trace.within(() => this.#check(request));
     if (!auth.ok) {
-      trace.end(auth.answer.status, auth.answer.body.probe === true ? 'probe' : auth.answer.status === 200 ? 'duplicate' : 'rejected');
+      trace.end(
+        auth.answer.status,
+        auth.answer.body.probe === true ? 'probe' : auth.answer.status === 200 ? 'duplicate' : 'rejected',
+      );
       return auth;
     }
     this.#traces.set(auth, trace);
@@ -115,7 +118,8 @@ export class WebhookProcessor {
 
   /** Settles an authenticated delivery and says how to answer. Never throws. */
   async deliver(auth: AuthenticatedWebhook): Promise<WebhookAnswer> {
-    const trace = this.#traces.get(auth) ?? (this.telemetry.active ? this.telemetry.webhook(`/${this.#options.path}`) : undefined);
+    const trace =
+      this.#traces.get(auth) ?? (this.telemetry.active ? this.telemetry.webhook(`/${this.#options.path}`) : undefined);
     this.#traces.delete(auth);
     if (this.#closing) {
       trace?.end(503, 'shutting-down');
@@ -153,7 +157,9 @@ export class WebhookProcessor {
    * @returns whether it warned
    */
   warnIfUnreachable(servedPath: string, registration: string): boolean {
-    const warning = this.#options.enabled ? publicUrlMismatch(this.#options.publicUrl, servedPath, registration) : undefined;
+    const warning = this.#options.enabled
+      ? publicUrlMismatch(this.#options.publicUrl, servedPath, registration)
+      : undefined;
     if (warning) this.logger.warn(warning);
     return warning !== undefined;
   }
@@ -171,7 +177,8 @@ export class WebhookProcessor {
   drain(): Promise<void> {
     this.#closing = true;
     // One promise for every caller (the Nest module and client.close() both drain).
-    this.#draining ??= this.#inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.#drained = resolve));
+    this.#draining ??=
+      this.#inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.#drained = resolve));
     return this.#draining;
   }
 
@@ -190,18 +197,26 @@ export class WebhookProcessor {
   }
 
   async #check(request: WebhookRequest): Promise<WebhookAuthentication> {
-    if (!this.#signer && !this.#options.acceptUnsigned) return { ok: false, answer: refusal(404, 'webhooks are not configured') };
+    if (!this.#signer && !this.#options.acceptUnsigned)
+      return { ok: false, answer: refusal(404, 'webhooks are not configured') };
     const length = Number(Array.isArray(request.contentLength) ? request.contentLength[0] : request.contentLength);
-    if (Number.isFinite(length) && length > this.#options.maxBodyBytes) return { ok: false, answer: refusal(413, 'payload too large') };
+    if (Number.isFinite(length) && length > this.#options.maxBodyBytes)
+      return { ok: false, answer: refusal(413, 'payload too large') };
 
     const parsed = parseWebhook(request, this.#options.maxBodyBytes);
-    if (!parsed.ok) return { ok: false, answer: refusal(parsed.reason === 'payload too large' ? 413 : 400, `malformed webhook: ${parsed.reason}`) };
+    if (!parsed.ok)
+      return {
+        ok: false,
+        answer: refusal(parsed.reason === 'payload too large' ? 413 : 400, `malformed webhook: ${parsed.reason}`),
+      };
     // A set-up probe proves the route is reached; it costs an HMAC, nothing else.
-    if (this.#signer?.verifyProbe(parsed.token) === true) return { ok: false, answer: { status: 200, body: { received: true, probe: true } } };
+    if (this.#signer?.verifyProbe(parsed.token) === true)
+      return { ok: false, answer: { status: 200, body: { received: true, probe: true } } };
 
     if (parsed.token === undefined) {
       if (!this.#options.acceptUnsigned) return { ok: false, answer: refusal(401, 'missing or invalid webhook token') };
-      if (parsed.paymentId === undefined) return { ok: false, answer: refusal(400, 'malformed webhook: no payment id') };
+      if (parsed.paymentId === undefined)
+        return { ok: false, answer: refusal(400, 'malformed webhook: no payment id') };
       return this.#unsigned(parsed.paymentId);
     }
     const checked = this.#signer?.check(parsed.token) ?? { kind: 'invalid' };
@@ -247,9 +262,16 @@ export class WebhookProcessor {
       }
       const interval = this.#options.unsignedIntervalSecs;
       if (!(await this.#unbound.limiter.take(`unsigned:${paymentId}`, interval * 1000))) {
-        return { ok: false, answer: refusal(429, 'too many deliveries for this payment', { 'Retry-After': String(interval) }) };
+        return {
+          ok: false,
+          answer: refusal(429, 'too many deliveries for this payment', { 'Retry-After': String(interval) }),
+        };
       }
-      return { ok: true, paymentId, expected: { amount: pending.amount, developerTrackingId: pending.developerTrackingId, origin: 'binding' } };
+      return {
+        ok: true,
+        paymentId,
+        expected: { amount: pending.amount, developerTrackingId: pending.developerTrackingId, origin: 'binding' },
+      };
     } catch (error) {
       this.logger.error(`webhook: store unreachable for an unsigned delivery: ${describe(error)}`);
       return { ok: false, answer: unavailable() };

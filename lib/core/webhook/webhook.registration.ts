@@ -31,7 +31,10 @@ export function registrationTag(name: string | undefined): string {
  * @param registration whose the token is
  * @param soleRegistration whether this registration is the app's only one
  */
-export function tokenRegistrationVerdict(registration: TokenRegistration, soleRegistration: boolean): TokenRegistrationVerdict {
+export function tokenRegistrationVerdict(
+  registration: TokenRegistration,
+  soleRegistration: boolean,
+): TokenRegistrationVerdict {
   switch (registration) {
     case 'own':
       return 'accept';

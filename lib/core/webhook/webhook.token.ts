@@ -14,7 +14,8 @@ const PROBE_FORMAT = /^probe\.([0-9a-z]{1,11})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9
 // URL however it likes without touching the token.
 // The registration tag (6 characters) is absent from tokens minted before tokens named their
 // registration: those still verify where they cannot be another account's (webhook.registration.ts).
-const TOKEN_FORMAT = /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,11})\.([0-9]{1,15})\.([A-Za-z0-9_-]{0,16})(?:\.([A-Za-z0-9_-]{6}))?\.([A-Za-z0-9_-]{22})$/;
+const TOKEN_FORMAT =
+  /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,11})\.([0-9]{1,15})\.([A-Za-z0-9_-]{0,16})(?:\.([A-Za-z0-9_-]{6}))?\.([A-Za-z0-9_-]{22})$/;
 
 /** What a valid token says: signed by the plugin when it generated the payment. */
 export interface WebhookTokenClaims {
@@ -29,7 +30,8 @@ export interface WebhookTokenClaims {
 }
 
 /** What {@link WebhookTokenSigner.check} found: a token signed by one of the secrets, and whose it is; or nothing valid. */
-export type WebhookTokenCheck = { kind: 'valid'; claims: WebhookTokenClaims; registration: TokenRegistration } | { kind: 'invalid' };
+export type WebhookTokenCheck =
+  { kind: 'valid'; claims: WebhookTokenClaims; registration: TokenRegistration } | { kind: 'invalid' };
 
 /** Options of {@link WebhookTokenSigner} beside its secret. */
 export interface WebhookTokenSignerOptions {
@@ -70,7 +72,10 @@ export class WebhookTokenSigner {
   constructor(secret: string, options: WebhookTokenSignerOptions = {}) {
     this.clock = options.clock ?? SYSTEM_CLOCK;
     this.#secret = createSecretKey(Buffer.from(secret, 'utf8'));
-    this.#secrets = [this.#secret, ...(options.previousSecrets ?? []).map((s) => createSecretKey(Buffer.from(s, 'utf8')))];
+    this.#secrets = [
+      this.#secret,
+      ...(options.previousSecrets ?? []).map((s) => createSecretKey(Buffer.from(s, 'utf8'))),
+    ];
     this.#tag = registrationTag(options.registration);
   }
 
@@ -102,12 +107,17 @@ export class WebhookTokenSigner {
     if (!match) return { kind: 'invalid' };
     const body = token.slice(0, token.lastIndexOf('.'));
     const actual = Buffer.from(match[6], 'utf8');
-    if (!this.#secrets.some((key) => safeEqualBuffers(Buffer.from(this.#sign(body, DOMAIN, key), 'utf8'), actual))) return { kind: 'invalid' };
+    if (!this.#secrets.some((key) => safeEqualBuffers(Buffer.from(this.#sign(body, DOMAIN, key), 'utf8'), actual)))
+      return { kind: 'invalid' };
     const expiresAt = parseInt(match[2], 36) * 1000;
     if (!(expiresAt > now)) return { kind: 'invalid' };
     const tag = match[5];
     const registration: TokenRegistration = tag === undefined ? 'legacy' : tag === this.#tag ? 'own' : 'other';
-    return { kind: 'valid', claims: { nonce: match[1], expiresAt, amount: match[3], trackingHash: match[4] }, registration };
+    return {
+      kind: 'valid',
+      claims: { nonce: match[1], expiresAt, amount: match[3], trackingHash: match[4] },
+      registration,
+    };
   }
 
   /**
@@ -139,7 +149,8 @@ export class WebhookTokenSigner {
     const body = token.slice(0, token.lastIndexOf('.'));
     const actual = Buffer.from(match[3], 'utf8');
     return (
-      this.#secrets.some((key) => safeEqualBuffers(Buffer.from(this.#sign(body, PROBE_DOMAIN, key), 'utf8'), actual)) && parseInt(match[1], 36) * 1000 > now
+      this.#secrets.some((key) => safeEqualBuffers(Buffer.from(this.#sign(body, PROBE_DOMAIN, key), 'utf8'), actual)) &&
+      parseInt(match[1], 36) * 1000 > now
     );
   }
 
@@ -175,7 +186,9 @@ export class WebhookTokenSigner {
 
 /** The hash of a tracking id a token carries: 12 bytes of SHA-256, or empty when there is none. */
 export function trackingHash(trackingId: string | undefined): string {
-  return trackingId === undefined ? '' : hash('sha256', `tracking:${trackingId}`, 'buffer').subarray(0, 12).toString('base64url');
+  return trackingId === undefined
+    ? ''
+    : hash('sha256', `tracking:${trackingId}`, 'buffer').subarray(0, 12).toString('base64url');
 }
 
 function safeEqualBuffers(expected: Buffer, actual: Buffer): boolean {

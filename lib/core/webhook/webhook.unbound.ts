@@ -82,12 +82,21 @@ export class UnboundTokens {
   // token with a tracking id (which the verified one matched) pins its payment down: without one,
   // any payment of the same amount and no tracking id verifies alike, and binding the token to a
   // replay's payment would turn the genuine delivery away (401). First binding wins.
-  async #rebind(paymentId: string, claims: WebhookTokenClaims, expected: OutcomeExpectation, trackingId: string | undefined): Promise<void> {
+  async #rebind(
+    paymentId: string,
+    claims: WebhookTokenClaims,
+    expected: OutcomeExpectation,
+    trackingId: string | undefined,
+  ): Promise<void> {
     if (expected.identifiesPayment !== true) return;
     try {
       const ttl = claims.expiresAt - this.clock.now();
       if (ttl <= 0 || (await this.store.findBinding(claims.nonce))) return;
-      const binding: PaymentBinding = { paymentId, amount: claims.amount, createdAt: new Date(this.clock.now()).toISOString() };
+      const binding: PaymentBinding = {
+        paymentId,
+        amount: claims.amount,
+        createdAt: new Date(this.clock.now()).toISOString(),
+      };
       if (trackingId !== undefined) binding.developerTrackingId = trackingId;
       await this.store.saveBinding(claims.nonce, binding, ttl);
     } catch (error) {

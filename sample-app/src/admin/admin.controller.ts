@@ -1,5 +1,26 @@
-import { Body, Controller, Get, Header, Inject, Logger, NotFoundException, Param, Post, Query, Redirect, UseFilters, UseGuards } from '@nestjs/common';
-import { fromMillimes, InjectPaymentsOptions, PaymentsService, toMillimes, type CardBinding, type PaymentsModuleOptions } from 'nestjs-payments';
+import {
+  Body,
+  Controller,
+  Get,
+  Header,
+  Inject,
+  Logger,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  Redirect,
+  UseFilters,
+  UseGuards,
+} from '@nestjs/common';
+import {
+  fromMillimes,
+  InjectPaymentsOptions,
+  PaymentsService,
+  toMillimes,
+  type CardBinding,
+  type PaymentsModuleOptions,
+} from 'nestjs-payments';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
 import { SHOP_DATABASE, type ShopDatabase } from '../db/database.js';
 import type { Order } from '../orders/order.model.js';
@@ -53,7 +74,11 @@ export class AdminController {
   /** GET /admin, optionally `?flash=<id>` after an action and `?clientId=` for the bindings lookup. */
   @Get()
   @Header('Content-Type', 'text/html; charset=utf-8')
-  async index(@CsrfToken() csrfToken: string, @Query('flash') flashId?: unknown, @Query('clientId') clientId?: unknown): Promise<string> {
+  async index(
+    @CsrfToken() csrfToken: string,
+    @Query('flash') flashId?: unknown,
+    @Query('clientId') clientId?: unknown,
+  ): Promise<string> {
     const [orders, failedOutcomes, bindings, duplicates] = await Promise.all([
       this.orders.list(),
       this.failedOutcomes(),
@@ -115,7 +140,10 @@ export class AdminController {
       return this.back('error', `Order ${order.id} has no held amount to capture (it is ${order.status}).`);
     const amount = this.captureAmount(order, rawAmount);
     if (amount === undefined)
-      return this.back('error', `Enter an amount in TND from 0.001 to ${fromMillimes(order.amount)}, or leave it empty to capture all.`);
+      return this.back(
+        'error',
+        `Enter an amount in TND from 0.001 to ${fromMillimes(order.amount)}, or leave it empty to capture all.`,
+      );
     try {
       const partial = amount !== order.amount;
       const capture = await this.payments.capturePayment(order.paymentId, partial ? { amount } : {});
@@ -145,7 +173,12 @@ export class AdminController {
     if (!order.paymentId) return this.back('error', 'There is no payment to cancel for this order.');
     try {
       const cancellation = await this.payments.cancelPayment(order.paymentId);
-      await this.orders.transition(order.id, { to: 'cancelled', from: TRANSITIONS.cancelled, source: 'admin', serviceStatus: cancellation.status });
+      await this.orders.transition(order.id, {
+        to: 'cancelled',
+        from: TRANSITIONS.cancelled,
+        source: 'admin',
+        serviceStatus: cancellation.status,
+      });
       return this.back('success', `Pre-authorization of order ${order.id} cancelled; the funds are released.`);
     } catch (error) {
       return this.backWithError(error, `Cancellation of order ${order.id}`);
@@ -162,10 +195,15 @@ export class AdminController {
   async refundDuplicate(@Param('paymentId') paymentId: string): Promise<RedirectTo> {
     try {
       const record = await this.payments.getOutcome(paymentId);
-      if (record?.outcome !== 'duplicate') return this.back('error', `Payment ${paymentId} is not a second charge of a paid order.`);
-      if (record.refund) return this.back('success', `Payment ${paymentId} was already refunded (refund ${record.refund.refundId}).`);
+      if (record?.outcome !== 'duplicate')
+        return this.back('error', `Payment ${paymentId} is not a second charge of a paid order.`);
+      if (record.refund)
+        return this.back('success', `Payment ${paymentId} was already refunded (refund ${record.refund.refundId}).`);
       const refund = await this.payments.refundPayment(paymentId);
-      return this.back('success', `Second payment ${paymentId} refunded (refund ${refund.refundId}); order ${record.developerTrackingId ?? ''} stays paid.`);
+      return this.back(
+        'success',
+        `Second payment ${paymentId} refunded (refund ${refund.refundId}); order ${record.developerTrackingId ?? ''} stays paid.`,
+      );
     } catch (error) {
       return this.backWithError(error, `Refund of payment ${paymentId}`);
     }
@@ -181,10 +219,20 @@ export class AdminController {
         source: 'reconciliation',
         ...(order && { expected: { amount: order.amount, developerTrackingId: order.id } }),
       });
-      if (result.error !== undefined) return this.back('error', `Payment ${paymentId} is ${result.outcome}, but its handlers failed again: ${result.error}`);
+      if (result.error !== undefined)
+        return this.back(
+          'error',
+          `Payment ${paymentId} is ${result.outcome}, but its handlers failed again: ${result.error}`,
+        );
       if (result.outcome === 'pending')
-        return this.back('error', `Payment ${paymentId} is still being processed (or handled elsewhere right now); try again in a minute.`);
-      return this.back('success', `Payment ${paymentId}: ${result.outcome}${result.handled ? ', handlers ran' : ', already handled'}.`);
+        return this.back(
+          'error',
+          `Payment ${paymentId} is still being processed (or handled elsewhere right now); try again in a minute.`,
+        );
+      return this.back(
+        'success',
+        `Payment ${paymentId}: ${result.outcome}${result.handled ? ', handlers ran' : ', already handled'}.`,
+      );
     } catch (error) {
       return this.backWithError(error, `Retry of payment ${paymentId}`);
     }

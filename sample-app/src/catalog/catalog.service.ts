@@ -12,7 +12,10 @@ export interface CatalogItem extends Product {
 @Injectable()
 export class Catalog {
   // Converting here means a malformed price in the data stops the app at start, not at checkout.
-  private readonly items: readonly CatalogItem[] = PRODUCTS.map((product) => ({ ...product, amount: toMillimes(product.price) }));
+  private readonly items: readonly CatalogItem[] = PRODUCTS.map((product) => ({
+    ...product,
+    amount: toMillimes(product.price),
+  }));
 
   /** Every product, in display order. */
   list(): readonly CatalogItem[] {

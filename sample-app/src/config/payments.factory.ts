@@ -37,7 +37,8 @@ export function createPaymentsOptions(
 ): PaymentsModuleOptions {
   const logger = new Logger('Shop');
   const path = config.get<string>(PAYMENTS_ENV.webhookPath) || DEFAULT_WEBHOOK_PATH;
-  const publicUrl = config.get<string>(PAYMENTS_ENV.webhookPublicUrl) || `${settings.publicUrl}/${path.replace(/^\/+|\/+$/g, '')}`;
+  const publicUrl =
+    config.get<string>(PAYMENTS_ENV.webhookPublicUrl) || `${settings.publicUrl}/${path.replace(/^\/+|\/+$/g, '')}`;
   const configuredSecret = config.get<string>(PAYMENTS_ENV.webhookSecret) || undefined;
   const leaseMs = parsePositiveInteger('SHOP_OUTCOME_LEASE_MS', config.get('SHOP_OUTCOME_LEASE_MS'));
   const intervalSecs = parsePositiveInteger('SHOP_RECONCILE_INTERVAL_SECS', config.get('SHOP_RECONCILE_INTERVAL_SECS'));
@@ -50,7 +51,9 @@ export function createPaymentsOptions(
 
   if (sandbox) {
     if (config.get<string>(PAYMENTS_ENV.privateKey)) {
-      logger.warn(`${PAYMENTS_ENV.privateKey} is set but ${PAYMENTS_ENV.publicKey} is not: both are needed to use the real service`);
+      logger.warn(
+        `${PAYMENTS_ENV.privateKey} is set but ${PAYMENTS_ENV.publicKey} is not: both are needed to use the real service`,
+      );
     }
     const secret = configuredSecret ?? randomBytes(32).toString('base64url');
     return paymentsOptionsFromConfig(config, {
@@ -71,7 +74,9 @@ export function createPaymentsOptions(
     return paymentsOptionsFromConfig(config, shared);
   }
   if (isLoopback(publicUrl)) {
-    logger.warn(`The webhook URL ${publicUrl} is local: the payment service cannot reach it. Set PUBLIC_URL to the shop's public address.`);
+    logger.warn(
+      `The webhook URL ${publicUrl} is local: the payment service cannot reach it. Set PUBLIC_URL to the shop's public address.`,
+    );
   }
   return paymentsOptionsFromConfig(config, { ...shared, webhook: webhook(configuredSecret) });
 }

@@ -25,7 +25,9 @@ export const sandboxProvider: Provider = {
     // Bindings come from paying with "Save my card" ticked; one is seeded (once) so the admin's
     // lookup has something to show before the first purchase.
     if (fresh) sandbox.addBinding({ clientId: DEMO_CUSTOMER_ID, cardLastFour: '4242', cardBrand: 'VISA' });
-    new Logger('Shop').log(`No PAYMENTS_* keys set: using the built-in sandbox at ${sandbox.url} (no real money moves)`);
+    new Logger('Shop').log(
+      `No PAYMENTS_* keys set: using the built-in sandbox at ${sandbox.url} (no real money moves)`,
+    );
     return sandbox;
   },
 };

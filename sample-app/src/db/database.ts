@@ -104,7 +104,10 @@ export class ShopDatabase {
     } catch (error) {
       await pool.end().catch(() => undefined);
       // pg's messages name the host, never the password; the URL itself is not repeated.
-      throw new Error(`could not open the database at ${location}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw new Error(
+        `could not open the database at ${location}: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
     }
   }
 

@@ -5,13 +5,33 @@
  * (`payments_*`, created by `PostgresPaymentsStore`) live in the same database, beside these.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, check, index, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  check,
+  index,
+  jsonb,
+  pgEnum,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 
 /**
  * Where an order stands. `pending` until the payment service's verified outcome arrives; a
  * "pay now, capture later" order goes `pending -> authorized -> captured` (or `cancelled`).
  */
-export const orderStatus = pgEnum('order_status', ['pending', 'paid', 'failed', 'expired', 'authorized', 'captured', 'refunded', 'cancelled']);
+export const orderStatus = pgEnum('order_status', [
+  'pending',
+  'paid',
+  'failed',
+  'expired',
+  'authorized',
+  'captured',
+  'refunded',
+  'cancelled',
+]);
 
 /** How the order is charged: at once, or held at checkout and captured by the shop later. */
 export const orderCapture = pgEnum('order_capture', ['immediate', 'later']);
@@ -49,12 +69,24 @@ export const orders = pgTable(
     uniqueIndex('orders_payment_id_idx').on(t.paymentId),
     index('orders_status_created_idx').on(t.status, t.createdAt),
     check('orders_amount_positive', sql`${t.amount} > 0`),
-    check('orders_captured_amount_range', sql`${t.capturedAmount} IS NULL OR (${t.capturedAmount} > 0 AND ${t.capturedAmount} <= ${t.amount})`),
+    check(
+      'orders_captured_amount_range',
+      sql`${t.capturedAmount} IS NULL OR (${t.capturedAmount} > 0 AND ${t.capturedAmount} <= ${t.amount})`,
+    ),
   ],
 );
 
 /** What happened to an order: one row per change of state, with the path that brought it. */
-export const orderEventKind = pgEnum('order_event_kind', ['created', 'paid', 'failed', 'expired', 'authorized', 'captured', 'refunded', 'cancelled']);
+export const orderEventKind = pgEnum('order_event_kind', [
+  'created',
+  'paid',
+  'failed',
+  'expired',
+  'authorized',
+  'captured',
+  'refunded',
+  'cancelled',
+]);
 
 export const orderEvents = pgTable(
   'order_events',

@@ -52,7 +52,11 @@ export class OrdersController {
    */
   @Post()
   @Redirect()
-  async checkout(@Body('productId') productId: unknown, @Body('saveCard') saveCard: unknown, @CustomerId() customerId: string): Promise<RedirectTo> {
+  async checkout(
+    @Body('productId') productId: unknown,
+    @Body('saveCard') saveCard: unknown,
+    @CustomerId() customerId: string,
+  ): Promise<RedirectTo> {
     const product = this.catalog.find(productId);
     if (!product) throw new NotFoundException('This product does not exist (any more).');
     const clientId = saveCard === 'on' || saveCard === 'yes' ? customerId : undefined;
@@ -64,9 +68,16 @@ export class OrdersController {
     } catch (error) {
       if (!(error instanceof PaymentsError)) throw error;
       // The customer never saw a payment page, so nothing was charged: the order is failed.
-      await this.orders.transition(order.id, { to: 'failed', from: ['pending'], source: 'checkout', detail: `payment not created: ${error.code}` });
+      await this.orders.transition(order.id, {
+        to: 'failed',
+        from: ['pending'],
+        source: 'checkout',
+        detail: `payment not created: ${error.code}`,
+      });
       this.logger.error(`order ${order.id}: could not create the payment: ${logSafe(error.message)}`);
-      throw new BadGatewayException('The payment service is not available right now. You have not been charged; please try again in a moment.');
+      throw new BadGatewayException(
+        'The payment service is not available right now. You have not been charged; please try again in a moment.',
+      );
     }
   }
 
@@ -81,15 +92,22 @@ export class OrdersController {
   async payAgain(@Param('id') orderId: string, @Body('attempt') attempt: unknown): Promise<RedirectTo> {
     const order = await this.find(orderId);
     if (order.status !== 'pending') return { url: `/orders/${order.id}`, statusCode: 303 };
-    const key = typeof attempt === 'string' && /^[A-Za-z0-9_-]{8,64}$/.test(attempt) ? attempt : randomBytes(12).toString('base64url');
+    const key =
+      typeof attempt === 'string' && /^[A-Za-z0-9_-]{8,64}$/.test(attempt)
+        ? attempt
+        : randomBytes(12).toString('base64url');
     try {
-      const { paymentId, link } = await this.payments.generatePayment(this.paymentRequest(order), { idempotencyKey: `${order.id}:${key}` });
+      const { paymentId, link } = await this.payments.generatePayment(this.paymentRequest(order), {
+        idempotencyKey: `${order.id}:${key}`,
+      });
       await this.orders.attachPayment(order.id, paymentId);
       return { url: link, statusCode: 303 };
     } catch (error) {
       if (!(error instanceof PaymentsError)) throw error;
       this.logger.error(`order ${order.id}: could not create another payment: ${logSafe(error.message)}`);
-      throw new BadGatewayException('The payment service is not available right now. You have not been charged; please try again in a moment.');
+      throw new BadGatewayException(
+        'The payment service is not available right now. You have not been charged; please try again in a moment.',
+      );
     }
   }
 
@@ -133,7 +151,11 @@ export class OrdersController {
   private async returnPage(orderId: string, returnedPaymentId: unknown, page: ReturnPage): Promise<string> {
     let order = await this.find(orderId);
     let check: ReturnCheck | undefined;
-    if (typeof returnedPaymentId === 'string' && returnedPaymentId !== order.paymentId && /^[A-Za-z0-9_-]{1,100}$/.test(returnedPaymentId)) {
+    if (
+      typeof returnedPaymentId === 'string' &&
+      returnedPaymentId !== order.paymentId &&
+      /^[A-Za-z0-9_-]{1,100}$/.test(returnedPaymentId)
+    ) {
       check = await this.otherPayment(order, returnedPaymentId);
       order = (await this.orders.get(order.id)) ?? order;
     }
@@ -141,7 +163,9 @@ export class OrdersController {
       // The order's own payment is verified; a payment_id in the URL is only a hint, and one
       // naming another payment is ignored (it cannot make this order paid).
       if (typeof returnedPaymentId === 'string' && returnedPaymentId !== order.paymentId) {
-        this.logger.warn(`order ${order.id}: return with payment_id ${logSafe(returnedPaymentId, 64)}, not the order's; checking the order's payment`);
+        this.logger.warn(
+          `order ${order.id}: return with payment_id ${logSafe(returnedPaymentId, 64)}, not the order's; checking the order's payment`,
+        );
       }
       check = await this.reconcile(order);
       order = (await this.orders.get(order.id)) ?? order;
@@ -154,7 +178,10 @@ export class OrdersController {
       const result = await this.payments.reconcilePayment(order.paymentId!, {
         expected: { amount: order.amount, developerTrackingId: order.id },
       });
-      if (result.outcome === 'mismatch') this.logger.error(`order ${order.id}: the service's record of payment ${result.paymentId} does not match the order`);
+      if (result.outcome === 'mismatch')
+        this.logger.error(
+          `order ${order.id}: the service's record of payment ${result.paymentId} does not match the order`,
+        );
       return { outcome: result.outcome, error: result.error };
     } catch (error) {
       if (!(error instanceof PaymentsError)) throw error;
@@ -174,7 +201,9 @@ export class OrdersController {
     try {
       const record = await this.payments.getOutcome(paymentId);
       if (record !== undefined && record.developerTrackingId !== order.id) {
-        this.logger.warn(`order ${order.id}: return with payment_id ${logSafe(paymentId, 64)} of another order; ignored`);
+        this.logger.warn(
+          `order ${order.id}: return with payment_id ${logSafe(paymentId, 64)} of another order; ignored`,
+        );
         return undefined;
       }
       // The plugin refuses a payment it generated for another order (its recorded tracking id).
@@ -182,7 +211,9 @@ export class OrdersController {
       return result.outcome === 'duplicate' ? { outcome: 'duplicate', error: result.error } : undefined;
     } catch (error) {
       if (!(error instanceof PaymentsError)) throw error;
-      this.logger.warn(`order ${order.id}: return with payment_id ${logSafe(paymentId, 64)}, not the order's: ${logSafe(error.message)}`);
+      this.logger.warn(
+        `order ${order.id}: return with payment_id ${logSafe(paymentId, 64)}, not the order's: ${logSafe(error.message)}`,
+      );
       return undefined;
     }
   }

@@ -81,7 +81,12 @@ export class OrdersRepository {
           clientId: options.clientId ?? null,
         })
         .returning();
-      await tx.insert(orderEvents).values({ orderId: id, kind: 'created', source: 'checkout', detail: product.capture === 'later' ? 'capture later' : null });
+      await tx.insert(orderEvents).values({
+        orderId: id,
+        kind: 'created',
+        source: 'checkout',
+        detail: product.capture === 'later' ? 'capture later' : null,
+      });
       return toOrder(row);
     });
   }
@@ -122,8 +127,18 @@ export class OrdersRepository {
 
   /** An order's history, oldest first. */
   async events(orderId: string): Promise<OrderEvent[]> {
-    const rows = await this.db.select().from(orderEvents).where(eq(orderEvents.orderId, orderId)).orderBy(asc(orderEvents.id));
-    return rows.map((r) => ({ kind: r.kind, source: r.source, serviceStatus: r.serviceStatus ?? undefined, detail: r.detail ?? undefined, at: r.at }));
+    const rows = await this.db
+      .select()
+      .from(orderEvents)
+      .where(eq(orderEvents.orderId, orderId))
+      .orderBy(asc(orderEvents.id));
+    return rows.map((r) => ({
+      kind: r.kind,
+      source: r.source,
+      serviceStatus: r.serviceStatus ?? undefined,
+      detail: r.detail ?? undefined,
+      at: r.at,
+    }));
   }
 
   /**

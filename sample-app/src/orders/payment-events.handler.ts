@@ -93,13 +93,20 @@ export class PaymentEventsHandler {
     // that is paid: the plugin confirms one payment per order (its tracking id), so it becomes
     // the order's. An earlier attempt that failed or expired says nothing about the order.
     const settles = to === 'paid' || to === 'authorized';
-    const ownPayment = order.paymentId === undefined || order.paymentId === event.paymentId || (settles && event.developerTrackingId === order.id);
+    const ownPayment =
+      order.paymentId === undefined ||
+      order.paymentId === event.paymentId ||
+      (settles && event.developerTrackingId === order.id);
     if (!ownPayment) {
-      this.logger.error(`${to} outcome of payment ${event.paymentId} names order ${order.id}, which belongs to payment ${order.paymentId}; ignored`);
+      this.logger.error(
+        `${to} outcome of payment ${event.paymentId} names order ${order.id}, which belongs to payment ${order.paymentId}; ignored`,
+      );
       return;
     }
     if (event.amount !== order.amount) {
-      this.logger.error(`${to} outcome of payment ${event.paymentId} is for ${event.amount} millimes, order ${order.id} costs ${order.amount}; ignored`);
+      this.logger.error(
+        `${to} outcome of payment ${event.paymentId} is for ${event.amount} millimes, order ${order.id} costs ${order.amount}; ignored`,
+      );
       return;
     }
     await crashPoint('before-update', order.id);
@@ -124,7 +131,8 @@ export class PaymentEventsHandler {
   }
 
   private async orderOf(event: PaymentOutcomeEvent, within: ShopDb | undefined): Promise<Order | undefined> {
-    const byTracking = event.developerTrackingId !== undefined ? await this.orders.get(event.developerTrackingId, within) : undefined;
+    const byTracking =
+      event.developerTrackingId !== undefined ? await this.orders.get(event.developerTrackingId, within) : undefined;
     return byTracking ?? (await this.orders.findByPaymentId(event.paymentId, within));
   }
 }

@@ -36,7 +36,9 @@ export class StartupReconciliation {
     try {
       pending = await this.orders.listPendingWithPayment(MAX_ORDERS);
     } catch (error) {
-      this.logger.error(`start-up reconciliation: could not read the orders: ${error instanceof Error ? error.message : String(error)}`);
+      this.logger.error(
+        `start-up reconciliation: could not read the orders: ${error instanceof Error ? error.message : String(error)}`,
+      );
       return report;
     }
     for (const order of pending) {
@@ -48,7 +50,8 @@ export class StartupReconciliation {
         });
         key = result.error !== undefined ? 'error' : result.outcome;
       } catch (error) {
-        if (!(error instanceof PaymentsError)) this.logger.error(`start-up reconciliation of order ${order.id}: ${String(error)}`);
+        if (!(error instanceof PaymentsError))
+          this.logger.error(`start-up reconciliation of order ${order.id}: ${String(error)}`);
         key = 'error';
       }
       report.checked++;

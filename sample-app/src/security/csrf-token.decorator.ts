@@ -9,5 +9,6 @@ export const CsrfToken = createParamDecorator((_data: unknown, context: Executio
 
 /** Injects the visitor's customer id (`cus_<hex>`). */
 export const CustomerId = createParamDecorator(
-  (_data: unknown, context: ExecutionContext): string => shopState(context.switchToHttp().getRequest<Request>()).customerId,
+  (_data: unknown, context: ExecutionContext): string =>
+    shopState(context.switchToHttp().getRequest<Request>()).customerId,
 );

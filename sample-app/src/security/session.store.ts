@@ -31,7 +31,11 @@ export class DrizzleSessionStore extends session.Store {
       .from(shopSessions)
       .where(eq(shopSessions.sid, sid))
       .then(
-        ([row]) => callback(undefined, row && row.expiresAt.getTime() > Date.now() ? (row.sess as unknown as SessionData) : null),
+        ([row]) =>
+          callback(
+            undefined,
+            row && row.expiresAt.getTime() > Date.now() ? (row.sess as unknown as SessionData) : null,
+          ),
         (error: unknown) => callback(error),
       );
   }

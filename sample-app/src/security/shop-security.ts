@@ -43,7 +43,13 @@ export function adminSessionMiddleware(settings: ShopSettings, db: ShopDb): Requ
     saveUninitialized: false,
     // Behind a TLS proxy, X-Forwarded-Proto tells it the browser's connection is https.
     proxy: settings.secureCookies ? true : undefined,
-    cookie: { path: '/admin', httpOnly: true, sameSite: 'strict', secure: settings.secureCookies, maxAge: ADMIN_SESSION_HOURS * 3600 * 1000 },
+    cookie: {
+      path: '/admin',
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: settings.secureCookies,
+      maxAge: ADMIN_SESSION_HOURS * 3600 * 1000,
+    },
   });
 }
 
@@ -134,16 +140,28 @@ export class ShopSecurity {
    */
   async startAdminSession(req: Request): Promise<void> {
     const current = req.session;
-    await new Promise<void>((resolve, reject) => current.regenerate((error: unknown) => (error ? reject(toError(error)) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      current.regenerate((error: unknown) => (error ? reject(toError(error)) : resolve())),
+    );
     req.session.admin = true;
-    await new Promise<void>((resolve, reject) => req.session.save((error: unknown) => (error ? reject(toError(error)) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      req.session.save((error: unknown) => (error ? reject(toError(error)) : resolve())),
+    );
   }
 
   /** Ends the admin session: its row is deleted (the cookie is worth nothing after), and the cookie cleared. */
   async endAdminSession(req: Request, res: Response): Promise<void> {
     const current = req.session as Request['session'] | undefined;
-    if (current) await new Promise<void>((resolve, reject) => current.destroy((error: unknown) => (error ? reject(toError(error)) : resolve())));
-    res.clearCookie(ADMIN_COOKIE, { path: '/admin', httpOnly: true, sameSite: 'strict', secure: this.settings.secureCookies });
+    if (current)
+      await new Promise<void>((resolve, reject) =>
+        current.destroy((error: unknown) => (error ? reject(toError(error)) : resolve())),
+      );
+    res.clearCookie(ADMIN_COOKIE, {
+      path: '/admin',
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: this.settings.secureCookies,
+    });
   }
 
   // express-session signs its cookie and loads the row: a forged cookie, an expired session or

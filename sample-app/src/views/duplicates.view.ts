@@ -3,7 +3,8 @@ import { html, type SafeHtml } from './html.util.js';
 import { money, shortDate } from './parts.view.js';
 
 /** Second charges of paid orders (`listOutcomes({ outcome: 'duplicate' })`), or why they could not be listed. */
-export type DuplicateCharges = { items: readonly OutcomeRecord[]; error?: undefined } | { items?: undefined; error: string };
+export type DuplicateCharges =
+  { items: readonly OutcomeRecord[]; error?: undefined } | { items?: undefined; error: string };
 
 /**
  * The admin's panel of second charges: a customer paid an order twice (two tabs); the plugin
@@ -29,7 +30,11 @@ export function duplicatesPanel(duplicates: DuplicateCharges, csrfToken: string)
               r.refund
                 ? html`<span class="badge badge-refunded" data-refund="${r.refund.refundId}">refunded</span>`
                 : html`<form method="post" action="/admin/duplicates/${encodeURIComponent(r.paymentId)}/refund">
-                    <input type="hidden" name="_csrf" value="${csrfToken}" /><button class="small danger" type="submit" data-action="refund-duplicate">
+                    <input type="hidden" name="_csrf" value="${csrfToken}" /><button
+                      class="small danger"
+                      type="submit"
+                      data-action="refund-duplicate"
+                    >
                       Refund
                     </button>
                   </form>`
@@ -57,7 +62,10 @@ export function duplicatesPanel(duplicates: DuplicateCharges, csrfToken: string)
   }
   return html`<section class="panel" id="duplicate-charges">
     <h2>Orders paid twice</h2>
-    <p class="muted">A customer paid an order a second time (two tabs, a second "Pay now"). The order is paid once; refund the second payment here.</p>
+    <p class="muted">
+      A customer paid an order a second time (two tabs, a second "Pay now"). The order is paid once; refund the second
+      payment here.
+    </p>
     ${body}
   </section>`;
 }

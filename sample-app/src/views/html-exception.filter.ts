@@ -1,4 +1,12 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus, Inject, Logger } from '@nestjs/common';
+import {
+  type ArgumentsHost,
+  Catch,
+  type ExceptionFilter,
+  HttpException,
+  HttpStatus,
+  Inject,
+  Logger,
+} from '@nestjs/common';
 import type { Response } from 'express';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
 import { LoginRequiredException } from '../security/admin.guard.js';

@@ -106,8 +106,16 @@ const STYLESHEET = new SafeHtml(STYLE);
  *
  * @param refreshSecs reload the page after this many seconds (the success page waiting for its confirmation)
  */
-export function layout(ctx: PageContext, title: string, current: NavItem, content: SafeHtml, refreshSecs?: number, extras: LayoutExtras = {}): string {
-  const link = (href: string, item: NavItem, label: string) => html`<a href="${href}" ${current === item ? html` aria-current="page"` : ''}>${label}</a>`;
+export function layout(
+  ctx: PageContext,
+  title: string,
+  current: NavItem,
+  content: SafeHtml,
+  refreshSecs?: number,
+  extras: LayoutExtras = {},
+): string {
+  const link = (href: string, item: NavItem, label: string) =>
+    html`<a href="${href}" ${current === item ? html` aria-current="page"` : ''}>${label}</a>`;
   return html`<!doctype html>
     <html lang="en">
       <head>

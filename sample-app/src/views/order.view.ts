@@ -21,7 +21,10 @@ function message(order: Order, check: ReturnCheck | undefined): { title: string;
   }
   switch (order.status) {
     case 'paid':
-      return { title: 'Thank you, your order is paid', text: 'We have received your payment and are preparing your order.' };
+      return {
+        title: 'Thank you, your order is paid',
+        text: 'We have received your payment and are preparing your order.',
+      };
     case 'authorized':
       return {
         title: 'Thank you, your order is confirmed',
@@ -171,7 +174,11 @@ export function orderStatusPage(
       ${
         pay &&
         html`<form method="post" action="/orders/${order.id}/pay">
-          <input type="hidden" name="_csrf" value="${pay.csrfToken}" /><input type="hidden" name="attempt" value="${pay.attempt}" />
+          <input type="hidden" name="_csrf" value="${pay.csrfToken}" /><input
+            type="hidden"
+            name="attempt"
+            value="${pay.attempt}"
+          />
           <button type="submit" id="pay-again">Pay now</button>
         </form>`
       }
@@ -190,7 +197,8 @@ function duplicatesList(duplicates: readonly OutcomeRecord[]): SafeHtml {
           html`<li data-payment="${d.paymentId}" data-refunded="${d.refund ? 'yes' : 'no'}">
             <strong>Payment <span class="mono">${d.paymentId}</span> of ${money(d.amount ?? '0')}</strong>
             <span class="muted"
-              >charged after the order was paid${d.settledBy !== undefined && html` (by <span class="mono">${d.settledBy}</span>)`}:
+              >charged after the order was
+              paid${d.settledBy !== undefined && html` (by <span class="mono">${d.settledBy}</span>)`}:
               ${d.refund ? html`refunded (${d.refund.refundId})` : 'to be refunded by the shop'}</span
             >
           </li>`,

@@ -124,7 +124,8 @@ async function pay(instance, account, amount, order) {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ account, amount, order }),
   });
-  if (answer.status !== 201) throw new Error(`POST /shop/pay on ${instance.url}: ${answer.status} ${await answer.text()}`);
+  if (answer.status !== 201)
+    throw new Error(`POST /shop/pay on ${instance.url}: ${answer.status} ${await answer.text()}`);
   return (await answer.json()).paymentId;
 }
 
@@ -152,7 +153,9 @@ async function exactlyOnce() {
   await admin.query(`CREATE SCHEMA ${schema}`);
   try {
     await admin.query(`CREATE TABLE ${schema}.orders (id text PRIMARY KEY, status text NOT NULL)`);
-    await admin.query(`CREATE TABLE ${schema}.order_events (id serial PRIMARY KEY, order_id text NOT NULL, kind text NOT NULL)`);
+    await admin.query(
+      `CREATE TABLE ${schema}.order_events (id serial PRIMARY KEY, order_id text NOT NULL, kind text NOT NULL)`,
+    );
     const orders = ['eo-0', 'eo-1', 'eo-2', 'eo-3'];
     for (const id of orders) await admin.query(`INSERT INTO ${schema}.orders (id, status) VALUES ($1, 'new')`, [id]);
     writeEnv();
@@ -162,7 +165,8 @@ async function exactlyOnce() {
     const b = await start(PORT_B, { GUIDES_STORE: 'exactly-once', DATABASE_URL: url.href });
     targets = [a.url, b.url];
     const expected = [];
-    for (const [i, order] of orders.entries()) expected.push(`default:${await pay(i % 2 ? b : a, 'default', String(3000 + i), order)}`);
+    for (const [i, order] of orders.entries())
+      expected.push(`default:${await pay(i % 2 ? b : a, 'default', String(3000 + i), order)}`);
     await complete(expected.map((e) => e.split(':')[1]));
     await expectConfirmedOnce([a, b], expected);
     const paid = await admin.query(`SELECT id, status FROM ${schema}.orders ORDER BY id`);
@@ -170,7 +174,9 @@ async function exactlyOnce() {
       paid.rows,
       orders.map((id) => ({ id, status: 'paid' })),
     );
-    const events = await admin.query(`SELECT order_id, count(*)::int AS n FROM ${schema}.order_events GROUP BY order_id ORDER BY order_id`);
+    const events = await admin.query(
+      `SELECT order_id, count(*)::int AS n FROM ${schema}.order_events GROUP BY order_id ORDER BY order_id`,
+    );
     assert.deepEqual(
       events.rows,
       orders.map((order_id) => ({ order_id, n: 1 })),
@@ -221,7 +227,10 @@ try {
         });
       };
       let [x, y] = [a, b];
-      const unpaid = [`default:${await pay(x, 'default', '2001', `rot-${RUN}-0`)}`, `outlet:${await pay(y, 'outlet', '2002', `rot-${RUN}-1`)}`];
+      const unpaid = [
+        `default:${await pay(x, 'default', '2001', `rot-${RUN}-0`)}`,
+        `outlet:${await pay(y, 'outlet', '2002', `rot-${RUN}-1`)}`,
+      ];
       x = await step(x, PORT_A, OLD, NEW);
       targets = [x.url, y.url];
       unpaid.push(`default:${await pay(x, 'default', '2003', `rot-${RUN}-2`)}`);
@@ -229,7 +238,10 @@ try {
       targets = [x.url, y.url];
       x = await step(x, PORT_A, NEW, OLD);
       targets = [x.url, y.url];
-      unpaid.push(`outlet:${await pay(x, 'outlet', '2004', `rot-${RUN}-3`)}`, `default:${await pay(y, 'default', '2005', `rot-${RUN}-4`)}`);
+      unpaid.push(
+        `outlet:${await pay(x, 'outlet', '2004', `rot-${RUN}-3`)}`,
+        `default:${await pay(y, 'default', '2005', `rot-${RUN}-4`)}`,
+      );
       // Mid-deploy: x mints with the new secret, y with the old one; deliveries reach either.
       await complete(unpaid.slice(2).map((e) => e.split(':')[1]));
       y = await step(y, PORT_B, NEW, OLD);

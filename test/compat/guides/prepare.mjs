@@ -41,17 +41,26 @@ for (const [doc, names] of Object.entries(PASTED)) {
   }
 }
 
-for (const file of ['app.module.ts', 'exactly-once.module.ts', 'main.ts']) copyFileSync(path.join(HERE, 'src', file), path.join(project, 'src', file));
+for (const file of ['app.module.ts', 'exactly-once.module.ts', 'main.ts'])
+  copyFileSync(path.join(HERE, 'src', file), path.join(project, 'src', file));
 copyFileSync(path.join(HERE, 'driver.mjs'), path.join(project, 'driver.mjs'));
 rmSync(path.join(project, 'test'), { recursive: true, force: true });
 rmSync(path.join(project, 'src/app.controller.spec.ts'), { force: true });
 
 const pkg = JSON.parse(readFileSync(path.join(project, 'package.json'), 'utf8'));
-const nest = major === '11' ? { config: '^4.0.0', terminus: '^11.0.0', ioredis: '^5.0.0' } : { config: '^12.0.0', terminus: '^12.0.0', ioredis: '^6.0.0' };
+const nest =
+  major === '11'
+    ? { config: '^4.0.0', terminus: '^11.0.0', ioredis: '^5.0.0' }
+    : { config: '^12.0.0', terminus: '^12.0.0', ioredis: '^6.0.0' };
 pkg.name = `guides-nest${major}`;
 pkg.description = `The guides, pasted into a project made by nest new ${major} (test/compat/guides).`;
 delete pkg.compat;
 pkg.scripts = { build: 'tsc -p tsconfig.build.json', check: 'node driver.mjs' };
-Object.assign(pkg.dependencies, { '@nestjs/config': nest.config, '@nestjs/terminus': nest.terminus, ioredis: nest.ioredis, pg: '^8.0.0' });
+Object.assign(pkg.dependencies, {
+  '@nestjs/config': nest.config,
+  '@nestjs/terminus': nest.terminus,
+  ioredis: nest.ioredis,
+  pg: '^8.0.0',
+});
 Object.assign(pkg.devDependencies, { '@types/pg': '^8.0.0' });
 writeFileSync(path.join(project, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);

@@ -41,7 +41,8 @@ export function pastedBlocks(markdown, kind, source = 'the document') {
     if (marker) {
       const kinds = marker[1].trim().split(/\s+/);
       const unknown = kinds.filter((x) => !KINDS.includes(x));
-      if (unknown.length > 0) fail(`${source}:${k + 1}: unknown kind ${unknown.join(', ')} (kinds: ${KINDS.join(', ')})`);
+      if (unknown.length > 0)
+        fail(`${source}:${k + 1}: unknown kind ${unknown.join(', ')} (kinds: ${KINDS.join(', ')})`);
       if (kinds.includes(kind)) {
         const body = lines.slice(i + 1, end);
         const lang = fence[1];
@@ -81,7 +82,8 @@ export function withTarball(command, tarball) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [repo, kind, project, tarball] = process.argv.slice(2);
-  if (!repo || !KINDS.includes(kind ?? '') || !project || !tarball) fail(`usage: node extract.mjs <repo> <${KINDS.join('|')}> <project> <tarball>`);
+  if (!repo || !KINDS.includes(kind ?? '') || !project || !tarball)
+    fail(`usage: node extract.mjs <repo> <${KINDS.join('|')}> <project> <tarball>`);
   const phases = { install: [], test: [] };
   let files = 0;
   const recipes = [];
@@ -98,14 +100,17 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
         if (block.recipe) recipes.push(block.recipe);
         console.error(`pasted: ${doc}:${block.line} -> ${block.file}`);
       } else {
-        for (const command of commands(block.text)) phases[phase].push(phase === 'install' ? withTarball(command, tarball) : command);
+        for (const command of commands(block.text))
+          phases[phase].push(phase === 'install' ? withTarball(command, tarball) : command);
       }
     }
   }
-  if (!phases.install.some((c) => c.includes(tarball))) fail(`README.md has no install line of nestjs-payments for ${kind}`);
+  if (!phases.install.some((c) => c.includes(tarball)))
+    fail(`README.md has no install line of nestjs-payments for ${kind}`);
   if (files === 0) fail(`no file to paste for ${kind}`);
   if (phases.test.length === 0) fail(`docs/testing.md has no command to run the test for ${kind}`);
   mkdirSync(path.join(project, '.pasted'), { recursive: true });
   writeFileSync(path.join(project, '.pasted', 'recipes'), `${recipes.join(' ')}\n`);
-  for (const [phase, lines] of Object.entries(phases)) writeFileSync(path.join(project, '.pasted', `${phase}.sh`), `set -ex\n${lines.join('\n')}\n`);
+  for (const [phase, lines] of Object.entries(phases))
+    writeFileSync(path.join(project, '.pasted', `${phase}.sh`), `set -ex\n${lines.join('\n')}\n`);
 }

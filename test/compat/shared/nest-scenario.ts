@@ -65,10 +65,16 @@ async function scenario<App extends INestApplication>(compat: NestCompatApp<App>
 
     const payments = app.get(PaymentsService);
     const orders = app.get(Orders);
-    const { paymentId, link } = await payments.generatePayment({ amount: compat.amount, developerTrackingId: compat.developerTrackingId });
+    const { paymentId, link } = await payments.generatePayment({
+      amount: compat.amount,
+      developerTrackingId: compat.developerTrackingId,
+    });
     assert.ok(paymentId && link.startsWith(sandbox.url), `unexpected payment: ${paymentId} ${link}`);
     const webhookUrl = sandbox.getPayment(paymentId)?.webhook ?? '';
-    assert.ok(webhookUrl.startsWith(`${url}/payments/webhook`), `the payment's webhook is not this app's signed URL: ${webhookUrl}`);
+    assert.ok(
+      webhookUrl.startsWith(`${url}/payments/webhook`),
+      `the payment's webhook is not this app's signed URL: ${webhookUrl}`,
+    );
 
     const settlement = await sandbox.completePayment(paymentId);
     assert.equal(settlement.webhook?.status, 200, `the sandbox's webhook got ${JSON.stringify(settlement.webhook)}`);

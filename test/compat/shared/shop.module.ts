@@ -51,7 +51,9 @@ export class Orders {
 @Module({})
 export class ShopModule {
   static register(shop: ShopOptions): DynamicModule {
-    const payments = shop.forRootAsync ? PaymentsModule.forRootAsync({ useFactory: shop.payments }) : PaymentsModule.forRoot(shop.payments());
+    const payments = shop.forRootAsync
+      ? PaymentsModule.forRootAsync({ useFactory: shop.payments })
+      : PaymentsModule.forRoot(shop.payments());
     return { module: ShopModule, imports: [payments], providers: [Orders, { provide: SHOP_OPTIONS, useValue: shop }] };
   }
 }

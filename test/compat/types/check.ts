@@ -25,7 +25,11 @@ import type { PaymentsStore } from 'nestjs-payments/store';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from 'nestjs-payments/express';
 import { paymentsStoreMigration, PostgresPaymentsStore } from 'nestjs-payments/postgres';
 import { RedisPaymentsStore } from 'nestjs-payments/redis';
-import { HEALTH_PROBE_CLIENT_ID, PaymentsHealthIndicator, type PaymentsHealthCheckOptions } from 'nestjs-payments/terminus';
+import {
+  HEALTH_PROBE_CLIENT_ID,
+  PaymentsHealthIndicator,
+  type PaymentsHealthCheckOptions,
+} from 'nestjs-payments/terminus';
 import { PaymentsSandbox, type SandboxSettlement } from 'nestjs-payments/testing';
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -68,7 +72,10 @@ const options: PaymentsModuleOptions = {
 export class ShopModule {}
 
 export async function useService(payments: PaymentsService): Promise<void> {
-  const generated: GeneratedPayment = await payments.generatePayment({ amount: toMillimes('12.5'), developerTrackingId: 'order-1' });
+  const generated: GeneratedPayment = await payments.generatePayment({
+    amount: toMillimes('12.5'),
+    developerTrackingId: 'order-1',
+  });
   expectType<Equal<typeof generated.paymentId, string>>();
   const refund: PaymentRefund = await payments.refundPayment(generated.paymentId);
   void refund.refundedAt;
@@ -77,7 +84,8 @@ export async function useService(payments: PaymentsService): Promise<void> {
   try {
     await payments.cancelPayment(generated.paymentId);
   } catch (error) {
-    if (error instanceof RefundNotAllowedError) expectType<Equal<typeof error.code extends string ? true : false, true>>();
+    if (error instanceof RefundNotAllowedError)
+      expectType<Equal<typeof error.code extends string ? true : false, true>>();
     if (error instanceof PaymentsError) void error.code;
   }
 }

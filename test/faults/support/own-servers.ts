@@ -69,7 +69,20 @@ export class OwnRedis {
   async up(): Promise<void> {
     const child = spawn(
       REDIS_SERVER,
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--dir',
+        this.dir,
+      ],
       { stdio: 'ignore' },
     );
     this.#child = child;

@@ -30,12 +30,16 @@ const REASONS: Record<number, string> = {
 };
 
 function head(status: number, headers: Record<string, string | number>): string {
-  const lines = [`HTTP/1.1 ${status} ${REASONS[status] ?? 'Status'}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  const lines = [
+    `HTTP/1.1 ${status} ${REASONS[status] ?? 'Status'}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
 function asText(body: unknown): { text: string; type: string } {
-  if (typeof body === 'string') return { text: body, type: body.trimStart().startsWith('<') ? 'text/html; charset=utf-8' : 'application/json' };
+  if (typeof body === 'string')
+    return { text: body, type: body.trimStart().startsWith('<') ? 'text/html; charset=utf-8' : 'application/json' };
   return { text: JSON.stringify(body), type: 'application/json' };
 }
 
@@ -45,7 +49,14 @@ export const behave = {
   reply(status: number, body: unknown, headers: Record<string, string> = {}): RawBehaviour {
     return (_req, socket) => {
       const { text, type } = asText(body);
-      socket.write(head(status, { 'content-type': type, 'content-length': Buffer.byteLength(text), connection: 'keep-alive', ...headers }) + text);
+      socket.write(
+        head(status, {
+          'content-type': type,
+          'content-length': Buffer.byteLength(text),
+          connection: 'keep-alive',
+          ...headers,
+        }) + text,
+      );
     };
   },
   /** Reads the request and never answers. */
@@ -54,7 +65,8 @@ export const behave = {
   },
   /** Sends the status line and headers, then nothing more. */
   headersThenHang(): RawBehaviour {
-    return (_req, socket) => void socket.write(head(200, { 'content-type': 'application/json', 'content-length': 500 }));
+    return (_req, socket) =>
+      void socket.write(head(200, { 'content-type': 'application/json', 'content-length': 500 }));
   },
   /** Sends the body one byte at a time, `intervalMs` apart: every byte is quick, the whole is slow. */
   drip(body: string, intervalMs: number): RawBehaviour {
@@ -82,10 +94,13 @@ export const behave = {
       const half = body.slice(0, Math.floor(body.length / 2));
       if (chunked) {
         socket.write(
-          head(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }) + `${Buffer.byteLength(half).toString(16)}\r\n${half}\r\n`,
+          head(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }) +
+            `${Buffer.byteLength(half).toString(16)}\r\n${half}\r\n`,
         );
       } else {
-        socket.write(head(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }) + half);
+        socket.write(
+          head(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }) + half,
+        );
       }
       setTimeout(() => socket.destroy(), 20);
     };
@@ -104,7 +119,9 @@ export const behave = {
         }
         if (socket.writable) socket.write('0\r\n\r\n');
       } else {
-        socket.write(head(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }) + text);
+        socket.write(
+          head(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }) + text,
+        );
       }
     };
   },
@@ -156,7 +173,9 @@ export class RawHttpServer {
 
   /** Open connections, as the server counts them. */
   connections(): Promise<number> {
-    return new Promise((resolve, reject) => this.server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+    return new Promise((resolve, reject) =>
+      this.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+    );
   }
 
   /** Resolves with the open connection count once it is 0, or after `timeoutMs` with what is left. */
@@ -206,9 +225,18 @@ export class RawHttpServer {
         buffer = buffer.subarray(end + 4 + length);
         const [method, target] = requestLine.split(' ');
         const url = new URL(target, 'http://raw.invalid');
-        const request: RawRequest = { method, path: url.pathname, query: url.searchParams, headers, body, at: performance.now(), connection };
+        const request: RawRequest = {
+          method,
+          path: url.pathname,
+          query: url.searchParams,
+          headers,
+          body,
+          at: performance.now(),
+          connection,
+        };
         this.requests.push(request);
-        const behaviour = this.behaviours.get(url.pathname) ?? behave.reply(404, { result: { status: 404, message: 'Not Found' } });
+        const behaviour =
+          this.behaviours.get(url.pathname) ?? behave.reply(404, { result: { status: 404, message: 'Not Found' } });
         behaviour(request, socket);
       }
     });

@@ -40,18 +40,33 @@ export function buildShop(): Promise<string> {
       tsconfig,
       JSON.stringify({
         extends: relative(WORK, join(ROOT, 'tsconfig.json')),
-        compilerOptions: { rootDir: relative(WORK, ROOT), outDir: 'build', declaration: false, sourceMap: false, noEmitOnError: false, types: ['node'] },
+        compilerOptions: {
+          rootDir: relative(WORK, ROOT),
+          outDir: 'build',
+          declaration: false,
+          sourceMap: false,
+          noEmitOnError: false,
+          types: ['node'],
+        },
         include: [relative(WORK, join(ROOT, 'lib')), relative(WORK, join(ROOT, 'sample-app/src'))],
       }),
     );
-    const { output } = await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', tsconfig], ROOT);
+    const { output } = await run(
+      process.execPath,
+      [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', tsconfig],
+      ROOT,
+    );
     const main = join(BUILD, 'sample-app/src/main.js');
     // Type errors elsewhere (work in progress in lib/) do not stop the emit; a missing main.js does.
     if (!existsSync(main)) throw new Error(`tsc did not build the shop:\n${output.slice(0, 4000)}`);
     await writeFile(join(BUILD, 'package.json'), JSON.stringify({ type: 'module', private: true }));
     await writeFile(
       join(BUILD, 'lib/package.json'),
-      JSON.stringify({ name: 'nestjs-payments', type: 'module', exports: { '.': './index.js', './*': './*/index.js' } }),
+      JSON.stringify({
+        name: 'nestjs-payments',
+        type: 'module',
+        exports: { '.': './index.js', './*': './*/index.js' },
+      }),
     );
     await mkdir(join(BUILD, 'node_modules'), { recursive: true });
     await symlink('../lib', join(BUILD, 'node_modules/nestjs-payments'), 'dir');
@@ -99,7 +114,12 @@ export class ShopProcess {
    * Starts `node main.js` with exactly `env` (plus PATH and NO_COLOR: nothing of the test's own
    * environment leaks in) and waits until it listens.
    */
-  static async start(main: string, env: Record<string, string>, name = 'shop', timeoutMs = 60_000): Promise<ShopProcess> {
+  static async start(
+    main: string,
+    env: Record<string, string>,
+    name = 'shop',
+    timeoutMs = 60_000,
+  ): Promise<ShopProcess> {
     const child = spawn(process.execPath, [main], {
       cwd: dirname(main),
       env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', ...env },
@@ -123,7 +143,11 @@ export class ShopProcess {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        reject(new Error(`${this.name}: no line matching ${pattern} within ${timeoutMs} ms:\n${this.lines.slice(-30).join('\n')}`));
+        reject(
+          new Error(
+            `${this.name}: no line matching ${pattern} within ${timeoutMs} ms:\n${this.lines.slice(-30).join('\n')}`,
+          ),
+        );
       }, timeoutMs);
       const waiter = {
         pattern,

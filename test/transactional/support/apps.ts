@@ -22,7 +22,12 @@ export interface Instance {
 }
 
 /** Starts an instance on `store` whose confirmation handler is `handler`. */
-export async function instance(sandbox: PaymentsSandbox, store: PaymentsStore, handler: Handler, leaseMs = 10_000): Promise<Instance> {
+export async function instance(
+  sandbox: PaymentsSandbox,
+  store: PaymentsStore,
+  handler: Handler,
+  leaseMs = 10_000,
+): Promise<Instance> {
   const logs: string[] = [];
   const client = createPaymentsClient({
     ...sandbox.options(),

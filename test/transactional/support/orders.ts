@@ -25,7 +25,9 @@ export interface Db {
 }
 
 /** What the orders look like now: `paid_runs` and event count per order. */
-export async function ordersState(db: Db): Promise<Array<{ id: string; status: string; paid_runs: number; events: number }>> {
+export async function ordersState(
+  db: Db,
+): Promise<Array<{ id: string; status: string; paid_runs: number; events: number }>> {
   const { rows } = await db.query<{ id: string; status: string; paid_runs: number; events: string }>(
     `SELECT o.id, o.status, o.paid_runs, (SELECT count(*) FROM order_events e WHERE e.order_id = o.id)::text AS events FROM orders o ORDER BY o.id`,
   );
@@ -37,7 +39,12 @@ export async function pgSchema(): Promise<{ schema: string; pool(max?: number): 
   const schema = `exactly_${process.pid}_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
   const pools: pg.Pool[] = [];
   const pool = (max = 8) => {
-    const p = new pg.Pool({ connectionString: POSTGRES_URL, max, connectionTimeoutMillis: 5000, options: `-c search_path=${schema}` });
+    const p = new pg.Pool({
+      connectionString: POSTGRES_URL,
+      max,
+      connectionTimeoutMillis: 5000,
+      options: `-c search_path=${schema}`,
+    });
     pools.push(p);
     return p;
   };

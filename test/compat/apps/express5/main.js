@@ -28,19 +28,30 @@ function checkModuleSystem() {
     assert.ok(file.startsWith(path.join(HERE, 'node_modules') + path.sep), `${id} resolved outside this app: ${file}`);
   }
   // A CommonJS dependency that require()s the package gets the same copy as import.
-  assert.equal(require('nestjs-payments/express').createPaymentsClient, createPaymentsClient, 'require() gave another copy');
+  assert.equal(
+    require('nestjs-payments/express').createPaymentsClient,
+    createPaymentsClient,
+    'require() gave another copy',
+  );
   // Nest is not installed (see .npmrc), so the Express entry above loaded without it.
-  assert.throws(() => require.resolve('@nestjs/core'), 'Nest is installed, so this app would not prove that Express needs none');
+  assert.throws(
+    () => require.resolve('@nestjs/core'),
+    'Nest is installed, so this app would not prove that Express needs none',
+  );
   // The Nest entry, without Nest: a one-line error naming the missing packages (require() here,
   // import in main()).
   assert.throws(() => require('nestjs-payments'), checkNestEntryError);
   // The PostgreSQL entry without pg (a peer, so not installed here either): one line naming it, at
   // import rather than at the store's first operation.
-  assert.throws(() => require.resolve('pg'), 'pg is installed, so this app would not prove the PostgreSQL entry names it');
+  assert.throws(
+    () => require.resolve('pg'),
+    'pg is installed, so this app would not prove the PostgreSQL entry names it',
+  );
   assert.throws(
     () => require('nestjs-payments/postgres'),
     (error) =>
-      /^nestjs-payments\/postgres needs pg, not installed: npm install pg$/.test(error.message) || assert.fail(`not the one-line error: ${error.message}`),
+      /^nestjs-payments\/postgres needs pg, not installed: npm install pg$/.test(error.message) ||
+      assert.fail(`not the one-line error: ${error.message}`),
   );
   const version = require('express/package.json').version;
   assert.equal(version.split('.')[0], EXPRESS_MAJOR, `expected express ${EXPRESS_MAJOR}, got ${version}`);
@@ -50,7 +61,10 @@ function checkModuleSystem() {
 /** The error of loading `nestjs-payments` (the Nest entry) where Nest is not installed. */
 function checkNestEntryError(error) {
   assert.ok(error instanceof Error, `not an Error: ${error}`);
-  assert.match(error.message, /^nestjs-payments needs (?=.*@nestjs\/common)(?=.*@nestjs\/core).*, not installed: npm install /);
+  assert.match(
+    error.message,
+    /^nestjs-payments needs (?=.*@nestjs\/common)(?=.*@nestjs\/core).*, not installed: npm install /,
+  );
   assert.ok(!error.message.includes('\n'), `the error is not one line: ${error.message}`);
   return true;
 }
@@ -75,7 +89,9 @@ async function main() {
   app.use(express.json()); // an app-wide body parser: the webhook router must cope with parsed bodies
   const server = http.createServer(app);
   const url = await listen(server);
-  const payments = createPaymentsClient(sandbox.options({ webhook: { publicUrl: `${url}/payments/webhook`, secret: SECRET } }));
+  const payments = createPaymentsClient(
+    sandbox.options({ webhook: { publicUrl: `${url}/payments/webhook`, secret: SECRET } }),
+  );
 
   const confirmed = [];
   app.use(
@@ -102,7 +118,10 @@ async function main() {
     assert.ok(payment, `the redirect does not lead to a sandbox payment: ${link}`);
     const { paymentId } = payment;
     assert.equal(payment.amount, AMOUNT);
-    assert.ok(payment.webhook?.startsWith(`${url}/payments/webhook`), `the payment's webhook is not this app's signed URL: ${payment.webhook}`);
+    assert.ok(
+      payment.webhook?.startsWith(`${url}/payments/webhook`),
+      `the payment's webhook is not this app's signed URL: ${payment.webhook}`,
+    );
 
     const settlement = await sandbox.completePayment(paymentId);
     assert.equal(settlement.webhook?.status, 200, `the sandbox's webhook got ${JSON.stringify(settlement.webhook)}`);

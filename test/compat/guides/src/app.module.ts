@@ -4,7 +4,12 @@
 // counts. The snippets are loaded by name at run time (their files exist only in the project).
 import { Body, Controller, Get, Injectable, Module, Post, type DynamicModule, type Type } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { getPaymentsServiceToken, OnPaymentConfirmed, PaymentsService, type PaymentConfirmedEvent } from 'nestjs-payments';
+import {
+  getPaymentsServiceToken,
+  OnPaymentConfirmed,
+  PaymentsService,
+  type PaymentConfirmedEvent,
+} from 'nestjs-payments';
 
 /** Every confirmation this instance's handler ran, as `<registration>:<payment id>`. */
 @Injectable()
@@ -28,7 +33,10 @@ export class ShopController {
   @Post('pay')
   async pay(@Body() body: { account?: string; amount: string; order: string }) {
     // The outlet's registration lives in the guide's OutletModule, which exports nothing.
-    const payments = this.moduleRef.get<PaymentsService>(getPaymentsServiceToken(body.account === 'outlet' ? 'outlet' : undefined), { strict: false });
+    const payments = this.moduleRef.get<PaymentsService>(
+      getPaymentsServiceToken(body.account === 'outlet' ? 'outlet' : undefined),
+      { strict: false },
+    );
     return payments.generatePayment({ amount: body.amount, developerTrackingId: body.order });
   }
 
@@ -51,6 +59,11 @@ export interface GuideModules {
 @Module({})
 export class AppModule {
   static register(guides: GuideModules): DynamicModule {
-    return { module: AppModule, imports: [guides.store, guides.outlet, guides.health], controllers: [ShopController], providers: [Ledger] };
+    return {
+      module: AppModule,
+      imports: [guides.store, guides.outlet, guides.health],
+      controllers: [ShopController],
+      providers: [Ledger],
+    };
   }
 }

@@ -3,7 +3,12 @@
 // orders' database, and a confirmation handler that is the recipe's markPaidWithSql.
 import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { OnPaymentConfirmed, PaymentsModule, paymentsOptionsFromConfig, type PaymentConfirmedEvent } from 'nestjs-payments';
+import {
+  OnPaymentConfirmed,
+  PaymentsModule,
+  paymentsOptionsFromConfig,
+  type PaymentConfirmedEvent,
+} from 'nestjs-payments';
 import type { PaymentsStore } from 'nestjs-payments/store';
 import { Pool } from 'pg';
 
@@ -58,7 +63,8 @@ export function exactlyOnceModule(recipe: ExactlyOnceRecipe): DynamicModule {
       PaymentsModule.forRootAsync({
         imports: [ConfigModule.forRoot(), OrdersDatabase],
         inject: [ConfigService, ORDERS_POOL],
-        useFactory: (config: ConfigService, pool: Pool) => paymentsOptionsFromConfig(config, { store: recipe.transactionalStore(pool) }),
+        useFactory: (config: ConfigService, pool: Pool) =>
+          paymentsOptionsFromConfig(config, { store: recipe.transactionalStore(pool) }),
         isGlobal: true,
       }),
     ],

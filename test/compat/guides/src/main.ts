@@ -26,7 +26,11 @@ async function bootstrap(): Promise<void> {
         ? await snippet('stores', 'PostgresPaymentsModule')
         : await snippet('stores', 'RedisPaymentsModule');
   const app = await NestFactory.create(
-    AppModule.register({ store, outlet: await snippet('configuration', 'OutletModule'), health: await snippet('operations', 'HealthModule') }),
+    AppModule.register({
+      store,
+      outlet: await snippet('configuration', 'OutletModule'),
+      health: await snippet('operations', 'HealthModule'),
+    }),
   );
   if (process.env.GUIDES_GLOBAL_PREFIX) app.setGlobalPrefix(process.env.GUIDES_GLOBAL_PREFIX);
   app.enableShutdownHooks();

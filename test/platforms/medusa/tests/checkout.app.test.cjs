@@ -91,14 +91,18 @@ medusaIntegrationTestRunner({
       const {
         result: [region],
       } = await createRegionsWorkflow(container).run({
-        input: { regions: [{ name: 'Tunisia', currency_code: 'tnd', countries: ['tn'], payment_providers: [provider] }] },
+        input: {
+          regions: [{ name: 'Tunisia', currency_code: 'tnd', countries: ['tn'], payment_providers: [provider] }],
+        },
       });
       const {
         result: [channel],
       } = await createSalesChannelsWorkflow(container).run({ input: { salesChannelsData: [{ name: 'Web' }] } });
       const {
         result: [key],
-      } = await createApiKeysWorkflow(container).run({ input: { api_keys: [{ title: 'storefront', type: 'publishable', created_by: '' }] } });
+      } = await createApiKeysWorkflow(container).run({
+        input: { api_keys: [{ title: 'storefront', type: 'publishable', created_by: '' }] },
+      });
       await linkSalesChannelsToApiKeyWorkflow(container).run({ input: { id: key.id, add: [channel.id] } });
       const {
         result: [product],
@@ -109,7 +113,14 @@ medusaIntegrationTestRunner({
               title: 'Chechia',
               status: 'published',
               options: [{ title: 'Size', values: ['One'] }],
-              variants: [{ title: 'One', options: { Size: 'One' }, manage_inventory: false, prices: [{ amount: 12.345, currency_code: 'tnd' }] }],
+              variants: [
+                {
+                  title: 'One',
+                  options: { Size: 'One' },
+                  manage_inventory: false,
+                  prices: [{ amount: 12.345, currency_code: 'tnd' }],
+                },
+              ],
               sales_channels: [{ id: channel.id }],
             },
           ],
@@ -124,7 +135,11 @@ medusaIntegrationTestRunner({
         data: { cart },
       } = await api.post(
         '/store/carts',
-        { region_id: region.id, email: 'customer@example.com', items: [{ variant_id: product.variants[0].id, quantity: 1 }] },
+        {
+          region_id: region.id,
+          email: 'customer@example.com',
+          items: [{ variant_id: product.variants[0].id, quantity: 1 }],
+        },
         headers,
       );
       const link = await storefront.paymentLink(backend, key.token, cart.id);
@@ -136,15 +151,21 @@ medusaIntegrationTestRunner({
       // The customer pays on the sandbox's checkout; the sandbox delivers the webhook to Medusa's route.
       const settlement = await sandbox.completePayment(paymentId);
       expect(settlement.webhook?.delivered ?? true).toBe(true);
-      const ordersOf = async () => (await query.graph({ entity: 'order_cart', fields: ['order_id'], filters: { cart_id: cart.id } })).data;
+      const ordersOf = async () =>
+        (await query.graph({ entity: 'order_cart', fields: ['order_id'], filters: { cart_id: cart.id } })).data;
       const [placed] = await until('the order', async () => (await ordersOf()).length > 0 && (await ordersOf()));
       // The customer's return afterwards finds the order the webhook made.
-      expect(await storefront.completeCheckout(backend, key.token, cart.id)).toMatchObject({ type: 'order', order: { id: placed.order_id } });
+      expect(await storefront.completeCheckout(backend, key.token, cart.id)).toMatchObject({
+        type: 'order',
+        order: { id: placed.order_id },
+      });
       const verifies = sandbox.verifyCalls(paymentId);
 
       // Duplicates, concurrent, on the real route: still one order, no further verify call.
       const delivery = { payment_id: paymentId, status: 'SUCCESS' };
-      const answers = await Promise.all([1, 2, 3, 4, 5].map(() => api.post('/hooks/payment/nestjs-payments_tn', delivery)));
+      const answers = await Promise.all(
+        [1, 2, 3, 4, 5].map(() => api.post('/hooks/payment/nestjs-payments_tn', delivery)),
+      );
       expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
       await new Promise((r) => setTimeout(r, 8_000)); // Medusa handles each delivery 5 s after it came
       expect(await ordersOf()).toHaveLength(1);
@@ -163,8 +184,13 @@ medusaIntegrationTestRunner({
 
       // Refund, then the same refund again: Medusa refuses it, the service refunds once.
       await refundPaymentWorkflow(container).run({ input: { payment_id: payments[0].id, amount: 12.345 } });
-      const again = await refundPaymentWorkflow(container).run({ input: { payment_id: payments[0].id, amount: 12.345 }, throwOnError: false });
-      expect(again.errors.map((e) => e.error?.message)).toEqual([expect.stringMatching(/more than the captured amount/)]);
+      const again = await refundPaymentWorkflow(container).run({
+        input: { payment_id: payments[0].id, amount: 12.345 },
+        throwOnError: false,
+      });
+      expect(again.errors.map((e) => e.error?.message)).toEqual([
+        expect.stringMatching(/more than the captured amount/),
+      ]);
       expect(sandbox.getPayment(paymentId).state).toBe('refunded');
       expect(sandbox.requests.filter((r) => r.path === '/api/v2/refund_payment')).toHaveLength(1);
       const paymentModule = container.resolve(Modules.PAYMENT);

@@ -25,7 +25,13 @@ function hookReceiver() {
     });
   });
   return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve({ server, bodies, url: `http://127.0.0.1:${server.address().port}/hooks/payment/nestjs-payments_sandbox` })),
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        server,
+        bodies,
+        url: `http://127.0.0.1:${server.address().port}/hooks/payment/nestjs-payments_sandbox`,
+      }),
+    ),
   );
 }
 
@@ -81,7 +87,12 @@ moduleIntegrationTestRunner({
   testSuite: ({ service }) => {
     async function session(amount, provider = PROVIDER) {
       const collection = await service.createPaymentCollections({ currency_code: 'tnd', amount });
-      return service.createPaymentSession(collection.id, { provider_id: provider, currency_code: 'tnd', amount, data: {} });
+      return service.createPaymentSession(collection.id, {
+        provider_id: provider,
+        currency_code: 'tnd',
+        amount,
+        data: {},
+      });
     }
 
     it('registers the provider', async () => {
@@ -103,10 +114,17 @@ moduleIntegrationTestRunner({
       await sandbox.completePayment(s.data.payment_id);
       expect(hooks.bodies).toHaveLength(1);
       const verifiesBefore = sandbox.verifyCalls(s.data.payment_id);
-      const action = await service.getWebhookActionAndData({ provider: 'nestjs-payments_sandbox', payload: hooks.bodies[0] });
+      const action = await service.getWebhookActionAndData({
+        provider: 'nestjs-payments_sandbox',
+        payload: hooks.bodies[0],
+      });
       expect(action).toEqual({ action: 'captured', data: { session_id: s.id, amount: '12.345' } });
       // Duplicates: same answer, no further call to the service.
-      const again = await Promise.all([1, 2, 3].map(() => service.getWebhookActionAndData({ provider: 'nestjs-payments_sandbox', payload: hooks.bodies[0] })));
+      const again = await Promise.all(
+        [1, 2, 3].map(() =>
+          service.getWebhookActionAndData({ provider: 'nestjs-payments_sandbox', payload: hooks.bodies[0] }),
+        ),
+      );
       for (const a of again) expect(a).toEqual(action);
       expect(sandbox.verifyCalls(s.data.payment_id)).toBe(verifiesBefore + 1);
 
@@ -121,7 +139,11 @@ moduleIntegrationTestRunner({
       const stored = (await service.retrievePayment(payment.id, { select: ['data'] })).data;
       const calls = () => sandbox.requests.filter((r) => r.path === '/api/v2/refund_payment').length;
       const before = calls();
-      const retried = await provider.refundPayment({ amount: new BigNumber('12.345'), data: stored, context: { idempotency_key: stored.refund.key } });
+      const retried = await provider.refundPayment({
+        amount: new BigNumber('12.345'),
+        data: stored,
+        context: { idempotency_key: stored.refund.key },
+      });
       expect(retried.data.refund).toEqual(stored.refund);
       expect(calls()).toBe(before);
       // A second refund through Medusa is refused, and the service is not asked.
@@ -129,15 +151,21 @@ moduleIntegrationTestRunner({
       expect(calls()).toBe(before);
       // A retry with a new key and data that missed the first refund: the service refuses, once refunded stays once.
       const stale = without(stored, 'refund');
-      await expect(provider.refundPayment({ amount: '12.345', data: stale, context: { idempotency_key: 'ref_other' } })).rejects.toThrow(/refuse/);
-      expect(sandbox.payments().filter((p) => p.paymentId === s.data.payment_id && p.state === 'refunded')).toHaveLength(1);
+      await expect(
+        provider.refundPayment({ amount: '12.345', data: stale, context: { idempotency_key: 'ref_other' } }),
+      ).rejects.toThrow(/refuse/);
+      expect(
+        sandbox.payments().filter((p) => p.paymentId === s.data.payment_id && p.state === 'refunded'),
+      ).toHaveLength(1);
     });
 
     it('a partial refund is refused, naming the whole amount', async () => {
       const s = await session(20);
       await sandbox.completePayment(s.data.payment_id);
       const payment = await service.authorizePaymentSession(s.id, {});
-      await expect(service.refundPayment({ payment_id: payment.id, amount: 5 })).rejects.toThrow(/whole payments only: refund 20.000 TND/);
+      await expect(service.refundPayment({ payment_id: payment.id, amount: 5 })).rejects.toThrow(
+        /whole payments only: refund 20.000 TND/,
+      );
       expect(sandbox.getPayment(s.data.payment_id).state).toBe('paid');
     });
 
@@ -145,7 +173,10 @@ moduleIntegrationTestRunner({
       const s = await session(7);
       hooks.bodies.length = 0;
       await sandbox.failPayment(s.data.payment_id);
-      const action = await service.getWebhookActionAndData({ provider: 'nestjs-payments_sandbox', payload: hooks.bodies[0] });
+      const action = await service.getWebhookActionAndData({
+        provider: 'nestjs-payments_sandbox',
+        payload: hooks.bodies[0],
+      });
       expect(action.action).toBe('failed');
       await expect(service.authorizePaymentSession(s.id, {})).rejects.toThrow(/not authorized/);
       const refreshed = await service.retrievePaymentSession(s.id);
@@ -192,9 +223,14 @@ moduleIntegrationTestRunner({
 
     it('refuses other currencies than TND with one clear line', async () => {
       const collection = await service.createPaymentCollections({ currency_code: 'eur', amount: 10 });
-      await expect(service.createPaymentSession(collection.id, { provider_id: PROVIDER, currency_code: 'eur', amount: 10, data: {} })).rejects.toThrow(
-        /TND only/,
-      );
+      await expect(
+        service.createPaymentSession(collection.id, {
+          provider_id: PROVIDER,
+          currency_code: 'eur',
+          amount: 10,
+          data: {},
+        }),
+      ).rejects.toThrow(/TND only/);
     });
   },
 });

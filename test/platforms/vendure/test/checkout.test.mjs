@@ -43,7 +43,9 @@ describe(`Vendure checkout (${db})`, () => {
     // The sandbox's own delivery and 20 more, all at once.
     const settling = env.sandbox.completePayment(link.paymentId);
     const answers = await Promise.all(
-      Array.from({ length: 20 }, () => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.status)),
+      Array.from({ length: 20 }, () =>
+        fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.status),
+      ),
     );
     await settling;
     // While one delivery runs the order's settlement, the engine answers the others 409 with
@@ -54,7 +56,9 @@ describe(`Vendure checkout (${db})`, () => {
     );
     // Once settled, duplicates (20 at once) are answered 200 and change nothing.
     const again = await Promise.all(
-      Array.from({ length: 20 }, () => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.status)),
+      Array.from({ length: 20 }, () =>
+        fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.status),
+      ),
     );
     assert.deepEqual(again, Array(20).fill(200));
     const order = await adminOrder(env.adminClient, cart.id);

@@ -5,7 +5,13 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mergeConfig, EventBus, DefaultLogger, LogLevel } from '@vendure/core';
-import { createTestEnvironment, registerInitializer, SqljsInitializer, PostgresInitializer, testConfig } from '@vendure/testing';
+import {
+  createTestEnvironment,
+  registerInitializer,
+  SqljsInitializer,
+  PostgresInitializer,
+  testConfig,
+} from '@vendure/testing';
 import { parse } from 'graphql';
 import { PaymentsSandbox } from 'nestjs-payments/testing';
 import { NestjsPaymentsUnexpectedPaymentEvent } from 'nestjs-payments/vendure';
@@ -29,7 +35,10 @@ const initialData = {
   shippingMethods: [{ name: 'Rapid Poste', price: 700 }],
   paymentMethods: [
     { name: 'card', handler: { code: 'nestjs-payments', arguments: [{ name: 'preAuthorization', value: 'false' }] } },
-    { name: 'card-preauth', handler: { code: 'nestjs-payments', arguments: [{ name: 'preAuthorization', value: 'true' }] } },
+    {
+      name: 'card-preauth',
+      handler: { code: 'nestjs-payments', arguments: [{ name: 'preAuthorization', value: 'true' }] },
+    },
   ],
   countries: [{ name: 'Tunisia', code: 'TN', zone: 'Africa' }],
   collections: [],
@@ -62,10 +71,13 @@ export async function startEnvironment({ db = 'sqljs', port }) {
   const proxy = { dropWebhooks: false };
   const proxyServer = http.createServer((req, res) => {
     if (proxy.dropWebhooks) return void res.writeHead(503).end();
-    const forward = http.request({ host: '127.0.0.1', port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const forward = http.request(
+      { host: '127.0.0.1', port, path: req.url, method: req.method, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     forward.on('error', () => res.writeHead(502).end());
     req.pipe(forward);
   });
@@ -93,7 +105,11 @@ export async function startEnvironment({ db = 'sqljs', port }) {
   });
   const { server, adminClient, shopClient } = createTestEnvironment(config);
   try {
-    await server.init({ initialData, productsCsvPath: path.join(HERE, '..', 'fixtures', 'products.csv'), customerCount: 1 });
+    await server.init({
+      initialData,
+      productsCsvPath: path.join(HERE, '..', 'fixtures', 'products.csv'),
+      customerCount: 1,
+    });
   } catch (error) {
     await sandbox.close();
     proxyServer.close();
@@ -107,9 +123,14 @@ export async function startEnvironment({ db = 'sqljs', port }) {
     ),
   );
   // The codes initialData gave the two PaymentMethods, by their pre-authorization argument.
-  const { paymentMethods } = await adminClient.query(gql(`{ paymentMethods { items { code handler { args { name value } } } } }`));
+  const { paymentMethods } = await adminClient.query(
+    gql(`{ paymentMethods { items { code handler { args { name value } } } } }`),
+  );
   const preauth = (m) => m.handler.args.some((a) => a.name === 'preAuthorization' && a.value === 'true');
-  const methods = { card: paymentMethods.items.find((m) => !preauth(m)).code, preauth: paymentMethods.items.find(preauth).code };
+  const methods = {
+    card: paymentMethods.items.find((m) => !preauth(m)).code,
+    preauth: paymentMethods.items.find(preauth).code,
+  };
   const unexpected = [];
   server.app
     .get(EventBus)
@@ -137,7 +158,9 @@ export const ORDER_FIELDS = `id code state totalWithTax currencyCode payments { 
 export async function cartWithShipping(shopClient, { variantId = 'T_1', quantity = 1 } = {}) {
   await shopClient.asAnonymousUser();
   await shopClient.query(
-    gql(`mutation($id: ID!, $q: Int!) { addItemToOrder(productVariantId: $id, quantity: $q) { ... on Order { id } ... on ErrorResult { message } } }`),
+    gql(
+      `mutation($id: ID!, $q: Int!) { addItemToOrder(productVariantId: $id, quantity: $q) { ... on Order { id } ... on ErrorResult { message } } }`,
+    ),
     {
       id: variantId,
       q: quantity,
@@ -155,7 +178,9 @@ export async function cartWithShipping(shopClient, { variantId = 'T_1', quantity
   );
   const { eligibleShippingMethods } = await shopClient.query(gql(`{ eligibleShippingMethods { id } }`));
   const { setOrderShippingMethod } = await shopClient.query(
-    gql(`mutation($ids: [ID!]!) { setOrderShippingMethod(shippingMethodId: $ids) { ... on Order { ${ORDER_FIELDS} } ... on ErrorResult { message } } }`),
+    gql(
+      `mutation($ids: [ID!]!) { setOrderShippingMethod(shippingMethodId: $ids) { ... on Order { ${ORDER_FIELDS} } ... on ErrorResult { message } } }`,
+    ),
     {
       ids: [eligibleShippingMethods[0].id],
     },
@@ -166,7 +191,9 @@ export async function cartWithShipping(shopClient, { variantId = 'T_1', quantity
 /** The shop mutation a storefront calls for the payment link. */
 export async function paymentLink(shopClient, input = {}) {
   const { createNestjsPaymentsLink } = await shopClient.query(
-    gql(`mutation($input: NestjsPaymentsLinkInput) { createNestjsPaymentsLink(input: $input) { paymentId link millimes } }`),
+    gql(
+      `mutation($input: NestjsPaymentsLinkInput) { createNestjsPaymentsLink(input: $input) { paymentId link millimes } }`,
+    ),
     { input },
   );
   return createNestjsPaymentsLink;

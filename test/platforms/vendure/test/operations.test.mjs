@@ -2,15 +2,25 @@
 // pre-authorization (capture, cancel), an amount mismatch, a payment after cancellation.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { adminOrder, cartWithShipping, gql, ORDER_FIELDS, paymentLink, snippet, startEnvironment } from './environment.mjs';
+import {
+  adminOrder,
+  cartWithShipping,
+  gql,
+  ORDER_FIELDS,
+  paymentLink,
+  snippet,
+  startEnvironment,
+} from './environment.mjs';
 
 const db = process.env.VENDURE_DB ?? 'sqljs';
 const port = db === 'postgres' ? 58213 : 58212;
 
 const post = (url, paymentId) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payment_id: paymentId, status: 'SUCCESS' }) }).then(
-    (r) => r.status,
-  );
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ payment_id: paymentId, status: 'SUCCESS' }),
+  }).then((r) => r.status);
 
 describe(`Vendure operations (${db})`, () => {
   let env;
@@ -38,7 +48,11 @@ describe(`Vendure operations (${db})`, () => {
     } finally {
       env.proxy.dropWebhooks = false;
     }
-    assert.equal((await adminOrder(env.adminClient, cart.id)).state, 'AddingItems', 'the dry run changed nothing; no webhook came');
+    assert.equal(
+      (await adminOrder(env.adminClient, cart.id)).state,
+      'AddingItems',
+      'the dry run changed nothing; no webhook came',
+    );
     const check = gql(snippet('return-mutation'));
     const { checkNestjsPaymentsReturn } = await env.shopClient.query(check, { paymentId: link.paymentId });
     assert.equal(checkNestjsPaymentsReturn.outcome, 'confirmed');
@@ -51,9 +65,13 @@ describe(`Vendure operations (${db})`, () => {
 
   it('a webhook after the order shipped answers 200 and changes nothing', async () => {
     const { cart, link, order } = await paidOrder();
-    const lines = (await env.adminClient.query(gql(`query($id: ID!) { order(id: $id) { lines { id quantity } } }`), { id: cart.id })).order.lines;
+    const lines = (
+      await env.adminClient.query(gql(`query($id: ID!) { order(id: $id) { lines { id quantity } } }`), { id: cart.id })
+    ).order.lines;
     const { addFulfillmentToOrder } = await env.adminClient.query(
-      gql(`mutation($input: FulfillOrderInput!) { addFulfillmentToOrder(input: $input) { ... on Fulfillment { id } ... on ErrorResult { message } } }`),
+      gql(
+        `mutation($input: FulfillOrderInput!) { addFulfillmentToOrder(input: $input) { ... on Fulfillment { id } ... on ErrorResult { message } } }`,
+      ),
       {
         input: {
           lines: lines.map((l) => ({ orderLineId: l.id, quantity: l.quantity })),
@@ -68,7 +86,9 @@ describe(`Vendure operations (${db})`, () => {
       },
     );
     await env.adminClient.query(
-      gql(`mutation($id: ID!) { transitionFulfillmentToState(id: $id, state: "Shipped") { ... on Fulfillment { id state } ... on ErrorResult { message } } }`),
+      gql(
+        `mutation($id: ID!) { transitionFulfillmentToState(id: $id, state: "Shipped") { ... on Fulfillment { id state } ... on ErrorResult { message } } }`,
+      ),
       { id: addFulfillmentToOrder.id },
     );
     assert.equal((await adminOrder(env.adminClient, cart.id)).state, 'Shipped');
@@ -85,13 +105,27 @@ describe(`Vendure operations (${db})`, () => {
       `mutation($input: RefundOrderInput!) { refundOrder(input: $input) { ... on Refund { id state total metadata } ... on ErrorResult { errorCode message } } }`,
     );
     const partial = await env.adminClient.query(refund, {
-      input: { paymentId: payment.id, lines: [], shipping: 0, adjustment: 0, amount: payment.amount - 100, reason: 'one item back' },
+      input: {
+        paymentId: payment.id,
+        lines: [],
+        shipping: 0,
+        adjustment: 0,
+        amount: payment.amount - 100,
+        reason: 'one item back',
+      },
     });
     assert.equal(partial.refundOrder.state, 'Failed');
     assert.match(partial.refundOrder.metadata.errorMessage, /whole payments only/);
     assert.equal(env.sandbox.getPayment(link.paymentId).state, 'paid', 'nothing was refunded');
     const whole = await env.adminClient.query(refund, {
-      input: { paymentId: payment.id, lines: [], shipping: 0, adjustment: 0, amount: payment.amount, reason: 'all back' },
+      input: {
+        paymentId: payment.id,
+        lines: [],
+        shipping: 0,
+        adjustment: 0,
+        amount: payment.amount,
+        reason: 'all back',
+      },
     });
     assert.equal(whole.refundOrder.state, 'Settled');
     assert.equal(env.sandbox.getPayment(link.paymentId).state, 'refunded');
@@ -103,7 +137,9 @@ describe(`Vendure operations (${db})`, () => {
     assert.equal(order.payments[0].state, 'Authorized');
     assert.equal(env.sandbox.getPayment(link.paymentId).state, 'preauthorized');
     const { settlePayment } = await env.adminClient.query(
-      gql(`mutation($id: ID!) { settlePayment(id: $id) { ... on Payment { id state } ... on ErrorResult { errorCode message } } }`),
+      gql(
+        `mutation($id: ID!) { settlePayment(id: $id) { ... on Payment { id state } ... on ErrorResult { errorCode message } } }`,
+      ),
       { id: order.payments[0].id },
     );
     assert.equal(settlePayment.state, 'Settled');
@@ -114,7 +150,9 @@ describe(`Vendure operations (${db})`, () => {
   it('pre-authorization: cancelling the payment releases it', async () => {
     const { link, order } = await paidOrder(true);
     const { cancelPayment } = await env.adminClient.query(
-      gql(`mutation($id: ID!) { cancelPayment(id: $id) { ... on Payment { id state } ... on ErrorResult { errorCode message } } }`),
+      gql(
+        `mutation($id: ID!) { cancelPayment(id: $id) { ... on Payment { id state } ... on ErrorResult { errorCode message } } }`,
+      ),
       { id: order.payments[0].id },
     );
     assert.equal(cancelPayment.state, 'Cancelled');
@@ -145,7 +183,9 @@ describe(`Vendure operations (${db})`, () => {
     const cart = await cartWithShipping(env.shopClient);
     const link = await paymentLink(env.shopClient);
     const { cancelOrder } = await env.adminClient.query(
-      gql(`mutation($id: ID!) { cancelOrder(input: { orderId: $id }) { ... on Order { id state } ... on ErrorResult { errorCode message } } }`),
+      gql(
+        `mutation($id: ID!) { cancelOrder(input: { orderId: $id }) { ... on Order { id state } ... on ErrorResult { errorCode message } } }`,
+      ),
       { id: cart.id },
     );
     assert.equal(cancelOrder.state, 'Cancelled', JSON.stringify(cancelOrder));
@@ -154,12 +194,20 @@ describe(`Vendure operations (${db})`, () => {
     assert.equal(order.state, 'Cancelled');
     assert.equal(order.payments.length, 0);
     assert.equal(env.sandbox.getPayment(link.paymentId).state, 'paid', 'never refunded silently');
-    assert.ok(env.unexpected.some((e) => e.paymentId === link.paymentId && e.reason === 'order-cancelled' && e.orderCode === cart.code));
+    assert.ok(
+      env.unexpected.some(
+        (e) => e.paymentId === link.paymentId && e.reason === 'order-cancelled' && e.orderCode === cart.code,
+      ),
+    );
   });
 
   it('the shop API cannot add a payment of this handler itself', async () => {
     await cartWithShipping(env.shopClient);
-    await env.shopClient.query(gql(`mutation { transitionOrderToState(state: "ArrangingPayment") { ... on Order { id } ... on ErrorResult { message } } }`));
+    await env.shopClient.query(
+      gql(
+        `mutation { transitionOrderToState(state: "ArrangingPayment") { ... on Order { id } ... on ErrorResult { message } } }`,
+      ),
+    );
     const { addPaymentToOrder } = await env.shopClient.query(
       gql(
         `mutation { addPaymentToOrder(input: { method: "${env.methods.card}", metadata: { nestjsPayments: true, paymentId: "forged", amount: 1, millimes: "10", state: "Settled", source: "webhook" } }) { ... on Order { ${ORDER_FIELDS} } ... on ErrorResult { errorCode message } } }`,
@@ -169,7 +217,9 @@ describe(`Vendure operations (${db})`, () => {
   });
 
   it('ArrangingAdditionalPayment: a signed-in customer pays what a modification added, by order code', async () => {
-    const { customers } = await env.adminClient.query(gql(`{ customers(options: { take: 1 }) { items { emailAddress } } }`));
+    const { customers } = await env.adminClient.query(
+      gql(`{ customers(options: { take: 1 }) { items { emailAddress } } }`),
+    );
     await env.shopClient.asUserWithCredentials(customers.items[0].emailAddress, 'test');
     const shop = env.shopClient;
     await shop.query(gql(`mutation { addItemToOrder(productVariantId: "T_1", quantity: 1) { ... on Order { id } } }`));
@@ -180,7 +230,9 @@ describe(`Vendure operations (${db})`, () => {
     );
     const { eligibleShippingMethods } = await shop.query(gql(`{ eligibleShippingMethods { id } }`));
     const { setOrderShippingMethod: cart } = await shop.query(
-      gql(`mutation($ids: [ID!]!) { setOrderShippingMethod(shippingMethodId: $ids) { ... on Order { id code totalWithTax } } }`),
+      gql(
+        `mutation($ids: [ID!]!) { setOrderShippingMethod(shippingMethodId: $ids) { ... on Order { id code totalWithTax } } }`,
+      ),
       {
         ids: [eligibleShippingMethods[0].id],
       },
@@ -194,7 +246,9 @@ describe(`Vendure operations (${db})`, () => {
     );
     await env.adminClient.query(transition, { id: cart.id, state: 'Modifying' });
     const { modifyOrder } = await env.adminClient.query(
-      gql(`mutation($input: ModifyOrderInput!) { modifyOrder(input: $input) { ... on Order { id totalWithTax } ... on ErrorResult { errorCode message } } }`),
+      gql(
+        `mutation($input: ModifyOrderInput!) { modifyOrder(input: $input) { ... on Order { id totalWithTax } ... on ErrorResult { errorCode message } } }`,
+      ),
       { input: { dryRun: false, orderId: cart.id, addItems: [{ productVariantId: 'T_2', quantity: 1 }] } },
     );
     assert.ok(modifyOrder.totalWithTax > cart.totalWithTax, JSON.stringify(modifyOrder));
@@ -202,7 +256,11 @@ describe(`Vendure operations (${db})`, () => {
     assert.equal(moved.transitionOrderToState.state, 'ArrangingAdditionalPayment', JSON.stringify(moved));
 
     const second = await paymentLink(shop, { orderCode: cart.code });
-    assert.equal(second.millimes, String((modifyOrder.totalWithTax - cart.totalWithTax) * 10), 'only what is still owed');
+    assert.equal(
+      second.millimes,
+      String((modifyOrder.totalWithTax - cart.totalWithTax) * 10),
+      'only what is still owed',
+    );
     await env.sandbox.completePayment(second.paymentId);
     const order = await adminOrder(env.adminClient, cart.id);
     assert.equal(order.state, 'PaymentSettled');

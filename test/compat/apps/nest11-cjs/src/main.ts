@@ -25,7 +25,11 @@ runNestScenario({
     assert.match(nest, /^11\./, `expected @nestjs/core 11, got ${nest}`);
     // import() of the same package from CommonJS gives the very same module (no dual-package copy).
     const viaImport = await import('nestjs-payments');
-    assert.equal(viaImport.PaymentsService, PaymentsService, 'import() and require() gave different copies of the package');
+    assert.equal(
+      viaImport.PaymentsService,
+      PaymentsService,
+      'import() and require() gave different copies of the package',
+    );
     return `@nestjs/core ${nest}, express adapter, commonjs (require)`;
   },
   create: (module, _server, options) => NestFactory.create(module, new ExpressAdapter(), options),

@@ -43,7 +43,10 @@ describe('Payments (e2e)', () => {
       const url = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
       const response = await fetch(`${url}/health`);
       expect(response.status).toBe(200);
-      expect(await response.json()).toMatchObject({ status: 'ok', info: { payments: { status: 'up', store: 'up', service: 'up' } } });
+      expect(await response.json()).toMatchObject({
+        status: 'ok',
+        info: { payments: { status: 'up', store: 'up', service: 'up' } },
+      });
       // The service check is one bindings read (no verify_payment), cached: a second poll sends nothing.
       expect((await fetch(`${url}/health`)).status).toBe(200);
       expect(sandbox.requests.map((r) => r.path)).toEqual(['/api/v2/bindings/list']);
@@ -51,6 +54,9 @@ describe('Payments (e2e)', () => {
       await app.close();
       await sandbox.close();
     }
-    writeFileSync(path.join(process.cwd(), '.compat-health.json'), JSON.stringify({ details: `@nestjs/terminus ${terminus}` }));
+    writeFileSync(
+      path.join(process.cwd(), '.compat-health.json'),
+      JSON.stringify({ details: `@nestjs/terminus ${terminus}` }),
+    );
   }, 30_000);
 });

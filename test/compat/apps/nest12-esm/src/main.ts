@@ -22,9 +22,15 @@ runNestScenario({
   check() {
     // This file really is an ES module, and the package came in through import.
     assert.equal(typeof module, 'undefined', 'not running as an ES module');
-    assertOwnInstall(path.join(path.dirname(fileURLToPath(import.meta.url)), '..'), (id) => fileURLToPath(import.meta.resolve(id)));
+    assertOwnInstall(path.join(path.dirname(fileURLToPath(import.meta.url)), '..'), (id) =>
+      fileURLToPath(import.meta.resolve(id)),
+    );
     // A CommonJS dependency of the app that require()s the package gets the same copy.
-    assert.equal(require('nestjs-payments').PaymentsService, PaymentsService, 'require() gave another copy of the package');
+    assert.equal(
+      require('nestjs-payments').PaymentsService,
+      PaymentsService,
+      'require() gave another copy of the package',
+    );
     const nest = require('@nestjs/core/package.json').version as string;
     assert.match(nest, /^12\./, `expected @nestjs/core 12, got ${nest}`);
     return `@nestjs/core ${nest}, express adapter, esm (import)`;

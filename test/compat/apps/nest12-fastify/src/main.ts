@@ -22,9 +22,14 @@ runNestScenario<NestFastifyApplication>({
   shop: { forRootAsync: true, confirmDelayMs: 20 },
   check() {
     assert.equal(typeof module, 'undefined', 'not running as an ES module');
-    assertOwnInstall(path.join(path.dirname(fileURLToPath(import.meta.url)), '..'), (id) => fileURLToPath(import.meta.resolve(id)));
+    assertOwnInstall(path.join(path.dirname(fileURLToPath(import.meta.url)), '..'), (id) =>
+      fileURLToPath(import.meta.resolve(id)),
+    );
     // No Express here: the plugin's Nest layer must not need it on the Fastify adapter.
-    assert.throws(() => require.resolve('express'), `express is installed, so this app would not prove the Fastify path needs none`);
+    assert.throws(
+      () => require.resolve('express'),
+      `express is installed, so this app would not prove the Fastify path needs none`,
+    );
     const nest = require('@nestjs/core/package.json').version as string;
     assert.match(nest, /^12\./, `expected @nestjs/core 12, got ${nest}`);
     const fastify = require('fastify/package.json').version as string;

@@ -52,7 +52,11 @@ async function until(what: string, done: () => boolean, timeoutMs = 10_000): Pro
  * `@OnPaymentConfirmed()` handler, refunds the payment, and closes everything. On success, writes
  * `.compat-result.json` in the current directory for the app's report.
  */
-export async function runPaymentsScenario({ app: appModule, orders: ordersClass, runner }: PaymentsScenario): Promise<void> {
+export async function runPaymentsScenario({
+  app: appModule,
+  orders: ordersClass,
+  runner,
+}: PaymentsScenario): Promise<void> {
   const sandbox = await PaymentsSandbox.start({ publicKey: PUBLIC_KEY, privateKey: PRIVATE_KEY, port: 0 });
   const server = http.createServer();
   let app: INestApplication | undefined;
@@ -94,5 +98,8 @@ export async function runPaymentsScenario({ app: appModule, orders: ordersClass,
     if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
     await sandbox.close();
   }
-  writeFileSync(path.join(process.cwd(), '.compat-result.json'), JSON.stringify({ details: `node ${process.version}, ${runner}` }));
+  writeFileSync(
+    path.join(process.cwd(), '.compat-result.json'),
+    JSON.stringify({ details: `node ${process.version}, ${runner}` }),
+  );
 }
