@@ -15,7 +15,6 @@
  * elsewhere. Metric attributes are the few that tell series apart (what the span alone needs stays
  * on the span), since the SDK hashes them on every record.
  */
-import type * as OtelApi from '@opentelemetry/api';
 import type { PaymentsOperation } from '../api/index.js';
 import type { OutcomeSource } from '../store/index.js';
 import {
@@ -30,16 +29,10 @@ import { TelemetryInstruments, type Attributes, type Instruments } from './telem
 import { TelemetryApiLoader } from './telemetry.loader.js';
 import { HEALTH_PROBE_KEY, SPAN_NAMES } from './telemetry.names.js';
 import { TELEMETRY_OFF, type TelemetryContext, type TelemetrySettings } from './telemetry.settings.js';
+import { callFailure, startWebhookSpan, traceReconciliation, type HostSpan } from './telemetry.spans.js';
 
 /** The work a settle wraps. */
 type SettleRun<R> = (trace: SettleTrace) => Promise<R>;
-
-/** A webhook delivery's span, in the context its `within()` makes active, for the settle it starts. */
-interface HostSpan {
-  span: OtelApi.Span;
-  /** A settle has recorded onto it: later settles (a handler's own) get spans of their own. */
-  adopted: boolean;
-}
 
 /** Static attributes of one operation's calls, built once per client and operation. */
 interface CallAttributes {
@@ -266,41 +259,7 @@ export class PaymentsTelemetry implements TelemetryHooks {
    */
   webhook(route: string): WebhookTrace {
     const i = this.#instruments.get();
-    if (i === null) return NO_TELEMETRY.webhook(route);
-    const { api: otel } = i;
-    const parent = otel.context.active();
-    const span = i.tracer.startSpan(
-      SPAN_NAMES.webhook,
-      {
-        kind: otel.trace.getSpan(parent) ? otel.SpanKind.INTERNAL : otel.SpanKind.SERVER,
-        attributes: { ...this.#common, 'http.route': route },
-      },
-      parent,
-    );
-    const host: HostSpan = { span, adopted: false };
-    const inside = otel.trace.setSpan(parent, span).setValue(this.#hostKey, host);
-    const started = performance.now();
-    let ended = false;
-    return {
-      within: (run) => otel.context.with(inside, run),
-      end: (status, result, paymentId) => {
-        if (ended) return;
-        ended = true;
-        span.setAttribute('http.response.status_code', status);
-        span.setAttribute('payments.webhook.result', result);
-        if (paymentId !== undefined) span.setAttribute('payments.payment_id', paymentId);
-        if (status >= 500) {
-          span.setAttribute('error.type', String(status));
-          span.setStatus({ code: otel.SpanStatusCode.ERROR, message: result });
-        }
-        span.end();
-        i.webhookDuration.record((performance.now() - started) / 1000, {
-          ...this.#common,
-          'http.response.status_code': status,
-          'payments.webhook.result': result,
-        });
-      },
-    };
+    return i === null ? NO_TELEMETRY.webhook(route) : startWebhookSpan(i, this.#common, this.#hostKey, route);
   }
 
   /** One reconciliation pass: an INTERNAL span `payments reconciliation` around it (its settles are children). */
@@ -308,58 +267,11 @@ export class PaymentsTelemetry implements TelemetryHooks {
     run: (due: (count: number) => void) => Promise<R>,
   ): Promise<R> {
     const i = this.#instruments.get();
-    if (i === null) return NO_TELEMETRY.reconciliation(run);
-    const { api: otel } = i;
-    const span = i.tracer.startSpan(SPAN_NAMES.reconciliation, {
-      kind: otel.SpanKind.INTERNAL,
-      attributes: { ...this.#common },
-    });
-    return otel.context
-      .with(otel.trace.setSpan(otel.context.active(), span), () =>
-        run((count) => span.setAttribute('payments.reconciliation.due', count)),
-      )
-      .then(
-        (result) => {
-          span.setAttributes({
-            'payments.reconciliation.checked': result.checked,
-            'payments.reconciliation.settled': result.settled,
-          });
-          span.end();
-          return result;
-        },
-        (error: unknown) => {
-          span.setStatus({ code: otel.SpanStatusCode.ERROR });
-          span.end();
-          throw error;
-        },
-      );
+    return i === null ? NO_TELEMETRY.reconciliation(run) : traceReconciliation(i, this.#common, run);
   }
 
   /** Stops observing the backlog (the client is closing). */
   close(): void {
     this.#instruments.close();
   }
-}
-
-// What a failed call says, without its message (an excerpt of the service's answer has no place
-// in telemetry): the error's stable code, returned, and on the span whether it may have been
-// processed (connection errors) and the attempts the error counted.
-function callFailure(error: unknown, stats: CallStats, span: OtelApi.Span): string {
-  const e = error as {
-    code?: unknown;
-    httpStatus?: unknown;
-    mayHaveBeenProcessed?: unknown;
-    attempts?: unknown;
-  } | null;
-  const type =
-    typeof e?.code === 'string' && /^[A-Z0-9_]{1,64}$/.test(e.code)
-      ? e.code
-      : error instanceof Error
-        ? error.name
-        : 'unknown';
-  if (typeof e?.mayHaveBeenProcessed === 'boolean')
-    span.setAttribute('payments.may_have_been_processed', e.mayHaveBeenProcessed);
-  if (typeof e?.attempts === 'number' && e.attempts > stats.attempts) stats.attempts = e.attempts;
-  if (typeof e?.httpStatus === 'number' && stats.status === undefined) stats.status = e.httpStatus;
-  return type;
 }
