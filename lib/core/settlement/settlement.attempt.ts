@@ -182,6 +182,25 @@ export class Attempt {
   }
 
   /**
+   * Holds a claimed payment of a signed token without a binding to that token's verify budget
+   * (webhook.unbound.ts): over it, or with the store away, the claim goes back.
+   * @returns what to answer instead of verifying, or undefined to go on
+   */
+  async gate(unbound: NonNullable<TokenLookup['unbound']>): Promise<SettleResult | undefined> {
+    let waitSecs: number | undefined;
+    try {
+      waitSecs = await unbound.gate();
+    } catch (error) {
+      await this.release();
+      this.deps.logger.error(`${this.source}: store unreachable while rate-limiting a token: ${describe(error)}`);
+      return { kind: 'store-unavailable', error: describe(error) };
+    }
+    if (waitSecs === undefined) return undefined;
+    await this.release();
+    return { kind: 'rate-limited', retryAfterSecs: waitSecs };
+  }
+
+  /**
    * A claim whose answer never came (the store did not answer): it may still land, so it is given
    * back without waiting, or the next attempt would wait a whole lease (every store sends the
    * release after the claim).

@@ -154,18 +154,8 @@ export class SettlementRunner implements Settlements {
     attempt.expected = claimed.expected;
     if (!unbound) return this.#settleClaimed(attempt);
 
-    let waitSecs: number | undefined;
-    try {
-      waitSecs = await unbound.gate();
-    } catch (error) {
-      await attempt.release();
-      this.logger.error(`${source}: store unreachable while rate-limiting a token: ${describe(error)}`);
-      return { kind: 'store-unavailable', error: describe(error) };
-    }
-    if (waitSecs !== undefined) {
-      await attempt.release();
-      return { kind: 'rate-limited', retryAfterSecs: waitSecs };
-    }
+    const refused = await attempt.gate(unbound);
+    if (refused) return refused;
     const result = await this.#settleClaimed(attempt);
     await unbound.settled(result);
     return result;
