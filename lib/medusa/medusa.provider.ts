@@ -1,14 +1,14 @@
 import { AbstractPaymentProvider, MedusaError } from '@medusajs/framework/utils';
 import { PaymentsClient } from '../core/client/payments.client.js';
-import { PaymentsApiError, PaymentsValidationError } from '../core/api/payments.errors.js';
-import type { ReconcileResult } from '../core/api/payments.types.js';
-import { SETTLEMENT_WAITS } from '../core/settlement/settlement.waits.js';
+import { PaymentsApiError } from '../core/api/payments.errors.js';
 import type { PaymentsLogger } from '../core/common/payments.logger.js';
 import { defaultPaymentsLogger } from '../core/common/payments.logger.js';
-import { paymentDataOf, stored, stringField, webhookPaymentId, type MedusaPaymentData } from './medusa.data.js';
-import { dinarsOf, MEDUSA_CURRENCY, MedusaAmountError, millimesOf } from './medusa.money.js';
+import { paymentDataOf, stored, stringField, type MedusaPaymentData } from './medusa.data.js';
+import { medusaCall, medusaErrorOf, medusaMillimesOf } from './medusa.errors.js';
+import { dinarsOf, MEDUSA_CURRENCY } from './medusa.money.js';
 import { containerLogger, loggerOver, type MedusaPaymentsOptions } from './medusa.options.js';
 import { medusaOutcomeOf } from './medusa.status.js';
+import { medusaWebhookResultOf } from './medusa.webhook.js';
 import type {
   MedusaAmountInput,
   MedusaInitiateResult,
@@ -80,11 +80,11 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
 
   /** Creates the service's payment for a session; its checkout `link` is in `data`. */
   async initiatePayment(input: MedusaAmountInput): Promise<MedusaInitiateResult> {
-    const amount = this.#millimes(input.amount, input.currency_code);
+    const amount = medusaMillimesOf(input.amount, input.currency_code);
     const sessionId = stringField(input.data, 'session_id');
     const clientId = this.#bindings.clientIdOf(input.context);
     const preAuthorization = this.#options.capture === false;
-    const payment = await this.#call(() =>
+    const payment = await medusaCall(() =>
       this.#client.generatePayment({
         amount,
         developerTrackingId: sessionId,
@@ -111,7 +111,7 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
    */
   async updatePayment(input: MedusaAmountInput): Promise<MedusaStatusResult> {
     const current = input.data?.payment_id ? paymentDataOf(input.data, 'updatePayment') : undefined;
-    if (current && current.amount === this.#millimes(input.amount, input.currency_code))
+    if (current && current.amount === medusaMillimesOf(input.amount, input.currency_code))
       return { data: stored(current) };
     const { data, status } = await this.initiatePayment({
       ...input,
@@ -140,7 +140,7 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
   /** The service's current account of the payment (`verify_payment`), in `data.status`. */
   async retrievePayment(input: MedusaProviderInput): Promise<MedusaProviderOutput> {
     const data = paymentDataOf(input.data, 'retrievePayment');
-    const verified = await this.#call(() => this.#client.verifyPayment(data.payment_id));
+    const verified = await medusaCall(() => this.#client.verifyPayment(data.payment_id));
     return { data: stored({ ...data, status: verified.status }) };
   }
 
@@ -164,7 +164,7 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     } catch (error) {
       if (!(error instanceof PaymentsApiError)) throw error;
       const verified = await this.#client.verifyPayment(data.payment_id);
-      if (verified.status !== 'SUCCESS') throw this.#medusaError(error);
+      if (verified.status !== 'SUCCESS') throw medusaErrorOf(error);
       return {
         data: stored({
           ...data,
@@ -189,7 +189,7 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
       if (!(error instanceof PaymentsApiError)) throw error;
       // Refused: released earlier (a retry), or never held. Only a hold still in place is an error.
       const verified = await this.#client.verifyPayment(data.payment_id);
-      if (verified.status === 'PREAUTH_SUCCESS' || verified.status === 'SUCCESS') throw this.#medusaError(error);
+      if (verified.status === 'PREAUTH_SUCCESS' || verified.status === 'SUCCESS') throw medusaErrorOf(error);
       return { data: stored({ ...data, status: verified.status, cancelled_at: new Date().toISOString() }) };
     }
   }
@@ -210,14 +210,14 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
       );
     }
     const taken = data.captured?.amount ?? data.amount;
-    const asked = this.#millimes(input.amount, MEDUSA_CURRENCY);
+    const asked = medusaMillimesOf(input.amount, MEDUSA_CURRENCY);
     if (asked !== taken) {
       throw new MedusaError(
         MedusaError.Types.NOT_ALLOWED,
         `the service refunds whole payments only: refund ${dinarsOf(taken)} TND, not ${dinarsOf(asked)} TND (partial refunds are not supported)`,
       );
     }
-    const refund = await this.#call(() => this.#client.refundPayment(data.payment_id));
+    const refund = await medusaCall(() => this.#client.refundPayment(data.payment_id));
     return {
       data: stored({
         ...data,
@@ -233,24 +233,7 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
    * outcome, never the body, picks the action. The session id is the payment's verified tracking id.
    */
   async getWebhookActionAndData(payload: MedusaWebhookPayload): Promise<MedusaWebhookResult> {
-    const paymentId = webhookPaymentId(payload?.data);
-    if (!paymentId) return { action: 'not_supported' };
-    const known = (await this.#client.store.findPending(paymentId)) ?? (await this.#client.getOutcome(paymentId));
-    if (!known) {
-      this.#logger.warn(
-        `webhook for a payment this provider's store does not know (${paymentId.slice(0, 64)}): ignored`,
-      );
-      return { action: 'not_supported' };
-    }
-    const result = await this.#reconcileDelivery(paymentId);
-    const record = (await this.#client.getOutcome(paymentId)) ?? known;
-    const sessionId = record.developerTrackingId ?? known.developerTrackingId;
-    if (!sessionId) return { action: 'not_supported' };
-    const amount = record.amount ?? known.amount;
-    return {
-      action: medusaOutcomeOf(result.outcome).action,
-      data: { session_id: sessionId, amount: amount ? dinarsOf(amount) : '0' },
-    };
+    return medusaWebhookResultOf(this.#client, this.#logger, payload);
   }
 
   /** Creates the customer's account holder: the customer's id is the service's `client_id` (`cardBindings`). */
@@ -286,23 +269,8 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     throw new MedusaError(MedusaError.Types.NOT_ALLOWED, 'the service has no endpoint to delete a card binding');
   }
 
-  /**
-   * A delivery is the service saying the payment changed: a pending status recorded moments before
-   * (the core does not verify one payment twice within its verify interval, and answers from that
-   * record) must not hide it, since Medusa drops a `pending` action for good. So the delivery waits
-   * for that interval to end, then is settled: one verify, for a payment this store knows.
-   */
-  async #reconcileDelivery(paymentId: string): Promise<ReconcileResult> {
-    const before = await this.#client.getOutcome(paymentId);
-    const age = before?.outcome === 'pending' ? Date.now() - Date.parse(before.updatedAt) : Number.NaN;
-    if (age >= 0 && age < SETTLEMENT_WAITS.verifyIntervalMs) {
-      await new Promise((resolve) => setTimeout(resolve, SETTLEMENT_WAITS.verifyIntervalMs - age + 50));
-    }
-    return this.#client.reconcilePayment(paymentId, { source: 'webhook' });
-  }
-
   async #settle(data: MedusaPaymentData): Promise<MedusaSessionResult> {
-    const result = await this.#call(() =>
+    const result = await medusaCall(() =>
       this.#client.reconcilePayment(data.payment_id, {
         expected: { amount: data.amount, developerTrackingId: data.session_id },
         source: 'return',
@@ -310,37 +278,5 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     );
     const status = medusaOutcomeOf(result.outcome).status;
     return { status, data: stored({ ...data, status: result.status || data.status }) };
-  }
-
-  #millimes(amount: unknown, currencyCode: string): string {
-    try {
-      return millimesOf(amount, currencyCode);
-    } catch (error) {
-      if (error instanceof MedusaAmountError) throw new MedusaError(MedusaError.Types.INVALID_DATA, error.message);
-      throw error;
-    }
-  }
-
-  async #call<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      throw this.#medusaError(error);
-    }
-  }
-
-  /** The core's errors as Medusa's: the message (never a secret) and a type Medusa's HTTP layer maps. */
-  #medusaError(error: unknown): unknown {
-    if (error instanceof PaymentsValidationError) return new MedusaError(MedusaError.Types.INVALID_DATA, error.message);
-    if (
-      error instanceof PaymentsApiError &&
-      (error.code === 'REFUND_NOT_ALLOWED' || error.code === 'CANCELLATION_FAILED')
-    ) {
-      return new MedusaError(
-        MedusaError.Types.NOT_ALLOWED,
-        `${error.message} (the service refuses; the payment may have been refunded or released already)`,
-      );
-    }
-    return error;
   }
 }

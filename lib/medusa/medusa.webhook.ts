@@ -1,0 +1,47 @@
+import type { PaymentsClient } from '../core/client/payments.client.js';
+import type { ReconcileResult } from '../core/api/payments.types.js';
+import { SETTLEMENT_WAITS } from '../core/settlement/settlement.waits.js';
+import type { PaymentsLogger } from '../core/common/payments.logger.js';
+import { webhookPaymentId } from './medusa.data.js';
+import { dinarsOf } from './medusa.money.js';
+import { medusaOutcomeOf } from './medusa.status.js';
+import type { MedusaWebhookPayload, MedusaWebhookResult } from './medusa.types.js';
+
+/** What `NestjsPaymentsProvider.getWebhookActionAndData` answers for a delivery (the rules are documented there). */
+export async function medusaWebhookResultOf(
+  client: PaymentsClient,
+  logger: PaymentsLogger,
+  payload: MedusaWebhookPayload,
+): Promise<MedusaWebhookResult> {
+  const paymentId = webhookPaymentId(payload?.data);
+  if (!paymentId) return { action: 'not_supported' };
+  const known = (await client.store.findPending(paymentId)) ?? (await client.getOutcome(paymentId));
+  if (!known) {
+    logger.warn(`webhook for a payment this provider's store does not know (${paymentId.slice(0, 64)}): ignored`);
+    return { action: 'not_supported' };
+  }
+  const result = await reconcileDelivery(client, paymentId);
+  const record = (await client.getOutcome(paymentId)) ?? known;
+  const sessionId = record.developerTrackingId ?? known.developerTrackingId;
+  if (!sessionId) return { action: 'not_supported' };
+  const amount = record.amount ?? known.amount;
+  return {
+    action: medusaOutcomeOf(result.outcome).action,
+    data: { session_id: sessionId, amount: amount ? dinarsOf(amount) : '0' },
+  };
+}
+
+/**
+ * A delivery is the service saying the payment changed: a pending status recorded moments before
+ * (the core does not verify one payment twice within its verify interval, and answers from that
+ * record) must not hide it, since Medusa drops a `pending` action for good. So the delivery waits
+ * for that interval to end, then is settled: one verify, for a payment this store knows.
+ */
+async function reconcileDelivery(client: PaymentsClient, paymentId: string): Promise<ReconcileResult> {
+  const before = await client.getOutcome(paymentId);
+  const age = before?.outcome === 'pending' ? Date.now() - Date.parse(before.updatedAt) : Number.NaN;
+  if (age >= 0 && age < SETTLEMENT_WAITS.verifyIntervalMs) {
+    await new Promise((resolve) => setTimeout(resolve, SETTLEMENT_WAITS.verifyIntervalMs - age + 50));
+  }
+  return client.reconcilePayment(paymentId, { source: 'webhook' });
+}

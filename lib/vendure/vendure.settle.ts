@@ -1,0 +1,226 @@
+import {
+  ChannelService,
+  EventBus,
+  Logger,
+  OrderService,
+  RequestContext,
+  TransactionalConnection,
+  type Order,
+  type PaymentMethod,
+} from '@vendure/core';
+import {
+  PaymentEvents,
+  type PaymentEvent,
+  type PaymentEventName,
+  type PaymentOutcomeEvent,
+} from '../core/settlement/payment.events.js';
+import { decideSettlement, orderCodeOf, type UnexpectedPaymentReason, type VerifiedState } from './vendure.decision.js';
+import { NestjsPaymentsUnexpectedPaymentEvent } from './vendure.events.js';
+import { amountOwed, millimesToVendure } from './vendure.money.js';
+import type { VerifiedPaymentMetadata } from './vendure.types.js';
+
+/** The context the plugin's log lines carry. */
+export const LOG_CONTEXT = 'NestjsPaymentsPlugin';
+
+/** Whether Vendure answered with the order (not an error result). */
+export function isOrder(value: unknown): value is Order {
+  return typeof value === 'object' && value !== null && 'code' in value && 'state' in value && !('errorCode' in value);
+}
+
+/** What the settlement uses of Vendure and of the plugin's service. */
+export interface VendureSettlementDeps {
+  /** Vendure's orders. */
+  readonly orderService: OrderService;
+  /** Vendure's channels (for the admin context of an order's channel). */
+  readonly channelService: ChannelService;
+  /** Vendure's database connection (one transaction per settlement). */
+  readonly connection: TransactionalConnection;
+  /** Vendure's event bus (unexpected payments are published on it). */
+  readonly eventBus: EventBus;
+  /** The PaymentMethod for a verified payment (the service's lookup). */
+  readonly paymentMethod: (
+    ctx: RequestContext,
+    code: string | undefined,
+    verified?: VerifiedState,
+  ) => Promise<PaymentMethod>;
+  /** Vendure's money precision. */
+  readonly precision: () => number;
+}
+
+/**
+ * The engine's outcome dispatcher for Vendure: adds each verified payment to its order once, or
+ * reports why not (the engine runs it once per payment, across paths, processes and instances).
+ */
+export class VendureSettlement {
+  /** @param deps what it uses of Vendure and of the plugin's service */
+  constructor(private readonly deps: VendureSettlementDeps) {}
+
+  /** The engine's dispatcher: every event kind, mapped exhaustively. */
+  async dispatch(name: PaymentEventName, event: PaymentEvent): Promise<void> {
+    switch (name) {
+      case PaymentEvents.CONFIRMED:
+        return this.settle(event as PaymentOutcomeEvent, 'Settled');
+      case PaymentEvents.AUTHORIZED:
+        return this.settle(event as PaymentOutcomeEvent, 'Authorized');
+      case PaymentEvents.MISMATCH: {
+        const outcome = event as PaymentOutcomeEvent;
+        return this.report(
+          await this.adminContext(),
+          'amount-mismatch',
+          orderCodeOf(outcome.developerTrackingId),
+          outcome,
+          undefined,
+        );
+      }
+      case PaymentEvents.FAILED:
+      case PaymentEvents.EXPIRED: {
+        const outcome = event as PaymentOutcomeEvent;
+        // The order stays as it was: the customer may ask for a new link.
+        Logger.info(
+          `payment ${outcome.paymentId} of order ${outcome.developerTrackingId ?? '?'}: ${outcome.status}`,
+          LOG_CONTEXT,
+        );
+        return;
+      }
+      case PaymentEvents.DUPLICATE: {
+        // A second charge of an order another payment already settled: the order stays as it is;
+        // refund it (or set `duplicates: { refund: true }`).
+        const outcome = event as PaymentOutcomeEvent;
+        Logger.warn(
+          `payment ${outcome.paymentId} of order ${outcome.developerTrackingId ?? '?'} is a second charge of a paid order: refund it`,
+          LOG_CONTEXT,
+        );
+        return;
+      }
+      case PaymentEvents.CAPTURED:
+      case PaymentEvents.REFUNDED:
+      case PaymentEvents.CANCELLED:
+        // Vendure records these itself (the handler's settlePayment, createRefund, cancelPayment).
+        return;
+      default: {
+        const unknown: never = name;
+        throw new Error(`nestjs-payments: unhandled event ${String(unknown)}`);
+      }
+    }
+  }
+
+  private async adminContext(channelToken?: string): Promise<RequestContext> {
+    const channel = channelToken
+      ? await this.deps.channelService.getChannelFromToken(channelToken)
+      : await this.deps.channelService.getDefaultChannel();
+    return new RequestContext({ apiType: 'admin', isAuthorized: true, authorizedAsOwnerOnly: false, channel });
+  }
+
+  /** Adds a verified payment to its order once, or reports it; throws (to be retried) only when Vendure failed. */
+  private async settle(event: PaymentOutcomeEvent, verified: VerifiedState): Promise<void> {
+    const code = orderCodeOf(event.developerTrackingId);
+    const lookup = await this.adminContext();
+    const found = code ? await this.deps.orderService.findOneByCode(lookup, code, ['channels']) : undefined;
+    if (!found || !code) return this.report(lookup, 'order-not-found', code, event, undefined);
+    // The order's own channel (not the default one), where its payment method lives.
+    const channel = found.channels?.find((c) => c.code !== '__default_channel__') ?? found.channels?.[0];
+    const ctx = await this.adminContext(channel?.token);
+    await this.deps.connection.withTransaction(ctx, async (tx) => {
+      const order = await this.deps.orderService.findOneByCode(tx, code, ['payments']);
+      const action = decideSettlement({
+        verified,
+        orderState: order?.state,
+        placed: Boolean(order?.orderPlacedAt),
+        recorded: Boolean(
+          order?.payments?.some(
+            (p) => p.transactionId === event.paymentId && p.state !== 'Error' && p.state !== 'Declined',
+          ),
+        ),
+      });
+      switch (action.kind) {
+        case 'nothing':
+          return;
+        case 'report':
+          return this.report(tx, action.reason, code, event, order?.state);
+        case 'add':
+          if (!order) return;
+          return this.add(tx, order, event, action.state);
+        default: {
+          const unknown: never = action;
+          throw new Error(`nestjs-payments: unhandled action ${JSON.stringify(unknown)}`);
+        }
+      }
+    });
+  }
+
+  private async add(
+    ctx: RequestContext,
+    order: Order,
+    event: PaymentOutcomeEvent,
+    state: VerifiedState,
+  ): Promise<void> {
+    let amount: number;
+    try {
+      amount = millimesToVendure(event.amount, this.deps.precision());
+    } catch {
+      return this.report(ctx, 'amount-mismatch', order.code, event, order.state);
+    }
+    if (order.state !== 'ArrangingPayment' && order.state !== 'ArrangingAdditionalPayment') {
+      const moved = await this.deps.orderService.transitionToState(ctx, order.id, 'ArrangingPayment');
+      // The customer has paid but the order cannot take it (stock, eligibility...): reported, kept.
+      if (!isOrder(moved)) return this.report(ctx, 'order-not-payable', order.code, event, order.state);
+    }
+    const method = await this.deps.paymentMethod(ctx, undefined, state);
+    const metadata: VerifiedPaymentMetadata = {
+      nestjsPayments: true,
+      paymentId: event.paymentId,
+      amount,
+      millimes: event.amount,
+      state,
+      source: event.source,
+    };
+    const result = await this.deps.orderService.addPaymentToOrder(ctx, order.id, {
+      method: method.code,
+      metadata: { ...metadata },
+    });
+    if (!isOrder(result))
+      throw new Error(
+        `nestjs-payments: adding payment ${event.paymentId} to order ${order.code} failed: ${result.message}`,
+      );
+    if (result.state === 'ArrangingAdditionalPayment') await this.leaveAdditionalPayment(ctx, order, state);
+    Logger.info(
+      `payment ${event.paymentId} added to order ${order.code} as ${state} (order now ${result.state})`,
+      LOG_CONTEXT,
+    );
+  }
+
+  /**
+   * Vendure moves an order out of ArrangingPayment when its payments cover it, but leaves one in
+   * ArrangingAdditionalPayment where it is: once covered, it goes back to PaymentSettled (or
+   * PaymentAuthorized while a pre-authorization is held).
+   */
+  private async leaveAdditionalPayment(ctx: RequestContext, order: Order, state: VerifiedState): Promise<void> {
+    const fresh = await this.deps.orderService.findOne(ctx, order.id, ['payments', 'payments.refunds']);
+    if (!fresh || amountOwed(fresh.totalWithTax, fresh.payments ?? []) > 0) return;
+    const held = state === 'Authorized' || (fresh.payments ?? []).some((p) => p.state === 'Authorized');
+    const moved = await this.deps.orderService.transitionToState(
+      ctx,
+      order.id,
+      held ? 'PaymentAuthorized' : 'PaymentSettled',
+    );
+    if (!isOrder(moved))
+      Logger.warn(`order ${order.code} is paid but stays in ArrangingAdditionalPayment: ${moved.message}`, LOG_CONTEXT);
+  }
+
+  private async report(
+    ctx: RequestContext,
+    reason: UnexpectedPaymentReason,
+    orderCode: string | undefined,
+    event: PaymentOutcomeEvent,
+    orderState: string | undefined,
+  ): Promise<void> {
+    Logger.error(
+      `payment ${event.paymentId} (${event.amount} millimes, ${event.status}) of order ${orderCode ?? '?'} not added: ${reason}` +
+        `${orderState ? ` (order ${orderState})` : ''}; nothing was refunded`,
+      LOG_CONTEXT,
+    );
+    await this.deps.eventBus.publish(
+      new NestjsPaymentsUnexpectedPaymentEvent(ctx, reason, orderCode, event.paymentId, event.amount, orderState),
+    );
+  }
+}
