@@ -1,4 +1,3 @@
-import { ABANDONED_MARK, OVERDUE_MARK, nextCheckAt, pastFastLane } from './reconciliation.lanes.js';
 import { describe, type PaymentsLogger } from '../common/index.js';
 import type { SettleResult, Settlements } from './settlement.request.js';
 import type { PaymentsReconciliationOptions } from './reconciliation.options.js';
@@ -6,7 +5,7 @@ import type { PaymentsStore, PendingPayment } from '../store/index.js';
 import type { TelemetryHooks } from '../telemetry/index.js';
 import { every, type SharedClock } from '../time/index.js';
 import { SweepWakes, WAKE_LEAD_MS } from './reconciliation.wakes.js';
-import { markOverdueRecord } from './reconciliation.records.js';
+import { rescheduleUnsettled, type SweepRecords } from './reconciliation.records.js';
 import { nextRecheck, type PendingRechecks } from './settlement.rechecks.js';
 
 /** What one reconciliation run did. */
@@ -21,9 +20,6 @@ export interface ReconciliationRun {
    */
   rateLimitedUntil?: number;
 }
-
-/** What a check that left a payment unsettled means for its queue entry. */
-type Unsettled = { kind: 'unknown'; last: string } | { kind: 'known'; last: string };
 
 /**
  * Re-checks the payments whose outcome no webhook or return has brought: every `intervalSecs`, and
@@ -40,6 +36,8 @@ export class ReconciliationScheduler {
   private stopTimer?: () => void;
   /** One-shot passes for the pending-lane checks this instance scheduled. */
   private readonly wakes: SweepWakes;
+  /** What the bookkeeping of an unsettled payment's entry and record needs. */
+  readonly #records: SweepRecords;
   private running?: Promise<void>;
   private complete?: Promise<ReconciliationRun>;
   /** Epoch ms before which passes take nothing: the service rate-limited verify. */
@@ -74,6 +72,7 @@ export class ReconciliationScheduler {
         .then(() => this.#start(undefined, WAKE_LEAD_MS))
         .catch(() => undefined);
     this.wakes = new SweepWakes(clock, wake);
+    this.#records = { store, runner: outcomes, recordTtlMs, clock, options, logger };
   }
 
   /** Starts the periodic runs (when enabled). The timer does not keep the process alive. */
@@ -216,7 +215,7 @@ export class ReconciliationScheduler {
         // The outcome is known and recorded: nothing left to check (a second charge of a paid order: once handled).
         run.checked++;
         if (result.kind === 'order-duplicate' && result.error !== undefined)
-          return this.reschedule(entry, now, { kind: 'known', last: result.error });
+          return rescheduleUnsettled(this.#records, entry, now, { kind: 'known', last: result.error });
         run.settled++;
         return this.store.removePending(entry.paymentId);
       case 'duplicate':
@@ -236,7 +235,7 @@ export class ReconciliationScheduler {
         run.checked++;
         // In the pending lane: its next check within seconds, no check of the session's lanes counted.
         if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
-        return this.reschedule(entry, now, {
+        return rescheduleUnsettled(this.#records, entry, now, {
           kind: 'unknown',
           last: `the service answers ${result.verification.status}`,
         });
@@ -244,14 +243,20 @@ export class ReconciliationScheduler {
         run.checked++;
         // A failed check in the pending lane keeps it there: the lane is short and bounded anyway.
         if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
-        return this.reschedule(entry, now, { kind: 'unknown', last: `verify failed: ${result.error.message}` });
+        return rescheduleUnsettled(this.#records, entry, now, {
+          kind: 'unknown',
+          last: `verify failed: ${result.error.message}`,
+        });
       case 'deferred':
         // The sweep is not held to the verify budget; should it ever be, nothing was checked.
-        return this.reschedule(entry, now, { kind: 'unknown', last: `verify deferred for ${result.retryAfterSecs} s` });
+        return rescheduleUnsettled(this.#records, entry, now, {
+          kind: 'unknown',
+          last: `verify deferred for ${result.retryAfterSecs} s`,
+        });
       case 'foreign':
         // Not expected with the plugin's own binding; whatever it is, the outcome is not known.
         run.checked++;
-        return this.reschedule(entry, now, {
+        return rescheduleUnsettled(this.#records, entry, now, {
           kind: 'unknown',
           last: `the service's answer names another payment (${result.problems.join('; ')})`,
         });
@@ -260,7 +265,10 @@ export class ReconciliationScheduler {
         // (soon while in the pending lane, then on the session's lanes).
         run.checked++;
         if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
-        return this.reschedule(entry, now, { kind: 'known', last: `handlers failed: ${result.error}` });
+        return rescheduleUnsettled(this.#records, entry, now, {
+          kind: 'known',
+          last: `handlers failed: ${result.error}`,
+        });
       default:
         return unreachable(result);
     }
@@ -269,39 +277,6 @@ export class ReconciliationScheduler {
   // The pending lane's next check (a path found it pending, or its handlers failed, moments ago).
   #laneNext(entry: PendingPayment, now: number): Promise<void> {
     return this.rechecks.schedule(entry, nextRecheck(entry, now, this.options.graceSecs));
-  }
-
-  private async reschedule(taken: PendingPayment, now: number, why: Unsettled): Promise<void> {
-    // Any other result leaves the pending lane: the session's lanes take it from here.
-    const { rechecks: _lane, ...entry } = taken;
-    const checks = entry.checks + 1;
-    const next = nextCheckAt(entry, now, this.options);
-    if (next === undefined) {
-      await this.store.removePending(entry.paymentId);
-      this.logger.error(
-        `reconciliation: gave up on ${entry.paymentId} after ${checks} checks over ${this.options.horizonDays} day(s) (last: ${why.last}); reconcile it by hand`,
-      );
-      if (why.kind === 'unknown')
-        await markOverdueRecord(
-          { store: this.store, runner: this.outcomes, recordTtlMs: this.recordTtlMs, clock: this.clock },
-          entry,
-          `${ABANDONED_MARK} outcome unknown after ${checks} checks; reconcile it by hand (last: ${why.last})`,
-        );
-      return;
-    }
-    await this.store.schedulePending({ ...entry, checks }, next);
-    if (why.kind === 'unknown' && pastFastLane(entry, this.options)) {
-      if (checks === this.options.maxChecks) {
-        this.logger.warn(
-          `reconciliation: ${entry.paymentId} still unknown after ${checks} checks; checked hourly, then daily, for ${this.options.horizonDays} day(s)`,
-        );
-      }
-      await markOverdueRecord(
-        { store: this.store, runner: this.outcomes, recordTtlMs: this.recordTtlMs, clock: this.clock },
-        entry,
-        `${OVERDUE_MARK} outcome unknown after ${checks} checks; slow lane, next check at ${new Date(next).toISOString()} (last: ${why.last})`,
-      );
-    }
   }
 }
 
