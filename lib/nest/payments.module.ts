@@ -1,6 +1,5 @@
 import {
   Inject,
-  Injectable,
   Logger,
   Module,
   Optional,
@@ -23,7 +22,7 @@ import type {
 import { getPaymentsServiceToken, PaymentsService } from './payments.service.js';
 import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.tokens.js';
 import { createWebhookController } from './webhook.controller.js';
-import { PaymentsWebhookGuard } from './webhook.guard.js';
+import { PaymentsWebhookGuard, registrationGuard } from './webhook.guard.js';
 import { acceptAnyBodyOnWebhookRoutes } from './webhook.request.js';
 import { importersOf, servedWebhookPath, type ScannedModuleShape } from './webhook.mount.js';
 import {
@@ -295,16 +294,4 @@ function createClient(
     name,
     logger: options?.logger ?? logger,
   });
-}
-
-/** A guard class bound to a named registration's client (the exported guard is the default one's). */
-function registrationGuard(clientToken: string | symbol, name: string): Type<PaymentsWebhookGuard> {
-  @Injectable()
-  class RegistrationWebhookGuard extends PaymentsWebhookGuard {
-    constructor(@Inject(clientToken) client: PaymentsClient, @Inject(HttpAdapterHost) adapterHost: HttpAdapterHost) {
-      super(client, adapterHost);
-    }
-  }
-  Object.defineProperty(RegistrationWebhookGuard, 'name', { value: `PaymentsWebhookGuard_${name}` });
-  return RegistrationWebhookGuard;
 }

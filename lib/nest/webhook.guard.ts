@@ -1,4 +1,12 @@
-import { HttpException, Inject, Injectable, Optional, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import {
+  HttpException,
+  Inject,
+  Injectable,
+  Optional,
+  type CanActivate,
+  type ExecutionContext,
+  type Type,
+} from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { ServerResponse } from 'node:http';
 import type { PaymentsClient } from '../core/client/payments.client.js';
@@ -112,4 +120,16 @@ export function setHeaders(adapterHost: HttpAdapterHost | undefined, response: u
   for (const [name, value] of Object.entries(answer.headers ?? {})) {
     adapterHost?.httpAdapter?.setHeader(response, name, value);
   }
+}
+
+/** A guard class bound to a named registration's client (the exported guard is the default one's). */
+export function registrationGuard(clientToken: string | symbol, name: string): Type<PaymentsWebhookGuard> {
+  @Injectable()
+  class RegistrationWebhookGuard extends PaymentsWebhookGuard {
+    constructor(@Inject(clientToken) client: PaymentsClient, @Inject(HttpAdapterHost) adapterHost: HttpAdapterHost) {
+      super(client, adapterHost);
+    }
+  }
+  Object.defineProperty(RegistrationWebhookGuard, 'name', { value: `PaymentsWebhookGuard_${name}` });
+  return RegistrationWebhookGuard;
 }
