@@ -15,7 +15,8 @@ import {
   type ReconcileResult,
   type VerifiedPayment,
 } from '../api/index.js';
-import { checkId, PaymentsApi } from './payments.api.js';
+import { PaymentsApi } from './payments.api.js';
+import { checkId } from './payments.call.js';
 import {
   type OperationDispatcher,
   type OutcomeDispatcher,
