@@ -6,28 +6,19 @@ import {
   PaymentRefundedEvent,
   type PaymentEventName,
 } from '../settlement/index.js';
-import { PAYMENTS_DEFAULTS, type ResolvedPaymentsOptions } from './payments.options.js';
-import type { PaymentBinding, PaymentsStore } from '../store/index.js';
+import type { ResolvedPaymentsOptions } from './payments.options.js';
+import type { PaymentsStore } from '../store/index.js';
 import type { TelemetryHooks } from '../telemetry/index.js';
-import { WebhookTokenSigner } from '../webhook/index.js';
+import type { WebhookTokenSigner } from '../webhook/index.js';
+import { callService, checkId, unexpected } from './payments.call.js';
+import { PaymentGenerator } from './payments.generate.js';
 import {
   type HttpTransport,
   normalizeMillimes,
-  checkPaymentInput,
-  toPaymentWire,
-  identifier,
   millimes,
-  pathSegmentId,
-  bounded,
-  CheckoutDesk,
-  checkoutKey,
-  type CheckoutTicket,
   noteDuplicateRefund,
-  PaymentsApiError,
   PaymentsValidationError,
   type PaymentsOperation,
-  lateEntry,
-  PaymentRecorder,
   type CardBinding,
   type GenerateOptions,
   type GeneratePaymentInput,
@@ -37,20 +28,15 @@ import {
   type PaymentRefund,
   type PaymentsOperations,
   type VerifiedPayment,
-  interpretResponse,
   fromBindingWire,
   fromCancellationWire,
   fromCaptureWire,
-  fromGeneratePaymentWire,
   fromRefundWire,
   fromVerifyWire,
   isJsonObject,
   SERVICE_PATHS,
   type JsonObject,
 } from '../api/index.js';
-
-/** The largest epoch time in ms a Date can hold. */
-const MAX_DATE_MS = 8.64e15;
 
 /** Where the operations' own events go (capture, refund, cancellation): the settlement runner's emit. */
 export interface OperationEvents {
@@ -63,13 +49,12 @@ export interface OperationEvents {
 
 /**
  * The service's six operations: input checked, the request sent through the transport, the
- * answer read, and what the plugin must remember of a generated payment (its token's binding and
- * its place in the reconciliation queue) written to the store. A successful capture, refund or
+ * answer read (generatePayment's own path, with what the plugin must remember of a created
+ * payment, is `PaymentGenerator`'s). A successful capture, refund or
  * cancellation emits its event, so Nest and Express hosts alike receive it.
  */
 export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'> {
-  readonly #checkouts: CheckoutDesk;
-  readonly #recorder: PaymentRecorder;
+  readonly #generator: PaymentGenerator;
 
   /**
    * @param options the resolved options (defaults of generatePayment, the webhook settings)
@@ -89,118 +74,17 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     private readonly telemetry: TelemetryHooks,
     private readonly clock: SharedClock,
   ) {
-    this.#checkouts = new CheckoutDesk(
-      store,
-      { enabled: options.orders.reuseOpenPayment, leaseMs: options.timeoutMs * 3 },
-      options.logger,
-      clock,
-    );
-    this.#recorder = new PaymentRecorder(options.logger, clock);
+    this.#generator = new PaymentGenerator(options, transport, store, signer, telemetry, clock);
   }
 
   /** Lets the store writes of created payments finish (each tried once more, then reported). */
   close(): Promise<void> {
-    return this.#recorder.close();
+    return this.#generator.close();
   }
 
   /** @inheritdoc */
-  async generatePayment(input: GeneratePaymentInput, settings: GenerateOptions = {}): Promise<GeneratedPayment> {
-    // The module's defaults passed the same rules when the options were resolved: only the caller's
-    // own fields are checked here, and the defaults are read in place, never merged into a copy
-    // (checking the links again dominated the call's cost: docs/performance.md).
-    // One shallow snapshot: what is checked is what is sent, even if the caller's object
-    // has getters or is changed while the call is under way.
-    const own = (isJsonObject(input) ? { ...input } : input) as GeneratePaymentInput;
-    const defaults = this.options.defaults;
-    const errors = checkPaymentInput(own, defaults);
-    if (errors.length > 0) throw new PaymentsValidationError(errors, 'generatePayment input');
-
-    const amount = normalizeMillimes(own.amount) as string;
-    const trackingId = isSet(own.developerTrackingId) ? own.developerTrackingId : undefined;
-    const idempotencyKey = settings?.idempotencyKey ?? undefined;
-    if (idempotencyKey !== undefined) checkId(idempotencyKey, 'idempotencyKey', 'generatePayment');
-    // One payment per checkout: the order's open payment answers a repeated request (payments.checkout.ts).
-    const orderKey = checkoutKey(idempotencyKey, trackingId, this.options.name);
-    const fingerprint =
-      orderKey === undefined ? '' : JSON.stringify(toPaymentWire(own, this.options.preAuthorizationFlag, defaults));
-    const desk = await this.#checkouts.begin(
-      orderKey === undefined ? undefined : { orderKey, amount, fingerprint, developerTrackingId: trackingId },
-    );
-    if ('reuse' in desk) return desk.reuse;
-    try {
-      return await this.#create(own, amount, trackingId, desk.ticket);
-    } catch (error) {
-      desk.ticket?.abandon();
-      throw error;
-    }
-  }
-
-  async #create(
-    own: GeneratePaymentInput,
-    amount: string,
-    trackingId: string | undefined,
-    ticket: CheckoutTicket | undefined,
-  ): Promise<GeneratedPayment> {
-    const defaults = this.options.defaults;
-    const issued =
-      !isSet(own.webhook) && this.signer
-        ? this.signer.issue(amount, trackingId, this.options.webhook.tokenTtlMs)
-        : undefined;
-    const fallback = issued
-      ? {
-          ...defaults,
-          webhook: WebhookTokenSigner.urlWithToken(this.options.webhook.publicUrl as string, issued.token),
-        }
-      : defaults;
-
-    // A created payment is one with an id and a link and no error shape, with or without
-    // `result.success` (two documented answers lack it): refusing it would orphan a real payment.
-    const json = await this.#call(
-      'generatePayment',
-      'POST',
-      SERVICE_PATHS.generate,
-      toPaymentWire(own, this.options.preAuthorizationFlag, fallback),
-      undefined,
-      isGenerated,
-    );
-    const payment = fromGeneratePaymentWire(json.result as JsonObject);
-    if (!payment)
-      throw unexpected(
-        'generatePayment',
-        'the payment id or the link is missing or malformed, or the tracking id is malformed',
-      );
-
-    await bounded(this.clock.sync(), this.clock).catch(() => undefined);
-    const createdAt = this.clock.now();
-    const offset = this.clock.offsetMs;
-    const sessionSecs =
-      (isSet(own.sessionTimeoutSecs) ? own.sessionTimeoutSecs : defaults.sessionTimeoutSecs) ??
-      PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
-    // Any positive safe integer is a valid session length; beyond the last date a Date can hold
-    // (year 275760) toISOString() would throw after the payment was created, orphaning it.
-    const at = (ms: number) => Math.min(ms, MAX_DATE_MS);
-    const binding: PaymentBinding = {
-      paymentId: payment.paymentId,
-      amount,
-      createdAt: new Date(createdAt).toISOString(),
-      sessionEndsAt: new Date(at(createdAt + sessionSecs * 1000)).toISOString(),
-    };
-    if (trackingId !== undefined) binding.developerTrackingId = trackingId;
-    const dueAt = at(createdAt + (sessionSecs + this.options.reconciliation.graceSecs) * 1000);
-    const checkout = ticket?.record(payment, binding.sessionEndsAt as string);
-    await this.#recorder.record(
-      payment.paymentId,
-      async (late) => {
-        if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
-        // Late: a path that found it pending meanwhile may have queued it in the pending lane; kept.
-        const late_ = late ? await lateEntry(this.store, binding, this.clock, offset) : undefined;
-        if (!late || late_)
-          await this.store.schedulePending(late_?.entry ?? { ...binding, checks: 0 }, dueAt + (late_?.shift ?? 0));
-        await checkout?.();
-      },
-      dueAt,
-    );
-    return payment;
+  generatePayment(input: GeneratePaymentInput, settings: GenerateOptions = {}): Promise<GeneratedPayment> {
+    return this.#generator.generatePayment(input, settings);
   }
 
   /** @inheritdoc */
@@ -325,7 +209,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     return bindings as CardBinding[];
   }
 
-  async #call(
+  #call(
     operation: PaymentsOperation,
     method: 'GET' | 'POST',
     path: string,
@@ -333,50 +217,14 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     query: Record<string, string> | undefined,
     isSuccess: (json: JsonObject) => boolean,
   ): Promise<JsonObject> {
-    if (!this.telemetry.active)
-      return interpretResponse(
-        operation,
-        await this.transport.send({ operation, method, path, body, query }),
-        isSuccess,
-      );
-    // Traced: a CLIENT span and the call's metrics (telemetry.otel.ts); the payment id stays out of the template.
-    const template = path.startsWith(SERVICE_PATHS.verify) ? `${SERVICE_PATHS.verify}{payment_id}` : path;
-    return this.telemetry.call(operation, method, template, async (stats) => {
-      const response = await this.transport.send({ operation, method, path, body, query }, stats);
-      stats.status = response.status;
-      return interpretResponse(operation, response, isSuccess);
-    });
+    return callService(this.transport, this.telemetry, { operation, method, path, body, query }, isSuccess);
   }
-}
-
-/** Keys set to undefined or null mean "not set": they must not hide the module's defaults. */
-function isSet<T>(value: T | null | undefined): value is T {
-  return value !== undefined && value !== null;
 }
 
 function isVerified(json: JsonObject): boolean {
   return json.success === true && isJsonObject(json.result);
 }
 
-function isGenerated(json: JsonObject): boolean {
-  return isJsonObject(json.result) && json.result.payment_id !== undefined && json.result.link !== undefined;
-}
-
-/** Refuses an id that is not one (PaymentsValidationError naming the field), before any call. */
-export function checkId(value: unknown, field: string, operation: string): asserts value is string {
-  // A payment id may go into a request path (verify); one rule for every operation taking one.
-  const problem = field === 'paymentId' ? pathSegmentId(value) : identifier(value);
-  if (problem) throw new PaymentsValidationError([{ field, messages: [problem] }], `${operation} input`);
-}
-
 function isFlatSuccess(json: JsonObject): boolean {
   return json.status === 'success' && isJsonObject(json.result);
-}
-
-function unexpected(operation: PaymentsOperation, what: string): PaymentsApiError {
-  return new PaymentsApiError('INVALID_RESPONSE', {
-    operation,
-    httpStatus: 200,
-    bodyExcerpt: `success answer without the expected fields: ${what}`,
-  });
 }

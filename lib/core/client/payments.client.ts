@@ -1,48 +1,41 @@
 import { inspect } from 'node:util';
 import type { AxiosAdapter } from 'axios';
-import {
+import type {
   HttpTransport,
-  RETRY_POLICY,
-  type CardBinding,
-  type GenerateOptions,
-  type GeneratePaymentInput,
-  type GeneratedPayment,
-  type PaymentCancellation,
-  type PaymentCapture,
-  type PaymentRefund,
-  type PaymentsOperations,
-  type ReconcileOptions,
-  type ReconcileResult,
-  type VerifiedPayment,
+  CardBinding,
+  GenerateOptions,
+  GeneratePaymentInput,
+  GeneratedPayment,
+  PaymentCancellation,
+  PaymentCapture,
+  PaymentRefund,
+  PaymentsOperations,
+  ReconcileOptions,
+  ReconcileResult,
+  VerifiedPayment,
 } from '../api/index.js';
-import { checkId, PaymentsApi } from './payments.api.js';
-import {
-  type OperationDispatcher,
-  type OutcomeDispatcher,
+import type { PaymentsApi } from './payments.api.js';
+import { checkId } from './payments.call.js';
+import type {
+  OperationDispatcher,
+  OutcomeDispatcher,
   ReconciliationScheduler,
-  type ReconciliationRun,
-  OrderScreen,
+  ReconciliationRun,
   PaymentReconciler,
-  VerifyBudget,
   SettlementRunner,
-  TracedSettlements,
-  SETTLEMENT_WAITS,
-  PendingRechecks,
 } from '../settlement/index.js';
 import {
   MemoryPaymentsStore,
-  orderLedgerOf,
   type PaymentsStore,
   type OutcomePage,
   type OutcomeQuery,
   type OutcomeRecord,
-  isTransactional,
 } from '../store/index.js';
-import { PaymentsTelemetry, NO_TELEMETRY, type TelemetryHooks } from '../telemetry/index.js';
-import { WebhookProcessor, WebhookTokenSigner } from '../webhook/index.js';
-import { SharedClock } from '../time/index.js';
+import type { TelemetryHooks } from '../telemetry/index.js';
+import type { WebhookProcessor } from '../webhook/index.js';
 import type { PaymentsOptions, ResolvedPaymentsOptions } from './payments.options.js';
 import { resolvePaymentsOptions } from './payments.resolver.js';
+import { composeEngine } from './payments.engine.js';
 
 /**
  * How many open clients use a store, kept on the store itself (several apps in one process may
@@ -59,7 +52,8 @@ function storeUsers(store: PaymentsStore, delta: number): number {
 }
 
 /**
- * The framework-free client of the whole service, and the composition root of the engine: the
+ * The framework-free client of the whole service, and the composition root of the engine (wired by
+ * `composeEngine`): the
  * service operations (`PaymentsApi`), the webhook front door (`WebhookProcessor`), the settlement
  * runner every path hands its payment to (`SettlementRunner`), the return check
  * (`PaymentReconciler`) and reconciliation (`ReconciliationScheduler`), all over one
@@ -75,7 +69,6 @@ export class PaymentsClient implements PaymentsOperations {
   readonly #returnCheck: PaymentReconciler;
   readonly #reconciliation: ReconciliationScheduler;
   readonly #telemetry: TelemetryHooks;
-  readonly #orders?: OrderScreen;
   #closing?: Promise<void>;
   /** Bindings, claims, the reconciliation queue and the outcome record (the configured store, or an in-memory one). */
   readonly store: PaymentsStore;
@@ -93,100 +86,15 @@ export class PaymentsClient implements PaymentsOperations {
     this.#options = resolved;
     this.store = resolved.store ?? new MemoryPaymentsStore();
     storeUsers(this.store, +1);
-    // The retry decision is handed to the transport here, one place to read it from the client.
-    this.#transport = new HttpTransport({
-      ...resolved,
-      logger: resolved.logger,
-      retry: RETRY_POLICY,
-      clock: resolved.clock,
-      adapter: seams.adapter,
-      random: seams.random,
-    });
-    const signer =
-      resolved.webhook.enabled && resolved.webhook.secret
-        ? new WebhookTokenSigner(resolved.webhook.secret, {
-            previousSecrets: resolved.webhook.previousSecrets,
-            registration: resolved.name,
-            clock: resolved.clock,
-          })
-        : undefined;
-    // Due times and record ages are shared with the other instances: read on the store's clock.
-    const shared = new SharedClock(resolved.clock, this.store.now ? () => this.store.now!() : undefined);
-    const rechecks = new PendingRechecks(
-      this.store,
-      shared,
-      resolved.reconciliation.graceSecs,
-      (inMs) => this.#reconciliation.wakeIn(inMs),
-      resolved.logger,
-    );
-    this.#telemetry = resolved.telemetry.enabled
-      ? new PaymentsTelemetry(resolved.telemetry, {
-          registration: resolved.name,
-          baseUrl: resolved.baseUrl,
-          store: this.store,
-        })
-      : NO_TELEMETRY;
-    const verify = (paymentId: string) => this.#api.verifyPayment(paymentId);
-    const ttls = { doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs };
-    const ledger = orderLedgerOf(this.store);
-    // One confirmation per order (settlement.duplicates.ts), with every store that keeps orders.
-    this.#orders =
-      ledger &&
-      new OrderScreen({
-        ledger,
-        store: this.store,
-        transactional: isTransactional(this.store),
-        ttls,
-        refund: resolved.duplicates.refund,
-        refundPayment: (paymentId, duplicateOf) => this.#api.refundPayment(paymentId, duplicateOf),
-        registration: resolved.name,
-        logger: resolved.logger,
-        clock: shared,
-      });
-    this.#runner = new SettlementRunner(
-      {
-        leaseMs: resolved.webhook.leaseMs,
-        ...ttls,
-        registration: resolved.name,
-        clock: shared,
-        recheckSoon: (paymentId, expected, notBeforeMs) => void rechecks.note(paymentId, expected, notBeforeMs),
-        orders: this.#orders,
-      },
-      this.store,
-      verify,
-      resolved.logger,
-      new VerifyBudget(
-        SETTLEMENT_WAITS.verifyIntervalMs,
-        () => resolved.clock.now(),
-        resolved.webhook.unsignedIntervalSecs * 1000,
-      ),
-    );
-    // Telemetry wraps the runner from outside: every path settles through the wrapper.
-    const settlements = resolved.telemetry.enabled
-      ? new TracedSettlements(this.#runner, this.#telemetry)
-      : this.#runner;
-    this.#api = new PaymentsApi(resolved, this.#transport, this.store, signer, this.#runner, this.#telemetry, shared);
-    this.#returnCheck = new PaymentReconciler(this.store, settlements, verify, resolved.logger, shared, this.#orders);
-    this.webhooks = new WebhookProcessor(
-      resolved.webhook,
-      signer,
-      this.store,
-      settlements,
-      resolved.logger,
-      this.#telemetry,
-      resolved.clock,
-    );
-    this.#reconciliation = new ReconciliationScheduler(
-      resolved.reconciliation,
-      Math.max(resolved.webhook.leaseMs * 2, 60_000),
-      this.store,
-      settlements,
-      resolved.logger,
-      this.#telemetry,
-      resolved.outcomeRecordTtlMs,
-      shared,
-      rechecks,
-    );
+    ({
+      transport: this.#transport,
+      api: this.#api,
+      runner: this.#runner,
+      returnCheck: this.#returnCheck,
+      reconciliation: this.#reconciliation,
+      telemetry: this.#telemetry,
+      webhooks: this.webhooks,
+    } = composeEngine(resolved, this.store, seams));
   }
 
   /** The registration's name, when the options gave one. */

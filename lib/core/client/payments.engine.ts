@@ -1,0 +1,144 @@
+import type { AxiosAdapter } from 'axios';
+import { HttpTransport, RETRY_POLICY, type PaymentRefund, type VerifiedPayment } from '../api/index.js';
+import {
+  ReconciliationScheduler,
+  OrderScreen,
+  PaymentReconciler,
+  VerifyBudget,
+  SettlementRunner,
+  TracedSettlements,
+  SETTLEMENT_WAITS,
+  PendingRechecks,
+} from '../settlement/index.js';
+import { orderLedgerOf, type PaymentsStore, isTransactional } from '../store/index.js';
+import { PaymentsTelemetry, NO_TELEMETRY, type TelemetryHooks } from '../telemetry/index.js';
+import { WebhookProcessor, WebhookTokenSigner } from '../webhook/index.js';
+import { SharedClock } from '../time/index.js';
+import { PaymentsApi } from './payments.api.js';
+import type { ResolvedPaymentsOptions } from './payments.options.js';
+
+/** What the client runs on: the engine's parts, wired over one store. */
+export interface PaymentsEngine {
+  /** Sends the requests to the service. */
+  transport: HttpTransport;
+  /** The service's operations. */
+  api: PaymentsApi;
+  /** The settlement runner every path hands its payment to. */
+  runner: SettlementRunner;
+  /** The return check (`reconcilePayment`). */
+  returnCheck: PaymentReconciler;
+  /** Reconciliation of the payments left pending. */
+  reconciliation: ReconciliationScheduler;
+  /** What observes the calls and settlements. */
+  telemetry: TelemetryHooks;
+  /** The webhook engine. */
+  webhooks: WebhookProcessor;
+}
+
+/**
+ * Builds the engine over one store: the transport, the webhook signer, the settlement runner (with the
+ * order screen when the store keeps orders), the operations, the return check, the webhook processor and
+ * reconciliation, each handed what it settles through (the runner, traced when telemetry is on).
+ * @param resolved the options after validation
+ * @param store the store every part shares
+ * @param seams how one HTTP attempt is sent and the retries' jitter (the simulation's)
+ */
+export function composeEngine(
+  resolved: ResolvedPaymentsOptions,
+  store: PaymentsStore,
+  seams: { adapter?: AxiosAdapter; random?: () => number },
+): PaymentsEngine {
+  // The retry decision is handed to the transport here, one place to read it from the client.
+  const transport = new HttpTransport({
+    ...resolved,
+    logger: resolved.logger,
+    retry: RETRY_POLICY,
+    clock: resolved.clock,
+    adapter: seams.adapter,
+    random: seams.random,
+  });
+  const signer =
+    resolved.webhook.enabled && resolved.webhook.secret
+      ? new WebhookTokenSigner(resolved.webhook.secret, {
+          previousSecrets: resolved.webhook.previousSecrets,
+          registration: resolved.name,
+          clock: resolved.clock,
+        })
+      : undefined;
+  // Due times and record ages are shared with the other instances: read on the store's clock.
+  const shared = new SharedClock(resolved.clock, store.now ? () => store.now!() : undefined);
+  const rechecks = new PendingRechecks(
+    store,
+    shared,
+    resolved.reconciliation.graceSecs,
+    (inMs) => reconciliation.wakeIn(inMs),
+    resolved.logger,
+  );
+  const telemetry = resolved.telemetry.enabled
+    ? new PaymentsTelemetry(resolved.telemetry, {
+        registration: resolved.name,
+        baseUrl: resolved.baseUrl,
+        store,
+      })
+    : NO_TELEMETRY;
+  const verify = (paymentId: string): Promise<VerifiedPayment> => api.verifyPayment(paymentId);
+  const ttls = { doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs };
+  const ledger = orderLedgerOf(store);
+  // One confirmation per order (settlement.duplicates.ts), with every store that keeps orders.
+  const orders: OrderScreen | undefined =
+    ledger &&
+    new OrderScreen({
+      ledger,
+      store,
+      transactional: isTransactional(store),
+      ttls,
+      refund: resolved.duplicates.refund,
+      refundPayment: (paymentId, duplicateOf): Promise<PaymentRefund> => api.refundPayment(paymentId, duplicateOf),
+      registration: resolved.name,
+      logger: resolved.logger,
+      clock: shared,
+    });
+  const runner: SettlementRunner = new SettlementRunner(
+    {
+      leaseMs: resolved.webhook.leaseMs,
+      ...ttls,
+      registration: resolved.name,
+      clock: shared,
+      recheckSoon: (paymentId, expected, notBeforeMs) => void rechecks.note(paymentId, expected, notBeforeMs),
+      orders: orders,
+    },
+    store,
+    verify,
+    resolved.logger,
+    new VerifyBudget(
+      SETTLEMENT_WAITS.verifyIntervalMs,
+      () => resolved.clock.now(),
+      resolved.webhook.unsignedIntervalSecs * 1000,
+    ),
+  );
+  // Telemetry wraps the runner from outside: every path settles through the wrapper.
+  const settlements = resolved.telemetry.enabled ? new TracedSettlements(runner, telemetry) : runner;
+  const api: PaymentsApi = new PaymentsApi(resolved, transport, store, signer, runner, telemetry, shared);
+  const returnCheck = new PaymentReconciler(store, settlements, verify, resolved.logger, shared, orders);
+  const webhooks = new WebhookProcessor(
+    resolved.webhook,
+    signer,
+    store,
+    settlements,
+    resolved.logger,
+    telemetry,
+    resolved.clock,
+  );
+  const reconciliation = new ReconciliationScheduler(
+    resolved.reconciliation,
+    Math.max(resolved.webhook.leaseMs * 2, 60_000),
+    store,
+    settlements,
+    resolved.logger,
+    telemetry,
+    resolved.outcomeRecordTtlMs,
+    shared,
+    rechecks,
+  );
+  return { transport, api, runner, returnCheck, reconciliation, telemetry, webhooks };
+}
