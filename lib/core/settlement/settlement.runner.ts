@@ -128,8 +128,7 @@ export class SettlementRunner implements Settlements {
     if (source !== 'reconciliation') {
       const deferral = this.budget.admit(paymentId, source);
       if (deferral) {
-        // Not asked now (the service failing or rate-limiting): a queued payment is re-checked when
-        // the pause ends, not at the session's end. A stranger's id (no entry) queues nothing.
+        // Paused (the service failing or rate-limiting): a queued payment is re-checked when it ends.
         if (!deferral.pending) attempt.recheckSoon(undefined, deferral.retryAfterSecs * 1000);
         return {
           kind: 'deferred',
