@@ -39,9 +39,7 @@ const csrfField = (token: string) => html`<input type="hidden" name="_csrf" valu
 
 /** The sign-out button in the header of admin pages. */
 export function signOutForm(csrfToken: string): SafeHtml {
-  return html`<form method="post" action="/admin/logout">
-    ${csrfField(csrfToken)}<button type="submit" id="sign-out">Sign out</button>
-  </form>`;
+  return html`<form method="post" action="/admin/logout">${csrfField(csrfToken)}<button type="submit" id="sign-out">Sign out</button></form>`;
 }
 
 /**
@@ -50,22 +48,11 @@ export function signOutForm(csrfToken: string): SafeHtml {
  */
 function orderAction(order: Order, csrfToken: string): SafeHtml {
   if (order.status === 'paid' || order.status === 'captured') {
-    return html`<a
-      class="button small danger"
-      href="/admin/orders/${encodeURIComponent(order.id)}/refund"
-      data-action="refund"
-      >Refund…</a
-    >`;
+    return html`<a class="button small danger" href="/admin/orders/${encodeURIComponent(order.id)}/refund" data-action="refund">Refund…</a>`;
   }
   if (order.status === 'authorized') {
     return html`<form method="post" action="/admin/orders/${encodeURIComponent(order.id)}/capture">
-        ${csrfField(csrfToken)}<input
-          class="amount"
-          name="amount"
-          inputmode="decimal"
-          placeholder="all"
-          aria-label="Amount to capture (TND)"
-        />
+        ${csrfField(csrfToken)}<input class="amount" name="amount" inputmode="decimal" placeholder="all" aria-label="Amount to capture (TND)" />
         <button class="small" type="submit" data-action="capture">Capture</button>
       </form>
       <form method="post" action="/admin/orders/${encodeURIComponent(order.id)}/cancel">
@@ -159,8 +146,8 @@ function failedOutcomesPanel(failed: FailedOutcomes, csrfToken: string): SafeHtm
   return html`<section class="panel" id="failed-handlers">
     <h2>Payments whose handlers failed</h2>
     <p class="muted">
-      The service verified these payments, but updating the order failed. They are retried on the next webhook, return
-      or reconciliation; "Retry now" verifies and runs the handlers at once.
+      The service verified these payments, but updating the order failed. They are retried on the next webhook, return or reconciliation; "Retry now" verifies
+      and runs the handlers at once.
     </p>
     ${body}
   </section>`;
@@ -171,9 +158,7 @@ function bindingsResult(lookup: BindingsLookup | undefined): SafeHtml {
   if (lookup.error !== undefined)
     return html`<p class="flash flash-error result" id="bindings-error">${lookup.error}</p>`;
   if (lookup.bindings.length === 0)
-    return html`<p class="result muted" id="bindings-empty">
-      No card bindings for <strong>${lookup.clientId}</strong>.
-    </p>`;
+    return html`<p class="result muted" id="bindings-empty">No card bindings for <strong>${lookup.clientId}</strong>.</p>`;
   const rows = lookup.bindings.map(
     (b) =>
       html`<tr data-binding="${b.bindingId}">
@@ -211,14 +196,11 @@ export function adminPage(ctx: PageContext, view: AdminView): string {
     'Admin',
     'admin',
     html`<h1>Orders</h1>
-      <p class="lead">
-        Payment service: <code>${view.serviceUrl}</code>${ctx.sandboxMode && ' (built-in sandbox)'}. Orders in
-        ${view.databaseLabel}.
-      </p>
+      <p class="lead">Payment service: <code>${view.serviceUrl}</code>${ctx.sandboxMode && ' (built-in sandbox)'}. Orders in ${view.databaseLabel}.</p>
       ${flash} ${ordersTable(view.orders, view.csrfToken)}
       <p class="muted">
-        "Charged when shipped" orders are pre-authorized at checkout (the amount is held on the card): capture all of it
-        or a part (the rest is released) when you ship, or cancel to release it all.
+        "Charged when shipped" orders are pre-authorized at checkout (the amount is held on the card): capture all of it or a part (the rest is released) when
+        you ship, or cancel to release it all.
       </p>
       ${failedOutcomesPanel(view.failedOutcomes, view.csrfToken)} ${view.duplicates}
       <section class="panel" id="bindings-lookup">
@@ -229,13 +211,7 @@ export function adminPage(ctx: PageContext, view: AdminView): string {
         </p>
         <form class="inline-form" method="get" action="/admin">
           <label for="clientId">Customer id</label>
-          <input
-            id="clientId"
-            name="clientId"
-            value="${view.bindings?.clientId ?? ''}"
-            placeholder="cus_…"
-            autocomplete="off"
-          />
+          <input id="clientId" name="clientId" value="${view.bindings?.clientId ?? ''}" placeholder="cus_…" autocomplete="off" />
           <button type="submit" id="lookup">Look up</button>
         </form>
         ${bindingsResult(view.bindings)}
@@ -255,8 +231,7 @@ export function refundConfirmPage(ctx: PageContext, order: Order, csrfToken: str
     html`<section class="panel narrow" id="refund-confirm">
       <h1>Refund ${money(amount)}?</h1>
       <p class="muted">
-        Order <span class="mono">${order.id}</span> (${orderTitle(order)}), payment
-        <span class="mono">${order.paymentId ?? '—'}</span>. The customer gets
+        Order <span class="mono">${order.id}</span> (${orderTitle(order)}), payment <span class="mono">${order.paymentId ?? '—'}</span>. The customer gets
         ${order.capturedAmount === undefined ? 'the whole payment' : 'the captured amount'} back. This cannot be undone.
       </p>
       <form class="inline-form" method="post" action="/admin/orders/${encodeURIComponent(order.id)}/refund">

@@ -21,22 +21,14 @@ export function catalogPage(ctx: PageContext, products: readonly CatalogItem[], 
   const cards = products.map(
     (p) =>
       html`<article class="card" id="product-${p.id}">
-        <div class="picture" style="background:linear-gradient(135deg,${p.colors[0]},${p.colors[1]})">
-          ${initials(p.name)}
-        </div>
+        <div class="picture" style="background:linear-gradient(135deg,${p.colors[0]},${p.colors[1]})">${initials(p.name)}</div>
         <div class="card-body">
           <h2>${p.name}${p.capture === 'later' && html`<span class="tag">Charged when shipped</span>`}</h2>
           <p>${p.description}</p>
           <div class="price">${fromMillimes(p.amount)}<small>TND</small></div>
           <form method="post" action="/orders">
-            <input type="hidden" name="_csrf" value="${csrfToken}" /><input
-              type="hidden"
-              name="productId"
-              value="${p.id}"
-            />
-            <label class="check"
-              ><input type="checkbox" name="saveCard" value="on" id="save-${p.id}" /> Save my card for next time</label
-            >
+            <input type="hidden" name="_csrf" value="${csrfToken}" /><input type="hidden" name="productId" value="${p.id}" />
+            <label class="check"><input type="checkbox" name="saveCard" value="on" id="save-${p.id}" /> Save my card for next time</label>
             <button type="submit">${p.capture === 'later' ? 'Reserve now' : 'Buy now'}</button>
           </form>
         </div>

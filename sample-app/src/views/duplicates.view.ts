@@ -30,11 +30,7 @@ export function duplicatesPanel(duplicates: DuplicateCharges, csrfToken: string)
               r.refund
                 ? html`<span class="badge badge-refunded" data-refund="${r.refund.refundId}">refunded</span>`
                 : html`<form method="post" action="/admin/duplicates/${encodeURIComponent(r.paymentId)}/refund">
-                    <input type="hidden" name="_csrf" value="${csrfToken}" /><button
-                      class="small danger"
-                      type="submit"
-                      data-action="refund-duplicate"
-                    >
+                    <input type="hidden" name="_csrf" value="${csrfToken}" /><button class="small danger" type="submit" data-action="refund-duplicate">
                       Refund
                     </button>
                   </form>`
@@ -62,10 +58,7 @@ export function duplicatesPanel(duplicates: DuplicateCharges, csrfToken: string)
   }
   return html`<section class="panel" id="duplicate-charges">
     <h2>Orders paid twice</h2>
-    <p class="muted">
-      A customer paid an order a second time (two tabs, a second "Pay now"). The order is paid once; refund the second
-      payment here.
-    </p>
+    <p class="muted">A customer paid an order a second time (two tabs, a second "Pay now"). The order is paid once; refund the second payment here.</p>
     ${body}
   </section>`;
 }

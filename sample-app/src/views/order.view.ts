@@ -174,11 +174,7 @@ export function orderStatusPage(
       ${
         pay &&
         html`<form method="post" action="/orders/${order.id}/pay">
-          <input type="hidden" name="_csrf" value="${pay.csrfToken}" /><input
-            type="hidden"
-            name="attempt"
-            value="${pay.attempt}"
-          />
+          <input type="hidden" name="_csrf" value="${pay.csrfToken}" /><input type="hidden" name="attempt" value="${pay.attempt}" />
           <button type="submit" id="pay-again">Pay now</button>
         </form>`
       }
@@ -197,8 +193,7 @@ function duplicatesList(duplicates: readonly OutcomeRecord[]): SafeHtml {
           html`<li data-payment="${d.paymentId}" data-refunded="${d.refund ? 'yes' : 'no'}">
             <strong>Payment <span class="mono">${d.paymentId}</span> of ${money(d.amount ?? '0')}</strong>
             <span class="muted"
-              >charged after the order was
-              paid${d.settledBy !== undefined && html` (by <span class="mono">${d.settledBy}</span>)`}:
+              >charged after the order was paid${d.settledBy !== undefined && html` (by <span class="mono">${d.settledBy}</span>)`}:
               ${d.refund ? html`refunded (${d.refund.refundId})` : 'to be refunded by the shop'}</span
             >
           </li>`,
