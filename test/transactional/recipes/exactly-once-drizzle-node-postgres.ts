@@ -6,11 +6,7 @@ import type { PoolClient } from 'pg';
 import type { PaymentConfirmedEvent } from 'nestjs-payments';
 
 const orders = pgTable('orders', { id: text('id').primaryKey(), status: text('status').notNull() });
-const orderEvents = pgTable('order_events', {
-  id: serial('id').primaryKey(),
-  orderId: text('order_id').notNull(),
-  kind: text('kind').notNull(),
-});
+const orderEvents = pgTable('order_events', { id: serial('id').primaryKey(), orderId: text('order_id').notNull(), kind: text('kind').notNull() });
 
 /**
  * A confirmation handler with Drizzle on node-postgres (store: `new PostgresPaymentsStore(pool,
