@@ -1,5 +1,6 @@
 import { HEALTH_PROBE_KEY } from '../core/telemetry/telemetry.names.js';
 import type { TelemetryApiLoader } from '../core/telemetry/telemetry.loader.js';
+import { otelApiOf } from '../core/telemetry/telemetry.api.js';
 
 /**
  * Runs `work` as a health probe: its calls to the service are recorded like any other, with
@@ -13,6 +14,6 @@ import type { TelemetryApiLoader } from '../core/telemetry/telemetry.loader.js';
 export async function asHealthProbe<T>(work: () => Promise<T>, otel: TelemetryApiLoader): Promise<T> {
   // Waiting for the look costs nothing after the first probe, and marks even the first one under an ES-module loader.
   if (!(await otel.load())) return work();
-  const api = otel.get()!;
+  const api = otelApiOf(otel)!;
   return api.context.with(api.context.active().setValue(HEALTH_PROBE_KEY, true), work);
 }

@@ -205,7 +205,12 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
         ]);
         const deliveries = results.slice(0, 20) as Array<{ status: number }>;
         // Every delivery was either the one that ran, found it busy (409: redelivered later), or done.
-        expect(deliveries.map((d) => d.status).filter((status) => ![200, 409].includes(status))).toEqual([]);
+        const unexpected = deliveries.map((d) => d.status).filter((status) => ![200, 409].includes(status));
+        // On a failure, the instances' logs say why (the store or the verify call that failed).
+        expect({ unexpected, logs: unexpected.length ? [...a.logs, ...b.logs] : [] }).toEqual({
+          unexpected: [],
+          logs: [],
+        });
         // Redeliveries until every path is done.
         for (let i = 0; i < 100; i++) {
           const again = await order.deliver(i % 2 ? a : b);

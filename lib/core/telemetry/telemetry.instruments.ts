@@ -5,7 +5,8 @@
  */
 import type * as OtelApi from '@opentelemetry/api';
 import type { PaymentsStore } from '../store/index.js';
-import type { OtelApiModule, TelemetryApiLoader } from './telemetry.loader.js';
+import { otelApiOf, type OtelApiModule } from './telemetry.api.js';
+import type { TelemetryApiLoader } from './telemetry.loader.js';
 import { METRIC_NAMES, TELEMETRY_SCOPE } from './telemetry.names.js';
 import type { TelemetrySettings } from './telemetry.settings.js';
 
@@ -87,7 +88,7 @@ export class TelemetryInstruments {
   get(): Instruments | null {
     const cached = this.#instruments;
     if (cached === null) return null;
-    const otel = cached?.api ?? this.#loader.get();
+    const otel = cached?.api ?? otelApiOf(this.#loader);
     if (!otel) {
       if (otel === null) this.#instruments = null;
       return null;

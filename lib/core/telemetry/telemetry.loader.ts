@@ -8,27 +8,29 @@
  * health indicator) owns one, so nothing here is shared state between clients or tests. The
  * module system's own cache makes a second look cheap.
  */
-import type * as OtelApi from '@opentelemetry/api';
-
-/** The `@opentelemetry/api` module. */
-export type OtelApiModule = typeof OtelApi;
+/**
+ * The `@opentelemetry/api` module, untyped here: the declarations the entry points reach must
+ * not name the optional peer, or a project without it fails to type-check (skipLibCheck off).
+ * `otelApiOf` (telemetry.api.ts) types it for the code that uses it.
+ */
+export type LoadedTelemetryApi = object;
 
 /** Looks for `@opentelemetry/api` once and keeps the answer. One per telemetry instance. */
 export class TelemetryApiLoader {
   /** undefined: not found yet (or an import under way); null: not installed (or failed to load). */
-  #api: OtelApiModule | null | undefined;
+  #api: LoadedTelemetryApi | null | undefined;
   #loading?: Promise<boolean>;
 
   /**
    * The API if it was found, null if it is missing, undefined while an ES-module import is under
    * way (the first call starts it).
    */
-  get(): OtelApiModule | null | undefined {
+  get(): LoadedTelemetryApi | null | undefined {
     if (this.#api !== undefined) return this.#api;
     if (typeof require === 'function') {
       try {
         // eslint-disable-next-line @typescript-eslint/no-require-imports -- the optional peer, loaded lazily and synchronously in the CommonJS build
-        this.#api = require('@opentelemetry/api') as OtelApiModule;
+        this.#api = require('@opentelemetry/api') as LoadedTelemetryApi;
       } catch {
         this.#api = null;
       }
@@ -44,7 +46,7 @@ export class TelemetryApiLoader {
     this.#loading ??= import('@opentelemetry/api').then(
       (m: unknown) => {
         // A CommonJS module imported from ES modules may come as its `default` export.
-        const mod = m as OtelApiModule & { default?: OtelApiModule };
+        const mod = m as { trace?: unknown; default?: LoadedTelemetryApi };
         this.#api = mod.trace ? mod : (mod.default ?? null);
         return this.#api !== null;
       },
