@@ -247,7 +247,8 @@ export class HttpTransport {
         lifetime.removeEventListener('abort', done);
         resolve();
       };
-      const timer = this.#clock.setTimeout(done, ms);
+      // Kept alive: the caller awaits this back-off (a script would otherwise exit mid-retry).
+      const timer = this.#clock.setTimeout(done, ms, true);
       lifetime.addEventListener('abort', done, { once: true });
     });
   }

@@ -192,7 +192,7 @@ export function orderLedgerKey(registration: string | undefined, trackingId: str
 export function bounded<T>(promise: Promise<T>, clock: Clock, ms: number = CHECKOUT_RULES.lookupMs): Promise<T> {
   let timer: ReturnType<Clock['setTimeout']> | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = clock.setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = clock.setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms, true);
   });
   return Promise.race([promise, timeout]).finally(() => clock.clearTimeout(timer));
 }

@@ -50,7 +50,7 @@ export class PaymentRecorder {
     let timer: ClockTimer | undefined;
     await Promise.race([
       task,
-      new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, RECORDER_WAITS.answerWithinMs))),
+      new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, RECORDER_WAITS.answerWithinMs, true))),
     ]);
     this.clock.clearTimeout(timer);
   }

@@ -7,10 +7,13 @@ export interface Clock {
   /** The current time, epoch ms. */
   now(): number;
   /**
-   * Calls `fn` once after `ms`. The timer never keeps the process alive (the engine's timers are
-   * housekeeping: a process with nothing else to do may exit).
+   * Calls `fn` once after `ms`. By default the timer does not keep the process alive: the
+   * engine's housekeeping (sweeps, wakes, lease renewals) must not hold open a process that has
+   * nothing else to do.
+   * @param keepAlive true for a wait some caller is awaiting (a retry's back-off, a poll): the
+   *   process stays up until it ends, or a script awaiting a call would exit mid-call. Default false.
    */
-  setTimeout(fn: () => void, ms: number): ClockTimer;
+  setTimeout(fn: () => void, ms: number, keepAlive?: boolean): ClockTimer;
   /** Cancels a timer of {@link Clock.setTimeout}; nothing happens for one that already ran or `undefined`. */
   clearTimeout(timer: ClockTimer | undefined): void;
 }
@@ -21,12 +24,12 @@ export interface ClockTimer {
   readonly __clockTimer?: never;
 }
 
-/** The process's own clock: `Date.now()` and unref'd Node timers. */
+/** The process's own clock: `Date.now()` and Node timers, unref'd unless kept alive. */
 export const SYSTEM_CLOCK: Clock = Object.freeze({
   now: () => Date.now(),
-  setTimeout: (fn: () => void, ms: number): ClockTimer => {
+  setTimeout: (fn: () => void, ms: number, keepAlive = false): ClockTimer => {
     const timer = setTimeout(fn, ms);
-    timer.unref();
+    if (!keepAlive) timer.unref();
     return timer as unknown as ClockTimer;
   },
   clearTimeout: (timer: ClockTimer | undefined): void => {
@@ -34,9 +37,9 @@ export const SYSTEM_CLOCK: Clock = Object.freeze({
   },
 });
 
-/** Resolves after `ms` of `clock`'s time. */
+/** Resolves after `ms` of `clock`'s time; the process stays up meanwhile (someone awaits it). */
 export function sleep(clock: Clock, ms: number): Promise<void> {
-  return new Promise((resolve) => clock.setTimeout(resolve, ms));
+  return new Promise((resolve) => clock.setTimeout(resolve, ms, true));
 }
 
 /**

@@ -33,8 +33,8 @@ export class SharedClock implements Clock {
   }
 
   /** @inheritdoc */
-  setTimeout(fn: () => void, ms: number): ClockTimer {
-    return this.local.setTimeout(fn, ms);
+  setTimeout(fn: () => void, ms: number, keepAlive?: boolean): ClockTimer {
+    return this.local.setTimeout(fn, ms, keepAlive);
   }
 
   /** @inheritdoc */
