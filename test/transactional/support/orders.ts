@@ -42,7 +42,8 @@ export async function pgSchema(): Promise<{ schema: string; pool(max?: number): 
     const p = new pg.Pool({
       connectionString: POSTGRES_URL,
       max,
-      connectionTimeoutMillis: 5000,
+      // The stores bound their own waits (operationTimeoutMs); the pool's is only a backstop.
+      connectionTimeoutMillis: 60_000,
       options: `-c search_path=${schema}`,
     });
     pools.push(p);
