@@ -179,7 +179,7 @@ RETURNING 1 AS ok`,
 
     freeRateLimit: `DELETE FROM ${t.rateLimits} WHERE limit_key = $1::text`,
 
-    // One statement, four bounded deletes (data-modifying CTEs all run): the sweep that stands
+    // One statement, five bounded deletes (data-modifying CTEs all run): the sweep that stands
     // in for a cron. The pending queue has no expiry: its entries leave by removePending.
     // A row picked while expired may be written again (a re-claim after a crash, a record or
     // binding saved over it) by another connection before the DELETE reaches it: SKIP LOCKED
@@ -202,8 +202,12 @@ RETURNING 1 AS ok`,
   DELETE FROM ${t.rateLimits} WHERE expires_at < statement_timestamp() AND limit_key IN (
     SELECT limit_key FROM ${t.rateLimits} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
   RETURNING 1
+), d AS (
+  DELETE FROM ${t.orders} WHERE expires_at < statement_timestamp() AND (order_key, kind) IN (
+    SELECT order_key, kind FROM ${t.orders} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
+  RETURNING 1
 )
-SELECT ((SELECT count(*) FROM b) + (SELECT count(*) FROM e) + (SELECT count(*) FROM o) + (SELECT count(*) FROM r))::text AS value`,
+SELECT ((SELECT count(*) FROM b) + (SELECT count(*) FROM e) + (SELECT count(*) FROM o) + (SELECT count(*) FROM r) + (SELECT count(*) FROM d))::text AS value`,
 
     ping: 'SELECT 1 AS value',
 

@@ -146,6 +146,30 @@ describe('PostgresPaymentsStore on PGlite', () => {
     expect(await rows(shared, 'SELECT count(*)::int AS n FROM sweep_rl_rate_limits')).toEqual([{ n: 0 }]);
   });
 
+  it("sweeps an order's settlement and checkout once expired", async () => {
+    const store = new PostgresPaymentsStore(shared, { tablePrefix: 'sweep_ord_', cleanupEveryWrites: 3 });
+    await store.settleOrder('order-1', { paymentId: 'pay-1', amount: '12500' }, 300); // write 1
+    await store.saveCheckout(
+      'order-2',
+      {
+        paymentId: 'pay-2',
+        link: 'https://pay.example/2',
+        amount: '12500',
+        fingerprint: 'f',
+        sessionEndsAt: new Date(Date.now() + 300).toISOString(),
+      },
+      300,
+    ); // write 2
+    expect(await rows(shared, `SELECT order_key, kind FROM sweep_ord_orders ORDER BY order_key`)).toEqual([
+      { order_key: 'order-1', kind: 'settled' },
+      { order_key: 'order-2', kind: 'checkout' },
+    ]);
+    await sleep(400);
+    await store.rateLimits.free('other'); // write 3: sweep
+    await store.close(); // waits for the sweep
+    expect(await rows(shared, 'SELECT count(*)::int AS n FROM sweep_ord_orders')).toEqual([{ n: 0 }]);
+  });
+
   it('with createTables: false fails clearly when the tables are missing', async () => {
     const db = new PGlite();
     try {
