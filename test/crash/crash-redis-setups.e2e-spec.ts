@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Cluster, Redis } from 'ioredis';
@@ -12,10 +12,11 @@ import { describeWithService } from '../support/services.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { settle } from '../faults/support/guards.js';
 import { bundleFixture } from '../support/bundle.js';
+import { startFixtureProcess, until, type FixtureProcess } from '../support/fixture-process.js';
 
 // crash.e2e-spec.ts's real crash on the Redis setups of production, each of the test's own: a Redis
-// Cluster (3 masters + 3 replicas, ports 57040-57045) and a Sentinel-managed master (master 57050,
-// replica 57051, Sentinel 57052). The app (a child process) is SIGKILLed mid-handler; a new
+// Cluster (3 masters + 3 replicas, ports 26040-26045) and a Sentinel-managed master (master 26050,
+// replica 26051, Sentinel 26052). The app (a child process) is SIGKILLed mid-handler; a new
 // process handles the service's redelivery once the lease ends; a late redelivery and a return
 // visit afterwards are duplicates. The handler ran to its end exactly once.
 
@@ -25,8 +26,8 @@ const BUNDLE = path.join(OUT_DIR, 'payments.mjs');
 const FIXTURE = path.join(import.meta.dirname, 'fixtures/app.mjs');
 const SECRET = 'whsec_crash_setups_0123456789abcdef012345';
 const LEASE_MS = 1500;
-const CLUSTER_PORTS = [57040, 57041, 57042, 57043, 57044, 57045];
-const SENTINEL = { master: 57050, replica: 57051, sentinel: 57052, name: 'np-crash' };
+const CLUSTER_PORTS = [26040, 26041, 26042, 26043, 26044, 26045];
+const SENTINEL = { master: 26050, replica: 26051, sentinel: 26052, name: 'np-crash' };
 
 interface Setup {
   name: string;
@@ -55,16 +56,10 @@ const children: ChildProcess[] = [];
 let fake: FakeService;
 let counter = 0;
 
-interface App {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-async function startApp(setup: Setup, keyPrefix: string, hang: boolean): Promise<App> {
-  const child = spawn(process.execPath, [FIXTURE], {
-    env: {
-      ...process.env,
+function startApp(setup: Setup, keyPrefix: string, hang: boolean): Promise<FixtureProcess> {
+  return startFixtureProcess(
+    FIXTURE,
+    {
       ...setup.env,
       BUNDLE,
       KEY_PREFIX: keyPrefix,
@@ -73,35 +68,8 @@ async function startApp(setup: Setup, keyPrefix: string, hang: boolean): Promise
       LEASE_MS: String(LEASE_MS),
       HANG: hang ? '1' : '0',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    children,
   );
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      const ready = /READY (\d+)/.exec(out);
-      if (ready) resolve(Number(ready[1]));
-    });
-    void exited.then(({ code, signal }) =>
-      reject(new Error(`the app exited (${code ?? signal}) before listening: ${stderr}`)),
-    );
-  });
-  return { child, url: `http://127.0.0.1:${port}`, exited };
-}
-
-async function until<T>(probe: () => Promise<T>, ok: (value: T) => boolean, tries = 400): Promise<T> {
-  let value = await probe();
-  for (let i = 0; i < tries && !ok(value); i++) {
-    await settle(25);
-    value = await probe();
-  }
-  return value;
 }
 
 describeWithService(installed, 'redis-server/redis-cli not installed (apt-get install redis-server redis-tools)')(
@@ -154,7 +122,7 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
             status: 200,
             body: verifyAnswer({ status: 'SUCCESS', amount: 2500 }),
           });
-          const deliver = (app: App) =>
+          const deliver = (app: FixtureProcess) =>
             fetch(`${app.url}/hook/${p.token}`, {
               method: 'POST',
               headers: { 'content-type': 'application/json' },

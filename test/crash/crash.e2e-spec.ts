@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -11,6 +11,7 @@ import { describeWithService, REDIS_URL, redisAvailable } from '../support/servi
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
 import { bundleFixture } from '../support/bundle.js';
+import { startFixtureProcess, until, type FixtureProcess } from '../support/fixture-process.js';
 
 // A real crash: the app (a child process, plain Express + RedisPaymentsStore) is SIGKILLed while
 // a confirmation handler runs. A new process on the same Redis finishes the outcome exactly once,
@@ -35,17 +36,11 @@ let redis: Redis;
 const children: ChildProcess[] = [];
 let counter = 0;
 
-interface App {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
 /** Starts the fixture app; resolves once it listens. */
-async function startApp(keyPrefix: string, hang: boolean): Promise<App> {
-  const child = spawn(process.execPath, [FIXTURE], {
-    env: {
-      ...process.env,
+function startApp(keyPrefix: string, hang: boolean): Promise<FixtureProcess> {
+  return startFixtureProcess(
+    FIXTURE,
+    {
       BUNDLE,
       REDIS_URL,
       KEY_PREFIX: keyPrefix,
@@ -54,38 +49,11 @@ async function startApp(keyPrefix: string, hang: boolean): Promise<App> {
       LEASE_MS: String(LEASE_MS),
       HANG: hang ? '1' : '0',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    children,
   );
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      const ready = /READY (\d+)/.exec(out);
-      if (ready) resolve(Number(ready[1]));
-    });
-    void exited.then(({ code, signal }) =>
-      reject(new Error(`the app exited (${code ?? signal}) before listening: ${stderr}`)),
-    );
-  });
-  return { child, url: `http://127.0.0.1:${port}`, exited };
 }
 
 const list = (keyPrefix: string, name: string) => redis.lrange(`${keyPrefix}test:${name}`, 0, -1);
-
-async function until<T>(probe: () => Promise<T>, ok: (value: T) => boolean, tries = 400): Promise<T> {
-  let value = await probe();
-  for (let i = 0; i < tries && !ok(value); i++) {
-    await settle(25);
-    value = await probe();
-  }
-  return value;
-}
 
 /** Generates a payment from the test process on the same store and secret (as an earlier app instance would have). */
 async function generate(keyPrefix: string, amount: number) {
@@ -125,7 +93,7 @@ async function outcomeOf(keyPrefix: string, paymentId: string) {
   }
 }
 
-async function killMidHandler(app: App, keyPrefix: string, paymentId: string) {
+async function killMidHandler(app: FixtureProcess, keyPrefix: string, paymentId: string) {
   const started = await until(
     () => list(keyPrefix, 'started'),
     (l) => l.some((e) => e.includes(paymentId)),
@@ -176,7 +144,7 @@ describeWithService(redisUp, `no Redis at ${REDIS_URL}`)(
       const keyPrefix = prefix();
       const p = await generate(keyPrefix, 2500);
       const first = await startApp(keyPrefix, true);
-      const deliver = (app: App) =>
+      const deliver = (app: FixtureProcess) =>
         fetch(`${app.url}/hook/${p.token}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },

@@ -8,12 +8,12 @@ import { itRunsHandlersOnce, runThroughFault, startInstance, type RunCounts } fr
 import { describeWithService } from '../support/services.js';
 import { describeStoreContract } from '../support/store-contract.js';
 
-// A Redis Cluster of the test's own: 3 masters and 3 replicas on ports 57000-57005, made with
+// A Redis Cluster of the test's own: 3 masters and 3 replicas on ports 26000-26005, made with
 // `redis-cli --cluster create`. The store given an ioredis Cluster keeps every script in one slot
 // (CROSSSLOT refused them before), spreads payments over the masters, and runs handlers once,
 // through duplicate deliveries and a master SIGKILLed mid-run.
 
-const PORTS = [57000, 57001, 57002, 57003, 57004, 57005];
+const PORTS = [26000, 26001, 26002, 26003, 26004, 26005];
 const installed = redisServerInstalled();
 const servers = new RedisServers();
 const fakeRef: { fake?: FakeService } = {};

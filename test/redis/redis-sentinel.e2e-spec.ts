@@ -14,14 +14,14 @@ import {
 import { describeWithService } from '../support/services.js';
 import { describeStoreContract } from '../support/store-contract.js';
 
-// Redis Sentinel of the test's own: a master (57020), its replica (57021) and a Sentinel (57022)
+// Redis Sentinel of the test's own: a master (26020), its replica (26021) and a Sentinel (26022)
 // that fails over one second after the master stops answering. The store is given an ioredis
 // client that finds the master through the Sentinel; when the master is SIGKILLed mid-run,
 // deliveries answer 503 until the replica is promoted, and every handler still runs once.
 
-const MASTER = 57020;
-const REPLICA = 57021;
-const SENTINEL = 57022;
+const MASTER = 26020;
+const REPLICA = 26021;
+const SENTINEL = 26022;
 const NAME = 'np-master';
 const installed = redisServerInstalled();
 const servers = new RedisServers();
@@ -45,7 +45,7 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
       // The Sentinel learns of the replica from the master's INFO (every 10 s at first).
       await waitFor(
         'the Sentinel to know the replica',
-        () => /\b57021\b/.test(servers.cli(SENTINEL, 'sentinel', 'replicas', NAME)),
+        () => /\b26021\b/.test(servers.cli(SENTINEL, 'sentinel', 'replicas', NAME)),
         30_000,
       );
       await waitFor('the replica to sync', () =>

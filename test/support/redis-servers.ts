@@ -31,7 +31,11 @@ function cli(port: number, ...args: string[]): string {
   return `${r.stdout ?? ''}${r.stderr ?? ''}`;
 }
 
-/** A set of redis-server processes started by a test. */
+/**
+ * A set of redis-server processes started by a test. The tests' fixed ports are below 32768, out
+ * of Linux's range for the local ports of outgoing connections (32768-60999): a port in that range
+ * can be held by any connection of the moment, and the server's bind then fails.
+ */
 export class RedisServers {
   private readonly processes = new Map<number, ChildProcess>();
   private readonly dir = mkdtempSync(path.join(tmpdir(), 'nestjs-payments-redis-'));

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +9,7 @@ import { describeWithService, POSTGRES_URL, postgresAvailable } from '../support
 import { settle } from '../faults/support/guards.js';
 import { pgSchema } from './support/orders.js';
 import { bundleFixture } from '../support/bundle.js';
+import { startFixtureProcess, type FixtureProcess } from '../support/fixture-process.js';
 import { ownServersMissing, startPgBouncer, startPostgres } from '../support/pg-servers.js';
 
 // Exactly-once effects under real crashes: the app (a child process, plain Express, its orders and
@@ -50,19 +51,16 @@ const seed = Number(process.env.SEED ?? Date.now() % 100_000);
 let state = seed;
 const random = () => (state = (state * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
 
-interface App {
-  child: ChildProcess;
-  url: string;
+/** A life of the app: the fixture process, and when its first handler started (it printed `START`). */
+interface App extends FixtureProcess {
   started: Promise<void>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderr(): string;
 }
 
-/** Starts the fixture on a database; resolves once it listens. `started` resolves when a handler starts. */
+/** Starts the fixture on a database; resolves once it listens. */
 async function startApp(database: Record<string, string>): Promise<App> {
-  const child = spawn(process.execPath, [FIXTURE], {
-    env: {
-      ...process.env,
+  const app = await startFixtureProcess(
+    FIXTURE,
+    {
       ...database,
       BUNDLE,
       SERVICE_URL: sandbox.url,
@@ -72,29 +70,9 @@ async function startApp(database: Record<string, string>): Promise<App> {
       LEASE_MS: String(LEASE_MS),
       PAUSE_MS: String(PAUSE_MS),
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    children,
   );
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  let out = '';
-  let onStart!: () => void;
-  const started = new Promise<void>((resolve) => (onStart = resolve));
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      const ready = /READY (\d+)/.exec(out);
-      if (ready) resolve(Number(ready[1]));
-      if (out.includes('START ')) onStart();
-    });
-    void exited.then(({ code, signal }) =>
-      reject(new Error(`the app exited (${code ?? signal}) before listening: ${stderr}`)),
-    );
-  });
-  return { child, url: `http://127.0.0.1:${port}`, started, exited, stderr: () => stderr };
+  return { ...app, started: app.printed('START ') };
 }
 
 interface Order {
