@@ -42,6 +42,11 @@ const gc = globalThis.gc ?? (() => undefined);
 
 // What every client sends for generate_payment: the wire body the plugin sends for INPUT (webhooks off).
 const INPUT = { amount: '12500', developerTrackingId: 'order-42' };
+// The plugin's calls each pay an order of their own, as a shop's do: with a store, a second call for
+// an order whose payment is still open answers that payment without calling the service (one
+// charge per order), which would measure a cache, not the client.
+let orders = 0;
+const order = () => ({ amount: INPUT.amount, developerTrackingId: `order-${++orders}` });
 const wireBody = () => ({ amount: '12500', success_link: SUCCESS, fail_link: FAIL, developer_tracking_id: 'order-42' });
 const HEADERS = { Authorization: AUTHORIZATION, Accept: 'application/json', 'Content-Type': 'application/json' };
 
@@ -136,16 +141,16 @@ if (MODE === 'clients') {
     verified((await tuned.get(VERIFY + encodeURIComponent(PAYMENT_ID), { headers: HEADERS })).data),
   );
   const plugin = await pluginClient(DIST, {});
-  add('generatePayment', 'plugin', () => plugin.generatePayment(INPUT));
+  add('generatePayment', 'plugin', () => plugin.generatePayment(order()));
   add('verifyPayment', 'plugin', () => plugin.verifyPayment(PAYMENT_ID));
   const signed = await pluginClient(DIST, SIGNED);
-  add('generatePayment', 'plugin, signed webhook URL', () => signed.generatePayment(INPUT));
+  add('generatePayment', 'plugin, signed webhook URL', () => signed.generatePayment(order()));
   if (BASELINE_DIST) {
     const before = await pluginClient(BASELINE_DIST, {});
-    add('generatePayment', 'plugin (baseline build)', () => before.generatePayment(INPUT));
+    add('generatePayment', 'plugin (baseline build)', () => before.generatePayment(order()));
     add('verifyPayment', 'plugin (baseline build)', () => before.verifyPayment(PAYMENT_ID));
     const beforeSigned = await pluginClient(BASELINE_DIST, SIGNED);
-    add('generatePayment', 'plugin, signed webhook URL (baseline build)', () => beforeSigned.generatePayment(INPUT));
+    add('generatePayment', 'plugin, signed webhook URL (baseline build)', () => beforeSigned.generatePayment(order()));
   }
 } else if (MODE === 'telemetry') {
   const { startTracing } = await import('./tracing.mjs');
@@ -155,8 +160,8 @@ if (MODE === 'clients') {
   const on = await pluginClient(DIST, {
     telemetry: { tracerProvider: sdk.tracerProvider, meterProvider: sdk.meterProvider },
   });
-  add('generatePayment', 'plugin, telemetry: false', () => off.generatePayment(INPUT));
-  add('generatePayment', 'plugin, SDK recording', () => on.generatePayment(INPUT));
+  add('generatePayment', 'plugin, telemetry: false', () => off.generatePayment(order()));
+  add('generatePayment', 'plugin, SDK recording', () => on.generatePayment(order()));
   add('verifyPayment', 'plugin, telemetry: false', () => off.verifyPayment(PAYMENT_ID));
   add('verifyPayment', 'plugin, SDK recording', () => on.verifyPayment(PAYMENT_ID));
 } else {

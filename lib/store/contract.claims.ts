@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { type PaymentsStore } from '../core/index.js';
-import { binding, LONG_MS, PAST_SHORT_MS, SHORT_MS, sleep, type ContractContext } from './contract.support.js';
+import {
+  binding,
+  LONG_MS,
+  PAST_SHORT_MS,
+  SHORT_MS,
+  sleep,
+  whileFresh,
+  type ContractContext,
+} from './contract.support.js';
 
 /** The contract of bindings and claims. */
 export function describeClaims(c: ContractContext): void {
@@ -65,10 +73,13 @@ export function describeClaims(c: ContractContext): void {
     });
 
     it('forgets a binding once its TTL has passed', async () => {
-      const token = randomUUID();
-      const saved = binding();
-      await store.saveBinding(token, saved, SHORT_MS);
-      await expect(store.findBinding(token)).resolves.toStrictEqual(saved);
+      const token = await whileFresh(async () => {
+        const token = randomUUID();
+        const saved = binding();
+        await store.saveBinding(token, saved, SHORT_MS);
+        await expect(store.findBinding(token)).resolves.toStrictEqual(saved);
+        return token;
+      });
       await sleep(PAST_SHORT_MS);
       await expect(store.findBinding(token)).resolves.toBeUndefined();
     });
@@ -186,10 +197,13 @@ export function describeClaims(c: ContractContext): void {
     });
 
     it('lets another owner claim once the lease expired, and then refuses the old owner', async () => {
-      const k = key();
-      const crashed = owner();
-      await expect(store.claim(k, crashed, SHORT_MS)).resolves.toBe('claimed');
-      await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('busy');
+      const { k, crashed } = await whileFresh(async () => {
+        const k = key();
+        const crashed = owner();
+        await expect(store.claim(k, crashed, SHORT_MS)).resolves.toBe('claimed');
+        await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('busy');
+        return { k, crashed };
+      });
       await sleep(PAST_SHORT_MS);
       const next = owner();
       await expect(store.claim(k, next, LONG_MS)).resolves.toBe('claimed');
@@ -209,11 +223,14 @@ export function describeClaims(c: ContractContext): void {
     });
 
     it('forgets that an event is done once the done TTL has passed', async () => {
-      const k = key();
-      const me = owner();
-      await store.claim(k, me, LONG_MS);
-      await store.markDone(k, me, SHORT_MS);
-      await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('done');
+      const k = await whileFresh(async () => {
+        const k = key();
+        const me = owner();
+        await store.claim(k, me, LONG_MS);
+        await store.markDone(k, me, SHORT_MS);
+        await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('done');
+        return k;
+      });
       await sleep(PAST_SHORT_MS);
       await expect(store.claim(k, owner(), LONG_MS)).resolves.toBe('claimed');
     });

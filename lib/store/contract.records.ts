@@ -1,104 +1,21 @@
 import { randomUUID } from 'node:crypto';
+import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../core/index.js';
 import {
-  BasicPaymentsStore,
-  type OrderCheckout,
-  type OrderLedger,
-  type OutcomeRecord,
-  type PaymentsStore,
-  type PendingPayment,
-} from '../core/index.js';
-import { orderLedgerOf } from '../core/store/store.ports.js';
-import { binding, LONG_MS, PAST_SHORT_MS, SHORT_MS, sleep, type ContractContext } from './contract.support.js';
+  binding,
+  LONG_MS,
+  PAST_SHORT_MS,
+  SHORT_MS,
+  sleep,
+  whileFresh,
+  type ContractContext,
+} from './contract.support.js';
 
-/** The contract of the order ledger, health, the reconciliation queue and the outcome records. */
+/** The contract of health, the reconciliation queue and the outcome records. */
 export function describeRecords(c: ContractContext): void {
   const { describe, it, expect } = c.hooks;
-  const { name } = c;
   let store!: PaymentsStore;
   c.hooks.beforeEach(async () => {
     store = c.store();
-  });
-
-  describe('orders (one confirmation per order, one payment per checkout)', () => {
-    const order = () => `order-${randomUUID()}`;
-    const ledger = (): OrderLedger => {
-      const found = orderLedgerOf(store);
-      if (!found) throw new Error(`${name} has no order ledger`);
-      return found;
-    };
-    const paid = (paymentId = `pay_${randomUUID()}`, amount = '12500') => ({ paymentId, amount });
-
-    it('records the first payment that settles an order, and answers it to every later one', async () => {
-      const o = order();
-      const first = paid();
-      expect(await ledger().findOrderSettlement(o)).toBeUndefined();
-      expect(await ledger().settleOrder(o, first, LONG_MS)).toEqual(first);
-      expect(await ledger().settleOrder(o, paid(undefined, '9000'), LONG_MS)).toEqual(first);
-      expect(await ledger().settleOrder(o, first, LONG_MS)).toEqual(first);
-      expect(await ledger().findOrderSettlement(o)).toEqual(first);
-    });
-
-    it('keeps orders apart, whatever characters their keys hold', async () => {
-      const keys = [order(), `{${order()}}`, `${order()} :é/ü`, `${order()}}{`];
-      const payments = keys.map(() => paid());
-      for (const [i, k] of keys.entries())
-        expect(await ledger().settleOrder(k, payments[i], LONG_MS)).toEqual(payments[i]);
-      for (const [i, k] of keys.entries()) expect(await ledger().findOrderSettlement(k)).toEqual(payments[i]);
-    });
-
-    it('lets exactly one of 30 concurrent payments settle one order, and tells every one the same', async () => {
-      const o = order();
-      const payments = Array.from({ length: 30 }, () => paid());
-      const answers = await Promise.all(payments.map((p) => ledger().settleOrder(o, p, LONG_MS)));
-      const winner = answers[0];
-      expect(payments.map((p) => p.paymentId)).toContain(winner.paymentId);
-      expect(answers.every((a) => a.paymentId === winner.paymentId)).toBe(true);
-    });
-
-    it('forgets a settlement once its TTL has passed, so another payment can settle the order', async () => {
-      if (store instanceof BasicPaymentsStore) return; // its claim-based default expires the same way; timing covered once
-      const o = order();
-      await ledger().settleOrder(o, paid(), SHORT_MS);
-      await sleep(PAST_SHORT_MS);
-      expect(await ledger().findOrderSettlement(o)).toBeUndefined();
-      const next = paid();
-      expect(await ledger().settleOrder(o, next, LONG_MS)).toEqual(next);
-    });
-
-    it('saves an open checkout field for field, replaces it, and forgets it after its TTL', async () => {
-      // BasicPaymentsStore keeps no checkout by default (generatePayment then opens a payment per call).
-      if (store instanceof BasicPaymentsStore) return;
-      const o = order();
-      const checkout: OrderCheckout = {
-        paymentId: `pay_${randomUUID()}`,
-        link: 'https://pay.example.com/pay/1?x="y"',
-        amount: '12500',
-        fingerprint: '{"successLink":"https://shop.example.com/ok"}',
-        sessionEndsAt: '2030-01-01T00:00:00.000Z',
-      };
-      expect(await ledger().findCheckout(o)).toBeUndefined();
-      await ledger().saveCheckout(o, checkout, LONG_MS);
-      expect(await ledger().findCheckout(o)).toEqual(checkout);
-      const next = { ...checkout, paymentId: `pay_${randomUUID()}`, amount: '9000', superseded: [checkout.paymentId] };
-      await ledger().saveCheckout(o, next, SHORT_MS);
-      expect(await ledger().findCheckout(o)).toEqual(next);
-      await sleep(PAST_SHORT_MS);
-      expect(await ledger().findCheckout(o)).toBeUndefined();
-    });
-
-    it('keeps an order settled apart from its checkout', async () => {
-      if (store instanceof BasicPaymentsStore) return;
-      const o = order();
-      const first = paid();
-      await ledger().saveCheckout(
-        o,
-        { ...first, link: 'https://pay.example.com/l', fingerprint: '', sessionEndsAt: '2030-01-01T00:00:00.000Z' },
-        LONG_MS,
-      );
-      expect(await ledger().findOrderSettlement(o)).toBeUndefined();
-      await ledger().settleOrder(o, first, LONG_MS);
-      expect((await ledger().findCheckout(o))?.paymentId).toBe(first.paymentId);
-    });
   });
 
   describe('health', () => {
@@ -242,12 +159,7 @@ export function describeRecords(c: ContractContext): void {
     });
 
     it('does not list a record once its TTL has passed', async () => {
-      const marker = randomUUID();
-      const short = record({ updatedAt: '2998-06-01T00:00:00.000Z', outcome: 'expired', lastError: marker });
-      const kept = record({ updatedAt: '2998-06-01T00:00:00.000Z', outcome: 'expired', lastError: marker });
-      await store.saveOutcome(short, SHORT_MS);
-      await store.saveOutcome(kept, LONG_MS);
-      const listed = async () => {
+      const listed = async (marker: string) => {
         const seen: OutcomeRecord[] = [];
         let cursor: string | undefined;
         do {
@@ -257,9 +169,17 @@ export function describeRecords(c: ContractContext): void {
         } while (cursor !== undefined);
         return seen.filter((r) => r.lastError === marker).map((r) => r.paymentId);
       };
-      expect((await listed()).sort()).toEqual([short.paymentId, kept.paymentId].sort());
+      const { marker, kept } = await whileFresh(async () => {
+        const marker = randomUUID();
+        const short = record({ updatedAt: '2998-06-01T00:00:00.000Z', outcome: 'expired', lastError: marker });
+        const kept = record({ updatedAt: '2998-06-01T00:00:00.000Z', outcome: 'expired', lastError: marker });
+        await store.saveOutcome(short, SHORT_MS);
+        await store.saveOutcome(kept, LONG_MS);
+        expect((await listed(marker)).sort()).toEqual([short.paymentId, kept.paymentId].sort());
+        return { marker, kept };
+      });
       await sleep(PAST_SHORT_MS);
-      expect(await listed()).toEqual([kept.paymentId]);
+      expect(await listed(marker)).toEqual([kept.paymentId]);
     });
 
     it('orders records updated at the same time by payment id, across pages, and filters by outcome', async () => {

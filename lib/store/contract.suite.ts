@@ -4,6 +4,7 @@ import { describeClaims } from './contract.claims.js';
 import { describeCombined } from './contract.combined.js';
 import type { StoreContractHooks, StoreContractOptions, StoreFixture } from './contract.hooks.js';
 import { describeRateLimiterContract } from './contract.limits.js';
+import { describeOrders } from './contract.orders.js';
 import { describeRecords } from './contract.records.js';
 
 /**
@@ -62,6 +63,7 @@ export function describeStoreContract(
     describeClaims(context);
     describeCombined(context);
     describeRateLimiterContract(hooks, () => current().rateLimits);
+    describeOrders(context);
     describeRecords(context);
   });
 }

@@ -27,6 +27,24 @@ export const SHORT_MS = 60;
 export const PAST_SHORT_MS = 160;
 export const LONG_MS = 60_000;
 
+/**
+ * Runs `write-then-check` work whose check only proves something while the write is younger than
+ * {@link SHORT_MS} ("the short-lived thing is still there"), and returns what it returns. A run
+ * that failed after SHORT_MS proves nothing (a loaded machine, a pooler in between: the thing may
+ * rightly be gone), so it is run again with the fresh keys `run` makes, up to 5 times; a run that
+ * failed within SHORT_MS fails the test at once.
+ */
+export async function whileFresh<T>(run: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    const started = performance.now();
+    try {
+      return await run();
+    } catch (error) {
+      if (performance.now() - started < SHORT_MS || tries >= 5) throw error;
+    }
+  }
+}
+
 /** A binding with random payment id, overridable field by field. */
 export const binding = (overrides: Partial<PaymentBinding> = {}): PaymentBinding => ({
   paymentId: `pay_${randomUUID()}`,
