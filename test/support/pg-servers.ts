@@ -15,10 +15,14 @@ export type { OwnPostgres };
 
 const PGBOUNCER = process.env.PGBOUNCER ?? '/usr/sbin/pgbouncer';
 
-/** Port ranges of these servers (TEST_PG_PORTS / TEST_PGBOUNCER_PORTS as `from-to`). */
+/**
+ * Port ranges of these servers (TEST_PG_PORTS / TEST_PGBOUNCER_PORTS as `from-to`), below 32768:
+ * Linux gives the ports above it to outgoing connections, and a restarted server must get its
+ * port back.
+ */
 export const PORTS = {
-  postgres: range(process.env.TEST_PG_PORTS ?? '55400-55499'),
-  pgbouncer: range(process.env.TEST_PGBOUNCER_PORTS ?? '56400-56499'),
+  postgres: range(process.env.TEST_PG_PORTS ?? '25400-25499'),
+  pgbouncer: range(process.env.TEST_PGBOUNCER_PORTS ?? '25500-25599'),
 };
 
 /** Why the servers cannot be started here, or undefined when they can. */

@@ -24,7 +24,8 @@ import { PaymentsSandbox } from 'nestjs-payments/testing';
 import pg from 'pg';
 
 const NAME = JSON.parse(readFileSync('package.json', 'utf8')).name;
-const BASE = Number(process.env.GUIDES_PORT_BASE ?? 58050);
+// Below 32768: Linux gives the ports above it to outgoing connections, and one may hold a fixed port.
+const BASE = Number(process.env.GUIDES_PORT_BASE ?? 28050);
 const [SANDBOX_PORT, LB_PORT, PORT_A, PORT_B, PORT_C] = [BASE, BASE + 1, BASE + 2, BASE + 3, BASE + 4];
 const LB = `http://127.0.0.1:${LB_PORT}`;
 const OLD = 'guides-old-secret-0123456789abcdefghijklmnop';

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { adminOrder, cartWithShipping, paymentLink, startEnvironment } from './environment.mjs';
 
 const db = process.env.VENDURE_DB ?? 'sqljs';
-const port = db === 'postgres' ? 58211 : 58210;
+const port = db === 'postgres' ? 28211 : 28210;
 
 describe(`Vendure checkout (${db})`, () => {
   let env;

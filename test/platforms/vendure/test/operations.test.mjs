@@ -13,7 +13,7 @@ import {
 } from './environment.mjs';
 
 const db = process.env.VENDURE_DB ?? 'sqljs';
-const port = db === 'postgres' ? 58213 : 58212;
+const port = db === 'postgres' ? 28213 : 28212;
 
 const post = (url, paymentId) =>
   fetch(url, {
