@@ -31,10 +31,12 @@ const client = new PaymentsClient({
       }
     : {}),
 });
+// Each call pays an order of its own (a second call for an open order answers it from the store).
+let orders = 0;
 const call =
   what === 'verify'
     ? () => client.verifyPayment('pay_bench_1')
-    : () => client.generatePayment({ amount: '12500', developerTrackingId: 'order-42' });
+    : () => client.generatePayment({ amount: '12500', developerTrackingId: `order-${++orders}` });
 
 async function run(n) {
   let left = n;
