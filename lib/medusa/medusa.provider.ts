@@ -202,7 +202,8 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     }
     try {
       const verified = await this.#client.verifyPayment(data.payment_id);
-      if (verified.status === 'SUCCESS') this.#logger.error(replacedPaidMessage(replaced, dinarsOf(data.amount), 'now'));
+      if (verified.status === 'SUCCESS')
+        this.#logger.error(replacedPaidMessage(replaced, dinarsOf(data.amount), 'now'));
     } catch (error) {
       this.#logger.warn(
         `payment ${data.payment_id} of a replaced payment session could not be checked: ${(error as Error).message}`,

@@ -146,7 +146,11 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
               `order ${orderCode} was cancelled but its pre-authorization ${payment.transactionId} is still held (payment ${state}): cancel the payment in the Admin`,
               LOG_CONTEXT,
             );
-          else Logger.info(`order ${orderCode} cancelled: pre-authorization ${payment.transactionId} released`, LOG_CONTEXT);
+          else
+            Logger.info(
+              `order ${orderCode} cancelled: pre-authorization ${payment.transactionId} released`,
+              LOG_CONTEXT,
+            );
         }
       });
     } catch (error) {

@@ -24,8 +24,14 @@ describe('providerIdOf: the provider id Medusa gives, read from webhookUrl', () 
 
 describe('providerLabel: how a configuration error names the provider', () => {
   it.each<[Record<string, unknown>, RegExp]>([
-    [{ webhookUrl: 'https://s/hooks/payment/nestjs-payments_tn' }, /^nestjs-payments\/medusa provider pp_nestjs-payments_tn$/],
-    [{ publicKey: 'pk_live_abc' }, /^nestjs-payments\/medusa provider \(publicKey pk_live_abc, id pp_nestjs-payments_<id>/],
+    [
+      { webhookUrl: 'https://s/hooks/payment/nestjs-payments_tn' },
+      /^nestjs-payments\/medusa provider pp_nestjs-payments_tn$/,
+    ],
+    [
+      { publicKey: 'pk_live_abc' },
+      /^nestjs-payments\/medusa provider \(publicKey pk_live_abc, id pp_nestjs-payments_<id>/,
+    ],
     [{}, /^nestjs-payments\/medusa provider \(id pp_nestjs-payments_<id> in medusa-config\)$/],
   ])('%p', (options, label) => {
     expect(providerLabel(options)).toMatch(label);

@@ -57,7 +57,7 @@ for db in ${VENDURE_DBS:-sqljs postgres}; do
     echo "vendure ($db): FAIL"
     grep -vE '^\s*(duration_ms|location|type):' "$DIR/test-$db.log" | tail -n 80
     echo "vendure ($db): failed:"
-    grep -E -A4 '^\s*not ok' "$DIR/test-$db.log" | grep -E 'not ok|error:' | cut -c1-400
+    grep -E -A14 '^\s*not ok' "$DIR/test-$db.log" | grep -E 'not ok|error:' | cut -c1-400
   fi
 done
 echo "vendure: $((SECONDS - START)) s in all"

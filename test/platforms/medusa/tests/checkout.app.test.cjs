@@ -77,7 +77,10 @@ medusaIntegrationTestRunner({
 
     it("the guide's main config gives the provider the PostgreSQL store (a restart keeps its payments)", () => {
       const config = require(path.join(APP, 'medusa-config.js'));
-      const payment = config.modules.find((m) => m.resolve === '@medusajs/medusa/payment');
+      // defineConfig keys the modules by name; a config without it lists them.
+      const payment = Array.isArray(config.modules)
+        ? config.modules.find((m) => m.resolve === '@medusajs/medusa/payment')
+        : config.modules.payment;
       const { PostgresPaymentsStore } = require('nestjs-payments/postgres');
       expect(payment.options.providers[0].options.store).toBeInstanceOf(PostgresPaymentsStore);
     });

@@ -174,7 +174,7 @@ moduleIntegrationTestRunner({
       expect(logged.error.filter((m) => m.includes(s.data.payment_id) && m.includes('cart_changed'))).toHaveLength(1);
     });
 
-    it("an options error names the provider; the in-memory store in production is called out at start", async () => {
+    it('an options error names the provider; the in-memory store in production is called out at start', async () => {
       const { NestjsPaymentsProvider } = require('nestjs-payments/medusa');
       const wrong = { publicKey: 'pk_test_naming', baseUrl: sandbox.url };
       expect(() =>
@@ -183,7 +183,9 @@ moduleIntegrationTestRunner({
           webhookUrl: 'https://shop.example/hooks/payment/nestjs-payments_tn',
         }),
       ).toThrow(/pp_nestjs-payments_tn.*privateKey/);
-      expect(() => NestjsPaymentsProvider.validateOptions(wrong)).toThrow(/nestjs-payments\/medusa provider.*privateKey/);
+      expect(() => NestjsPaymentsProvider.validateOptions(wrong)).toThrow(
+        /nestjs-payments\/medusa provider.*privateKey/,
+      );
 
       const warnings = [];
       const medusaLogger = { info: () => undefined, warn: (m) => warnings.push(m), error: () => undefined };
