@@ -33,6 +33,8 @@ export interface MedusaPaymentData {
   amount: string;
   /** Medusa's payment session id, sent as the payment's tracking id. */
   session_id?: string;
+  /** The cart, when the storefront put it in the session's data (`cart_id`): named in error logs. */
+  cart_id?: string;
   /** Whether the payment is a pre-authorization. */
   pre_authorization: boolean;
   /** The service's status at the last verification. */

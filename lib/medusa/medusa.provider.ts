@@ -9,6 +9,16 @@ import { dinarsOf, MEDUSA_CURRENCY } from './medusa.money.js';
 import { containerLogger, loggerOver, type MedusaPaymentsOptions } from './medusa.options.js';
 import { medusaOutcomeOf } from './medusa.status.js';
 import { medusaWebhookResultOf } from './medusa.webhook.js';
+import {
+  medusaMemoryStoreWarning,
+  providerLabel,
+  REPLACED_TTL_MS,
+  replacedCartKey,
+  replacedKey,
+  replacedPaidMessage,
+  type ReplacedPayment,
+} from './medusa.replaced.js';
+import type { PaymentDuplicateEvent } from '../core/settlement/payment.events.js';
 import type {
   MedusaAmountInput,
   MedusaInitiateResult,
@@ -40,12 +50,21 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
 
   /** Checks the options when Medusa loads the provider: a wrong setting fails the start, naming it. */
   static override validateOptions(options: Record<string, unknown>): void {
-    // Without the store: closing this throwaway client must not close the one the provider shares.
-    const check = new PaymentsClient({
-      ...(options as unknown as MedusaPaymentsOptions),
-      store: undefined,
-      reconciliation: { enabled: false },
-    });
+    let check: PaymentsClient;
+    try {
+      // Without the store: closing this throwaway client must not close the one the provider shares.
+      check = new PaymentsClient({
+        ...(options as unknown as MedusaPaymentsOptions),
+        store: undefined,
+        reconciliation: { enabled: false },
+      });
+    } catch (error) {
+      // Medusa names no provider when this throws: the message says which one (several may be configured).
+      throw new MedusaError(
+        MedusaError.Types.INVALID_DATA,
+        `${providerLabel(options ?? {})}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
     check.close().catch(() => undefined);
   }
 
@@ -58,6 +77,8 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     const medusaLogger = containerLogger(cradle);
     this.#logger = options.logger ?? (medusaLogger ? loggerOver(medusaLogger) : defaultPaymentsLogger);
     this.#options = options;
+    const warning = medusaMemoryStoreWarning(options.store, process.env.NODE_ENV);
+    if (warning) this.#logger.warn(warning);
     const { webhookUrl: _url, capture: _capture, cardBindings: _bindings, ...client } = options;
     // Reconciliation off unless asked: it would record outcomes that no Medusa workflow acts on.
     this.#client = new PaymentsClient({
@@ -69,6 +90,14 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     this.#client.setOutcomeDispatcher(async (name, event) => {
       if (name === 'payment.mismatch')
         this.#logger.error(`payment ${event.paymentId} does not match its Medusa session: never settled`);
+      if (name === 'payment.duplicate') {
+        const duplicate = event as PaymentDuplicateEvent;
+        this.#logger.error(
+          `payment ${duplicate.paymentId} (${dinarsOf(duplicate.amount)} TND) of payment session ${duplicate.developerTrackingId ?? '?'} ` +
+            `was paid after payment ${duplicate.settledBy.paymentId} had paid that session: a second charge, ` +
+            `${duplicate.refund ? `refunded (${duplicate.refund.refundId})` : 'not refunded: refund it (refund_payment) or contact the customer'}`,
+        );
+      }
     });
     this.#bindings = new MedusaBindings(this.#client, options.cardBindings === true);
   }
@@ -102,12 +131,14 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
       pre_authorization: preAuthorization,
     };
     if (sessionId) data.session_id = sessionId;
+    const cartId = stringField(input.data, 'cart_id');
+    if (cartId) data.cart_id = cartId;
     return { id: payment.paymentId, status: 'pending', data: stored(data) };
   }
 
   /**
    * The service cannot change a payment's amount: the same amount keeps the payment, another one
-   * creates a new payment (the old link is left to expire).
+   * creates a new payment, and the old one is retired as a deleted session's is ({@link deletePayment}).
    */
   async updatePayment(input: MedusaAmountInput): Promise<MedusaStatusResult> {
     const current = input.data?.payment_id ? paymentDataOf(input.data, 'updatePayment') : undefined;
@@ -115,16 +146,70 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
       return { data: stored(current) };
     const { data, status } = await this.initiatePayment({
       ...input,
-      data: { ...input.data, session_id: current?.session_id ?? input.data?.session_id },
+      data: {
+        ...input.data,
+        session_id: current?.session_id ?? input.data?.session_id,
+        cart_id: current?.cart_id ?? input.data?.cart_id,
+      },
     });
+    if (current) await this.#retire(current);
     return { status, data };
   }
 
-  /** A session removed before payment: a held pre-authorization is released; nothing else can be undone. */
+  /**
+   * A session removed (replaced by another tab's, or by a new session after the cart changed): a
+   * pre-authorization is released (`cancel_payment`). A standard payment cannot be cancelled at
+   * the service (its `cancel_payment` takes pre-authorizations only): its link stays payable until
+   * its checkout session ends. So the provider remembers it as replaced: found paid now, or paid
+   * later (its webhook), it is logged as an error naming its cart and session, and its webhook
+   * makes nothing in Medusa (`not_supported`) instead of Medusa's "PaymentSession was not found".
+   */
   async deletePayment(input: MedusaProviderInput): Promise<MedusaProviderOutput> {
     if (!input.data?.payment_id) return { data: input.data };
     const data = paymentDataOf(input.data, 'deletePayment');
-    return data.pre_authorization ? this.cancelPayment(input) : { data: stored(data) };
+    return { data: stored(await this.#retire(data)) };
+  }
+
+  /** Retires a payment whose session was replaced or deleted (see {@link deletePayment}). */
+  async #retire(data: MedusaPaymentData): Promise<MedusaPaymentData> {
+    const replaced: ReplacedPayment = {
+      paymentId: data.payment_id,
+      amount: data.amount,
+      sessionId: data.session_id,
+      cartId: data.cart_id,
+    };
+    const binding = { paymentId: data.payment_id, amount: data.amount, createdAt: new Date().toISOString() };
+    try {
+      await this.#client.store.saveBinding(
+        replacedKey(data.payment_id),
+        { ...binding, developerTrackingId: data.session_id },
+        REPLACED_TTL_MS,
+      );
+      if (data.cart_id)
+        await this.#client.store.saveBinding(
+          replacedCartKey(data.payment_id),
+          { ...binding, developerTrackingId: data.cart_id },
+          REPLACED_TTL_MS,
+        );
+    } catch (error) {
+      this.#logger.warn(
+        `payment ${data.payment_id} of a replaced payment session could not be recorded as replaced: ${(error as Error).message}`,
+      );
+    }
+    if (data.pre_authorization) {
+      const { data: released } = await this.cancelPayment({ data: stored(data) });
+      return released as unknown as MedusaPaymentData;
+    }
+    try {
+      const verified = await this.#client.verifyPayment(data.payment_id);
+      if (verified.status === 'SUCCESS')
+        this.#logger.error(replacedPaidMessage(replaced, dinarsOf(data.amount), 'now'));
+    } catch (error) {
+      this.#logger.warn(
+        `payment ${data.payment_id} of a replaced payment session could not be checked: ${(error as Error).message}`,
+      );
+    }
+    return data;
   }
 
   /** The verified status of the session's payment: `captured`, `authorized`, `pending` (never completes a cart), `error`, `canceled`. */

@@ -5,6 +5,7 @@ import type { PaymentsLogger } from '../core/common/payments.logger.js';
 import { webhookPaymentId } from './medusa.data.js';
 import { dinarsOf } from './medusa.money.js';
 import { medusaOutcomeOf } from './medusa.status.js';
+import { replacedCartKey, replacedKey, replacedPaidMessage } from './medusa.replaced.js';
 import type { MedusaWebhookPayload, MedusaWebhookResult } from './medusa.types.js';
 
 /** What `NestjsPaymentsProvider.getWebhookActionAndData` answers for a delivery (the rules are documented there). */
@@ -22,6 +23,29 @@ export async function medusaWebhookResultOf(
   }
   const result = await reconcileDelivery(client, paymentId);
   const record = (await client.getOutcome(paymentId)) ?? known;
+  if (result.outcome === 'confirmed' || result.outcome === 'authorized' || result.outcome === 'duplicate') {
+    const replaced = await client.store.findBinding(replacedKey(paymentId));
+    if (replaced) {
+      // Its session was replaced or deleted: Medusa has nothing to complete with it. A duplicate
+      // is logged by the outcome's handler already.
+      if (result.outcome !== 'duplicate') {
+        const cart = await client.store.findBinding(replacedCartKey(paymentId));
+        logger.error(
+          replacedPaidMessage(
+            {
+              paymentId,
+              amount: replaced.amount,
+              sessionId: replaced.developerTrackingId,
+              cartId: cart?.developerTrackingId,
+            },
+            dinarsOf(record.amount ?? replaced.amount),
+            'later',
+          ),
+        );
+      }
+      return { action: 'not_supported' };
+    }
+  }
   const sessionId = record.developerTrackingId ?? known.developerTrackingId;
   if (!sessionId) return { action: 'not_supported' };
   const amount = record.amount ?? known.amount;

@@ -37,12 +37,15 @@ export class NestjsPaymentsWebhookController {
   }
 
   private async receive(token: string | undefined, req: Request, res: Response): Promise<void> {
-    const answer = await this.service.client.webhooks.handle({
-      query: req.query,
-      body: req.body as unknown,
-      contentLength: req.headers['content-length'],
-      pathToken: token,
-    });
+    // The settlement it leads to builds its Vendure context on this request.
+    const answer = await this.service.withRequest(req, () =>
+      this.service.client.webhooks.handle({
+        query: req.query,
+        body: req.body as unknown,
+        contentLength: req.headers['content-length'],
+        pathToken: token,
+      }),
+    );
     for (const [name, value] of Object.entries(answer.headers ?? {})) res.setHeader(name, value);
     res.status(answer.status).json(answer.body);
   }

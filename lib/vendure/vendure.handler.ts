@@ -1,4 +1,11 @@
-import { LanguageCode, Logger, PaymentMethodHandler, type Injector, type PaymentMetadata } from '@vendure/core';
+import {
+  LanguageCode,
+  Logger,
+  PaymentMethodHandler,
+  UserInputError,
+  type Injector,
+  type PaymentMetadata,
+} from '@vendure/core';
 import { vendureToMillimes } from './vendure.money.js';
 import { NESTJS_PAYMENTS_HANDLER_CODE } from './vendure.options.js';
 import { NestjsPaymentsService } from './vendure.service.js';
@@ -24,7 +31,7 @@ function messageOf(error: unknown): string {
 /**
  * Builds the plugin's `PaymentMethodHandler` (code `nestjs-payments`); the plugin registers it.
  * Payments are added by the plugin only, after the service verified them: the shop API's
- * `addPaymentToOrder` with this method is refused. Settling an `Authorized` payment captures the
+ * `addPaymentToOrder` with this method is refused with a GraphQL error saying so. Settling an `Authorized` payment captures the
  * pre-authorization (`confirm_payment`), cancelling it releases it, and a refund of the whole
  * payment refunds it; a partial refund is refused (the service's `refund_payment` takes no amount).
  */
@@ -52,14 +59,12 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
     },
     createPayment: (ctx, _order, amount, _args, metadata) => {
       const verified = verifiedMetadata(metadata);
-      if (ctx.apiType === 'shop' || !verified) {
-        return {
-          amount,
-          state: 'Error',
-          errorMessage:
-            'nestjs-payments: payments are added by the plugin once the service verified them; the storefront asks createNestjsPaymentsLink',
-        };
-      }
+      const refused =
+        'nestjs-payments: payments are added by the plugin once the service verified them; the storefront asks createNestjsPaymentsLink';
+      // Thrown to the shop: Vendure's PaymentFailedError would say only "The payment failed", and
+      // would leave an Error payment on the order.
+      if (ctx.apiType === 'shop') throw new UserInputError(refused);
+      if (!verified) return { amount, state: 'Error', errorMessage: refused };
       return {
         amount: verified.amount,
         state: verified.state,

@@ -45,7 +45,7 @@ export class NestjsPaymentsShopResolver {
   /** Verifies the payment the customer came back from (the engine runs the order's settlement once). */
   @Mutation()
   @Allow(Permission.Public)
-  checkNestjsPaymentsReturn(@Args('paymentId') paymentId: string): Promise<PaymentReturn> {
-    return this.service.checkReturn(paymentId);
+  checkNestjsPaymentsReturn(@Ctx() ctx: RequestContext, @Args('paymentId') paymentId: string): Promise<PaymentReturn> {
+    return this.service.checkReturn(ctx, paymentId);
   }
 }

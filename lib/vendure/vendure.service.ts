@@ -1,16 +1,21 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import type { Request } from 'express';
 import {
   ActiveOrderService,
-  ChannelService,
   ConfigService,
   EventBus,
   Logger,
   OrderService,
   OrderStateMachine,
+  OrderStateTransitionEvent,
   PaymentMethodService,
+  PaymentService,
   RequestContext,
+  RequestContextService,
   TransactionalConnection,
   UserInputError,
+  type ID,
   type Order,
   type PaymentMethod,
 } from '@vendure/core';
@@ -18,6 +23,7 @@ import { PaymentsClient } from '../core/client/payments.client.js';
 import type { PaymentsLogger } from '../core/common/payments.logger.js';
 import type { PaymentEvent, PaymentEventName } from '../core/settlement/payment.events.js';
 import { trackingIdOf, type VerifiedState } from './vendure.decision.js';
+import { memoryStoreWarning, plainVendureMessage } from './vendure.messages.js';
 import { amountOwed, SERVICE_CURRENCY, vendureToMillimes } from './vendure.money.js';
 import { LOG_CONTEXT, VendureSettlement } from './vendure.settle.js';
 import type { PaymentLink, PaymentLinkInput, PaymentReturn } from './vendure.types.js';
@@ -50,18 +56,24 @@ function preAuthorizes(method: PaymentMethod): boolean {
 export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly #client: PaymentsClient;
   readonly #settlement: VendureSettlement;
+  /** The request (webhook, storefront's return) a settlement runs for, if any. */
+  readonly #requests = new AsyncLocalStorage<Request>();
+  #cancellations: { unsubscribe(): void } | undefined;
 
   constructor(
     @Inject(NESTJS_PAYMENTS_PLUGIN_OPTIONS) private readonly options: NestjsPaymentsPluginOptions,
     private readonly orderService: OrderService,
     private readonly activeOrderService: ActiveOrderService,
     private readonly paymentMethodService: PaymentMethodService,
-    channelService: ChannelService,
+    private readonly requestContextService: RequestContextService,
     private readonly configService: ConfigService,
-    connection: TransactionalConnection,
-    eventBus: EventBus,
+    private readonly connection: TransactionalConnection,
+    private readonly eventBus: EventBus,
     private readonly stateMachine: OrderStateMachine,
+    private readonly paymentService: PaymentService,
   ) {
+    const warning = memoryStoreWarning(options.store, process.env.NODE_ENV);
+    if (warning) Logger.warn(warning, LOG_CONTEXT);
     const { preAuthorization: _preAuthorization, ...clientOptions } = options;
     this.#client = new PaymentsClient({
       ...clientOptions,
@@ -70,7 +82,12 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     });
     this.#settlement = new VendureSettlement({
       orderService,
-      channelService,
+      requestContext: (channelToken) =>
+        this.requestContextService.create({
+          apiType: 'admin',
+          channelOrToken: channelToken,
+          req: this.#requests.getStore(),
+        }),
       connection,
       eventBus,
       paymentMethod: (ctx, code, verified) => this.paymentMethod(ctx, code, verified),
@@ -83,15 +100,65 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     return this.#client;
   }
 
-  /** Registers the dispatcher (which also starts reconciliation). */
+  /**
+   * Runs `work` (a webhook's handling, a return's check) with the request that asked for it: the
+   * settlements it leads to build their context on it, as Vendure's own payment plugins do.
+   */
+  withRequest<T>(req: Request | undefined, work: () => Promise<T>): Promise<T> {
+    return req ? this.#requests.run(req, work) : work();
+  }
+
+  /**
+   * Registers the dispatcher (which also starts reconciliation), and releases the held
+   * pre-authorizations of every order that is cancelled.
+   */
   onApplicationBootstrap(): void {
     const dispatch = (name: PaymentEventName, event: PaymentEvent) => this.#settlement.dispatch(name, event);
     this.#client.setOutcomeDispatcher(dispatch, dispatch);
+    this.#cancellations = this.eventBus.ofType(OrderStateTransitionEvent).subscribe((event) => {
+      if (event.toState === 'Cancelled') void this.releaseHolds(event.ctx, event.order.id, event.order.code);
+    });
   }
 
   /** Lets settlements in flight finish, then closes the client. */
   async onApplicationShutdown(): Promise<void> {
+    this.#cancellations?.unsubscribe();
     await this.#client.close();
+  }
+
+  /**
+   * A cancelled order's pre-authorizations of this plugin still held (`Authorized`) are cancelled
+   * through Vendure (`PaymentService.cancelPayment`: the handler's `cancel_payment`, the Payment
+   * `Cancelled`); a failure is logged, the hold then stays until the service lets it lapse.
+   */
+  private async releaseHolds(ctx: RequestContext, orderId: ID, orderCode: string): Promise<void> {
+    try {
+      await this.connection.withTransaction(ctx, async (tx) => {
+        const order = await this.orderService.findOne(tx, orderId, ['payments']);
+        const { items } = await this.paymentMethodService.findAll(tx);
+        const ours = new Set(items.filter((m) => m.handler.code === NESTJS_PAYMENTS_HANDLER_CODE).map((m) => m.code));
+        for (const payment of order?.payments ?? []) {
+          if (payment.state !== 'Authorized' || !ours.has(payment.method)) continue;
+          const result = await this.paymentService.cancelPayment(tx, payment.id);
+          const state = 'state' in result ? result.state : result.message;
+          if (state !== 'Cancelled')
+            Logger.error(
+              `order ${orderCode} was cancelled but its pre-authorization ${payment.transactionId} is still held (payment ${state}): cancel the payment in the Admin`,
+              LOG_CONTEXT,
+            );
+          else
+            Logger.info(
+              `order ${orderCode} cancelled: pre-authorization ${payment.transactionId} released`,
+              LOG_CONTEXT,
+            );
+        }
+      });
+    } catch (error) {
+      Logger.error(
+        `order ${orderCode} was cancelled but releasing its pre-authorizations failed: ${(error as Error).message}; cancel the payment in the Admin`,
+        LOG_CONTEXT,
+      );
+    }
   }
 
   /** Vendure's money precision (decimals of the stored integers). */
@@ -120,7 +187,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
         await this.stateMachine.transition(ctx, copy, 'ArrangingPayment');
       } catch (error) {
         throw new UserInputError(
-          `nestjs-payments: order ${order.code} cannot move to ArrangingPayment: ${(error as Error).message}`,
+          `nestjs-payments: order ${order.code} cannot move to ArrangingPayment: ${plainVendureMessage(ctx, error)}`,
         );
       }
     }
@@ -169,8 +236,8 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
   }
 
   /** The customer's return: verifies the payment (through the engine: once, whichever path comes first). */
-  async checkReturn(paymentId: string): Promise<PaymentReturn> {
-    const result = await this.#client.reconcilePayment(paymentId);
+  async checkReturn(ctx: RequestContext, paymentId: string): Promise<PaymentReturn> {
+    const result = await this.withRequest(ctx.req, () => this.#client.reconcilePayment(paymentId));
     return { paymentId, outcome: result.outcome };
   }
 

@@ -1,5 +1,4 @@
 import {
-  ChannelService,
   EventBus,
   Logger,
   OrderService,
@@ -10,6 +9,7 @@ import {
 } from '@vendure/core';
 import {
   PaymentEvents,
+  type PaymentDuplicateEvent,
   type PaymentEvent,
   type PaymentEventName,
   type PaymentOutcomeEvent,
@@ -31,8 +31,13 @@ export function isOrder(value: unknown): value is Order {
 export interface VendureSettlementDeps {
   /** Vendure's orders. */
   readonly orderService: OrderService;
-  /** Vendure's channels (for the admin context of an order's channel). */
-  readonly channelService: ChannelService;
+  /**
+   * A context as Vendure's own payment plugins build one (`RequestContextService.create`): admin
+   * API, the channel of this token (default: the default channel), and the request that led to
+   * the settlement (the webhook's, or the storefront's return) when there is one, so that
+   * Vendure's subscribers (emails, search index) see what they see for a storefront payment.
+   */
+  readonly requestContext: (channelToken?: string) => Promise<RequestContext>;
   /** Vendure's database connection (one transaction per settlement). */
   readonly connection: TransactionalConnection;
   /** Vendure's event bus (unexpected payments are published on it). */
@@ -82,16 +87,10 @@ export class VendureSettlement {
         );
         return;
       }
-      case PaymentEvents.DUPLICATE: {
+      case PaymentEvents.DUPLICATE:
         // A second charge of an order another payment already settled: the order stays as it is;
-        // refund it (or set `duplicates: { refund: true }`).
-        const outcome = event as PaymentOutcomeEvent;
-        Logger.warn(
-          `payment ${outcome.paymentId} of order ${outcome.developerTrackingId ?? '?'} is a second charge of a paid order: refund it`,
-          LOG_CONTEXT,
-        );
-        return;
-      }
+        // reported as any payment the order does not take (refund it, or set `duplicates: { refund: true }`).
+        return this.reportDuplicate(event as PaymentDuplicateEvent);
       case PaymentEvents.CAPTURED:
       case PaymentEvents.REFUNDED:
       case PaymentEvents.CANCELLED:
@@ -104,22 +103,35 @@ export class VendureSettlement {
     }
   }
 
-  private async adminContext(channelToken?: string): Promise<RequestContext> {
-    const channel = channelToken
-      ? await this.deps.channelService.getChannelFromToken(channelToken)
-      : await this.deps.channelService.getDefaultChannel();
-    return new RequestContext({ apiType: 'admin', isAuthorized: true, authorizedAsOwnerOnly: false, channel });
+  private adminContext(channelToken?: string): Promise<RequestContext> {
+    return this.deps.requestContext(channelToken);
+  }
+
+  /** The order of a tracking id, and a context of its own channel (where its payment method lives). */
+  private async orderContext(
+    code: string | undefined,
+  ): Promise<{ lookup: RequestContext; found?: Order; ctx?: RequestContext }> {
+    const lookup = await this.adminContext();
+    const found = code ? await this.deps.orderService.findOneByCode(lookup, code, ['channels']) : undefined;
+    if (!found) return { lookup };
+    const channel = found.channels?.find((c) => c.code !== '__default_channel__') ?? found.channels?.[0];
+    return { lookup, found, ctx: await this.adminContext(channel?.token) };
+  }
+
+  private async reportDuplicate(event: PaymentDuplicateEvent): Promise<void> {
+    const code = orderCodeOf(event.developerTrackingId);
+    const { lookup, found, ctx } = await this.orderContext(code);
+    const refunded = event.refund
+      ? `refunded (${event.refund.refundId}) by duplicates.refund`
+      : `nothing was refunded${event.refundError ? ` (the refund was refused: ${event.refundError})` : ''}`;
+    return this.report(ctx ?? lookup, 'order-already-paid', code, event, found?.state, refunded);
   }
 
   /** Adds a verified payment to its order once, or reports it; throws (to be retried) only when Vendure failed. */
   private async settle(event: PaymentOutcomeEvent, verified: VerifiedState): Promise<void> {
     const code = orderCodeOf(event.developerTrackingId);
-    const lookup = await this.adminContext();
-    const found = code ? await this.deps.orderService.findOneByCode(lookup, code, ['channels']) : undefined;
-    if (!found || !code) return this.report(lookup, 'order-not-found', code, event, undefined);
-    // The order's own channel (not the default one), where its payment method lives.
-    const channel = found.channels?.find((c) => c.code !== '__default_channel__') ?? found.channels?.[0];
-    const ctx = await this.adminContext(channel?.token);
+    const { lookup, found, ctx } = await this.orderContext(code);
+    if (!found || !code || !ctx) return this.report(lookup, 'order-not-found', code, event, undefined);
     await this.deps.connection.withTransaction(ctx, async (tx) => {
       const order = await this.deps.orderService.findOneByCode(tx, code, ['payments']);
       const action = decideSettlement({
@@ -213,10 +225,11 @@ export class VendureSettlement {
     orderCode: string | undefined,
     event: PaymentOutcomeEvent,
     orderState: string | undefined,
+    refunded = 'nothing was refunded',
   ): Promise<void> {
     Logger.error(
       `payment ${event.paymentId} (${event.amount} millimes, ${event.status}) of order ${orderCode ?? '?'} not added: ${reason}` +
-        `${orderState ? ` (order ${orderState})` : ''}; nothing was refunded`,
+        `${orderState ? ` (order ${orderState})` : ''}; ${refunded}`,
       LOG_CONTEXT,
     );
     await this.deps.eventBus.publish(

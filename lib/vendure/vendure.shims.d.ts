@@ -23,6 +23,24 @@ declare module '@vendure/core' {
     readonly apiType: ApiType;
     readonly channel: Channel;
     readonly activeUserId: ID | undefined;
+    readonly req: import('express').Request | undefined;
+    translate(key: string, variables?: Record<string, string | number>): string;
+  }
+  export class RequestContextService {
+    create(config: {
+      req?: import('express').Request;
+      apiType: ApiType;
+      channelOrToken?: Channel | string;
+    }): Promise<RequestContext>;
+  }
+  export class PaymentService {
+    cancelPayment(ctx: RequestContext, paymentId: ID): Promise<Payment | ErrorResultLike>;
+  }
+  export class OrderStateTransitionEvent extends VendureEvent {
+    readonly fromState: string;
+    readonly toState: string;
+    readonly ctx: RequestContext;
+    readonly order: Order;
   }
   export interface Refund {
     total: number;
@@ -108,6 +126,9 @@ declare module '@vendure/core' {
   }
   export class EventBus {
     publish(event: VendureEvent): Promise<void>;
+    ofType<T extends VendureEvent>(
+      type: abstract new (...args: never[]) => T,
+    ): { subscribe(next: (event: T) => void): { unsubscribe(): void } };
   }
   export class ProcessContext {
     readonly isServer: boolean;

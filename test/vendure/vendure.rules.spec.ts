@@ -1,6 +1,9 @@
 // The Vendure adapter's two rules, table-tested without Vendure: the exact money conversion and
 // what a verified payment does to its order.
 import { amountOwed, millimesToVendure, vendureToMillimes } from '../../lib/vendure/vendure.money.js';
+import { memoryStoreWarning, plainVendureMessage } from '../../lib/vendure/vendure.messages.js';
+import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
+import type { PaymentsStore } from '../../lib/core/store/index.js';
 import {
   decideSettlement,
   orderCodeOf,
@@ -135,5 +138,64 @@ describe('trackingIdOf / orderCodeOf', () => {
 
   it('no tracking id names no order', () => {
     expect(orderCodeOf(undefined)).toBeUndefined();
+  });
+});
+
+describe('plainVendureMessage: Vendure errors in plain words', () => {
+  const i18nError = (key: string, variables: Record<string, string> = {}) =>
+    Object.assign(new Error(key), { variables });
+  const translating = {
+    translate: (key: string, variables?: Record<string, string | number>) =>
+      key === 'message.cannot-transition-to-payment-without-customer'
+        ? 'Cannot transition Order to the "ArrangingPayment" state without Customer details'
+        : key === 'message.cannot-transition-order-from-to'
+          ? `Cannot transition Order from "${variables?.fromState}" to "${variables?.toState}"`
+          : key,
+  };
+  const keysOnly = { translate: (key: string) => key };
+  const throwing = {
+    translate: (): string => {
+      throw new Error('boom');
+    },
+  };
+
+  it.each<[string, { translate(key: string, v?: Record<string, string | number>): string }, Error, string]>([
+    [
+      'translated by the request',
+      translating,
+      i18nError('message.cannot-transition-to-payment-without-customer'),
+      'Cannot transition Order to the "ArrangingPayment" state without Customer details',
+    ],
+    [
+      'with its variables',
+      translating,
+      i18nError('message.cannot-transition-order-from-to', { fromState: 'AddingItems', toState: 'PaymentSettled' }),
+      'Cannot transition Order from "AddingItems" to "PaymentSettled"',
+    ],
+    [
+      'no translation: the key in words',
+      keysOnly,
+      i18nError('message.cannot-transition-to-payment-without-customer'),
+      'cannot transition to payment without customer',
+    ],
+    ['a translation that throws: the key in words', throwing, i18nError('error.no-stock'), 'no stock'],
+    ['a plain message is kept', translating, new Error('Stock is low: 2 left.'), 'Stock is low: 2 left.'],
+  ])('%s', (_name, ctx, error, expected) => {
+    expect(plainVendureMessage(ctx, error)).toBe(expected);
+  });
+});
+
+describe('memoryStoreWarning: the in-memory store in production', () => {
+  const shared = { close: async () => undefined } as unknown as PaymentsStore;
+  it.each<[string, PaymentsStore | undefined, string | undefined, boolean]>([
+    ['no store, production', undefined, 'production', true],
+    ['a MemoryPaymentsStore, production', new MemoryPaymentsStore(), 'production', true],
+    ['a shared store, production', shared, 'production', false],
+    ['no store, development', undefined, 'development', false],
+    ['no store, NODE_ENV unset', undefined, undefined, false],
+  ])('%s', (_name, store, nodeEnv, warns) => {
+    const warning = memoryStoreWarning(store, nodeEnv);
+    expect(warning !== undefined).toBe(warns);
+    if (warning) expect(warning).toMatch(/PostgresPaymentsStore.*RedisPaymentsStore/);
   });
 });

@@ -7,7 +7,7 @@
 # named after the file creating the environment; skipped with a line when no server answers,
 # unless CI is set). About 3 minutes: install 20-30 s, sql.js 60 s, PostgreSQL 90 s.
 # Settings: VENDURE_TARBALL=<path> uses that tarball instead of building one; VENDURE_DBS="sqljs"
-# runs one database only.
+# runs one database only; VENDURE_TESTS=<name> runs test/<name>.test.mjs only.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
@@ -50,12 +50,14 @@ for db in ${VENDURE_DBS:-sqljs postgres}; do
     fi
   fi
   t=$SECONDS
-  if (cd "$DIR" && VENDURE_DB="$db" node --test --test-concurrency=1 test/*.test.mjs >"$DIR/test-$db.log" 2>&1); then
+  if (cd "$DIR" && VENDURE_DB="$db" node --test --test-concurrency=1 test/${VENDURE_TESTS:-*}.test.mjs >"$DIR/test-$db.log" 2>&1); then
     echo "vendure ($db): $(grep -E '^# pass' "$DIR/test-$db.log" | cut -c3-) in $((SECONDS - t)) s"
   else
     status=1
     echo "vendure ($db): FAIL"
     grep -vE '^\s*(duration_ms|location|type):' "$DIR/test-$db.log" | tail -n 80
+    echo "vendure ($db): failed:"
+    grep -E -A14 '^\s*not ok' "$DIR/test-$db.log" | grep -E 'not ok|error:' | cut -c1-400
   fi
 done
 echo "vendure: $((SECONDS - START)) s in all"

@@ -21,9 +21,9 @@ const { PaymentsSandbox, SANDBOX_PUBLIC_KEY, SANDBOX_PRIVATE_KEY } = require('ne
 
 jest.setTimeout(120_000);
 
-// Ports of this suite's range (58300-58399): the app, and the sandbox the config points at.
-const APP_PORT = 58310;
-const SANDBOX_PORT = 58311;
+// Ports (the platforms range 28420-28449, below Linux's outgoing ports): the app, and the sandbox the config points at.
+const APP_PORT = 28430;
+const SANDBOX_PORT = 28431;
 const DB_NAME = `nestjs_payments_medusa_app_${process.pid}`;
 const APP = path.join(__dirname, '..', 'app');
 
@@ -36,19 +36,11 @@ function docSnippet(file) {
   throw new Error(`docs/medusa.md has no snippet ${file}`);
 }
 
-// The application folder: the guide's config, verbatim, with the guide's shared store added.
+// The application folder: the guide's config and its store, verbatim.
 fs.mkdirSync(APP, { recursive: true });
-fs.writeFileSync(path.join(APP, 'medusa-config.docs.js'), docSnippet('medusa-config.js'));
+fs.writeFileSync(path.join(APP, 'medusa-config.js'), docSnippet('medusa-config.js'));
 fs.writeFileSync(path.join(APP, 'payments-store.js'), docSnippet('payments-store.js'));
 fs.writeFileSync(path.join(APP, 'storefront.js'), docSnippet('storefront.js'));
-fs.writeFileSync(
-  path.join(APP, 'medusa-config.js'),
-  `const config = require('./medusa-config.docs.js');
-const payment = Array.isArray(config.modules) ? config.modules.find((m) => m.resolve === '@medusajs/medusa/payment') : config.modules.payment;
-payment.options.providers[0].options.store = require('./payments-store').store;
-module.exports = config;
-`,
-);
 
 let sandbox;
 beforeAll(async () => {
@@ -82,6 +74,16 @@ medusaIntegrationTestRunner({
       }
       throw new Error(`timed out waiting for ${what}`);
     };
+
+    it("the guide's main config gives the provider the PostgreSQL store (a restart keeps its payments)", () => {
+      const config = require(path.join(APP, 'medusa-config.js'));
+      // defineConfig keys the modules by name; a config without it lists them.
+      const payment = Array.isArray(config.modules)
+        ? config.modules.find((m) => m.resolve === '@medusajs/medusa/payment')
+        : config.modules.payment;
+      const { PostgresPaymentsStore } = require('nestjs-payments/postgres');
+      expect(payment.options.providers[0].options.store).toBeInstanceOf(PostgresPaymentsStore);
+    });
 
     it('cart -> session -> paid on the sandbox -> webhook -> one order; duplicates and a refund retry change nothing', async () => {
       const container = getContainer();

@@ -39,6 +39,15 @@ let sandbox;
 let hooks;
 const PROVIDER = 'pp_nestjs-payments_sandbox';
 const PREAUTH = 'pp_nestjs-payments_preauth';
+const LOGGED = 'pp_nestjs-payments_logged';
+
+/** What the `logged` provider logs (its `logger` option), by level. */
+const logged = { warn: [], error: [] };
+const keepingLogger = {
+  log: () => undefined,
+  warn: (message) => logged.warn.push(message),
+  error: (message) => logged.error.push(message),
+};
 
 // The runner registers its hooks when the file loads: the sandbox must exist by then, so its
 // options are read lazily (a getter) once beforeAll has started it.
@@ -82,6 +91,7 @@ moduleIntegrationTestRunner({
     providers: [
       { resolve: 'nestjs-payments/medusa', id: 'sandbox', options: options({}) },
       { resolve: 'nestjs-payments/medusa', id: 'preauth', options: options({ capture: false }) },
+      { resolve: 'nestjs-payments/medusa', id: 'logged', options: options({ logger: keepingLogger }) },
     ],
   },
   testSuite: ({ service }) => {
@@ -94,6 +104,107 @@ moduleIntegrationTestRunner({
         data: {},
       });
     }
+
+    /** The sandbox's webhook delivery for a payment, handed to the provider as Medusa's route does. */
+    async function payAndDeliver(paymentId, provider) {
+      hooks.bodies.length = 0;
+      await sandbox.completePayment(paymentId);
+      const body = hooks.bodies.find((b) => JSON.stringify(b.data).includes(paymentId));
+      expect(body).toBeTruthy();
+      return service.getWebhookActionAndData({ provider: provider.replace(/^pp_/, ''), payload: body });
+    }
+
+    it('two tabs: the replaced session, paid later, is reported (session, cart) and makes nothing in Medusa', async () => {
+      const collection = await service.createPaymentCollections({ currency_code: 'tnd', amount: 10 });
+      const input = { provider_id: LOGGED, currency_code: 'tnd', amount: 10, data: { cart_id: 'cart_two_tabs' } };
+      const first = await service.createPaymentSession(collection.id, input);
+      // The second tab: the store API's new session deletes the first one.
+      await service.deletePaymentSession(first.id);
+      const second = await service.createPaymentSession(collection.id, input);
+      expect(second.data.payment_id).not.toBe(first.data.payment_id);
+      logged.error.length = 0;
+      // The customer pays in the first tab: the money is taken at the service.
+      const action = await payAndDeliver(first.data.payment_id, LOGGED);
+      expect(action).toEqual({ action: 'not_supported' });
+      const said = logged.error.filter((m) => m.includes(first.data.payment_id));
+      expect(said).toHaveLength(1);
+      expect(said[0]).toMatch(/cart_two_tabs/);
+      expect(said[0]).toContain(first.id);
+      expect(said[0]).toMatch(/refund/);
+      // The live session is paid as usual.
+      expect((await payAndDeliver(second.data.payment_id, LOGGED)).action).toBe('captured');
+    });
+
+    it('a session deleted after its payment was paid is reported at once', async () => {
+      const collection = await service.createPaymentCollections({ currency_code: 'tnd', amount: 11 });
+      const s = await service.createPaymentSession(collection.id, {
+        provider_id: LOGGED,
+        currency_code: 'tnd',
+        amount: 11,
+        data: { cart_id: 'cart_paid_then_replaced' },
+      });
+      hooks.bodies.length = 0;
+      await sandbox.completePayment(s.data.payment_id);
+      logged.error.length = 0;
+      await service.deletePaymentSession(s.id);
+      const said = logged.error.filter((m) => m.includes(s.data.payment_id));
+      expect(said).toHaveLength(1);
+      expect(said[0]).toMatch(/cart_paid_then_replaced/);
+    });
+
+    it('a cart changed after the link: the old payment, paid, is reported and makes nothing in Medusa', async () => {
+      const collection = await service.createPaymentCollections({ currency_code: 'tnd', amount: 12 });
+      const s = await service.createPaymentSession(collection.id, {
+        provider_id: LOGGED,
+        currency_code: 'tnd',
+        amount: 12,
+        data: { cart_id: 'cart_changed' },
+      });
+      const updated = await service.updatePaymentSession({
+        id: s.id,
+        amount: 15,
+        currency_code: 'tnd',
+        data: s.data,
+      });
+      expect(updated.data.payment_id).not.toBe(s.data.payment_id);
+      expect(updated.data.cart_id).toBe('cart_changed');
+      logged.error.length = 0;
+      const action = await payAndDeliver(s.data.payment_id, LOGGED);
+      expect(action).toEqual({ action: 'not_supported' });
+      expect(logged.error.filter((m) => m.includes(s.data.payment_id) && m.includes('cart_changed'))).toHaveLength(1);
+    });
+
+    it('an options error names the provider; the in-memory store in production is called out at start', async () => {
+      const { NestjsPaymentsProvider } = require('nestjs-payments/medusa');
+      const wrong = { publicKey: 'pk_test_naming', baseUrl: sandbox.url };
+      expect(() =>
+        NestjsPaymentsProvider.validateOptions({
+          ...wrong,
+          webhookUrl: 'https://shop.example/hooks/payment/nestjs-payments_tn',
+        }),
+      ).toThrow(/pp_nestjs-payments_tn.*privateKey/);
+      expect(() => NestjsPaymentsProvider.validateOptions(wrong)).toThrow(
+        /nestjs-payments\/medusa provider.*privateKey/,
+      );
+
+      const warnings = [];
+      const medusaLogger = { info: () => undefined, warn: (m) => warnings.push(m), error: () => undefined };
+      const nodeEnv = process.env.NODE_ENV;
+      const built = [];
+      try {
+        process.env.NODE_ENV = 'development';
+        built.push(new NestjsPaymentsProvider({ logger: medusaLogger }, options({})));
+        expect(warnings.filter((w) => /in-memory store/.test(w))).toEqual([]);
+        process.env.NODE_ENV = 'production';
+        built.push(new NestjsPaymentsProvider({ logger: medusaLogger }, options({})));
+      } finally {
+        process.env.NODE_ENV = nodeEnv;
+        await Promise.all(built.map((p) => p.client.close()));
+      }
+      const said = warnings.filter((w) => /in-memory store/.test(w));
+      expect(said).toHaveLength(1);
+      expect(said[0]).toMatch(/PostgresPaymentsStore/);
+    });
 
     it('registers the provider', async () => {
       const providers = await service.listPaymentProviders();

@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mergeConfig, EventBus, DefaultLogger, LogLevel } from '@vendure/core';
+import { mergeConfig, EventBus, DefaultLogger, LogLevel, OrderPlacedEvent } from '@vendure/core';
 import {
   createTestEnvironment,
   registerInitializer,
@@ -45,13 +45,13 @@ const initialData = {
 };
 
 /** The plugin exactly as the guide configures it, its environment variables pointing at the sandbox. */
-async function guidePlugin(sandbox, port) {
+async function guidePlugin(sandbox, port, proxyPort) {
   Object.assign(process.env, {
     PAYMENTS_PUBLIC_KEY: sandbox.publicKey,
     PAYMENTS_PRIVATE_KEY: sandbox.privateKey,
     PAYMENTS_BASE_URL: sandbox.url,
     SHOP_URL: sandbox.url,
-    VENDURE_PUBLIC_URL: `http://127.0.0.1:${port + 50}`,
+    VENDURE_PUBLIC_URL: `http://127.0.0.1:${proxyPort}`,
     PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET,
   });
   const dir = path.join(HERE, '..', '.snippets');
@@ -62,9 +62,10 @@ async function guidePlugin(sandbox, port) {
 }
 
 /**
- * Starts the environment. `db`: 'sqljs' or 'postgres'; `port`: Vendure's; `plugin`: extra plugin options.
+ * Starts the environment. `db`: 'sqljs' or 'postgres'; `port`: Vendure's; `proxyPort`: the
+ * webhooks' proxy (default port + 50); `logger`: Vendure's logger (default: errors only).
  */
-export async function startEnvironment({ db = 'sqljs', port }) {
+export async function startEnvironment({ db = 'sqljs', port, proxyPort = port + 50, logger }) {
   const sandbox = await PaymentsSandbox.start({ webhookAttempts: 1 });
   // The service reaches Vendure through this loopback proxy, which a test can close to the
   // webhooks (503) to see the return path alone.
@@ -81,7 +82,7 @@ export async function startEnvironment({ db = 'sqljs', port }) {
     forward.on('error', () => res.writeHead(502).end());
     req.pipe(forward);
   });
-  await new Promise((resolve) => proxyServer.listen(port + 50, '127.0.0.1', resolve));
+  await new Promise((resolve) => proxyServer.listen(proxyPort, '127.0.0.1', resolve));
   if (db === 'sqljs') registerInitializer('sqljs', new SqljsInitializer(path.join(HERE, '..', '__data__')));
   else registerInitializer('postgres', new PostgresInitializer());
   const dbConnectionOptions =
@@ -99,9 +100,9 @@ export async function startEnvironment({ db = 'sqljs', port }) {
       : undefined;
   const config = mergeConfig(testConfig, {
     apiOptions: { port },
-    logger: new DefaultLogger({ level: process.env.VENDURE_LOG ? LogLevel.Verbose : LogLevel.Error }),
+    logger: logger ?? new DefaultLogger({ level: process.env.VENDURE_LOG ? LogLevel.Verbose : LogLevel.Error }),
     ...(dbConnectionOptions ? { dbConnectionOptions } : {}),
-    plugins: [await guidePlugin(sandbox, port)],
+    plugins: [await guidePlugin(sandbox, port, proxyPort)],
   });
   const { server, adminClient, shopClient } = createTestEnvironment(config);
   try {
@@ -136,12 +137,30 @@ export async function startEnvironment({ db = 'sqljs', port }) {
     .get(EventBus)
     .ofType(NestjsPaymentsUnexpectedPaymentEvent)
     .subscribe((event) => unexpected.push(event));
+  // A subscriber that does what Vendure's EmailPlugin does for the order confirmation (its asset
+  // URLs are made absolute from `ctx.req`'s headers): what it saw, per order code.
+  const placed = new Map();
+  server.app
+    .get(EventBus)
+    .ofType(OrderPlacedEvent)
+    .subscribe((event) => {
+      try {
+        placed.set(event.order.code, {
+          host: event.ctx.req.headers.host,
+          channelToken: event.ctx.channel.token,
+          apiType: event.ctx.apiType,
+        });
+      } catch (error) {
+        placed.set(event.order.code, { error: error.message });
+      }
+    });
   return {
     server,
     adminClient,
     shopClient,
     sandbox,
     unexpected,
+    placed,
     proxy,
     methods,
     async close() {
