@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import {
+  createPaymentsClient,
+  createWebhookRouter,
+  type PaymentConfirmedEvent,
+  type PaymentDuplicateEvent,
+  type PaymentsClient,
+} from '../../lib/express/index.js';
+import { RedisPaymentsStore, type RedisPaymentsStoreOptions } from '../../lib/redis/index.js';
+import { PaymentsSandbox } from '../../lib/testing/index.js';
+import { quietLogger } from '../support/outcome-kit.js';
+import { RedisServers, redisServerInstalled, waitFor } from '../support/redis-servers.js';
+import { describeWithService } from '../support/services.js';
+import { StallingProxy } from '../support/stalling-proxy.js';
+
+// A Redis master (26100) and its replica (26101) of the test's own, the replica linked through a
+// proxy (26102) that can stall the link (the replica neither gets nor acknowledges what the master
+// sends). The store writes the moment that matters on the master while the link is stalled, the
+// master is SIGKILLed with it in flight, the replica promoted by hand (REPLICAOF NO ONE), and a
+// second app instance carries on against it. With `replicas: { wait: 1 }` the store
+// reports nothing done that the replica has not acknowledged, so the promotion loses no order's
+// settlement and no done marker: each order is confirmed once, each handler runs once.
+
+const MASTER = 26100;
+const REPLICA = 26101;
+const LINK = 26102;
+const installed = redisServerInstalled();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Seen {
+  confirmed: PaymentConfirmedEvent[];
+  duplicate: PaymentDuplicateEvent[];
+}
+
+interface Instance {
+  client: PaymentsClient;
+  close(): Promise<void>;
+}
+
+// An app instance whose store talks to the Redis on `port` (no webhook: payments are settled by
+// return, `reconcilePayment`, so that the test decides when each attempt runs).
+function instance(
+  sandbox: PaymentsSandbox,
+  port: number,
+  keyPrefix: string,
+  options: RedisPaymentsStoreOptions,
+  seen: Seen,
+): Instance {
+  const redis = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, connectTimeout: 1000 });
+  redis.on('error', () => undefined);
+  const store = new RedisPaymentsStore(redis, { keyPrefix, logger: quietLogger(), ...options });
+  const client = createPaymentsClient({
+    ...sandbox.options(),
+    store,
+    logger: quietLogger(),
+    reconciliation: { enabled: false },
+  });
+  // The router registers the handlers; no webhook reaches it.
+  createWebhookRouter({
+    client,
+    onPaymentConfirmed: (e) => void seen.confirmed.push(e),
+    onPaymentDuplicate: (e) => void seen.duplicate.push(e),
+  });
+  return {
+    client,
+    close: async () => {
+      await client.close();
+      redis.disconnect();
+    },
+  };
+}
+
+// A return, as the shopper's browser makes it again after an error page.
+async function settleByReturn(client: PaymentsClient, paymentId: string): Promise<unknown> {
+  let last: unknown;
+  for (let i = 0; i < 50; i++) {
+    try {
+      const result = await client.reconcilePayment(paymentId);
+      if ((result as { outcome?: string }).outcome !== undefined) return result;
+      last = result;
+    } catch (error) {
+      last = error;
+    }
+    await sleep(100);
+  }
+  throw new Error(`${paymentId} was never settled: ${String(last)}`);
+}
+
+describeWithService(installed, 'redis-server/redis-cli not installed (apt-get install redis-server redis-tools)')(
+  'RedisPaymentsStore across a promotion (a master, a stalled replica, the master killed, the replica promoted)',
+  () => {
+    let sandbox: PaymentsSandbox;
+    let servers: RedisServers;
+    let link: StallingProxy;
+    let instances: Instance[];
+
+    beforeAll(async () => {
+      sandbox = await PaymentsSandbox.start();
+    });
+    afterAll(() => sandbox.close());
+
+    beforeEach(async () => {
+      instances = [];
+      servers = new RedisServers();
+      await servers.start(MASTER);
+      link = await StallingProxy.start(LINK, MASTER);
+      await servers.start(REPLICA, '--replicaof', '127.0.0.1', String(LINK));
+      await waitFor('the replica to sync', () =>
+        servers.cli(REPLICA, 'info', 'replication').includes('master_link_status:up'),
+      );
+    }, 30_000);
+
+    afterEach(async () => {
+      for (const i of instances) await i.close();
+      await servers.stop();
+      await link.close();
+    });
+
+    const replicated = () =>
+      waitFor('the replica to have every write', () => {
+        const master = servers.cli(MASTER, 'info', 'replication');
+        const offset = /master_repl_offset:(\d+)/.exec(master)?.[1];
+        return offset !== undefined && new RegExp(`slave0:.*offset=${offset},`).test(master);
+      });
+
+    const promote = async () => {
+      servers.kill(MASTER);
+      link.cut();
+      servers.cli(REPLICA, 'replicaof', 'no', 'one');
+      await waitFor('the replica to be the master', () =>
+        servers.cli(REPLICA, 'info', 'replication').includes('role:master'),
+      );
+    };
+
+    it('an order settled while the replica stalled, the master killed, the replica promoted: the order is confirmed once', async () => {
+      const seen: Seen = { confirmed: [], duplicate: [] };
+      const keyPrefix = `np-promotion:${randomUUID()}:`;
+      const options: RedisPaymentsStoreOptions = { replicas: { wait: 1, timeoutMs: 300 } };
+      const A = instance(sandbox, MASTER, keyPrefix, options, seen);
+      instances.push(A);
+      const order = `order-${randomUUID()}`;
+      const p1 = await A.client.generatePayment(
+        { amount: '12500', developerTrackingId: order },
+        { idempotencyKey: `${order}/1` },
+      );
+      const p2 = await A.client.generatePayment(
+        { amount: '12500', developerTrackingId: order },
+        { idempotencyKey: `${order}/2` },
+      );
+      expect(p2.paymentId).not.toBe(p1.paymentId);
+      await sandbox.completePayment(p1.paymentId);
+      await sandbox.completePayment(p2.paymentId);
+      await replicated();
+
+      link.stall();
+      // The first payment's return on the master: whatever it answers, the replica has none of it.
+      await A.client.reconcilePayment(p1.paymentId).catch((error: unknown) => error);
+      await promote();
+
+      const B = instance(sandbox, REPLICA, keyPrefix, options, seen);
+      instances.push(B);
+      await settleByReturn(B.client, p2.paymentId);
+      await settleByReturn(B.client, p1.paymentId);
+
+      expect(seen.confirmed.map((e) => e.developerTrackingId)).toEqual([order]);
+      const paid = seen.confirmed[0].paymentId;
+      expect(seen.duplicate.map((e) => [e.paymentId, e.settledBy.paymentId])).toEqual([
+        [paid === p1.paymentId ? p2.paymentId : p1.paymentId, paid],
+      ]);
+    }, 60_000);
+
+    it('a confirmation answered while the replica stalled, the master killed at once, the replica promoted: its handlers ran once', async () => {
+      const seen: Seen = { confirmed: [], duplicate: [] };
+      const keyPrefix = `np-promotion:${randomUUID()}:`;
+      const options: RedisPaymentsStoreOptions = { operationTimeoutMs: 10_000, replicas: { wait: 1, timeoutMs: 8000 } };
+      const A = instance(sandbox, MASTER, keyPrefix, options, seen);
+      instances.push(A);
+      const p = await A.client.generatePayment({ amount: '4200' });
+      await sandbox.completePayment(p.paymentId);
+      await replicated();
+
+      link.stall();
+      let answered = false;
+      const first = A.client.reconcilePayment(p.paymentId).finally(() => (answered = true));
+      await Promise.race([first.catch(() => undefined), sleep(3000)]);
+      // Answered while the replica acknowledged nothing: the master dies before it could pass it on.
+      if (answered) {
+        servers.kill(MASTER);
+        link.cut();
+      } else link.flow();
+      await first.catch(() => undefined);
+      await promote();
+
+      const B = instance(sandbox, REPLICA, keyPrefix, options, seen);
+      instances.push(B);
+      await settleByReturn(B.client, p.paymentId);
+
+      expect(seen.confirmed.map((e) => e.paymentId)).toEqual([p.paymentId]);
+    }, 60_000);
+  },
+);
+
+describe('RedisPaymentsStore replicas option', () => {
+  it('refuses a wait that is not a whole number of replicas, and a timeout not below the operation timeout', () => {
+    expect(() => new RedisPaymentsStore('redis://127.0.0.1:1', { replicas: { wait: -1 } })).toThrow(RangeError);
+    expect(() => new RedisPaymentsStore('redis://127.0.0.1:1', { replicas: { wait: 1.5 } })).toThrow(RangeError);
+    expect(
+      () =>
+        new RedisPaymentsStore('redis://127.0.0.1:1', {
+          operationTimeoutMs: 1000,
+          replicas: { wait: 1, timeoutMs: 1000 },
+        }),
+    ).toThrow(RangeError);
+  });
+});
