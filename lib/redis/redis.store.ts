@@ -19,6 +19,7 @@ import { RedisOrderLedger } from './redis.orders.js';
 import { listOutcomePage } from './redis.pages.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
 import { finishOutcomeOn, saveOutcomeOn } from './redis.outcomes.js';
+import { markDoneOn } from './redis.split.js';
 import { parseBinding, parseOutcome, parsePending } from './redis.values.js';
 
 /**
@@ -160,9 +161,7 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
   /** @inheritdoc */
   async markDone(eventKey: string, owner: string, ttlMs: number): Promise<boolean> {
     const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
-    const reply = await this.#db.run('markDone', () =>
-      this.#db.scripts[SCRIPT_NAMES.markDone](this.#eventKey(eventKey), owner, px),
-    );
+    const reply = await markDoneOn(this.#db, this.#eventKey(eventKey), owner, px, 'markDone', eventKey);
     // A host's client with `stringNumbers: true` answers '1' instead of 1.
     return Number(reply) === 1;
   }

@@ -19,13 +19,14 @@ import { StallingProxy } from '../support/stalling-proxy.js';
 // proxy (26102) that can stall the link (the replica neither gets nor acknowledges what the master
 // sends). The store writes the moment that matters on the master while the link is stalled, the
 // master is SIGKILLed with it in flight, the replica promoted by hand (REPLICAOF NO ONE), and a
-// second app instance carries on against it. With `replicas: { wait: 1 }` the store
+// second app instance carries on against it (the promoted master given a replica of its own, 26103). With `replicas: { wait: 1 }` the store
 // reports nothing done that the replica has not acknowledged, so the promotion loses no order's
 // settlement and no done marker: each order is confirmed once, each handler runs once.
 
 const MASTER = 26100;
 const REPLICA = 26101;
 const LINK = 26102;
+const NEXT_REPLICA = 26103;
 const installed = redisServerInstalled();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -132,44 +133,61 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
       await waitFor('the replica to be the master', () =>
         servers.cli(REPLICA, 'info', 'replication').includes('role:master'),
       );
+      // The promoted master gets a replica of its own, which the store's writes wait for in turn.
+      await servers.start(NEXT_REPLICA, '--replicaof', '127.0.0.1', String(REPLICA));
+      await waitFor('the new replica to sync', () =>
+        servers.cli(NEXT_REPLICA, 'info', 'replication').includes('master_link_status:up'),
+      );
     };
 
-    it('an order settled while the replica stalled, the master killed, the replica promoted: the order is confirmed once', async () => {
-      const seen: Seen = { confirmed: [], duplicate: [] };
-      const keyPrefix = `np-promotion:${randomUUID()}:`;
-      const options: RedisPaymentsStoreOptions = { replicas: { wait: 1, timeoutMs: 300 } };
-      const A = instance(sandbox, MASTER, keyPrefix, options, seen);
-      instances.push(A);
-      const order = `order-${randomUUID()}`;
-      const p1 = await A.client.generatePayment(
-        { amount: '12500', developerTrackingId: order },
-        { idempotencyKey: `${order}/1` },
-      );
-      const p2 = await A.client.generatePayment(
-        { amount: '12500', developerTrackingId: order },
-        { idempotencyKey: `${order}/2` },
-      );
-      expect(p2.paymentId).not.toBe(p1.paymentId);
-      await sandbox.completePayment(p1.paymentId);
-      await sandbox.completePayment(p2.paymentId);
-      await replicated();
+    const settledOnTheMasterOnly = [
+      { label: 'an order settled', duplicateFirst: false },
+      // The second payment, on the master, finds the first one's settlement, which the replica lacks.
+      { label: 'an order settled, then its other payment judged a duplicate,', duplicateFirst: true },
+    ];
+    for (const { label, duplicateFirst } of settledOnTheMasterOnly)
+      it(`${label} while the replica stalled, the master killed, the replica promoted: the order is confirmed once, its other payment a duplicate once`, async () => {
+        const seen: Seen = { confirmed: [], duplicate: [] };
+        const keyPrefix = `np-promotion:${randomUUID()}:`;
+        const options: RedisPaymentsStoreOptions = { replicas: { wait: 1, timeoutMs: 300 } };
+        const A = instance(sandbox, MASTER, keyPrefix, options, seen);
+        instances.push(A);
+        const order = `order-${randomUUID()}`;
+        const p1 = await A.client.generatePayment(
+          { amount: '12500', developerTrackingId: order },
+          { idempotencyKey: `${order}/1` },
+        );
+        const p2 = await A.client.generatePayment(
+          { amount: '12500', developerTrackingId: order },
+          { idempotencyKey: `${order}/2` },
+        );
+        expect(p2.paymentId).not.toBe(p1.paymentId);
+        await sandbox.completePayment(p1.paymentId);
+        await sandbox.completePayment(p2.paymentId);
+        await replicated();
 
-      link.stall();
-      // The first payment's return on the master: whatever it answers, the replica has none of it.
-      await A.client.reconcilePayment(p1.paymentId).catch((error: unknown) => error);
-      await promote();
+        link.stall();
+        // The first payment's return on the master: whatever it answers, the replica has none of it.
+        await A.client.reconcilePayment(p1.paymentId).catch((error: unknown) => error);
+        if (duplicateFirst) {
+          // Through another instance, on a connection of its own, which wrote nothing yet.
+          const A2 = instance(sandbox, MASTER, keyPrefix, options, seen);
+          instances.push(A2);
+          await A2.client.reconcilePayment(p2.paymentId).catch((error: unknown) => error);
+        }
+        await promote();
 
-      const B = instance(sandbox, REPLICA, keyPrefix, options, seen);
-      instances.push(B);
-      await settleByReturn(B.client, p2.paymentId);
-      await settleByReturn(B.client, p1.paymentId);
+        const B = instance(sandbox, REPLICA, keyPrefix, options, seen);
+        instances.push(B);
+        await settleByReturn(B.client, p2.paymentId);
+        await settleByReturn(B.client, p1.paymentId);
 
-      expect(seen.confirmed.map((e) => e.developerTrackingId)).toEqual([order]);
-      const paid = seen.confirmed[0].paymentId;
-      expect(seen.duplicate.map((e) => [e.paymentId, e.settledBy.paymentId])).toEqual([
-        [paid === p1.paymentId ? p2.paymentId : p1.paymentId, paid],
-      ]);
-    }, 60_000);
+        expect(seen.confirmed.map((e) => e.developerTrackingId)).toEqual([order]);
+        const paid = seen.confirmed[0].paymentId;
+        expect(seen.duplicate.map((e) => [e.paymentId, e.settledBy.paymentId])).toEqual([
+          [paid === p1.paymentId ? p2.paymentId : p1.paymentId, paid],
+        ]);
+      }, 60_000);
 
     it('a confirmation answered while the replica stalled, the master killed at once, the replica promoted: its handlers ran once', async () => {
       const seen: Seen = { confirmed: [], duplicate: [] };
