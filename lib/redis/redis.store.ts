@@ -32,6 +32,10 @@ import { parseBinding, parseOutcome, parsePending } from './redis.values.js';
  * Every operation settles within `operationTimeoutMs` (default 2 s): when Redis is down it
  * rejects, and the webhook layer answers 503 so that the service delivers again later.
  *
+ * On a master with replicas, `replicas: { wait: 1 }` makes an order's settlement and a done marker
+ * count only once a replica has them (`WAIT`), so that a promotion cannot lose them (see
+ * `RedisReplicasOptions`).
+ *
  * Keys (under `keyPrefix`): `binding:<tokenId>`, `event:<eventKey>`, `rate:<key>`, `pending:due` (sorted set
  * of payment ids by due time) and `pending:entries` (hash), `outcome:<paymentId>` (record, with
  * PX), `outcomes:index` and `outcomes:expiry` (sorted sets over the records). Given an ioredis

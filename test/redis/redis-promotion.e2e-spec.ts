@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import {
   createPaymentsClient,
