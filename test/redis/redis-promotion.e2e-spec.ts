@@ -19,9 +19,10 @@ import { StallingProxy } from '../support/stalling-proxy.js';
 // proxy (26102) that can stall the link (the replica neither gets nor acknowledges what the master
 // sends). The store writes the moment that matters on the master while the link is stalled, the
 // master is SIGKILLed with it in flight, the replica promoted by hand (REPLICAOF NO ONE), and a
-// second app instance carries on against it (the promoted master given a replica of its own, 26103). With `replicas: { wait: 1 }` the store
-// reports nothing done that the replica has not acknowledged, so the promotion loses no order's
-// settlement and no done marker: each order is confirmed once, each handler runs once.
+// second app instance carries on against it (the promoted master is given a replica of its own,
+// 26103). With `replicas: { wait: 1 }` the store reports nothing done that the replica has not
+// acknowledged, so the promotion loses no order's settlement and no done marker: each order is
+// confirmed once, each handler runs once.
 
 const MASTER = 26100;
 const REPLICA = 26101;
