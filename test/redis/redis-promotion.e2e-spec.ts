@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from '@jest/globals';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import {
   createPaymentsClient,
   createWebhookRouter,
@@ -45,12 +45,13 @@ interface Instance {
 // return, `reconcilePayment`, so that the test decides when each attempt runs).
 function instance(
   sandbox: PaymentsSandbox,
-  port: number,
+  port: number | (() => Cluster),
   keyPrefix: string,
   options: RedisPaymentsStoreOptions,
   seen: Seen,
 ): Instance {
-  const redis = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, connectTimeout: 1000 });
+  const redis =
+    typeof port === 'number' ? new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, connectTimeout: 1000 }) : port();
   redis.on('error', () => undefined);
   const store = new RedisPaymentsStore(redis, { keyPrefix, logger: quietLogger(), ...options });
   const client = createPaymentsClient({
@@ -243,5 +244,126 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
 
       expect(seen.confirmed.map((e) => e.paymentId)).toEqual([p.paymentId]);
     }, 60_000);
+  },
+);
+
+// The same on a Redis Cluster of one master (26110, announcing the proxy 26112 to the cluster, so
+// that its replica 26111 replicates through it; clients go through it too, and are not held back)
+// and its replica, promoted by hand (CLUSTER FAILOVER TAKEOVER) once the master is dead; 26113
+// becomes the new master's replica. The store's cluster layout: the order's settlement and the
+// payment's done marker live in slots of their own, and each WAIT goes to the master of its slot.
+const C_MASTER = 26110;
+const C_REPLICA = 26111;
+const C_LINK = 26112;
+const C_NEXT = 26113;
+const clusterNode = (port: number) => [
+  '--cluster-enabled',
+  'yes',
+  '--cluster-port',
+  String(port + 100),
+  '--cluster-config-file',
+  `nodes-${port}.conf`,
+  '--cluster-node-timeout',
+  '1500',
+];
+
+describeWithService(installed, 'redis-server/redis-cli not installed (apt-get install redis-server redis-tools)')(
+  'RedisPaymentsStore on a Redis Cluster across a promotion (the replica link stalled, the master killed, the replica taking over)',
+  () => {
+    let sandbox: PaymentsSandbox;
+    let servers: RedisServers;
+    let link: StallingProxy;
+    const instances: Instance[] = [];
+    const clusterOn = (port: number) => () =>
+      new Cluster([{ host: '127.0.0.1', port }], {
+        retryDelayOnFailover: 200,
+        retryDelayOnClusterDown: 200,
+        slotsRefreshTimeout: 1000,
+        redisOptions: { maxRetriesPerRequest: 1, connectTimeout: 1000 },
+      });
+    const replicate = async (replica: number, master: number, masterBus: number) => {
+      const id = servers.cli(master, 'cluster', 'myid').trim();
+      servers.cli(replica, 'cluster', 'meet', '127.0.0.1', String(master), String(masterBus));
+      await waitFor('the nodes to meet', () => servers.cli(replica, 'cluster', 'nodes').includes(id));
+      await waitFor('the replica to be attached', () =>
+        servers.cli(replica, 'cluster', 'replicate', id).includes('OK'),
+      );
+      await waitFor('the replica to sync', () =>
+        servers.cli(replica, 'info', 'replication').includes('master_link_status:up'),
+      );
+    };
+
+    beforeAll(async () => {
+      sandbox = await PaymentsSandbox.start();
+      servers = new RedisServers();
+      link = await StallingProxy.start(C_LINK, C_MASTER, true);
+      await servers.start(
+        C_MASTER,
+        ...clusterNode(C_MASTER),
+        '--cluster-announce-port',
+        String(C_LINK),
+        '--cluster-announce-bus-port',
+        String(C_MASTER + 100),
+      );
+      await servers.start(C_REPLICA, ...clusterNode(C_REPLICA));
+      servers.cli(C_MASTER, 'cluster', 'addslotsrange', '0', '16383');
+      await replicate(C_REPLICA, C_MASTER, C_MASTER + 100);
+      await waitFor('the cluster to be ok', () =>
+        [C_MASTER, C_REPLICA].every((p) => servers.cli(p, 'cluster', 'info').includes('cluster_state:ok')),
+      );
+    }, 60_000);
+
+    afterAll(async () => {
+      for (const i of instances) await i.close();
+      await servers.stop();
+      await link.close();
+      await sandbox.close();
+    });
+
+    it('an order settled while the replica stalled, the master killed, the replica taking over: the order is confirmed once', async () => {
+      const seen: Seen = { confirmed: [], duplicate: [] };
+      const keyPrefix = `np-promotion:${randomUUID()}:`;
+      const options: RedisPaymentsStoreOptions = { replicas: { wait: 1, timeoutMs: 300 } };
+      const A = instance(sandbox, clusterOn(C_MASTER), keyPrefix, options, seen);
+      instances.push(A);
+      const order = `order-${randomUUID()}`;
+      const p1 = await A.client.generatePayment(
+        { amount: '12500', developerTrackingId: order },
+        { idempotencyKey: `${order}/1` },
+      );
+      const p2 = await A.client.generatePayment(
+        { amount: '12500', developerTrackingId: order },
+        { idempotencyKey: `${order}/2` },
+      );
+      await sandbox.completePayment(p1.paymentId);
+      await sandbox.completePayment(p2.paymentId);
+      await waitFor('the replica to have every write', () => {
+        const master = servers.cli(C_MASTER, 'info', 'replication');
+        const offset = /master_repl_offset:(\d+)/.exec(master)?.[1];
+        return offset !== undefined && new RegExp(`slave0:.*offset=${offset},`).test(master);
+      });
+
+      link.stall();
+      await A.client.reconcilePayment(p1.paymentId).catch((error: unknown) => error);
+      servers.kill(C_MASTER);
+      link.cut();
+      servers.cli(C_REPLICA, 'cluster', 'failover', 'takeover');
+      await waitFor('the replica to be the master', () =>
+        servers.cli(C_REPLICA, 'info', 'replication').includes('role:master'),
+      );
+      await servers.start(C_NEXT, ...clusterNode(C_NEXT));
+      await replicate(C_NEXT, C_REPLICA, C_REPLICA + 100);
+
+      const B = instance(sandbox, clusterOn(C_REPLICA), keyPrefix, options, seen);
+      instances.push(B);
+      await settleByReturn(B.client, p2.paymentId);
+      await settleByReturn(B.client, p1.paymentId);
+
+      expect(seen.confirmed.map((e) => e.developerTrackingId)).toEqual([order]);
+      const paid = seen.confirmed[0].paymentId;
+      expect(seen.duplicate.map((e) => [e.paymentId, e.settledBy.paymentId])).toEqual([
+        [paid === p1.paymentId ? p2.paymentId : p1.paymentId, paid],
+      ]);
+    }, 90_000);
   },
 );

@@ -8,17 +8,23 @@ import net, { type Server, type Socket } from 'node:net';
 /** A proxy from `127.0.0.1:port` to `127.0.0.1:target`. */
 export class StallingProxy {
   readonly #server: Server;
-  readonly #pairs = new Set<{ client: Socket; upstream: Socket; held: Buffer[] }>();
+  readonly #pairs = new Set<{ client: Socket; upstream: Socket; held: Buffer[]; replication: boolean }>();
+  readonly #onlyReplication: boolean;
   #stalled = false;
 
-  private constructor(server: Server) {
+  private constructor(server: Server, onlyReplication: boolean) {
     this.#server = server;
+    this.#onlyReplication = onlyReplication;
   }
 
-  /** Listens on `port`, forwarding every connection to `target`. */
-  static async start(port: number, target: number): Promise<StallingProxy> {
+  /**
+   * Listens on `port`, forwarding every connection to `target`. `onlyReplication`: a stall holds
+   * back only what the master sends on replication links (connections whose client asked for
+   * `PSYNC`), for a master whose clients come through the proxy too (a cluster node announcing it).
+   */
+  static async start(port: number, target: number, onlyReplication = false): Promise<StallingProxy> {
     const server = net.createServer();
-    const proxy = new StallingProxy(server);
+    const proxy = new StallingProxy(server, onlyReplication);
     server.on('connection', (client) => proxy.#pipe(client, target));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -29,7 +35,7 @@ export class StallingProxy {
 
   #pipe(client: Socket, target: number): void {
     const upstream = net.connect(target, '127.0.0.1');
-    const pair = { client, upstream, held: [] as Buffer[] };
+    const pair = { client, upstream, held: [] as Buffer[], replication: false };
     this.#pairs.add(pair);
     const end = () => {
       client.destroy();
@@ -38,9 +44,12 @@ export class StallingProxy {
     };
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);
-    client.on('data', (chunk: Buffer) => upstream.write(chunk));
+    client.on('data', (chunk: Buffer) => {
+      if (chunk.includes('PSYNC')) pair.replication = true;
+      upstream.write(chunk);
+    });
     upstream.on('data', (chunk: Buffer) => {
-      if (this.#stalled) pair.held.push(chunk);
+      if (this.#stalled && (pair.replication || !this.#onlyReplication)) pair.held.push(chunk);
       else client.write(chunk);
     });
   }
