@@ -8,4 +8,5 @@ export {
   DEFAULT_OPERATION_TIMEOUT_MS,
   REDIS_CLIENT_DEFAULTS,
   type RedisPaymentsStoreOptions,
+  type RedisReplicasOptions,
 } from './redis.options.js';

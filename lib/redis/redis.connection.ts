@@ -1,6 +1,12 @@
 import { Redis, type Cluster } from 'ioredis';
 import { defaultPaymentsLogger, type PaymentsLogger } from '../core/common/payments.logger.js';
-import { ownedClientOptions, resolveStoreOptions, type RedisPaymentsStoreOptions } from './redis.options.js';
+import {
+  ownedClientOptions,
+  resolveStoreOptions,
+  type RedisPaymentsStoreOptions,
+  type ResolvedStoreOptions,
+} from './redis.options.js';
+import { checkReplication } from './redis.replicas.js';
 import { storeKeys, type StoreKeys } from './redis.keys.js';
 import { SCRIPTS, type StoreScriptCommands } from './redis.scripts.js';
 
@@ -15,6 +21,13 @@ export class RedisConnection {
   readonly #client: Redis;
   readonly #ownsClient: boolean;
   readonly #timeoutMs: number;
+  readonly #logger: PaymentsLogger;
+  readonly #cluster: boolean;
+  /** Whether the master's replicas were compared with the `replicas` option (after the first operation). */
+  #replicationChecked = false;
+
+  /** The `replicas` option, resolved: what the writes a failover must not lose wait for. */
+  readonly replicas: ResolvedStoreOptions['replicas'];
 
   /** The store's keys, in the layout of the client's kind. */
   readonly keys: StoreKeys;
@@ -26,10 +39,12 @@ export class RedisConnection {
   constructor(urlOrClient: string | Redis | Cluster, options: RedisPaymentsStoreOptions) {
     const resolved = resolveStoreOptions(options);
     this.#timeoutMs = resolved.operationTimeoutMs;
+    this.replicas = resolved.replicas;
+    this.#logger = options.logger ?? defaultPaymentsLogger;
     if (typeof urlOrClient === 'string') {
       this.#client = new Redis(urlOrClient, ownedClientOptions(options, resolved));
       this.#ownsClient = true;
-      watchConnection(this.#client, options.logger ?? defaultPaymentsLogger, (code) => (this.#downCode = code));
+      watchConnection(this.#client, this.#logger, (code) => (this.#downCode = code));
     } else if (isRedisClient(urlOrClient)) {
       // A Cluster has the same command methods as a Redis; what differs is where keys live, which
       // the key layout takes care of.
@@ -38,7 +53,8 @@ export class RedisConnection {
     } else {
       throw new TypeError('RedisPaymentsStore: expected a Redis URL, an ioredis Redis client or an ioredis Cluster');
     }
-    this.keys = storeKeys(resolved.keyPrefix, isClusterClient(urlOrClient));
+    this.#cluster = isClusterClient(urlOrClient);
+    this.keys = storeKeys(resolved.keyPrefix, this.#cluster);
     for (const { name, lua, numberOfKeys } of SCRIPTS) this.#client.defineCommand(name, { lua, numberOfKeys });
   }
 
@@ -74,6 +90,10 @@ export class RedisConnection {
       timer.unref();
     });
     return Promise.race([pending, timeout])
+      .then((value) => {
+        this.#checkReplicationOnce();
+        return value;
+      })
       .catch((error: unknown) => {
         // ioredis gives up with an error of its own that says nothing of why (no `code`): the
         // cause of the outage is the connection's, and an operator (or a health check) wants it.
@@ -87,6 +107,16 @@ export class RedisConnection {
         throw error;
       })
       .finally(() => clearTimeout(timer));
+  }
+
+  // Once the client has answered (a cluster then knows its masters), in the background: the
+  // operator learns at start-up that a failover can lose writes, or that every settlement will fail.
+  #checkReplicationOnce(): void {
+    if (this.#replicationChecked) return;
+    this.#replicationChecked = true;
+    void this.run('checkReplication', () =>
+      checkReplication(this.#client, this.#cluster, this.replicas, this.#logger),
+    ).catch(() => undefined);
   }
 
   /** Closes the client if the store created it (once); a host's client is left open. */

@@ -36,11 +36,51 @@ export interface RedisPaymentsStoreOptions {
   redisOptions?: RedisOptions;
 
   /**
+   * Whether the writes that a failover must not lose wait for replicas. See
+   * {@link RedisReplicasOptions}. Default `{ wait: 0 }`: nothing is awaited, as a standalone Redis
+   * without replicas needs.
+   */
+  replicas?: RedisReplicasOptions;
+
+  /**
    * Told when the store's own connection goes down (once per outage, not once per reconnect
-   * attempt) and when it is back. Default: the core's logger, which writes to stderr. Ignored
-   * when a client is passed in: its `error` events belong to the host.
+   * attempt) and when it is back, and warned once, after the first operation, when the master's
+   * replicas do not match {@link RedisReplicasOptions.wait}. Default: the core's logger, which
+   * writes to stderr. A client passed in keeps its `error` events: they belong to the host.
    */
   logger?: PaymentsLogger;
+}
+
+/**
+ * Replicas that must have the two writes a Redis failover must not lose before the store reports
+ * them done: an order's settlement (which payment settled it: one confirmation per order) and a
+ * payment's done marker (a redelivery runs nothing again). Redis replicates asynchronously, so a
+ * write the master acknowledged in the instant before it died can be missing on the replica
+ * promoted in its place (Sentinel, Cluster or by hand): without waiting, the order is then
+ * confirmed a second time by its other payment, or the handlers of the payment run again.
+ *
+ * After each such write the store sends `WAIT <wait> <timeoutMs>` on the same connection (the
+ * same round trip; on a cluster, to the master of the key's slot). Fewer acknowledgements than
+ * `wait` fail the operation (`code: 'NOREPLICAS'`): an order settlement that fails runs no handler
+ * (the webhook answers 503 and the payment is tried again), and a done marker that fails is
+ * logged, and the payment stays in the reconciliation queue of every replica that lacks it. Other
+ * writes (claims, bindings, the queue, the records) are not awaited: losing them costs a retry.
+ */
+export interface RedisReplicasOptions {
+  /**
+   * How many replicas must acknowledge each order settlement and done marker. `1` for a master
+   * with replicas (Sentinel or Cluster: the one promoted is the most up to date); at most the
+   * number of replicas each master has, or every confirmation fails. Default `0`: nothing is
+   * awaited (a standalone Redis, or a loss at a failover accepted). A whole number, 0 or more.
+   */
+  wait?: number;
+
+  /**
+   * Longest time, in ms, that one `WAIT` blocks before the write counts as failed (a replica
+   * down or behind). Must be below `operationTimeoutMs`. Default: half of `operationTimeoutMs`
+   * (1000 ms with its default).
+   */
+  timeoutMs?: number;
 }
 
 /** Default key prefix of {@link RedisPaymentsStore}. */
@@ -75,6 +115,8 @@ export interface ResolvedStoreOptions {
   keyPrefix: string;
   /** See {@link RedisPaymentsStoreOptions.operationTimeoutMs}. */
   operationTimeoutMs: number;
+  /** See {@link RedisReplicasOptions}; `chosen`: whether `wait` was given (else nobody chose the default). */
+  replicas: { wait: number; timeoutMs: number; chosen: boolean };
 }
 
 /**
@@ -88,7 +130,27 @@ export function resolveStoreOptions(options: RedisPaymentsStoreOptions): Resolve
   if (typeof operationTimeoutMs !== 'number' || !Number.isFinite(operationTimeoutMs) || operationTimeoutMs <= 0) {
     throw new RangeError('RedisPaymentsStore: operationTimeoutMs must be a positive number of milliseconds');
   }
-  return { keyPrefix, operationTimeoutMs };
+  return { keyPrefix, operationTimeoutMs, replicas: resolveReplicas(options.replicas ?? {}, operationTimeoutMs) };
+}
+
+function resolveReplicas(options: RedisReplicasOptions, operationTimeoutMs: number): ResolvedStoreOptions['replicas'] {
+  const wait = options.wait ?? 0;
+  if (typeof wait !== 'number' || !Number.isInteger(wait) || wait < 0) {
+    throw new RangeError('RedisPaymentsStore: replicas.wait must be a whole number of replicas, 0 or more');
+  }
+  const timeoutMs = options.timeoutMs ?? operationTimeoutMs / 2;
+  if (
+    typeof timeoutMs !== 'number' ||
+    !Number.isFinite(timeoutMs) ||
+    timeoutMs <= 0 ||
+    timeoutMs >= operationTimeoutMs
+  ) {
+    throw new RangeError(
+      'RedisPaymentsStore: replicas.timeoutMs must be a positive number of milliseconds below operationTimeoutMs',
+    );
+  }
+  // WAIT takes whole milliseconds, and 0 would block forever.
+  return { wait, timeoutMs: Math.max(1, Math.floor(timeoutMs)), chosen: options.wait !== undefined };
 }
 
 /** Options of the client the store creates: defaults, the store's timeout, then the host's overrides. */

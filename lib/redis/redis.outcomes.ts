@@ -1,6 +1,8 @@
 import { positiveMs } from '../core/store/store.rules.js';
 import type { OutcomeFinish, OutcomeRecord } from '../core/store/store.types.js';
 import type { RedisConnection } from './redis.connection.js';
+import { FINISH_OUTCOME_LUA } from './redis.records.js';
+import { writeThenWait } from './redis.replicas.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
 import { finishInTwoSlots } from './redis.split.js';
 import { outcomeScore } from './redis.values.js';
@@ -14,24 +16,34 @@ export async function finishOutcomeOn(db: RedisConnection, finish: OutcomeFinish
   const recordPx = positiveMs('RedisPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
   const { attempts: _ignored, ...record } = finish.record as OutcomeRecord;
   if (db.keys.layout === 'cluster') return finishInTwoSlots(db, finish, record, donePx, recordPx);
-  const reply = await db.run('finishOutcome', () =>
-    db.scripts[SCRIPT_NAMES.finishOutcome](
-      db.keys.event(finish.eventKey),
-      db.keys.pendingDue,
-      db.keys.pendingEntries,
-      db.keys.outcomePrefix + record.paymentId,
-      db.keys.outcomesIndex,
-      db.keys.outcomesExpiry,
-      finish.owner,
-      finish.claim,
-      donePx,
-      JSON.stringify(record),
-      recordPx,
-      outcomeScore(record.updatedAt),
-      record.paymentId,
-      Math.trunc(finish.attemptsAdded),
-    ),
-  );
+  const keys = [
+    db.keys.event(finish.eventKey),
+    db.keys.pendingDue,
+    db.keys.pendingEntries,
+    db.keys.outcomePrefix + record.paymentId,
+    db.keys.outcomesIndex,
+    db.keys.outcomesExpiry,
+  ] as const;
+  const args = [
+    finish.owner,
+    finish.claim,
+    donePx,
+    JSON.stringify(record),
+    recordPx,
+    outcomeScore(record.updatedAt),
+    record.paymentId,
+    Math.trunc(finish.attemptsAdded),
+  ] as const;
+  // A done marker a promotion lost would let a redelivery run the handlers again: replicas (when
+  // awaited) have it before the attempt counts as done.
+  const reply =
+    finish.claim === 'done' && db.replicas.wait > 0
+      ? await writeThenWait(db, 'finishOutcome', `the done marker of ${record.paymentId}`, {
+          lua: FINISH_OUTCOME_LUA,
+          keys: [...keys],
+          args: [...args],
+        })
+      : await db.run('finishOutcome', () => db.scripts[SCRIPT_NAMES.finishOutcome](...keys, ...args));
   // A host's client with `stringNumbers: true` answers '1' instead of 1.
   return Number(reply) === 1;
 }

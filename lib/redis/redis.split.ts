@@ -1,5 +1,7 @@
 import type { OutcomeFinish, OutcomeRecord } from '../core/store/store.types.js';
 import type { RedisConnection } from './redis.connection.js';
+import { MARK_DONE_LUA } from './redis.claims.js';
+import { writeThenWait } from './redis.replicas.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
 import { outcomeScore } from './redis.values.js';
 
@@ -26,11 +28,12 @@ export async function finishInTwoSlots(
 ): Promise<boolean> {
   const k = db.keys;
   const event = k.event(finish.eventKey);
-  const ended = await db.run('finishOutcome', () =>
+  // The done marker waits for replicas (when asked) before the queue and the record: a marker that
+  // fails to reach them leaves the payment queued, and its next check finds out.
+  const ended =
     finish.claim === 'done'
-      ? db.scripts[SCRIPT_NAMES.markDone](event, finish.owner, donePx)
-      : db.scripts[SCRIPT_NAMES.release](event, finish.owner),
-  );
+      ? await markDoneOn(db, event, finish.owner, donePx, 'finishOutcome', record.paymentId)
+      : await db.run('finishOutcome', () => db.scripts[SCRIPT_NAMES.release](event, finish.owner));
   const writeRecord = () =>
     db.run('finishOutcome', () =>
       db.scripts[SCRIPT_NAMES.finishRecord](
@@ -56,6 +59,28 @@ export async function finishInTwoSlots(
     void writeLater(writeRecord);
   }
   return marked;
+}
+
+/**
+ * The done marker of an event key (compare-and-set on the owner's claim), with `WAIT` for the
+ * replicas when `replicas.wait` asks for them (a promotion must not lose it).
+ * @returns the script's reply (1 when marked)
+ */
+export function markDoneOn(
+  db: RedisConnection,
+  eventKey: string,
+  owner: string,
+  donePx: number,
+  operation: string,
+  paymentId: string,
+): Promise<unknown> {
+  if (db.replicas.wait > 0)
+    return writeThenWait(db, operation, `the done marker of ${paymentId}`, {
+      lua: MARK_DONE_LUA,
+      keys: [eventKey],
+      args: [owner, donePx],
+    });
+  return db.run(operation, () => db.scripts[SCRIPT_NAMES.markDone](eventKey, owner, donePx));
 }
 
 async function writeLater(write: () => Promise<unknown>): Promise<void> {

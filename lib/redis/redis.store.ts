@@ -19,6 +19,7 @@ import { RedisOrderLedger } from './redis.orders.js';
 import { listOutcomePage } from './redis.pages.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
 import { finishOutcomeOn, saveOutcomeOn } from './redis.outcomes.js';
+import { markDoneOn } from './redis.split.js';
 import { parseBinding, parseOutcome, parsePending } from './redis.values.js';
 
 /**
@@ -30,6 +31,10 @@ import { parseBinding, parseOutcome, parsePending } from './redis.values.js';
  *
  * Every operation settles within `operationTimeoutMs` (default 2 s): when Redis is down it
  * rejects, and the webhook layer answers 503 so that the service delivers again later.
+ *
+ * On a master with replicas, `replicas: { wait: 1 }` makes an order's settlement and a done marker
+ * count only once a replica has them (`WAIT`), so that a promotion cannot lose them (see
+ * `RedisReplicasOptions`).
  *
  * Keys (under `keyPrefix`): `binding:<tokenId>`, `event:<eventKey>`, `rate:<key>`, `pending:due` (sorted set
  * of payment ids by due time) and `pending:entries` (hash), `outcome:<paymentId>` (record, with
@@ -160,9 +165,7 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
   /** @inheritdoc */
   async markDone(eventKey: string, owner: string, ttlMs: number): Promise<boolean> {
     const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
-    const reply = await this.#db.run('markDone', () =>
-      this.#db.scripts[SCRIPT_NAMES.markDone](this.#eventKey(eventKey), owner, px),
-    );
+    const reply = await markDoneOn(this.#db, this.#eventKey(eventKey), owner, px, 'markDone', eventKey);
     // A host's client with `stringNumbers: true` answers '1' instead of 1.
     return Number(reply) === 1;
   }

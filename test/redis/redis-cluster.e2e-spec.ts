@@ -49,6 +49,14 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
       return { store, cleanup: async () => cluster.disconnect() };
     });
 
+    // Each order settlement and done marker followed by WAIT in one pipeline, which must reach the
+    // master of the key's slot (on another node, the script would answer MOVED).
+    describeStoreContract('RedisPaymentsStore (ioredis Cluster, replicas: { wait: 1 })', async () => {
+      const cluster = clusterClient();
+      const store = new RedisPaymentsStore(cluster, { keyPrefix: prefix(), replicas: { wait: 1 } });
+      return { store, cleanup: async () => cluster.disconnect() };
+    });
+
     describe('keys', () => {
       it('puts the claims of 60 payments on all three masters, and the queue and records in one slot', async () => {
         const cluster = clusterClient();
