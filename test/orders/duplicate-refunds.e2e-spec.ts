@@ -291,6 +291,23 @@ for (const kind of KINDS) {
         }
       });
 
+      it('sends no refund when the store says one was sent (the marker of an attempt that stopped), and records it unknown', async () => {
+        const { A, B, seen, close } = await pair();
+        try {
+          const { p2 } = await twoPayments(A, B);
+          // An attempt on another instance took the marker, sent the refund and stopped before its answer.
+          expect(await A.client.store.claim(`refund:${p2}`, 'a-stopped-attempt', 3_600_000)).toBe('claimed');
+          expect(await sandbox.completePayment(p2)).toMatchObject({ delivered: true, attempts: 1, lastStatus: 200 });
+          await laterPaths([A.client, B.client], p2);
+          expect(refundCalls()).toEqual([]);
+          expect(seen.duplicate).toHaveLength(1);
+          expect(seen.duplicate[0]).toMatchObject({ paymentId: p2, refundState: 'unknown' });
+          expect(await B.client.getOutcome(p2)).toMatchObject({ outcome: 'duplicate', refundState: 'unknown' });
+        } finally {
+          await close();
+        }
+      });
+
       it('tries a refund the service did not take (429) again, at most 3 times in all, and records it failed', async () => {
         const { A, B, seen, close } = await pair();
         try {
