@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, expect, it, jest } from '@jest/globals';
 import express from 'express';
 import pg from 'pg';
 import { Redis } from 'ioredis';

@@ -47,8 +47,18 @@ export function finishOf(
   claim: 'done' | 'release',
   attempt: AttemptRecord,
 ): OutcomeFinish {
-  const { verification, outcome, source, handlers, lastError, settledBy, refund, refundState, refundTries, refundError } =
-    attempt;
+  const {
+    verification,
+    outcome,
+    source,
+    handlers,
+    lastError,
+    settledBy,
+    refund,
+    refundState,
+    refundTries,
+    refundError,
+  } = attempt;
   const record: Omit<OutcomeRecord, 'attempts'> = {
     paymentId: verification.paymentId,
     outcome,
