@@ -10,7 +10,8 @@ export const OUTCOMES_USAGE = `Usage: nestjs-payments outcomes [--failed] [--dup
 Lists the outcome records of the app's store (${CLI_STORE_ENV.redisUrl} or
 ${CLI_STORE_ENV.databaseUrl}), newest update first: payment, outcome, service
 status, handlers, attempts, last error; for a duplicate (a second charge of a
-paid order), the payment that settled the order and the refund. Reads only.
+paid order), the payment that settled the order and the refund (its state
+when not refunded: retry, refused, unknown, failed). Reads only.
 
 Options:
   --failed     only payments whose handlers failed (to retry or reconcile by hand)
@@ -34,6 +35,9 @@ function line(record: OutcomeRecord): string {
     ...(record.developerTrackingId !== undefined ? [`tracking=${record.developerTrackingId}`] : []),
     ...(record.settledBy !== undefined ? [`settled-by=${record.settledBy}`] : []),
     ...(record.refund !== undefined ? [`refund=${record.refund.refundId}`] : []),
+    ...(record.refundState !== undefined && record.refundState !== 'refunded'
+      ? [`refund-state=${record.refundState}`]
+      : []),
     ...(record.lastError !== undefined ? [`error=${JSON.stringify(record.lastError)}`] : []),
   ];
   return printable(parts.join('  '));

@@ -82,6 +82,7 @@ export type {
   BindingClaim,
   OutcomeFinish,
   DuplicateRefund,
+  DuplicateRefundState,
   OrderSettlement,
   OrderCheckout,
   TransactionQuery,

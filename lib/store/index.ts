@@ -39,6 +39,7 @@ export type {
   BindingClaim,
   OutcomeFinish,
   DuplicateRefund,
+  DuplicateRefundState,
   OrderSettlement,
   OrderCheckout,
   TransactionQuery,

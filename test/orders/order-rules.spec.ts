@@ -6,7 +6,13 @@ import {
   PaymentsValidationError,
   RefundNotAllowedError,
 } from '../../lib/core/api/payments.errors.js';
-import { orderVerdict, refundFailure, refundPlan } from '../../lib/core/settlement/settlement.orders.js';
+import {
+  MAX_REFUND_TRIES,
+  orderVerdict,
+  refundFailure,
+  refundPlan,
+  refundStateAfter,
+} from '../../lib/core/settlement/settlement.orders.js';
 import type { OrderCheckout } from '../../lib/core/store/store.types.js';
 
 // One order, one charge: the rules, each one pure function, as tables.
@@ -28,42 +34,68 @@ describe('refundPlan: refunding a duplicate once', () => {
   it.each([
     ['off, nothing recorded', false, undefined, 'none'],
     ['on, nothing recorded: call the refund', true, undefined, 'call'],
-    ['on, refunded by an earlier attempt: never again', true, recorded, 'recorded'],
-    ['off, yet recorded (turned off since): still reported', false, recorded, 'recorded'],
+    ['on, refunded by an earlier attempt: never again', true, { refund: recorded, refundState: 'refunded' }, 'settled'],
+    ['on, refunded by hand (only the refund recorded): never again', true, { refund: recorded }, 'settled'],
+    ['off, yet recorded (turned off since): still reported', false, { refund: recorded }, 'settled'],
+    ['refused: never again', true, { refundState: 'refused', refundTries: 1 }, 'settled'],
+    ['answer lost: never again', true, { refundState: 'unknown', refundTries: 1 }, 'settled'],
+    ['not sent three times: failed, never again', true, { refundState: 'failed', refundTries: 3 }, 'settled'],
+    ['not sent once: call again', true, { refundState: 'retry', refundTries: 1 }, 'call'],
+    ['not sent twice: call a third time', true, { refundState: 'retry', refundTries: 2 }, 'call'],
+    ['retry, yet three calls sent: never again', true, { refundState: 'retry', refundTries: 3 }, 'settled'],
+    ['retry, turned off since: never again', false, { refundState: 'retry', refundTries: 1 }, 'settled'],
+    [
+      'sent by an attempt that stopped before its answer: unknown',
+      true,
+      { refundState: 'sending', refundTries: 1 },
+      'unknown',
+    ],
   ] as const)('%s', (_case, wanted, found, plan) => {
     expect(refundPlan(wanted, found)).toBe(plan);
   });
 });
 
-describe('refundFailure: try a failed refund again, or report it', () => {
+describe('refundFailure: what a failed refund call says', () => {
   const api = (status: number, code = 'API_ERROR') =>
     new PaymentsApiError(code, { operation: 'refundPayment', httpStatus: status });
+  const connection = (mayHaveBeenProcessed: boolean) =>
+    new PaymentsConnectionError({
+      operation: 'refundPayment',
+      code: mayHaveBeenProcessed ? 'TIMEOUT' : 'CONNECTION_FAILED',
+      mayHaveBeenProcessed,
+      attempts: 1,
+      reason: mayHaveBeenProcessed ? 'timeout' : 'connection refused',
+    });
   it.each([
     [
       'refused by the service (REFUND_NOT_ALLOWED)',
       new RefundNotAllowedError({ operation: 'refundPayment', httpStatus: 400 }),
-      'final',
+      'refused',
     ],
-    ['another 4xx', api(404), 'final'],
-    ['bad input', new PaymentsValidationError([{ field: 'paymentId', messages: ['bad'] }], 'x'), 'final'],
-    ['429: rate-limited', api(429), 'retry'],
-    ['5xx', api(500), 'retry'],
-    ['502 from a proxy', api(502), 'retry'],
-    ['an unreadable 200', api(200, 'INVALID_RESPONSE'), 'retry'],
-    [
-      'no answer (timeout, may have been processed)',
-      new PaymentsConnectionError({
-        operation: 'refundPayment',
-        code: 'TIMEOUT',
-        mayHaveBeenProcessed: true,
-        attempts: 1,
-        reason: 'timeout',
-      }),
-      'retry',
-    ],
-    ['not an error of the plugin', new Error('socket hang up'), 'retry'],
+    ['another 4xx', api(404), 'refused'],
+    ['bad input', new PaymentsValidationError([{ field: 'paymentId', messages: ['bad'] }], 'x'), 'refused'],
+    ['429: turned away unprocessed', api(429), 'not-sent'],
+    ['nothing sent (connection refused)', connection(false), 'not-sent'],
+    ['5xx: may have refunded', api(500), 'unknown'],
+    ['502 from a proxy that lost the answer', api(502), 'unknown'],
+    ['an unreadable 200', api(200, 'INVALID_RESPONSE'), 'unknown'],
+    ['no answer (timeout, may have been processed)', connection(true), 'unknown'],
+    ['not an error of the plugin', new Error('socket hang up'), 'unknown'],
   ])('%s', (_case, error, verdict) => {
     expect(refundFailure(error)).toBe(verdict);
+  });
+});
+
+describe('refundStateAfter: where a refund stands after a failed call', () => {
+  it.each([
+    ['refused', 'refused', 1, 'refused'],
+    ['answer lost on the first call', 'unknown', 1, 'unknown'],
+    ['answer lost on the third call', 'unknown', 3, 'unknown'],
+    ['not sent, first call', 'not-sent', 1, 'retry'],
+    ['not sent, second call', 'not-sent', 2, 'retry'],
+    ['not sent, third call: failed', 'not-sent', MAX_REFUND_TRIES, 'failed'],
+  ] as const)('%s', (_case, failure, tries, state) => {
+    expect(refundStateAfter(failure, tries)).toBe(state);
   });
 });
 

@@ -122,4 +122,23 @@ describe('VerifyBudget', () => {
     budget.note('c', 'webhook', unverified(5), refused);
     expect(budget.admit('d', 'webhook')).toBeUndefined();
   });
+
+  it('a failed refund call counts as a verify would: a 429 pauses every path, a service down counts to the breaker, a refusal nothing', () => {
+    const t = clock();
+    const budget = new VerifyBudget(COOLDOWN, t.now);
+    const refund = (status: number) =>
+      new PaymentsApiError('API_ERROR', { operation: 'refundPayment', httpStatus: status });
+    budget.noteRefund(new PaymentsApiError('REFUND_NOT_ALLOWED', { operation: 'refundPayment', httpStatus: 400 }));
+    budget.noteRefund(new Error('not the service'));
+    expect(budget.admit('a', 'webhook')).toBeUndefined();
+    for (let i = 0; i < BREAKER_THRESHOLD; i++) budget.noteRefund(refund(502));
+    expect(budget.admit('a', 'return')).toMatchObject({ pending: false, retryAfterSecs: 10 });
+    t.advance(COOLDOWN);
+    budget.note('a', 'return', { kind: 'settle', outcome: 'confirmed', event: 'payment.confirmed' }, undefined);
+    const limited = new PaymentsRateLimitedError({ operation: 'refundPayment', httpStatus: 429 });
+    budget.noteRefund(limited);
+    expect(budget.admit('b', 'webhook')).toMatchObject({ rateLimited: true, retryAfterSecs: 30, error: limited });
+    t.advance(30_000);
+    expect(budget.admit('b', 'webhook')).toBeUndefined();
+  });
 });

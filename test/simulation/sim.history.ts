@@ -356,6 +356,14 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     confirmedOf.set(payment.trackingId, payment.id);
   }
 
+  // Duplicate refunds: a payment is refunded at most once, and never the one that paid its order.
+  for (const [id, refunds] of world.ledger.refunds) {
+    if (refunds > 1) violate(`${id} refunded ${refunds} times`);
+    const payment = world.payments.get(id);
+    if (payment?.trackingId !== undefined && confirmedOf.get(payment.trackingId) === id)
+      violate(`${id} refunded, yet it is the payment that paid its order`);
+  }
+
   // Liveness, budget and the record, payment by payment.
   const latencies: number[] = [];
   let settled = 0;

@@ -52,6 +52,8 @@ export interface Ledger {
   notFound: Map<string, number>;
   /** Every line the engine logged. */
   logs: string[];
+  /** Refunds the service made, per payment (it refunds as often as asked: its documentation promises no refusal). */
+  refunds: Map<string, number>;
 }
 
 export const PRIVATE_KEY = 'sk_sim_8f3d29c1a7b64e05d9c2f1a83b7e6d40';
@@ -64,7 +66,13 @@ export class World {
   /** The world's true time, which the store's clock (`store.now()`) reads. */
   readonly trueClock: InstanceClock;
   readonly payments = new Map<string, ModelPayment>();
-  readonly ledger: Ledger = { verifies: new Map(), finalAnswers: new Map(), notFound: new Map(), logs: [] };
+  readonly ledger: Ledger = {
+    verifies: new Map(),
+    finalAnswers: new Map(),
+    notFound: new Map(),
+    logs: [],
+    refunds: new Map(),
+  };
   #ids = 0;
 
   constructor(
@@ -171,7 +179,36 @@ export class World {
       if (payment.trackingId !== undefined) result.developer_tracking_id = payment.trackingId;
       return { status: 200, body: { success: true, result, status_code: 200, code: 0, version: '2.0.0' } };
     }
+    if (config.method === 'POST' && path === '/api/v2/refund_payment') return this.#refund(config);
     return { status: 404, body: { result: { status: 404, message: 'Not Found' } } };
+  }
+
+  // A duplicate's automatic refund. No random draw (the histories' streams stay as they were):
+  // by the payment's number, the service refunds and answers, refunds and loses the answer (a
+  // 502 from its gateway), or fails before refunding (503).
+  #refund(config: InternalAxiosRequestConfig): { status: number; body: unknown } {
+    const id = String((JSON.parse(String(config.data)) as Record<string, unknown>).payment_id);
+    const payment = this.payments.get(id);
+    if (!payment || this.statusOf(payment) !== 'SUCCESS')
+      return { status: 400, body: { status: 'error', message: 'cannot be refunded', code: 'REFUND_NOT_ALLOWED' } };
+    const way = Number(id.slice('pay_'.length)) % 3;
+    if (way === 2) return { status: 503, body: 'Service Unavailable' };
+    this.ledger.refunds.set(id, (this.ledger.refunds.get(id) ?? 0) + 1);
+    if (way === 1) return { status: 502, body: 'Bad Gateway' };
+    const refundedAt = new Date(this.time.now).toISOString();
+    return {
+      status: 200,
+      body: {
+        status: 'success',
+        result: {
+          refund_id: `ref_${id}`,
+          payment_id: id,
+          amount: payment.amount,
+          status: 'success',
+          refunded_at: refundedAt,
+        },
+      },
+    };
   }
 }
 
@@ -211,6 +248,7 @@ export class Instance {
         failLink: 'https://shop.test/back',
         sessionTimeoutSecs: options.sessionSecs,
         webhook: { publicUrl: 'https://shop.test/payments/webhook', secret: WEBHOOK_SECRET },
+        duplicates: { refund: true },
         store: this.#storeProxy(),
         logger,
         telemetry: false,

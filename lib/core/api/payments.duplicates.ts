@@ -20,9 +20,12 @@ export async function noteDuplicateRefund(
   if (record?.outcome !== 'duplicate') return undefined;
   if (record.refund === undefined) {
     const { refundId, amount, status, refundedAt } = refund;
+    // A refund by hand settles an automatic one that was refused, failed or whose answer was lost.
+    const { refundError: _settled, ...rest } = record;
     const noted = {
-      ...record,
+      ...rest,
       refund: { refundId, amount, status, refundedAt },
+      refundState: 'refunded' as const,
       updatedAt: new Date(clock.now()).toISOString(),
     };
     await bounded(store.saveOutcome(noted, recordTtlMs), clock).catch(() => undefined);

@@ -83,6 +83,11 @@ export function composeEngine(
     : NO_TELEMETRY;
   const verify = (paymentId: string): Promise<VerifiedPayment> => api.verifyPayment(paymentId);
   const ttls = { doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs };
+  const budget = new VerifyBudget(
+    SETTLEMENT_WAITS.verifyIntervalMs,
+    () => resolved.clock.now(),
+    resolved.webhook.unsignedIntervalSecs * 1000,
+  );
   const ledger = orderLedgerOf(store);
   // One confirmation per order (settlement.duplicates.ts), with every store that keeps orders.
   const orders: OrderScreen | undefined =
@@ -94,6 +99,7 @@ export function composeEngine(
       ttls,
       refund: resolved.duplicates.refund,
       refundPayment: (paymentId, duplicateOf): Promise<PaymentRefund> => api.refundPayment(paymentId, duplicateOf),
+      noteRefundFailure: (error) => budget.noteRefund(error),
       registration: resolved.name,
       logger: resolved.logger,
       clock: shared,
@@ -110,11 +116,7 @@ export function composeEngine(
     store,
     verify,
     resolved.logger,
-    new VerifyBudget(
-      SETTLEMENT_WAITS.verifyIntervalMs,
-      () => resolved.clock.now(),
-      resolved.webhook.unsignedIntervalSecs * 1000,
-    ),
+    budget,
   );
   // Telemetry wraps the runner from outside: every path settles through the wrapper.
   const settlements = resolved.telemetry.enabled ? new TracedSettlements(runner, telemetry) : runner;

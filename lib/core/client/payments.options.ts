@@ -112,9 +112,12 @@ export interface PaymentsOptions extends PaymentFieldDefaults {
   duplicates?: {
     /**
      * Refund each duplicate through the normal refund path (`refundPayment`, whose
-     * `payment.refunded` event names the payment that settled the order); the refund's result
-     * is in the `payment.duplicate` event. A refund that fails on the way is tried again, never
-     * made twice. Default false.
+     * `payment.refunded` event names the payment that settled the order). The duplicate is
+     * reported at once whatever the refund does; the refund is sent at most once per payment (a
+     * marker in the store, taken before the call): one whose answer was lost is recorded
+     * `unknown` for a person, never sent again; only a call that cannot have reached the service
+     * (or a 429) is tried again, at most 3 calls in all. Its state is in the outcome record
+     * (`refundState`). Default false.
      */
     refund?: boolean;
   };

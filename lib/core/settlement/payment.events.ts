@@ -1,5 +1,6 @@
 import type {
   DuplicateRefund,
+  DuplicateRefundState,
   OrderSettlement,
   OutcomeSource,
   PaymentOutcome,
@@ -196,8 +197,14 @@ export class PaymentDuplicateEvent extends PaymentOutcomeEvent {
    * @param registration the module registration's name, if any
    * @param settledBy the payment that settled the order first, and its amount
    * @param refund the refund made with `duplicates: { refund: true }`, when the service made it
-   * @param refundError why the automatic refund was refused, when it was (refund by hand)
+   * @param refundError why the automatic refund was not made (yet): the service's refusal, or the
+   *   failure of a call whose answer was lost or that never reached it; see `refundState`
    * @param occurredAt when the plugin learned the outcome
+   * @param refundState with `duplicates: { refund: true }`, where the automatic refund stood when
+   *   the event was emitted: `refunded`, `refused` (refund by hand if it must be), `retry` (not
+   *   sent yet: tried again, and `payment.refunded` follows when it is made), `unknown` (sent, its
+   *   answer lost: never sent again; check at the service) or `failed` (never reached the service:
+   *   refund by hand). The outcome record keeps it up to date afterwards.
    */
   constructor(
     verification: VerifiedPayment,
@@ -207,6 +214,7 @@ export class PaymentDuplicateEvent extends PaymentOutcomeEvent {
     readonly refund?: DuplicateRefund,
     readonly refundError?: string,
     occurredAt?: Date,
+    readonly refundState?: DuplicateRefundState,
   ) {
     super('duplicate', verification, source, registration, occurredAt);
   }
@@ -223,6 +231,7 @@ export class PaymentDuplicateEvent extends PaymentOutcomeEvent {
       settledBy: { ...this.settledBy },
       refund: this.refund && { ...this.refund },
       refundError: this.refundError,
+      refundState: this.refundState,
     };
   }
 }

@@ -214,8 +214,11 @@ export class ReconciliationScheduler {
       case 'order-duplicate':
         // The outcome is known and recorded: nothing left to check (a second charge of a paid order: once handled).
         run.checked++;
-        if (result.kind === 'order-duplicate' && result.error !== undefined)
-          return rescheduleUnsettled(this.#records, entry, now, { kind: 'known', last: result.error });
+        if (result.kind === 'order-duplicate' && (result.error ?? result.refundRetry) !== undefined)
+          return rescheduleUnsettled(this.#records, entry, now, {
+            kind: 'known',
+            last: result.error ?? result.refundRetry ?? '',
+          });
         run.settled++;
         return this.store.removePending(entry.paymentId);
       case 'duplicate':

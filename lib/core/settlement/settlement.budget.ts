@@ -1,5 +1,10 @@
 import { LRUCache } from 'lru-cache';
-import { PaymentsApiError, PaymentsConnectionError, type PaymentsError } from '../api/index.js';
+import {
+  PaymentsApiError,
+  PaymentsConnectionError,
+  PaymentsRateLimitedError,
+  type PaymentsError,
+} from '../api/index.js';
 import type { OutcomeSource } from '../store/index.js';
 import type { Decision } from './settlement.decision.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
@@ -152,6 +157,27 @@ export class VerifyBudget {
     this.#breaker = breakerAfter(this.#breaker, !down, now, this.intervalMs);
     if (this.#breaker.openUntil > 0) this.#breakerError = error;
     this.#recent.set(paymentId, { until: now + this.intervalMs, pending: false, error });
+  }
+
+  /**
+   * After a refund call (a duplicate's automatic refund) that failed: it is a call to the same
+   * service, so it counts as a verify would. A 429 pauses every path until its Retry-After (30 s
+   * when it said none); a service that gave no usable answer (5xx, timeout, refused connection)
+   * counts towards the breaker. Nothing is remembered per payment: the refund's own record bounds
+   * its tries (settlement.orders.ts, `MAX_REFUND_TRIES`).
+   */
+  noteRefund(error: unknown): void {
+    const now = this.clock();
+    if (error instanceof PaymentsRateLimitedError) {
+      this.#pausedUntil = Math.max(this.#pausedUntil, now + error.waitSecs * 1000);
+      this.#pauseError = error;
+      return;
+    }
+    const down =
+      error instanceof PaymentsConnectionError || (error instanceof PaymentsApiError && error.httpStatus >= 500);
+    if (!down) return;
+    this.#breaker = breakerAfter(this.#breaker, false, now, this.intervalMs);
+    if (this.#breaker.openUntil > 0) this.#breakerError = error;
   }
 }
 

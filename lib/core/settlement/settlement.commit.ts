@@ -3,6 +3,7 @@ import { type PaymentsLogger, describe } from '../common/index.js';
 import {
   isTransactional,
   type DuplicateRefund,
+  type DuplicateRefundState,
   type HandlerResult,
   type OutcomeFinish,
   type OutcomeRecord,
@@ -30,6 +31,12 @@ export interface AttemptRecord {
   settledBy?: string;
   /** A duplicate's: the refund made of it. */
   refund?: DuplicateRefund;
+  /** A duplicate's: where its automatic refund stands. */
+  refundState?: DuplicateRefundState;
+  /** A duplicate's: refund calls sent so far. */
+  refundTries?: number;
+  /** A duplicate's: why its refund was not made (yet). */
+  refundError?: string;
 }
 
 /** What `finishOutcome` writes for an attempt: the claim's end, the queue, the record. */
@@ -40,7 +47,18 @@ export function finishOf(
   claim: 'done' | 'release',
   attempt: AttemptRecord,
 ): OutcomeFinish {
-  const { verification, outcome, source, handlers, lastError, settledBy, refund } = attempt;
+  const {
+    verification,
+    outcome,
+    source,
+    handlers,
+    lastError,
+    settledBy,
+    refund,
+    refundState,
+    refundTries,
+    refundError,
+  } = attempt;
   const record: Omit<OutcomeRecord, 'attempts'> = {
     paymentId: verification.paymentId,
     outcome,
@@ -54,6 +72,9 @@ export function finishOf(
   if (lastError !== undefined) record.lastError = lastError.slice(0, 500);
   if (settledBy !== undefined) record.settledBy = settledBy;
   if (refund !== undefined) record.refund = refund;
+  if (refundState !== undefined) record.refundState = refundState;
+  if (refundTries !== undefined) record.refundTries = refundTries;
+  if (refundError !== undefined) record.refundError = refundError.slice(0, 500);
   return {
     eventKey: key,
     owner,

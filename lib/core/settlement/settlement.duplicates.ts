@@ -1,11 +1,18 @@
 import { type PaymentRefund, type VerifiedPayment, orderLedgerKey } from '../api/index.js';
-import { type PaymentsLogger, describe } from '../common/index.js';
-import type { DuplicateRefund, OrderLedger, OrderSettlement, PaymentsStore } from '../store/index.js';
+import { type PaymentsLogger, assertNever, describe } from '../common/index.js';
+import type { ClaimOutcome, DuplicateRefund, OrderLedger, OrderSettlement, PaymentsStore } from '../store/index.js';
 import type { Clock } from '../time/index.js';
 import type { OutcomeHandlers } from './outcome.handlers.js';
 import { PaymentDuplicateEvent, PaymentEvents, type PaymentOutcomeEvent } from './payment.events.js';
 import type { Attempt, OrderScreenPort } from './settlement.attempt.js';
-import { orderVerdict, refundFailure, refundPlan } from './settlement.orders.js';
+import {
+  MAX_REFUND_TRIES,
+  orderVerdict,
+  refundFailure,
+  refundPlan,
+  refundStateAfter,
+  type RefundSoFar,
+} from './settlement.orders.js';
 import type { SettleResult } from './settlement.request.js';
 
 /** Settings of the {@link OrderScreen}. */
@@ -18,10 +25,16 @@ export interface OrderScreenOptions {
   transactional: boolean;
   /** How long an order's settlement and a done marker are remembered, and records kept, in ms. */
   ttls: { doneTtlMs: number; recordTtlMs: number };
-  /** `duplicates.refund`: refund every duplicate through the normal refund path. */
+  /** `duplicates.refund`: refund every duplicate through the normal refund path, at most once. */
   refund: boolean;
   /** Refunds a payment (the client's refundPayment, which emits `payment.refunded` naming the order's payment). */
   refundPayment: (paymentId: string, duplicateOf: string) => Promise<PaymentRefund>;
+  /**
+   * Told of every failed refund call: the verify budget counts it as it counts a failed verify (a
+   * 429 pauses every path, a service that gives no answer counts towards the circuit breaker).
+   * Default: nothing.
+   */
+  noteRefundFailure?: (error: unknown) => void;
   /** The registration's name, for the events. */
   registration?: string;
   /** Where problems are reported. */
@@ -44,8 +57,15 @@ export class OrderSettledMeanwhileError extends Error {
 /**
  * One confirmation per order, carried out: called by the settlement runner when a payment it
  * holds the claim of verified `SUCCESS`. It settles the payment's order in the store (first payment
- * wins, across instances) or finds it settled by another; a duplicate is refunded when asked, its
- * `payment.duplicate` handlers run, and its claim is finished, so that it happens once.
+ * wins, across instances) or finds it settled by another; a duplicate's `payment.duplicate`
+ * handlers run once, on the attempt that finds it, whatever its refund does, and its claim is
+ * finished, so that it happens once.
+ *
+ * With `duplicates.refund`, the refund is sent at most once per payment (the store's refund
+ * marker, {@link refundMarkerKey}): a call whose answer was lost is recorded `unknown` and never
+ * sent again; only a call that cannot have reached the service is tried again, on a later attempt
+ * (the payment's claim is released for it), at most {@link MAX_REFUND_TRIES} calls in all. Its
+ * state is in the outcome record (`refundState`); a refund made emits `payment.refunded`.
  *
  * With a transactional store the order is settled inside the confirmation's transaction (see
  * {@link OrderScreen.guard}): here it is only read, and a payment that passes the read but loses
@@ -94,67 +114,168 @@ export class OrderScreen implements OrderScreenPort {
     if (verdict.kind === 'confirm') return undefined;
 
     const settledBy = verdict.settledBy;
-    const result = (refund?: DuplicateRefund, error?: string): SettleResult => ({
+    const previous = await store.getOutcome(paymentId).catch(() => undefined);
+    const before = previous?.outcome === 'duplicate' ? previous : undefined;
+    // Reported by an earlier attempt (its handlers succeeded): only the refund may be left to do.
+    const reported = before?.handlers === 'succeeded';
+    const attempts = previous?.attempts ?? 0;
+    const record = (handlers: 'succeeded' | 'failed' | 'none', refund: RefundTried, lastError?: string) =>
+      ({
+        verification,
+        outcome: 'duplicate',
+        handlers,
+        settledBy: settledBy.paymentId,
+        refund: refund.refund,
+        refundState: refund.refundState,
+        refundTries: refund.refundTries,
+        refundError: refund.error,
+        lastError,
+      }) as const;
+    const save = (refund: RefundTried) =>
+      store.saveOutcome(
+        {
+          ...attempt.finishOf('done', record(reported ? 'succeeded' : 'none', refund, refundNote(refund))).record,
+          attempts,
+        },
+        ttls.recordTtlMs,
+      );
+
+    let refund: RefundTried = before
+      ? {
+          refund: before.refund,
+          refundState: before.refundState,
+          refundTries: before.refundTries,
+          error: before.refundError,
+        }
+      : {};
+    const plan = refundPlan(this.options.refund, refund);
+    if (plan === 'call' || plan === 'unknown') {
+      refund =
+        plan === 'call'
+          ? await this.#refund(attempt, settledBy.paymentId, refund, save)
+          : { ...refund, refundState: 'unknown', error: STOPPED_BEFORE_ANSWER };
+      this.#logRefund(source, paymentId, refund);
+      // Recorded at once: a handler failing next must not make the next attempt refund again.
+      await save(refund).catch(() => undefined);
+    }
+    const note = refundNote(refund);
+    const refundRetry =
+      refund.refundState === 'retry' && refundPlan(this.options.refund, refund) === 'call' ? note : undefined;
+    const result = (error?: string): SettleResult => ({
       kind: 'order-duplicate',
       outcome: 'duplicate',
       verification,
       settledBy,
-      refund,
+      refund: refund.refund,
       error,
+      refundRetry: error === undefined ? refundRetry : undefined,
     });
-    const record = (handlers: 'succeeded' | 'failed' | 'none', refund?: DuplicateRefund, lastError?: string) =>
-      ({ verification, outcome: 'duplicate', handlers, settledBy: settledBy.paymentId, refund, lastError }) as const;
-    const previous = await store.getOutcome(paymentId).catch(() => undefined);
-    let refund = previous?.outcome === 'duplicate' ? previous.refund : undefined;
-    let refundError: string | undefined;
-    if (refundPlan(this.options.refund, refund) === 'call') {
-      try {
-        refund = toDuplicateRefund(await this.options.refundPayment(paymentId, settledBy.paymentId));
-        // Recorded at once: a handler failing next must not make the next attempt refund again.
-        await store.saveOutcome(
-          { ...attempt.finishOf('done', record('none', refund)).record, attempts: previous?.attempts ?? 0 },
-          ttls.recordTtlMs,
-        );
-      } catch (error) {
-        if (refund === undefined && refundFailure(error) === 'retry') {
-          const why = `the refund of duplicate ${paymentId} failed; tried again on the next webhook, return or reconciliation: ${describe(error)}`;
-          this.options.logger.warn(`${source}: ${why}`);
-          await attempt.finish('release', record('failed', undefined, why));
-          return result(undefined, why);
-        }
-        if (refund === undefined) refundError = describe(error);
-      }
-    }
 
-    this.options.logger.warn(
-      `${source}: payment ${paymentId} of order ${JSON.stringify(order)} succeeded after payment ${settledBy.paymentId} had settled it: a duplicate charge${refund ? `, refunded (${refund.refundId})` : ''}`,
-    );
-    const event = new PaymentDuplicateEvent(
-      verification,
-      source,
-      this.options.registration,
-      settledBy,
-      refund,
-      refundError,
-      new Date(this.options.clock.now()),
-    );
-    // The claim is renewed while the handlers run, as for a confirmation: a slow handler must not
-    // let a redelivery run them a second time.
+    if (!reported) {
+      this.options.logger.warn(
+        `${source}: payment ${paymentId} of order ${JSON.stringify(order)} succeeded after payment ${settledBy.paymentId} had settled it: a duplicate charge${refund.refund ? `, refunded (${refund.refund.refundId})` : ''}`,
+      );
+      const event = new PaymentDuplicateEvent(
+        verification,
+        source,
+        this.options.registration,
+        settledBy,
+        refund.refund,
+        refund.error,
+        new Date(this.options.clock.now()),
+        refund.refundState,
+      );
+      // The claim is renewed while the handlers run, as for a confirmation: a slow handler must not
+      // let a redelivery run them a second time.
+      const renewal = attempt.renew();
+      try {
+        await attempt.observe.handlers(PaymentEvents.DUPLICATE, () => handlers.run(PaymentEvents.DUPLICATE, event));
+      } catch (error) {
+        await renewal.stop();
+        const why = describe(error);
+        this.options.logger.warn(
+          `${source}: a ${PaymentEvents.DUPLICATE} handler failed for ${paymentId}; it will run again: ${why}`,
+        );
+        await attempt.finish('release', record('failed', refund, why));
+        return result(why);
+      }
+      await renewal.stop();
+    }
+    // A refund still to send keeps the payment open (its claim released) for the next attempt.
+    await attempt.finish(refundRetry === undefined ? 'done' : 'release', record('succeeded', refund, note));
+    return result();
+  }
+
+  /**
+   * Sends the duplicate's refund, at most once per payment: the store's refund marker (a claim of
+   * `refund:<paymentId>` held as long as records are kept) is taken before the call, and given
+   * back only when the call cannot have reached the service; a refund answered (or refused) marks
+   * it done. Whoever finds the marker taken does not send: an earlier call may have refunded.
+   * @param sending records the refund as on its way (once the marker is held, before the call)
+   */
+  async #refund(
+    attempt: Attempt,
+    settledBy: string,
+    soFar: RefundTried,
+    sending: (refund: RefundTried) => Promise<void>,
+  ): Promise<RefundTried> {
+    const { store, ttls } = this.options;
+    const { paymentId, owner } = attempt;
+    const marker = refundMarkerKey(paymentId);
+    let claim: ClaimOutcome;
+    try {
+      claim = await store.claim(marker, owner, ttls.recordTtlMs);
+    } catch (error) {
+      void store.release(marker, owner).catch(() => undefined);
+      // Nothing was sent: not counted as a try.
+      return { ...soFar, refundState: 'retry', refundTries: soFar.refundTries ?? 0, error: describe(error) };
+    }
+    if (claim !== 'claimed') return { ...soFar, refundState: 'unknown', error: SENT_BEFORE };
+    const tries = (soFar.refundTries ?? 0) + 1;
+    await sending({ ...soFar, refundState: 'sending', refundTries: tries, error: undefined }).catch(() => undefined);
+    // The call may outlast the payment's lease: renewed as for the handlers, so no other attempt starts meanwhile.
     const renewal = attempt.renew();
     try {
-      await attempt.observe.handlers(PaymentEvents.DUPLICATE, () => handlers.run(PaymentEvents.DUPLICATE, event));
+      const made = await this.options.refundPayment(paymentId, settledBy);
+      await store.markDone(marker, owner, ttls.recordTtlMs).catch(() => undefined);
+      return { refund: toDuplicateRefund(made), refundState: 'refunded', refundTries: tries };
     } catch (error) {
+      this.options.noteRefundFailure?.(error);
+      const state = refundStateAfter(refundFailure(error), tries);
+      // Only a call that cannot have reached the service gives the marker back; an unknown one keeps it.
+      if (state === 'retry' || state === 'failed') await store.release(marker, owner).catch(() => undefined);
+      if (state === 'refused') await store.markDone(marker, owner, ttls.recordTtlMs).catch(() => undefined);
+      return { refund: undefined, refundState: state, refundTries: tries, error: describe(error) };
+    } finally {
       await renewal.stop();
-      const why = describe(error);
-      this.options.logger.warn(
-        `${source}: a ${PaymentEvents.DUPLICATE} handler failed for ${paymentId}; it will run again: ${why}`,
-      );
-      await attempt.finish('release', record('failed', refund, why));
-      return result(refund, why);
     }
-    await renewal.stop();
-    await attempt.finish('done', record('succeeded', refund, refundError && `refund refused: ${refundError}`));
-    return result(refund);
+  }
+
+  #logRefund(source: string, paymentId: string, tried: RefundTried): void {
+    const { logger } = this.options;
+    const what = `${source}: the refund of duplicate ${paymentId}`;
+    switch (tried.refundState) {
+      case 'refunded':
+      case 'sending':
+      case undefined:
+        return;
+      case 'refused':
+        return logger.warn(`${what} was refused by the service; refund it by hand if it must be: ${tried.error}`);
+      case 'retry':
+        return logger.warn(
+          `${what} did not reach the service (${tried.refundTries ?? 0} of ${MAX_REFUND_TRIES} calls); tried again on the next attempt: ${tried.error}`,
+        );
+      case 'failed':
+        return logger.error(
+          `${what} did not reach the service in ${MAX_REFUND_TRIES} calls; not refunded: refund it by hand: ${tried.error}`,
+        );
+      case 'unknown':
+        return logger.error(
+          `${what} was sent but its answer was lost; it is never sent again: check at the service whether it was refunded (refund it by hand if not): ${tried.error}`,
+        );
+      default:
+        return assertNever(tried.refundState);
+    }
   }
 
   /**
@@ -176,6 +297,39 @@ export class OrderScreen implements OrderScreenPort {
       this.#lost.add(event.paymentId);
       throw new OrderSettledMeanwhileError(event.paymentId, held.paymentId);
     }
+  }
+}
+
+/** A refund's outcome after this attempt, with the error of its call when it failed. */
+interface RefundTried extends RefundSoFar {
+  error?: string;
+}
+
+/** The claim key of a payment's refund marker: taken before a refund call, never by two calls. */
+export const refundMarkerKey = (paymentId: string): string => `refund:${paymentId}`;
+
+const SENT_BEFORE =
+  'an earlier attempt sent this refund (its marker is taken) and its answer was not recorded; never sent again';
+const STOPPED_BEFORE_ANSWER = 'an earlier attempt sent this refund and stopped before recording its answer';
+
+/** The refund's line in the outcome record's `lastError`, for people (the log has the rest). */
+function refundNote(refund: RefundTried): string | undefined {
+  const why = refund.error === undefined ? '' : `: ${refund.error}`;
+  switch (refund.refundState) {
+    case undefined:
+    case 'refunded':
+    case 'sending':
+      return undefined;
+    case 'refused':
+      return `refund refused${why}`;
+    case 'retry':
+      return `refund not sent yet (${refund.refundTries ?? 0} of ${MAX_REFUND_TRIES} calls), tried again${why}`;
+    case 'failed':
+      return `refund not sent in ${MAX_REFUND_TRIES} calls: refund it by hand${why}`;
+    case 'unknown':
+      return `refund unknown, needs a person: sent, its answer lost; never sent again${why}`;
+    default:
+      return assertNever(refund.refundState);
   }
 }
 

@@ -1,11 +1,11 @@
 import {
   PaymentsApiError,
   PaymentsConnectionError,
-  PaymentsError,
   PaymentsValidationError,
   RefundNotAllowedError,
 } from '../api/index.js';
-import type { DuplicateRefund, OrderSettlement } from '../store/index.js';
+import { assertNever } from '../common/index.js';
+import type { DuplicateRefund, DuplicateRefundState, OrderSettlement } from '../store/index.js';
 
 /**
  * One order, one charge: the rules, as pure functions (table-tested in
@@ -34,27 +34,85 @@ export function orderVerdict(
 }
 
 /**
- * What to do about refunding a duplicate: `call` the service's refund, `recorded` (an earlier
- * attempt refunded it: never again), or `none` (automatic refunds are off).
- * @param wanted `duplicates.refund`
- * @param recorded the refund the payment's outcome record holds from an earlier attempt
+ * Refund calls sent for one duplicate at most. Only the first may be one the service acted on:
+ * a second or third is sent only after calls it cannot have acted on (nothing sent, a 429).
  */
-export function refundPlan(wanted: boolean, recorded: DuplicateRefund | undefined): 'none' | 'call' | 'recorded' {
-  if (recorded !== undefined) return 'recorded';
-  return wanted ? 'call' : 'none';
+export const MAX_REFUND_TRIES = 3;
+
+/** Where a duplicate's refund stands, as its outcome record says. */
+export interface RefundSoFar {
+  /** The refund the service answered, when it did. */
+  refund?: DuplicateRefund;
+  /** Its state; absent when no refund was tried. */
+  refundState?: DuplicateRefundState;
+  /** Refund calls sent so far. */
+  refundTries?: number;
 }
 
 /**
- * What a failed automatic refund means. `retry`: the service may not have been reached, or failed
- * on its side (a connection error, a timeout, a 429, a 5xx, an unreadable answer): the duplicate is
- * handled again later and the refund tried again; the service refuses a second refund of one
- * payment, so a retry after a refund that did go through cannot refund twice. `final`: the service
- * refused it (`REFUND_NOT_ALLOWED`, another 4xx, bad input): the event says why, for a refund by hand.
+ * What to do about refunding a duplicate: `call` the service's refund (the store's refund marker
+ * then decides whether this attempt may send it), `unknown` (an earlier attempt sent it and
+ * stopped before its answer was recorded: never again), `settled` (an earlier attempt settled it:
+ * refunded, refused, unknown or failed; never again), or `none` (automatic refunds are off).
+ * @param wanted `duplicates.refund`
+ * @param recorded what the payment's outcome record says of its refund from earlier attempts
  */
-export function refundFailure(error: unknown): 'retry' | 'final' {
-  if (error instanceof RefundNotAllowedError || error instanceof PaymentsValidationError) return 'final';
-  if (error instanceof PaymentsConnectionError) return 'retry';
-  if (error instanceof PaymentsApiError)
-    return error.httpStatus >= 400 && error.httpStatus < 500 && error.httpStatus !== 429 ? 'final' : 'retry';
-  return error instanceof PaymentsError ? 'final' : 'retry';
+export function refundPlan(
+  wanted: boolean,
+  recorded: RefundSoFar | undefined,
+): 'none' | 'call' | 'unknown' | 'settled' {
+  if (recorded?.refund !== undefined) return 'settled';
+  if (recorded?.refundState === undefined) return wanted ? 'call' : 'none';
+  switch (recorded.refundState) {
+    case 'retry':
+      return wanted && (recorded.refundTries ?? 0) < MAX_REFUND_TRIES ? 'call' : 'settled';
+    case 'sending':
+      return 'unknown';
+    case 'refunded':
+    case 'refused':
+    case 'unknown':
+    case 'failed':
+      return 'settled';
+    default:
+      return assertNever(recorded.refundState);
+  }
+}
+
+/**
+ * What a failed refund call says: `refused` (the service answered no: `REFUND_NOT_ALLOWED`,
+ * another 4xx, bad input), `not-sent` (the service cannot have acted on it: the request never
+ * left, or a 429 turned it away), or `unknown` (it was sent and its answer was lost: a timeout, a
+ * reset, a 5xx, an unreadable answer, anything else). The service's documentation does not say
+ * that it refuses a second refund of one payment, nor what verify answers after a refund: an
+ * `unknown` refund must never be sent again.
+ */
+export function refundFailure(error: unknown): 'refused' | 'not-sent' | 'unknown' {
+  if (error instanceof RefundNotAllowedError || error instanceof PaymentsValidationError) return 'refused';
+  if (error instanceof PaymentsConnectionError) return error.mayHaveBeenProcessed ? 'unknown' : 'not-sent';
+  if (error instanceof PaymentsApiError) {
+    if (error.httpStatus === 429) return 'not-sent';
+    return error.httpStatus >= 400 && error.httpStatus < 500 ? 'refused' : 'unknown';
+  }
+  return 'unknown';
+}
+
+/**
+ * The refund's state after a failed call.
+ * @param failure what the failure says ({@link refundFailure})
+ * @param tries refund calls sent so far, this one included
+ */
+export function refundStateAfter(
+  failure: 'refused' | 'not-sent' | 'unknown',
+  tries: number,
+): Extract<DuplicateRefundState, 'refused' | 'retry' | 'unknown' | 'failed'> {
+  switch (failure) {
+    case 'refused':
+      return 'refused';
+    case 'unknown':
+      return 'unknown';
+    case 'not-sent':
+      return tries < MAX_REFUND_TRIES ? 'retry' : 'failed';
+    default:
+      return assertNever(failure);
+  }
 }

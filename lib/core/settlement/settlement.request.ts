@@ -45,8 +45,13 @@ export type SettleResult =
       settledBy: OrderSettlement;
       /** The refund made by `duplicates: { refund: true }`, when made. */
       refund?: DuplicateRefund;
-      /** Set when the refund could not be made yet or a handler failed: the duplicate is handled again later. */
+      /** Set when a handler failed: the duplicate's handlers run again later. */
       error?: string;
+      /**
+       * Set when the duplicate is reported but its refund was not sent yet (nothing reached the
+       * service, or a 429): it is tried again on a later attempt (at most 3 calls in all).
+       */
+      refundRetry?: string;
     };
 
 /** A webhook token to settle by: its stored binding, looked up with the claim, says what to expect. */

@@ -239,8 +239,8 @@ export class SettlementRunner implements Settlements {
     // One order, one charge (settlement.duplicates.ts): a paid payment of an order another settled is a duplicate.
     const screened = outcome === 'confirmed' && (await orders?.screen(attempt, verification, this.#handlers));
     if (screened) {
-      // A duplicate's handler (or refund) failed: it runs again soon, as a failed confirmation does.
-      if (screened.kind === 'order-duplicate' && screened.error !== undefined)
+      // A duplicate's handler failed, or its refund is still to send: it runs again soon, as a failed confirmation does.
+      if (screened.kind === 'order-duplicate' && (screened.error ?? screened.refundRetry) !== undefined)
         this.#recheckFailed(attempt, verification);
       return screened;
     }

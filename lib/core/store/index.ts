@@ -10,6 +10,7 @@ export type { PaymentsTransaction, TransactionalPaymentsStore } from './store.tr
 export type {
   ClaimOutcome,
   DuplicateRefund,
+  DuplicateRefundState,
   HandlerResult,
   OrderCheckout,
   OrderSettlement,

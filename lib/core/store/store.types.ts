@@ -77,7 +77,26 @@ export interface OutcomeRecord {
   settledBy?: string;
   /** With outcome `duplicate`: the refund made by `duplicates: { refund: true }`, once the service answered it. */
   refund?: DuplicateRefund;
+  /** With outcome `duplicate` and `duplicates: { refund: true }`: where its automatic refund stands. */
+  refundState?: DuplicateRefundState;
+  /** With outcome `duplicate`: refund calls sent so far (at most 3: `MAX_REFUND_TRIES` of the settlement rules). */
+  refundTries?: number;
+  /** With outcome `duplicate`: why its automatic refund was not made (yet), short and free of secrets. */
+  refundError?: string;
 }
+
+/**
+ * Where the automatic refund of a duplicate stands (docs/confirmations.md, One order, one charge):
+ * - `sending`: the call is on its way (or the attempt that sent it stopped before recording its answer);
+ * - `refunded`: the service answered the refund (`refund` holds it);
+ * - `refused`: the service refused it (a 4xx such as `REFUND_NOT_ALLOWED`): refund it by hand if it must be;
+ * - `retry`: the call never reached the service, or the service turned it away unprocessed (a 429):
+ *   tried again on the next attempt, at most 3 calls in all;
+ * - `unknown`: the call was sent but its answer was lost (a timeout, a reset, a 5xx, an unreadable
+ *   answer): the service may have refunded it. Never sent again: a person checks at the service;
+ * - `failed`: 3 calls never reached the service: not refunded; refund it by hand.
+ */
+export type DuplicateRefundState = 'sending' | 'refunded' | 'refused' | 'retry' | 'unknown' | 'failed';
 
 /** The refund of a duplicate payment, as the service answered it. */
 export interface DuplicateRefund {
