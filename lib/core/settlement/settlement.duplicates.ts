@@ -1,12 +1,13 @@
-import { type PaymentRefund, type VerifiedPayment, orderLedgerKey } from '../api/index.js';
+import { type PaymentRefund, type VerifiedPayment, checkoutKey, orderLedgerKey } from '../api/index.js';
 import { type PaymentsLogger, describe } from '../common/index.js';
-import type { DuplicateRefund, OrderLedger, OrderSettlement, PaymentsStore } from '../store/index.js';
+import type { DuplicateRefund, OrderCheckout, OrderLedger, OrderSettlement, PaymentsStore } from '../store/index.js';
 import type { Clock } from '../time/index.js';
 import type { OutcomeHandlers } from './outcome.handlers.js';
 import { PaymentDuplicateEvent, PaymentEvents, type PaymentOutcomeEvent } from './payment.events.js';
-import type { Attempt, OrderScreenPort } from './settlement.attempt.js';
+import type { Attempt, OrderScreenPort, SupersededPayment } from './settlement.attempt.js';
 import { orderVerdict, refundFailure, refundPlan } from './settlement.orders.js';
 import type { SettleResult } from './settlement.request.js';
+import { checkoutVerdict, heldRefundReason, isSuperseded, supersededProblem } from './settlement.superseded.js';
 
 /** Settings of the {@link OrderScreen}. */
 export interface OrderScreenOptions {
@@ -72,17 +73,22 @@ export class OrderScreen implements OrderScreenPort {
     attempt: Attempt,
     verification: VerifiedPayment,
     handlers: OutcomeHandlers,
-  ): Promise<SettleResult | undefined> {
+  ): Promise<SettleResult | SupersededPayment | undefined> {
     const { ledger, store, transactional, ttls } = this.options;
     const { source } = attempt;
     const { paymentId, developerTrackingId: order } = verification;
     if (order === undefined) return undefined;
     let held: OrderSettlement | undefined;
+    let checkout: OrderCheckout | undefined;
     try {
       const orderKey = orderLedgerKey(this.options.registration, order);
-      held = transactional
-        ? await ledger.findOrderSettlement(orderKey)
-        : await ledger.settleOrder(orderKey, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
+      // Whether the cart changed since this payment was opened (two tabs): a superseded payment only reads the order.
+      const checkoutOf = checkoutKey(undefined, order, this.options.registration);
+      checkout = checkoutOf === undefined ? undefined : await ledger.findCheckout(checkoutOf);
+      held =
+        transactional || isSuperseded(paymentId, checkout)
+          ? await ledger.findOrderSettlement(orderKey)
+          : await ledger.settleOrder(orderKey, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
     } catch (error) {
       attempt.abandonClaim();
       this.options.logger.error(
@@ -90,6 +96,9 @@ export class OrderScreen implements OrderScreenPort {
       );
       return { kind: 'store-unavailable', error: describe(error) };
     }
+    const cart = checkoutVerdict(paymentId, checkout, held);
+    if (cart.kind === 'superseded')
+      return { kind: 'superseded', problems: [supersededProblem(paymentId, cart.current)] };
     const verdict = orderVerdict(paymentId, order, held);
     if (verdict.kind === 'confirm') return undefined;
 
@@ -106,8 +115,12 @@ export class OrderScreen implements OrderScreenPort {
       ({ verification, outcome: 'duplicate', handlers, settledBy: settledBy.paymentId, refund, lastError }) as const;
     const previous = await store.getOutcome(paymentId).catch(() => undefined);
     let refund = previous?.outcome === 'duplicate' ? previous.refund : undefined;
-    let refundError: string | undefined;
-    if (refundPlan(this.options.refund, refund) === 'call') {
+    // The order's current payment, the order paid by another cart's: a person decides which to refund.
+    let refundError =
+      this.options.refund && !cart.refundable && refund === undefined && checkout
+        ? heldRefundReason(paymentId, checkout, settledBy)
+        : undefined;
+    if (refundPlan(this.options.refund && cart.refundable, refund) === 'call') {
       try {
         refund = toDuplicateRefund(await this.options.refundPayment(paymentId, settledBy.paymentId));
         // Recorded at once: a handler failing next must not make the next attempt refund again.

@@ -240,6 +240,9 @@ export class SettlementRunner implements Settlements {
     const { orders } = this.options;
     // One order, one charge (settlement.duplicates.ts): a paid payment of an order another settled is a duplicate.
     const screened = outcome === 'confirmed' && (await orders?.screen(attempt, verification, this.#handlers));
+    // Paid for a cart the order no longer has: a mismatch for a person, never a confirmation.
+    if (screened && screened.kind === 'superseded')
+      return this.#answered(attempt, verification, { kind: 'mismatch', problems: screened.problems, finish: 'done' });
     if (screened) {
       // A duplicate's handler (or refund) failed: it runs again soon, as a failed confirmation does.
       if (screened.kind === 'order-duplicate' && screened.error !== undefined)
