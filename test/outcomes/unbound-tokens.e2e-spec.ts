@@ -257,3 +257,48 @@ describe('the genuine delivery after a replay', () => {
     expect(seen).toHaveLength(1);
   });
 });
+
+describe('a payment queued for a re-check from a token without a binding', () => {
+  // The store was unreachable when the payment was generated (no binding, no queue entry), or lost
+  // them: the webhook finds verify still PENDING and queues the payment itself. The token carries
+  // only a hash of the tracking id; the verify answer, checked against it, says which it is.
+  async function queuedWhilePending(order: string) {
+    const run = await afterRestart({ amount: '4200', developerTrackingId: order });
+    answerVerify(fake, run.p.paymentId, { status: 'PENDING', amount: 4200, trackingId: order });
+    expect((await run.deliver(run.p.paymentId)).status).not.toBe(401);
+    let entry = await run.client.store.findPending(run.p.paymentId);
+    for (let i = 0; i < 100 && entry === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      entry = await run.client.store.findPending(run.p.paymentId);
+    }
+    return { ...run, entry };
+  }
+
+  it('keeps the tracking id the verify answer showed: the genuine return is answered, not refused', async () => {
+    const { p, client, entry } = await queuedWhilePending('order-queued-return');
+    expect(entry).toMatchObject({ paymentId: p.paymentId, amount: '4200', developerTrackingId: 'order-queued-return' });
+    await expect(
+      client.reconcilePayment(p.paymentId, {
+        expected: { amount: '4200', developerTrackingId: 'order-queued-return' },
+      }),
+    ).resolves.toMatchObject({ paymentId: p.paymentId, outcome: 'pending' });
+  });
+
+  it('reconciliation never confirms it for another order: a verify answer naming another tracking id is a mismatch', async () => {
+    const { p, client, seen } = await queuedWhilePending('order-queued-sweep');
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 4200, trackingId: 'order-else' });
+    await client.runReconciliation(Date.now() + 3_600_000);
+    expect(seen.map((s) => s.callback)).not.toContain('confirmed');
+    expect(seen.map((s) => [s.callback, s.event.paymentId])).toEqual([['mismatch', p.paymentId]]);
+    expect(await client.getOutcome(p.paymentId)).toMatchObject({ outcome: 'mismatch' });
+  });
+
+  it('the same answer for the right order is confirmed by reconciliation', async () => {
+    const { p, client, seen } = await queuedWhilePending('order-queued-right');
+    answerVerify(fake, p.paymentId, { status: 'SUCCESS', amount: 4200, trackingId: 'order-queued-right' });
+    await client.runReconciliation(Date.now() + 3_600_000);
+    expect(seen.map((s) => [s.callback, s.event.paymentId, s.event.developerTrackingId])).toEqual([
+      ['confirmed', p.paymentId, 'order-queued-right'],
+    ]);
+  });
+});

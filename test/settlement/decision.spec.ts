@@ -177,6 +177,68 @@ describe('decide(): named cases', () => {
   });
 });
 
+describe('decide(): the verified currency (details.currency) against the expected one, TND by default', () => {
+  const bound: OutcomeExpectation = { amount: AMOUNT, developerTrackingId: TRACKING, origin: 'binding' };
+  const answer = (status: string, currency: unknown) => ({
+    ok: true as const,
+    verification: { ...verification(status), details: currency === undefined ? {} : { currency } },
+  });
+  const tokenPinned: OutcomeExpectation = {
+    amount: AMOUNT,
+    trackingMatches: (t) => t === TRACKING,
+    identifiesPayment: true,
+    origin: 'token',
+  };
+  const rows: Array<[string, string, unknown, OutcomeExpectation | undefined, string, ('done' | 'release')?]> = [
+    ['788 (ISO 4217 numeric of TND), as the docs show it', 'SUCCESS', '788', bound, 'settle'],
+    ['"TND"', 'SUCCESS', 'TND', bound, 'settle'],
+    ['"tnd" (any case)', 'SUCCESS', 'tnd', bound, 'settle'],
+    ['788 as a JSON number', 'SUCCESS', 788, bound, 'settle'],
+    ['no currency sent: nothing to compare', 'SUCCESS', undefined, bound, 'settle'],
+    ['USD (840) for a TND payment: mismatch, done', 'SUCCESS', '840', bound, 'mismatch', 'done'],
+    ['"EUR": mismatch', 'SUCCESS', 'EUR', bound, 'mismatch', 'done'],
+    ['an unreadable currency (an object): mismatch', 'SUCCESS', { code: 788 }, bound, 'mismatch', 'done'],
+    ['an empty currency: mismatch', 'SUCCESS', '', bound, 'mismatch', 'done'],
+    [
+      'USD without any expectation: still a mismatch (TND is the default)',
+      'SUCCESS',
+      '840',
+      undefined,
+      'mismatch',
+      'done',
+    ],
+    ['USD, the caller expected EUR: mismatch', 'SUCCESS', '840', { ...bound, currency: 'EUR' }, 'mismatch', 'done'],
+    ['EUR, the caller expected EUR: paid', 'SUCCESS', 'EUR', { ...bound, currency: 'EUR' }, 'settle'],
+    ['USD, a token pinning the payment: mismatch, released', 'SUCCESS', '840', tokenPinned, 'mismatch', 'release'],
+    [
+      'USD, failed: a mismatch too (never the outcome of another currency)',
+      'FAILURE',
+      '840',
+      bound,
+      'mismatch',
+      'done',
+    ],
+    ['USD while PENDING: pending (nothing is settled yet)', 'PENDING', '840', bound, 'pending'],
+  ];
+  // Rows as objects: a tuple shorter than the callback's parameters would pass Jest's `done` in.
+  const cases = rows.map(([name, status, currency, expected, kind, finish]) => ({
+    name,
+    status,
+    currency,
+    expected,
+    kind,
+    finish,
+  }));
+  it.each(cases)('$name', ({ status, currency, expected, kind, finish }) => {
+    const decision = decide(ID, answer(status, currency), expected);
+    expect(decision.kind).toBe(kind);
+    if (decision.kind === 'mismatch') {
+      expect(decision.finish).toBe(finish);
+      expect(decision.problems.join('; ')).toMatch(/currency/);
+    }
+  });
+});
+
 describe('decide(): a verify call that failed', () => {
   const details = { operation: 'verifyPayment' as const, httpStatus: 404 };
   const token: OutcomeExpectation = { amount: AMOUNT, origin: 'token', trackingMatches: () => true };

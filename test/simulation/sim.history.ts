@@ -151,6 +151,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
           violate(`confirmed ${id} while the service answers ${world.statusOf(model)}`);
         if (model.reportedAmount !== model.amount || outcome.amount !== model.amount)
           violate(`confirmed ${id} for ${outcome.amount}, made for ${model.amount}`);
+        if (model.reportedCurrency !== undefined)
+          violate(`confirmed ${id}, which the service reports in currency ${model.reportedCurrency}`);
         if (outcome.developerTrackingId !== model.trackingId)
           violate(
             `confirmed ${id} for order ${String(outcome.developerTrackingId)}, made for ${String(model.trackingId)}`,
@@ -292,7 +294,12 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         if (!random.chance(0.85)) return; // the customer walks away: EXPIRED at the session's end
         payment.settleAt = time.now + random.between(3_000, sessionSecs * 600);
         payment.outcome = random.chance(0.85) ? 'SUCCESS' : 'FAILURE';
-        if (random.chance(0.05)) payment.reportedAmount = String(Number(amount) + 1_000);
+        if (random.chance(0.05)) {
+          // Some service-side mismatches are in another currency (chosen without a draw of their own,
+          // so that a seed replays the rest of its history as before).
+          if (Number(amount) % 1_000 === 0) payment.reportedCurrency = '840';
+          else payment.reportedAmount = String(Number(amount) + 1_000);
+        }
         note(payment.id, `generated on #${instance.index}`);
         payment.lagMs = has('lag') ? random.between(0, 8_000) : random.chance(0.3) ? random.between(0, 2_000) : 0;
         note(
@@ -371,7 +378,9 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   for (const payment of world.payments.values()) {
     const s = state(payment.id);
     const final = world.statusOf(payment);
-    const mismatch = payment.reportedAmount !== payment.amount && (final === 'SUCCESS' || final === 'FAILURE');
+    const mismatch =
+      (payment.reportedAmount !== payment.amount || payment.reportedCurrency !== undefined) &&
+      (final === 'SUCCESS' || final === 'FAILURE');
     if (mismatch) {
       if (s.names.includes('payment.confirmed')) violate(`${payment.id}: a mismatch was confirmed`);
       continue;

@@ -30,6 +30,8 @@ export interface ModelPayment {
   lagMs: number;
   /** The amount verify reports once settled: another one is a service-side mismatch. */
   reportedAmount: string;
+  /** The currency verify reports once settled (ISO 4217 numeric); absent: `788`, the dinar. Another is a mismatch. */
+  reportedCurrency?: string;
 }
 
 /** Settings of the world that a history draws. */
@@ -174,7 +176,7 @@ export class World {
         type: 'card',
         amount: Number(settled ? payment.reportedAmount : payment.amount),
         status,
-        details: {},
+        details: { currency: (settled ? payment.reportedCurrency : undefined) ?? '788' },
       };
       if (payment.trackingId !== undefined) result.developer_tracking_id = payment.trackingId;
       return { status: 200, body: { success: true, result, status_code: 200, code: 0, version: '2.0.0' } };

@@ -45,17 +45,30 @@ export interface OrderScreenPort {
    * Settles the payment's order, or finds it settled by another payment. Resolves `undefined`
    * when the payment is the one that settles it (or has no tracking id): the runner confirms it.
    * Otherwise it handled the payment as a duplicate (or failed to) and its result is the settle's;
-   * the attempt's claim is then finished.
+   * the attempt's claim is then finished. A payment the order's checkout superseded (a cart that
+   * changed) while nobody settled the order: `superseded`, which the runner reports as a mismatch
+   * (settlement.superseded.ts); the claim is still held.
    * @param attempt the attempt that holds the payment's claim
    * @param verification the service's answer (`SUCCESS`)
    * @param handlers the handlers of `payment.duplicate`
    */
-  screen(attempt: Attempt, verification: VerifiedPayment, handlers: OutcomeHandlers): Promise<SettleResult | undefined>;
+  screen(
+    attempt: Attempt,
+    verification: VerifiedPayment,
+    handlers: OutcomeHandlers,
+  ): Promise<SettleResult | SupersededPayment | undefined>;
   /**
    * With a transactional store, settles the confirmed payment's order through the transaction its
    * handlers run in, before they run: throws when another payment settled the order meanwhile.
    */
   settleInTransaction(event: PaymentOutcomeEvent): Promise<void>;
+}
+
+/** A paid payment of a cart the order no longer has, while nobody settled the order: never confirmed. */
+export interface SupersededPayment {
+  kind: 'superseded';
+  /** What the mismatch is reported with. */
+  problems: string[];
 }
 
 /** What claiming a payment found: the claim, and what to expect of the payment once it is held. */

@@ -78,6 +78,12 @@ export interface OutcomeExpectation {
    * without one would match, so nothing is concluded.
    */
   identifiesPayment?: boolean;
+  /**
+   * The currency the payment was asked in: an ISO 4217 code (`TND`) or its numeric form (`788`).
+   * Default `TND`, the one currency the service takes. Compared with the verify answer's
+   * `details.currency` whenever the service sends one.
+   */
+  currency?: string;
 }
 
 /** What the service answered to `verify_payment`. */
@@ -125,6 +131,9 @@ export function decideAnswer(
   expected?: OutcomeExpectation,
 ): AnsweredDecision {
   const problems = expected ? differences(verification, expected) : [];
+  // Compared with or without an expectation: a payment made in another currency is never paid for a TND order.
+  const currency = currencyProblem(verification, expected?.currency);
+  if (currency !== undefined) problems.push(currency);
   const otherPayment = verification.answeredPaymentId !== undefined && verification.answeredPaymentId !== asked;
   if (otherPayment) problems.unshift(`the answer names payment ${JSON.stringify(verification.answeredPaymentId)}`);
 
@@ -181,6 +190,32 @@ function differences(verification: VerifiedPayment, expected: OutcomeExpectation
     problems.push('tracking id differs from the one the webhook token was issued for');
   }
   return problems;
+}
+
+/** The currency a payment is expected in when nothing says otherwise. */
+export const DEFAULT_CURRENCY = 'TND';
+
+// ISO 4217 numeric codes the service may send for the alphabetic ones (its docs show "788").
+const NUMERIC_CURRENCIES: Readonly<Record<string, string>> = { '788': 'TND' };
+
+/** A currency as compared: alphabetic, upper case; a numeric code of a known currency as its letters. */
+function canonicalCurrency(code: string): string {
+  const trimmed = code.trim().toUpperCase();
+  return Object.hasOwn(NUMERIC_CURRENCIES, trimmed) ? NUMERIC_CURRENCIES[trimmed] : trimmed;
+}
+
+// The verify answer's `details.currency` against the expected currency: absent is nothing to
+// compare; a string or number that names another currency, or anything unreadable, is a problem.
+function currencyProblem(verification: VerifiedPayment, expected: string = DEFAULT_CURRENCY): string | undefined {
+  const details = verification.details;
+  if (details === undefined || !Object.hasOwn(details, 'currency')) return undefined;
+  const sent = details.currency;
+  if (sent === undefined || sent === null) return undefined;
+  const readable = typeof sent === 'string' || (typeof sent === 'number' && Number.isInteger(sent));
+  if (readable && String(sent).trim() !== '' && canonicalCurrency(String(sent)) === canonicalCurrency(expected))
+    return undefined;
+  const shown = readable ? JSON.stringify(sent) : 'unreadable';
+  return `currency ${shown} instead of ${canonicalCurrency(expected)}`;
 }
 
 // An expectation the plugin did not record itself: a token without its binding, or values a caller

@@ -1,10 +1,17 @@
-import { type PaymentRefund, type VerifiedPayment, orderLedgerKey } from '../api/index.js';
+import { type PaymentRefund, type VerifiedPayment, checkoutKey, orderLedgerKey } from '../api/index.js';
 import { type PaymentsLogger, assertNever, describe } from '../common/index.js';
-import type { ClaimOutcome, DuplicateRefund, OrderLedger, OrderSettlement, PaymentsStore } from '../store/index.js';
+import type {
+  ClaimOutcome,
+  DuplicateRefund,
+  OrderCheckout,
+  OrderLedger,
+  OrderSettlement,
+  PaymentsStore,
+} from '../store/index.js';
 import type { Clock } from '../time/index.js';
 import type { OutcomeHandlers } from './outcome.handlers.js';
 import { PaymentDuplicateEvent, PaymentEvents, type PaymentOutcomeEvent } from './payment.events.js';
-import type { Attempt, OrderScreenPort } from './settlement.attempt.js';
+import type { Attempt, OrderScreenPort, SupersededPayment } from './settlement.attempt.js';
 import {
   MAX_REFUND_TRIES,
   orderVerdict,
@@ -14,6 +21,7 @@ import {
   type RefundSoFar,
 } from './settlement.orders.js';
 import type { SettleResult } from './settlement.request.js';
+import { checkoutVerdict, heldRefundReason, isSuperseded, supersededProblem } from './settlement.superseded.js';
 
 /** Settings of the {@link OrderScreen}. */
 export interface OrderScreenOptions {
@@ -92,17 +100,22 @@ export class OrderScreen implements OrderScreenPort {
     attempt: Attempt,
     verification: VerifiedPayment,
     handlers: OutcomeHandlers,
-  ): Promise<SettleResult | undefined> {
+  ): Promise<SettleResult | SupersededPayment | undefined> {
     const { ledger, store, transactional, ttls } = this.options;
     const { source } = attempt;
     const { paymentId, developerTrackingId: order } = verification;
     if (order === undefined) return undefined;
     let held: OrderSettlement | undefined;
+    let checkout: OrderCheckout | undefined;
     try {
       const orderKey = orderLedgerKey(this.options.registration, order);
-      held = transactional
-        ? await ledger.findOrderSettlement(orderKey)
-        : await ledger.settleOrder(orderKey, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
+      // Whether the cart changed since this payment was opened (two tabs): a superseded payment only reads the order.
+      const checkoutOf = checkoutKey(undefined, order, this.options.registration);
+      checkout = checkoutOf === undefined ? undefined : await ledger.findCheckout(checkoutOf);
+      held =
+        transactional || isSuperseded(paymentId, checkout)
+          ? await ledger.findOrderSettlement(orderKey)
+          : await ledger.settleOrder(orderKey, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
     } catch (error) {
       attempt.abandonClaim();
       this.options.logger.error(
@@ -110,6 +123,9 @@ export class OrderScreen implements OrderScreenPort {
       );
       return { kind: 'store-unavailable', error: describe(error) };
     }
+    const cart = checkoutVerdict(paymentId, checkout, held);
+    if (cart.kind === 'superseded')
+      return { kind: 'superseded', problems: [supersededProblem(paymentId, cart.current)] };
     const verdict = orderVerdict(paymentId, order, held);
     if (verdict.kind === 'confirm') return undefined;
 
@@ -148,7 +164,11 @@ export class OrderScreen implements OrderScreenPort {
           error: before.refundError,
         }
       : {};
-    const plan = refundPlan(this.options.refund, refund);
+    // The order's current payment, the order paid by another cart's: a person decides which to refund.
+    const wanted = this.options.refund && cart.refundable;
+    if (this.options.refund && !cart.refundable && refund.refundState === undefined && checkout)
+      refund = { ...refund, error: heldRefundReason(paymentId, checkout, settledBy) };
+    const plan = refundPlan(wanted, refund);
     if (plan === 'call' || plan === 'unknown') {
       refund =
         plan === 'call'
@@ -159,8 +179,7 @@ export class OrderScreen implements OrderScreenPort {
       await save(refund).catch(() => undefined);
     }
     const note = refundNote(refund);
-    const refundRetry =
-      refund.refundState === 'retry' && refundPlan(this.options.refund, refund) === 'call' ? note : undefined;
+    const refundRetry = refund.refundState === 'retry' && refundPlan(wanted, refund) === 'call' ? note : undefined;
     const result = (error?: string): SettleResult => ({
       kind: 'order-duplicate',
       outcome: 'duplicate',

@@ -1,6 +1,7 @@
 import { type PaymentsLogger, describe } from '../common/index.js';
 import type { PaymentsStore, PendingPayment } from '../store/index.js';
 import type { SharedClock } from '../time/index.js';
+import type { VerifiedPayment } from '../api/index.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
 
 /**
@@ -47,6 +48,29 @@ export function nextRecheck(
   const ends = Date.parse(entry.sessionEndsAt ?? '');
   const regular = Number.isFinite(ends) ? ends + graceSecs * 1000 : now;
   return { dueAt: Math.max(regular, now + 60_000), rechecks: undefined };
+}
+
+/**
+ * What a path's expectation may put in the queue (pure): a queue entry is judged later as the
+ * plugin's own record (`binding`), so it must hold the tracking id the payment was made with, or
+ * none when it was made without one. A webhook token without its binding knows the tracking id
+ * only as a hash: the verify answer checked against that hash says which it is; without such an
+ * answer (the verify failed) nothing is queued, for an entry without the tracking id would let a
+ * later verify answer naming another order be confirmed under this one.
+ * @param expected what the path expected
+ * @param verified the service's answer the path judged (absent when its verify failed)
+ * @returns the expectation to queue, or undefined to queue nothing new
+ */
+export function queuedExpectation(
+  expected: OutcomeExpectation | undefined,
+  verified?: Pick<VerifiedPayment, 'developerTrackingId'>,
+): OutcomeExpectation | undefined {
+  if (expected?.trackingMatches === undefined || expected.developerTrackingId !== undefined) return expected;
+  const { trackingMatches, identifiesPayment: _pins, ...rest } = expected;
+  // Without an answer, only a token signed without a tracking id says what the payment has: none.
+  const trackingId = verified === undefined ? undefined : verified.developerTrackingId;
+  if (!trackingMatches(trackingId)) return undefined;
+  return trackingId === undefined ? rest : { ...rest, developerTrackingId: trackingId };
 }
 
 /**

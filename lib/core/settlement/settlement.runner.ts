@@ -19,6 +19,7 @@ import {
   type HandledOutcome,
 } from './settlement.decision.js';
 import { VerifyBudget } from './settlement.budget.js';
+import { queuedExpectation } from './settlement.rechecks.js';
 import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions } from './settlement.attempt.js';
 import { commitHandlers, runAfterCommit } from './settlement.commit.js';
 import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
@@ -186,7 +187,8 @@ export class SettlementRunner implements Settlements {
         this.logger.warn(`${attempt.source}: could not verify ${attempt.paymentId}: ${error.message}`);
         // No answer (down, rate-limited, timed out): a service that loses its redeliveries must not
         // leave the payment to the session's end. A 404 is an answer: a stranger's id queues nothing.
-        if (!isNotFound(error)) attempt.recheckSoon(attempt.expected, (decision.rateLimitedSecs ?? 0) * 1000);
+        if (!isNotFound(error))
+          attempt.recheckSoon(queuedExpectation(attempt.expected), (decision.rateLimitedSecs ?? 0) * 1000);
         return {
           kind: 'verify-failed',
           error,
@@ -207,7 +209,7 @@ export class SettlementRunner implements Settlements {
       case 'pending':
         await attempt.finish('release', { verification, outcome: 'pending', handlers: 'none' });
         // The service's state may lag its own webhook: the plugin re-checks soon rather than at the session's end.
-        attempt.recheckSoon(attempt.expected);
+        attempt.recheckSoon(queuedExpectation(attempt.expected, verification));
         return { kind: 'pending', verification };
       case 'mismatch': {
         const problems = decision.problems.join('; ');
@@ -238,6 +240,9 @@ export class SettlementRunner implements Settlements {
     const { orders } = this.options;
     // One order, one charge (settlement.duplicates.ts): a paid payment of an order another settled is a duplicate.
     const screened = outcome === 'confirmed' && (await orders?.screen(attempt, verification, this.#handlers));
+    // Paid for a cart the order no longer has: a mismatch for a person, never a confirmation.
+    if (screened && screened.kind === 'superseded')
+      return this.#answered(attempt, verification, { kind: 'mismatch', problems: screened.problems, finish: 'done' });
     if (screened) {
       // A duplicate's handler failed, or its refund is still to send: it runs again soon, as a failed confirmation does.
       if (screened.kind === 'order-duplicate' && (screened.error ?? screened.refundRetry) !== undefined)
