@@ -211,6 +211,8 @@ export class Instance {
         failLink: 'https://shop.test/back',
         sessionTimeoutSecs: options.sessionSecs,
         webhook: { publicUrl: 'https://shop.test/payments/webhook', secret: WEBHOOK_SECRET },
+        // The shop's slow handlers take up to 90 s: healthy runs, within their deadline.
+        handlers: { timeoutMs: 120_000 },
         store: this.#storeProxy(),
         logger,
         telemetry: false,
