@@ -38,7 +38,12 @@ export type {
 } from './api/payments.errors.js';
 export { toMillimes, fromMillimes } from './api/money.util.js';
 export { PAYMENTS_DEFAULTS } from './client/payments.options.js';
-export type { PaymentsOptions, PaymentFieldDefaults, PaymentsWebhookOptions } from './client/payments.options.js';
+export type {
+  PaymentsOptions,
+  PaymentFieldDefaults,
+  PaymentsWebhookOptions,
+  PaymentsHandlersOptions,
+} from './client/payments.options.js';
 export type { PaymentsReconciliationOptions } from './settlement/reconciliation.options.js';
 export type { Clock, ClockTimer } from './time/clock.port.js';
 export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './api/payment.fields.js';

@@ -50,6 +50,7 @@ export type {
   PaymentsOptions,
   PaymentsWebhookOptions,
   PaymentsReconciliationOptions,
+  PaymentsHandlersOptions,
   PaymentFieldDefaults,
   PaymentsLogger,
   PaymentsErrorCode,

@@ -79,6 +79,8 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
 
   const limit = client.webhookMaxBodyBytes;
   const router = express.Router();
+  // Not enumerable, under a symbol: how another webhook router of the app finds this one's client.
+  Object.defineProperty(router, WEBHOOK_ROUTER_CLIENT, { value: client, enumerable: false });
   // JSON and form by their types; anything else (text/plain, no Content-Type) as text, which the
   // core parses as JSON or form: real services are not careful with Content-Type.
   router.use(
@@ -88,7 +90,9 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
   );
 
   // The mount path is known from the first request only (Express tells a router nothing when it is
-  // mounted): compared then with webhook.publicUrl, once per router.
+  // mounted): compared then with webhook.publicUrl, once per router. The app's other webhook
+  // routers are found in its router stack then too, so that their clients' tokens are told apart
+  // from forged ones (421, named) whatever their secrets.
   let mountChecked = false;
   const receive = async (req: Request, res: Response): Promise<void> => {
     if (!mountChecked) {
@@ -97,6 +101,15 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
         req.baseUrl,
         client.name === undefined ? 'this client' : `client '${client.name}'`,
       );
+      const app: unknown = req.app;
+      client.webhooks.setRegistrations({
+        label: clientLabel(client),
+        route: req.baseUrl,
+        others: () =>
+          webhookClientsIn(app)
+            .filter((other) => other !== client)
+            .map((other) => ({ label: clientLabel(other), minted: (token: string) => other.webhooks.minted(token) })),
+      });
     }
     const token = typeof req.params.token === 'string' ? req.params.token : undefined;
     const answer = await client.webhooks.handle({
@@ -124,6 +137,51 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
     send(res, { status, body: { received: false, error: status === 413 ? 'payload too large' : 'malformed webhook' } });
   });
   return router;
+}
+
+/** Where a webhook router keeps its client (see {@link webhookClientsIn}). */
+const WEBHOOK_ROUTER_CLIENT: unique symbol = Symbol.for('nestjs-payments.webhookRouterClient');
+
+/** How a client is named in a warning: never by a secret. */
+function clientLabel(client: PaymentsClient): string {
+  return client.name === undefined ? 'the unnamed client' : `client '${client.name}'`;
+}
+
+interface StackHolder {
+  stack?: Array<{ handle?: unknown }>;
+  _router?: StackHolder;
+  router?: StackHolder;
+}
+
+/**
+ * The clients of the webhook routers mounted in an Express app, at any depth (routers and sub-apps
+ * within it). Express 4 keeps an app's stack on `_router` (its `router` getter throws), Express 5
+ * on `router`; a router keeps it on itself.
+ */
+function webhookClientsIn(app: unknown): PaymentsClient[] {
+  const clients: PaymentsClient[] = [];
+  const seen = new Set<unknown>();
+  const stackOf = (holder: StackHolder): StackHolder['stack'] => {
+    if (Array.isArray(holder.stack)) return holder.stack;
+    try {
+      return holder._router?.stack ?? holder.router?.stack;
+    } catch {
+      return undefined;
+    }
+  };
+  const walk = (holder: unknown, depth: number): void => {
+    if ((typeof holder !== 'function' && typeof holder !== 'object') || holder === null || seen.has(holder)) return;
+    seen.add(holder);
+    const client = (holder as { [WEBHOOK_ROUTER_CLIENT]?: PaymentsClient })[WEBHOOK_ROUTER_CLIENT];
+    if (client !== undefined) {
+      clients.push(client);
+      return;
+    }
+    if (depth > 8) return;
+    for (const layer of stackOf(holder) ?? []) walk(layer.handle, depth + 1);
+  };
+  walk(app, 0);
+  return clients;
 }
 
 function send(res: Response, answer: WebhookAnswer): void {

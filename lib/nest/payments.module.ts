@@ -128,12 +128,23 @@ export class PaymentsModule implements OnModuleInit {
       (route) => served.find((r) => r.route === route)?.importers ?? [],
     );
     own?.client?.webhooks?.setSoleRegistration?.(served.length === 1);
+    const path = servedWebhookPath(this.moduleRef, this.route);
+    if (own) {
+      // Another registration's token reaching this route is answered 421 and named, whatever its secret.
+      const others = served
+        .filter((r) => r !== own)
+        .map((r) => ({
+          label: registrationLabel(r.route, r.importers),
+          minted: (token: string) => r.client?.webhooks?.minted?.(token) === true,
+        }));
+      own.client?.webhooks?.setRegistrations?.({
+        label: registrationLabel(this.route, own.importers),
+        route: path,
+        others: () => others,
+      });
+    }
     // Logged by the client, so through the registration's own logger.
-    if (own?.served)
-      own.client?.webhooks?.warnIfUnreachable?.(
-        servedWebhookPath(this.moduleRef, this.route),
-        registrationLabel(this.route, own.importers),
-      );
+    if (own?.served) own.client?.webhooks?.warnIfUnreachable?.(path, registrationLabel(this.route, own.importers));
   }
 
   /**

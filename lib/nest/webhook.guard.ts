@@ -43,7 +43,7 @@ export function attachedAuthentication(
 /**
  * Lets a webhook through only with a valid signed token bound to the payment it names (or, with
  * `webhook.acceptUnsigned`, an unsigned delivery for a payment the plugin generated). It makes no
- * call to the service. A missing, forged, expired or foreign token answers 401, a too-large body
+ * call to the service. A missing, forged or expired token answers 401, another registration's 421, a too-large body
  * 413, a malformed one 400 (as an `HttpException`, so host exception filters apply); nothing is
  * emitted for any of them. On success the result is put on the request under
  * {@link PAYMENTS_WEBHOOK_AUTHENTICATION}: `client.webhooks.deliver()` of that result settles it

@@ -321,6 +321,8 @@ describe('what is derived from the table', () => {
       'webhook.acceptUnsigned: must be a boolean',
       'webhook.leaseMs: must be a positive integer',
     ]);
+    expect(messages({ handlers: { timeoutMs: 0 } })).toEqual(['handlers.timeoutMs: must be a positive integer']);
+    expect(messages({ handlers: 'fast' })).toEqual(['handlers: must be an object']);
     expect(
       messages({
         maxRetries: 0,

@@ -61,14 +61,14 @@ export function knownNames(root: string): KnownNames {
       const declaration = property.valueDeclaration ?? property.declarations?.[0];
       if (depth === 0 || !declaration) continue;
       const inner = checker.getNonNullableType(checker.getTypeOfSymbolAtLocation(property, declaration));
-      // Nested option objects (webhook, reconciliation, telemetry); not arrays, functions or stores.
+      // Nested option objects (webhook, reconciliation, telemetry, handlers); not arrays, functions or stores.
       const objects = inner.isUnion() ? inner.types : [inner];
       for (const part of objects)
         if (
           part.flags & ts.TypeFlags.Object &&
           part.getCallSignatures().length === 0 &&
           !checker.isArrayType(part) &&
-          ['webhook', 'reconciliation', 'telemetry'].includes(property.name)
+          ['webhook', 'reconciliation', 'telemetry', 'handlers'].includes(property.name)
         )
           collect(part, `${path}.`, depth - 1);
     }

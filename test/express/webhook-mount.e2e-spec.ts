@@ -89,4 +89,58 @@ describe('the Express webhook router', () => {
       await app.close();
     }
   });
+
+  it("answers another client's token 421, with a warning naming both clients and no secret, when their secrets differ", async () => {
+    const SHOP = 'whsec_express_shop_account_secret_000001';
+    const OUTLET = 'whsec_express_outlet_account_secret_00002';
+    const warnings: string[] = [];
+    const confirmed: string[] = [];
+    const app = express();
+    const server: Server = await new Promise((resolve) => {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const logger = { log() {}, error() {}, warn: (m: string) => void warnings.push(m) };
+    const client = (name: string, secret: string) =>
+      createPaymentsClient({
+        ...sandbox.options(),
+        name,
+        reconciliation: { enabled: false },
+        logger,
+        // Both publish the shop's URL: the outlet's is a copy-paste mistake.
+        webhook: { publicUrl: `${base}/shop/webhook`, secret },
+      });
+    const shop = client('shop', SHOP);
+    const outlet = client('outlet', OUTLET);
+    const onPaymentConfirmed = (e: PaymentConfirmedEvent) => void confirmed.push(e.paymentId);
+    app.use('/shop/webhook', createWebhookRouter({ client: shop, onPaymentConfirmed }));
+    app.use('/outlet/webhook', createWebhookRouter({ client: outlet, onPaymentConfirmed }));
+    try {
+      const { paymentId } = await outlet.generatePayment({ amount: '3100', developerTrackingId: 'order-outlet' });
+      // Before: 401 'missing or invalid webhook token', and no warning.
+      expect((await sandbox.completePayment(paymentId, { requireDelivery: false })).lastStatus).toBe(421);
+      expect(confirmed).toEqual([]);
+      expect(warnings.filter((w) => w.includes('another registration'))).toEqual([
+        expect.stringMatching(
+          /^webhook: refused a delivery on route '\/shop\/webhook' of client 'shop' carrying a token minted by another registration of this app, client 'outlet'/,
+        ),
+      ]);
+      const runs = (secret: string) => Array.from({ length: secret.length - 7 }, (_, i) => secret.slice(i, i + 8));
+      for (const warning of warnings)
+        for (const run of [...runs(SHOP), ...runs(OUTLET)]) expect(warning).not.toContain(run);
+      // A forged token is still 401, and warns nothing more.
+      const forged = await fetch(`${base}/shop/webhook/AAAAAAAAAAAAAAAA.zzzzzz.3100..abcdef.AAAAAAAAAAAAAAAAAAAAAA`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ payment_id: paymentId }),
+      });
+      expect(forged.status).toBe(401);
+      expect(warnings.filter((w) => w.includes('another registration'))).toHaveLength(1);
+    } finally {
+      await shop.close();
+      await outlet.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
 });

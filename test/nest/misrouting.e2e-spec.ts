@@ -83,14 +83,18 @@ afterAll(async () => {
   await sandbox.close();
 });
 
-function account(path: string, publicUrl: string, name?: string): PaymentsModuleOptions {
+function account(path: string, publicUrl: string, name?: string, secret = SECRET): PaymentsModuleOptions {
   return {
     ...sandbox.options(),
     name,
     reconciliation: { enabled: false },
-    webhook: { path, publicUrl, secret: SECRET },
+    webhook: { path, publicUrl, secret },
   };
 }
+
+/** Whether a text holds any 8 characters in a row of a secret. */
+const holdsPartOf = (text: string, secret: string) =>
+  Array.from({ length: secret.length - 7 }, (_, i) => secret.slice(i, i + 8)).some((run) => text.includes(run));
 
 const payments = (warnings: string[]) => warnings.filter((w) => w.startsWith('Payments'));
 
@@ -135,6 +139,56 @@ describe('two accounts sharing a secret, the second one publishing the first one
     expect(app.get(Ledger).confirmed.sort()).toEqual(
       [`default:${shop.paymentId}`, `outlet:${outlet.paymentId}`].sort(),
     );
+  });
+});
+
+describe('two accounts with their own secrets, the second one publishing the first one’s webhook URL', () => {
+  const SHOP_SECRET = 'whsec_shop_account_own_secret_0123456789';
+  const OUTLET_SECRET = 'whsec_outlet_account_own_secret_987654321';
+
+  it("answers the outlet's token on the default route 421 with a warning naming both registrations, no secret", async () => {
+    const port = await freePort();
+    const wrong = `http://127.0.0.1:${port}/payments/webhook`;
+    const { app, logger } = await start(port, [
+      PaymentsModule.forRoot(account('payments/webhook', wrong, undefined, SHOP_SECRET)),
+      PaymentsModule.forRoot(account('payments/outlet/webhook', wrong, 'outlet', OUTLET_SECRET)),
+    ]);
+    const outlet = app.get<PaymentsService>(getPaymentsServiceToken('outlet'));
+    const { paymentId } = await outlet.generatePayment({ amount: '4300', developerTrackingId: 'order-outlet-2' });
+    const settled = await sandbox.completePayment(paymentId, { requireDelivery: false });
+    // Before: 401 'missing or invalid webhook token', and nothing in the log.
+    expect(settled.lastStatus).toBe(421);
+    await outlet.reconcilePayment(paymentId);
+    expect(app.get(Ledger).confirmed).toEqual([`outlet:${paymentId}`]);
+    const misrouted = logger.warnings.filter((w) => w.includes('carrying a token minted by another registration'));
+    expect(misrouted).toEqual([
+      expect.stringMatching(
+        /^Payments: webhook: refused a delivery on route '\/payments\/webhook' of the default registration (\(imported by RootTestModule\) )?carrying a token minted by another registration of this app, registration 'outlet'/,
+      ),
+    ]);
+    for (const warning of logger.warnings) {
+      expect(holdsPartOf(warning, SHOP_SECRET)).toBe(false);
+      expect(holdsPartOf(warning, OUTLET_SECRET)).toBe(false);
+    }
+  });
+
+  it('still answers a forged token 401 without a warning', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const { logger } = await start(port, [
+      PaymentsModule.forRoot(account('payments/webhook', `${base}/payments/webhook`, undefined, SHOP_SECRET)),
+      PaymentsModule.forRoot(
+        account('payments/outlet/webhook', `${base}/payments/outlet/webhook`, 'outlet', OUTLET_SECRET),
+      ),
+    ]);
+    const forged = 'AAAAAAAAAAAAAAAA.zzzzzz.4300..abcdef.AAAAAAAAAAAAAAAAAAAAAA';
+    const answer = await fetch(`${base}/payments/webhook/${forged}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ payment_id: 'pay_forged' }),
+    });
+    expect(answer.status).toBe(401);
+    expect(logger.warnings.filter((w) => w.includes('another registration'))).toEqual([]);
   });
 });
 

@@ -73,6 +73,40 @@ const ENCODINGS: Encoding[] = [
   },
   { name: '\\u-escaped', write: uEscape, forms: each(uEscape) },
   {
+    name: 'HTML hex entities',
+    write: (r) => [...r].map((c) => `&#x${c.charCodeAt(0).toString(16)};`).join(''),
+    forms: each((w) => [...w].map((c) => `&#x${c.charCodeAt(0).toString(16)};`).join('')),
+  },
+  {
+    name: 'HTML decimal entities',
+    write: (r) => [...r].map((c) => `&#${c.charCodeAt(0)};`).join(''),
+    forms: each((w) => [...w].map((c) => `&#${c.charCodeAt(0)};`).join('')),
+  },
+  {
+    name: 'octal escapes',
+    write: (r) => [...r].map((c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`).join(''),
+    forms: each((w) => [...w].map((c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`).join('')),
+  },
+  {
+    name: '0x list',
+    write: (r) =>
+      pairs(r)
+        .map((p) => `0x${p}`)
+        .join(', '),
+    forms: each((w) =>
+      pairs(w)
+        .map((p) => `0x${p}`)
+        .join(', '),
+    ),
+  },
+  { name: 'zero-width split', write: (r) => [...r].join('\u200b'), forms: each((w) => [...w].join('\u200b')) },
+  { name: 'soft-hyphen split', write: (r) => [...r].join('\u00ad'), forms: each((w) => [...w].join('\u00ad')) },
+  {
+    name: 'char-code list',
+    write: (r) => `[${[...r].map((c) => c.charCodeAt(0)).join(', ')}]`,
+    forms: each((w) => [...w].map((c) => c.charCodeAt(0)).join(', ')),
+  },
+  {
     name: 'base64 inside longer data',
     write: (r, pad) => Buffer.from(`${'#'.repeat(pad)}${r}`).toString('base64'),
     forms: (run) => windows(run, 6).map((w) => Buffer.from(w).toString('base64')),

@@ -251,6 +251,8 @@ export class Instance {
         sessionTimeoutSecs: options.sessionSecs,
         webhook: { publicUrl: 'https://shop.test/payments/webhook', secret: WEBHOOK_SECRET },
         duplicates: { refund: true },
+        // The shop's slow handlers take up to 90 s: healthy runs, within their deadline.
+        handlers: { timeoutMs: 120_000 },
         store: this.#storeProxy(),
         logger,
         telemetry: false,

@@ -41,8 +41,10 @@ export interface RedactedAnswer {
  * offset: a run of base64 that only that secret can produce); the encoded forms are also searched
  * for URL-encoded and JSON-escaped. All of them make one case-insensitive pattern, so that a body is
  * scanned once, natively. Shorter echoes (any run of 8 characters of a secret, or of the
- * Authorization value's part from its colon on, in those encodings or in hex or spaced out) are found
- * by a second pass over the text (`secret.fragments.ts`) and cut out too.
+ * Authorization value's part from its colon on, in those encodings or in hex, octal, HTML numeric
+ * entities, `0x` or character-code lists, base64 of the hex, spaced out or split by zero-width
+ * characters) are found by a second pass over the text, which decodes as it reads
+ * (`secret.fragments.ts`), and the span of the original text that spelled them is cut out too.
  *
  * JSON escapes can spell any character (`\u0073k_…`), so no list of textual forms is complete for a
  * JSON body: when a body holds an escape other than `\/`, or a form was found, the parsed value is

@@ -107,6 +107,7 @@ export function composeEngine(
   const runner: SettlementRunner = new SettlementRunner(
     {
       leaseMs: resolved.webhook.leaseMs,
+      handlerTimeoutMs: resolved.handlers.timeoutMs,
       ...ttls,
       registration: resolved.name,
       clock: shared,

@@ -4,7 +4,7 @@ import {
   type PreAuthorizationFlag,
   type GeneratePaymentInput,
 } from '../api/index.js';
-import type { PaymentsReconciliationOptions } from '../settlement/index.js';
+import { DEFAULT_HANDLER_TIMEOUT_MS, type PaymentsReconciliationOptions } from '../settlement/index.js';
 import type { PaymentsLogger } from '../common/index.js';
 import type { PaymentsStore } from '../store/index.js';
 import type { Clock } from '../time/index.js';
@@ -121,6 +121,8 @@ export interface PaymentsOptions extends PaymentFieldDefaults {
      */
     refund?: boolean;
   };
+  /** How the outcome handlers (events, router callbacks) are run; see {@link PaymentsHandlersOptions}. */
+  handlers?: PaymentsHandlersOptions;
   /**
    * The engine's clock: every age, due time, lease renewal and wait reads it (tests move it). Due
    * times and record ages shared with other instances are corrected by the store's own clock when
@@ -153,6 +155,19 @@ export interface PaymentsOptions extends PaymentFieldDefaults {
       };
 }
 
+/** `handlers` of {@link PaymentsOptions}: how the outcome handlers of a payment are run. */
+export interface PaymentsHandlersOptions {
+  /**
+   * How long the handlers of one outcome may run, in ms, on the engine's clock. Past it the run
+   * fails like a handler that threw: the payment's claim is no longer renewed but released, the
+   * failure recorded, and the payment checked again later (its handlers then run again); the
+   * handlers' promise is abandoned (it cannot be cancelled) and how it ends is logged. It also
+   * bounds how long `close()` waits for the handlers in flight (give a container at least this
+   * long to stop). Default 60 000.
+   */
+  timeoutMs?: number;
+}
+
 /** Options after validation, with every default filled in. */
 export interface ResolvedPaymentsOptions {
   readonly publicKey: string;
@@ -173,6 +188,8 @@ export interface ResolvedPaymentsOptions {
   readonly orders: { readonly reuseOpenPayment: boolean };
   /** `duplicates`, defaults filled in. */
   readonly duplicates: { readonly refund: boolean };
+  /** `handlers`, defaults filled in. */
+  readonly handlers: { readonly timeoutMs: number };
   /** The engine's clock (the system clock unless one was given). */
   readonly clock: Clock;
   /** Tracing and metrics: off only when `telemetry` is `false` (or `enabled: false`); the backlog interval in ms. */
@@ -208,6 +225,8 @@ export const PAYMENTS_DEFAULTS = {
   tokenTtlSecs: 7 * 24 * 3600,
   /** `webhook.leaseMs`. */
   leaseMs: 60_000,
+  /** `handlers.timeoutMs`. */
+  handlerTimeoutMs: DEFAULT_HANDLER_TIMEOUT_MS,
   /** `webhook.doneTtlSecs` (30 days). */
   doneTtlSecs: 30 * 24 * 3600,
   /** Shortest accepted `webhook.secret`. */

@@ -101,6 +101,9 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
   check('webhook.acceptUnsigned', w.acceptUnsigned, boolean);
   for (const field of ['maxBodyBytes', 'tokenTtlSecs', 'leaseMs', 'doneTtlSecs', 'unsignedIntervalSecs'] as const)
     check(`webhook.${field}`, w[field], positiveInteger);
+  if (o.handlers !== undefined && (typeof o.handlers !== 'object' || o.handlers === null))
+    bad('handlers', 'must be an object');
+  else check('handlers.timeoutMs', o.handlers?.timeoutMs, positiveInteger);
   check('orders.reuseOpenPayment', o.orders?.reuseOpenPayment, boolean);
   check('duplicates.refund', o.duplicates?.refund, boolean);
   const r = o.reconciliation ?? {};
@@ -144,6 +147,7 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
     name: opts.name,
     orders: { reuseOpenPayment: opts.orders?.reuseOpenPayment ?? true },
     duplicates: { refund: opts.duplicates?.refund ?? false },
+    handlers: { timeoutMs: opts.handlers?.timeoutMs ?? PAYMENTS_DEFAULTS.handlerTimeoutMs },
     telemetry: telemetrySettings(opts.telemetry),
   };
 }

@@ -16,4 +16,5 @@ export { PaymentReconciler } from './settlement.reconciler.js';
 export type { SettleRequest, SettleResult, Settlements, TokenLookup } from './settlement.request.js';
 export { SettlementRunner } from './settlement.runner.js';
 export { TracedSettlements } from './settlement.traced.js';
+export { DEFAULT_HANDLER_TIMEOUT_MS } from './settlement.deadline.js';
 export { SETTLEMENT_WAITS } from './settlement.waits.js';

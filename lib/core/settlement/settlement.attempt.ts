@@ -3,6 +3,7 @@ import { type PaymentsLogger, describe } from '../common/index.js';
 import type { ClaimOutcome, OutcomeFinish, OutcomeSource, PaymentsStore } from '../store/index.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
 import { finishAttempt, finishOf, type AttemptRecord } from './settlement.commit.js';
+import { DEFAULT_HANDLER_TIMEOUT_MS, withinDeadline } from './settlement.deadline.js';
 import { renewWhileHandling } from './settlement.lease.js';
 import {
   outcomeKey,
@@ -20,6 +21,11 @@ import type { PaymentOutcomeEvent } from './payment.events.js';
 export interface SettlementRunnerOptions {
   /** How long one attempt may hold a payment's claim, in ms (renewed while handlers run). */
   leaseMs: number;
+  /**
+   * How long an attempt's handlers may run, in ms: past it the attempt fails (settlement.deadline.ts).
+   * Default 60 000.
+   */
+  handlerTimeoutMs?: number;
   /** How long a done outcome is remembered, in ms. */
   doneTtlMs: number;
   /** How long outcome records are kept, in ms. */
@@ -245,6 +251,20 @@ export class Attempt {
   renew(): { stop(): Promise<void>; readonly lost: boolean } {
     const { store, options, logger } = this.deps;
     return renewWhileHandling(store, this.key, this.owner, options.leaseMs, this.paymentId, logger, options.clock);
+  }
+
+  /**
+   * Runs handlers for at most `handlerTimeoutMs` (settlement.deadline.ts): past it the returned
+   * promise rejects, so that the caller stops renewing the claim and fails the attempt.
+   */
+  withinDeadline(work: () => Promise<void>): Promise<void> {
+    const { options, logger } = this.deps;
+    return withinDeadline(work, {
+      paymentId: this.paymentId,
+      timeoutMs: options.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS,
+      clock: options.clock,
+      logger,
+    });
   }
 
   /**

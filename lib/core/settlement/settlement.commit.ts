@@ -141,6 +141,8 @@ export interface CommittingAttempt {
   readonly leaseMs: number;
   /** Renews the claim while the handlers run. */
   renew(): { stop(): Promise<void> };
+  /** Runs the handlers up to their deadline: rejects past it (settlement.deadline.ts). */
+  withinDeadline(work: () => Promise<void>): Promise<void>;
   /** The attempt's end as the store writes it. */
   finishOf(claim: 'done' | 'release', record: Omit<AttemptRecord, 'source'>): OutcomeFinish;
 }
@@ -202,7 +204,8 @@ export async function commitHandlers(run: {
       const renewal = scope.holdsDatabase ? undefined : attempt.renew();
       context.transaction = scope.transaction;
       try {
-        await run.handle();
+        // A handler that never returns must not keep the claim renewed (nor close() waiting) for ever.
+        await attempt.withinDeadline(run.handle);
       } finally {
         context.transaction = undefined;
         await renewal?.stop();

@@ -208,7 +208,9 @@ export class OrderScreen implements OrderScreenPort {
       // let a redelivery run them a second time.
       const renewal = attempt.renew();
       try {
-        await attempt.observe.handlers(PaymentEvents.DUPLICATE, () => handlers.run(PaymentEvents.DUPLICATE, event));
+        await attempt.withinDeadline(() =>
+          attempt.observe.handlers(PaymentEvents.DUPLICATE, () => handlers.run(PaymentEvents.DUPLICATE, event)),
+        );
       } catch (error) {
         await renewal.stop();
         const why = describe(error);

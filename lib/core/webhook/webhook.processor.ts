@@ -7,7 +7,7 @@ import { NO_TELEMETRY, type TelemetryHooks, type WebhookTrace } from '../telemet
 import { answerFor, duplicate, refusal, unavailable, type WebhookAnswer } from './webhook.answer.js';
 import { parseWebhook, type WebhookRequest } from './webhook.payload.js';
 import { publicUrlMismatch } from './webhook.mount.js';
-import { tokenRegistrationVerdict } from './webhook.registration.js';
+import { tokenRegistrationVerdict, type RegistrationContext } from './webhook.registration.js';
 import { trackingHash, WebhookTokenSigner, type WebhookTokenClaims } from './webhook.token.js';
 import { UnboundTokens } from './webhook.unbound.js';
 
@@ -56,6 +56,7 @@ export class WebhookProcessor {
   #inFlight = 0;
   #closing = false;
   #soleRegistration = true;
+  #registrations?: RegistrationContext;
   #misrouted = 0;
   #drained?: () => void;
   #draining?: Promise<void>;
@@ -149,6 +150,25 @@ export class WebhookProcessor {
   }
 
   /**
+   * Tells this route how its registration is named and which other registrations the app has
+   * (the Nest module at start-up, the Express router from its app): a token one of them minted
+   * is then answered 421 with a warning naming both, even when their secrets differ.
+   * @internal
+   */
+  setRegistrations(context: RegistrationContext): void {
+    this.#registrations = context;
+  }
+
+  /**
+   * Whether this registration minted a token (signed with its secret or a previous one, naming
+   * it; expired or not). What another registration's route asks of it; never reveals a secret.
+   * @internal
+   */
+  minted(token: string): boolean {
+    return this.#signer?.minted(token) ?? false;
+  }
+
+  /**
    * Logs a warning when `webhook.publicUrl` does not lead to the path the route is served at
    * (see `publicUrlMismatch`). For front ends that learn their mount path only from a request.
    * @internal
@@ -220,13 +240,19 @@ export class WebhookProcessor {
       return this.#unsigned(parsed.paymentId);
     }
     const checked = this.#signer?.check(parsed.token) ?? { kind: 'invalid' };
-    if (checked.kind === 'invalid') return { ok: false, answer: refusal(401, 'missing or invalid webhook token') };
+    if (checked.kind === 'invalid') {
+      // Not ours: another registration's (its own secret) is misrouted, anything else forged.
+      const owner = this.#owner(parsed.token);
+      return owner === undefined
+        ? { ok: false, answer: refusal(401, 'missing or invalid webhook token') }
+        : { ok: false, answer: this.#misroute(owner) };
+    }
     const verdict = tokenRegistrationVerdict(checked.registration, this.#soleRegistration);
     switch (verdict) {
       case 'accept':
         break;
       case 'misrouted':
-        return { ok: false, answer: this.#misroute() };
+        return { ok: false, answer: this.#misroute(this.#owner(parsed.token)) };
       default: {
         const never: never = verdict;
         return never;
@@ -236,15 +262,24 @@ export class WebhookProcessor {
     return { ok: true, paymentId: parsed.paymentId, token: checked.claims };
   }
 
+  // Which other registration of the app minted a token, by its label (each checks with its own
+  // secrets). Only for tokens this route refuses: a forged one costs an HMAC per registration.
+  #owner(token: string): string | undefined {
+    return this.#registrations?.others().find((other) => other.minted(token))?.label;
+  }
+
   // Another registration's token reached this route: its webhook.publicUrl points here. Handling
   // it would run its payment under this account (and again under its own), so it is refused, and
-  // said loudly (the 1st, 2nd, 4th, 8th... time: a flood of them does not flood the log).
-  #misroute(): WebhookAnswer {
+  // said loudly (the 1st, 2nd, 4th, 8th... time: a flood of them does not flood the log). The
+  // warning names the registrations, never a secret.
+  #misroute(owner: string | undefined): WebhookAnswer {
     this.#misrouted++;
     if ((this.#misrouted & (this.#misrouted - 1)) === 0) {
+      const route = this.#registrations?.route ?? `/${this.#options.path}`;
+      const self = this.#registrations === undefined ? '' : ` of ${this.#registrations.label}`;
       this.logger.warn(
-        `webhook: refused ${this.#misrouted === 1 ? 'a delivery' : `${this.#misrouted} deliveries`} on route '/${this.#options.path}' carrying a token ` +
-          "minted by another registration of this app: that registration's webhook.publicUrl points at this route instead of its own",
+        `webhook: refused ${this.#misrouted === 1 ? 'a delivery' : `${this.#misrouted} deliveries`} on route '${route}'${self} carrying a token ` +
+          `minted by another registration of this app${owner === undefined ? '' : `, ${owner}`}: that registration's webhook.publicUrl points at this route instead of its own`,
       );
     }
     return refusal(421, 'webhook token of another registration: its webhook.publicUrl points at the wrong route');

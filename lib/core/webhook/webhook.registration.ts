@@ -7,6 +7,27 @@ import { hash } from 'node:crypto';
  */
 export type TokenRegistration = 'own' | 'other' | 'legacy';
 
+/**
+ * Another registration of the same app, as a route sees it: how it is named in a warning, and
+ * whether it minted a token (checked with its own secrets, which the route never sees).
+ */
+export interface OtherRegistration {
+  /** How it is named in a warning, e.g. `registration 'outlet'`; never a secret. */
+  readonly label: string;
+  /** Whether it minted `token` (its signature and registration tag; expired or not). */
+  minted(token: string): boolean;
+}
+
+/** A route's registration and the app's others, as its front end (Nest module, Express router) knows them. */
+export interface RegistrationContext {
+  /** How this registration is named in a warning. */
+  readonly label: string;
+  /** The path its route is served at, when the front end knows it (else `/<webhook.path>`). */
+  readonly route?: string;
+  /** The app's other registrations (read at each misrouted or invalid token: routes may be added later). */
+  readonly others: () => readonly OtherRegistration[];
+}
+
 /** What a route does with a validly signed token, by whose it is. */
 export type TokenRegistrationVerdict = 'accept' | 'misrouted';
 

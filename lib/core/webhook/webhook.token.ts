@@ -121,6 +121,20 @@ export class WebhookTokenSigner {
   }
 
   /**
+   * Whether this signer minted a token: its signature holds under one of the secrets and it names
+   * this registration (expired or not). Lets a route with other secrets tell another registration's
+   * misrouted token from a forged one, without ever seeing those secrets.
+   */
+  minted(token: unknown): boolean {
+    if (typeof token !== 'string') return false;
+    const match = TOKEN_FORMAT.exec(token);
+    if (!match || match[5] !== this.#tag) return false;
+    const body = token.slice(0, token.lastIndexOf('.'));
+    const actual = Buffer.from(match[6], 'utf8');
+    return this.#secrets.some((key) => safeEqualBuffers(Buffer.from(this.#sign(body, DOMAIN, key), 'utf8'), actual));
+  }
+
+  /**
    * Checks a token's signature and expiry, as {@link check}.
    * @returns its claims when valid and not another registration's, otherwise undefined
    */
