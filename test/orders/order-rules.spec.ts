@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { CHECKOUT_RULES, checkoutKey, planCheckout } from '../../lib/core/api/payments.checkout.js';
+import { CHECKOUT_RULES, checkoutKey, mayReuse, planCheckout } from '../../lib/core/api/payments.checkout.js';
+import { cancellationKey } from '../../lib/core/api/payments.cancellations.js';
+import { orderLedgerKey } from '../../lib/core/api/payments.checkout.js';
 import {
   PaymentsApiError,
   PaymentsConnectionError,
@@ -110,6 +112,18 @@ describe('planCheckout: reusing an order’s open payment', () => {
     expect(planCheckout(found, request, now)).toEqual(plan);
   });
 
+  it.each([
+    ['declined (failed): a new one at once', { outcome: 'failed', cancelled: false }],
+    ['expired: a new one at once', { outcome: 'expired', cancelled: false }],
+    ['cancelled pre-authorization: a new one at once', { outcome: 'authorized', cancelled: true }],
+    ['a mismatch: a new one', { outcome: 'mismatch', cancelled: false }],
+  ] as const)('%s, earlier ones kept, the closed one not superseded', (_case, standing) => {
+    expect(planCheckout(open({ superseded: ['pay_0'] }), ask, now, standing)).toEqual({
+      kind: 'open',
+      superseded: ['pay_0'],
+    });
+  });
+
   it('keeps at most maxSuperseded earlier payments', () => {
     const many = Array.from({ length: 30 }, (_, i) => `pay_old_${i}`);
     const plan = planCheckout(open({ superseded: many }), { ...ask, amount: '1' }, now);
@@ -123,5 +137,30 @@ describe('planCheckout: reusing an order’s open payment', () => {
     ['attempt-7', undefined, 'key:attempt-7'],
   ])('checkoutKey(%s, %s) = %s', (key, tracking, expected) => {
     expect(checkoutKey(key, tracking)).toBe(expected);
+  });
+});
+
+describe('mayReuse: whether an open payment may answer its order’s next checkout', () => {
+  it.each([
+    ['nothing learnt yet (no outcome record)', undefined, false, true],
+    ['checked and still pending', 'pending', false, true],
+    ['declined (FAILURE, SYSTEM_FAILURE)', 'failed', false, false],
+    ['expired (EXPIRED)', 'expired', false, false],
+    ['answered unlike what was sent (mismatch)', 'mismatch', false, false],
+    ['paid: its link shows it paid, a new one would be a second charge', 'confirmed', false, true],
+    ['held (pre-authorized): likewise', 'authorized', false, true],
+    ['a duplicate of the paid order: likewise', 'duplicate', false, true],
+    ['held, then cancelled (cancelPayment recorded)', 'authorized', true, false],
+    ['cancelled before its outcome was learnt', undefined, true, false],
+    ['cancelled and checked pending', 'pending', true, false],
+  ] as const)('%s', (_case, outcome, cancelled, reusable) => {
+    expect(mayReuse({ outcome, cancelled })).toBe(reusable);
+  });
+
+  it('keeps cancellation notes apart from every order of every registration', () => {
+    // A tracking id cannot hold a control character; registration names are letters, digits, - and _.
+    expect(cancellationKey(undefined, 'pay_1')).not.toBe(orderLedgerKey(undefined, 'cancelled/pay_1'));
+    expect(cancellationKey('shop', 'pay_1')).not.toBe(cancellationKey(undefined, 'pay_1'));
+    expect(cancellationKey(undefined, 'pay_1').startsWith('\u001f')).toBe(true);
   });
 });

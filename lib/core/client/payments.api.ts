@@ -1,4 +1,5 @@
 import type { SharedClock } from '../time/index.js';
+import { describe } from '../common/index.js';
 import {
   PaymentCancelledEvent,
   PaymentCapturedEvent,
@@ -17,6 +18,8 @@ import {
   normalizeMillimes,
   millimes,
   noteDuplicateRefund,
+  noteCancellation,
+  bounded,
   PaymentsValidationError,
   type PaymentsOperation,
   type CardBinding,
@@ -186,6 +189,8 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     );
     const cancellation = fromCancellationWire(json.result as JsonObject);
     if (!cancellation) throw unexpected('cancelPayment', 'the payment id is missing or malformed');
+    // Before the event: a handler that answers the customer's retry must find the payment closed.
+    await this.#noteCancellation(paymentId);
     await this.events.emitOperation(
       PaymentEvents.CANCELLED,
       new PaymentCancelledEvent(cancellation.paymentId, cancellation.cancelledAt, this.options.name),
@@ -207,6 +212,19 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const bindings = ((json.result as JsonObject).bindings as unknown[]).map(fromBindingWire);
     if (bindings.some((b) => b === undefined)) throw unexpected('listBindings', 'a binding without an id');
     return bindings as CardBinding[];
+  }
+
+  // A cancelled payment is never answered to its order's next checkout (payments.cancellations.ts).
+  // The cancellation has happened at the service: a store that fails the note is reported, not thrown.
+  async #noteCancellation(paymentId: string): Promise<void> {
+    await bounded(
+      noteCancellation(this.store, this.options.name, paymentId, this.options.outcomeRecordTtlMs),
+      this.clock,
+    ).catch((error: unknown) =>
+      this.options.logger.warn(
+        `cancelPayment: payment ${paymentId} was cancelled, but the store did not record it: an open checkout of its order may answer its link until its session ends: ${describe(error)}`,
+      ),
+    );
   }
 
   #call(
