@@ -388,6 +388,50 @@ for (const kind of KINDS) {
         }
       });
 
+      it('refuses the capture of a hold whose order was paid after it; a captured hold pays its order', async () => {
+        const { A, B, seen, close } = await pair({ webhook: true });
+        try {
+          // Held first, then the order paid by another payment: the hold stays authorized, its capture is refused.
+          const order = `order-${randomUUID()}`;
+          const held = await A.client.generatePayment(
+            { amount: '12500', developerTrackingId: order, preAuthorization: true },
+            { idempotencyKey: `${order}/1` },
+          );
+          const paid = await B.client.generatePayment(
+            { amount: '12500', developerTrackingId: order },
+            { idempotencyKey: `${order}/2` },
+          );
+          await sandbox.completePayment(held.paymentId);
+          await sandbox.completePayment(paid.paymentId);
+          expect(seen.authorized?.map((e) => e.paymentId)).toEqual([held.paymentId]);
+          expect(seen.confirmed.map((e) => e.paymentId)).toEqual([paid.paymentId]);
+          await expect(B.client.capturePayment(held.paymentId)).rejects.toThrow(
+            new RegExp(`already paid by payment ${paid.paymentId}`),
+          );
+          expect(sandbox.getPayment(held.paymentId)?.state).toBe('preauthorized');
+
+          // Held, captured, then another payment of the order paid: that one is the duplicate.
+          const other = `order-${randomUUID()}`;
+          const hold = await A.client.generatePayment(
+            { amount: '9000', developerTrackingId: other, preAuthorization: true },
+            { idempotencyKey: `${other}/1` },
+          );
+          const second = await B.client.generatePayment(
+            { amount: '9000', developerTrackingId: other },
+            { idempotencyKey: `${other}/2` },
+          );
+          await sandbox.completePayment(hold.paymentId);
+          await A.client.capturePayment(hold.paymentId);
+          expect(sandbox.getPayment(hold.paymentId)?.state).toBe('captured');
+          await sandbox.completePayment(second.paymentId);
+          expect(seen.duplicate.map((e) => [e.paymentId, e.settledBy.paymentId])).toEqual([
+            [second.paymentId, hold.paymentId],
+          ]);
+        } finally {
+          await close();
+        }
+      });
+
       it('refunds the duplicate once through the normal refund path, also when the first refund call fails', async () => {
         const { A, B, seen, close } = await pair({ webhook: true, refund: true });
         try {

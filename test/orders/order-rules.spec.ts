@@ -8,7 +8,9 @@ import {
   PaymentsValidationError,
   RefundNotAllowedError,
 } from '../../lib/core/api/payments.errors.js';
-import { orderVerdict, refundFailure, refundPlan } from '../../lib/core/settlement/settlement.orders.js';
+import { orderScreenOf, orderVerdict, refundFailure, refundPlan } from '../../lib/core/settlement/settlement.orders.js';
+import { captureRefusal } from '../../lib/core/api/payments.duplicates.js';
+import type { OutcomeRecord } from '../../lib/core/store/store.types.js';
 import type { OrderCheckout } from '../../lib/core/store/store.types.js';
 
 // One order, one charge: the rules, each one pure function, as tables.
@@ -25,6 +27,55 @@ describe('orderVerdict: whether a successful payment confirms its order', () => 
   });
 });
 
+describe('orderScreenOf: how each outcome meets its order', () => {
+  it.each([
+    ['paid: settles the order, or is a duplicate', 'confirmed', 'settle'],
+    ['held: a duplicate when another paid the order, never settles it', 'authorized', 'check'],
+    ['declined: nothing charged', 'failed', 'none'],
+    ['expired: nothing charged', 'expired', 'none'],
+  ] as const)('%s', (_case, outcome, mode) => {
+    expect(orderScreenOf(outcome)).toBe(mode);
+  });
+});
+
+describe('captureRefusal: a hold whose capture would charge its order twice', () => {
+  const record = (over: Partial<OutcomeRecord>): OutcomeRecord => ({
+    paymentId: 'pay_B',
+    outcome: 'authorized',
+    status: 'PREAUTH_SUCCESS',
+    source: 'webhook',
+    handlers: 'succeeded',
+    attempts: 1,
+    amount: '12500',
+    developerTrackingId: 'order-1',
+    updatedAt: '2030-01-01T00:00:00.000Z',
+    ...over,
+  });
+  const A = { paymentId: 'pay_A', amount: '12500' };
+  it.each([
+    ['nothing known: captured', undefined, undefined, false],
+    ['authorized, order not paid: captured', record({}), undefined, false],
+    [
+      'authorized, the order settled by itself (a capture again): captured',
+      record({}),
+      { ...A, paymentId: 'pay_B' },
+      false,
+    ],
+    ['recorded a duplicate: refused', record({ outcome: 'duplicate', settledBy: 'pay_A' }), A, true],
+    [
+      'recorded a duplicate, the order record gone: refused',
+      record({ outcome: 'duplicate', settledBy: 'pay_A' }),
+      undefined,
+      true,
+    ],
+    ['authorized first, the order paid by another since: refused', record({}), A, true],
+  ] as const)('%s', (_case, found, held, refused) => {
+    const why = captureRefusal('pay_B', found, held);
+    expect(why !== undefined).toBe(refused);
+    if (refused) expect(why).toContain('already paid by payment pay_A');
+  });
+});
+
 describe('refundPlan: refunding a duplicate once', () => {
   const recorded = { refundId: 'ref_1', amount: '12500', status: 'success', refundedAt: '2030-01-01T00:00:00.000Z' };
   it.each([
@@ -34,6 +85,14 @@ describe('refundPlan: refunding a duplicate once', () => {
     ['off, yet recorded (turned off since): still reported', false, recorded, 'recorded'],
   ] as const)('%s', (_case, wanted, found, plan) => {
     expect(refundPlan(wanted, found)).toBe(plan);
+  });
+
+  it.each([
+    ['on, a held pre-authorization: nothing charged, nothing refunded', true, undefined, 'none'],
+    ['off, a held pre-authorization', false, undefined, 'none'],
+    ['on, a hold with a refund recorded (by hand): reported', true, recorded, 'recorded'],
+  ] as const)('%s', (_case, wanted, found, plan) => {
+    expect(refundPlan(wanted, found, true)).toBe(plan);
   });
 });
 

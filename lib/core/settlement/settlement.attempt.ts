@@ -42,15 +42,22 @@ export interface SettlementRunnerOptions {
 /** The order screen as the runner sees it. */
 export interface OrderScreenPort {
   /**
-   * Settles the payment's order, or finds it settled by another payment. Resolves `undefined`
-   * when the payment is the one that settles it (or has no tracking id): the runner confirms it.
-   * Otherwise it handled the payment as a duplicate (or failed to) and its result is the settle's;
-   * the attempt's claim is then finished.
+   * Settles the payment's order (a paid payment), or finds it settled by another payment (a paid
+   * payment, a held pre-authorization: `orderScreenOf`). Resolves `undefined` when the payment is
+   * the one that settles it, or nobody else did (or it has no tracking id): the runner handles its
+   * outcome. Otherwise it handled the payment as a duplicate (or failed to) and its result is the
+   * settle's; the attempt's claim is then finished.
    * @param attempt the attempt that holds the payment's claim
-   * @param verification the service's answer (`SUCCESS`)
+   * @param verification the service's answer (`SUCCESS` or `PREAUTH_SUCCESS`)
    * @param handlers the handlers of `payment.duplicate`
+   * @param mode `settle` (a paid payment) or `check` (a held pre-authorization: read, never settled)
    */
-  screen(attempt: Attempt, verification: VerifiedPayment, handlers: OutcomeHandlers): Promise<SettleResult | undefined>;
+  screen(
+    attempt: Attempt,
+    verification: VerifiedPayment,
+    handlers: OutcomeHandlers,
+    mode: 'settle' | 'check',
+  ): Promise<SettleResult | undefined>;
   /**
    * With a transactional store, settles the confirmed payment's order through the transaction its
    * handlers run in, before they run: throws when another payment settled the order meanwhile.

@@ -43,7 +43,8 @@ export class OrderSettledMeanwhileError extends Error {
 
 /**
  * One confirmation per order, carried out: called by the settlement runner when a payment it
- * holds the claim of verified `SUCCESS`. It settles the payment's order in the store (first payment
+ * holds the claim of verified `SUCCESS` (or `PREAUTH_SUCCESS`: a hold is checked against the
+ * order, never settles it). It settles the payment's order in the store (first payment
  * wins, across instances) or finds it settled by another; a duplicate is refunded when asked, its
  * `payment.duplicate` handlers run, and its claim is finished, so that it happens once.
  *
@@ -72,6 +73,7 @@ export class OrderScreen implements OrderScreenPort {
     attempt: Attempt,
     verification: VerifiedPayment,
     handlers: OutcomeHandlers,
+    mode: 'settle' | 'check',
   ): Promise<SettleResult | undefined> {
     const { ledger, store, transactional, ttls } = this.options;
     const { source } = attempt;
@@ -80,9 +82,11 @@ export class OrderScreen implements OrderScreenPort {
     let held: OrderSettlement | undefined;
     try {
       const orderKey = orderLedgerKey(this.options.registration, order);
-      held = transactional
-        ? await ledger.findOrderSettlement(orderKey)
-        : await ledger.settleOrder(orderKey, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
+      // A pre-authorization is only checked: it never settles the order (settlement.orders.ts).
+      held =
+        transactional || mode === 'check'
+          ? await ledger.findOrderSettlement(orderKey)
+          : await ledger.settleOrder(orderKey, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
     } catch (error) {
       attempt.abandonClaim();
       this.options.logger.error(
@@ -107,7 +111,8 @@ export class OrderScreen implements OrderScreenPort {
     const previous = await store.getOutcome(paymentId).catch(() => undefined);
     let refund = previous?.outcome === 'duplicate' ? previous.refund : undefined;
     let refundError: string | undefined;
-    if (refundPlan(this.options.refund, refund) === 'call') {
+    const hold = mode === 'check';
+    if (refundPlan(this.options.refund, refund, hold) === 'call') {
       try {
         refund = toDuplicateRefund(await this.options.refundPayment(paymentId, settledBy.paymentId));
         // Recorded at once: a handler failing next must not make the next attempt refund again.
@@ -127,7 +132,9 @@ export class OrderScreen implements OrderScreenPort {
     }
 
     this.options.logger.warn(
-      `${source}: payment ${paymentId} of order ${JSON.stringify(order)} succeeded after payment ${settledBy.paymentId} had settled it: a duplicate charge${refund ? `, refunded (${refund.refundId})` : ''}`,
+      hold
+        ? `${source}: payment ${paymentId} of order ${JSON.stringify(order)} was pre-authorized after payment ${settledBy.paymentId} had settled it: a duplicate hold; capturePayment refuses it, release it with cancelPayment`
+        : `${source}: payment ${paymentId} of order ${JSON.stringify(order)} succeeded after payment ${settledBy.paymentId} had settled it: a duplicate charge${refund ? `, refunded (${refund.refundId})` : ''}`,
     );
     const event = new PaymentDuplicateEvent(
       verification,

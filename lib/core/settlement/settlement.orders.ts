@@ -6,6 +6,7 @@ import {
   RefundNotAllowedError,
 } from '../api/index.js';
 import type { DuplicateRefund, OrderSettlement } from '../store/index.js';
+import type { HandledOutcome } from './settlement.decision.js';
 
 /**
  * One order, one charge: the rules, as pure functions (table-tested in
@@ -13,6 +14,30 @@ import type { DuplicateRefund, OrderSettlement } from '../store/index.js';
  * payment the plugin confirms settles it, and every later successful one is a duplicate. The
  * order screen (settlement.duplicates.ts) carries them out against the store.
  */
+
+/**
+ * How the order screen treats a payment of each handled outcome before its handlers run.
+ * `settle`: a paid payment (`confirmed`) settles its order, the first one wins, and a later one is
+ * a duplicate. `check`: a held pre-authorization (`authorized`) is a duplicate when another payment
+ * already settled its order (capturing it would be a second charge), but never settles the order
+ * itself: a hold may be cancelled, and the order must stay payable then. `none`: nothing was
+ * charged or held (`failed`, `expired`).
+ */
+export function orderScreenOf(outcome: HandledOutcome): 'settle' | 'check' | 'none' {
+  switch (outcome) {
+    case 'confirmed':
+      return 'settle';
+    case 'authorized':
+      return 'check';
+    case 'failed':
+    case 'expired':
+      return 'none';
+    default: {
+      const unknown: never = outcome;
+      return unknown;
+    }
+  }
+}
 
 /** What a successful payment is for its order. */
 export type OrderVerdict = { kind: 'confirm' } | { kind: 'duplicate'; settledBy: OrderSettlement };
@@ -35,13 +60,20 @@ export function orderVerdict(
 
 /**
  * What to do about refunding a duplicate: `call` the service's refund, `recorded` (an earlier
- * attempt refunded it: never again), or `none` (automatic refunds are off).
+ * attempt refunded it: never again), or `none` (automatic refunds are off, or the duplicate is a
+ * held pre-authorization: nothing was charged, and the service refunds no hold; it is released
+ * with `cancelPayment`).
  * @param wanted `duplicates.refund`
  * @param recorded the refund the payment's outcome record holds from an earlier attempt
+ * @param held whether the duplicate is a pre-authorization (verified `PREAUTH_SUCCESS`)
  */
-export function refundPlan(wanted: boolean, recorded: DuplicateRefund | undefined): 'none' | 'call' | 'recorded' {
+export function refundPlan(
+  wanted: boolean,
+  recorded: DuplicateRefund | undefined,
+  held = false,
+): 'none' | 'call' | 'recorded' {
   if (recorded !== undefined) return 'recorded';
-  return wanted ? 'call' : 'none';
+  return wanted && !held ? 'call' : 'none';
 }
 
 /**

@@ -21,6 +21,7 @@ import {
 import { VerifyBudget } from './settlement.budget.js';
 import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions } from './settlement.attempt.js';
 import { commitHandlers, runAfterCommit } from './settlement.commit.js';
+import { orderScreenOf } from './settlement.orders.js';
 import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
 import {
   OUTCOME_EVENT_CLASSES,
@@ -236,8 +237,10 @@ export class SettlementRunner implements Settlements {
   async #runHandlers(attempt: Attempt, settling: Settling): Promise<SettleResult> {
     const { verification, outcome, name } = settling;
     const { orders } = this.options;
-    // One order, one charge (settlement.duplicates.ts): a paid payment of an order another settled is a duplicate.
-    const screened = outcome === 'confirmed' && (await orders?.screen(attempt, verification, this.#handlers));
+    // One order, one charge (settlement.duplicates.ts): a paid or held payment of an order another
+    // settled is a duplicate.
+    const mode = orderScreenOf(outcome);
+    const screened = mode !== 'none' && (await orders?.screen(attempt, verification, this.#handlers, mode));
     if (screened) {
       // A duplicate's handler (or refund) failed: it runs again soon, as a failed confirmation does.
       if (screened.kind === 'order-duplicate' && screened.error !== undefined)
