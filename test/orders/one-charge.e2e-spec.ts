@@ -10,10 +10,13 @@ import { orderLedgerOf, type PaymentsStore } from '../../lib/core/store/store.po
 import {
   createPaymentsClient,
   createWebhookRouter,
+  type PaymentAuthorizedEvent,
   type PaymentConfirmedEvent,
   type PaymentDuplicateEvent,
+  type PaymentFailedEvent,
   type PaymentRefundedEvent,
   type PaymentsClient,
+  PaymentsValidationError,
 } from '../../lib/express/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
@@ -38,6 +41,8 @@ const SECRET = 'whsec_orders_0123456789abcdef0123456789';
 
 interface Seen {
   confirmed: PaymentConfirmedEvent[];
+  authorized?: PaymentAuthorizedEvent[];
+  failed?: PaymentFailedEvent[];
   duplicate: PaymentDuplicateEvent[];
   refunded: PaymentRefundedEvent[];
 }
@@ -75,6 +80,8 @@ async function instance(
         seen.confirmed.push(e);
       },
       onPaymentDuplicate: (e) => void seen.duplicate.push(e),
+      onPaymentAuthorized: (e) => void seen.authorized?.push(e),
+      onPaymentFailed: (e) => void seen.failed?.push(e),
       onPaymentRefunded: (e) => void seen.refunded.push(e),
     }),
   );
@@ -148,7 +155,7 @@ for (const kind of KINDS) {
       afterAll(() => sandbox.close());
 
       async function pair(options: { webhook: boolean; refund?: boolean }) {
-        const seen: Seen = { confirmed: [], duplicate: [], refunded: [] };
+        const seen: Seen = { confirmed: [], duplicate: [], refunded: [], authorized: [], failed: [] };
         const storeOf = kind.make();
         const A = await instance(sandbox, storeOf(), seen, options);
         const B = await instance(sandbox, storeOf(), seen, options);
@@ -273,6 +280,157 @@ for (const kind of KINDS) {
           });
         }
       }
+
+      // Issue 32, finding 1: the customer's "try again" after a payment that can no longer be paid
+      // gets a new link at once, on either instance (the outcome is read from the shared store).
+      it('opens a new payment when the open one was declined (payment.failed): never its link again', async () => {
+        const { A, B, seen, close } = await pair({ webhook: true });
+        try {
+          const order = `order-${randomUUID()}`;
+          const input = { amount: '12500', developerTrackingId: order };
+          const first = await A.client.generatePayment(input);
+          await sandbox.failPayment(first.paymentId);
+          expect(seen.failed?.map((e) => e.paymentId)).toEqual([first.paymentId]);
+          const retry = await B.client.generatePayment(input);
+          expect(retry.paymentId).not.toBe(first.paymentId);
+          expect(sandbox.getPayment(retry.paymentId)?.state).toBe('pending');
+          // The new payment is the order's open one: a second retry answers it (one payment per checkout).
+          expect(await A.client.generatePayment(input)).toEqual(retry);
+          await sandbox.completePayment(retry.paymentId);
+          expect(seen.confirmed.map((e) => e.paymentId)).toEqual([retry.paymentId]);
+          expect(seen.duplicate).toEqual([]);
+        } finally {
+          await close();
+        }
+      });
+
+      it('opens a new payment when the held pre-authorization was cancelled (cancelPayment)', async () => {
+        const { A, B, seen, close } = await pair({ webhook: true });
+        try {
+          const order = `order-${randomUUID()}`;
+          const input = { amount: '12500', developerTrackingId: order, preAuthorization: true };
+          const first = await A.client.generatePayment(input);
+          await sandbox.completePayment(first.paymentId);
+          expect(seen.authorized?.map((e) => e.paymentId)).toEqual([first.paymentId]);
+          // Held and not cancelled: the order's payment, answered again (no second hold).
+          expect(await B.client.generatePayment(input)).toEqual(first);
+          await A.client.cancelPayment(first.paymentId);
+          const retry = await B.client.generatePayment(input);
+          expect(retry.paymentId).not.toBe(first.paymentId);
+          expect(sandbox.getPayment(retry.paymentId)?.state).toBe('pending');
+          expect(await A.client.generatePayment(input)).toEqual(retry);
+        } finally {
+          await close();
+        }
+      });
+
+      it('opens a new payment when the open one expired (its EXPIRED outcome recorded)', async () => {
+        const { A, B, close } = await pair({ webhook: true });
+        try {
+          const order = `order-${randomUUID()}`;
+          const input = { amount: '12500', developerTrackingId: order };
+          const first = await A.client.generatePayment(input);
+          await sandbox.expirePayment(first.paymentId);
+          // The customer's return (or reconciliation) learns it, on one instance.
+          expect(await A.client.reconcilePayment(first.paymentId)).toMatchObject({ outcome: 'expired' });
+          const retry = await B.client.generatePayment(input);
+          expect(retry.paymentId).not.toBe(first.paymentId);
+          expect(sandbox.getPayment(retry.paymentId)?.state).toBe('pending');
+          expect(await A.client.generatePayment(input)).toEqual(retry);
+        } finally {
+          await close();
+        }
+      });
+
+      // Issue 32, finding 11: a pre-authorization of an order another payment already paid is a
+      // second charge in waiting: a duplicate, never authorized, and its capture refused.
+      it('reports a pre-authorization of a paid order as payment.duplicate, and refuses its capture', async () => {
+        const { A, B, seen, close } = await pair({ webhook: true });
+        try {
+          const order = `order-${randomUUID()}`;
+          const p1 = await A.client.generatePayment(
+            { amount: '12500', developerTrackingId: order },
+            { idempotencyKey: `${order}/1` },
+          );
+          const p2 = await B.client.generatePayment(
+            { amount: '12500', developerTrackingId: order, preAuthorization: true },
+            { idempotencyKey: `${order}/2` },
+          );
+          await sandbox.completePayment(p1.paymentId);
+          await sandbox.completePayment(p2.paymentId);
+          expect(sandbox.getPayment(p2.paymentId)?.state).toBe('preauthorized');
+          expect(seen.confirmed.map((e) => e.paymentId)).toEqual([p1.paymentId]);
+          expect(seen.authorized).toEqual([]);
+          expect(seen.duplicate).toHaveLength(1);
+          expect(seen.duplicate[0]).toMatchObject({
+            paymentId: p2.paymentId,
+            status: 'PREAUTH_SUCCESS',
+            settledBy: { paymentId: p1.paymentId, amount: '12500' },
+            order,
+          });
+          for (const c of [A.client, B.client])
+            expect(await c.reconcilePayment(p2.paymentId)).toMatchObject({
+              outcome: 'duplicate',
+              settledBy: p1.paymentId,
+            });
+          expect(await B.client.getOutcome(p2.paymentId)).toMatchObject({
+            outcome: 'duplicate',
+            settledBy: p1.paymentId,
+          });
+          await expect(A.client.capturePayment(p2.paymentId)).rejects.toThrow(PaymentsValidationError);
+          await expect(B.client.capturePayment(p2.paymentId)).rejects.toThrow(/duplicate/);
+          expect(sandbox.getPayment(p2.paymentId)?.state).toBe('preauthorized');
+          // Releasing the hold is what is left to do, and allowed.
+          await A.client.cancelPayment(p2.paymentId);
+          expect(sandbox.getPayment(p2.paymentId)?.state).toBe('cancelled');
+        } finally {
+          await close();
+        }
+      });
+
+      it('refuses the capture of a hold whose order was paid after it; a captured hold pays its order', async () => {
+        const { A, B, seen, close } = await pair({ webhook: true });
+        try {
+          // Held first, then the order paid by another payment: the hold stays authorized, its capture is refused.
+          const order = `order-${randomUUID()}`;
+          const held = await A.client.generatePayment(
+            { amount: '12500', developerTrackingId: order, preAuthorization: true },
+            { idempotencyKey: `${order}/1` },
+          );
+          const paid = await B.client.generatePayment(
+            { amount: '12500', developerTrackingId: order },
+            { idempotencyKey: `${order}/2` },
+          );
+          await sandbox.completePayment(held.paymentId);
+          await sandbox.completePayment(paid.paymentId);
+          expect(seen.authorized?.map((e) => e.paymentId)).toEqual([held.paymentId]);
+          expect(seen.confirmed.map((e) => e.paymentId)).toEqual([paid.paymentId]);
+          await expect(B.client.capturePayment(held.paymentId)).rejects.toThrow(
+            new RegExp(`already paid by payment ${paid.paymentId}`),
+          );
+          expect(sandbox.getPayment(held.paymentId)?.state).toBe('preauthorized');
+
+          // Held, captured, then another payment of the order paid: that one is the duplicate.
+          const other = `order-${randomUUID()}`;
+          const hold = await A.client.generatePayment(
+            { amount: '9000', developerTrackingId: other, preAuthorization: true },
+            { idempotencyKey: `${other}/1` },
+          );
+          const second = await B.client.generatePayment(
+            { amount: '9000', developerTrackingId: other },
+            { idempotencyKey: `${other}/2` },
+          );
+          await sandbox.completePayment(hold.paymentId);
+          await A.client.capturePayment(hold.paymentId);
+          expect(sandbox.getPayment(hold.paymentId)?.state).toBe('captured');
+          await sandbox.completePayment(second.paymentId);
+          expect(seen.duplicate.map((e) => [e.paymentId, e.settledBy.paymentId])).toEqual([
+            [second.paymentId, hold.paymentId],
+          ]);
+        } finally {
+          await close();
+        }
+      });
 
       it('refunds the duplicate once through the normal refund path, also when the first refund call was turned away', async () => {
         const { A, B, seen, close } = await pair({ webhook: true, refund: true });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { CHECKOUT_RULES, checkoutKey, planCheckout } from '../../lib/core/api/payments.checkout.js';
+import { CHECKOUT_RULES, checkoutKey, mayReuse, planCheckout } from '../../lib/core/api/payments.checkout.js';
+import { cancellationKey } from '../../lib/core/api/payments.cancellations.js';
+import { orderLedgerKey } from '../../lib/core/api/payments.checkout.js';
 import {
   PaymentsApiError,
   PaymentsConnectionError,
@@ -13,6 +15,9 @@ import {
   refundPlan,
   refundStateAfter,
 } from '../../lib/core/settlement/settlement.orders.js';
+import { orderScreenOf } from '../../lib/core/settlement/settlement.orders.js';
+import { captureRefusal } from '../../lib/core/api/payments.duplicates.js';
+import type { OutcomeRecord } from '../../lib/core/store/store.types.js';
 import type { OrderCheckout } from '../../lib/core/store/store.types.js';
 
 // One order, one charge: the rules, each one pure function, as tables.
@@ -26,6 +31,55 @@ describe('orderVerdict: whether a successful payment confirms its order', () => 
     ['another payment settled it: a duplicate naming it', 'pay_B', 'order-1', A, { kind: 'duplicate', settledBy: A }],
   ] as const)('%s', (_case, paymentId, trackingId, held, verdict) => {
     expect(orderVerdict(paymentId, trackingId, held)).toEqual(verdict);
+  });
+});
+
+describe('orderScreenOf: how each outcome meets its order', () => {
+  it.each([
+    ['paid: settles the order, or is a duplicate', 'confirmed', 'settle'],
+    ['held: a duplicate when another paid the order, never settles it', 'authorized', 'check'],
+    ['declined: nothing charged', 'failed', 'none'],
+    ['expired: nothing charged', 'expired', 'none'],
+  ] as const)('%s', (_case, outcome, mode) => {
+    expect(orderScreenOf(outcome)).toBe(mode);
+  });
+});
+
+describe('captureRefusal: a hold whose capture would charge its order twice', () => {
+  const record = (over: Partial<OutcomeRecord>): OutcomeRecord => ({
+    paymentId: 'pay_B',
+    outcome: 'authorized',
+    status: 'PREAUTH_SUCCESS',
+    source: 'webhook',
+    handlers: 'succeeded',
+    attempts: 1,
+    amount: '12500',
+    developerTrackingId: 'order-1',
+    updatedAt: '2030-01-01T00:00:00.000Z',
+    ...over,
+  });
+  const A = { paymentId: 'pay_A', amount: '12500' };
+  it.each([
+    ['nothing known: captured', undefined, undefined, false],
+    ['authorized, order not paid: captured', record({}), undefined, false],
+    [
+      'authorized, the order settled by itself (a capture again): captured',
+      record({}),
+      { ...A, paymentId: 'pay_B' },
+      false,
+    ],
+    ['recorded a duplicate: refused', record({ outcome: 'duplicate', settledBy: 'pay_A' }), A, true],
+    [
+      'recorded a duplicate, the order record gone: refused',
+      record({ outcome: 'duplicate', settledBy: 'pay_A' }),
+      undefined,
+      true,
+    ],
+    ['authorized first, the order paid by another since: refused', record({}), A, true],
+  ] as const)('%s', (_case, found, held, refused) => {
+    const why = captureRefusal('pay_B', found, held);
+    expect(why !== undefined).toBe(refused);
+    if (refused) expect(why).toContain('already paid by payment pay_A');
   });
 });
 
@@ -52,6 +106,14 @@ describe('refundPlan: refunding a duplicate once', () => {
     ],
   ] as const)('%s', (_case, wanted, found, plan) => {
     expect(refundPlan(wanted, found)).toBe(plan);
+  });
+
+  it.each([
+    ['on, a held pre-authorization: nothing charged, nothing refunded', true, undefined, 'none'],
+    ['off, a held pre-authorization', false, undefined, 'none'],
+    ['on, a hold with a refund recorded (by hand): reported', true, { refund: recorded }, 'settled'],
+  ] as const)('%s', (_case, wanted, found, plan) => {
+    expect(refundPlan(wanted, found, true)).toBe(plan);
   });
 });
 
@@ -142,6 +204,18 @@ describe('planCheckout: reusing an order’s open payment', () => {
     expect(planCheckout(found, request, now)).toEqual(plan);
   });
 
+  it.each([
+    ['declined (failed): a new one at once', { outcome: 'failed', cancelled: false }],
+    ['expired: a new one at once', { outcome: 'expired', cancelled: false }],
+    ['cancelled pre-authorization: a new one at once', { outcome: 'authorized', cancelled: true }],
+    ['a mismatch: a new one', { outcome: 'mismatch', cancelled: false }],
+  ] as const)('%s, earlier ones kept, the closed one not superseded', (_case, standing) => {
+    expect(planCheckout(open({ superseded: ['pay_0'] }), ask, now, standing)).toEqual({
+      kind: 'open',
+      superseded: ['pay_0'],
+    });
+  });
+
   it('keeps at most maxSuperseded earlier payments', () => {
     const many = Array.from({ length: 30 }, (_, i) => `pay_old_${i}`);
     const plan = planCheckout(open({ superseded: many }), { ...ask, amount: '1' }, now);
@@ -155,5 +229,30 @@ describe('planCheckout: reusing an order’s open payment', () => {
     ['attempt-7', undefined, 'key:attempt-7'],
   ])('checkoutKey(%s, %s) = %s', (key, tracking, expected) => {
     expect(checkoutKey(key, tracking)).toBe(expected);
+  });
+});
+
+describe('mayReuse: whether an open payment may answer its order’s next checkout', () => {
+  it.each([
+    ['nothing learnt yet (no outcome record)', undefined, false, true],
+    ['checked and still pending', 'pending', false, true],
+    ['declined (FAILURE, SYSTEM_FAILURE)', 'failed', false, false],
+    ['expired (EXPIRED)', 'expired', false, false],
+    ['answered unlike what was sent (mismatch)', 'mismatch', false, false],
+    ['paid: its link shows it paid, a new one would be a second charge', 'confirmed', false, true],
+    ['held (pre-authorized): likewise', 'authorized', false, true],
+    ['a duplicate of the paid order: likewise', 'duplicate', false, true],
+    ['held, then cancelled (cancelPayment recorded)', 'authorized', true, false],
+    ['cancelled before its outcome was learnt', undefined, true, false],
+    ['cancelled and checked pending', 'pending', true, false],
+  ] as const)('%s', (_case, outcome, cancelled, reusable) => {
+    expect(mayReuse({ outcome, cancelled })).toBe(reusable);
+  });
+
+  it('keeps cancellation notes apart from every order of every registration', () => {
+    // A tracking id cannot hold a control character; registration names are letters, digits, - and _.
+    expect(cancellationKey(undefined, 'pay_1')).not.toBe(orderLedgerKey(undefined, 'cancelled/pay_1'));
+    expect(cancellationKey('shop', 'pay_1')).not.toBe(cancellationKey(undefined, 'pay_1'));
+    expect(cancellationKey(undefined, 'pay_1').startsWith('\u001f')).toBe(true);
   });
 });

@@ -309,7 +309,36 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         time.at(payment.settleAt + random.between(0, 1_500), () => deliver(payment, 0));
         if (has('duplicates')) time.at(payment.settleAt + random.between(0, 60_000), () => deliver(payment, 5));
         if (random.chance(0.6)) time.at(payment.settleAt + random.between(500, 6_000), () => returnTo(payment, 4));
+        if (payment.outcome === 'FAILURE' && random.chance(0.5))
+          time.at(payment.settleAt + payment.lagMs + random.between(2_000, 60_000), () =>
+            tryAgain(k, amount, payment.id, idempotencyKey),
+          );
       }, callerErrors('generatePayment'));
+  };
+
+  // The customer whose card was declined clicks "try again": once any instance has recorded the
+  // failure in the shared store, the order's checkout must not answer the declined payment again.
+  const tryAgain = (k: number, amount: string, declined: string, idempotencyKey?: string) => {
+    const instance = anyLive();
+    if (!instance) return;
+    const store = instance.client.store;
+    // A store that is down proves nothing either way: the retry is still made, unchecked.
+    store
+      .getOutcome(declined)
+      .catch(() => undefined)
+      .then(async (record) => {
+        const again = await instance.client.generatePayment(
+          { amount, developerTrackingId: `order-${k}` },
+          idempotencyKey ? { idempotencyKey } : undefined,
+        );
+        note(
+          declined,
+          `try again on #${instance.index} (recorded ${record?.outcome ?? 'nothing'}): ${again.paymentId}`,
+        );
+        if (record?.outcome === 'failed' && again.paymentId === declined)
+          violate(`order-${k}: "try again" answered ${declined}, recorded failed, instead of a new payment`);
+      })
+      .catch(callerErrors('generatePayment (try again)'));
   };
   const orders = random.int(3, 6);
   for (let k = 0; k < orders; k++) {

@@ -24,7 +24,8 @@ export {
 export type { ValueRule } from './payment.rules.js';
 export { bounded, CheckoutDesk, checkoutKey, orderLedgerKey } from './payments.checkout.js';
 export type { CheckoutTicket } from './payments.checkout.js';
-export { noteDuplicateRefund } from './payments.duplicates.js';
+export { captureRefusal, noteDuplicateRefund } from './payments.duplicates.js';
+export { noteCancellation } from './payments.cancellations.js';
 export {
   PaymentsApiError,
   PaymentsConnectionError,

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { type PaymentsLogger, describe } from '../common/index.js';
 import { sleep, type Clock } from '../time/index.js';
-import { orderLedgerOf, type OrderLedger, type PaymentsStore, type OrderCheckout } from '../store/index.js';
+import {
+  orderLedgerOf,
+  type OrderLedger,
+  type PaymentsStore,
+  type OrderCheckout,
+  type PaymentOutcome,
+} from '../store/index.js';
+import { isCancelled } from './payments.cancellations.js';
 import type { GeneratedPayment } from './payments.types.js';
 
 /** The rules of checkout reuse. */
@@ -34,23 +41,69 @@ export interface CheckoutRequest {
 export type CheckoutPlan = { kind: 'reuse'; checkout: OrderCheckout } | { kind: 'open'; superseded: string[] };
 
 /**
+ * What the store knows of an open payment's fate, read from the store shared by every instance
+ * (never from one process's memory) before the payment is answered again.
+ */
+export interface CheckoutStanding {
+  /** The outcome of the payment's outcome record; `undefined` when it has none (nothing learnt yet). */
+  outcome: PaymentOutcome | undefined;
+  /** Whether a `cancelPayment` of it is recorded. */
+  cancelled: boolean;
+}
+
+/** A payment nothing is known of yet: what a checkout's standing is when it is not looked up. */
+export const UNKNOWN_STANDING: CheckoutStanding = Object.freeze({ outcome: undefined, cancelled: false });
+
+/**
+ * Whether an open payment may answer its order's next request, given what the store knows of it.
+ * Pure. Never a payment that can no longer be paid: declined (`failed`), `expired`, or cancelled;
+ * nor one the service answered differently from what was sent (`mismatch`). A payment still open
+ * (no outcome, `pending`) is reused, and so is one that took the customer's money or holds it
+ * (`confirmed`, `authorized`, `duplicate`): its link shows it paid, where a new one would be a
+ * second charge.
+ */
+export function mayReuse(standing: CheckoutStanding): boolean {
+  if (standing.cancelled) return false;
+  const outcome = standing.outcome;
+  switch (outcome) {
+    case undefined:
+    case 'pending':
+    case 'confirmed':
+    case 'authorized':
+    case 'duplicate':
+      return true;
+    case 'failed':
+    case 'expired':
+    case 'mismatch':
+      return false;
+    default: {
+      const unknown: never = outcome;
+      return unknown;
+    }
+  }
+}
+
+/**
  * Whether an order's open payment answers a new request for it. Pure: the time is passed in.
- * Reused: same amount and request, session not about to end. A changed amount or request opens a
- * new payment and the open one is remembered as superseded; one whose session is (nearly) over is
- * simply replaced.
+ * Reused: same amount and request, session not about to end, and {@link mayReuse} by its
+ * standing. A changed amount or request opens a new payment and the open one is remembered as
+ * superseded; one whose session is (nearly) over, or that can no longer be paid, is simply replaced.
  * @param found the order's open checkout, if the store has one
  * @param request what is asked now
  * @param nowMs the current epoch time in ms
+ * @param standing what the store knows of the open payment's fate (default: nothing)
  */
 export function planCheckout(
   found: OrderCheckout | undefined,
   request: Pick<CheckoutRequest, 'amount' | 'fingerprint'>,
   nowMs: number,
+  standing: CheckoutStanding = UNKNOWN_STANDING,
 ): CheckoutPlan {
   if (!found) return { kind: 'open', superseded: [] };
   const earlier = found.superseded ?? [];
   const endsAt = Date.parse(found.sessionEndsAt);
   if (!(endsAt - nowMs >= CHECKOUT_RULES.reuseMarginMs)) return { kind: 'open', superseded: earlier };
+  if (!mayReuse(standing)) return { kind: 'open', superseded: earlier };
   if (found.amount !== request.amount || found.fingerprint !== request.fingerprint) {
     return {
       kind: 'open',
@@ -84,13 +137,14 @@ export class CheckoutDesk {
 
   /**
    * @param claims the store: its claims (the order's lock) and its order ledger, when it has one
-   * @param settings `enabled` (`orders.reuseOpenPayment`) and the lock's lease in ms
+   * @param settings `enabled` (`orders.reuseOpenPayment`), the lock's lease in ms, and the
+   *   registration's name (whose cancellations are looked up)
    * @param logger where a store that does not answer is reported
    * @param clock the engine's clock (session ends, waits)
    */
   constructor(
     private readonly claims: PaymentsStore,
-    private readonly settings: { enabled: boolean; leaseMs: number },
+    private readonly settings: { enabled: boolean; leaseMs: number; registration?: string },
     private readonly logger: PaymentsLogger,
     private readonly clock: Clock,
   ) {
@@ -120,6 +174,7 @@ export class CheckoutDesk {
     if (lock === undefined) return { ticket: undefined };
     const release = () => void this.claims.release(lockKey, owner).catch(() => undefined);
     let found: OrderCheckout | undefined;
+    let standing = UNKNOWN_STANDING;
     try {
       found = await bounded(ledger.findCheckout(request.orderKey), this.clock);
       // Another call is opening this order's payment right now (a double click): wait for it.
@@ -132,6 +187,7 @@ export class CheckoutDesk {
         await sleep(this.clock, CHECKOUT_RULES.pollMs);
         found = await bounded(ledger.findCheckout(request.orderKey), this.clock);
       }
+      if (found) standing = await bounded(this.#standingOf(found.paymentId), this.clock);
     } catch (error) {
       this.logger.warn(
         `generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`,
@@ -139,7 +195,7 @@ export class CheckoutDesk {
       if (lock === 'claimed') release();
       return { ticket: undefined };
     }
-    const plan = planCheckout(found, request, this.clock.now());
+    const plan = planCheckout(found, request, this.clock.now(), standing);
     if (plan.kind === 'reuse') {
       if (lock === 'claimed') release();
       const { paymentId, link } = plan.checkout;
@@ -167,6 +223,15 @@ export class CheckoutDesk {
         },
       },
     };
+  }
+
+  /** What the shared store knows of a payment's fate: its outcome record, and a recorded cancellation. */
+  async #standingOf(paymentId: string): Promise<CheckoutStanding> {
+    const [record, cancelled] = await Promise.all([
+      this.claims.getOutcome(paymentId),
+      isCancelled(this.claims, this.settings.registration, paymentId),
+    ]);
+    return { outcome: record?.outcome, cancelled };
   }
 }
 

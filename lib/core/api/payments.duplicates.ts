@@ -1,4 +1,4 @@
-import type { PaymentsStore } from '../store/index.js';
+import type { OrderSettlement, OutcomeRecord, PaymentsStore } from '../store/index.js';
 import type { Clock } from '../time/index.js';
 import { bounded } from './payments.checkout.js';
 import type { PaymentRefund } from './payments.types.js';
@@ -31,4 +31,24 @@ export async function noteDuplicateRefund(
     await bounded(store.saveOutcome(noted, recordTtlMs), clock).catch(() => undefined);
   }
   return record.settledBy;
+}
+
+/**
+ * Why `capturePayment` refuses a pre-authorization: its capture would charge its order a second
+ * time, because the plugin recorded it as a duplicate (its order was paid by another payment), or
+ * its order's settlement names another payment. `undefined`: nothing known against it. Pure.
+ * @param paymentId the pre-authorization to capture
+ * @param record its outcome record, if the store has one
+ * @param held the settlement of its order (by the record's tracking id), if any
+ */
+export function captureRefusal(
+  paymentId: string,
+  record: OutcomeRecord | undefined,
+  held: OrderSettlement | undefined,
+): string | undefined {
+  const settledBy = record?.outcome === 'duplicate' ? record.settledBy : held?.paymentId;
+  if (settledBy === undefined || settledBy === paymentId) return undefined;
+  const order =
+    record?.developerTrackingId === undefined ? 'its order' : `order ${JSON.stringify(record.developerTrackingId)}`;
+  return `is a duplicate: ${order} was already paid by payment ${settledBy}, and capturing it would charge it twice; release the hold with cancelPayment`;
 }

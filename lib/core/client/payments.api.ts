@@ -1,4 +1,5 @@
 import type { SharedClock } from '../time/index.js';
+import { describe } from '../common/index.js';
 import {
   PaymentCancelledEvent,
   PaymentCapturedEvent,
@@ -7,7 +8,7 @@ import {
   type PaymentEventName,
 } from '../settlement/index.js';
 import type { ResolvedPaymentsOptions } from './payments.options.js';
-import type { PaymentsStore } from '../store/index.js';
+import { orderLedgerOf, type PaymentsStore } from '../store/index.js';
 import type { TelemetryHooks } from '../telemetry/index.js';
 import type { WebhookTokenSigner } from '../webhook/index.js';
 import { callService, checkId, unexpected } from './payments.call.js';
@@ -17,6 +18,10 @@ import {
   normalizeMillimes,
   millimes,
   noteDuplicateRefund,
+  noteCancellation,
+  captureRefusal,
+  orderLedgerKey,
+  bounded,
   PaymentsValidationError,
   type PaymentsOperation,
   type CardBinding,
@@ -117,6 +122,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
         throw new PaymentsValidationError([{ field: 'amount', messages: [problem] }], 'capturePayment input');
       body.amount = normalizeMillimes(options.amount);
     }
+    const order = await this.#refuseDuplicateCapture(paymentId);
     const json = await this.#call(
       'capturePayment',
       'POST',
@@ -127,6 +133,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     );
     const capture = fromCaptureWire(paymentId, json.result as JsonObject);
     if (!capture) throw unexpected('capturePayment', 'no status, or a malformed payment id');
+    if (order) await this.#settleCapturedOrder(order, paymentId, capture.amount ?? order.amount);
     await this.events.emitOperation(
       PaymentEvents.CAPTURED,
       new PaymentCapturedEvent(
@@ -186,6 +193,8 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     );
     const cancellation = fromCancellationWire(json.result as JsonObject);
     if (!cancellation) throw unexpected('cancelPayment', 'the payment id is missing or malformed');
+    // Before the event: a handler that answers the customer's retry must find the payment closed.
+    await this.#noteCancellation(paymentId);
     await this.events.emitOperation(
       PaymentEvents.CANCELLED,
       new PaymentCancelledEvent(cancellation.paymentId, cancellation.cancelledAt, this.options.name),
@@ -207,6 +216,69 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
     const bindings = ((json.result as JsonObject).bindings as unknown[]).map(fromBindingWire);
     if (bindings.some((b) => b === undefined)) throw unexpected('listBindings', 'a binding without an id');
     return bindings as CardBinding[];
+  }
+
+  // One order, one charge: a pre-authorization whose order another payment paid is never captured.
+  // A store that does not answer is reported and does not block the capture (the merchant asked
+  // for it). Answers the order of the payment, when its record names one.
+  async #refuseDuplicateCapture(paymentId: string): Promise<{ key: string; amount: string } | undefined> {
+    const look = async () => {
+      const record = await this.store.getOutcome(paymentId);
+      const tracking = record?.developerTrackingId;
+      const ledger = orderLedgerOf(this.store);
+      const key = tracking === undefined ? undefined : orderLedgerKey(this.options.name, tracking);
+      const held = key === undefined ? undefined : await ledger?.findOrderSettlement(key);
+      return { record, held, key };
+    };
+    const found = await bounded(look(), this.clock).catch((error: unknown) => {
+      this.options.logger.warn(
+        `capturePayment: the store did not answer whether payment ${paymentId} is a duplicate; capturing it: ${describe(error)}`,
+      );
+      return undefined;
+    });
+    const refusal = captureRefusal(paymentId, found?.record, found?.held);
+    if (refusal)
+      throw new PaymentsValidationError([{ field: 'paymentId', messages: [refusal] }], 'capturePayment input');
+    const amount = found?.record?.amount;
+    return found?.key === undefined || amount === undefined ? undefined : { key: found.key, amount };
+  }
+
+  // A captured pre-authorization is its order's charge: it settles the order (first payment wins),
+  // so that a later successful payment of the order is a duplicate. Reported, never thrown: the
+  // capture has happened.
+  async #settleCapturedOrder(order: { key: string }, paymentId: string, amount: string): Promise<void> {
+    const ledger = orderLedgerOf(this.store);
+    if (!ledger) return;
+    const held = await bounded(
+      ledger.settleOrder(
+        order.key,
+        { paymentId, amount: normalizeMillimes(amount) ?? amount },
+        this.options.webhook.doneTtlMs,
+      ),
+      this.clock,
+    ).catch((error: unknown) => {
+      this.options.logger.warn(
+        `capturePayment: payment ${paymentId} was captured, but the store did not record it as its order's payment: ${describe(error)}`,
+      );
+      return undefined;
+    });
+    if (held && held.paymentId !== paymentId)
+      this.options.logger.error(
+        `capturePayment: payment ${paymentId} was captured while payment ${held.paymentId} paid its order meanwhile: the order is charged twice`,
+      );
+  }
+
+  // A cancelled payment is never answered to its order's next checkout (payments.cancellations.ts).
+  // The cancellation has happened at the service: a store that fails the note is reported, not thrown.
+  async #noteCancellation(paymentId: string): Promise<void> {
+    await bounded(
+      noteCancellation(this.store, this.options.name, paymentId, this.options.outcomeRecordTtlMs),
+      this.clock,
+    ).catch((error: unknown) =>
+      this.options.logger.warn(
+        `cancelPayment: payment ${paymentId} was cancelled, but the store did not record it: an open checkout of its order may answer its link until its session ends: ${describe(error)}`,
+      ),
+    );
   }
 
   #call(

@@ -55,7 +55,7 @@ export class PaymentGenerator {
   ) {
     this.#checkouts = new CheckoutDesk(
       store,
-      { enabled: options.orders.reuseOpenPayment, leaseMs: options.timeoutMs * 3 },
+      { enabled: options.orders.reuseOpenPayment, leaseMs: options.timeoutMs * 3, registration: options.name },
       options.logger,
       clock,
     );

@@ -101,7 +101,9 @@ export interface PaymentsOptions extends PaymentFieldDefaults {
     /**
      * `generatePayment` for an order whose open payment has the same amount and request (links,
      * session, card options) and a session not about to end returns that payment instead of
-     * opening another at the service; a changed amount opens a new one. Default true.
+     * opening another at the service; a changed amount opens a new one, and so does a payment the
+     * store knows can no longer be paid (declined, expired, cancelled: docs/confirmations.md).
+     * Default true.
      */
     reuseOpenPayment?: boolean;
   };

@@ -53,15 +53,18 @@ export interface OrderScreenPort {
    * Otherwise it handled the payment as a duplicate (or failed to) and its result is the settle's;
    * the attempt's claim is then finished. A payment the order's checkout superseded (a cart that
    * changed) while nobody settled the order: `superseded`, which the runner reports as a mismatch
-   * (settlement.superseded.ts); the claim is still held.
+   * (settlement.superseded.ts); the claim is still held. A held pre-authorization (`check`) is only
+   * read against the order (`orderScreenOf`): a duplicate when another payment paid it, never settling it.
    * @param attempt the attempt that holds the payment's claim
-   * @param verification the service's answer (`SUCCESS`)
+   * @param verification the service's answer (`SUCCESS` or `PREAUTH_SUCCESS`)
    * @param handlers the handlers of `payment.duplicate`
+   * @param mode `settle` (a paid payment) or `check` (a held pre-authorization: read, never settled)
    */
   screen(
     attempt: Attempt,
     verification: VerifiedPayment,
     handlers: OutcomeHandlers,
+    mode: 'settle' | 'check',
   ): Promise<SettleResult | SupersededPayment | undefined>;
   /**
    * With a transactional store, settles the confirmed payment's order through the transaction its

@@ -64,7 +64,8 @@ export class OrderSettledMeanwhileError extends Error {
 
 /**
  * One confirmation per order, carried out: called by the settlement runner when a payment it
- * holds the claim of verified `SUCCESS`. It settles the payment's order in the store (first payment
+ * holds the claim of verified `SUCCESS` (or `PREAUTH_SUCCESS`: a hold is checked against the
+ * order, never settles it). It settles the payment's order in the store (first payment
  * wins, across instances) or finds it settled by another; a duplicate's `payment.duplicate`
  * handlers run once, on the attempt that finds it, whatever its refund does, and its claim is
  * finished, so that it happens once.
@@ -100,6 +101,7 @@ export class OrderScreen implements OrderScreenPort {
     attempt: Attempt,
     verification: VerifiedPayment,
     handlers: OutcomeHandlers,
+    mode: 'settle' | 'check',
   ): Promise<SettleResult | SupersededPayment | undefined> {
     const { ledger, store, transactional, ttls } = this.options;
     const { source } = attempt;
@@ -112,8 +114,9 @@ export class OrderScreen implements OrderScreenPort {
       // Whether the cart changed since this payment was opened (two tabs): a superseded payment only reads the order.
       const checkoutOf = checkoutKey(undefined, order, this.options.registration);
       checkout = checkoutOf === undefined ? undefined : await ledger.findCheckout(checkoutOf);
+      // A pre-authorization is only checked: it never settles the order (settlement.orders.ts).
       held =
-        transactional || isSuperseded(paymentId, checkout)
+        transactional || mode === 'check' || isSuperseded(paymentId, checkout)
           ? await ledger.findOrderSettlement(orderKey)
           : await ledger.settleOrder(orderKey, { paymentId, amount: verification.amount }, ttls.doneTtlMs);
     } catch (error) {
@@ -165,10 +168,12 @@ export class OrderScreen implements OrderScreenPort {
         }
       : {};
     // The order's current payment, the order paid by another cart's: a person decides which to refund.
+    // A held pre-authorization is never refunded: nothing was charged; it is released with `cancelPayment`.
+    const hold = mode === 'check';
     const wanted = this.options.refund && cart.refundable;
     if (this.options.refund && !cart.refundable && refund.refundState === undefined && checkout)
       refund = { ...refund, error: heldRefundReason(paymentId, checkout, settledBy) };
-    const plan = refundPlan(wanted, refund);
+    const plan = refundPlan(wanted, refund, hold);
     if (plan === 'call' || plan === 'unknown') {
       refund =
         plan === 'call'
@@ -179,7 +184,8 @@ export class OrderScreen implements OrderScreenPort {
       await save(refund).catch(() => undefined);
     }
     const note = refundNote(refund);
-    const refundRetry = refund.refundState === 'retry' && refundPlan(wanted, refund) === 'call' ? note : undefined;
+    const refundRetry =
+      refund.refundState === 'retry' && refundPlan(wanted, refund, hold) === 'call' ? note : undefined;
     const result = (error?: string): SettleResult => ({
       kind: 'order-duplicate',
       outcome: 'duplicate',
@@ -192,7 +198,9 @@ export class OrderScreen implements OrderScreenPort {
 
     if (!reported) {
       this.options.logger.warn(
-        `${source}: payment ${paymentId} of order ${JSON.stringify(order)} succeeded after payment ${settledBy.paymentId} had settled it: a duplicate charge${refund.refund ? `, refunded (${refund.refund.refundId})` : ''}`,
+        hold
+          ? `${source}: payment ${paymentId} of order ${JSON.stringify(order)} was pre-authorized after payment ${settledBy.paymentId} had settled it: a duplicate hold; capturePayment refuses it, release it with cancelPayment`
+          : `${source}: payment ${paymentId} of order ${JSON.stringify(order)} succeeded after payment ${settledBy.paymentId} had settled it: a duplicate charge${refund.refund ? `, refunded (${refund.refund.refundId})` : ''}`,
       );
       const event = new PaymentDuplicateEvent(
         verification,

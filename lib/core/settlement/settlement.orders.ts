@@ -6,6 +6,7 @@ import {
 } from '../api/index.js';
 import { assertNever } from '../common/index.js';
 import type { DuplicateRefund, DuplicateRefundState, OrderSettlement } from '../store/index.js';
+import type { HandledOutcome } from './settlement.decision.js';
 
 /**
  * One order, one charge: the rules, as pure functions (table-tested in
@@ -13,6 +14,30 @@ import type { DuplicateRefund, DuplicateRefundState, OrderSettlement } from '../
  * payment the plugin confirms settles it, and every later successful one is a duplicate. The
  * order screen (settlement.duplicates.ts) carries them out against the store.
  */
+
+/**
+ * How the order screen treats a payment of each handled outcome before its handlers run.
+ * `settle`: a paid payment (`confirmed`) settles its order, the first one wins, and a later one is
+ * a duplicate. `check`: a held pre-authorization (`authorized`) is a duplicate when another payment
+ * already settled its order (capturing it would be a second charge), but never settles the order
+ * itself: a hold may be cancelled, and the order must stay payable then. `none`: nothing was
+ * charged or held (`failed`, `expired`).
+ */
+export function orderScreenOf(outcome: HandledOutcome): 'settle' | 'check' | 'none' {
+  switch (outcome) {
+    case 'confirmed':
+      return 'settle';
+    case 'authorized':
+      return 'check';
+    case 'failed':
+    case 'expired':
+      return 'none';
+    default: {
+      const unknown: never = outcome;
+      return unknown;
+    }
+  }
+}
 
 /** What a successful payment is for its order. */
 export type OrderVerdict = { kind: 'confirm' } | { kind: 'duplicate'; settledBy: OrderSettlement };
@@ -53,14 +78,19 @@ export interface RefundSoFar {
  * What to do about refunding a duplicate: `call` the service's refund (the store's refund marker
  * then decides whether this attempt may send it), `unknown` (an earlier attempt sent it and
  * stopped before its answer was recorded: never again), `settled` (an earlier attempt settled it:
- * refunded, refused, unknown or failed; never again), or `none` (automatic refunds are off).
+ * refunded, refused, unknown or failed; never again), or `none` (automatic refunds are off, or
+ * the duplicate is a held pre-authorization: nothing was charged, and the service refunds no hold;
+ * it is released with `cancelPayment`).
  * @param wanted `duplicates.refund`
  * @param recorded what the payment's outcome record says of its refund from earlier attempts
+ * @param held whether the duplicate is a pre-authorization (verified `PREAUTH_SUCCESS`)
  */
 export function refundPlan(
   wanted: boolean,
   recorded: RefundSoFar | undefined,
+  held = false,
 ): 'none' | 'call' | 'unknown' | 'settled' {
+  if (held) wanted = false;
   if (recorded?.refund !== undefined) return 'settled';
   if (recorded?.refundState === undefined) return wanted ? 'call' : 'none';
   switch (recorded.refundState) {

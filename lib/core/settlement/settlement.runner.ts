@@ -22,6 +22,7 @@ import { VerifyBudget } from './settlement.budget.js';
 import { queuedExpectation } from './settlement.rechecks.js';
 import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions } from './settlement.attempt.js';
 import { commitHandlers, runAfterCommit } from './settlement.commit.js';
+import { orderScreenOf } from './settlement.orders.js';
 import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
 import {
   OUTCOME_EVENT_CLASSES,
@@ -238,8 +239,10 @@ export class SettlementRunner implements Settlements {
   async #runHandlers(attempt: Attempt, settling: Settling): Promise<SettleResult> {
     const { verification, outcome, name } = settling;
     const { orders } = this.options;
-    // One order, one charge (settlement.duplicates.ts): a paid payment of an order another settled is a duplicate.
-    const screened = outcome === 'confirmed' && (await orders?.screen(attempt, verification, this.#handlers));
+    // One order, one charge (settlement.duplicates.ts): a paid or held payment of an order another
+    // settled is a duplicate.
+    const mode = orderScreenOf(outcome);
+    const screened = mode !== 'none' && (await orders?.screen(attempt, verification, this.#handlers, mode));
     // Paid for a cart the order no longer has: a mismatch for a person, never a confirmation.
     if (screened && screened.kind === 'superseded')
       return this.#answered(attempt, verification, { kind: 'mismatch', problems: screened.problems, finish: 'done' });
