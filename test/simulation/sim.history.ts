@@ -24,7 +24,10 @@ export const STRESSORS = [
   'slow',
   'failing',
   'twice',
+  'steps',
 ] as const;
+/** Stressors drawn from a stream of their own: adding one leaves every older history as it was. */
+const OWN_STREAM: readonly Stressor[] = ['steps'];
 export type Stressor = (typeof STRESSORS)[number];
 
 /** The stated bounds the liveness check holds the engine to (docs/confirmations.md). */
@@ -96,9 +99,10 @@ export interface RealStoreSetup {
 export async function runHistory(seed: number, real?: RealStoreSetup): Promise<HistoryResult> {
   const random = new Random(seed);
   // Drawn alike whatever the store, so that a seed means the same history over each.
-  const stressors = STRESSORS.filter((s) => random.chance(s === 'strangers' ? 0.25 : 0.3)).filter(
-    (s) => !real?.without.includes(s),
-  );
+  const own = new Random(seed ^ 0x5eed_57e9);
+  const stressors = STRESSORS.filter((s) =>
+    (OWN_STREAM.includes(s) ? own : random).chance(s === 'strangers' ? 0.25 : 0.3),
+  ).filter((s) => !real?.without.includes(s));
   const has = (s: Stressor) => stressors.includes(s);
   const time = new VirtualTime(T0);
   const violations: string[] = [];
@@ -344,6 +348,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     }
   }
 
+  if (has('steps')) stepClocks(own, time, T0 + sessionSecs * 1000, () => live());
+
   await time.runUntil(horizon);
   faultsSeen.any = has('faults');
 
@@ -448,6 +454,24 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     );
 
   return { seed, stressors, violations, latencies, settled, settledVerifies, strangerVerifies, events: time.ran };
+}
+
+/**
+ * Clocks stepping both ways (an NTP step, a VM restored from a snapshot) during the sessions: an
+ * instance's wall clock jumps by seconds to half an hour, back or forward, and stays there. The
+ * shared clock must notice and measure its offset to the store again, or a step back stops the
+ * sweep for its length (liveness checks the rest).
+ */
+function stepClocks(own: Random, time: VirtualTime, until: number, live: () => Instance[]): void {
+  for (let k = own.int(1, 3); k > 0; k--) {
+    const at = own.between(time.now, until);
+    const stepMs = (own.chance(0.6) ? -1 : 1) * own.between(5_000, 1_800_000);
+    const which = own.next();
+    time.at(at, () => {
+      const instances = live();
+      if (instances.length > 0) instances[Math.floor(which * instances.length)].clock.stepMs += stepMs;
+    });
+  }
 }
 
 const SECRET_RUNS = new Set<string>();

@@ -4,18 +4,53 @@ import type { Clock, ClockTimer } from './clock.port.js';
 export const SHARED_CLOCK_RESYNC_MS = 60_000;
 
 /**
+ * How far the instance's wall clock may move from its monotonic time between two readings before
+ * it counts as stepped. A slewing NTP moves it by at most 0.5 ms a second, far below this.
+ */
+export const CLOCK_STEP_TOLERANCE_MS = 1_000;
+
+/** One reading of the instance's clock: its wall time and, when the clock has one, its monotonic time. */
+export interface ClockReading {
+  /** `Clock.now()`, epoch ms. */
+  wall: number;
+  /** `Clock.elapsed()`, ms; absent when the clock has no monotonic time. */
+  elapsed?: number;
+}
+
+/**
+ * Whether the offset to the store's clock must be measured again (pure). It must when none was
+ * measured, when it is {@link SHARED_CLOCK_RESYNC_MS} old, and when the instance's wall clock was
+ * stepped since: back (it reads earlier than it did before: a due time would not come for the
+ * step's length) or, when the clock has monotonic time, either way by more than
+ * {@link CLOCK_STEP_TOLERANCE_MS} against it.
+ * @param measuredAt the reading when the offset was measured; `undefined`: never
+ * @param latestWall the latest wall time this clock read (a step back shows against it)
+ * @param current the reading now
+ */
+export function mustMeasure(measuredAt: ClockReading | undefined, latestWall: number, current: ClockReading): boolean {
+  // The latest wall time read is never before the measurement's: a step back past it shows here too.
+  if (measuredAt === undefined || current.wall < latestWall) return true;
+  const wallAge = current.wall - measuredAt.wall;
+  if (measuredAt.elapsed === undefined || current.elapsed === undefined) return wallAge >= SHARED_CLOCK_RESYNC_MS;
+  const age = current.elapsed - measuredAt.elapsed;
+  return age >= SHARED_CLOCK_RESYNC_MS || Math.abs(wallAge - age) > CLOCK_STEP_TOLERANCE_MS;
+}
+
+/**
  * The time every instance sharing a store agrees on: this instance's clock corrected by its
  * offset to the store's clock (`store.now()`, the Redis or PostgreSQL server's time). Due times in
  * the reconciliation queue and the ages of outcome records are written by one instance and read
  * by another; with each instance's own clock, one whose clock is an hour ahead would make the
  * others wait that hour (or check an hour early). A store without a clock leaves the offset at 0.
  *
- * The offset is measured at most every {@link SHARED_CLOCK_RESYNC_MS} by {@link sync}, which the
- * paths call before they read the shared time; between syncs `now()` costs nothing.
+ * The offset is measured every {@link SHARED_CLOCK_RESYNC_MS} by {@link sync}, which the paths
+ * call before they read the shared time, and at the first sync after the instance's clock was
+ * stepped ({@link mustMeasure}); between syncs `now()` costs nothing.
  */
 export class SharedClock implements Clock {
   #offset = 0;
-  #syncedAt = Number.NEGATIVE_INFINITY;
+  #measuredAt?: ClockReading;
+  #latestWall = Number.NEGATIVE_INFINITY;
   #syncing?: Promise<void>;
 
   /**
@@ -29,7 +64,7 @@ export class SharedClock implements Clock {
 
   /** @inheritdoc */
   now(): number {
-    return this.local.now() + this.#offset;
+    return this.#wall() + this.#offset;
   }
 
   /** @inheritdoc */
@@ -53,20 +88,37 @@ export class SharedClock implements Clock {
    * their own calls).
    */
   sync(): Promise<void> {
-    if (!this.storeNow || this.local.now() - this.#syncedAt < SHARED_CLOCK_RESYNC_MS) return Promise.resolve();
+    if (!this.storeNow) return Promise.resolve();
+    const latest = this.#latestWall;
+    if (!mustMeasure(this.#measuredAt, latest, this.#reading())) return Promise.resolve();
     this.#syncing ??= this.#measure(this.storeNow).finally(() => (this.#syncing = undefined));
     return this.#syncing;
   }
 
+  /** The local wall time, remembered as the latest read (a step back shows against it). */
+  #wall(): number {
+    const wall = this.local.now();
+    this.#latestWall = wall;
+    return wall;
+  }
+
+  #reading(): ClockReading {
+    const reading: ClockReading = { wall: this.#wall() };
+    const elapsed = this.local.elapsed?.();
+    if (elapsed !== undefined) reading.elapsed = elapsed;
+    return reading;
+  }
+
   async #measure(storeNow: () => Promise<number>): Promise<void> {
-    const sent = this.local.now();
+    const sent = this.#wall();
     try {
       const remote = await storeNow();
-      const received = this.local.now();
-      if (!Number.isFinite(remote)) return;
+      const received = this.#reading();
+      // A step back during the round trip leaves the offset unmeasured: the next sync tries again.
+      if (!Number.isFinite(remote) || received.wall < sent) return;
       // The store read its clock somewhere during the round trip: its middle is the best guess.
-      this.#offset = Math.round(remote - (sent + received) / 2);
-      this.#syncedAt = received;
+      this.#offset = Math.round(remote - (sent + received.wall) / 2);
+      this.#measuredAt = received;
     } catch {
       // Kept as it was; retried on the next sync.
     }
