@@ -272,6 +272,8 @@ export class Instance {
     for (const name of [...STORE_METHODS, ...ORDER_LEDGER_METHODS]) {
       proxy[name] = call(name);
     }
+    // The generated payment's queue write, one atomic step in every shipped store.
+    if (typeof shared.queueGenerated === 'function') proxy.queueGenerated = call('queueGenerated');
     // The store's clock is the world's true time, whichever store it is: a real server's own clock
     // runs on real time, which a history on virtual time does not follow.
     proxy.now = () =>
