@@ -85,6 +85,8 @@ describe('the shared clock', () => {
     expect(measures()).toBe(1);
     local.wall += stepMs;
     pass(afterMs);
+    // Paths read the time before they sync (a checkout's lookup): the step must still show.
+    shared.now();
     await shared.sync();
     expect(measures()).toBe(2);
     // The instance's step no longer shows in the time every instance agrees on.
@@ -104,6 +106,23 @@ describe('the shared clock', () => {
     local.monotonic += 10_000;
     expect(shared.now()).toBe(storeTime + stepMs);
     await shared.sync();
+    expect(shared.now()).toBe(storeTime);
+  });
+
+  it('measures again when the clock steps back during the round trip (a caller joined to it reads the true time)', async () => {
+    let storeTime = STORE_START;
+    const local = new SteppingClock(STORE_START);
+    let calls = 0;
+    const shared = new SharedClock(local, async () => {
+      // The first answer comes after an hour's step back of the instance's clock.
+      if (calls++ === 0) local.wall -= 3_600_000;
+      return storeTime;
+    });
+    await shared.sync();
+    expect(calls).toBe(2);
+    expect(shared.now()).toBe(storeTime);
+    storeTime += 1_000;
+    local.wall += 1_000;
     expect(shared.now()).toBe(storeTime);
   });
 

@@ -9,6 +9,9 @@ export const SHARED_CLOCK_RESYNC_MS = 60_000;
  */
 export const CLOCK_STEP_TOLERANCE_MS = 1_000;
 
+/** Round trips tried by one measurement when the instance's clock steps during them. */
+const MEASURE_ATTEMPTS = 3;
+
 /** One reading of the instance's clock: its wall time and, when the clock has one, its monotonic time. */
 export interface ClockReading {
   /** `Clock.now()`, epoch ms. */
@@ -24,7 +27,8 @@ export interface ClockReading {
  * step's length) or, when the clock has monotonic time, either way by more than
  * {@link CLOCK_STEP_TOLERANCE_MS} against it.
  * @param measuredAt the reading when the offset was measured; `undefined`: never
- * @param latestWall the latest wall time this clock read (a step back shows against it)
+ * @param latestWall the furthest wall time this clock read since the measurement (a step back
+ *   shows against it, however many readings came after the step)
  * @param current the reading now
  */
 export function mustMeasure(measuredAt: ClockReading | undefined, latestWall: number, current: ClockReading): boolean {
@@ -95,10 +99,10 @@ export class SharedClock implements Clock {
     return this.#syncing;
   }
 
-  /** The local wall time, remembered as the latest read (a step back shows against it). */
+  /** The local wall time; the furthest one read since the measurement is kept (a step back shows against it). */
   #wall(): number {
     const wall = this.local.now();
-    this.#latestWall = wall;
+    if (wall > this.#latestWall) this.#latestWall = wall;
     return wall;
   }
 
@@ -110,17 +114,24 @@ export class SharedClock implements Clock {
   }
 
   async #measure(storeNow: () => Promise<number>): Promise<void> {
-    const sent = this.#wall();
-    try {
-      const remote = await storeNow();
+    // A step during the round trip spoils its middle: measured again at once (a caller that joined
+    // this measurement must not read the time with the offset of before the step).
+    for (let attempt = 0; attempt < MEASURE_ATTEMPTS; attempt++) {
+      const sent = this.#reading();
+      let remote: number;
+      try {
+        remote = await storeNow();
+      } catch {
+        return; // Kept as it was; retried on the next sync.
+      }
       const received = this.#reading();
-      // A step back during the round trip leaves the offset unmeasured: the next sync tries again.
-      if (!Number.isFinite(remote) || received.wall < sent) return;
+      if (!Number.isFinite(remote)) return;
+      if (mustMeasure(sent, sent.wall, received)) continue;
       // The store read its clock somewhere during the round trip: its middle is the best guess.
-      this.#offset = Math.round(remote - (sent + received.wall) / 2);
+      this.#offset = Math.round(remote - (sent.wall + received.wall) / 2);
       this.#measuredAt = received;
-    } catch {
-      // Kept as it was; retried on the next sync.
+      this.#latestWall = received.wall;
+      return;
     }
   }
 }
