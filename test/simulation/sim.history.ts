@@ -25,9 +25,10 @@ export const STRESSORS = [
   'failing',
   'twice',
   'steps',
+  'longlag',
 ] as const;
 /** Stressors drawn from a stream of their own: adding one leaves every older history as it was. */
-const OWN_STREAM: readonly Stressor[] = ['steps'];
+const OWN_STREAM: readonly Stressor[] = ['steps', 'longlag'];
 export type Stressor = (typeof STRESSORS)[number];
 
 /** The stated bounds the liveness check holds the engine to (docs/confirmations.md). */
@@ -44,6 +45,11 @@ export const BOUNDS = {
   afterOutageMs: 150_000,
   /** Added per failed handler run, beyond the sweep's wait for its next check. */
   perFailureMs: 60_000,
+  /**
+   * A verify that lags a path by L while the session is open: the pending lane backs off, so the
+   * handlers run within max(askedMs, L × this) of the final answer.
+   */
+  lagFactor: 0.7,
 } as const;
 
 const LEASE_MS = 60_000;
@@ -299,6 +305,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         if (random.chance(0.05)) payment.reportedAmount = String(Number(amount) + 1_000);
         note(payment.id, `generated on #${instance.index}`);
         payment.lagMs = has('lag') ? random.between(0, 8_000) : random.chance(0.3) ? random.between(0, 2_000) : 0;
+        if (has('longlag')) longLag(own, payment);
         note(
           payment.id,
           `will settle at ${((payment.settleAt - T0) / 1000).toFixed(1)}s, final at ${((payment.settleAt + payment.lagMs - T0) / 1000).toFixed(1)}s (${payment.outcome})`,
@@ -394,7 +401,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     // From when the plugin could know: the service's answer is final and a path told the plugin.
     const knownAt = Math.max(finalAt, s.firstAskAt ?? finalAt);
     const sweepDeadline = Math.max(finalAt, payment.sessionEndsAt) + GRACE_MS + INTERVAL_MS + BOUNDS.sweepSlackMs;
-    let deadline = s.askedAfterSettle ? knownAt + BOUNDS.askedMs : sweepDeadline;
+    const laneLag = Math.max(0, finalAt - (s.firstAskAt ?? finalAt));
+    let deadline = s.askedAfterSettle ? knownAt + Math.max(BOUNDS.askedMs, laneLag * BOUNDS.lagFactor) : sweepDeadline;
     // A crash before the handlers succeeded (one may have been running them): its lease, then the
     // service's redelivery; a service that loses its redeliveries leaves it to the sweep.
     for (const c of crashes)
@@ -472,6 +480,16 @@ function stepClocks(own: Random, time: VirtualTime, until: number, live: () => I
       if (instances.length > 0) instances[Math.floor(which * instances.length)].clock.stepMs += stepMs;
     });
   }
+}
+
+/**
+ * Verify lagging the webhook by far more than the pending lane's fixed waits (seconds up to the
+ * rest of the session), for about half the paid payments: the lane must keep checking, backing off,
+ * until the session ends, and stay within the verify budget.
+ */
+function longLag(own: Random, payment: ModelPayment): void {
+  const room = payment.sessionEndsAt - (payment.settleAt ?? payment.sessionEndsAt) - 1_000;
+  if (room > 10_000 && own.chance(0.5)) payment.lagMs = own.between(10_000, room);
 }
 
 const SECRET_RUNS = new Set<string>();
