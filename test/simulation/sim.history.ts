@@ -26,9 +26,10 @@ export const STRESSORS = [
   'twice',
   'steps',
   'longlag',
+  'slowstore',
 ] as const;
 /** Stressors drawn from a stream of their own: adding one leaves every older history as it was. */
-const OWN_STREAM: readonly Stressor[] = ['steps', 'longlag'];
+const OWN_STREAM: readonly Stressor[] = ['steps', 'longlag', 'slowstore'];
 export type Stressor = (typeof STRESSORS)[number];
 
 /** The stated bounds the liveness check holds the engine to (docs/confirmations.md). */
@@ -47,9 +48,10 @@ export const BOUNDS = {
   perFailureMs: 60_000,
   /**
    * A verify that lags a path by L while the session is open: the pending lane backs off, so the
-   * handlers run within max(askedMs, L × this) of the final answer.
+   * handlers run within max(askedMs, L × this) of the final answer (its longest wait against the
+   * time in the lane, 60 s after 93 s, and each pass taking what is due within a second early).
    */
-  lagFactor: 0.7,
+  lagFactor: 0.75,
 } as const;
 
 const LEASE_MS = 60_000;
@@ -128,6 +130,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       verify429: has('faults') ? 0.02 : 0,
       verifyHang: has('faults') ? 0.02 : 0,
       storeDown,
+      ...(has('slowstore') ? { generateWriteMs: () => own.between(2_000, 15_000) } : {}),
     },
     real?.store,
   );
@@ -306,6 +309,12 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         note(payment.id, `generated on #${instance.index}`);
         payment.lagMs = has('lag') ? random.between(0, 8_000) : random.chance(0.3) ? random.between(0, 2_000) : 0;
         if (has('longlag')) longLag(own, payment);
+        if (has('slowstore') && own.chance(0.5)) {
+          // The customer pays at once, before the slow store took generatePayment's write, and
+          // verify lags the webhook: the webhook's pending-lane entry must survive that write.
+          payment.settleAt = time.now + own.between(500, 4_000);
+          payment.lagMs = own.between(2_000, 8_000);
+        }
         note(
           payment.id,
           `will settle at ${((payment.settleAt - T0) / 1000).toFixed(1)}s, final at ${((payment.settleAt + payment.lagMs - T0) / 1000).toFixed(1)}s (${payment.outcome})`,

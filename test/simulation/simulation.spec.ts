@@ -101,7 +101,7 @@ function summarise(results: HistoryResult[]): string {
   const families: Array<[string, (r: HistoryResult) => boolean]> = [
     ['all', () => true],
     ['calm', (r) => r.stressors.length === 0],
-    // Long lags are left out too: their bound is the lag's (max(30 s, 0.7 × lag)), not the bare 30 s.
+    // Long lags are left out too: their bound is the lag's (max(30 s, 0.75 × lag)), not the bare 30 s.
     ['steady', (r) => !r.stressors.some((s) => failing.includes(s) || s === 'longlag')],
   ];
   for (const s of STRESSORS) families.push([s, (r) => r.stressors.includes(s)]);
