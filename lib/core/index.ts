@@ -94,6 +94,7 @@ export type {
   TransactionRows,
 } from './store/store.types.js';
 export { BasicPaymentsStore } from './store/store.base.js';
+export { queueGenerated } from './store/pending.generated.js';
 export { isTransactional } from './store/store.transaction.js';
 export type {
   PaymentsTransaction,

@@ -20,6 +20,7 @@ export interface StoreStatements {
   markDone: string;
   release: string;
   schedulePending: string;
+  queueGenerated: string;
   takeDuePending: string;
   findPending: string;
   removePending: string;
@@ -117,6 +118,13 @@ RETURNING 1 AS ok`,
     schedulePending: `INSERT INTO ${t.pending} (payment_id, entry, due_at)
 VALUES ($1::text, $2::text::jsonb, $3::bigint)
 ON CONFLICT (payment_id) DO UPDATE SET entry = EXCLUDED.entry, due_at = EXCLUDED.due_at`,
+
+    // An entry already queued (a path put the payment in the pending lane first) keeps its due
+    // time, checks and lane place, and takes the generated fields (mergeGenerated in the core).
+    queueGenerated: `INSERT INTO ${t.pending} AS p (payment_id, entry, due_at)
+VALUES ($1::text, $2::text::jsonb, $3::bigint)
+ON CONFLICT (payment_id) DO UPDATE SET entry = (EXCLUDED.entry - 'rechecks') || jsonb_strip_nulls(jsonb_build_object(
+  'checks', COALESCE(p.entry->'checks', '0'::jsonb), 'rechecks', p.entry->'rechecks'))`,
 
     // SKIP LOCKED: concurrent takers on other connections pass over the rows this one is taking
     // instead of waiting for them; a row taken meanwhile is re-checked against `due_at <= $1`

@@ -195,6 +195,16 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   }
 
   /** @inheritdoc */
+  async queueGenerated(entry: PendingPayment, dueAt: number): Promise<void> {
+    const due = Math.ceil(epochMs('PostgresPaymentsStore', dueAt, 'dueAt'));
+    await this.#db.write('queueGenerated', this.#db.sql.queueGenerated, [
+      entry.paymentId,
+      JSON.stringify(entry),
+      String(due),
+    ]);
+  }
+
+  /** @inheritdoc */
   async takeDuePending(now: number, limit: number, leaseMs: number): Promise<PendingPayment[]> {
     const lease = positiveMs('PostgresPaymentsStore', leaseMs, 'leaseMs');
     const at = Math.floor(epochMs('PostgresPaymentsStore', now, 'now'));

@@ -12,6 +12,31 @@ return 1
 `;
 
 /**
+ * KEYS[1] due-time sorted set, KEYS[2] entries hash; ARGV[1] payment id, ARGV[2] the generated
+ * entry's JSON, ARGV[3] its due time. An entry already queued (a path put the payment in the
+ * pending lane first) keeps its due time, checks and lane place, and takes the generated fields
+ * (mergeGenerated in the core, in Lua); else the generated entry is queued as schedulePending does.
+ */
+export const QUEUE_GENERATED_LUA = `
+local queued = redis.call('HGET', KEYS[2], ARGV[1])
+if not queued then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+  return 1
+end
+local ok, old = pcall(cjson.decode, queued)
+if not ok or type(old) ~= 'table' then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  return 0
+end
+local merged = cjson.decode(ARGV[2])
+merged['checks'] = old['checks'] or 0
+merged['rechecks'] = old['rechecks']
+redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(merged))
+return 0
+`;
+
+/**
  * KEYS[1] due-time sorted set, KEYS[2] entries hash; ARGV[1] now, ARGV[2] limit, ARGV[3] now +
  * lease. Range and push-back in one script: no other instance can take the same entry between
  * them. Oldest due first (ties by payment id, the sorted set's own order). A due id without an

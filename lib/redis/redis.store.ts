@@ -195,6 +195,20 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
   }
 
   /** @inheritdoc */
+  async queueGenerated(entry: PendingPayment, dueAt: number): Promise<void> {
+    const due = epochMs('RedisPaymentsStore', dueAt, 'dueAt');
+    await this.#db.run('queueGenerated', () =>
+      this.#db.scripts[SCRIPT_NAMES.queueGenerated](
+        this.#db.keys.pendingDue,
+        this.#db.keys.pendingEntries,
+        entry.paymentId,
+        JSON.stringify(entry),
+        String(due),
+      ),
+    );
+  }
+
+  /** @inheritdoc */
   async takeDuePending(now: number, limit: number, leaseMs: number): Promise<PendingPayment[]> {
     const lease = positiveMs('RedisPaymentsStore', leaseMs, 'leaseMs');
     const at = epochMs('RedisPaymentsStore', now, 'now');

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../core/index.js';
+import { queueGenerated, type OutcomeRecord, type PaymentsStore, type PendingPayment } from '../core/index.js';
 import {
   binding,
   LONG_MS,
@@ -48,6 +48,43 @@ export function describeRecords(c: ContractContext): void {
       await store.schedulePending({ ...entry, checks: 3 }, Date.now() + LONG_MS);
       expect((await store.findPending(entry.paymentId))?.checks).toBe(3);
       await store.removePending(entry.paymentId);
+    });
+
+    it('keeps a pending-lane entry queued before generatePayment writes its own (a webhook came first), filling in the session', async () => {
+      // A far future keeps other tests' entries (due at real now) out of the way.
+      const base = Date.now() + 2000 * LONG_MS;
+      // The webhook's entry: made from its token (no session end), in the lane, due within seconds.
+      const lane = pending({ createdAt: new Date(base).toISOString(), checks: 0, rechecks: 2 });
+      delete lane.sessionEndsAt;
+      await store.schedulePending(lane, base + 8_000);
+      // generatePayment's write lands after it, due at the session's end.
+      const generated = pending({
+        paymentId: lane.paymentId,
+        createdAt: new Date(base - 2_000).toISOString(),
+        sessionEndsAt: new Date(base + 600_000).toISOString(),
+        checks: 0,
+      });
+      await queueGenerated(store, generated, base + 660_000);
+      const kept = await store.findPending(lane.paymentId);
+      expect(kept?.rechecks).toBe(2);
+      expect(kept?.checks).toBe(0);
+      if (store.queueGenerated) expect(kept).toStrictEqual({ ...generated, rechecks: 2 });
+      // Still due on the lane's time, not the session's.
+      expect((await store.takeDuePending(base + 8_000, 100, LONG_MS)).map((t) => t.paymentId)).toContain(
+        lane.paymentId,
+      );
+      await store.removePending(lane.paymentId);
+      // With nothing queued, it is queued as generated, due when asked.
+      const fresh = pending({ sessionEndsAt: new Date(base + 600_000).toISOString() });
+      await queueGenerated(store, fresh, base + 660_000);
+      await expect(store.findPending(fresh.paymentId)).resolves.toStrictEqual(fresh);
+      expect((await store.takeDuePending(base + 659_999, 100, LONG_MS)).map((t) => t.paymentId)).not.toContain(
+        fresh.paymentId,
+      );
+      expect((await store.takeDuePending(base + 660_000, 100, LONG_MS)).map((t) => t.paymentId)).toContain(
+        fresh.paymentId,
+      );
+      await store.removePending(fresh.paymentId);
     });
 
     it('takes only due entries, oldest due first, at most limit', async () => {

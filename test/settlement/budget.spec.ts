@@ -27,6 +27,8 @@ describe('breakerAdmit / breakerAfter (table)', () => {
     ['open, before its time: refused', open(100), 99, false, open(100)],
     ['open, at its time: one probe, and open again for the cooldown', open(100), 100, true, open(100 + COOLDOWN)],
     ['open, long after: one probe', open(100), 50_000, true, open(50_000 + COOLDOWN)],
+    // Opened for the cooldown at most: an end further ahead was set before the clock stepped back.
+    ['open, its end further ahead than a cooldown: one probe', open(100_000), 50_000, true, open(50_000 + COOLDOWN)],
   ])('%s', (_name, state, now, allowed, after) => {
     expect(breakerAdmit(state, now, COOLDOWN)).toEqual({ allowed, state: after });
   });
@@ -77,6 +79,22 @@ describe('VerifyBudget', () => {
     expect(budget.admit('r', 'return')).toBeUndefined();
     t.advance(COOLDOWN);
     expect(budget.admit('p', 'webhook')).toBeUndefined();
+  });
+
+  it('a clock stepped back (NTP, a VM restore) holds no verify back for longer than its window', () => {
+    const t = clock();
+    const budget = new VerifyBudget(COOLDOWN, t.now);
+    budget.note('p', 'webhook', { kind: 'pending' }, undefined);
+    budget.note('f', 'return', unverified(), down());
+    budget.note('r', 'webhook', unverified(undefined, 20), undefined);
+    t.advance(-870_000);
+    // Remembered before the step: what they say cannot be trusted, so they hold nothing back.
+    expect(budget.admit('p', 'webhook')).toBeUndefined();
+    expect(budget.admit('f', 'return')).toBeUndefined();
+    expect(budget.admit('r', 'webhook')).toBeUndefined();
+    // And what is remembered after the step holds as long as it says.
+    budget.note('p', 'webhook', { kind: 'pending' }, undefined);
+    expect(budget.admit('p', 'webhook')).toEqual({ pending: true, retryAfterSecs: 10, error: undefined });
   });
 
   it('a 429 pauses every payment until its Retry-After', () => {

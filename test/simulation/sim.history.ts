@@ -24,7 +24,12 @@ export const STRESSORS = [
   'slow',
   'failing',
   'twice',
+  'steps',
+  'longlag',
+  'slowstore',
 ] as const;
+/** Stressors drawn from a stream of their own: adding one leaves every older history as it was. */
+const OWN_STREAM: readonly Stressor[] = ['steps', 'longlag', 'slowstore'];
 export type Stressor = (typeof STRESSORS)[number];
 
 /** The stated bounds the liveness check holds the engine to (docs/confirmations.md). */
@@ -41,6 +46,12 @@ export const BOUNDS = {
   afterOutageMs: 150_000,
   /** Added per failed handler run, beyond the sweep's wait for its next check. */
   perFailureMs: 60_000,
+  /**
+   * A verify that lags a path by L while the session is open: the pending lane backs off, so the
+   * handlers run within max(askedMs, L × this) of the final answer (its longest wait against the
+   * time in the lane, 60 s after 93 s, and each pass taking what is due within a second early).
+   */
+  lagFactor: 0.75,
 } as const;
 
 const LEASE_MS = 60_000;
@@ -96,9 +107,10 @@ export interface RealStoreSetup {
 export async function runHistory(seed: number, real?: RealStoreSetup): Promise<HistoryResult> {
   const random = new Random(seed);
   // Drawn alike whatever the store, so that a seed means the same history over each.
-  const stressors = STRESSORS.filter((s) => random.chance(s === 'strangers' ? 0.25 : 0.3)).filter(
-    (s) => !real?.without.includes(s),
-  );
+  const own = new Random(seed ^ 0x5eed_57e9);
+  const stressors = STRESSORS.filter((s) =>
+    (OWN_STREAM.includes(s) ? own : random).chance(s === 'strangers' ? 0.25 : 0.3),
+  ).filter((s) => !real?.without.includes(s));
   const has = (s: Stressor) => stressors.includes(s);
   const time = new VirtualTime(T0);
   const violations: string[] = [];
@@ -118,6 +130,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       verify429: has('faults') ? 0.02 : 0,
       verifyHang: has('faults') ? 0.02 : 0,
       storeDown,
+      ...(has('slowstore') ? { generateWriteMs: () => own.between(2_000, 15_000) } : {}),
     },
     real?.store,
   );
@@ -302,6 +315,13 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         }
         note(payment.id, `generated on #${instance.index}`);
         payment.lagMs = has('lag') ? random.between(0, 8_000) : random.chance(0.3) ? random.between(0, 2_000) : 0;
+        if (has('longlag')) longLag(own, payment);
+        if (has('slowstore') && own.chance(0.5)) {
+          // The customer pays at once, before the slow store took generatePayment's write, and
+          // verify lags the webhook: the webhook's pending-lane entry must survive that write.
+          payment.settleAt = time.now + own.between(500, 4_000);
+          payment.lagMs = own.between(2_000, 8_000);
+        }
         note(
           payment.id,
           `will settle at ${((payment.settleAt - T0) / 1000).toFixed(1)}s, final at ${((payment.settleAt + payment.lagMs - T0) / 1000).toFixed(1)}s (${payment.outcome})`,
@@ -380,6 +400,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     }
   }
 
+  if (has('steps')) stepClocks(own, time, T0 + sessionSecs * 1000, () => live());
+
   await time.runUntil(horizon);
   faultsSeen.any = has('faults');
 
@@ -434,7 +456,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     // From when the plugin could know: the service's answer is final and a path told the plugin.
     const knownAt = Math.max(finalAt, s.firstAskAt ?? finalAt);
     const sweepDeadline = Math.max(finalAt, payment.sessionEndsAt) + GRACE_MS + INTERVAL_MS + BOUNDS.sweepSlackMs;
-    let deadline = s.askedAfterSettle ? knownAt + BOUNDS.askedMs : sweepDeadline;
+    const laneLag = Math.max(0, finalAt - (s.firstAskAt ?? finalAt));
+    let deadline = s.askedAfterSettle ? knownAt + Math.max(BOUNDS.askedMs, laneLag * BOUNDS.lagFactor) : sweepDeadline;
     // A crash before the handlers succeeded (one may have been running them): its lease, then the
     // service's redelivery; a service that loses its redeliveries leaves it to the sweep.
     for (const c of crashes)
@@ -494,6 +517,34 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     );
 
   return { seed, stressors, violations, latencies, settled, settledVerifies, strangerVerifies, events: time.ran };
+}
+
+/**
+ * Clocks stepping both ways (an NTP step, a VM restored from a snapshot) during the sessions: an
+ * instance's wall clock jumps by seconds to half an hour, back or forward, and stays there. The
+ * shared clock must notice and measure its offset to the store again, or a step back stops the
+ * sweep for its length (liveness checks the rest).
+ */
+function stepClocks(own: Random, time: VirtualTime, until: number, live: () => Instance[]): void {
+  for (let k = own.int(1, 3); k > 0; k--) {
+    const at = own.between(time.now, until);
+    const stepMs = (own.chance(0.6) ? -1 : 1) * own.between(5_000, 1_800_000);
+    const which = own.next();
+    time.at(at, () => {
+      const instances = live();
+      if (instances.length > 0) instances[Math.floor(which * instances.length)].clock.stepMs += stepMs;
+    });
+  }
+}
+
+/**
+ * Verify lagging the webhook by far more than the pending lane's fixed waits (seconds up to the
+ * rest of the session), for about half the paid payments: the lane must keep checking, backing off,
+ * until the session ends, and stay within the verify budget.
+ */
+function longLag(own: Random, payment: ModelPayment): void {
+  const room = payment.sessionEndsAt - (payment.settleAt ?? payment.sessionEndsAt) - 1_000;
+  if (room > 10_000 && own.chance(0.5)) payment.lagMs = own.between(10_000, room);
 }
 
 const SECRET_RUNS = new Set<string>();

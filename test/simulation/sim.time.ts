@@ -76,9 +76,13 @@ export const turn = (): Promise<void> => new Promise((resolve) => setImmediate(r
 
 /**
  * An instance's clock: virtual time shifted by its skew; its timers die with the instance (a
- * crashed process runs nothing more).
+ * crashed process runs nothing more). Like a host's own clock it has no monotonic time, so an
+ * operator's step of it (`stepMs`: NTP, a VM restored from a snapshot) shows only in its readings.
  */
 export class InstanceClock implements Clock {
+  /** The sum of the steps the instance's wall clock took (its timers run on unaffected). */
+  stepMs = 0;
+
   constructor(
     private readonly time: VirtualTime,
     readonly skewMs: number,
@@ -86,7 +90,7 @@ export class InstanceClock implements Clock {
   ) {}
 
   now(): number {
-    return this.time.now + this.skewMs;
+    return this.time.now + this.skewMs + this.stepMs;
   }
 
   setTimeout(fn: () => void, ms: number): ClockTimer {

@@ -42,6 +42,11 @@ export interface WorldFaults {
   verifyHang: number;
   /** Windows [from, to) of virtual time during which the store refuses every call. */
   storeDown: Array<[number, number]>;
+  /**
+   * How long `generatePayment`'s queue write (`queueGenerated`) travels before it lands in the
+   * store (a slow store); absent: it lands at once, as every other call does.
+   */
+  generateWriteMs?: () => number;
 }
 
 /** What the world counts and remembers for the checks. */
@@ -313,6 +318,17 @@ export class Instance {
     const proxy: Record<string, unknown> = { rateLimits, close: async () => undefined };
     for (const name of [...STORE_METHODS, ...ORDER_LEDGER_METHODS]) {
       proxy[name] = call(name);
+    }
+    // The generated payment's queue write, one atomic step in every shipped store; with a slow
+    // store it lands late, after a webhook that came meanwhile (the write is on its way: it lands
+    // even if the instance dies).
+    if (typeof shared.queueGenerated === 'function') {
+      const queue = call('queueGenerated');
+      const travel = world.faults.generateWriteMs;
+      proxy.queueGenerated = travel
+        ? (...args: unknown[]) =>
+            new Promise<void>((resolve) => world.time.after(travel(), () => resolve())).then(() => queue(...args))
+        : queue;
     }
     // The store's clock is the world's true time, whichever store it is: a real server's own clock
     // runs on real time, which a history on virtual time does not follow.

@@ -1,5 +1,5 @@
 import { type PaymentsLogger, describe } from '../common/index.js';
-import type { PaymentBinding, PendingPayment, PaymentsStore } from '../store/index.js';
+import type { PaymentBinding, PendingPayment } from '../store/index.js';
 import type { Clock, ClockTimer, SharedClock } from '../time/index.js';
 
 /** How the writes of a created payment are waited for and retried. */
@@ -110,23 +110,20 @@ export class PaymentRecorder {
 }
 
 /**
- * The queue entry of a payment recorded late (the store was away at generation), or `undefined`
- * when the queue has one already: a webhook or a return that found it pending meanwhile queued it
- * in the pending lane, which must not be replaced. Its times are moved by what the shared clock
- * learnt meanwhile (during the outage its offset to the store's clock could not be measured).
- * @param store the queue
+ * The queue entry of a payment recorded late (the store was away at generation). Its times are
+ * moved by what the shared clock learnt meanwhile (during the outage its offset to the store's
+ * clock could not be measured). A webhook or a return that found it pending meanwhile may have
+ * queued it in the pending lane: the caller merges with that entry, never replaces it.
  * @param binding what generatePayment recorded, on the clock as it was then
  * @param clock the shared clock, synced again now that the store answers
  * @param offsetMs the clock's offset to the store's when the binding's times were read
  * @returns the entry and the shift of its times, in ms
  */
 export async function lateEntry(
-  store: PaymentsStore,
   binding: PaymentBinding,
   clock: SharedClock,
   offsetMs: number,
-): Promise<{ entry: PendingPayment; shift: number } | undefined> {
-  if (await store.findPending(binding.paymentId)) return undefined;
+): Promise<{ entry: PendingPayment; shift: number }> {
   await clock.sync();
   const shift = clock.offsetMs - offsetMs;
   const moved = (iso: string) => new Date(Date.parse(iso) + shift).toISOString();

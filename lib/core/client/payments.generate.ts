@@ -1,6 +1,6 @@
 import type { SharedClock } from '../time/index.js';
 import { PAYMENTS_DEFAULTS, type ResolvedPaymentsOptions } from './payments.options.js';
-import type { PaymentBinding, PaymentsStore } from '../store/index.js';
+import { queueGenerated, type PaymentBinding, type PaymentsStore } from '../store/index.js';
 import type { TelemetryHooks } from '../telemetry/index.js';
 import { WebhookTokenSigner } from '../webhook/index.js';
 import {
@@ -163,10 +163,10 @@ export class PaymentGenerator {
       payment.paymentId,
       async (late) => {
         if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
-        // Late: a path that found it pending meanwhile may have queued it in the pending lane; kept.
-        const late_ = late ? await lateEntry(this.store, binding, this.clock, offset) : undefined;
-        if (!late || late_)
-          await this.store.schedulePending(late_?.entry ?? { ...binding, checks: 0 }, dueAt + (late_?.shift ?? 0));
+        // A path that found it pending meanwhile (a webhook faster than this write, or than the
+        // store's outage) put it in the pending lane: merged with, never replaced (queueGenerated).
+        const moved = late ? await lateEntry(binding, this.clock, offset) : undefined;
+        await queueGenerated(this.store, moved?.entry ?? { ...binding, checks: 0 }, dueAt + (moved?.shift ?? 0));
         await checkout?.();
       },
       dueAt,

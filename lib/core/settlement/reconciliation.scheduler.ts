@@ -244,7 +244,7 @@ export class ReconciliationScheduler {
         });
       case 'verify-failed':
         run.checked++;
-        // A failed check in the pending lane keeps it there: the lane is short and bounded anyway.
+        // A failed check in the pending lane keeps it there: the lane backs off and ends with the session.
         if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
         return rescheduleUnsettled(this.#records, entry, now, {
           kind: 'unknown',

@@ -55,7 +55,8 @@ export function breakerAdmit(
   cooldownMs: number,
 ): { allowed: boolean; state: BreakerState } {
   if (state.openUntil === 0) return { allowed: true, state };
-  if (now < state.openUntil) return { allowed: false, state };
+  // An end further ahead than one cooldown was set before the clock stepped back: not trusted.
+  if (now < state.openUntil && state.openUntil - now <= cooldownMs) return { allowed: false, state };
   return { allowed: true, state: { failures: state.failures, openUntil: now + cooldownMs } };
 }
 
@@ -82,6 +83,8 @@ export interface Deferral {
 }
 
 interface Remembered {
+  /** When it was remembered: a clock now earlier than this was stepped back, and it is forgotten. */
+  since: number;
   until: number;
   pending: boolean;
   error?: PaymentsError;
@@ -93,6 +96,7 @@ export class VerifyBudget {
   #breaker: BreakerState = CLOSED;
   #breakerError?: PaymentsError;
   #pausedUntil = 0;
+  #pausedSince = 0;
   #pauseError?: PaymentsError;
 
   /**
@@ -114,11 +118,11 @@ export class VerifyBudget {
   admit(paymentId: string, source: OutcomeSource): Deferral | undefined {
     const now = this.clock();
     const remembered = [this.#recent.get(paymentId), this.#recent.get(`${source}:${paymentId}`)].find(
-      (r) => r !== undefined && r.until > now,
+      (r) => r !== undefined && r.since <= now && r.until > now,
     );
-    if (remembered && remembered.until > now)
+    if (remembered)
       return { pending: remembered.pending, retryAfterSecs: secs(remembered.until - now), error: remembered.error };
-    if (now < this.#pausedUntil)
+    if (this.#pausedSince <= now && now < this.#pausedUntil)
       return {
         pending: false,
         retryAfterSecs: secs(this.#pausedUntil - now),
@@ -140,15 +144,19 @@ export class VerifyBudget {
       // A return's PENDING is remembered in the outcome record, which every instance reads before
       // verifying (settlement.reconciler.ts); a webhook's here. The sweep has its own schedule.
       if (decision.kind === 'pending' && source === 'webhook')
-        this.#recent.set(`webhook:${paymentId}`, { until: now + this.webhookPendingMs, pending: true });
+        this.#recent.set(`webhook:${paymentId}`, { since: now, until: now + this.webhookPendingMs, pending: true });
       else for (const path of SOURCES) this.#recent.delete(`${path}:${paymentId}`);
       return;
     }
     if (decision.rateLimitedSecs !== undefined) {
       // The service answered: it is up, only refusing for a while. Every path pauses.
-      this.#pausedUntil = Math.max(this.#pausedUntil, now + decision.rateLimitedSecs * 1000);
+      if (!(this.#pausedSince <= now && now < this.#pausedUntil)) this.#pausedSince = now;
+      this.#pausedUntil = Math.max(
+        this.#pausedSince <= now ? this.#pausedUntil : 0,
+        now + decision.rateLimitedSecs * 1000,
+      );
       this.#pauseError = error;
-      this.#recent.set(paymentId, { until: now + decision.rateLimitedSecs * 1000, pending: false, error });
+      this.#recent.set(paymentId, { since: now, until: now + decision.rateLimitedSecs * 1000, pending: false, error });
       return;
     }
     // Only a service that gave no usable answer counts against the breaker (a 404 is an answer).
@@ -156,7 +164,7 @@ export class VerifyBudget {
       error instanceof PaymentsConnectionError || (error instanceof PaymentsApiError && error.httpStatus >= 500);
     this.#breaker = breakerAfter(this.#breaker, !down, now, this.intervalMs);
     if (this.#breaker.openUntil > 0) this.#breakerError = error;
-    this.#recent.set(paymentId, { until: now + this.intervalMs, pending: false, error });
+    this.#recent.set(paymentId, { since: now, until: now + this.intervalMs, pending: false, error });
   }
 
   /**

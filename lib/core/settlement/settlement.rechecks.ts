@@ -5,16 +5,30 @@ import type { VerifiedPayment } from '../api/index.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
 
 /**
- * The waits of the pending lane, in ms: after a webhook or a return found a payment still pending
- * at the service, the plugin checks it again after each of these in turn (2.5 minutes in all),
- * then leaves it to the session's own schedule. The service's state can lag its own webhook by a
- * few seconds, and a service that took the first delivery's answer as final may never deliver
- * again: short waits first, so that a lag of s seconds costs about s more seconds of latency and a
- * handful of verify calls (docs/confirmations.md states the bound and the budget).
+ * The fixed waits of the pending lane, in ms: after a webhook or a return found a payment still
+ * pending at the service, the plugin checks it again after each of these in turn (213 s in all).
+ * The service's state can lag its own webhook, and a service that took the first delivery's answer
+ * as final may never deliver again: short waits first, so that a lag of s seconds costs about s
+ * more seconds of latency and a handful of verify calls (docs/confirmations.md states the bound
+ * and the budget). The lane then goes on, backing off ({@link RECHECK_BACKOFF}), until the session
+ * ends.
  */
 export const RECHECK_WAITS_MS: readonly number[] = Object.freeze([
   3_000, 4_000, 6_000, 8_000, 12_000, 15_000, 15_000, 30_000, 60_000, 60_000,
 ]);
+
+/**
+ * Past the fixed waits, each check of the lane comes this many times as long after the lane began
+ * as the one before it (each wait is half the time spent in the lane so far): a verify that lags
+ * by L is seen final at most about L/2 late, and a lag of minutes costs a few more calls, not one a
+ * minute.
+ */
+export const RECHECK_BACKOFF = 1.5;
+
+/** The longest wait of the lane, ms (a session of hours is checked at least hourly). */
+const RECHECK_MAX_WAIT_MS = 3_600_000;
+
+const FIXED_SPAN_MS = RECHECK_WAITS_MS.reduce((sum, wait) => sum + wait, 0);
 
 /** How often, and how many times, a re-check is queued again while the store does not answer. */
 const NOTE_RETRY_MS = 5_000;
@@ -31,8 +45,11 @@ export interface RecheckPlan {
 /**
  * The pending lane's rule (pure): the next check of a payment a path found pending. In the lane
  * (`rechecks` set, or a path just found it pending) the next wait is {@link RECHECK_WAITS_MS}
- * `[rechecks]`; past its last wait the entry returns to the session's schedule: due `graceSecs`
- * after the session ends (or a minute from now, whichever is later), as a new payment's entry is.
+ * `[rechecks]`; past those, while the session is open, waits backing off by {@link RECHECK_BACKOFF}
+ * (at most an hour). The entry returns to the session's schedule when the next check would come
+ * after the session's end and grace (or at once past the fixed waits when its session's end is not
+ * known): due `graceSecs` after the session ends (or a minute from now, whichever is later), as a
+ * new payment's entry is.
  * @param entry the queue entry (its `rechecks`: the lane checks done so far; `sessionEndsAt`)
  * @param now the shared clock's time, epoch ms
  * @param graceSecs `reconciliation.graceSecs`
@@ -43,10 +60,16 @@ export function nextRecheck(
   graceSecs: number,
 ): RecheckPlan {
   const done = entry.rechecks ?? 0;
-  const wait = RECHECK_WAITS_MS[done];
-  if (wait !== undefined) return { dueAt: now + wait, rechecks: done + 1 };
+  const fixed = RECHECK_WAITS_MS[done];
+  if (fixed !== undefined) return { dueAt: now + fixed, rechecks: done + 1 };
   const ends = Date.parse(entry.sessionEndsAt ?? '');
   const regular = Number.isFinite(ends) ? ends + graceSecs * 1000 : now;
+  const beyond = done - RECHECK_WAITS_MS.length;
+  const wait = Math.min(
+    RECHECK_MAX_WAIT_MS,
+    FIXED_SPAN_MS * (RECHECK_BACKOFF - 1) * RECHECK_BACKOFF ** Math.min(beyond, 64),
+  );
+  if (now + wait < regular) return { dueAt: now + wait, rechecks: done + 1 };
   return { dueAt: Math.max(regular, now + 60_000), rechecks: undefined };
 }
 

@@ -3,6 +3,7 @@
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
 // folders' imports of store/ to this file.
 export { MemoryPaymentsStore } from './memory.store.js';
+export { queueGenerated } from './pending.generated.js';
 export { isPaymentsStore, orderLedgerOf, STORE_METHODS } from './store.ports.js';
 export type { OrderLedger, PaymentsStore, RateLimiter } from './store.ports.js';
 export { isTransactional } from './store.transaction.js';

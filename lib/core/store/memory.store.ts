@@ -21,6 +21,7 @@ import type {
 } from './store.types.js';
 import type { OrderLedger, PaymentsStore } from './store.ports.js';
 import { MemoryRateLimiter } from './memory.limiter.js';
+import { mergeGenerated } from './pending.generated.js';
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
@@ -203,6 +204,14 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
   /** @inheritdoc */
   async schedulePending(entry: PendingPayment, dueAt: number): Promise<void> {
     this.pending.set(entry.paymentId, { entry: { ...entry }, dueAt: epochMs('MemoryPaymentsStore', dueAt, 'dueAt') });
+  }
+
+  /** @inheritdoc */
+  async queueGenerated(entry: PendingPayment, dueAt: number): Promise<void> {
+    const due = epochMs('MemoryPaymentsStore', dueAt, 'dueAt');
+    const queued = this.pending.peek(entry.paymentId);
+    if (queued) queued.entry = mergeGenerated(queued.entry, entry);
+    else this.pending.set(entry.paymentId, { entry: { ...entry }, dueAt: due });
   }
 
   /** @inheritdoc */

@@ -106,6 +106,17 @@ export interface PendingQueue {
   schedulePending(entry: PendingPayment, dueAt: number): Promise<void>;
 
   /**
+   * Optional, atomic: queues a payment `generatePayment` just created, unless the queue holds an
+   * entry of it already (a webhook or a return found it pending first and put it in the pending
+   * lane): that entry keeps its due time, `checks` and `rechecks`, and takes every other field of
+   * `entry` (the session's end, the generation time). Every shipped store has it; without it the
+   * plugin reads the queue first and keeps an entry it finds as it is (two steps, not atomic).
+   * @param entry the payment as generated
+   * @param dueAt epoch ms from which it may be taken, when nothing was queued
+   */
+  queueGenerated?(entry: PendingPayment, dueAt: number): Promise<void>;
+
+  /**
    * Atomically takes up to `limit` entries due at `now` (oldest due first) and pushes each one's
    * due time to `now + leaseMs`, so that no other instance takes it meanwhile and it comes back by
    * itself if this one crashes before removing or rescheduling it.

@@ -16,6 +16,13 @@ export interface Clock {
   setTimeout(fn: () => void, ms: number, keepAlive?: boolean): ClockTimer;
   /** Cancels a timer of {@link Clock.setTimeout}; nothing happens for one that already ran or `undefined`. */
   clearTimeout(timer: ClockTimer | undefined): void;
+  /**
+   * Optional: a monotonic reading in ms (`performance.now()` for the system's clock), which an
+   * operator's step of the wall clock (NTP, a VM restored from a snapshot) does not move. With it
+   * the shared clock notices a step of `now()` in either direction at once and measures its offset
+   * to the store's clock again; without it, only a step back (or one past a minute) is noticed.
+   */
+  elapsed?(): number;
 }
 
 /** A timer of a {@link Clock}: opaque, only handed back to {@link Clock.clearTimeout}. */
@@ -35,6 +42,7 @@ export const SYSTEM_CLOCK: Clock = Object.freeze({
   clearTimeout: (timer: ClockTimer | undefined): void => {
     if (timer !== undefined) clearTimeout(timer as unknown as NodeJS.Timeout);
   },
+  elapsed: () => performance.now(),
 });
 
 /** Resolves after `ms` of `clock`'s time; the process stays up meanwhile (someone awaits it). */

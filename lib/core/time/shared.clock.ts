@@ -4,18 +4,57 @@ import type { Clock, ClockTimer } from './clock.port.js';
 export const SHARED_CLOCK_RESYNC_MS = 60_000;
 
 /**
+ * How far the instance's wall clock may move from its monotonic time between two readings before
+ * it counts as stepped. A slewing NTP moves it by at most 0.5 ms a second, far below this.
+ */
+export const CLOCK_STEP_TOLERANCE_MS = 1_000;
+
+/** Round trips tried by one measurement when the instance's clock steps during them. */
+const MEASURE_ATTEMPTS = 3;
+
+/** One reading of the instance's clock: its wall time and, when the clock has one, its monotonic time. */
+export interface ClockReading {
+  /** `Clock.now()`, epoch ms. */
+  wall: number;
+  /** `Clock.elapsed()`, ms; absent when the clock has no monotonic time. */
+  elapsed?: number;
+}
+
+/**
+ * Whether the offset to the store's clock must be measured again (pure). It must when none was
+ * measured, when it is {@link SHARED_CLOCK_RESYNC_MS} old, and when the instance's wall clock was
+ * stepped since: back (it reads earlier than it did before: a due time would not come for the
+ * step's length) or, when the clock has monotonic time, either way by more than
+ * {@link CLOCK_STEP_TOLERANCE_MS} against it.
+ * @param measuredAt the reading when the offset was measured; `undefined`: never
+ * @param latestWall the furthest wall time this clock read since the measurement (a step back
+ *   shows against it, however many readings came after the step)
+ * @param current the reading now
+ */
+export function mustMeasure(measuredAt: ClockReading | undefined, latestWall: number, current: ClockReading): boolean {
+  // The latest wall time read is never before the measurement's: a step back past it shows here too.
+  if (measuredAt === undefined || current.wall < latestWall) return true;
+  const wallAge = current.wall - measuredAt.wall;
+  if (measuredAt.elapsed === undefined || current.elapsed === undefined) return wallAge >= SHARED_CLOCK_RESYNC_MS;
+  const age = current.elapsed - measuredAt.elapsed;
+  return age >= SHARED_CLOCK_RESYNC_MS || Math.abs(wallAge - age) > CLOCK_STEP_TOLERANCE_MS;
+}
+
+/**
  * The time every instance sharing a store agrees on: this instance's clock corrected by its
  * offset to the store's clock (`store.now()`, the Redis or PostgreSQL server's time). Due times in
  * the reconciliation queue and the ages of outcome records are written by one instance and read
  * by another; with each instance's own clock, one whose clock is an hour ahead would make the
  * others wait that hour (or check an hour early). A store without a clock leaves the offset at 0.
  *
- * The offset is measured at most every {@link SHARED_CLOCK_RESYNC_MS} by {@link sync}, which the
- * paths call before they read the shared time; between syncs `now()` costs nothing.
+ * The offset is measured every {@link SHARED_CLOCK_RESYNC_MS} by {@link sync}, which the paths
+ * call before they read the shared time, and at the first sync after the instance's clock was
+ * stepped ({@link mustMeasure}); between syncs `now()` costs nothing.
  */
 export class SharedClock implements Clock {
   #offset = 0;
-  #syncedAt = Number.NEGATIVE_INFINITY;
+  #measuredAt?: ClockReading;
+  #latestWall = Number.NEGATIVE_INFINITY;
   #syncing?: Promise<void>;
 
   /**
@@ -29,7 +68,7 @@ export class SharedClock implements Clock {
 
   /** @inheritdoc */
   now(): number {
-    return this.local.now() + this.#offset;
+    return this.#wall() + this.#offset;
   }
 
   /** @inheritdoc */
@@ -53,22 +92,46 @@ export class SharedClock implements Clock {
    * their own calls).
    */
   sync(): Promise<void> {
-    if (!this.storeNow || this.local.now() - this.#syncedAt < SHARED_CLOCK_RESYNC_MS) return Promise.resolve();
+    if (!this.storeNow) return Promise.resolve();
+    const latest = this.#latestWall;
+    if (!mustMeasure(this.#measuredAt, latest, this.#reading())) return Promise.resolve();
     this.#syncing ??= this.#measure(this.storeNow).finally(() => (this.#syncing = undefined));
     return this.#syncing;
   }
 
+  /** The local wall time; the furthest one read since the measurement is kept (a step back shows against it). */
+  #wall(): number {
+    const wall = this.local.now();
+    if (wall > this.#latestWall) this.#latestWall = wall;
+    return wall;
+  }
+
+  #reading(): ClockReading {
+    const reading: ClockReading = { wall: this.#wall() };
+    const elapsed = this.local.elapsed?.();
+    if (elapsed !== undefined) reading.elapsed = elapsed;
+    return reading;
+  }
+
   async #measure(storeNow: () => Promise<number>): Promise<void> {
-    const sent = this.local.now();
-    try {
-      const remote = await storeNow();
-      const received = this.local.now();
+    // A step during the round trip spoils its middle: measured again at once (a caller that joined
+    // this measurement must not read the time with the offset of before the step).
+    for (let attempt = 0; attempt < MEASURE_ATTEMPTS; attempt++) {
+      const sent = this.#reading();
+      let remote: number;
+      try {
+        remote = await storeNow();
+      } catch {
+        return; // Kept as it was; retried on the next sync.
+      }
+      const received = this.#reading();
       if (!Number.isFinite(remote)) return;
+      if (mustMeasure(sent, sent.wall, received)) continue;
       // The store read its clock somewhere during the round trip: its middle is the best guess.
-      this.#offset = Math.round(remote - (sent + received) / 2);
-      this.#syncedAt = received;
-    } catch {
-      // Kept as it was; retried on the next sync.
+      this.#offset = Math.round(remote - (sent.wall + received.wall) / 2);
+      this.#measuredAt = received;
+      this.#latestWall = received.wall;
+      return;
     }
   }
 }

@@ -1,0 +1,143 @@
+import { describe, expect, it } from '@jest/globals';
+import type { Clock, ClockTimer } from '../../lib/core/time/clock.port.js';
+import {
+  CLOCK_STEP_TOLERANCE_MS,
+  SHARED_CLOCK_RESYNC_MS,
+  SharedClock,
+  mustMeasure,
+  type ClockReading,
+} from '../../lib/core/time/shared.clock.js';
+
+/** An instance's clock that an operator (NTP, a VM restore) can step; its timers are not used here. */
+class SteppingClock implements Clock {
+  constructor(public wall: number) {}
+  now(): number {
+    return this.wall;
+  }
+  setTimeout(): ClockTimer {
+    return {};
+  }
+  clearTimeout(): void {}
+}
+
+const STORE_START = 1_800_000_000_000;
+
+/** A shared clock over a store whose clock runs true; the local one starts `skewMs` off it. */
+function setup(skewMs: number) {
+  let storeTime = STORE_START;
+  const local = new SteppingClock(STORE_START + skewMs);
+  let measured = 0;
+  const shared = new SharedClock(local, async () => {
+    measured++;
+    return storeTime;
+  });
+  /** Real time passes: both clocks move on. */
+  const pass = (ms: number) => {
+    storeTime += ms;
+    local.wall += ms;
+  };
+  return { local, shared, pass, measures: () => measured, storeTime: () => storeTime };
+}
+
+/** The same with monotonic time, which a step leaves alone. */
+class MonotonicSteppingClock extends SteppingClock {
+  monotonic = 0;
+  elapsed(): number {
+    return this.monotonic;
+  }
+}
+
+const R = SHARED_CLOCK_RESYNC_MS;
+const T = CLOCK_STEP_TOLERANCE_MS;
+const at = (wall: number, elapsed?: number): ClockReading => (elapsed === undefined ? { wall } : { wall, elapsed });
+
+describe('mustMeasure: when the offset to the store is measured again', () => {
+  it.each<[string, ClockReading | undefined, number, ClockReading, boolean]>([
+    ['never measured', undefined, 0, at(5), true],
+    ['measured 10 s ago, clock steady', at(0), 10_000, at(10_000), false],
+    ['measured a minute ago', at(0), R - 1, at(R), true],
+    ['stepped back 5 s since the last reading (younger than the offset)', at(0), 10_000, at(5_000), true],
+    ['stepped back past the measurement', at(100_000), 100_000, at(40_000), true],
+    ['stepped forward 5 s, no monotonic time: only its age counts', at(0), 10_000, at(15_000), false],
+    ['stepped forward 5 s against monotonic time', at(0, 0), 10_000, at(15_000, 10_000), true],
+    ['stepped back 5 s against monotonic time', at(0, 0), 0, at(5_000, 10_000), true],
+    ['drifted within the tolerance', at(0, 0), 0, at(10_000 + T, 10_000), false],
+    ['a minute of monotonic time, wall clock steady', at(0, 0), 0, at(R, R), true],
+  ])('%s: %s', (_what, measuredAt, latestWall, current, expected) => {
+    expect(mustMeasure(measuredAt, latestWall, current)).toBe(expected);
+  });
+});
+
+describe('the shared clock', () => {
+  it.each([
+    // [what happened, local step in ms, time passed after the step before the next sync]
+    ['a backward step of a minute (NTP)', -60_000, 1_000],
+    ['a backward step of an hour (a VM restored from a snapshot)', -3_600_000, 1_000],
+    ['a backward step of 5 s', -5_000, 0],
+    ['a forward step of an hour', 3_600_000, 1_000],
+    ['a forward step of two minutes', 120_000, 0],
+  ])('reads the store’s time again at the next sync after %s', async (_what, stepMs, afterMs) => {
+    const { local, shared, pass, measures, storeTime } = setup(0);
+    await shared.sync();
+    expect(shared.now()).toBe(storeTime());
+    pass(10_000);
+    await shared.sync(); // within the minute: nothing measured
+    expect(measures()).toBe(1);
+    local.wall += stepMs;
+    pass(afterMs);
+    // Paths read the time before they sync (a checkout's lookup): the step must still show.
+    shared.now();
+    await shared.sync();
+    expect(measures()).toBe(2);
+    // The instance's step no longer shows in the time every instance agrees on.
+    expect(shared.now()).toBe(storeTime());
+  });
+
+  it.each([
+    ['back', -5_000],
+    ['forward', 5_000],
+  ])('notices a step %s of 5 s at once when the clock has monotonic time', async (_way, stepMs) => {
+    let storeTime = STORE_START;
+    const local = new MonotonicSteppingClock(STORE_START);
+    const shared = new SharedClock(local, async () => storeTime);
+    await shared.sync();
+    storeTime += 10_000;
+    local.wall += 10_000 + stepMs;
+    local.monotonic += 10_000;
+    expect(shared.now()).toBe(storeTime + stepMs);
+    await shared.sync();
+    expect(shared.now()).toBe(storeTime);
+  });
+
+  it('measures again when the clock steps back during the round trip (a caller joined to it reads the true time)', async () => {
+    let storeTime = STORE_START;
+    const local = new SteppingClock(STORE_START);
+    let calls = 0;
+    const shared = new SharedClock(local, async () => {
+      // The first answer comes after an hour's step back of the instance's clock.
+      if (calls++ === 0) local.wall -= 3_600_000;
+      return storeTime;
+    });
+    await shared.sync();
+    expect(calls).toBe(2);
+    expect(shared.now()).toBe(storeTime);
+    storeTime += 1_000;
+    local.wall += 1_000;
+    expect(shared.now()).toBe(storeTime);
+  });
+
+  it('measures at most once a minute while the local clock runs steadily, then again', async () => {
+    const { shared, pass, measures, storeTime } = setup(-42_000);
+    await shared.sync();
+    expect(shared.now()).toBe(storeTime());
+    for (let k = 0; k < 5; k++) {
+      pass(SHARED_CLOCK_RESYNC_MS / 6);
+      await shared.sync();
+    }
+    expect(measures()).toBe(1);
+    pass(SHARED_CLOCK_RESYNC_MS / 6);
+    await shared.sync();
+    expect(measures()).toBe(2);
+    expect(shared.offsetMs).toBe(42_000);
+  });
+});
