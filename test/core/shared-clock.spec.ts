@@ -96,18 +96,77 @@ describe('the shared clock', () => {
   it.each([
     ['back', -5_000],
     ['forward', 5_000],
-  ])('notices a step %s of 5 s at once when the clock has monotonic time', async (_way, stepMs) => {
+  ])('is not moved by a step %s of 5 s when the clock has monotonic time, and measures again', async (_way, stepMs) => {
     let storeTime = STORE_START;
+    let measured = 0;
     const local = new MonotonicSteppingClock(STORE_START);
-    const shared = new SharedClock(local, async () => storeTime);
+    const shared = new SharedClock(local, async () => (measured++, storeTime));
     await shared.sync();
     storeTime += 10_000;
     local.wall += 10_000 + stepMs;
     local.monotonic += 10_000;
-    expect(shared.now()).toBe(storeTime + stepMs);
+    expect(shared.now()).toBe(storeTime);
+    await shared.sync();
+    expect(measured).toBe(2);
+    expect(shared.now()).toBe(storeTime);
+  });
+
+  it.each([
+    ['back an hour', -3_600_000],
+    ['forward half an hour', 1_800_000],
+  ])('keeps the true time through a step %s while the store is out of reach (monotonic time)', async (_w, stepMs) => {
+    let storeTime = STORE_START;
+    let down = false;
+    const local = new MonotonicSteppingClock(STORE_START + 7_000);
+    const shared = new SharedClock(local, async () => {
+      if (down) throw new Error('store down');
+      return storeTime;
+    });
+    await shared.sync();
+    down = true;
+    storeTime += 20_000;
+    local.wall += 20_000 + stepMs;
+    local.monotonic += 20_000;
+    await shared.sync(); // fails: the offset cannot be measured again
+    expect(shared.now()).toBe(storeTime);
+    storeTime += 90_000;
+    local.wall += 90_000;
+    local.monotonic += 90_000;
     await shared.sync();
     expect(shared.now()).toBe(storeTime);
   });
+
+  it.each([
+    ['with monotonic time, stepped forward 20 min meanwhile', true, 1_200_000],
+    ['with monotonic time, no step', true, 0],
+    ['without monotonic time, no step', false, 0],
+  ])(
+    'corrects a time stamped before its first measurement (store away at start, an instance 27 min ahead): %s',
+    async (_what, monotonic, stepMs) => {
+      let storeTime = STORE_START;
+      let down = true;
+      const local = monotonic
+        ? new MonotonicSteppingClock(STORE_START + 1_620_000)
+        : new SteppingClock(STORE_START + 1_620_000);
+      const move = (ms: number) => {
+        storeTime += ms;
+        local.wall += ms;
+        if (local instanceof MonotonicSteppingClock) local.monotonic += ms;
+      };
+      const shared = new SharedClock(local, async () => {
+        if (down) throw new Error('store down');
+        return storeTime;
+      });
+      await shared.sync();
+      const mark = shared.mark();
+      const stampedAt = storeTime;
+      move(50_000);
+      local.wall += stepMs;
+      down = false;
+      await shared.sync();
+      expect(mark.at + shared.shiftSince(mark)).toBe(stampedAt);
+    },
+  );
 
   it('measures again when the clock steps back during the round trip (a caller joined to it reads the true time)', async () => {
     let storeTime = STORE_START;

@@ -93,6 +93,11 @@ export class InstanceClock implements Clock {
     return this.time.now + this.skewMs + this.stepMs;
   }
 
+  /** Monotonic time, as every real machine has (`performance.now()`): steps do not move it. */
+  elapsed(): number {
+    return this.time.now;
+  }
+
   setTimeout(fn: () => void, ms: number): ClockTimer {
     return this.time.after(ms, () => {
       if (this.alive()) fn();

@@ -18,7 +18,9 @@ const FIRST_SEED = Number(process.env.SIM_SEED ?? 1);
  * payment's) queued no re-check, and the service lost its webhooks. 203264: a duplicate charge's
  * handler failed on the return path and nothing re-ran it before the session's end. 151714: a
  * pending-lane check the service rate-limited was put back due at the pause's end, but nothing woke
- * the sweep then (it waited for its next tick).
+ * the sweep then (it waited for its next tick). 351: an instance 27 min ahead generated a payment
+ * while the store was away (never measured) and its clock stepped before the late write: the queue
+ * entry's times kept the step, and reconciliation came after the bound.
  */
 /** Stressors whose histories are held to budgets of their own (docs/confirmations.md). */
 const BUDGET_APART: readonly Stressor[] = ['failing', 'longlag', 'slowstore'];
@@ -26,7 +28,7 @@ const BUDGET_APART: readonly Stressor[] = ['failing', 'longlag', 'slowstore'];
 /** Verify calls per settled payment, on average, in the histories with long lags (docs/confirmations.md). */
 const LONG_LAG_BUDGET = 6;
 
-const PINNED_SEEDS = [151714, 201648, 203071, 203264, 206279, 206497];
+const PINNED_SEEDS = [351, 151714, 201648, 203071, 203264, 206279, 206497];
 
 describe('the engine simulation', () => {
   it('replays: a seed is one history, event for event (no real time, no unseeded randomness in the engine)', async () => {

@@ -1,6 +1,6 @@
 import { type PaymentsLogger, describe } from '../common/index.js';
 import type { PaymentBinding, PendingPayment } from '../store/index.js';
-import type { Clock, ClockTimer, SharedClock } from '../time/index.js';
+import type { Clock, ClockTimer, SharedClock, SharedMark } from '../time/index.js';
 
 /** How the writes of a created payment are waited for and retried. */
 export const RECORDER_WAITS = {
@@ -116,16 +116,16 @@ export class PaymentRecorder {
  * queued it in the pending lane: the caller merges with that entry, never replaces it.
  * @param binding what generatePayment recorded, on the clock as it was then
  * @param clock the shared clock, synced again now that the store answers
- * @param offsetMs the clock's offset to the store's when the binding's times were read
+ * @param mark the shared clock's reading when the binding's times were read
  * @returns the entry and the shift of its times, in ms
  */
 export async function lateEntry(
   binding: PaymentBinding,
   clock: SharedClock,
-  offsetMs: number,
+  mark: SharedMark,
 ): Promise<{ entry: PendingPayment; shift: number }> {
   await clock.sync();
-  const shift = clock.offsetMs - offsetMs;
+  const shift = clock.shiftSince(mark);
   const moved = (iso: string) => new Date(Date.parse(iso) + shift).toISOString();
   const entry: PendingPayment = { ...binding, createdAt: moved(binding.createdAt), checks: 0 };
   if (binding.sessionEndsAt !== undefined) entry.sessionEndsAt = moved(binding.sessionEndsAt);

@@ -142,8 +142,8 @@ export class PaymentGenerator {
       );
 
     await bounded(this.clock.sync(), this.clock).catch(() => undefined);
-    const createdAt = this.clock.now();
-    const offset = this.clock.offsetMs;
+    const mark = this.clock.mark();
+    const createdAt = mark.at;
     const sessionSecs =
       (isSet(own.sessionTimeoutSecs) ? own.sessionTimeoutSecs : defaults.sessionTimeoutSecs) ??
       PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs;
@@ -165,7 +165,7 @@ export class PaymentGenerator {
         if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
         // A path that found it pending meanwhile (a webhook faster than this write, or than the
         // store's outage) put it in the pending lane: merged with, never replaced (queueGenerated).
-        const moved = late ? await lateEntry(binding, this.clock, offset) : undefined;
+        const moved = late ? await lateEntry(binding, this.clock, mark) : undefined;
         await queueGenerated(this.store, moved?.entry ?? { ...binding, checks: 0 }, dueAt + (moved?.shift ?? 0));
         await checkout?.();
       },

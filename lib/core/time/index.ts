@@ -3,4 +3,4 @@
 // folders' imports of time/ to this file.
 export { every, sleep, SYSTEM_CLOCK } from './clock.port.js';
 export type { Clock, ClockTimer } from './clock.port.js';
-export { SharedClock } from './shared.clock.js';
+export { SharedClock, type SharedMark } from './shared.clock.js';

@@ -40,6 +40,16 @@ export function mustMeasure(measuredAt: ClockReading | undefined, latestWall: nu
   return age >= SHARED_CLOCK_RESYNC_MS || Math.abs(wallAge - age) > CLOCK_STEP_TOLERANCE_MS;
 }
 
+/** A reading of the shared time, to correct later what was stamped with it ({@link SharedClock.shiftSince}). */
+export interface SharedMark {
+  /** The shared time read, epoch ms. */
+  at: number;
+  /** The instance's monotonic time then, when its clock has one. */
+  elapsed?: number;
+  /** The offset to the store's clock then. */
+  offset: number;
+}
+
 /**
  * The time every instance sharing a store agrees on: this instance's clock corrected by its
  * offset to the store's clock (`store.now()`, the Redis or PostgreSQL server's time). Due times in
@@ -66,9 +76,18 @@ export class SharedClock implements Clock {
     private readonly storeNow?: () => Promise<number>,
   ) {}
 
-  /** @inheritdoc */
+  /**
+   * The shared time. Once measured on a clock with monotonic time, it is the measurement's store
+   * time plus the monotonic time since: a step of the instance's wall clock does not move it, also
+   * while the store is out of reach and the offset cannot be measured again.
+   */
   now(): number {
-    return this.#wall() + this.#offset;
+    const wall = this.#wall();
+    const measured = this.#measuredAt;
+    const elapsed = measured?.elapsed === undefined ? undefined : this.local.elapsed?.();
+    if (measured?.elapsed !== undefined && elapsed !== undefined)
+      return measured.wall + this.#offset + (elapsed - measured.elapsed);
+    return wall + this.#offset;
   }
 
   /** @inheritdoc */
@@ -79,6 +98,25 @@ export class SharedClock implements Clock {
   /** @inheritdoc */
   clearTimeout(timer: ClockTimer | undefined): void {
     this.local.clearTimeout(timer);
+  }
+
+  /** Reads the shared time, with what {@link shiftSince} needs to correct it later. */
+  mark(): SharedMark {
+    const at = this.now();
+    const elapsed = this.local.elapsed?.();
+    return elapsed === undefined ? { at, offset: this.#offset } : { at, elapsed, offset: this.#offset };
+  }
+
+  /**
+   * How far a time stamped at `mark` is off the shared time as this clock knows it now (add it to
+   * correct the stamp): what it learnt since (a first measurement after a store outage, a step of
+   * the instance's clock). With monotonic time, the shared time now less the monotonic time since;
+   * without, the change of the offset.
+   */
+  shiftSince(mark: SharedMark): number {
+    const elapsed = mark.elapsed === undefined ? undefined : this.local.elapsed?.();
+    if (mark.elapsed !== undefined && elapsed !== undefined) return this.now() - (elapsed - mark.elapsed) - mark.at;
+    return this.#offset - mark.offset;
   }
 
   /** The last measured offset to the store's clock, ms (store minus local). */
