@@ -30,6 +30,12 @@ export interface ModelPayment {
   lagMs: number;
   /** The amount verify reports once settled: another one is a service-side mismatch. */
   reportedAmount: string;
+  /** The tracking id verify reports once settled: another one (verify naming another order) is a mismatch too. */
+  reportedTrackingId?: string;
+  /** Refunds the service made of it (it refuses a second one). */
+  refunds: number;
+  /** Refund calls that reached the service for it, accepted or refused. */
+  refundCalls: number;
 }
 
 /** Settings of the world that a history draws. */
@@ -40,6 +46,10 @@ export interface WorldFaults {
   verifyHang: number;
   /** Windows [from, to) of virtual time during which the store refuses every call. */
   storeDown: Array<[number, number]>;
+  /** Windows [from, to) during which one instance (by index) cannot reach the store while the others can. */
+  partitions?: Array<{ index: number; from: number; to: number }>;
+  /** The service echoes the credentials (and the webhook secret) in its answers: plain, URL-encoded, JSON-escaped. */
+  echo?: boolean;
 }
 
 /** What the world counts and remembers for the checks. */
@@ -54,8 +64,14 @@ export interface Ledger {
   logs: string[];
 }
 
-export const PRIVATE_KEY = 'sk_sim_8f3d29c1a7b64e05d9c2f1a83b7e6d40';
-export const WEBHOOK_SECRET = 'whsec_sim_4c9e1b7a2f6d3e8c0b5a9f1e7d2c6b3a8e0f';
+// Each with characters that URL-encoding and JSON-escaping spell otherwise ('/', '+', '=', '"'), so
+// that an echo in those forms is not the plain text.
+export const PRIVATE_KEY = 'sk_sim/8f3d29c1+a7b64e05=d9c2"f1a83b7e6d40';
+export const WEBHOOK_SECRET = 'whsec_sim/4c9e1b7a+2f6d3e8c=0b5a9f1e"7d2c6b3a8e0f';
+/** The webhook secret a rotation moves to (`webhook.previousSecrets` holds the other). */
+export const WEBHOOK_SECRET_NEXT = 'whsec_sim/next+9a7c5e3b1d=8f6a4c2e"0b9d7f5a3c1e';
+/** Every secret a history configures: none may come out of the plugin, in any form. */
+export const SECRETS = [PRIVATE_KEY, WEBHOOK_SECRET, WEBHOOK_SECRET_NEXT] as const;
 export const SESSION_SECS_CHOICES = [300, 600] as const;
 
 export class World {
@@ -65,6 +81,8 @@ export class World {
   readonly trueClock: InstanceClock;
   readonly payments = new Map<string, ModelPayment>();
   readonly ledger: Ledger = { verifies: new Map(), finalAnswers: new Map(), notFound: new Map(), logs: [] };
+  /** Told of each payment the service creates, as it creates it (before the plugin has its answer). */
+  onCreated?: (payment: ModelPayment) => void;
   #ids = 0;
 
   constructor(
@@ -72,6 +90,8 @@ export class World {
     readonly random: Random,
     readonly faults: WorldFaults,
     store?: PaymentsStore,
+    /** The memory store's cap on token bindings (a small one evicts them, as a busy shop's would). */
+    maxBindings = 1_000,
   ) {
     const trueClock = (this.trueClock = new InstanceClock(time, 0, () => true));
     // Small caps: a history holds a few payments, and each cache allocates its cap up front.
@@ -79,7 +99,7 @@ export class World {
       store ??
       new MemoryPaymentsStore({
         clock: trueClock,
-        maxBindings: 1_000,
+        maxBindings,
         maxEvents: 1_000,
         maxPending: 1_000,
         maxOutcomes: 1_000,
@@ -89,6 +109,19 @@ export class World {
 
   storeIsDown(): boolean {
     return this.faults.storeDown.some(([from, to]) => this.time.now >= from && this.time.now < to);
+  }
+
+  /** Whether instance `index` cannot reach the store now (the store down, or that instance cut off from it). */
+  storeUnreachableFrom(index: number): boolean {
+    return (
+      this.storeIsDown() ||
+      (this.faults.partitions ?? []).some((p) => p.index === index && this.time.now >= p.from && this.time.now < p.to)
+    );
+  }
+
+  /** Whether the service's settled answer differs from what the payment was made with. */
+  static mismatched(payment: ModelPayment): boolean {
+    return payment.reportedAmount !== payment.amount || payment.reportedTrackingId !== payment.trackingId;
   }
 
   /** The status verify answers now. */
@@ -125,10 +158,14 @@ export class World {
         outcome: 'SUCCESS',
         lagMs: 0,
         reportedAmount: String(body.amount),
+        refunds: 0,
+        refundCalls: 0,
       };
-      if (typeof body.developer_tracking_id === 'string') payment.trackingId = body.developer_tracking_id;
+      if (typeof body.developer_tracking_id === 'string')
+        payment.trackingId = payment.reportedTrackingId = body.developer_tracking_id;
       if (typeof body.webhook === 'string') payment.webhookUrl = body.webhook;
       this.payments.set(id, payment);
+      this.onCreated?.(payment);
       return {
         status: 200,
         body: {
@@ -141,13 +178,44 @@ export class World {
         },
       };
     }
+    if (config.method === 'POST' && path === '/api/v2/refund_payment') {
+      const body = JSON.parse(String(config.data)) as Record<string, unknown>;
+      const payment = this.payments.get(String(body.payment_id));
+      if (payment) payment.refundCalls++;
+      // The service refuses a second refund of one payment, and a refund of an unpaid one.
+      if (!payment || payment.refunds > 0 || this.statusOf(payment) !== 'SUCCESS')
+        return {
+          status: 400,
+          body: { status: 'error', message: 'The payment cannot be refunded', code: 'REFUND_NOT_ALLOWED' },
+        };
+      payment.refunds++;
+      return {
+        status: 200,
+        body: {
+          status: 'success',
+          result: {
+            refund_id: `ref_${payment.id}`,
+            payment_id: payment.id,
+            amount: payment.reportedAmount,
+            status: 'success',
+            refunded_at: new Date(this.time.now).toISOString(),
+          },
+        },
+      };
+    }
     if (config.method === 'GET' && path.startsWith('/api/v2/verify_payment/')) {
       const id = decodeURIComponent(path.slice('/api/v2/verify_payment/'.length));
       this.ledger.verifies.set(id, (this.ledger.verifies.get(id) ?? 0) + 1);
       if (process.env.SIM_DEBUG === id)
         this.ledger.logs.push(`${((this.time.now - 1_800_000_000_000) / 1000).toFixed(1)}s service: verify ${id}`);
       if (this.random.chance(this.faults.verifyHang)) return undefined;
-      if (this.random.chance(this.faults.verify503)) return { status: 503, body: 'Service Unavailable' };
+      if (this.random.chance(this.faults.verify503))
+        return {
+          status: 503,
+          body: this.faults.echo
+            ? `Service Unavailable (request: Authorization=${encodeURIComponent(authorization(config))})`
+            : 'Service Unavailable',
+        };
       if (this.random.chance(this.faults.verify429))
         return {
           status: 429,
@@ -157,7 +225,8 @@ export class World {
       const payment = this.payments.get(id);
       if (!payment) {
         this.ledger.notFound.set(id, (this.ledger.notFound.get(id) ?? 0) + 1);
-        return { status: 404, body: { result: { status: 404, message: 'Payment not found' } } };
+        const message = this.faults.echo ? `Payment not found (${authorization(config)})` : 'Payment not found';
+        return { status: 404, body: { result: { status: 404, message } } };
       }
       const status = this.statusOf(payment);
       if (status !== 'PENDING') this.ledger.finalAnswers.set(id, (this.ledger.finalAnswers.get(id) ?? 0) + 1);
@@ -168,11 +237,26 @@ export class World {
         status,
         details: {},
       };
-      if (payment.trackingId !== undefined) result.developer_tracking_id = payment.trackingId;
-      return { status: 200, body: { success: true, result, status_code: 200, code: 0, version: '2.0.0' } };
+      const trackingId = settled ? payment.reportedTrackingId : payment.trackingId;
+      if (trackingId !== undefined) result.developer_tracking_id = trackingId;
+      const body = { success: true, result, status_code: 200, code: 0, version: '2.0.0' };
+      if (!this.faults.echo) return { status: 200, body };
+      // A service that echoes what it was sent: the Authorization header JSON-escaped (every
+      // character but letters and digits as \uXXXX, and PHP's \/), URL-encoded, and the secret plain.
+      const auth = authorization(config);
+      const details =
+        `{"echo":"${auth.replace(/[^A-Za-z0-9]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}",` +
+        `"php":${JSON.stringify(auth).replace(/\//g, '\\/')},"query":"${encodeURIComponent(auth)}",` +
+        `"hook":${JSON.stringify(WEBHOOK_SECRET)},"next":"${encodeURIComponent(WEBHOOK_SECRET_NEXT)}"}`;
+      return { status: 200, body: JSON.stringify(body).replace('"details":{}', `"details":${details}`) };
     }
     return { status: 404, body: { result: { status: 404, message: 'Not Found' } } };
   }
+}
+
+function authorization(config: InternalAxiosRequestConfig): string {
+  const headers = config.headers as unknown as Record<string, unknown> | undefined;
+  return String(headers?.Authorization ?? headers?.authorization ?? '');
 }
 
 /** One app instance: a real client over the shared store, its I/O on virtual time. */
@@ -192,6 +276,15 @@ export class Instance {
       dispatch: (instance: Instance, name: PaymentEventName, event: PaymentEvent) => Promise<void>;
       /** The instance's retry jitter, its own stream so that it leaves the world's draws alone. */
       jitter: Random;
+      /** The registration's name (another merchant account of the app); default the unnamed one. */
+      name?: string;
+      /** The webhook secret and the previous ones still accepted (a rotation); default {@link WEBHOOK_SECRET}. */
+      secret?: string;
+      previousSecrets?: string[];
+      /** `duplicates: { refund: true }`. */
+      refundDuplicates?: boolean;
+      /** Where the operations' events go (a duplicate's refund). */
+      operations?: (instance: Instance, name: PaymentEventName, event: PaymentEvent) => Promise<void>;
     },
   ) {
     this.clock = new InstanceClock(world.time, skewMs, () => this.alive);
@@ -210,7 +303,13 @@ export class Instance {
         successLink: 'https://shop.test/back',
         failLink: 'https://shop.test/back',
         sessionTimeoutSecs: options.sessionSecs,
-        webhook: { publicUrl: 'https://shop.test/payments/webhook', secret: WEBHOOK_SECRET },
+        webhook: {
+          publicUrl: 'https://shop.test/payments/webhook',
+          secret: options.secret ?? WEBHOOK_SECRET,
+          ...(options.previousSecrets ? { previousSecrets: options.previousSecrets } : {}),
+        },
+        ...(options.name !== undefined ? { name: options.name } : {}),
+        ...(options.refundDuplicates ? { duplicates: { refund: true } } : {}),
         store: this.#storeProxy(),
         logger,
         telemetry: false,
@@ -218,7 +317,11 @@ export class Instance {
       },
       { adapter: this.#adapter(), random: () => options.jitter.next() },
     );
-    this.client.setOutcomeDispatcher((name, event) => options.dispatch(this, name, event));
+    const operations = options.operations;
+    this.client.setOutcomeDispatcher(
+      (name, event) => options.dispatch(this, name, event),
+      operations && ((name, event) => operations(this, name, event)),
+    );
   }
 
   crash(): void {
@@ -258,15 +361,20 @@ export class Instance {
       (name: string) =>
       (...args: unknown[]): Promise<unknown> =>
         this.io(() => {
-          if (world.storeIsDown())
+          if (world.storeUnreachableFrom(this.index))
             throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
           return shared[name](...args);
         });
     const limits = world.store.rateLimits;
     const rateLimits: RateLimiter = {
       take: (key, windowMs) =>
-        this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.take(key, windowMs))),
-      free: (key) => this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.free(key))),
+        this.io(() =>
+          world.storeUnreachableFrom(this.index) ? Promise.reject(new Error('store down')) : limits.take(key, windowMs),
+        ),
+      free: (key) =>
+        this.io(() =>
+          world.storeUnreachableFrom(this.index) ? Promise.reject(new Error('store down')) : limits.free(key),
+        ),
     };
     const proxy: Record<string, unknown> = { rateLimits, close: async () => undefined };
     for (const name of [...STORE_METHODS, ...ORDER_LEDGER_METHODS]) {
@@ -276,7 +384,7 @@ export class Instance {
     // runs on real time, which a history on virtual time does not follow.
     proxy.now = () =>
       this.io(() => {
-        if (world.storeIsDown())
+        if (world.storeUnreachableFrom(this.index))
           throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
         return world.trueClock.now();
       });
