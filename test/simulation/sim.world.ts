@@ -172,7 +172,8 @@ export class World {
           result: {
             success: true,
             payment_id: id,
-            link: `https://pay.test/${id}`,
+            // A link that carries what the request sent, URL-encoded as a query would.
+            link: `https://pay.test/${id}${this.faults.echo ? `?echo=${encodeURIComponent(authorization(config))}` : ''}`,
             developer_tracking_id: payment.trackingId,
           },
         },
