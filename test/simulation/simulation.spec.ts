@@ -75,6 +75,7 @@ describe('the engine simulation', () => {
       const spending = results.filter((r) => !r.stressors.includes('failing') && !r.stressors.includes('early'));
       const settled = spending.reduce((n, r) => n + r.settled, 0);
       const verifies = spending.reduce((n, r) => n + r.settledVerifies, 0);
+      process.stdout.write(`simulation: the verify budget: ${(verifies / settled).toFixed(2)} per settled payment\n`);
       // Averages mean something over many histories only (a replay of one seed checks its violations).
       if (HISTORIES >= 500) {
         expect(settled).toBeGreaterThan(HISTORIES / 2);
