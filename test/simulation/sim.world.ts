@@ -32,6 +32,14 @@ export interface ModelPayment {
   reportedAmount: string;
   /** The currency verify reports once settled (ISO 4217 numeric); absent: `788`, the dinar. Another is a mismatch. */
   reportedCurrency?: string;
+  /** The tracking id verify reports once settled: another one (verify naming another order) is a mismatch too. */
+  reportedTrackingId?: string;
+  /** Refunds the service made of it (as often as asked: its documentation promises no refusal). */
+  refunds: number;
+  /** Refund calls that reached the service for it, accepted or refused. */
+  refundCalls: number;
+  /** Whether the service refunded it and its answer was lost on the way (a 502 from its gateway). */
+  refundAnswerLost?: boolean;
 }
 
 /** Settings of the world that a history draws. */
@@ -47,6 +55,10 @@ export interface WorldFaults {
    * store (a slow store); absent: it lands at once, as every other call does.
    */
   generateWriteMs?: () => number;
+  /** Windows [from, to) during which one instance (by index) cannot reach the store while the others can. */
+  partitions?: Array<{ index: number; from: number; to: number }>;
+  /** The service echoes the credentials (and the webhook secret) in its answers: plain, URL-encoded, JSON-escaped. */
+  echo?: boolean;
 }
 
 /** What the world counts and remembers for the checks. */
@@ -63,8 +75,14 @@ export interface Ledger {
   refunds: Map<string, number>;
 }
 
-export const PRIVATE_KEY = 'sk_sim_8f3d29c1a7b64e05d9c2f1a83b7e6d40';
-export const WEBHOOK_SECRET = 'whsec_sim_4c9e1b7a2f6d3e8c0b5a9f1e7d2c6b3a8e0f';
+// Each with characters that URL-encoding and JSON-escaping spell otherwise ('/', '+', '=', '"'), so
+// that an echo in those forms is not the plain text.
+export const PRIVATE_KEY = 'sk_sim/8f3d29c1+a7b64e05=d9c2"f1a83b7e6d40';
+export const WEBHOOK_SECRET = 'whsec_sim/4c9e1b7a+2f6d3e8c=0b5a9f1e"7d2c6b3a8e0f';
+/** The webhook secret a rotation moves to (`webhook.previousSecrets` holds the other). */
+export const WEBHOOK_SECRET_NEXT = 'whsec_sim/next+9a7c5e3b1d=8f6a4c2e"0b9d7f5a3c1e';
+/** Every secret a history configures: none may come out of the plugin, in any form. */
+export const SECRETS = [PRIVATE_KEY, WEBHOOK_SECRET, WEBHOOK_SECRET_NEXT] as const;
 export const SESSION_SECS_CHOICES = [300, 600] as const;
 
 export class World {
@@ -80,6 +98,8 @@ export class World {
     logs: [],
     refunds: new Map(),
   };
+  /** Told of each payment the service creates, as it creates it (before the plugin has its answer). */
+  onCreated?: (payment: ModelPayment) => void;
   #ids = 0;
 
   constructor(
@@ -87,6 +107,8 @@ export class World {
     readonly random: Random,
     readonly faults: WorldFaults,
     store?: PaymentsStore,
+    /** The memory store's cap on token bindings (a small one evicts them, as a busy shop's would). */
+    maxBindings = 1_000,
   ) {
     const trueClock = (this.trueClock = new InstanceClock(time, 0, () => true));
     // Small caps: a history holds a few payments, and each cache allocates its cap up front.
@@ -94,7 +116,7 @@ export class World {
       store ??
       new MemoryPaymentsStore({
         clock: trueClock,
-        maxBindings: 1_000,
+        maxBindings,
         maxEvents: 1_000,
         maxPending: 1_000,
         maxOutcomes: 1_000,
@@ -104,6 +126,23 @@ export class World {
 
   storeIsDown(): boolean {
     return this.faults.storeDown.some(([from, to]) => this.time.now >= from && this.time.now < to);
+  }
+
+  /** Whether instance `index` cannot reach the store now (the store down, or that instance cut off from it). */
+  storeUnreachableFrom(index: number): boolean {
+    return (
+      this.storeIsDown() ||
+      (this.faults.partitions ?? []).some((p) => p.index === index && this.time.now >= p.from && this.time.now < p.to)
+    );
+  }
+
+  /** Whether the service's settled answer differs from what the payment was made with. */
+  static mismatched(payment: ModelPayment): boolean {
+    return (
+      payment.reportedAmount !== payment.amount ||
+      payment.reportedTrackingId !== payment.trackingId ||
+      payment.reportedCurrency !== undefined
+    );
   }
 
   /** The status verify answers now. */
@@ -140,17 +179,22 @@ export class World {
         outcome: 'SUCCESS',
         lagMs: 0,
         reportedAmount: String(body.amount),
+        refunds: 0,
+        refundCalls: 0,
       };
-      if (typeof body.developer_tracking_id === 'string') payment.trackingId = body.developer_tracking_id;
+      if (typeof body.developer_tracking_id === 'string')
+        payment.trackingId = payment.reportedTrackingId = body.developer_tracking_id;
       if (typeof body.webhook === 'string') payment.webhookUrl = body.webhook;
       this.payments.set(id, payment);
+      this.onCreated?.(payment);
       return {
         status: 200,
         body: {
           result: {
             success: true,
             payment_id: id,
-            link: `https://pay.test/${id}`,
+            // A link that carries what the request sent, URL-encoded as a query would.
+            link: `https://pay.test/${id}${this.faults.echo ? `?echo=${encodeURIComponent(authorization(config))}` : ''}`,
             developer_tracking_id: payment.trackingId,
           },
         },
@@ -162,7 +206,13 @@ export class World {
       if (process.env.SIM_DEBUG === id)
         this.ledger.logs.push(`${((this.time.now - 1_800_000_000_000) / 1000).toFixed(1)}s service: verify ${id}`);
       if (this.random.chance(this.faults.verifyHang)) return undefined;
-      if (this.random.chance(this.faults.verify503)) return { status: 503, body: 'Service Unavailable' };
+      if (this.random.chance(this.faults.verify503))
+        return {
+          status: 503,
+          body: this.faults.echo
+            ? `Service Unavailable (request: Authorization=${encodeURIComponent(authorization(config))})`
+            : 'Service Unavailable',
+        };
       if (this.random.chance(this.faults.verify429))
         return {
           status: 429,
@@ -172,7 +222,8 @@ export class World {
       const payment = this.payments.get(id);
       if (!payment) {
         this.ledger.notFound.set(id, (this.ledger.notFound.get(id) ?? 0) + 1);
-        return { status: 404, body: { result: { status: 404, message: 'Payment not found' } } };
+        const message = this.faults.echo ? `Payment not found (${authorization(config)})` : 'Payment not found';
+        return { status: 404, body: { result: { status: 404, message } } };
       }
       const status = this.statusOf(payment);
       if (status !== 'PENDING') this.ledger.finalAnswers.set(id, (this.ledger.finalAnswers.get(id) ?? 0) + 1);
@@ -183,8 +234,18 @@ export class World {
         status,
         details: { currency: (settled ? payment.reportedCurrency : undefined) ?? '788' },
       };
-      if (payment.trackingId !== undefined) result.developer_tracking_id = payment.trackingId;
-      return { status: 200, body: { success: true, result, status_code: 200, code: 0, version: '2.0.0' } };
+      const trackingId = settled ? payment.reportedTrackingId : payment.trackingId;
+      if (trackingId !== undefined) result.developer_tracking_id = trackingId;
+      const body = { success: true, result, status_code: 200, code: 0, version: '2.0.0' };
+      if (!this.faults.echo) return { status: 200, body };
+      // A service that echoes what it was sent: the Authorization header JSON-escaped (every
+      // character but letters and digits as \uXXXX, and PHP's \/), URL-encoded, and the secret plain.
+      const auth = authorization(config);
+      const details =
+        `{"echo":"${auth.replace(/[^A-Za-z0-9]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}",` +
+        `"php":${JSON.stringify(auth).replace(/\//g, '\\/')},"query":"${encodeURIComponent(auth)}",` +
+        `"hook":${JSON.stringify(WEBHOOK_SECRET)},"next":"${encodeURIComponent(WEBHOOK_SECRET_NEXT)}"}`;
+      return { status: 200, body: JSON.stringify(body).replace('"details":{}', `"details":${details}`) };
     }
     if (config.method === 'POST' && path === '/api/v2/refund_payment') return this.#refund(config);
     return { status: 404, body: { result: { status: 404, message: 'Not Found' } } };
@@ -196,12 +257,17 @@ export class World {
   #refund(config: InternalAxiosRequestConfig): { status: number; body: unknown } {
     const id = String((JSON.parse(String(config.data)) as Record<string, unknown>).payment_id);
     const payment = this.payments.get(id);
+    if (payment) payment.refundCalls++;
     if (!payment || this.statusOf(payment) !== 'SUCCESS')
       return { status: 400, body: { status: 'error', message: 'cannot be refunded', code: 'REFUND_NOT_ALLOWED' } };
     const way = Number(id.slice('pay_'.length)) % 3;
     if (way === 2) return { status: 503, body: 'Service Unavailable' };
+    payment.refunds++;
     this.ledger.refunds.set(id, (this.ledger.refunds.get(id) ?? 0) + 1);
-    if (way === 1) return { status: 502, body: 'Bad Gateway' };
+    if (way === 1) {
+      payment.refundAnswerLost = true;
+      return { status: 502, body: 'Bad Gateway' };
+    }
     const refundedAt = new Date(this.time.now).toISOString();
     return {
       status: 200,
@@ -217,6 +283,11 @@ export class World {
       },
     };
   }
+}
+
+function authorization(config: InternalAxiosRequestConfig): string {
+  const headers = config.headers as unknown as Record<string, unknown> | undefined;
+  return String(headers?.Authorization ?? headers?.authorization ?? '');
 }
 
 /** One app instance: a real client over the shared store, its I/O on virtual time. */
@@ -236,6 +307,15 @@ export class Instance {
       dispatch: (instance: Instance, name: PaymentEventName, event: PaymentEvent) => Promise<void>;
       /** The instance's retry jitter, its own stream so that it leaves the world's draws alone. */
       jitter: Random;
+      /** The registration's name (another merchant account of the app); default the unnamed one. */
+      name?: string;
+      /** The webhook secret and the previous ones still accepted (a rotation); default {@link WEBHOOK_SECRET}. */
+      secret?: string;
+      previousSecrets?: string[];
+      /** `duplicates: { refund: true }`. */
+      refundDuplicates?: boolean;
+      /** Where the operations' events go (a duplicate's refund). */
+      operations?: (instance: Instance, name: PaymentEventName, event: PaymentEvent) => Promise<void>;
     },
   ) {
     this.clock = new InstanceClock(world.time, skewMs, () => this.alive);
@@ -254,8 +334,13 @@ export class Instance {
         successLink: 'https://shop.test/back',
         failLink: 'https://shop.test/back',
         sessionTimeoutSecs: options.sessionSecs,
-        webhook: { publicUrl: 'https://shop.test/payments/webhook', secret: WEBHOOK_SECRET },
-        duplicates: { refund: true },
+        webhook: {
+          publicUrl: 'https://shop.test/payments/webhook',
+          secret: options.secret ?? WEBHOOK_SECRET,
+          ...(options.previousSecrets ? { previousSecrets: options.previousSecrets } : {}),
+        },
+        ...(options.name !== undefined ? { name: options.name } : {}),
+        ...(options.refundDuplicates ? { duplicates: { refund: true } } : {}),
         // The shop's slow handlers take up to 90 s: healthy runs, within their deadline.
         handlers: { timeoutMs: 120_000 },
         store: this.#storeProxy(),
@@ -265,7 +350,11 @@ export class Instance {
       },
       { adapter: this.#adapter(), random: () => options.jitter.next() },
     );
-    this.client.setOutcomeDispatcher((name, event) => options.dispatch(this, name, event));
+    const operations = options.operations;
+    this.client.setOutcomeDispatcher(
+      (name, event) => options.dispatch(this, name, event),
+      operations && ((name, event) => operations(this, name, event)),
+    );
   }
 
   crash(): void {
@@ -305,15 +394,20 @@ export class Instance {
       (name: string) =>
       (...args: unknown[]): Promise<unknown> =>
         this.io(() => {
-          if (world.storeIsDown())
+          if (world.storeUnreachableFrom(this.index))
             throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
           return shared[name](...args);
         });
     const limits = world.store.rateLimits;
     const rateLimits: RateLimiter = {
       take: (key, windowMs) =>
-        this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.take(key, windowMs))),
-      free: (key) => this.io(() => (world.storeIsDown() ? Promise.reject(new Error('store down')) : limits.free(key))),
+        this.io(() =>
+          world.storeUnreachableFrom(this.index) ? Promise.reject(new Error('store down')) : limits.take(key, windowMs),
+        ),
+      free: (key) =>
+        this.io(() =>
+          world.storeUnreachableFrom(this.index) ? Promise.reject(new Error('store down')) : limits.free(key),
+        ),
     };
     const proxy: Record<string, unknown> = { rateLimits, close: async () => undefined };
     for (const name of [...STORE_METHODS, ...ORDER_LEDGER_METHODS]) {
@@ -334,7 +428,7 @@ export class Instance {
     // runs on real time, which a history on virtual time does not follow.
     proxy.now = () =>
       this.io(() => {
-        if (world.storeIsDown())
+        if (world.storeUnreachableFrom(this.index))
           throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
         return world.trueClock.now();
       });

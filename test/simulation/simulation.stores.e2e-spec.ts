@@ -34,8 +34,13 @@ async function runOver(
     try {
       const result = await runHistory(seed, { store, without: WITHOUT });
       settled += result.settled;
-      if (result.violations.length > 0)
+      if (result.violations.length > 0) {
         failures.push(`seed ${seed} [${result.stressors.join(', ')}]:\n  ${result.violations.join('\n  ')}`);
+        // For scripts/simulation-mutants.mjs, which runs this file for the bugs in the stores' code.
+        if (failures.length === 1)
+          process.stdout.write(`simulation: first violation at history ${seed - FIRST_SEED + 1}\n`);
+        if (process.env.SIM_STOP_AT_FIRST) break;
+      }
     } finally {
       await close();
     }
