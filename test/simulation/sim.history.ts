@@ -811,7 +811,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     );
   if (process.env.SIM_DEBUG)
     process.stdout.write(
-      `${[...trace, ...world.ledger.logs.filter((l) => process.env.SIM_DEBUG === "all" || l.includes(process.env.SIM_DEBUG as string))].join('\n')}\n`,
+      `${[...trace, ...world.ledger.logs.filter((l) => process.env.SIM_DEBUG === 'all' || l.includes(process.env.SIM_DEBUG as string))].join('\n')}\n`,
     );
 
   return { seed, stressors, violations, latencies, settled, settledVerifies, strangerVerifies, events: time.ran };
