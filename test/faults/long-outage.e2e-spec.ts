@@ -213,6 +213,19 @@ describe('nextCheckAt: the two lanes', () => {
   ])('%s', (_name, checks, now, expected) => {
     expect(nextCheckAt({ checks, createdAt }, now, options)).toBe(expected);
   });
+  it.each([
+    [
+      'the session ends before the doubled wait: at its end plus grace',
+      2,
+      born + 9 * MINUTE_MS,
+      born + 10 * MINUTE_MS + 60_000,
+    ],
+    ['the session ended already: the doubled wait', 2, born + 12 * MINUTE_MS, born + 16 * MINUTE_MS],
+    ['the session ends after the doubled wait: the doubled wait', 0, born + MINUTE_MS, born + 2 * MINUTE_MS],
+  ])('a fast-lane wait stops at the session’s end plus grace: %s', (_name, checks, now, expected) => {
+    const sessionEndsAt = new Date(born + 10 * MINUTE_MS).toISOString();
+    expect(nextCheckAt({ checks, createdAt, sessionEndsAt }, now, { ...options, graceSecs: 60 })).toBe(expected);
+  });
   it('an unreadable createdAt is dated from the check: never given up early', () => {
     expect(nextCheckAt({ checks: 20, createdAt: 'garbage' }, born, options)).toBe(born + HOUR_MS);
   });

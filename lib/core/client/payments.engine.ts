@@ -15,7 +15,7 @@ import { PaymentsTelemetry, NO_TELEMETRY, type TelemetryHooks } from '../telemet
 import { WebhookProcessor, WebhookTokenSigner } from '../webhook/index.js';
 import { SharedClock } from '../time/index.js';
 import { PaymentsApi } from './payments.api.js';
-import type { ResolvedPaymentsOptions } from './payments.options.js';
+import { PAYMENTS_DEFAULTS, type ResolvedPaymentsOptions } from './payments.options.js';
 
 /** What the client runs on: the engine's parts, wired over one store. */
 export interface PaymentsEngine {
@@ -73,6 +73,7 @@ export function composeEngine(
     resolved.reconciliation.graceSecs,
     (inMs) => reconciliation.wakeIn(inMs),
     resolved.logger,
+    resolved.defaults.sessionTimeoutSecs ?? PAYMENTS_DEFAULTS.serviceSessionTimeoutSecs,
   );
   const telemetry = resolved.telemetry.enabled
     ? new PaymentsTelemetry(resolved.telemetry, {

@@ -22,18 +22,25 @@ export const ABANDONED_MARK = 'abandoned:';
  * When a payment that a check left unsettled is due again, or `undefined` when it is past its
  * horizon and is given up. The fast lane: waits doubling from `intervalSecs`, at most an hour,
  * for `maxChecks` checks. Then the slow lane: hourly while the payment is less than a day old,
- * daily after, the last check at the horizon (`horizonDays` after generation) itself.
+ * daily after, the last check at the horizon (`horizonDays` after generation) itself. A fast-lane
+ * wait never passes the end of the payment's session plus `graceSecs` (when the entry knows it):
+ * the outcome is final then, and the sweep's bound counts from it (an entry that left the pending
+ * lane before the session's end would otherwise wait out a doubled interval past it).
  * @param entry the queue entry as taken (its `checks` not yet counting this check)
  * @param now the time of this check, epoch ms
  * @param options resolved reconciliation options
  */
 export function nextCheckAt(
-  entry: Pick<PendingPayment, 'checks' | 'createdAt'>,
+  entry: Pick<PendingPayment, 'checks' | 'createdAt' | 'sessionEndsAt'>,
   now: number,
-  options: Pick<Required<PaymentsReconciliationOptions>, 'intervalSecs' | 'maxChecks' | 'horizonDays'>,
+  options: Pick<Required<PaymentsReconciliationOptions>, 'intervalSecs' | 'maxChecks' | 'horizonDays'> &
+    Partial<Pick<Required<PaymentsReconciliationOptions>, 'graceSecs'>>,
 ): number | undefined {
-  if (entry.checks + 1 < options.maxChecks)
-    return now + Math.min(HOUR_MS, options.intervalSecs * 1000 * 2 ** entry.checks);
+  if (entry.checks + 1 < options.maxChecks) {
+    const next = now + Math.min(HOUR_MS, options.intervalSecs * 1000 * 2 ** entry.checks);
+    const final = Date.parse(entry.sessionEndsAt ?? '') + (options.graceSecs ?? 0) * 1000;
+    return Number.isFinite(final) && now < final && final < next ? final : next;
+  }
   const created = Date.parse(entry.createdAt);
   // An entry without a readable generation time is dated from this check: never given up early.
   const born = Number.isFinite(created) ? created : now;

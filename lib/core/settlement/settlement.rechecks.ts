@@ -109,6 +109,9 @@ export class PendingRechecks {
    * @param graceSecs `reconciliation.graceSecs`
    * @param wake asks this instance's sweep to run in that many ms
    * @param logger where a store failure is reported
+   * @param sessionSecs the session length of payments this instance generates by default: an entry
+   *   a path makes bears the latest its session can end (created before now, it ends by now plus
+   *   that), so that the lane goes on and reconciliation comes at that end, not a doubled wait later
    */
   constructor(
     private readonly store: PaymentsStore,
@@ -116,6 +119,7 @@ export class PendingRechecks {
     private readonly graceSecs: number,
     private readonly wake: (inMs: number) => void,
     private readonly logger: PaymentsLogger,
+    private readonly sessionSecs?: number,
   ) {}
 
   /** A webhook or a return left `paymentId` unsettled (pending, a handler failed, no answer): re-check it soon. */
@@ -129,6 +133,8 @@ export class PendingRechecks {
         // new entry, and without an amount reconciliation could not judge the answer.
         if (expected?.amount === undefined) return;
         entry = { paymentId, amount: expected.amount, createdAt: new Date(now).toISOString(), checks: 0 };
+        // A generatePayment write racing this one may be replaced by it: its session's end is kept as the latest it can be.
+        if (this.sessionSecs !== undefined) entry.sessionEndsAt = new Date(now + this.sessionSecs * 1000).toISOString();
         if (expected.developerTrackingId !== undefined) entry.developerTrackingId = expected.developerTrackingId;
       }
       // A path's PENDING restarts the lane only when the entry is not in it already.
