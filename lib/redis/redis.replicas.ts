@@ -1,6 +1,16 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { PaymentsLogger } from '../core/common/payments.logger.js';
-import type { RedisConnection } from './redis.connection.js';
+import type { ResolvedStoreOptions } from './redis.options.js';
+
+/** What {@link writeThenWait} needs of the store's connection (its one client, its bounded calls). */
+export interface ReplicatedConnection {
+  /** The resolved `replicas` option. */
+  readonly replicas: ResolvedStoreOptions['replicas'];
+  /** The client the store's writes go through. */
+  readonly client: Redis;
+  /** Sends one call, bounded by the store's operation timeout. */
+  run<T>(operation: string, send: () => Promise<T>): Promise<T>;
+}
 
 // The writes a failover must not lose (an order's settlement, a done marker) wait for replicas
 // (`replicas` option, redis.options.ts), and the master's replicas are compared with that option
@@ -31,7 +41,7 @@ export interface ScriptCall {
  *   acknowledged it within `replicas.timeoutMs`
  */
 export async function writeThenWait(
-  db: RedisConnection,
+  db: ReplicatedConnection,
   operation: string,
   what: string,
   script: ScriptCall,
