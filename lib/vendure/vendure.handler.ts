@@ -10,7 +10,7 @@ import { cardDetailsOf } from '../core/api/card.details.js';
 import { isCancelled } from '../core/api/payments.cancellations.js';
 import { refundOnce } from '../core/settlement/refund.once.js';
 import { vendureToMillimes } from './vendure.money.js';
-import { NESTJS_PAYMENTS_HANDLER_CODE } from './vendure.options.js';
+import { NESTJS_PAYMENTS_HANDLER_CODE, ZERO_TOTAL_MARK } from './vendure.options.js';
 import { NestjsPaymentsService } from './vendure.service.js';
 import type { VerifiedPaymentMetadata } from './vendure.types.js';
 
@@ -60,10 +60,14 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
     init: (injector: Injector) => {
       service = injector.get(NestjsPaymentsService);
     },
-    createPayment: (ctx, _order, amount, _args, metadata) => {
+    createPayment: (ctx, order, amount, _args, metadata) => {
       const verified = verifiedMetadata(metadata);
       const refused =
         'nestjs-payments: payments are added by the plugin once the service verified them; the storefront asks createNestjsPaymentsLink';
+      // An order that totals zero, settled by the plugin without the service: nothing is owed, so
+      // nothing is taken on trust (even through the shop API).
+      if (amount === 0 && order.totalWithTax === 0 && metadata[ZERO_TOTAL_MARK] === true)
+        return { amount: 0, state: 'Settled', metadata: { public: { zeroTotal: true } } };
       // Thrown to the shop: Vendure's PaymentFailedError would say only "The payment failed", and
       // would leave an Error payment on the order.
       if (ctx.apiType === 'shop') throw new UserInputError(refused);

@@ -342,4 +342,44 @@ describe(`Vendure operations (${db})`, () => {
     assert.equal(retry.cancelPayment.state, 'Cancelled', JSON.stringify(retry.cancelPayment));
     assert.equal(callsFor(env.sandbox, '/api/v2/cancel_payment', link.paymentId), 1, 'the service is asked once');
   });
+  it('an order that totals zero (a 100% coupon, free shipping) is settled without the service', async () => {
+    const { createPromotion } = await env.adminClient.query(
+      gql(
+        `mutation($input: CreatePromotionInput!) { createPromotion(input: $input) { ... on Promotion { id } ... on ErrorResult { message } } }`,
+      ),
+      {
+        input: {
+          enabled: true,
+          couponCode: 'FREE100',
+          translations: [{ languageCode: 'en', name: 'everything free' }],
+          conditions: [],
+          actions: [
+            { code: 'order_percentage_discount', arguments: [{ name: 'discount', value: '100' }] },
+            { code: 'free_shipping', arguments: [] },
+          ],
+        },
+      },
+    );
+    assert.ok(createPromotion.id, JSON.stringify(createPromotion));
+    const cart = await cartWithShipping(env.shopClient);
+    const { applyCouponCode } = await env.shopClient.query(
+      gql(
+        `mutation { applyCouponCode(couponCode: "FREE100") { ... on Order { totalWithTax } ... on ErrorResult { message } } }`,
+      ),
+    );
+    assert.equal(applyCouponCode.totalWithTax, 0, JSON.stringify(applyCouponCode));
+    const calls = env.sandbox.requests.length;
+    const link = await paymentLink(env.shopClient, { successLink: 'https://shop.example/checkout/return' });
+    assert.deepEqual(link, { paymentId: '', link: 'https://shop.example/checkout/return', millimes: '0' });
+    assert.equal(env.sandbox.requests.length, calls, 'nothing asked of the service');
+    const order = await adminOrder(env.adminClient, cart.id);
+    assert.equal(order.state, 'PaymentSettled');
+    assert.deepEqual(
+      order.payments.map((p) => [p.state, p.amount]),
+      [['Settled', 0]],
+    );
+    await env.adminClient.query(gql(`mutation($id: ID!) { deletePromotion(id: $id) { result } }`), {
+      id: createPromotion.id,
+    });
+  });
 });
