@@ -75,6 +75,15 @@ medusaIntegrationTestRunner({
       throw new Error(`timed out waiting for ${what}`);
     };
 
+    // The store makes its tables on first use, once per process. Made here, before the runner's
+    // snapshot of the database that every test starts from, every test finds them.
+    beforeAll(async () => {
+      const payments = getContainer().resolve(Modules.PAYMENT);
+      await payments.paymentProviderService_
+        .retrieveProvider('pp_nestjs-payments_tn')
+        .client.store.findPending('pay_none');
+    });
+
     /** The shop: a TND region with the provider, a sales channel, its publishable key, a product. */
     const setUpShop = async (container) => {
       const provider = 'pp_nestjs-payments_tn';
