@@ -223,19 +223,23 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     method: PaymentMethod,
     input: PaymentLinkInput,
   ): Promise<PaymentLink> {
-    if (order.state !== 'ArrangingPayment') {
-      const moved = await this.orderService.transitionToState(ctx, order.id, 'ArrangingPayment');
-      if (!isOrder(moved))
-        throw new UserInputError(
-          `nestjs-payments: order ${order.code} cannot move to ArrangingPayment: ${plainVendureMessage(ctx, moved.message)}`,
-        );
-    }
-    const result = await this.orderService.addPaymentToOrder(ctx, order.id, {
-      method: method.code,
-      metadata: { [ZERO_TOTAL_MARK]: true },
+    // Vendure adds payments inside a transaction only: the move and the payment commit together.
+    const result = await this.connection.withTransaction(ctx, async (tx) => {
+      if (order.state !== 'ArrangingPayment') {
+        const moved = await this.orderService.transitionToState(tx, order.id, 'ArrangingPayment');
+        if (!isOrder(moved))
+          throw new UserInputError(
+            `nestjs-payments: order ${order.code} cannot move to ArrangingPayment: ${plainVendureMessage(tx, moved.message)}`,
+          );
+      }
+      const added = await this.orderService.addPaymentToOrder(tx, order.id, {
+        method: method.code,
+        metadata: { [ZERO_TOTAL_MARK]: true },
+      });
+      if (!isOrder(added))
+        throw new UserInputError(`nestjs-payments: order ${order.code} totals 0 but was not settled: ${added.message}`);
+      return added;
     });
-    if (!isOrder(result))
-      throw new UserInputError(`nestjs-payments: order ${order.code} totals 0 but was not settled: ${result.message}`);
     Logger.info(`order ${order.code} totals 0: settled without the service (order now ${result.state})`, LOG_CONTEXT);
     return { paymentId: '', link: input.successLink ?? this.options.successLink ?? '', millimes: '0' };
   }
