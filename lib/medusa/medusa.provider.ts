@@ -32,6 +32,7 @@ import type {
   MedusaWebhookResult,
 } from './medusa.types.js';
 import { MedusaBindings } from './medusa.bindings.js';
+import { refundOnce } from '../core/settlement/refund.once.js';
 
 /**
  * The service as a Medusa v2 payment module provider (`resolve: 'nestjs-payments/medusa'`).
@@ -282,7 +283,10 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
   /**
    * Refunds the payment, whole (the service's refund takes a payment id and no amount), once per
    * Medusa refund: the same refund retried (same idempotency key) returns what was done; another
-   * refund of a payment refunded already, or a partial amount, is refused with a Medusa error.
+   * refund of a payment refunded already, or a partial amount, is refused with a Medusa error. The
+   * service is asked at most once per payment (the provider's record in its store): a retry whose
+   * data missed an earlier refund returns that refund; one after a call whose answer was lost is
+   * refused (`unknown`: a person checks with the service).
    */
   async refundPayment(input: MedusaRefundInput): Promise<MedusaProviderOutput> {
     const data = paymentDataOf(input.data, 'refundPayment');
@@ -302,7 +306,28 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
         `the service refunds whole payments only: refund ${dinarsOf(taken)} TND, not ${dinarsOf(asked)} TND (partial refunds are not supported)`,
       );
     }
-    const refund = await medusaCall(() => this.#client.refundPayment(data.payment_id));
+    // At most once per payment, by the provider's own record in its store: Medusa may fail to
+    // record a refund the service made, and its retry (another refund, another key) must find it.
+    const client = this.#client;
+    const result = await medusaCall(() =>
+      refundOnce(
+        { store: client.store, registration: client.name, refund: (id) => client.refundPayment(id) },
+        data.payment_id,
+      ),
+    );
+    if (result.kind === 'unknown') {
+      this.#logger.error(`refund of payment ${data.payment_id}: ${result.message}`);
+      throw new MedusaError(MedusaError.Types.NOT_ALLOWED, result.message);
+    }
+    const { refund } = result;
+    if (result.unrecorded)
+      this.#logger.warn(
+        `payment ${data.payment_id} was refunded (${refund.refundId}) but the provider's store did not record it: ${result.unrecorded}`,
+      );
+    if (result.earlier)
+      this.#logger.warn(
+        `payment ${data.payment_id} was refunded earlier (${refund.refundId || 'refund id not recorded'}): recorded, nothing sent`,
+      );
     return {
       data: stored({
         ...data,

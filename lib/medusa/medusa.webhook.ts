@@ -23,7 +23,14 @@ export async function medusaWebhookResultOf(
   }
   const result = await reconcileDelivery(client, paymentId);
   const record = (await client.getOutcome(paymentId)) ?? known;
-  if (result.outcome === 'confirmed' || result.outcome === 'authorized' || result.outcome === 'duplicate') {
+  // Money taken (or held): a `mismatch` is a payment verified paid that never settles its session
+  // (a superseded one: its cart changed after the link, and the core recorded it replaced).
+  if (
+    result.outcome === 'confirmed' ||
+    result.outcome === 'authorized' ||
+    result.outcome === 'duplicate' ||
+    result.outcome === 'mismatch'
+  ) {
     const replaced = await client.store.findBinding(replacedKey(paymentId));
     if (replaced) {
       // Its session was replaced or deleted: Medusa has nothing to complete with it. A duplicate

@@ -6,8 +6,11 @@ import {
   type Injector,
   type PaymentMetadata,
 } from '@vendure/core';
+import { cardDetailsOf } from '../core/api/card.details.js';
+import { isCancelled } from '../core/api/payments.cancellations.js';
+import { refundOnce } from '../core/settlement/refund.once.js';
 import { vendureToMillimes } from './vendure.money.js';
-import { NESTJS_PAYMENTS_HANDLER_CODE } from './vendure.options.js';
+import { NESTJS_PAYMENTS_HANDLER_CODE, ZERO_TOTAL_MARK } from './vendure.options.js';
 import { NestjsPaymentsService } from './vendure.service.js';
 import type { VerifiedPaymentMetadata } from './vendure.types.js';
 
@@ -57,10 +60,14 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
     init: (injector: Injector) => {
       service = injector.get(NestjsPaymentsService);
     },
-    createPayment: (ctx, _order, amount, _args, metadata) => {
+    createPayment: (ctx, order, amount, _args, metadata) => {
       const verified = verifiedMetadata(metadata);
       const refused =
         'nestjs-payments: payments are added by the plugin once the service verified them; the storefront asks createNestjsPaymentsLink';
+      // An order that totals zero, settled by the plugin without the service: nothing is owed, so
+      // nothing is taken on trust (even through the shop API).
+      if (amount === 0 && order.totalWithTax === 0 && metadata[ZERO_TOTAL_MARK] === true)
+        return { amount: 0, state: 'Settled', metadata: { public: { zeroTotal: true } } };
       // Thrown to the shop: Vendure's PaymentFailedError would say only "The payment failed", and
       // would leave an Error payment on the order.
       if (ctx.apiType === 'shop') throw new UserInputError(refused);
@@ -69,7 +76,20 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
         amount: verified.amount,
         state: verified.state,
         transactionId: verified.paymentId,
-        metadata: { public: { paymentId: verified.paymentId, millimes: verified.millimes, source: verified.source } },
+        // Public (the storefront's and the Admin's): the card as the service showed it, never its number.
+        metadata: {
+          public: {
+            paymentId: verified.paymentId,
+            millimes: verified.millimes,
+            source: verified.source,
+            // Checked again here: the metadata reaches the handler through Vendure's API.
+            ...cardDetailsOf({
+              payment_system: verified.card?.cardBrand,
+              pan: verified.card?.maskedPan,
+              approval_code: verified.card?.approvalCode,
+            }),
+          },
+        },
       };
     },
     settlePayment: async (_ctx, order, payment) => {
@@ -85,8 +105,18 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
       }
     },
     cancelPayment: async (_ctx, order, payment) => {
+      const client = engine().client;
       try {
-        const cancelled = await engine().client.cancelPayment(payment.transactionId);
+        // Released by an earlier call whose result Vendure did not record (its save failed after
+        // the call): the plugin's note says so, and the service would refuse a second release.
+        if (await isCancelled(client.store, client.name, payment.transactionId)) {
+          Logger.info(
+            `payment ${payment.transactionId} (order ${order.code}) was released earlier: recorded as cancelled, nothing sent`,
+            LOG_CONTEXT,
+          );
+          return { success: true, metadata: { releasedEarlier: true } };
+        }
+        const cancelled = await client.cancelPayment(payment.transactionId);
         return { success: true, metadata: { cancelledAt: cancelled.cancelledAt } };
       } catch (error) {
         Logger.error(
@@ -104,12 +134,40 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
         Logger.warn(`${errorMessage} (order ${order.code}, payment ${payment.transactionId})`, LOG_CONTEXT);
         return { state: 'Failed', metadata: { errorMessage } };
       }
+      const client = engine().client;
       try {
-        const refund = await engine().client.refundPayment(payment.transactionId);
+        // At most once per payment (the plugin's record): Vendure may fail to save a refund the
+        // service made (its own bug, a locked database), and its retry must record it, not resend it.
+        const result = await refundOnce(
+          { store: client.store, registration: client.name, refund: (id) => client.refundPayment(id) },
+          payment.transactionId,
+        );
+        if (result.kind === 'unknown') {
+          Logger.error(
+            `refund of payment ${payment.transactionId} (order ${order.code}): ${result.message}`,
+            LOG_CONTEXT,
+          );
+          return { state: 'Failed', metadata: { errorMessage: result.message, refundUnknown: true } };
+        }
+        const { refund, earlier } = result;
+        if (result.unrecorded)
+          Logger.warn(
+            `payment ${payment.transactionId} (order ${order.code}) was refunded (${refund.refundId}) but the plugin's store did not record it: ${result.unrecorded}`,
+            LOG_CONTEXT,
+          );
+        if (earlier)
+          Logger.info(
+            `payment ${payment.transactionId} (order ${order.code}) was refunded earlier (${refund.refundId || 'refund id not recorded'}): recorded, nothing sent`,
+            LOG_CONTEXT,
+          );
         return {
           state: 'Settled',
           transactionId: refund.refundId,
-          metadata: { refundedAt: refund.refundedAt, millimes: refund.amount },
+          metadata: {
+            refundedAt: refund.refundedAt,
+            millimes: refund.amount,
+            ...(earlier ? { refundedEarlier: true } : {}),
+          },
         };
       } catch (error) {
         Logger.error(

@@ -22,3 +22,6 @@ export interface NestjsPaymentsPluginOptions extends Omit<PaymentsOptions, 'logg
    */
   preAuthorization?: boolean;
 }
+
+/** The metadata key of a zero-total order's payment, which the plugin adds without the service. @internal */
+export const ZERO_TOTAL_MARK = 'nestjsPaymentsZeroTotal';

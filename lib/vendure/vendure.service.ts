@@ -25,12 +25,13 @@ import type { PaymentEvent, PaymentEventName } from '../core/settlement/payment.
 import { trackingIdOf, type VerifiedState } from './vendure.decision.js';
 import { memoryStoreWarning, plainVendureMessage } from './vendure.messages.js';
 import { amountOwed, SERVICE_CURRENCY, vendureToMillimes } from './vendure.money.js';
-import { LOG_CONTEXT, VendureSettlement } from './vendure.settle.js';
+import { isOrder, LOG_CONTEXT, VendureSettlement } from './vendure.settle.js';
 import type { PaymentLink, PaymentLinkInput, PaymentReturn } from './vendure.types.js';
 import {
   NESTJS_PAYMENTS_HANDLER_CODE,
   NESTJS_PAYMENTS_PLUGIN_OPTIONS,
   NESTJS_PAYMENTS_WEBHOOK_PATH,
+  ZERO_TOTAL_MARK,
   type NestjsPaymentsPluginOptions,
 } from './vendure.options.js';
 
@@ -195,6 +196,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
       throw new UserInputError(
         `nestjs-payments: the service takes ${SERVICE_CURRENCY} only; order ${order.code} is in ${order.currencyCode}`,
       );
+    if (order.totalWithTax === 0) return this.settleZeroTotal(ctx, order, method, input);
     const owed = amountOwed(order.totalWithTax, order.payments ?? []);
     if (owed <= 0) throw new UserInputError(`nestjs-payments: order ${order.code} owes nothing`);
     const millimes = vendureToMillimes(owed, this.precision);
@@ -207,6 +209,39 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     });
     Logger.info(`payment ${generated.paymentId} of ${millimes} millimes created for order ${order.code}`, LOG_CONTEXT);
     return { paymentId: generated.paymentId, link: generated.link, millimes };
+  }
+
+  /**
+   * An order that totals zero (a 100% discount, free shipping) is settled at once, without the
+   * service (which takes no zero payment), as Vendure's own payment plugins do: a `Settled`
+   * payment of 0 of this method. Answers the storefront's `successLink` to send the customer to
+   * (the input's, else the plugin's), with no payment id.
+   */
+  private async settleZeroTotal(
+    ctx: RequestContext,
+    order: Order,
+    method: PaymentMethod,
+    input: PaymentLinkInput,
+  ): Promise<PaymentLink> {
+    // Vendure adds payments inside a transaction only: the move and the payment commit together.
+    const result = await this.connection.withTransaction(ctx, async (tx) => {
+      if (order.state !== 'ArrangingPayment') {
+        const moved = await this.orderService.transitionToState(tx, order.id, 'ArrangingPayment');
+        if (!isOrder(moved))
+          throw new UserInputError(
+            `nestjs-payments: order ${order.code} cannot move to ArrangingPayment: ${plainVendureMessage(tx, moved.message)}`,
+          );
+      }
+      const added = await this.orderService.addPaymentToOrder(tx, order.id, {
+        method: method.code,
+        metadata: { [ZERO_TOTAL_MARK]: true },
+      });
+      if (!isOrder(added))
+        throw new UserInputError(`nestjs-payments: order ${order.code} totals 0 but was not settled: ${added.message}`);
+      return added;
+    });
+    Logger.info(`order ${order.code} totals 0: settled without the service (order now ${result.state})`, LOG_CONTEXT);
+    return { paymentId: '', link: input.successLink ?? this.options.successLink ?? '', millimes: '0' };
   }
 
   /** The active order, or by code a placed order of the signed-in customer that owes more after a modification. */

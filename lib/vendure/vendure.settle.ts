@@ -14,6 +14,7 @@ import {
   type PaymentEventName,
   type PaymentOutcomeEvent,
 } from '../core/settlement/payment.events.js';
+import { cardDetailsOf } from '../core/api/card.details.js';
 import { decideSettlement, orderCodeOf, type UnexpectedPaymentReason, type VerifiedState } from './vendure.decision.js';
 import { NestjsPaymentsUnexpectedPaymentEvent } from './vendure.events.js';
 import { amountOwed, millimesToVendure } from './vendure.money.js';
@@ -185,6 +186,7 @@ export class VendureSettlement {
       millimes: event.amount,
       state,
       source: event.source,
+      card: cardDetailsOf(event.verification.details),
     };
     const result = await this.deps.orderService.addPaymentToOrder(ctx, order.id, {
       method: method.code,

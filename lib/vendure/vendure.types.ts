@@ -1,3 +1,4 @@
+import type { CardDetails } from '../core/api/card.details.js';
 import type { VerifiedState } from './vendure.decision.js';
 
 /** What the storefront asks for: which payment method, where the customer comes back. */
@@ -47,4 +48,6 @@ export interface VerifiedPaymentMetadata {
   state: VerifiedState;
   /** Which path verified it first: webhook, return or reconciliation. */
   source: string;
+  /** The card as the service's verify answer showed it (brand, masked number, approval code), when it did. */
+  card?: CardDetails;
 }

@@ -75,19 +75,17 @@ medusaIntegrationTestRunner({
       throw new Error(`timed out waiting for ${what}`);
     };
 
-    it("the guide's main config gives the provider the PostgreSQL store (a restart keeps its payments)", () => {
-      const config = require(path.join(APP, 'medusa-config.js'));
-      // defineConfig keys the modules by name; a config without it lists them.
-      const payment = Array.isArray(config.modules)
-        ? config.modules.find((m) => m.resolve === '@medusajs/medusa/payment')
-        : config.modules.payment;
-      const { PostgresPaymentsStore } = require('nestjs-payments/postgres');
-      expect(payment.options.providers[0].options.store).toBeInstanceOf(PostgresPaymentsStore);
+    // The store makes its tables on first use, once per process. Made here, before the runner's
+    // snapshot of the database that every test starts from, every test finds them.
+    beforeAll(async () => {
+      const payments = getContainer().resolve(Modules.PAYMENT);
+      await payments.paymentProviderService_
+        .retrieveProvider('pp_nestjs-payments_tn')
+        .client.store.findPending('pay_none');
     });
 
-    it('cart -> session -> paid on the sandbox -> webhook -> one order; duplicates and a refund retry change nothing', async () => {
-      const container = getContainer();
-      const query = container.resolve(ContainerRegistrationKeys.QUERY);
+    /** The shop: a TND region with the provider, a sales channel, its publishable key, a product. */
+    const setUpShop = async (container) => {
       const provider = 'pp_nestjs-payments_tn';
       // The shop: a TND region with the provider, a sales channel, its publishable key, a product.
       const {
@@ -128,6 +126,23 @@ medusaIntegrationTestRunner({
           ],
         },
       });
+      return { region, key, product };
+    };
+
+    it("the guide's main config gives the provider the PostgreSQL store (a restart keeps its payments)", () => {
+      const config = require(path.join(APP, 'medusa-config.js'));
+      // defineConfig keys the modules by name; a config without it lists them.
+      const payment = Array.isArray(config.modules)
+        ? config.modules.find((m) => m.resolve === '@medusajs/medusa/payment')
+        : config.modules.payment;
+      const { PostgresPaymentsStore } = require('nestjs-payments/postgres');
+      expect(payment.options.providers[0].options.store).toBeInstanceOf(PostgresPaymentsStore);
+    });
+
+    it('cart -> session -> paid on the sandbox -> webhook -> one order; duplicates and a refund retry change nothing', async () => {
+      const container = getContainer();
+      const query = container.resolve(ContainerRegistrationKeys.QUERY);
+      const { region, key, product } = await setUpShop(container);
 
       // The storefront: a cart over the store API, then the guide's two calls.
       const storefront = require(path.join(APP, 'storefront.js'));
@@ -198,6 +213,40 @@ medusaIntegrationTestRunner({
       const paymentModule = container.resolve(Modules.PAYMENT);
       const refunded = await paymentModule.retrievePayment(payments[0].id, { relations: ['refunds'] });
       expect(refunded.refunds).toHaveLength(1);
+    });
+    it('a declined card: the return gets the cart back, the retry a new link that the customer pays: one order', async () => {
+      const container = getContainer();
+      const query = container.resolve(ContainerRegistrationKeys.QUERY);
+      const { region, key, product } = await setUpShop(container);
+      const storefront = require(path.join(APP, 'storefront.js'));
+      const backend = `http://127.0.0.1:${APP_PORT}`;
+      const {
+        data: { cart },
+      } = await api.post(
+        '/store/carts',
+        {
+          region_id: region.id,
+          email: 'retry@example.com',
+          items: [{ variant_id: product.variants[0].id, quantity: 1 }],
+        },
+        { headers: { 'x-publishable-api-key': key.token } },
+      );
+      const first = (await storefront.paymentLink(backend, key.token, cart.id)).split('/').pop();
+      await sandbox.failPayment(first);
+      expect(await storefront.completeCheckout(backend, key.token, cart.id)).toMatchObject({ type: 'cart' });
+      // "Try again": a new session, a new payment (the declined one's checkout page answers 409).
+      const retry = (await storefront.paymentLink(backend, key.token, cart.id)).split('/').pop();
+      expect(retry).not.toBe(first);
+      expect(sandbox.getPayment(retry).state).toBe('pending');
+      await sandbox.completePayment(retry);
+      const ordersOf = async () =>
+        (await query.graph({ entity: 'order_cart', fields: ['order_id'], filters: { cart_id: cart.id } })).data;
+      const [placed] = await until('the order', async () => (await ordersOf()).length > 0 && (await ordersOf()));
+      expect(await storefront.completeCheckout(backend, key.token, cart.id)).toMatchObject({
+        type: 'order',
+        order: { id: placed.order_id },
+      });
+      expect(await ordersOf()).toHaveLength(1);
     });
   },
 });

@@ -2,7 +2,7 @@
 // storefront's checkout, the sandbox as the service, the webhook and the return.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { adminOrder, cartWithShipping, paymentLink, startEnvironment } from './environment.mjs';
+import { adminOrder, cartWithShipping, gql, paymentLink, snippet, startEnvironment } from './environment.mjs';
 
 const db = process.env.VENDURE_DB ?? 'sqljs';
 const port = db === 'postgres' ? 28211 : 28210;
@@ -32,6 +32,24 @@ describe(`Vendure checkout (${db})`, () => {
     assert.equal(order.payments[0].state, 'Settled');
     assert.equal(order.payments[0].transactionId, link.paymentId);
     assert.equal(order.payments[0].amount, cart.totalWithTax);
+    // The card as the service's verify showed it, for the merchant (and the customer's order page).
+    const { order: detailed } = await env.adminClient.query(
+      gql(`query($id: ID!) { order(id: $id) { payments { metadata } } }`),
+      { id: cart.id },
+    );
+    assert.deepEqual(
+      {
+        cardBrand: detailed.payments[0].metadata.public.cardBrand,
+        maskedPan: detailed.payments[0].metadata.public.maskedPan,
+        approvalCode: detailed.payments[0].metadata.public.approvalCode,
+      },
+      {
+        cardBrand: 'VISA',
+        maskedPan: '450921**1119',
+        approvalCode: env.sandbox.getPayment(link.paymentId).approvalCode,
+      },
+    );
+    assert.doesNotMatch(JSON.stringify(detailed.payments[0].metadata), /\d{12,}/, 'never a whole card number');
   });
 
   it('20 concurrent duplicate webhooks settle the order once; duplicates after it answer 200', async () => {
@@ -65,4 +83,51 @@ describe(`Vendure checkout (${db})`, () => {
     assert.equal(order.state, 'PaymentSettled');
     assert.equal(order.payments.length, 1);
   });
+  // Each way a payment ends unpaid, and how the plugin learns it: the decline's webhook, the
+  // customer's return to the fail link (no webhook came), a cancellation of a held pre-authorization.
+  for (const [ending, end] of [
+    ['declined (its webhook)', (env, id) => env.sandbox.failPayment(id)],
+    [
+      'declined (no webhook: the return)',
+      async (env, id) => {
+        env.proxy.dropWebhooks = true;
+        try {
+          await env.sandbox.failPayment(id, { requireDelivery: false });
+        } finally {
+          env.proxy.dropWebhooks = false;
+        }
+        const { checkNestjsPaymentsReturn } = await env.shopClient.query(gql(snippet('return-mutation')), {
+          paymentId: id,
+        });
+        assert.equal(checkNestjsPaymentsReturn.outcome, 'failed');
+      },
+    ],
+    [
+      'expired (the return)',
+      async (env, id) => {
+        await env.sandbox.expirePayment(id);
+        const { checkNestjsPaymentsReturn } = await env.shopClient.query(gql(snippet('return-mutation')), {
+          paymentId: id,
+        });
+        assert.equal(checkNestjsPaymentsReturn.outcome, 'expired');
+      },
+    ],
+  ]) {
+    it(`a payment ${ending}: the retry gets a new link, which the customer pays and which settles the order`, async () => {
+      const cart = await cartWithShipping(env.shopClient);
+      const first = await paymentLink(env.shopClient);
+      await end(env, first.paymentId);
+      const retry = await paymentLink(env.shopClient);
+      assert.notEqual(retry.paymentId, first.paymentId, 'a payment that can no longer be paid is never handed back');
+      assert.equal(env.sandbox.getPayment(retry.paymentId).state, 'pending');
+      // The checkout page takes the click (a 409 "Payment not pending" for the failed one).
+      await env.sandbox.completePayment(retry.paymentId);
+      const order = await adminOrder(env.adminClient, cart.id);
+      assert.equal(order.state, 'PaymentSettled');
+      assert.deepEqual(
+        order.payments.map((p) => [p.state, p.transactionId]),
+        [['Settled', retry.paymentId]],
+      );
+    });
+  }
 });

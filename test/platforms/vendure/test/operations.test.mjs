@@ -2,6 +2,7 @@
 // pre-authorization (capture, cancel), an amount mismatch, a payment after cancellation.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { Payment, Refund, TransactionalConnection } from '@vendure/core';
 import {
   adminOrder,
   cartWithShipping,
@@ -21,6 +22,28 @@ const post = (url, paymentId) =>
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ payment_id: paymentId, status: 'SUCCESS' }),
   }).then((r) => r.status);
+
+/** The service's calls of one kind naming one payment. */
+const callsFor = (sandbox, path, paymentId) =>
+  sandbox.requests.filter((r) => r.path === path && r.body.includes(paymentId)).length;
+
+/**
+ * Makes Vendure's next save of `entity` (a TypeORM `when` event: beforeInsert, beforeUpdate) that
+ * `matches` fail once, as Vendure 3.7.3's refund.shipping NOT NULL bug or SQLite's "database is
+ * locked" (server and worker) make it fail after the handler's call to the service.
+ */
+function failNextSave(env, entity, when, matches = () => true) {
+  const subscribers = env.server.app.get(TransactionalConnection).rawConnection.subscribers;
+  const subscriber = {
+    listenTo: () => entity,
+    [when]: (event) => {
+      if (!matches(event.entity)) return;
+      subscribers.splice(subscribers.indexOf(subscriber), 1);
+      throw new Error('simulated: the database failed after the service call');
+    },
+  };
+  subscribers.push(subscriber);
+}
 
 describe(`Vendure operations (${db})`, () => {
   let env;
@@ -271,5 +294,92 @@ describe(`Vendure operations (${db})`, () => {
     const order = await adminOrder(env.adminClient, cart.id);
     assert.equal(order.state, 'PaymentSettled');
     assert.deepEqual(order.payments.map((p) => p.transactionId).sort(), [first.paymentId, second.paymentId].sort());
+  });
+  it('a refund Vendure fails to save after the service made it: the retry records it Settled and sends nothing', async () => {
+    const { link, order } = await paidOrder();
+    const payment = order.payments[0];
+    const refund = gql(
+      `mutation($input: RefundOrderInput!) { refundOrder(input: $input) { ... on Refund { id state total transactionId metadata } ... on ErrorResult { errorCode message } } }`,
+    );
+    const input = {
+      paymentId: payment.id,
+      lines: [],
+      shipping: 0,
+      adjustment: 0,
+      amount: payment.amount,
+      reason: 'all back',
+    };
+    failNextSave(env, Refund, 'beforeInsert');
+    await assert.rejects(env.adminClient.query(refund, { input }), /simulated: the database failed/);
+    assert.equal(env.sandbox.getPayment(link.paymentId).state, 'refunded', 'the money is returned');
+    assert.deepEqual((await adminOrder(env.adminClient, order.id)).payments[0].refunds, [], 'Vendure recorded nothing');
+    const retry = await env.adminClient.query(refund, { input });
+    assert.equal(retry.refundOrder.state, 'Settled', JSON.stringify(retry.refundOrder));
+    assert.equal(retry.refundOrder.metadata.refundedEarlier, true);
+    assert.ok(retry.refundOrder.transactionId, 'the refund id the service answered the first call');
+    assert.equal(callsFor(env.sandbox, '/api/v2/refund_payment', link.paymentId), 1, 'the service is asked once');
+    const after = await adminOrder(env.adminClient, order.id);
+    assert.deepEqual(
+      after.payments[0].refunds.map((r) => r.state),
+      ['Settled'],
+    );
+  });
+
+  it('a release Vendure fails to save after the service made it: the retry records it Cancelled and sends nothing', async () => {
+    const { link, order } = await paidOrder(true);
+    const cancel = gql(
+      `mutation($id: ID!) { cancelPayment(id: $id) { ... on Payment { id state metadata } ... on ErrorResult { errorCode message } } }`,
+    );
+    failNextSave(env, Payment, 'beforeUpdate', (entity) => entity?.state === 'Cancelled');
+    await assert.rejects(env.adminClient.query(cancel, { id: order.payments[0].id }), /simulated: the database failed/);
+    assert.equal(env.sandbox.getPayment(link.paymentId).state, 'cancelled', 'the hold is released');
+    assert.equal(
+      (await adminOrder(env.adminClient, order.id)).payments[0].state,
+      'Authorized',
+      'Vendure recorded nothing',
+    );
+    const retry = await env.adminClient.query(cancel, { id: order.payments[0].id });
+    assert.equal(retry.cancelPayment.state, 'Cancelled', JSON.stringify(retry.cancelPayment));
+    assert.equal(callsFor(env.sandbox, '/api/v2/cancel_payment', link.paymentId), 1, 'the service is asked once');
+  });
+  it('an order that totals zero (a 100% coupon, free shipping) is settled without the service', async () => {
+    const { createPromotion } = await env.adminClient.query(
+      gql(
+        `mutation($input: CreatePromotionInput!) { createPromotion(input: $input) { ... on Promotion { id } ... on ErrorResult { message } } }`,
+      ),
+      {
+        input: {
+          enabled: true,
+          couponCode: 'FREE100',
+          translations: [{ languageCode: 'en', name: 'everything free' }],
+          conditions: [],
+          actions: [
+            { code: 'order_percentage_discount', arguments: [{ name: 'discount', value: '100' }] },
+            { code: 'free_shipping', arguments: [] },
+          ],
+        },
+      },
+    );
+    assert.ok(createPromotion.id, JSON.stringify(createPromotion));
+    const cart = await cartWithShipping(env.shopClient);
+    const { applyCouponCode } = await env.shopClient.query(
+      gql(
+        `mutation { applyCouponCode(couponCode: "FREE100") { ... on Order { totalWithTax } ... on ErrorResult { message } } }`,
+      ),
+    );
+    assert.equal(applyCouponCode.totalWithTax, 0, JSON.stringify(applyCouponCode));
+    const calls = env.sandbox.requests.length;
+    const link = await paymentLink(env.shopClient, { successLink: 'https://shop.example/checkout/return' });
+    assert.deepEqual(link, { paymentId: '', link: 'https://shop.example/checkout/return', millimes: '0' });
+    assert.equal(env.sandbox.requests.length, calls, 'nothing asked of the service');
+    const order = await adminOrder(env.adminClient, cart.id);
+    assert.equal(order.state, 'PaymentSettled');
+    assert.deepEqual(
+      order.payments.map((p) => [p.state, p.amount]),
+      [['Settled', 0]],
+    );
+    await env.adminClient.query(gql(`mutation($id: ID!) { deletePromotion(id: $id) { result } }`), {
+      id: createPromotion.id,
+    });
   });
 });
