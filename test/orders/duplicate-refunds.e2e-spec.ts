@@ -3,9 +3,6 @@ import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it, jest } from '@jest/globals';
 import express from 'express';
-import pg from 'pg';
-import { Redis } from 'ioredis';
-import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 import {
   createPaymentsClient,
@@ -15,17 +12,10 @@ import {
   type PaymentRefundedEvent,
   type PaymentsClient,
 } from '../../lib/express/index.js';
-import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
-import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { quietLogger } from '../support/outcome-kit.js';
-import {
-  POSTGRES_URL,
-  REDIS_URL,
-  describeWithService,
-  postgresAvailable,
-  redisAvailable,
-} from '../support/services.js';
+import { describeWithService } from '../support/services.js';
+import { sharedStoreKinds } from '../support/shared-stores.js';
 
 // Duplicate refunds (`duplicates: { refund: true }`) against the sandbox, with two app instances
 // sharing one store: a duplicate is reported (payment.duplicate, outcome record) at once whatever
@@ -122,53 +112,7 @@ async function losingProxy(target: string): Promise<{ url: string; close(): Prom
   };
 }
 
-interface StoreKind {
-  name: string;
-  available: boolean;
-  make(): () => PaymentsStore;
-  cleanup(): Promise<void>;
-}
-
-const redisUp = await redisAvailable();
-const postgresUp = await postgresAvailable();
-const redisPrefix = `test:refunds:${randomUUID()}:`;
-const tablePrefix = `rfd_${randomUUID().slice(0, 8)}_`;
-
-const KINDS: StoreKind[] = [
-  {
-    name: 'memory store (one object)',
-    available: true,
-    make: () => {
-      const shared = new MemoryPaymentsStore();
-      return () => shared;
-    },
-    cleanup: async () => undefined,
-  },
-  {
-    name: 'Redis',
-    available: redisUp,
-    make: () => () => new RedisPaymentsStore(REDIS_URL, { keyPrefix: redisPrefix }),
-    cleanup: async () => {
-      const redis = new Redis(REDIS_URL);
-      const keys = await redis.keys(`${redisPrefix}*`);
-      if (keys.length) await redis.del(...keys);
-      await redis.quit();
-    },
-  },
-  {
-    name: 'PostgreSQL, transactional',
-    available: postgresUp,
-    make: () => () => new PostgresPaymentsStore(POSTGRES_URL, { transactional: true, tablePrefix }),
-    cleanup: async () => {
-      const pool = new pg.Pool({ connectionString: POSTGRES_URL });
-      const { rows } = await pool.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE tablename LIKE $1`, [
-        `${tablePrefix}%`,
-      ]);
-      for (const { t } of rows) await pool.query(`DROP TABLE IF EXISTS "${t}"`);
-      await pool.end();
-    },
-  },
-];
+const KINDS = await sharedStoreKinds('refunds');
 
 for (const kind of KINDS) {
   describeWithService(kind.available, `${kind.name} not reachable`)(

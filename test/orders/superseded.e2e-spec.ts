@@ -2,8 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, expect, it, jest } from '@jest/globals';
 import express from 'express';
-import pg from 'pg';
-import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 import {
   createPaymentsClient,
@@ -14,10 +12,10 @@ import {
   type PaymentRefundedEvent,
   type PaymentsClient,
 } from '../../lib/express/index.js';
-import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { quietLogger } from '../support/outcome-kit.js';
-import { POSTGRES_URL, describeWithService, postgresAvailable } from '../support/services.js';
+import { describeWithService } from '../support/services.js';
+import { sharedStoreKinds } from '../support/shared-stores.js';
 
 // Two tabs of one order, the cart changed between them: payment A for the old cart, then payment B
 // (same tracking id, another amount) for the current one; the checkout desk records A as
@@ -79,40 +77,7 @@ async function instance(
   };
 }
 
-interface StoreKind {
-  name: string;
-  available: boolean;
-  /** One store per instance (or the same object for both, as the memory store must be). */
-  make(): () => PaymentsStore;
-  cleanup(): Promise<void>;
-}
-
-const tablePrefix = `sup_${randomUUID().slice(0, 8)}_`;
-const KINDS: StoreKind[] = [
-  {
-    name: 'memory store (one object)',
-    available: true,
-    make: () => {
-      const shared = new MemoryPaymentsStore();
-      return () => shared;
-    },
-    cleanup: async () => undefined,
-  },
-  {
-    // The order is settled inside the confirmation's transaction: the screen only reads it.
-    name: 'PostgreSQL, transactional',
-    available: await postgresAvailable(),
-    make: () => () => new PostgresPaymentsStore(POSTGRES_URL, { transactional: true, tablePrefix }),
-    cleanup: async () => {
-      const pool = new pg.Pool({ connectionString: POSTGRES_URL });
-      const { rows } = await pool.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE tablename LIKE $1`, [
-        `${tablePrefix}%`,
-      ]);
-      for (const { t } of rows) await pool.query(`DROP TABLE IF EXISTS "${t}"`);
-      await pool.end();
-    },
-  },
-];
+const KINDS = await sharedStoreKinds('superseded', ['memory', 'postgres']);
 
 for (const kind of KINDS) {
   describeWithService(kind.available, `${kind.name} not reachable`)(
