@@ -68,9 +68,15 @@ describe('the engine simulation', () => {
           if (failures.length >= 5 || process.env.SIM_STOP_AT_FIRST) break;
         }
       }
-      const stats = new Map<string, { p50: number; p99: number; max: number }>();
-      const report = summarise(results, stats);
+      const report = summarise(results);
       process.stdout.write(`${report}\n`);
+      // The percentiles' bounds leave out the long lags, whose bound grows with the lag itself
+      // (max(30 s, 0.75 × lag), checked payment by payment above).
+      const stats = new Map<string, { p50: number; p99: number; max: number }>();
+      summarise(
+        results.filter((r) => !r.stressors.includes('longlag')),
+        stats,
+      );
       expect(failures).toEqual([]);
       if (HISTORIES >= 500) {
         const breaches = latencyBreaches(stats);
