@@ -521,6 +521,10 @@ const FRAGMENTS: Fragment[] = [
   { identity: 'markPaidInNestedTransaction', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
   // docs/vendure.md's configuration needs a Vendure server (Nest 11): test/platforms/vendure runs it as printed.
   { identity: 'nestjsPayments', reason: 'run by test/platforms/vendure (a real Vendure 3.7 server)' },
+  {
+    identity: 'sharedPayments',
+    reason: "docs/vendure.md's shared store: the configuration above plus one option; the store is run by the PostgreSQL store's suites",
+  },
 ];
 
 /** Snippets that are whole test files, run by Jest as such. */
