@@ -523,7 +523,8 @@ const FRAGMENTS: Fragment[] = [
   { identity: 'nestjsPayments', reason: 'run by test/platforms/vendure (a real Vendure 3.7 server)' },
   {
     identity: 'sharedPayments',
-    reason: "docs/vendure.md's shared store: the configuration above plus one option; the store is run by the PostgreSQL store's suites",
+    reason:
+      "docs/vendure.md's shared store: the configuration above plus one option; the store is run by the PostgreSQL store's suites",
   },
 ];
 
