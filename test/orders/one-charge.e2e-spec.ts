@@ -225,7 +225,7 @@ for (const kind of KINDS) {
         }
       }
 
-      // Issue 32, finding 1: the customer's "try again" after a payment that can no longer be paid
+      // The customer's "try again" after a payment that can no longer be paid
       // gets a new link at once, on either instance (the outcome is read from the shared store).
       it('opens a new payment when the open one was declined (payment.failed): never its link again', async () => {
         const { A, B, seen, close } = await pair({ webhook: true });
@@ -286,7 +286,7 @@ for (const kind of KINDS) {
         }
       });
 
-      // Issue 32, finding 11: a pre-authorization of an order another payment already paid is a
+      // A pre-authorization of an order another payment already paid is a
       // second charge in waiting: a duplicate, never authorized, and its capture refused.
       it('reports a pre-authorization of a paid order as payment.duplicate, and refuses its capture', async () => {
         const { A, B, seen, close } = await pair({ webhook: true });
