@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import { inspect } from 'node:util';
-import type { PaymentsClient } from '../core/client/payments.client.js';
+import type { PaymentsClient } from '../core/client/index.js';
 import { PAYMENTS_CLIENT } from './payments.tokens.js';
 
 /** The client methods a `PaymentsService` offers, each delegated to its registration's client as is. */

@@ -1,5 +1,5 @@
-import { PaymentsValidationError } from '../core/api/payments.errors.js';
-import { PAYMENTS_DEFAULTS } from '../core/client/payments.options.js';
+import { PaymentsValidationError } from '../core/api/index.js';
+import { PAYMENTS_DEFAULTS } from '../core/client/index.js';
 import type { PaymentsModuleOptions, PaymentsWebhookRouteOptions } from './payments.module-options.js';
 
 /** What a registration fixed about its webhook route when it was defined (`forRoot` / `forRootAsync`). */

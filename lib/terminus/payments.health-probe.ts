@@ -1,6 +1,4 @@
-import { HEALTH_PROBE_KEY } from '../core/telemetry/telemetry.names.js';
-import type { TelemetryApiLoader } from '../core/telemetry/telemetry.loader.js';
-import { otelApiOf } from '../core/telemetry/telemetry.api.js';
+import { HEALTH_PROBE_KEY, otelApiOf, type TelemetryApiLoader } from '../core/telemetry/index.js';
 
 /**
  * Runs `work` as a health probe: its calls to the service are recorded like any other, with

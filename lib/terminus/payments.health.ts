@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import type { PaymentsClient } from '../core/client/payments.client.js';
-import { countOverdueOutcomes } from '../core/settlement/reconciliation.lanes.js';
-import { TelemetryApiLoader } from '../core/telemetry/telemetry.loader.js';
+import type { PaymentsClient } from '../core/client/index.js';
+import { countOverdueOutcomes } from '../core/index.js';
+import { TelemetryApiLoader } from '../core/telemetry/index.js';
 import { getPaymentsClientToken } from '../nest/payments.tokens.js';
 import { healthReasonOf } from './payments.health-reason.js';
 import { asHealthProbe } from './payments.health-probe.js';
