@@ -24,13 +24,15 @@ import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.toke
 import { createWebhookController } from './webhook.controller.js';
 import { PaymentsWebhookGuard, registrationGuard } from './webhook.guard.js';
 import { acceptAnyBodyOnWebhookRoutes } from './webhook.request.js';
-import { importersOf, servedWebhookPath, type ScannedModuleShape } from './webhook.mount.js';
 import {
+  importersOf,
   refuseSharedRoutes,
   registrationLabel,
   resolveWebhookRoute,
+  servedWebhookPath,
   staticWebhookRoute,
   type RegistrationRoute,
+  type ScannedModuleShape,
   type StaticWebhookRoute,
 } from './webhook.route.js';
 

@@ -14,7 +14,7 @@ export {
   ruleOf,
   serviceDefaultOf,
 } from './payment.fields.js';
-export { checkPaymentInput, toPaymentWire } from './payment.input.js';
+export { checkPaymentInput, toPaymentWire } from './payment.fields.js';
 export type { OptionDefaultedFieldName, OptionDefaultedFieldType, PreAuthorizationFlag } from './payment.fields.js';
 export {
   boolean,
@@ -58,7 +58,6 @@ export type {
 } from './payments.types.js';
 export { interpretResponse } from './response.parser.js';
 export { RETRY_POLICY } from './retry.policy.js';
-export { SecretRedactor } from './secret.redactor.js';
 export {
   fromBindingWire,
   fromCancellationWire,
