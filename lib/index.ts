@@ -3,8 +3,9 @@
 // Other subpaths: `nestjs-payments/express` (apps without Nest), `nestjs-payments/store` (store
 // authors), `nestjs-payments/redis`, `nestjs-payments/postgres`, `nestjs-payments/testing`,
 // `nestjs-payments/terminus`, `nestjs-payments/vendure`, `nestjs-payments/medusa`.
-// Every name here is a decision: api/index.api.md lists them and test/package/api-report.spec.ts
-// holds this entry to at most 60.
+// It carries every type a `PaymentsService` method takes or returns, so a merchant's code names them
+// from here. Every name here is a decision: api/index.api.md lists them and
+// test/package/api-report.spec.ts holds this entry to at most 70.
 import 'reflect-metadata';
 export {
   PaymentsModule,
@@ -71,6 +72,14 @@ export type {
   PaymentCancellation,
   CardBinding,
   ReconcileResult,
+  GenerateOptions,
+  ReconcileOptions,
+  ReconciliationRun,
+  OutcomeRecord,
+  OutcomePage,
+  OutcomeQuery,
+  PaymentOutcome,
+  PaymentsLogger,
 } from './core/index.js';
 // The names of the plugin's spans and metrics, for dashboards and alerts written in code.
 export { SPAN_NAMES, METRIC_NAMES } from './core/telemetry/telemetry.names.js';

@@ -11,7 +11,15 @@ import {
   webhookProbeUrl,
 } from '../core/index.js';
 import { PAYMENTS_ENV } from '../nest/payments.config.js';
-import { describeProblem, problemVariable, type CliConfig } from './cli.config.js';
+import {
+  CLI_STORE_ENV,
+  describeProblem,
+  problemVariable,
+  QUIET_LOGGER,
+  storeClientMissing,
+  storeSources,
+  type CliConfig,
+} from './cli.config.js';
 import { printable, safeUrl, type CliIo } from './cli.io.js';
 import {
   CHECK_TIMEOUT_MS,
@@ -20,6 +28,7 @@ import {
   isLoopback,
   ok,
   skip,
+  withTimeout,
   type DoctorCheck,
   type DoctorCheckId,
 } from './cli.report.js';
@@ -244,4 +253,53 @@ export async function checkProbe(
   if (response.status === 200)
     return fail('probe', `${where} answered HTTP 200, but not as the plugin's webhook route`, notRouted);
   return fail('probe', `${where} answered HTTP ${response.status} to a signed probe`, notRouted);
+}
+
+/** The `store` check: each store the variables name answers (and has its tables). */
+export async function checkStores(env: CliIo['env']): Promise<DoctorCheck[]> {
+  const sources = storeSources(env, QUIET_LOGGER);
+  if (sources.length === 0)
+    return [
+      skip(
+        'store',
+        `no ${CLI_STORE_ENV.redisUrl} or ${CLI_STORE_ENV.databaseUrl}: the app's store is not checked (the memory store needs no check)`,
+      ),
+    ];
+  const checks: DoctorCheck[] = [];
+  for (const source of sources) {
+    let store;
+    try {
+      store = await source.open();
+      const pending = await withTimeout(store.countPending(), CHECK_TIMEOUT_MS, `${source.kind}`);
+      checks.push(
+        ok('store', `${source.kind} at ${source.where} answers (${pending} payment(s) waiting for reconciliation)`),
+      );
+    } catch (error) {
+      const missing = storeClientMissing(source, error);
+      if (missing) {
+        checks.push(
+          fail(
+            'store',
+            `${source.kind} not checked: ${missing.packageName} is not installed (${source.variable} names a ${source.kind} store)`,
+            `npm install ${missing.packageName}`,
+          ),
+        );
+        continue;
+      }
+      const reason = printable(error instanceof Error ? error.message : error).slice(0, 200);
+      const missingTables = source.kind === 'PostgreSQL' && /relation .* does not exist/i.test(reason);
+      checks.push(
+        fail(
+          'store',
+          `${source.kind} at ${source.where} does not answer (${reason})`,
+          missingTables
+            ? "the store's tables are missing: start the app once (the store creates them) or apply paymentsStoreMigration()"
+            : `check that ${source.kind} runs and that ${source.variable} names the server the app uses (host, port, credentials)`,
+        ),
+      );
+    } finally {
+      await store?.close?.().catch(() => undefined);
+    }
+  }
+  return checks;
 }

@@ -5,8 +5,15 @@
  */
 import { parseArgs } from 'node:util';
 import { CLI_STORE_ENV, QUIET_LOGGER, readCliConfig } from './cli.config.js';
-import { checkBaseUrl, checkKeys, checkProbe, checkSecret, checkVariables, checkWebhookUrl } from './cli.checks.js';
-import { checkStores } from './cli.store-check.js';
+import {
+  checkBaseUrl,
+  checkKeys,
+  checkProbe,
+  checkSecret,
+  checkStores,
+  checkVariables,
+  checkWebhookUrl,
+} from './cli.checks.js';
 import { LABELS, type DoctorOptions, type DoctorReport, type DoctorStatus } from './cli.report.js';
 import { CliUsageError, type CliIo } from './cli.io.js';
 

@@ -1,7 +1,6 @@
 /** `nestjs-payments verify <paymentId>`: the service's answer for one payment, for on-call use. */
 import { parseArgs } from 'node:util';
-import { SecretRedactor } from '../core/api/secret.redactor.js';
-import { PaymentsClient, PaymentsError } from '../core/index.js';
+import { PaymentsClient, PaymentsError, SecretRedactor } from '../core/index.js';
 import { describeProblem, QUIET_LOGGER, readCliConfig } from './cli.config.js';
 import { CliUsageError, printable, type CliIo } from './cli.io.js';
 

@@ -134,7 +134,14 @@ export type {
   OperationDispatcher,
   EventDispatcher,
   OutcomeHandler,
+  AnyEventHandler,
 } from './settlement/outcome.handlers.js';
+// For the front ends and the health indicator (not in any package entry): one dispatcher over a
+// registration's handlers, and the count of overdue outcomes.
+export { dispatcherOf } from './settlement/outcome.handlers.js';
+// For the CLI's `verify`, which prints the service's answer cut of every secret of the variables.
+export { SecretRedactor } from './api/secret.redactor.js';
+export { countOverdueOutcomes } from './settlement/reconciliation.lanes.js';
 export type { WebhookRequest } from './webhook/webhook.payload.js';
 export { WEBHOOK_TOKEN_PARAM } from './webhook/webhook.token.js';
 export { webhookProbeUrl } from './webhook/webhook.probe.js';

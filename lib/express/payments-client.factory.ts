@@ -1,5 +1,4 @@
-import { PaymentsClient } from '../core/client/payments.client.js';
-import type { PaymentsOptions } from '../core/client/payments.options.js';
+import { PaymentsClient, type PaymentsOptions } from '../core/client/index.js';
 
 /**
  * Creates the client of the service for apps without Nest: the same operations (generate, verify, capture, reconcile, refund, cancel, bindings),

@@ -1,7 +1,8 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { dispatcherOf, type AnyEventHandler } from '../core/settlement/outcome.handlers.js';
 import {
+  dispatcherOf,
   PaymentEvents,
+  type AnyEventHandler,
   type PaymentAuthorizedEvent,
   type PaymentCancelledEvent,
   type PaymentCapturedEvent,
@@ -12,9 +13,9 @@ import {
   type PaymentFailedEvent,
   type PaymentMismatchEvent,
   type PaymentRefundedEvent,
-} from '../core/settlement/payment.events.js';
-import type { PaymentsClient } from '../core/client/payments.client.js';
-import type { WebhookAnswer } from '../core/webhook/webhook.answer.js';
+} from '../core/index.js';
+import type { PaymentsClient } from '../core/client/index.js';
+import type { WebhookAnswer } from '../core/webhook/index.js';
 
 /** Options of {@link createWebhookRouter}. */
 export interface WebhookRouterOptions {

@@ -1,12 +1,12 @@
-import { PaymentsValidationError, type PaymentsFieldError } from '../core/api/payments.errors.js';
 import {
   OPTION_DEFAULTED_FIELDS,
   optionFieldType,
+  PaymentsValidationError,
   type OptionDefaultedFieldName,
   type OptionDefaultedFieldType,
-} from '../core/api/payment.fields.js';
-import type { PaymentFieldDefaults } from '../core/client/payments.options.js';
-import { resolvePaymentsOptions } from '../core/client/payments.resolver.js';
+  type PaymentsFieldError,
+} from '../core/api/index.js';
+import { resolvePaymentsOptions, type PaymentFieldDefaults } from '../core/client/index.js';
 import type { PaymentsModuleOptions } from './payments.module-options.js';
 
 /** Anything with `get(key)`: `ConfigService` from @nestjs/config, or a plain wrapper of `process.env`. */

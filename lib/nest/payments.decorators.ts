@@ -1,6 +1,6 @@
 import { Inject } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
-import { PaymentEvents, type PaymentEventName } from '../core/settlement/payment.events.js';
+import { PaymentEvents, type PaymentEventName } from '../core/settlement/index.js';
 import { registrationEventName } from './payments.events-bridge.js';
 import { getPaymentsServiceToken } from './payments.service.js';
 import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.tokens.js';

@@ -1,6 +1,5 @@
 import type { EventEmitter2, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
-import { dispatcherOf, type AnyEventHandler, type EventDispatcher } from '../core/settlement/outcome.handlers.js';
-import type { PaymentEventName } from '../core/settlement/payment.events.js';
+import { dispatcherOf, type AnyEventHandler, type EventDispatcher, type PaymentEventName } from '../core/index.js';
 
 /**
  * The event name a registration-filtered listener subscribes to: `payment.confirmed:b` for

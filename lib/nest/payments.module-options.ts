@@ -1,5 +1,5 @@
 import type { ModuleMetadata, OptionalFactoryDependency, Provider, Type } from '@nestjs/common';
-import type { PaymentsOptions, PaymentsWebhookOptions } from '../core/client/payments.options.js';
+import type { PaymentsOptions, PaymentsWebhookOptions } from '../core/client/index.js';
 
 /**
  * The webhook route of a registration, as Nest must know it when the module is defined (before

@@ -10,8 +10,8 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost, ModuleRef, ModulesContainer } from '@nestjs/core';
 import { EventEmitter2, EventEmitterModule, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
-import { PaymentsClient } from '../core/client/payments.client.js';
-import { PaymentsValidationError } from '../core/api/payments.errors.js';
+import { PaymentsClient } from '../core/client/index.js';
+import { PaymentsValidationError } from '../core/api/index.js';
 import { nestOutcomeDispatcher } from './payments.events-bridge.js';
 import type {
   PaymentsModuleAsyncOptions,
@@ -24,13 +24,15 @@ import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.toke
 import { createWebhookController } from './webhook.controller.js';
 import { PaymentsWebhookGuard, registrationGuard } from './webhook.guard.js';
 import { acceptAnyBodyOnWebhookRoutes } from './webhook.request.js';
-import { importersOf, servedWebhookPath, type ScannedModuleShape } from './webhook.mount.js';
 import {
+  importersOf,
   refuseSharedRoutes,
   registrationLabel,
   resolveWebhookRoute,
+  servedWebhookPath,
   staticWebhookRoute,
   type RegistrationRoute,
+  type ScannedModuleShape,
   type StaticWebhookRoute,
 } from './webhook.route.js';
 

@@ -1,29 +1,21 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import { inspect } from 'node:util';
-import type { PaymentsClient } from '../core/client/payments.client.js';
+import type {
+  CardBinding,
+  GeneratedPayment,
+  GenerateOptions,
+  GeneratePaymentInput,
+  PaymentCancellation,
+  PaymentCapture,
+  PaymentRefund,
+  ReconcileOptions,
+  ReconcileResult,
+  VerifiedPayment,
+} from '../core/api/index.js';
+import type { PaymentsClient } from '../core/client/index.js';
+import type { ReconciliationRun } from '../core/settlement/index.js';
+import type { OutcomePage, OutcomeQuery, OutcomeRecord } from '../core/store/index.js';
 import { PAYMENTS_CLIENT } from './payments.tokens.js';
-
-/** The client methods a `PaymentsService` offers, each delegated to its registration's client as is. */
-const DELEGATED = [
-  'generatePayment',
-  'verifyPayment',
-  'capturePayment',
-  'reconcilePayment',
-  'refundPayment',
-  'cancelPayment',
-  'listBindings',
-  'getOutcome',
-  'listOutcomes',
-  'countPending',
-  'runReconciliation',
-] as const satisfies ReadonlyArray<keyof PaymentsClient>;
-
-/** The delegated methods, typed and documented as `PaymentsClient` declares them. */
-type DelegatedMethods = Pick<PaymentsClient, (typeof DELEGATED)[number]>;
-
-// Declaration merging: the class below has the client's methods (added to its prototype after it).
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type, @typescript-eslint/no-unsafe-declaration-merging -- the methods are installed below
-export interface PaymentsService extends DelegatedMethods {}
 
 /**
  * The service's operations for Nest apps: a thin front end over one registration's
@@ -38,7 +30,6 @@ export interface PaymentsService extends DelegatedMethods {}
  * sockets and the store's own connections close).
  */
 @Injectable()
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- the interface above declares the delegated methods
 export class PaymentsService implements OnModuleDestroy, OnApplicationShutdown {
   /** @param client the registration's core client */
   constructor(@Inject(PAYMENTS_CLIENT) private readonly client: PaymentsClient) {}
@@ -46,6 +37,61 @@ export class PaymentsService implements OnModuleDestroy, OnApplicationShutdown {
   /** The registration's `name`, if it has one. */
   get registration(): string | undefined {
     return this.client.name;
+  }
+
+  /** {@inheritDoc PaymentsClient.generatePayment} */
+  generatePayment(input: GeneratePaymentInput, options?: GenerateOptions): Promise<GeneratedPayment> {
+    return this.client.generatePayment(input, options);
+  }
+
+  /** {@inheritDoc PaymentsClient.verifyPayment} */
+  verifyPayment(paymentId: string): Promise<VerifiedPayment> {
+    return this.client.verifyPayment(paymentId);
+  }
+
+  /** {@inheritDoc PaymentsClient.capturePayment} */
+  capturePayment(paymentId: string, options?: { amount?: string | number }): Promise<PaymentCapture> {
+    return this.client.capturePayment(paymentId, options);
+  }
+
+  /** {@inheritDoc PaymentsClient.reconcilePayment} */
+  reconcilePayment(paymentId: string, options?: ReconcileOptions): Promise<ReconcileResult> {
+    return this.client.reconcilePayment(paymentId, options);
+  }
+
+  /** {@inheritDoc PaymentsClient.refundPayment} */
+  refundPayment(paymentId: string): Promise<PaymentRefund> {
+    return this.client.refundPayment(paymentId);
+  }
+
+  /** {@inheritDoc PaymentsClient.cancelPayment} */
+  cancelPayment(paymentId: string): Promise<PaymentCancellation> {
+    return this.client.cancelPayment(paymentId);
+  }
+
+  /** {@inheritDoc PaymentsClient.listBindings} */
+  listBindings(clientId: string): Promise<CardBinding[]> {
+    return this.client.listBindings(clientId);
+  }
+
+  /** {@inheritDoc PaymentsClient.getOutcome} */
+  getOutcome(paymentId: string): Promise<OutcomeRecord | undefined> {
+    return this.client.getOutcome(paymentId);
+  }
+
+  /** {@inheritDoc PaymentsClient.listOutcomes} */
+  listOutcomes(query?: OutcomeQuery): Promise<OutcomePage> {
+    return this.client.listOutcomes(query);
+  }
+
+  /** {@inheritDoc PaymentsClient.countPending} */
+  countPending(): Promise<number> {
+    return this.client.countPending();
+  }
+
+  /** {@inheritDoc PaymentsClient.runReconciliation} */
+  runReconciliation(now?: number): Promise<ReconciliationRun> {
+    return this.client.runReconciliation(now);
   }
 
   /** Lets webhooks in flight finish; new ones get 503 (delivered again later). */
@@ -67,16 +113,6 @@ export class PaymentsService implements OnModuleDestroy, OnApplicationShutdown {
   toJSON(): Record<string, unknown> {
     return { client: this.client.toJSON() };
   }
-}
-
-for (const name of DELEGATED) {
-  Object.defineProperty(PaymentsService.prototype, name, {
-    value: function (this: { client: PaymentsClient }, ...args: unknown[]): unknown {
-      return (this.client[name] as (...a: unknown[]) => unknown).apply(this.client, args);
-    },
-    writable: true,
-    configurable: true,
-  });
 }
 
 /**

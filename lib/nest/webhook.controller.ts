@@ -11,7 +11,7 @@ import {
   type Type,
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import type { PaymentsClient } from '../core/client/payments.client.js';
+import type { PaymentsClient } from '../core/client/index.js';
 import { attachedAuthentication, setHeaders } from './webhook.guard.js';
 import {
   webhookRequestOf,

@@ -9,9 +9,8 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { ServerResponse } from 'node:http';
-import type { PaymentsClient } from '../core/client/payments.client.js';
-import type { WebhookAnswer } from '../core/webhook/webhook.answer.js';
-import type { AuthenticatedWebhook } from '../core/webhook/webhook.processor.js';
+import type { PaymentsClient } from '../core/client/index.js';
+import type { AuthenticatedWebhook, WebhookAnswer } from '../core/webhook/index.js';
 import { PAYMENTS_CLIENT } from './payments.tokens.js';
 import { webhookRequestOf, type WebhookHttpRequest } from './webhook.request.js';
 

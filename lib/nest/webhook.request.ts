@@ -1,7 +1,7 @@
 import type { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
-import type { PaymentsClient } from '../core/client/payments.client.js';
-import type { WebhookRequest } from '../core/webhook/webhook.payload.js';
+import type { PaymentsClient } from '../core/client/index.js';
+import type { WebhookRequest } from '../core/webhook/index.js';
 
 /**
  * Fastify route config flag set on the generated webhook routes (through Nest's

@@ -1,12 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import type { PaymentsClient } from '../core/client/payments.client.js';
-import { countOverdueOutcomes } from '../core/settlement/reconciliation.lanes.js';
-import { TelemetryApiLoader } from '../core/telemetry/telemetry.loader.js';
+import type { PaymentsClient } from '../core/client/index.js';
+import { countOverdueOutcomes } from '../core/index.js';
+import { HEALTH_PROBE_KEY, otelApiOf, TelemetryApiLoader } from '../core/telemetry/index.js';
 import { getPaymentsClientToken } from '../nest/payments.tokens.js';
-import { healthReasonOf } from './payments.health-reason.js';
-import { asHealthProbe } from './payments.health-probe.js';
 
 /** Options of {@link PaymentsHealthIndicator.isHealthy}. */
 export interface PaymentsHealthCheckOptions {
@@ -176,4 +174,56 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
     timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${ms} ms`), { code: 'TIMEOUT' })), ms);
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The reason a health check gives for a failure: an error code only (`ECONNREFUSED`, `TIMEOUT`,
+ * `NOAUTH`, ...), never a message (health endpoints are often public, and driver messages name
+ * hosts and users) nor a class name (which says nothing to an operator). The one rule for every
+ * check of the indicator.
+ *
+ * In order: the error's own `code` (Node's socket codes, the plugin's codes, PostgreSQL's SQLSTATE);
+ * that of its `cause` or, for an AggregateError (a host with several addresses), of its first
+ * error; a Redis error reply's leading word (`NOAUTH`, `WRONGPASS`, `LOADING`, `READONLY`);
+ * `TIMEOUT` for a time-out; `CONNECTION_FAILED` for a client that gave up on a connection it
+ * could not make (ioredis's retries per request); else `UNKNOWN_ERROR`.
+ */
+export function healthReasonOf(error: unknown, depth = 0): string {
+  if (error === null || typeof error !== 'object') return 'UNKNOWN_ERROR';
+  const e = error as { code?: unknown; cause?: unknown; errors?: unknown; name?: unknown; message?: unknown };
+  if (typeof e.code === 'string' && /^[A-Z0-9_]{1,64}$/.test(e.code)) return e.code;
+  if (depth < 3) {
+    const inner: unknown = e.cause ?? (Array.isArray(e.errors) ? (e.errors as unknown[])[0] : undefined);
+    if (inner !== undefined) {
+      const code = healthReasonOf(inner, depth + 1);
+      if (code !== 'UNKNOWN_ERROR') return code;
+    }
+  }
+  const message = typeof e.message === 'string' ? e.message : '';
+  const name = typeof e.name === 'string' ? e.name : '';
+  const reply = name === 'ReplyError' ? /^([A-Z][A-Z_]{2,31})\b/.exec(message) : null;
+  if (reply) return reply[1];
+  if (/timed out|timeout/i.test(message) || name === 'TimeoutError') return 'TIMEOUT';
+  if (
+    name === 'MaxRetriesPerRequestError' ||
+    /connection is closed|connection terminated|connection refused/i.test(message)
+  )
+    return 'CONNECTION_FAILED';
+  return 'UNKNOWN_ERROR';
+}
+
+/**
+ * Runs `work` as a health probe: its calls to the service are recorded like any other, with
+ * `payments.probe=true` on their span and call metric, so that the probe's expected refusals
+ * (`INVALID_CLIENT_ID`) can be told from real failures. The mark is {@link HEALTH_PROBE_KEY} in the
+ * OpenTelemetry context, which the core's call hook reads (a context manager is needed, as every
+ * Node SDK setup registers one); without `@opentelemetry/api` the work runs unmarked.
+ * @param work the probe's calls
+ * @param otel finds `@opentelemetry/api` (the indicator's own loader)
+ */
+export async function asHealthProbe<T>(work: () => Promise<T>, otel: TelemetryApiLoader): Promise<T> {
+  // Waiting for the look costs nothing after the first probe, and marks even the first one under an ES-module loader.
+  if (!(await otel.load())) return work();
+  const api = otelApiOf(otel)!;
+  return api.context.with(api.context.active().setValue(HEALTH_PROBE_KEY, true), work);
 }

@@ -310,7 +310,7 @@ describe('PaymentsService against a loopback service', () => {
       expect(fake.requests).toHaveLength(0);
     });
 
-    // Every amount rule is a row of the field table (test/core/payment-fields.spec.ts); here, that a
+    // Every amount rule is a row of the field table (test/core/payment.fields.spec.ts); here, that a
     // refused amount reaches the Nest service as a validation error with nothing sent.
     it('refuses a bad amount with nothing sent', async () => {
       const error = await caught(payments.generatePayment({ amount: '12.5' }));

@@ -10,8 +10,11 @@ import ts from 'typescript';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const UPDATE = process.env.API_UPDATE === '1';
-/** The main entry's budget: what a merchant's code uses, and no more. */
-const MAIN_ENTRY_MAX_NAMES = 60;
+/**
+ * The main entry's budget: what a merchant's code uses, and no more. It includes every type a
+ * `PaymentsService` method takes or returns (its outcome records and pages, the reconciliation run).
+ */
+const MAIN_ENTRY_MAX_NAMES = 70;
 
 const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
   name: string;
@@ -115,6 +118,54 @@ function diff(recorded: ApiName[], actual: ApiName[]): string[] {
 
 const api = compiledApi();
 
+/**
+ * The package's own named types in `PaymentsService`'s public methods: their parameters and their
+ * results, looked through `Promise`, arrays, unions and optional values.
+ */
+function serviceTypeNames(): string[] {
+  const source = path.join(root, 'lib/nest/payments.service.ts');
+  const program = ts.createProgram([source], {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    experimentalDecorators: true,
+    strict: true,
+    skipLibCheck: true,
+    noEmit: true,
+  });
+  const checker = program.getTypeChecker();
+  const file = program.getSourceFile(source)!;
+  const service = checker
+    .getExportsOfModule(checker.getSymbolAtLocation(file)!)
+    .find((s) => s.name === 'PaymentsService')!;
+  const instance = checker.getDeclaredTypeOfSymbol(service);
+  const names = new Set<string>();
+  const lib = path.join(root, 'lib') + path.sep;
+  const visit = (type: ts.Type): void => {
+    const symbol = type.aliasSymbol ?? type.getSymbol();
+    const declared = symbol?.declarations?.[0]?.getSourceFile().fileName;
+    if (symbol && !symbol.name.startsWith('__') && declared && path.resolve(declared).startsWith(lib)) {
+      names.add(symbol.name);
+      return;
+    }
+    if (type.isUnion()) type.types.forEach(visit);
+    const reference =
+      type.flags & ts.TypeFlags.Object && (type as ts.ObjectType).objectFlags & ts.ObjectFlags.Reference;
+    if (reference) checker.getTypeArguments(type as ts.TypeReference).forEach(visit);
+  };
+  for (const property of checker.getPropertiesOfType(instance)) {
+    const hidden = property.declarations?.some(
+      (d) => ts.getCombinedModifierFlags(d) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected),
+    );
+    if (hidden || property.name.startsWith('__')) continue;
+    for (const signature of checker.getTypeOfSymbol(property).getCallSignatures()) {
+      visit(signature.getReturnType());
+      for (const parameter of signature.getParameters()) visit(checker.getTypeOfSymbol(parameter));
+    }
+  }
+  return [...names].sort();
+}
+
 describe('the API report (api/*.api.md)', () => {
   if (UPDATE) {
     it('is rewritten from the code (npm run api:update)', () => {
@@ -152,6 +203,11 @@ describe('the API report (api/*.api.md)', () => {
         .filter((k) => k !== 'default' && k !== '__esModule')
         .sort(),
     ).toEqual(values);
+  });
+
+  it("carries every type PaymentsService's methods take or return (a Nest merchant names them)", () => {
+    const main = new Set(api.get(manifest.name)!.map((n) => n.name));
+    expect(serviceTypeNames().filter((name) => !main.has(name))).toEqual([]);
   });
 
   it(`keeps the main entry to at most ${MAIN_ENTRY_MAX_NAMES} names`, () => {

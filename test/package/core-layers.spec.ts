@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ESLint } from 'eslint';
 import tseslint from 'typescript-eslint';
@@ -57,6 +58,59 @@ describe("core's layers (lint)", () => {
         "import { SYSTEM_CLOCK } from '../time/index.js';",
         "import { SETTLEMENT_WAITS } from './settlement.waits.js';",
         'export const all = [SharedClock, SYSTEM_CLOCK, SETTLEMENT_WAITS];',
+        '',
+      ].join('\n'),
+    );
+    expect(found).toEqual([{ rule: 'no-restricted-imports', line: 1 }]);
+  });
+});
+
+/** lib/'s folders on disk, as eslint.config.js reads them. */
+const LIB_FOLDERS = readdirSync(path.join(root, 'lib'), { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => e.name);
+
+/** A module of the folder to import: its barrel, or (the CLI has none) its first file. */
+function entryOf(folder: string): string {
+  const files = readdirSync(path.join(root, 'lib', folder)).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));
+  return (files.includes('index.ts') ? 'index.ts' : files.sort()[0]).replace(/\.ts$/, '.js');
+}
+
+/** What a folder outside the core may import besides the core (docs/architecture.md, Layers). */
+const BUILDS_ON: Record<string, string[]> = { cli: ['nest', 'postgres', 'redis', 'testing'], terminus: ['nest'] };
+
+/** Each finding's rule and line, for a snippet linted as `lib/<folder>/<file>`. */
+async function libFindings(folder: string, code: string): Promise<Array<{ rule: string | null; line: number }>> {
+  const [result] = await eslint.lintText(code, { filePath: path.join(root, 'lib', folder, 'layers.fixture.ts') });
+  return result.messages.map((m) => ({ rule: m.ruleId, line: m.line }));
+}
+
+describe("lib's folders (lint, zones generated from the folders on disk)", () => {
+  it.each(LIB_FOLDERS)(
+    '%s/ may import the core and what it builds on, and no other folder',
+    async (folder) => {
+      const others = LIB_FOLDERS.filter((f) => f !== folder);
+      const code = others.map((f) => `export * as ${f}Folder from '../${f}/${entryOf(f)}';`).join('\n') + '\n';
+      const allowed = folder === 'core' ? [] : ['core', ...(BUILDS_ON[folder] ?? [])];
+      const found = await libFindings(folder, code);
+      const zones = found.filter((f) => f.rule === 'import-x/no-restricted-paths');
+      // Inside the core, another rule also refuses these imports (core is framework-free).
+      if (folder !== 'core') expect(found.filter((f) => !zones.includes(f))).toEqual([]);
+      expect(zones.map((f) => f.line).sort((a, b) => a - b)).toEqual(
+        others.flatMap((f, i) => (allowed.includes(f) ? [] : [i + 1])),
+      );
+    },
+    60_000,
+  );
+
+  it('outside the core, a core file is reached through a barrel only', async () => {
+    const found = await libFindings(
+      'nest',
+      [
+        "import { PaymentsClient } from '../core/client/payments.client.js';",
+        "import { PAYMENTS_DEFAULTS } from '../core/client/index.js';",
+        "import { toMillimes } from '../core/index.js';",
+        'export const all = [PaymentsClient, PAYMENTS_DEFAULTS, toMillimes];',
         '',
       ].join('\n'),
     );

@@ -9,7 +9,7 @@ import type { PaymentsStore } from '../../lib/store/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { PaymentsHealthIndicator } from '../../lib/terminus/index.js';
-import { healthReasonOf } from '../../lib/terminus/payments.health-reason.js';
+import { healthReasonOf } from '../../lib/terminus/payments.health.js';
 import { canConnect } from '../support/services.js';
 import { startNestApp } from '../support/nest-app.js';
 

@@ -1,5 +1,5 @@
-// What the other folders of the core may import from api/ (the service's wire, fields and rules,
-// errors, types, and the operations' store records).
+// What the other folders of the core, and the plugin's folders outside it, may import from api/
+// (the service's wire, fields and rules, errors, types, and the operations' store records).
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
 // folders' imports of api/ to this file.
 export { HttpTransport } from './http.transport.js';
@@ -7,9 +7,15 @@ export { pathSegmentId } from './identifier.rule.js';
 export { isJsonObject } from './json.util.js';
 export type { JsonObject } from './json.util.js';
 export { normalizeMillimes } from './money.util.js';
-export { DEFAULT_PRE_AUTHORIZATION_FLAG, OPTION_DEFAULTED_FIELDS, ruleOf, serviceDefaultOf } from './payment.fields.js';
-export { checkPaymentInput, toPaymentWire } from './payment.input.js';
-export type { OptionDefaultedFieldName, PreAuthorizationFlag } from './payment.fields.js';
+export {
+  DEFAULT_PRE_AUTHORIZATION_FLAG,
+  OPTION_DEFAULTED_FIELDS,
+  optionFieldType,
+  ruleOf,
+  serviceDefaultOf,
+} from './payment.fields.js';
+export { checkPaymentInput, toPaymentWire } from './payment.fields.js';
+export type { OptionDefaultedFieldName, OptionDefaultedFieldType, PreAuthorizationFlag } from './payment.fields.js';
 export {
   boolean,
   httpUrl,

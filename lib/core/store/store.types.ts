@@ -138,7 +138,7 @@ export interface OrderCheckout {
   superseded?: string[];
 }
 
-/** A page request of {@link OutcomeLog.listOutcomes}. */
+/** A page request of `listOutcomes` (the client's, and the store's `OutcomeLog`). */
 export interface OutcomeQuery {
   /** Only records whose handlers ended so (e.g. `failed`, to retry them). */
   handlers?: HandlerResult;

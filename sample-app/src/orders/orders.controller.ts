@@ -14,8 +14,7 @@ import {
   UseFilters,
 } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { PaymentsError, PaymentsService, type GeneratePaymentInput } from 'nestjs-payments';
-import type { OutcomeRecord } from 'nestjs-payments/store';
+import { PaymentsError, PaymentsService, type GeneratePaymentInput, type OutcomeRecord } from 'nestjs-payments';
 import { Catalog } from '../catalog/catalog.service.js';
 import { SHOP_SETTINGS, type ShopSettings } from '../config/shop.settings.js';
 import { CsrfToken, CustomerId } from '../security/csrf-token.decorator.js';

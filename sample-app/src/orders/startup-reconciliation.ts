@@ -1,6 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { PaymentsError, PaymentsService } from 'nestjs-payments';
-import type { PaymentOutcome } from 'nestjs-payments/store';
+import { PaymentsError, PaymentsService, type PaymentOutcome } from 'nestjs-payments';
 import { OrdersRepository } from './orders.repository.js';
 
 /** What the start-up pass did. */

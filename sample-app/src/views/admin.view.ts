@@ -1,5 +1,4 @@
-import type { CardBinding } from 'nestjs-payments';
-import type { OutcomeRecord } from 'nestjs-payments/store';
+import type { CardBinding, OutcomeRecord } from 'nestjs-payments';
 import type { Flash } from '../admin/admin.flash.js';
 import { orderTitle, type Order } from '../orders/order.model.js';
 import { html, type SafeHtml } from './html.util.js';

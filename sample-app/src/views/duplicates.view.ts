@@ -1,4 +1,4 @@
-import type { OutcomeRecord } from 'nestjs-payments/store';
+import type { OutcomeRecord } from 'nestjs-payments';
 import { html, type SafeHtml } from './html.util.js';
 import { money, shortDate } from './parts.view.js';
 

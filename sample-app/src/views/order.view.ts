@@ -1,4 +1,4 @@
-import type { OutcomeRecord } from 'nestjs-payments/store';
+import type { OutcomeRecord } from 'nestjs-payments';
 import { orderTitle, type Order, type OrderEvent, type ReturnCheck } from '../orders/order.model.js';
 import { html, type SafeHtml } from './html.util.js';
 import { layout, type PageContext } from './layout.view.js';

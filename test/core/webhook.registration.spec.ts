@@ -9,7 +9,7 @@ import {
   type TokenRegistration,
 } from '../../lib/core/webhook/webhook.registration.js';
 import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
-import { publicUrlMismatch } from '../../lib/core/webhook/webhook.mount.js';
+import { publicUrlMismatch } from '../../lib/core/webhook/webhook.processor.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { SecretRedactor } from '../../lib/core/api/secret.redactor.js';
 import { inspect } from 'node:util';

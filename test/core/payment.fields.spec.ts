@@ -1,6 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import { OPTION_DEFAULTED_FIELDS, PAYMENT_FIELDS, type PaymentFieldName } from '../../lib/core/api/payment.fields.js';
-import { checkPaymentInput, toPaymentWire } from '../../lib/core/api/payment.input.js';
+import {
+  checkPaymentInput,
+  OPTION_DEFAULTED_FIELDS,
+  PAYMENT_FIELDS,
+  toPaymentWire,
+  type PaymentFieldName,
+} from '../../lib/core/api/payment.fields.js';
 import type { GeneratePaymentInput } from '../../lib/core/api/payments.types.js';
 import { PAYMENTS_DEFAULTS, type PaymentsOptions } from '../../lib/core/client/payments.options.js';
 import { resolvePaymentsOptions } from '../../lib/core/client/payments.resolver.js';
