@@ -91,6 +91,12 @@ describe('refundPlan: refunding a duplicate once', () => {
     ['on, refunded by an earlier attempt: never again', true, { refund: recorded, refundState: 'refunded' }, 'settled'],
     ['on, refunded by hand (only the refund recorded): never again', true, { refund: recorded }, 'settled'],
     ['off, yet recorded (turned off since): still reported', false, { refund: recorded }, 'settled'],
+    [
+      'not wanted (a held pre-authorization), a refund recorded by hand: reported',
+      false,
+      { refund: recorded },
+      'settled',
+    ],
     ['refused: never again', true, { refundState: 'refused', refundTries: 1 }, 'settled'],
     ['answer lost: never again', true, { refundState: 'unknown', refundTries: 1 }, 'settled'],
     ['not sent three times: failed, never again', true, { refundState: 'failed', refundTries: 3 }, 'settled'],
@@ -106,14 +112,6 @@ describe('refundPlan: refunding a duplicate once', () => {
     ],
   ] as const)('%s', (_case, wanted, found, plan) => {
     expect(refundPlan(wanted, found)).toBe(plan);
-  });
-
-  it.each([
-    ['on, a held pre-authorization: nothing charged, nothing refunded', true, undefined, 'none'],
-    ['off, a held pre-authorization', false, undefined, 'none'],
-    ['on, a hold with a refund recorded (by hand): reported', true, { refund: recorded }, 'settled'],
-  ] as const)('%s', (_case, wanted, found, plan) => {
-    expect(refundPlan(wanted, found, true)).toBe(plan);
   });
 });
 

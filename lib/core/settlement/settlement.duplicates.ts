@@ -170,10 +170,10 @@ export class OrderScreen implements OrderScreenPort {
     // The order's current payment, the order paid by another cart's: a person decides which to refund.
     // A held pre-authorization is never refunded: nothing was charged; it is released with `cancelPayment`.
     const hold = mode === 'check';
-    const wanted = this.options.refund && cart.refundable;
+    const wanted = this.options.refund && cart.refundable && !hold;
     if (this.options.refund && !cart.refundable && refund.refundState === undefined && checkout)
       refund = { ...refund, error: heldRefundReason(paymentId, checkout, settledBy) };
-    const plan = refundPlan(wanted, refund, hold);
+    const plan = refundPlan(wanted, refund);
     if (plan === 'call' || plan === 'unknown') {
       refund =
         plan === 'call'
@@ -185,7 +185,7 @@ export class OrderScreen implements OrderScreenPort {
     }
     const note = refundNote(refund);
     const refundRetry =
-      refund.refundState === 'retry' && refundPlan(wanted, refund, hold) === 'call' ? note : undefined;
+      refund.refundState === 'retry' && refundPlan(wanted, refund) === 'call' ? note : undefined;
     const result = (error?: string): SettleResult => ({
       kind: 'order-duplicate',
       outcome: 'duplicate',

@@ -78,19 +78,16 @@ export interface RefundSoFar {
  * What to do about refunding a duplicate: `call` the service's refund (the store's refund marker
  * then decides whether this attempt may send it), `unknown` (an earlier attempt sent it and
  * stopped before its answer was recorded: never again), `settled` (an earlier attempt settled it:
- * refunded, refused, unknown or failed; never again), or `none` (automatic refunds are off, or
- * the duplicate is a held pre-authorization: nothing was charged, and the service refunds no hold;
- * it is released with `cancelPayment`).
- * @param wanted `duplicates.refund`
+ * refunded, refused, unknown or failed; never again), or `none` (no refund is wanted).
+ * @param wanted whether this duplicate is to be refunded: `duplicates.refund`, and not a held
+ *   pre-authorization (nothing was charged, and the service refunds no hold; it is released with
+ *   `cancelPayment`), nor a payment a person must choose to refund
  * @param recorded what the payment's outcome record says of its refund from earlier attempts
- * @param held whether the duplicate is a pre-authorization (verified `PREAUTH_SUCCESS`)
  */
 export function refundPlan(
   wanted: boolean,
   recorded: RefundSoFar | undefined,
-  held = false,
 ): 'none' | 'call' | 'unknown' | 'settled' {
-  if (held) wanted = false;
   if (recorded?.refund !== undefined) return 'settled';
   if (recorded?.refundState === undefined) return wanted ? 'call' : 'none';
   switch (recorded.refundState) {
