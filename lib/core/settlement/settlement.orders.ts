@@ -5,7 +5,7 @@ import {
   RefundNotAllowedError,
 } from '../api/index.js';
 import { assertNever } from '../common/index.js';
-import type { DuplicateRefund, DuplicateRefundState, OrderSettlement } from '../store/index.js';
+import type { DuplicateRefund, DuplicateRefundState, OrderSettlement, RefundRecord } from '../store/index.js';
 import type { HandledOutcome } from './settlement.decision.js';
 
 /**
@@ -102,6 +102,31 @@ export function refundPlan(
       return 'settled';
     default:
       return assertNever(recorded.refundState);
+  }
+}
+
+/**
+ * Whether a refund call may be sent now, by the payment's refund record (the plugin's own, one per
+ * payment whatever asked for the refund): `send` when no call was sent, or every call sent was one
+ * the service cannot have acted on (`retry`) or refused (`refused`: nothing was refunded), fewer
+ * than {@link MAX_REFUND_TRIES} in all; else `held`: refunded, `sending` (on its way, or its
+ * attempt stopped before recording the answer), `unknown` (sent, its answer lost: never sent
+ * again), or out of calls.
+ * @param record the record as read, `undefined` when the payment has none
+ */
+export function refundStart(record: Pick<RefundRecord, 'state' | 'tries'> | undefined): 'send' | 'held' {
+  if (record === undefined) return 'send';
+  switch (record.state) {
+    case 'retry':
+    case 'refused':
+      return record.tries < MAX_REFUND_TRIES ? 'send' : 'held';
+    case 'sending':
+    case 'unknown':
+    case 'refunded':
+    case 'failed':
+      return 'held';
+    default:
+      return assertNever(record.state);
   }
 }
 

@@ -1,5 +1,5 @@
 import { type PaymentsLogger, describe } from '../common/index.js';
-import type { PaymentsStore, PendingPayment } from '../store/index.js';
+import { queueRecheck, type PaymentsStore, type PendingPayment } from '../store/index.js';
 import type { SharedClock } from '../time/index.js';
 import type { VerifiedPayment } from '../api/index.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
@@ -133,13 +133,14 @@ export class PendingRechecks {
         // new entry, and without an amount reconciliation could not judge the answer.
         if (expected?.amount === undefined) return;
         entry = { paymentId, amount: expected.amount, createdAt: new Date(now).toISOString(), checks: 0 };
-        // A generatePayment write racing this one may be replaced by it: its session's end is kept as the latest it can be.
+        // The latest this session can end; generatePayment's entry, when it lands before this
+        // write, keeps the end it recorded (queueRecheck).
         if (this.sessionSecs !== undefined) entry.sessionEndsAt = new Date(now + this.sessionSecs * 1000).toISOString();
         if (expected.developerTrackingId !== undefined) entry.developerTrackingId = expected.developerTrackingId;
       }
       // A path's PENDING restarts the lane only when the entry is not in it already.
       const plan = nextRecheck(entry.rechecks === undefined ? { ...entry, rechecks: 0 } : entry, now, this.graceSecs);
-      await this.schedule(entry, { ...plan, dueAt: Math.max(plan.dueAt, now + notBeforeMs) });
+      await this.schedule(entry, { ...plan, dueAt: Math.max(plan.dueAt, now + notBeforeMs) }, 'path');
     } catch (error) {
       // The store is away: try again from this instance's memory (for about two minutes), so that
       // a payment a path asked about during an outage is not left to the session's end.
@@ -150,12 +151,18 @@ export class PendingRechecks {
     }
   }
 
-  /** Writes a plan of {@link nextRecheck} for an entry and wakes reconciliation when it is due. */
-  async schedule(entry: PendingPayment, plan: RecheckPlan): Promise<void> {
+  /**
+   * Writes a plan of {@link nextRecheck} for an entry and wakes reconciliation when it is due.
+   * @param by `path`: a webhook or a return made the entry, maybe before `generatePayment`'s own
+   *   landed (merged with it, {@link queueRecheck}); `sweep` (default): reconciliation took it
+   *   from the queue, and replaces it
+   */
+  async schedule(entry: PendingPayment, plan: RecheckPlan, by: 'path' | 'sweep' = 'sweep'): Promise<void> {
     const next: PendingPayment = { ...entry };
     if (plan.rechecks === undefined) delete next.rechecks;
     else next.rechecks = plan.rechecks;
-    await this.store.schedulePending(next, plan.dueAt);
+    if (by === 'path') await queueRecheck(this.store, next, plan.dueAt);
+    else await this.store.schedulePending(next, plan.dueAt);
     if (plan.rechecks !== undefined) this.wake(Math.max(0, plan.dueAt - this.clock.now()));
   }
 }
