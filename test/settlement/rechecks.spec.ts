@@ -8,10 +8,12 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import {
+  lookAgainIn,
   nextRecheck,
   PendingRechecks,
   queuedExpectation,
   RECHECK_WAITS_MS,
+  UNQUEUED_LOOKS,
 } from '../../lib/core/settlement/settlement.rechecks.js';
 import { MemoryPaymentsStore, queueGenerated, type PendingPayment } from '../../lib/core/store/index.js';
 import { SharedClock, type Clock } from '../../lib/core/time/index.js';
@@ -208,5 +210,82 @@ describe('PendingRechecks.note: a payment a webhook found pending before generat
     }
     // The lane went on well past the default session's end (T0 + 20 min), into the hour's last half.
     expect(lastLaneCheck).toBeGreaterThan(T0 + 1_800_000);
+  });
+});
+
+describe('lookAgainIn(): a path found nothing queued and knows no amount', () => {
+  it.each([
+    { attempt: 1, wait: 5_000 },
+    { attempt: UNQUEUED_LOOKS - 1, wait: 5_000 },
+    { attempt: UNQUEUED_LOOKS, wait: undefined },
+    { attempt: 24, wait: undefined },
+  ])('look $attempt: next in $wait ms', ({ attempt, wait }) => {
+    expect(lookAgainIn(attempt)).toBe(wait);
+  });
+});
+
+describe("PendingRechecks.note: a return deferred before a slow store took generatePayment's write", () => {
+  it('looks again and puts the entry in the pending lane once the write landed (not left to the session end)', async () => {
+    let now = T0;
+    const timers: Array<{ at: number; fn: () => void }> = [];
+    const local: Clock = {
+      now: () => now,
+      setTimeout: (fn, ms) => (timers.push({ at: now + ms, fn }), {}),
+      clearTimeout: () => undefined,
+    };
+    const store = new MemoryPaymentsStore({ clock: local });
+    const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+    const rechecks = new PendingRechecks(store, new SharedClock(local), GRACE_SECS, () => undefined, logger, 1200);
+    const generated: PendingPayment = {
+      paymentId: 'pay_slow',
+      amount: '12500',
+      createdAt: iso(T0 - 1_000),
+      sessionEndsAt: iso(T0 + 1_200_000),
+      checks: 0,
+    };
+    // Paused by the service's 429 for 16 s; the write lands 8 s from now.
+    await rechecks.note('pay_slow', undefined, 16_000);
+    expect(await store.findPending('pay_slow')).toBeUndefined();
+    let landed = false;
+    for (let step = 0; step < 10 && timers.length > 0; step++) {
+      const timer = timers.shift() as { at: number; fn: () => void };
+      now = timer.at;
+      if (!landed && now >= T0 + 8_000) {
+        await queueGenerated(store, generated, T0 + 1_200_000 + GRACE_SECS * 1000);
+        landed = true;
+      }
+      timer.fn();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const [due] = await store.takeDuePending(T0 + 17_000, 1, 1_000);
+    expect(due).toMatchObject({ paymentId: 'pay_slow', rechecks: 1, sessionEndsAt: generated.sessionEndsAt });
+  });
+
+  it('an id nobody generated costs a bounded number of looks', async () => {
+    let now = T0;
+    const timers: Array<{ at: number; fn: () => void }> = [];
+    const local: Clock = {
+      now: () => now,
+      setTimeout: (fn, ms) => (timers.push({ at: now + ms, fn }), {}),
+      clearTimeout: () => undefined,
+    };
+    let reads = 0;
+    class CountingStore extends MemoryPaymentsStore {
+      override async findPending(paymentId: string): Promise<PendingPayment | undefined> {
+        reads++;
+        return super.findPending(paymentId);
+      }
+    }
+    const store = new CountingStore({ clock: local });
+    const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+    const rechecks = new PendingRechecks(store, new SharedClock(local), GRACE_SECS, () => undefined, logger, 1200);
+    await rechecks.note('pay_invented', undefined);
+    while (timers.length > 0) {
+      const timer = timers.shift() as { at: number; fn: () => void };
+      now = timer.at;
+      timer.fn();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(reads).toBe(UNQUEUED_LOOKS);
   });
 });

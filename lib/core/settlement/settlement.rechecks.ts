@@ -34,6 +34,24 @@ const FIXED_SPAN_MS = RECHECK_WAITS_MS.reduce((sum, wait) => sum + wait, 0);
 const NOTE_RETRY_MS = 5_000;
 const NOTE_ATTEMPTS = 24;
 
+/**
+ * How many times a path's re-check looks for a queue entry it did not find and cannot make (no
+ * amount known), {@link NOTE_RETRY_MS} apart (about 20 s in all).
+ */
+export const UNQUEUED_LOOKS = 4;
+
+/**
+ * Whether a path's re-check that found no queue entry, and knows no amount to make one, looks
+ * again (pure): `generatePayment` answers the link before its queue write lands when the store is
+ * slow, so a customer's return (or a webhook) can come first; given up at once, that payment would
+ * wait for its session's end. An id nobody generated costs at most {@link UNQUEUED_LOOKS} reads.
+ * @param attempt this look's number, from 1
+ * @returns ms until the next look, or undefined: give up (reconciliation keeps its own schedule)
+ */
+export function lookAgainIn(attempt: number): number | undefined {
+  return attempt < UNQUEUED_LOOKS ? NOTE_RETRY_MS : undefined;
+}
+
 /** Where a queue entry goes after a check that found its payment still pending. */
 export interface RecheckPlan {
   /** When it is due again, epoch ms of the shared clock. */
@@ -129,9 +147,18 @@ export class PendingRechecks {
       const now = this.clock.now();
       let entry = await this.store.findPending(paymentId);
       if (!entry) {
-        // Nothing queued (a memory store after a restart): only what the path expected backs a
-        // new entry, and without an amount reconciliation could not judge the answer.
-        if (expected?.amount === undefined) return;
+        // Nothing queued (a memory store after a restart, or generatePayment's write still on its
+        // way): only what the path expected backs a new entry, and without an amount
+        // reconciliation could not judge the answer: look again a few times.
+        if (expected?.amount === undefined) {
+          const wait = lookAgainIn(attempt);
+          if (wait !== undefined)
+            this.clock.setTimeout(
+              () => void this.note(paymentId, expected, Math.max(0, notBeforeMs - wait), attempt + 1),
+              wait,
+            );
+          return;
+        }
         entry = { paymentId, amount: expected.amount, createdAt: new Date(now).toISOString(), checks: 0 };
         // The latest this session can end; generatePayment's entry, when it lands before this
         // write, keeps the end it recorded (queueRecheck).
