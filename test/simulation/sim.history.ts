@@ -752,6 +752,10 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     const sweepDeadline = Math.max(finalAt, payment.sessionEndsAt) + GRACE_MS + INTERVAL_MS + BOUNDS.sweepSlackMs;
     const laneLag = Math.max(0, finalAt - (s.firstAskAt ?? finalAt));
     let deadline = s.askedAfterSettle ? knownAt + Math.max(BOUNDS.askedMs, laneLag * BOUNDS.lagFactor) : sweepDeadline;
+    // A lag's bound that reaches past the session's end is reconciliation's (docs/confirmations.md):
+    // the lane's next check would come after the end, so the entry is back on the session's schedule.
+    if (s.askedAfterSettle && laneLag > 0 && deadline > payment.sessionEndsAt)
+      deadline = Math.max(deadline, sweepDeadline);
     // FINDING (left to the engine's owners): an early webhook that finds the payment pending starts
     // its pending lane while the customer is still at the checkout; a later webhook or return that
     // finds it pending does not start the lane again, it waits for the lane's next check (up to
