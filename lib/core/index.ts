@@ -57,7 +57,7 @@ export type {
 export type { ValueRule } from './api/payment.rules.js';
 export { outcomeOf } from './settlement/settlement.decision.js';
 export type { PaymentsLogger } from './common/payments.logger.js';
-export { STORE_METHODS, ORDER_LEDGER_METHODS } from './store/store.ports.js';
+export { STORE_METHODS, ORDER_LEDGER_METHODS, REFUND_LEDGER_METHODS } from './store/store.ports.js';
 export type {
   PaymentsStore,
   BindingStore,
@@ -66,6 +66,7 @@ export type {
   OutcomeLog,
   RateLimiter,
   OrderLedger,
+  RefundLedger,
 } from './store/store.ports.js';
 export {
   OUTCOME_PAGE,
@@ -90,11 +91,13 @@ export type {
   DuplicateRefundState,
   OrderSettlement,
   OrderCheckout,
+  RefundRecord,
+  RefundSwap,
   TransactionQuery,
   TransactionRows,
 } from './store/store.types.js';
 export { BasicPaymentsStore } from './store/store.base.js';
-export { queueGenerated } from './store/pending.generated.js';
+export { queueGenerated, queueRecheck } from './store/pending.generated.js';
 export { isTransactional } from './store/store.transaction.js';
 export type {
   PaymentsTransaction,

@@ -17,6 +17,8 @@ export interface StoreTables {
   rateLimits: string;
   /** Orders: the payment that settled each, and its open checkout: `<prefix>orders`. */
   orders: string;
+  /** Refund records, one per payment refunded: `<prefix>refunds`. */
+  refunds: string;
 }
 
 // Identifiers are validated by resolveTableNames (letters, digits, underscores) before they get
@@ -34,6 +36,7 @@ export function storeTables(names: ResolvedTableNames): StoreTables {
     outcomes: qualify('outcomes'),
     rateLimits: qualify('rate_limits'),
     orders: qualify('orders'),
+    refunds: qualify('refunds'),
   };
 }
 
@@ -93,6 +96,14 @@ function buildMigration(names: ResolvedTableNames): string {
   PRIMARY KEY (order_key, kind)
 );`,
     `CREATE INDEX IF NOT EXISTS ${index('orders_expires_idx')} ON ${t.orders} (expires_at);`,
+    // Added with the one refund record per payment: created on an existing install as the tables above.
+    `CREATE TABLE IF NOT EXISTS ${t.refunds} (
+  refund_key text COLLATE "C" PRIMARY KEY,
+  owner text NOT NULL,
+  record jsonb NOT NULL,
+  expires_at timestamptz NOT NULL
+);`,
+    `CREATE INDEX IF NOT EXISTS ${index('refunds_expires_idx')} ON ${t.refunds} (expires_at);`,
   ].join('\n');
 }
 

@@ -21,6 +21,7 @@ export interface StoreStatements {
   release: string;
   schedulePending: string;
   queueGenerated: string;
+  queueRecheck: string;
   takeDuePending: string;
   findPending: string;
   removePending: string;
@@ -126,6 +127,13 @@ VALUES ($1::text, $2::text::jsonb, $3::bigint)
 ON CONFLICT (payment_id) DO UPDATE SET entry = (EXCLUDED.entry - 'rechecks') || jsonb_strip_nulls(jsonb_build_object(
   'checks', COALESCE(p.entry->'checks', '0'::jsonb), 'rechecks', p.entry->'rechecks'))`,
 
+    // An entry already queued (generatePayment's, written after the path read the queue) keeps
+    // every field but checks and rechecks, which the path's entry sets, as does its due time
+    // (mergeRecheck in the core).
+    queueRecheck: `INSERT INTO ${t.pending} AS p (payment_id, entry, due_at)
+VALUES ($1::text, $2::text::jsonb, $3::bigint)
+ON CONFLICT (payment_id) DO UPDATE SET entry = EXCLUDED.entry || (p.entry - 'checks' - 'rechecks'), due_at = EXCLUDED.due_at`,
+
     // SKIP LOCKED: concurrent takers on other connections pass over the rows this one is taking
     // instead of waiting for them; a row taken meanwhile is re-checked against `due_at <= $1`
     // after its lock is released, and no longer matches. Each due entry goes to one taker.
@@ -187,7 +195,7 @@ RETURNING 1 AS ok`,
 
     freeRateLimit: `DELETE FROM ${t.rateLimits} WHERE limit_key = $1::text`,
 
-    // One statement, five bounded deletes (data-modifying CTEs all run): the sweep that stands
+    // One statement, six bounded deletes (data-modifying CTEs all run): the sweep that stands
     // in for a cron. The pending queue has no expiry: its entries leave by removePending.
     // A row picked while expired may be written again (a re-claim after a crash, a record or
     // binding saved over it) by another connection before the DELETE reaches it: SKIP LOCKED
@@ -214,8 +222,12 @@ RETURNING 1 AS ok`,
   DELETE FROM ${t.orders} WHERE expires_at < statement_timestamp() AND (order_key, kind) IN (
     SELECT order_key, kind FROM ${t.orders} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
   RETURNING 1
+), f AS (
+  DELETE FROM ${t.refunds} WHERE expires_at < statement_timestamp() AND refund_key IN (
+    SELECT refund_key FROM ${t.refunds} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
+  RETURNING 1
 )
-SELECT ((SELECT count(*) FROM b) + (SELECT count(*) FROM e) + (SELECT count(*) FROM o) + (SELECT count(*) FROM r) + (SELECT count(*) FROM d))::text AS value`,
+SELECT ((SELECT count(*) FROM b) + (SELECT count(*) FROM e) + (SELECT count(*) FROM o) + (SELECT count(*) FROM r) + (SELECT count(*) FROM d) + (SELECT count(*) FROM f))::text AS value`,
 
     ping: 'SELECT 1 AS value',
 

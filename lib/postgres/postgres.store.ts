@@ -8,13 +8,16 @@ import type {
   OutcomeRecord,
   PaymentBinding,
   PendingPayment,
+  RefundRecord,
+  RefundSwap,
 } from '../core/store/store.types.js';
-import type { OrderLedger, PaymentsStore, RateLimiter } from '../core/store/store.ports.js';
+import type { OrderLedger, PaymentsStore, RateLimiter, RefundLedger } from '../core/store/store.ports.js';
 import { ClaimsInFlight } from './postgres.claims.js';
 import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
 import { orderStatements, PostgresOrderLedger } from './postgres.orders.js';
 import { listOutcomePage } from './postgres.pages.js';
+import { PostgresRefundLedger } from './postgres.refunds.js';
 import { storeTables } from './postgres.schema.js';
 import { resolveTableNames, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
 import { parseBinding, parseOutcome, parsePending, valueOf } from './postgres.rows.js';
@@ -39,13 +42,14 @@ import type { PaymentsTransactionWork } from '../core/store/store.transaction.js
  * Operations reject after `operationTimeoutMs` (default 5 s), so that an unreachable database
  * makes webhooks answer 503 (the service delivers again later) instead of hanging.
  */
-export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
+export class PostgresPaymentsStore implements PaymentsStore, OrderLedger, RefundLedger {
   // A private field (not `private`) keeps the connection string, whose password may be in it, and
   // the pool out of util.inspect and JSON.stringify of the store.
   readonly #db: PostgresConnection;
   /** Claim statements not settled yet, by (key, owner): see release. */
   readonly #claimsInFlight = new ClaimsInFlight();
   readonly #orders: PostgresOrderLedger;
+  readonly #refunds: PostgresRefundLedger;
 
   /** The webhook's rate limits: rows of `<prefix>rate_limits`, shared by every instance. */
   readonly rateLimits: RateLimiter;
@@ -63,7 +67,18 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
     this.#db = new PostgresConnection(poolOrUrl, options);
     this.rateLimits = new PostgresRateLimiter(this.#db);
     this.transactional = this.#db.transactional;
-    this.#orders = new PostgresOrderLedger(this.#db, orderStatements(storeTables(resolveTableNames(options))));
+    const tables = storeTables(resolveTableNames(options));
+    this.#orders = new PostgresOrderLedger(this.#db, orderStatements(tables));
+    this.#refunds = new PostgresRefundLedger(this.#db, tables);
+  }
+
+  /** @inheritdoc */
+  findRefund(refundKey: string): Promise<RefundRecord | undefined> {
+    return this.#refunds.findRefund(refundKey);
+  }
+  /** @inheritdoc */
+  swapRefund(...args: Parameters<RefundLedger['swapRefund']>): Promise<RefundSwap> {
+    return this.#refunds.swapRefund(...args);
   }
 
   /** @inheritdoc */
@@ -198,6 +213,16 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger {
   async queueGenerated(entry: PendingPayment, dueAt: number): Promise<void> {
     const due = Math.ceil(epochMs('PostgresPaymentsStore', dueAt, 'dueAt'));
     await this.#db.write('queueGenerated', this.#db.sql.queueGenerated, [
+      entry.paymentId,
+      JSON.stringify(entry),
+      String(due),
+    ]);
+  }
+
+  /** @inheritdoc */
+  async queueRecheck(entry: PendingPayment, dueAt: number): Promise<void> {
+    const due = Math.ceil(epochMs('PostgresPaymentsStore', dueAt, 'dueAt'));
+    await this.#db.write('queueRecheck', this.#db.sql.queueRecheck, [
       entry.paymentId,
       JSON.stringify(entry),
       String(due),

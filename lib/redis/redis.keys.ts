@@ -37,6 +37,8 @@ export interface StoreKeys {
   readonly outcomesExpiry: string;
   /** An order's settlement or open checkout (one key per script: its own hash tag in both layouts). */
   order(orderKey: string, what: 'settled' | 'checkout'): string;
+  /** A payment's refund record (one key per script: its own hash tag in both layouts). */
+  refund(refundKey: string): string;
 }
 
 /**
@@ -68,6 +70,7 @@ export function storeKeys(prefix: string, cluster: boolean): StoreKeys {
       outcomesIndex: `${prefix}outcomes:index`,
       outcomesExpiry: `${prefix}outcomes:expiry`,
       order: (orderKey, what) => `${prefix}{order:${orderKey}}:${what}`,
+      refund: (refundKey) => `${prefix}{refund:${refundKey}}:record`,
     };
   }
   const shared = `${prefix}{shared}:`;
@@ -82,5 +85,6 @@ export function storeKeys(prefix: string, cluster: boolean): StoreKeys {
     outcomesIndex: `${shared}outcomes:index`,
     outcomesExpiry: `${shared}outcomes:expiry`,
     order: (orderKey, what) => `${prefix}{order:${orderKey}}:${what}`,
+    refund: (refundKey) => `${prefix}{refund:${refundKey}}:record`,
   };
 }

@@ -37,6 +37,30 @@ return 0
 `;
 
 /**
+ * KEYS[1] due-time sorted set, KEYS[2] entries hash; ARGV[1] payment id, ARGV[2] the path's entry
+ * JSON, ARGV[3] its due time. An entry already queued (generatePayment's, landed after the path
+ * read the queue) keeps every field but checks and rechecks, which it takes from the path's entry
+ * (mergeRecheck in the core, in Lua); the due time is the path's either way.
+ */
+export const QUEUE_RECHECK_LUA = `
+local entry = ARGV[2]
+local queued = redis.call('HGET', KEYS[2], ARGV[1])
+if queued then
+  local ok, old = pcall(cjson.decode, queued)
+  if ok and type(old) == 'table' then
+    local merged = cjson.decode(ARGV[2])
+    for field, value in pairs(old) do
+      if field ~= 'checks' and field ~= 'rechecks' then merged[field] = value end
+    end
+    entry = cjson.encode(merged)
+  end
+end
+redis.call('HSET', KEYS[2], ARGV[1], entry)
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+return 1
+`;
+
+/**
  * KEYS[1] due-time sorted set, KEYS[2] entries hash; ARGV[1] now, ARGV[2] limit, ARGV[3] now +
  * lease. Range and push-back in one script: no other instance can take the same entry between
  * them. Oldest due first (ties by payment id, the sorted set's own order). A due id without an

@@ -10,7 +10,13 @@
  */
 
 import { CLAIM_LUA, FIND_BINDING_AND_CLAIM_LUA, MARK_DONE_LUA, RELEASE_LUA } from './redis.claims.js';
-import { QUEUE_GENERATED_LUA, REMOVE_PENDING_LUA, SCHEDULE_PENDING_LUA, TAKE_DUE_PENDING_LUA } from './redis.queue.js';
+import {
+  QUEUE_GENERATED_LUA,
+  QUEUE_RECHECK_LUA,
+  REMOVE_PENDING_LUA,
+  SCHEDULE_PENDING_LUA,
+  TAKE_DUE_PENDING_LUA,
+} from './redis.queue.js';
 import { FINISH_OUTCOME_LUA, FINISH_RECORD_LUA, LIST_OUTCOMES_LUA, SAVE_OUTCOME_LUA } from './redis.records.js';
 
 /**
@@ -27,6 +33,7 @@ export const SCRIPT_NAMES = {
   release: 'nestjsPaymentsRelease',
   schedulePending: 'nestjsPaymentsSchedulePending',
   queueGenerated: 'nestjsPaymentsQueueGenerated',
+  queueRecheck: 'nestjsPaymentsQueueRecheck',
   takeDuePending: 'nestjsPaymentsTakeDuePending',
   removePending: 'nestjsPaymentsRemovePending',
   saveOutcome: 'nestjsPaymentsSaveOutcome',
@@ -43,6 +50,7 @@ export const SCRIPTS: ReadonlyArray<{ name: string; lua: string; numberOfKeys: n
   { name: SCRIPT_NAMES.release, lua: RELEASE_LUA, numberOfKeys: 1 },
   { name: SCRIPT_NAMES.schedulePending, lua: SCHEDULE_PENDING_LUA, numberOfKeys: 2 },
   { name: SCRIPT_NAMES.queueGenerated, lua: QUEUE_GENERATED_LUA, numberOfKeys: 2 },
+  { name: SCRIPT_NAMES.queueRecheck, lua: QUEUE_RECHECK_LUA, numberOfKeys: 2 },
   { name: SCRIPT_NAMES.takeDuePending, lua: TAKE_DUE_PENDING_LUA, numberOfKeys: 2 },
   { name: SCRIPT_NAMES.removePending, lua: REMOVE_PENDING_LUA, numberOfKeys: 2 },
   { name: SCRIPT_NAMES.saveOutcome, lua: SAVE_OUTCOME_LUA, numberOfKeys: 3 },
@@ -109,6 +117,14 @@ export interface StoreScriptCommands {
   ): Promise<unknown>;
   /** Replies 1 when the entry was queued, 0 when one queued already was merged with it. */
   [SCRIPT_NAMES.queueGenerated](
+    dueKey: string,
+    entriesKey: string,
+    paymentId: string,
+    entryJson: string,
+    dueAt: string,
+  ): Promise<unknown>;
+  /** Replies 1. */
+  [SCRIPT_NAMES.queueRecheck](
     dueKey: string,
     entriesKey: string,
     paymentId: string,

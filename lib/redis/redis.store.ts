@@ -10,12 +10,15 @@ import type {
   OutcomeRecord,
   PaymentBinding,
   PendingPayment,
+  RefundRecord,
+  RefundSwap,
 } from '../core/store/store.types.js';
-import type { OrderLedger, PaymentsStore, RateLimiter } from '../core/store/store.ports.js';
+import type { OrderLedger, PaymentsStore, RateLimiter, RefundLedger } from '../core/store/store.ports.js';
 import { RedisConnection } from './redis.connection.js';
 import { RedisRateLimiter } from './redis.limiter.js';
 import type { RedisPaymentsStoreOptions } from './redis.options.js';
 import { RedisOrderLedger } from './redis.orders.js';
+import { RedisRefundLedger } from './redis.refunds.js';
 import { listOutcomePage } from './redis.pages.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
 import { finishOutcomeOn, saveOutcomeOn } from './redis.outcomes.js';
@@ -38,7 +41,8 @@ import { parseBinding, parseOutcome, parsePending } from './redis.values.js';
  *
  * Keys (under `keyPrefix`): `binding:<tokenId>`, `event:<eventKey>`, `rate:<key>`, `pending:due` (sorted set
  * of payment ids by due time) and `pending:entries` (hash), `outcome:<paymentId>` (record, with
- * PX), `outcomes:index` and `outcomes:expiry` (sorted sets over the records). Given an ioredis
+ * PX), `outcomes:index` and `outcomes:expiry` (sorted sets over the records), an order's
+ * `{order:<key>}:settled` and `{order:<key>}:checkout`, a payment's `{refund:<key>}:record`. Given an ioredis
  * `Cluster`, the keys carry hash tags so that every script stays in one slot while payments spread
  * over the masters (see docs/stores.md); a Sentinel-managed client is a standalone one.
  *
@@ -46,11 +50,12 @@ import { parseBinding, parseOutcome, parsePending } from './redis.values.js';
  * PaymentsModule.forRoot({ ..., store: new RedisPaymentsStore(process.env.REDIS_URL!) })
  * ```
  */
-export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
+export class RedisPaymentsStore implements PaymentsStore, OrderLedger, RefundLedger {
   // A private field (not `private`) keeps the client, whose options may hold a password, out of
   // util.inspect and JSON.stringify of the store.
   readonly #db: RedisConnection;
   readonly #orders: RedisOrderLedger;
+  readonly #refunds: RedisRefundLedger;
 
   /** The webhook's rate limits: `SET NX PX` keys `<keyPrefix>rate:<key>`, shared by every instance. */
   readonly rateLimits: RateLimiter;
@@ -66,6 +71,16 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
     this.#db = new RedisConnection(urlOrClient, options);
     this.rateLimits = new RedisRateLimiter(this.#db);
     this.#orders = new RedisOrderLedger(this.#db);
+    this.#refunds = new RedisRefundLedger(this.#db);
+  }
+
+  /** @inheritdoc */
+  findRefund(refundKey: string): Promise<RefundRecord | undefined> {
+    return this.#refunds.findRefund(refundKey);
+  }
+  /** @inheritdoc */
+  swapRefund(...args: Parameters<RefundLedger['swapRefund']>): Promise<RefundSwap> {
+    return this.#refunds.swapRefund(...args);
   }
 
   /** @inheritdoc */
@@ -199,6 +214,20 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger {
     const due = epochMs('RedisPaymentsStore', dueAt, 'dueAt');
     await this.#db.run('queueGenerated', () =>
       this.#db.scripts[SCRIPT_NAMES.queueGenerated](
+        this.#db.keys.pendingDue,
+        this.#db.keys.pendingEntries,
+        entry.paymentId,
+        JSON.stringify(entry),
+        String(due),
+      ),
+    );
+  }
+
+  /** @inheritdoc */
+  async queueRecheck(entry: PendingPayment, dueAt: number): Promise<void> {
+    const due = epochMs('RedisPaymentsStore', dueAt, 'dueAt');
+    await this.#db.run('queueRecheck', () =>
+      this.#db.scripts[SCRIPT_NAMES.queueRecheck](
         this.#db.keys.pendingDue,
         this.#db.keys.pendingEntries,
         entry.paymentId,

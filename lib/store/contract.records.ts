@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { queueGenerated, type OutcomeRecord, type PaymentsStore, type PendingPayment } from '../core/index.js';
+import {
+  queueGenerated,
+  queueRecheck,
+  type OutcomeRecord,
+  type PaymentsStore,
+  type PendingPayment,
+} from '../core/index.js';
 import {
   binding,
   LONG_MS,
@@ -85,6 +91,46 @@ export function describeRecords(c: ContractContext): void {
         fresh.paymentId,
       );
       await store.removePending(fresh.paymentId);
+    });
+
+    it("keeps generatePayment's session end when a path re-queues a payment it found nothing of (generatePayment's write landed in between)", async () => {
+      const base = Date.now() + 3000 * LONG_MS;
+      // generatePayment's entry: a session of an hour, due at its end.
+      const generated = pending({
+        createdAt: new Date(base - 2_000).toISOString(),
+        sessionEndsAt: new Date(base + 3_600_000).toISOString(),
+        checks: 0,
+      });
+      await queueGenerated(store, generated, base + 3_660_000);
+      // The path's entry, made when it found nothing queued: an estimate of the session's end, in the lane.
+      const path = pending({
+        paymentId: generated.paymentId,
+        createdAt: new Date(base).toISOString(),
+        sessionEndsAt: new Date(base + 600_000).toISOString(),
+        checks: 0,
+        rechecks: 1,
+      });
+      await queueRecheck(store, path, base + 3_000);
+      const kept = await store.findPending(generated.paymentId);
+      expect(kept?.rechecks).toBe(1);
+      if (store.queueRecheck) expect(kept).toStrictEqual({ ...generated, rechecks: 1 });
+      // Due on the lane's time.
+      expect((await store.takeDuePending(base + 3_000, 100, LONG_MS)).map((t) => t.paymentId)).toContain(
+        generated.paymentId,
+      );
+      // Leaving the lane (no rechecks), it keeps the session's end and takes the path's checks.
+      const { rechecks: _lane, ...leaving } = path;
+      await queueRecheck(store, { ...leaving, checks: 4 }, base + 3_660_000);
+      const left = await store.findPending(generated.paymentId);
+      expect(left?.rechecks).toBeUndefined();
+      expect(left?.checks).toBe(4);
+      if (store.queueRecheck) expect(left).toStrictEqual({ ...generated, checks: 4 });
+      await store.removePending(generated.paymentId);
+      // With nothing queued, the path's entry is queued as it is.
+      const alone = pending({ rechecks: 3 });
+      await queueRecheck(store, alone, base + 5_000);
+      await expect(store.findPending(alone.paymentId)).resolves.toStrictEqual(alone);
+      await store.removePending(alone.paymentId);
     });
 
     it('takes only due entries, oldest due first, at most limit', async () => {

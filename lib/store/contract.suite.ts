@@ -6,12 +6,13 @@ import type { StoreContractHooks, StoreContractOptions, StoreFixture } from './c
 import { describeRateLimiterContract } from './contract.limits.js';
 import { describeOrders } from './contract.orders.js';
 import { describeRecords } from './contract.records.js';
+import { describeRefunds } from './contract.refunds.js';
 
 /**
  * Registers the behaviour every {@link PaymentsStore} must have as tests of the caller's runner
  * (Jest or Vitest): bindings, claims, the combined operations (also through
- * {@link BasicPaymentsStore}'s), rate limits, the order ledger, the reconciliation queue and the
- * outcome records. The plugin's own stores pass it; a custom store should too before it guards
+ * {@link BasicPaymentsStore}'s), rate limits, the order ledger, the reconciliation queue, the
+ * outcome records and the refund records. The plugin's own stores pass it; a custom store should too before it guards
  * real payments. Keys and owners are random per test, so the stores of one suite may share a
  * backend. Some tests wait for TTLs of 60 ms to pass, on the real clock.
  *
@@ -65,5 +66,6 @@ export function describeStoreContract(
     describeRateLimiterContract(hooks, () => current().rateLimits);
     describeOrders(context);
     describeRecords(context);
+    describeRefunds(context);
   });
 }

@@ -7,6 +7,7 @@
 export {
   STORE_METHODS,
   ORDER_LEDGER_METHODS,
+  REFUND_LEDGER_METHODS,
   BasicPaymentsStore,
   isTransactional,
   MemoryPaymentsStore,
@@ -27,6 +28,9 @@ export type {
   OutcomeLog,
   RateLimiter,
   OrderLedger,
+  RefundLedger,
+  RefundRecord,
+  RefundSwap,
   PaymentBinding,
   PendingPayment,
   ClaimOutcome,

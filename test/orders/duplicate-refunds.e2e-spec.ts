@@ -12,6 +12,7 @@ import {
   type PaymentRefundedEvent,
   type PaymentsClient,
 } from '../../lib/express/index.js';
+import { refundOnce } from '../../lib/core/settlement/refund.once.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { quietLogger } from '../support/outcome-kit.js';
 import { describeWithService } from '../support/services.js';
@@ -231,6 +232,29 @@ for (const kind of KINDS) {
           expect(await B.client.getOutcome(p2)).toMatchObject({ outcome: 'duplicate', refundState: 'unknown' });
         } finally {
           sandbox.fault(REFUND, null);
+          await close();
+        }
+      });
+
+      it("is the refund a platform's refund of the payment finds: one record per payment, no second call", async () => {
+        const { A, B, seen, close } = await pair();
+        try {
+          const { p2 } = await twoPayments(A, B);
+          expect(await sandbox.completePayment(p2)).toMatchObject({ delivered: true, attempts: 1, lastStatus: 200 });
+          expect(seen.refunded).toHaveLength(1);
+          expect(refundCalls()).toHaveLength(1);
+          // The merchant refunds the order in Vendure or Medusa afterwards, on either instance.
+          const platform = await refundOnce(
+            { store: A.client.store, registration: A.client.name, refund: (id) => A.client.refundPayment(id) },
+            p2,
+          );
+          expect(platform).toMatchObject({
+            kind: 'refunded',
+            earlier: true,
+            refund: { refundId: sandbox.getPayment(p2)?.refundId },
+          });
+          expect(refundCalls()).toHaveLength(1);
+        } finally {
           await close();
         }
       });

@@ -13,6 +13,7 @@ import {
   orderVerdict,
   refundFailure,
   refundPlan,
+  refundStart,
   refundStateAfter,
 } from '../../lib/core/settlement/settlement.orders.js';
 import { orderScreenOf } from '../../lib/core/settlement/settlement.orders.js';
@@ -91,6 +92,12 @@ describe('refundPlan: refunding a duplicate once', () => {
     ['on, refunded by an earlier attempt: never again', true, { refund: recorded, refundState: 'refunded' }, 'settled'],
     ['on, refunded by hand (only the refund recorded): never again', true, { refund: recorded }, 'settled'],
     ['off, yet recorded (turned off since): still reported', false, { refund: recorded }, 'settled'],
+    [
+      'not wanted (a held pre-authorization), a refund recorded by hand: reported',
+      false,
+      { refund: recorded },
+      'settled',
+    ],
     ['refused: never again', true, { refundState: 'refused', refundTries: 1 }, 'settled'],
     ['answer lost: never again', true, { refundState: 'unknown', refundTries: 1 }, 'settled'],
     ['not sent three times: failed, never again', true, { refundState: 'failed', refundTries: 3 }, 'settled'],
@@ -107,13 +114,22 @@ describe('refundPlan: refunding a duplicate once', () => {
   ] as const)('%s', (_case, wanted, found, plan) => {
     expect(refundPlan(wanted, found)).toBe(plan);
   });
+});
 
+describe("refundStart: whether the payment's refund record lets a call be sent", () => {
   it.each([
-    ['on, a held pre-authorization: nothing charged, nothing refunded', true, undefined, 'none'],
-    ['off, a held pre-authorization', false, undefined, 'none'],
-    ['on, a hold with a refund recorded (by hand): reported', true, { refund: recorded }, 'settled'],
-  ] as const)('%s', (_case, wanted, found, plan) => {
-    expect(refundPlan(wanted, found, true)).toBe(plan);
+    ['no record: send', undefined, 'send'],
+    ['on its way, or its attempt stopped before the answer: never again', { state: 'sending', tries: 1 }, 'held'],
+    ['answer lost: never again', { state: 'unknown', tries: 1 }, 'held'],
+    ['refunded: never again', { state: 'refunded', tries: 1 }, 'held'],
+    ['not sent once: send', { state: 'retry', tries: 1 }, 'send'],
+    ['not sent twice: send a third', { state: 'retry', tries: 2 }, 'send'],
+    ['not sent three times: no more calls', { state: 'retry', tries: 3 }, 'held'],
+    ['refused (nothing refunded): a later ask may send it', { state: 'refused', tries: 1 }, 'send'],
+    ['refused three times: no more calls', { state: 'refused', tries: 3 }, 'held'],
+    ['failed: never again', { state: 'failed', tries: 3 }, 'held'],
+  ] as const)('%s', (_case, record, start) => {
+    expect(refundStart(record)).toBe(start);
   });
 });
 

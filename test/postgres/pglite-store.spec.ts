@@ -45,7 +45,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
       );
       expect(DEFAULT_TABLE_PREFIX).toBe('payments_');
       expect(tables).toEqual(
-        ['bindings', 'events', 'orders', 'outcomes', 'pending', 'rate_limits'].map((t) => ({
+        ['bindings', 'events', 'orders', 'outcomes', 'pending', 'rate_limits', 'refunds'].map((t) => ({
           table_schema: 'public',
           table_name: `payments_${t}`,
         })),
@@ -71,7 +71,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
       ]);
       expect(
         await rows(db, `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'billing'`),
-      ).toEqual([{ n: 6 }]);
+      ).toEqual([{ n: 7 }]);
     } finally {
       await db.close();
     }
@@ -107,7 +107,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
       });
       const [host, byStore] = [await catalog('by_host'), await catalog('by_store')];
       expect(host.columns.length).toBeGreaterThan(10);
-      expect(host.indexes).toHaveLength(14);
+      expect(host.indexes).toHaveLength(16);
       expect(byStore).toEqual(host);
       // A store told not to create tables works on the host's.
       const store = new PostgresPaymentsStore(db, { schema: 'by_host', createTables: false });

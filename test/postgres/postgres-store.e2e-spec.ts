@@ -110,7 +110,7 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
           });
           const [auto, manual] = [await catalog('auto_'), await catalog('manual_')];
           expect(auto.columns.map((c) => c.table_name)).toContain('events');
-          expect(auto.indexes).toHaveLength(14);
+          expect(auto.indexes).toHaveLength(16);
           expect(auto).toEqual(manual);
           const { rows } = await admin.query(`SELECT owner FROM "${RUN_SCHEMA}".auto_events WHERE event_key = 'e'`);
           expect(rows).toEqual([{ owner: 'o' }]);

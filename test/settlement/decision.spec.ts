@@ -14,7 +14,12 @@ import {
   PaymentsRateLimitedError,
 } from '../../lib/core/api/payments.errors.js';
 import type { VerifiedPayment } from '../../lib/core/api/payments.types.js';
-import { decide, type Decision, type OutcomeExpectation } from '../../lib/core/settlement/settlement.decision.js';
+import {
+  decide,
+  doneOutcomeOf,
+  type Decision,
+  type OutcomeExpectation,
+} from '../../lib/core/settlement/settlement.decision.js';
 import { trackingHash } from '../../lib/core/webhook/webhook.token.js';
 
 const ID = 'pay_1';
@@ -236,6 +241,45 @@ describe('decide(): the verified currency (details.currency) against the expecte
       expect(decision.finish).toBe(finish);
       expect(decision.problems.join('; ')).toMatch(/currency/);
     }
+  });
+});
+
+describe('doneOutcomeOf(): a settled payment told from a fresh answer (its record unread)', () => {
+  const bound: OutcomeExpectation = { amount: AMOUNT, developerTrackingId: TRACKING, origin: 'binding' };
+  const rows: Array<{
+    name: string;
+    status: string;
+    details: Record<string, unknown>;
+    expected?: OutcomeExpectation;
+    outcome: string;
+  }> = [
+    { name: 'SUCCESS as expected: confirmed', status: 'SUCCESS', details: {}, expected: bound, outcome: 'confirmed' },
+    {
+      name: 'SUCCESS in USD (840): a mismatch, never paid',
+      status: 'SUCCESS',
+      details: { currency: '840' },
+      expected: bound,
+      outcome: 'mismatch',
+    },
+    {
+      name: 'SUCCESS in USD, nothing expected: a mismatch',
+      status: 'SUCCESS',
+      details: { currency: '840' },
+      outcome: 'mismatch',
+    },
+    {
+      name: 'SUCCESS for another amount: a mismatch',
+      status: 'SUCCESS',
+      details: {},
+      expected: { ...bound, amount: '1' },
+      outcome: 'mismatch',
+    },
+    { name: 'FAILURE: failed', status: 'FAILURE', details: {}, expected: bound, outcome: 'failed' },
+    { name: 'EXPIRED: expired', status: 'EXPIRED', details: {}, expected: bound, outcome: 'expired' },
+    { name: 'PENDING: pending', status: 'PENDING', details: {}, expected: bound, outcome: 'pending' },
+  ];
+  it.each(rows)('$name', ({ status, details, expected, outcome }) => {
+    expect(doneOutcomeOf(ID, { ...verification(status), details }, expected)).toBe(outcome);
   });
 });
 

@@ -7,7 +7,16 @@
  * has none, never "no tracking id" for a payment whose tracking id only a token's hash knows.
  */
 import { describe, expect, it } from '@jest/globals';
-import { nextRecheck, queuedExpectation, RECHECK_WAITS_MS } from '../../lib/core/settlement/settlement.rechecks.js';
+import {
+  lookAgainIn,
+  nextRecheck,
+  PendingRechecks,
+  queuedExpectation,
+  RECHECK_WAITS_MS,
+  UNQUEUED_LOOKS,
+} from '../../lib/core/settlement/settlement.rechecks.js';
+import { MemoryPaymentsStore, queueGenerated, type PendingPayment } from '../../lib/core/store/index.js';
+import { SharedClock, type Clock } from '../../lib/core/time/index.js';
 import type { OutcomeExpectation } from '../../lib/core/settlement/settlement.decision.js';
 import { trackingHash } from '../../lib/core/webhook/webhook.token.js';
 
@@ -152,5 +161,131 @@ describe('queuedExpectation(): what a path may queue for a re-check', () => {
       return;
     }
     expect({ amount: got?.amount, developerTrackingId: got?.developerTrackingId }).toEqual(queued);
+  });
+});
+
+describe('PendingRechecks.note: a payment a webhook found pending before generatePayment queued it', () => {
+  it('generated with a one-hour session (the default is 20 minutes): checked until ITS session end, not the default estimate', async () => {
+    let now = T0;
+    const local: Clock = { now: () => now, setTimeout: () => ({}), clearTimeout: () => undefined };
+    const sessionEndsAt = iso(T0 + 3_600_000);
+    const generated: PendingPayment = {
+      paymentId: 'pay_long',
+      amount: '12500',
+      createdAt: iso(T0 - 1_000),
+      sessionEndsAt,
+      checks: 0,
+    };
+    // A slow store: generatePayment's queue write lands after the webhook's read of the queue
+    // found nothing, and before the webhook's own write.
+    class RacingStore extends MemoryPaymentsStore {
+      override async findPending(paymentId: string): Promise<PendingPayment | undefined> {
+        const found = await super.findPending(paymentId);
+        if (!found) await queueGenerated(this, generated, T0 + 3_660_000);
+        return found;
+      }
+    }
+    const store = new RacingStore({ clock: local });
+    const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+    const rechecks = new PendingRechecks(store, new SharedClock(local), GRACE_SECS, () => undefined, logger, 1200);
+
+    await rechecks.note('pay_long', { amount: '12500', origin: 'token' });
+    expect((await store.findPending('pay_long'))?.sessionEndsAt).toBe(sessionEndsAt);
+
+    // The lane, as reconciliation walks it: every check finds the payment still pending.
+    let lastLaneCheck = T0;
+    for (let i = 0; i < 100; i++) {
+      const [taken] = await store.takeDuePending(Number.MAX_SAFE_INTEGER / 2, 1, 1_000);
+      const entry = taken;
+      if (entry?.rechecks === undefined) break;
+      const plan = nextRecheck(entry, now, GRACE_SECS);
+      await rechecks.schedule(entry, plan);
+      if (plan.rechecks === undefined) {
+        // Back to the session's schedule: at its own end and grace (or a minute after the last check).
+        expect(plan.dueAt).toBeGreaterThanOrEqual(T0 + 3_600_000 + GRACE_SECS * 1000);
+        break;
+      }
+      now = plan.dueAt;
+      lastLaneCheck = now;
+    }
+    // The lane went on well past the default session's end (T0 + 20 min), into the hour's last half.
+    expect(lastLaneCheck).toBeGreaterThan(T0 + 1_800_000);
+  });
+});
+
+describe('lookAgainIn(): a path found nothing queued and knows no amount', () => {
+  it.each([
+    { attempt: 1, wait: 5_000 },
+    { attempt: UNQUEUED_LOOKS - 1, wait: 5_000 },
+    { attempt: UNQUEUED_LOOKS, wait: undefined },
+    { attempt: 24, wait: undefined },
+  ])('look $attempt: next in $wait ms', ({ attempt, wait }) => {
+    expect(lookAgainIn(attempt)).toBe(wait);
+  });
+});
+
+describe("PendingRechecks.note: a return deferred before a slow store took generatePayment's write", () => {
+  it('looks again and puts the entry in the pending lane once the write landed (not left to the session end)', async () => {
+    let now = T0;
+    const timers: Array<{ at: number; fn: () => void }> = [];
+    const local: Clock = {
+      now: () => now,
+      setTimeout: (fn, ms) => (timers.push({ at: now + ms, fn }), {}),
+      clearTimeout: () => undefined,
+    };
+    const store = new MemoryPaymentsStore({ clock: local });
+    const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+    const rechecks = new PendingRechecks(store, new SharedClock(local), GRACE_SECS, () => undefined, logger, 1200);
+    const generated: PendingPayment = {
+      paymentId: 'pay_slow',
+      amount: '12500',
+      createdAt: iso(T0 - 1_000),
+      sessionEndsAt: iso(T0 + 1_200_000),
+      checks: 0,
+    };
+    // Paused by the service's 429 for 16 s; the write lands 8 s from now.
+    await rechecks.note('pay_slow', undefined, 16_000);
+    expect(await store.findPending('pay_slow')).toBeUndefined();
+    let landed = false;
+    for (let step = 0; step < 10 && timers.length > 0; step++) {
+      const timer = timers.shift() as { at: number; fn: () => void };
+      now = timer.at;
+      if (!landed && now >= T0 + 8_000) {
+        await queueGenerated(store, generated, T0 + 1_200_000 + GRACE_SECS * 1000);
+        landed = true;
+      }
+      timer.fn();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const [due] = await store.takeDuePending(T0 + 17_000, 1, 1_000);
+    expect(due).toMatchObject({ paymentId: 'pay_slow', rechecks: 1, sessionEndsAt: generated.sessionEndsAt });
+  });
+
+  it('an id nobody generated costs a bounded number of looks', async () => {
+    let now = T0;
+    const timers: Array<{ at: number; fn: () => void }> = [];
+    const local: Clock = {
+      now: () => now,
+      setTimeout: (fn, ms) => (timers.push({ at: now + ms, fn }), {}),
+      clearTimeout: () => undefined,
+    };
+    let reads = 0;
+    class CountingStore extends MemoryPaymentsStore {
+      override async findPending(paymentId: string): Promise<PendingPayment | undefined> {
+        reads++;
+        return super.findPending(paymentId);
+      }
+    }
+    const store = new CountingStore({ clock: local });
+    const logger = { log: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+    const rechecks = new PendingRechecks(store, new SharedClock(local), GRACE_SECS, () => undefined, logger, 1200);
+    await rechecks.note('pay_invented', undefined);
+    while (timers.length > 0) {
+      const timer = timers.shift() as { at: number; fn: () => void };
+      now = timer.at;
+      timer.fn();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(reads).toBe(UNQUEUED_LOOKS);
   });
 });

@@ -95,6 +95,8 @@ export const BOUNDS = {
 } as const;
 
 const LEASE_MS = 60_000;
+/** generatePayment's record retried while the store is away: at most this long after it is back (its 5 s wait, one try). */
+const RECORD_RETRY_SLACK_MS = 10_000;
 const GRACE_MS = 60_000;
 const INTERVAL_MS = 60_000;
 const T0 = 1_800_000_000_000;
@@ -389,9 +391,15 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         note(payment.id, `webhook answered ${answer.status}`);
         leakCheck('a webhook answer', safeJson(answer), violate);
         // Every delivery here is genuine: signed by this account, under a secret every instance accepts.
-        // (A token the store forgot, of a payment whose verify names another order, looks like a
-        // replay of another payment's token: refused, and left to the return and the sweep.)
-        const replayLike = extra('evictions') && World.mismatched(payment);
+        // (A token the store forgot, or does not hold yet, of a payment whose verify names another
+        // order, looks like a replay of another payment's token: refused, and left to the return and
+        // the sweep. generatePayment's record, made while the store was away, lands in the background
+        // within a retry's wait of the store's return.)
+        const unrecorded = interrupted.some(
+          ([from, to]) =>
+            from <= payment.createdAt && payment.createdAt <= to && time.now <= to + RECORD_RETRY_SLACK_MS,
+        );
+        const replayLike = (extra('evictions') || unrecorded) && World.mismatched(payment);
         if ((answer.status === 401 && !replayLike) || answer.status === 421)
           violate(`the webhook of ${payment.id} was refused (${answer.status}) on #${instance.index}`);
         if (answered) return;
@@ -752,6 +760,10 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     const sweepDeadline = Math.max(finalAt, payment.sessionEndsAt) + GRACE_MS + INTERVAL_MS + BOUNDS.sweepSlackMs;
     const laneLag = Math.max(0, finalAt - (s.firstAskAt ?? finalAt));
     let deadline = s.askedAfterSettle ? knownAt + Math.max(BOUNDS.askedMs, laneLag * BOUNDS.lagFactor) : sweepDeadline;
+    // A lag's bound that reaches past the session's end is reconciliation's (docs/confirmations.md):
+    // the lane's next check would come after the end, so the entry is back on the session's schedule.
+    if (s.askedAfterSettle && laneLag > 0 && deadline > payment.sessionEndsAt)
+      deadline = Math.max(deadline, sweepDeadline);
     // FINDING (left to the engine's owners): an early webhook that finds the payment pending starts
     // its pending lane while the customer is still at the checkout; a later webhook or return that
     // finds it pending does not start the lane again, it waits for the lane's next check (up to

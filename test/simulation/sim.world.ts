@@ -4,7 +4,7 @@ import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { STORE_METHODS, type PaymentsStore, type RateLimiter } from '../../lib/core/store/store.ports.js';
-import { ORDER_LEDGER_METHODS } from '../../lib/core/store/store.ports.js';
+import { ORDER_LEDGER_METHODS, REFUND_LEDGER_METHODS } from '../../lib/core/store/store.ports.js';
 import { InstanceClock, type Random, type VirtualTime } from './sim.time.js';
 
 /*
@@ -410,9 +410,11 @@ export class Instance {
         ),
     };
     const proxy: Record<string, unknown> = { rateLimits, close: async () => undefined };
-    for (const name of [...STORE_METHODS, ...ORDER_LEDGER_METHODS]) {
+    for (const name of [...STORE_METHODS, ...ORDER_LEDGER_METHODS, ...REFUND_LEDGER_METHODS]) {
       proxy[name] = call(name);
     }
+    // A path's re-check write, merged in one atomic step with an entry queued meanwhile.
+    if (typeof shared.queueRecheck === 'function') proxy.queueRecheck = call('queueRecheck');
     // The generated payment's queue write, one atomic step in every shipped store; with a slow
     // store it lands late, after a webhook that came meanwhile (the write is on its way: it lands
     // even if the instance dies).

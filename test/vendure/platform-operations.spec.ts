@@ -73,6 +73,40 @@ describe('refundOnce: a payment refunded at most once, by the plugin record', ()
     await store.close?.();
   });
 
+  it('reads the markers an earlier version kept: a refund made is answered, one whose answer was lost is unknown', async () => {
+    const store = new MemoryPaymentsStore();
+    const sent: string[] = [];
+    const refund = (id: string) => (sent.push(id), Promise.resolve(made));
+    // A platform refund recorded by the earlier version: its claim done, the details in a binding.
+    await store.claim('refund-once:shop/pay_1', 'old', 60_000);
+    await store.saveBinding(
+      'refund-once-details:shop/pay_1',
+      { paymentId: 'pay_1', amount: '12345', developerTrackingId: 'ref_old', createdAt: '2026-11-01T10:00:00Z' },
+      60_000,
+    );
+    await store.markDone('refund-once:shop/pay_1', 'old', 60_000);
+    expect(await refundOnce({ store, registration: 'shop', refund }, 'pay_1')).toMatchObject({
+      kind: 'refunded',
+      earlier: true,
+      refund: { refundId: 'ref_old', amount: '12345', refundedAt: '2026-11-01T10:00:00Z' },
+    });
+    // A duplicate's refund sent by the earlier version, its answer lost: its marker still held.
+    await store.claim('refund:pay_2', 'old-attempt', 60_000);
+    expect(await refundOnce({ store, registration: 'shop', refund }, 'pay_2')).toMatchObject({ kind: 'unknown' });
+    expect(sent).toEqual([]);
+    // Carried over: the record answers from now on, the old markers no longer asked.
+    expect(await store.findRefund('shop/pay_1')).toMatchObject({ state: 'refunded', refund: { refundId: 'ref_old' } });
+  });
+
+  it('sends at most three calls the service never got, then says to refund by hand', async () => {
+    const store = new MemoryPaymentsStore();
+    const sent: string[] = [];
+    const deps = { store, registration: undefined, refund: (id: string) => (sent.push(id), Promise.reject(notSent())) };
+    for (let i = 0; i < 3; i++) await expect(refundOnce(deps, 'pay_1')).rejects.toThrow(/CONNECTION_FAILED|refused/);
+    await expect(refundOnce(deps, 'pay_1')).rejects.toThrow(/by hand/);
+    expect(sent).toHaveLength(3);
+  });
+
   it('another registration (merchant account) has its own record', async () => {
     const store = new MemoryPaymentsStore();
     const refund = () => Promise.resolve(made);

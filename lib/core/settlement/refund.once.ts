@@ -1,14 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { PaymentRefund } from '../api/index.js';
-import { describe } from '../common/index.js';
+import { assertNever } from '../common/index.js';
 import type { PaymentsStore } from '../store/index.js';
-import { refundFailure } from './settlement.orders.js';
-
-/**
- * How long a payment's refund is remembered, ms (30 days): past any retry of the platform's refund
- * (an admin's second click, a job retried after the platform failed to record the first).
- */
-export const REFUND_NOTE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
+import { REFUND_RECORD_TTL_MS, sendRefund } from './refund.sender.js';
 
 /** What a platform's refund asks of the plugin: its store and registration, and the service's refund. */
 export interface RefundOnceDeps {
@@ -18,6 +12,8 @@ export interface RefundOnceDeps {
   readonly registration: string | undefined;
   /** The service's `refund_payment` of one payment. */
   refund(paymentId: string): Promise<PaymentRefund>;
+  /** The record times' clock. Default: the system clock. */
+  readonly clock?: Clock;
 }
 
 /**
@@ -33,66 +29,62 @@ export type RefundOnceResult =
   | { kind: 'refunded'; refund: PaymentRefund; earlier: boolean; unrecorded?: string }
   | { kind: 'unknown'; message: string };
 
-// The store keys: the claim held from the call on (kept when the call may have reached the
-// service), and the refund's details once the service answered. Prefixed: never a webhook
-// token's (those are random) nor an outcome's key.
-const claimKey = (registration: string | undefined, paymentId: string) =>
-  `refund-once:${registration ?? ''}/${paymentId}`;
-const detailsKey = (registration: string | undefined, paymentId: string) =>
-  `refund-once-details:${registration ?? ''}/${paymentId}`;
-
 /**
- * Refunds `paymentId` with the service at most once, by the plugin's own record in its store: the
- * platform (Vendure, Medusa) may fail to record a refund after the service made it (its own bug, a
- * locked database), and its retry must find the refund made, not send it again (the service's
- * documentation does not say that it refuses a second refund). A call the service refused, or that
- * cannot have reached it, is forgotten (a retry sends it); one whose answer was lost is `unknown`.
- * @throws the call's error when the service refused it or it cannot have reached the service, or
- *   the store's when the record cannot be read or written (then nothing was sent)
+ * Refunds `paymentId` with the service at most once, by the payment's refund record in the store
+ * (the same record as the automatic refund of a duplicate: a payment refunded by either is never
+ * refunded by the other): the platform (Vendure, Medusa) may fail to record a refund after the
+ * service made it (its own bug, a locked database), and its retry must find the refund made, not
+ * send it again (the service's documentation does not say that it refuses a second refund). A call
+ * the service refused, or that cannot have reached it, may be sent again by a retry, up to
+ * `MAX_REFUND_TRIES` calls in all; one whose answer was lost is `unknown` for good.
+ * @throws the call's error when it failed; the store's when the record cannot be read or written
+ *   before the call (then nothing was sent); an error saying so when the record allows no more
+ *   calls (refused or not sent `MAX_REFUND_TRIES` times: a person refunds it at the service)
  */
 export async function refundOnce(deps: RefundOnceDeps, paymentId: string): Promise<RefundOnceResult> {
-  const { store, registration } = deps;
-  const owner = randomUUID();
-  const claim = await store.claim(claimKey(registration, paymentId), owner, REFUND_NOTE_TTL_MS);
-  if (claim === 'done') {
-    const noted = await store.findBinding(detailsKey(registration, paymentId));
-    return {
-      kind: 'refunded',
-      earlier: true,
-      refund: {
-        refundId: noted?.developerTrackingId ?? '',
-        paymentId,
-        amount: noted?.amount ?? '',
-        status: 'success',
-        refundedAt: noted?.createdAt ?? '',
-      },
-    };
+  const sent = await sendRefund(
+    {
+      store: deps.store,
+      registration: deps.registration,
+      ttlMs: REFUND_RECORD_TTL_MS,
+      clock: deps.clock ?? SYSTEM_CLOCK,
+    },
+    paymentId,
+    () => deps.refund(paymentId),
+  );
+  if (sent.kind === 'sent') {
+    if (sent.made === undefined) throw sent.error;
+    return sent.unrecorded === undefined
+      ? { kind: 'refunded', refund: sent.made, earlier: false }
+      : { kind: 'refunded', refund: sent.made, earlier: false, unrecorded: sent.unrecorded };
   }
-  if (claim === 'busy')
-    return {
-      kind: 'unknown',
-      message: `a refund of payment ${paymentId} was sent earlier and its answer was lost (or it is still running): not sent again; check with the service whether it was refunded`,
-    };
-  let refund: PaymentRefund;
-  try {
-    refund = await deps.refund(paymentId);
-  } catch (error) {
-    // Sent, answer lost: the claim stays (its lease is the note's life): never sent again.
-    if (refundFailure(error) !== 'unknown')
-      await store.release(claimKey(registration, paymentId), owner).catch(() => undefined);
-    throw error;
+  const { record } = sent;
+  switch (record.state) {
+    case 'refunded':
+      return {
+        kind: 'refunded',
+        earlier: true,
+        refund: {
+          refundId: record.refund?.refundId ?? '',
+          paymentId,
+          amount: record.refund?.amount ?? '',
+          status: record.refund?.status ?? 'success',
+          refundedAt: record.refund?.refundedAt ?? '',
+        },
+      };
+    case 'sending':
+    case 'unknown':
+      return {
+        kind: 'unknown',
+        message: `a refund of payment ${paymentId} was sent earlier and its answer was lost (or it is still running): not sent again; check with the service whether it was refunded`,
+      };
+    case 'refused':
+    case 'retry':
+    case 'failed':
+      throw new Error(
+        `the refund of payment ${paymentId} was not sent again: ${record.tries} call(s) were sent and none refunded it${record.error === undefined ? '' : ` (the last: ${record.error})`}; refund it by hand at the service`,
+      );
+    default:
+      return assertNever(record.state);
   }
-  // The details first: a retry that finds the claim done reads them. The refund is made: a store
-  // that fails here is reported, never thrown (the claim stays: a retry finds it unknown).
-  try {
-    await store.saveBinding(
-      detailsKey(registration, paymentId),
-      { paymentId, amount: refund.amount, developerTrackingId: refund.refundId, createdAt: refund.refundedAt },
-      REFUND_NOTE_TTL_MS,
-    );
-    await store.markDone(claimKey(registration, paymentId), owner, REFUND_NOTE_TTL_MS);
-  } catch (error) {
-    return { kind: 'refunded', refund, earlier: false, unrecorded: describe(error) };
-  }
-  return { kind: 'refunded', refund, earlier: false };
 }

@@ -6,6 +6,7 @@ import {
   type PaymentsError,
   type VerifiedPayment,
 } from '../api/index.js';
+import { assertNever } from '../common/index.js';
 import type { PaymentOutcome } from '../store/index.js';
 import { PaymentEvents, type PaymentEventName } from './payment.events.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
@@ -161,6 +162,33 @@ export function decideAnswer(
   // `duplicate` is the order screen's verdict, never a status's: listed for the compiler.
   if (outcome === 'pending' || outcome === 'mismatch' || outcome === 'duplicate') return { kind: 'pending' };
   return { kind: 'settle', outcome, event: OUTCOME_EVENT_NAMES[outcome] };
+}
+
+/**
+ * What a payment already settled (its claim done) is, told from a fresh answer of the service
+ * when its record cannot be read (pure): the answer is judged as {@link decideAnswer} judges any,
+ * so that a payment settled as a mismatch is never told paid by its status alone.
+ * @param asked the payment id the verify call was made for
+ * @param verification the service's answer
+ * @param expected what the plugin (or the caller) expects of the payment, when anything is known
+ */
+export function doneOutcomeOf(
+  asked: string,
+  verification: VerifiedPayment,
+  expected?: OutcomeExpectation,
+): PaymentOutcome {
+  const decision = decideAnswer(asked, verification, expected);
+  switch (decision.kind) {
+    case 'settle':
+      return decision.outcome;
+    case 'pending':
+      return 'pending';
+    case 'mismatch':
+    case 'foreign':
+      return 'mismatch';
+    default:
+      return assertNever(decision);
+  }
 }
 
 /** {@link decide} for a verify call that got no usable answer: the runner has the error at hand in each verdict. */

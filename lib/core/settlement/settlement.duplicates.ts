@@ -1,25 +1,12 @@
 import { type PaymentRefund, type VerifiedPayment, checkoutKey, orderLedgerKey } from '../api/index.js';
 import { type PaymentsLogger, assertNever, describe } from '../common/index.js';
-import type {
-  ClaimOutcome,
-  DuplicateRefund,
-  OrderCheckout,
-  OrderLedger,
-  OrderSettlement,
-  PaymentsStore,
-} from '../store/index.js';
+import type { OrderCheckout, OrderLedger, OrderSettlement, PaymentsStore, RefundRecord } from '../store/index.js';
 import type { Clock } from '../time/index.js';
 import type { OutcomeHandlers } from './outcome.handlers.js';
+import { REFUND_RECORD_TTL_MS, sendRefund, type RefundSent } from './refund.sender.js';
 import { PaymentDuplicateEvent, PaymentEvents, type PaymentOutcomeEvent } from './payment.events.js';
 import type { Attempt, OrderScreenPort, SupersededPayment } from './settlement.attempt.js';
-import {
-  MAX_REFUND_TRIES,
-  orderVerdict,
-  refundFailure,
-  refundPlan,
-  refundStateAfter,
-  type RefundSoFar,
-} from './settlement.orders.js';
+import { MAX_REFUND_TRIES, orderVerdict, refundPlan, type RefundSoFar } from './settlement.orders.js';
 import type { SettleResult } from './settlement.request.js';
 import { checkoutVerdict, heldRefundReason, isSuperseded, supersededProblem } from './settlement.superseded.js';
 
@@ -70,8 +57,8 @@ export class OrderSettledMeanwhileError extends Error {
  * handlers run once, on the attempt that finds it, whatever its refund does, and its claim is
  * finished, so that it happens once.
  *
- * With `duplicates.refund`, the refund is sent at most once per payment (the store's refund
- * marker, {@link refundMarkerKey}): a call whose answer was lost is recorded `unknown` and never
+ * With `duplicates.refund`, the refund is sent at most once per payment (the payment's refund
+ * record in the store, {@link sendRefund}): a call whose answer was lost is recorded `unknown` and never
  * sent again; only a call that cannot have reached the service is tried again, on a later attempt
  * (the payment's claim is released for it), at most {@link MAX_REFUND_TRIES} calls in all. Its
  * state is in the outcome record (`refundState`); a refund made emits `payment.refunded`.
@@ -170,10 +157,10 @@ export class OrderScreen implements OrderScreenPort {
     // The order's current payment, the order paid by another cart's: a person decides which to refund.
     // A held pre-authorization is never refunded: nothing was charged; it is released with `cancelPayment`.
     const hold = mode === 'check';
-    const wanted = this.options.refund && cart.refundable;
+    const wanted = this.options.refund && cart.refundable && !hold;
     if (this.options.refund && !cart.refundable && refund.refundState === undefined && checkout)
       refund = { ...refund, error: heldRefundReason(paymentId, checkout, settledBy) };
-    const plan = refundPlan(wanted, refund, hold);
+    const plan = refundPlan(wanted, refund);
     if (plan === 'call' || plan === 'unknown') {
       refund =
         plan === 'call'
@@ -184,8 +171,7 @@ export class OrderScreen implements OrderScreenPort {
       await save(refund).catch(() => undefined);
     }
     const note = refundNote(refund);
-    const refundRetry =
-      refund.refundState === 'retry' && refundPlan(wanted, refund, hold) === 'call' ? note : undefined;
+    const refundRetry = refund.refundState === 'retry' && refundPlan(wanted, refund) === 'call' ? note : undefined;
     const result = (error?: string): SettleResult => ({
       kind: 'order-duplicate',
       outcome: 'duplicate',
@@ -236,11 +222,11 @@ export class OrderScreen implements OrderScreenPort {
   }
 
   /**
-   * Sends the duplicate's refund, at most once per payment: the store's refund marker (a claim of
-   * `refund:<paymentId>` held as long as records are kept) is taken before the call, and given
-   * back only when the call cannot have reached the service; a refund answered (or refused) marks
-   * it done. Whoever finds the marker taken does not send: an earlier call may have refunded.
-   * @param sending records the refund as on its way (once the marker is held, before the call)
+   * Sends the duplicate's refund, at most once per payment: by the payment's refund record in the
+   * store ({@link sendRefund}; the record a platform's refund uses too), which only the attempt
+   * that turns it into `sending` may send, and whoever finds it so, or unknown, does not send: an
+   * earlier call may have refunded.
+   * @param sending records the refund as on its way (once the record says so, before the call)
    */
   async #refund(
     attempt: Attempt,
@@ -248,36 +234,32 @@ export class OrderScreen implements OrderScreenPort {
     soFar: RefundTried,
     sending: (refund: RefundTried) => Promise<void>,
   ): Promise<RefundTried> {
-    const { store, ttls } = this.options;
-    const { paymentId, owner } = attempt;
-    const marker = refundMarkerKey(paymentId);
-    let claim: ClaimOutcome;
+    const { store, ttls, registration, clock } = this.options;
+    const { paymentId } = attempt;
+    // The call may outlast the payment's lease: renewed as for the handlers, so no other attempt starts meanwhile.
+    const call = async () => {
+      const renewal = attempt.renew();
+      try {
+        return await this.options.refundPayment(paymentId, settledBy);
+      } finally {
+        await renewal.stop();
+      }
+    };
+    let sent: RefundSent;
     try {
-      claim = await store.claim(marker, owner, ttls.recordTtlMs);
+      sent = await sendRefund(
+        { store, registration, clock, ttlMs: Math.max(ttls.recordTtlMs, REFUND_RECORD_TTL_MS) },
+        paymentId,
+        call,
+        (record) => sending({ ...soFar, refundState: 'sending', refundTries: record.tries, error: undefined }),
+      );
     } catch (error) {
-      void store.release(marker, owner).catch(() => undefined);
       // Nothing was sent: not counted as a try.
       return { ...soFar, refundState: 'retry', refundTries: soFar.refundTries ?? 0, error: describe(error) };
     }
-    if (claim !== 'claimed') return { ...soFar, refundState: 'unknown', error: SENT_BEFORE };
-    const tries = (soFar.refundTries ?? 0) + 1;
-    await sending({ ...soFar, refundState: 'sending', refundTries: tries, error: undefined }).catch(() => undefined);
-    // The call may outlast the payment's lease: renewed as for the handlers, so no other attempt starts meanwhile.
-    const renewal = attempt.renew();
-    try {
-      const made = await this.options.refundPayment(paymentId, settledBy);
-      await store.markDone(marker, owner, ttls.recordTtlMs).catch(() => undefined);
-      return { refund: toDuplicateRefund(made), refundState: 'refunded', refundTries: tries };
-    } catch (error) {
-      this.options.noteRefundFailure?.(error);
-      const state = refundStateAfter(refundFailure(error), tries);
-      // Only a call that cannot have reached the service gives the marker back; an unknown one keeps it.
-      if (state === 'retry' || state === 'failed') await store.release(marker, owner).catch(() => undefined);
-      if (state === 'refused') await store.markDone(marker, owner, ttls.recordTtlMs).catch(() => undefined);
-      return { refund: undefined, refundState: state, refundTries: tries, error: describe(error) };
-    } finally {
-      await renewal.stop();
-    }
+    const { record } = sent;
+    if (sent.kind === 'sent' && sent.made === undefined) this.options.noteRefundFailure?.(sent.error);
+    return triedOf(sent.kind, record);
   }
 
   #logRefund(source: string, paymentId: string, tried: RefundTried): void {
@@ -334,11 +316,33 @@ interface RefundTried extends RefundSoFar {
   error?: string;
 }
 
-/** The claim key of a payment's refund marker: taken before a refund call, never by two calls. */
-export const refundMarkerKey = (paymentId: string): string => `refund:${paymentId}`;
+/**
+ * The duplicate's refund after this attempt, from the payment's refund record: as this attempt
+ * left it (`sent`), or as found (`held`: nothing sent now; `sending` is then a call whose answer
+ * was never recorded, `retry` one that may not be sent again).
+ */
+function triedOf(kind: RefundSent['kind'], record: RefundRecord): RefundTried {
+  const tried: RefundTried = { refundState: record.state, refundTries: record.tries };
+  if (record.refund) tried.refund = { ...record.refund };
+  if (record.error !== undefined) tried.error = record.error;
+  if (kind === 'sent') return tried;
+  switch (record.state) {
+    case 'sending':
+    case 'unknown':
+      return { ...tried, refundState: 'unknown', error: SENT_BEFORE };
+    case 'retry':
+      return { ...tried, refundState: 'failed' };
+    case 'refunded':
+    case 'refused':
+    case 'failed':
+      return tried;
+    default:
+      return assertNever(record.state);
+  }
+}
 
 const SENT_BEFORE =
-  'an earlier attempt sent this refund (its marker is taken) and its answer was not recorded; never sent again';
+  'an earlier attempt sent this refund (its record says so) and its answer was not recorded; never sent again';
 const STOPPED_BEFORE_ANSWER = 'an earlier attempt sent this refund and stopped before recording its answer';
 
 /** The refund's line in the outcome record's `lastError`, for people (the log has the rest). */
@@ -360,8 +364,4 @@ function refundNote(refund: RefundTried): string | undefined {
     default:
       return assertNever(refund.refundState);
   }
-}
-
-function toDuplicateRefund(refund: PaymentRefund): DuplicateRefund {
-  return { refundId: refund.refundId, amount: refund.amount, status: refund.status, refundedAt: refund.refundedAt };
 }

@@ -5,7 +5,7 @@ import {
   RefundNotAllowedError,
 } from '../api/index.js';
 import { assertNever } from '../common/index.js';
-import type { DuplicateRefund, DuplicateRefundState, OrderSettlement } from '../store/index.js';
+import type { DuplicateRefund, DuplicateRefundState, OrderSettlement, RefundRecord } from '../store/index.js';
 import type { HandledOutcome } from './settlement.decision.js';
 
 /**
@@ -78,19 +78,16 @@ export interface RefundSoFar {
  * What to do about refunding a duplicate: `call` the service's refund (the store's refund marker
  * then decides whether this attempt may send it), `unknown` (an earlier attempt sent it and
  * stopped before its answer was recorded: never again), `settled` (an earlier attempt settled it:
- * refunded, refused, unknown or failed; never again), or `none` (automatic refunds are off, or
- * the duplicate is a held pre-authorization: nothing was charged, and the service refunds no hold;
- * it is released with `cancelPayment`).
- * @param wanted `duplicates.refund`
+ * refunded, refused, unknown or failed; never again), or `none` (no refund is wanted).
+ * @param wanted whether this duplicate is to be refunded: `duplicates.refund`, and not a held
+ *   pre-authorization (nothing was charged, and the service refunds no hold; it is released with
+ *   `cancelPayment`), nor a payment a person must choose to refund
  * @param recorded what the payment's outcome record says of its refund from earlier attempts
- * @param held whether the duplicate is a pre-authorization (verified `PREAUTH_SUCCESS`)
  */
 export function refundPlan(
   wanted: boolean,
   recorded: RefundSoFar | undefined,
-  held = false,
 ): 'none' | 'call' | 'unknown' | 'settled' {
-  if (held) wanted = false;
   if (recorded?.refund !== undefined) return 'settled';
   if (recorded?.refundState === undefined) return wanted ? 'call' : 'none';
   switch (recorded.refundState) {
@@ -105,6 +102,31 @@ export function refundPlan(
       return 'settled';
     default:
       return assertNever(recorded.refundState);
+  }
+}
+
+/**
+ * Whether a refund call may be sent now, by the payment's refund record (the plugin's own, one per
+ * payment whatever asked for the refund): `send` when no call was sent, or every call sent was one
+ * the service cannot have acted on (`retry`) or refused (`refused`: nothing was refunded), fewer
+ * than {@link MAX_REFUND_TRIES} in all; else `held`: refunded, `sending` (on its way, or its
+ * attempt stopped before recording the answer), `unknown` (sent, its answer lost: never sent
+ * again), or out of calls.
+ * @param record the record as read, `undefined` when the payment has none
+ */
+export function refundStart(record: Pick<RefundRecord, 'state' | 'tries'> | undefined): 'send' | 'held' {
+  if (record === undefined) return 'send';
+  switch (record.state) {
+    case 'retry':
+    case 'refused':
+      return record.tries < MAX_REFUND_TRIES ? 'send' : 'held';
+    case 'sending':
+    case 'unknown':
+    case 'refunded':
+    case 'failed':
+      return 'held';
+    default:
+      return assertNever(record.state);
   }
 }
 

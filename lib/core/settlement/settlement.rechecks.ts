@@ -1,5 +1,5 @@
 import { type PaymentsLogger, describe } from '../common/index.js';
-import type { PaymentsStore, PendingPayment } from '../store/index.js';
+import { queueRecheck, type PaymentsStore, type PendingPayment } from '../store/index.js';
 import type { SharedClock } from '../time/index.js';
 import type { VerifiedPayment } from '../api/index.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
@@ -33,6 +33,24 @@ const FIXED_SPAN_MS = RECHECK_WAITS_MS.reduce((sum, wait) => sum + wait, 0);
 /** How often, and how many times, a re-check is queued again while the store does not answer. */
 const NOTE_RETRY_MS = 5_000;
 const NOTE_ATTEMPTS = 24;
+
+/**
+ * How many times a path's re-check looks for a queue entry it did not find and cannot make (no
+ * amount known), {@link NOTE_RETRY_MS} apart (about 20 s in all).
+ */
+export const UNQUEUED_LOOKS = 4;
+
+/**
+ * Whether a path's re-check that found no queue entry, and knows no amount to make one, looks
+ * again (pure): `generatePayment` answers the link before its queue write lands when the store is
+ * slow, so a customer's return (or a webhook) can come first; given up at once, that payment would
+ * wait for its session's end. An id nobody generated costs at most {@link UNQUEUED_LOOKS} reads.
+ * @param attempt this look's number, from 1
+ * @returns ms until the next look, or undefined: give up (reconciliation keeps its own schedule)
+ */
+export function lookAgainIn(attempt: number): number | undefined {
+  return attempt < UNQUEUED_LOOKS ? NOTE_RETRY_MS : undefined;
+}
 
 /** Where a queue entry goes after a check that found its payment still pending. */
 export interface RecheckPlan {
@@ -129,17 +147,27 @@ export class PendingRechecks {
       const now = this.clock.now();
       let entry = await this.store.findPending(paymentId);
       if (!entry) {
-        // Nothing queued (a memory store after a restart): only what the path expected backs a
-        // new entry, and without an amount reconciliation could not judge the answer.
-        if (expected?.amount === undefined) return;
+        // Nothing queued (a memory store after a restart, or generatePayment's write still on its
+        // way): only what the path expected backs a new entry, and without an amount
+        // reconciliation could not judge the answer: look again a few times.
+        if (expected?.amount === undefined) {
+          const wait = lookAgainIn(attempt);
+          if (wait !== undefined)
+            this.clock.setTimeout(
+              () => void this.note(paymentId, expected, Math.max(0, notBeforeMs - wait), attempt + 1),
+              wait,
+            );
+          return;
+        }
         entry = { paymentId, amount: expected.amount, createdAt: new Date(now).toISOString(), checks: 0 };
-        // A generatePayment write racing this one may be replaced by it: its session's end is kept as the latest it can be.
+        // The latest this session can end; generatePayment's entry, when it lands before this
+        // write, keeps the end it recorded (queueRecheck).
         if (this.sessionSecs !== undefined) entry.sessionEndsAt = new Date(now + this.sessionSecs * 1000).toISOString();
         if (expected.developerTrackingId !== undefined) entry.developerTrackingId = expected.developerTrackingId;
       }
       // A path's PENDING restarts the lane only when the entry is not in it already.
       const plan = nextRecheck(entry.rechecks === undefined ? { ...entry, rechecks: 0 } : entry, now, this.graceSecs);
-      await this.schedule(entry, { ...plan, dueAt: Math.max(plan.dueAt, now + notBeforeMs) });
+      await this.schedule(entry, { ...plan, dueAt: Math.max(plan.dueAt, now + notBeforeMs) }, 'path');
     } catch (error) {
       // The store is away: try again from this instance's memory (for about two minutes), so that
       // a payment a path asked about during an outage is not left to the session's end.
@@ -150,12 +178,18 @@ export class PendingRechecks {
     }
   }
 
-  /** Writes a plan of {@link nextRecheck} for an entry and wakes reconciliation when it is due. */
-  async schedule(entry: PendingPayment, plan: RecheckPlan): Promise<void> {
+  /**
+   * Writes a plan of {@link nextRecheck} for an entry and wakes reconciliation when it is due.
+   * @param by `path`: a webhook or a return made the entry, maybe before `generatePayment`'s own
+   *   landed (merged with it, {@link queueRecheck}); `sweep` (default): reconciliation took it
+   *   from the queue, and replaces it
+   */
+  async schedule(entry: PendingPayment, plan: RecheckPlan, by: 'path' | 'sweep' = 'sweep'): Promise<void> {
     const next: PendingPayment = { ...entry };
     if (plan.rechecks === undefined) delete next.rechecks;
     else next.rechecks = plan.rechecks;
-    await this.store.schedulePending(next, plan.dueAt);
+    if (by === 'path') await queueRecheck(this.store, next, plan.dueAt);
+    else await this.store.schedulePending(next, plan.dueAt);
     if (plan.rechecks !== undefined) this.wake(Math.max(0, plan.dueAt - this.clock.now()));
   }
 }

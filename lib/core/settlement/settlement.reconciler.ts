@@ -13,7 +13,7 @@ import { type PaymentsLogger, assertNever } from '../common/index.js';
 import type { OutcomeRecord, PendingPayment, PaymentsStore } from '../store/index.js';
 import { sleep, type SharedClock } from '../time/index.js';
 import { StrangerBudget } from './settlement.strangers.js';
-import { outcomeOf, type OutcomeExpectation } from './settlement.decision.js';
+import { doneOutcomeOf, type OutcomeExpectation } from './settlement.decision.js';
 import type { Settlements } from './settlement.request.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
 
@@ -126,7 +126,7 @@ export class PaymentReconciler {
           : { paymentId, status, outcome: 'duplicate', handled: false, settledBy, error: result.error };
       }
       case 'duplicate':
-        return this.#doneOutcome(paymentId);
+        return this.#doneOutcome(paymentId, expected);
       case 'busy':
         return this.#awaitOther(paymentId);
       case 'verify-failed':
@@ -230,11 +230,17 @@ export class PaymentReconciler {
   }
 
   // Done earlier by another path: the record says what it was, without a call to the service.
-  async #doneOutcome(paymentId: string): Promise<ReconcileResult> {
+  async #doneOutcome(paymentId: string, expected: OutcomeExpectation | undefined): Promise<ReconcileResult> {
     const record = await this.store.getOutcome(paymentId).catch(() => undefined);
     if (record) return fromRecord(record);
+    // The record unread (the store away): a payment settled as a mismatch must not read "paid".
     const verified = await this.verify(paymentId);
-    return { paymentId, status: verified.status, outcome: outcomeOf(verified.status), handled: false };
+    return {
+      paymentId,
+      status: verified.status,
+      outcome: doneOutcomeOf(paymentId, verified, expected),
+      handled: false,
+    };
   }
 
   // Another path (usually the webhook) is handling it right now: a customer back on the return

@@ -18,10 +18,12 @@ import type {
   OutcomeRecord,
   PaymentBinding,
   PendingPayment,
+  RefundRecord,
+  RefundSwap,
 } from './store.types.js';
-import type { OrderLedger, PaymentsStore } from './store.ports.js';
+import type { OrderLedger, PaymentsStore, RefundLedger } from './store.ports.js';
 import { MemoryRateLimiter } from './memory.limiter.js';
-import { mergeGenerated } from './pending.generated.js';
+import { mergeGenerated, mergeRecheck } from './pending.generated.js';
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
@@ -41,6 +43,8 @@ export interface MemoryPaymentsStoreOptions {
   maxRateLimits?: number;
   /** Most orders remembered (their settlement, their open checkout); least recently used go first. Default 100 000. */
   maxOrders?: number;
+  /** Most refund records kept (one per payment refunded); least recently used go first. Default 100 000. */
+  maxRefunds?: number;
   /**
    * The store's clock: leases and TTLs run on it, and {@link MemoryPaymentsStore.now} reads it.
    * Default: the system clock.
@@ -67,7 +71,7 @@ interface Queued {
  * instances, or to keep the reconciliation queue across restarts, use `RedisPaymentsStore` or
  * `PostgresPaymentsStore`.
  */
-export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
+export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLedger {
   private readonly bindings: LRUCache<string, PaymentBinding>;
   private readonly done: LRUCache<string, true>;
   // Claims in progress live apart from the LRU: evicting one under a flood would let a concurrent
@@ -78,6 +82,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
   private readonly outcomes: LRUCache<string, OutcomeRecord>;
   private readonly settlements: LRUCache<string, OrderSettlement>;
   private readonly checkouts: LRUCache<string, OrderCheckout>;
+  private readonly refunds: LRUCache<string, RefundRecord>;
   /** The webhook's rate limits, in this process (this store is one process's anyway). */
   readonly rateLimits: MemoryRateLimiter;
   private readonly clock: Clock;
@@ -98,6 +103,28 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
     this.rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits, clock: this.clock });
     this.settlements = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf, ttlResolution });
     this.checkouts = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf, ttlResolution });
+    this.refunds = new LRUCache({ max: options.maxRefunds ?? 100_000, allowStale: false, perf, ttlResolution });
+  }
+
+  /** @inheritdoc */
+  async findRefund(refundKey: string): Promise<RefundRecord | undefined> {
+    const found = this.refunds.get(refundKey);
+    return found ? structuredClone(found) : undefined;
+  }
+
+  /** @inheritdoc */
+  async swapRefund(
+    refundKey: string,
+    record: RefundRecord,
+    expectedOwner: string | undefined,
+    ttlMs: number,
+  ): Promise<RefundSwap> {
+    const ttl = positiveMs('MemoryPaymentsStore', ttlMs, 'ttlMs');
+    // Compare and set with no await in between: atomic within the event loop.
+    const held = this.refunds.get(refundKey);
+    if (held?.owner !== expectedOwner) return { swapped: false, held: held && structuredClone(held) };
+    this.refunds.set(refundKey, structuredClone(record), { ttl });
+    return { swapped: true, held: structuredClone(record) };
   }
 
   /** @inheritdoc */
@@ -215,6 +242,13 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
   }
 
   /** @inheritdoc */
+  async queueRecheck(entry: PendingPayment, dueAt: number): Promise<void> {
+    const due = epochMs('MemoryPaymentsStore', dueAt, 'dueAt');
+    const held = this.pending.peek(entry.paymentId)?.entry;
+    this.pending.set(entry.paymentId, { entry: held ? mergeRecheck(held, entry) : { ...entry }, dueAt: due });
+  }
+
+  /** @inheritdoc */
   async takeDuePending(now: number, limit: number, leaseMs: number): Promise<PendingPayment[]> {
     const lease = positiveMs('MemoryPaymentsStore', leaseMs, 'leaseMs');
     // A linear scan: the queue holds the payments of one instance's open sessions, and
@@ -277,7 +311,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
     return this.clock.now();
   }
 
-  /** Number of entries held (bindings, done markers, claims, queued payments, records, rate-limit slots), for monitoring and tests. */
+  /** Number of entries held (bindings, done markers, claims, queued payments, records, rate-limit slots, orders, refunds), for monitoring and tests. */
   get size(): number {
     return (
       this.bindings.size +
@@ -287,7 +321,8 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger {
       this.outcomes.size +
       this.rateLimits.size +
       this.settlements.size +
-      this.checkouts.size
+      this.checkouts.size +
+      this.refunds.size
     );
   }
 

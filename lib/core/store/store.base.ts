@@ -1,6 +1,7 @@
 import { MemoryRateLimiter } from './memory.limiter.js';
 import { positiveMs } from './store.rules.js';
-import type { OrderLedger, PaymentsStore, RateLimiter } from './store.ports.js';
+import { ClaimRefundLedger } from './refund.claims.js';
+import type { OrderLedger, PaymentsStore, RateLimiter, RefundLedger } from './store.ports.js';
 import type {
   BindingClaim,
   ClaimOutcome,
@@ -12,6 +13,8 @@ import type {
   OutcomeRecord,
   PaymentBinding,
   PendingPayment,
+  RefundRecord,
+  RefundSwap,
 } from './store.types.js';
 
 /** How long {@link BasicPaymentsStore.settleOrder} waits for the record of a payment that won an order's claim. */
@@ -28,6 +31,10 @@ const SETTLEMENT_READ = { attempts: 40, pollMs: 50 } as const;
  *   (owned by the payment, leased for the order's TTL) and a binding under `order:<orderKey>`;
  *   {@link BasicPaymentsStore.saveCheckout} keeps nothing, so `generatePayment` opens a new payment
  *   on every call: override both checkout methods to make checkout idempotent per order.
+ * - {@link BasicPaymentsStore.swapRefund} (a refund sent at most once per payment) is built from
+ *   claims and bindings (`ClaimRefundLedger`): the record is a binding under
+ *   `refund-record:<key>`, written under the claim `refund-lock:<key>`. Override both refund
+ *   methods to keep the records in a table of your own, in one atomic step.
  * - {@link BasicPaymentsStore.rateLimits} is a {@link MemoryRateLimiter}: per instance, so with
  *   several app instances each one limits on its own. Override it with a limiter on your backend
  *   (see {@link RateLimiter}) to share the limit.
@@ -42,7 +49,7 @@ const SETTLEMENT_READ = { attempts: 40, pollMs: 50 } as const;
  * The contract a store must pass is `test/support/store-contract.ts`, which this class passes over
  * plain maps.
  */
-export abstract class BasicPaymentsStore implements PaymentsStore, OrderLedger {
+export abstract class BasicPaymentsStore implements PaymentsStore, OrderLedger, RefundLedger {
   /** The webhook's rate limits: in this process, per instance, unless a subclass overrides it. */
   readonly rateLimits: RateLimiter = new MemoryRateLimiter();
 
@@ -105,6 +112,21 @@ export abstract class BasicPaymentsStore implements PaymentsStore, OrderLedger {
   async findOrderSettlement(orderKey: string): Promise<OrderSettlement | undefined> {
     const found = await this.findBinding(`order:${orderKey}`);
     return found ? { paymentId: found.paymentId, amount: found.amount } : undefined;
+  }
+
+  /** The record kept by {@link BasicPaymentsStore.swapRefund}. */
+  findRefund(refundKey: string): Promise<RefundRecord | undefined> {
+    return new ClaimRefundLedger(this).findRefund(refundKey);
+  }
+
+  /** A compare-and-set over a binding, under a claim of the record (see the class's description). */
+  swapRefund(
+    refundKey: string,
+    record: RefundRecord,
+    expectedOwner: string | undefined,
+    ttlMs: number,
+  ): Promise<RefundSwap> {
+    return new ClaimRefundLedger(this).swapRefund(refundKey, record, expectedOwner, ttlMs);
   }
 
   /** Keeps nothing: override it with {@link BasicPaymentsStore.findCheckout} to reuse an order's open payment. */

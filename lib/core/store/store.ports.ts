@@ -9,6 +9,8 @@ import type {
   OutcomeRecord,
   PaymentBinding,
   PendingPayment,
+  RefundRecord,
+  RefundSwap,
   TransactionQuery,
 } from './store.types.js';
 
@@ -117,6 +119,19 @@ export interface PendingQueue {
   queueGenerated?(entry: PendingPayment, dueAt: number): Promise<void>;
 
   /**
+   * Optional, atomic: queues (or re-queues) a payment a webhook or a return found pending, due at
+   * `dueAt`. When the queue holds an entry of it, that entry keeps every field but `checks` and
+   * `rechecks`, which it takes from `entry` (so the session's end `generatePayment` recorded is
+   * never replaced by a path's estimate of it); else `entry` is queued as
+   * {@link PendingQueue.schedulePending} does. Every shipped store has it; without it the plugin
+   * calls `schedulePending` (the entry replaced).
+   * @param entry the entry as the path made it (from the queue's entry it read, or from what the
+   *   path expected when it found none)
+   * @param dueAt epoch ms from which it may be taken
+   */
+  queueRecheck?(entry: PendingPayment, dueAt: number): Promise<void>;
+
+  /**
    * Atomically takes up to `limit` entries due at `now` (oldest due first) and pushes each one's
    * due time to `now + leaseMs`, so that no other instance takes it meanwhile and it comes back by
    * itself if this one crashes before removing or rescheduling it.
@@ -223,6 +238,37 @@ export function orderLedgerOf(store: object): (OrderLedger & object) | undefined
     ? (store as unknown as OrderLedger)
     : undefined;
 }
+
+/**
+ * Refunds, by payment: the record by which a refund is sent to the service at most once per
+ * payment. Every shipped store implements it, and `BasicPaymentsStore` gives custom stores a
+ * default; for a store without it the plugin builds the same from its claims and bindings
+ * ({@link refundLedgerOf}). Each method touches one payment's record only.
+ */
+export interface RefundLedger {
+  /** The refund record under `refundKey`, or `undefined` (none, or expired). */
+  findRefund(refundKey: string): Promise<RefundRecord | undefined>;
+
+  /**
+   * Atomically writes `record` under `refundKey` (replacing the record there) only when the record
+   * held now was written by `expectedOwner`, or, with `expectedOwner` undefined, when none is held
+   * (or it expired): a compare-and-set, so that of two attempts starting the same refund one wins.
+   * @param refundKey the payment's key (the plugin's: its registration and payment id)
+   * @param record the new record
+   * @param expectedOwner the `owner` of the record the caller read, or undefined when it read none
+   * @param ttlMs how long the record is kept
+   * @returns whether it was written, and the record held after the call
+   */
+  swapRefund(
+    refundKey: string,
+    record: RefundRecord,
+    expectedOwner: string | undefined,
+    ttlMs: number,
+  ): Promise<RefundSwap>;
+}
+
+/** The methods of {@link RefundLedger}, which a store may lack (a custom store written before it). */
+export const REFUND_LEDGER_METHODS = ['findRefund', 'swapRefund'] as const satisfies ReadonlyArray<keyof RefundLedger>;
 
 /**
  * Storage of token bindings, claims, the reconciliation queue, the record of outcomes and the

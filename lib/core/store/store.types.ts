@@ -110,6 +110,39 @@ export interface DuplicateRefund {
   refundedAt: string;
 }
 
+/**
+ * A payment's refund as the plugin sent it: one record per payment, whatever asked for the refund
+ * (the automatic refund of a duplicate, a platform's refund of an order), by which the service's
+ * refund is sent at most once. Written by compare-and-set on `owner` ({@link RefundLedger.swapRefund}).
+ */
+export interface RefundRecord {
+  /** The payment refunded. */
+  paymentId: string;
+  /** The attempt that wrote it (a random id per call sent): the next write must name it. */
+  owner: string;
+  /**
+   * Where the refund stands (the states of {@link DuplicateRefundState}): `sending` while the call
+   * is on its way, and for good when the attempt stopped before recording its answer.
+   */
+  state: DuplicateRefundState;
+  /** Refund calls sent so far. */
+  tries: number;
+  /** The refund the service answered, once it did. */
+  refund?: DuplicateRefund;
+  /** Why the last call failed, short and free of secrets. */
+  error?: string;
+  /** ISO 8601 time of the write. */
+  updatedAt: string;
+}
+
+/** Result of {@link RefundLedger.swapRefund}. */
+export interface RefundSwap {
+  /** Whether the record was written. */
+  swapped: boolean;
+  /** The record that holds after the call: the one written, or the one that stopped the write. */
+  held: RefundRecord | undefined;
+}
+
 /** Which payment settled an order (its tracking id): the first successful one the plugin confirmed. */
 export interface OrderSettlement {
   /** The payment that settled the order. */
