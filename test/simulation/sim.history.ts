@@ -6,6 +6,7 @@ import type {
   PaymentRefundedEvent,
 } from '../../lib/core/settlement/payment.events.js';
 import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
+import { outcomeKey } from '../../lib/core/settlement/settlement.request.js';
 import {
   Instance,
   SECRETS,
@@ -70,7 +71,20 @@ export const EXTRAS = [
   'edits',
   'evictions',
 ] as const;
-export type Extra = (typeof EXTRAS)[number];
+/**
+ * Situations drawn from a stream of their own, one each (so that the draws above stay as they were):
+ * - `transactional`: the store is `PostgresPaymentsStore(pool, { transactional: true })`: the store
+ *   and the shop's tables are one database (sim.transaction.ts); the handlers of confirmed, failed
+ *   and expired payments write the shop's rows through their transaction. Some of these histories
+ *   crash instances right after a statement of a transaction reached the database, lose a COMMIT's
+ *   answer, or stall a process in the middle of a handler for longer than the claim's lease (a
+ *   GC pause, a paused VM: the claim is lost meanwhile, and another attempt runs the handlers).
+ */
+export const OWN_EXTRAS = ['transactional', 'commitcrashes', 'stalls', 'lostcommits'] as const;
+export type Extra = (typeof EXTRAS)[number] | (typeof OWN_EXTRAS)[number];
+
+/** The events whose handlers run in the transaction of a transactional store (docs/exactly-once.md). */
+const TRANSACTIONAL_EVENTS: readonly PaymentEventName[] = ['payment.confirmed', 'payment.failed', 'payment.expired'];
 
 /** The stated bounds the liveness check holds the engine to (docs/confirmations.md). */
 export const BOUNDS = {
@@ -97,6 +111,10 @@ export const BOUNDS = {
 const LEASE_MS = 60_000;
 /** generatePayment's record retried while the store is away: at most this long after it is back (its 5 s wait, one try). */
 const RECORD_RETRY_SLACK_MS = 10_000;
+/** The verify budget's interval per payment and instance (SETTLEMENT_WAITS.verifyIntervalMs). */
+const VERIFY_INTERVAL_MS = 10_000;
+/** `handlers.timeoutMs` of the instances (sim.world.ts). */
+const HANDLERS_TIMEOUT_MS = 120_000;
 const GRACE_MS = 60_000;
 const INTERVAL_MS = 60_000;
 const T0 = 1_800_000_000_000;
@@ -164,9 +182,24 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const extras = EXTRAS.filter((e) => more.chance(e === 'partition' || e === 'evictions' ? 0.15 : 0.25)).filter(
     (e) => !(e === 'evictions' && real) && !(e === 'partition' && real?.without.includes('outage')),
   );
-  const stressors: Array<Stressor | Extra> = [...drawn, ...extras];
+  // The transactional mode models its database over the memory store (sim.transaction.ts).
+  const txr = new Random(seed * 104_723 + 7);
+  const transactional = !real && txr.chance(0.3);
+  const tx = {
+    crashes: transactional && txr.chance(0.5),
+    stalls: transactional && txr.chance(0.5),
+    lostCommits: transactional && txr.chance(0.3),
+  };
+  const stressors: Array<Stressor | Extra> = [
+    ...drawn,
+    ...extras,
+    ...(transactional ? (['transactional'] as const) : []),
+    ...(tx.crashes ? (['commitcrashes'] as const) : []),
+    ...(tx.stalls ? (['stalls'] as const) : []),
+    ...(tx.lostCommits ? (['lostcommits'] as const) : []),
+  ];
   const has = (s: Stressor) => drawn.includes(s);
-  const extra = (e: Extra) => extras.includes(e);
+  const extra = (e: (typeof EXTRAS)[number]) => extras.includes(e);
   const time = new VirtualTime(T0);
   const violations: string[] = [];
   const violate = (message: string) =>
@@ -199,6 +232,25 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       ...(has('slowstore') ? { generateWriteMs: () => own.between(2_000, 15_000) } : {}),
       partitions,
       echo: extra('echo'),
+      ...(transactional
+        ? {
+            transactional: {
+              commitAnswerLost: () => {
+                const lost = tx.lostCommits && txr.chance(0.1);
+                if (lost) lostCommitAnswers++;
+                return lost;
+              },
+              // A crash at any statement of a transaction: before it is sent, or once it reached the
+              // database and before its answer.
+              beforeStatement: (instance: Instance) => {
+                if (tx.crashes && txr.chance(0.02)) crash(instance, txr.between(1_000, 30_000));
+              },
+              afterStatement: (instance: Instance) => {
+                if (tx.crashes && txr.chance(0.02)) crash(instance, txr.between(1_000, 30_000));
+              },
+            },
+          }
+        : {}),
     },
     real?.store,
     extra('evictions') ? 2 : 1_000,
@@ -224,7 +276,17 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     return s;
   };
   const crashes: Array<{ instance: Instance; at: number }> = [];
-  const answers: Array<{ paymentId: string; outcome: string; settledBy?: string; at: number }> = [];
+  /** Processes stalled (a GC pause, a paused VM) while they ran handlers: [from, to). */
+  const stalls: Array<{ instance: Instance; from: number; to: number }> = [];
+  let lostCommitAnswers = 0;
+  /** afterCommit callbacks run, per payment. */
+  const afterCommits = new Map<string, number>();
+  const crash = (victim: Instance, restartAfterMs: number) => {
+    victim.crash();
+    crashes.push({ instance: victim, at: time.now });
+    time.after(restartAfterMs, () => start(victim.index));
+  };
+  const answers: Array<{ paymentId: string; outcome: string; settledBy?: string; handled: boolean; at: number }> = [];
   const trace: string[] = [];
   const note = (id: string, what: string) =>
     process.env.SIM_DEBUG === id && trace.push(`${((time.now - T0) / 1000).toFixed(1)}s ${what}`);
@@ -268,8 +330,25 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     // Exclusion holds while the store answers: a lease cannot be renewed while the store is away,
     // so an outage long enough for the running one's lease to lapse is the documented exception.
     if (s.active > 0 && !leaseCouldLapse(s.activeSince ?? time.now)) violate(`handlers of ${id} ran concurrently`);
-    if (s.lastSuccess && !excused(s.lastSuccess))
+    // In a transaction, the handlers' effects and the done marker commit together: nothing excuses a
+    // run after the commit (docs/exactly-once.md).
+    const inTransaction = transactional && TRANSACTIONAL_EVENTS.includes(name);
+    // (An attempt of a process stalled meanwhile may run them, and roll back: its claim is lost.)
+    const stalled = stalls.some((t) => t.instance === instance && t.to >= (s.lastSuccess?.at ?? time.now));
+    if (s.lastSuccess && (inTransaction ? !stalled : !excused(s.lastSuccess)))
       violate(`handlers of ${id} ran again after they succeeded (${s.names.join(', ')}, then ${name})`);
+    // One notion of time (docs/confirmations.md): once an instance read the store's clock, the times
+    // it writes are the store's, whatever its own clock did since (a step, back or forward).
+    const lateBy = outcome.occurredAt.getTime() - world.trueClock.now();
+    // (A process stalled during a measurement knows the offset only to within half of that round trip.)
+    const measured = instance.measured && !stalls.some((t) => t.instance === instance);
+    if (measured && (lateBy > 5_000 || lateBy < -5_000 - (transactional ? HANDLERS_TIMEOUT_MS : 0)))
+      violate(`${name} of ${id} dated ${lateBy / 1000}s off the store's clock on #${instance.index}`);
+    const transaction = outcome.transaction;
+    // Without its transaction the shop's handler refuses to run, as docs/exactly-once.md's recipes do
+    // (an attempt abandoned at its deadline while it waited for its order's row dispatches so).
+    if (inTransaction && !transaction) throw new Error('the payments store is not transactional');
+    if (!inTransaction && transaction) violate(`${name} of ${id} ran in a transaction`);
     s.active++;
     const startedAt = time.now;
     s.activeSince = startedAt;
@@ -281,15 +360,40 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       s.active--;
     };
     instance.onCrash.push(close);
-    const duration = has('slow') && random.chance(0.3) ? random.between(1_000, 90_000) : random.between(0, 200);
-    await instance.io(
-      () => undefined,
-      () => duration,
-    );
-    close();
+    try {
+      // The shop's rows, written through the transaction: the order's status, then its history.
+      if (inTransaction && transaction)
+        await transaction.query('UPDATE orders SET status = $2 WHERE id = $1', [id, name, startedAt]);
+      const duration = has('slow') && random.chance(0.3) ? random.between(1_000, 90_000) : random.between(0, 200);
+      // A process stalled mid-handler for longer than the claim's lease: another attempt takes the claim.
+      if (inTransaction && tx.stalls && txr.chance(0.15)) {
+        instance.frozenUntil = time.now + txr.between(70_000, 180_000);
+        stalls.push({ instance, from: time.now, to: instance.frozenUntil });
+        // For the bounds, a crash (its claim lapses, then a redelivery or the sweep comes).
+        crashes.push({ instance, at: time.now });
+      }
+      await instance.io(
+        () => undefined,
+        () => duration,
+      );
+      if (inTransaction && transaction)
+        await transaction.query('INSERT INTO order_events (order_id, kind) VALUES ($1, $2)', [id, name, startedAt]);
+    } finally {
+      close();
+    }
     if (has('failing') && random.chance(0.25)) {
       s.failures++;
       throw new Error('the shop database is busy (simulated)');
+    }
+    if (inTransaction) {
+      outcome.afterCommit(async () => {
+        const runs = afterCommits.get(id) ?? 0;
+        afterCommits.set(id, runs + 1);
+        if (runs > 0) violate(`the afterCommit callback of ${id} ran twice`);
+        if (!world.db?.committed.has(id)) violate(`the afterCommit callback of ${id} ran before its commit`);
+      });
+      // Handled once its transaction commits (world.db.onCommit).
+      return;
     }
     s.successes++;
     s.names.push(name);
@@ -299,7 +403,24 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   };
 
   const leaseCouldLapse = (since: number) =>
-    interrupted.some(([from, to]) => Math.min(to, time.now) - Math.max(from, since - LEASE_MS) >= LEASE_MS / 3);
+    [...interrupted, ...stalls.map((t): [number, number] => [t.from, t.to])].some(
+      ([from, to]) => Math.min(to, time.now) - Math.max(from, since - LEASE_MS) >= LEASE_MS / 3,
+    );
+  if (world.db) world.db.trace = (id, what) => note(id, what);
+  // A transaction's commit: the shop's rows and the done marker, together (docs/exactly-once.md).
+  if (world.db)
+    world.db.onCommit = (paymentId, run) => {
+      const s = state(paymentId);
+      const committed = world.db?.committed.get(paymentId) ?? [];
+      if (committed.length > 1)
+        violate(`${paymentId}: the effects of its handlers committed ${committed.length} times (${run.name})`);
+      if (run.rows !== 2)
+        violate(`${paymentId}: a run of its ${run.name} handlers committed ${run.rows} of its 2 rows`);
+      s.successes++;
+      s.names.push(run.name);
+      s.lastSuccess = { instance: instances[run.instance], at: run.committedAt };
+      s.firstSuccessAt ??= run.startedAt;
+    };
 
   // A second successful run is the at-least-once gap only when the first run's instance died, or
   // the store failed, before the done marker could be written.
@@ -417,13 +538,36 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     if (!instance) return;
     if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id, instance);
     note(payment.id, `return starts on #${instance.index}`);
+    const verifiesBefore = world.ledger.verifies.get(payment.id) ?? 0;
+    const startedAt = time.now;
     instance.client
       .reconcilePayment(payment.id, { expected: { amount: payment.amount, developerTrackingId: payment.trackingId } })
       .then(
         (result) => {
           note(payment.id, `return on #${instance.index}: ${result.outcome}`);
           leakCheck('a return answer', safeJson(result), violate);
-          answers.push({ paymentId: payment.id, outcome: result.outcome, settledBy: result.settledBy, at: time.now });
+          answers.push({
+            paymentId: payment.id,
+            outcome: result.outcome,
+            settledBy: result.settledBy,
+            handled: result.handled,
+            at: time.now,
+          });
+          // A pending record dated in the future is not recent: it cannot answer the return page alone.
+          if (
+            !real &&
+            result.outcome === 'pending' &&
+            !has('faults') &&
+            !extra('refunds') &&
+            !world.storeUnreachableFrom(instance.index) &&
+            (world.ledger.verifies.get(payment.id) ?? 0) === verifiesBefore &&
+            (instance.verifiedAt.get(payment.id) ?? Number.NEGATIVE_INFINITY) < startedAt - VERIFY_INTERVAL_MS
+          )
+            void world.store.getOutcome(payment.id).then((record) => {
+              const ahead = record === undefined ? 0 : Date.parse(record.updatedAt) - world.trueClock.now();
+              if (record?.outcome === 'pending' && ahead > 3_000)
+                violate(`the return page of ${payment.id} was told pending by a record dated ${ahead / 1000}s ahead`);
+            });
           if (result.outcome === 'pending' && reloads > 0 && random.chance(0.8))
             time.after(random.between(5_000, 20_000), () => returnTo(payment, reloads - 1));
         },
@@ -480,6 +624,19 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         // The service's verify names another order (another of this shop's, or one it never had).
         if (extra('mismatches') && more.chance(0.15))
           payment.reportedTrackingId = more.chance(0.5) ? `order-${(k + 1) % orders}` : `order-${k}-other`;
+        // Two tabs of one order paid at once (transactional histories): both confirmations race for
+        // the order inside their transactions.
+        const firstTab = paid.get(k);
+        if (
+          transactional &&
+          idempotencyKey?.startsWith('tab-2') &&
+          firstTab?.settleAt !== undefined &&
+          firstTab.settleAt > time.now &&
+          txr.chance(0.7)
+        ) {
+          payment.settleAt = firstTab.settleAt + txr.between(0, 1_000);
+          payment.outcome = 'SUCCESS';
+        }
         paid.set(k, payment);
         note(payment.id, `generated on #${instance.index}`);
         payment.lagMs = has('lag') ? random.between(0, 8_000) : random.chance(0.3) ? random.between(0, 2_000) : 0;
@@ -606,14 +763,30 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       time.at(T0 + random.between(0, sessionSecs * 1000), () => {
         const victim = anyLive();
         if (!victim) return;
-        victim.crash();
-        crashes.push({ instance: victim, at: time.now });
-        time.after(random.between(1_000, 30_000), () => start(victim.index));
+        crash(victim, random.between(1_000, 30_000));
       });
     }
   }
 
-  if (has('steps')) stepClocks(own, time, T0 + sessionSecs * 1000, () => live());
+  if (has('steps')) {
+    stepClocks(own, time, T0 + sessionSecs * 1000, () => live());
+    // More steps, from a stream of their own: anywhere in the sessions, and during every store
+    // outage and partition (the offset cannot be measured again until the store answers).
+    const steps = new Random(seed * 15_485_863 + 3);
+    const windows: Array<[number, number, number | undefined]> = [
+      ...storeDown.map(([from, to]): [number, number, number | undefined] => [from, to, undefined]),
+      ...partitions.map((p): [number, number, number | undefined] => [p.from, p.to, p.index]),
+    ];
+    for (let k = steps.int(2, 4); k > 0; k--) windows.push([T0, T0 + sessionSecs * 1000, undefined]);
+    for (const [from, to, index] of windows) {
+      const stepMs = (steps.chance(0.5) ? -1 : 1) * steps.between(5_000, 1_800_000);
+      const which = steps.next();
+      time.at(steps.between(from, to), () => {
+        const candidates = index === undefined ? live() : live().filter((i) => i.index === index);
+        if (candidates.length > 0) candidates[Math.floor(which * candidates.length)].clock.stepMs += stepMs;
+      });
+    }
+  }
 
   await time.runUntil(horizon);
   faultsSeen.any = has('faults');
@@ -668,7 +841,10 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       a.outcome === 'duplicate' &&
       order === undefined &&
       settler?.trackingId === model.trackingId;
-    if (a.outcome !== expected && !unsettledDuplicate)
+    // In a transaction, the order's settlement rolls back with a failed handler: a payment told
+    // "confirmed" while its handlers failed (handled: false) may lose its order to another later.
+    const rolledBackOrder = transactional && a.outcome === 'confirmed' && !a.handled && expected === 'duplicate';
+    if (a.outcome !== expected && !unsettledDuplicate && !rolledBackOrder)
       violate(`the return page of ${a.paymentId} was told ${a.outcome}; the service answers ${final} (${expected})`);
     if (a.outcome === 'duplicate' && (a.settledBy === a.paymentId || (order !== undefined && a.settledBy !== order)))
       violate(
@@ -755,6 +931,24 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     if (record?.outcome === 'duplicate' && payment.refunds > 0 && !gap)
       if (payment.refundAnswerLost ? record.refundState !== 'unknown' : record.refund === undefined)
         violate(`${payment.id}: refunded, and its record says ${String(record.refundState)}`);
+    // Exactly once in a transaction (docs/exactly-once.md): a handled payment's rows committed once,
+    // with its done marker, never without it, never twice (counted at each commit, above).
+    if (world.db && TRANSACTIONAL_EVENTS.includes(expectedName)) {
+      const runs = world.db.committed.get(payment.id) ?? [];
+      const done = (await world.store.claim(outcomeKey(payment.id), 'sim-check', 1)) === 'done';
+      const handledOutcome =
+        record !== undefined && TRANSACTIONAL_EVENTS.includes(`payment.${record.outcome}` as PaymentEventName);
+      if (done && handledOutcome && runs.length === 0)
+        violate(`${payment.id}: marked done as ${record?.outcome}, and its handlers' rows never committed`);
+      if (runs.length > 0 && !done) violate(`${payment.id}: its handlers' rows committed without its done marker`);
+      if (
+        runs.length > 0 &&
+        (afterCommits.get(payment.id) ?? 0) === 0 &&
+        crashes.length === 0 &&
+        lostCommitAnswers === 0
+      )
+        violate(`${payment.id}: committed, and its afterCommit callback never ran`);
+    }
     // From when the plugin could know: the service's answer is final and a path told the plugin.
     const knownAt = Math.max(finalAt, s.firstAskAt ?? finalAt);
     const sweepDeadline = Math.max(finalAt, payment.sessionEndsAt) + GRACE_MS + INTERVAL_MS + BOUNDS.sweepSlackMs;
@@ -781,6 +975,13 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         if (has('lossy')) deadline = Math.max(deadline, sweepDeadline);
       }
     if (has('faults')) deadline += BOUNDS.faultsMs;
+    // In a transaction, a confirmation waits for another payment's of the same order to end (its row
+    // is locked until then): up to that one's handlers' deadline.
+    if (
+      transactional &&
+      [...world.payments.values()].some((p) => p.id !== payment.id && p.trackingId === payment.trackingId)
+    )
+      deadline += HANDLERS_TIMEOUT_MS;
     for (const [, to] of interrupted)
       if (to >= finalAt - LEASE_MS * 2)
         deadline = Math.max(deadline, to + BOUNDS.afterOutageMs) + (has('faults') ? BOUNDS.faultsMs : 0);
@@ -805,7 +1006,9 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     // The budget: a final answer is fetched once, plus once per failed handler run or interruption.
     const finals = world.ledger.finalAnswers.get(payment.id) ?? 0;
     // Edited returns naming it verify it too when the store could not say they contradict its record.
-    const interruptions = crashes.length + interrupted.length + (edits.get(payment.id) ?? 0);
+    // A transaction rolled back (a crash, a lost claim, the order settled by another meanwhile) verifies again.
+    const interruptions =
+      crashes.length + interrupted.length + (edits.get(payment.id) ?? 0) + (world.db?.rollbacks.get(payment.id) ?? 0);
     if (finals > 1 + s.failures + interruptions)
       violate(`${payment.id}: the service's final answer was fetched ${finals} times`);
     settled++;

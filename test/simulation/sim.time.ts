@@ -87,6 +87,8 @@ export class InstanceClock implements Clock {
     private readonly time: VirtualTime,
     readonly skewMs: number,
     private readonly alive: () => boolean,
+    /** Until when the instance is stalled (a GC pause, its VM paused): its timers wait for it. */
+    private readonly frozenUntil: () => number = () => 0,
   ) {}
 
   now(): number {
@@ -99,13 +101,19 @@ export class InstanceClock implements Clock {
   }
 
   setTimeout(fn: () => void, ms: number): ClockTimer {
-    return this.time.after(ms, () => {
-      if (this.alive()) fn();
-    }) as unknown as ClockTimer;
+    // A stalled process runs its due timers when it resumes; clearTimeout reaches the timer either way.
+    const handle: { event: SimEvent } = { event: undefined as unknown as SimEvent };
+    const fire = () => {
+      const until = this.frozenUntil();
+      if (until > this.time.now) handle.event = this.time.at(until, fire);
+      else if (this.alive()) fn();
+    };
+    handle.event = this.time.after(ms, fire);
+    return handle as unknown as ClockTimer;
   }
 
   clearTimeout(timer: ClockTimer | undefined): void {
-    if (timer !== undefined) (timer as unknown as SimEvent).cancelled = true;
+    if (timer !== undefined) (timer as unknown as { event: SimEvent }).event.cancelled = true;
   }
 }
 

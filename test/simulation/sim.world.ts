@@ -5,7 +5,14 @@ import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/p
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { STORE_METHODS, type PaymentsStore, type RateLimiter } from '../../lib/core/store/store.ports.js';
 import { ORDER_LEDGER_METHODS, REFUND_LEDGER_METHODS } from '../../lib/core/store/store.ports.js';
+import type {
+  PaymentsTransaction,
+  PaymentsTransactionScope,
+  PaymentsTransactionWork,
+} from '../../lib/core/store/store.transaction.js';
+import type { OrderSettlement } from '../../lib/core/store/store.types.js';
 import { InstanceClock, type Random, type VirtualTime } from './sim.time.js';
+import { SimDatabase, type SimTransaction } from './sim.transaction.js';
 
 /*
  * The simulated world: a model of the service (its state lags its own webhooks, it fails, it
@@ -59,6 +66,18 @@ export interface WorldFaults {
   partitions?: Array<{ index: number; from: number; to: number }>;
   /** The service echoes the credentials (and the webhook secret) in its answers: plain, URL-encoded, JSON-escaped. */
   echo?: boolean;
+  /**
+   * The transactional mode (`PostgresPaymentsStore(pool, { transactional: true })`): the store and the
+   * shop's tables are one database ({@link SimDatabase}), and the handlers run in its transactions.
+   */
+  transactional?: {
+    /** Probability that a COMMIT is applied and its answer lost (the connection dropped). */
+    commitAnswerLost: () => boolean;
+    /** Called before each statement of a transaction is sent (the history may crash the instance there). */
+    beforeStatement?: (instance: Instance, statement: string) => void;
+    /** Called after each statement of a transaction reached the database (the history may crash the instance there). */
+    afterStatement?: (instance: Instance, statement: string) => void;
+  };
 }
 
 /** What the world counts and remembers for the checks. */
@@ -100,6 +119,8 @@ export class World {
   };
   /** Told of each payment the service creates, as it creates it (before the plugin has its answer). */
   onCreated?: (payment: ModelPayment) => void;
+  /** The transactional mode's database (the store and the shop's tables), when the history runs it. */
+  readonly db?: SimDatabase;
   #ids = 0;
 
   constructor(
@@ -122,6 +143,13 @@ export class World {
         maxOutcomes: 1_000,
         maxRateLimits: 1_000,
       });
+    if (faults.transactional && !store)
+      this.db = new SimDatabase(this.store as MemoryPaymentsStore, () => trueClock.now());
+  }
+
+  /** Whether the database went down since `since` (its restart ended every transaction open then). */
+  restartedSince(since: number): boolean {
+    return this.faults.storeDown.some(([from]) => from > since && from <= this.time.now);
   }
 
   storeIsDown(): boolean {
@@ -293,6 +321,12 @@ function authorization(config: InternalAxiosRequestConfig): string {
 /** One app instance: a real client over the shared store, its I/O on virtual time. */
 export class Instance {
   alive = true;
+  /** Until when the process is stalled (a long GC pause, its VM paused): it runs nothing meanwhile. */
+  frozenUntil = 0;
+  /** Whether it has read the store's clock (its shared time is then the store's, whatever its own clock does). */
+  measured = false;
+  /** When it last asked the service to verify each payment. */
+  readonly verifiedAt = new Map<string, number>();
   readonly clock: InstanceClock;
   readonly client: PaymentsClient;
   /** Called when the instance dies (the checks close its open handler runs). */
@@ -318,7 +352,12 @@ export class Instance {
       operations?: (instance: Instance, name: PaymentEventName, event: PaymentEvent) => Promise<void>;
     },
   ) {
-    this.clock = new InstanceClock(world.time, skewMs, () => this.alive);
+    this.clock = new InstanceClock(
+      world.time,
+      skewMs,
+      () => this.alive,
+      () => this.frozenUntil,
+    );
     const logs = world.ledger.logs;
     const stamp = () => `${((world.time.now - 1_800_000_000_000) / 1000).toFixed(1)}s`;
     const logger: PaymentsLogger = {
@@ -368,23 +407,30 @@ export class Instance {
    * dies between the op and its answer has changed the world without knowing it.
    */
   io<T>(work: () => T | Promise<T>, latency = (): number => this.world.random.between(1, 25)): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      let outcome: Promise<T>;
-      try {
-        outcome = this.world.time.track(Promise.resolve(work()));
-      } catch (error) {
-        outcome = Promise.reject(error instanceof Error ? error : new Error(String(error)));
-      }
-      const wait = latency();
-      outcome.then(
-        (value) => this.world.time.after(wait, () => this.alive && resolve(value)),
-        (error: unknown) =>
-          this.world.time.after(
-            wait,
-            () => this.alive && reject(error instanceof Error ? error : new Error(String(error))),
-          ),
-      );
-    });
+    return new Promise<T>((resolve, reject) =>
+      this.#awake(() => {
+        let outcome: Promise<T>;
+        try {
+          outcome = this.world.time.track(Promise.resolve(work()));
+        } catch (error) {
+          outcome = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+        }
+        const wait = latency();
+        outcome.then(
+          (value) => this.world.time.after(wait, () => this.#awake(() => this.alive && resolve(value))),
+          (error: unknown) =>
+            this.world.time.after(wait, () =>
+              this.#awake(() => this.alive && reject(error instanceof Error ? error : new Error(String(error)))),
+            ),
+        );
+      }),
+    );
+  }
+
+  // A stalled process does nothing until it resumes: what it would do now waits for that.
+  #awake(fn: () => void): void {
+    if (this.frozenUntil > this.world.time.now) this.world.time.at(this.frozenUntil, () => this.#awake(fn));
+    else fn();
   }
 
   #storeProxy(): PaymentsStore {
@@ -415,6 +461,7 @@ export class Instance {
     }
     // A path's re-check write, merged in one atomic step with an entry queued meanwhile.
     if (typeof shared.queueRecheck === 'function') proxy.queueRecheck = call('queueRecheck');
+    if (world.db) this.#transactional(proxy, world.db, call);
     // The generated payment's queue write, one atomic step in every shipped store; with a slow
     // store it lands late, after a webhook that came meanwhile (the write is on its way: it lands
     // even if the instance dies).
@@ -433,8 +480,104 @@ export class Instance {
         if (world.storeUnreachableFrom(this.index))
           throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
         return world.trueClock.now();
+      }).then((now) => {
+        this.measured = true;
+        return now;
       });
     return proxy as unknown as PaymentsStore;
+  }
+
+  // The transactional mode: the proxy is a TransactionalPaymentsStore over the world's database. A
+  // statement on a row another transaction holds waits for it to end (PostgreSQL's row locks).
+  #transactional(
+    proxy: Record<string, unknown>,
+    db: SimDatabase,
+    call: (name: string) => (...args: unknown[]) => Promise<unknown>,
+  ): void {
+    const claimKeyOf: Record<string, (args: unknown[]) => string> = {
+      claim: (a) => String(a[0]),
+      markDone: (a) => String(a[0]),
+      release: (a) => String(a[0]),
+      findBindingAndClaim: (a) => String(a[2]),
+      finishOutcome: (a) => (a[0] as { eventKey: string }).eventKey,
+    };
+    for (const [name, keyOf] of Object.entries(claimKeyOf)) {
+      const plain = call(name);
+      proxy[name] = async (...args: unknown[]) => {
+        await db.unlocked(`claim:${keyOf(args)}`);
+        return plain(...args);
+      };
+    }
+    const settle = call('settleOrder');
+    proxy.settleOrder = async (orderKey: string, settlement: OrderSettlement, ttlMs: number, transaction?: unknown) => {
+      if (transaction === undefined) return settle(orderKey, settlement, ttlMs);
+      const tx = (transaction as PaymentsTransaction).client as SimTransaction;
+      for (;;) {
+        const held = await this.#statement(tx, 'settleOrder', () => db.settleOrder(tx, orderKey, settlement, ttlMs));
+        if (!('locked' in held)) return held;
+        await held.locked.ended;
+      }
+    };
+    proxy.transactional = true;
+    proxy.runInTransaction = <T>(work: PaymentsTransactionWork<T>) => this.#runInTransaction(db, work);
+  }
+
+  // One statement of an open transaction: it fails (and the transaction with it) when the store is out
+  // of reach, or the database restarted since the transaction began.
+  #statement<T>(tx: SimTransaction, statement: string, work: () => T | Promise<T>): Promise<T> {
+    const world = this.world;
+    return this.io(async () => {
+      if (world.storeUnreachableFrom(this.index))
+        throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:5432 (store down)'), { code: 'ECONNREFUSED' });
+      if (world.restartedSince(tx.beganAt)) world.db?.rollback(tx);
+      if (tx.state !== 'open') throw new Error('Connection terminated: the transaction was rolled back');
+      world.faults.transactional?.beforeStatement?.(this, statement);
+      if (!this.alive) throw new Error('the process died before sending it');
+      const result = await work();
+      world.faults.transactional?.afterStatement?.(this, statement);
+      return result;
+    });
+  }
+
+  async #runInTransaction<T>(db: SimDatabase, work: PaymentsTransactionWork<T>): Promise<T> {
+    const world = this.world;
+    const tx = await this.io(() => {
+      if (world.storeUnreachableFrom(this.index))
+        throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:5432 (store down)'), { code: 'ECONNREFUSED' });
+      const begun = db.begin(this.index);
+      // The server ends a dead client's transaction.
+      this.onCrash.push(() => db.rollback(begun));
+      world.faults.transactional?.afterStatement?.(this, 'BEGIN');
+      return begun;
+    });
+    const transaction: PaymentsTransaction = {
+      client: tx,
+      query: <Row>(text: string, params?: unknown[]) =>
+        this.#statement(tx, 'query', () => {
+          const [paymentId, name, startedAt] = (params ?? []) as [string, string, number];
+          db.write(tx, { paymentId, name, startedAt });
+          void text;
+          return { rows: [] as Row[] };
+        }),
+    };
+    const scope: PaymentsTransactionScope = {
+      transaction,
+      holdsDatabase: false,
+      finishOutcome: (finish) => this.#statement(tx, 'finishOutcome', () => db.finishOutcome(tx, finish)),
+    };
+    try {
+      const result = await work(scope);
+      await this.#statement(tx, 'COMMIT', async () => {
+        await db.commit(tx);
+        if (world.faults.transactional?.commitAnswerLost())
+          throw Object.assign(new Error('Connection terminated unexpectedly (during COMMIT)'), { code: 'ECONNRESET' });
+      });
+      return result;
+    } catch (error) {
+      db.rollback(tx);
+      await this.io(() => undefined).catch(() => undefined);
+      throw error;
+    }
   }
 
   #adapter(): AxiosAdapter {
@@ -446,6 +589,9 @@ export class Instance {
           reject(Object.assign(new Error('timeout of the attempt'), { code: 'ECONNABORTED' })),
         );
         const latency = (): number => this.world.random.between(40, 600);
+        const url = String(config.url ?? '');
+        if (config.method === 'GET' && url.startsWith('/api/v2/verify_payment/'))
+          this.verifiedAt.set(decodeURIComponent(url.slice('/api/v2/verify_payment/'.length)), this.world.time.now);
         this.io(() => this.world.answer(config), latency).then((answer) => {
           if (answer === undefined || signal?.aborted) return;
           resolve({
