@@ -63,9 +63,17 @@ async function guidePlugin(sandbox, port, proxyPort) {
 
 /**
  * Starts the environment. `db`: 'sqljs' or 'postgres'; `port`: Vendure's; `proxyPort`: the
- * webhooks' proxy (default port + 50); `logger`: Vendure's logger (default: errors only).
+ * webhooks' proxy (default port + 50); `logger`: Vendure's logger (default: errors only); `plugins`: Vendure plugins to add after the
+ * guide's (e.g. Vendure's EmailPlugin); `config`: more of Vendure's configuration, merged last.
  */
-export async function startEnvironment({ db = 'sqljs', port, proxyPort = port + 50, logger }) {
+export async function startEnvironment({
+  db = 'sqljs',
+  port,
+  proxyPort = port + 50,
+  logger,
+  plugins = [],
+  config: more = {},
+}) {
   const sandbox = await PaymentsSandbox.start({ webhookAttempts: 1 });
   // The service reaches Vendure through this loopback proxy, which a test can close to the
   // webhooks (503) to see the return path alone.
@@ -98,12 +106,15 @@ export async function startEnvironment({ db = 'sqljs', port, proxyPort = port + 
           synchronize: true,
         }
       : undefined;
-  const config = mergeConfig(testConfig, {
+  const base = mergeConfig(testConfig, {
     apiOptions: { port },
+    // The products' images (fixtures/products.csv) are read from the fixtures.
+    importExportOptions: { importAssetsDir: path.join(HERE, '..', 'fixtures') },
     logger: logger ?? new DefaultLogger({ level: process.env.VENDURE_LOG ? LogLevel.Verbose : LogLevel.Error }),
     ...(dbConnectionOptions ? { dbConnectionOptions } : {}),
-    plugins: [await guidePlugin(sandbox, port, proxyPort)],
+    plugins: [await guidePlugin(sandbox, port, proxyPort), ...plugins],
   });
+  const config = mergeConfig(base, more);
   const { server, adminClient, shopClient } = createTestEnvironment(config);
   try {
     await server.init({
