@@ -1,9 +1,17 @@
 import { AbstractPaymentProvider, MedusaError } from '@medusajs/framework/utils';
 import { PaymentsClient } from '../core/client/payments.client.js';
 import { PaymentsApiError } from '../core/api/payments.errors.js';
+import { cardDetailsOf } from '../core/api/card.details.js';
 import type { PaymentsLogger } from '../core/common/payments.logger.js';
 import { defaultPaymentsLogger } from '../core/common/payments.logger.js';
-import { paymentDataOf, stored, stringField, type MedusaPaymentData } from './medusa.data.js';
+import {
+  medusaCardData,
+  paymentDataOf,
+  stored,
+  stringField,
+  type MedusaCardData,
+  type MedusaPaymentData,
+} from './medusa.data.js';
 import { medusaCall, medusaErrorOf, medusaMillimesOf } from './medusa.errors.js';
 import { dinarsOf, MEDUSA_CURRENCY } from './medusa.money.js';
 import { containerLogger, loggerOver, type MedusaPaymentsOptions } from './medusa.options.js';
@@ -387,6 +395,24 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
       }),
     );
     const status = medusaOutcomeOf(result.outcome).status;
-    return { status, data: stored({ ...data, status: result.status || data.status }) };
+    const card = status === 'captured' || status === 'authorized' ? await this.#cardOf(data) : undefined;
+    return { status, data: stored({ ...data, ...card, status: result.status || data.status }) };
+  }
+
+  /**
+   * The card of a paid or held payment as the merchant may see it (brand, masked number, approval
+   * code; never the whole number), for the payment's `data`: kept from an earlier call, else read
+   * from the service. A failed read leaves them out: the payment is settled all the same.
+   */
+  async #cardOf(data: MedusaPaymentData): Promise<MedusaCardData> {
+    if (data.card_brand !== undefined || data.masked_pan !== undefined || data.approval_code !== undefined) return {};
+    try {
+      return medusaCardData(cardDetailsOf((await this.#client.verifyPayment(data.payment_id)).details));
+    } catch (error) {
+      this.#logger.warn(
+        `payment ${data.payment_id}: its card details could not be read (${(error as Error).message}); settled without them`,
+      );
+      return {};
+    }
   }
 }

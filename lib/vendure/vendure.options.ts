@@ -1,4 +1,5 @@
 import type { PaymentsOptions } from '../core/client/payments.options.js';
+import type { PaymentsStore } from '../core/store/store.ports.js';
 
 /** Route of the plugin's webhook controller, at the root of Vendure's server (not under the GraphQL APIs). */
 export const NESTJS_PAYMENTS_WEBHOOK_PATH = 'nestjs-payments/webhook';
@@ -21,6 +22,13 @@ export interface NestjsPaymentsPluginOptions extends Omit<PaymentsOptions, 'logg
    * (`confirm_payment`), cancelling it releases it. Default false.
    */
   preAuthorization?: boolean;
+  /**
+   * The store of a payment method that has its own account (its handler's `publicKey` and
+   * `privateKey` arguments, e.g. one per channel): each account needs a store of its own, as two
+   * registrations do. Called once per such method, with its code. Required when `store` is set
+   * and a method has its own keys; default (no `store`): a new in-memory store per method.
+   */
+  storeForPaymentMethod?: (paymentMethodCode: string) => PaymentsStore;
 }
 
 /** The metadata key of a zero-total order's payment, which the plugin adds without the service. @internal */
