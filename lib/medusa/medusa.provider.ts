@@ -2,6 +2,8 @@ import { AbstractPaymentProvider, MedusaError } from '@medusajs/framework/utils'
 import { PaymentsClient } from '../core/client/payments.client.js';
 import { PaymentsApiError } from '../core/api/payments.errors.js';
 import { cardDetailsOf } from '../core/api/card.details.js';
+import { adjustedPaymentRequest } from '../core/api/payment.adjust.js';
+import type { GeneratePaymentInput } from '../core/api/payment.fields.js';
 import type { PaymentsLogger } from '../core/common/payments.logger.js';
 import { defaultPaymentsLogger } from '../core/common/payments.logger.js';
 import {
@@ -88,7 +90,13 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     this.#options = options;
     const warning = medusaMemoryStoreWarning(options.store, process.env.NODE_ENV);
     if (warning) this.#logger.warn(warning);
-    const { webhookUrl: _url, capture: _capture, cardBindings: _bindings, ...client } = options;
+    const {
+      webhookUrl: _url,
+      capture: _capture,
+      cardBindings: _bindings,
+      paymentRequest: _paymentRequest,
+      ...client
+    } = options;
     // Reconciliation off unless asked: it would record outcomes that no Medusa workflow acts on.
     this.#client = new PaymentsClient({
       ...client,
@@ -122,17 +130,19 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     const sessionId = stringField(input.data, 'session_id');
     const clientId = this.#bindings.clientIdOf(input.context);
     const preAuthorization = this.#options.capture === false;
-    const payment = await medusaCall(() =>
-      this.#client.generatePayment({
-        amount,
-        developerTrackingId: sessionId,
-        successLink: stringField(input.data, 'success_link'),
-        failLink: stringField(input.data, 'fail_link'),
-        webhook: this.#options.webhookUrl,
-        ...(preAuthorization ? { preAuthorization: true } : {}),
-        ...(clientId ? { clientId } : {}),
-      }),
+    const request: GeneratePaymentInput = {
+      amount,
+      developerTrackingId: sessionId,
+      successLink: stringField(input.data, 'success_link'),
+      failLink: stringField(input.data, 'fail_link'),
+      webhook: this.#options.webhookUrl,
+      ...(preAuthorization ? { preAuthorization: true } : {}),
+      ...(clientId ? { clientId } : {}),
+    };
+    const adjusted = await medusaCall(async () =>
+      adjustedPaymentRequest(request, await this.#options.paymentRequest?.(input, { ...request }), 'paymentRequest'),
     );
+    const payment = await medusaCall(() => this.#client.generatePayment(adjusted));
     const data: MedusaPaymentData = {
       payment_id: payment.paymentId,
       link: payment.link,

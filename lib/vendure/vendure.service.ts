@@ -19,6 +19,8 @@ import {
   type ID,
   type Order,
 } from '@vendure/core';
+import { adjustedPaymentRequest } from '../core/api/payment.adjust.js';
+import type { GeneratePaymentInput } from '../core/api/payment.fields.js';
 import type { PaymentsClient } from '../core/client/payments.client.js';
 import type { PaymentsLogger } from '../core/common/payments.logger.js';
 import { VendureAccounts } from './vendure.accounts.js';
@@ -76,7 +78,12 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
   ) {
     const warning = memoryStoreWarning(options.store, process.env.NODE_ENV);
     if (warning) Logger.warn(warning, LOG_CONTEXT);
-    const { preAuthorization: _preAuthorization, storeForPaymentMethod, ...clientOptions } = options;
+    const {
+      preAuthorization: _preAuthorization,
+      storeForPaymentMethod,
+      paymentRequest: _paymentRequest,
+      ...clientOptions
+    } = options;
     this.#accounts = new VendureAccounts({
       options: { ...clientOptions, webhook: { ...clientOptions.webhook, path: NESTJS_PAYMENTS_WEBHOOK_PATH } },
       logger: vendureLogger(),
@@ -222,13 +229,25 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     } catch (error) {
       throw new UserInputError((error as Error).message);
     }
-    const generated = await client.generatePayment({
+    const request: GeneratePaymentInput = {
       amount: millimes,
       developerTrackingId: trackingIdOf(order.code, order.totalWithTax - owed),
       ...(input.successLink ? { successLink: input.successLink } : {}),
       ...(input.failLink ? { failLink: input.failLink } : {}),
       ...(this.options.preAuthorization || preAuthorizes(method) ? { preAuthorization: true } : {}),
-    });
+    };
+    let adjusted: GeneratePaymentInput;
+    try {
+      adjusted = adjustedPaymentRequest(
+        request,
+        await this.options.paymentRequest?.(ctx, order, { ...request }),
+        'paymentRequest',
+      );
+    } catch (error) {
+      Logger.error(`order ${order.code}: ${(error as Error).message}`, LOG_CONTEXT);
+      throw new UserInputError((error as Error).message);
+    }
+    const generated = await client.generatePayment(adjusted);
     Logger.info(`payment ${generated.paymentId} of ${millimes} millimes created for order ${order.code}`, LOG_CONTEXT);
     return { paymentId: generated.paymentId, link: generated.link, millimes };
   }

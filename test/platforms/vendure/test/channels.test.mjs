@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DefaultLogger, LogLevel } from '@vendure/core';
+import { MemoryPaymentsStore } from 'nestjs-payments/store';
 import { adminOrder, cartWithShipping, gql, paymentLink, startEnvironment } from './environment.mjs';
 
 const db = process.env.VENDURE_DB ?? 'sqljs';
@@ -40,6 +41,8 @@ describe(`Vendure channels with their own accounts (${db})`, () => {
   const logger = new KeepingLogger();
   /** The outlet's payment method's code. */
   const outletMethod = 'outlet-card';
+  /** The codes storeForPaymentMethod was called with. */
+  const storesMade = [];
   /** The default channel's token (the clients' own). */
   let defaultToken;
 
@@ -74,7 +77,21 @@ describe(`Vendure channels with their own accounts (${db})`, () => {
   }
 
   before(async () => {
-    env = await startEnvironment({ db, port, proxyPort: port + 1, logger, secondAccount: true });
+    env = await startEnvironment({
+      db,
+      port,
+      proxyPort: port + 1,
+      logger,
+      secondAccount: true,
+      // A store of the plugin's, and one per method with its own account (docs/vendure.md).
+      pluginOptions: {
+        store: new MemoryPaymentsStore(),
+        storeForPaymentMethod: (code) => {
+          storesMade.push(code);
+          return new MemoryPaymentsStore();
+        },
+      },
+    });
     ({
       activeChannel: { token: defaultToken },
     } = await env.adminClient.query(gql(`{ activeChannel { token } }`)));
@@ -135,6 +152,7 @@ describe(`Vendure channels with their own accounts (${db})`, () => {
     const verified = (sandbox) => sandbox.requests.some((r) => r.path === `/api/v2/verify_payment/${link.paymentId}`);
     assert.ok(verified(env.second), "verified on the outlet's account");
     assert.ok(!verified(env.sandbox), "never asked of the plugin's");
+    assert.deepEqual(storesMade, [outletMethod], 'one store for the one method with its own account');
   });
 
   it("the outlet's payment is verified at the customer's return with the outlet's account", async () => {

@@ -45,7 +45,7 @@ const initialData = {
 };
 
 /** The plugin exactly as the guide configures it, its environment variables pointing at the sandbox. */
-async function guidePlugin(sandbox, port, proxyPort, baseUrl = sandbox.url) {
+async function guidePlugin(sandbox, port, proxyPort, baseUrl, pluginOptions, configSnippet) {
   Object.assign(process.env, {
     PAYMENTS_PUBLIC_KEY: sandbox.publicKey,
     PAYMENTS_PRIVATE_KEY: sandbox.privateKey,
@@ -57,8 +57,9 @@ async function guidePlugin(sandbox, port, proxyPort, baseUrl = sandbox.url) {
   const dir = path.join(HERE, '..', '.snippets');
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `vendure-config-${port}.mjs`);
-  writeFileSync(file, snippet('vendure-config'));
-  return (await import(file)).nestjsPayments;
+  writeFileSync(file, snippet(configSnippet));
+  const plugin = (await import(file)).nestjsPayments;
+  return pluginOptions ? plugin.init({ ...plugin.options, ...pluginOptions }) : plugin;
 }
 
 /**
@@ -67,7 +68,8 @@ async function guidePlugin(sandbox, port, proxyPort, baseUrl = sandbox.url) {
  * `plugins`: Vendure plugins to add after the guide's (e.g. Vendure's EmailPlugin); `config`: more
  * of Vendure's configuration, merged last; `secondAccount`: a second merchant account of the
  * service (`env.second`, its own keys), the service's one address (`env.serviceUrl`, port + 2)
- * answering each account by the keys a call carries.
+ * answering each account by the keys a call carries; `pluginOptions`: options set over the guide's;
+ * `configSnippet`: the guide's configuration snippet to run (default `vendure-config`).
  */
 export async function startEnvironment({
   db = 'sqljs',
@@ -77,6 +79,8 @@ export async function startEnvironment({
   plugins = [],
   config: more = {},
   secondAccount = false,
+  pluginOptions,
+  configSnippet = 'vendure-config',
 }) {
   const sandbox = await PaymentsSandbox.start({ webhookAttempts: 1 });
   const second = secondAccount
@@ -139,7 +143,7 @@ export async function startEnvironment({
     importExportOptions: { importAssetsDir: path.join(HERE, '..', 'fixtures') },
     logger: logger ?? new DefaultLogger({ level: process.env.VENDURE_LOG ? LogLevel.Verbose : LogLevel.Error }),
     ...(dbConnectionOptions ? { dbConnectionOptions } : {}),
-    plugins: [await guidePlugin(sandbox, port, proxyPort, serviceUrl), ...plugins],
+    plugins: [await guidePlugin(sandbox, port, proxyPort, serviceUrl, pluginOptions, configSnippet), ...plugins],
   });
   const config = mergeConfig(base, more);
   const { server, adminClient, shopClient } = createTestEnvironment(config);
