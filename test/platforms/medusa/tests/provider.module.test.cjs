@@ -101,9 +101,11 @@ afterAll(async () => {
   hooks?.server.close();
 });
 
+const DB_NAME = `nestjs_payments_medusa_module_${process.pid}`;
+
 moduleIntegrationTestRunner({
   moduleName: Modules.PAYMENT,
-  dbName: `nestjs_payments_medusa_module_${process.pid}`,
+  dbName: DB_NAME,
   cwd: path.dirname(require.resolve('@medusajs/payment/package.json')),
   moduleOptions: {
     providers: [
@@ -330,6 +332,37 @@ moduleIntegrationTestRunner({
       expect(sent.sessionTimeoutSecs).toBe(900);
       expect(sent.amount).toBe('11000');
       expect(sent.developerTrackingId).toBe(s.id);
+    });
+
+    it("a restart between the link and the webhook: with the guide's store the new process settles it; with the memory store it cannot", async () => {
+      const { NestjsPaymentsProvider } = require('nestjs-payments/medusa');
+      process.env.DATABASE_URL = `postgres://${process.env.DB_USERNAME || 'postgres'}@${process.env.DB_HOST || 'localhost'}:${process.env.DB_PORT || '5432'}/${DB_NAME}`;
+      // The guide's payments-store.js, loaded by each process (a new store on the same database).
+      docModule('payments-store.js');
+      const storeFile = path.join(__dirname, '..', 'payments-store.js');
+      const processStore = () => {
+        delete require.cache[require.resolve(storeFile)];
+        return require(storeFile).store;
+      };
+      const first = new NestjsPaymentsProvider({}, options({ store: processStore() }));
+      const { data } = await first.initiatePayment({
+        amount: 8,
+        currency_code: 'tnd',
+        data: { session_id: 'payses_restart' },
+        context: {},
+      });
+      // The process stops (abandoned, as a crash leaves it); the customer pays; the webhook reaches the next process.
+      hooks.bodies.length = 0;
+      await sandbox.completePayment(data.payment_id);
+      const body = hooks.bodies.find((b) => JSON.stringify(b.data).includes(data.payment_id));
+      const restarted = new NestjsPaymentsProvider({}, options({ store: processStore() }));
+      expect(await restarted.getWebhookActionAndData(body)).toEqual({
+        action: 'captured',
+        data: { session_id: 'payses_restart', amount: '8.000' },
+      });
+      const withMemory = new NestjsPaymentsProvider({}, options({}));
+      expect((await withMemory.getWebhookActionAndData(body)).action).toBe('not_supported');
+      await Promise.all([first.client.close(), restarted.client.close(), withMemory.client.close()]);
     });
 
     it('a partial refund is refused, naming the whole amount', async () => {
