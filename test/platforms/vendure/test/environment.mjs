@@ -58,7 +58,8 @@ async function guidePlugin(sandbox, port, proxyPort, baseUrl, pluginOptions, con
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `vendure-config-${port}.mjs`);
   writeFileSync(file, snippet(configSnippet));
-  const plugin = (await import(file)).nestjsPayments;
+  // The snippet's one export: the plugin as configured.
+  const [plugin] = Object.values(await import(file));
   return pluginOptions ? plugin.init({ ...plugin.options, ...pluginOptions }) : plugin;
 }
 
