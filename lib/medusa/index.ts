@@ -12,7 +12,7 @@ export { NestjsPaymentsProvider };
  */
 export const services = [NestjsPaymentsProvider];
 export type { MedusaPaymentsOptions, MedusaLogger } from './medusa.options.js';
-export type { MedusaPaymentData, MedusaCaptureRecord, MedusaRefundRecord } from './medusa.data.js';
+export type { MedusaPaymentData, MedusaCardData, MedusaCaptureRecord, MedusaRefundRecord } from './medusa.data.js';
 export type {
   MedusaProviderContext,
   MedusaProviderInput,

@@ -1,4 +1,5 @@
 import { MedusaError } from '@medusajs/framework/utils';
+import type { CardDetails } from '../core/api/card.details.js';
 
 /** A capture of a pre-authorization, as the provider records it in the payment's data. */
 export interface MedusaCaptureRecord {
@@ -21,10 +22,32 @@ export interface MedusaRefundRecord {
 }
 
 /**
+ * The card of a paid or held payment, as the merchant sees it in the payment's `data` (Medusa's
+ * Admin, the Store API): never the whole card number. Fields the service did not send are absent.
+ */
+export interface MedusaCardData {
+  /** The card network as the service names it (e.g. `VISA`). */
+  card_brand?: string;
+  /** The card number masked (e.g. `450921**1119`): at most the first six and last four digits. */
+  masked_pan?: string;
+  /** The issuer's approval code. */
+  approval_code?: string;
+}
+
+/** The card details in the names of the payment's `data`. Pure. */
+export function medusaCardData(card: CardDetails): MedusaCardData {
+  const out: MedusaCardData = {};
+  if (card.cardBrand) out.card_brand = card.cardBrand;
+  if (card.maskedPan) out.masked_pan = card.maskedPan;
+  if (card.approvalCode) out.approval_code = card.approvalCode;
+  return out;
+}
+
+/**
  * What the provider keeps in a payment session's (then the payment's) `data`: Medusa stores it
  * and hands it back on every call, so capture, cancel and refund know what was done already.
  */
-export interface MedusaPaymentData {
+export interface MedusaPaymentData extends MedusaCardData {
   /** The service's payment id. */
   payment_id: string;
   /** The checkout link to send the customer to. */

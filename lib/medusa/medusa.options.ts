@@ -1,5 +1,8 @@
+import type { PaymentRequestAdjustments } from '../core/api/payment.adjust.js';
+import type { GeneratePaymentInput } from '../core/api/payment.fields.js';
 import type { PaymentsOptions } from '../core/client/payments.options.js';
 import type { PaymentsLogger } from '../core/common/payments.logger.js';
+import type { MedusaAmountInput } from './medusa.types.js';
 
 /**
  * Options of the provider, given in medusa-config (`providers: [{ resolve:
@@ -28,6 +31,19 @@ export interface MedusaPaymentsOptions extends Omit<PaymentsOptions, 'webhook'> 
    * binding is not offered (it takes the card's CVC on the shop's server). Default false.
    */
   cardBindings?: boolean;
+  /**
+   * Adjusts a payment session's request before it is sent (`initiatePayment`, and a new amount's
+   * new payment): called with Medusa's input (`amount`, `currency_code`, the session's `data`,
+   * its `context` with the customer when there is one) and the request the provider made;
+   * returns the fields to set, or nothing. It may set `successLink`, `failLink`,
+   * `sessionTimeoutSecs`, `acceptCard` and `imageUrl` (e.g. return URLs naming the cart); the
+   * amount, tracking id, pre-authorization and webhook stay the provider's, and another field is
+   * refused with an error naming it. Default: none.
+   */
+  paymentRequest?: (
+    input: Readonly<MedusaAmountInput>,
+    request: Readonly<GeneratePaymentInput>,
+  ) => PaymentRequestAdjustments | undefined | Promise<PaymentRequestAdjustments | undefined>;
 }
 
 /** Medusa's logger, as the payment module's container holds it. */

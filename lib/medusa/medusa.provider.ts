@@ -1,9 +1,19 @@
 import { AbstractPaymentProvider, MedusaError } from '@medusajs/framework/utils';
 import { PaymentsClient } from '../core/client/payments.client.js';
 import { PaymentsApiError } from '../core/api/payments.errors.js';
+import { cardDetailsOf } from '../core/api/card.details.js';
+import { adjustedPaymentRequest } from '../core/api/payment.adjust.js';
+import type { GeneratePaymentInput } from '../core/api/payment.fields.js';
 import type { PaymentsLogger } from '../core/common/payments.logger.js';
 import { defaultPaymentsLogger } from '../core/common/payments.logger.js';
-import { paymentDataOf, stored, stringField, type MedusaPaymentData } from './medusa.data.js';
+import {
+  medusaCardData,
+  paymentDataOf,
+  stored,
+  stringField,
+  type MedusaCardData,
+  type MedusaPaymentData,
+} from './medusa.data.js';
 import { medusaCall, medusaErrorOf, medusaMillimesOf } from './medusa.errors.js';
 import { dinarsOf, MEDUSA_CURRENCY } from './medusa.money.js';
 import { containerLogger, loggerOver, type MedusaPaymentsOptions } from './medusa.options.js';
@@ -80,7 +90,13 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     this.#options = options;
     const warning = medusaMemoryStoreWarning(options.store, process.env.NODE_ENV);
     if (warning) this.#logger.warn(warning);
-    const { webhookUrl: _url, capture: _capture, cardBindings: _bindings, ...client } = options;
+    const {
+      webhookUrl: _url,
+      capture: _capture,
+      cardBindings: _bindings,
+      paymentRequest: _paymentRequest,
+      ...client
+    } = options;
     // Reconciliation off unless asked: it would record outcomes that no Medusa workflow acts on.
     this.#client = new PaymentsClient({
       ...client,
@@ -114,17 +130,19 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
     const sessionId = stringField(input.data, 'session_id');
     const clientId = this.#bindings.clientIdOf(input.context);
     const preAuthorization = this.#options.capture === false;
-    const payment = await medusaCall(() =>
-      this.#client.generatePayment({
-        amount,
-        developerTrackingId: sessionId,
-        successLink: stringField(input.data, 'success_link'),
-        failLink: stringField(input.data, 'fail_link'),
-        webhook: this.#options.webhookUrl,
-        ...(preAuthorization ? { preAuthorization: true } : {}),
-        ...(clientId ? { clientId } : {}),
-      }),
+    const request: GeneratePaymentInput = {
+      amount,
+      developerTrackingId: sessionId,
+      successLink: stringField(input.data, 'success_link'),
+      failLink: stringField(input.data, 'fail_link'),
+      webhook: this.#options.webhookUrl,
+      ...(preAuthorization ? { preAuthorization: true } : {}),
+      ...(clientId ? { clientId } : {}),
+    };
+    const adjusted = await medusaCall(async () =>
+      adjustedPaymentRequest(request, await this.#options.paymentRequest?.(input, { ...request }), 'paymentRequest'),
     );
+    const payment = await medusaCall(() => this.#client.generatePayment(adjusted));
     const data: MedusaPaymentData = {
       payment_id: payment.paymentId,
       link: payment.link,
@@ -387,6 +405,24 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
       }),
     );
     const status = medusaOutcomeOf(result.outcome).status;
-    return { status, data: stored({ ...data, status: result.status || data.status }) };
+    const card = status === 'captured' || status === 'authorized' ? await this.#cardOf(data) : undefined;
+    return { status, data: stored({ ...data, ...card, status: result.status || data.status }) };
+  }
+
+  /**
+   * The card of a paid or held payment as the merchant may see it (brand, masked number, approval
+   * code; never the whole number), for the payment's `data`: kept from an earlier call, else read
+   * from the service. A failed read leaves them out: the payment is settled all the same.
+   */
+  async #cardOf(data: MedusaPaymentData): Promise<MedusaCardData> {
+    if (data.card_brand !== undefined || data.masked_pan !== undefined || data.approval_code !== undefined) return {};
+    try {
+      return medusaCardData(cardDetailsOf((await this.#client.verifyPayment(data.payment_id)).details));
+    } catch (error) {
+      this.#logger.warn(
+        `payment ${data.payment_id}: its card details could not be read (${(error as Error).message}); settled without them`,
+      );
+      return {};
+    }
   }
 }

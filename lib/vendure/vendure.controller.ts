@@ -38,8 +38,10 @@ export class NestjsPaymentsWebhookController {
 
   private async receive(token: string | undefined, req: Request, res: Response): Promise<void> {
     // The settlement it leads to builds its Vendure context on this request.
+    // The account whose token this is (a payment method's own keys), else the plugin's.
+    const client = await this.service.clientOfToken(token);
     const answer = await this.service.withRequest(req, () =>
-      this.service.client.webhooks.handle({
+      client.webhooks.handle({
         query: req.query,
         body: req.body as unknown,
         contentLength: req.headers['content-length'],

@@ -9,6 +9,7 @@ import {
 import { cardDetailsOf } from '../core/api/card.details.js';
 import { isCancelled } from '../core/api/payments.cancellations.js';
 import { refundOnce } from '../core/settlement/refund.once.js';
+import { CREDENTIAL_ARGS } from './vendure.credentials.js';
 import { vendureToMillimes } from './vendure.money.js';
 import { NESTJS_PAYMENTS_HANDLER_CODE, ZERO_TOTAL_MARK } from './vendure.options.js';
 import { NestjsPaymentsService } from './vendure.service.js';
@@ -37,6 +38,8 @@ function messageOf(error: unknown): string {
  * `addPaymentToOrder` with this method is refused with a GraphQL error saying so. Settling an `Authorized` payment captures the
  * pre-authorization (`confirm_payment`), cancelling it releases it, and a refund of the whole
  * payment refunds it; a partial refund is refused (the service's `refund_payment` takes no amount).
+ * Arguments: `preAuthorization`, and the method's own account (`publicKey`, `privateKey`,
+ * `webhookSecret`; blank: the plugin's options).
  */
 export function createNestjsPaymentsHandler(): PaymentMethodHandler {
   // Set by Vendure's init() of this handler instance: the service of this application.
@@ -55,6 +58,25 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
         label: [
           { languageCode: LanguageCode.en, value: 'Pre-authorize (hold the amount; settling the payment captures it)' },
         ],
+      },
+      // This method's own merchant account (a channel's, a shop's): both keys, or neither for the
+      // plugin's. The secrets are shown masked in the Admin, and never logged by the plugin.
+      [CREDENTIAL_ARGS.publicKey]: {
+        type: 'string',
+        required: false,
+        label: [{ languageCode: LanguageCode.en, value: 'Public key (blank: the plugin options)' }],
+      },
+      [CREDENTIAL_ARGS.privateKey]: {
+        type: 'string',
+        required: false,
+        ui: { component: 'password-form-input' },
+        label: [{ languageCode: LanguageCode.en, value: 'Private key (blank: the plugin options)' }],
+      },
+      [CREDENTIAL_ARGS.webhookSecret]: {
+        type: 'string',
+        required: false,
+        ui: { component: 'password-form-input' },
+        label: [{ languageCode: LanguageCode.en, value: 'Webhook secret (blank: the plugin options)' }],
       },
     },
     init: (injector: Injector) => {
@@ -92,9 +114,10 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
         },
       };
     },
-    settlePayment: async (_ctx, order, payment) => {
+    settlePayment: async (ctx, order, payment) => {
       try {
-        const capture = await engine().client.capturePayment(payment.transactionId);
+        const client = await engine().clientOfMethod(ctx, payment.method);
+        const capture = await client.capturePayment(payment.transactionId);
         return { success: true, metadata: { captureStatus: capture.status, capturedAt: capture.capturedAt } };
       } catch (error) {
         Logger.error(
@@ -104,9 +127,9 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
         return { success: false, errorMessage: messageOf(error) };
       }
     },
-    cancelPayment: async (_ctx, order, payment) => {
-      const client = engine().client;
+    cancelPayment: async (ctx, order, payment) => {
       try {
+        const client = await engine().clientOfMethod(ctx, payment.method);
         // Released by an earlier call whose result Vendure did not record (its save failed after
         // the call): the plugin's note says so, and the service would refuse a second release.
         if (await isCancelled(client.store, client.name, payment.transactionId)) {
@@ -126,7 +149,7 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
         return { success: false, errorMessage: messageOf(error) };
       }
     },
-    createRefund: async (_ctx, _input, amount, order, payment) => {
+    createRefund: async (ctx, _input, amount, order, payment) => {
       if (amount !== payment.amount) {
         const errorMessage =
           `nestjs-payments: the service refunds whole payments only; refund ${vendureToMillimes(amount, engine().precision)} of ` +
@@ -134,8 +157,8 @@ export function createNestjsPaymentsHandler(): PaymentMethodHandler {
         Logger.warn(`${errorMessage} (order ${order.code}, payment ${payment.transactionId})`, LOG_CONTEXT);
         return { state: 'Failed', metadata: { errorMessage } };
       }
-      const client = engine().client;
       try {
+        const client = await engine().clientOfMethod(ctx, payment.method);
         // At most once per payment (the plugin's record): Vendure may fail to save a refund the
         // service made (its own bug, a locked database), and its retry must record it, not resend it.
         const result = await refundOnce(

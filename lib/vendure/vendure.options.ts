@@ -1,4 +1,8 @@
+import type { Order, RequestContext } from '@vendure/core';
+import type { PaymentRequestAdjustments } from '../core/api/payment.adjust.js';
+import type { GeneratePaymentInput } from '../core/api/payment.fields.js';
 import type { PaymentsOptions } from '../core/client/payments.options.js';
+import type { PaymentsStore } from '../core/store/store.ports.js';
 
 /** Route of the plugin's webhook controller, at the root of Vendure's server (not under the GraphQL APIs). */
 export const NESTJS_PAYMENTS_WEBHOOK_PATH = 'nestjs-payments/webhook';
@@ -21,6 +25,26 @@ export interface NestjsPaymentsPluginOptions extends Omit<PaymentsOptions, 'logg
    * (`confirm_payment`), cancelling it releases it. Default false.
    */
   preAuthorization?: boolean;
+  /**
+   * The store of a payment method that has its own account (its handler's `publicKey` and
+   * `privateKey` arguments, e.g. one per channel): each account needs a store of its own, as two
+   * registrations do. Called once per such method, with its code. Required when `store` is set
+   * and a method has its own keys; default (no `store`): a new in-memory store per method.
+   */
+  storeForPaymentMethod?: (paymentMethodCode: string) => PaymentsStore;
+  /**
+   * Adjusts an order's payment request before it is sent (`createNestjsPaymentsLink`): called
+   * with the shop's context, the order (with its payments) and the request the plugin made;
+   * returns the fields to set, or nothing. It may set `successLink`, `failLink`,
+   * `sessionTimeoutSecs`, `acceptCard` and `imageUrl` (e.g. return URLs naming the order); the
+   * amount, tracking id, pre-authorization and webhook stay the plugin's, and another field is
+   * refused with an error naming it. What it throws reaches the storefront. Default: none.
+   */
+  paymentRequest?: (
+    ctx: RequestContext,
+    order: Order,
+    request: Readonly<GeneratePaymentInput>,
+  ) => PaymentRequestAdjustments | undefined | Promise<PaymentRequestAdjustments | undefined>;
 }
 
 /** The metadata key of a zero-total order's payment, which the plugin adds without the service. @internal */

@@ -9,6 +9,7 @@ import {
   OrderService,
   OrderStateMachine,
   OrderStateTransitionEvent,
+  PaymentMethod,
   PaymentMethodService,
   PaymentService,
   RequestContext,
@@ -17,11 +18,13 @@ import {
   UserInputError,
   type ID,
   type Order,
-  type PaymentMethod,
 } from '@vendure/core';
-import { PaymentsClient } from '../core/client/payments.client.js';
+import { adjustedPaymentRequest } from '../core/api/payment.adjust.js';
+import type { GeneratePaymentInput } from '../core/api/payment.fields.js';
+import type { PaymentsClient } from '../core/client/payments.client.js';
 import type { PaymentsLogger } from '../core/common/payments.logger.js';
-import type { PaymentEvent, PaymentEventName } from '../core/settlement/payment.events.js';
+import { VendureAccounts } from './vendure.accounts.js';
+import { methodAccountOf } from './vendure.credentials.js';
 import { trackingIdOf, type VerifiedState } from './vendure.decision.js';
 import { memoryStoreWarning, plainVendureMessage } from './vendure.messages.js';
 import { amountOwed, SERVICE_CURRENCY, vendureToMillimes } from './vendure.money.js';
@@ -55,7 +58,7 @@ function preAuthorizes(method: PaymentMethod): boolean {
  */
 @Injectable()
 export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicationShutdown {
-  readonly #client: PaymentsClient;
+  readonly #accounts: VendureAccounts;
   readonly #settlement: VendureSettlement;
   /** The request (webhook, storefront's return) a settlement runs for, if any. */
   readonly #requests = new AsyncLocalStorage<Request>();
@@ -75,11 +78,20 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
   ) {
     const warning = memoryStoreWarning(options.store, process.env.NODE_ENV);
     if (warning) Logger.warn(warning, LOG_CONTEXT);
-    const { preAuthorization: _preAuthorization, ...clientOptions } = options;
-    this.#client = new PaymentsClient({
-      ...clientOptions,
-      webhook: { ...clientOptions.webhook, path: NESTJS_PAYMENTS_WEBHOOK_PATH },
+    const {
+      preAuthorization: _preAuthorization,
+      storeForPaymentMethod,
+      paymentRequest: _paymentRequest,
+      ...clientOptions
+    } = options;
+    this.#accounts = new VendureAccounts({
+      options: { ...clientOptions, webhook: { ...clientOptions.webhook, path: NESTJS_PAYMENTS_WEBHOOK_PATH } },
       logger: vendureLogger(),
+      ...(storeForPaymentMethod ? { storeFor: storeForPaymentMethod } : {}),
+      dispatcher: (methodCode) => (name, event) => this.#settlement.dispatch(name, event, methodCode),
+      // Every channel's: a webhook or a reconciliation names no channel.
+      methods: () => this.connection.rawConnection.getRepository(PaymentMethod).find(),
+      handlerCode: NESTJS_PAYMENTS_HANDLER_CODE,
     });
     this.#settlement = new VendureSettlement({
       orderService,
@@ -96,9 +108,21 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     });
   }
 
-  /** The engine: webhooks, returns, capture, refund, cancel. */
+  /** The engine of the plugin's own account (its options' keys): webhooks, returns, capture, refund, cancel. */
   get client(): PaymentsClient {
-    return this.#client;
+    return this.#accounts.plugin;
+  }
+
+  /** The engine of a payment method's account (its own keys, else the plugin's), by the method's code in `ctx`'s channel. */
+  async clientOfMethod(ctx: RequestContext, methodCode: string): Promise<PaymentsClient> {
+    const { items } = await this.paymentMethodService.findAll(ctx);
+    const method = items.find((m) => m.code === methodCode && m.handler.code === NESTJS_PAYMENTS_HANDLER_CODE);
+    return method ? this.#accounts.clientOf(method) : this.#accounts.plugin;
+  }
+
+  /** The engine whose webhook token this is (a payment method's own account's, else the plugin's). */
+  clientOfToken(token: string | undefined): Promise<PaymentsClient> {
+    return this.#accounts.forToken(token);
   }
 
   /**
@@ -114,8 +138,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
    * pre-authorizations of every order that is cancelled.
    */
   onApplicationBootstrap(): void {
-    const dispatch = (name: PaymentEventName, event: PaymentEvent) => this.#settlement.dispatch(name, event);
-    this.#client.setOutcomeDispatcher(dispatch, dispatch);
+    this.#accounts.start();
     this.#cancellations = this.eventBus.ofType(OrderStateTransitionEvent).subscribe((event) => {
       if (event.toState === 'Cancelled') void this.releaseHolds(event.ctx, event.order.id, event.order.code);
     });
@@ -124,7 +147,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
   /** Lets settlements in flight finish, then closes the client. */
   async onApplicationShutdown(): Promise<void> {
     this.#cancellations?.unsubscribe();
-    await this.#client.close();
+    await this.#accounts.close();
   }
 
   /**
@@ -200,13 +223,31 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     const owed = amountOwed(order.totalWithTax, order.payments ?? []);
     if (owed <= 0) throw new UserInputError(`nestjs-payments: order ${order.code} owes nothing`);
     const millimes = vendureToMillimes(owed, this.precision);
-    const generated = await this.#client.generatePayment({
+    let client: PaymentsClient;
+    try {
+      client = this.#accounts.clientOf(method);
+    } catch (error) {
+      throw new UserInputError((error as Error).message);
+    }
+    const request: GeneratePaymentInput = {
       amount: millimes,
       developerTrackingId: trackingIdOf(order.code, order.totalWithTax - owed),
       ...(input.successLink ? { successLink: input.successLink } : {}),
       ...(input.failLink ? { failLink: input.failLink } : {}),
       ...(this.options.preAuthorization || preAuthorizes(method) ? { preAuthorization: true } : {}),
-    });
+    };
+    let adjusted: GeneratePaymentInput;
+    try {
+      adjusted = adjustedPaymentRequest(
+        request,
+        await this.options.paymentRequest?.(ctx, order, { ...request }),
+        'paymentRequest',
+      );
+    } catch (error) {
+      Logger.error(`order ${order.code}: ${(error as Error).message}`, LOG_CONTEXT);
+      throw new UserInputError((error as Error).message);
+    }
+    const generated = await client.generatePayment(adjusted);
     Logger.info(`payment ${generated.paymentId} of ${millimes} millimes created for order ${order.code}`, LOG_CONTEXT);
     return { paymentId: generated.paymentId, link: generated.link, millimes };
   }
@@ -272,13 +313,15 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
 
   /** The customer's return: verifies the payment (through the engine: once, whichever path comes first). */
   async checkReturn(ctx: RequestContext, paymentId: string): Promise<PaymentReturn> {
-    const result = await this.withRequest(ctx.req, () => this.#client.reconcilePayment(paymentId));
+    const client = await this.#accounts.forPayment(paymentId);
+    const result = await this.withRequest(ctx.req, () => client.reconcilePayment(paymentId));
     return { paymentId, outcome: result.outcome };
   }
 
   /**
-   * The PaymentMethod using this handler: by code (the storefront's), or for a verified payment
-   * the first one that pre-authorizes (or not) as the payment did, else the first one.
+   * The PaymentMethod using this handler: by code (the storefront's, or the method whose own
+   * account verified the payment), or for a verified payment of the plugin's account the first
+   * one of that account that pre-authorizes (or not) as the payment did, else the first one.
    */
   private async paymentMethod(
     ctx: RequestContext,
@@ -287,7 +330,10 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
   ): Promise<PaymentMethod> {
     const { items } = await this.paymentMethodService.findAll(ctx);
     const ours = items.filter(
-      (m) => m.enabled && m.handler.code === NESTJS_PAYMENTS_HANDLER_CODE && (code === undefined || m.code === code),
+      (m) =>
+        m.enabled &&
+        m.handler.code === NESTJS_PAYMENTS_HANDLER_CODE &&
+        (code === undefined ? methodAccountOf(m.handler.args).kind === 'plugin' : m.code === code),
     );
     const method = (verified && ours.find((m) => preAuthorizes(m) === (verified === 'Authorized'))) ?? ours[0];
     if (!method)

@@ -61,13 +61,16 @@ export class VendureSettlement {
   /** @param deps what it uses of Vendure and of the plugin's service */
   constructor(private readonly deps: VendureSettlementDeps) {}
 
-  /** The engine's dispatcher: every event kind, mapped exhaustively. */
-  async dispatch(name: PaymentEventName, event: PaymentEvent): Promise<void> {
+  /**
+   * The engine's dispatcher: every event kind, mapped exhaustively.
+   * @param methodCode the payment method whose own account verified the payment; undefined: the plugin's account
+   */
+  async dispatch(name: PaymentEventName, event: PaymentEvent, methodCode?: string): Promise<void> {
     switch (name) {
       case PaymentEvents.CONFIRMED:
-        return this.settle(event as PaymentOutcomeEvent, 'Settled');
+        return this.settle(event as PaymentOutcomeEvent, 'Settled', methodCode);
       case PaymentEvents.AUTHORIZED:
-        return this.settle(event as PaymentOutcomeEvent, 'Authorized');
+        return this.settle(event as PaymentOutcomeEvent, 'Authorized', methodCode);
       case PaymentEvents.MISMATCH: {
         const outcome = event as PaymentOutcomeEvent;
         return this.report(
@@ -129,7 +132,7 @@ export class VendureSettlement {
   }
 
   /** Adds a verified payment to its order once, or reports it; throws (to be retried) only when Vendure failed. */
-  private async settle(event: PaymentOutcomeEvent, verified: VerifiedState): Promise<void> {
+  private async settle(event: PaymentOutcomeEvent, verified: VerifiedState, methodCode?: string): Promise<void> {
     const code = orderCodeOf(event.developerTrackingId);
     const { lookup, found, ctx } = await this.orderContext(code);
     if (!found || !code || !ctx) return this.report(lookup, 'order-not-found', code, event, undefined);
@@ -152,7 +155,7 @@ export class VendureSettlement {
           return this.report(tx, action.reason, code, event, order?.state);
         case 'add':
           if (!order) return;
-          return this.add(tx, order, event, action.state);
+          return this.add(tx, order, event, action.state, methodCode);
         default: {
           const unknown: never = action;
           throw new Error(`nestjs-payments: unhandled action ${JSON.stringify(unknown)}`);
@@ -166,6 +169,7 @@ export class VendureSettlement {
     order: Order,
     event: PaymentOutcomeEvent,
     state: VerifiedState,
+    methodCode: string | undefined,
   ): Promise<void> {
     let amount: number;
     try {
@@ -178,7 +182,7 @@ export class VendureSettlement {
       // The customer has paid but the order cannot take it (stock, eligibility...): reported, kept.
       if (!isOrder(moved)) return this.report(ctx, 'order-not-payable', order.code, event, order.state);
     }
-    const method = await this.deps.paymentMethod(ctx, undefined, state);
+    const method = await this.deps.paymentMethod(ctx, methodCode, state);
     const metadata: VerifiedPaymentMetadata = {
       nestjsPayments: true,
       paymentId: event.paymentId,

@@ -67,7 +67,7 @@ declare module '@vendure/core' {
     channels?: Channel[];
     customer?: { user?: { id: ID } | null } | null;
   }
-  export interface PaymentMethod {
+  export class PaymentMethod {
     id: ID;
     code: string;
     enabled: boolean;
@@ -123,6 +123,10 @@ declare module '@vendure/core' {
   }
   export class TransactionalConnection {
     withTransaction<T>(ctx: RequestContext, work: (ctx: RequestContext) => Promise<T>): Promise<T>;
+    /** TypeORM's DataSource (the part the plugin uses). */
+    readonly rawConnection: {
+      getRepository<T>(type: abstract new (...args: never[]) => T): { find(): Promise<T[]> };
+    };
   }
   export class EventBus {
     publish(event: VendureEvent): Promise<void>;
@@ -167,7 +171,17 @@ declare module '@vendure/core' {
   export interface PaymentMethodHandlerConfig {
     code: string;
     description: LocalizedString[];
-    args: Record<string, { type: 'boolean' | 'string'; defaultValue?: boolean | string; label?: LocalizedString[] }>;
+    args: Record<
+      string,
+      {
+        type: 'boolean' | 'string';
+        required?: boolean;
+        defaultValue?: boolean | string;
+        label?: LocalizedString[];
+        description?: LocalizedString[];
+        ui?: { component: string };
+      }
+    >;
     init?: (injector: Injector) => void | Promise<void>;
     createPayment: (
       ctx: RequestContext,

@@ -526,6 +526,16 @@ const FRAGMENTS: Fragment[] = [
     reason:
       "docs/vendure.md's shared store: the configuration above plus one option; the store is run by the PostgreSQL store's suites",
   },
+  {
+    identity: 'orderRequestPayments',
+    reason:
+      "docs/vendure.md's per-order request: test/platforms/vendure's request test runs it as printed (a real Vendure 3.7 server)",
+  },
+  {
+    identity: 'perChannelPayments',
+    reason:
+      "docs/vendure.md's accounts per channel: the configuration above plus store options; test/platforms/vendure's channels test runs storeForPaymentMethod (in-memory stores) on a real Vendure",
+  },
 ];
 
 /** Snippets that are whole test files, run by Jest as such. */

@@ -3,6 +3,7 @@
 import { amountOwed, millimesToVendure, vendureToMillimes } from '../../lib/vendure/vendure.money.js';
 import { memoryStoreWarning, plainVendureMessage } from '../../lib/vendure/vendure.messages.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
+import { methodAccountOf, methodRegistration } from '../../lib/vendure/vendure.credentials.js';
 import type { PaymentsStore } from '../../lib/core/store/index.js';
 import {
   decideSettlement,
@@ -197,5 +198,43 @@ describe('memoryStoreWarning: the in-memory store in production', () => {
     const warning = memoryStoreWarning(store, nodeEnv);
     expect(warning !== undefined).toBe(warns);
     if (warning) expect(warning).toMatch(/PostgresPaymentsStore.*RedisPaymentsStore/);
+  });
+});
+
+describe("methodAccountOf: a payment method's own account, from its handler arguments", () => {
+  const arg = (name: string, value: string) => ({ name, value });
+  it.each([
+    ['no keys', [arg('preAuthorization', 'true')], 'plugin'],
+    ['blank keys (the Admin clears a field)', [arg('publicKey', ' '), arg('privateKey', '')], 'plugin'],
+    ['both keys', [arg('publicKey', 'pk'), arg('privateKey', 'sk')], 'own'],
+    ['both keys and a secret', [arg('publicKey', 'pk'), arg('privateKey', 'sk'), arg('webhookSecret', 's')], 'own'],
+    ['a private key alone', [arg('privateKey', 'sk')], 'incomplete'],
+    ['a public key alone', [arg('publicKey', 'pk'), arg('webhookSecret', 's')], 'incomplete'],
+    ['a secret alone', [arg('webhookSecret', 's')], 'plugin'],
+  ])('%s: %s', (_name, args, kind) => {
+    expect(methodAccountOf(args).kind).toBe(kind);
+  });
+
+  it('names the missing key, and its fingerprint changes with any of the three values', () => {
+    expect(methodAccountOf([arg('privateKey', 'sk')])).toEqual({ kind: 'incomplete', missing: 'publicKey' });
+    expect(methodAccountOf([arg('publicKey', 'pk')])).toEqual({ kind: 'incomplete', missing: 'privateKey' });
+    const fingerprint = (...args: Array<{ name: string; value: string }>) => {
+      const account = methodAccountOf(args);
+      return account.kind === 'own' ? account.fingerprint : '';
+    };
+    const base = fingerprint(arg('publicKey', 'pk'), arg('privateKey', 'sk'));
+    expect(base).toMatch(/^[0-9a-f]{64}$/);
+    expect(fingerprint(arg('publicKey', 'pk'), arg('privateKey', 'sk2'))).not.toBe(base);
+    expect(fingerprint(arg('publicKey', 'pk'), arg('privateKey', 'sk'), arg('webhookSecret', 'w'))).not.toBe(base);
+    expect(base).not.toContain('sk');
+  });
+
+  it.each([
+    ['card', 'method-card'],
+    ['card-preauth', 'method-card-preauth'],
+    ['a.b c', 'method-a_b_c'],
+    ['x'.repeat(80), `method-${'x'.repeat(57)}`],
+  ])('the registration of method %s is %s', (code, name) => {
+    expect(methodRegistration(code)).toBe(name);
   });
 });

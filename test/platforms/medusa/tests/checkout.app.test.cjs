@@ -19,7 +19,8 @@ const {
 } = require('@medusajs/core-flows');
 const { PaymentsSandbox, SANDBOX_PUBLIC_KEY, SANDBOX_PRIVATE_KEY } = require('nestjs-payments/testing');
 
-jest.setTimeout(120_000);
+// Medusa's app runner migrates every module before the first test: over 2 minutes on a busy machine.
+jest.setTimeout(300_000);
 
 // Ports (the platforms range 28420-28449, below Linux's outgoing ports): the app, and the sandbox the config points at.
 const APP_PORT = 28430;

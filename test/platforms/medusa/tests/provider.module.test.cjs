@@ -2,6 +2,7 @@
 // the sandbox as the service: initiate -> pay -> webhook -> authorize -> captured; refunds;
 // pre-authorization; failure; pending; duplicates; the amount conversion.
 /* global jest, it, expect, beforeAll, afterAll */
+const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const { moduleIntegrationTestRunner } = require('@medusajs/test-utils');
@@ -35,11 +36,28 @@ function hookReceiver() {
   );
 }
 
+/** A js block of docs/medusa.md marked as run here, by the file name on its first line, written beside the tests. */
+function docModule(file) {
+  const guide = fs.readFileSync(path.join(__dirname, '..', 'docs', 'medusa.md'), 'utf8');
+  for (const match of guide.matchAll(/<!-- verified-by: test\/platforms\/medusa -->\n\n```js\n([\s\S]*?)^```$/gm)) {
+    if (match[1].startsWith(`// file: ${file}\n`)) {
+      const target = path.join(__dirname, '..', file);
+      fs.writeFileSync(target, match[1]);
+      return require(target);
+    }
+  }
+  throw new Error(`docs/medusa.md has no snippet ${file}`);
+}
+
+process.env.STOREFRONT_URL ??= 'http://127.0.0.1:8000';
+const { paymentRequest } = docModule('payment-request.js');
+
 let sandbox;
 let hooks;
 const PROVIDER = 'pp_nestjs-payments_sandbox';
 const PREAUTH = 'pp_nestjs-payments_preauth';
 const LOGGED = 'pp_nestjs-payments_logged';
+const HOOKED = 'pp_nestjs-payments_hooked';
 
 /** What the `logged` provider logs (its `logger` option), by level. */
 const logged = { warn: [], error: [] };
@@ -83,15 +101,18 @@ afterAll(async () => {
   hooks?.server.close();
 });
 
+const DB_NAME = `nestjs_payments_medusa_module_${process.pid}`;
+
 moduleIntegrationTestRunner({
   moduleName: Modules.PAYMENT,
-  dbName: `nestjs_payments_medusa_module_${process.pid}`,
+  dbName: DB_NAME,
   cwd: path.dirname(require.resolve('@medusajs/payment/package.json')),
   moduleOptions: {
     providers: [
       { resolve: 'nestjs-payments/medusa', id: 'sandbox', options: options({}) },
       { resolve: 'nestjs-payments/medusa', id: 'preauth', options: options({ capture: false }) },
       { resolve: 'nestjs-payments/medusa', id: 'logged', options: options({ logger: keepingLogger }) },
+      { resolve: 'nestjs-payments/medusa', id: 'hooked', options: options({ paymentRequest }) },
     ],
   },
   testSuite: ({ service }) => {
@@ -273,6 +294,75 @@ moduleIntegrationTestRunner({
       expect(
         sandbox.payments().filter((p) => p.paymentId === s.data.payment_id && p.state === 'refunded'),
       ).toHaveLength(1);
+    });
+
+    it("the card (brand, masked number, approval code) is on the payment's data, never its whole number", async () => {
+      const s = await session(15);
+      await sandbox.completePayment(s.data.payment_id);
+      const payment = await service.authorizePaymentSession(s.id, {});
+      const data = (await service.retrievePayment(payment.id, { select: ['data'] })).data;
+      expect({ brand: data.card_brand, pan: data.masked_pan, approval: data.approval_code }).toEqual({
+        brand: 'VISA',
+        pan: '450921**1119',
+        approval: sandbox.getPayment(s.data.payment_id).approvalCode,
+      });
+      // The ids (hex) may hold twelve decimal digits in a row by chance: the rest may not.
+      const { payment_id: _p, session_id: _s, link: _l, ...rest } = data;
+      expect(JSON.stringify(rest)).not.toMatch(/\d{12,}/);
+
+      const held = await session(9, PREAUTH);
+      await sandbox.completePayment(held.data.payment_id);
+      const heldPayment = await service.authorizePaymentSession(held.id, {});
+      const heldData = (await service.retrievePayment(heldPayment.id, { select: ['data'] })).data;
+      expect(heldData.masked_pan).toBe('450921**1119');
+      await service.cancelPayment(heldPayment.id);
+    });
+
+    it("the guide's per-order request: return URLs naming the cart, a shorter session; the amount stays", async () => {
+      const collection = await service.createPaymentCollections({ currency_code: 'tnd', amount: 11 });
+      const s = await service.createPaymentSession(collection.id, {
+        provider_id: HOOKED,
+        currency_code: 'tnd',
+        amount: 11,
+        data: { cart_id: 'cart_01HOOKED' },
+      });
+      const sent = sandbox.getPayment(s.data.payment_id);
+      expect(sent.successLink).toBe(`${process.env.STOREFRONT_URL}/checkout/paid?cart=cart_01HOOKED`);
+      expect(sent.failLink).toBe(`${process.env.STOREFRONT_URL}/checkout/failed?cart=cart_01HOOKED`);
+      expect(sent.sessionTimeoutSecs).toBe(900);
+      expect(sent.amount).toBe('11000');
+      expect(sent.developerTrackingId).toBe(s.id);
+    });
+
+    it("a restart between the link and the webhook: with the guide's store the new process settles it; with the memory store it cannot", async () => {
+      const { NestjsPaymentsProvider } = require('nestjs-payments/medusa');
+      process.env.DATABASE_URL = `postgres://${process.env.DB_USERNAME || 'postgres'}@${process.env.DB_HOST || 'localhost'}:${process.env.DB_PORT || '5432'}/${DB_NAME}`;
+      // The guide's payments-store.js, loaded by each process (a new store on the same database).
+      docModule('payments-store.js');
+      const storeFile = path.join(__dirname, '..', 'payments-store.js');
+      const processStore = () => {
+        delete require.cache[require.resolve(storeFile)];
+        return require(storeFile).store;
+      };
+      const first = new NestjsPaymentsProvider({}, options({ store: processStore() }));
+      const { data } = await first.initiatePayment({
+        amount: 8,
+        currency_code: 'tnd',
+        data: { session_id: 'payses_restart' },
+        context: {},
+      });
+      // The process stops (abandoned, as a crash leaves it); the customer pays; the webhook reaches the next process.
+      hooks.bodies.length = 0;
+      await sandbox.completePayment(data.payment_id);
+      const body = hooks.bodies.find((b) => JSON.stringify(b.data).includes(data.payment_id));
+      const restarted = new NestjsPaymentsProvider({}, options({ store: processStore() }));
+      expect(await restarted.getWebhookActionAndData(body)).toEqual({
+        action: 'captured',
+        data: { session_id: 'payses_restart', amount: '8.000' },
+      });
+      const withMemory = new NestjsPaymentsProvider({}, options({}));
+      expect((await withMemory.getWebhookActionAndData(body)).action).toBe('not_supported');
+      await Promise.all([first.client.close(), restarted.client.close(), withMemory.client.close()]);
     });
 
     it('a partial refund is refused, naming the whole amount', async () => {

@@ -49,7 +49,13 @@ describe(`Vendure checkout (${db})`, () => {
         approvalCode: env.sandbox.getPayment(link.paymentId).approvalCode,
       },
     );
-    assert.doesNotMatch(JSON.stringify(detailed.payments[0].metadata), /\d{12,}/, 'never a whole card number');
+    // The service's payment id (24 hex digits) may hold twelve decimal digits in a row by chance.
+    const { paymentId: _id, ...card } = detailed.payments[0].metadata.public;
+    assert.doesNotMatch(
+      JSON.stringify({ ...detailed.payments[0].metadata, public: card }),
+      /\d{12,}/,
+      'never a whole card number',
+    );
   });
 
   it('20 concurrent duplicate webhooks settle the order once; duplicates after it answer 200', async () => {

@@ -45,11 +45,11 @@ const initialData = {
 };
 
 /** The plugin exactly as the guide configures it, its environment variables pointing at the sandbox. */
-async function guidePlugin(sandbox, port, proxyPort) {
+async function guidePlugin(sandbox, port, proxyPort, baseUrl, pluginOptions, configSnippet) {
   Object.assign(process.env, {
     PAYMENTS_PUBLIC_KEY: sandbox.publicKey,
     PAYMENTS_PRIVATE_KEY: sandbox.privateKey,
-    PAYMENTS_BASE_URL: sandbox.url,
+    PAYMENTS_BASE_URL: baseUrl,
     SHOP_URL: sandbox.url,
     VENDURE_PUBLIC_URL: `http://127.0.0.1:${proxyPort}`,
     PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET,
@@ -57,16 +57,56 @@ async function guidePlugin(sandbox, port, proxyPort) {
   const dir = path.join(HERE, '..', '.snippets');
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `vendure-config-${port}.mjs`);
-  writeFileSync(file, snippet('vendure-config'));
-  return (await import(file)).nestjsPayments;
+  writeFileSync(file, snippet(configSnippet));
+  // The snippet's one export: the plugin as configured.
+  const [plugin] = Object.values(await import(file));
+  return pluginOptions ? plugin.init({ ...plugin.options, ...pluginOptions }) : plugin;
 }
 
 /**
  * Starts the environment. `db`: 'sqljs' or 'postgres'; `port`: Vendure's; `proxyPort`: the
- * webhooks' proxy (default port + 50); `logger`: Vendure's logger (default: errors only).
+ * webhooks' proxy (default port + 50); `logger`: Vendure's logger (default: errors only);
+ * `plugins`: Vendure plugins to add after the guide's (e.g. Vendure's EmailPlugin); `config`: more
+ * of Vendure's configuration, merged last; `secondAccount`: a second merchant account of the
+ * service (`env.second`, its own keys), the service's one address (`env.serviceUrl`, port + 2)
+ * answering each account by the keys a call carries; `pluginOptions`: options set over the guide's;
+ * `configSnippet`: the guide's configuration snippet to run (default `vendure-config`).
  */
-export async function startEnvironment({ db = 'sqljs', port, proxyPort = port + 50, logger }) {
+export async function startEnvironment({
+  db = 'sqljs',
+  port,
+  proxyPort = port + 50,
+  logger,
+  plugins = [],
+  config: more = {},
+  secondAccount = false,
+  pluginOptions,
+  configSnippet = 'vendure-config',
+}) {
   const sandbox = await PaymentsSandbox.start({ webhookAttempts: 1 });
+  const second = secondAccount
+    ? await PaymentsSandbox.start({
+        webhookAttempts: 1,
+        publicKey: 'pk_second_account_0123456789',
+        privateKey: 'sk_second_account_secret_0123456789abcdef',
+      })
+    : undefined;
+  const accounts = second
+    ? http.createServer((req, res) => {
+        const target = new URL((req.headers.authorization ?? '').includes(second.publicKey) ? second.url : sandbox.url);
+        const forward = http.request(
+          { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers },
+          (answer) => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res);
+          },
+        );
+        forward.on('error', () => res.writeHead(502).end());
+        req.pipe(forward);
+      })
+    : undefined;
+  if (accounts) await new Promise((resolve) => accounts.listen(port + 2, '127.0.0.1', resolve));
+  const serviceUrl = accounts ? `http://127.0.0.1:${port + 2}` : sandbox.url;
   // The service reaches Vendure through this loopback proxy, which a test can close to the
   // webhooks (503) to see the return path alone.
   const proxy = { dropWebhooks: false };
@@ -98,12 +138,15 @@ export async function startEnvironment({ db = 'sqljs', port, proxyPort = port + 
           synchronize: true,
         }
       : undefined;
-  const config = mergeConfig(testConfig, {
+  const base = mergeConfig(testConfig, {
     apiOptions: { port },
+    // The products' images (fixtures/products.csv) are read from the fixtures.
+    importExportOptions: { importAssetsDir: path.join(HERE, '..', 'fixtures') },
     logger: logger ?? new DefaultLogger({ level: process.env.VENDURE_LOG ? LogLevel.Verbose : LogLevel.Error }),
     ...(dbConnectionOptions ? { dbConnectionOptions } : {}),
-    plugins: [await guidePlugin(sandbox, port, proxyPort)],
+    plugins: [await guidePlugin(sandbox, port, proxyPort, serviceUrl, pluginOptions, configSnippet), ...plugins],
   });
+  const config = mergeConfig(base, more);
   const { server, adminClient, shopClient } = createTestEnvironment(config);
   try {
     await server.init({
@@ -113,6 +156,8 @@ export async function startEnvironment({ db = 'sqljs', port, proxyPort = port + 
     });
   } catch (error) {
     await sandbox.close();
+    await second?.close();
+    accounts?.close();
     proxyServer.close();
     throw error;
   }
@@ -159,6 +204,8 @@ export async function startEnvironment({ db = 'sqljs', port, proxyPort = port + 
     adminClient,
     shopClient,
     sandbox,
+    second,
+    serviceUrl,
     unexpected,
     placed,
     proxy,
@@ -166,6 +213,8 @@ export async function startEnvironment({ db = 'sqljs', port, proxyPort = port + 
     async close() {
       await server.destroy();
       await sandbox.close();
+      await second?.close();
+      if (accounts) await new Promise((resolve) => accounts.close(resolve));
       await new Promise((resolve) => proxyServer.close(resolve));
     },
   };
