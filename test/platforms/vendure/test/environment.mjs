@@ -123,7 +123,9 @@ export async function startEnvironment({
     req.pipe(forward);
   });
   await new Promise((resolve) => proxyServer.listen(proxyPort, '127.0.0.1', resolve));
-  if (db === 'sqljs') registerInitializer('sqljs', new SqljsInitializer(path.join(HERE, '..', '__data__')));
+  // The population's jobs (the product image, the search index) may still write when its server
+  // stops: sql.js then saves a malformed file. A second lets them finish on a busy machine.
+  if (db === 'sqljs') registerInitializer('sqljs', new SqljsInitializer(path.join(HERE, '..', '__data__'), 1000));
   else registerInitializer('postgres', new PostgresInitializer());
   const dbConnectionOptions =
     db === 'postgres'
