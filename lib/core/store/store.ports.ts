@@ -243,7 +243,7 @@ export function orderLedgerOf(store: object): (OrderLedger & object) | undefined
  * Refunds, by payment: the record by which a refund is sent to the service at most once per
  * payment. Every shipped store implements it, and `BasicPaymentsStore` gives custom stores a
  * default; for a store without it the plugin builds the same from its claims and bindings
- * ({@link refundLedgerOf}). Each method touches one payment's record only.
+ * (`refundLedgerOf`). Each method touches one payment's record only.
  */
 export interface RefundLedger {
   /** The refund record under `refundKey`, or `undefined` (none, or expired). */
