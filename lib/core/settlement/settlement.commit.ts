@@ -139,8 +139,8 @@ export interface CommittingAttempt {
   readonly paymentId: string;
   /** The claim's lease, in ms. */
   readonly leaseMs: number;
-  /** Renews the claim while the handlers run. */
-  renew(): { stop(): Promise<void> };
+  /** Renews the claim while the handlers run; `lost`: a renewal found the claim taken. */
+  renew(): { stop(): Promise<void>; readonly lost: boolean };
   /** Runs the handlers up to their deadline: rejects past it (settlement.deadline.ts). */
   withinDeadline(work: () => Promise<void>): Promise<void>;
   /** The attempt's end as the store writes it. */
@@ -197,6 +197,9 @@ export async function commitHandlers(run: {
 }): Promise<HandlersEnd> {
   const { attempt, context } = run;
   let end: 'marked' | 'unmarked' | 'lost' | undefined;
+  // A renewal found the claim taken (a process stalled past its lease): the attempt that took it
+  // owns the outcome now, so a failure here is no failure to record over its record.
+  let claimLost = false;
   try {
     await inScope(run.store, attempt, run.logger, async (scope) => {
       // On PGlite the transaction holds the one connection: a renewal could only queue behind it,
@@ -209,13 +212,14 @@ export async function commitHandlers(run: {
       } finally {
         context.transaction = undefined;
         await renewal?.stop();
+        claimLost = scope.transaction !== undefined && renewal?.lost === true;
       }
       end = await scope.end(attempt.finishOf('done', run.record));
       if (end === 'lost')
         throw new Error(`the claim on ${attempt.paymentId} was taken by another attempt while its handlers ran`);
     });
   } catch (error) {
-    return end === 'lost' ? { kind: 'lost' } : { kind: 'failed', error };
+    return end === 'lost' || claimLost ? { kind: 'lost' } : { kind: 'failed', error };
   }
   return { kind: 'committed', marked: end === 'marked' };
 }
