@@ -44,8 +44,13 @@ const TRANSACTIONAL_APART: readonly Extra[] = ['commitcrashes', 'stalls'];
 /** Verify calls per settled payment, on average, in the histories with long lags (docs/confirmations.md). */
 const LONG_LAG_BUDGET = 6;
 
+/**
+ * Histories that once broke a bound, replayed on every run.
+ * 400182: a sweep tick missed by milliseconds the entry a pass had put one interval after its synced time.
+ */
 const PINNED_SEEDS = [
   351, 408, 151714, 201648, 203071, 203264, 206279, 206497, 300994, 306514, 307336, 307395, 307864, 309701, 310128,
+  400182,
 ];
 
 describe('the engine simulation', () => {
