@@ -81,7 +81,7 @@ export class ReconciliationScheduler {
     this.stopTimer = every(
       this.clock,
       this.options.intervalSecs * 1000,
-      () => void this.runOnce().catch(() => undefined),
+      () => void this.#start(undefined, WAKE_LEAD_MS).catch(() => undefined),
     );
   }
 
@@ -137,14 +137,17 @@ export class ReconciliationScheduler {
     handling: Array<Promise<void>>,
   ): Promise<ReconciliationRun> {
     await this.clock.sync();
-    // A pass woken for a lane check takes what is due a little ahead: the entry's due time was
-    // written on a clock whose offset to this one is only known to within a round trip.
-    const now = (at ?? this.clock.now()) + leadMs;
+    // A timed pass takes what is due a little ahead: the entry's due time was written on a clock
+    // whose offset to this one is only known to within a round trip, or by a pass that read its
+    // time after its sync's round trip, one interval before this tick, which reads it without one.
+    // The next checks it writes count from its clock (or a missed tick would be missed again).
+    const now = at ?? this.clock.now();
+    const until = now + leadMs;
     const run: ReconciliationRun = { checked: 0, settled: 0 };
-    if (now < this.pausedUntil) return { ...run, rateLimitedUntil: this.pausedUntil };
+    if (until < this.pausedUntil) return { ...run, rateLimitedUntil: this.pausedUntil };
     let due;
     try {
-      due = await this.store.takeDuePending(now, this.options.batchSize, this.leaseMs);
+      due = await this.store.takeDuePending(until, this.options.batchSize, this.leaseMs);
     } catch (error) {
       this.logger.error(`reconciliation: store unreachable: ${describe(error)}`);
       return run;
@@ -170,7 +173,7 @@ export class ReconciliationScheduler {
       if (waitSecs !== undefined) {
         // Every further verify would be refused too (and may count against the merchant): stop,
         // and give back what this pass took, due when the service said, no check counted.
-        this.pausedUntil = now + waitSecs * 1000;
+        this.pausedUntil = until + waitSecs * 1000;
         const rest = due.slice(index);
         this.logger.warn(
           `reconciliation: the service rate-limits verify; pausing ${waitSecs} s, ${rest.length} payment(s) put back`,

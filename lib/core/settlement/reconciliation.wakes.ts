@@ -1,6 +1,6 @@
 import type { Clock, ClockTimer } from '../time/index.js';
 
-/** How far ahead of its clock a pass woken for the pending lane takes due entries. */
+/** How far ahead of its clock a timed pass (a tick, or a wake for the pending lane) takes due entries. */
 export const WAKE_LEAD_MS = 1_000;
 
 /**
