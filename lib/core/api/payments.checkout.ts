@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type PaymentsLogger, describe } from '../common/index.js';
-import { sleep, type Clock } from '../time/index.js';
+import { sleep, type Clock, type SharedClock } from '../time/index.js';
 import {
   orderLedgerOf,
   type OrderLedger,
@@ -140,13 +140,14 @@ export class CheckoutDesk {
    * @param settings `enabled` (`orders.reuseOpenPayment`), the lock's lease in ms, and the
    *   registration's name (whose cancellations are looked up)
    * @param logger where a store that does not answer is reported
-   * @param clock the engine's clock (session ends, waits)
+   * @param clock the time shared with the other instances (session ends, written by whichever
+   *   instance opened the payment), and its timers (waits)
    */
   constructor(
     private readonly claims: PaymentsStore,
     private readonly settings: { enabled: boolean; leaseMs: number; registration?: string },
     private readonly logger: PaymentsLogger,
-    private readonly clock: Clock,
+    private readonly clock: SharedClock,
   ) {
     this.ledger = orderLedgerOf(claims);
   }
@@ -162,6 +163,9 @@ export class CheckoutDesk {
     if (!request || !ledger || !this.settings.enabled) return { ticket: undefined };
     const lockKey = `checkout:${request.orderKey}`;
     const owner = randomUUID();
+    // The open payment's session end was stamped with the shared time: it is compared with the
+    // shared time as measured now, never with an instance clock stepped since (or never measured).
+    const synced = bounded(this.clock.sync(), this.clock).catch(() => undefined);
     const lock = await bounded(this.claims.claim(lockKey, owner, this.settings.leaseMs), this.clock).catch(
       (error: unknown) => {
         this.logger.warn(
@@ -195,6 +199,7 @@ export class CheckoutDesk {
       if (lock === 'claimed') release();
       return { ticket: undefined };
     }
+    await synced;
     const plan = planCheckout(found, request, this.clock.now(), standing);
     if (plan.kind === 'reuse') {
       if (lock === 'claimed') release();

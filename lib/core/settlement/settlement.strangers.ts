@@ -25,7 +25,7 @@ export const STRANGER_BUDGET = {
 export interface BucketState {
   /** Tokens left. */
   readonly tokens: number;
-  /** Epoch ms of the last refill. */
+  /** When it was last refilled, ms (the budget's clock: monotonic time when the instance has it). */
   readonly at: number;
 }
 
@@ -55,15 +55,19 @@ export class StrangerBudget {
   readonly #notFound: LRUCache<string, PaymentsError>;
   #bucket: BucketState;
 
+  /** Durations only: the instance's monotonic time when its clock has one (a step of its wall clock must not forget a 404 nor refill the bucket), else its wall time. */
+  readonly #now: () => number;
+
   /** @param clock the instance's clock */
-  constructor(private readonly clock: Clock) {
+  constructor(clock: Clock) {
+    this.#now = () => clock.elapsed?.() ?? clock.now();
     this.#notFound = new LRUCache({
       max: STRANGER_BUDGET.notFoundMax,
       ttl: STRANGER_BUDGET.notFoundMs,
-      perf: { now: () => clock.now() },
+      perf: { now: this.#now },
       ttlResolution: 0,
     });
-    this.#bucket = { tokens: STRANGER_BUDGET.burst, at: clock.now() };
+    this.#bucket = { tokens: STRANGER_BUDGET.burst, at: this.#now() };
   }
 
   /**
@@ -78,12 +82,7 @@ export class StrangerBudget {
   admit(paymentId: string): StrangerGate {
     const error = this.#notFound.get(paymentId);
     if (error) return { kind: 'not-found', error };
-    const { allowed, state } = takeToken(
-      this.#bucket,
-      this.clock.now(),
-      STRANGER_BUDGET.burst,
-      STRANGER_BUDGET.refillMs,
-    );
+    const { allowed, state } = takeToken(this.#bucket, this.#now(), STRANGER_BUDGET.burst, STRANGER_BUDGET.refillMs);
     this.#bucket = state;
     return allowed ? { kind: 'allowed' } : { kind: 'over-budget' };
   }
