@@ -1,15 +1,15 @@
 import type * as OtelApi from '@opentelemetry/api';
-import type { TelemetryApiLoader } from './telemetry.loader.js';
 
 /** The `@opentelemetry/api` module. */
 export type OtelApiModule = typeof OtelApi;
 
 /**
  * The module a loader found, typed. The loader holds it untyped so that no declaration an entry
- * point reaches names the optional peer; this file is reached only from the telemetry code's own.
- * @param loader the telemetry instance's (or the health indicator's) loader
+ * point reaches names the optional peer; no declaration outside telemetry/ names this file (the
+ * package's type check in a project without the peer fails otherwise).
+ * @param loaded what a `TelemetryApiLoader`'s `get()` returned
  * @returns the API, null when it is not installed, undefined while an ES-module import is under way
  */
-export function otelApiOf(loader: TelemetryApiLoader): OtelApiModule | null | undefined {
-  return loader.get() as OtelApiModule | null | undefined;
+export function otelApiOf(loaded: unknown): OtelApiModule | null | undefined {
+  return loaded as OtelApiModule | null | undefined;
 }

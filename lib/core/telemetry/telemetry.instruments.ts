@@ -88,7 +88,7 @@ export class TelemetryInstruments {
   get(): Instruments | null {
     const cached = this.#instruments;
     if (cached === null) return null;
-    const otel = cached?.api ?? otelApiOf(this.#loader);
+    const otel = cached?.api ?? otelApiOf(this.#loader.get());
     if (!otel) {
       if (otel === null) this.#instruments = null;
       return null;

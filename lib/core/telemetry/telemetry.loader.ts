@@ -8,6 +8,9 @@
  * health indicator) owns one, so nothing here is shared state between clients or tests. The
  * module system's own cache makes a second look cheap.
  */
+import { otelApiOf } from './telemetry.api.js';
+import { HEALTH_PROBE_KEY } from './telemetry.names.js';
+
 /**
  * The `@opentelemetry/api` module, untyped here: the declarations the entry points reach must
  * not name the optional peer, or a project without it fails to type-check (skipLibCheck off).
@@ -69,4 +72,20 @@ export class TelemetryApiLoader {
  */
 export function loadTelemetryApi(): Promise<boolean> {
   return new TelemetryApiLoader().load();
+}
+
+/**
+ * Runs `work` as a health probe: its calls to the service are recorded like any other, with
+ * `payments.probe=true` on their span and call metric, so that the probe's expected refusals
+ * (`INVALID_CLIENT_ID`) can be told from real failures. The mark is {@link HEALTH_PROBE_KEY} in the
+ * OpenTelemetry context, which the core's call hook reads (a context manager is needed, as every
+ * Node SDK setup registers one); without `@opentelemetry/api` the work runs unmarked.
+ * @param work the probe's calls
+ * @param loader finds `@opentelemetry/api` (the health indicator's own)
+ */
+export async function asHealthProbe<T>(work: () => Promise<T>, loader: TelemetryApiLoader): Promise<T> {
+  // Waiting for the look costs nothing after the first probe, and marks even the first one under an ES-module loader.
+  if (!(await loader.load())) return work();
+  const api = otelApiOf(loader.get())!;
+  return api.context.with(api.context.active().setValue(HEALTH_PROBE_KEY, true), work);
 }

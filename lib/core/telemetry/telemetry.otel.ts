@@ -277,7 +277,7 @@ export class PaymentsTelemetry implements TelemetryHooks {
 }
 
 /** A webhook delivery's span, in the context its `within()` makes active, for the settle it starts. */
-export interface HostSpan {
+interface HostSpan {
   span: OtelApi.Span;
   /** A settle has recorded onto it: later settles (a handler's own) get spans of their own. */
   adopted: boolean;
@@ -290,7 +290,7 @@ export interface HostSpan {
  * @param hostKey where the delivery's `within()` puts its {@link HostSpan} in the context
  * @param route the route template (never the token itself)
  */
-export function startWebhookSpan(i: Instruments, common: Attributes, hostKey: symbol, route: string): WebhookTrace {
+function startWebhookSpan(i: Instruments, common: Attributes, hostKey: symbol, route: string): WebhookTrace {
   const { api: otel } = i;
   const parent = otel.context.active();
   const span = i.tracer.startSpan(
@@ -333,7 +333,7 @@ export function startWebhookSpan(i: Instruments, common: Attributes, hostKey: sy
  * @param common the attributes every record carries (the registration)
  * @param run the pass, told how many payments were due
  */
-export function traceReconciliation<R extends { checked: number; settled: number }>(
+function traceReconciliation<R extends { checked: number; settled: number }>(
   i: Instruments,
   common: Attributes,
   run: (due: (count: number) => void) => Promise<R>,
@@ -367,7 +367,7 @@ export function traceReconciliation<R extends { checked: number; settled: number
 // What a failed call says, without its message (an excerpt of the service's answer has no place
 // in telemetry): the error's stable code, returned, and on the span whether it may have been
 // processed (connection errors) and the attempts the error counted.
-export function callFailure(error: unknown, stats: CallStats, span: OtelApi.Span): string {
+function callFailure(error: unknown, stats: CallStats, span: OtelApi.Span): string {
   const e = error as {
     code?: unknown;
     httpStatus?: unknown;
