@@ -9,11 +9,12 @@ import { SettlementRunner } from '../../lib/core/settlement/settlement.runner.js
 import { settleSummary } from '../../lib/core/settlement/settlement.traced.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { SYSTEM_CLOCK } from '../../lib/core/time/clock.port.js';
+import { SharedClock } from '../../lib/core/time/shared.clock.js';
 
 const quiet: PaymentsLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
 
 function runnerOn(store: MemoryPaymentsStore): SettlementRunner {
-  const options = { leaseMs: 60_000, doneTtlMs: 60_000, recordTtlMs: 60_000, clock: SYSTEM_CLOCK };
+  const options = { leaseMs: 60_000, doneTtlMs: 60_000, recordTtlMs: 60_000, clock: new SharedClock(SYSTEM_CLOCK) };
   return new SettlementRunner(options, store, () => Promise.reject(new Error('no verify here')), quiet);
 }
 

@@ -1,4 +1,5 @@
 import { SYSTEM_CLOCK } from '../../lib/core/time/clock.port.js';
+import { SharedClock } from '../../lib/core/time/shared.clock.js';
 /**
  * The settlement runner without HTTP: an in-memory store and a verify function the test answers.
  * It owns a payment's claim from claim to finish; these tests watch the claim, the verify calls,
@@ -32,7 +33,11 @@ afterEach(async () => {
 });
 
 function harness(
-  options: { store?: PaymentsStore; handler?: (name: PaymentEventName, event: PaymentEvent) => Promise<void> } = {},
+  options: {
+    store?: PaymentsStore;
+    handler?: (name: PaymentEventName, event: PaymentEvent) => Promise<void>;
+    clock?: SharedClock;
+  } = {},
 ): Harness {
   const store = options.store ?? new MemoryPaymentsStore();
   const verifies: string[] = [];
@@ -45,7 +50,12 @@ function harness(
     error: (m) => logs.push(`error ${m}`),
   };
   const runner = new SettlementRunner(
-    { leaseMs: LEASE_MS, doneTtlMs: 60_000, recordTtlMs: 60_000, clock: SYSTEM_CLOCK },
+    {
+      leaseMs: LEASE_MS,
+      doneTtlMs: 60_000,
+      recordTtlMs: 60_000,
+      clock: options.clock ?? new SharedClock(SYSTEM_CLOCK),
+    },
     store,
     (id) => (verifies.push(id), next()),
     logger,
@@ -86,6 +96,17 @@ describe('SettlementRunner', () => {
       source: 'webhook',
     });
     expect(await h.store.claim(outcomeKey('pay_1'), 'someone', 1000)).toBe('done');
+  });
+
+  it("a webhook to an instance that has not measured the shared time yet: its record is dated on the store's clock, not its own", async () => {
+    const HOUR = 3_600_000;
+    const ahead = { ...SYSTEM_CLOCK, now: () => Date.now() + HOUR };
+    const h = harness({ clock: new SharedClock(ahead, async () => Date.now()) });
+    h.answer('SUCCESS');
+    expect(await settle(h)).toMatchObject({ kind: 'handled', outcome: 'confirmed' });
+    const record = await h.store.getOutcome('pay_1');
+    expect(Math.abs(Date.parse(record!.updatedAt) - Date.now())).toBeLessThan(60_000);
+    expect(Math.abs(h.events[0][1].occurredAt.getTime() - Date.now())).toBeLessThan(60_000);
   });
 
   it('concurrent settles of one payment: the handlers run once, the others find it busy, one verify', async () => {

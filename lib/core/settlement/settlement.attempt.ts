@@ -13,7 +13,7 @@ import {
   type TokenLookup,
 } from './settlement.request.js';
 import type { VerifiedPayment } from '../api/index.js';
-import type { Clock } from '../time/index.js';
+import type { SharedClock } from '../time/index.js';
 import type { OutcomeHandlers } from './outcome.handlers.js';
 import type { PaymentOutcomeEvent } from './payment.events.js';
 
@@ -32,8 +32,12 @@ export interface SettlementRunnerOptions {
   recordTtlMs: number;
   /** The registration's name, put on every event. */
   registration?: string;
-  /** The time shared with the other instances (record times are written with it). */
-  clock: Clock;
+  /**
+   * The time shared with the other instances (record times are written with it): measured against
+   * the store's clock before each attempt claims (free while the measurement is fresh), so no
+   * path dates a record with an instance's own clock.
+   */
+  clock: SharedClock;
   /**
    * Called when a webhook or a return left the payment unsettled (still pending at the service, a
    * handler failed, or the service gave no answer): the plugin's own re-checks take it from there

@@ -140,6 +140,9 @@ export class SettlementRunner implements Settlements {
         };
       }
     }
+    // Every path dates what it writes on the shared time: a webhook to an instance that has not
+    // measured it yet would date its records with its own clock (an hour ahead freezes the others' return pages).
+    await this.options.clock.sync();
     let claimed: Claimed;
     try {
       claimed = await attempt.claim();
