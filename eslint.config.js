@@ -77,15 +77,9 @@ const coreLayerZones = CORE_LAYERS.slice(0, -1).map((layer, i) => ({
   message: `core's layers: ${layer}/ sits below ${CORE_LAYERS.slice(i + 1).join(', ')}; move what it needs down (docs/architecture.md)`,
 }));
 
-/**
- * Folders that still reach into core files past its barrels, each reported as a warning until it
- * imports `../core/index.js` or `../core/<folder>/index.js`; everywhere else it is an error.
- */
-const BARRELS_PENDING = ['medusa', 'postgres', 'redis', 'store', 'vendure'];
-
-/** The rule that keeps a folder outside the core to the core's barrels. */
-const throughCoreBarrels = (severity) => [
-  severity,
+/** The rule that keeps every folder outside the core to the core's barrels. */
+const throughCoreBarrels = [
+  'error',
   {
     patterns: [
       {
@@ -202,7 +196,7 @@ export default defineConfig(
   },
   ...LIB_FOLDERS.filter((folder) => folder !== 'core').map((folder) => ({
     files: [`lib/${folder}/**/*.ts`],
-    rules: { 'no-restricted-imports': throughCoreBarrels(BARRELS_PENDING.includes(folder) ? 'warn' : 'error') },
+    rules: { 'no-restricted-imports': throughCoreBarrels },
   })),
   {
     // Tests read parsed JSON bodies and pass jest matchers methods by reference all the time: the

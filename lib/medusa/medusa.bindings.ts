@@ -1,5 +1,5 @@
 import { MedusaError } from '@medusajs/framework/utils';
-import type { PaymentsClient } from '../core/client/payments.client.js';
+import type { PaymentsClient } from '../core/client/index.js';
 import type { MedusaProviderContext } from './medusa.types.js';
 
 /**

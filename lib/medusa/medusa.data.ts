@@ -1,5 +1,5 @@
 import { MedusaError } from '@medusajs/framework/utils';
-import type { CardDetails } from '../core/api/card.details.js';
+import type { CardDetails } from '../core/api/index.js';
 
 /** A capture of a pre-authorization, as the provider records it in the payment's data. */
 export interface MedusaCaptureRecord {

@@ -1,5 +1,5 @@
 import { MedusaError } from '@medusajs/framework/utils';
-import { PaymentsApiError, PaymentsValidationError } from '../core/api/payments.errors.js';
+import { PaymentsApiError, PaymentsValidationError } from '../core/api/index.js';
 import { MedusaAmountError, millimesOf } from './medusa.money.js';
 
 /** The core's errors as Medusa's: the message (never a secret) and a type Medusa's HTTP layer maps. */

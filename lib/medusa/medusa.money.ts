@@ -1,4 +1,4 @@
-import { fromMillimes } from '../core/api/money.util.js';
+import { fromMillimes } from '../core/api/index.js';
 
 /** The one currency the service takes: Tunisian dinars, counted in millimes (3 decimals). */
 export const MEDUSA_CURRENCY = 'tnd';

@@ -1,7 +1,6 @@
-import type { PaymentRequestAdjustments } from '../core/api/payment.adjust.js';
-import type { GeneratePaymentInput } from '../core/api/payment.fields.js';
-import type { PaymentsOptions } from '../core/client/payments.options.js';
-import type { PaymentsLogger } from '../core/common/payments.logger.js';
+import type { GeneratePaymentInput, PaymentRequestAdjustments } from '../core/api/index.js';
+import type { PaymentsOptions } from '../core/client/index.js';
+import type { PaymentsLogger } from '../core/common/index.js';
 import type { MedusaAmountInput } from './medusa.types.js';
 
 /**

@@ -1,11 +1,12 @@
 import { AbstractPaymentProvider, MedusaError } from '@medusajs/framework/utils';
-import { PaymentsClient } from '../core/client/payments.client.js';
-import { PaymentsApiError } from '../core/api/payments.errors.js';
-import { cardDetailsOf } from '../core/api/card.details.js';
-import { adjustedPaymentRequest } from '../core/api/payment.adjust.js';
-import type { GeneratePaymentInput } from '../core/api/payment.fields.js';
-import type { PaymentsLogger } from '../core/common/payments.logger.js';
-import { defaultPaymentsLogger } from '../core/common/payments.logger.js';
+import { PaymentsClient } from '../core/client/index.js';
+import {
+  adjustedPaymentRequest,
+  cardDetailsOf,
+  PaymentsApiError,
+  type GeneratePaymentInput,
+} from '../core/api/index.js';
+import { defaultPaymentsLogger, type PaymentsLogger } from '../core/common/index.js';
 import {
   medusaCardData,
   paymentDataOf,
@@ -28,7 +29,7 @@ import {
   replacedPaidMessage,
   type ReplacedPayment,
 } from './medusa.replaced.js';
-import type { PaymentDuplicateEvent } from '../core/settlement/payment.events.js';
+import { refundOnce, type PaymentDuplicateEvent } from '../core/settlement/index.js';
 import type {
   MedusaAmountInput,
   MedusaInitiateResult,
@@ -42,7 +43,6 @@ import type {
   MedusaWebhookResult,
 } from './medusa.types.js';
 import { MedusaBindings } from './medusa.bindings.js';
-import { refundOnce } from '../core/settlement/refund.once.js';
 
 /**
  * The service as a Medusa v2 payment module provider (`resolve: 'nestjs-payments/medusa'`).

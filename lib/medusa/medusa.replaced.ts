@@ -1,5 +1,4 @@
-import { MemoryPaymentsStore } from '../core/store/memory.store.js';
-import type { PaymentsStore } from '../core/store/index.js';
+import { MemoryPaymentsStore, type PaymentsStore } from '../core/store/index.js';
 
 /** The provider's name in its messages, before Medusa's id of it is known. */
 const PROVIDER = 'nestjs-payments/medusa';

@@ -1,4 +1,4 @@
-import type { PaymentOutcome } from '../core/store/store.types.js';
+import type { PaymentOutcome } from '../core/store/index.js';
 
 /** Medusa's `PaymentSessionStatus` values (`@medusajs/framework/utils`), as the provider returns them. */
 export type MedusaSessionStatus =

@@ -1,7 +1,7 @@
-import type { PaymentsClient } from '../core/client/payments.client.js';
-import type { ReconcileResult } from '../core/api/payments.types.js';
-import { SETTLEMENT_WAITS } from '../core/settlement/settlement.waits.js';
-import type { PaymentsLogger } from '../core/common/payments.logger.js';
+import type { PaymentsClient } from '../core/client/index.js';
+import type { ReconcileResult } from '../core/api/index.js';
+import { SETTLEMENT_WAITS } from '../core/settlement/index.js';
+import type { PaymentsLogger } from '../core/common/index.js';
 import { webhookPaymentId } from './medusa.data.js';
 import { dinarsOf } from './medusa.money.js';
 import { medusaOutcomeOf } from './medusa.status.js';

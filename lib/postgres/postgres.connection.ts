@@ -1,4 +1,4 @@
-import { defaultPaymentsLogger, type PaymentsLogger } from '../core/common/payments.logger.js';
+import { defaultPaymentsLogger, type PaymentsLogger } from '../core/common/index.js';
 import {
   resolvePostgresOptions,
   type PostgresPaymentsStoreOptions,
@@ -6,7 +6,7 @@ import {
 } from './postgres.options.js';
 import { ensureTablesStatement, storeTables } from './postgres.schema.js';
 import { storeStatements, type StoreStatements } from './postgres.statements.js';
-import type { PaymentsTransactionWork } from '../core/store/store.transaction.js';
+import type { PaymentsTransactionWork } from '../core/store/index.js';
 import { assertTransactional, runPostgresTransaction } from './postgres.transaction.js';
 import { isPgConnection, statementSender, type StatementSender } from './postgres.prepared.js';
 import { PgliteHold } from './postgres.pglite.js';

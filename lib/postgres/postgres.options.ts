@@ -1,4 +1,4 @@
-import type { PaymentsLogger } from '../core/common/payments.logger.js';
+import type { PaymentsLogger } from '../core/common/index.js';
 
 /** What a `query()` answers: the rows (a `pg` result and a PGlite result both have them). */
 export interface PostgresQueryResult {

@@ -1,7 +1,13 @@
-import { parseOrderCheckout, parseOrderSettlement, settlementText } from '../core/store/order.values.js';
-import { positiveMs } from '../core/store/store.rules.js';
-import type { OrderCheckout, OrderSettlement, TransactionQuery } from '../core/store/store.types.js';
-import type { OrderLedger } from '../core/store/store.ports.js';
+import {
+  parseOrderCheckout,
+  parseOrderSettlement,
+  positiveMs,
+  settlementText,
+  type OrderCheckout,
+  type OrderLedger,
+  type OrderSettlement,
+  type TransactionQuery,
+} from '../core/store/index.js';
 import type { PostgresConnection } from './postgres.connection.js';
 import { valueOf } from './postgres.rows.js';
 import type { StoreTables } from './postgres.schema.js';

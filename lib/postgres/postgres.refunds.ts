@@ -1,7 +1,11 @@
-import { parseRefundRecord, refundRecordText } from '../core/store/refund.values.js';
-import { positiveMs } from '../core/store/store.rules.js';
-import type { RefundRecord, RefundSwap } from '../core/store/store.types.js';
-import type { RefundLedger } from '../core/store/store.ports.js';
+import {
+  parseRefundRecord,
+  positiveMs,
+  refundRecordText,
+  type RefundLedger,
+  type RefundRecord,
+  type RefundSwap,
+} from '../core/store/index.js';
 import type { PostgresConnection } from './postgres.connection.js';
 import { valueOf } from './postgres.rows.js';
 import type { StoreTables } from './postgres.schema.js';

@@ -1,17 +1,22 @@
-import { epochMs, positiveMs } from '../core/store/store.rules.js';
-import type {
-  BindingClaim,
-  ClaimOutcome,
-  OutcomeFinish,
-  OutcomePage,
-  OutcomeQuery,
-  OutcomeRecord,
-  PaymentBinding,
-  PendingPayment,
-  RefundRecord,
-  RefundSwap,
-} from '../core/store/store.types.js';
-import type { OrderLedger, PaymentsStore, RateLimiter, RefundLedger } from '../core/store/store.ports.js';
+import {
+  epochMs,
+  positiveMs,
+  type BindingClaim,
+  type ClaimOutcome,
+  type OrderLedger,
+  type OutcomeFinish,
+  type OutcomePage,
+  type OutcomeQuery,
+  type OutcomeRecord,
+  type PaymentBinding,
+  type PaymentsStore,
+  type PaymentsTransactionWork,
+  type PendingPayment,
+  type RateLimiter,
+  type RefundLedger,
+  type RefundRecord,
+  type RefundSwap,
+} from '../core/store/index.js';
 import { ClaimsInFlight } from './postgres.claims.js';
 import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
@@ -22,7 +27,6 @@ import { storeTables } from './postgres.schema.js';
 import { resolveTableNames, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
 import { parseBinding, parseOutcome, parsePending, valueOf } from './postgres.rows.js';
 import { finishOutcomeParams } from './postgres.transaction.js';
-import type { PaymentsTransactionWork } from '../core/store/store.transaction.js';
 
 /**
  * A {@link PaymentsStore} in PostgreSQL, for several app instances sharing one database (or one

@@ -1,10 +1,11 @@
-import { positiveMs } from '../core/store/store.rules.js';
-import type { OutcomeFinish, OutcomeRecord } from '../core/store/store.types.js';
-import type {
-  PaymentsTransaction,
-  PaymentsTransactionScope,
-  PaymentsTransactionWork,
-} from '../core/store/store.transaction.js';
+import {
+  positiveMs,
+  type OutcomeFinish,
+  type OutcomeRecord,
+  type PaymentsTransaction,
+  type PaymentsTransactionScope,
+  type PaymentsTransactionWork,
+} from '../core/store/index.js';
 import type { PostgresQueryable, PostgresQueryResult } from './postgres.options.js';
 import { valueOf } from './postgres.rows.js';
 import { statementSender, type StatementSender } from './postgres.prepared.js';

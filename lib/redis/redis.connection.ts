@@ -1,5 +1,5 @@
 import { Redis, type Cluster } from 'ioredis';
-import { defaultPaymentsLogger, type PaymentsLogger } from '../core/common/payments.logger.js';
+import { defaultPaymentsLogger, type PaymentsLogger } from '../core/common/index.js';
 import {
   ownedClientOptions,
   resolveStoreOptions,

@@ -1,5 +1,4 @@
-import { positiveMs } from '../core/store/store.rules.js';
-import type { RateLimiter } from '../core/store/store.ports.js';
+import { positiveMs, type RateLimiter } from '../core/store/index.js';
 import type { RedisConnection } from './redis.connection.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { RedisOptions } from 'ioredis';
-import type { PaymentsLogger } from '../core/common/payments.logger.js';
+import type { PaymentsLogger } from '../core/common/index.js';
 
 /** Options of {@link RedisPaymentsStore}. */
 export interface RedisPaymentsStoreOptions {

@@ -1,7 +1,12 @@
-import { parseOrderCheckout, parseOrderSettlement, settlementText } from '../core/store/order.values.js';
-import { positiveMs } from '../core/store/store.rules.js';
-import type { OrderCheckout, OrderSettlement } from '../core/store/store.types.js';
-import type { OrderLedger } from '../core/store/store.ports.js';
+import {
+  parseOrderCheckout,
+  parseOrderSettlement,
+  positiveMs,
+  settlementText,
+  type OrderCheckout,
+  type OrderLedger,
+  type OrderSettlement,
+} from '../core/store/index.js';
 import type { RedisConnection } from './redis.connection.js';
 import { writeThenWait } from './redis.replicas.js';
 

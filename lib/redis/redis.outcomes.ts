@@ -1,5 +1,4 @@
-import { positiveMs } from '../core/store/store.rules.js';
-import type { OutcomeFinish, OutcomeRecord } from '../core/store/store.types.js';
+import { positiveMs, type OutcomeFinish, type OutcomeRecord } from '../core/store/index.js';
 import type { RedisConnection } from './redis.connection.js';
 import { FINISH_OUTCOME_LUA } from './redis.records.js';
 import { writeThenWait } from './redis.replicas.js';

@@ -1,5 +1,11 @@
-import { outcomeCursor, outcomePageLimit, parseOutcomeCursor } from '../core/store/store.rules.js';
-import type { OutcomePage, OutcomeQuery, OutcomeRecord } from '../core/store/store.types.js';
+import {
+  outcomeCursor,
+  outcomePageLimit,
+  parseOutcomeCursor,
+  type OutcomePage,
+  type OutcomeQuery,
+  type OutcomeRecord,
+} from '../core/store/index.js';
 import type { RedisConnection } from './redis.connection.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
 import { outcomeScore, parseOutcome } from './redis.values.js';

@@ -1,7 +1,11 @@
-import { parseRefundRecord, refundRecordText } from '../core/store/refund.values.js';
-import { positiveMs } from '../core/store/store.rules.js';
-import type { RefundRecord, RefundSwap } from '../core/store/store.types.js';
-import type { RefundLedger } from '../core/store/store.ports.js';
+import {
+  parseRefundRecord,
+  positiveMs,
+  refundRecordText,
+  type RefundLedger,
+  type RefundRecord,
+  type RefundSwap,
+} from '../core/store/index.js';
 import type { RedisConnection } from './redis.connection.js';
 import { writeThenWait } from './redis.replicas.js';
 

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { PaymentsLogger } from '../core/common/payments.logger.js';
+import type { PaymentsLogger } from '../core/common/index.js';
 import type { ResolvedStoreOptions } from './redis.options.js';
 
 /** What {@link writeThenWait} needs of the store's connection (its one client, its bounded calls). */

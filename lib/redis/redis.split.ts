@@ -1,4 +1,4 @@
-import type { OutcomeFinish, OutcomeRecord } from '../core/store/store.types.js';
+import type { OutcomeFinish, OutcomeRecord } from '../core/store/index.js';
 import type { RedisConnection } from './redis.connection.js';
 import { MARK_DONE_LUA } from './redis.claims.js';
 import { writeThenWait } from './redis.replicas.js';

@@ -1,19 +1,23 @@
 import type { Cluster, Redis } from 'ioredis';
-import { epochMs, positiveMs } from '../core/store/store.rules.js';
-import type {
-  BindingClaim,
-  ClaimOutcome,
-  OrderSettlement,
-  OutcomeFinish,
-  OutcomePage,
-  OutcomeQuery,
-  OutcomeRecord,
-  PaymentBinding,
-  PendingPayment,
-  RefundRecord,
-  RefundSwap,
-} from '../core/store/store.types.js';
-import type { OrderLedger, PaymentsStore, RateLimiter, RefundLedger } from '../core/store/store.ports.js';
+import {
+  epochMs,
+  positiveMs,
+  type BindingClaim,
+  type ClaimOutcome,
+  type OrderLedger,
+  type OrderSettlement,
+  type OutcomeFinish,
+  type OutcomePage,
+  type OutcomeQuery,
+  type OutcomeRecord,
+  type PaymentBinding,
+  type PaymentsStore,
+  type PendingPayment,
+  type RateLimiter,
+  type RefundLedger,
+  type RefundRecord,
+  type RefundSwap,
+} from '../core/store/index.js';
 import { RedisConnection } from './redis.connection.js';
 import { RedisRateLimiter } from './redis.limiter.js';
 import type { RedisPaymentsStoreOptions } from './redis.options.js';

@@ -1,4 +1,4 @@
-import type { OutcomeRecord, PaymentBinding, PendingPayment } from '../core/store/store.types.js';
+import type { OutcomeRecord, PaymentBinding, PendingPayment } from '../core/store/index.js';
 
 // Values are read back as JSON and checked here: a key may have been written by another version
 // of the plugin or by hand, and anything that is not what the store wrote counts as absent (a

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { BasicPaymentsStore, type OrderCheckout, type OrderLedger, type PaymentsStore } from '../core/index.js';
-import { orderLedgerOf } from '../core/store/store.ports.js';
+import { orderLedgerOf } from '../core/store/index.js';
 import { LONG_MS, PAST_SHORT_MS, SHORT_MS, sleep, whileFresh, type ContractContext } from './contract.support.js';
 
 /** The contract of the order ledger: one confirmation per order, one payment per checkout. */

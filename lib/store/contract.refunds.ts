@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PaymentsStore, RefundLedger, RefundRecord } from '../core/index.js';
-import { refundLedgerOf } from '../core/store/refund.claims.js';
+import { refundLedgerOf } from '../core/store/index.js';
 import { LONG_MS, PAST_SHORT_MS, SHORT_MS, sleep, type ContractContext } from './contract.support.js';
 
 /** The contract of the refund ledger: one record per payment, written by compare-and-set on its owner. */

@@ -1,10 +1,8 @@
 import type { PaymentMethod } from '@vendure/core';
-import { PaymentsClient } from '../core/client/payments.client.js';
-import type { PaymentsOptions } from '../core/client/payments.options.js';
-import type { PaymentsLogger } from '../core/common/payments.logger.js';
-import type { PaymentEvent, PaymentEventName } from '../core/settlement/payment.events.js';
-import { MemoryPaymentsStore } from '../core/store/memory.store.js';
-import type { PaymentsStore } from '../core/store/store.ports.js';
+import { PaymentsClient, type PaymentsOptions } from '../core/client/index.js';
+import type { PaymentsLogger } from '../core/common/index.js';
+import type { PaymentEvent, PaymentEventName } from '../core/settlement/index.js';
+import { MemoryPaymentsStore, type PaymentsStore } from '../core/store/index.js';
 import { CREDENTIAL_ARGS, methodAccountOf, methodRegistration } from './vendure.credentials.js';
 
 /** Runs an account's outcome and operation events (the plugin's settlement). */

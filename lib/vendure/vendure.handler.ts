@@ -6,9 +6,8 @@ import {
   type Injector,
   type PaymentMetadata,
 } from '@vendure/core';
-import { cardDetailsOf } from '../core/api/card.details.js';
-import { isCancelled } from '../core/api/payments.cancellations.js';
-import { refundOnce } from '../core/settlement/refund.once.js';
+import { cardDetailsOf, isCancelled } from '../core/api/index.js';
+import { refundOnce } from '../core/settlement/index.js';
 import { CREDENTIAL_ARGS } from './vendure.credentials.js';
 import { vendureToMillimes } from './vendure.money.js';
 import { NESTJS_PAYMENTS_HANDLER_CODE, ZERO_TOTAL_MARK } from './vendure.options.js';

@@ -1,5 +1,4 @@
-import { MemoryPaymentsStore } from '../core/store/memory.store.js';
-import type { PaymentsStore } from '../core/store/index.js';
+import { MemoryPaymentsStore, type PaymentsStore } from '../core/store/index.js';
 
 /** What {@link plainVendureMessage} needs of a Vendure `RequestContext`: its translation. */
 export interface Translating {

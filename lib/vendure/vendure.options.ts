@@ -1,8 +1,7 @@
 import type { Order, RequestContext } from '@vendure/core';
-import type { PaymentRequestAdjustments } from '../core/api/payment.adjust.js';
-import type { GeneratePaymentInput } from '../core/api/payment.fields.js';
-import type { PaymentsOptions } from '../core/client/payments.options.js';
-import type { PaymentsStore } from '../core/store/store.ports.js';
+import type { GeneratePaymentInput, PaymentRequestAdjustments } from '../core/api/index.js';
+import type { PaymentsOptions } from '../core/client/index.js';
+import type { PaymentsStore } from '../core/store/index.js';
 
 /** Route of the plugin's webhook controller, at the root of Vendure's server (not under the GraphQL APIs). */
 export const NESTJS_PAYMENTS_WEBHOOK_PATH = 'nestjs-payments/webhook';

@@ -19,10 +19,9 @@ import {
   type ID,
   type Order,
 } from '@vendure/core';
-import { adjustedPaymentRequest } from '../core/api/payment.adjust.js';
-import type { GeneratePaymentInput } from '../core/api/payment.fields.js';
-import type { PaymentsClient } from '../core/client/payments.client.js';
-import type { PaymentsLogger } from '../core/common/payments.logger.js';
+import { adjustedPaymentRequest, type GeneratePaymentInput } from '../core/api/index.js';
+import type { PaymentsClient } from '../core/client/index.js';
+import type { PaymentsLogger } from '../core/common/index.js';
 import { VendureAccounts } from './vendure.accounts.js';
 import { methodAccountOf } from './vendure.credentials.js';
 import { trackingIdOf, type VerifiedState } from './vendure.decision.js';

@@ -13,8 +13,8 @@ import {
   type PaymentEvent,
   type PaymentEventName,
   type PaymentOutcomeEvent,
-} from '../core/settlement/payment.events.js';
-import { cardDetailsOf } from '../core/api/card.details.js';
+} from '../core/settlement/index.js';
+import { cardDetailsOf } from '../core/api/index.js';
 import { decideSettlement, orderCodeOf, type UnexpectedPaymentReason, type VerifiedState } from './vendure.decision.js';
 import { NestjsPaymentsUnexpectedPaymentEvent } from './vendure.events.js';
 import { amountOwed, millimesToVendure } from './vendure.money.js';

@@ -1,4 +1,4 @@
-import type { CardDetails } from '../core/api/card.details.js';
+import type { CardDetails } from '../core/api/index.js';
 import type { VerifiedState } from './vendure.decision.js';
 
 /** What the storefront asks for: which payment method, where the customer comes back. */

@@ -2,11 +2,17 @@
 // (the service's wire, fields and rules, errors, types, and the operations' store records).
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
 // folders' imports of api/ to this file.
+// The card on a platform's payment (Vendure's `metadata.public`, Medusa's `data`), from verify's details.
+export { cardDetailsOf } from './card.details.js';
+export type { CardDetails } from './card.details.js';
 export { HttpTransport } from './http.transport.js';
 export { pathSegmentId } from './identifier.rule.js';
 export { isJsonObject } from './json.util.js';
 export type { JsonObject } from './json.util.js';
-export { normalizeMillimes } from './money.util.js';
+export { fromMillimes, normalizeMillimes } from './money.util.js';
+// The per-order hook of Vendure's and Medusa's `paymentRequest` option, kept to the fields a platform may set.
+export { adjustedPaymentRequest } from './payment.adjust.js';
+export type { PaymentRequestAdjustments } from './payment.adjust.js';
 export {
   DEFAULT_PRE_AUTHORIZATION_FLAG,
   OPTION_DEFAULTED_FIELDS,
@@ -31,7 +37,8 @@ export type { ValueRule } from './payment.rules.js';
 export { bounded, CheckoutDesk, checkoutKey, orderLedgerKey } from './payments.checkout.js';
 export type { CheckoutTicket } from './payments.checkout.js';
 export { captureRefusal, noteDuplicateRefund } from './payments.duplicates.js';
-export { noteCancellation } from './payments.cancellations.js';
+// isCancelled: Vendure's cancelPayment finds a release an earlier call made, and sends none again.
+export { isCancelled, noteCancellation } from './payments.cancellations.js';
 export {
   PaymentsApiError,
   PaymentsConnectionError,

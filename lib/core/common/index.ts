@@ -1,4 +1,5 @@
-// What the other folders of the core may import from common/ (the logger and the description of a thrown value).
+// What the other folders of the core, and the plugin's folders outside it, may import from common/
+// (the logger and the description of a thrown value).
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
 // folders' imports of common/ to this file.
 export { assertNever, describe } from './describe.util.js';

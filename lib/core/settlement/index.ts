@@ -1,11 +1,14 @@
-// What the other folders of the core may import from settlement/ (the runner, the decision, the
-// return path, the sweep, events and handlers).
+// What the other folders of the core, and the plugin's folders outside it, may import from
+// settlement/ (the runner, the decision, the return path, the sweep, events and handlers, and the
+// platforms' refund).
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
 // folders' imports of settlement/ to this file.
 export type { OperationDispatcher, OutcomeDispatcher } from './outcome.handlers.js';
 export { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent } from './payment.events.js';
-export type { PaymentEventName } from './payment.events.js';
+export type { PaymentDuplicateEvent, PaymentEvent, PaymentEventName, PaymentOutcomeEvent } from './payment.events.js';
 export type { PaymentsReconciliationOptions } from './reconciliation.options.js';
+// One refund per payment however many platform calls ask for it (Vendure's and Medusa's refunds).
+export { refundOnce } from './refund.once.js';
 export { ReconciliationScheduler } from './reconciliation.scheduler.js';
 export type { ReconciliationRun } from './reconciliation.scheduler.js';
 export { VerifyBudget } from './settlement.budget.js';

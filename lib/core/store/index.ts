@@ -1,15 +1,26 @@
-// What the other folders of the core may import from store/ (the store's records, ports and rules,
-// the in-memory store, transactions).
+// What the other folders of the core, and the plugin's folders outside it, may import from store/
+// (the store's records, ports, rules and text forms, the in-memory store, transactions).
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
 // folders' imports of store/ to this file.
 export { MemoryPaymentsStore } from './memory.store.js';
 export { queueGenerated, queueRecheck } from './pending.generated.js';
+// The text forms of order and refund records and the rules on durations and outcome pages: one
+// definition for the core's stores and the Redis and PostgreSQL stores.
+export { parseOrderCheckout, parseOrderSettlement, settlementText } from './order.values.js';
+export { parseRefundRecord, refundRecordText } from './refund.values.js';
+export { epochMs, outcomeCursor, outcomePageLimit, parseOutcomeCursor, positiveMs } from './store.rules.js';
 export { isPaymentsStore, orderLedgerOf, STORE_METHODS } from './store.ports.js';
 export { refundLedgerOf } from './refund.claims.js';
 export type { OrderLedger, PaymentsStore, RateLimiter, RefundLedger } from './store.ports.js';
 export { isTransactional } from './store.transaction.js';
-export type { PaymentsTransaction, TransactionalPaymentsStore } from './store.transaction.js';
 export type {
+  PaymentsTransaction,
+  PaymentsTransactionScope,
+  PaymentsTransactionWork,
+  TransactionalPaymentsStore,
+} from './store.transaction.js';
+export type {
+  BindingClaim,
   ClaimOutcome,
   DuplicateRefund,
   DuplicateRefundState,
@@ -26,4 +37,5 @@ export type {
   PendingPayment,
   RefundRecord,
   RefundSwap,
+  TransactionQuery,
 } from './store.types.js';
