@@ -177,9 +177,10 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
 
   /**
    * A session removed (replaced by another tab's, or by a new session after the cart changed): a
-   * pre-authorization is released (`cancel_payment`). A standard payment cannot be cancelled at
-   * the service (its `cancel_payment` takes pre-authorizations only): its link stays payable until
-   * its checkout session ends. So the provider remembers it as replaced: found paid now, or paid
+   * pre-authorization is released (`cancel_payment`); one not held yet (the customer still on its
+   * checkout page) is released when its webhook says it is held. A standard payment cannot be
+   * cancelled at the service (its `cancel_payment` takes pre-authorizations only): its link stays
+   * payable until its checkout session ends. So the provider remembers it as replaced: found paid now, or paid
    * later (its webhook), it is logged as an error naming its cart and session, and its webhook
    * makes nothing in Medusa (`not_supported`) instead of Medusa's "PaymentSession was not found".
    */

@@ -16,6 +16,14 @@ export function replacedCartKey(paymentId: string): string {
   return `medusa-replaced-cart:${paymentId}`;
 }
 
+/**
+ * The store key noting that a replaced payment's hold, placed after its session went, was
+ * released: a redelivery of its webhook asks the service nothing again.
+ */
+export function replacedReleasedKey(paymentId: string): string {
+  return `medusa-replaced-released:${paymentId}`;
+}
+
 /** What is known of a replaced payment: its session, and its cart when the storefront named it. */
 export interface ReplacedPayment {
   /** The service's payment id. */
@@ -37,17 +45,41 @@ export interface ReplacedPayment {
  * @param when `'now'` (found paid when its session was replaced) or `'later'` (paid afterwards)
  */
 export function replacedPaidMessage(replaced: ReplacedPayment, dinars: string, when: 'now' | 'later'): string {
+  return (
+    `payment ${replaced.paymentId} (${dinars} TND, ${whereOf(replaced)}) was paid ` +
+    `${when === 'now' ? 'before' : 'after'} its payment session was replaced or deleted: the customer was charged and ` +
+    `no order comes of this payment (the cart's order, if any, is paid by another one); refund it (refund_payment) or contact the customer`
+  );
+}
+
+/**
+ * The line logged when a pre-authorization whose session was replaced or deleted turns out held
+ * afterwards (the release when its session went found nothing held yet): its hold released
+ * (a warning: nothing was charged), or not (an error: the customer's money is held for nothing).
+ * @param replaced the payment
+ * @param dinars its amount, in dinars
+ * @param failure why the release failed, when it did
+ */
+export function replacedHoldMessage(replaced: ReplacedPayment, dinars: string, failure?: string): string {
+  return (
+    `payment ${replaced.paymentId} (${dinars} TND, ${whereOf(replaced)}) was pre-authorized after its payment ` +
+    `session was replaced or deleted: ${
+      failure === undefined
+        ? 'its hold was released (cancel_payment); no order comes of this payment'
+        : `its hold could not be released (${failure}): release it (cancel_payment) or contact the customer`
+    }`
+  );
+}
+
+/** Where a replaced payment belonged, as its messages name it. */
+function whereOf(replaced: ReplacedPayment): string {
   const where = [
     replaced.cartId ? `cart ${replaced.cartId}` : undefined,
     replaced.sessionId ? `payment session ${replaced.sessionId}` : undefined,
   ]
     .filter(Boolean)
     .join(', ');
-  return (
-    `payment ${replaced.paymentId} (${dinars} TND, ${where || 'no session known'}) was paid ` +
-    `${when === 'now' ? 'before' : 'after'} its payment session was replaced or deleted: the customer was charged and ` +
-    `no order comes of this payment (the cart's order, if any, is paid by another one); refund it (refund_payment) or contact the customer`
-  );
+  return where || 'no session known';
 }
 
 /**

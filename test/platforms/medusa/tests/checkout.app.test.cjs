@@ -7,6 +7,7 @@
 // refund retried changes nothing.
 const fs = require('node:fs');
 const path = require('node:path');
+const { spawn } = require('node:child_process');
 const { medusaIntegrationTestRunner } = require('@medusajs/test-utils');
 const { ContainerRegistrationKeys, Modules } = require('@medusajs/framework/utils');
 const {
@@ -22,9 +23,11 @@ const { PaymentsSandbox, SANDBOX_PUBLIC_KEY, SANDBOX_PRIVATE_KEY } = require('ne
 // Medusa's app runner migrates every module before the first test: over 2 minutes on a busy machine.
 jest.setTimeout(300_000);
 
-// Ports (the platforms range 28420-28449, below Linux's outgoing ports): the app, and the sandbox the config points at.
+// Ports (the platforms range 28420-28449, below Linux's outgoing ports): the app, the sandbox the
+// config points at, and the `medusa start` server of the restart test.
 const APP_PORT = 28430;
 const SANDBOX_PORT = 28431;
+const SERVER_PORT = 28432;
 const DB_NAME = `nestjs_payments_medusa_app_${process.pid}`;
 const APP = path.join(__dirname, '..', 'app');
 
@@ -42,6 +45,66 @@ fs.mkdirSync(APP, { recursive: true });
 fs.writeFileSync(path.join(APP, 'medusa-config.js'), docSnippet('medusa-config.js'));
 fs.writeFileSync(path.join(APP, 'payments-store.js'), docSnippet('payments-store.js'));
 fs.writeFileSync(path.join(APP, 'storefront.js'), docSnippet('storefront.js'));
+
+// The restart test's server folder: `medusa start` runs in it. Its medusa-config.js is the guide's,
+// with Medusa's admin off as Medusa's own test runner turns it off (serving the admin takes a
+// `medusa build` of minutes; nothing here uses it); Medusa's CLI wants a package.json naming Medusa.
+const SERVER = path.join(APP, 'server');
+fs.mkdirSync(SERVER, { recursive: true });
+fs.writeFileSync(
+  path.join(SERVER, 'package.json'),
+  JSON.stringify({ name: 'medusa-server', private: true, dependencies: { '@medusajs/medusa': '2.21.2' } }),
+);
+fs.writeFileSync(
+  path.join(SERVER, 'medusa-config.js'),
+  "const config = require('../medusa-config.js');\n" +
+    'config.admin = { ...config.admin, disable: true };\n' +
+    'module.exports = config;\n',
+);
+
+/**
+ * A Medusa server in its own OS process, as a merchant runs one: Medusa's CLI `medusa start`
+ * (NODE_ENV=production) on the test's database, the guide's configuration, port SERVER_PORT.
+ * Resolves once its /health answers; its output goes to medusa-<name>.log beside the tests.
+ */
+async function startMedusa(name) {
+  const logFile = path.join(__dirname, '..', `medusa-${name}.log`);
+  const out = fs.openSync(logFile, 'w');
+  const cli = path.join(__dirname, '..', 'node_modules', '@medusajs', 'cli', 'cli.js');
+  const child = spawn(process.execPath, [cli, 'start', '--port', String(SERVER_PORT)], {
+    cwd: SERVER,
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      NODE_OPTIONS: '',
+      PORT: String(SERVER_PORT),
+      MEDUSA_BACKEND_URL: `http://127.0.0.1:${SERVER_PORT}`,
+    },
+    stdio: ['ignore', out, out],
+  });
+  fs.closeSync(out);
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+  const log = () => fs.readFileSync(logFile, 'utf8');
+  const server = {
+    log,
+    /** Kills the process as a crash or an OOM kill does (SIGKILL: no shutdown hook runs), and waits for it. */
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      return exited;
+    },
+  };
+  for (const end = Date.now() + 240_000; Date.now() < end; await new Promise((r) => setTimeout(r, 500))) {
+    if (child.exitCode !== null)
+      throw new Error(`medusa start (${name}) exited ${child.exitCode}:\n${log().slice(-3000)}`);
+    const ok = await fetch(`http://127.0.0.1:${SERVER_PORT}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return server;
+  }
+  await server.kill();
+  throw new Error(`medusa start (${name}) did not answer /health in 240 s:\n${log().slice(-3000)}`);
+}
 
 let sandbox;
 beforeAll(async () => {
@@ -215,6 +278,86 @@ medusaIntegrationTestRunner({
       const refunded = await paymentModule.retrievePayment(payments[0].id, { relations: ['refunds'] });
       expect(refunded.refunds).toHaveLength(1);
     });
+    it("a whole Medusa restart between the link and the webhook (the guide's config, `medusa start` killed with SIGKILL): the webhook after it makes one order", async () => {
+      const container = getContainer();
+      const query = container.resolve(ContainerRegistrationKeys.QUERY);
+      const { region, key, product } = await setUpShop(container);
+      const storefront = require(path.join(APP, 'storefront.js'));
+      const backend = `http://127.0.0.1:${SERVER_PORT}`;
+      const servers = [];
+      try {
+        // The first server: the storefront makes the cart and the payment link there.
+        servers.push(await startMedusa('first'));
+        const made = await fetch(`${backend}/store/carts`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-publishable-api-key': key.token },
+          body: JSON.stringify({
+            region_id: region.id,
+            email: 'restart@example.com',
+            items: [{ variant_id: product.variants[0].id, quantity: 1 }],
+          }),
+        });
+        expect(made.status).toBe(200);
+        const { cart } = await made.json();
+        const paymentId = (await storefront.paymentLink(backend, key.token, cart.id)).split('/').pop();
+        expect(sandbox.getPayment(paymentId)).toMatchObject({
+          state: 'pending',
+          webhook: `${backend}/hooks/payment/nestjs-payments_tn`,
+        });
+
+        // The server dies (SIGKILL: no shutdown hook), and a new process starts on the same database.
+        expect(await servers[0].kill()).toBe('SIGKILL');
+        servers.push(await startMedusa('second'));
+
+        // The customer, who closed the tab, had paid: the webhook reaches the new process only.
+        const settlement = await sandbox.completePayment(paymentId);
+        expect(settlement.webhook?.delivered ?? true).toBe(true);
+        const ordersOf = async () =>
+          (await query.graph({ entity: 'order_cart', fields: ['order_id'], filters: { cart_id: cart.id } })).data;
+        const [placed] = await until(
+          'the order',
+          async () => (await ordersOf()).length > 0 && (await ordersOf()),
+          120_000,
+        );
+        const verifies = sandbox.verifyCalls(paymentId);
+
+        // Redeliveries to the new process: still one order, one captured payment, no further verify.
+        const answers = await Promise.all(
+          [1, 2, 3].map(() =>
+            fetch(`${backend}/hooks/payment/nestjs-payments_tn`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ payment_id: paymentId, status: 'SUCCESS' }),
+            }).then((r) => r.status),
+          ),
+        );
+        expect(answers).toEqual([200, 200, 200]);
+        await new Promise((r) => setTimeout(r, 8_000)); // Medusa handles each delivery 5 s after it came
+        expect(await ordersOf()).toHaveLength(1);
+        expect(sandbox.verifyCalls(paymentId)).toBe(verifies);
+        const {
+          data: [order],
+        } = await query.graph({
+          entity: 'order',
+          fields: ['id', 'payment_collections.payments.captured_at'],
+          filters: { id: placed.order_id },
+        });
+        const payments = order.payment_collections.flatMap((c) => c.payments);
+        expect(payments).toHaveLength(1);
+        expect(payments[0].captured_at).toBeTruthy();
+        // The customer's return, on the new process, finds the order.
+        expect(await storefront.completeCheckout(backend, key.token, cart.id)).toMatchObject({
+          type: 'order',
+          order: { id: placed.order_id },
+        });
+        const said = servers[1].log();
+        expect(said).not.toMatch(/does not know/);
+        expect(said).not.toMatch(/in-memory store/);
+      } finally {
+        for (const server of servers) await server.kill();
+      }
+    }, 600_000);
+
     it('a declined card: the return gets the cart back, the retry a new link that the customer pays: one order', async () => {
       const container = getContainer();
       const query = container.resolve(ContainerRegistrationKeys.QUERY);

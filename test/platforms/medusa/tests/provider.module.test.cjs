@@ -58,6 +58,7 @@ const PROVIDER = 'pp_nestjs-payments_sandbox';
 const PREAUTH = 'pp_nestjs-payments_preauth';
 const LOGGED = 'pp_nestjs-payments_logged';
 const HOOKED = 'pp_nestjs-payments_hooked';
+const HELD = 'pp_nestjs-payments_heldlog';
 
 /** What the `logged` provider logs (its `logger` option), by level. */
 const logged = { warn: [], error: [] };
@@ -113,6 +114,7 @@ moduleIntegrationTestRunner({
       { resolve: 'nestjs-payments/medusa', id: 'preauth', options: options({ capture: false }) },
       { resolve: 'nestjs-payments/medusa', id: 'logged', options: options({ logger: keepingLogger }) },
       { resolve: 'nestjs-payments/medusa', id: 'hooked', options: options({ paymentRequest }) },
+      { resolve: 'nestjs-payments/medusa', id: 'heldlog', options: options({ capture: false, logger: keepingLogger }) },
     ],
   },
   testSuite: ({ service }) => {
@@ -154,6 +156,70 @@ moduleIntegrationTestRunner({
       expect(said[0]).toMatch(/refund/);
       // The live session is paid as usual.
       expect((await payAndDeliver(second.data.payment_id, LOGGED)).action).toBe('captured');
+    });
+
+    it('a replaced pre-authorization is released: a hold in place when its session goes, a hold placed later by its webhook', async () => {
+      const cancels = () => sandbox.requests.filter((r) => r.path === '/api/v2/cancel_payment').length;
+      const collection = await service.createPaymentCollections({ currency_code: 'tnd', amount: 13 });
+      const input = { provider_id: HELD, currency_code: 'tnd', amount: 13, data: { cart_id: 'cart_held_tabs' } };
+
+      // Held in the first tab, then a second tab replaces the session: the hold is released at once.
+      const held = await service.createPaymentSession(collection.id, input);
+      await sandbox.completePayment(held.data.payment_id);
+      expect(sandbox.getPayment(held.data.payment_id).state).toBe('preauthorized');
+      await service.deletePaymentSession(held.id);
+      expect(sandbox.getPayment(held.data.payment_id).state).toBe('cancelled');
+
+      // Still pending when replaced (nothing held yet), then held in the old tab: its webhook releases it.
+      const pending = await service.createPaymentSession(collection.id, input);
+      await service.deletePaymentSession(pending.id);
+      const live = await service.createPaymentSession(collection.id, input);
+      logged.error.length = 0;
+      logged.warn.length = 0;
+      expect(await payAndDeliver(pending.data.payment_id, HELD)).toEqual({ action: 'not_supported' });
+      expect(sandbox.getPayment(pending.data.payment_id).state).toBe('cancelled');
+      const said = [...logged.error, ...logged.warn].filter((m) => m.includes(pending.data.payment_id));
+      expect(said).toHaveLength(1);
+      expect(said[0]).toMatch(/cart_held_tabs/);
+      expect(said[0]).toContain(pending.id);
+      expect(said[0]).toMatch(/released/);
+      expect(said[0]).not.toMatch(/refund/);
+      expect(logged.error.filter((m) => m.includes(pending.data.payment_id))).toEqual([]);
+      // A redelivery releases nothing again and reports nothing again.
+      const before = cancels();
+      const body = hooks.bodies.find((b) => JSON.stringify(b.data).includes(pending.data.payment_id));
+      expect(await service.getWebhookActionAndData({ provider: HELD.replace(/^pp_/, ''), payload: body })).toEqual({
+        action: 'not_supported',
+      });
+      expect(cancels()).toBe(before);
+      // The live session is held as usual.
+      expect((await payAndDeliver(live.data.payment_id, HELD)).action).toBe('authorized');
+      expect(sandbox.getPayment(live.data.payment_id).state).toBe('preauthorized');
+
+      // The cart changed after the link: the held old payment is released, the new one is asked.
+      const changed = await service.createPaymentCollections({ currency_code: 'tnd', amount: 14 });
+      const s = await service.createPaymentSession(changed.id, { ...input, amount: 14 });
+      await sandbox.completePayment(s.data.payment_id);
+      const updated = await service.updatePaymentSession({ id: s.id, amount: 16, currency_code: 'tnd', data: s.data });
+      expect(sandbox.getPayment(s.data.payment_id).state).toBe('cancelled');
+      expect(sandbox.getPayment(updated.data.payment_id)).toMatchObject({ amount: '16000', state: 'pending' });
+
+      // Changed while still pending: the new payment is held and settles the session; the old one,
+      // held afterwards, is released by its webhook.
+      const again = await service.updatePaymentSession({
+        id: s.id,
+        amount: 17,
+        currency_code: 'tnd',
+        data: updated.data,
+      });
+      expect((await payAndDeliver(again.data.payment_id, HELD)).action).toBe('authorized');
+      logged.error.length = 0;
+      logged.warn.length = 0;
+      expect(await payAndDeliver(updated.data.payment_id, HELD)).toEqual({ action: 'not_supported' });
+      expect(sandbox.getPayment(updated.data.payment_id).state).toBe('cancelled');
+      expect(sandbox.getPayment(again.data.payment_id).state).toBe('preauthorized');
+      const second = [...logged.error, ...logged.warn].filter((m) => m.includes(updated.data.payment_id));
+      expect(second.filter((m) => /its hold was released/.test(m) && m.includes(s.id))).toHaveLength(1);
     });
 
     it('a session deleted after its payment was paid is reported at once', async () => {
