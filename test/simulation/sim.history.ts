@@ -7,7 +7,7 @@ import type {
 } from '../../lib/core/settlement/payment.events.js';
 import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 import { outcomeKey } from '../../lib/core/settlement/settlement.request.js';
-import { checkoutKey } from '../../lib/core/api/payments.checkout.js';
+import { checkoutKey, orderLedgerKey } from '../../lib/core/api/payments.checkout.js';
 import type { OrderLedger } from '../../lib/core/store/store.ports.js';
 import {
   Instance,
@@ -824,6 +824,28 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         time.after(random.between(0, 5_000), () => checkout(k, second, `tab-2-${k}`));
     });
   }
+
+  // The order's current payment (its checkout's) is never refunded automatically when the order was
+  // settled by a payment of another cart: a superseded one, or one of another amount (another tab).
+  world.onRefund = (payment) => {
+    const order = payment.trackingId;
+    if (order === undefined) return;
+    void Promise.all([
+      ledger.findCheckout(checkoutKey(undefined, order) ?? ''),
+      ledger.findOrderSettlement(orderLedgerKey(undefined, order)),
+    ]).then(
+      ([checkout, settled]) => {
+        if (!checkout || !settled || checkout.paymentId !== payment.id || settled.paymentId === payment.id) return;
+        const otherCart =
+          (checkout.superseded ?? []).includes(settled.paymentId) || Number(settled.amount) !== Number(checkout.amount);
+        if (otherCart)
+          violate(
+            `${payment.id}, the current payment of ${order} (${checkout.amount}), refunded: ${settled.paymentId} of another cart (${settled.amount}) paid the order`,
+          );
+      },
+      () => undefined,
+    );
+  };
 
   // The service may deliver a webhook as soon as it created the payment, before the plugin has
   // recorded it (its generate answer still on the way): it must be answered, never handled.

@@ -124,6 +124,8 @@ export class World {
   };
   /** Told of each payment the service creates, as it creates it (before the plugin has its answer). */
   onCreated?: (payment: ModelPayment) => void;
+  /** Told of each refund the service is asked for a paid payment, as the call arrives. */
+  onRefund?: (payment: ModelPayment) => void;
   /** The transactional mode's database (the store and the shop's tables), when the history runs it. */
   readonly db?: SimDatabase;
   #ids = 0;
@@ -297,6 +299,7 @@ export class World {
     if (payment) payment.refundCalls++;
     if (!payment || this.statusOf(payment) !== 'SUCCESS')
       return { status: 400, body: { status: 'error', message: 'cannot be refunded', code: 'REFUND_NOT_ALLOWED' } };
+    this.onRefund?.(payment);
     const way = Number(id.slice('pay_'.length)) % 3;
     if (way === 2) return { status: 503, body: 'Service Unavailable' };
     payment.refunds++;
