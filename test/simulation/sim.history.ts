@@ -7,6 +7,8 @@ import type {
 } from '../../lib/core/settlement/payment.events.js';
 import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 import { outcomeKey } from '../../lib/core/settlement/settlement.request.js';
+import { checkoutKey, orderLedgerKey } from '../../lib/core/api/payments.checkout.js';
+import type { OrderLedger } from '../../lib/core/store/store.ports.js';
 import {
   Instance,
   SECRETS,
@@ -81,10 +83,27 @@ export const EXTRAS = [
  *   GC pause, a paused VM: the claim is lost meanwhile, and another attempt runs the handlers).
  */
 export const OWN_EXTRAS = ['transactional', 'commitcrashes', 'stalls', 'lostcommits'] as const;
-export type Extra = (typeof EXTRAS)[number] | (typeof OWN_EXTRAS)[number];
+/**
+ * Situations of the order rules, drawn from a stream of their own (so that every history without
+ * them stays as it was):
+ * - `superseded`: two tabs, the cart changed between them: an order is generated again at another
+ *   amount while its payment is open (a new payment, the open one recorded superseded), and the
+ *   customer pays the superseded one too. While nobody settled the order it must be a mismatch,
+ *   never confirmed (docs/confirmations.md, "Two tabs, the cart changed");
+ * - `holds`: a pre-authorization of an order (its own checkout), held before or after another
+ *   payment paid the order: held after, it is a duplicate, never `payment.authorized`; and a hold
+ *   never settles its order ("A pre-authorization of a paid order").
+ */
+export const ORDER_SITUATIONS = ['superseded', 'holds'] as const;
+export type Extra = (typeof EXTRAS)[number] | (typeof OWN_EXTRAS)[number] | (typeof ORDER_SITUATIONS)[number];
 
 /** The events whose handlers run in the transaction of a transactional store (docs/exactly-once.md). */
-const TRANSACTIONAL_EVENTS: readonly PaymentEventName[] = ['payment.confirmed', 'payment.failed', 'payment.expired'];
+const TRANSACTIONAL_EVENTS: readonly PaymentEventName[] = [
+  'payment.confirmed',
+  'payment.failed',
+  'payment.expired',
+  'payment.authorized',
+];
 
 /** The stated bounds the liveness check holds the engine to (docs/confirmations.md). */
 export const BOUNDS = {
@@ -190,9 +209,13 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     stalls: transactional && txr.chance(0.5),
     lostCommits: transactional && txr.chance(0.3),
   };
+  const sit = new Random(seed * 6_700_417 + 29);
+  const situations = ORDER_SITUATIONS.filter(() => sit.chance(0.3));
+  const situation = (s: (typeof ORDER_SITUATIONS)[number]) => situations.includes(s);
   const stressors: Array<Stressor | Extra> = [
     ...drawn,
     ...extras,
+    ...situations,
     ...(transactional ? (['transactional'] as const) : []),
     ...(tx.crashes ? (['commitcrashes'] as const) : []),
     ...(tx.stalls ? (['stalls'] as const) : []),
@@ -256,6 +279,11 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     extra('evictions') ? 2 : 1_000,
   );
   const sessionSecs = random.pick(SESSION_SECS_CHOICES);
+  const ledger = world.store as unknown as OrderLedger;
+  /** Superseded payments the customer paid (their order's checkout listed them superseded before). */
+  const supersededPaid = new Set<string>();
+  /** When each order was first settled (its first confirmation's handlers started, or committed), and by which payment. */
+  const orderSettledAt = new Map<string, { paymentId: string; at: number }>();
   const runs = new Map<string, RunState>();
   const state = (id: string): RunState => {
     let s = runs.get(id);
@@ -301,8 +329,13 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     const s = state(id);
     if (name === 'payment.mismatch') {
       // Exactly when the service's payment differs from what was sent: its amount or its order.
+      // Or a superseded payment paid (its order's cart changed): SUCCESS, and yet never a confirmation.
       s.mismatches++;
-      if (!model || !World.mismatched(model) || !['SUCCESS', 'FAILURE'].includes(world.statusOf(model)))
+      const superseded = supersededPaid.has(id) && model !== undefined && world.statusOf(model) === 'SUCCESS';
+      if (
+        !superseded &&
+        (!model || !World.mismatched(model) || !['SUCCESS', 'FAILURE'].includes(world.statusOf(model)))
+      )
         violate(`payment.mismatch of ${id}, whose service answer matches what was sent`);
       return;
     }
@@ -315,7 +348,9 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       // Safety: only what the service itself says is paid, for the amount and order it was made for.
       if (!model) violate(`confirmed ${id}, which the service never created`);
       else {
-        if (world.statusOf(model) !== 'SUCCESS')
+        // A hold of an order another payment paid is a duplicate too (its status PREAUTH_SUCCESS).
+        const heldDuplicate = name === 'payment.duplicate' && world.statusOf(model) === 'PREAUTH_SUCCESS';
+        if (world.statusOf(model) !== 'SUCCESS' && !heldDuplicate)
           violate(`confirmed ${id} while the service answers ${world.statusOf(model)}`);
         if (model.reportedAmount !== model.amount || outcome.amount !== model.amount)
           violate(`confirmed ${id} for ${outcome.amount}, made for ${model.amount}`);
@@ -327,6 +362,29 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
           );
       }
     }
+    if (name === 'payment.confirmed' && model && supersededPaid.has(id)) {
+      // A superseded payment never settles its order while its checkout remembers it superseded
+      // (the store keeps an order's checkout until its session's end plus 2 minutes; one it forgot
+      // no longer says so, and the payment is then confirmed as any other).
+      const checkout = await ledger.findCheckout(checkoutKey(undefined, model.trackingId) ?? '');
+      if (checkout && checkout.paymentId !== id && (checkout.superseded ?? []).includes(id))
+        violate(`confirmed ${id}, superseded by ${checkout.paymentId} (the cart changed) before it was paid`);
+      else supersededPaid.delete(id);
+    }
+    if (name === 'payment.authorized') {
+      // A hold of an order another payment had paid before the service ever answered the hold: a duplicate.
+      const settled = model?.trackingId === undefined ? undefined : orderSettledAt.get(model.trackingId);
+      const heldAt = world.ledger.firstFinalAt.get(id);
+      if (!model?.preAuthorization || world.statusOf(model) !== 'PREAUTH_SUCCESS')
+        violate(`payment.authorized of ${id}, which the service does not hold`);
+      else if (settled !== undefined && heldAt !== undefined && heldAt > settled.at)
+        violate(
+          `payment.authorized of ${id}, held after ${settled.paymentId} had paid its order (a duplicate hold, capturable)`,
+        );
+    }
+    // Paid: the order is settled (first one wins) before its handlers run; in a transaction, at its commit.
+    if (name === 'payment.confirmed' && model?.trackingId !== undefined && !transactional)
+      if (!orderSettledAt.has(model.trackingId)) orderSettledAt.set(model.trackingId, { paymentId: id, at: time.now });
     // Exclusion holds while the store answers: a lease cannot be renewed while the store is away,
     // so an outage long enough for the running one's lease to lapse is the documented exception.
     if (s.active > 0 && !leaseCouldLapse(s.activeSince ?? time.now)) violate(`handlers of ${id} ran concurrently`);
@@ -419,6 +477,9 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         violate(`${paymentId}: a run of its ${run.name} handlers committed ${run.rows} of its 2 rows`);
       s.successes++;
       s.names.push(run.name);
+      const order = world.payments.get(paymentId)?.trackingId;
+      if (run.name === 'payment.confirmed' && order !== undefined && !orderSettledAt.has(order))
+        orderSettledAt.set(order, { paymentId, at: run.committedAt });
       s.lastSuccess = { instance: instances[run.instance], at: run.committedAt };
       s.firstSuccessAt ??= run.startedAt;
     };
@@ -587,12 +648,19 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   // some customers open a second payment for the same order (another tab) and may pay both. With
   // `reorder`, some orders are generated again before they are paid: at the same amount (the open
   // payment's link again) or at another (a new payment; only the last one is paid).
-  // TODO(two tabs at different amounts): pay the superseded payment too once it cannot settle the
-  // order (a fix under way); and check that a failed, cancelled or expired payment is never reused.
+  // With `superseded`, some orders change their cart once before they are paid, and the customer
+  // pays the superseded payment too (another tab).
   const reuses: Array<{ first: string; again: string; at: number }> = [];
   /** Payments whose generatePayment answered (the instance did not die before its record). */
   const answered = new Set<string>();
-  const checkout = (k: number, amount: string, idempotencyKey?: string, reorders = 0, previous?: string) => {
+  const checkout = (
+    k: number,
+    amount: string,
+    idempotencyKey?: string,
+    reorders = 0,
+    previous?: string,
+    changeCart = false,
+  ) => {
     const instance = anyLive();
     if (!instance) return;
     const asked = time.now;
@@ -610,8 +678,15 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
           const before = world.payments.get(previous);
           if (before && before.amount === amount) reuses.push({ first: previous, again: payment.id, at: asked });
           else if (payment.id === previous) violate(`order-${k} at a new amount ${amount} reused ${previous}`);
+          else if (before && situation('superseded') && idempotencyKey === undefined)
+            void paySuperseded(before, payment);
         }
         if (payment.settleAt !== undefined) return; // the open payment's link again: paid once
+        if (changeCart) {
+          const again = String(Number(amount) + 500 * sit.int(1, 4));
+          time.after(sit.between(1_000, 20_000), () => checkout(k, again, idempotencyKey, 0, payment.id));
+          return;
+        }
         if (reorders > 0) {
           const again = more.chance(0.5) ? amount : String(Number(amount) + 500 * more.int(1, 4));
           time.after(more.between(1_000, 20_000), () => checkout(k, again, idempotencyKey, reorders - 1, payment.id));
@@ -690,18 +765,87 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       })
       .catch(callerErrors('generatePayment (try again)'));
   };
+  // The customer pays the payment a changed cart superseded too (the first tab, still open), once the
+  // order's checkout, which every instance reads, lists it superseded.
+  const paySuperseded = async (old: ModelPayment, current: ModelPayment) => {
+    const checkout = await ledger.findCheckout(checkoutKey(undefined, old.trackingId) ?? '').catch(() => undefined);
+    const room = old.sessionEndsAt - time.now - 5_000;
+    if (!checkout || checkout.paymentId !== current.id || !(checkout.superseded ?? []).includes(old.id)) return;
+    if (old.settleAt !== undefined || room < 2_000 || !sit.chance(0.7)) return;
+    old.settleAt = time.now + sit.between(1_000, Math.min(90_000, room));
+    old.outcome = 'SUCCESS';
+    old.lagMs = sit.chance(0.3) ? sit.between(0, 2_000) : 0;
+    supersededPaid.add(old.id);
+    note(old.id, `superseded by ${current.id}, paid at ${((old.settleAt - T0) / 1000).toFixed(1)}s`);
+    time.at(old.settleAt + sit.between(0, 1_500), () => deliver(old, 0));
+    if (sit.chance(0.6)) time.at(old.settleAt + sit.between(500, 6_000), () => returnTo(old, 4));
+  };
+
+  // A pre-authorization of an order (its own checkout: another tab, or the shop's "hold" flow), held
+  // mostly after the order's payment, sometimes before; the customer comes back through the webhook only.
+  const hold = (k: number, amount: string) => {
+    const instance = anyLive();
+    if (!instance) return;
+    instance.client
+      .generatePayment(
+        { amount, developerTrackingId: `order-${k}`, preAuthorization: true },
+        { idempotencyKey: `hold-${k}` },
+      )
+      .then((generated) => {
+        leakCheck('a generate answer', safeJson(generated), violate);
+        answered.add(generated.paymentId);
+        const payment = world.payments.get(generated.paymentId);
+        if (!payment)
+          return violate(`generatePayment answered ${generated.paymentId}, which the service never created`);
+        if (!payment.preAuthorization) violate(`the pre-authorization of order-${k} was created without its flag`);
+        if (payment.settleAt !== undefined) return;
+        const session = payment.sessionEndsAt - time.now;
+        payment.settleAt =
+          time.now + (sit.chance(0.7) ? sit.between(0.5 * session, 0.9 * session) : sit.between(3_000, 0.3 * session));
+        payment.outcome = 'PREAUTH_SUCCESS';
+        payment.lagMs = sit.chance(0.3) ? sit.between(0, 2_000) : 0;
+        note(payment.id, `a hold of order-${k}, held at ${((payment.settleAt - T0) / 1000).toFixed(1)}s`);
+        time.at(payment.settleAt + sit.between(0, 1_500), () => deliver(payment, 0));
+      }, callerErrors('generatePayment (pre-authorization)'));
+  };
+
   const orders = random.int(3, 6);
   const paid = new Map<number, ModelPayment>();
   for (let k = 0; k < orders; k++) {
     time.after(random.between(0, 60_000), () => {
       const amount = String(random.int(1, 500) * 500);
-      checkout(k, amount, undefined, extra('reorder') && more.chance(0.5) ? more.int(1, 2) : 0);
+      const reorders = extra('reorder') && more.chance(0.5) ? more.int(1, 2) : 0;
+      const changeCart = reorders === 0 && situation('superseded') && sit.chance(0.5);
+      checkout(k, amount, undefined, reorders, undefined, changeCart);
+      if (situation('holds') && sit.chance(0.5)) time.after(sit.between(0, 5_000), () => hold(k, amount));
       // The second tab is a checkout of its own (its key), at the same amount or, for some, another.
       const second = more.chance(0.3) ? String(Number(amount) + 500) : amount;
       if (has('twice') && random.chance(0.5))
         time.after(random.between(0, 5_000), () => checkout(k, second, `tab-2-${k}`));
     });
   }
+
+  // The order's current payment (its checkout's) is never refunded automatically when the order was
+  // settled by a payment of another cart: a superseded one, or one of another amount (another tab).
+  world.onRefund = (payment) => {
+    const order = payment.trackingId;
+    if (order === undefined) return;
+    void Promise.all([
+      ledger.findCheckout(checkoutKey(undefined, order) ?? ''),
+      ledger.findOrderSettlement(orderLedgerKey(undefined, order)),
+    ]).then(
+      ([checkout, settled]) => {
+        if (!checkout || !settled || checkout.paymentId !== payment.id || settled.paymentId === payment.id) return;
+        const otherCart =
+          (checkout.superseded ?? []).includes(settled.paymentId) || Number(settled.amount) !== Number(checkout.amount);
+        if (otherCart)
+          violate(
+            `${payment.id}, the current payment of ${order} (${checkout.amount}), refunded: ${settled.paymentId} of another cart (${settled.amount}) paid the order`,
+          );
+      },
+      () => undefined,
+    );
+  };
 
   // The service may deliver a webhook as soon as it created the payment, before the plugin has
   // recorded it (its generate answer still on the way): it must be answered, never handled.
@@ -827,6 +971,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     const model = world.payments.get(a.paymentId);
     if (!model || a.outcome === 'pending') continue;
     const final = world.statusOf(model);
+    // A superseded payment paid while nobody settled its order: a mismatch for a person.
+    if (a.outcome === 'mismatch' && supersededPaid.has(model.id) && final === 'SUCCESS') continue;
     const order = confirmedOf.get(model.trackingId ?? '');
     const expected =
       World.mismatched(model) && (final === 'SUCCESS' || final === 'FAILURE')
@@ -864,8 +1010,11 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   for (const payment of world.payments.values()) {
     const s = state(payment.id);
     const final = world.statusOf(payment);
-    const mismatch = World.mismatched(payment) && (final === 'SUCCESS' || final === 'FAILURE');
     const record = await world.store.getOutcome(payment.id);
+    // A superseded payment paid is a mismatch too when nobody had settled its order (else a duplicate).
+    const mismatch =
+      (World.mismatched(payment) && (final === 'SUCCESS' || final === 'FAILURE')) ||
+      (supersededPaid.has(payment.id) && final === 'SUCCESS' && record?.outcome === 'mismatch');
     if (record) leakCheck('an outcome record', safeJson(record), violate);
     if (mismatch) {
       if (s.names.includes('payment.confirmed')) violate(`${payment.id}: a mismatch was confirmed`);
@@ -883,18 +1032,29 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     // One order, one charge: of an order's successful payments one is confirmed, the others duplicates.
     const settledBy = confirmedOf.get(payment.trackingId ?? '');
     const paidTwice = final === 'SUCCESS' && settledBy !== undefined && settledBy !== payment.id;
-    const expectedName = paidTwice
-      ? 'payment.duplicate'
-      : final === 'SUCCESS'
-        ? 'payment.confirmed'
-        : final === 'FAILURE'
-          ? 'payment.failed'
-          : 'payment.expired';
+    // A hold: a duplicate once the order was paid before the service first answered it; before, either
+    // (the order may be paid between that answer and the plugin's read of the order).
+    const settledAt = orderSettledAt.get(payment.trackingId ?? '');
+    const heldLate = settledAt !== undefined && (world.ledger.firstFinalAt.get(payment.id) ?? 0) > settledAt.at;
+    const heldTwice =
+      final === 'PREAUTH_SUCCESS' && settledBy !== undefined && (heldLate || s.names[0] === 'payment.duplicate');
+    const expectedName: PaymentEventName =
+      paidTwice || heldTwice
+        ? 'payment.duplicate'
+        : final === 'PREAUTH_SUCCESS'
+          ? 'payment.authorized'
+          : final === 'SUCCESS'
+            ? 'payment.confirmed'
+            : final === 'FAILURE'
+              ? 'payment.failed'
+              : 'payment.expired';
     if (s.names.length > 0 && s.names[0] !== expectedName)
       violate(`${payment.id}: ran ${s.names[0]} for a payment the service answers ${final}`);
     // A duplicate names the payment that paid its order, and that payment's amount.
     for (const by of s.settledBy) {
       const settler = world.payments.get(by.paymentId);
+      if (settler?.preAuthorization)
+        violate(`payment.duplicate of ${payment.id} names the hold ${by.paymentId}: a hold settled the order`);
       if (
         !settler ||
         (settledBy !== undefined && by.paymentId !== settledBy) ||

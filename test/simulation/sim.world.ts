@@ -31,8 +31,10 @@ export interface ModelPayment {
   sessionEndsAt: number;
   /** When the customer paid (or failed), undefined: never. */
   settleAt?: number;
-  /** The final status the payment reaches at `settleAt`. */
-  outcome: 'SUCCESS' | 'FAILURE';
+  /** The final status the payment reaches at `settleAt` (`PREAUTH_SUCCESS`: a pre-authorization held). */
+  outcome: 'SUCCESS' | 'FAILURE' | 'PREAUTH_SUCCESS';
+  /** Whether it was created as a pre-authorization (the request carried the flag). */
+  preAuthorization?: boolean;
   /** How long after `settleAt` verify still answers PENDING (the service's own lag). */
   lagMs: number;
   /** The amount verify reports once settled: another one is a service-side mismatch. */
@@ -86,6 +88,8 @@ export interface Ledger {
   verifies: Map<string, number>;
   /** Final answers (a settled status) the service gave, per payment. */
   finalAnswers: Map<string, number>;
+  /** When the service first answered a final status, per payment (no check of it can be earlier). */
+  firstFinalAt: Map<string, number>;
   /** 404 answers, per payment id. */
   notFound: Map<string, number>;
   /** Every line the engine logged. */
@@ -113,12 +117,15 @@ export class World {
   readonly ledger: Ledger = {
     verifies: new Map(),
     finalAnswers: new Map(),
+    firstFinalAt: new Map(),
     notFound: new Map(),
     logs: [],
     refunds: new Map(),
   };
   /** Told of each payment the service creates, as it creates it (before the plugin has its answer). */
   onCreated?: (payment: ModelPayment) => void;
+  /** Told of each refund the service is asked for a paid payment, as the call arrives. */
+  onRefund?: (payment: ModelPayment) => void;
   /** The transactional mode's database (the store and the shop's tables), when the history runs it. */
   readonly db?: SimDatabase;
   #ids = 0;
@@ -213,6 +220,7 @@ export class World {
       if (typeof body.developer_tracking_id === 'string')
         payment.trackingId = payment.reportedTrackingId = body.developer_tracking_id;
       if (typeof body.webhook === 'string') payment.webhookUrl = body.webhook;
+      if (body.pre_authorization === true) payment.preAuthorization = true;
       this.payments.set(id, payment);
       this.onCreated?.(payment);
       return {
@@ -254,7 +262,10 @@ export class World {
         return { status: 404, body: { result: { status: 404, message } } };
       }
       const status = this.statusOf(payment);
-      if (status !== 'PENDING') this.ledger.finalAnswers.set(id, (this.ledger.finalAnswers.get(id) ?? 0) + 1);
+      if (status !== 'PENDING') {
+        this.ledger.finalAnswers.set(id, (this.ledger.finalAnswers.get(id) ?? 0) + 1);
+        if (!this.ledger.firstFinalAt.has(id)) this.ledger.firstFinalAt.set(id, this.time.now);
+      }
       const settled = status === 'SUCCESS' || status === 'FAILURE';
       const result: Record<string, unknown> = {
         type: 'card',
@@ -288,6 +299,7 @@ export class World {
     if (payment) payment.refundCalls++;
     if (!payment || this.statusOf(payment) !== 'SUCCESS')
       return { status: 400, body: { status: 'error', message: 'cannot be refunded', code: 'REFUND_NOT_ALLOWED' } };
+    this.onRefund?.(payment);
     const way = Number(id.slice('pay_'.length)) % 3;
     if (way === 2) return { status: 503, body: 'Service Unavailable' };
     payment.refunds++;
