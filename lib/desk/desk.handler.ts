@@ -163,7 +163,7 @@ export class PaymentsDeskEngine {
 
   async #search(request: DeskRequest, ctx: DeskPageContext): Promise<DeskResponse> {
     const query = (request.query.get('q') ?? '').trim().slice(0, 200);
-    if (query === '') return this.#redirect(`${request.base}/`);
+    if (query === '') return this.#redirect(request.base || '/');
     if ((await this.#data.payment(query)) !== undefined)
       return this.#redirect(`${request.base}/payments/${encodeURIComponent(query)}`);
     return this.#page(200, searchPage(ctx, this.#clean(query), this.#cleaned(await this.#data.order(query))));

@@ -29,7 +29,7 @@ export interface PaymentsDeskModuleOptions<R = unknown> extends PaymentsDeskBase
 /** What `forRoot` resolves to: a Nest dynamic module (typed by its shape: this entry's types name no Nest package). */
 export interface PaymentsDeskDynamicModule {
   /** The module class Nest registers. */
-  module: abstract new (...args: never[]) => object;
+  module: new (...args: never[]) => object;
 }
 
 function refuse(problem: string): never {

@@ -2,6 +2,7 @@ import { Controller, Get, Inject, Logger, Post, Req, Res, UseGuards, type Dynami
 import { HttpAdapterHost, ModuleRef } from '@nestjs/core';
 import type { PaymentsClient } from '../core/client/index.js';
 import { getPaymentsClientToken } from '../nest/payments.tokens.js';
+import { FASTIFY_ROUTE_CONFIG_METADATA, WEBHOOK_ROUTE_FLAG } from '../nest/webhook.request.js';
 import { PaymentsDeskEngine, type DeskRequest } from './desk.handler.js';
 import type { PaymentsDeskModuleOptions } from './desk.module.js';
 import type { DeskAuthorization } from './desk.options.js';
@@ -30,6 +31,16 @@ function userOf(request: NestDeskRequest): DeskAuthorization {
     }
   }
   return false;
+}
+
+/**
+ * A POST's form: parsed by the host (Nest-Express's form parser, `@fastify/formbody`), or the raw
+ * text the payments module's catch-all Fastify parser hands to flagged routes.
+ */
+function formOf(body: unknown): Record<string, unknown> | undefined {
+  if (typeof body === 'string' || Buffer.isBuffer(body))
+    return Object.fromEntries(new URLSearchParams(body.toString('utf8')));
+  return typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : undefined;
 }
 
 /**
@@ -90,10 +101,7 @@ export function deskModule<R>(options: PaymentsDeskModuleOptions<R>): DynamicMod
         method: request.method ?? 'GET',
         path: `/${own.join('/')}`,
         query: url.searchParams,
-        form:
-          typeof request.body === 'object' && request.body !== null
-            ? (request.body as Record<string, unknown>)
-            : undefined,
+        form: formOf(request.body),
         header: (name) => {
           const value = request.headers[name];
           return Array.isArray(value) ? value[0] : value;
@@ -106,6 +114,12 @@ export function deskModule<R>(options: PaymentsDeskModuleOptions<R>): DynamicMod
       http.reply(response, answer.body, answer.status);
     }
   }
+  // On Fastify, which parses no form by itself, the payments module's catch-all parser hands the
+  // flagged routes their raw body (webhook.request.ts): the actions' forms reach the desk that way,
+  // and the host's other routes keep their 415.
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- a metadata target, never called unbound
+  const act = PaymentsDeskController.prototype.act;
+  Reflect.defineMetadata(FASTIFY_ROUTE_CONFIG_METADATA, { [WEBHOOK_ROUTE_FLAG]: true }, act);
   Object.defineProperty(PaymentsDeskController, 'name', {
     value: registration === undefined ? 'PaymentsDeskController' : `PaymentsDeskController_${registration}`,
   });

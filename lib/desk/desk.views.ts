@@ -44,7 +44,7 @@ export function page(title: string, ctx: Pick<DeskPageContext, 'base' | 'who'> |
   const nav =
     ctx === undefined
       ? ''
-      : html`<header><a href="${ctx.base}/">Payments desk</a>
+      : html`<header><a href="${ctx.base || '/'}">Payments desk</a>
 <form method="get" action="${ctx.base}/search" role="search"><label>Payment or order id <input name="q" required maxlength="200"></label> <button>Search</button></form>
 <span>Signed in as ${ctx.who}</span></header>`;
   return html`<!doctype html>

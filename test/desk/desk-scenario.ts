@@ -136,7 +136,7 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
   it('answers 401 to a request not signed in and 403 to one not allowed, on every page and action, and runs nothing', async () => {
     const { desk, sandbox } = harness();
     const s = seeded();
-    const pages = [`${desk}/`, `${desk}/search?q=${s.paid}`, pay(s.paid), pay('no-such-payment')];
+    const pages = [desk, `${desk}/search?q=${s.paid}`, pay(s.paid), pay('no-such-payment')];
     const actions = [`${pay(s.stuck)}/run-handlers`, `${pay(s.duplicate)}/refund`];
     const calls = sandbox.requests.length;
     for (const [user, status] of [
@@ -151,7 +151,7 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
 
   it('lists what needs a person, with counts, under a strict Content-Security-Policy', async () => {
     const s = seeded();
-    const res = await get(`${harness().desk}/`, 'alice');
+    const res = await get(harness().desk, 'alice');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-security-policy')).toMatch(
       /^default-src 'none'; style-src 'sha256-[^']+'; form-action 'self'; frame-ancestors 'none'/,
@@ -210,7 +210,7 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     const s = seeded();
     const q = encodeURIComponent(`${HOSTILE} ${s.tokens[0]} ${SECRETS.privateKey}`);
     const urls = [
-      `${harness().desk}/`,
+      harness().desk,
       `${harness().desk}/search?q=${q}`,
       ...[s.paid, s.failed, s.duplicate, s.stuck, s.overdue].map(pay),
     ];
