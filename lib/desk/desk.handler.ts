@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { PaymentsClient } from '../core/client/index.js';
-import { describe } from '../core/common/index.js';
+import { describe, type PaymentsLogger } from '../core/common/index.js';
 import { DESK_RESULTS, DeskActions, type DeskAction, type DeskResult } from './desk.actions.js';
 import { DeskFormTokens } from './desk.csrf.js';
 import { DeskData } from './desk.data.js';
@@ -14,7 +14,6 @@ import {
 } from './desk.options.js';
 import { cleanDeep, cleanText } from './desk.redact.js';
 import { DESK_CSP, messagePage, overviewPage, paymentPage, searchPage, type DeskPageContext } from './desk.views.js';
-import type { PaymentsLogger } from '../core/common/index.js';
 
 /** One request to the desk, as the Express and Nest front ends read it. */
 export interface DeskRequest {
@@ -182,10 +181,9 @@ export class PaymentsDeskEngine {
   }
 
   #notAllowed(ctx: DeskPageContext): DeskResponse {
-    return {
-      ...this.#page(405, messagePage('Not allowed', 'This page does not take that method.', ctx)),
-      headers: { ...this.#page(405, '').headers, allow: 'GET, POST' },
-    };
+    const answer = this.#page(405, messagePage('Not allowed', 'This page does not take that method.', ctx));
+    answer.headers.allow = 'GET, POST';
+    return answer;
   }
 
   #page(status: number, body: string): DeskResponse {

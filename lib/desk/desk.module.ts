@@ -5,7 +5,10 @@ import type { DeskAuthorization, PaymentsDeskBaseOptions } from './desk.options.
  * (a session guard, `AuthGuard('jwt')`, a role check). Typed by its shape, so that this entry's
  * types name no Nest package.
  */
-export type DeskGuard = abstract new (...args: never[]) => { canActivate(context: never): unknown };
+export type DeskGuard = abstract new (...args: never[]) => {
+  /** Nest's `CanActivate.canActivate`: true lets the request in. */
+  canActivate(context: never): unknown;
+};
 
 /** Options of {@link PaymentsDeskModule.forRoot}. */
 export interface PaymentsDeskModuleOptions<R = unknown> extends PaymentsDeskBaseOptions {
@@ -29,7 +32,10 @@ export interface PaymentsDeskModuleOptions<R = unknown> extends PaymentsDeskBase
 /** What `forRoot` resolves to: a Nest dynamic module (typed by its shape: this entry's types name no Nest package). */
 export interface PaymentsDeskDynamicModule {
   /** The module class Nest registers. */
-  module: new (...args: never[]) => object;
+  module: {
+    /** Nest instantiates it. */
+    new (...args: never[]): object;
+  };
 }
 
 function refuse(problem: string): never {

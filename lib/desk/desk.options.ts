@@ -6,7 +6,14 @@ import type { PaymentsLogger } from '../core/common/index.js';
  * an id and a name to show. The id ties the desk's form tokens to this person and is written in
  * the log line of every action.
  */
-export type DeskPrincipal = string | { id: string; name?: string };
+export type DeskPrincipal =
+  | string
+  | {
+      /** The person's id: ties the form tokens to them, and is logged with each action. */
+      id: string;
+      /** The name shown on the pages. Default: the id. */
+      name?: string;
+    };
 
 /**
  * What an `authorize` callback answers: a {@link DeskPrincipal} lets the request in; `undefined`
