@@ -54,7 +54,7 @@ if (unplaced.length) {
  * What each folder of lib/ outside the core may import besides the core (docs/architecture.md,
  * "Layers"). Every other folder, and any folder added later, builds on the core alone.
  */
-const BUILDS_ON = { cli: ['nest', 'postgres', 'redis', 'testing'], terminus: ['nest'] };
+const BUILDS_ON = { cli: ['nest', 'postgres', 'redis', 'testing'], terminus: ['nest'], desk: ['nest'] };
 
 /** One zone per folder of lib/: the core imports no other folder; another folder, the core and what BUILDS_ON gives it. */
 const folderZones = LIB_FOLDERS.map((folder) => {

@@ -26,6 +26,7 @@ const ENTRY_POINTS = [
   'testing/index.ts',
   'terminus/index.ts',
   'medusa/index.ts',
+  'desk/index.ts',
 ];
 
 /** Reads the exports and option paths from lib/ with the compiler, the events and variables from the code. */

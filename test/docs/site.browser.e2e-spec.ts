@@ -108,6 +108,7 @@ describe('the documentation site', () => {
     expect(names.filter((name) => name.startsWith('nestjs-payments')).sort()).toEqual(
       [
         'nestjs-payments',
+        'nestjs-payments/desk',
         'nestjs-payments/express',
         'nestjs-payments/medusa',
         'nestjs-payments/postgres',

@@ -49,6 +49,8 @@ const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
   testing: () => false,
   store: () => false,
   terminus: (n) => n.startsWith('@nestjs/'),
+  // The desk: Nest only in desk.nest.ts, loaded by PaymentsDeskModule.forRoot (Express apps install no Nest).
+  desk: (n) => n.startsWith('@nestjs/'),
   // Vendure's packages (express for the webhook controller's types only).
   vendure: (n) => n.startsWith('@nestjs/') || ['@vendure/core', 'graphql', 'express'].includes(n),
   medusa: (n) => n === '@medusajs/framework',
@@ -65,6 +67,7 @@ const LAYER_LAYERS: Record<string, string[]> = {
   testing: ['core'],
   store: ['core'],
   terminus: ['core', 'nest'],
+  desk: ['core', 'nest'],
   vendure: ['core'],
   medusa: ['core'],
   cli: ['core', 'nest', 'testing', 'redis', 'postgres'],

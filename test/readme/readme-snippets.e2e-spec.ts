@@ -35,6 +35,7 @@ import {
   type PaymentConfirmedEvent,
   type PaymentsClient,
 } from '../../lib/index.js';
+import { createPaymentsClient } from '../../lib/express/index.js';
 import { getPaymentsClientToken } from '../../lib/nest/index.js';
 import { MemoryPaymentsStore } from '../../lib/store/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
@@ -598,6 +599,76 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
   await sandbox.close();
 });
+
+/** The host's authentication as docs/desk.md assumes it: `request.user` from a header standing for a session. */
+function signedIn(header: string | string[] | undefined): { email: string; name: string; roles: string[] } | undefined {
+  if (header === 'ana') return { email: 'ana@shop.example', name: 'Ana', roles: ['payments'] };
+  if (header === 'bob') return { email: 'bob@shop.example', name: 'Bob', roles: ['catalogue'] };
+  return undefined;
+}
+
+/** A paid payment the desk must show, and the desk's answers to nobody, to Bob (not staff) and to Ana. */
+async function checkDesk(desk: string, paymentId: string): Promise<void> {
+  const as = (user?: string) => fetch(desk, { headers: user === undefined ? {} : { 'x-user': user } });
+  expect((await as()).status).toBe(401);
+  expect((await as('bob')).status).toBe(403);
+  const page = await as('ana');
+  expect(page.status).toBe(200);
+  expect(page.headers.get('content-security-policy')).toMatch(/^default-src 'none'/);
+  const body = await page.text();
+  expect(body).toContain('Signed in as Ana');
+  expect(body).toContain(paymentId);
+}
+
+SCENARIOS.push(
+  {
+    name: 'Payments desk (Nest): AdminModule serves the desk at /admin/payments behind PaymentsStaffGuard',
+    uses: ['AdminModule', 'PaymentsStaffGuard'],
+    async run({ exports, sandbox, url, boot }) {
+      @Injectable()
+      class Session implements CanActivate {
+        canActivate(context: ExecutionContext): boolean {
+          const request = context.switchToHttp().getRequest<{ headers: Record<string, string>; user?: unknown }>();
+          request.user = signedIn(request.headers['x-user']);
+          return true;
+        }
+      }
+      const app = await boot({
+        imports: [exports.AdminModule as Type],
+        providers: [{ provide: APP_GUARD, useClass: Session }, ConfirmedPayments],
+      });
+      const payments = app.get(PaymentsService);
+      const { paymentId } = await payments.generatePayment({ amount: '2500' });
+      await expect(sandbox.completePayment(paymentId)).resolves.toMatchObject({ delivered: true });
+      await checkDesk(`${url}/admin/payments`, paymentId);
+    },
+  },
+  {
+    name: 'Payments desk (Express): mountDesk serves the desk at /admin/payments behind authorize',
+    uses: ['mountDesk'],
+    async run({ exports, sandbox, port }) {
+      const mountDesk = exports.mountDesk as (app: express.Express, client: PaymentsClient) => void;
+      const client = createPaymentsClient(sandbox.options({ reconciliation: { enabled: false } }));
+      const app = express();
+      app.use((req, _res, next) => {
+        (req as { user?: unknown }).user = signedIn(req.headers['x-user']);
+        next();
+      });
+      mountDesk(app, client);
+      const server = app.listen(port, '127.0.0.1');
+      await once(server, 'listening');
+      try {
+        const { paymentId } = await client.generatePayment({ amount: '2500' });
+        await sandbox.completePayment(paymentId);
+        await client.reconcilePayment(paymentId);
+        await checkDesk(`http://127.0.0.1:${port}/admin/payments`, paymentId);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+        await client.close();
+      }
+    },
+  },
+);
 
 /** Boots a Nest app (Express) serving the pre-listened server; closed after the scenario. */
 async function boot(metadata: Parameters<Context['boot']>[0]): Promise<INestApplication> {

@@ -303,6 +303,14 @@ export class HttpTransport {
    * Closes the keep-alive sockets so the process can exit. Calls in flight fail (a POST as "may
    * have been processed"), pending retries are dropped, and no new request is sent.
    */
+  /**
+   * A text with the private key and the webhook secrets cut out, in every form the answers are
+   * searched for (for pages and exports that show what the service or a customer wrote).
+   */
+  redact(text: string): string {
+    return this.#redactor.text(text);
+  }
+
   close(): void {
     this.#lifetime.abort();
     this.#agents.http.destroy();

@@ -189,6 +189,16 @@ export class PaymentsClient implements PaymentsOperations {
   }
 
   /**
+   * A text with this client's private key and webhook secrets cut out (in every encoding the
+   * service's answers are searched for), for a page that shows what the service or a customer
+   * wrote: the payments desk.
+   * @internal
+   */
+  redactSecrets(text: string): string {
+    return this.#transport.redact(text);
+  }
+
+  /**
    * Lets settlements in flight finish (new webhooks get 503), stops reconciliation, then closes
    * keep-alive sockets and the store's own connections. Call on shutdown; idempotent. A store
    * shared with other clients (several apps in one process) is closed by the last of them.

@@ -21,3 +21,9 @@ export { SettlementRunner } from './settlement.runner.js';
 export { TracedSettlements } from './settlement.traced.js';
 export { DEFAULT_HANDLER_TIMEOUT_MS } from './settlement.deadline.js';
 export { SETTLEMENT_WAITS } from './settlement.waits.js';
+// For the payments desk (lib/desk): the overdue test of a record, a payment's refund record key
+// and the refund sent at most once (the one a duplicate's automatic refund shares).
+export { isOverdueRecord } from './reconciliation.lanes.js';
+export { refundKey } from './refund.sender.js';
+export { refundOnce } from './refund.once.js';
+export type { RefundOnceResult } from './refund.once.js';

@@ -1,0 +1,108 @@
+import type { PaymentsClient } from '../core/client/index.js';
+import { describe, type PaymentsLogger } from '../core/common/index.js';
+import { refundOnce } from '../core/settlement/index.js';
+import { refundable } from './desk.data.js';
+
+/**
+ * What an action did, as the page after it tells (a fixed set: the redirect carries the code, never
+ * a message, so nothing of the request or the service is echoed through a URL).
+ */
+export const DESK_RESULTS = {
+  handled: 'The handlers ran and succeeded: the payment is settled.',
+  'handlers-failed': 'The handlers ran and failed again: the error is below; the payment is retried later too.',
+  'not-handled':
+    'Nothing ran: the payment is settled already, still pending at the service, or another instance is on it.',
+  'check-failed': 'The check could not be made (the service or the store did not answer): try again later.',
+  refunded: 'The duplicate was refunded.',
+  'refunded-earlier': 'The duplicate had been refunded already: no refund was sent.',
+  'refund-unknown': 'A refund was sent earlier and its answer was lost: check at the service; none was sent now.',
+  'refund-failed':
+    'The refund was not made: see the refund record below; refund it by hand at the service if it must be.',
+  'not-refundable': 'This payment is not a duplicate awaiting its refund: nothing was sent.',
+} as const;
+
+/** The code of an action's result. */
+export type DeskResult = keyof typeof DESK_RESULTS;
+
+/** The actions a person takes from the desk. */
+export type DeskAction = 'run-handlers' | 'refund';
+
+/**
+ * The desk's actions, each safe to send twice: the engine's own rules make the second a no-op
+ * (a claim for the handlers, the payment's refund record for a refund), and a second click on
+ * the same instance while the first is running joins it rather than racing it.
+ */
+export class DeskActions {
+  /** Actions running on this desk, by action and payment. */
+  readonly #running = new Map<string, Promise<DeskResult>>();
+
+  /**
+   * @param client the registration's client
+   * @param logger where every action is written, with who did it
+   */
+  constructor(
+    private readonly client: PaymentsClient,
+    private readonly logger: PaymentsLogger,
+  ) {}
+
+  /** Runs `action` on `paymentId` for `who` (a principal's id), once at a time per payment. */
+  run(action: DeskAction, paymentId: string, who: string): Promise<DeskResult> {
+    const key = `${action}\n${paymentId}`;
+    const running = this.#running.get(key);
+    if (running !== undefined) return running;
+    const started = (action === 'refund' ? this.#refund(paymentId) : this.#runHandlers(paymentId)).then((result) => {
+      this.#note(action, paymentId, who, result);
+      return result;
+    });
+    const tracked = started.finally(() => this.#running.delete(key));
+    this.#running.set(key, tracked);
+    return tracked;
+  }
+
+  /** The return check, run now: verifies the payment and, when it is settled and unhandled, runs its handlers. */
+  async #runHandlers(paymentId: string): Promise<DeskResult> {
+    try {
+      const result = await this.client.reconcilePayment(paymentId);
+      if (result.error !== undefined) return 'handlers-failed';
+      return result.handled ? 'handled' : 'not-handled';
+    } catch (error) {
+      this.logger.warn(
+        this.#line(`desk: the check of payment ${JSON.stringify(paymentId)} failed: ${describe(error)}`),
+      );
+      return 'check-failed';
+    }
+  }
+
+  /** The refund of a duplicate, at most once per payment (the refund record its automatic refund shares). */
+  async #refund(paymentId: string): Promise<DeskResult> {
+    const record = await this.client.getOutcome(paymentId);
+    if (record === undefined || !refundable(record)) return 'not-refundable';
+    try {
+      const result = await refundOnce(
+        { store: this.client.store, registration: this.client.name, refund: (id) => this.client.refundPayment(id) },
+        paymentId,
+      );
+      if (result.kind === 'unknown') return 'refund-unknown';
+      return result.earlier ? 'refunded-earlier' : 'refunded';
+    } catch (error) {
+      this.logger.warn(
+        this.#line(`desk: the refund of payment ${JSON.stringify(paymentId)} failed: ${describe(error)}`),
+      );
+      return 'refund-failed';
+    }
+  }
+
+  #note(action: DeskAction, paymentId: string, who: string, result: DeskResult): void {
+    const what = action === 'refund' ? 'refund of the duplicate' : 'check and handlers run';
+    this.logger.log(
+      this.#line(
+        `desk: ${JSON.stringify(who)} asked for the ${what} of payment ${JSON.stringify(paymentId)}: ${result}`,
+      ),
+    );
+  }
+
+  /** A log line without the client's secrets. */
+  #line(text: string): string {
+    return this.client.redactSecrets(text);
+  }
+}

@@ -1,0 +1,181 @@
+import { orderLedgerKey } from '../core/api/index.js';
+import type { PaymentsClient } from '../core/client/index.js';
+import { isOverdueRecord, refundKey } from '../core/settlement/index.js';
+import {
+  orderLedgerOf,
+  refundLedgerOf,
+  type OrderSettlement,
+  type OutcomeQuery,
+  type OutcomeRecord,
+  type PendingPayment,
+  type RefundRecord,
+} from '../core/store/index.js';
+
+/** One list of the overview: the first records and how many there are (counted up to a bound). */
+export interface DeskList {
+  /** The newest records, at most `listSize`. */
+  items: OutcomeRecord[];
+  /** How many records the list has, counted up to the scan limit. */
+  count: number;
+  /** Whether the count stopped at the scan limit (there may be more). */
+  more: boolean;
+}
+
+/** What needs a person, and the latest outcomes. */
+export interface DeskOverview {
+  /** Handlers that threw on the latest attempt (the payment is not settled: run them again). */
+  failing: DeskList;
+  /** Payments whose outcome is still unknown past the fast checks (slow lane), or given up. */
+  overdue: DeskList;
+  /** Duplicates (second charges) whose refund was not made and may still be sent from here. */
+  duplicates: DeskList;
+  /** The service's amount, tracking id or currency differed from what the plugin sent. */
+  mismatches: DeskList;
+  /** Duplicates whose refund was refused, never reached the service, or whose answer was lost. */
+  refundsFailed: DeskList;
+  /** The latest outcome records, whatever they say. */
+  latest: OutcomeRecord[];
+}
+
+/** Everything the store knows of one payment. */
+export interface DeskPayment {
+  /** The payment id asked about. */
+  paymentId: string;
+  /** Its outcome record, when one was written (and not expired). */
+  record?: OutcomeRecord;
+  /** Its reconciliation queue entry, while it is queued. */
+  pending?: PendingPayment;
+  /** Its refund record (the automatic refund of a duplicate, or a platform's or the desk's refund). */
+  refund?: RefundRecord;
+  /** The payment that settled its order (tracking id), when the store knows one. */
+  orderSettledBy?: OrderSettlement;
+}
+
+/** Refund states a person must look at: the desk sends no more refund calls for them. */
+const REFUND_FAILED = new Set(['refused', 'failed', 'unknown']);
+
+/** Whether a duplicate may be refunded from the desk: not refunded, and no failed or lost call. */
+export function refundable(record: OutcomeRecord): boolean {
+  return (
+    record.outcome === 'duplicate' &&
+    record.refund === undefined &&
+    record.refundState !== 'refunded' &&
+    record.refundState !== 'sending' &&
+    !REFUND_FAILED.has(record.refundState ?? '')
+  );
+}
+
+/** Whether a duplicate's refund needs a person at the service. */
+export function refundFailed(record: OutcomeRecord): boolean {
+  return record.outcome === 'duplicate' && record.refund === undefined && REFUND_FAILED.has(record.refundState ?? '');
+}
+
+/** The store's reads behind the desk's pages: bounded scans of the outcome records, and direct lookups. */
+export class DeskData {
+  /**
+   * @param client the registration's client
+   * @param listSize rows kept per list
+   * @param scanLimit records read at most per list
+   */
+  constructor(
+    private readonly client: PaymentsClient,
+    private readonly listSize: number,
+    private readonly scanLimit: number,
+  ) {}
+
+  /** The overview's lists, read concurrently. */
+  async overview(): Promise<DeskOverview> {
+    const [failing, overdue, duplicates, mismatches, latest] = await Promise.all([
+      this.#list({ handlers: 'failed' }, () => true),
+      this.#list({ outcome: 'pending' }, isOverdueRecord),
+      this.#lists({ outcome: 'duplicate' }, [refundable, refundFailed]),
+      this.#list({ outcome: 'mismatch' }, () => true),
+      this.client.listOutcomes({ limit: this.listSize }),
+    ]);
+    return {
+      failing,
+      overdue,
+      duplicates: duplicates[0],
+      mismatches,
+      refundsFailed: duplicates[1],
+      latest: latest.items,
+    };
+  }
+
+  /** What the store knows of `paymentId`; `undefined` when it knows nothing. */
+  async payment(paymentId: string): Promise<DeskPayment | undefined> {
+    const store = this.client.store;
+    const [record, pending, refund] = await Promise.all([
+      store.getOutcome(paymentId),
+      store.findPending(paymentId),
+      refundLedgerOf(store).findRefund(refundKey(this.client.name, paymentId)),
+    ]);
+    if (record === undefined && pending === undefined && refund === undefined) return undefined;
+    const order = record?.developerTrackingId ?? pending?.developerTrackingId;
+    const orderSettledBy =
+      order === undefined
+        ? undefined
+        : await orderLedgerOf(store)?.findOrderSettlement(orderLedgerKey(this.client.name, order));
+    return { paymentId, record, pending, refund, orderSettledBy };
+  }
+
+  /**
+   * Payments of an order (tracking id): the one that settled it (the order ledger), and every
+   * outcome record among the latest `scanLimit` that carries the tracking id.
+   */
+  async order(trackingId: string): Promise<OutcomeRecord[]> {
+    const found = new Map<string, OutcomeRecord>();
+    const settled = await orderLedgerOf(this.client.store)?.findOrderSettlement(
+      orderLedgerKey(this.client.name, trackingId),
+    );
+    if (settled !== undefined) {
+      const record = await this.client.getOutcome(settled.paymentId);
+      if (record !== undefined) found.set(record.paymentId, record);
+    }
+    await this.#scan({}, (record) => {
+      if (record.developerTrackingId === trackingId) found.set(record.paymentId, record);
+      return found.size < this.listSize;
+    });
+    return [...found.values()];
+  }
+
+  async #list(query: OutcomeQuery, keep: (record: OutcomeRecord) => boolean): Promise<DeskList> {
+    return (await this.#lists(query, [keep]))[0];
+  }
+
+  /** One scan of `query`'s records, split into one list per test. */
+  async #lists(query: OutcomeQuery, tests: Array<(record: OutcomeRecord) => boolean>): Promise<DeskList[]> {
+    const lists: DeskList[] = tests.map(() => ({ items: [], count: 0, more: false }));
+    const complete = await this.#scan(query, (record) => {
+      tests.forEach((test, i) => {
+        if (!test(record)) return;
+        lists[i].count++;
+        if (lists[i].items.length < this.listSize) lists[i].items.push(record);
+      });
+      return true;
+    });
+    for (const list of lists) list.more = !complete;
+    return lists;
+  }
+
+  /**
+   * Reads `query`'s records, newest first, 500 a page, until `visit` answers false or
+   * `scanLimit` records were read.
+   * @returns whether every record was read
+   */
+  async #scan(query: OutcomeQuery, visit: (record: OutcomeRecord) => boolean): Promise<boolean> {
+    let cursor: string | undefined;
+    let read = 0;
+    for (;;) {
+      const limit = Math.min(500, this.scanLimit - read);
+      if (limit <= 0) return false;
+      const page = await this.client.listOutcomes({ ...query, limit, cursor });
+      for (const record of page.items) {
+        read++;
+        if (!visit(record)) return true;
+      }
+      if (page.nextCursor === undefined) return true;
+      cursor = page.nextCursor;
+    }
+  }
+}

@@ -1,0 +1,201 @@
+import { randomBytes } from 'node:crypto';
+import type { PaymentsClient } from '../core/client/index.js';
+import { describe, type PaymentsLogger } from '../core/common/index.js';
+import { DESK_RESULTS, DeskActions, type DeskAction, type DeskResult } from './desk.actions.js';
+import { DeskFormTokens } from './desk.csrf.js';
+import { DeskData } from './desk.data.js';
+import {
+  isPrincipal,
+  principalOf,
+  resolveDeskOptions,
+  type DeskAuthorization,
+  type PaymentsDeskBaseOptions,
+  type ResolvedDeskOptions,
+} from './desk.options.js';
+import { cleanDeep, cleanText } from './desk.redact.js';
+import { DESK_CSP, messagePage, overviewPage, paymentPage, searchPage, type DeskPageContext } from './desk.views.js';
+
+/** One request to the desk, as the Express and Nest front ends read it. */
+export interface DeskRequest {
+  /** `GET`, `POST`, ... */
+  method: string;
+  /** The path below the desk's mount point, decoded per segment by the desk: `/`, `/search`, `/payments/<id>`. */
+  path: string;
+  /** The query string's values. */
+  query: URLSearchParams;
+  /** A POST's form fields (`application/x-www-form-urlencoded`), when it has any. */
+  form: Readonly<Record<string, unknown>> | undefined;
+  /** A request header's value (lower-case name). */
+  header(name: string): string | undefined;
+  /** The desk's mount path as the browser sees it, without a trailing slash (`''` at the root). */
+  base: string;
+}
+
+/** What the desk answers. */
+export interface DeskResponse {
+  /** The HTTP status. */
+  status: number;
+  /** The headers to set. */
+  headers: Record<string, string>;
+  /** The HTML (empty for a redirect). */
+  body: string;
+}
+
+/** The headers of every answer: nothing cached, framed, sniffed or referred. */
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': DESK_CSP,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+};
+
+const ACTIONS: ReadonlySet<string> = new Set<DeskAction>(['run-handlers', 'refund']);
+
+/**
+ * The desk itself, framework-free: routes a request that the host has authorized, reads the
+ * store, runs the actions, and renders the pages. Every value shown is cleaned of the client's
+ * secrets and of webhook tokens, then escaped. The Express handler and the Nest controller are
+ * thin front ends over it.
+ */
+export class PaymentsDeskEngine {
+  readonly #client: PaymentsClient;
+  readonly #options: ResolvedDeskOptions;
+  readonly #tokens: DeskFormTokens;
+  readonly #data: DeskData;
+  readonly #actions: DeskActions;
+  readonly #now: () => number;
+
+  /**
+   * @param client the registration's client
+   * @param options the desk's options
+   * @param defaultLogger where actions are written when `options.logger` is not given
+   * @param now the clock of form tokens; default `Date.now`
+   */
+  constructor(
+    client: PaymentsClient,
+    options: PaymentsDeskBaseOptions,
+    defaultLogger: PaymentsLogger,
+    now: () => number = Date.now,
+  ) {
+    this.#client = client;
+    this.#options = resolveDeskOptions(options, randomBytes, defaultLogger);
+    this.#tokens = new DeskFormTokens(this.#options.formKey, this.#options.formTtlMs);
+    this.#data = new DeskData(client, this.#options.listSize, this.#options.scanLimit);
+    this.#actions = new DeskActions(client, this.#options.logger);
+    this.#now = now;
+  }
+
+  /**
+   * Answers one request, given what the host's check said of it.
+   * @param request the request
+   * @param authorization the host's answer: a principal, `undefined`/`null` (401) or `false` (403)
+   */
+  async handle(request: DeskRequest, authorization: DeskAuthorization): Promise<DeskResponse> {
+    if (authorization === undefined || authorization === null)
+      return this.#page(401, messagePage('Sign in', 'Sign in to use the payments desk.'));
+    if (authorization === false || !isPrincipal(authorization))
+      return this.#page(
+        403,
+        messagePage('Not allowed', 'You are signed in, but not allowed to use the payments desk.'),
+      );
+    const principal = principalOf(authorization);
+    const ctx: DeskPageContext = {
+      base: request.base,
+      who: this.#clean(principal.name),
+      token: this.#tokens.issue(principal.id, this.#now()),
+    };
+    try {
+      return await this.#route(request, principal.id, ctx);
+    } catch (error) {
+      this.#options.logger.warn(this.#clean(`desk: ${request.method} ${request.path} failed: ${describe(error)}`));
+      return this.#page(
+        500,
+        messagePage('Not available', 'The store or the service did not answer: try again in a moment.', ctx),
+      );
+    }
+  }
+
+  async #route(request: DeskRequest, who: string, ctx: DeskPageContext): Promise<DeskResponse> {
+    const segments = request.path.split('/').filter((s) => s !== '');
+    let parts: string[];
+    try {
+      parts = segments.map((s) => decodeURIComponent(s));
+    } catch {
+      return this.#notFound(ctx);
+    }
+    const get = request.method === 'GET' || request.method === 'HEAD';
+    if (parts.length === 0)
+      return get
+        ? this.#page(200, overviewPage(ctx, this.#cleaned(await this.#data.overview())))
+        : this.#notAllowed(ctx);
+    if (parts.length === 1 && parts[0] === 'search') return get ? this.#search(request, ctx) : this.#notAllowed(ctx);
+    if (parts[0] !== 'payments' || parts.length < 2 || parts.length > 3) return this.#notFound(ctx);
+    const paymentId = parts[1];
+    if (parts.length === 2) {
+      if (!get) return this.#notAllowed(ctx);
+      const found = await this.#data.payment(paymentId);
+      if (found === undefined)
+        return this.#notFound(ctx, 'The store knows nothing of this payment (or its records expired).');
+      const done = request.query.get('done') ?? '';
+      const result = Object.hasOwn(DESK_RESULTS, done) ? (done as DeskResult) : undefined;
+      return this.#page(200, paymentPage(ctx, this.#cleaned(found), result));
+    }
+    const action = parts[2];
+    if (!ACTIONS.has(action)) return this.#notFound(ctx);
+    if (request.method !== 'POST') return this.#notAllowed(ctx);
+    // A browser says where a form came from; another site's form is refused before its token is read.
+    if (request.header('sec-fetch-site') === 'cross-site' || !this.#tokens.check(request.form?._csrf, who, this.#now()))
+      return this.#page(
+        403,
+        messagePage(
+          'Form expired',
+          'This form is out of date or came from elsewhere: reload the page and try again.',
+          ctx,
+        ),
+      );
+    const result = await this.#actions.run(action as DeskAction, paymentId, who);
+    return this.#redirect(`${request.base}/payments/${encodeURIComponent(paymentId)}?done=${result}`);
+  }
+
+  async #search(request: DeskRequest, ctx: DeskPageContext): Promise<DeskResponse> {
+    const query = (request.query.get('q') ?? '').trim().slice(0, 200);
+    if (query === '') return this.#redirect(request.base || '/');
+    if ((await this.#data.payment(query)) !== undefined)
+      return this.#redirect(`${request.base}/payments/${encodeURIComponent(query)}`);
+    return this.#page(200, searchPage(ctx, this.#clean(query), this.#cleaned(await this.#data.order(query))));
+  }
+
+  #clean(text: string): string {
+    return cleanText(text, (t) => this.#client.redactSecrets(t));
+  }
+
+  #cleaned<T>(value: T): T {
+    return cleanDeep(value, (t) => this.#clean(t));
+  }
+
+  #notFound(ctx: DeskPageContext, text = 'There is no such page on the payments desk.'): DeskResponse {
+    return this.#page(404, messagePage('Not found', text, ctx));
+  }
+
+  #notAllowed(ctx: DeskPageContext): DeskResponse {
+    const answer = this.#page(405, messagePage('Not allowed', 'This page does not take that method.', ctx));
+    answer.headers.allow = 'GET, POST';
+    return answer;
+  }
+
+  #page(status: number, body: string): DeskResponse {
+    return { status, headers: { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8' }, body };
+  }
+
+  #redirect(location: string): DeskResponse {
+    return { status: 303, headers: { ...SECURITY_HEADERS, location }, body: '' };
+  }
+
+  /** Shows nothing of the client or the form key. */
+  toJSON(): Record<string, never> {
+    return {};
+  }
+}

@@ -1,0 +1,186 @@
+import { createHash } from 'node:crypto';
+import type { OutcomeRecord } from '../core/store/index.js';
+import { DESK_RESULTS, type DeskResult } from './desk.actions.js';
+import { refundable, type DeskList, type DeskOverview, type DeskPayment } from './desk.data.js';
+import { html, SafeHtml, type HtmlValue } from './desk.html.js';
+
+/** The one stylesheet, inline: no asset from anywhere, allowed by its hash in the page's policy. */
+const STYLE = `body{font:15px/1.4 system-ui,sans-serif;margin:0;color:#1b1b1b;background:#fafafa}
+header,main{max-width:72rem;margin:0 auto;padding:.75rem 1rem}header{display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
+header a{font-weight:600;color:inherit}header form{margin-left:auto}
+h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.5rem}table{border-collapse:collapse;width:100%;background:#fff}
+th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top;word-break:break-word}
+th{background:#f0f0f0}.count{font-weight:400;color:#555}.note{background:#eef6ee;border:1px solid #9c9;padding:.5rem}
+.warn{background:#fff4e5;border:1px solid #e0a040;padding:.5rem}button{cursor:pointer}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;background:#fff;padding:.5rem;border:1px solid #ddd}
+dt{font-weight:600}dd{margin:0;word-break:break-word}ol.timeline li{margin:.3rem 0}`;
+
+/** The Content-Security-Policy of every page: nothing loads, only this stylesheet applies, forms post to the desk. */
+export const DESK_CSP = [
+  "default-src 'none'",
+  `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+/** What every page knows: where the desk is mounted, who is looking, their form token. */
+export interface DeskPageContext {
+  /** The desk's mount path, e.g. `/desk` (no trailing slash; `''` at the root). */
+  base: string;
+  /** The principal's name to show. */
+  who: string;
+  /** The form token of this principal. */
+  token: string;
+}
+
+/** The link of a payment's page. */
+function paymentHref(base: string, paymentId: string): string {
+  return `${base}/payments/${encodeURIComponent(paymentId)}`;
+}
+
+/** A whole page. */
+export function page(title: string, ctx: Pick<DeskPageContext, 'base' | 'who'> | undefined, body: HtmlValue): string {
+  const nav =
+    ctx === undefined
+      ? ''
+      : html`<header><a href="${ctx.base || '/'}">Payments desk</a>
+<form method="get" action="${ctx.base}/search" role="search"><label>Payment or order id <input name="q" required maxlength="200"></label> <button>Search</button></form>
+<span>Signed in as ${ctx.who}</span></header>`;
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="referrer" content="no-referrer"><title>${title} · Payments desk</title><style>${STYLE_HTML}</style></head>
+<body>${nav}<main><h1>${title}</h1>${body}</main></body></html>`.value;
+}
+
+/** The stylesheet as markup (it is this file's constant, not a value from outside). */
+const STYLE_HTML: SafeHtml = new SafeHtml(STYLE);
+
+/** A button posting `action` for one payment, with the form token. */
+function actionForm(ctx: DeskPageContext, paymentId: string, action: string, label: string): SafeHtml {
+  return html`<form method="post" action="${paymentHref(ctx.base, paymentId)}/${action}"><input type="hidden" name="_csrf" value="${ctx.token}"><button>${label}</button></form>`;
+}
+
+function recordRows(ctx: DeskPageContext, items: OutcomeRecord[], action?: (r: OutcomeRecord) => HtmlValue): SafeHtml {
+  return html`<table><thead><tr><th>Payment</th><th>Order</th><th>Outcome</th><th>Handlers</th><th>Updated</th><th>Last error</th>${action ? html`<th>Action</th>` : ''}</tr></thead><tbody>${items.map(
+    (r) =>
+      html`<tr><td><a href="${paymentHref(ctx.base, r.paymentId)}">${r.paymentId}</a></td><td>${r.developerTrackingId ?? ''}</td><td>${r.outcome} (${r.status})</td><td>${r.handlers}, ${r.attempts} attempt(s)</td><td>${r.updatedAt}</td><td>${r.lastError ?? r.refundError ?? ''}</td>${action ? html`<td>${action(r)}</td>` : ''}</tr>`,
+  )}</tbody></table>`;
+}
+
+function listSection(
+  ctx: DeskPageContext,
+  id: string,
+  title: string,
+  what: string,
+  list: DeskList,
+  action?: (r: OutcomeRecord) => HtmlValue,
+): SafeHtml {
+  const count = `${list.count}${list.more ? '+' : ''}`;
+  return html`<section id="${id}"><h2>${title} <span class="count">(${count})</span></h2><p>${what}</p>${
+    list.items.length === 0 ? html`<p>None.</p>` : recordRows(ctx, list.items, action)
+  }</section>`;
+}
+
+/** The overview: what needs a person, with counts, and the latest outcomes. */
+export function overviewPage(ctx: DeskPageContext, data: DeskOverview): string {
+  const rerun = (r: OutcomeRecord) => actionForm(ctx, r.paymentId, 'run-handlers', 'Check now and run handlers again');
+  const refund = (r: OutcomeRecord) => actionForm(ctx, r.paymentId, 'refund', 'Refund this duplicate');
+  return page(
+    'What needs a person',
+    ctx,
+    html`${listSection(ctx, 'failing', 'Handlers failing', 'Your handlers threw on the latest attempt: the payment is not settled. Fix the cause (the last error), then run them again.', data.failing, rerun)}
+${listSection(ctx, 'overdue', 'Overdue payments', 'Their outcome is still unknown after the fast checks (the service did not answer, or kept saying pending): check now, or ask the service.', data.overdue, rerun)}
+${listSection(ctx, 'duplicates', 'Duplicates to refund', 'A second charge of an order another payment had paid: refund it (sent at most once per payment).', data.duplicates, refund)}
+${listSection(ctx, 'mismatches', 'Mismatches', 'The service verified another amount, order or currency than the plugin sent: never confirmed. Look at the order and the service before anything else.', data.mismatches)}
+${listSection(ctx, 'refunds-failed', 'Refunds that failed', 'The refund of a duplicate was refused, never reached the service after 3 calls, or its answer was lost: check at the service and refund by hand if it must be.', data.refundsFailed)}
+<section id="latest"><h2>Latest outcomes</h2>${data.latest.length === 0 ? html`<p>None yet.</p>` : recordRows(ctx, data.latest)}</section>`,
+  );
+}
+
+/** Search results: the payments of an order, or none. */
+export function searchPage(ctx: DeskPageContext, query: string, found: OutcomeRecord[]): string {
+  return page(
+    'Search',
+    ctx,
+    html`<p>Payments of order or payment id “${query}”:</p>${found.length === 0 ? html`<p>No payment found. Records are kept for <code>outcomeRecordTtlSecs</code>; an order is found among the latest records only.</p>` : recordRows(ctx, found)}`,
+  );
+}
+
+interface TimelineEntry {
+  at: string;
+  text: SafeHtml;
+}
+
+function timeline(p: DeskPayment): TimelineEntry[] {
+  const entries: TimelineEntry[] = [];
+  const { record, pending, refund } = p;
+  if (pending !== undefined) {
+    entries.push({
+      at: pending.createdAt,
+      text: html`Generated: ${pending.amount} millimes${pending.developerTrackingId === undefined ? '' : html`, order ${pending.developerTrackingId}`}`,
+    });
+    if (pending.sessionEndsAt !== undefined)
+      entries.push({ at: pending.sessionEndsAt, text: html`Checkout session ends` });
+    entries.push({
+      at: '',
+      text: html`In the reconciliation queue: ${pending.checks} check(s) so far${pending.rechecks === undefined ? '' : html`, ${pending.rechecks} recheck(s) in the pending lane`}`,
+    });
+  }
+  if (record !== undefined) {
+    entries.push({
+      at: record.updatedAt,
+      text: html`Latest attempt (${record.attempts} in all), by ${record.source}: the service said ${record.status}, outcome ${record.outcome}; handlers ${record.handlers}${record.lastError === undefined ? '' : html`; last error: ${record.lastError}`}`,
+    });
+  }
+  if (refund !== undefined) {
+    entries.push({
+      at: refund.updatedAt,
+      text: html`Refund record: ${refund.state} after ${refund.tries} call(s)${refund.error === undefined ? '' : html`; ${refund.error}`}`,
+    });
+    if (refund.refund !== undefined)
+      entries.push({
+        at: refund.refund.refundedAt,
+        text: html`Refunded by the service: refund ${refund.refund.refundId}, ${refund.refund.amount}, ${refund.refund.status}`,
+      });
+  } else if (record?.refund !== undefined) {
+    entries.push({
+      at: record.refund.refundedAt,
+      text: html`Refunded by the service: refund ${record.refund.refundId}, ${record.refund.amount}, ${record.refund.status}`,
+    });
+  }
+  return entries.sort((a, b) => (a.at === '' ? 1 : b.at === '' ? -1 : a.at.localeCompare(b.at)));
+}
+
+function field(name: string, value: HtmlValue): SafeHtml {
+  return value === undefined || value === '' ? html`` : html`<dt>${name}</dt><dd>${value}</dd>`;
+}
+
+/** One payment: its record's fields, a timeline of what the store knows, and its actions. */
+export function paymentPage(ctx: DeskPageContext, p: DeskPayment, result: DeskResult | undefined): string {
+  const { record } = p;
+  const flash = result === undefined ? '' : html`<p class="note" role="status">${DESK_RESULTS[result]}</p>`;
+  const actions: SafeHtml[] = [];
+  if (record === undefined || record.handlers !== 'succeeded' || record.outcome === 'pending')
+    actions.push(actionForm(ctx, p.paymentId, 'run-handlers', 'Check now and run handlers again'));
+  if (record !== undefined && refundable(record))
+    actions.push(actionForm(ctx, p.paymentId, 'refund', 'Refund this duplicate'));
+  return page(
+    `Payment ${p.paymentId}`,
+    ctx,
+    html`${flash}
+<section><h2>Record</h2>${
+      record === undefined
+        ? html`<p>No outcome recorded yet.</p>`
+        : html`<dl>${field('Outcome', record.outcome)}${field('Service status', record.status)}${field('Amount (millimes)', record.amount)}${field('Order', record.developerTrackingId)}${field('Path of the latest attempt', record.source)}${field('Handlers', record.handlers)}${field('Attempts', record.attempts)}${field('Last error', record.lastError)}${field('Updated', record.updatedAt)}${field('Settled by (duplicate of)', record.settledBy === undefined ? undefined : html`<a href="${paymentHref(ctx.base, record.settledBy)}">${record.settledBy}</a>`)}${field('Refund state', record.refundState)}${field('Refund calls', record.refundTries)}${field('Refund error', record.refundError)}</dl>`
+    }</section>
+${p.orderSettledBy === undefined ? '' : html`<p>Its order was settled by payment <a href="${paymentHref(ctx.base, p.orderSettledBy.paymentId)}">${p.orderSettledBy.paymentId}</a> (${p.orderSettledBy.amount} millimes).</p>`}
+<section><h2>Timeline</h2><ol class="timeline">${timeline(p).map((e) => html`<li>${e.at === '' ? html`now` : html`<time>${e.at}</time>`}: ${e.text}</li>`)}</ol></section>
+<section><h2>Actions</h2>${actions.length === 0 ? html`<p>Nothing to do: the payment is settled.</p>` : actions}</section>`,
+  );
+}
+
+/** A page saying why a request was not served (401, 403, 404, 500). */
+export function messagePage(title: string, text: string, ctx?: Pick<DeskPageContext, 'base' | 'who'>): string {
+  return page(title, ctx, html`<p>${text}</p>`);
+}

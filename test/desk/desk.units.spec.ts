@@ -1,0 +1,74 @@
+import { describe, expect, it } from '@jest/globals';
+import { DeskFormTokens } from '../../lib/desk/desk.csrf.js';
+import { escapeHtml, html } from '../../lib/desk/desk.html.js';
+import { cleanDeep, cleanText } from '../../lib/desk/desk.redact.js';
+import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
+
+describe('the desk’s HTML', () => {
+  it('escapes every interpolated value, in text and in attributes, and keeps markup it built', () => {
+    const hostile = `"><script>alert('x')</script>&\``;
+    expect(escapeHtml(hostile)).toBe('&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&#96;');
+    const inner = html`<b>${hostile}</b>`;
+    expect(html`<a title="${hostile}">${inner}${[hostile, 1, undefined, null, false]}</a>`.value).toBe(
+      `<a title="${escapeHtml(hostile)}"><b>${escapeHtml(hostile)}</b>${escapeHtml(hostile)}1</a>`,
+    );
+  });
+});
+
+describe('the desk’s form tokens', () => {
+  const key = Buffer.alloc(32, 7);
+  const now = Date.UTC(2026, 10, 28, 12);
+
+  it('accepts a token for the person it was issued to, within its lifetime only', () => {
+    const tokens = new DeskFormTokens(key, 3_600_000);
+    const token = tokens.issue('alice', now);
+    expect(tokens.check(token, 'alice', now + 3_599_000)).toBe(true);
+    expect(tokens.check(token, 'alice', now + 3_601_000)).toBe(false);
+    expect(tokens.check(token, 'bob', now)).toBe(false);
+    expect(tokens.check(`${token}x`, 'alice', now)).toBe(false);
+    expect(tokens.check(`${token}.x`, 'alice', now)).toBe(false);
+    expect(tokens.check(undefined, 'alice', now)).toBe(false);
+    expect(tokens.check(['a'], 'alice', now)).toBe(false);
+  });
+
+  it('refuses a token of another desk (another key), and shows nothing of its key', () => {
+    const token = new DeskFormTokens(key, 3_600_000).issue('alice', now);
+    expect(new DeskFormTokens(Buffer.alloc(32, 8), 3_600_000).check(token, 'alice', now)).toBe(false);
+    expect(JSON.stringify(new DeskFormTokens(key, 1))).toBe('{}');
+  });
+
+  it('refuses a token dated in the future (a clock cannot be pushed ahead to stretch a token)', () => {
+    const tokens = new DeskFormTokens(key, 3_600_000);
+    expect(tokens.check(tokens.issue('alice', now + 600_000), 'alice', now)).toBe(false);
+  });
+});
+
+describe('what a page may show', () => {
+  const signer = new WebhookTokenSigner('whsec_units_0123456789abcdef0123456789abcd');
+  const token = signer.issue('12500', 'order-7', 3_600_000).token;
+  const noTracking = signer.issue('12500', undefined, 3_600_000).token;
+  const probe = signer.issueProbe(60_000);
+  const secrets = (text: string) => text.replaceAll('sk_live_secret', '[redacted]');
+
+  it('cuts the webhook tokens the core signs, and the secrets the client names, out of any text', () => {
+    for (const t of [token, noTracking, probe]) {
+      expect(cleanText(`before ${t} after`, secrets)).toBe('before [redacted] after');
+      expect(cleanText(`/payments/webhook/${t}?x=1`, secrets)).toBe('/payments/webhook/[redacted]?x=1');
+    }
+    expect(cleanText('key sk_live_secret here', secrets)).toBe('key [redacted] here');
+    expect(cleanText('pay_0af106a68b107229ba2a5dfd 2026-11-28T01:02:57.354Z 12.500', secrets)).toBe(
+      'pay_0af106a68b107229ba2a5dfd 2026-11-28T01:02:57.354Z 12.500',
+    );
+  });
+
+  it('cleans every string of a record, at any depth, and leaves other values', () => {
+    expect(
+      cleanDeep({ a: token, b: [1, { c: `x ${token}` }], d: true, e: undefined }, (t) => cleanText(t, secrets)),
+    ).toEqual({
+      a: '[redacted]',
+      b: [1, { c: 'x [redacted]' }],
+      d: true,
+      e: undefined,
+    });
+  });
+});
