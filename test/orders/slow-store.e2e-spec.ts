@@ -5,6 +5,7 @@ import express from 'express';
 import { createPaymentsClient, createWebhookRouter } from '../../lib/express/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { DelegatingStore, quietLogger } from '../support/outcome-kit.js';
+import { SYSTEM_CLOCK, type Clock } from '../../lib/core/time/clock.port.js';
 
 // Issue 33 item 1: a created payment is never lost to a slow store. Once the service has created
 // the payment, generatePayment answers its link whatever the store does (slow: answering after
@@ -22,7 +23,7 @@ async function until(probe: () => boolean | Promise<boolean>, what: string, ms =
   }
 }
 
-async function setUp() {
+async function setUp(clock?: Clock) {
   const sandbox = await PaymentsSandbox.start();
   const store = new DelegatingStore();
   const confirmed: string[] = [];
@@ -36,6 +37,7 @@ async function setUp() {
     logger: quietLogger(logs),
     webhook: { publicUrl: `http://127.0.0.1:${(http.address() as AddressInfo).port}/hook`, secret: SECRET },
     reconciliation: { enabled: false },
+    ...(clock ? { clock } : {}),
   });
   app.use('/hook', createWebhookRouter({ client, onPaymentConfirmed: (e) => void confirmed.push(e.paymentId) }));
   const close = async () => {
@@ -88,6 +90,31 @@ it('answers the link while the store is down, retries its writes in the backgrou
     );
     expect(await store.inner.findPending(payment.paymentId)).toBeUndefined();
     // Back up: the background write records the payment for the plugin's own re-check.
+    store.fail.clear();
+    await until(
+      async () => (await store.inner.findPending(payment.paymentId)) !== undefined,
+      'the payment queued once the store is back',
+    );
+    expect(await sandbox.completePayment(payment.paymentId)).toMatchObject({ delivered: true, lastStatus: 200 });
+    expect(confirmed).toEqual([payment.paymentId]);
+  } finally {
+    await close();
+  }
+});
+
+it("keeps retrying its writes when the instance's wall clock steps ahead while the store is down (soak seed 510545)", async () => {
+  // An NTP correction or a restored VM snapshot moves the wall clock, not the monotonic time: the
+  // writes are tried for the payment's session on the latter, so the payment is still recorded.
+  let stepMs = 0;
+  const clock: Clock = { ...SYSTEM_CLOCK, now: () => Date.now() + stepMs };
+  const { sandbox, store, client, confirmed, logs, close } = await setUp(clock);
+  try {
+    for (const m of ['saveBinding', 'schedulePending', 'claim', 'findBinding', 'release', 'now'] as const)
+      store.fail.add(m);
+    const payment = await client.generatePayment({ amount: '12500', developerTrackingId: 'order-step' });
+    stepMs = 2 * 3_600_000;
+    await sleep(1_500);
+    expect(logs.join('\n')).not.toContain('could not be recorded in the store');
     store.fail.clear();
     await until(
       async () => (await store.inner.findPending(payment.paymentId)) !== undefined,

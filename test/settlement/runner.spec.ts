@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { PaymentsRateLimitedError } from '../../lib/core/api/payments.errors.js';
 import type { VerifiedPayment } from '../../lib/core/api/payments.types.js';
 import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
-import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
+import type { PaymentEvent, PaymentEventName, PaymentOutcomeEvent } from '../../lib/core/settlement/payment.events.js';
 import { outcomeKey, type SettleResult, type TokenLookup } from '../../lib/core/settlement/settlement.request.js';
 import { SettlementRunner } from '../../lib/core/settlement/settlement.runner.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
@@ -106,7 +106,8 @@ describe('SettlementRunner', () => {
     expect(await settle(h)).toMatchObject({ kind: 'handled', outcome: 'confirmed' });
     const record = await h.store.getOutcome('pay_1');
     expect(Math.abs(Date.parse(record!.updatedAt) - Date.now())).toBeLessThan(60_000);
-    expect(Math.abs(h.events[0][1].occurredAt.getTime() - Date.now())).toBeLessThan(60_000);
+    expect(h.events[0][0]).toBe('payment.confirmed');
+    expect(Math.abs((h.events[0][1] as PaymentOutcomeEvent).occurredAt.getTime() - Date.now())).toBeLessThan(60_000);
   });
 
   it('concurrent settles of one payment: the handlers run once, the others find it busy, one verify', async () => {

@@ -27,7 +27,9 @@ export class PaymentRecorder {
 
   /**
    * @param logger where late and lost writes are reported
-   * @param clock the engine's clock (waits, the give-up time)
+   * @param clock the instance's own clock: its waits, and its monotonic time for how long writes
+   *   are tried (a step of the wall clock, before the store's time could be measured, must not end
+   *   them early)
    */
   constructor(
     private readonly logger: PaymentsLogger,
@@ -41,10 +43,10 @@ export class PaymentRecorder {
    * @param write every store write of the payment, idempotent (run again whole on a failure);
    *   `late` once a first try failed: the store was away, and a path may have queued the payment
    *   meanwhile (see {@link lateEntry})
-   * @param giveUpAt epoch ms after which a failing write is not tried again
+   * @param giveUpAfterMs how long from now a failing write is tried again
    */
-  async record(paymentId: string, write: (late: boolean) => Promise<void>, giveUpAt: number): Promise<void> {
-    const task = this.#keepTrying(paymentId, write, giveUpAt);
+  async record(paymentId: string, write: (late: boolean) => Promise<void>, giveUpAfterMs: number): Promise<void> {
+    const task = this.#keepTrying(paymentId, write, this.#monotonic() + giveUpAfterMs);
     this.#inFlight.add(task);
     void task.finally(() => this.#inFlight.delete(task));
     let timer: ClockTimer | undefined;
@@ -76,7 +78,7 @@ export class PaymentRecorder {
         return;
       } catch (error) {
         const why = describe(error);
-        if (this.#closing || this.clock.now() + delay > giveUpAt) {
+        if (this.#closing || this.#monotonic() + delay > giveUpAt) {
           this.logger.error(
             `payment ${paymentId} was created at the service but could not be recorded in the store (${why}). Its webhook still confirms it ` +
               `(the token carries what to check), and so does the customer's return (reconcilePayment); if neither comes, call ` +
@@ -93,6 +95,10 @@ export class PaymentRecorder {
         delay = Math.min(delay * 2, RECORDER_WAITS.maxRetryMs);
       }
     }
+  }
+
+  #monotonic(): number {
+    return this.clock.elapsed?.() ?? this.clock.now();
   }
 
   #sleep(ms: number): Promise<void> {

@@ -59,7 +59,7 @@ export class PaymentGenerator {
       options.logger,
       clock,
     );
-    this.#recorder = new PaymentRecorder(options.logger, clock);
+    this.#recorder = new PaymentRecorder(options.logger, clock.local);
   }
 
   /** Lets the store writes of created payments finish (each tried once more, then reported). */
@@ -169,7 +169,7 @@ export class PaymentGenerator {
         await queueGenerated(this.store, moved?.entry ?? { ...binding, checks: 0 }, dueAt + (moved?.shift ?? 0));
         await checkout?.();
       },
-      dueAt,
+      dueAt - createdAt,
     );
     return payment;
   }

@@ -7,8 +7,10 @@ export type { OperationDispatcher, OutcomeDispatcher } from './outcome.handlers.
 export { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent } from './payment.events.js';
 export type { PaymentDuplicateEvent, PaymentEvent, PaymentEventName, PaymentOutcomeEvent } from './payment.events.js';
 export type { PaymentsReconciliationOptions } from './reconciliation.options.js';
-// One refund per payment however many platform calls ask for it (Vendure's and Medusa's refunds).
+// One refund per payment however many platform calls ask for it (Vendure's and Medusa's refunds,
+// the desk's refund of a duplicate: the one a duplicate's automatic refund shares).
 export { refundOnce } from './refund.once.js';
+export type { RefundOnceResult } from './refund.once.js';
 export { ReconciliationScheduler } from './reconciliation.scheduler.js';
 export type { ReconciliationRun } from './reconciliation.scheduler.js';
 export { VerifyBudget } from './settlement.budget.js';
@@ -21,9 +23,6 @@ export { SettlementRunner } from './settlement.runner.js';
 export { TracedSettlements } from './settlement.traced.js';
 export { DEFAULT_HANDLER_TIMEOUT_MS } from './settlement.deadline.js';
 export { SETTLEMENT_WAITS } from './settlement.waits.js';
-// For the payments desk (lib/desk): the overdue test of a record, a payment's refund record key
-// and the refund sent at most once (the one a duplicate's automatic refund shares).
+// For the payments desk (lib/desk): the overdue test of a record and a payment's refund record key.
 export { isOverdueRecord } from './reconciliation.lanes.js';
 export { refundKey } from './refund.sender.js';
-export { refundOnce } from './refund.once.js';
-export type { RefundOnceResult } from './refund.once.js';
