@@ -10,6 +10,7 @@ import { describe, expect, it } from '@jest/globals';
 import {
   lookAgainIn,
   nextRecheck,
+  pathRecheck,
   PendingRechecks,
   queuedExpectation,
   RECHECK_WAITS_MS,
@@ -152,6 +153,56 @@ const rows: Array<{
     queued: undefined,
   },
 ];
+
+describe('pathRecheck: a webhook or a return found the payment pending', () => {
+  it.each<[string, ReturnType<typeof entry>, number, { dueAt: number; rechecks: number | undefined }]>([
+    [
+      'not in the lane: the lane starts, its first wait',
+      entry(undefined, 1200),
+      T0 + 10_000,
+      { dueAt: T0 + 13_000, rechecks: 1 },
+    ],
+    ['a lane place of 0: the lane starts', entry(0, 1200), T0 + 10_000, { dueAt: T0 + 13_000, rechecks: 1 }],
+    // A reload in the lane is its latest check made again: the same wait, the lane not advanced.
+    [
+      'in the lane after 4 checks: the fourth wait again',
+      entry(4, 1200),
+      T0 + 40_000,
+      { dueAt: T0 + 48_000, rechecks: 4 },
+    ],
+    [
+      'in the lane after 9 checks: 60 s again, not on to the backing off',
+      entry(9, 1200),
+      T0 + 100_000,
+      { dueAt: T0 + 160_000, rechecks: 9 },
+    ],
+    [
+      'past the fixed waits: the current backing-off wait again',
+      entry(11, 1200),
+      T0 + 300_000,
+      { dueAt: T0 + 406_500, rechecks: 11 },
+    ],
+  ])('%s', (_what, queued, now, expected) => {
+    expect(pathRecheck(queued, now, GRACE_SECS)).toEqual(expected);
+  });
+
+  it('returns reloaded at every check keep each wait within 0.75 of the time since the lane began (soak seed 90)', () => {
+    // A customer reloading the return page at every lane check: each reload is a verify that found
+    // it pending, and must not move the lane on to its long waits early.
+    let queued = entry(undefined, 1200) as PendingPayment & ReturnType<typeof entry>;
+    const began = T0;
+    let now = began;
+    for (let check = 0; check < 12; check++) {
+      const lane = nextRecheck({ ...queued, rechecks: queued.rechecks ?? 0 }, now, GRACE_SECS);
+      const reload = pathRecheck({ ...queued, rechecks: lane.rechecks }, now + 1, GRACE_SECS);
+      if (reload.rechecks === undefined) break;
+      const wait = reload.dueAt - (now + 1);
+      expect(wait).toBeLessThanOrEqual(Math.max(30_000, 0.75 * (now + 1 - began)));
+      queued = { ...queued, rechecks: reload.rechecks };
+      now = reload.dueAt;
+    }
+  });
+});
 
 describe('queuedExpectation(): what a path may queue for a re-check', () => {
   it.each(rows)('$name', ({ expected, verified, queued }) => {

@@ -84,9 +84,11 @@ export function composeEngine(
     : NO_TELEMETRY;
   const verify = (paymentId: string): Promise<VerifiedPayment> => api.verifyPayment(paymentId);
   const ttls = { doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs };
+  // The budget measures durations only: on monotonic time, so a stepped wall clock neither
+  // stretches a 429's pause to the step's length nor ends it early.
   const budget = new VerifyBudget(
     SETTLEMENT_WAITS.verifyIntervalMs,
-    () => resolved.clock.now(),
+    () => resolved.clock.elapsed?.() ?? resolved.clock.now(),
     resolved.webhook.unsignedIntervalSecs * 1000,
   );
   const ledger = orderLedgerOf(store);
@@ -123,7 +125,15 @@ export function composeEngine(
   // Telemetry wraps the runner from outside: every path settles through the wrapper.
   const settlements = resolved.telemetry.enabled ? new TracedSettlements(runner, telemetry) : runner;
   const api: PaymentsApi = new PaymentsApi(resolved, transport, store, signer, runner, telemetry, shared);
-  const returnCheck = new PaymentReconciler(store, settlements, verify, resolved.logger, shared, orders);
+  const returnCheck = new PaymentReconciler(
+    store,
+    settlements,
+    verify,
+    resolved.logger,
+    shared,
+    orders,
+    (id) => void rechecks.note(id, undefined),
+  );
   const webhooks = new WebhookProcessor(
     resolved.webhook,
     signer,

@@ -92,6 +92,25 @@ export function nextRecheck(
 }
 
 /**
+ * The next check of a payment after a webhook or a return found it pending (pure). Outside the
+ * pending lane it starts the lane. In the lane the path's verify stands for the lane's latest check
+ * made again now: the wait after it is that check's, not the next one, so that customers reloading
+ * the return page do not push the lane on to its long waits (each wait stays within its share of
+ * the time since the lane began, the bound docs/confirmations.md states).
+ * @param entry the queue entry (its `rechecks`: the lane checks done so far)
+ * @param now the shared clock's time, epoch ms
+ * @param graceSecs `reconciliation.graceSecs`
+ */
+export function pathRecheck(
+  entry: Pick<PendingPayment, 'rechecks' | 'sessionEndsAt' | 'createdAt'>,
+  now: number,
+  graceSecs: number,
+): RecheckPlan {
+  const done = entry.rechecks ?? 0;
+  return nextRecheck({ ...entry, rechecks: Math.max(0, done - 1) }, now, graceSecs);
+}
+
+/**
  * What a path's expectation may put in the queue (pure): a queue entry is judged later as the
  * plugin's own record (`binding`), so it must hold the tracking id the payment was made with, or
  * none when it was made without one. A webhook token without its binding knows the tracking id
@@ -165,8 +184,7 @@ export class PendingRechecks {
         if (this.sessionSecs !== undefined) entry.sessionEndsAt = new Date(now + this.sessionSecs * 1000).toISOString();
         if (expected.developerTrackingId !== undefined) entry.developerTrackingId = expected.developerTrackingId;
       }
-      // A path's PENDING restarts the lane only when the entry is not in it already.
-      const plan = nextRecheck(entry.rechecks === undefined ? { ...entry, rechecks: 0 } : entry, now, this.graceSecs);
+      const plan = pathRecheck(entry, now, this.graceSecs);
       await this.schedule(entry, { ...plan, dueAt: Math.max(plan.dueAt, now + notBeforeMs) }, 'path');
     } catch (error) {
       // The store is away: try again from this instance's memory (for about two minutes), so that

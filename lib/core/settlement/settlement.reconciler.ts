@@ -44,6 +44,8 @@ export class PaymentReconciler {
    * @param clock the time shared with the other instances (the age of a pending record)
    * @param orders the order screen, when orders are kept: a confirmation that lost its order to
    *   another payment inside its transaction is settled again at once, as the duplicate it is
+   * @param lookAgain asks the pending lane to look for a payment nothing is known of yet (a few store
+   *   reads, no verify): a return that comes before a slow store took `generatePayment`'s write
    */
   constructor(
     private readonly store: PaymentsStore,
@@ -52,6 +54,7 @@ export class PaymentReconciler {
     private readonly logger: PaymentsLogger,
     private readonly clock: SharedClock,
     private readonly orders?: { takeLostRace(paymentId: string): boolean },
+    private readonly lookAgain?: (paymentId: string) => void,
   ) {
     this.#strangers = new StrangerBudget(clock.local);
   }
@@ -81,7 +84,10 @@ export class PaymentReconciler {
         case 'not-found':
           throw gate.error;
         case 'over-budget':
-          // Nothing known of it, and no verify left for unknown ids now: not settled, as far as anyone can tell.
+          // Nothing known of it, and no verify left for unknown ids now: not settled, as far as anyone
+          // can tell. It may be a payment whose record a slow store has not taken yet: the lane looks
+          // for it a few times (store reads only) and checks it once it is known.
+          this.lookAgain?.(paymentId);
           return { paymentId, status: '', outcome: 'pending', handled: false };
         case 'allowed':
           break;
