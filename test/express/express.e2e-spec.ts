@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import express from 'express';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +12,7 @@ import {
 } from '../../lib/express/index.js';
 import { FakeService, OK, PATHS } from '../support/fake-service.js';
 import { postChunked, quietLogger, tokenOf, verifyCount } from '../support/outcome-kit.js';
+import { clockAhead } from '../support/clock-ahead.js';
 
 const SECRET = 'express-webhook-secret-0123456789abcdef';
 
@@ -145,8 +146,7 @@ describe('nestjs-payments/express', () => {
     expect(events.some((e) => e.paymentId === paymentId)).toBe(false);
     // The service's next answer (the fake's default, SUCCESS) settles it on the redelivery, once the
     // verify budget's interval for a payment still pending passed (webhook.unsignedIntervalSecs).
-    const now = Date.now();
-    const clock = jest.spyOn(Date, 'now').mockImplementation(() => now + 31_000);
+    const clock = clockAhead(31_000);
     try {
       expect((await post(hook(token), { payment_id: paymentId })).status).toBe(200);
     } finally {

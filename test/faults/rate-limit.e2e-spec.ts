@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createPaymentsClient, type PaymentOutcomeEvent } from '../../lib/express/index.js';
 import { PaymentsApiError } from '../../lib/index.js';
 import { MemoryPaymentsStore } from '../../lib/store/index.js';
@@ -6,6 +6,7 @@ import { FakeService, type FakeReply } from '../support/fake-service.js';
 import { generateVia, quietLogger, startRouter, verifyCount } from '../support/outcome-kit.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
+import { clockAhead } from '../support/clock-ahead.js';
 
 // Issue #9 item 7: a 429 from verify is honoured. A Retry-After longer than one backoff wait
 // (5 s) ends the call at once: one verify call, not maxRetries + 1 within seconds; the webhook
@@ -81,8 +82,7 @@ describe('verify answered 429 with Retry-After: 60', () => {
     expect([early.status, Number(early.headers.get('retry-after')) > 55]).toEqual([503, true]);
     expect(verifyCount(fake, p.paymentId)).toBe(1);
     // The redelivery after the 60 s (the clock moved on) confirms.
-    const now = Date.now();
-    const clock = jest.spyOn(Date, 'now').mockImplementation(() => now + 61_000);
+    const clock = clockAhead(61_000);
     try {
       expect((await fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' })).status).toBe(200);
     } finally {

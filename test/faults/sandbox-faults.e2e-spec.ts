@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
@@ -10,6 +10,7 @@ import {
 } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
+import { clockAhead } from '../support/clock-ahead.js';
 
 const GENERATE = '/api/v2/generate_payment';
 const REFUND = '/api/v2/refund_payment';
@@ -246,8 +247,7 @@ describe('verify_payment faults: a GET, so retried; never taken for an answer', 
     // Within the verify budget's interval the failure is remembered (no call); once it passed:
     // no confirmation handler is registered in this app, so the outcome is verified but left undone (retried later).
     await expect(payments.reconcilePayment(paymentId)).rejects.toMatchObject({ code: 'TIMEOUT' });
-    const now = Date.now();
-    const clock = jest.spyOn(Date, 'now').mockImplementation(() => now + 11_000);
+    const clock = clockAhead(11_000);
     try {
       await expect(payments.reconcilePayment(paymentId)).resolves.toMatchObject({
         paymentId,

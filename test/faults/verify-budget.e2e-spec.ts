@@ -11,6 +11,7 @@ import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } f
 import { FakeService, type FakeReply } from '../support/fake-service.js';
 import { generateVia, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
+import { clockAhead } from '../support/clock-ahead.js';
 
 const INTERVAL_MS = 10_000;
 let fake: FakeService;
@@ -52,9 +53,8 @@ async function shop(): Promise<{ client: PaymentsClient; router: RunningRouter; 
 }
 
 function compressClock(): void {
-  const base = Date.now();
   offset = 0;
-  jest.spyOn(Date, 'now').mockImplementation(() => base + offset);
+  clockAhead(() => offset);
 }
 
 /** One simulated second: 2 returns and 2 deliveries of each payment. */
