@@ -48,6 +48,19 @@ async function setUp(clock?: Clock) {
   return { sandbox, store, client, confirmed, logs, close };
 }
 
+type SetUp = Awaited<ReturnType<typeof setUp>>;
+
+/** The store answers again: the background write queues the payment, and its webhook confirms it once. */
+async function storeBackThenPaid({ store, sandbox, confirmed }: SetUp, paymentId: string): Promise<void> {
+  store.fail.clear();
+  await until(
+    async () => (await store.inner.findPending(paymentId)) !== undefined,
+    'the payment queued once the store is back',
+  );
+  expect(await sandbox.completePayment(paymentId)).toMatchObject({ delivered: true, lastStatus: 200 });
+  expect(confirmed).toEqual([paymentId]);
+}
+
 it('answers the link while the store takes 6 s to answer, records the payment afterwards, and confirms it', async () => {
   const { sandbox, store, client, confirmed, close } = await setUp();
   try {
@@ -80,7 +93,8 @@ it('answers the link while the store takes 6 s to answer, records the payment af
 });
 
 it('answers the link while the store is down, retries its writes in the background, and confirms it', async () => {
-  const { sandbox, store, client, confirmed, logs, close } = await setUp();
+  const setup = await setUp();
+  const { store, client, logs, close } = setup;
   try {
     for (const m of ['saveBinding', 'schedulePending', 'claim', 'findBinding', 'release'] as const) store.fail.add(m);
     const payment = await client.generatePayment({ amount: '12500', developerTrackingId: 'order-down' });
@@ -90,13 +104,7 @@ it('answers the link while the store is down, retries its writes in the backgrou
     );
     expect(await store.inner.findPending(payment.paymentId)).toBeUndefined();
     // Back up: the background write records the payment for the plugin's own re-check.
-    store.fail.clear();
-    await until(
-      async () => (await store.inner.findPending(payment.paymentId)) !== undefined,
-      'the payment queued once the store is back',
-    );
-    expect(await sandbox.completePayment(payment.paymentId)).toMatchObject({ delivered: true, lastStatus: 200 });
-    expect(confirmed).toEqual([payment.paymentId]);
+    await storeBackThenPaid(setup, payment.paymentId);
   } finally {
     await close();
   }
@@ -107,7 +115,8 @@ it("keeps retrying its writes when the instance's wall clock steps ahead while t
   // writes are tried for the payment's session on the latter, so the payment is still recorded.
   let stepMs = 0;
   const clock: Clock = { ...SYSTEM_CLOCK, now: () => Date.now() + stepMs };
-  const { sandbox, store, client, confirmed, logs, close } = await setUp(clock);
+  const setup = await setUp(clock);
+  const { store, client, logs, close } = setup;
   try {
     for (const m of ['saveBinding', 'schedulePending', 'claim', 'findBinding', 'release', 'now'] as const)
       store.fail.add(m);
@@ -115,13 +124,7 @@ it("keeps retrying its writes when the instance's wall clock steps ahead while t
     stepMs = 2 * 3_600_000;
     await sleep(1_500);
     expect(logs.join('\n')).not.toContain('could not be recorded in the store');
-    store.fail.clear();
-    await until(
-      async () => (await store.inner.findPending(payment.paymentId)) !== undefined,
-      'the payment queued once the store is back',
-    );
-    expect(await sandbox.completePayment(payment.paymentId)).toMatchObject({ delivered: true, lastStatus: 200 });
-    expect(confirmed).toEqual([payment.paymentId]);
+    await storeBackThenPaid(setup, payment.paymentId);
   } finally {
     await close();
   }
