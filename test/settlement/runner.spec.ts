@@ -269,6 +269,28 @@ describe('SettlementRunner', () => {
     expect(h.events).toHaveLength(1);
   });
 
+  it('a process frozen past its lease whose handler then fails: the record of the attempt that took the claim meanwhile stands', async () => {
+    // The frozen process's timers never fire (no renewal lands); its monotonic time runs on.
+    const frozen = { ...SYSTEM_CLOCK, setTimeout: () => ({}), clearTimeout: () => undefined };
+    const store = new MemoryPaymentsStore();
+    let release!: (error: Error) => void;
+    const stalled = harness({
+      store,
+      clock: new SharedClock(frozen),
+      handler: () => new Promise<void>((_resolve, reject) => (release = reject)),
+    });
+    const other = harness({ store });
+    stalled.answer('SUCCESS');
+    other.answer('SUCCESS');
+    const first = settle(stalled);
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 100));
+    expect(await settle(other)).toMatchObject({ kind: 'handled', outcome: 'confirmed' });
+    release(new Error('the shop database went away during the freeze'));
+    expect(await first).toMatchObject({ kind: 'handlers-failed' });
+    expect(await store.getOutcome('pay_1')).toMatchObject({ handlers: 'succeeded', source: 'webhook' });
+    expect(await store.getOutcome('pay_1')).not.toHaveProperty('lastError');
+  });
+
   it('drain() waits for settlements in flight', async () => {
     let release!: () => void;
     const h = harness({ handler: () => new Promise<void>((resolve) => (release = resolve)) });

@@ -1,6 +1,6 @@
 import { type PaymentsLogger, describe } from '../common/index.js';
 import type { PaymentBinding, PendingPayment } from '../store/index.js';
-import type { Clock, ClockTimer, SharedClock, SharedMark } from '../time/index.js';
+import { monotonicNow, type Clock, type ClockTimer, type SharedClock, type SharedMark } from '../time/index.js';
 
 /** How the writes of a created payment are waited for and retried. */
 export const RECORDER_WAITS = {
@@ -98,7 +98,7 @@ export class PaymentRecorder {
   }
 
   #monotonic(): number {
-    return this.clock.elapsed?.() ?? this.clock.now();
+    return monotonicNow(this.clock);
   }
 
   #sleep(ms: number): Promise<void> {

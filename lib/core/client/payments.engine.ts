@@ -13,7 +13,7 @@ import {
 import { orderLedgerOf, type PaymentsStore, isTransactional } from '../store/index.js';
 import { PaymentsTelemetry, NO_TELEMETRY, type TelemetryHooks } from '../telemetry/index.js';
 import { WebhookProcessor, WebhookTokenSigner } from '../webhook/index.js';
-import { SharedClock } from '../time/index.js';
+import { monotonicNow, SharedClock } from '../time/index.js';
 import { PaymentsApi } from './payments.api.js';
 import { PAYMENTS_DEFAULTS, type ResolvedPaymentsOptions } from './payments.options.js';
 
@@ -88,7 +88,7 @@ export function composeEngine(
   // stretches a 429's pause to the step's length nor ends it early.
   const budget = new VerifyBudget(
     SETTLEMENT_WAITS.verifyIntervalMs,
-    () => resolved.clock.elapsed?.() ?? resolved.clock.now(),
+    () => monotonicNow(resolved.clock),
     resolved.webhook.unsignedIntervalSecs * 1000,
   );
   const ledger = orderLedgerOf(store);

@@ -13,7 +13,7 @@ import {
   type TokenLookup,
 } from './settlement.request.js';
 import type { VerifiedPayment } from '../api/index.js';
-import type { SharedClock } from '../time/index.js';
+import { monotonicNow, type SharedClock } from '../time/index.js';
 import type { OutcomeHandlers } from './outcome.handlers.js';
 import type { PaymentOutcomeEvent } from './payment.events.js';
 
@@ -122,6 +122,8 @@ export class Attempt {
   readonly observe: SettleObserver;
   /** What to expect of the payment: the request's, then the token's binding once the claim read it. */
   expected?: OutcomeExpectation;
+  /** When the claim was sent, on the clock's monotonic time: its lease counts from there at the latest. */
+  #claimedAt?: number;
 
   /**
    * @param request what the path asked
@@ -153,6 +155,7 @@ export class Attempt {
   async claim(): Promise<Claimed> {
     const { store, options } = this.deps;
     const { token, key, owner, paymentId } = this;
+    this.#claimedAt = monotonicNow(options.clock);
     try {
       const found = token
         ? await store.findBindingAndClaim(token.id, paymentId, key, owner, options.leaseMs)
@@ -182,6 +185,7 @@ export class Attempt {
    */
   async hold(work: () => Promise<void>): Promise<'held' | 'done' | 'busy'> {
     let claim: ClaimOutcome;
+    this.#claimedAt = monotonicNow(this.deps.options.clock);
     try {
       claim = await this.deps.store.claim(this.key, this.owner, this.deps.options.leaseMs);
     } catch (error) {
@@ -255,9 +259,18 @@ export class Attempt {
   }
 
   /** Renews the claim every third of the lease while handlers run (settlement.lease.ts). */
-  renew(): { stop(): Promise<void>; readonly lost: boolean } {
+  renew(): { stop(): Promise<void>; readonly lost: boolean; readonly lapsed: boolean } {
     const { store, options, logger } = this.deps;
-    return renewWhileHandling(store, this.key, this.owner, options.leaseMs, this.paymentId, logger, options.clock);
+    return renewWhileHandling(
+      store,
+      this.key,
+      this.owner,
+      options.leaseMs,
+      this.paymentId,
+      logger,
+      options.clock,
+      this.#claimedAt,
+    );
   }
 
   /**

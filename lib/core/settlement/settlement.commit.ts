@@ -130,8 +130,12 @@ export type HandlersEnd =
   | { kind: 'committed'; marked: boolean }
   /** Rolled back: another attempt took the claim meanwhile and runs the handlers (transactional stores). */
   | { kind: 'lost' }
-  /** A handler threw, or the transaction failed and rolled back: the claim is still held. */
-  | { kind: 'failed'; error: unknown };
+  /**
+   * A handler threw, or the transaction failed and rolled back. `lapsed`: the claim's lease ran out
+   * meanwhile (the process was frozen past it), so another attempt may have written the payment's
+   * outcome since: this failure is no record to write over it.
+   */
+  | { kind: 'failed'; error: unknown; lapsed: boolean };
 
 /** What the commit needs of the attempt (settlement.attempt.ts) whose handlers it runs. */
 export interface CommittingAttempt {
@@ -139,8 +143,8 @@ export interface CommittingAttempt {
   readonly paymentId: string;
   /** The claim's lease, in ms. */
   readonly leaseMs: number;
-  /** Renews the claim while the handlers run; `lost`: a renewal found the claim taken. */
-  renew(): { stop(): Promise<void>; readonly lost: boolean };
+  /** Renews the claim while the handlers run; `lost`: a renewal found the claim taken; `lapsed`: its lease ran out at some point. */
+  renew(): { stop(): Promise<void>; readonly lost: boolean; readonly lapsed: boolean };
   /** Runs the handlers up to their deadline: rejects past it (settlement.deadline.ts). */
   withinDeadline(work: () => Promise<void>): Promise<void>;
   /** The attempt's end as the store writes it. */
@@ -200,6 +204,7 @@ export async function commitHandlers(run: {
   // A renewal found the claim taken (a process stalled past its lease): the attempt that took it
   // owns the outcome now, so a failure here is no failure to record over its record.
   let claimLost = false;
+  let lapsed = false;
   try {
     await inScope(run.store, attempt, run.logger, async (scope) => {
       // On PGlite the transaction holds the one connection: a renewal could only queue behind it,
@@ -213,13 +218,14 @@ export async function commitHandlers(run: {
         context.transaction = undefined;
         await renewal?.stop();
         claimLost = scope.transaction !== undefined && renewal?.lost === true;
+        lapsed = renewal?.lapsed === true;
       }
       end = await scope.end(attempt.finishOf('done', run.record));
       if (end === 'lost')
         throw new Error(`the claim on ${attempt.paymentId} was taken by another attempt while its handlers ran`);
     });
   } catch (error) {
-    return end === 'lost' || claimLost ? { kind: 'lost' } : { kind: 'failed', error };
+    return end === 'lost' || claimLost ? { kind: 'lost' } : { kind: 'failed', error, lapsed };
   }
   return { kind: 'committed', marked: end === 'marked' };
 }

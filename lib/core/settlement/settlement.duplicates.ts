@@ -211,7 +211,9 @@ export class OrderScreen implements OrderScreenPort {
         this.options.logger.warn(
           `${source}: a ${PaymentEvents.DUPLICATE} handler failed for ${paymentId}; it will run again: ${why}`,
         );
-        await attempt.finish('release', record('failed', refund, why));
+        // A lapsed claim is only given back: another attempt may have recorded the payment since.
+        if (renewal.lapsed) await attempt.release();
+        else await attempt.finish('release', record('failed', refund, why));
         return result(why);
       }
       await renewal.stop();

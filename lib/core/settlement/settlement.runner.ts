@@ -282,7 +282,7 @@ export class SettlementRunner implements Settlements {
         );
         return { kind: 'busy' };
       case 'failed':
-        return this.#handlersFailed(attempt, settling, ended.error);
+        return this.#handlersFailed(attempt, settling, ended.error, ended.lapsed);
       default:
         return assertNever(ended);
     }
@@ -291,14 +291,17 @@ export class SettlementRunner implements Settlements {
   // A handler threw (or, transactional, the transaction failed and rolled back): the claim is
   // released and the failure recorded, so that the next webhook, return or reconciliation runs
   // the handlers again. Their afterCommit callbacks are dropped; the next run registers them again.
-  async #handlersFailed(attempt: Attempt, settling: Settling, error: unknown): Promise<SettleResult> {
+  // A claim that lapsed meanwhile is only given back: another attempt may have recorded the outcome
+  // since (a duplicate, say), and this attempt's view of it is older.
+  async #handlersFailed(attempt: Attempt, settling: Settling, error: unknown, lapsed: boolean): Promise<SettleResult> {
     const { paymentId, source } = attempt;
     const { verification, outcome, name } = settling;
     const message = describe(error);
     this.logger.warn(
       `${source}: a ${name} handler failed for ${paymentId}; it will run again on the next webhook, return or reconciliation: ${message}`,
     );
-    await attempt.finish('release', { verification, outcome, handlers: 'failed', lastError: message });
+    if (lapsed) await attempt.release();
+    else await attempt.finish('release', { verification, outcome, handlers: 'failed', lastError: message });
     this.#recheckFailed(attempt, verification);
     return { kind: 'handlers-failed', outcome, verification, error: message };
   }

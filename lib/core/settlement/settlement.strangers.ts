@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { PaymentsApiError, type PaymentsError } from '../api/index.js';
-import type { Clock } from '../time/index.js';
+import { monotonicNow, type Clock } from '../time/index.js';
 import type { SettleResult } from './settlement.request.js';
 import { assertNever } from '../common/index.js';
 
@@ -60,7 +60,7 @@ export class StrangerBudget {
 
   /** @param clock the instance's clock */
   constructor(clock: Clock) {
-    this.#now = () => clock.elapsed?.() ?? clock.now();
+    this.#now = () => monotonicNow(clock);
     this.#notFound = new LRUCache({
       max: STRANGER_BUDGET.notFoundMax,
       ttl: STRANGER_BUDGET.notFoundMs,

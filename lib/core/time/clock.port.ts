@@ -45,6 +45,14 @@ export const SYSTEM_CLOCK: Clock = Object.freeze({
   elapsed: () => performance.now(),
 });
 
+/**
+ * The clock's monotonic reading when it has one, else its wall time: for durations (a lease, a
+ * budget's window, a give-up time) that a step of the wall clock must not stretch or cut.
+ */
+export function monotonicNow(clock: Clock): number {
+  return clock.elapsed?.() ?? clock.now();
+}
+
 /** Resolves after `ms` of `clock`'s time; the process stays up meanwhile (someone awaits it). */
 export function sleep(clock: Clock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimeout(resolve, ms, true));
