@@ -1,19 +1,97 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { PaymentsClient } from '../core/client/index.js';
 import { describe, type PaymentsLogger } from '../core/common/index.js';
-import { DESK_RESULTS, DeskActions, type DeskAction, type DeskResult } from './desk.actions.js';
-import { DeskFormTokens } from './desk.csrf.js';
+import { DESK_RESULTS, type DeskAction, DeskActions, type DeskResult } from './desk.actions.js';
 import { DeskData } from './desk.data.js';
 import {
-  isPrincipal,
-  principalOf,
-  resolveDeskOptions,
   type DeskAuthorization,
+  isPrincipal,
   type PaymentsDeskBaseOptions,
+  principalOf,
   type ResolvedDeskOptions,
+  resolveDeskOptions,
 } from './desk.options.js';
-import { cleanDeep, cleanText } from './desk.redact.js';
-import { DESK_CSP, messagePage, overviewPage, paymentPage, searchPage, type DeskPageContext } from './desk.views.js';
+import { DESK_CSP, type DeskPageContext, messagePage, overviewPage, paymentPage, searchPage } from './desk.views.js';
+
+/**
+ * The shape of a signed webhook token (`<nonce>.<expiry>.<amount>.<tracking hash>.<tag>.<HMAC>`,
+ * base64url and digits), and of a probe's: cut out of whatever a page shows, wherever it came from
+ * (a customer can type one into an order note, a handler can throw one in its message).
+ */
+const WEBHOOK_TOKEN =
+  /[A-Za-z0-9_-]{4,}\.[0-9a-z]{1,13}\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{16,}/g;
+const PROBE_TOKEN = /probe\.[0-9a-z]{1,13}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/g;
+
+/** What replaces a token or a secret in a page. */
+export const CUT = '[redacted]';
+
+/**
+ * A text as a page may show it: the client's secrets cut out by `secrets` (the private key and
+ * the webhook secrets, in every encoding the core searches answers for), then every webhook token.
+ */
+export function cleanText(text: string, secrets: (text: string) => string): string {
+  return secrets(text).replace(PROBE_TOKEN, CUT).replace(WEBHOOK_TOKEN, CUT);
+}
+
+/** A copy of a plain value (records, lists) with every string in it cleaned by `clean`. */
+export function cleanDeep<T>(value: T, clean: (text: string) => string): T {
+  if (typeof value === 'string') return clean(value) as T;
+  if (Array.isArray(value)) return value.map((v: unknown) => cleanDeep(v, clean)) as T;
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = cleanDeep(v, clean);
+    return out as T;
+  }
+  return value;
+}
+
+/**
+ * The desk's form tokens (CSRF): `<issued, base 36>.<HMAC-SHA256 of the principal and the issue
+ * time>`, under a key held by this desk (never module state). A token is good for one principal
+ * and `ttlMs`: a page of another site cannot read one (the desk's pages are same-origin), and a
+ * token taken from one person's page is refused for anyone else.
+ */
+export class DeskFormTokens {
+  readonly #key: Buffer;
+  readonly #ttlMs: number;
+
+  /**
+   * @param key the HMAC key (the desk's `formKey`, or random bytes)
+   * @param ttlMs how long a token is accepted after it was issued
+   */
+  constructor(key: Buffer, ttlMs: number) {
+    this.#key = key;
+    this.#ttlMs = ttlMs;
+  }
+
+  /** A token for `principalId`, issued at `now` (epoch ms). */
+  issue(principalId: string, now: number): string {
+    const issued = Math.floor(now / 1000).toString(36);
+    return `${issued}.${this.#sign(principalId, issued)}`;
+  }
+
+  /** Whether `token` was issued by this desk for `principalId` and has not expired at `now`. */
+  check(token: unknown, principalId: string, now: number): boolean {
+    if (typeof token !== 'string' || token.length > 100) return false;
+    const [issued, mac, extra] = token.split('.');
+    if (issued === undefined || mac === undefined || extra !== undefined || !/^[0-9a-z]{1,10}$/.test(issued))
+      return false;
+    const at = parseInt(issued, 36) * 1000;
+    if (!(at <= now + 60_000 && now - at <= this.#ttlMs)) return false;
+    const expected = Buffer.from(this.#sign(principalId, issued));
+    const given = Buffer.from(mac);
+    return expected.length === given.length && timingSafeEqual(expected, given);
+  }
+
+  /** Shows nothing of the key. */
+  toJSON(): Record<string, never> {
+    return {};
+  }
+
+  #sign(principalId: string, issued: string): string {
+    return createHmac('sha256', this.#key).update(`desk-form\n${issued}\n${principalId}`).digest('base64url');
+  }
+}
 
 /** One request to the desk, as the Express and Nest front ends read it. */
 export interface DeskRequest {

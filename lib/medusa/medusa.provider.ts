@@ -3,20 +3,20 @@ import { PaymentsClient } from '../core/client/index.js';
 import {
   adjustedPaymentRequest,
   cardDetailsOf,
-  PaymentsApiError,
   type GeneratePaymentInput,
+  PaymentsApiError,
+  PaymentsValidationError,
 } from '../core/api/index.js';
 import { defaultPaymentsLogger, type PaymentsLogger } from '../core/common/index.js';
 import {
   medusaCardData,
+  type MedusaCardData,
+  type MedusaPaymentData,
   paymentDataOf,
   stored,
   stringField,
-  type MedusaCardData,
-  type MedusaPaymentData,
 } from './medusa.data.js';
-import { medusaCall, medusaErrorOf, medusaMillimesOf } from './medusa.errors.js';
-import { dinarsOf, MEDUSA_CURRENCY } from './medusa.money.js';
+import { dinarsOf, MEDUSA_CURRENCY, MedusaAmountError, millimesOf } from './medusa.money.js';
 import { containerLogger, loggerOver, type MedusaPaymentsOptions } from './medusa.options.js';
 import { medusaOutcomeOf } from './medusa.status.js';
 import { medusaWebhookResultOf } from './medusa.webhook.js';
@@ -29,7 +29,7 @@ import {
   replacedPaidMessage,
   type ReplacedPayment,
 } from './medusa.replaced.js';
-import { refundOnce, type PaymentDuplicateEvent } from '../core/settlement/index.js';
+import { type PaymentDuplicateEvent, refundOnce } from '../core/settlement/index.js';
 import type {
   MedusaAmountInput,
   MedusaInitiateResult,
@@ -43,6 +43,40 @@ import type {
   MedusaWebhookResult,
 } from './medusa.types.js';
 import { MedusaBindings } from './medusa.bindings.js';
+
+/** The core's errors as Medusa's: the message (never a secret) and a type Medusa's HTTP layer maps. */
+export function medusaErrorOf(error: unknown): unknown {
+  if (error instanceof PaymentsValidationError) return new MedusaError(MedusaError.Types.INVALID_DATA, error.message);
+  if (
+    error instanceof PaymentsApiError &&
+    (error.code === 'REFUND_NOT_ALLOWED' || error.code === 'CANCELLATION_FAILED')
+  ) {
+    return new MedusaError(
+      MedusaError.Types.NOT_ALLOWED,
+      `${error.message} (the service refuses; the payment may have been refunded or released already)`,
+    );
+  }
+  return error;
+}
+
+/** Runs a call to the core, its failure thrown as {@link medusaErrorOf} maps it. */
+export async function medusaCall<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw medusaErrorOf(error);
+  }
+}
+
+/** {@link millimesOf}, an amount it refuses thrown as Medusa's `INVALID_DATA`. */
+export function medusaMillimesOf(amount: unknown, currencyCode: string): string {
+  try {
+    return millimesOf(amount, currencyCode);
+  } catch (error) {
+    if (error instanceof MedusaAmountError) throw new MedusaError(MedusaError.Types.INVALID_DATA, error.message);
+    throw error;
+  }
+}
 
 /**
  * The service as a Medusa v2 payment module provider (`resolve: 'nestjs-payments/medusa'`).

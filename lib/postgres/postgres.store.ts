@@ -1,32 +1,94 @@
 import {
-  epochMs,
-  positiveMs,
   type BindingClaim,
   type ClaimOutcome,
+  epochMs,
   type OrderLedger,
+  outcomeCursor,
   type OutcomeFinish,
   type OutcomePage,
+  outcomePageLimit,
   type OutcomeQuery,
   type OutcomeRecord,
+  parseOutcomeCursor,
   type PaymentBinding,
   type PaymentsStore,
   type PaymentsTransactionWork,
   type PendingPayment,
+  positiveMs,
   type RateLimiter,
   type RefundLedger,
   type RefundRecord,
   type RefundSwap,
 } from '../core/store/index.js';
-import { ClaimsInFlight } from './postgres.claims.js';
 import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
 import { orderStatements, PostgresOrderLedger } from './postgres.orders.js';
-import { listOutcomePage } from './postgres.pages.js';
 import { PostgresRefundLedger } from './postgres.refunds.js';
 import { storeTables } from './postgres.schema.js';
-import { resolveTableNames, type PostgresPaymentsStoreOptions, type PostgresQueryable } from './postgres.options.js';
+import { type PostgresPaymentsStoreOptions, type PostgresQueryable, resolveTableNames } from './postgres.options.js';
 import { parseBinding, parseOutcome, parsePending, valueOf } from './postgres.rows.js';
 import { finishOutcomeParams } from './postgres.transaction.js';
+
+/**
+ * One page of `PostgresPaymentsStore.listOutcomes`: records newest update first (ties by payment
+ * id), filtered, paged by the rows' key columns.
+ */
+export async function listOutcomePage(db: PostgresConnection, query: OutcomeQuery): Promise<OutcomePage> {
+  const limit = outcomePageLimit(query);
+  const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
+  // One row more than the page tells whether there is a next page.
+  const sql = query.handlers === 'failed' ? db.sql.listFailedOutcomes : db.sql.listOutcomes;
+  const rows = await db.query('listOutcomes', sql, [
+    query.handlers ?? null,
+    query.outcome ?? null,
+    after?.updatedAt ?? null,
+    after?.paymentId ?? null,
+    limit + 1,
+  ]);
+  const items = rows
+    .slice(0, limit)
+    .map((row) => parseOutcome(valueOf(row)))
+    .filter((r): r is OutcomeRecord => r !== undefined);
+  if (rows.length <= limit) return { items };
+  // The cursor comes from the row's key columns, not the parsed record, so that a row that
+  // failed to parse cannot stop the paging.
+  const last = rows[limit - 1] as { updated_at?: unknown; payment_id?: unknown };
+  return {
+    items,
+    nextCursor: outcomeCursor({ updatedAt: String(last.updated_at), paymentId: String(last.payment_id) }),
+  };
+}
+
+// NUL cannot occur in a PostgreSQL text value, so the pair cannot collide.
+const claimId = (eventKey: string, owner: string): string => `${eventKey}\u0000${owner}`;
+
+/**
+ * A store's claim statements not settled yet, by (key, owner). A claim statement is remembered
+ * until it settles, whether or not its caller still waits: a claim that timed out on our side may
+ * still be queued for a connection or in flight, and commit after the caller's release() ran on
+ * another connection, blocking the payment for a whole lease. release() of the same (key, owner)
+ * is sent only once it settled.
+ */
+export class ClaimsInFlight {
+  readonly #claims = new Map<string, Promise<unknown>>();
+
+  /** Remembers a claim statement until it settles. */
+  track(eventKey: string, owner: string, sent: Promise<unknown[]>): void {
+    const id = claimId(eventKey, owner);
+    const previous = this.#claims.get(id);
+    const tracked = previous ? Promise.allSettled([previous, sent]) : sent;
+    this.#claims.set(id, tracked);
+    const forget = () => {
+      if (this.#claims.get(id) === tracked) this.#claims.delete(id);
+    };
+    tracked.then(forget, forget);
+  }
+
+  /** The claim statements of (key, owner) still unsettled, if any. */
+  of(eventKey: string, owner: string): Promise<unknown> | undefined {
+    return this.#claims.get(claimId(eventKey, owner));
+  }
+}
 
 /**
  * A {@link PaymentsStore} in PostgreSQL, for several app instances sharing one database (or one

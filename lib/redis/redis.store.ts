@@ -1,18 +1,21 @@
 import type { Cluster, Redis } from 'ioredis';
 import {
-  epochMs,
-  positiveMs,
   type BindingClaim,
   type ClaimOutcome,
+  epochMs,
   type OrderLedger,
   type OrderSettlement,
+  outcomeCursor,
   type OutcomeFinish,
   type OutcomePage,
+  outcomePageLimit,
   type OutcomeQuery,
   type OutcomeRecord,
+  parseOutcomeCursor,
   type PaymentBinding,
   type PaymentsStore,
   type PendingPayment,
+  positiveMs,
   type RateLimiter,
   type RefundLedger,
   type RefundRecord,
@@ -23,11 +26,115 @@ import { RedisRateLimiter } from './redis.limiter.js';
 import type { RedisPaymentsStoreOptions } from './redis.options.js';
 import { RedisOrderLedger } from './redis.orders.js';
 import { RedisRefundLedger } from './redis.refunds.js';
-import { listOutcomePage } from './redis.pages.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
-import { finishOutcomeOn, saveOutcomeOn } from './redis.outcomes.js';
-import { markDoneOn } from './redis.split.js';
-import { parseBinding, parseOutcome, parsePending } from './redis.values.js';
+import { finishInTwoSlots, markDoneOn } from './redis.split.js';
+import { outcomeScore, parseBinding, parseOutcome, parsePending } from './redis.values.js';
+import { FINISH_OUTCOME_LUA } from './redis.records.js';
+import { writeThenWait } from './redis.replicas.js';
+
+/**
+ * One page of `RedisPaymentsStore.listOutcomes`: records newest update first (ties by payment id),
+ * filtered, paged by the order index's score and member (see the store's method).
+ */
+export async function listOutcomePage(db: RedisConnection, query: OutcomeQuery): Promise<OutcomePage> {
+  const limit = outcomePageLimit(query);
+  const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
+  const reply = await db.run('listOutcomes', () =>
+    db.scripts[SCRIPT_NAMES.listOutcomes](
+      db.keys.outcomesIndex,
+      db.keys.outcomePrefix,
+      db.keys.outcomesExpiry,
+      after ? outcomeScore(after.updatedAt) : '-inf',
+      after ? '1' : '0',
+      after?.paymentId ?? '',
+      limit + 1,
+      query.handlers ?? '',
+      query.outcome ?? '',
+    ),
+  );
+  if (!Array.isArray(reply) || reply.length < 3)
+    throw new Error('RedisPaymentsStore: unexpected reply to listOutcomes');
+  const [lastScore, lastId, exhausted, ...flat] = reply.map((v) => String(v));
+  const matches: Array<{ score: string; id: string; record: OutcomeRecord | undefined }> = [];
+  for (let i = 0; i + 2 < flat.length; i += 3)
+    matches.push({ score: flat[i], id: flat[i + 1], record: parseOutcome(flat[i + 2]) });
+  const items = matches
+    .slice(0, limit)
+    .map((m) => m.record)
+    .filter((r): r is OutcomeRecord => r !== undefined);
+  // Cursors are made from the index (score and member), the order the script pages by, so a
+  // record that fails to parse cannot stop the paging. With more matches than the page, go on
+  // after the page's last one; when the scan budget ran out first, after the last examined.
+  const next =
+    matches.length > limit
+      ? matches[limit - 1]
+      : exhausted !== '1' && lastId !== ''
+        ? { score: lastScore, id: lastId }
+        : undefined;
+  return next
+    ? {
+        items,
+        nextCursor: outcomeCursor({ updatedAt: new Date(-Number(next.score)).toISOString(), paymentId: next.id }),
+      }
+    : { items };
+}
+
+/**
+ * `RedisPaymentsStore.finishOutcome`: the claim's end, the queue entry's removal and the record,
+ * in one script on a standalone server, in two steps on a cluster (see the store's method).
+ */
+export async function finishOutcomeOn(db: RedisConnection, finish: OutcomeFinish): Promise<boolean> {
+  const donePx = positiveMs('RedisPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
+  const recordPx = positiveMs('RedisPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
+  const { attempts: _ignored, ...record } = finish.record as OutcomeRecord;
+  if (db.keys.layout === 'cluster') return finishInTwoSlots(db, finish, record, donePx, recordPx);
+  const keys = [
+    db.keys.event(finish.eventKey),
+    db.keys.pendingDue,
+    db.keys.pendingEntries,
+    db.keys.outcomePrefix + record.paymentId,
+    db.keys.outcomesIndex,
+    db.keys.outcomesExpiry,
+  ] as const;
+  const args = [
+    finish.owner,
+    finish.claim,
+    donePx,
+    JSON.stringify(record),
+    recordPx,
+    outcomeScore(record.updatedAt),
+    record.paymentId,
+    Math.trunc(finish.attemptsAdded),
+  ] as const;
+  // A done marker a promotion lost would let a redelivery run the handlers again: replicas (when
+  // awaited) have it before the attempt counts as done.
+  const reply =
+    finish.claim === 'done' && db.replicas.wait > 0
+      ? await writeThenWait(db, 'finishOutcome', `the done marker of ${record.paymentId}`, {
+          lua: FINISH_OUTCOME_LUA,
+          keys: [...keys],
+          args: [...args],
+        })
+      : await db.run('finishOutcome', () => db.scripts[SCRIPT_NAMES.finishOutcome](...keys, ...args));
+  // A host's client with `stringNumbers: true` answers '1' instead of 1.
+  return Number(reply) === 1;
+}
+
+/** `RedisPaymentsStore.saveOutcome`: the record with its TTL, indexed, in one script. */
+export async function saveOutcomeOn(db: RedisConnection, record: OutcomeRecord, ttlMs: number): Promise<void> {
+  const px = positiveMs('RedisPaymentsStore', ttlMs, 'ttlMs');
+  await db.run('saveOutcome', () =>
+    db.scripts[SCRIPT_NAMES.saveOutcome](
+      db.keys.outcomePrefix + record.paymentId,
+      db.keys.outcomesIndex,
+      db.keys.outcomesExpiry,
+      JSON.stringify(record),
+      px,
+      outcomeScore(record.updatedAt),
+      record.paymentId,
+    ),
+  );
+}
 
 /**
  * A {@link PaymentsStore} in Redis, for several app instances behind one webhook URL: a claim

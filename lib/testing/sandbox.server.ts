@@ -10,12 +10,10 @@ import { handleApiRequest } from './sandbox.api.js';
 import { handleCheckoutRequest, type SettleOutcome } from './sandbox.checkout.js';
 import { handleControlRequest } from './sandbox.control.js';
 import { applyFault, SandboxFaults } from './sandbox.faults.js';
-import { messagePage } from './sandbox.html.js';
-import { readBody, sendHtml, sendJson } from './sandbox.http.js';
+import { indexPage, messagePage, PAGE_SECURITY_HEADERS } from './sandbox.html.js';
+import { readBody, send, sendHtml, sendJson } from './sandbox.http.js';
 import { listenAsPlanned, listenPlan, sandboxServer } from './sandbox.listen.js';
 import { validateRateLimit, VerifyLimiter } from './sandbox.ratelimit.js';
-import { settlementOrThrow, settlePayment } from './sandbox.settle.js';
-import { handlePage, SANDBOX_FAIL_PATH, SANDBOX_SUCCESS_PATH } from './sandbox.pages.js';
 import { isApiPath, loggedRequest } from './sandbox.request.js';
 import {
   oneOf,
@@ -38,10 +36,104 @@ import type {
   SandboxPreauthorizationInput,
   SandboxRateLimit,
   SandboxRequest,
-  SandboxSettleOptions,
   SandboxSettlement,
+  SandboxSettleOptions,
 } from './sandbox.types.js';
 import { checkClientId, preauthorizedAmount } from './sandbox.validation.js';
+import { SandboxWebhookError } from './sandbox.errors.js';
+import { isWebhookStatus, verifyStatusOf } from './sandbox.status.js';
+import { deliverWebhook } from './sandbox.webhook.js';
+
+/** How a settled payment's webhook is delivered: {@link deliverWebhook}'s options. */
+type DeliveryOptions = Parameters<typeof deliverWebhook>[3];
+
+/**
+ * The one path from a pending payment to its outcome, for the checkout page and the test methods
+ * alike: the state changes, then the webhook (when the payment has one and the status is one the
+ * service sends) is delivered and its attempts recorded.
+ */
+export async function settlePayment(
+  state: SandboxState,
+  paymentId: string,
+  outcome: Settlement,
+  delivery: DeliveryOptions,
+): Promise<SettleOutcome> {
+  const payment = state.settle(paymentId, outcome);
+  if ('error' in payment) return { ok: false, reason: payment.error };
+  const status = verifyStatusOf(payment.state);
+  if (payment.webhook === undefined || !isWebhookStatus(status)) {
+    return { ok: true, settlement: { payment, status, delivered: false, attempts: 0 } };
+  }
+  const webhook = await deliverWebhook(payment.webhook, payment.paymentId, status, delivery);
+  const settlement: SandboxSettlement = {
+    payment,
+    status,
+    delivered: webhook.delivered,
+    attempts: webhook.attempts,
+    ...(webhook.status !== 0 && { lastStatus: webhook.status }),
+    webhook,
+  };
+  return { ok: true, settlement };
+}
+
+/**
+ * A test method's settlement, or the error it throws: no such payment, not pending, or (unless
+ * `requireDelivery: false`) a webhook no attempt delivered.
+ */
+export function settlementOrThrow(
+  result: SettleOutcome,
+  paymentId: string,
+  outcome: Settlement,
+  options: SandboxSettleOptions,
+): SandboxSettlement {
+  if (result.ok) {
+    const { settlement } = result;
+    if (settlement.webhook && !settlement.delivered && options.requireDelivery !== false)
+      throw new SandboxWebhookError(settlement);
+    return settlement;
+  }
+  const verb = outcome === 'paid' ? 'complete' : outcome === 'failed' ? 'fail' : 'expire';
+  throw new Error(
+    result.reason === 'unknown'
+      ? `PaymentsSandbox: cannot ${verb} payment ${paymentId}: no such payment`
+      : `PaymentsSandbox: cannot ${verb} payment ${paymentId}: it is ${result.reason}, not pending`,
+  );
+}
+
+/** Path of the sandbox's own success page, the default `successLink` of {@link PaymentsSandbox.options}. */
+export const SANDBOX_SUCCESS_PATH = '/sandbox/success';
+/** Path of the sandbox's own failure page, the default `failLink` of {@link PaymentsSandbox.options}. */
+export const SANDBOX_FAIL_PATH = '/sandbox/fail';
+
+/** The favicon browsers ask for before reading the page's `<link rel="icon">`: nothing, but no 404. */
+const FAVICON_PATH = '/favicon.ico';
+
+/** The sandbox's own pages: the index, and the default success and failure targets. */
+export function handlePage(
+  req: IncomingMessage,
+  res: ServerResponse,
+  baseUrl: string,
+  payments: SandboxPayment[],
+): void {
+  const readable = req.method === 'GET' || req.method === 'HEAD';
+  const url = new URL(req.url ?? '/', 'http://sandbox.invalid');
+  if (readable && url.pathname === FAVICON_PATH)
+    return send(res, 204, 'image/x-icon', '', { 'Cache-Control': 'max-age=86400', ...PAGE_SECURITY_HEADERS });
+  if (readable && url.pathname === '/') return sendHtml(res, 200, indexPage(baseUrl, payments));
+  if (readable && url.pathname === SANDBOX_SUCCESS_PATH)
+    return sendHtml(
+      res,
+      200,
+      messagePage('Payment successful', 'The sandbox payment succeeded. You can close this page.'),
+    );
+  if (readable && url.pathname === SANDBOX_FAIL_PATH)
+    return sendHtml(
+      res,
+      200,
+      messagePage('Payment failed', 'The sandbox payment failed or was declined. You can close this page.'),
+    );
+  sendHtml(res, 404, messagePage('Not found', 'There is nothing at this address.'));
+}
 
 /**
  * A running emulator of the payment service. Start one with {@link PaymentsSandbox.start},

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { DeskFormTokens } from '../../lib/desk/desk.csrf.js';
-import { escapeHtml, html } from '../../lib/desk/desk.html.js';
-import { cleanDeep, cleanText } from '../../lib/desk/desk.redact.js';
+import { DeskFormTokens } from '../../lib/desk/desk.handler.js';
+import { escapeHtml, html } from '../../lib/desk/desk.views.js';
+import { cleanDeep, cleanText } from '../../lib/desk/desk.handler.js';
 import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 
 describe('the desk’s HTML', () => {

@@ -6,7 +6,7 @@ import {
   type TransactionControl,
 } from '../../lib/postgres/postgres.control.js';
 import { isPreparedStatementClash } from '../../lib/postgres/postgres.prepared.js';
-import { databaseError, isUnreachable } from '../../lib/postgres/postgres.errors.js';
+import { databaseError, isUnreachable } from '../../lib/postgres/postgres.connection.js';
 
 // The rules that keep a handler inside its outcome's transaction, the one that tells a pooler's
 // prepared-statement clash from any other error, and the one that tells an unreachable database

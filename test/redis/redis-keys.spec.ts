@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { hasHashTag, storeKeys } from '../../lib/redis/redis.keys.js';
+import { hasHashTag, storeKeys } from '../../lib/redis/redis.connection.js';
 
 // The store's key names: the single layout keeps the names of earlier versions; the cluster layout
 // tags each key so that no script crosses slots. The slot of a key is the CRC16 of its hash tag

@@ -3,7 +3,7 @@
  * order's checkout (its current payment and the superseded ones) and the order's settlement.
  */
 import { describe, expect, it } from '@jest/globals';
-import { checkoutVerdict, type CheckoutVerdict } from '../../lib/core/settlement/settlement.superseded.js';
+import { checkoutVerdict, type CheckoutVerdict } from '../../lib/core/settlement/settlement.duplicates.js';
 import type { OrderCheckout, OrderSettlement } from '../../lib/core/store/store.types.js';
 
 // Payment B (2000) is the order's current payment; A (1000) and Z (500) were superseded.
