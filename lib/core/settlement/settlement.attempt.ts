@@ -328,7 +328,7 @@ export class Attempt {
     return finishOf(this.deps.options, this.key, this.owner, claim, { ...record, source: this.source });
   }
 
-  /** Renews the claim every third of the lease while handlers run (settlement.lease.ts). */
+  /** Renews the claim every third of the lease while handlers run (`renewWhileHandling`, above). */
   renew(): { stop(): Promise<void>; readonly lost: boolean; readonly lapsed: boolean } {
     const { store, options, logger } = this.deps;
     return renewWhileHandling(
