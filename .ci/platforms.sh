@@ -11,9 +11,11 @@ compat=0
 if [ -f test/compat/run.sh ]; then npm run test:compat || compat=$?; fi
 # The Medusa provider on Medusa's own harness (module and application runners, PostgreSQL):
 # 2 to 3 min to install Medusa 2.21, about 5 min of tests. Its restart test starts whole Medusa
-# servers: with WAIT_FOR_JEST (set by .ci/run) it waits for Jest's timing-sensitive tests to end
-# rather than take the cores from them (.ci/run marks the end with .ci/jest-done).
+# servers: with WAIT_FOR_JEST (set by .ci/run) its tests, not its install, wait for Jest's
+# timing-sensitive tests to end rather than take the cores from them (.ci/run marks the end with
+# .ci/jest-done).
 medusa=0
-if [ -n "${WAIT_FOR_JEST:-}" ]; then while [ ! -f .ci/jest-done ]; do sleep 5; done; fi
-MEDUSA_TARBALL="$TARBALL" bash test/platforms/medusa/run.sh || medusa=$?
+wait_for=""
+if [ -n "${WAIT_FOR_JEST:-}" ]; then wait_for="$PWD/.ci/jest-done"; fi
+MEDUSA_TARBALL="$TARBALL" MEDUSA_WAIT_FOR="$wait_for" bash test/platforms/medusa/run.sh || medusa=$?
 exit $((vendure || medusa || compat))

@@ -11,7 +11,8 @@
 #
 # Settings (environment): MEDUSA_TESTS_ROOT picks the install folder (default: a fixed folder
 # under $TMPDIR or /tmp, reused by the next run so that a second install is quick);
-# MEDUSA_TARBALL=<path> installs that tarball (no build, no pack); MEDUSA_SKIP_BUILD=1 packs the
+# MEDUSA_TARBALL=<path> installs that tarball (no build, no pack); MEDUSA_WAIT_FOR=<file> holds the
+# tests (not the install) until that file exists; MEDUSA_SKIP_BUILD=1 packs the
 # dist/ already built; DB_HOST / DB_PORT / DB_USERNAME as Medusa's
 # test-utils read them.
 set -uo pipefail
@@ -89,6 +90,13 @@ rm -rf node_modules/nestjs-payments
 npm install --no-audit --no-fund --loglevel=error >"$DEST/install.log" 2>&1 || { tail -n 30 "$DEST/install.log"; die "npm install failed (log: $DEST/install.log)"; }
 echo "medusa: installed in $((SECONDS - install_started)) s ($(du -sh node_modules | cut -f1)) in $DEST"
 
+# MEDUSA_WAIT_FOR=<file>: the tests (whole Medusa servers) wait for that file to exist; the install
+# above does not (.ci/run lets Jest's timing-sensitive tests end first).
+if [ -n "${MEDUSA_WAIT_FOR:-}" ]; then
+  waited=$SECONDS
+  while [ ! -f "$MEDUSA_WAIT_FOR" ]; do sleep 5; done
+  echo "medusa: waited $((SECONDS - waited)) s for $MEDUSA_WAIT_FOR"
+fi
 test_started=$SECONDS
 export NODE_OPTIONS="--experimental-vm-modules${NODE_OPTIONS:+ $NODE_OPTIONS}"
 # Medusa's app runner turns SSL on for a database URL without "localhost" in it.
