@@ -115,10 +115,17 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
       );
     }, 30_000);
 
+    // Each step whatever the one before did: a proxy left listening would take the next test's port.
     afterEach(async () => {
-      for (const i of instances) await i.close();
-      await servers.stop();
-      await link.close();
+      try {
+        for (const i of instances) await i.close();
+      } finally {
+        try {
+          await servers.stop();
+        } finally {
+          await link?.close();
+        }
+      }
     });
 
     const replicated = () =>
@@ -314,10 +321,16 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
     }, 60_000);
 
     afterAll(async () => {
-      for (const i of instances) await i.close();
-      await servers.stop();
-      await link.close();
-      await sandbox.close();
+      try {
+        for (const i of instances) await i.close();
+      } finally {
+        try {
+          await servers.stop();
+        } finally {
+          await link?.close();
+          await sandbox.close();
+        }
+      }
     });
 
     it('an order settled while the replica stalled, the master killed, the replica taking over: the order is confirmed once', async () => {
