@@ -792,5 +792,6 @@ describe('sample shop with real keys (pointed at a separate sandbox)', () => {
     });
     await expect(missing).rejects.toThrow(/baseUrl|PAYMENTS_BASE_URL/);
     await expect(missing).rejects.not.toThrow(keys.privateKey);
-  });
+    // Seven app starts in a row: on two loaded cores (CI) they outlast the default 30 s.
+  }, 120_000);
 });
