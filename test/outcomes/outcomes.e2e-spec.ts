@@ -576,6 +576,41 @@ describe("reconcilePayment: the caller's expected is merged with what the plugin
     ).resolves.toMatchObject({ outcome: 'confirmed', handled: true });
     expect(seen.map((s) => [s.callback, s.event.paymentId])).toEqual([['confirmed', theirs.paymentId]]);
   });
+
+  it("a return URL edited to name a payment another path handles meanwhile (between the return's two store reads) never reads that payment's outcome", async () => {
+    const store = new DelegatingStore();
+    const edited = newClient(undefined, store);
+    const other = newClient(undefined, store.inner);
+    const seen: Seen[] = [];
+    await routerFor(other, seen);
+    const theirs = await generateVia(edited, fake, nextId('raced-theirs'), {
+      amount: '90000',
+      developerTrackingId: 'order-raced-theirs',
+    });
+    answerVerify(fake, theirs.paymentId, { status: 'FAILURE', amount: 90000, trackingId: 'order-raced-theirs' });
+    // The edited return read the record (none yet); before it reads the queue, the payment's own
+    // return (another instance) handles it: recorded failed, out of the queue.
+    let raced = false;
+    store.before = async (method) => {
+      if (method !== 'findPending' || raced) return;
+      raced = true;
+      await expect(
+        other.reconcilePayment(theirs.paymentId, {
+          expected: { amount: '90000', developerTrackingId: 'order-raced-theirs' },
+        }),
+      ).resolves.toMatchObject({ outcome: 'failed', handled: true });
+    };
+    const answer = await edited
+      .reconcilePayment(theirs.paymentId, { expected: { amount: '500', developerTrackingId: 'order-raced-mine' } })
+      .catch((error: unknown) => error);
+    expect(raced).toBe(true);
+    expect(answer).toBeInstanceOf(PaymentsValidationError);
+    expect((answer as PaymentsValidationError).fields.map((e) => e.field).sort()).toEqual([
+      'expected.amount',
+      'expected.developerTrackingId',
+    ]);
+    expect(seen.map((s) => [s.callback, s.event.paymentId])).toEqual([['failed', theirs.paymentId]]);
+  });
 });
 
 describe('the store unreachable: PaymentsStoreUnavailableError names the payment', () => {

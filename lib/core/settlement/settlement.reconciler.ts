@@ -134,7 +134,7 @@ export class PaymentReconciler {
       case 'duplicate':
         return this.#doneOutcome(paymentId, expected);
       case 'busy':
-        return this.#awaitOther(paymentId);
+        return this.#awaitOther(paymentId, expected);
       case 'verify-failed':
         throw result.error;
       case 'store-unavailable':
@@ -193,20 +193,7 @@ export class PaymentReconciler {
     const handled = record && record.outcome !== 'pending' && record.outcome !== 'mismatch' ? record : undefined;
     const pending = queued ?? (handled && { amount: handled.amount, developerTrackingId: handled.developerTrackingId });
 
-    const conflicts: PaymentsFieldError[] = [];
-    if (pending?.amount !== undefined && givenAmount !== undefined && givenAmount !== pending.amount) {
-      conflicts.push({
-        field: 'expected.amount',
-        messages: [`differs from the amount payment ${paymentId} was generated with`],
-      });
-    }
-    if (pending && givenTracking !== undefined && givenTracking !== pending.developerTrackingId) {
-      conflicts.push({
-        field: 'expected.developerTrackingId',
-        messages: [`differs from the tracking id payment ${paymentId} was generated with`],
-      });
-    }
-    if (conflicts.length > 0) throw new PaymentsValidationError(conflicts, 'reconcilePayment input');
+    refuseConflicts(paymentId, pending, givenAmount, givenTracking);
 
     const amount = givenAmount ?? pending?.amount;
     const developerTrackingId = givenTracking ?? pending?.developerTrackingId;
@@ -238,7 +225,7 @@ export class PaymentReconciler {
   // Done earlier by another path: the record says what it was, without a call to the service.
   async #doneOutcome(paymentId: string, expected: OutcomeExpectation | undefined): Promise<ReconcileResult> {
     const record = await this.store.getOutcome(paymentId).catch(() => undefined);
-    if (record) return fromRecord(record);
+    if (record) return answerOf(record, expected);
     // The record unread (the store away): a payment settled as a mismatch must not read "paid".
     const verified = await this.verify(paymentId);
     return {
@@ -251,13 +238,13 @@ export class PaymentReconciler {
 
   // Another path (usually the webhook) is handling it right now: a customer back on the return
   // page is worth a short wait for its result rather than a "still processing".
-  async #awaitOther(paymentId: string): Promise<ReconcileResult> {
+  async #awaitOther(paymentId: string, expected: OutcomeExpectation | undefined): Promise<ReconcileResult> {
     const { settled, record } = await this.#awaitOutcome(
       paymentId,
       SETTLEMENT_WAITS.returnWaitMs,
       SETTLEMENT_WAITS.returnPollMs,
     );
-    if (settled && record) return fromRecord(record);
+    if (settled && record) return answerOf(record, expected);
     // Still in another path's hands: not settled yet, with the last status the service sent (an
     // earlier attempt's record), or '' when none is known; never a status the service did not send.
     return { paymentId, status: record?.status ?? '', outcome: 'pending', handled: false };
@@ -265,6 +252,45 @@ export class PaymentReconciler {
 }
 
 // A settled payment's result as its record tells it (a duplicate names the payment that settled its order).
+/**
+ * Refuses an expectation that contradicts what the payment was generated with (`generated`: its
+ * queue entry, or the record of its outcome): the caller names another payment than it thinks.
+ * @throws PaymentsValidationError naming each field that differs
+ */
+function refuseConflicts(
+  paymentId: string,
+  generated: { amount?: string; developerTrackingId?: string } | undefined,
+  amount: string | undefined,
+  developerTrackingId: string | undefined,
+): void {
+  const conflicts: PaymentsFieldError[] = [];
+  if (generated?.amount !== undefined && amount !== undefined && amount !== generated.amount) {
+    conflicts.push({
+      field: 'expected.amount',
+      messages: [`differs from the amount payment ${paymentId} was generated with`],
+    });
+  }
+  if (generated && developerTrackingId !== undefined && developerTrackingId !== generated.developerTrackingId) {
+    conflicts.push({
+      field: 'expected.developerTrackingId',
+      messages: [`differs from the tracking id payment ${paymentId} was generated with`],
+    });
+  }
+  if (conflicts.length > 0) throw new PaymentsValidationError(conflicts, 'reconcilePayment input');
+}
+
+/**
+ * The answer a record gives a return that expects `expected`. The expectation was checked against
+ * what the store held when the return began; the payment may have been handled since (its queue
+ * entry gone, its record no longer pending), so a handled record is checked again: an edited
+ * return URL never reads another order's outcome.
+ */
+function answerOf(record: OutcomeRecord, expected: OutcomeExpectation | undefined): ReconcileResult {
+  if (record.outcome !== 'pending' && record.outcome !== 'mismatch')
+    refuseConflicts(record.paymentId, record, expected?.amount, expected?.developerTrackingId);
+  return fromRecord(record);
+}
+
 function fromRecord(record: OutcomeRecord): ReconcileResult {
   const result: ReconcileResult = {
     paymentId: record.paymentId,
