@@ -304,6 +304,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     return s;
   };
   const crashes: Array<{ instance: Instance; at: number }> = [];
+  // The instance that generated each payment (its background write of a record dies with it).
+  const generatedOn = new Map<string, number>();
   /** Processes stalled (a GC pause, a paused VM) while they ran handlers: [from, to). */
   const stalls: Array<{ instance: Instance; from: number; to: number }> = [];
   let lostCommitAnswers = 0;
@@ -584,7 +586,17 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         // within a retry's wait of the store's return.)
         const unrecorded = interrupted.some(
           ([from, to]) =>
-            from <= payment.createdAt && payment.createdAt <= to && time.now <= to + RECORD_RETRY_SLACK_MS,
+            from <= payment.createdAt &&
+            payment.createdAt <= to &&
+            // Its write lands within a retry's wait of the store's return, unless the instance
+            // that retries it crashed first: then the store never holds it.
+            (time.now <= to + RECORD_RETRY_SLACK_MS ||
+              crashes.some(
+                (c) =>
+                  c.instance.index === generatedOn.get(payment.id) &&
+                  payment.createdAt <= c.at &&
+                  c.at <= to + RECORD_RETRY_SLACK_MS,
+              )),
         );
         const replayLike = (extra('evictions') || unrecorded) && World.mismatched(payment);
         if ((answer.status === 401 && !replayLike) || answer.status === 421)
@@ -719,6 +731,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         }
         paid.set(k, payment);
         note(payment.id, `generated on #${instance.index}`);
+        generatedOn.set(payment.id, instance.index);
         payment.lagMs = has('lag') ? random.between(0, 8_000) : random.chance(0.3) ? random.between(0, 2_000) : 0;
         if (has('longlag')) longLag(own, payment);
         if (has('slowstore') && own.chance(0.5)) {
