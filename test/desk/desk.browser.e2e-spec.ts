@@ -1,7 +1,8 @@
 /**
  * The Express desk in a real browser (Debian's chromium, JavaScript off): the pages render under
  * their Content-Security-Policy with their stylesheet and no violation, search finds a payment,
- * and a double click on "run again" and on "refund" acts once each.
+ * and a double click on "run again" and on "refund" acts once each. Every page it shows passes
+ * axe-core with no serious or critical violation.
  */
 import { afterAll, beforeAll, expect, it, jest } from '@jest/globals';
 import express from 'express';
@@ -10,6 +11,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createPaymentsDesk } from '../../lib/desk/index.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from '../../lib/express/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
+import { axeViolations, blocking } from '../support/accessibility.js';
 import { launchChromium } from '../support/browser.js';
 import { quietLogger } from '../support/outcome-kit.js';
 import { CHROMIUM_PATH, chromiumAvailable, describeWithService } from '../support/services.js';
@@ -27,6 +29,8 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
   let seeded: Seeded;
   let browser: Browser;
   let context: BrowserContext;
+  /** The same person with JavaScript on, for axe only: the desk's pages themselves have none. */
+  let audits: BrowserContext;
   const violations: string[] = [];
 
   beforeAll(async () => {
@@ -64,10 +68,12 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
     seeded = await seed(harness, 'b');
     browser = await launchChromium();
     context = await browser.newContext({ javaScriptEnabled: false, extraHTTPHeaders: { 'x-user': 'alice' } });
+    audits = await browser.newContext({ extraHTTPHeaders: { 'x-user': 'alice' } });
   });
 
   afterAll(async () => {
     await context?.close();
+    await audits?.close();
     await browser?.close();
     await new Promise((r) => server?.close(r));
     await client?.close();
@@ -94,6 +100,12 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
     return page;
   }
 
+  /** The serious and critical accessibility violations of the page `page` shows, each line naming it. */
+  async function inaccessible(page: Page): Promise<string[]> {
+    const url = new URL(page.url());
+    return blocking(await axeViolations(audits, url.href)).map((line) => `${url.pathname}${url.search}: ${line}`);
+  }
+
   it('renders the overview with its stylesheet and no policy violation', async () => {
     const page = await open('');
     await expect(page.locator('#failing h2').textContent()).resolves.toBe('Handlers failing (1)');
@@ -104,6 +116,7 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
     const background = await page.evaluate("getComputedStyle(document.querySelector('th')).backgroundColor");
     expect(background).toBe('rgb(240, 240, 240)');
     expect(violations).toEqual([]);
+    await expect(inaccessible(page)).resolves.toEqual([]);
     await page.close();
   });
 
@@ -112,7 +125,22 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
     await page.locator('input[name="q"]').fill(seeded.paid);
     await Promise.all([page.waitForURL(`**/desk/payments/${seeded.paid}`), page.locator('header button').click()]);
     await expect(page.locator('h1').textContent()).resolves.toBe(`Payment ${seeded.paid}`);
+    await expect(inaccessible(page)).resolves.toEqual([]);
     await page.close();
+  });
+
+  it('shows the payments of an order, and every kind of payment, accessibly', async () => {
+    const order = (await client.getOutcome(seeded.first))!.developerTrackingId!;
+    const found = await open(`/search?q=${encodeURIComponent(order)}`);
+    await expect(found.locator('h1').textContent()).resolves.toBe('Search');
+    await expect(inaccessible(found)).resolves.toEqual([]);
+    await found.close();
+    for (const id of [seeded.paid, seeded.failed, seeded.duplicate, seeded.stuck, seeded.overdue, 'no-such-payment']) {
+      const page = await open(`/payments/${encodeURIComponent(id)}`);
+      await expect(inaccessible(page)).resolves.toEqual([]);
+      await page.close();
+    }
+    expect(violations).toEqual([]);
   });
 
   it('runs the handlers again once on a double click', async () => {
@@ -125,6 +153,7 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
       /^The handlers ran and succeeded|^Nothing ran/,
     );
     await expect(page.getByText('Nothing to do: the payment is settled.').count()).resolves.toBe(1);
+    await expect(inaccessible(page)).resolves.toEqual([]);
     await page.close();
   });
 
@@ -136,6 +165,7 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
     expect(refunds()).toBe(1);
     await expect(page.locator('[role="status"]').textContent()).resolves.toMatch(/refunded/);
     await expect(page.getByText(/Refunded by the service: refund /).count()).resolves.toBe(1);
+    await expect(inaccessible(page)).resolves.toEqual([]);
     expect(violations).toEqual([]);
     await page.close();
   });
