@@ -1,16 +1,25 @@
 /**
  * The Express desk in a real browser (Debian's chromium, JavaScript off): the pages render under
  * their Content-Security-Policy with their stylesheet and no violation, search finds a payment,
- * and a double click on "run again" and on "refund" acts once each.
+ * and a double click on "run again" and on "refund" acts once each. Every page it shows passes
+ * axe-core with no serious or critical violation.
+ *
+ * With DESK_SCREENSHOTS=1 it also writes the pictures of docs/desk.md to docs/desk/ (1200 pixels
+ * wide, cut to each page's content, in 256 colours): `DESK_SCREENSHOTS=1 CI=true node --experimental-vm-modules
+ * node_modules/jest/bin/jest.js test/desk/desk.browser.e2e-spec.ts`.
  */
 import { afterAll, beforeAll, expect, it, jest } from '@jest/globals';
 import express from 'express';
+import { writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createPaymentsDesk } from '../../lib/desk/index.js';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from '../../lib/express/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
+import { axeViolations, blocking } from '../support/accessibility.js';
 import { launchChromium } from '../support/browser.js';
+import { toPalettePng } from '../support/png-palette.js';
 import { quietLogger } from '../support/outcome-kit.js';
 import { CHROMIUM_PATH, chromiumAvailable, describeWithService } from '../support/services.js';
 import { confirmedHandler, SECRETS, seed, type DeskHarness, type Seeded } from './desk-scenario.js';
@@ -18,6 +27,8 @@ import { confirmedHandler, SECRETS, seed, type DeskHarness, type Seeded } from '
 jest.setTimeout(90_000);
 const PORT = 29302;
 const available = await chromiumAvailable();
+/** Where the pictures of docs/desk.md go, when asked for. */
+const SCREENSHOTS = process.env.DESK_SCREENSHOTS === '1' ? join(import.meta.dirname, '../../docs/desk') : undefined;
 
 describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('the payments desk in a browser', () => {
   let sandbox: PaymentsSandbox;
@@ -27,6 +38,8 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
   let seeded: Seeded;
   let browser: Browser;
   let context: BrowserContext;
+  /** The same person with JavaScript on, for axe only: the desk's pages themselves have none. */
+  let audits: BrowserContext;
   const violations: string[] = [];
 
   beforeAll(async () => {
@@ -63,11 +76,18 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
     await new Promise((r) => server.once('listening', r));
     seeded = await seed(harness, 'b');
     browser = await launchChromium();
-    context = await browser.newContext({ javaScriptEnabled: false, extraHTTPHeaders: { 'x-user': 'alice' } });
+    context = await browser.newContext({
+      javaScriptEnabled: false,
+      extraHTTPHeaders: { 'x-user': 'alice' },
+      // A low window: a full-page picture is as high as the page's content, never less than the window.
+      ...(SCREENSHOTS === undefined ? {} : { viewport: { width: 1200, height: 200 } }),
+    });
+    audits = await browser.newContext({ extraHTTPHeaders: { 'x-user': 'alice' } });
   });
 
   afterAll(async () => {
     await context?.close();
+    await audits?.close();
     await browser?.close();
     await new Promise((r) => server?.close(r));
     await client?.close();
@@ -94,6 +114,18 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
     return page;
   }
 
+  /** Writes docs/desk/<name>.png of the whole page, with DESK_SCREENSHOTS=1. */
+  async function picture(page: Page, name: string): Promise<void> {
+    if (SCREENSHOTS !== undefined)
+      writeFileSync(join(SCREENSHOTS, `${name}.png`), toPalettePng(await page.screenshot({ fullPage: true })));
+  }
+
+  /** The serious and critical accessibility violations of the page `page` shows, each line naming it. */
+  async function inaccessible(page: Page): Promise<string[]> {
+    const url = new URL(page.url());
+    return blocking(await axeViolations(audits, url.href)).map((line) => `${url.pathname}${url.search}: ${line}`);
+  }
+
   it('renders the overview with its stylesheet and no policy violation', async () => {
     const page = await open('');
     await expect(page.locator('#failing h2').textContent()).resolves.toBe('Handlers failing (1)');
@@ -104,6 +136,8 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
     const background = await page.evaluate("getComputedStyle(document.querySelector('th')).backgroundColor");
     expect(background).toBe('rgb(240, 240, 240)');
     expect(violations).toEqual([]);
+    await expect(inaccessible(page)).resolves.toEqual([]);
+    await picture(page, 'overview');
     await page.close();
   });
 
@@ -112,7 +146,32 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
     await page.locator('input[name="q"]').fill(seeded.paid);
     await Promise.all([page.waitForURL(`**/desk/payments/${seeded.paid}`), page.locator('header button').click()]);
     await expect(page.locator('h1').textContent()).resolves.toBe(`Payment ${seeded.paid}`);
+    await expect(inaccessible(page)).resolves.toEqual([]);
     await page.close();
+  });
+
+  it('shows the payments of an order, and every kind of payment, accessibly', async () => {
+    const order = (await client.getOutcome(seeded.first))!.developerTrackingId!;
+    const found = await open(`/search?q=${encodeURIComponent(order)}`);
+    await expect(found.locator('h1').textContent()).resolves.toBe('Search');
+    await expect(inaccessible(found)).resolves.toEqual([]);
+    await picture(found, 'search');
+    await found.close();
+    const kinds = {
+      paid: seeded.paid,
+      failed: seeded.failed,
+      duplicate: seeded.duplicate,
+      stuck: seeded.stuck,
+      overdue: seeded.overdue,
+      unknown: 'no-such-payment',
+    };
+    for (const [kind, id] of Object.entries(kinds)) {
+      const page = await open(`/payments/${encodeURIComponent(id)}`);
+      await expect(inaccessible(page)).resolves.toEqual([]);
+      if (kind !== 'unknown' && kind !== 'duplicate') await picture(page, `payment-${kind}`);
+      await page.close();
+    }
+    expect(violations).toEqual([]);
   });
 
   it('runs the handlers again once on a double click', async () => {
@@ -125,6 +184,7 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
       /^The handlers ran and succeeded|^Nothing ran/,
     );
     await expect(page.getByText('Nothing to do: the payment is settled.').count()).resolves.toBe(1);
+    await expect(inaccessible(page)).resolves.toEqual([]);
     await page.close();
   });
 
@@ -136,6 +196,8 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
     expect(refunds()).toBe(1);
     await expect(page.locator('[role="status"]').textContent()).resolves.toMatch(/refunded/);
     await expect(page.getByText(/Refunded by the service: refund /).count()).resolves.toBe(1);
+    await expect(inaccessible(page)).resolves.toEqual([]);
+    await picture(page, 'payment-duplicate-refunded');
     expect(violations).toEqual([]);
     await page.close();
   });

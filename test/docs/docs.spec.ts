@@ -86,6 +86,23 @@ describe('README.md and the guides', () => {
     expect(broken).toEqual([]);
   });
 
+  it('show pictures that exist, each with a text for who cannot see it, and small (150 KB at most)', () => {
+    const wrong: string[] = [];
+    for (const file of DOCUMENTS) {
+      for (const [, alt, target] of prose(read(file)).matchAll(/!\[([^\]]*)\]\(([^)\s]*)\)/g)) {
+        if (/^[a-z]+:/i.test(target)) {
+          wrong.push(`${file}: ${target}: a picture from elsewhere, not from the repository`);
+          continue;
+        }
+        const resolved = normalize(join(dirname(file), target));
+        if (alt.trim() === '') wrong.push(`${file}: ${target}: no alt text`);
+        if (!existsSync(join(ROOT, resolved))) wrong.push(`${file}: ${target}: no file ${resolved}`);
+        else if (statSync(join(ROOT, resolved)).size > 150 * 1024) wrong.push(`${file}: ${target}: over 150 KB`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
   it('use real headings, never a bold paragraph opening as a heading', () => {
     const pseudo = DOCUMENTS.flatMap((file) =>
       [...prose(read(file)).matchAll(/(?:^|\n\n)(\*\*[^*\n]+(?:[.:]\*\*|\*\*:|\*\*\n))/g)].map(

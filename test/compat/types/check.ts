@@ -2,8 +2,8 @@
 // installed tarball: every entry point resolves, and its types are real (not `any`), which the
 // `@ts-expect-error` lines prove: each must be an error, or tsc reports the directive unused.
 import 'reflect-metadata';
-import { Injectable, Module } from '@nestjs/common';
-import type { Router } from 'express';
+import { Injectable, Module, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Router, type Request } from 'express';
 import { Redis } from 'ioredis';
 import {
   OnPaymentConfirmed,
@@ -22,6 +22,12 @@ import {
   type PaymentsModuleOptions,
 } from 'nestjs-payments';
 import type { PaymentsStore } from 'nestjs-payments/store';
+import {
+  createPaymentsDesk,
+  PaymentsDeskModule,
+  type DeskAuthorization,
+  type PaymentsDeskHandler,
+} from 'nestjs-payments/desk';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from 'nestjs-payments/express';
 import { paymentsStoreMigration, PostgresPaymentsStore } from 'nestjs-payments/postgres';
 import { RedisPaymentsStore } from 'nestjs-payments/redis';
@@ -137,3 +143,30 @@ export async function health(indicator: PaymentsHealthIndicator): Promise<boolea
   await indicator.isHealthy('payments', { checkService: 'yes' });
   return result.payments.status === 'up';
 }
+
+// Desk: mounted in Express with the app's own request type, and in Nest behind the app's own guard.
+export function deskRouter(client: PaymentsClient): PaymentsDeskHandler<Request> {
+  const desk = createPaymentsDesk<Request>({
+    client,
+    authorize: (req): DeskAuthorization => (req.get('x-user') === 'alice' ? { id: 'alice', name: 'Alice' } : undefined),
+    formTtlSecs: 3600,
+  });
+  Router().use('/desk', desk);
+  // @ts-expect-error authorize is required: the desk is never served unguarded
+  createPaymentsDesk({ client });
+  return desk;
+}
+
+@Injectable()
+export class StaffGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    return context.switchToHttp().getRequest<{ user?: string }>().user !== undefined;
+  }
+}
+
+@Module({
+  imports: [PaymentsDeskModule.forRoot({ path: 'admin/payments', guard: StaffGuard, registration: 'outlet' })],
+})
+export class AdminModule {}
+// @ts-expect-error guard is required: the desk is never served unguarded
+void PaymentsDeskModule.forRoot({ path: 'admin/payments' });
