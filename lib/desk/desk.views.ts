@@ -220,10 +220,18 @@ export function paymentPage(ctx: DeskPageContext, p: DeskPayment, result: DeskRe
         ? html`<p>No outcome recorded yet.</p>`
         : html`<dl>${field('Outcome', record.outcome)}${field('Service status', record.status)}${field('Amount (millimes)', record.amount)}${field('Order', record.developerTrackingId)}${field('Path of the latest attempt', record.source)}${field('Handlers', record.handlers)}${field('Attempts', record.attempts)}${field('Last error', record.lastError)}${field('Updated', record.updatedAt)}${field('Settled by (duplicate of)', record.settledBy === undefined ? undefined : html`<a href="${paymentHref(ctx.base, record.settledBy)}">${record.settledBy}</a>`)}${field('Refund state', record.refundState)}${field('Refund calls', record.refundTries)}${field('Refund error', record.refundError)}</dl>`
     }</section>
-${p.orderSettledBy === undefined ? '' : html`<p>Its order was settled by payment <a href="${paymentHref(ctx.base, p.orderSettledBy.paymentId)}">${p.orderSettledBy.paymentId}</a> (${p.orderSettledBy.amount} millimes).</p>`}
+${orderSettlement(p, ctx.base)}
 <section><h2>Timeline</h2><ol class="timeline">${timeline(p).map((e) => html`<li>${e.at === '' ? html`now` : html`<time>${e.at}</time>`}: ${e.text}</li>`)}</ol></section>
 <section><h2>Actions</h2>${actions.length === 0 ? html`<p>Nothing to do: the payment is settled.</p>` : actions}</section>`,
   );
+}
+
+// Which payment settled the payment's order: itself, or another (with a link to it).
+function orderSettlement(p: DeskPayment, base: string): SafeHtml | '' {
+  const by = p.orderSettledBy;
+  if (by === undefined) return '';
+  if (by.paymentId === p.paymentId) return html`<p>This payment settled its order.</p>`;
+  return html`<p>Its order was settled by payment <a href="${paymentHref(base, by.paymentId)}">${by.paymentId}</a> (${by.amount} millimes).</p>`;
 }
 
 /** A page saying why a request was not served (401, 403, 404, 500). */

@@ -183,6 +183,9 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
       /<dt>Outcome<\/dt><dd>confirmed<\/dd><dt>Service status<\/dt><dd>SUCCESS<\/dd><dt>Amount \(millimes\)<\/dt><dd>12500<\/dd>/,
     );
     expect(await page(s.paid)).toContain('Nothing to do: the payment is settled.');
+    // The payment that settled its order is not sent to itself as "settled by".
+    expect(await page(s.paid)).toContain('This payment settled its order.');
+    expect(await page(s.paid)).not.toContain('Its order was settled by payment');
     expect(await page(s.failed)).toMatch(/<dd>failed<\/dd><dt>Service status<\/dt><dd>FAILURE<\/dd>/);
     const duplicate = await page(s.duplicate);
     expect(duplicate).toContain('<dd>duplicate</dd>');
