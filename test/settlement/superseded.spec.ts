@@ -19,6 +19,15 @@ const byA: OrderSettlement = { paymentId: 'pay_A', amount: '1000' };
 const byB: OrderSettlement = { paymentId: 'pay_B', amount: '2000' };
 const byOtherSameCart: OrderSettlement = { paymentId: 'pay_X', amount: '2000' };
 const byOtherCart: OrderSettlement = { paymentId: 'pay_X', amount: '1500' };
+// What each payment was verified for.
+const AMOUNTS: Record<string, string> = {
+  pay_A: '1000',
+  pay_B: '2000',
+  pay_Z: '500',
+  pay_X: '2000',
+  pay_Q: '2000',
+  pay_R: '1500',
+};
 const superseded: CheckoutVerdict = { kind: 'superseded', current: { paymentId: 'pay_B', amount: '2000' } };
 const order = (refundable: boolean): CheckoutVerdict => ({ kind: 'order', refundable });
 
@@ -37,10 +46,24 @@ const rows: Array<{
     verdict: order(true),
   },
   {
-    name: 'no checkout known, settled by another: refundable as ever',
+    name: 'no checkout known, settled by another payment of its amount: refundable (a double charge)',
+    paymentId: 'pay_X',
+    checkout: undefined,
+    held: byB,
+    verdict: order(true),
+  },
+  {
+    name: 'no checkout known, settled by a payment of another amount: not refunded (it may be a changed cart’s current payment)',
     paymentId: 'pay_A',
     checkout: undefined,
     held: byB,
+    verdict: order(false),
+  },
+  {
+    name: 'no checkout known, settled by itself: the order rule',
+    paymentId: 'pay_A',
+    checkout: undefined,
+    held: byA,
     verdict: order(true),
   },
   {
@@ -121,6 +144,13 @@ const rows: Array<{
     verdict: order(true),
   },
   {
+    name: 'a payment the checkout does not list (its write did not land), settled by one of another amount: not refunded',
+    paymentId: 'pay_R',
+    checkout,
+    held: byB,
+    verdict: order(false),
+  },
+  {
     name: 'a payment the checkout does not list, settled by the current one: refundable',
     paymentId: 'pay_Q',
     checkout,
@@ -145,6 +175,6 @@ const rows: Array<{
 
 describe('checkoutVerdict(): a superseded payment never settles an order; the current one is never refunded for another cart', () => {
   it.each(rows)('$name', ({ paymentId, checkout: found, held, verdict }) => {
-    expect(checkoutVerdict(paymentId, found, held)).toEqual(verdict);
+    expect(checkoutVerdict(paymentId, found, held, AMOUNTS[paymentId])).toEqual(verdict);
   });
 });

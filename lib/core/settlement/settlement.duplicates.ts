@@ -43,13 +43,22 @@ export function isSuperseded(paymentId: string, checkout: OrderCheckout | undefi
  * @param paymentId the payment that verified `SUCCESS`
  * @param checkout the order's open checkout (its current payment, the superseded ones), when the store has it
  * @param held the order's settlement as the store answers it: `undefined` when nobody settled the order
+ * @param amount the payment's verified amount
  */
 export function checkoutVerdict(
   paymentId: string,
   checkout: OrderCheckout | undefined,
   held: OrderSettlement | undefined,
+  amount: string,
 ): CheckoutVerdict {
-  if (checkout === undefined) return { kind: 'order', refundable: true };
+  // The checkout gone (expired or evicted), or one that never learnt of this payment (its write
+  // did not land): a duplicate of another amount may be a changed cart's current payment, so only
+  // one of the settling payment's amount (a double charge) is refunded.
+  if (checkout === undefined || (checkout.paymentId !== paymentId && !isSuperseded(paymentId, checkout)))
+    return {
+      kind: 'order',
+      refundable: held === undefined || held.paymentId === paymentId || sameAmount(held.amount, amount),
+    };
   if (isSuperseded(paymentId, checkout) && held === undefined)
     return { kind: 'superseded', current: { paymentId: checkout.paymentId, amount: checkout.amount } };
   const anotherCart =
@@ -61,7 +70,14 @@ export function checkoutVerdict(
 }
 
 /** Why the order's current payment was not refunded automatically (the event's `refundError`). */
-export function heldRefundReason(paymentId: string, checkout: OrderCheckout, held: OrderSettlement): string {
+export function heldRefundReason(
+  paymentId: string,
+  checkout: OrderCheckout | undefined,
+  held: OrderSettlement,
+  amount: string,
+): string {
+  if (checkout === undefined || (checkout.paymentId !== paymentId && !isSuperseded(paymentId, checkout)))
+    return `not refunded automatically: ${paymentId} (${amount}) is not of the amount of payment ${held.paymentId} that settled the order (${held.amount}), and the order's checkout does not know it, so it may be a changed cart's current payment; refund one of them by hand`;
   return `not refunded automatically: ${paymentId} is the order's current payment (${checkout.amount}), and the order was settled by payment ${held.paymentId} of another cart (${held.amount}); refund one of them by hand`;
 }
 
@@ -177,7 +193,7 @@ export class OrderScreen implements OrderScreenPort {
       );
       return { kind: 'store-unavailable', error: describe(error) };
     }
-    const cart = checkoutVerdict(paymentId, checkout, held);
+    const cart = checkoutVerdict(paymentId, checkout, held, verification.amount);
     if (cart.kind === 'superseded')
       return { kind: 'superseded', problems: [supersededProblem(paymentId, cart.current)] };
     const verdict = orderVerdict(paymentId, order, held);
@@ -222,8 +238,8 @@ export class OrderScreen implements OrderScreenPort {
     // A held pre-authorization is never refunded: nothing was charged; it is released with `cancelPayment`.
     const hold = mode === 'check';
     const wanted = this.options.refund && cart.refundable && !hold;
-    if (this.options.refund && !cart.refundable && refund.refundState === undefined && checkout)
-      refund = { ...refund, error: heldRefundReason(paymentId, checkout, settledBy) };
+    if (this.options.refund && !cart.refundable && refund.refundState === undefined)
+      refund = { ...refund, error: heldRefundReason(paymentId, checkout, settledBy, verification.amount) };
     const plan = refundPlan(wanted, refund);
     if (plan === 'call' || plan === 'unknown') {
       refund =
