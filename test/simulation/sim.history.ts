@@ -130,6 +130,8 @@ export const BOUNDS = {
 const LEASE_MS = 60_000;
 /** generatePayment's record retried while the store is away: at most this long after it is back (its 5 s wait, one try). */
 const RECORD_RETRY_SLACK_MS = 10_000;
+/** The longest a slow shop's handler runs (the `slow` stressor). */
+const SLOW_HANDLER_MS = 90_000;
 /** The verify budget's interval per payment and instance (SETTLEMENT_WAITS.verifyIntervalMs). */
 const VERIFY_INTERVAL_MS = 10_000;
 /** `handlers.timeoutMs` of the instances (sim.world.ts). */
@@ -425,7 +427,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       // The shop's rows, written through the transaction: the order's status, then its history.
       if (inTransaction && transaction)
         await transaction.query('UPDATE orders SET status = $2 WHERE id = $1', [id, name, startedAt]);
-      const duration = has('slow') && random.chance(0.3) ? random.between(1_000, 90_000) : random.between(0, 200);
+      const duration =
+        has('slow') && random.chance(0.3) ? random.between(1_000, SLOW_HANDLER_MS) : random.between(0, 200);
       // A process stalled mid-handler for longer than the claim's lease: another attempt takes the claim.
       if (inTransaction && tx.stalls && txr.chance(0.15)) {
         instance.frozenUntil = time.now + txr.between(70_000, 180_000);
@@ -1156,6 +1159,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         if (has('lossy')) deadline = Math.max(deadline, sweepDeadline);
       }
     if (has('faults')) deadline += BOUNDS.faultsMs;
+    // Handled means its handlers finished: a slow shop's handler takes up to SLOW_HANDLER_MS itself.
+    if (has('slow')) deadline += SLOW_HANDLER_MS;
     // In a transaction, a confirmation waits for another payment's of the same order to end (its row
     // is locked until then): up to that one's handlers' deadline.
     if (
