@@ -11,13 +11,6 @@ export const CLOCK_STEP_TOLERANCE_MS = 1_000;
 
 /** Round trips tried by one measurement when the instance's clock steps during them. */
 const MEASURE_ATTEMPTS = 3;
-/**
- * The longest round trip whose middle is trusted as the store's reading time: the store read its
- * clock somewhere inside it, so the offset is off by up to half of it. A longer one (a process
- * frozen mid-call, a store stalling) is measured again; if every attempt is that slow, the best
- * one is kept only when there is no earlier measurement.
- */
-const MAX_TRUSTED_ROUND_TRIP_MS = 2 * CLOCK_STEP_TOLERANCE_MS;
 
 /** One reading of the instance's clock: its wall time and, when the clock has one, its monotonic time. */
 export interface ClockReading {
@@ -55,13 +48,6 @@ export interface SharedMark {
   elapsed?: number;
   /** The offset to the store's clock then. */
   offset: number;
-}
-
-// How long a measurement's round trip took: on monotonic time when both readings have it.
-function roundTripMs(sent: ClockReading, received: ClockReading): number {
-  return sent.elapsed !== undefined && received.elapsed !== undefined
-    ? received.elapsed - sent.elapsed
-    : received.wall - sent.wall;
 }
 
 /**
@@ -168,7 +154,6 @@ export class SharedClock implements Clock {
   async #measure(storeNow: () => Promise<number>): Promise<void> {
     // A step during the round trip spoils its middle: measured again at once (a caller that joined
     // this measurement must not read the time with the offset of before the step).
-    let best: { offset: number; received: ClockReading; roundTrip: number } | undefined;
     for (let attempt = 0; attempt < MEASURE_ATTEMPTS; attempt++) {
       const sent = this.#reading();
       let remote: number;
@@ -181,17 +166,10 @@ export class SharedClock implements Clock {
       if (!Number.isFinite(remote)) return;
       if (mustMeasure(sent, sent.wall, received)) continue;
       // The store read its clock somewhere during the round trip: its middle is the best guess.
-      const measurement = { offset: Math.round(remote - (sent.wall + received.wall) / 2), received };
-      const roundTrip = roundTripMs(sent, received);
-      if (roundTrip <= MAX_TRUSTED_ROUND_TRIP_MS) return this.#take(measurement);
-      if (best === undefined || roundTrip < best.roundTrip) best = { ...measurement, roundTrip };
+      this.#offset = Math.round(remote - (sent.wall + received.wall) / 2);
+      this.#measuredAt = received;
+      this.#latestWall = received.wall;
+      return;
     }
-    if (best !== undefined && this.#measuredAt === undefined) this.#take(best);
-  }
-
-  #take(measurement: { offset: number; received: ClockReading }): void {
-    this.#offset = measurement.offset;
-    this.#measuredAt = measurement.received;
-    this.#latestWall = measurement.received.wall;
   }
 }
