@@ -8,11 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Session } from 'node:inspector/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OnPaymentConfirmed, PaymentsModule, PaymentsService, type PaymentConfirmedEvent } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
+import { freePort } from '../faults/support/own-servers.js';
 
 const LIB = join(import.meta.dirname, '../../lib');
 
@@ -59,10 +59,8 @@ describe('the lib files one paid webhook runs (Nest)', () => {
 
   beforeAll(async () => {
     sandbox = await PaymentsSandbox.start();
-    const probe = createServer();
-    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-    const { port } = probe.address() as AddressInfo;
-    await new Promise<void>((r) => probe.close(() => r()));
+    // The webhook's public URL names the app's own port, so a free port is picked first.
+    const port = await freePort();
     const moduleRef = await Test.createTestingModule({
       imports: [
         PaymentsModule.forRoot(

@@ -31,6 +31,22 @@ const NEXT_REPLICA = 26103;
 const installed = redisServerInstalled();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Closes the app instances, then the Redis servers, then the proxy, each step whatever the one
+ * before did: a proxy left listening would take the next test's fixed port.
+ */
+async function tearDown(instances: Instance[], servers: RedisServers, link: StallingProxy | undefined): Promise<void> {
+  try {
+    for (const i of instances) await i.close();
+  } finally {
+    try {
+      await servers.stop();
+    } finally {
+      await link?.close();
+    }
+  }
+}
+
 interface Seen {
   confirmed: PaymentConfirmedEvent[];
   duplicate: PaymentDuplicateEvent[];
@@ -115,18 +131,7 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
       );
     }, 30_000);
 
-    // Each step whatever the one before did: a proxy left listening would take the next test's port.
-    afterEach(async () => {
-      try {
-        for (const i of instances) await i.close();
-      } finally {
-        try {
-          await servers.stop();
-        } finally {
-          await link?.close();
-        }
-      }
-    });
+    afterEach(() => tearDown(instances, servers, link));
 
     const replicated = () =>
       waitFor('the replica to have every write', () => {
@@ -322,14 +327,9 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
 
     afterAll(async () => {
       try {
-        for (const i of instances) await i.close();
+        await tearDown(instances, servers, link);
       } finally {
-        try {
-          await servers.stop();
-        } finally {
-          await link?.close();
-          await sandbox.close();
-        }
+        await sandbox.close();
       }
     });
 

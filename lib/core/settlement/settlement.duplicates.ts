@@ -38,6 +38,11 @@ export function isSuperseded(paymentId: string, checkout: OrderCheckout | undefi
   return checkout !== undefined && checkout.paymentId !== paymentId && (checkout.superseded ?? []).includes(paymentId);
 }
 
+/** Whether the order's checkout knows `paymentId`, as its current payment or a superseded one (its write may never have landed). */
+function knowsPayment(checkout: OrderCheckout, paymentId: string): boolean {
+  return checkout.paymentId === paymentId || isSuperseded(paymentId, checkout);
+}
+
 /**
  * What a successful payment of an order is, given the order's checkout (see {@link CheckoutVerdict}).
  * @param paymentId the payment that verified `SUCCESS`
@@ -54,7 +59,7 @@ export function checkoutVerdict(
   // The checkout gone (expired or evicted), or one that never learnt of this payment (its write
   // did not land): a duplicate of another amount may be a changed cart's current payment, so only
   // one of the settling payment's amount (a double charge) is refunded.
-  if (checkout === undefined || (checkout.paymentId !== paymentId && !isSuperseded(paymentId, checkout)))
+  if (checkout === undefined || !knowsPayment(checkout, paymentId))
     return {
       kind: 'order',
       refundable: held === undefined || held.paymentId === paymentId || sameAmount(held.amount, amount),
@@ -76,7 +81,7 @@ export function heldRefundReason(
   held: OrderSettlement,
   amount: string,
 ): string {
-  if (checkout === undefined || (checkout.paymentId !== paymentId && !isSuperseded(paymentId, checkout)))
+  if (checkout === undefined || !knowsPayment(checkout, paymentId))
     return `not refunded automatically: ${paymentId} (${amount}) is not of the amount of payment ${held.paymentId} that settled the order (${held.amount}), and the order's checkout does not know it, so it may be a changed cart's current payment; refund one of them by hand`;
   return `not refunded automatically: ${paymentId} is the order's current payment (${checkout.amount}), and the order was settled by payment ${held.paymentId} of another cart (${held.amount}); refund one of them by hand`;
 }
