@@ -5,7 +5,9 @@ import {
   SHARED_CLOCK_RESYNC_MS,
   SharedClock,
   mustMeasure,
+  offsetFrom,
   type ClockReading,
+  type OffsetBounds,
 } from '../../lib/core/time/shared.clock.js';
 
 /** An instance's clock that an operator (NTP, a VM restore) can step; its timers are not used here. */
@@ -65,6 +67,26 @@ describe('mustMeasure: when the offset to the store is measured again', () => {
     ['a minute of monotonic time, wall clock steady', at(0, 0), 0, at(R, R), true],
   ])('%s: %s', (_what, measuredAt, latestWall, current, expected) => {
     expect(mustMeasure(measuredAt, latestWall, current)).toBe(expected);
+  });
+});
+
+describe('offsetFrom: the offset a round trip to the store gives', () => {
+  const bounds = (low: number, high: number): OffsetBounds => ({ low, high });
+  it.each<[string, OffsetBounds, number | undefined, number]>([
+    ['first measurement: the middle of the round trip', bounds(-100, 100), undefined, 0],
+    [
+      'first measurement, a freeze of 18 s after the answer: the middle, 9 s off',
+      bounds(-18_000, 0),
+      undefined,
+      -9_000,
+    ],
+    ['the prediction inside the bounds is kept', bounds(-100, 100), 40, 40],
+    ['a freeze stretched the round trip: the prediction stays', bounds(-18_000, 0), -2, -2],
+    ['the prediction below the bounds moves up to them', bounds(500, 510), 0, 500],
+    ['the prediction above the bounds moves down to them', bounds(-510, -500), 0, -500],
+    ['an instant round trip decides alone', bounds(42, 42), 7, 42],
+  ])('%s', (_what, b, predicted, expected) => {
+    expect(offsetFrom(b, predicted)).toBe(expected);
   });
 });
 
@@ -184,6 +206,36 @@ describe('the shared clock', () => {
     local.wall += 1_000;
     expect(shared.now()).toBe(storeTime);
   });
+
+  it.each([
+    ['without monotonic time', () => new SteppingClock(STORE_START + 3_000)],
+    ['with monotonic time', () => new MonotonicSteppingClock(STORE_START + 3_000)],
+  ])(
+    'is not put off by a process frozen after the store answered (the round trip’s middle would be 9 s off), %s',
+    async (_what, makeClock) => {
+      let storeTime = STORE_START;
+      const local = makeClock();
+      let freeze = false;
+      const shared = new SharedClock(local, async () => {
+        const answer = storeTime;
+        // The process freezes for 18 s after the store read its clock: real time passes for both.
+        if (freeze) {
+          storeTime += 18_000;
+          local.wall += 18_000;
+          if (local instanceof MonotonicSteppingClock) local.monotonic += 18_000;
+        }
+        return answer;
+      });
+      await shared.sync();
+      expect(shared.now()).toBe(storeTime);
+      freeze = true;
+      storeTime += SHARED_CLOCK_RESYNC_MS;
+      local.wall += SHARED_CLOCK_RESYNC_MS;
+      if (local instanceof MonotonicSteppingClock) local.monotonic += SHARED_CLOCK_RESYNC_MS;
+      await shared.sync();
+      expect(shared.now()).toBe(storeTime);
+    },
+  );
 
   it('measures at most once a minute while the local clock runs steadily, then again', async () => {
     const { shared, pass, measures, storeTime } = setup(-42_000);

@@ -1158,6 +1158,11 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         deadline = Math.max(deadline + BOUNDS.crashMs, c.at + BOUNDS.crashMs);
         if (has('lossy')) deadline = Math.max(deadline, sweepDeadline);
       }
+    // A frozen process holds its transaction, so the order's row, until it resumes: the crash's
+    // bound counts from then (docs/confirmations.md).
+    for (const st of stalls)
+      if (st.to >= finalAt - 2 * LEASE_MS && st.from <= (s.firstSuccessAt ?? horizon))
+        deadline = Math.max(deadline, st.to + BOUNDS.crashMs);
     if (has('faults')) deadline += BOUNDS.faultsMs;
     // Handled means its handlers finished: a slow shop's handler takes up to SLOW_HANDLER_MS itself.
     if (has('slow')) deadline += SLOW_HANDLER_MS;

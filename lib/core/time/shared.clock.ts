@@ -40,6 +40,28 @@ export function mustMeasure(measuredAt: ClockReading | undefined, latestWall: nu
   return age >= SHARED_CLOCK_RESYNC_MS || Math.abs(wallAge - age) > CLOCK_STEP_TOLERANCE_MS;
 }
 
+/** The offsets a round trip to the store allows: it read its clock between sending and receiving. */
+export interface OffsetBounds {
+  /** The store's time less the local time the answer arrived, ms. */
+  low: number;
+  /** The store's time less the local time the question was sent, ms. */
+  high: number;
+}
+
+/**
+ * The offset a measurement gives (pure). The store read its clock somewhere inside the round trip,
+ * so the offset lies within `bounds`, as far off its middle as half the round trip: a process frozen
+ * for 18 s after the store answered would put the middle 9 s off. The earlier measurement's
+ * prediction is kept when the bounds allow it, and otherwise moved to the nearer bound (the least
+ * correction the measurement proves); the middle is used only when there is no prediction.
+ * @param bounds what the round trip allows
+ * @param predicted the offset the earlier measurement predicts now; `undefined`: none
+ */
+export function offsetFrom(bounds: OffsetBounds, predicted: number | undefined): number {
+  if (predicted === undefined) return (bounds.low + bounds.high) / 2;
+  return Math.min(Math.max(predicted, bounds.low), bounds.high);
+}
+
 /** A reading of the shared time, to correct later what was stamped with it ({@link SharedClock.shiftSince}). */
 export interface SharedMark {
   /** The shared time read, epoch ms. */
@@ -151,6 +173,17 @@ export class SharedClock implements Clock {
     return reading;
   }
 
+  /**
+   * The offset the last measurement predicts at `reading`: with monotonic time, the shared time it
+   * gives then less the wall time read; without, the offset as it was. `undefined`: never measured.
+   */
+  #predictedOffset(reading: ClockReading): number | undefined {
+    const measured = this.#measuredAt;
+    if (measured === undefined) return undefined;
+    if (measured.elapsed === undefined || reading.elapsed === undefined) return this.#offset;
+    return measured.wall + this.#offset + (reading.elapsed - measured.elapsed) - reading.wall;
+  }
+
   async #measure(storeNow: () => Promise<number>): Promise<void> {
     // A step during the round trip spoils its middle: measured again at once (a caller that joined
     // this measurement must not read the time with the offset of before the step).
@@ -165,8 +198,9 @@ export class SharedClock implements Clock {
       const received = this.#reading();
       if (!Number.isFinite(remote)) return;
       if (mustMeasure(sent, sent.wall, received)) continue;
-      // The store read its clock somewhere during the round trip: its middle is the best guess.
-      this.#offset = Math.round(remote - (sent.wall + received.wall) / 2);
+      this.#offset = Math.round(
+        offsetFrom({ low: remote - received.wall, high: remote - sent.wall }, this.#predictedOffset(received)),
+      );
       this.#measuredAt = received;
       this.#latestWall = received.wall;
       return;
