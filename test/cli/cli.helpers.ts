@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import ts from 'typescript';
+import { freePort } from '../support/ports.js';
 
 /** A CLI transpiled to plain ESM JavaScript, run as a real child process. */
 export interface BuiltCli {
@@ -75,13 +75,6 @@ export function runCliProcess(
 }
 
 /** A loopback port nothing listens on (taken, then released). */
-export async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export const closedPort = freePort;
 
-/** A free loopback port, for an app whose public URL must be known before it listens. */
-export const freePort = closedPort;
+export { freePort };

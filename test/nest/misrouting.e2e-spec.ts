@@ -4,8 +4,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable, Module, type DynamicModule, type INestApplication, type LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   OnPaymentConfirmed,
   PaymentsModule,
@@ -16,17 +14,11 @@ import {
   type PaymentsModuleOptions,
 } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
+import { freePort } from '../support/ports.js';
 
 const SECRET = 'whsec_shared_by_both_accounts_0123456789';
 // Each app's public URL must be known before its clients are made (at module init): a free port
 // is picked first, then listened on.
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 /** Every warning Nest's logger was given, with its context. */
 class CapturingLogger implements LoggerService {

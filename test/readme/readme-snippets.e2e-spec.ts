@@ -43,6 +43,7 @@ import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { POSTGRES_URL, REDIS_URL } from '../support/services.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
+import { freePort } from '../support/ports.js';
 
 const SNIPPETS = join(import.meta.dirname, 'snippets');
 const SECRET = 'readme-snippets-webhook-secret-0123456789abcdef';
@@ -79,13 +80,6 @@ interface Fragment {
 }
 
 /** A port nothing listens on, for a snippet that starts its own server. */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 /** A request to one of the booted app's routes. */
 function post(url: string, body: unknown = { payment_id: 'pay_unknown' }) {

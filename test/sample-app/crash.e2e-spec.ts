@@ -15,7 +15,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -26,19 +25,12 @@ import type { CrashPoint } from '../../sample-app/src/orders/crash-points.js';
 import { describeWithService, POSTGRES_URL, postgresAvailable } from '../support/services.js';
 import { paymentIdOf, ShopClient } from './shop.helpers.js';
 import { buildShop, ShopProcess } from './support/shop-process.js';
+import { freePort } from '../support/ports.js';
 
 const WEBHOOK_SECRET = 'crash-test-webhook-secret-0123456789abcdef';
 const ADMIN_PASSWORD = 'crash-test-admin-0123';
 // A crashed instance's claim blocks the outcome this long: short, so the test need not wait a minute.
 const LEASE_MS = 1500;
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

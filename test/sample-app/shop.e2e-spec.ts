@@ -14,18 +14,12 @@ import { PaymentsSandbox } from 'nestjs-payments/testing';
 import { OrdersRepository } from '../../sample-app/src/orders/orders.repository.js';
 import { createShopApp, type ShopApp } from '../../sample-app/src/shop.bootstrap.js';
 import { CapturingLogger, customerIdOf, paymentIdOf, ShopClient } from './shop.helpers.js';
+import { freePort } from '../support/ports.js';
 
 const WEBHOOK_SECRET = 'shop-e2e-webhook-secret-0123456789abcdef';
 const ADMIN_PASSWORD = 'e2e-admin-password-0123';
 
 /** A port that was free a moment ago. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Binds `port` and releases it; rejects when it is taken. */
 async function listenOn(port: number): Promise<void> {

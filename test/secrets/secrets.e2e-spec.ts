@@ -30,6 +30,7 @@ import {
 import { PaymentsSandbox, SandboxWebhookError } from '../../lib/testing/index.js';
 import { DelegatingStore, tokenOf as tokenOfUrl } from '../support/outcome-kit.js';
 import { collectUnhandledRejections, settle } from '../faults/support/guards.js';
+import { freePort } from '../support/ports.js';
 
 // A full run of a Nest app (and a plain Express one) through every error path, with ALL output
 // captured: the Nest logger, process.stdout/stderr, console.*, and every HTTP answer of the
@@ -123,14 +124,6 @@ class Orders {
     if (this.failing) throw new Error(`database unavailable while marking ${event.paymentId} paid`);
     this.paid.push(event.paymentId);
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 const lines: string[] = [];

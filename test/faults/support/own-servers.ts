@@ -1,27 +1,17 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { canConnect } from '../../support/services.js';
+import { freePort } from '../../support/ports.js';
+
+export { freePort };
 
 // Redis and PostgreSQL servers of a test's own, on free ports, that the test may stop and start:
 // the machine's shared servers (6379, 5432) serve other tests and are never touched.
 
 const REDIS_SERVER = process.env.REDIS_SERVER ?? 'redis-server';
 const PG_BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
-
-/** A free TCP port on the loopback interface (free when asked; another process may take it later). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitFor(ok: () => Promise<boolean>, what: string, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
