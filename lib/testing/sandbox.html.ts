@@ -4,7 +4,7 @@
  * goes through {@link escapeHtml}, since tracking ids and URLs come from the client.
  */
 import { createHash } from 'node:crypto';
-// The sandbox runs with no package installed (test/testing/sandbox-cli.e2e-spec.ts): a barrel would
+// The sandbox runs with no package installed (test/testing/sandbox.cli.e2e-spec.ts): a barrel would
 // load the HTTP transport and axios, so it takes this dependency-free rule file directly.
 // eslint-disable-next-line no-restricted-imports -- see above
 import { fromMillimes } from '../core/api/money.util.js';

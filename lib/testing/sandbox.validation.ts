@@ -5,7 +5,7 @@
  * public pages disagree (`amount` as a string or a JSON integer, the two pre-authorization flag
  * names; docs/service-facts.md §4), it accepts every documented form.
  */
-// The sandbox runs with no package installed (test/testing/sandbox-cli.e2e-spec.ts): a barrel would
+// The sandbox runs with no package installed (test/testing/sandbox.cli.e2e-spec.ts): a barrel would
 // load the HTTP transport and axios, so it takes this dependency-free rule file directly.
 // eslint-disable-next-line no-restricted-imports -- see above
 import { identifier } from '../core/api/identifier.rule.js';
