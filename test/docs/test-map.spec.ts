@@ -54,6 +54,17 @@ describe('test/README.md: the test of every lib file can be found', () => {
     expect(unfound).toEqual([]);
   });
 
+  it("fake time only through the engine's `clock` option: no test mocks the process's clocks or timers", () => {
+    const self = join(ROOT, 'test/docs/test-map.spec.ts');
+    const mocking = filesUnder(join(ROOT, 'test'))
+      .filter((file) => file.endsWith('.ts') && file !== self && !file.includes('node_modules'))
+      .filter((file) =>
+        /spyOn\((Date|performance)\b|useFakeTimers|(Date|performance)\.now = /.test(readFileSync(file, 'utf8')),
+      )
+      .map((file) => relative(ROOT, file));
+    expect(mocking).toEqual([]);
+  });
+
   it('every file the table lists exists in lib (a moved or renamed file is listed again)', () => {
     const libFiles = new Set(LIB);
     const stale = LISTED.filter(

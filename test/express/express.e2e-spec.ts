@@ -12,7 +12,7 @@ import {
 } from '../../lib/express/index.js';
 import { FakeService, OK, PATHS } from '../support/fake-service.js';
 import { postChunked, quietLogger, tokenOf, verifyCount } from '../support/outcome-kit.js';
-import { clockAhead } from '../support/clock-ahead.js';
+import { AheadClock } from '../support/clock-ahead.js';
 
 const SECRET = 'express-webhook-secret-0123456789abcdef';
 
@@ -24,6 +24,7 @@ describe('nestjs-payments/express', () => {
   const events: PaymentConfirmedEvent[] = [];
   let failNext = false;
   let n = 0;
+  const clock = new AheadClock();
 
   beforeAll(async () => {
     fake = await FakeService.start();
@@ -35,6 +36,7 @@ describe('nestjs-payments/express', () => {
       failLink: 'https://shop.example/ko',
       webhook: { publicUrl: 'https://shop.example/hooks/pay', secret: SECRET, maxBodyBytes: 4096 },
       logger: quietLogger(),
+      clock,
     });
     const app = express();
     // An app-wide JSON parser with another limit must not change the router's own rules.
@@ -146,11 +148,11 @@ describe('nestjs-payments/express', () => {
     expect(events.some((e) => e.paymentId === paymentId)).toBe(false);
     // The service's next answer (the fake's default, SUCCESS) settles it on the redelivery, once the
     // verify budget's interval for a payment still pending passed (webhook.unsignedIntervalSecs).
-    const clock = clockAhead(31_000);
+    clock.ahead(31_000);
     try {
       expect((await post(hook(token), { payment_id: paymentId })).status).toBe(200);
     } finally {
-      clock.mockRestore();
+      clock.ahead(0);
     }
     expect(events.filter((e) => e.paymentId === paymentId)).toHaveLength(1);
   });

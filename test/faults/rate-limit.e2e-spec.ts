@@ -6,7 +6,7 @@ import { FakeService, type FakeReply } from '../support/fake-service.js';
 import { generateVia, quietLogger, startRouter, verifyCount } from '../support/outcome-kit.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
-import { clockAhead } from '../support/clock-ahead.js';
+import { AheadClock } from '../support/clock-ahead.js';
 
 // Issue #9 item 7: a 429 from verify is honoured. A Retry-After longer than one backoff wait
 // (5 s) ends the call at once: one verify call, not maxRetries + 1 within seconds; the webhook
@@ -21,7 +21,7 @@ let fake: FakeService;
 let n = 0;
 const open: Array<{ close(): Promise<void> }> = [];
 
-function newClient(store = new MemoryPaymentsStore(), logged?: string[]) {
+function newClient(store = new MemoryPaymentsStore(), logged?: string[], clock?: AheadClock) {
   const client = createPaymentsClient({
     publicKey: 'pk_ratelimit',
     privateKey: 'sk_ratelimit_private',
@@ -35,6 +35,7 @@ function newClient(store = new MemoryPaymentsStore(), logged?: string[]) {
     reconciliation: { enabled: false, graceSecs: GRACE_SECS },
     logger: quietLogger(logged),
     store,
+    ...(clock ? { clock } : {}),
   });
   open.push(client);
   return client;
@@ -58,7 +59,8 @@ afterAll(async () => {
 
 describe('verify answered 429 with Retry-After: 60', () => {
   it('a webhook costs exactly 1 verify call and answers 503 with Retry-After: 60; the redelivery after it confirms', async () => {
-    const client = newClient();
+    const clock = new AheadClock();
+    const client = newClient(undefined, undefined, clock);
     const seen: PaymentOutcomeEvent[] = [];
     const router = await startRouter({ client, onPaymentConfirmed: (e) => void seen.push(e) });
     open.push(router);
@@ -82,12 +84,8 @@ describe('verify answered 429 with Retry-After: 60', () => {
     expect([early.status, Number(early.headers.get('retry-after')) > 55]).toEqual([503, true]);
     expect(verifyCount(fake, p.paymentId)).toBe(1);
     // The redelivery after the 60 s (the clock moved on) confirms.
-    const clock = clockAhead(61_000);
-    try {
-      expect((await fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' })).status).toBe(200);
-    } finally {
-      clock.mockRestore();
-    }
+    clock.ahead(61_000);
+    expect((await fetch(`${router.url}/${p.token}?payment_id=${p.paymentId}`, { method: 'POST' })).status).toBe(200);
     expect(seen.map((e) => e.paymentId)).toEqual([p.paymentId]);
     expect(verifyCount(fake, p.paymentId)).toBe(2);
   });

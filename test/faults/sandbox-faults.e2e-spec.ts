@@ -10,7 +10,7 @@ import {
 } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
-import { clockAhead } from '../support/clock-ahead.js';
+import { AheadClock } from '../support/clock-ahead.js';
 
 const GENERATE = '/api/v2/generate_payment';
 const REFUND = '/api/v2/refund_payment';
@@ -26,6 +26,7 @@ const rejections = collectUnhandledRejections();
 let sandbox: PaymentsSandbox;
 let app: INestApplicationContext;
 let payments: PaymentsService;
+const clock = new AheadClock();
 
 const sent = (path: string) => sandbox.requests.filter((r) => r.path === path);
 
@@ -38,6 +39,7 @@ beforeAll(async () => {
         timeoutMs: TIMEOUT_MS,
         maxRetries: MAX_RETRIES,
         logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
+        clock,
       }),
     ],
   }).compile();
@@ -247,7 +249,7 @@ describe('verify_payment faults: a GET, so retried; never taken for an answer', 
     // Within the verify budget's interval the failure is remembered (no call); once it passed:
     // no confirmation handler is registered in this app, so the outcome is verified but left undone (retried later).
     await expect(payments.reconcilePayment(paymentId)).rejects.toMatchObject({ code: 'TIMEOUT' });
-    const clock = clockAhead(11_000);
+    clock.ahead(11_000);
     try {
       await expect(payments.reconcilePayment(paymentId)).resolves.toMatchObject({
         paymentId,
@@ -256,7 +258,7 @@ describe('verify_payment faults: a GET, so retried; never taken for an answer', 
         handled: false,
       });
     } finally {
-      clock.mockRestore();
+      clock.ahead(0);
     }
   });
 });

@@ -3,15 +3,15 @@
  * (or 429) for a simulated minute, returns and webhook deliveries (several a second, for several
  * payments) cost at most one verify per payment per interval (10 s), and every payment is
  * confirmed within one interval once the service is back. Deliveries of a payment still PENDING
- * use the same memory. The clock is compressed (Date.now mocked); the service is a loopback fake.
+ * use the same memory. The clock is compressed (the clients' `clock` option reads ahead as the test moves it); the service is a loopback fake.
  * maxRetries is 0 so that each request the fake counts is one verify call of the plugin.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createPaymentsClient, type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
 import { FakeService, type FakeReply } from '../support/fake-service.js';
 import { generateVia, quietLogger, startRouter, verifyCount, type RunningRouter } from '../support/outcome-kit.js';
 import { verifyAnswer, verifyPath } from '../support/verify-answers.js';
-import { clockAhead } from '../support/clock-ahead.js';
+import { AheadClock } from '../support/clock-ahead.js';
 
 const INTERVAL_MS = 10_000;
 let fake: FakeService;
@@ -23,14 +23,17 @@ beforeAll(async () => {
   fake = await FakeService.start();
 });
 afterEach(async () => {
-  jest.restoreAllMocks();
   await Promise.all(open.splice(0).map((o) => o.close()));
   fake.reset();
 });
 afterAll(() => fake.close());
 
 async function shop(): Promise<{ client: PaymentsClient; router: RunningRouter; seen: PaymentOutcomeEvent[] }> {
+  offset = 0;
+  const clock = new AheadClock();
+  clock.ahead(() => offset);
   const client = createPaymentsClient({
+    clock,
     publicKey: 'pk_budget',
     privateKey: 'sk_budget_private',
     baseUrl: fake.url,
@@ -50,11 +53,6 @@ async function shop(): Promise<{ client: PaymentsClient; router: RunningRouter; 
   const router = await startRouter({ client, onPaymentConfirmed: (e) => void seen.push(e) });
   open.push(router, client);
   return { client, router, seen };
-}
-
-function compressClock(): void {
-  offset = 0;
-  clockAhead(() => offset);
 }
 
 /** One simulated second: 2 returns and 2 deliveries of each payment. */
@@ -83,7 +81,6 @@ describe.each<[string, FakeReply, number]>([
     for (let i = 0; i < 3; i++)
       payments.push(await generateVia(s.client, fake, `pay_budget_${++n}`, { amount: '12500' }));
     for (const p of payments) fake.always(verifyPath(p.paymentId), failure);
-    compressClock();
 
     const perWindow = new Map<string, number[]>();
     let requests = 0;
@@ -124,7 +121,6 @@ describe('deliveries of a payment still PENDING', () => {
     const s = await shop();
     const p = await generateVia(s.client, fake, `pay_budget_${++n}`, { amount: '12500' });
     fake.always(verifyPath(p.paymentId), { status: 200, body: verifyAnswer({ status: 'PENDING', amount: 12500 }) });
-    compressClock();
     const statuses: number[] = [];
     for (let k = 0; k < 50; k++) {
       offset = k * 100;

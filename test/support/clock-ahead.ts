@@ -1,21 +1,31 @@
-import { jest } from '@jest/globals';
+import { SYSTEM_CLOCK, type Clock, type ClockTimer } from '../../lib/core/time/index.js';
 
 /**
- * Moves the system clock `ms` ahead for the code under test, wall time (`Date.now`) and monotonic
- * time (`performance.now`, which the engine measures durations on) alike: time passing, not a step
- * of the wall clock. `mockRestore()` brings both back.
+ * The system clock, moved on by the test: given as the engine's `clock` option, it makes time pass
+ * for one client (wall and monotonic time alike, not a step of the wall clock) without touching
+ * `Date.now` for anything else. Its timers are the system's.
  */
-export function clockAhead(ms: number | (() => number)): { mockRestore(): void } {
-  const by = typeof ms === 'number' ? () => ms : ms;
-  const wall = Date.now();
-  const monotonic = performance.now();
-  const started = { wall, monotonic };
-  const dateNow = jest.spyOn(Date, 'now').mockImplementation(() => started.wall + by());
-  const perfNow = jest.spyOn(performance, 'now').mockImplementation(() => started.monotonic + by());
-  return {
-    mockRestore() {
-      dateNow.mockRestore();
-      perfNow.mockRestore();
-    },
-  };
+export class AheadClock implements Clock {
+  #by: () => number = () => 0;
+
+  /** From now on, the clock reads `ms` (or what `ms()` answers at each reading) ahead. */
+  ahead(ms: number | (() => number)): void {
+    this.#by = typeof ms === 'number' ? () => ms : ms;
+  }
+
+  now(): number {
+    return SYSTEM_CLOCK.now() + this.#by();
+  }
+
+  elapsed(): number {
+    return performance.now() + this.#by();
+  }
+
+  setTimeout(fn: () => void, ms: number, keepAlive?: boolean): ClockTimer {
+    return SYSTEM_CLOCK.setTimeout(fn, ms, keepAlive);
+  }
+
+  clearTimeout(timer: ClockTimer | undefined): void {
+    SYSTEM_CLOCK.clearTimeout(timer);
+  }
 }
