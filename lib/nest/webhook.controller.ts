@@ -54,7 +54,7 @@ export abstract class PaymentsWebhookController {
       }
       auth = Object.assign(result, { client: this.client });
     }
-    const answer = await this.client.webhooks.deliver(auth);
+    const answer = await auth.deliver();
     setHeaders(this.adapterHost, response, answer);
     this.adapterHost.httpAdapter.reply(response, answer.body, answer.status);
   }

@@ -10,7 +10,7 @@ import {
 import { HttpAdapterHost } from '@nestjs/core';
 import type { ServerResponse } from 'node:http';
 import type { PaymentsClient } from '../core/client/index.js';
-import type { AuthenticatedWebhook, WebhookAnswer } from '../core/webhook/index.js';
+import type { WebhookAccepted, WebhookAnswer } from '../core/webhook/index.js';
 import { PAYMENTS_CLIENT } from './payments.tokens.js';
 import { webhookRequestOf, type WebhookHttpRequest } from './webhook.request.js';
 
@@ -23,7 +23,7 @@ import { webhookRequestOf, type WebhookHttpRequest } from './webhook.request.js'
 export const PAYMENTS_WEBHOOK_AUTHENTICATION: unique symbol = Symbol.for('nestjs-payments.webhookAuthentication');
 
 /** What {@link PaymentsWebhookGuard} attaches to an authenticated request. */
-export interface PaymentsWebhookAuthentication extends AuthenticatedWebhook {
+export interface PaymentsWebhookAuthentication extends WebhookAccepted {
   /** The client (registration) whose secret and store authenticated it. */
   readonly client: PaymentsClient;
 }
@@ -45,7 +45,7 @@ export function attachedAuthentication(
  * call to the service. A missing, forged or expired token answers 401, another registration's 421, a too-large body
  * 413, a malformed one 400 (as an `HttpException`, so host exception filters apply); nothing is
  * emitted for any of them. On success the result is put on the request under
- * {@link PAYMENTS_WEBHOOK_AUTHENTICATION}: `client.webhooks.deliver()` of that result settles it
+ * {@link PAYMENTS_WEBHOOK_AUTHENTICATION}: its `deliver()` settles it
  * (the settlement runner then claims the payment, with the token's binding lookup, in one store
  * round trip; a binding of another payment answers 401 there). The guard holds nothing, so a
  * delivery a host interceptor answers first leaves nothing behind.
@@ -89,7 +89,7 @@ export class PaymentsWebhookGuard implements CanActivate {
       setHeaders(this.adapterHost, http.getResponse(), auth.answer);
       throw new HttpException(auth.answer.body, auth.answer.status);
     }
-    // The same object, not a copy: the webhook processor knows its delivery (span) by it.
+    // The same object, not a copy: the delivery carries its span and its deliver()/abandon().
     const attached: PaymentsWebhookAuthentication = Object.assign(auth, { client: this.client });
     endIfNotDelivered(http.getResponse(), attached);
     // Not enumerable: the client stays out of anything that serialises the request.
@@ -111,7 +111,7 @@ function endIfNotDelivered(response: unknown, auth: PaymentsWebhookAuthenticatio
   // Express hands the Node response itself, Fastify a reply wrapping it.
   const raw = ((response as { raw?: unknown } | undefined)?.raw ?? response) as Partial<ServerResponse> | undefined;
   if (typeof raw?.once !== 'function') return;
-  raw.once('close', () => void auth.client.webhooks.abandon(auth, raw.statusCode ?? 0));
+  raw.once('close', () => void auth.abandon(raw.statusCode ?? 0));
 }
 
 /** Copies an answer's extra headers (Retry-After) onto a response of whichever adapter. */

@@ -4,7 +4,7 @@
 // folders' imports of webhook/ to this file.
 export type { ResolvedWebhookOptions } from './webhook.options.js';
 export { WebhookProcessor } from './webhook.processor.js';
-export type { AuthenticatedWebhook } from './webhook.processor.js';
+export type { AuthenticatedWebhook, WebhookAccepted } from './webhook.processor.js';
 export type { WebhookAnswer } from './webhook.answer.js';
 export type { WebhookRequest } from './webhook.payload.js';
 export { WebhookTokenSigner } from './webhook.token.js';

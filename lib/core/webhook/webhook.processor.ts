@@ -20,10 +20,23 @@ export interface AuthenticatedWebhook {
   token?: WebhookTokenClaims;
 }
 
-/** A delivery {@link WebhookProcessor.authenticate} let through. */
+/**
+ * A delivery {@link WebhookProcessor.authenticate} let through. It carries its span (when tracing)
+ * until one of its methods ends it: whoever holds the delivery settles or abandons it, with no
+ * lookup by the object's identity (a copy of it is no delivery).
+ */
 export interface WebhookAccepted extends AuthenticatedWebhook {
   /** Accepted. */
   ok: true;
+  /** Settles the delivery (the settlement runner claims the payment) and says how to answer. Never throws. */
+  deliver(): Promise<WebhookAnswer>;
+  /**
+   * Ends the delivery without settling it (a host interceptor answered first): its span ends with
+   * the status sent. Nothing is held, so nothing else is given back. Does nothing once delivered.
+   * Never throws.
+   * @param status the HTTP status the host sent; default 0 (unknown)
+   */
+  abandon(status?: number): Promise<void>;
 }
 
 /** A delivery {@link WebhookProcessor.authenticate} refused, and the answer to send. */
@@ -36,6 +49,44 @@ export interface WebhookRefused {
 
 /** Outcome of {@link WebhookProcessor.authenticate}. */
 export type WebhookAuthentication = WebhookAccepted | WebhookRefused;
+
+/** What the checks let through, before it becomes a {@link WebhookAccepted}. */
+type Checked = ({ ok: true } & AuthenticatedWebhook) | WebhookRefused;
+
+/** How an accepted delivery is settled: by its processor, with the span it carries (if any). */
+type Settle = (auth: AuthenticatedWebhook, trace: WebhookTrace | undefined) => Promise<WebhookAnswer>;
+
+/** A {@link WebhookAccepted}: the span is its own, taken by the first of deliver() and abandon(). */
+class AcceptedDelivery implements WebhookAccepted {
+  readonly ok = true;
+  readonly paymentId: string;
+  readonly expected?: OutcomeExpectation;
+  readonly token?: WebhookTokenClaims;
+  #trace: WebhookTrace | undefined;
+  #delivered = false;
+  readonly #settle: Settle;
+
+  constructor(checked: AuthenticatedWebhook, trace: WebhookTrace | undefined, settle: Settle) {
+    this.paymentId = checked.paymentId;
+    if (checked.expected !== undefined) this.expected = checked.expected;
+    if (checked.token !== undefined) this.token = checked.token;
+    this.#trace = trace;
+    this.#settle = settle;
+  }
+
+  deliver(): Promise<WebhookAnswer> {
+    const trace = this.#trace;
+    this.#trace = undefined;
+    this.#delivered = true;
+    return this.#settle(this, trace);
+  }
+
+  async abandon(status = 0): Promise<void> {
+    if (this.#delivered) return;
+    this.#trace?.end(status, 'not-delivered');
+    this.#trace = undefined;
+  }
+}
 
 /**
  * The webhook front door shared by the Nest controller and the Express router. A delivery is only
@@ -50,8 +101,6 @@ export class WebhookProcessor {
   readonly #options: ResolvedWebhookOptions;
   readonly #signer?: WebhookTokenSigner;
   readonly #unbound: UnboundTokens;
-  /** The span of each authenticated delivery until it is delivered or abandoned. */
-  readonly #traces = new WeakMap<AuthenticatedWebhook, WebhookTrace>();
   #inFlight = 0;
   #closing = false;
   #soleRegistration = true;
@@ -90,37 +139,42 @@ export class WebhookProcessor {
    * touches no store either. Never throws.
    */
   async authenticate(request: WebhookRequest): Promise<WebhookAuthentication> {
-    if (!this.telemetry.active) return this.#check(request);
+    const settle: Settle = (auth, trace) => this.#settle(auth, trace);
+    if (!this.telemetry.active) {
+      const checked = await this.#check(request);
+      return checked.ok ? new AcceptedDelivery(checked, undefined, settle) : checked;
+    }
     // The route is a template: the token never reaches an attribute.
     const trace = this.telemetry.webhook(`/${this.#options.path}${request.pathToken === undefined ? '' : '/:token'}`);
-    const auth = await trace.within(() => this.#check(request));
-    if (!auth.ok) {
+    const checked = await trace.within(() => this.#check(request));
+    if (!checked.ok) {
       trace.end(
-        auth.answer.status,
-        auth.answer.body.probe === true ? 'probe' : auth.answer.status === 200 ? 'duplicate' : 'rejected',
+        checked.answer.status,
+        checked.answer.body.probe === true ? 'probe' : checked.answer.status === 200 ? 'duplicate' : 'rejected',
       );
-      return auth;
+      return checked;
     }
-    this.#traces.set(auth, trace);
-    return auth;
+    return new AcceptedDelivery(checked, trace, settle);
   }
 
   /**
-   * Ends an authenticated delivery that will not be delivered (a host interceptor answered
-   * first): its span ends with the status sent. Nothing is held, so nothing else is given back.
-   * Does nothing once it was delivered. Never throws.
+   * `auth.abandon(status)` for a delivery {@link authenticate} accepted; nothing for any other.
    * @param status the HTTP status the host sent
    */
   async abandon(auth: AuthenticatedWebhook, status = 0): Promise<void> {
-    this.#traces.get(auth)?.end(status, 'not-delivered');
-    this.#traces.delete(auth);
+    if (auth instanceof AcceptedDelivery) await auth.abandon(status);
   }
 
-  /** Settles an authenticated delivery and says how to answer. Never throws. */
-  async deliver(auth: AuthenticatedWebhook): Promise<WebhookAnswer> {
-    const trace =
-      this.#traces.get(auth) ?? (this.telemetry.active ? this.telemetry.webhook(`/${this.#options.path}`) : undefined);
-    this.#traces.delete(auth);
+  /**
+   * `auth.deliver()` for a delivery {@link authenticate} accepted; any other authenticated
+   * delivery (built by hand) is settled the same way, with a span of its own. Never throws.
+   */
+  deliver(auth: AuthenticatedWebhook): Promise<WebhookAnswer> {
+    return auth instanceof AcceptedDelivery ? auth.deliver() : this.#settle(auth, undefined);
+  }
+
+  async #settle(auth: AuthenticatedWebhook, carried: WebhookTrace | undefined): Promise<WebhookAnswer> {
+    const trace = carried ?? (this.telemetry.active ? this.telemetry.webhook(`/${this.#options.path}`) : undefined);
     if (this.#closing) {
       trace?.end(503, 'shutting-down');
       return unavailable(undefined, 'shutting down');
@@ -186,7 +240,7 @@ export class WebhookProcessor {
   /** authenticate() then deliver(): the whole webhook, for front ends without a separate guard. */
   async handle(request: WebhookRequest): Promise<WebhookAnswer> {
     const auth = await this.authenticate(request);
-    return auth.ok ? this.deliver(auth) : auth.answer;
+    return auth.ok ? auth.deliver() : auth.answer;
   }
 
   /**
@@ -215,7 +269,7 @@ export class WebhookProcessor {
     return { paymentId: auth.paymentId, source: 'webhook', token };
   }
 
-  async #check(request: WebhookRequest): Promise<WebhookAuthentication> {
+  async #check(request: WebhookRequest): Promise<Checked> {
     if (!this.#signer && !this.#options.acceptUnsigned)
       return { ok: false, answer: refusal(404, 'webhooks are not configured') };
     const length = Number(Array.isArray(request.contentLength) ? request.contentLength[0] : request.contentLength);
@@ -287,7 +341,7 @@ export class WebhookProcessor {
   // Deliveries without a token (a URL set in the service's dashboard) are verify-backed: only
   // payments this plugin generated (queued for reconciliation) are checked, at most once per
   // `unsignedIntervalSecs` each, so a stranger cannot spend the merchant's verify budget.
-  async #unsigned(paymentId: string): Promise<WebhookAuthentication> {
+  async #unsigned(paymentId: string): Promise<Checked> {
     try {
       const pending = await this.store.findPending(paymentId);
       if (!pending) {
