@@ -237,6 +237,24 @@ describe('the shared clock', () => {
     },
   );
 
+  it('knows the shared time once it reached the store’s clock, and keeps knowing it while the store is away', async () => {
+    let down = true;
+    const local = new MonotonicSteppingClock(STORE_START + 3_600_000);
+    const shared = new SharedClock(local, async () => {
+      if (down) throw new Error('store down');
+      return STORE_START;
+    });
+    expect([shared.known, await shared.sync()]).toEqual([false, false]);
+    down = false;
+    expect([await shared.sync(), shared.known, shared.now()]).toEqual([true, true, STORE_START]);
+    down = true;
+    local.wall += SHARED_CLOCK_RESYNC_MS;
+    local.monotonic += SHARED_CLOCK_RESYNC_MS;
+    expect([await shared.sync(), shared.now()]).toEqual([true, STORE_START + SHARED_CLOCK_RESYNC_MS]);
+    // A store without a clock: its own time is the shared one.
+    expect(await new SharedClock(local).sync()).toBe(true);
+  });
+
   it('measures at most once a minute while the local clock runs steadily, then again', async () => {
     const { shared, pass, measures, storeTime } = setup(-42_000);
     await shared.sync();

@@ -271,7 +271,12 @@ export class ReconciliationScheduler {
     leadMs: number,
     handling: Array<Promise<void>>,
   ): Promise<ReconciliationRun> {
-    await this.clock.sync();
+    // Due times it writes back would be on this instance's own clock, maybe an hour off: the
+    // store's clock out of reach since this instance started means the store is, or just was, down.
+    if (!(await this.clock.sync())) {
+      this.logger.error("reconciliation: the store's clock is out of reach; the pass takes nothing until it answers");
+      return { checked: 0, settled: 0 };
+    }
     // A timed pass takes what is due a little ahead: the entry's due time was written on a clock
     // whose offset to this one is only known to within a round trip, or by a pass that read its
     // time after its sync's round trip, one interval before this tick, which reads it without one.

@@ -162,7 +162,7 @@ export class PendingRechecks {
   /** A webhook or a return left `paymentId` unsettled (pending, a handler failed, no answer): re-check it soon. */
   async note(paymentId: string, expected: OutcomeExpectation | undefined, notBeforeMs = 0, attempt = 1): Promise<void> {
     try {
-      await this.clock.sync();
+      if (!(await this.clock.sync())) throw new Error("the store's clock is out of reach");
       const now = this.clock.now();
       let entry = await this.store.findPending(paymentId);
       if (!entry) {

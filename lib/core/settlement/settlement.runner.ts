@@ -142,7 +142,10 @@ export class SettlementRunner implements Settlements {
     }
     // Every path dates what it writes on the shared time: a webhook to an instance that has not
     // measured it yet would date its records with its own clock (an hour ahead freezes the others' return pages).
-    await this.options.clock.sync();
+    if (!(await this.options.clock.sync())) {
+      this.logger.error(`${source}: the store's clock is out of reach; ${paymentId} is not claimed until it answers`);
+      return { kind: 'store-unavailable', error: "the store's clock is out of reach" };
+    }
     let claimed: Claimed;
     try {
       claimed = await attempt.claim();

@@ -147,16 +147,28 @@ export class SharedClock implements Clock {
   }
 
   /**
+   * Whether the shared time is known: the store has no clock, or its offset was measured (at
+   * least once: a store out of reach since keeps the last offset, and monotonic time carries it).
+   * An instance that never reached the store's clock (started while the store was down) reads its
+   * own, which may be an hour off: what it would write with it (due times, record dates) would be.
+   */
+  get known(): boolean {
+    return this.storeNow === undefined || this.#measuredAt !== undefined;
+  }
+
+  /**
    * Measures the offset again when it is older than {@link SHARED_CLOCK_RESYNC_MS}. Never throws:
    * a store that does not answer keeps the last offset (the paths report the store's failure on
    * their own calls).
+   * @returns {@link known} once done: false when the store's clock was never reached, so a path
+   *   must not write times with it (even if the store answers its next call: it may just be back)
    */
-  sync(): Promise<void> {
-    if (!this.storeNow) return Promise.resolve();
-    const latest = this.#latestWall;
-    if (!mustMeasure(this.#measuredAt, latest, this.#reading())) return Promise.resolve();
-    this.#syncing ??= this.#measure(this.storeNow).finally(() => (this.#syncing = undefined));
-    return this.#syncing;
+  async sync(): Promise<boolean> {
+    if (this.storeNow && mustMeasure(this.#measuredAt, this.#latestWall, this.#reading())) {
+      this.#syncing ??= this.#measure(this.storeNow).finally(() => (this.#syncing = undefined));
+      await this.#syncing;
+    }
+    return this.known;
   }
 
   /** The local wall time; the furthest one read since the measurement is kept (a step back shows against it). */
