@@ -31,9 +31,11 @@ const instances = connections.map((redis, i) => {
     store: new RedisPaymentsStore(redis, { keyPrefix }),
     name: `instance${i}`,
   });
-  client.setOutcomeDispatcher(async (name, event) => {
-    if (name !== 'payment.confirmed') return;
-    runs.set(event.paymentId, (runs.get(event.paymentId) ?? 0) + 1);
+  client.setHandlers({
+    handlersOf: (name) =>
+      name === 'payment.confirmed'
+        ? [(event) => void runs.set(event.paymentId, (runs.get(event.paymentId) ?? 0) + 1)]
+        : [],
   });
   return client;
 });

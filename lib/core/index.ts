@@ -132,16 +132,9 @@ export type {
   WebhookRefused,
   AuthenticatedWebhook,
 } from './webhook/webhook.processor.js';
-export type {
-  OutcomeDispatcher,
-  OperationDispatcher,
-  EventDispatcher,
-  OutcomeHandler,
-  AnyEventHandler,
-} from './settlement/outcome.handlers.js';
-// For the front ends and the health indicator (not in any package entry): one dispatcher over a
-// registration's handlers, and the count of overdue outcomes.
-export { dispatcherOf } from './settlement/outcome.handlers.js';
+// What a front end registers with the core (`client.setHandlers`): a lookup of its handlers.
+export type { HandlerLookup, OutcomeHandler, AnyEventHandler } from './settlement/outcome.handlers.js';
+export { everyEventTo } from './settlement/outcome.handlers.js';
 // For the CLI's `verify`, which prints the service's answer cut of every secret of the variables.
 export { SecretRedactor } from './api/secret.redactor.js';
 export { countOverdueOutcomes } from './settlement/reconciliation.lanes.js';

@@ -1,6 +1,5 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import {
-  dispatcherOf,
   PaymentEvents,
   type AnyEventHandler,
   type PaymentAuthorizedEvent,
@@ -75,8 +74,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
     [PaymentEvents.REFUNDED]: options.onPaymentRefunded,
     [PaymentEvents.CANCELLED]: options.onPaymentCancelled,
   };
-  const dispatch = dispatcherOf((name) => (table[name] ? [table[name]] : []));
-  client.setOutcomeDispatcher(dispatch, dispatch);
+  client.setHandlers({ handlersOf: (name: PaymentEventName) => (table[name] ? [table[name]] : []) });
 
   const limit = client.webhookMaxBodyBytes;
   const router = express.Router();

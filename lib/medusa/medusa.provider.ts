@@ -29,7 +29,7 @@ import {
   replacedPaidMessage,
   type ReplacedPayment,
 } from './medusa.replaced.js';
-import { type PaymentDuplicateEvent, refundOnce } from '../core/settlement/index.js';
+import { everyEventTo, type PaymentDuplicateEvent, refundOnce } from '../core/settlement/index.js';
 import type {
   MedusaAmountInput,
   MedusaInitiateResult,
@@ -138,18 +138,20 @@ export class NestjsPaymentsProvider extends AbstractPaymentProvider<MedusaPaymen
       reconciliation: { enabled: false, ...client.reconciliation },
     });
     // Medusa's workflows are the effect of an outcome: the core's handlers only report mismatches.
-    this.#client.setOutcomeDispatcher(async (name, event) => {
-      if (name === 'payment.mismatch')
-        this.#logger.error(`payment ${event.paymentId} does not match its Medusa session: never settled`);
-      if (name === 'payment.duplicate') {
-        const duplicate = event as PaymentDuplicateEvent;
-        this.#logger.error(
-          `payment ${duplicate.paymentId} (${dinarsOf(duplicate.amount)} TND) of payment session ${duplicate.developerTrackingId ?? '?'} ` +
-            `was paid after payment ${duplicate.settledBy.paymentId} had paid that session: a second charge, ` +
-            `${duplicate.refund ? `refunded (${duplicate.refund.refundId})` : 'not refunded: refund it (refund_payment) or contact the customer'}`,
-        );
-      }
-    });
+    this.#client.setHandlers(
+      everyEventTo((name, event) => {
+        if (name === 'payment.mismatch')
+          this.#logger.error(`payment ${event.paymentId} does not match its Medusa session: never settled`);
+        if (name === 'payment.duplicate') {
+          const duplicate = event as PaymentDuplicateEvent;
+          this.#logger.error(
+            `payment ${duplicate.paymentId} (${dinarsOf(duplicate.amount)} TND) of payment session ${duplicate.developerTrackingId ?? '?'} ` +
+              `was paid after payment ${duplicate.settledBy.paymentId} had paid that session: a second charge, ` +
+              `${duplicate.refund ? `refunded (${duplicate.refund.refundId})` : 'not refunded: refund it (refund_payment) or contact the customer'}`,
+          );
+        }
+      }),
+    );
     this.#bindings = new MedusaBindings(this.#client, options.cardBindings === true);
   }
 

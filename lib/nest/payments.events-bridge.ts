@@ -1,5 +1,5 @@
 import type { EventEmitter2, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
-import { dispatcherOf, type AnyEventHandler, type EventDispatcher, type PaymentEventName } from '../core/index.js';
+import type { AnyEventHandler, HandlerLookup, PaymentEventName } from '../core/index.js';
 
 /**
  * The event name a registration-filtered listener subscribes to: `payment.confirmed:b` for
@@ -29,28 +29,27 @@ export function listenersFor(
 }
 
 /**
- * The handlers of one registration, registered with the core: outcomes and operations are run by
- * the core's handler table (`dispatcherOf`, outcome.handlers.ts), which finds the listeners the
- * `@OnPayment…` decorators put on the module's EventEmitter2, runs every one and waits for all of
- * them (`emitAsync` would reject at the first failure while the others still run: the outcome would
- * then be released, and the redelivery would run the slow ones a second time, concurrently). A
- * failure of any leaves the outcome undone (it runs again on the next webhook, return or
- * reconciliation). A `payment.confirmed` nobody listens to fails too (never marked done with nobody
- * told); other outcomes without listeners are done.
+ * The handlers of one registration, registered with the core as a lookup (`client.setHandlers`):
+ * the listeners the `@OnPayment…` decorators put on the module's EventEmitter2. The core runs every
+ * one and waits for all of them (`emitAsync` would reject at the first failure while the others
+ * still run: the outcome would then be released, and the redelivery would run the slow ones a
+ * second time, concurrently). A failure of any leaves the outcome undone (it runs again on the next
+ * webhook, return or reconciliation). A `payment.confirmed` nobody listens to fails too (never
+ * marked done with nobody told); other outcomes without listeners are done.
  *
  * @param emitter the module's emitter (where `@OnPayment…` listeners are registered)
  * @param registration the registration's name, for registration-filtered listeners
  * @param ready resolves once the listeners are registered (Nest registers them at bootstrap)
  */
-export function nestOutcomeDispatcher(
+export function nestHandlerLookup(
   emitter: EventEmitter2,
   registration: string | undefined,
   ready?: EventEmitterReadinessWatcher,
-): EventDispatcher {
-  const handlersOf = (name: PaymentEventName): AnyEventHandler[] =>
-    listenersFor(emitter, name, registration).map((listener) => (event) => listener.call(emitter, event));
-  return dispatcherOf(handlersOf, {
-    ready: ready && (() => ready.waitUntilReady()),
+): HandlerLookup {
+  return {
+    handlersOf: (name: PaymentEventName): AnyEventHandler[] =>
+      listenersFor(emitter, name, registration).map((listener) => (event) => listener.call(emitter, event)),
+    ...(ready ? { ready: () => ready.waitUntilReady() } : {}),
     hint: `${registration === undefined ? '' : ` for registration '${registration}'`} (use @OnPaymentConfirmed())`,
-  });
+  };
 }

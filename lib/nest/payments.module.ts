@@ -12,7 +12,7 @@ import { HttpAdapterHost, ModuleRef, ModulesContainer } from '@nestjs/core';
 import { EventEmitter2, EventEmitterModule, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
 import { PaymentsClient } from '../core/client/index.js';
 import { PaymentsValidationError } from '../core/api/index.js';
-import { nestOutcomeDispatcher } from './payments.events-bridge.js';
+import { nestHandlerLookup } from './payments.events-bridge.js';
 import type {
   PaymentsModuleAsyncOptions,
   PaymentsModuleExtras,
@@ -60,8 +60,7 @@ class PaymentsEventsBridge implements OnModuleInit {
 
   onModuleInit(): void {
     acceptAnyBodyOnWebhookRoutes(this.adapterHost, (message) => this.logger.warn(message));
-    const dispatch = nestOutcomeDispatcher(this.emitter, this.client.name, this.ready);
-    this.client.setOutcomeDispatcher(dispatch, dispatch);
+    this.client.setHandlers(nestHandlerLookup(this.emitter, this.client.name, this.ready));
   }
 }
 

@@ -1,12 +1,9 @@
 import type { PaymentMethod } from '@vendure/core';
 import { PaymentsClient, type PaymentsOptions } from '../core/client/index.js';
 import type { PaymentsLogger } from '../core/common/index.js';
-import type { PaymentEvent, PaymentEventName } from '../core/settlement/index.js';
+import type { HandlerLookup } from '../core/settlement/index.js';
 import { MemoryPaymentsStore, type PaymentsStore } from '../core/store/index.js';
 import { CREDENTIAL_ARGS, methodAccountOf, methodRegistration } from './vendure.credentials.js';
-
-/** Runs an account's outcome and operation events (the plugin's settlement). */
-export type AccountDispatcher = (name: PaymentEventName, event: PaymentEvent) => Promise<void>;
 
 /** What the accounts use of the plugin and of Vendure. */
 export interface VendureAccountsDeps {
@@ -16,8 +13,8 @@ export interface VendureAccountsDeps {
   readonly logger: PaymentsLogger;
   /** The store of a method's own account (see `storeForPaymentMethod`). */
   readonly storeFor?: (paymentMethodCode: string) => PaymentsStore;
-  /** The dispatcher of an account's events: `undefined` for the plugin's account, else the method's code. */
-  readonly dispatcher: (methodCode: string | undefined) => AccountDispatcher;
+  /** The handlers of an account's events: `undefined` for the plugin's account, else the method's code. */
+  readonly handlers: (methodCode: string | undefined) => HandlerLookup;
   /** Every PaymentMethod of every channel. */
   readonly methods: () => Promise<PaymentMethod[]>;
   /** The code of the plugin's handler (the methods that are the plugin's). */
@@ -48,11 +45,10 @@ export class VendureAccounts {
     this.plugin = new PaymentsClient({ ...deps.options, logger: deps.logger });
   }
 
-  /** Sets every account's dispatcher (which starts its reconciliation), then builds the methods' accounts. */
+  /** Sets every account's handlers (which starts its reconciliation), then builds the methods' accounts. */
   start(): void {
     this.#started = true;
-    const dispatch = this.deps.dispatcher(undefined);
-    this.plugin.setOutcomeDispatcher(dispatch, dispatch);
+    this.plugin.setHandlers(this.deps.handlers(undefined));
     this.#loaded = this.refresh();
   }
 
@@ -163,10 +159,7 @@ export class VendureAccounts {
       // The core's message names options, never their values.
       throw new Error(`nestjs-payments: payment method ${methodCode}: ${(error as Error).message}`, { cause: error });
     }
-    if (this.#started) {
-      const dispatch = this.deps.dispatcher(methodCode);
-      client.setOutcomeDispatcher(dispatch, dispatch);
-    }
+    if (this.#started) client.setHandlers(this.deps.handlers(methodCode));
     return client;
   }
 }

@@ -22,6 +22,7 @@ import {
 import { adjustedPaymentRequest, type GeneratePaymentInput } from '../core/api/index.js';
 import type { PaymentsClient } from '../core/client/index.js';
 import type { PaymentsLogger } from '../core/common/index.js';
+import { everyEventTo } from '../core/settlement/index.js';
 import { VendureAccounts } from './vendure.accounts.js';
 import { methodAccountOf } from './vendure.credentials.js';
 import { trackingIdOf, type VerifiedState } from './vendure.decision.js';
@@ -87,7 +88,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
       options: { ...clientOptions, webhook: { ...clientOptions.webhook, path: NESTJS_PAYMENTS_WEBHOOK_PATH } },
       logger: vendureLogger(),
       ...(storeForPaymentMethod ? { storeFor: storeForPaymentMethod } : {}),
-      dispatcher: (methodCode) => (name, event) => this.#settlement.dispatch(name, event, methodCode),
+      handlers: (methodCode) => everyEventTo((name, event) => this.#settlement.dispatch(name, event, methodCode)),
       // Every channel's: a webhook or a reconciliation names no channel.
       methods: () => this.connection.rawConnection.getRepository(PaymentMethod).find(),
       handlerCode: NESTJS_PAYMENTS_HANDLER_CODE,

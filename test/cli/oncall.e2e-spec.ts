@@ -12,6 +12,7 @@ import {
   redisAvailable,
 } from '../support/services.js';
 import { buildCli, runCliProcess, type BuiltCli } from './cli.helpers.js';
+import { outcomeHandlers } from '../support/outcome-handlers.js';
 
 const [hasRedis, hasPostgres] = await Promise.all([redisAvailable(), postgresAvailable()]);
 
@@ -125,9 +126,11 @@ for (const store of STORES) {
           telemetry: false,
           logger: quietLogger(),
         });
-        client.setOutcomeDispatcher(async (_name, event) => {
-          if (event.developerTrackingId === `fail-${run}`) throw new Error('mailer down\nFORGED LINE');
-        });
+        client.setHandlers(
+          outcomeHandlers(async (_name, event) => {
+            if (event.developerTrackingId === `fail-${run}`) throw new Error('mailer down\nFORGED LINE');
+          }),
+        );
         failedId = (await client.generatePayment({ amount: '3000', developerTrackingId: `fail-${run}` })).paymentId;
         succeededId = (await client.generatePayment({ amount: '4000', developerTrackingId: `ok-${run}` })).paymentId;
         for (const id of [failedId, succeededId]) {

@@ -9,6 +9,7 @@ import {
 } from '../../lib/core/api/payments.errors.js';
 import { FakeService } from '../support/fake-service.js';
 import { generateAnswer, verifyAnswer, verifyPath } from '../support/verify-answers.js';
+import { outcomeHandlers } from '../support/outcome-handlers.js';
 
 const PRIVATE_KEY = 'sk_wire_0123456789_secret';
 const LINKS = { successLink: 'https://shop.example/ok', failLink: 'https://shop.example/ko' };
@@ -393,7 +394,7 @@ describe('reconcilePayment and the verify budget', () => {
       reconciliation: { enabled: false },
       ...LINKS,
     });
-    client.setOutcomeDispatcher(async () => undefined);
+    client.setHandlers(outcomeHandlers(async () => undefined));
     try {
       fake.always(verifyPath('pay_p'), { status: 200, body: verifyAnswer({ status: 'PENDING' }) });
       const verifies = () => fake.requests.filter((r) => r.path === verifyPath('pay_p')).length;

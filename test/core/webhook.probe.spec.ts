@@ -3,6 +3,7 @@ import { createHmac } from 'node:crypto';
 import { MemoryPaymentsStore, PaymentsClient, webhookProbeUrl, type PaymentsStore } from '../../lib/core/index.js';
 import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 import { quietLogger } from '../support/outcome-kit.js';
+import { outcomeHandlers } from '../support/outcome-handlers.js';
 
 const SECRET = 'a-webhook-secret-of-at-least-32-chars!';
 
@@ -85,7 +86,7 @@ describe('WebhookProcessor and probes', () => {
     const touched: string[] = [];
     const c = client(touched);
     let handled = 0;
-    c.setOutcomeDispatcher(async () => void handled++);
+    c.setHandlers(outcomeHandlers(async () => void handled++));
     const probe = new WebhookTokenSigner(SECRET).issueProbe();
     for (const request of [
       { query: {}, body: {}, pathToken: probe },

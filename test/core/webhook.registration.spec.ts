@@ -13,6 +13,7 @@ import { publicUrlMismatch } from '../../lib/core/webhook/webhook.processor.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { SecretRedactor } from '../../lib/core/api/secret.redactor.js';
 import { inspect } from 'node:util';
+import { outcomeHandlers } from '../support/outcome-handlers.js';
 
 const SECRET = 'whsec_registration_tests_0123456789abcdef';
 const OLD = 'whsec_previous_secret_0123456789abcdefghij';
@@ -154,7 +155,7 @@ describe('a legacy token (no registration tag) on a route', () => {
       }),
     );
     const handled: string[] = [];
-    client.setOutcomeDispatcher(async (_name, event) => void handled.push(event.paymentId));
+    client.setHandlers(outcomeHandlers(async (_name, event) => void handled.push(event.paymentId)));
     try {
       const { paymentId } = await client.generatePayment({ amount: '2500' });
       await sandbox.completePayment(paymentId, { requireDelivery: false });

@@ -15,6 +15,7 @@ import { PaymentsHealthIndicator } from '../../lib/terminus/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { quietLogger } from '../support/outcome-kit.js';
 import { POSTGRES_URL, REDIS_URL, itWithService, postgresAvailable, redisAvailable } from '../support/services.js';
+import { outcomeHandlers } from '../support/outcome-handlers.js';
 
 // Issue 19 item 1: a 24 h outage of verify, on a compressed clock (runOnce(now) with `now` stepped
 // a minute at a time), must end with the payment confirmed once the service is back, the slow
@@ -55,9 +56,11 @@ async function outage24h(label: string, store: PaymentsStore): Promise<void> {
     reconciliation: { enabled: false, maxChecks: MAX_CHECKS, intervalSecs: 60, graceSecs: 60 },
   });
   const confirmed: string[] = [];
-  client.setOutcomeDispatcher(async (name, event) => {
-    if (name === 'payment.confirmed') confirmed.push(event.verification.paymentId);
-  });
+  client.setHandlers(
+    outcomeHandlers(async (name, event) => {
+      if (name === 'payment.confirmed') confirmed.push(event.verification.paymentId);
+    }),
+  );
   try {
     const { paymentId } = await client.generatePayment({ amount: '12500' });
     await sandbox.completePayment(paymentId);
@@ -171,7 +174,7 @@ describe('the horizon: a payment unknown for horizonDays is given up, and its re
       logger: quietLogger(logs),
       reconciliation: { enabled: false, maxChecks: MAX_CHECKS, horizonDays: 1 },
     });
-    client.setOutcomeDispatcher(async () => undefined);
+    client.setHandlers(outcomeHandlers(async () => undefined));
     try {
       const { paymentId } = await client.generatePayment({ amount: '500' });
       sandbox.fault(VERIFY_ALL, { status: 503 });

@@ -5,6 +5,7 @@ import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { AheadClock } from '../support/clock-ahead.js';
 import { quietLogger } from '../support/outcome-kit.js';
+import { outcomeHandlers } from '../support/outcome-handlers.js';
 
 // An instance that starts while the store is down has never measured its offset to the store's
 // clock: it reads its own, which may be an hour off. The store then comes back between the pass's
@@ -57,7 +58,7 @@ describe("an instance that never reached the store's clock", () => {
       logger: quietLogger(logs),
       reconciliation: { enabled: false },
     });
-    client.setOutcomeDispatcher(async () => undefined);
+    client.setHandlers(outcomeHandlers(async () => undefined));
     const verifies = () => sandbox.requests.filter((r) => r.path.startsWith('/api/v2/verify_payment/')).length;
     try {
       expect(await client.runReconciliation()).toEqual({ checked: 0, settled: 0 });

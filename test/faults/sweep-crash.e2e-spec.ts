@@ -13,6 +13,7 @@ import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { quietLogger } from '../support/outcome-kit.js';
 import { POSTGRES_URL, REDIS_URL, itWithService, postgresAvailable, redisAvailable } from '../support/services.js';
 import { bundleFixture } from '../support/bundle.js';
+import { outcomeHandlers } from '../support/outcome-handlers.js';
 
 // Issue 19 item 7: `kill -9` during the sweep itself. A child process (an app instance) runs a
 // reconciliation pass over six paid payments, with verify slowed down; it is SIGKILLed while the
@@ -75,9 +76,11 @@ async function sweepCrash(target: StoreUnderTest): Promise<void> {
     reconciliation: { enabled: false },
     logger: quietLogger(),
   });
-  client.setOutcomeDispatcher(async (name, event) => {
-    if (name === 'payment.confirmed') handled.push(event.paymentId);
-  });
+  client.setHandlers(
+    outcomeHandlers(async (name, event) => {
+      if (name === 'payment.confirmed') handled.push(event.paymentId);
+    }),
+  );
   try {
     const ids: string[] = [];
     for (let i = 0; i < PAYMENTS; i++) {

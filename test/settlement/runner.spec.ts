@@ -14,6 +14,7 @@ import { outcomeKey, type SettleResult, type TokenLookup } from '../../lib/core/
 import { SettlementRunner } from '../../lib/core/settlement/settlement.runner.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
+import { outcomeHandlers } from '../support/outcome-handlers.js';
 
 const LEASE_MS = 300;
 
@@ -60,10 +61,12 @@ function harness(
     (id) => (verifies.push(id), next()),
     logger,
   );
-  runner.setDispatcher(async (name, event) => {
-    events.push([name, event]);
-    await options.handler?.(name, event);
-  });
+  runner.setHandlers(
+    outcomeHandlers(async (name, event) => {
+      events.push([name, event]);
+      await options.handler?.(name, event);
+    }),
+  );
   open.push(runner);
   return {
     runner,

@@ -1,7 +1,7 @@
 import type { AxiosAdapter, AxiosResponse, InternalAxiosRequestConfig } from 'axios';
 import { PaymentsClient } from '../../lib/core/client/payments.client.js';
 import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
-import type { PaymentEvent, PaymentEventName } from '../../lib/core/settlement/payment.events.js';
+import { PaymentEvents, type PaymentEvent, type PaymentEventName } from '../../lib/core/settlement/payment.events.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { STORE_METHODS, type PaymentsStore, type RateLimiter } from '../../lib/core/store/store.ports.js';
 import { ORDER_LEDGER_METHODS, REFUND_LEDGER_METHODS } from '../../lib/core/store/store.ports.js';
@@ -402,10 +402,15 @@ export class Instance {
       { adapter: this.#adapter(), random: () => options.jitter.next() },
     );
     const operations = options.operations;
-    this.client.setOutcomeDispatcher(
-      (name, event) => options.dispatch(this, name, event),
-      operations && ((name, event) => operations(this, name, event)),
-    );
+    const OPERATIONS: PaymentEventName[] = [PaymentEvents.CAPTURED, PaymentEvents.REFUNDED, PaymentEvents.CANCELLED];
+    this.client.setHandlers({
+      handlersOf: (name) =>
+        !OPERATIONS.includes(name)
+          ? [(event: PaymentEvent) => options.dispatch(this, name, event)]
+          : operations
+            ? [(event: PaymentEvent) => operations(this, name, event)]
+            : [],
+    });
   }
 
   crash(): void {

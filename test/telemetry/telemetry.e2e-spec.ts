@@ -15,6 +15,7 @@ import { webhookProbeUrl } from '../../lib/core/webhook/webhook.probe.js';
 import { FakeService, PATHS } from '../support/fake-service.js';
 import { generateAnswer, verifyAnswer, verifyPath } from '../support/verify-answers.js';
 import { startSdk, total, type TestSdk } from './otel-sdk.js';
+import { outcomeHandlers } from '../support/outcome-handlers.js';
 
 const PUBLIC_KEY = 'pk_telemetry';
 const PRIVATE_KEY = 'sk_telemetry_private_9876543210';
@@ -57,9 +58,11 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
       reconciliation: { enabled: false },
       telemetry: { backlogIntervalSecs: 3600 },
     });
-    client.setOutcomeDispatcher(async () => {
-      handlerSpans.push(trace.getActiveSpan()?.spanContext().spanId);
-    });
+    client.setHandlers(
+      outcomeHandlers(async () => {
+        handlerSpans.push(trace.getActiveSpan()?.spanContext().spanId);
+      }),
+    );
   });
   afterEach(() => fake.reset());
   afterAll(async () => {
@@ -145,10 +148,12 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
   it('the return path (reconcilePayment) and a failing handler: settle span in error, handler still in its context', async () => {
     await generate('pay_r1', 'order-r1');
     sdk.spans.reset();
-    client.setOutcomeDispatcher(async () => {
-      handlerSpans.push(trace.getActiveSpan()?.spanContext().spanId);
-      throw new Error('the shop database is down');
-    });
+    client.setHandlers(
+      outcomeHandlers(async () => {
+        handlerSpans.push(trace.getActiveSpan()?.spanContext().spanId);
+        throw new Error('the shop database is down');
+      }),
+    );
     fake.reply(verifyPath('pay_r1'), {
       status: 200,
       body: verifyAnswer({ status: 'SUCCESS', amount: 12500, trackingId: 'order-r1' }),
@@ -167,9 +172,11 @@ describe('telemetry with @opentelemetry/api and the SDK registered', () => {
     expect(parentId(named('payments verifyPayment')[0])).toBe(spanId(settle));
 
     // Then the handler works again: reconciliation settles it, under a reconciliation span.
-    client.setOutcomeDispatcher(async () => {
-      handlerSpans.push(trace.getActiveSpan()?.spanContext().spanId);
-    });
+    client.setHandlers(
+      outcomeHandlers(async () => {
+        handlerSpans.push(trace.getActiveSpan()?.spanContext().spanId);
+      }),
+    );
     sdk.spans.reset();
     fake.reply(verifyPath('pay_r1'), {
       status: 200,

@@ -3,6 +3,7 @@
  * and records nothing: the lazy load fails once, quietly, and every hook runs the bare work.
  */
 import { describe, expect, it, jest } from '@jest/globals';
+import { outcomeHandlers } from '../support/outcome-handlers.js';
 
 jest.unstable_mockModule('@opentelemetry/api', () => {
   throw Object.assign(new Error("Cannot find module '@opentelemetry/api'"), { code: 'MODULE_NOT_FOUND' });
@@ -31,9 +32,11 @@ describe('telemetry without @opentelemetry/api installed', () => {
       fake.reply(verifyPath('pay_n'), { status: 200, body: verifyAnswer({ status: 'SUCCESS' }) });
       await expect(client.verifyPayment('pay_n')).resolves.toMatchObject({ status: 'SUCCESS' });
       let handled = 0;
-      client.setOutcomeDispatcher(async () => {
-        handled++;
-      });
+      client.setHandlers(
+        outcomeHandlers(async () => {
+          handled++;
+        }),
+      );
       fake.reply(verifyPath('pay_n'), { status: 200, body: verifyAnswer({ status: 'SUCCESS' }) });
       await expect(client.reconcilePayment('pay_n')).resolves.toMatchObject({ outcome: 'confirmed', handled: true });
       expect(handled).toBe(1);

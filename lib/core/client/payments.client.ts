@@ -17,8 +17,7 @@ import type {
 import type { PaymentsApi } from './payments.api.js';
 import { checkId } from './payments.call.js';
 import type {
-  OperationDispatcher,
-  OutcomeDispatcher,
+  HandlerLookup,
   ReconciliationScheduler,
   ReconciliationRun,
   PaymentReconciler,
@@ -118,17 +117,17 @@ export class PaymentsClient implements PaymentsOperations {
   }
 
   /**
-   * Sets who runs the handlers of the outcomes' events (`payment.confirmed`, `.failed`, `.expired`, `.authorized`,
-   * `.mismatch`, `.duplicate`) and, optionally, the operations' (`payment.captured`, `.refunded`, `.cancelled`),
-   * and starts reconciliation, which needs them. The Nest module and the Express router call it;
-   * until then payments are left unsettled (and retried), never dropped.
-   * @param dispatcher runs an outcome's handlers
-   * @param operations runs an operation's handlers; default: none
+   * Registers the handlers of the payment events: the outcomes' (`payment.confirmed`, `.failed`,
+   * `.expired`, `.authorized`, `.mismatch`, `.duplicate`) and the operations' (`payment.captured`,
+   * `.refunded`, `.cancelled`), as a lookup the core asks when an event happens; and starts
+   * reconciliation, which needs them. The Nest module, the Express router and the Vendure and
+   * Medusa adapters call it; until then payments are left unsettled (and retried), never dropped.
+   * @param lookup the handlers of each event name; `undefined`: none
    * @internal
    */
-  setOutcomeDispatcher(dispatcher: OutcomeDispatcher | undefined, operations?: OperationDispatcher): void {
-    this.#runner.setDispatcher(dispatcher, operations);
-    if (dispatcher && !this.#closing) this.#reconciliation.start();
+  setHandlers(lookup: HandlerLookup | undefined): void {
+    this.#runner.setHandlers(lookup);
+    if (lookup && !this.#closing) this.#reconciliation.start();
   }
 
   /** @inheritdoc */

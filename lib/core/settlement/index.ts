@@ -3,7 +3,8 @@
 // platforms' refund).
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
 // folders' imports of settlement/ to this file.
-export type { OperationDispatcher, OutcomeDispatcher } from './outcome.handlers.js';
+export type { HandlerLookup } from './outcome.handlers.js';
+export { everyEventTo } from './outcome.handlers.js';
 export { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent } from './payment.events.js';
 export type { PaymentDuplicateEvent, PaymentEvent, PaymentEventName, PaymentOutcomeEvent } from './payment.events.js';
 export type { PaymentsReconciliationOptions } from './reconciliation.options.js';

@@ -15,26 +15,6 @@ import {
   type HandlerContext,
 } from './payment.events.js';
 
-/**
- * Runs the handlers of one outcome event. It must run every handler, even when one fails, and
- * reject (with an AggregateError, say) only once all have settled: releasing the claim while one
- * still runs would let the next attempt run it a second time concurrently.
- */
-export type OutcomeDispatcher = (name: PaymentEventName, event: PaymentOutcomeEvent) => Promise<void>;
-
-/**
- * Runs the handlers of an operation's event (`payment.captured`, `payment.refunded`,
- * `payment.cancelled`), emitted after the service did it; a rejection is logged, never thrown to
- * the operation's caller.
- */
-export type OperationDispatcher = (
-  name: PaymentEventName,
-  event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent,
-) => Promise<void>;
-
-/** A dispatcher of every event, outcomes and operations alike (what the Express router and the Nest event bridge register). */
-export type EventDispatcher = (name: PaymentEventName, event: PaymentEvent) => Promise<void>;
-
 type OutcomeEventClass = new (
   outcome: PaymentOutcome,
   verification: VerifiedPayment,
@@ -79,73 +59,76 @@ export async function runAllHandlers(handlers: readonly AnyEventHandler[], event
     );
 }
 
-/** How {@link dispatcherOf} finds and waits for the handlers. */
-export interface HandlerTableOptions {
-  /** Resolves once the handlers are registered (Nest registers them at bootstrap); default at once. */
-  ready?: () => Promise<unknown>;
+/**
+ * The handlers a front end registers with the core: a lookup, not a dispatcher. When an event
+ * happens the core asks it for that event's handlers and runs them itself ({@link runAllHandlers}),
+ * so control goes down into the front end only for the host's own handlers. The Express router's
+ * callbacks, the Nest module's listeners, Vendure's and Medusa's settlement are each one.
+ */
+export interface HandlerLookup {
+  /** The handlers registered for an event name (all are run and awaited). */
+  handlersOf(name: PaymentEventName): readonly AnyEventHandler[];
+  /** Resolves once the handlers are registered (Nest registers them at bootstrap); default: at once. */
+  ready?(): Promise<unknown>;
   /** What to add to the error of a confirmation nobody handles (how to register a handler). */
   hint?: string;
 }
 
 /**
- * A dispatcher over a table of handlers per event name. A confirmation with no handler fails
- * (so it is retried, never marked done with nobody told); other outcomes without a handler are
- * simply done. Front ends register their handlers this way (the Express router's callbacks, the
- * Nest module's listeners): the handlers are invoked here, in the core.
- * @param handlersOf the handlers registered for an event name
- * @param options waiting for the registration, and the hint of the missing-handler error
+ * A lookup that hands every event to one function: for a front end that maps the event names
+ * itself, exhaustively (Vendure's settlement, Medusa's reports). Its `handle` runs for the
+ * operations' events too, so a `payment.confirmed` always has a handler.
  */
-export function dispatcherOf(
-  handlersOf: (name: PaymentEventName) => readonly AnyEventHandler[],
-  options: HandlerTableOptions = {},
-): EventDispatcher {
-  return async (name, event) => {
-    // An outcome settled before the front end registered its handlers must not find "no handler"
-    // only because they are not registered yet.
-    await options.ready?.();
-    const handlers = handlersOf(name);
-    if (handlers.length === 0 && name === PaymentEvents.CONFIRMED)
-      throw new Error(`no ${PaymentEvents.CONFIRMED} handler is registered${options.hint ?? ''}`);
-    await runAllHandlers(handlers, event);
-  };
+export function everyEventTo(handle: (name: PaymentEventName, event: PaymentEvent) => unknown): HandlerLookup {
+  return { handlersOf: (name) => [(event: PaymentEvent) => handle(name, event)] };
 }
 
 /**
- * The handlers the runner invokes: the dispatchers a front end set (`client.setOutcomeDispatcher`).
- * One per runner; nothing settles through anything else.
+ * The handlers the runner invokes, from the lookup a front end registered
+ * (`client.setHandlers`). One per runner; nothing settles through anything else. A confirmation
+ * with no handler fails (so it is retried, never marked done with nobody told); other events
+ * without a handler are simply done.
  */
 export class OutcomeHandlers {
-  #outcomes?: OutcomeDispatcher;
-  #operations?: OperationDispatcher;
+  #lookup?: HandlerLookup;
 
-  /** Sets who runs the outcomes' handlers and, optionally, the operations'. */
-  set(outcomes: OutcomeDispatcher | undefined, operations?: OperationDispatcher): void {
-    this.#outcomes = outcomes;
-    this.#operations = operations;
+  /** Sets the front end's lookup (`undefined`: none, outcomes are left unsettled). */
+  set(lookup: HandlerLookup | undefined): void {
+    this.#lookup = lookup;
   }
 
-  /** Whether the outcomes' handlers are set. */
+  /** Whether a lookup is set. */
   get ready(): boolean {
-    return this.#outcomes !== undefined;
+    return this.#lookup !== undefined;
   }
 
-  /** Runs an outcome's handlers; rejects when one failed, or when none are set yet (the outcome is then retried). */
+  /** Runs an outcome's handlers; rejects when one failed, or when no lookup is set yet (the outcome is then retried). */
   async run(name: PaymentEventName, event: PaymentOutcomeEvent): Promise<void> {
-    const outcomes = this.#outcomes;
-    if (!outcomes) throw new Error('no outcome handlers are registered yet');
-    await outcomes(name, event);
+    const lookup = this.#lookup;
+    if (!lookup) throw new Error('no outcome handlers are registered yet');
+    await runFrom(lookup, name, event);
   }
 
-  /** Runs the handlers of an outcome nothing waits on (`payment.mismatch`); none set: nothing runs. */
+  /** Runs the handlers of an outcome nothing waits on (`payment.mismatch`); no lookup: nothing runs. */
   async notify(name: PaymentEventName, event: PaymentOutcomeEvent): Promise<void> {
-    await this.#outcomes?.(name, event);
+    if (this.#lookup) await runFrom(this.#lookup, name, event);
   }
 
-  /** Runs an operation's handlers (none set: nothing runs). */
+  /** Runs an operation's handlers (no lookup: nothing runs). */
   async tell(
     name: PaymentEventName,
     event: PaymentCapturedEvent | PaymentRefundedEvent | PaymentCancelledEvent,
   ): Promise<void> {
-    await this.#operations?.(name, event);
+    if (this.#lookup) await runFrom(this.#lookup, name, event);
   }
+}
+
+async function runFrom(lookup: HandlerLookup, name: PaymentEventName, event: PaymentEvent): Promise<void> {
+  // An outcome settled before the front end registered its handlers must not find "no handler"
+  // only because they are not registered yet.
+  await lookup.ready?.();
+  const handlers = lookup.handlersOf(name);
+  if (handlers.length === 0 && name === PaymentEvents.CONFIRMED)
+    throw new Error(`no ${PaymentEvents.CONFIRMED} handler is registered${lookup.hint ?? ''}`);
+  await runAllHandlers(handlers, event);
 }

@@ -24,12 +24,7 @@ import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions }
 import { commitHandlers, runAfterCommit } from './settlement.commit.js';
 import { orderScreenOf } from './settlement.orders.js';
 import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
-import {
-  OUTCOME_EVENT_CLASSES,
-  OutcomeHandlers,
-  type OperationDispatcher,
-  type OutcomeDispatcher,
-} from './outcome.handlers.js';
+import { OUTCOME_EVENT_CLASSES, OutcomeHandlers, type HandlerLookup } from './outcome.handlers.js';
 
 /** A verified payment whose outcome's handlers run. */
 interface Settling {
@@ -70,13 +65,13 @@ export class SettlementRunner implements Settlements {
     this.#deps = { store, options, logger };
   }
 
-  /** Sets who runs the handlers (the Nest event bridge, the Express router). */
-  setDispatcher(dispatcher: OutcomeDispatcher | undefined, operations?: OperationDispatcher): void {
-    this.#handlers.set(dispatcher, operations);
+  /** Sets the handlers' lookup (the Nest module's listeners, the Express router's callbacks...). */
+  setHandlers(lookup: HandlerLookup | undefined): void {
+    this.#handlers.set(lookup);
   }
 
-  /** Whether a dispatcher is set. */
-  get hasDispatcher(): boolean {
+  /** Whether a lookup is set. */
+  get hasHandlers(): boolean {
     return this.#handlers.ready;
   }
 
