@@ -588,6 +588,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       );
     let answered = false;
     const timeout = time.after(30_000, () => !answered && ((answered = true), retry()));
+    // An early delivery (sent as the service created the payment) finds no record to bind its token.
+    const beforeRecord = earlyAt.get(payment.id) === time.now;
     note(payment.id, `webhook attempt ${attempt} to #${instance.index}`);
     instance.client.webhooks.handle(request).then(
       (answer) => {
@@ -597,7 +599,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         // (A token the store forgot, or does not hold yet, of a payment whose verify names another
         // order, looks like a replay of another payment's token: refused, and left to the return and
         // the sweep. generatePayment's record, made while the store was away, lands in the background
-        // within a retry's wait of the store's return.)
+        // within a retry's wait of the store's return; an early delivery comes before it was made.)
         const unrecorded = interrupted.some(
           ([from, to]) =>
             from <= payment.createdAt &&
@@ -612,7 +614,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
                   c.at <= to + RECORD_RETRY_SLACK_MS,
               )),
         );
-        const replayLike = (extra('evictions') || unrecorded) && World.mismatched(payment);
+        const replayLike = (extra('evictions') || unrecorded || beforeRecord) && World.mismatched(payment);
         if ((answer.status === 401 && !replayLike) || answer.status === 421)
           violate(`the webhook of ${payment.id} was refused (${answer.status}) on #${instance.index}`);
         if (answered) return;
@@ -1097,7 +1099,15 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       // A hold whose handlers ran again (its done marker was lost) after another payment paid its
       // order is a duplicate by then: either record is right for it.
       const heldThenPaid = final === 'PREAUTH_SUCCESS' && settledBy !== undefined;
-      if (record.outcome !== wanted && !(record.outcome === 'duplicate' && (settledBy === undefined || heldThenPaid)))
+      // A confirmation whose handlers failed (rolled back with their transaction) left the order
+      // unpaid: another payment may pay it since, and this one is a duplicate when it runs again.
+      const failedThenPaidByAnother =
+        record.outcome === 'confirmed' && record.handlers === 'failed' && wanted === 'duplicate';
+      if (
+        record.outcome !== wanted &&
+        !failedThenPaidByAnother &&
+        !(record.outcome === 'duplicate' && (settledBy === undefined || heldThenPaid))
+      )
         violate(`${payment.id}: recorded ${record.outcome}, the service answers ${final} (${wanted})`);
       if (
         record.outcome === 'duplicate' &&
