@@ -144,6 +144,30 @@ describe('strangers cannot spend the verify budget', () => {
     expect(confirmed).toHaveLength(1);
   });
 
+  it('the budget is the fleet’s: 2,000 invented ids across 4 instances on one store and a restarted one cost at most 10', async () => {
+    const sandbox = await started();
+    const store = new MemoryPaymentsStore();
+    const fleet = await Promise.all(Array.from({ length: 4 }, () => shop(sandbox, { store })));
+    const ask = (client: (typeof fleet)[number]['client'], ids: string[]) =>
+      Promise.all(ids.map((id) => client.reconcilePayment(id).catch(() => undefined)));
+    for (let batch = 0; batch < 4; batch++)
+      await Promise.all(
+        fleet.map(({ client }, i) =>
+          ask(
+            client,
+            Array.from({ length: 100 }, (_, k) => `pay_fleet_${batch}_${i}_${k}`),
+          ),
+        ),
+      );
+    // An instance that restarts has a bucket of its own again; the store's budget is spent still.
+    const restarted = await shop(sandbox, { store });
+    await ask(
+      restarted.client,
+      Array.from({ length: 400 }, (_, k) => `pay_fleet_restarted_${k}`),
+    );
+    expect(sandbox.verifyCalls()).toBeLessThanOrEqual(10);
+  });
+
   it('a payment id the service answered 404 for costs nothing the next time', async () => {
     const sandbox = await started();
     const { client } = await shop(sandbox);

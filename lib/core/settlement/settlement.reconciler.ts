@@ -56,7 +56,7 @@ export class PaymentReconciler {
     private readonly orders?: { takeLostRace(paymentId: string): boolean },
     private readonly lookAgain?: (paymentId: string) => void,
   ) {
-    this.#strangers = new StrangerBudget(clock.local);
+    this.#strangers = new StrangerBudget(clock.local, store.rateLimits);
   }
 
   readonly #strangers: StrangerBudget;
@@ -79,7 +79,7 @@ export class PaymentReconciler {
     }
     const stranger = recent === undefined && pending === undefined;
     if (stranger) {
-      const gate = this.#strangers.admit(paymentId);
+      const gate = await this.#strangers.admit(paymentId);
       switch (gate.kind) {
         case 'not-found':
           throw gate.error;

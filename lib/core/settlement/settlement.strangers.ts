@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { PaymentsApiError, type PaymentsError } from '../api/index.js';
 import { monotonicNow, type Clock } from '../time/index.js';
+import type { RateLimiter } from '../store/index.js';
 import type { SettleResult } from './settlement.request.js';
 import { assertNever } from '../common/index.js';
 
@@ -8,13 +9,17 @@ import { assertNever } from '../common/index.js';
  * Verifies the return check may spend on payment ids this plugin knows nothing of (no queue entry,
  * no outcome record): a stranger typing ids into a return page must not spend the merchant's
  * verify budget (the service rate-limits and bans on repeated verifies), while a genuine payment
- * whose memory store was lost in a restart still gets checked now and then. Per instance.
+ * whose memory store was lost in a restart still gets checked now and then. The budget is the
+ * store's, shared by every instance and kept across restarts ({@link fleetSlots}); each instance
+ * also keeps a bucket of its own, so that a flood costs the store few round trips.
  */
 export const STRANGER_BUDGET = {
-  /** Verifies at most in a burst. */
+  /** Verifies at most in a burst: per instance, and for the whole fleet within {@link STRANGER_BUDGET.windowMs}. */
   burst: 5,
-  /** One more verify allowed every this many ms (5 a minute). */
+  /** One more verify allowed every this many ms on one instance (5 a minute). */
   refillMs: 12_000,
+  /** The fleet's window: at most `burst` verifies of unknown ids in it, whatever the instances. */
+  windowMs: 60_000,
   /** How long a payment id the service answered 404 for is remembered. */
   notFoundMs: 3_600_000,
   /** Most such ids remembered. */
@@ -47,6 +52,15 @@ export function takeToken(
   return { allowed: true, state: { tokens: tokens - 1, at } };
 }
 
+/**
+ * The store's rate-limit slots of the fleet's budget, in the order they are tried (pure): `burst`
+ * slots, each taken for `windowMs`, so that the fleet verifies at most `burst` unknown ids in any
+ * window, whatever the number of instances and their restarts.
+ */
+export function fleetSlots(burst: number = STRANGER_BUDGET.burst): string[] {
+  return Array.from({ length: burst }, (_, k) => `strangers:${k}`);
+}
+
 /** What the return check may do with an unknown payment id. */
 export type StrangerGate = { kind: 'allowed' } | { kind: 'not-found'; error: PaymentsError } | { kind: 'over-budget' };
 
@@ -58,8 +72,14 @@ export class StrangerBudget {
   /** Durations only: the instance's monotonic time when its clock has one (a step of its wall clock must not forget a 404 nor refill the bucket), else its wall time. */
   readonly #now: () => number;
 
-  /** @param clock the instance's clock */
-  constructor(clock: Clock) {
+  /**
+   * @param clock the instance's clock
+   * @param fleet the store's rate limits, where the fleet's budget is kept
+   */
+  constructor(
+    clock: Clock,
+    private readonly fleet: RateLimiter,
+  ) {
     this.#now = () => monotonicNow(clock);
     this.#notFound = new LRUCache({
       max: STRANGER_BUDGET.notFoundMax,
@@ -78,13 +98,24 @@ export class StrangerBudget {
     return this.#notFound.get(paymentId);
   }
 
-  /** Before verifying an id the store knows nothing of. */
-  admit(paymentId: string): StrangerGate {
+  /**
+   * Before verifying an id the store knows nothing of: this instance's bucket first (no store
+   * round trip when it is empty), then a slot of the fleet's budget in the store. A store that does
+   * not answer allows nothing.
+   */
+  async admit(paymentId: string): Promise<StrangerGate> {
     const error = this.#notFound.get(paymentId);
     if (error) return { kind: 'not-found', error };
     const { allowed, state } = takeToken(this.#bucket, this.#now(), STRANGER_BUDGET.burst, STRANGER_BUDGET.refillMs);
     this.#bucket = state;
-    return allowed ? { kind: 'allowed' } : { kind: 'over-budget' };
+    if (!allowed) return { kind: 'over-budget' };
+    try {
+      for (const slot of fleetSlots())
+        if (await this.fleet.take(slot, STRANGER_BUDGET.windowMs)) return { kind: 'allowed' };
+    } catch {
+      // Nothing is known of the id and the store is away: the return answers pending, as over budget.
+    }
+    return { kind: 'over-budget' };
   }
 
   /** After verifying an id: a 404 is remembered, so that its next request costs nothing. */
