@@ -3,7 +3,11 @@
  * order's checkout (its current payment and the superseded ones) and the order's settlement.
  */
 import { describe, expect, it } from '@jest/globals';
-import { checkoutVerdict, type CheckoutVerdict } from '../../lib/core/settlement/settlement.duplicates.js';
+import {
+  checkoutVerdict,
+  supersededProblem,
+  type CheckoutVerdict,
+} from '../../lib/core/settlement/settlement.duplicates.js';
 import type { OrderCheckout, OrderSettlement } from '../../lib/core/store/store.types.js';
 
 // Payment B (2000) is the order's current payment; A (1000) and Z (500) were superseded.
@@ -176,5 +180,22 @@ const rows: Array<{
 describe('checkoutVerdict(): a superseded payment never settles an order; the current one is never refunded for another cart', () => {
   it.each(rows)('$name', ({ paymentId, checkout: found, held, verdict }) => {
     expect(checkoutVerdict(paymentId, found, held, AMOUNTS[paymentId])).toEqual(verdict);
+  });
+});
+
+describe('supersededProblem(): what a person does about a superseded payment', () => {
+  const current = { paymentId: 'pay_B', amount: '2000' };
+  it.each([
+    ['a payment: refund it', false, /paid for the old cart, never confirmed; refund it/],
+    [
+      'a hold: release it (nothing was taken)',
+      true,
+      /held for the old cart, never authorized for the order; release the hold \(cancelPayment\)/,
+    ],
+  ])('%s', (_what, hold, says) => {
+    const problem = supersededProblem('pay_A', current, hold);
+    expect(problem).toMatch(/^payment pay_A was superseded by payment pay_B \(2000\) of the same order/);
+    expect(problem).toMatch(says);
+    expect(problem.includes('refund it')).toBe(!hold);
   });
 });

@@ -86,9 +86,20 @@ export function heldRefundReason(
   return `not refunded automatically: ${paymentId} is the order's current payment (${checkout.amount}), and the order was settled by payment ${held.paymentId} of another cart (${held.amount}); refund one of them by hand`;
 }
 
-/** The problem a superseded payment is reported with (its `payment.mismatch`). */
-export function supersededProblem(paymentId: string, current: Pick<OrderCheckout, 'paymentId' | 'amount'>): string {
-  return `payment ${paymentId} was superseded by payment ${current.paymentId} (${current.amount}) of the same order, the cart having changed: paid for the old cart, never confirmed; refund it, or settle the order by hand`;
+/**
+ * The problem a superseded payment is reported with (its `payment.mismatch`): what a person does
+ * about it, a refund for a payment, the hold's release for a pre-authorization (nothing was taken).
+ * @param hold whether the payment is a pre-authorization
+ */
+export function supersededProblem(
+  paymentId: string,
+  current: Pick<OrderCheckout, 'paymentId' | 'amount'>,
+  hold = false,
+): string {
+  const what = `payment ${paymentId} was superseded by payment ${current.paymentId} (${current.amount}) of the same order, the cart having changed`;
+  return hold
+    ? `${what}: held for the old cart, never authorized for the order; release the hold (cancelPayment), or settle the order by hand`
+    : `${what}: paid for the old cart, never confirmed; refund it, or settle the order by hand`;
 }
 
 function sameAmount(a: string, b: string): boolean {
@@ -200,7 +211,7 @@ export class OrderScreen implements OrderScreenPort {
     }
     const cart = checkoutVerdict(paymentId, checkout, held, verification.amount);
     if (cart.kind === 'superseded')
-      return { kind: 'superseded', problems: [supersededProblem(paymentId, cart.current)] };
+      return { kind: 'superseded', problems: [supersededProblem(paymentId, cart.current, mode === 'check')] };
     const verdict = orderVerdict(paymentId, order, held);
     if (verdict.kind === 'confirm') return undefined;
 
