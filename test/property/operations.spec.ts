@@ -397,7 +397,8 @@ describe('generatePayment with random input', () => {
     );
     const refused = RUNS * 2 - accepted;
     // Both sides of the property were exercised.
-    expect(accepted).toBeGreaterThan(RUNS / 25);
+    // (Random inputs: about 1 in 40 is valid, 58 to 87 of 3,000 in four runs; the bound leaves room for chance.)
+    expect(accepted).toBeGreaterThan(RUNS / 50);
     expect(refused).toBeGreaterThan(RUNS / 2);
   });
 });

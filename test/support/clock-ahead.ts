@@ -6,19 +6,33 @@ import { SYSTEM_CLOCK, type Clock, type ClockTimer } from '../../lib/core/time/i
  * `Date.now` for anything else. Its timers are the system's.
  */
 export class AheadClock implements Clock {
-  #by: () => number = () => 0;
+  #now: () => number = () => SYSTEM_CLOCK.now();
+  #elapsed: () => number = () => performance.now();
 
-  /** From now on, the clock reads `ms` (or what `ms()` answers at each reading) ahead. */
+  /**
+   * From now on the clock stands still at the current time plus `ms` (or plus what `ms()` answers
+   * at each reading): only the test moves it, however long the machine takes meanwhile.
+   */
   ahead(ms: number | (() => number)): void {
-    this.#by = typeof ms === 'number' ? () => ms : ms;
+    const by = typeof ms === 'number' ? () => ms : ms;
+    const wall = SYSTEM_CLOCK.now();
+    const monotonic = performance.now();
+    this.#now = () => wall + by();
+    this.#elapsed = () => monotonic + by();
+  }
+
+  /** Back to the system's time. */
+  real(): void {
+    this.#now = () => SYSTEM_CLOCK.now();
+    this.#elapsed = () => performance.now();
   }
 
   now(): number {
-    return SYSTEM_CLOCK.now() + this.#by();
+    return this.#now();
   }
 
   elapsed(): number {
-    return performance.now() + this.#by();
+    return this.#elapsed();
   }
 
   setTimeout(fn: () => void, ms: number, keepAlive?: boolean): ClockTimer {
