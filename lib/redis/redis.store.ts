@@ -1,6 +1,9 @@
 import type { Cluster, Redis } from 'ioredis';
 import {
   type BindingClaim,
+  type CheckoutOpen,
+  type CheckoutOpening,
+  type CheckoutSave,
   type ClaimOutcome,
   epochMs,
   type OrderLedger,
@@ -209,6 +212,17 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger, RefundLed
   /** @inheritdoc */
   findCheckout(orderKey: string): ReturnType<OrderLedger['findCheckout']> {
     return this.#orders.findCheckout(orderKey);
+  }
+  /**
+   * The order's lock and checkout in one script (one round trip), with the found payment's
+   * standing in the single layout (in the cluster layout the caller reads it: other slots).
+   */
+  openCheckout(open: CheckoutOpen): Promise<CheckoutOpening> {
+    return this.#orders.openCheckout(open);
+  }
+  /** The checkout saved (when given) and the order's lock freed, in one script (one round trip). */
+  closeCheckout(orderKey: string, owner: string, save?: CheckoutSave): Promise<void> {
+    return this.#orders.closeCheckout(orderKey, owner, save);
   }
 
   /** @inheritdoc */
