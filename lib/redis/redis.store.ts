@@ -156,7 +156,8 @@ export async function saveOutcomeOn(db: RedisConnection, record: OutcomeRecord, 
  * Keys (under `keyPrefix`): `binding:<tokenId>`, `event:<eventKey>`, `rate:<key>`, `pending:due` (sorted set
  * of payment ids by due time) and `pending:entries` (hash), `outcome:<paymentId>` (record, with
  * PX), `outcomes:index` and `outcomes:expiry` (sorted sets over the records), an order's
- * `{order:<key>}:settled` and `{order:<key>}:checkout`, a payment's `{refund:<key>}:record`. Given an ioredis
+ * `{order:<key>}:settled` and `{order:<key>}:checkout` (its checkout's lock `event:checkout:<key>`,
+ * `{order:<key>}:lock` on a cluster), a payment's `{refund:<key>}:record`. Given an ioredis
  * `Cluster`, the keys carry hash tags so that every script stays in one slot while payments spread
  * over the masters (see docs/stores.md); a Sentinel-managed client is a standalone one.
  *

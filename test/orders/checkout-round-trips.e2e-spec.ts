@@ -90,10 +90,10 @@ function countingProxy(store: PaymentsStore): { store: PaymentsStore; phases: ()
 
 /** A custom store written on BasicPaymentsStore, keeping checkouts: the checkout steps built from its basic methods. */
 class LedgerStore extends DelegatingStore {
-  findCheckout(orderKey: string): Promise<OrderCheckout | undefined> {
+  override findCheckout(orderKey: string): Promise<OrderCheckout | undefined> {
     return (this.inner as MemoryPaymentsStore).findCheckout(orderKey);
   }
-  saveCheckout(orderKey: string, checkout: OrderCheckout, ttlMs: number): Promise<void> {
+  override saveCheckout(orderKey: string, checkout: OrderCheckout, ttlMs: number): Promise<void> {
     return (this.inner as MemoryPaymentsStore).saveCheckout(orderKey, checkout, ttlMs);
   }
 }
