@@ -46,7 +46,7 @@ function countingProxy(store: PaymentsStore): { store: PaymentsStore; phases: ()
   const fresh = () => ({ rounds: new Set<number>(), calls: [] as string[] });
   let phases = { before: fresh(), after: fresh() };
   let round = 0;
-  let waiting: Array<() => void> = [];
+  let waiting: Array<() => Promise<unknown>> = [];
   let out: Promise<unknown> | undefined;
   const send = () => {
     out = undefined;
@@ -72,7 +72,7 @@ function countingProxy(store: PaymentsStore): { store: PaymentsStore; phases: ()
             return result;
           });
           // Calls made in the same turn of the event loop go out together.
-          if (!out) out = new Promise((r) => setImmediate(r)).then(send);
+          if (!out) out = new Promise<void>((r) => setImmediate(() => r())).then(send);
         });
       };
     },
