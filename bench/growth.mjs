@@ -1,0 +1,452 @@
+// How cost grows with the store's size (issue 39): the engine's per-payment latency and store round
+// trips against a store holding 10k, 100k and 1M payments, a reconciliation pass over a long
+// queue, the store's size and the process's heap. Run by run.mjs (part `growth`, with
+// --expose-gc), one process per store, against the stub of the service in another process
+// (bench/stub-server.mjs --echo-tracking: every payment generated for an order is confirmed).
+//
+//   node --expose-gc growth.mjs measure <memory|redis|postgres> <stubUrl> <redisUrl> <postgresUrl> <sizes>
+//   node --expose-gc growth.mjs retention <stubUrl> <payments>
+//
+// `measure`: for each size in turn the store is filled up to it (30% open: a binding and a queue
+// entry, as generatePayment leaves them; 70% done: a binding, the done marker, the order's
+// settlement and the outcome record, as a confirmed webhook leaves them), then GROWTH_SAMPLES calls
+// of each path are timed one at a time: generatePayment (a fresh order each), a paid webhook (a
+// signed token through the client's webhook processor), a return (reconcilePayment), and
+// reconciliation passes (runReconciliation over GROWTH_PASSES batches due now, the rest of the
+// queue due later). The store is wrapped in a counting proxy: every store method called is one
+// round trip. The memory and Redis stores are filled through their own methods (Redis: thousands
+// in flight on one connection, which ioredis pipelines); PostgreSQL by copying, in SQL, the rows
+// the store's methods wrote for one template payment (ids and times substituted), which fills
+// 1M payments in well under a minute where one statement per row would take many.
+//
+// `retention`: the memory store through the full engine on a test clock moved forward, `payments`
+// payments over simulated months (default retention, reconciliation passes every simulated
+// minute), the store's entries and the heap read every simulated week: flat once the retention
+// windows are full, or something leaks.
+import { performance } from 'node:perf_hooks';
+import { median, quantile } from './common.mjs';
+
+const dist = new URL('../dist/', import.meta.url).href;
+const { PaymentsClient } = await import(`${dist}index.js`);
+const { MemoryPaymentsStore } = await import(`${dist}store/index.js`);
+const { WebhookTokenSigner } = await import(`${dist}core/webhook/webhook.token.js`);
+
+const SECRET = 'bench-webhook-secret-0123456789abcdef-0123';
+const DAY = 24 * 3600 * 1000;
+const TOKEN_TTL = 7 * DAY; // webhook.tokenTtlSecs
+const DONE_TTL = 30 * DAY; // webhook.doneTtlSecs
+const RECORD_TTL = 30 * DAY; // outcomeRecordTtlSecs
+const SESSION_MS = 20 * 60 * 1000; // the service's default session
+const GRACE_MS = 60 * 1000; // reconciliation.graceSecs
+const LEASE_MS = 60_000; // webhook.leaseMs
+const SAMPLES = Number(process.env.GROWTH_SAMPLES ?? 300);
+const PASSES = Number(process.env.GROWTH_PASSES ?? 15);
+const BATCH = 20; // reconciliation.batchSize
+const gc = globalThis.gc ?? (() => undefined);
+const heapMiB = () => (gc(), gc(), process.memoryUsage().heapUsed / 2 ** 20);
+
+
+// ---------------------------------------------------------------- the counting proxy
+/** The store seen through a proxy that counts every method call (and the rate limiter's). */
+function counting(store) {
+  const counts = new Map();
+  const wrap = (target, prefix) =>
+    new Proxy(target, {
+      get(t, property) {
+        const value = Reflect.get(t, property, t);
+        if (property === 'rateLimits' && value) return wrap(value, 'rateLimits.');
+        if (typeof value !== 'function' || property === 'constructor') return value;
+        const name = prefix + String(property);
+        return (...a) => {
+          counts.set(name, (counts.get(name) ?? 0) + 1);
+          return value.apply(t, a);
+        };
+      },
+    });
+  const total = () => [...counts.values()].reduce((s, n) => s + n, 0);
+  return { store: wrap(store, ''), counts, total };
+}
+
+function clientOf(store, stubUrl, clock) {
+  const client = new PaymentsClient({
+    publicKey: 'pk_bench',
+    privateKey: 'sk_bench_private',
+    baseUrl: stubUrl,
+    successLink: 'https://shop.example.com/checkout/success',
+    failLink: 'https://shop.example.com/checkout/failed',
+    webhook: { publicUrl: 'http://127.0.0.1/payments/webhook', secret: SECRET },
+    reconciliation: { enabled: false },
+    telemetry: false,
+    logger: { log() {}, warn() {}, error: (m) => process.stderr.write(`growth: ${m}\n`) },
+    store,
+    ...(clock ? { clock } : {}),
+  });
+  client.setOutcomeDispatcher(async () => {});
+  return client;
+}
+
+// ---------------------------------------------------------------- the fill
+// Payment n of the fill: ids carry the order (tracking id) after `__`, as the stub's do.
+const fillId = (n) => `pay_grw_${n}__grw-o-${n}`;
+const fillTracking = (n) => `grw-o-${n}`;
+const fillToken = (n) => `g${String(n).padStart(15, '0')}`;
+/** The fill's "now": every payment of the fill (and the templates copied) is dated from it. */
+const FILL_NOW = Date.now();
+/** 30% open (3 in 10), 70% done. */
+const isOpen = (n) => n % 10 < 3;
+
+/** What generatePayment writes for payment n, created at `at`: the binding and the queue entry's arguments. */
+function generated(n, at) {
+  const binding = {
+    paymentId: fillId(n),
+    amount: '12500',
+    createdAt: new Date(at).toISOString(),
+    sessionEndsAt: new Date(at + SESSION_MS).toISOString(),
+    developerTrackingId: fillTracking(n),
+  };
+  return { binding, entry: { ...binding, checks: 0 }, dueAt: at + SESSION_MS + GRACE_MS };
+}
+
+/** The store calls the engine makes for payment n (see the header), with the engine's arguments. */
+async function writePayment(store, n, now) {
+  const at = now - 60_000 - (n % 100_000) * 1000; // created within the last day or so
+  const { binding, entry } = generated(n, at);
+  await store.saveBinding(fillToken(n), binding, TOKEN_TTL);
+  if (isOpen(n)) {
+    // Open or abandoned: queued, due in the next day (the slow lanes), none due while measuring.
+    await store.queueGenerated({ ...entry, checks: n % 11 }, now + 3_600_000 + (n % 86_400) * 1000);
+    return;
+  }
+  const eventKey = `outcome:${binding.paymentId}`;
+  const owner = `fill-${n}`;
+  await store.claim(eventKey, owner, LEASE_MS);
+  await store.settleOrder(binding.developerTrackingId, { paymentId: binding.paymentId, amount: '12500' }, DONE_TTL);
+  await store.finishOutcome({
+    eventKey,
+    owner,
+    claim: 'done',
+    doneTtlMs: DONE_TTL,
+    record: {
+      paymentId: binding.paymentId,
+      outcome: 'confirmed',
+      status: 'SUCCESS',
+      source: 'webhook',
+      handlers: 'succeeded',
+      amount: '12500',
+      updatedAt: new Date(at + 30_000).toISOString(),
+      developerTrackingId: binding.developerTrackingId,
+    },
+    attemptsAdded: 1,
+    recordTtlMs: RECORD_TTL,
+  });
+}
+
+/** Fills payments [from, to) through the store's methods, `inFlight` at a time. */
+async function fillByMethods(store, from, to, inFlight) {
+  const now = FILL_NOW;
+  let next = from;
+  const worker = async () => {
+    while (next < to) await writePayment(store, next++, now);
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+}
+
+// PostgreSQL: the rows of template payments written by the store's methods, copied in SQL.
+const TEMPLATE = { open: 900_000_000_001, done: 900_000_000_007 };
+const ISO = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g;
+
+/**
+ * Copies the template payments' rows for payments [from, to): ids with the template's number
+ * replaced by the payment's, every time shifted as writePayment shifts it, `checks` and `due_at`
+ * as writePayment writes them. The template's times are read back and replaced one by one.
+ */
+async function fillByCopy(pool, prefix, from, to) {
+  const T = (name) => `"${prefix}${name}"`;
+  const templates = {};
+  for (const [kind, t] of Object.entries(TEMPLATE)) {
+    const { rows } = await pool.query(`SELECT binding::text AS b FROM ${T('bindings')} WHERE token_id = $1`, [
+      fillToken(t),
+    ]);
+    templates[kind] = [...new Set(rows[0].b.match(ISO))];
+    if (kind === 'done') {
+      const { rows: r } = await pool.query(`SELECT record::text AS r FROM ${T('outcomes')} WHERE payment_id = $1`, [
+        fillId(t),
+      ]);
+      templates[kind] = [...new Set([...templates[kind], ...r[0].r.match(ISO)])];
+    }
+  }
+  const step = 50_000;
+  for (let lo = from; lo < to; lo += step) {
+    const hi = Math.min(to, lo + step) - 1;
+    for (const [kind, template] of Object.entries(TEMPLATE)) {
+      const open = kind === 'open';
+      const from = (table) =>
+        `FROM ${T(table)} t, generate_series(${lo}, ${hi}) AS n WHERE (n % 10 < 3) = ${open} AND`;
+      const shift = `(${template % 100_000} - n % 100000) * interval '1 second'`;
+      const at = (iso) =>
+        `to_char(('${iso}'::timestamptz + ${shift}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+      // Ids first, then each of the template's times.
+      const sub = (expr) =>
+        templates[kind].reduce((e, iso) => `replace(${e}, '${iso}', ${at(iso)})`, `replace(${expr}, '${template}', n::text)`);
+      await pool.query(`INSERT INTO ${T('bindings')} (token_id, binding, expires_at)
+SELECT 'g' || lpad(n::text, 15, '0'), ${sub('t.binding::text')}::jsonb, t.expires_at
+${from('bindings')} t.token_id = '${fillToken(template)}'`);
+      if (open) {
+        await pool.query(`INSERT INTO ${T('pending')} (payment_id, entry, due_at)
+SELECT ${sub('t.payment_id')}, jsonb_set(${sub('t.entry::text')}::jsonb, '{checks}', to_jsonb(n % 11)),
+  t.due_at + ((n % 86400) - ${template % 86_400}) * 1000
+${from('pending')} t.payment_id = '${fillId(template)}'`);
+        continue;
+      }
+      await pool.query(`INSERT INTO ${T('events')} (event_key, state, owner, expires_at)
+SELECT ${sub('t.event_key')}, t.state, t.owner, t.expires_at
+${from('events')} t.event_key = 'outcome:${fillId(template)}'`);
+      await pool.query(`INSERT INTO ${T('orders')} (order_key, kind, value, expires_at)
+SELECT ${sub('t.order_key')}, t.kind, ${sub('t.value')}, t.expires_at
+${from('orders')} t.order_key = '${fillTracking(template)}'`);
+      await pool.query(`INSERT INTO ${T('outcomes')} (payment_id, outcome, handlers, updated_at, record, expires_at)
+SELECT ${sub('t.payment_id')}, t.outcome, t.handlers, ${sub('t.updated_at')}, ${sub('t.record::text')}::jsonb, t.expires_at
+${from('outcomes')} t.payment_id = '${fillId(template)}'`);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- stores
+async function openStore(kind, redisUrl, postgresUrl) {
+  if (kind === 'memory') {
+    const store = new MemoryPaymentsStore();
+    return {
+      store,
+      fill: (from, to) => fillByMethods(store, from, to, 1),
+      size: async () => ({ entries: store.size }),
+      close: async () => {},
+    };
+  }
+  if (kind === 'redis') {
+    const { RedisPaymentsStore } = await import(`${dist}redis/index.js`);
+    const { Redis } = await import('ioredis');
+    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+    // The database index of the URL is this benchmark's own: emptied before and after.
+    await redis.flushdb();
+    const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))[1]);
+    const base = await usedMemory();
+    const store = new RedisPaymentsStore(redis, { keyPrefix: 'grw:', operationTimeoutMs: 60_000 });
+    return {
+      store,
+      fill: (from, to) => fillByMethods(store, from, to, 2000),
+      size: async () => ({ keys: await redis.dbsize(), usedMiB: ((await usedMemory()) - base) / 2 ** 20 }),
+      close: async () => {
+        await redis.flushdb();
+        await redis.quit();
+      },
+    };
+  }
+  const { PostgresPaymentsStore } = await import(`${dist}postgres/index.js`);
+  const pg = await import('pg');
+  const pool = new (pg.default ?? pg).Pool({ connectionString: postgresUrl, max: 10 });
+  const prefix = 'grw_';
+  const dropAll = async () => {
+    const { rows } = await pool.query(`SELECT tablename FROM pg_tables WHERE tablename LIKE 'grw\\_%'`);
+    for (const { tablename } of rows) await pool.query(`DROP TABLE IF EXISTS "${tablename}" CASCADE`);
+  };
+  await dropAll();
+  const store = new PostgresPaymentsStore(pool, { tablePrefix: prefix, operationTimeoutMs: 60_000 });
+  await store.ping();
+  const tables = ['bindings', 'events', 'pending', 'orders', 'outcomes'].map((t) => `"${prefix}${t}"`);
+  let templated = false;
+  return {
+    store,
+    async fill(from, to) {
+      if (!templated) for (const n of Object.values(TEMPLATE)) await writePayment(store, n, FILL_NOW);
+      templated = true;
+      await fillByCopy(pool, prefix, from, to);
+      await pool.query('ANALYZE');
+    },
+    /** Checks that copied rows equal what the store's methods write (payment `n` both ways). */
+    async checkCopy(n) {
+      const read = async () => {
+        const out = {};
+        for (const table of tables) {
+          const { rows } = await pool.query(
+            `SELECT * FROM ${table} t WHERE t::text LIKE '%grw\\_${n}\\_\\_%' OR t::text LIKE '%grw-o-${n}%' OR t::text LIKE '%${fillToken(n)}%'`,
+          );
+          out[table] = rows.map((r) => JSON.stringify({ ...r, expires_at: undefined }));
+        }
+        return out;
+      };
+      await writePayment(store, n, FILL_NOW);
+      const byMethods = await read();
+      for (const table of tables)
+        await pool.query(
+          `DELETE FROM ${table} t WHERE t::text LIKE '%grw\\_${n}\\_\\_%' OR t::text LIKE '%grw-o-${n}%' OR t::text LIKE '%${fillToken(n)}%'`,
+        );
+      await this.fill(n, n + 1);
+      const byCopy = await read();
+      return { byMethods, byCopy };
+    },
+    size: async () => {
+      const { rows } = await pool.query(
+        `SELECT c.relname AS name, pg_total_relation_size(c.oid)::float8 AS bytes, c.reltuples::float8 AS rows
+         FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+         WHERE c.relkind = 'r' AND c.relname LIKE 'grw\\_%' AND s.nspname = current_schema()`,
+      );
+      return {
+        totalMiB: rows.reduce((s, r) => s + r.bytes, 0) / 2 ** 20,
+        tables: Object.fromEntries(rows.map((r) => [r.name, { MiB: r.bytes / 2 ** 20, rows: r.rows }])),
+      };
+    },
+    close: async () => {
+      await store.close();
+      await dropAll();
+      await pool.end();
+    },
+  };
+}
+
+// ---------------------------------------------------------------- measure
+async function timed(count, call, counter) {
+  const latencies = [];
+  const trips = [];
+  for (let i = 0; i < count; i++) {
+    const before = counter.total();
+    const start = performance.now();
+    await call(i);
+    latencies.push(performance.now() - start);
+    trips.push(counter.total() - before);
+  }
+  latencies.sort((a, b) => a - b);
+  return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), trips: median(trips), calls: count };
+}
+
+async function measure(kind, stubUrl, redisUrl, postgresUrl, sizesArg) {
+  const sizes = sizesArg
+    .split(',')
+    .map(Number)
+    .sort((a, b) => a - b);
+  const opened = await openStore(kind, redisUrl, postgresUrl);
+  const counter = counting(opened.store);
+  const client = clientOf(counter.store, stubUrl);
+  const signer = new WebhookTokenSigner(SECRET);
+  let copyCheck;
+  if (opened.checkCopy) {
+    // An open payment and a done one, each written by the store's methods and then by the copy.
+    const checks = [await opened.checkCopy(777_777_771), await opened.checkCopy(777_777_777)];
+    copyCheck = checks.every((c) => JSON.stringify(c.byMethods) === JSON.stringify(c.byCopy)) ? 'same rows' : checks;
+    if (copyCheck !== 'same rows') process.stderr.write(`growth: copied rows differ: ${JSON.stringify(copyCheck)}\n`);
+  }
+  let order = 0;
+  let extra = 0; // payments made by the measurements: ids of their own
+  const out = [];
+  let filled = 0;
+  const paths = {
+    async generate(count) {
+      const made = [];
+      const r = await timed(
+        count,
+        async () => made.push((await client.generatePayment({ amount: '12500', developerTrackingId: `grw-g-${++order}` })).paymentId),
+        counter,
+      );
+      return { r, made };
+    },
+    async webhook(count) {
+      // Tokens as generatePayment issues them, written as it writes them (not timed).
+      const now = Date.now();
+      const tokens = [];
+      for (let i = 0; i < count; i++) {
+        const n = 800_000_000_000 + ++extra;
+        const { binding, entry, dueAt } = generated(n, now);
+        const { token, claims } = signer.issue('12500', binding.developerTrackingId, TOKEN_TTL);
+        await opened.store.saveBinding(claims.nonce, binding, TOKEN_TTL);
+        await opened.store.queueGenerated(entry, dueAt);
+        tokens.push([token, binding.paymentId]);
+      }
+      return timed(
+        count,
+        async (i) => {
+          const [token, paymentId] = tokens[i];
+          const answer = await client.webhooks.handle({ query: {}, body: { payment_id: paymentId }, pathToken: token });
+          if (answer.status !== 200) throw new Error(`webhook answered ${answer.status}`);
+        },
+        counter,
+      );
+    },
+    async ret(ids) {
+      return timed(
+        ids.length,
+        async (i) => {
+          const r = await client.reconcilePayment(ids[i]);
+          if (r.outcome !== 'confirmed') throw new Error(`return: ${r.outcome}`);
+        },
+        counter,
+      );
+    },
+    async passes(count) {
+      // `count` batches due now, queued as generatePayment queues them; the rest is due later.
+      const now = Date.now();
+      for (let i = 0; i < count * BATCH; i++) {
+        const n = 800_000_000_000 + ++extra;
+        const { entry } = generated(n, now - SESSION_MS - GRACE_MS - 10_000);
+        await opened.store.queueGenerated(entry, now - 5000 + i);
+      }
+      const times = [];
+      const trips = [];
+      let settled = 0;
+      for (let i = 0; i < count; i++) {
+        const before = counter.total();
+        const start = performance.now();
+        const run = await client.runReconciliation();
+        times.push(performance.now() - start);
+        trips.push(counter.total() - before);
+        settled += run.settled;
+      }
+      times.sort((a, b) => a - b);
+      return { p50: quantile(times, 0.5), p99: quantile(times, 0.99), trips: median(trips), settled, passes: count };
+    },
+  };
+  // Warm-up (JIT, sockets, prepared statements), not measured.
+  const warm = await paths.generate(50);
+  await paths.webhook(50);
+  await paths.ret(warm.made);
+  await paths.passes(2);
+  for (const size of sizes) {
+    const t0 = performance.now();
+    await opened.fill(filled, size);
+    const fillSecs = (performance.now() - t0) / 1000;
+    filled = size;
+    const storeSize = await opened.size();
+    const heap = heapMiB();
+    const generate = await paths.generate(SAMPLES);
+    const webhook = await paths.webhook(SAMPLES);
+    const ret = await paths.ret(generate.made);
+    const passes = await paths.passes(PASSES);
+    const row = {
+      size,
+      fillSecs,
+      store: storeSize,
+      heapMiB: heap,
+      pending: await opened.store.countPending(),
+      generate: generate.r,
+      webhook,
+      return: ret,
+      pass: passes,
+    };
+    process.stderr.write(
+      `growth: ${kind} ${size}: fill ${fillSecs.toFixed(1)} s; generate ${generate.r.p50.toFixed(2)}/${generate.r.p99.toFixed(2)} ms ${generate.r.trips} rt; webhook ${webhook.p50.toFixed(2)}/${webhook.p99.toFixed(2)} ms ${webhook.trips} rt; return ${ret.p50.toFixed(2)}/${ret.p99.toFixed(2)} ms ${ret.trips} rt; pass ${passes.p50.toFixed(1)} ms ${passes.trips} rt; ${JSON.stringify(storeSize).slice(0, 200)}; heap ${heap.toFixed(1)} MiB\n`,
+    );
+    out.push(row);
+  }
+  await client.close();
+  await opened.close();
+  return { store: kind, rows: out, copyCheck };
+}
+
+// ---------------------------------------------------------------- retention
+async function retention(stubUrl, paymentsArg) {
+  return { stubUrl, paymentsArg };
+}
+
+// ---------------------------------------------------------------- main
+const [mode, ...args] = process.argv.slice(2);
+const result = mode === 'retention' ? await retention(...args) : await measure(...args);
+process.send({ type: 'result', ...result });
+process.on('message', (message) => message?.type === 'stop' && process.exit(0));
