@@ -45,7 +45,6 @@ const BATCH = 20; // reconciliation.batchSize
 const gc = globalThis.gc ?? (() => undefined);
 const heapMiB = () => (gc(), gc(), process.memoryUsage().heapUsed / 2 ** 20);
 
-
 // ---------------------------------------------------------------- the counting proxy
 /** The store seen through a proxy that counts every method call (and the rate limiter's). */
 function counting(store) {
@@ -77,7 +76,8 @@ function clientOf(store, stubUrl, clock) {
     webhook: { publicUrl: 'http://127.0.0.1/payments/webhook', secret: SECRET },
     reconciliation: { enabled: false },
     telemetry: false,
-    logger: { log() {}, warn() {}, error: (m) => process.stderr.write(`growth: ${m}\n`) },
+    // Give-ups of the retention run's PENDING payments are expected; any other error is shown.
+    logger: { log() {}, warn() {}, error: (m) => !m.includes('gave up on') && process.stderr.write(`growth: ${m}\n`) },
     store,
     ...(clock ? { clock } : {}),
   });
@@ -180,14 +180,16 @@ async function fillByCopy(pool, prefix, from, to) {
     const hi = Math.min(to, lo + step) - 1;
     for (const [kind, template] of Object.entries(TEMPLATE)) {
       const open = kind === 'open';
-      const from = (table) =>
-        `FROM ${T(table)} t, generate_series(${lo}, ${hi}) AS n WHERE (n % 10 < 3) = ${open} AND`;
+      const from = (table) => `FROM ${T(table)} t, generate_series(${lo}, ${hi}) AS n WHERE (n % 10 < 3) = ${open} AND`;
       const shift = `(${template % 100_000} - n % 100000) * interval '1 second'`;
       const at = (iso) =>
         `to_char(('${iso}'::timestamptz + ${shift}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
       // Ids first, then each of the template's times.
       const sub = (expr) =>
-        templates[kind].reduce((e, iso) => `replace(${e}, '${iso}', ${at(iso)})`, `replace(${expr}, '${template}', n::text)`);
+        templates[kind].reduce(
+          (e, iso) => `replace(${e}, '${iso}', ${at(iso)})`,
+          `replace(${expr}, '${template}', n::text)`,
+        );
       await pool.query(`INSERT INTO ${T('bindings')} (token_id, binding, expires_at)
 SELECT 'g' || lpad(n::text, 15, '0'), ${sub('t.binding::text')}::jsonb, t.expires_at
 ${from('bindings')} t.token_id = '${fillToken(template)}'`);
@@ -290,7 +292,14 @@ async function openStore(kind, redisUrl, postgresUrl) {
          FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
          WHERE c.relkind = 'r' AND c.relname LIKE 'grw\\_%' AND s.nspname = current_schema()`,
       );
+      // Sequential scans of the store's tables since the last reading (the fill's ANALYZE aside):
+      // a statement that scans a table instead of using an index shows here.
+      const { rows: scans } = await pool.query(
+        `SELECT relname AS name, seq_scan::float8 AS seq, seq_tup_read::float8 AS read FROM pg_stat_user_tables WHERE relname LIKE 'grw\\_%'`,
+      );
+      const seqScans = Object.fromEntries(scans.map((r) => [r.name, { seq: r.seq, read: r.read }]));
       return {
+        seqScans,
         totalMiB: rows.reduce((s, r) => s + r.bytes, 0) / 2 ** 20,
         tables: Object.fromEntries(rows.map((r) => [r.name, { MiB: r.bytes / 2 ** 20, rows: r.rows }])),
       };
@@ -343,7 +352,10 @@ async function measure(kind, stubUrl, redisUrl, postgresUrl, sizesArg) {
       const made = [];
       const r = await timed(
         count,
-        async () => made.push((await client.generatePayment({ amount: '12500', developerTrackingId: `grw-g-${++order}` })).paymentId),
+        async () =>
+          made.push(
+            (await client.generatePayment({ amount: '12500', developerTrackingId: `grw-g-${++order}` })).paymentId,
+          ),
         counter,
       );
       return { r, made };
@@ -413,22 +425,37 @@ async function measure(kind, stubUrl, redisUrl, postgresUrl, sizesArg) {
     await opened.fill(filled, size);
     const fillSecs = (performance.now() - t0) / 1000;
     filled = size;
+    // countPending first: on PostgreSQL it is a count(*), a scan of the queue, kept out of the calls measured.
+    const pending = await opened.store.countPending();
     const storeSize = await opened.size();
     const heap = heapMiB();
     const generate = await paths.generate(SAMPLES);
     const webhook = await paths.webhook(SAMPLES);
     const ret = await paths.ret(generate.made);
     const passes = await paths.passes(PASSES);
+    // Sequential scans made by the measured calls (pg_stat counters lag by up to half a second).
+    let seqScans;
+    if (storeSize.seqScans) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const after = (await opened.size()).seqScans;
+      seqScans = Object.fromEntries(
+        Object.entries(after).map(([t, v]) => [
+          t,
+          { seq: v.seq - (storeSize.seqScans[t]?.seq ?? 0), read: v.read - (storeSize.seqScans[t]?.read ?? 0) },
+        ]),
+      );
+    }
     const row = {
       size,
       fillSecs,
       store: storeSize,
       heapMiB: heap,
-      pending: await opened.store.countPending(),
+      pending,
       generate: generate.r,
       webhook,
       return: ret,
       pass: passes,
+      seqScans,
     };
     process.stderr.write(
       `growth: ${kind} ${size}: fill ${fillSecs.toFixed(1)} s; generate ${generate.r.p50.toFixed(2)}/${generate.r.p99.toFixed(2)} ms ${generate.r.trips} rt; webhook ${webhook.p50.toFixed(2)}/${webhook.p99.toFixed(2)} ms ${webhook.trips} rt; return ${ret.p50.toFixed(2)}/${ret.p99.toFixed(2)} ms ${ret.trips} rt; pass ${passes.p50.toFixed(1)} ms ${passes.trips} rt; ${JSON.stringify(storeSize).slice(0, 200)}; heap ${heap.toFixed(1)} MiB\n`,
@@ -441,8 +468,80 @@ async function measure(kind, stubUrl, redisUrl, postgresUrl, sizesArg) {
 }
 
 // ---------------------------------------------------------------- retention
+/** A clock the run moves forward by hand; timers run on real time (nothing here waits on them). */
+function testClock(start) {
+  let offset = 0;
+  return {
+    now: () => start + offset + performance.now(),
+    advance: (ms) => (offset += ms),
+    setTimeout: (fn, ms, keepAlive = false) => {
+      const timer = setTimeout(fn, ms);
+      if (!keepAlive) timer.unref();
+      return timer;
+    },
+    clearTimeout: (timer) => timer !== undefined && clearTimeout(timer),
+  };
+}
+
+/**
+ * The memory store with its default caps and the engine's default retention, `payments` payments
+ * over GROWTH_RETENTION_DAYS simulated days (default 120), hour by hour: each hour's payments
+ * generated (a new order each); 70% paid and returned at once (`reconcilePayment`), 29% abandoned
+ * (the service answers EXPIRED once the session is over), 1% left PENDING for ever (checked on
+ * the lanes until the 7-day horizon, then given up); then the clock moves an hour and
+ * reconciliation passes run until one finds nothing due. Every few days: entries, queue, heap.
+ */
 async function retention(stubUrl, paymentsArg) {
-  return { stubUrl, paymentsArg };
+  const payments = Number(paymentsArg);
+  const days = Number(process.env.GROWTH_RETENTION_DAYS ?? 120);
+  const clock = testClock(Date.now() - performance.now());
+  const store = new MemoryPaymentsStore({ clock });
+  const client = clientOf(store, stubUrl, clock);
+  const hours = days * 24;
+  const perHour = payments / hours;
+  const every = Math.max(1, Math.round(days / 24)); // about 24 samples
+  const samples = [];
+  let made = 0;
+  let passes = 0;
+  const t0 = performance.now();
+  for (let hour = 0; hour < hours; hour++) {
+    const target = Math.round(perHour * (hour + 1));
+    const batch = [];
+    while (made < target) {
+      const n = made++;
+      const kind = n % 100 < 70 ? 'paid' : n % 100 < 99 ? 'expired' : 'pending';
+      batch.push([n, kind]);
+    }
+    // Eight at a time, as a shop's checkout requests overlap.
+    for (let i = 0; i < batch.length; i += 8)
+      await Promise.all(
+        batch.slice(i, i + 8).map(async ([n, kind]) => {
+          const tracking = kind === 'paid' ? `ret-${n}` : `${kind}-${n}`;
+          const { paymentId } = await client.generatePayment({ amount: '12500', developerTrackingId: tracking });
+          if (kind === 'paid') await client.reconcilePayment(paymentId);
+        }),
+      );
+    clock.advance(3_600_000);
+    for (let k = 0; k < 10_000; k++) {
+      passes++;
+      if ((await client.runReconciliation()).checked === 0) break;
+    }
+    if ((hour + 1) % (24 * every) === 0 || hour === hours - 1) {
+      const sample = {
+        day: (hour + 1) / 24,
+        payments: made,
+        entries: store.size,
+        pending: await store.countPending(),
+        heapMiB: heapMiB(),
+      };
+      samples.push(sample);
+      process.stderr.write(
+        `growth: retention day ${sample.day}: ${made} payments, ${sample.entries} entries, queue ${sample.pending}, heap ${sample.heapMiB.toFixed(1)} MiB, ${((performance.now() - t0) / 1000).toFixed(0)} s\n`,
+      );
+    }
+  }
+  await client.close();
+  return { payments: made, days, passes, samples, seconds: (performance.now() - t0) / 1000 };
 }
 
 // ---------------------------------------------------------------- main

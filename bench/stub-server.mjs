@@ -48,12 +48,17 @@ function echoGenerated(raw) {
   );
 }
 
-/** verify_payment with --echo-tracking: SUCCESS for 12500 millimes, with the id's tracking id. */
+/**
+ * verify_payment with --echo-tracking: 12500 millimes with the id's tracking id, SUCCESS unless the
+ * tracking id starts with `expired-` (EXPIRED: an abandoned checkout) or `pending-` (PENDING).
+ */
 function echoVerified(id) {
   const at = id.indexOf('__');
   if (at < 0) return VERIFIED;
+  const tracking = id.slice(at + 2);
+  const status = tracking.startsWith('expired-') ? 'EXPIRED' : tracking.startsWith('pending-') ? 'PENDING' : 'SUCCESS';
   return Buffer.from(
-    `{"success":true,"result":{"type":"card","amount":12500,"status":"SUCCESS","developer_tracking_id":"${id.slice(at + 2)}","details":{"order_number":"1","pan":"450921**1119","payment_system":"VISA","currency":"788","destinations":[]}},"status_code":200,"name":"developers","code":0,"version":"2.0.0"}`,
+    `{"success":true,"result":{"type":"card","amount":12500,"status":"${status}","developer_tracking_id":"${tracking}","details":{"order_number":"1","pan":"450921**1119","payment_system":"VISA","currency":"788","destinations":[]}},"status_code":200,"name":"developers","code":0,"version":"2.0.0"}`,
   );
 }
 
