@@ -214,6 +214,22 @@ ${from('outcomes')} t.payment_id = '${fillId(template)}'`);
 }
 
 // ---------------------------------------------------------------- stores
+/**
+ * Of 1000 keys drawn at random from the benchmark's database, those without an expiry: only the
+ * queue and the outcome indexes may lack one (their members leave with their payment or are swept).
+ */
+async function keysWithoutTtl(redis) {
+  const lasting = new Set();
+  let sampled = 0;
+  for (let i = 0; i < 1000; i++) {
+    const key = await redis.randomkey();
+    if (key === null) break;
+    sampled++;
+    if ((await redis.pttl(key)) === -1) lasting.add(key);
+  }
+  return { sampled, withoutTtl: [...lasting].sort() };
+}
+
 async function openStore(kind, redisUrl, postgresUrl) {
   if (kind === 'memory') {
     const store = new MemoryPaymentsStore();
@@ -236,7 +252,11 @@ async function openStore(kind, redisUrl, postgresUrl) {
     return {
       store,
       fill: (from, to) => fillByMethods(store, from, to, 2000),
-      size: async () => ({ keys: await redis.dbsize(), usedMiB: ((await usedMemory()) - base) / 2 ** 20 }),
+      size: async () => ({
+        keys: await redis.dbsize(),
+        usedMiB: ((await usedMemory()) - base) / 2 ** 20,
+        ...(await keysWithoutTtl(redis)),
+      }),
       close: async () => {
         await redis.flushdb();
         await redis.quit();

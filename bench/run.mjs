@@ -374,8 +374,9 @@ async function growth() {
         ['measure', kind, stubUrl, GROWTH_REDIS_URL, GROWTH_POSTGRES_URL, GROWTH_SIZES],
         { execArgv: ['--expose-gc'], readyTimeoutMs: 3_600_000 },
       );
-      const { type: _type, ...measured } = await child.next('result', 3_600_000);
+      const measured = await child.next('result', 3_600_000);
       await child.stop();
+      delete measured.type;
       stores.push(measured);
     }
     let retention;
@@ -385,9 +386,9 @@ async function growth() {
         execArgv: ['--expose-gc'],
         readyTimeoutMs: 3_600_000,
       });
-      const { type: _type, ...measured } = await child.next('result', 3_600_000);
+      retention = await child.next('result', 3_600_000);
+      delete retention.type;
       await child.stop();
-      retention = measured;
     }
     const result = { sizes: GROWTH_SIZES, stores, retention };
     log(growthTable(result));
