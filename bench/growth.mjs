@@ -40,7 +40,7 @@ const SESSION_MS = 20 * 60 * 1000; // the service's default session
 const GRACE_MS = 60 * 1000; // reconciliation.graceSecs
 const LEASE_MS = 60_000; // webhook.leaseMs
 const SAMPLES = Number(process.env.GROWTH_SAMPLES ?? 300);
-const PASSES = Number(process.env.GROWTH_PASSES ?? 15);
+const PASSES = Number(process.env.GROWTH_PASSES ?? 18);
 const BATCH = 20; // reconciliation.batchSize
 const gc = globalThis.gc ?? (() => undefined);
 const heapMiB = () => (gc(), gc(), process.memoryUsage().heapUsed / 2 ** 20);
@@ -230,7 +230,11 @@ async function keysWithoutTtl(redis) {
   return { sampled, withoutTtl: [...lasting].sort() };
 }
 
-async function openStore(kind, redisUrl, postgresUrl) {
+/**
+ * Store `index` of a run (one per size, side by side): the store, how to fill it, how to read its
+ * size. Redis: keys under `grw:<index>:` in the URL's database; PostgreSQL: tables `grw_<index>_*`.
+ */
+async function openStore(kind, redisUrl, postgresUrl, index) {
   if (kind === 'memory') {
     const store = new MemoryPaymentsStore();
     return {
@@ -244,34 +248,29 @@ async function openStore(kind, redisUrl, postgresUrl) {
     const { RedisPaymentsStore } = await import(`${dist}redis/index.js`);
     const { Redis } = await import('ioredis');
     const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-    // The database index of the URL is this benchmark's own: emptied before and after.
-    await redis.flushdb();
     const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))[1]);
-    const base = await usedMemory();
-    const store = new RedisPaymentsStore(redis, { keyPrefix: 'grw:', operationTimeoutMs: 60_000 });
+    const store = new RedisPaymentsStore(redis, { keyPrefix: `grw:${index}:`, operationTimeoutMs: 60_000 });
+    let filled = { keys: 0, usedMiB: 0 };
     return {
       store,
-      fill: (from, to) => fillByMethods(store, from, to, 2000),
-      size: async () => ({
-        keys: await redis.dbsize(),
-        usedMiB: ((await usedMemory()) - base) / 2 ** 20,
-        ...(await keysWithoutTtl(redis)),
-      }),
-      close: async () => {
-        await redis.flushdb();
-        await redis.quit();
+      // The database holds every store of the run: what this one's fill added is its size.
+      async fill(from, to) {
+        const [keys0, used0] = [await redis.dbsize(), await usedMemory()];
+        await fillByMethods(store, from, to, 2000);
+        filled = {
+          keys: filled.keys + (await redis.dbsize()) - keys0,
+          usedMiB: filled.usedMiB + ((await usedMemory()) - used0) / 2 ** 20,
+        };
       },
+      size: async () => ({ ...filled, ...(await keysWithoutTtl(redis)) }),
+      close: () => redis.quit(),
     };
   }
   const { PostgresPaymentsStore } = await import(`${dist}postgres/index.js`);
   const pg = await import('pg');
-  const pool = new (pg.default ?? pg).Pool({ connectionString: postgresUrl, max: 10 });
-  const prefix = 'grw_';
-  const dropAll = async () => {
-    const { rows } = await pool.query(`SELECT tablename FROM pg_tables WHERE tablename LIKE 'grw\\_%'`);
-    for (const { tablename } of rows) await pool.query(`DROP TABLE IF EXISTS "${tablename}" CASCADE`);
-  };
-  await dropAll();
+  const pool = new (pg.default ?? pg).Pool({ connectionString: postgresUrl, max: 5 });
+  const prefix = `grw_${index}_`;
+  const like = `grw\\_${index}\\_%`;
   const store = new PostgresPaymentsStore(pool, { tablePrefix: prefix, operationTimeoutMs: 60_000 });
   await store.ping();
   const tables = ['bindings', 'events', 'pending', 'orders', 'outcomes'].map((t) => `"${prefix}${t}"`);
@@ -286,22 +285,18 @@ async function openStore(kind, redisUrl, postgresUrl) {
     },
     /** Checks that copied rows equal what the store's methods write (payment `n` both ways). */
     async checkCopy(n) {
+      const match = `t::text LIKE '%grw\\_${n}\\_\\_%' OR t::text LIKE '%grw-o-${n}%' OR t::text LIKE '%${fillToken(n)}%'`;
       const read = async () => {
         const out = {};
         for (const table of tables) {
-          const { rows } = await pool.query(
-            `SELECT * FROM ${table} t WHERE t::text LIKE '%grw\\_${n}\\_\\_%' OR t::text LIKE '%grw-o-${n}%' OR t::text LIKE '%${fillToken(n)}%'`,
-          );
+          const { rows } = await pool.query(`SELECT * FROM ${table} t WHERE ${match}`);
           out[table] = rows.map((r) => JSON.stringify({ ...r, expires_at: undefined }));
         }
         return out;
       };
       await writePayment(store, n, FILL_NOW);
       const byMethods = await read();
-      for (const table of tables)
-        await pool.query(
-          `DELETE FROM ${table} t WHERE t::text LIKE '%grw\\_${n}\\_\\_%' OR t::text LIKE '%grw-o-${n}%' OR t::text LIKE '%${fillToken(n)}%'`,
-        );
+      for (const table of tables) await pool.query(`DELETE FROM ${table} t WHERE ${match}`);
       await this.fill(n, n + 1);
       const byCopy = await read();
       return { byMethods, byCopy };
@@ -310,14 +305,16 @@ async function openStore(kind, redisUrl, postgresUrl) {
       const { rows } = await pool.query(
         `SELECT c.relname AS name, pg_total_relation_size(c.oid)::float8 AS bytes, c.reltuples::float8 AS rows
          FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
-         WHERE c.relkind = 'r' AND c.relname LIKE 'grw\\_%' AND s.nspname = current_schema()`,
+         WHERE c.relkind = 'r' AND c.relname LIKE '${like}' AND s.nspname = current_schema()`,
       );
-      // Sequential scans of the store's tables since the last reading (the fill's ANALYZE aside):
-      // a statement that scans a table instead of using an index shows here.
+      // Sequential scans of the store's tables so far: a statement that scans a table instead of
+      // using an index shows here (the difference over the measured calls is reported).
       const { rows: scans } = await pool.query(
-        `SELECT relname AS name, seq_scan::float8 AS seq, seq_tup_read::float8 AS read FROM pg_stat_user_tables WHERE relname LIKE 'grw\\_%'`,
+        `SELECT relname AS name, seq_scan::float8 AS seq, seq_tup_read::float8 AS read FROM pg_stat_user_tables WHERE relname LIKE '${like}'`,
       );
-      const seqScans = Object.fromEntries(scans.map((r) => [r.name, { seq: r.seq, read: r.read }]));
+      const seqScans = Object.fromEntries(
+        scans.map((r) => [r.name.slice(prefix.length), { seq: r.seq, read: r.read }]),
+      );
       return {
         seqScans,
         totalMiB: rows.reduce((s, r) => s + r.bytes, 0) / 2 ** 20,
@@ -326,73 +323,87 @@ async function openStore(kind, redisUrl, postgresUrl) {
     },
     close: async () => {
       await store.close();
-      await dropAll();
       await pool.end();
     },
   };
 }
 
+/** Empties what the run writes in Redis (its own database index) or PostgreSQL (tables `grw_*`). */
+async function emptyAll(kind, redisUrl, postgresUrl) {
+  if (kind === 'redis') {
+    const { Redis } = await import('ioredis');
+    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+    await redis.flushdb();
+    await redis.quit();
+  } else if (kind === 'postgres') {
+    const pg = await import('pg');
+    const client = new (pg.default ?? pg).Client({ connectionString: postgresUrl });
+    await client.connect();
+    const { rows } = await client.query(`SELECT tablename FROM pg_tables WHERE tablename LIKE 'grw\\_%'`);
+    for (const { tablename } of rows) await client.query(`DROP TABLE IF EXISTS "${tablename}" CASCADE`);
+    await client.end();
+  }
+}
+
 // ---------------------------------------------------------------- measure
-async function timed(count, call, counter) {
-  const latencies = [];
-  const trips = [];
+const ROUNDS = Number(process.env.GROWTH_ROUNDS ?? 6);
+const PATHS = ['generate', 'webhook', 'return', 'pass'];
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs `call` `count` times one at a time, adding each latency and round trips to `into`. */
+async function timed(count, call, counter, into) {
+  const round = [];
   for (let i = 0; i < count; i++) {
     const before = counter.total();
     const start = performance.now();
     await call(i);
-    latencies.push(performance.now() - start);
-    trips.push(counter.total() - before);
+    const ms = performance.now() - start;
+    round.push(ms);
+    into.latencies.push(ms);
+    into.trips.push(counter.total() - before);
   }
-  latencies.sort((a, b) => a - b);
-  return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), trips: median(trips), calls: count };
+  into.rounds.push(median(round));
 }
 
-async function measure(kind, stubUrl, redisUrl, postgresUrl, sizesArg) {
-  const sizes = sizesArg
-    .split(',')
-    .map(Number)
-    .sort((a, b) => a - b);
-  const opened = await openStore(kind, redisUrl, postgresUrl);
+/** One store of the run, at one size, with its own client and counting proxy, and what it measured. */
+async function sizedStore(kind, stubUrl, redisUrl, postgresUrl, index, size) {
+  const opened = await openStore(kind, redisUrl, postgresUrl, index);
   const counter = counting(opened.store);
   const client = clientOf(counter.store, stubUrl);
   const signer = new WebhookTokenSigner(SECRET);
-  let copyCheck;
-  if (opened.checkCopy) {
-    // An open payment and a done one, each written by the store's methods and then by the copy.
-    const checks = [await opened.checkCopy(777_777_771), await opened.checkCopy(777_777_777)];
-    copyCheck = checks.every((c) => JSON.stringify(c.byMethods) === JSON.stringify(c.byCopy)) ? 'same rows' : checks;
-    if (copyCheck !== 'same rows') process.stderr.write(`growth: copied rows differ: ${JSON.stringify(copyCheck)}\n`);
-  }
+  const got = Object.fromEntries(PATHS.map((p) => [p, { latencies: [], trips: [], rounds: [] }]));
   let order = 0;
   let extra = 0; // payments made by the measurements: ids of their own
-  const out = [];
-  let filled = 0;
-  const paths = {
-    async generate(count) {
-      const made = [];
-      const r = await timed(
+  const own = () => 800_000_000_000 + ++extra;
+  return {
+    size,
+    opened,
+    client,
+    got,
+    async generate(count, made) {
+      await timed(
         count,
         async () =>
           made.push(
-            (await client.generatePayment({ amount: '12500', developerTrackingId: `grw-g-${++order}` })).paymentId,
+            (await client.generatePayment({ amount: '12500', developerTrackingId: `grw-g-${index}-${++order}` }))
+              .paymentId,
           ),
         counter,
+        got.generate,
       );
-      return { r, made };
     },
     async webhook(count) {
       // Tokens as generatePayment issues them, written as it writes them (not timed).
       const now = Date.now();
       const tokens = [];
       for (let i = 0; i < count; i++) {
-        const n = 800_000_000_000 + ++extra;
-        const { binding, entry, dueAt } = generated(n, now);
+        const { binding, entry, dueAt } = generated(own(), now);
         const { token, claims } = signer.issue('12500', binding.developerTrackingId, TOKEN_TTL);
         await opened.store.saveBinding(claims.nonce, binding, TOKEN_TTL);
         await opened.store.queueGenerated(entry, dueAt);
         tokens.push([token, binding.paymentId]);
       }
-      return timed(
+      await timed(
         count,
         async (i) => {
           const [token, paymentId] = tokens[i];
@@ -400,91 +411,139 @@ async function measure(kind, stubUrl, redisUrl, postgresUrl, sizesArg) {
           if (answer.status !== 200) throw new Error(`webhook answered ${answer.status}`);
         },
         counter,
+        got.webhook,
       );
     },
     async ret(ids) {
-      return timed(
+      await timed(
         ids.length,
         async (i) => {
           const r = await client.reconcilePayment(ids[i]);
           if (r.outcome !== 'confirmed') throw new Error(`return: ${r.outcome}`);
         },
         counter,
+        got.return,
       );
     },
     async passes(count) {
       // `count` batches due now, queued as generatePayment queues them; the rest is due later.
       const now = Date.now();
       for (let i = 0; i < count * BATCH; i++) {
-        const n = 800_000_000_000 + ++extra;
-        const { entry } = generated(n, now - SESSION_MS - GRACE_MS - 10_000);
+        const { entry } = generated(own(), now - SESSION_MS - GRACE_MS - 10_000);
         await opened.store.queueGenerated(entry, now - 5000 + i);
       }
-      const times = [];
-      const trips = [];
-      let settled = 0;
-      for (let i = 0; i < count; i++) {
-        const before = counter.total();
-        const start = performance.now();
-        const run = await client.runReconciliation();
-        times.push(performance.now() - start);
-        trips.push(counter.total() - before);
-        settled += run.settled;
-      }
-      times.sort((a, b) => a - b);
-      return { p50: quantile(times, 0.5), p99: quantile(times, 0.99), trips: median(trips), settled, passes: count };
+      await timed(
+        count,
+        async () => {
+          const run = await client.runReconciliation();
+          if (run.settled !== BATCH) throw new Error(`pass settled ${run.settled}`);
+        },
+        counter,
+        got.pass,
+      );
     },
   };
-  // Warm-up (JIT, sockets, prepared statements), not measured.
-  const warm = await paths.generate(50);
-  await paths.webhook(50);
-  await paths.ret(warm.made);
-  await paths.passes(2);
-  for (const size of sizes) {
-    const t0 = performance.now();
-    await opened.fill(filled, size);
-    const fillSecs = (performance.now() - t0) / 1000;
-    filled = size;
-    // countPending first: on PostgreSQL it is a count(*), a scan of the queue, kept out of the calls measured.
-    const pending = await opened.store.countPending();
-    const storeSize = await opened.size();
-    const heap = heapMiB();
-    const generate = await paths.generate(SAMPLES);
-    const webhook = await paths.webhook(SAMPLES);
-    const ret = await paths.ret(generate.made);
-    const passes = await paths.passes(PASSES);
-    // Sequential scans made by the measured calls (pg_stat counters lag by up to half a second).
-    let seqScans;
-    if (storeSize.seqScans) {
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      const after = (await opened.size()).seqScans;
-      seqScans = Object.fromEntries(
-        Object.entries(after).map(([t, v]) => [
-          t,
-          { seq: v.seq - (storeSize.seqScans[t]?.seq ?? 0), read: v.read - (storeSize.seqScans[t]?.read ?? 0) },
-        ]),
-      );
+}
+
+/**
+ * Every size's store side by side (filled smallest first), then measured in rounds, the stores in
+ * a rotated order each round, so that load from outside falls on every size alike; the ratio of a
+ * size to the smallest is the median of the per-round ratios of their medians.
+ */
+async function measure(kind, stubUrl, redisUrl, postgresUrl, sizesArg) {
+  const sizes = sizesArg
+    .split(',')
+    .map(Number)
+    .sort((a, b) => a - b);
+  await emptyAll(kind, redisUrl, postgresUrl);
+  const stores = [];
+  let copyCheck;
+  try {
+    for (const [index, size] of sizes.entries()) {
+      const heap0 = heapMiB();
+      const s = await sizedStore(kind, stubUrl, redisUrl, postgresUrl, index, size);
+      if (index === 0 && s.opened.checkCopy) {
+        // An open payment and a done one, each written by the store's methods and then by the copy.
+        const checks = [await s.opened.checkCopy(777_777_771), await s.opened.checkCopy(777_777_777)];
+        copyCheck = checks.every((c) => JSON.stringify(c.byMethods) === JSON.stringify(c.byCopy))
+          ? 'same rows'
+          : checks;
+        if (copyCheck !== 'same rows')
+          process.stderr.write(`growth: copied rows differ: ${JSON.stringify(copyCheck)}\n`);
+      }
+      const t0 = performance.now();
+      await s.opened.fill(0, size);
+      s.fillSecs = (performance.now() - t0) / 1000;
+      s.heapDeltaMiB = heapMiB() - heap0;
+      // countPending: on PostgreSQL a count(*), a scan of the queue, kept out of the calls measured.
+      s.pending = await s.opened.store.countPending();
+      process.stderr.write(`growth: ${kind} ${size} filled in ${s.fillSecs.toFixed(1)} s\n`);
+      stores.push(s);
     }
-    const row = {
-      size,
-      fillSecs,
-      store: storeSize,
-      heapMiB: heap,
-      pending,
-      generate: generate.r,
-      webhook,
-      return: ret,
-      pass: passes,
-      seqScans,
-    };
-    process.stderr.write(
-      `growth: ${kind} ${size}: fill ${fillSecs.toFixed(1)} s; generate ${generate.r.p50.toFixed(2)}/${generate.r.p99.toFixed(2)} ms ${generate.r.trips} rt; webhook ${webhook.p50.toFixed(2)}/${webhook.p99.toFixed(2)} ms ${webhook.trips} rt; return ${ret.p50.toFixed(2)}/${ret.p99.toFixed(2)} ms ${ret.trips} rt; pass ${passes.p50.toFixed(1)} ms ${passes.trips} rt; ${JSON.stringify(storeSize).slice(0, 200)}; heap ${heap.toFixed(1)} MiB\n`,
-    );
-    out.push(row);
+    // Warm-up of every store (JIT, sockets, prepared statements), not measured.
+    for (const s of stores) {
+      const made = [];
+      await s.generate(30, made);
+      await s.webhook(30);
+      await s.ret(made);
+      await s.passes(1);
+      for (const p of PATHS) s.got[p] = { latencies: [], trips: [], rounds: [] };
+    }
+    if (kind === 'postgres') await sleep(1000); // the statistics settle
+    for (const s of stores) s.before = await s.opened.size();
+    const heap = heapMiB();
+    const perRound = Math.max(1, Math.round(SAMPLES / ROUNDS));
+    const passesPerRound = Math.max(1, Math.round(PASSES / ROUNDS));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let k = 0; k < stores.length; k++) {
+        const s = stores[(k + round) % stores.length];
+        const made = [];
+        await s.generate(perRound, made);
+        await s.webhook(perRound);
+        await s.ret(made);
+        await s.passes(passesPerRound);
+      }
+    }
+    if (kind === 'postgres') await sleep(1000);
+    const smallest = stores[0];
+    const rows = [];
+    for (const s of stores) {
+      const after = await s.opened.size();
+      const row = { size: s.size, fillSecs: s.fillSecs, store: s.before, pending: s.pending, heapMiB: heap };
+      if (kind === 'memory') row.heapMiB = s.heapDeltaMiB;
+      for (const p of PATHS) {
+        const g = s.got[p];
+        const sorted = [...g.latencies].sort((a, b) => a - b);
+        row[p] = {
+          p50: quantile(sorted, 0.5),
+          p99: quantile(sorted, 0.99),
+          trips: median(g.trips),
+          calls: g.latencies.length,
+          // Paired by round with the smallest store (measured seconds apart, in the same round).
+          vsSmallest: median(g.rounds.map((m, r) => m / smallest.got[p].rounds[r])),
+        };
+      }
+      if (after.seqScans)
+        row.seqScans = Object.fromEntries(
+          Object.entries(after.seqScans).map(([t, v]) => [
+            t,
+            { seq: v.seq - (s.before.seqScans[t]?.seq ?? 0), read: v.read - (s.before.seqScans[t]?.read ?? 0) },
+          ]),
+        );
+      const f = (x) => `${x.p50.toFixed(2)}/${x.p99.toFixed(2)} ms ${x.trips} rt ${x.vsSmallest.toFixed(2)}x`;
+      process.stderr.write(
+        `growth: ${kind} ${s.size}: generate ${f(row.generate)}; webhook ${f(row.webhook)}; return ${f(row.return)}; pass ${f(row.pass)}\n`,
+      );
+      rows.push(row);
+    }
+    return { store: kind, rows, copyCheck, rounds: ROUNDS };
+  } finally {
+    for (const s of stores) {
+      await s.client.close();
+      await s.opened.close();
+    }
+    await emptyAll(kind, redisUrl, postgresUrl);
   }
-  await client.close();
-  await opened.close();
-  return { store: kind, rows: out, copyCheck };
 }
 
 // ---------------------------------------------------------------- retention
