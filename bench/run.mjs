@@ -1,12 +1,17 @@
 // `npm run bench`: builds, then runs every benchmark against loopback servers only and writes
-// bench/RESULTS.md (raw figures in bench/.work/last.json). About 5 minutes on 2 cores.
+// bench/RESULTS.md (raw figures in bench/.work/last.json). About 5 minutes on 2 cores, and 10 to 20
+// more for the growth part (1M payments in each store; GROWTH_SIZES makes it smaller).
 //
 //   node bench/run.mjs                       full run
 //   node bench/run.mjs --quick               short run (client overhead, memory-store ingest; under 90 s
 //                                            with the build): prints the tables, never fails on a figure
 //   node bench/run.mjs --only=memory,budget  some parts only (client, memory, redis, pglite,
-//                                            postgres, budget): prints the figures and writes
+//                                            postgres, budget, growth): prints the figures and writes
 //                                            bench/.work/partial.json, never RESULTS.md
+//   GROWTH_SIZES=10000,100000 node bench/run.mjs --only=growth
+//                                            how cost grows with the store (default sizes
+//                                            10000,100000,1000000; GROWTH_STORES=memory,redis,postgres,
+//                                            GROWTH_RETENTION=<payments> for the retention run, 0 skips it)
 //   node bench/run.mjs --report-only         rewrite RESULTS.md from the figures of the last full run
 //
 // What it measures, side by side in one run (ratios are only meaningful within a run on a shared
@@ -28,7 +33,7 @@ import { fmt, forkChild, machineFacts, median } from './common.mjs';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
-const PARTS = ['client', 'memory', 'redis', 'pglite', 'postgres', 'budget'];
+const PARTS = ['client', 'memory', 'redis', 'pglite', 'postgres', 'budget', 'growth'];
 const onlyArg = process.argv.slice(2).find((a) => a.startsWith('--only='));
 const ONLY = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',')) : undefined;
 for (const part of ONLY ?? [])
@@ -39,6 +44,12 @@ const QUICK_PARTS = new Set(['client', 'memory']);
 const wanted = (part) => (ONLY ? ONLY.has(part) : !QUICK || QUICK_PARTS.has(part));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+// The growth part empties its Redis database and drops its tables: its own database index and database.
+const GROWTH_REDIS_URL = process.env.GROWTH_REDIS_URL ?? 'redis://127.0.0.1:6379/7';
+const GROWTH_POSTGRES_URL = process.env.GROWTH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/growth';
+const GROWTH_SIZES = process.env.GROWTH_SIZES ?? '10000,100000,1000000';
+const GROWTH_STORES = (process.env.GROWTH_STORES ?? 'memory,redis,postgres').split(',');
+const GROWTH_RETENTION = Number(process.env.GROWTH_RETENTION ?? 300_000);
 const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CFG = QUICK
   ? {
@@ -344,6 +355,141 @@ async function verifyBudget(stubUrl) {
   return result;
 }
 
+// ---------------------------------------------------------------- 4. growth with the store's size
+/** growth.mjs for each store (its own process), against a stub of its own in --echo-tracking mode. */
+async function growth() {
+  log(`growth: stores filled to ${GROWTH_SIZES} payments (30% open, 70% done); ${GROWTH_STORES.join(', ')}`);
+  const stub = forkChild('./stub-server.mjs', ['--echo-tracking']);
+  const { port } = await stub.next('ready');
+  const stubUrl = `http://127.0.0.1:${port}`;
+  const stores = [];
+  try {
+    for (const kind of GROWTH_STORES) {
+      const url = kind === 'redis' ? GROWTH_REDIS_URL : GROWTH_POSTGRES_URL;
+      if (kind !== 'memory' && !(await reachable(url, kind === 'redis' ? 6379 : 5432))) {
+        stores.push({ store: kind, skipped: `no ${kind} at ${url.replace(/\/\/[^@]*@/, '//')}` });
+        continue;
+      }
+      const child = forkChild(
+        './growth.mjs',
+        ['measure', kind, stubUrl, GROWTH_REDIS_URL, GROWTH_POSTGRES_URL, GROWTH_SIZES],
+        { execArgv: ['--expose-gc'], readyTimeoutMs: 3_600_000 },
+      );
+      const measured = await child.next('result', 3_600_000);
+      await child.stop();
+      delete measured.type;
+      stores.push(measured);
+    }
+    let retention;
+    if (GROWTH_RETENTION > 0) {
+      log(`growth: retention, memory store, ${GROWTH_RETENTION} payments through the engine on a test clock`);
+      const child = forkChild('./growth.mjs', ['retention', stubUrl, String(GROWTH_RETENTION)], {
+        execArgv: ['--expose-gc'],
+        readyTimeoutMs: 3_600_000,
+      });
+      retention = await child.next('result', 3_600_000);
+      delete retention.type;
+      await child.stop();
+    }
+    const result = { sizes: GROWTH_SIZES, stores, retention };
+    log(growthTable(result));
+    return result;
+  } finally {
+    await stub.stop();
+  }
+}
+
+const GROWTH_PATHS = [
+  ['generate', 'generatePayment (a new order)'],
+  ['webhook', 'paid webhook (signed token, webhook processor)'],
+  ['return', 'return (`reconcilePayment`)'],
+  ['pass', `reconciliation pass (20 payments due, the rest of the queue later)`],
+];
+
+/**
+ * The largest size's p50 over the smallest's: the median of the per-round ratios when the sizes
+ * were measured side by side in rounds, else the ratio of the p50s.
+ */
+function p50Ratio(a, b, key) {
+  return b[key].vsSmallest ?? b[key].p50 / a[key].p50;
+}
+
+/** The smallest and the largest size measured of a store, for the ratio of the largest to the smallest. */
+function growthEnds(x) {
+  const rows = x.rows ?? [];
+  return rows.length ? [rows[0], rows[rows.length - 1]] : [];
+}
+
+function storeSizeText(kind, s) {
+  if (kind === 'memory') return `${s.entries} entries`;
+  if (kind === 'redis') return `${s.keys} keys, ${fmt(s.usedMiB)} MiB`;
+  return `${fmt(s.totalMiB)} MiB`;
+}
+
+function growthTable(g) {
+  const out = [];
+  for (const x of g.stores) {
+    if (x.skipped) {
+      out.push(`${x.store}: skipped: ${x.skipped}`, '');
+      continue;
+    }
+    const sizes = x.rows.map((r) => r.size);
+    const [a, b] = growthEnds(x);
+    const k = (n) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n));
+    out.push(
+      `**${x.store}** (stored payments: ${sizes.map(k).join(', ')}${x.copyCheck ? `; rows copied from template payments: ${typeof x.copyCheck === 'string' ? x.copyCheck : '**differ**'}` : ''})`,
+      '',
+      `| path | ${sizes.map((n) => `${k(n)}: p50 / p99 ms, round trips`).join(' | ')} | ${k(b.size)}/${k(a.size)}: p50, p99, round trips |`,
+      `|---|${sizes.map(() => '---:').join('|')}|---:|`,
+    );
+    for (const [key, label] of GROWTH_PATHS) {
+      const cells = x.rows.map((r) => `${fmt(r[key].p50, 2)} / ${fmt(r[key].p99, 2)}, ${r[key].trips}`);
+      out.push(
+        `| ${label} | ${cells.join(' | ')} | ${fmt(p50Ratio(a, b, key), 2)}×, ${fmt(b[key].p99 / a[key].p99, 2)}×, ${fmt(b[key].trips / a[key].trips, 2)}× |`,
+      );
+    }
+    out.push(
+      `| store size | ${x.rows.map((r) => storeSizeText(x.store, r.store)).join(' | ')} | |`,
+      `| queue (countPending) | ${x.rows.map((r) => r.pending).join(' | ')} | |`,
+      x.store === 'memory'
+        ? `| heap the store's fill added, after GC, MiB | ${x.rows.map((r) => fmt(r.heapMiB)).join(' | ')} | ${fmt(b.heapMiB / a.heapMiB, 2)}× |`
+        : `| the process's heap after GC (every size's client), MiB | ${fmt(a.heapMiB)} | |`,
+      `| fill time, s | ${x.rows.map((r) => fmt(r.fillSecs, 1)).join(' | ')} | |`,
+      ...(x.rows[0].seqScans
+        ? [
+            `| sequential scans of the store's tables during the measured calls (rows read) | ${x.rows
+              .map((r) => {
+                const all = Object.values(r.seqScans);
+                return `${all.reduce((n, v) => n + v.seq, 0)} (${all.reduce((n, v) => n + v.read, 0)})`;
+              })
+              .join(' | ')} | |`,
+          ]
+        : []),
+      '',
+    );
+  }
+  const r = g.retention;
+  if (r) {
+    out.push(
+      `**retention** (memory store, default retention, ${r.payments} payments through the engine over ${fmt(r.days)} simulated days)`,
+      '',
+      '| simulated day | payments so far | store entries | queue | heap after GC, MiB |',
+      '|---:|---:|---:|---:|---:|',
+      ...r.samples.map((s) => `| ${fmt(s.day)} | ${s.payments} | ${s.entries} | ${s.pending} | ${fmt(s.heapMiB, 1)} |`),
+      '',
+    );
+  }
+  return out.join('\n');
+}
+
+/** Whether the heap and the entries of the retention run stay flat in its second half (within 10%). */
+function retentionFlat(r) {
+  const half = r.samples.filter((s) => s.day >= r.days / 2);
+  if (half.length < 2) return undefined;
+  const spread = (key) => Math.max(...half.map((s) => s[key])) / Math.min(...half.map((s) => s[key]));
+  return { heap: spread('heapMiB'), entries: spread('entries') };
+}
+
 // ---------------------------------------------------------------- report
 const TRACING_OFF = 'no SDK, telemetry: false';
 const TRACING_ON = 'SDK, telemetry on';
@@ -558,6 +704,32 @@ function summaryRows(r) {
         b.skipped ? undefined : b.perSettled <= 1.1,
       ),
     );
+  for (const x of r.growth?.stores ?? []) {
+    if (x.skipped || x.store === 'memory') continue;
+    const [a, b] = growthEnds(x);
+    if (!a || a === b) continue;
+    const ratios = GROWTH_PATHS.slice(0, 3).map(([key]) => [p50Ratio(a, b, key), b[key].trips / a[key].trips]);
+    rows.push(
+      targetRow(
+        `${x.store}: generatePayment, webhook, return at ${b.size} stored payments ÷ at ${a.size}: p50 latency, round trips`,
+        '≤ 1.1×, ≤ 1.1×',
+        ratios.map(([l, t]) => `${fmt(l, 2)}×, ${fmt(t, 2)}×`).join('; '),
+        ratios.every(([l, t]) => l <= 1.1 && t <= 1.1),
+      ),
+    );
+  }
+  if (r.growth?.retention) {
+    const flat = retentionFlat(r.growth.retention);
+    if (flat)
+      rows.push(
+        targetRow(
+          `memory store, ${r.growth.retention.payments} payments over ${fmt(r.growth.retention.days)} simulated days, default retention: heap and entries over the second half, max ÷ min`,
+          '≤ 1.1×',
+          `${fmt(flat.heap, 2)}×, ${fmt(flat.entries, 2)}×`,
+          flat.heap <= 1.1 && flat.entries <= 1.1,
+        ),
+      );
+  }
   const ingested = r.ingest.filter((x) => !x.skipped);
   if (ingested.length)
     rows.push(
@@ -671,6 +843,16 @@ Why at most one verify per payment: every path goes through one claim per paymen
 outcome record; reconciliation: leaves the entry for later) or done (no call). A verify can only be repeated when
 the claim is released without an outcome (the service failed, or still pending).
 
+## How cost grows with the store
+
+\`bench/growth.mjs\` (part \`growth\`): ${
+    r.growth
+      ? `each store filled to ${r.growth.sizes} payments (30% open: a binding and a queue entry as \`generatePayment\` leaves them; 70% done: binding, done marker, order settlement and outcome record as a confirmed webhook leaves them), every size's store side by side, measured in rounds (the stores in a rotated order each round, so that load from outside falls on every size alike): 300 calls of each path per size, one at a time, against the stub (\`--echo-tracking\`), and 18 reconciliation passes of 20 due payments. Round trips are store method calls, counted by a proxy around the store. The last column is the largest size over the smallest: p50 as the median of the per-round ratios, p99 and round trips over the whole run.
+
+${growthTable(r.growth)}`
+      : 'Not measured in this run.'
+  }
+
 ## Store round trips per confirmation
 
 Not timed here: the test suite counts them at each backend's wire (\`test/redis/round-trips.e2e-spec.ts\`), and
@@ -724,6 +906,7 @@ async function main() {
     if (await reachable(POSTGRES_URL, 5432)) ingestResults.push(...(await ingest('postgres', plain, stubUrl)).list);
     else ingestResults.push({ store: 'postgres', skipped: `no PostgreSQL at ${POSTGRES_URL}` });
   }
+  const growthResult = wanted('growth') ? await growth() : undefined;
   const budget = wanted('budget')
     ? redisUp
       ? await verifyBudget(stubUrl)
@@ -751,6 +934,7 @@ async function main() {
     ingest: ingestResults,
     memoryRatios: memory?.ratios,
     budget,
+    growth: growthResult,
     totalSeconds,
   };
   mkdirSync(new URL('./.work/', import.meta.url), { recursive: true });
