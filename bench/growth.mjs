@@ -81,7 +81,7 @@ function clientOf(store, stubUrl, clock) {
     store,
     ...(clock ? { clock } : {}),
   });
-  client.setOutcomeDispatcher(async () => {});
+  client.setHandlers({ handlersOf: () => [async () => {}] });
   return client;
 }
 

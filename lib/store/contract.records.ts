@@ -149,6 +149,28 @@ export function describeRecords(c: ContractContext): void {
       for (const e of [a, b, c]) await store.removePending(e.paymentId);
     });
 
+    it('takes a re-queued entry at its new due time only, once, whether moved later or earlier', async () => {
+      const base = Date.now() + 2500 * LONG_MS;
+      const [later, earlier] = [pending(), pending()];
+      await store.schedulePending(later, base + 1);
+      await store.schedulePending(earlier, base + 5_000);
+      await store.schedulePending(later, base + 5_000);
+      await store.schedulePending(earlier, base + 2);
+      const first = (await store.takeDuePending(base + 10, 100, LONG_MS)).map((t) => t.paymentId);
+      expect(first).toContain(earlier.paymentId);
+      expect(first).not.toContain(later.paymentId);
+      const second = (await store.takeDuePending(base + 5_000, 100, LONG_MS)).map((t) => t.paymentId);
+      expect(second.filter((id) => id === later.paymentId)).toHaveLength(1);
+      expect(second).not.toContain(earlier.paymentId);
+      await store.removePending(later.paymentId);
+      await store.schedulePending(later, base + 6_000);
+      await store.removePending(later.paymentId);
+      expect((await store.takeDuePending(base + 6_000, 100, LONG_MS)).map((t) => t.paymentId)).not.toContain(
+        later.paymentId,
+      );
+      for (const e of [later, earlier]) await store.removePending(e.paymentId);
+    });
+
     it('hides a taken entry for the lease, then offers it again (a crashed taker loses nothing)', async () => {
       const base = Date.now() + 2000 * LONG_MS;
       const entry = pending();

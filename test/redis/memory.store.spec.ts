@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
+import type { PendingPayment } from '../../lib/core/store/store.types.js';
 import { describeStoreContract } from '../support/store-contract.js';
 
 describeStoreContract('MemoryPaymentsStore', async () => {
@@ -69,6 +70,27 @@ describe('MemoryPaymentsStore bounds', () => {
     await expect(store.rateLimits.take('unsigned:999', DAY_MS)).resolves.toBe(false);
     await expect(store.rateLimits.take('unsigned:0', DAY_MS)).resolves.toBe(true);
     await store.close();
+  });
+
+  it('takes from a queue of maxPending entries, earliest due first, after evictions and 5 000 moves of one entry', async () => {
+    const store = new MemoryPaymentsStore({ maxPending: 100 });
+    const entry = (paymentId: string): PendingPayment => ({
+      paymentId,
+      amount: '1000',
+      createdAt: new Date(0).toISOString(),
+      checks: 0,
+    });
+    // 300 queued into 100 places: the first 200 are evicted and must not come back from the due index.
+    for (let i = 0; i < 300; i++) await store.schedulePending(entry(`p${i}`), 1_000 + (i % 7));
+    // One entry moved 5 000 times (each move leaves a stale due time behind), finally due last.
+    for (let i = 0; i < 5_000; i++) await store.schedulePending(entry('p299'), 2_000 + i);
+    const taken = (await store.takeDuePending(10_000, 1_000, DAY_MS)).map((t) => t.paymentId);
+    const expected = Array.from({ length: 99 }, (_, k) => 200 + k)
+      .sort((a, b) => (a % 7) - (b % 7) || a - b)
+      .map((i) => `p${i}`);
+    expect(taken).toEqual([...expected, 'p299']);
+    await expect(store.takeDuePending(10_000, 1_000, DAY_MS)).resolves.toEqual([]);
+    await expect(store.countPending()).resolves.toBe(100);
   });
 
   it('keeps its data on close (a store passed in may serve another app, or the same app again)', async () => {

@@ -60,6 +60,110 @@ interface Claim {
 interface Queued {
   entry: PendingPayment;
   dueAt: number;
+  /** The sequence number of its latest due mark: older marks of it are stale. */
+  mark?: number;
+}
+
+/**
+ * A queued payment's due time as the heap holds it; stale once its entry is replaced, moved or
+ * gone. It holds no reference to the entry, so an evicted entry is not kept alive by its marks.
+ */
+interface DueMark {
+  dueAt: number;
+  seq: number;
+  paymentId: string;
+}
+
+/**
+ * The reconciliation queue: entries by payment (LRU-bounded) and a binary min-heap of due times,
+ * so a pass costs its due entries and a logarithm of the queue rather than a scan and sort of it
+ * (a year-old shop's queue holds up to `maxPending` entries, and a pass runs every minute).
+ * Marks are never updated in place: a move pushes a new one and the old one is skipped when met;
+ * the heap is rebuilt when stale marks outnumber live ones.
+ */
+class DueQueue {
+  readonly entries: LRUCache<string, Queued>;
+  private heap: DueMark[] = [];
+  private seq = 0;
+
+  constructor(max: number, options: { perf: { now(): number }; ttlResolution: number }) {
+    this.entries = new LRUCache({ max, ...options });
+  }
+
+  /** Queues `queued` for its payment, replacing any entry of it. */
+  set(paymentId: string, queued: Queued): void {
+    this.entries.set(paymentId, queued);
+    this.mark(paymentId, queued);
+  }
+
+  /** Takes at most `limit` entries due at `now`, earliest due first, each moved to `nextDue`. */
+  takeDue(now: number, limit: number, nextDue: number): PendingPayment[] {
+    const taken: Queued[] = [];
+    while (taken.length < limit && this.heap.length > 0 && this.heap[0].dueAt <= now) {
+      const queued = this.liveEntry(this.pop());
+      if (queued) taken.push(queued);
+    }
+    // Moved only once all are taken: a mark pushed meanwhile (due later than now) is not met again.
+    for (const queued of taken) {
+      queued.dueAt = nextDue;
+      this.mark(queued.entry.paymentId, queued);
+    }
+    return taken.map((q) => ({ ...q.entry }));
+  }
+
+  private liveEntry(mark: DueMark): Queued | undefined {
+    const queued = this.entries.peek(mark.paymentId);
+    return queued?.mark === mark.seq ? queued : undefined;
+  }
+
+  private mark(paymentId: string, queued: Queued): void {
+    queued.mark = this.seq++;
+    this.push({ dueAt: queued.dueAt, seq: queued.mark, paymentId });
+    if (this.heap.length > 2 * this.entries.size + 1024) this.rebuild();
+  }
+
+  private rebuild(): void {
+    const live = this.heap.filter((m) => this.liveEntry(m) !== undefined);
+    this.heap = [];
+    for (const mark of live) this.push(mark);
+  }
+
+  private static before(a: DueMark, b: DueMark): boolean {
+    return a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.seq < b.seq);
+  }
+
+  private push(mark: DueMark): void {
+    const heap = this.heap;
+    heap.push(mark);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!DueQueue.before(heap[i], heap[parent])) break;
+      [heap[i], heap[parent]] = [heap[parent], heap[i]];
+      i = parent;
+    }
+  }
+
+  private pop(): DueMark {
+    const heap = this.heap;
+    const top = heap[0];
+    const last = heap.pop() as DueMark;
+    if (heap.length > 0) {
+      heap[0] = last;
+      let i = 0;
+      for (;;) {
+        const left = 2 * i + 1;
+        const right = left + 1;
+        let least = i;
+        if (left < heap.length && DueQueue.before(heap[left], heap[least])) least = left;
+        if (right < heap.length && DueQueue.before(heap[right], heap[least])) least = right;
+        if (least === i) break;
+        [heap[i], heap[least]] = [heap[least], heap[i]];
+        i = least;
+      }
+    }
+    return top;
+  }
 }
 
 /**
@@ -78,7 +182,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
   // duplicate run the handlers twice. Their number is bounded by the deliveries in flight (each
   // ends in markDone or release) and expired leases are dropped as they are met.
   private readonly claims = new Map<string, Claim>();
-  private readonly pending: LRUCache<string, Queued>;
+  private readonly queue: DueQueue;
   private readonly outcomes: LRUCache<string, OutcomeRecord>;
   private readonly settlements: LRUCache<string, OrderSettlement>;
   private readonly checkouts: LRUCache<string, OrderCheckout>;
@@ -98,7 +202,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
     // No default TTL: every set() passes its own, checked by positiveMs().
     this.bindings = new LRUCache({ max: options.maxBindings ?? 100_000, allowStale: false, perf, ttlResolution });
     this.done = new LRUCache({ max: options.maxEvents ?? 100_000, allowStale: false, perf, ttlResolution });
-    this.pending = new LRUCache({ max: options.maxPending ?? 100_000, perf, ttlResolution });
+    this.queue = new DueQueue(options.maxPending ?? 100_000, { perf, ttlResolution });
     this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false, perf, ttlResolution });
     this.rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits, clock: this.clock });
     this.settlements = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf, ttlResolution });
@@ -203,7 +307,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
     if (held) this.claims.delete(finish.eventKey);
     if (finish.claim === 'done') {
       if (held) this.done.set(finish.eventKey, true, { ttl: doneTtl });
-      this.pending.delete(finish.record.paymentId);
+      this.queue.entries.delete(finish.record.paymentId);
     }
     const previous = this.outcomes.get(finish.record.paymentId)?.attempts ?? 0;
     this.outcomes.set(
@@ -230,50 +334,44 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
 
   /** @inheritdoc */
   async schedulePending(entry: PendingPayment, dueAt: number): Promise<void> {
-    this.pending.set(entry.paymentId, { entry: { ...entry }, dueAt: epochMs('MemoryPaymentsStore', dueAt, 'dueAt') });
+    this.queue.set(entry.paymentId, { entry: { ...entry }, dueAt: epochMs('MemoryPaymentsStore', dueAt, 'dueAt') });
   }
 
   /** @inheritdoc */
   async queueGenerated(entry: PendingPayment, dueAt: number): Promise<void> {
     const due = epochMs('MemoryPaymentsStore', dueAt, 'dueAt');
-    const queued = this.pending.peek(entry.paymentId);
+    const queued = this.queue.entries.peek(entry.paymentId);
     if (queued) queued.entry = mergeGenerated(queued.entry, entry);
-    else this.pending.set(entry.paymentId, { entry: { ...entry }, dueAt: due });
+    else this.queue.set(entry.paymentId, { entry: { ...entry }, dueAt: due });
   }
 
   /** @inheritdoc */
   async queueRecheck(entry: PendingPayment, dueAt: number): Promise<void> {
     const due = epochMs('MemoryPaymentsStore', dueAt, 'dueAt');
-    const held = this.pending.peek(entry.paymentId)?.entry;
-    this.pending.set(entry.paymentId, { entry: held ? mergeRecheck(held, entry) : { ...entry }, dueAt: due });
+    const held = this.queue.entries.peek(entry.paymentId)?.entry;
+    this.queue.set(entry.paymentId, { entry: held ? mergeRecheck(held, entry) : { ...entry }, dueAt: due });
   }
 
   /** @inheritdoc */
   async takeDuePending(now: number, limit: number, leaseMs: number): Promise<PendingPayment[]> {
     const lease = positiveMs('MemoryPaymentsStore', leaseMs, 'leaseMs');
-    // A linear scan: the queue holds the payments of one instance's open sessions, and
-    // reconciliation runs every intervalSecs, not per request.
-    const due = [...this.pending.entries()].filter(([, q]) => q.dueAt <= now).sort((a, b) => a[1].dueAt - b[1].dueAt);
-    return due.slice(0, Math.max(0, limit)).map(([, q]) => {
-      q.dueAt = now + lease;
-      return { ...q.entry };
-    });
+    return this.queue.takeDue(now, Math.max(0, limit), now + lease);
   }
 
   /** @inheritdoc */
   async findPending(paymentId: string): Promise<PendingPayment | undefined> {
-    const queued = this.pending.peek(paymentId);
+    const queued = this.queue.entries.peek(paymentId);
     return queued ? { ...queued.entry } : undefined;
   }
 
   /** @inheritdoc */
   async removePending(paymentId: string): Promise<void> {
-    this.pending.delete(paymentId);
+    this.queue.entries.delete(paymentId);
   }
 
   /** @inheritdoc */
   async countPending(): Promise<number> {
-    return this.pending.size;
+    return this.queue.entries.size;
   }
 
   /** @inheritdoc */
@@ -317,7 +415,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
       this.bindings.size +
       this.done.size +
       this.claims.size +
-      this.pending.size +
+      this.queue.entries.size +
       this.outcomes.size +
       this.rateLimits.size +
       this.settlements.size +
