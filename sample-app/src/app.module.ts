@@ -1,6 +1,7 @@
 import { type DynamicModule, type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { PaymentsModule } from 'nestjs-payments';
+import { PaymentsDeskModule } from 'nestjs-payments/desk';
 import { AdminLoginController } from './admin/admin-login.controller.js';
 import { AdminController } from './admin/admin.controller.js';
 import { FlashMessages } from './admin/admin.flash.js';
@@ -15,11 +16,12 @@ import { OrdersController } from './orders/orders.controller.js';
 import { OrdersRepository } from './orders/orders.repository.js';
 import { PaymentEventsHandler } from './orders/payment-events.handler.js';
 import { StartupReconciliation } from './orders/startup-reconciliation.js';
+import { PAYMENTS_DESK_PATH, PaymentsStaffGuard, SHOP_ADMIN } from './security/payments-staff.guard.js';
 import { ShopSecurity, ShopSecurityMiddleware } from './security/shop-security.js';
 
 const SHOP_CONTROLLERS = [CatalogController, OrdersController, AdminLoginController, AdminController];
 
-/** The shop: catalog, checkout, return pages, admin, and the payments plugin configured from the environment. */
+/** The shop: catalog, checkout, return pages, admin, the payments desk, and the payments plugin configured from the environment. */
 @Module({})
 export class AppModule implements NestModule {
   /**
@@ -42,6 +44,13 @@ export class AppModule implements NestModule {
         PaymentsModule.forRootAsync({
           inject: [ConfigService, SHOP_SETTINGS, SHOP_SANDBOX, SHOP_DATABASE],
           useFactory: createPaymentsOptions,
+        }),
+        // What needs a person about payments, behind the admin's sign-in; its forms carry tokens of
+        // their own, so the shop's CSRF middleware is not applied to its routes.
+        PaymentsDeskModule.forRoot({
+          path: PAYMENTS_DESK_PATH,
+          guard: PaymentsStaffGuard,
+          principal: () => SHOP_ADMIN,
         }),
       ],
       controllers: SHOP_CONTROLLERS,

@@ -8,8 +8,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PaymentsService } from 'nestjs-payments';
-import type { OutcomePage } from 'nestjs-payments/store';
+import type { PaymentsClient } from '../../lib/express/index.js';
+import { getPaymentsClientToken } from '../../lib/nest/index.js';
 import { PaymentsSandbox } from 'nestjs-payments/testing';
 import { OrdersRepository } from '../../sample-app/src/orders/orders.repository.js';
 import { createShopApp, type ShopApp } from '../../sample-app/src/shop.bootstrap.js';
@@ -360,40 +360,39 @@ describe('sample shop in sandbox mode', () => {
     expect((await client.get('/admin')).text).not.toContain('id="flash"');
   });
 
-  it('"Retry now" puts the payment id into its URL encoded: an id with / ? # & % and spaces reaches the retry intact', async () => {
-    const payments = shop.app.get(PaymentsService);
+  it('the payments desk puts a payment id into its URLs encoded: an id with / ? # & % and spaces reaches its action intact', async () => {
+    const payments = shop.app.get<PaymentsClient>(getPaymentsClientToken());
     const weird = 'pay/1 ?x=#&%2F';
-    const record = {
-      paymentId: weird,
-      outcome: 'confirmed',
-      status: 'SUCCESS',
-      source: 'webhook',
-      handlers: 'failed',
-      attempts: 1,
-      updatedAt: new Date().toISOString(),
-    };
-    const retried: string[] = [];
-    const { listOutcomes, reconcilePayment } = payments;
-    payments.listOutcomes = (): Promise<OutcomePage> =>
-      Promise.resolve({ items: [record as OutcomePage['items'][number]] });
-    payments.reconcilePayment = (paymentId) => {
-      retried.push(paymentId);
-      return Promise.resolve({ paymentId, status: 'SUCCESS', outcome: 'confirmed', handled: true });
-    };
-    try {
-      const admin = await client.get('/admin');
-      const action = `/admin/outcomes/${encodeURIComponent(weird)}/retry`;
-      expect(action).toBe('/admin/outcomes/pay%2F1%20%3Fx%3D%23%26%252F/retry');
-      expect(admin.text).toContain(`action="${action.replace(/&/g, '&#38;')}"`);
-      const done = await client.postAndFollow(action);
-      expect(retried).toEqual([weird]);
-      expect(done.text).toContain('confirmed, handlers ran.');
-    } finally {
-      Object.assign(payments, { listOutcomes, reconcilePayment });
-    }
+    await payments.store.saveOutcome(
+      {
+        paymentId: weird,
+        outcome: 'confirmed',
+        status: 'SUCCESS',
+        source: 'webhook',
+        handlers: 'failed',
+        attempts: 1,
+        lastError: 'stock service down (test)',
+        updatedAt: new Date().toISOString(),
+      },
+      3_600_000,
+    );
+    const page = `/admin/desk/payments/${encodeURIComponent(weird)}`;
+    expect(page).toBe('/admin/desk/payments/pay%2F1%20%3Fx%3D%23%26%252F');
+    const shown = await client.get(page);
+    expect(shown.status).toBe(200);
+    expect(shown.text).toContain('stock service down (test)');
+    const action = `${page}/run-handlers`;
+    expect(shown.text).toContain(`action="${action.replace(/&/g, '&amp;')}"`);
+    // The action read the id whole: it sends the browser back to that payment's page, encoded again.
+    const done = await client.post(action);
+    expect(done.status).toBe(303);
+    expect(done.location?.split('?done=')[0]).toBe(page);
+    const back = await client.get(done.location!);
+    expect(back.status).toBe(200);
+    expect(back.text).toContain('stock service down (test)');
   });
 
-  it('lists payments whose handlers failed, and "Retry now" runs them again', async () => {
+  it('the admin links to the payments desk, which lists payments whose handlers failed and runs them again', async () => {
     const repo = shop.app.get(OrdersRepository);
     const original = repo.transition.bind(repo);
     repo.transition = async () => {
@@ -409,14 +408,21 @@ describe('sample shop in sandbox mode', () => {
     const { orderId, paymentId } = ids;
     expect(await adminRow(orderId)).toContain('data-state="pending"');
     const admin = await client.get('/admin');
-    const row = new RegExp(`<tr data-payment="${paymentId}">[\\s\\S]*?</tr>`).exec(admin.text)?.[0];
-    expect(row).toContain(`<td class="mono">${orderId}</td>`);
+    expect(admin.text).toContain('<a class="button" id="open-desk" href="/admin/desk">');
+    const desk = await client.get('/admin/desk');
+    expect(desk.status).toBe(200);
+    const failing = /<section id="failing">[\s\S]*?<\/section>/.exec(desk.text)?.[0];
+    const row = new RegExp(`<tr><td><a href="/admin/desk/payments/${paymentId}">[\\s\\S]*?</tr>`).exec(
+      failing ?? '',
+    )?.[0];
+    expect(row).toContain(`<td>${orderId}</td>`);
     expect(row).toContain('database unavailable (test)');
-    expect(row).toContain(`action="/admin/outcomes/${paymentId}/retry"`);
+    expect(row).toContain(`action="/admin/desk/payments/${paymentId}/run-handlers"`);
 
-    const retried = await client.postAndFollow(`/admin/outcomes/${paymentId}/retry`);
-    expect(retried.text).toContain(`Payment ${paymentId}: confirmed, handlers ran.`);
-    expect(retried.text).not.toContain(`<tr data-payment="${paymentId}">`);
+    const retried = await client.postAndFollow(`/admin/desk/payments/${paymentId}/run-handlers`);
+    expect(retried.text).toContain('The handlers ran and succeeded: the payment is settled.');
+    const after = await client.get('/admin/desk');
+    expect(/<section id="failing">[\s\S]*?<\/section>/.exec(after.text)?.[0]).not.toContain(paymentId);
     expect(await adminRow(orderId)).toContain('data-state="paid"');
   });
 
@@ -457,10 +463,14 @@ describe('sample shop in sandbox mode', () => {
     const gate = await visitor.get('/admin?clientId=demo-customer');
     expect(gate.status).toBe(303);
     expect(gate.location).toBe('/admin/login?next=%2Fadmin%3FclientId%3Ddemo-customer');
-    for (const path of ['/admin/orders/ord_0000000000000000/refund', '/admin/outcomes/pay_1/retry']) {
+    for (const path of ['/admin/orders/ord_0000000000000000/refund', '/admin/orders/ord_0000000000000000/cancel']) {
       await visitor.get('/');
       expect((await visitor.post(path, { confirm: 'yes' })).status).toBe(303);
     }
+    // The payments desk, behind the same sign-in: 401 for its pages and its actions.
+    expect((await visitor.get('/admin/desk')).status).toBe(401);
+    expect((await visitor.get('/admin/desk/payments/pay_1')).status).toBe(401);
+    expect((await visitor.post('/admin/desk/payments/pay_1/run-handlers', {})).status).toBe(401);
     const login = await visitor.get(gate.location!);
     expect(login.markup).toContain('<input type="hidden" name="next" value="/admin?clientId=demo-customer">');
     const wrong = await visitor.post('/admin/login', { password: 'guess', next: '/admin' });

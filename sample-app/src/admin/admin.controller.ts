@@ -27,8 +27,8 @@ import type { Order } from '../orders/order.model.js';
 import { OrdersRepository, TRANSITIONS } from '../orders/orders.repository.js';
 import { AdminGuard } from '../security/admin.guard.js';
 import { CsrfToken } from '../security/csrf-token.decorator.js';
-import { adminPage, refundConfirmPage, type BindingsLookup, type FailedOutcomes } from '../views/admin.view.js';
-import { duplicatesPanel, type DuplicateCharges } from '../views/duplicates.view.js';
+import { PAYMENTS_DESK_PATH } from '../security/payments-staff.guard.js';
+import { adminPage, refundConfirmPage, type BindingsLookup } from '../views/admin.view.js';
 import { HtmlExceptionFilter } from '../views/html-exception.filter.js';
 import { FlashMessages } from './admin.flash.js';
 import { describePaymentsError } from './admin.messages.js';
@@ -39,13 +39,11 @@ interface RedirectTo {
   statusCode: number;
 }
 
-const FAILED_OUTCOMES_SHOWN = 20;
-
 /**
  * The shop's back office, behind the admin login (every route: {@link AdminGuard}) and CSRF
  * protection (every form): orders with Refund (after a confirmation page), Capture (all or part)
- * and Cancel for pre-authorized orders, the payments whose handlers failed with "Retry now",
- * and the card-bindings lookup.
+ * and Cancel for pre-authorized orders, the way to the payments desk (what needs a person about
+ * payments: handlers failing, duplicates to refund), and the card-bindings lookup.
  *
  * Actions update the order in the same request, after the service said yes, through the same
  * guarded transitions as the outcome handlers: a double click or a stale tab changes nothing.
@@ -79,18 +77,15 @@ export class AdminController {
     @Query('flash') flashId?: unknown,
     @Query('clientId') clientId?: unknown,
   ): Promise<string> {
-    const [orders, failedOutcomes, bindings, duplicates] = await Promise.all([
+    const [orders, bindings] = await Promise.all([
       this.orders.list(),
-      this.failedOutcomes(),
       typeof clientId === 'string' ? this.lookUpBindings(clientId.trim()) : undefined,
-      this.listOutcomes('duplicate'),
     ]);
     return adminPage(this.ctx(), {
-      duplicates: duplicatesPanel(duplicates, csrfToken),
       orders,
       flash: this.flashes.take(flashId),
       bindings,
-      failedOutcomes,
+      deskPath: `/${PAYMENTS_DESK_PATH}`,
       serviceUrl: this.serviceUrl,
       databaseLabel: this.databaseLabel,
       csrfToken,
@@ -185,59 +180,6 @@ export class AdminController {
     }
   }
 
-  /**
-   * POST /admin/duplicates/:paymentId/refund (`_csrf`): refunds a second charge of an order that
-   * is already paid (two tabs). The order stays paid: the refund is of the duplicate payment only,
-   * and the plugin's `payment.refunded` names the payment that paid the order.
-   */
-  @Post('duplicates/:paymentId/refund')
-  @Redirect()
-  async refundDuplicate(@Param('paymentId') paymentId: string): Promise<RedirectTo> {
-    try {
-      const record = await this.payments.getOutcome(paymentId);
-      if (record?.outcome !== 'duplicate')
-        return this.back('error', `Payment ${paymentId} is not a second charge of a paid order.`);
-      if (record.refund)
-        return this.back('success', `Payment ${paymentId} was already refunded (refund ${record.refund.refundId}).`);
-      const refund = await this.payments.refundPayment(paymentId);
-      return this.back(
-        'success',
-        `Second payment ${paymentId} refunded (refund ${refund.refundId}); order ${record.developerTrackingId ?? ''} stays paid.`,
-      );
-    } catch (error) {
-      return this.backWithError(error, `Refund of payment ${paymentId}`);
-    }
-  }
-
-  /** POST /admin/outcomes/:paymentId/retry (`_csrf`): verifies the payment and runs its handlers now. */
-  @Post('outcomes/:paymentId/retry')
-  @Redirect()
-  async retry(@Param('paymentId') paymentId: string): Promise<RedirectTo> {
-    const order = await this.orders.findByPaymentId(paymentId);
-    try {
-      const result = await this.payments.reconcilePayment(paymentId, {
-        source: 'reconciliation',
-        ...(order && { expected: { amount: order.amount, developerTrackingId: order.id } }),
-      });
-      if (result.error !== undefined)
-        return this.back(
-          'error',
-          `Payment ${paymentId} is ${result.outcome}, but its handlers failed again: ${result.error}`,
-        );
-      if (result.outcome === 'pending')
-        return this.back(
-          'error',
-          `Payment ${paymentId} is still being processed (or handled elsewhere right now); try again in a minute.`,
-        );
-      return this.back(
-        'success',
-        `Payment ${paymentId}: ${result.outcome}${result.handled ? ', handlers ran' : ', already handled'}.`,
-      );
-    } catch (error) {
-      return this.backWithError(error, `Retry of payment ${paymentId}`);
-    }
-  }
-
   private captureAmount(order: Order, raw: unknown): string | undefined {
     if (raw === undefined || (typeof raw === 'string' && raw.trim() === '')) return order.amount;
     if (typeof raw !== 'string') return undefined;
@@ -248,24 +190,6 @@ export class AdminController {
       return undefined;
     }
     return BigInt(millimes) > 0n && BigInt(millimes) <= BigInt(order.amount) ? millimes : undefined;
-  }
-
-  private async listOutcomes(outcome: 'duplicate'): Promise<DuplicateCharges> {
-    try {
-      return { items: (await this.payments.listOutcomes({ outcome, limit: FAILED_OUTCOMES_SHOWN })).items };
-    } catch {
-      return { error: 'The payments store could not be read; try again in a moment.' };
-    }
-  }
-
-  private async failedOutcomes(): Promise<FailedOutcomes> {
-    try {
-      const page = await this.payments.listOutcomes({ handlers: 'failed', limit: FAILED_OUTCOMES_SHOWN });
-      return { items: page.items };
-    } catch (error) {
-      this.logger.error(`could not list failed outcomes: ${error instanceof Error ? error.message : String(error)}`);
-      return { error: 'The payments store could not be read; try again in a moment.' };
-    }
   }
 
   private async lookUpBindings(clientId: string): Promise<BindingsLookup> {

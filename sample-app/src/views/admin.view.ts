@@ -1,4 +1,4 @@
-import type { CardBinding, OutcomeRecord } from 'nestjs-payments';
+import type { CardBinding } from 'nestjs-payments';
 import type { Flash } from '../admin/admin.flash.js';
 import { orderTitle, type Order } from '../orders/order.model.js';
 import { html, type SafeHtml } from './html.util.js';
@@ -10,10 +10,6 @@ export type BindingsLookup =
   | { clientId: string; bindings: CardBinding[]; error?: undefined }
   | { clientId: string; error: string; bindings?: undefined };
 
-/** Payments whose outcome handlers failed (`listOutcomes({ handlers: 'failed' })`), or why they could not be listed. */
-export type FailedOutcomes =
-  { items: readonly OutcomeRecord[]; error?: undefined } | { items?: undefined; error: string };
-
 /** Everything the admin page shows. */
 export interface AdminView {
   /** Orders, newest first. */
@@ -22,10 +18,8 @@ export interface AdminView {
   readonly flash?: Flash;
   /** Result of `?clientId=`, when a lookup was made. */
   readonly bindings?: BindingsLookup;
-  /** Payments whose handlers failed. */
-  readonly failedOutcomes: FailedOutcomes;
-  /** The panel of second charges of paid orders (duplicates.view.ts). */
-  readonly duplicates?: SafeHtml;
+  /** Where the payments desk is mounted (`PaymentsDeskModule`), e.g. `/admin/payments`. */
+  readonly deskPath: string;
   /** Base URL of the payment service (never the keys). */
   readonly serviceUrl: string;
   /** Where the orders are: `PGlite (sample-app/.data)`, `PostgreSQL (host:5432/shop)`. */
@@ -100,55 +94,19 @@ function ordersTable(orders: readonly Order[], csrfToken: string): SafeHtml {
   </div>`;
 }
 
-function failedOutcomesPanel(failed: FailedOutcomes, csrfToken: string): SafeHtml {
-  let body: SafeHtml;
-  if (failed.error !== undefined) {
-    body = html`<p class="flash flash-error result" id="failed-outcomes-error">${failed.error}</p>`;
-  } else if (failed.items.length === 0) {
-    body = html`<p class="result muted" id="failed-outcomes-empty">None: every verified outcome was handled.</p>`;
-  } else {
-    const rows = failed.items.map(
-      (r) =>
-        html`<tr data-payment="${r.paymentId}">
-          <td class="mono">${r.paymentId}</td>
-          <td class="mono">${r.developerTrackingId ?? '—'}</td>
-          <td>${r.outcome} <span class="muted">(${r.status})</span></td>
-          <td class="num">${r.attempts}</td>
-          <td>${r.lastError ?? ''}</td>
-          <td>${shortDate(r.updatedAt)}</td>
-          <td class="action">
-            <form method="post" action="/admin/outcomes/${encodeURIComponent(r.paymentId)}/retry">
-              ${csrfField(csrfToken)}<button class="small" type="submit" data-action="retry">Retry now</button>
-            </form>
-          </td>
-        </tr>`,
-    );
-    body = html`<div class="table-wrap result">
-      <table id="failed-outcomes">
-        <thead>
-          <tr>
-            <th>Payment id</th>
-            <th>Order</th>
-            <th>Outcome</th>
-            <th class="num">Attempts</th>
-            <th>Last error</th>
-            <th>Updated (UTC)</th>
-            <th class="action">Action</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${rows}
-        </tbody>
-      </table>
-    </div>`;
-  }
-  return html`<section class="panel" id="failed-handlers">
-    <h2>Payments whose handlers failed</h2>
+/**
+ * What needs a person about payments (handlers failing, duplicates to refund, payments overdue,
+ * mismatches, refunds that failed) is on the plugin's payments desk, mounted behind the same
+ * sign-in: the admin links to it rather than keeping lists of its own.
+ */
+function deskPanel(deskPath: string): SafeHtml {
+  return html`<section class="panel" id="payments-desk">
+    <h2>Payments that need a person</h2>
     <p class="muted">
-      The service verified these payments, but updating the order failed. They are retried on the next webhook, return or reconciliation; "Retry now" verifies
-      and runs the handlers at once.
+      Payments whose order update failed (with "Run handlers again"), second charges of paid orders (with "Refund"), payments overdue, mismatches and
+      failed refunds, and any payment's story by its id or its order's, are on the payments desk.
     </p>
-    ${body}
+    <p><a class="button" id="open-desk" href="${deskPath}">Open the payments desk</a></p>
   </section>`;
 }
 
@@ -186,7 +144,7 @@ function bindingsResult(lookup: BindingsLookup | undefined): SafeHtml {
   </div>`;
 }
 
-/** GET /admin: orders with their actions, failed handlers, and the card bindings lookup. */
+/** GET /admin: orders with their actions, the way to the payments desk, and the card bindings lookup. */
 export function adminPage(ctx: PageContext, view: AdminView): string {
   const flash =
     view.flash && html`<p class="flash flash-${view.flash.kind}" id="flash" role="status">${view.flash.text}</p>`;
@@ -201,7 +159,7 @@ export function adminPage(ctx: PageContext, view: AdminView): string {
         "Charged when shipped" orders are pre-authorized at checkout (the amount is held on the card): capture all of it or a part (the rest is released) when
         you ship, or cancel to release it all.
       </p>
-      ${failedOutcomesPanel(view.failedOutcomes, view.csrfToken)} ${view.duplicates}
+      ${deskPanel(view.deskPath)}
       <section class="panel" id="bindings-lookup">
         <h2>Card bindings</h2>
         <p class="muted">
