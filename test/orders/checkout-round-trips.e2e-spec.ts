@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PGlite } from '@electric-sql/pglite';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import pg from 'pg';
 import { MemoryPaymentsStore, type OrderCheckout, type PaymentsStore } from '../../lib/store/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import { FakeService, OK } from '../support/fake-service.js';
 import { DelegatingStore, fakeServiceClient } from '../support/outcome-kit.js';
+import { RedisServers, redisServerInstalled } from '../support/redis-servers.js';
 import { itWithService, POSTGRES_URL, REDIS_URL, postgresAvailable, redisAvailable } from '../support/services.js';
 
 // Store round trips of generatePayment with an order (a tracking id), before the service call
@@ -18,6 +19,8 @@ import { itWithService, POSTGRES_URL, REDIS_URL, postgresAvailable, redisAvailab
 // shipped stores), the shared clock's reading (`now`, once per resync) apart.
 
 const [redisUp, postgresUp] = await Promise.all([redisAvailable(), postgresAvailable()]);
+/** A Redis Cluster of the test's own, 3 masters without replicas (cluster bus on port + 100). */
+const CLUSTER_PORTS = [26060, 26061, 26062];
 const SECRET = 'whsec_checkout_rt_0123456789abcdef0123';
 const GENERATE = '/api/v2/generate_payment';
 let fake: FakeService;
@@ -137,6 +140,12 @@ const ONE_STEP = {
   // Answered from the one step's read (the lock released behind the answer).
   reused: { trips: 2, calls: ['closeCheckout', 'openCheckout'] },
 };
+// Redis on a cluster: the found payment's standing lives in other slots than the order's, so a
+// repeated call reads it in a round trip of its own after the order's script.
+const CLUSTER = {
+  opened: ONE_STEP.opened,
+  reused: { trips: 3, calls: ['closeCheckout', 'findOrderSettlement', 'getOutcome', 'openCheckout'] },
+};
 // A custom store on BasicPaymentsStore: the steps built from its basic methods.
 const BUILT = {
   opened: {
@@ -173,6 +182,27 @@ describe('store round trips of generatePayment with an order', () => {
       await redis.quit();
     }
   });
+
+  // Starting the cluster takes seconds: a timeout of its own.
+  (redisServerInstalled() || process.env.CI ? it : it.skip)(
+    'Redis Cluster',
+    async () => {
+      const servers = new RedisServers();
+      try {
+        await servers.startCluster(CLUSTER_PORTS, 3);
+        const cluster = new Cluster(CLUSTER_PORTS.map((port) => ({ host: '127.0.0.1', port })));
+        try {
+          const counted = countingProxy(new RedisPaymentsStore(cluster, { keyPrefix: `rt:${randomUUID()}:` }));
+          await expect(perCheckout(counted.store, counted.phases)).resolves.toEqual(CLUSTER);
+        } finally {
+          await cluster.quit();
+        }
+      } finally {
+        await servers.stop();
+      }
+    },
+    90_000,
+  );
 
   it('PGlite', async () => {
     const db = new PGlite();
