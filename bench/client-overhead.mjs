@@ -11,6 +11,9 @@
 // plugin with `telemetry: false` against the plugin recording through the SDK, in a process of its
 // own, since the SDK's context manager (AsyncLocalStorage) would otherwise tax every other client.
 //
+// With BENCH_CLIENT_STORES=redis,postgres, the plugin's generatePayment also runs on a Redis and a
+// PostgreSQL store (REDIS_URL, POSTGRES_URL; loopback servers), each call a new order.
+//
 // With BENCH_BASELINE_DIST set to another build's dist/ directory, that build's PaymentsClient runs
 // as well, in the same slices: a before/after comparison that shares the machine's load.
 //
@@ -125,6 +128,54 @@ const SIGNED = {
   },
 };
 
+const STORE_NAMES = { redis: 'Redis', postgres: 'PostgreSQL' };
+const STORES = (process.env.BENCH_CLIENT_STORES ?? '')
+  .split(',')
+  .filter((k) => k !== '')
+  .map((k) => {
+    if (!(k in STORE_NAMES)) throw new Error(`BENCH_CLIENT_STORES: unknown store '${k}' (redis, postgres)`);
+    return k;
+  });
+
+/**
+ * A Redis or PostgreSQL store of a build, under a key or table prefix of its own, and its cleanup
+ * (run after the clients using it are closed).
+ */
+async function openStore(dist, kind) {
+  const tag = `${process.pid}_${variants.length}`;
+  if (kind === 'redis') {
+    const { RedisPaymentsStore } = await import(`${dist}redis/index.js`);
+    const { Redis } = await import('ioredis');
+    const keyPrefix = `bench:client:${tag}:`;
+    const store = new RedisPaymentsStore(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { keyPrefix });
+    const cleanup = async () => {
+      await store.close();
+      const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+      for (let cursor = '0'; ;) {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${keyPrefix}*`, 'COUNT', 1000);
+        if (keys.length > 0) await redis.del(...keys);
+        if ((cursor = next) === '0') break;
+      }
+      await redis.quit();
+    };
+    return { store, cleanup };
+  }
+  const { PostgresPaymentsStore } = await import(`${dist}postgres/index.js`);
+  const pg = (await import('pg')).default;
+  const url = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const pool = new pg.Pool({ connectionString: url, max: 8 });
+  const tablePrefix = `bench_client_${tag}_`;
+  const store = new PostgresPaymentsStore(pool, { tablePrefix });
+  const cleanup = async () => {
+    const { rows } = await pool.query('SELECT tablename AS t FROM pg_tables WHERE tablename LIKE $1', [
+      `${tablePrefix}%`,
+    ]);
+    for (const { t } of rows) await pool.query(`DROP TABLE IF EXISTS "${t}"`);
+    await pool.end();
+  };
+  return { store, cleanup };
+}
+
 if (MODE === 'clients') {
   add('generatePayment', 'raw', () => raw('POST', GENERATE, JSON.stringify(wireBody()), generated));
   add('generatePayment', 'naive', async () =>
@@ -145,6 +196,22 @@ if (MODE === 'clients') {
   add('verifyPayment', 'plugin', () => plugin.verifyPayment(PAYMENT_ID));
   const signed = await pluginClient(DIST, SIGNED);
   add('generatePayment', 'plugin, signed webhook URL', () => signed.generatePayment(order()));
+  // BENCH_CLIENT_STORES=redis,postgres: the plugin on a shared store as well (every call then
+  // holds its order in that store before the service call and records it after).
+  for (const kind of STORES) {
+    const shared = await openStore(DIST, kind);
+    const onStore = await pluginClient(DIST, { store: shared.store });
+    closers.push(shared.cleanup);
+    add('generatePayment', `plugin, ${STORE_NAMES[kind]} store`, () => onStore.generatePayment(order()));
+    if (BASELINE_DIST) {
+      const beforeShared = await openStore(BASELINE_DIST, kind);
+      const beforeOnStore = await pluginClient(BASELINE_DIST, { store: beforeShared.store });
+      closers.push(beforeShared.cleanup);
+      add('generatePayment', `plugin, ${STORE_NAMES[kind]} store (baseline build)`, () =>
+        beforeOnStore.generatePayment(order()),
+      );
+    }
+  }
   if (BASELINE_DIST) {
     const before = await pluginClient(BASELINE_DIST, {});
     add('generatePayment', 'plugin (baseline build)', () => before.generatePayment(order()));

@@ -117,7 +117,8 @@ async function timeAsync(name, fn, n = 50_000) {
 }
 async function operations(base, label) {
   const { PaymentsApi } = await load(base, 'client/payments.api.js');
-  const { resolvePaymentsOptions } = await load(base, 'client/payments.options.js');
+  const { resolvePaymentsOptions } = await load(base, 'client/payments.resolver.js');
+  const { SharedClock, SYSTEM_CLOCK } = await load(base, 'time/index.js');
   const { MemoryPaymentsStore } = await load(base, 'store/memory.store.js');
   const { WebhookTokenSigner } = await load(base, 'webhook/webhook.token.js');
   const { NO_TELEMETRY } = await load(base, 'telemetry/telemetry.hooks.js');
@@ -141,9 +142,14 @@ async function operations(base, label) {
         : {}),
     });
     const signer = signed ? new WebhookTokenSigner(secrets.webhookSecret) : undefined;
-    const api = new PaymentsApi(options, transport, new MemoryPaymentsStore(), signer, events, NO_TELEMETRY);
+    const store = new MemoryPaymentsStore();
+    const clock = new SharedClock(SYSTEM_CLOCK, () => store.now());
+    const api = new PaymentsApi(options, transport, store, signer, events, NO_TELEMETRY, clock);
+    // A new order per call, as a shop's: a repeated order would answer its open payment (one
+    // charge per order) and time a lookup, not a payment's creation.
+    let orders = 0;
     await timeAsync(`${label}: generatePayment without HTTP${signed ? ', signed webhook URL' : ''}`, () =>
-      api.generatePayment(input),
+      api.generatePayment({ ...input, developerTrackingId: `order-${++orders}` }),
     );
     if (!signed) await timeAsync(`${label}: verifyPayment without HTTP`, () => api.verifyPayment('pay_bench_1'));
   }

@@ -504,6 +504,10 @@ const CLIENTS = {
   'plugin, signed webhook URL': 'PaymentsClient, signed webhook URL (HMAC + memory-store write)',
   'plugin (baseline build)': 'PaymentsClient of the baseline build',
   'plugin, signed webhook URL (baseline build)': 'PaymentsClient of the baseline build, signed webhook URL',
+  'plugin, Redis store': 'PaymentsClient, Redis store',
+  'plugin, PostgreSQL store': 'PaymentsClient, PostgreSQL store',
+  'plugin, Redis store (baseline build)': 'PaymentsClient of the baseline build, Redis store',
+  'plugin, PostgreSQL store (baseline build)': 'PaymentsClient of the baseline build, PostgreSQL store',
   'plugin, telemetry: false': 'PaymentsClient, telemetry: false',
   'plugin, SDK recording': 'PaymentsClient, SDK recording (no-op exporters)',
 };

@@ -1,5 +1,8 @@
 import {
   type BindingClaim,
+  type CheckoutOpen,
+  type CheckoutOpening,
+  type CheckoutSave,
   type ClaimOutcome,
   epochMs,
   type OrderLedger,
@@ -134,7 +137,7 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger, Refund
     this.rateLimits = new PostgresRateLimiter(this.#db);
     this.transactional = this.#db.transactional;
     const tables = storeTables(resolveTableNames(options));
-    this.#orders = new PostgresOrderLedger(this.#db, orderStatements(tables));
+    this.#orders = new PostgresOrderLedger(this.#db, orderStatements(tables), this.#claimsInFlight);
     this.#refunds = new PostgresRefundLedger(this.#db, tables);
   }
 
@@ -162,6 +165,17 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger, Refund
   /** @inheritdoc */
   findCheckout(orderKey: string): ReturnType<OrderLedger['findCheckout']> {
     return this.#orders.findCheckout(orderKey);
+  }
+  /**
+   * The order's lock, taken in its checkout row, the checkout and its payment's standing, in one
+   * statement (one round trip).
+   */
+  openCheckout(open: CheckoutOpen): Promise<CheckoutOpening> {
+    return this.#orders.openCheckout(open);
+  }
+  /** The checkout saved (when given) and the order's lock freed, in one statement (one round trip). */
+  closeCheckout(orderKey: string, owner: string, save?: CheckoutSave): Promise<void> {
+    return this.#orders.closeCheckout(orderKey, owner, save);
   }
 
   /** See {@link PostgresPaymentsStoreOptions.transactional}. */

@@ -72,3 +72,45 @@ if redis.call('GET', KEYS[1]) == '${CLAIMED_PREFIX}' .. ARGV[1] then
 end
 return 0
 `;
+
+/**
+ * KEYS[1] the order's checkout, KEYS[2] its lock; ARGV[1] owner, ARGV[2] lease in ms, ARGV[3] '1'
+ * to read the found payment's standing, ARGV[4] the prefix of outcome records, ARGV[5] and ARGV[6]
+ * what comes before and after the payment id in the key of its cancellation note. The order's
+ * lock (a claim, as CLAIM_LUA's) and its checkout in one round trip; with ARGV[3] '1' (the single
+ * layout, where every key is on one server) also the payment's outcome record and note, by keys
+ * built from the checkout's payment id. Replies { claim } (no checkout), { claim, checkout }
+ * (standing not read) or { claim, checkout, record or '', note or '' }.
+ */
+export const OPEN_CHECKOUT_LUA = `${claimLua('KEYS[2]', 'ARGV[1]', 'ARGV[2]')}
+local checkout = redis.call('GET', KEYS[1])
+if not checkout then
+  return { claimed }
+end
+if ARGV[3] ~= '1' then
+  return { claimed, checkout }
+end
+local ok, found = pcall(cjson.decode, checkout)
+if not ok or type(found) ~= 'table' or type(found.paymentId) ~= 'string' then
+  return { claimed, checkout }
+end
+local record = redis.call('GET', ARGV[4] .. found.paymentId) or ''
+local note = redis.call('GET', ARGV[5] .. found.paymentId .. ARGV[6]) or ''
+return { claimed, checkout, record, note }
+`;
+
+/**
+ * KEYS[1] the order's checkout, KEYS[2] its lock; ARGV[1] owner, ARGV[2] the checkout's JSON ('':
+ * none to save), ARGV[3] its TTL in ms. The checkout saved, then the lock deleted if the owner
+ * still holds it (compare-and-delete, as RELEASE_LUA). Replies 1 when the lock was freed, else 0.
+ */
+export const CLOSE_CHECKOUT_LUA = `
+if ARGV[2] ~= '' then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+if redis.call('GET', KEYS[2]) == '${CLAIMED_PREFIX}' .. ARGV[1] then
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+return 0
+`;

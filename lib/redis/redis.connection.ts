@@ -48,6 +48,12 @@ export interface StoreKeys {
   readonly outcomesExpiry: string;
   /** An order's settlement or open checkout (one key per script: its own hash tag in both layouts). */
   order(orderKey: string, what: 'settled' | 'checkout'): string;
+  /**
+   * An order's checkout lock, in the slot of its checkout: the single layout keeps the claim key
+   * of earlier versions (`event:checkout:<orderKey>`), the cluster layout puts it under the
+   * order's hash tag (`{order:<orderKey>}:lock`).
+   */
+  orderLock(orderKey: string): string;
   /** A payment's refund record (one key per script: its own hash tag in both layouts). */
   refund(refundKey: string): string;
 }
@@ -81,6 +87,7 @@ export function storeKeys(prefix: string, cluster: boolean): StoreKeys {
       outcomesIndex: `${prefix}outcomes:index`,
       outcomesExpiry: `${prefix}outcomes:expiry`,
       order: (orderKey, what) => `${prefix}{order:${orderKey}}:${what}`,
+      orderLock: (orderKey) => `${prefix}event:checkout:${orderKey}`,
       refund: (refundKey) => `${prefix}{refund:${refundKey}}:record`,
     };
   }
@@ -96,6 +103,7 @@ export function storeKeys(prefix: string, cluster: boolean): StoreKeys {
     outcomesIndex: `${shared}outcomes:index`,
     outcomesExpiry: `${shared}outcomes:expiry`,
     order: (orderKey, what) => `${prefix}{order:${orderKey}}:${what}`,
+    orderLock: (orderKey) => `${prefix}{order:${orderKey}}:lock`,
     refund: (refundKey) => `${prefix}{refund:${refundKey}}:record`,
   };
 }

@@ -1,4 +1,7 @@
 import {
+  type CheckoutOpen,
+  type CheckoutOpening,
+  type CheckoutSave,
   parseOrderCheckout,
   parseOrderSettlement,
   positiveMs,
@@ -9,6 +12,11 @@ import {
 } from '../core/store/index.js';
 import type { RedisConnection } from './redis.connection.js';
 import { writeThenWait } from './redis.replicas.js';
+import { SCRIPT_NAMES } from './redis.scripts.js';
+import { parseOutcome } from './redis.values.js';
+
+/** A character no payment id holds, marking where the id goes in a key built around it. */
+const ID_MARK = '\u0000';
 
 /**
  * First writer wins: the order's settlement is set only when absent, and the value that holds is
@@ -32,7 +40,9 @@ return ARGV[1]`;
 /**
  * The {@link OrderLedger} of `RedisPaymentsStore`. Keys (under `keyPrefix`), both hash-tagged by
  * the order so that each operation touches one slot: `{order:<orderKey>}:settled` (the payment that
- * settled it, JSON, PX) and `{order:<orderKey>}:checkout` (its open checkout, JSON, PX).
+ * settled it, JSON, PX) and `{order:<orderKey>}:checkout` (its open checkout, JSON, PX); the
+ * checkout's lock is `event:checkout:<orderKey>` in the single layout (the claim key of earlier
+ * versions) and `{order:<orderKey>}:lock` in the cluster layout (its checkout's slot).
  */
 export class RedisOrderLedger implements OrderLedger {
   /** @param db the store's connection */
@@ -78,6 +88,55 @@ export class RedisOrderLedger implements OrderLedger {
   async findCheckout(orderKey: string): Promise<OrderCheckout | undefined> {
     const raw = await this.db.run('findCheckout', () => this.db.client.get(this.#key(orderKey, 'checkout')));
     return raw === null ? undefined : parseOrderCheckout(raw);
+  }
+
+  /**
+   * The order's lock and checkout in one script (one round trip). In the single layout the script
+   * also reads the found payment's outcome record and cancellation note; in the cluster layout
+   * they live in other slots, and the caller reads them (`standing` left out).
+   */
+  async openCheckout(open: CheckoutOpen): Promise<CheckoutOpening> {
+    const px = positiveMs('RedisPaymentsStore', open.leaseMs, 'leaseMs');
+    const keys = this.db.keys;
+    // The note's key around the payment id: the order key of the note is the prefix and the id.
+    const [noteHead, noteTail] = keys.order(`${open.cancellationPrefix}${ID_MARK}`, 'settled').split(ID_MARK);
+    const reply = await this.db.run('openCheckout', () =>
+      this.db.scripts[SCRIPT_NAMES.openCheckout](
+        this.#key(open.orderKey, 'checkout'),
+        keys.orderLock(open.orderKey),
+        open.owner,
+        px,
+        keys.layout === 'single' ? '1' : '0',
+        keys.outcomePrefix,
+        noteHead,
+        noteTail,
+      ),
+    );
+    if (!Array.isArray(reply) || reply.length === 0)
+      throw new Error('RedisPaymentsStore: unexpected reply to openCheckout');
+    const [lock, raw, record, note] = reply.map((v) => String(v));
+    if (lock !== 'claimed' && lock !== 'done' && lock !== 'busy')
+      throw new Error(`RedisPaymentsStore: unexpected reply to openCheckout: ${lock}`);
+    const checkout = raw === undefined ? undefined : parseOrderCheckout(raw);
+    if (!checkout) return { lock };
+    if (record === undefined || note === undefined) return { lock, checkout };
+    const outcome = record === '' ? undefined : parseOutcome(record)?.outcome;
+    const cancelled = note !== '' && parseOrderSettlement(note)?.paymentId === checkout.paymentId;
+    return { lock, checkout, standing: { outcome, cancelled } };
+  }
+
+  /** The checkout saved (when given) and the lock freed if `owner` holds it, in one script (one round trip). */
+  async closeCheckout(orderKey: string, owner: string, save?: CheckoutSave): Promise<void> {
+    const px = save ? positiveMs('RedisPaymentsStore', save.ttlMs, 'ttlMs') : 1;
+    await this.db.run('closeCheckout', () =>
+      this.db.scripts[SCRIPT_NAMES.closeCheckout](
+        this.#key(orderKey, 'checkout'),
+        this.db.keys.orderLock(orderKey),
+        owner,
+        save ? JSON.stringify(save.checkout) : '',
+        px,
+      ),
+    );
   }
 
   #key(orderKey: string, what: 'settled' | 'checkout'): string {

@@ -8,7 +8,14 @@
  * returns them and a sorted set of their expiry times (to drop index members of expired records).
  * On a Redis Cluster every script's keys hash to one slot (see redis.connection.ts).
  */
-import { CLAIM_LUA, FIND_BINDING_AND_CLAIM_LUA, MARK_DONE_LUA, RELEASE_LUA } from './redis.claims.js';
+import {
+  CLAIM_LUA,
+  CLOSE_CHECKOUT_LUA,
+  FIND_BINDING_AND_CLAIM_LUA,
+  MARK_DONE_LUA,
+  OPEN_CHECKOUT_LUA,
+  RELEASE_LUA,
+} from './redis.claims.js';
 import { FINISH_OUTCOME_LUA, FINISH_RECORD_LUA, LIST_OUTCOMES_LUA, SAVE_OUTCOME_LUA } from './redis.records.js';
 
 // The Lua of the reconciliation queue: a sorted set of payment ids by due time plus a hash of
@@ -121,6 +128,8 @@ export const SCRIPT_NAMES = {
   removePending: 'nestjsPaymentsRemovePending',
   saveOutcome: 'nestjsPaymentsSaveOutcome',
   listOutcomes: 'nestjsPaymentsListOutcomes',
+  openCheckout: 'nestjsPaymentsOpenCheckout',
+  closeCheckout: 'nestjsPaymentsCloseCheckout',
 } as const;
 
 /** The scripts, in the shape `Redis#defineCommand` takes. */
@@ -138,6 +147,8 @@ export const SCRIPTS: ReadonlyArray<{ name: string; lua: string; numberOfKeys: n
   { name: SCRIPT_NAMES.removePending, lua: REMOVE_PENDING_LUA, numberOfKeys: 2 },
   { name: SCRIPT_NAMES.saveOutcome, lua: SAVE_OUTCOME_LUA, numberOfKeys: 3 },
   { name: SCRIPT_NAMES.listOutcomes, lua: LIST_OUTCOMES_LUA, numberOfKeys: 3 },
+  { name: SCRIPT_NAMES.openCheckout, lua: OPEN_CHECKOUT_LUA, numberOfKeys: 2 },
+  { name: SCRIPT_NAMES.closeCheckout, lua: CLOSE_CHECKOUT_LUA, numberOfKeys: 2 },
 ];
 
 /**
@@ -233,6 +244,25 @@ export interface StoreScriptCommands {
     ttlMs: number,
     score: string,
     paymentId: string,
+  ): Promise<unknown>;
+  /** Replies `[claim]`, `[claim, checkoutJson]` or `[claim, checkoutJson, recordJson | '', noteJson | '']`. */
+  [SCRIPT_NAMES.openCheckout](
+    checkoutKey: string,
+    lockKey: string,
+    owner: string,
+    leaseMs: number,
+    readStanding: '1' | '0',
+    outcomePrefix: string,
+    noteHead: string,
+    noteTail: string,
+  ): Promise<unknown>;
+  /** Replies 1 when the owner's lock was freed, else 0. */
+  [SCRIPT_NAMES.closeCheckout](
+    checkoutKey: string,
+    lockKey: string,
+    owner: string,
+    checkoutJson: string,
+    ttlMs: number,
   ): Promise<unknown>;
   /** Replies `[lastScore, lastId, exhausted, ...(score, id, recordJson) of each match]`. */
   [SCRIPT_NAMES.listOutcomes](

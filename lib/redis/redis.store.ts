@@ -1,6 +1,9 @@
 import type { Cluster, Redis } from 'ioredis';
 import {
   type BindingClaim,
+  type CheckoutOpen,
+  type CheckoutOpening,
+  type CheckoutSave,
   type ClaimOutcome,
   epochMs,
   type OrderLedger,
@@ -153,7 +156,8 @@ export async function saveOutcomeOn(db: RedisConnection, record: OutcomeRecord, 
  * Keys (under `keyPrefix`): `binding:<tokenId>`, `event:<eventKey>`, `rate:<key>`, `pending:due` (sorted set
  * of payment ids by due time) and `pending:entries` (hash), `outcome:<paymentId>` (record, with
  * PX), `outcomes:index` and `outcomes:expiry` (sorted sets over the records), an order's
- * `{order:<key>}:settled` and `{order:<key>}:checkout`, a payment's `{refund:<key>}:record`. Given an ioredis
+ * `{order:<key>}:settled` and `{order:<key>}:checkout` (its checkout's lock `event:checkout:<key>`,
+ * `{order:<key>}:lock` on a cluster), a payment's `{refund:<key>}:record`. Given an ioredis
  * `Cluster`, the keys carry hash tags so that every script stays in one slot while payments spread
  * over the masters (see docs/stores.md); a Sentinel-managed client is a standalone one.
  *
@@ -209,6 +213,17 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger, RefundLed
   /** @inheritdoc */
   findCheckout(orderKey: string): ReturnType<OrderLedger['findCheckout']> {
     return this.#orders.findCheckout(orderKey);
+  }
+  /**
+   * The order's lock and checkout in one script (one round trip), with the found payment's
+   * standing in the single layout (in the cluster layout the caller reads it: other slots).
+   */
+  openCheckout(open: CheckoutOpen): Promise<CheckoutOpening> {
+    return this.#orders.openCheckout(open);
+  }
+  /** The checkout saved (when given) and the order's lock freed, in one script (one round trip). */
+  closeCheckout(orderKey: string, owner: string, save?: CheckoutSave): Promise<void> {
+    return this.#orders.closeCheckout(orderKey, owner, save);
   }
 
   /** @inheritdoc */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PaymentsStore } from '../core/index.js';
+import { describeCheckoutSteps } from './contract.checkouts.js';
 import { describeClaims } from './contract.claims.js';
 import { describeCombined } from './contract.combined.js';
 import type { StoreContractHooks, StoreContractOptions, StoreFixture } from './contract.hooks.js';
@@ -12,7 +13,7 @@ import { describeRefunds } from './contract.refunds.js';
  * Registers the behaviour every {@link PaymentsStore} must have as tests of the caller's runner
  * (Jest or Vitest): bindings, claims, the combined operations (also through
  * {@link BasicPaymentsStore}'s), rate limits, the order ledger, the reconciliation queue, the
- * outcome records and the refund records. The plugin's own stores pass it; a custom store should too before it guards
+ * outcome records and the refund records, and the order's checkout steps. The plugin's own stores pass it; a custom store should too before it guards
  * real payments. Keys and owners are random per test, so the stores of one suite may share a
  * backend. Some tests wait for TTLs of 60 ms to pass, on the real clock.
  *
@@ -65,6 +66,7 @@ export function describeStoreContract(
     describeCombined(context);
     describeRateLimiterContract(hooks, () => current().rateLimits);
     describeOrders(context);
+    describeCheckoutSteps(context);
     describeRecords(context);
     describeRefunds(context);
   });

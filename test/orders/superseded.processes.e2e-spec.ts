@@ -234,6 +234,10 @@ for (const [k, kind] of KINDS.entries()) {
           return t;
         }, {});
         process.stderr.write(`superseded (${kind.name}): the old cart's payments ended ${JSON.stringify(tally)}\n`);
+        // What the instances said (a checkout lookup given up on, a write retried late) is what tells why.
+        if (violations.length > 0)
+          for (const [n, instance] of instances.entries())
+            process.stderr.write(`instance ${n + 1}'s stderr (end):\n${instance.process.stderr().slice(-4000)}\n`);
         expect(violations).toEqual([]);
       }, 60_000);
     },

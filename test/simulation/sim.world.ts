@@ -478,6 +478,10 @@ export class Instance {
     }
     // A path's re-check write, merged in one atomic step with an entry queued meanwhile.
     if (typeof shared.queueRecheck === 'function') proxy.queueRecheck = call('queueRecheck');
+    // generatePayment's order lock and lookup, and its checkout's write with the lock's release:
+    // one step each in every shipped store.
+    if (typeof shared.openCheckout === 'function') proxy.openCheckout = call('openCheckout');
+    if (typeof shared.closeCheckout === 'function') proxy.closeCheckout = call('closeCheckout');
     if (world.db) this.#transactional(proxy, world.db, call);
     // The generated payment's queue write, one atomic step in every shipped store; with a slow
     // store it lands late, after a webhook that came meanwhile (the write is on its way: it lands

@@ -2,13 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { type PaymentsLogger, describe } from '../common/index.js';
 import { sleep, type Clock, type SharedClock } from '../time/index.js';
 import {
+  checkoutStepsOf,
   orderLedgerOf,
+  readStanding,
+  type CheckoutSteps,
+  type CheckoutStanding,
   type OrderLedger,
   type PaymentsStore,
   type OrderCheckout,
-  type PaymentOutcome,
 } from '../store/index.js';
-import { isCancelled } from './payments.cancellations.js';
+import { cancellationKey } from './payments.cancellations.js';
 import type { GeneratedPayment } from './payments.types.js';
 
 /** The rules of checkout reuse. */
@@ -42,14 +45,10 @@ export type CheckoutPlan = { kind: 'reuse'; checkout: OrderCheckout } | { kind: 
 
 /**
  * What the store knows of an open payment's fate, read from the store shared by every instance
- * (never from one process's memory) before the payment is answered again.
+ * (never from one process's memory) before the payment is answered again; a cancellation is one
+ * `cancelPayment` recorded.
  */
-export interface CheckoutStanding {
-  /** The outcome of the payment's outcome record; `undefined` when it has none (nothing learnt yet). */
-  outcome: PaymentOutcome | undefined;
-  /** Whether a `cancelPayment` of it is recorded. */
-  cancelled: boolean;
-}
+export type { CheckoutStanding } from '../store/index.js';
 
 /** A payment nothing is known of yet: what a checkout's standing is when it is not looked up. */
 export const UNKNOWN_STANDING: CheckoutStanding = Object.freeze({ outcome: undefined, cancelled: false });
@@ -126,17 +125,22 @@ export interface CheckoutTicket {
 
 /**
  * One payment per checkout: before `generatePayment` creates a payment for an order, it looks for
- * the order's open payment, holding the order meanwhile (a claim, so that a double click on two
- * instances opens one payment: the second call waits for the first's and answers it). A slow or
- * absent store never blocks the checkout: each lookup is bounded, and without an answer the
- * payment is opened as if the order had none.
+ * the order's open payment, holding the order meanwhile (a lock, so that a double click on two
+ * instances opens one payment: the second call waits for the first's and answers it). The lock,
+ * the lookup and the found payment's standing are one store step (`openCheckout`), the new
+ * checkout and the lock's release one more (`closeCheckout`), made with the payment's other store
+ * writes. A slow or absent store never blocks the checkout: each lookup is bounded, and without an
+ * answer the payment is opened as if the order had none.
  */
 export class CheckoutDesk {
   /** The store's order ledger (absent: every call opens a payment). */
-  private readonly ledger: OrderLedger | undefined;
+  private readonly ledger: (PaymentsStore & OrderLedger) | undefined;
+  /** The order's lock and lookup, and the checkout's write and the lock's release, each one step when the store can. */
+  private readonly steps: CheckoutSteps | undefined;
 
   /**
-   * @param claims the store: its claims (the order's lock) and its order ledger, when it has one
+   * @param store the store: its order ledger, when it has one (and its claims, when the ledger
+   *   lacks the single steps)
    * @param settings `enabled` (`orders.reuseOpenPayment`), the lock's lease in ms, and the
    *   registration's name (whose cancellations are looked up)
    * @param logger where a store that does not answer is reported
@@ -144,12 +148,14 @@ export class CheckoutDesk {
    *   instance opened the payment), and its timers (waits)
    */
   constructor(
-    private readonly claims: PaymentsStore,
+    private readonly store: PaymentsStore,
     private readonly settings: { enabled: boolean; leaseMs: number; registration?: string },
     private readonly logger: PaymentsLogger,
     private readonly clock: SharedClock,
   ) {
-    this.ledger = orderLedgerOf(claims);
+    const ledger = orderLedgerOf(store);
+    this.ledger = ledger;
+    this.steps = ledger && checkoutStepsOf(ledger);
   }
 
   /**
@@ -159,28 +165,33 @@ export class CheckoutDesk {
   async begin(
     request: CheckoutRequest | undefined,
   ): Promise<{ reuse: GeneratedPayment } | { ticket: CheckoutTicket | undefined }> {
-    const ledger = this.ledger;
-    if (!request || !ledger || !this.settings.enabled) return { ticket: undefined };
-    const lockKey = `checkout:${request.orderKey}`;
+    const { ledger, steps } = this;
+    if (!request || !ledger || !steps || !this.settings.enabled) return { ticket: undefined };
+    const { orderKey } = request;
     const owner = randomUUID();
+    const cancellationPrefix = cancellationKey(this.settings.registration, '');
+    const unanswered = (error: unknown) =>
+      this.logger.warn(
+        `generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`,
+      );
+    const release = () => void steps.close(orderKey, owner).catch(() => undefined);
     // The open payment's session end was stamped with the shared time: it is compared with the
     // shared time as measured now, never with an instance clock stepped since (or never measured).
     const synced = bounded(this.clock.sync(), this.clock).catch(() => undefined);
-    const lock = await bounded(this.claims.claim(lockKey, owner, this.settings.leaseMs), this.clock).catch(
-      (error: unknown) => {
-        this.logger.warn(
-          `generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`,
-        );
-        void this.claims.release(lockKey, owner).catch(() => undefined);
-        return undefined;
-      },
-    );
-    if (lock === undefined) return { ticket: undefined };
-    const release = () => void this.claims.release(lockKey, owner).catch(() => undefined);
-    let found: OrderCheckout | undefined;
-    let standing = UNKNOWN_STANDING;
+    const opening = await bounded(
+      steps.open({ orderKey, owner, leaseMs: this.settings.leaseMs, cancellationPrefix }),
+      this.clock,
+    ).catch((error: unknown) => {
+      unanswered(error);
+      // The lock may still be taken after the answer was given up on: freed behind it.
+      release();
+      return undefined;
+    });
+    if (opening === undefined) return { ticket: undefined };
+    const { lock } = opening;
+    let found = opening.checkout;
+    let standing = opening.standing;
     try {
-      found = await bounded(ledger.findCheckout(request.orderKey), this.clock);
       // Another call is opening this order's payment right now (a double click): wait for it.
       const before = found?.paymentId;
       for (
@@ -189,13 +200,13 @@ export class CheckoutDesk {
         waited += CHECKOUT_RULES.pollMs
       ) {
         await sleep(this.clock, CHECKOUT_RULES.pollMs);
-        found = await bounded(ledger.findCheckout(request.orderKey), this.clock);
+        found = await bounded(ledger.findCheckout(orderKey), this.clock);
       }
-      if (found) standing = await bounded(this.#standingOf(found.paymentId), this.clock);
+      // The standing read with the lock is of the checkout found then; another one is looked up.
+      if (found && (standing === undefined || found.paymentId !== before))
+        standing = await bounded(readStanding(ledger, cancellationPrefix, found.paymentId), this.clock);
     } catch (error) {
-      this.logger.warn(
-        `generatePayment: the store did not answer the checkout lookup of an order in time; opening a payment without it: ${describe(error)}`,
-      );
+      unanswered(error);
       if (lock === 'claimed') release();
       return { ticket: undefined };
     }
@@ -209,10 +220,11 @@ export class CheckoutDesk {
         reuse: tracking === undefined ? { paymentId, link } : { paymentId, link, developerTrackingId: tracking },
       };
     }
-    const free = () => (lock === 'claimed' ? this.claims.release(lockKey, owner) : Promise.resolve());
     return {
       ticket: {
-        abandon: () => void free().catch(() => undefined),
+        abandon: () => {
+          if (lock === 'claimed') release();
+        },
         record: (payment, sessionEndsAt) => async () => {
           const checkout: OrderCheckout = {
             paymentId: payment.paymentId,
@@ -223,20 +235,11 @@ export class CheckoutDesk {
           };
           if (plan.superseded.length > 0) checkout.superseded = plan.superseded;
           const ttlMs = Math.max(Date.parse(sessionEndsAt) - this.clock.now(), 0) + CHECKOUT_RULES.reuseMarginMs;
-          await ledger.saveCheckout(request.orderKey, checkout, ttlMs);
-          await free();
+          // One step: the checkout saved and the lock freed (a lock this call does not hold is left as it is).
+          await steps.close(orderKey, owner, { checkout, ttlMs });
         },
       },
     };
-  }
-
-  /** What the shared store knows of a payment's fate: its outcome record, and a recorded cancellation. */
-  async #standingOf(paymentId: string): Promise<CheckoutStanding> {
-    const [record, cancelled] = await Promise.all([
-      this.claims.getOutcome(paymentId),
-      isCancelled(this.claims, this.settings.registration, paymentId),
-    ]);
-    return { outcome: record?.outcome, cancelled };
   }
 }
 

@@ -162,11 +162,22 @@ export class PaymentGenerator {
     await this.#recorder.record(
       payment.paymentId,
       async (late) => {
-        if (issued) await this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
+        const saveBinding = () =>
+          issued && this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
+        if (!late) {
+          // Independent writes, made together (one round trip's wait, not three in a row).
+          await Promise.all([
+            saveBinding(),
+            queueGenerated(this.store, { ...binding, checks: 0 }, dueAt),
+            checkout?.(),
+          ]);
+          return;
+        }
+        await saveBinding();
         // A path that found it pending meanwhile (a webhook faster than this write, or than the
         // store's outage) put it in the pending lane: merged with, never replaced (queueGenerated).
-        const moved = late ? await lateEntry(binding, this.clock, mark) : undefined;
-        await queueGenerated(this.store, moved?.entry ?? { ...binding, checks: 0 }, dueAt + (moved?.shift ?? 0));
+        const moved = await lateEntry(binding, this.clock, mark);
+        await queueGenerated(this.store, moved.entry, dueAt + moved.shift);
         await checkout?.();
       },
       dueAt - createdAt,

@@ -11,6 +11,7 @@ export { parseRefundRecord, refundRecordText } from './refund.values.js';
 export { epochMs, outcomeCursor, outcomePageLimit, parseOutcomeCursor, positiveMs } from './store.rules.js';
 export { isPaymentsStore, orderLedgerOf, STORE_METHODS } from './store.ports.js';
 export { refundLedgerOf } from './refund.claims.js';
+export { checkoutLockKey, checkoutStepsOf, readStanding, type CheckoutSteps } from './checkout.claims.js';
 export type { OrderLedger, PaymentsStore, RateLimiter, RefundLedger } from './store.ports.js';
 export { isTransactional } from './store.transaction.js';
 export type {
@@ -21,6 +22,10 @@ export type {
 } from './store.transaction.js';
 export type {
   BindingClaim,
+  CheckoutOpen,
+  CheckoutOpening,
+  CheckoutSave,
+  CheckoutStanding,
   ClaimOutcome,
   DuplicateRefund,
   DuplicateRefundState,

@@ -9,6 +9,9 @@ import {
 } from './store.rules.js';
 import type {
   BindingClaim,
+  CheckoutOpen,
+  CheckoutOpening,
+  CheckoutSave,
   ClaimOutcome,
   OrderCheckout,
   OrderSettlement,
@@ -24,6 +27,7 @@ import type {
 import type { OrderLedger, PaymentsStore, RefundLedger } from './store.ports.js';
 import { MemoryRateLimiter } from './memory.limiter.js';
 import { mergeGenerated, mergeRecheck } from './pending.generated.js';
+import { checkoutLockKey } from './checkout.claims.js';
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
@@ -256,6 +260,32 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
   async findCheckout(orderKey: string): Promise<OrderCheckout | undefined> {
     const found = this.checkouts.get(orderKey);
     return found ? structuredClone(found) : undefined;
+  }
+
+  /**
+   * The claim of `checkout:<orderKey>` (the same claims as {@link MemoryPaymentsStore.claim}), the
+   * order's checkout and its payment's standing, with no await in between: atomic within the event
+   * loop.
+   */
+  async openCheckout(open: CheckoutOpen): Promise<CheckoutOpening> {
+    const lock = this.claimNow(checkoutLockKey(open.orderKey), open.owner, open.leaseMs);
+    const found = this.checkouts.get(open.orderKey);
+    if (!found) return { lock };
+    const { paymentId } = found;
+    const note = this.settlements.get(open.cancellationPrefix + paymentId);
+    return {
+      lock,
+      checkout: structuredClone(found),
+      standing: { outcome: this.outcomes.get(paymentId)?.outcome, cancelled: note?.paymentId === paymentId },
+    };
+  }
+
+  /** The checkout saved (when given) and the lock released if `owner` holds it, with no await in between. */
+  async closeCheckout(orderKey: string, owner: string, save?: CheckoutSave): Promise<void> {
+    const ttl = save && positiveMs('MemoryPaymentsStore', save.ttlMs, 'ttlMs');
+    if (save) this.checkouts.set(orderKey, structuredClone(save.checkout), { ttl });
+    const lockKey = checkoutLockKey(orderKey);
+    if (this.activeClaim(lockKey)?.owner === owner) this.claims.delete(lockKey);
   }
 
   /** @inheritdoc */

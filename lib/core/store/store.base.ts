@@ -1,9 +1,13 @@
 import { MemoryRateLimiter } from './memory.limiter.js';
 import { positiveMs } from './store.rules.js';
 import { ClaimRefundLedger } from './refund.claims.js';
+import { closeCheckoutWith, openCheckoutWith } from './checkout.claims.js';
 import type { OrderLedger, PaymentsStore, RateLimiter, RefundLedger } from './store.ports.js';
 import type {
   BindingClaim,
+  CheckoutOpen,
+  CheckoutOpening,
+  CheckoutSave,
   ClaimOutcome,
   OrderCheckout,
   OrderSettlement,
@@ -31,6 +35,9 @@ const SETTLEMENT_READ = { attempts: 40, pollMs: 50 } as const;
  *   (owned by the payment, leased for the order's TTL) and a binding under `order:<orderKey>`;
  *   {@link BasicPaymentsStore.saveCheckout} keeps nothing, so `generatePayment` opens a new payment
  *   on every call: override both checkout methods to make checkout idempotent per order.
+ *   {@link BasicPaymentsStore.openCheckout} and {@link BasicPaymentsStore.closeCheckout} (the
+ *   order's lock and checkout around `generatePayment`'s call) are built from claims and those two
+ *   methods; override them when your backend can do each in one atomic step.
  * - {@link BasicPaymentsStore.swapRefund} (a refund sent at most once per payment) is built from
  *   claims and bindings (`ClaimRefundLedger`): the record is a binding under
  *   `refund-record:<key>`, written under the claim `refund-lock:<key>`. Override both refund
@@ -135,6 +142,24 @@ export abstract class BasicPaymentsStore implements PaymentsStore, OrderLedger, 
   /** Finds nothing (see {@link BasicPaymentsStore.saveCheckout}). */
   async findCheckout(_orderKey: string): Promise<OrderCheckout | undefined> {
     return undefined;
+  }
+
+  /**
+   * {@link BasicPaymentsStore.claim} of `checkout:<orderKey>`, THEN
+   * {@link BasicPaymentsStore.findCheckout}, then the found payment's standing
+   * ({@link BasicPaymentsStore.getOutcome} and {@link BasicPaymentsStore.findOrderSettlement} of its
+   * cancellation note, together): two or three round trips where the shipped stores take one.
+   * The claim is the atomic part; reading after it sees every checkout saved before the lock's
+   * previous owner released it. Override it (with {@link BasicPaymentsStore.closeCheckout}) when
+   * your backend can do it in one step.
+   */
+  openCheckout(open: CheckoutOpen): Promise<CheckoutOpening> {
+    return openCheckoutWith(this, open);
+  }
+
+  /** {@link BasicPaymentsStore.saveCheckout} (when `save` is given), THEN {@link BasicPaymentsStore.release} of `checkout:<orderKey>`. */
+  closeCheckout(orderKey: string, owner: string, save?: CheckoutSave): Promise<void> {
+    return closeCheckoutWith(this, orderKey, owner, save);
   }
 
   /**

@@ -1,5 +1,8 @@
 import type {
   BindingClaim,
+  CheckoutOpen,
+  CheckoutOpening,
+  CheckoutSave,
   ClaimOutcome,
   OrderCheckout,
   OrderSettlement,
@@ -189,7 +192,8 @@ export interface RateLimiter {
  * checkout of each (one payment per checkout). Every shipped store implements it, and
  * `BasicPaymentsStore` gives custom stores a default; a store without it keeps the plugin's
  * behaviour of before (every successful payment confirmed, every generatePayment a new payment).
- * Each method touches one order only (in Redis, keys of one hash slot).
+ * Each method touches one order only (in Redis, keys of one hash slot), but for the standing of
+ * the found payment that `openCheckout` may read.
  */
 export interface OrderLedger {
   /**
@@ -221,6 +225,34 @@ export interface OrderLedger {
 
   /** An order's open checkout, or `undefined`. */
   findCheckout(orderKey: string): Promise<OrderCheckout | undefined>;
+
+  /**
+   * Optional, atomic: what `generatePayment` does before it creates an order's payment, in one
+   * step (one round trip in the shipped stores). Claims the order's lock for `open.owner`, as
+   * {@link ClaimStore.claim} does (the same owner claiming again renews it; an unexpired lock of
+   * another owner is `busy`; it frees itself after `open.leaseMs`), and reads the order's open
+   * checkout as it stands once the lock is decided: a checkout written by
+   * {@link OrderLedger.closeCheckout} of the lock's previous owner is always seen by the next
+   * owner. With a checkout, it may also read its payment's standing (its outcome record and its
+   * cancellation note); a store that cannot in the same step leaves `standing` out, and the
+   * plugin reads it. The lock is the store's own: it need not be a claim of
+   * {@link ClaimStore.claim}, but only {@link OrderLedger.closeCheckout} frees it.
+   * `BasicPaymentsStore` builds it from `claim` (of `checkout:<orderKey>`), `findCheckout`,
+   * `getOutcome` and `findOrderSettlement`; without it the plugin does the same.
+   */
+  openCheckout?(open: CheckoutOpen): Promise<CheckoutOpening>;
+
+  /**
+   * Optional, atomic: after the payment is created (or when it is not), saves the order's new
+   * checkout, when `save` is given, as {@link OrderLedger.saveCheckout} does, and frees the
+   * order's lock if `owner` still holds it (a lock taken over by another owner is left as it is;
+   * the checkout is saved either way). `BasicPaymentsStore` builds it from `saveCheckout` and
+   * `release`; without it the plugin does the same.
+   * @param orderKey the order
+   * @param owner the owner that claimed the lock (see {@link OrderLedger.openCheckout})
+   * @param save the checkout to save and how long to keep it; absent: only the lock is freed
+   */
+  closeCheckout?(orderKey: string, owner: string, save?: CheckoutSave): Promise<void>;
 }
 
 /** The methods of {@link OrderLedger}, which a store may lack (a custom store written before it). */
@@ -232,11 +264,9 @@ export const ORDER_LEDGER_METHODS = [
 ] as const satisfies ReadonlyArray<keyof OrderLedger>;
 
 /** The store's {@link OrderLedger}, or `undefined` when it has none. */
-export function orderLedgerOf(store: object): (OrderLedger & object) | undefined {
+export function orderLedgerOf<S extends object>(store: S): (S & OrderLedger) | undefined {
   const candidate = store as Record<string, unknown>;
-  return ORDER_LEDGER_METHODS.every((m) => typeof candidate[m] === 'function')
-    ? (store as unknown as OrderLedger)
-    : undefined;
+  return ORDER_LEDGER_METHODS.every((m) => typeof candidate[m] === 'function') ? (store as S & OrderLedger) : undefined;
 }
 
 /**

@@ -171,6 +171,51 @@ export interface OrderCheckout {
   superseded?: string[];
 }
 
+/** What `OrderLedger.openCheckout` asks: the order's lock, and where the found payment's cancellation is noted. */
+export interface CheckoutOpen {
+  /** The order. */
+  orderKey: string;
+  /** A unique id of this call: the lock's owner. */
+  owner: string;
+  /** The lock's lease, ms: after this long it frees itself (a crashed caller does not hold the order). */
+  leaseMs: number;
+  /**
+   * The order-ledger key of a payment's cancellation note, less the payment id at its end: the
+   * note is the settlement of order `cancellationPrefix + paymentId`, naming that payment.
+   */
+  cancellationPrefix: string;
+}
+
+/** What the store knows of an open payment's fate: what decides whether its link may be answered again. */
+export interface CheckoutStanding {
+  /** The outcome of the payment's outcome record; `undefined` when it has none (nothing learnt yet). */
+  outcome: PaymentOutcome | undefined;
+  /** Whether a cancellation of it is noted (see {@link CheckoutOpen.cancellationPrefix}). */
+  cancelled: boolean;
+}
+
+/** The answer of `OrderLedger.openCheckout`. */
+export interface CheckoutOpening {
+  /** The order's lock: `claimed` (this caller holds it), `busy` (another caller does) or `done`. */
+  lock: ClaimOutcome;
+  /** The order's open checkout, or `undefined`. */
+  checkout?: OrderCheckout;
+  /**
+   * The standing of the checkout's payment, when the store read it in the same step; `undefined`
+   * with no checkout, or when the store could not (the caller then reads it: `getOutcome` and
+   * the cancellation note).
+   */
+  standing?: CheckoutStanding;
+}
+
+/** What `OrderLedger.closeCheckout` writes before it frees the order: its new checkout. */
+export interface CheckoutSave {
+  /** The checkout, replacing the order's. */
+  checkout: OrderCheckout;
+  /** How long to keep it (its session, at least), ms. */
+  ttlMs: number;
+}
+
 /** A page request of `listOutcomes` (the client's, and the store's `OutcomeLog`). */
 export interface OutcomeQuery {
   /** Only records whose handlers ended so (e.g. `failed`, to retry them). */
