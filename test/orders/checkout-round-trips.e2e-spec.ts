@@ -204,6 +204,8 @@ describe('store round trips of generatePayment with an order', () => {
     90_000,
   );
 
+  // PGlite starts its WebAssembly engine blocking the event loop, for seconds on a loaded machine
+  // (it outlasted 30 s beside other suites): a timeout of its own.
   it('PGlite', async () => {
     const db = new PGlite();
     await db.waitReady;
@@ -213,7 +215,7 @@ describe('store round trips of generatePayment with an order', () => {
     } finally {
       await db.close();
     }
-  });
+  }, 120_000);
 
   itWithService(postgresUp, `no PostgreSQL at ${POSTGRES_URL}`)('PostgreSQL', async () => {
     const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 4 });
