@@ -95,7 +95,21 @@ export const OWN_EXTRAS = ['transactional', 'commitcrashes', 'stalls', 'lostcomm
  *   never settles its order ("A pre-authorization of a paid order").
  */
 export const ORDER_SITUATIONS = ['superseded', 'holds'] as const;
-export type Extra = (typeof EXTRAS)[number] | (typeof OWN_EXTRAS)[number] | (typeof ORDER_SITUATIONS)[number];
+/**
+ * Customers' behaviours, drawn from a stream of their own (every history without them stays as it was):
+ * - `unpaid`: customers who walk away come back to the return page anyway, 2 to 5 times during the
+ *   session, on any instance, without paying (an abandoned checkout): each such payment costs at
+ *   most 3 verify calls while its session is open (docs/confirmations.md, "The call budget").
+ */
+export const BEHAVIOURS = ['unpaid'] as const;
+export type Extra =
+  | (typeof EXTRAS)[number]
+  | (typeof OWN_EXTRAS)[number]
+  | (typeof ORDER_SITUATIONS)[number]
+  | (typeof BEHAVIOURS)[number];
+
+/** Verify calls an abandoned checkout may cost while its session is open, whatever its returns (docs/confirmations.md). */
+export const UNPAID_BUDGET = 3;
 
 /** The events whose handlers run in the transaction of a transactional store (docs/exactly-once.md). */
 const TRANSACTIONAL_EVENTS: readonly PaymentEventName[] = [
@@ -214,7 +228,10 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const sit = new Random(seed * 6_700_417 + 29);
   const situations = ORDER_SITUATIONS.filter(() => sit.chance(0.3));
   const situation = (s: (typeof ORDER_SITUATIONS)[number]) => situations.includes(s);
+  const unp = new Random(seed * 15_485_863 + 11);
+  const unpaidReturns = !real && unp.chance(0.3);
   const stressors: Array<Stressor | Extra> = [
+    ...(unpaidReturns ? (['unpaid'] as const) : []),
     ...drawn,
     ...extras,
     ...situations,
@@ -672,6 +689,30 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       );
   };
 
+  // An abandoned checkout's customer back on the return page, 2 to 5 times in its session, on any
+  // instance; what it costs while the session is open is counted at its end.
+  const unpaidVerifies = new Map<string, number>();
+  const comeBackUnpaid = (payment: ModelPayment) => {
+    const room = payment.sessionEndsAt - time.now - 10_000;
+    if (room < 10_000) return;
+    for (let k = unp.int(2, 5); k > 0; k--)
+      time.after(unp.between(1_000, room), () => {
+        const up = live();
+        const instance = up.length > 0 ? unp.pick(up) : undefined;
+        if (!instance) return;
+        note(payment.id, `unpaid return on #${instance.index}`);
+        instance.client
+          .reconcilePayment(payment.id, {
+            expected: { amount: payment.amount, developerTrackingId: payment.trackingId },
+          })
+          .then((result) => {
+            if (result.outcome !== 'pending' && time.now < payment.sessionEndsAt)
+              violate(`the return page of unpaid ${payment.id} was told ${result.outcome}`);
+          }, callerErrors('reconcilePayment (unpaid)'));
+      });
+    time.at(payment.sessionEndsAt, () => unpaidVerifies.set(payment.id, world.ledger.verifies.get(payment.id) ?? 0));
+  };
+
   // The orders: each generated on some instance, then paid (or not) by its customer; with `twice`,
   // some customers open a second payment for the same order (another tab) and may pay both. With
   // `reorder`, some orders are generated again before they are paid: at the same amount (the open
@@ -720,7 +761,12 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
           time.after(more.between(1_000, 20_000), () => checkout(k, again, idempotencyKey, reorders - 1, payment.id));
           return;
         }
-        if (!random.chance(0.85)) return; // the customer walks away: EXPIRED at the session's end
+        if (!random.chance(0.85)) {
+          // The customer walks away: EXPIRED at the session's end; with `unpaid`, back on the return
+          // page a few times anyway.
+          if (unpaidReturns) comeBackUnpaid(payment);
+          return;
+        }
         payment.settleAt = time.now + random.between(3_000, sessionSecs * 600);
         payment.outcome = random.chance(0.85) ? 'SUCCESS' : 'FAILURE';
         if (random.chance(0.05)) {
@@ -1229,9 +1275,19 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       crashes.length + interrupted.length + (edits.get(payment.id) ?? 0) + (world.db?.rollbacks.get(payment.id) ?? 0);
     if (finals > 1 + s.failures + interruptions)
       violate(`${payment.id}: the service's final answer was fetched ${finals} times`);
+    // An abandoned checkout its customer came back to is held to its own budget (below).
+    if (unpaidVerifies.has(payment.id)) continue;
     settled++;
     settledVerifies += world.ledger.verifies.get(payment.id) ?? 0;
   }
+  // Abandoned checkouts: a return alone earns its first look and a small allowance shared by the
+  // fleet, whatever the returns (settlement.evidence.ts). Faults and crashes (a failed verify earns
+  // the fast lane), store outages (nothing known: the strangers' budget) and early webhooks (a
+  // webhook's PENDING earns the fast lane) are stated apart.
+  if (!['faults', 'crashes', 'outage', 'partition', 'early', 'slowstore'].some((s) => stressors.includes(s as Extra)))
+    for (const [id, verifies] of unpaidVerifies)
+      if (verifies > UNPAID_BUDGET)
+        violate(`abandoned checkout ${id} cost ${verifies} verify calls in its session (budget ${UNPAID_BUDGET})`);
   let strangerVerifies = 0;
   for (const id of strangersSeen) {
     strangerVerifies += world.ledger.verifies.get(id) ?? 0;
