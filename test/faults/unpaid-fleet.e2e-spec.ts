@@ -16,7 +16,7 @@ import { POSTGRES_URL, REDIS_URL, itWithService, postgresAvailable, redisAvailab
 // instances started 3.5 s apart (their reconciliation running), one instance killed mid-way and
 // started again: at most 3 verify calls per payment over its session (docs/confirmations.md).
 
-jest.setTimeout(180_000);
+jest.setTimeout(240_000);
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const OUT_DIR = path.join(ROOT, 'node_modules/.cache/nestjs-payments-unpaid-fleet', String(process.pid));
 const BUNDLE = path.join(OUT_DIR, 'payments.mjs');
@@ -74,14 +74,14 @@ async function abandoned(store: 'redis' | 'postgres', env: Record<string, string
     const runs: Array<Promise<string>> = [];
     for (let i = 0; i < 3; i++) {
       if (i > 0) await sleep(3_500);
-      const one = instance({ ...returning, LINGER_MS: String(14_000 - i * 3_500) });
+      const one = instance({ ...returning, LINGER_MS: String(30_000 - i * 3_500) });
       runs.push(one.done);
       if (i === 1) {
         // Killed in the middle of its returns and lanes, then started again (its returns again).
         void sleep(6_000).then(async () => {
           one.child.kill('SIGKILL');
           await sleep(1_000);
-          runs.push(instance({ ...returning, ROUNDS: '2', LINGER_MS: '12000' }).done);
+          runs.push(instance({ ...returning, ROUNDS: '2', LINGER_MS: '25000' }).done);
         });
       }
     }

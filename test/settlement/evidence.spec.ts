@@ -80,12 +80,12 @@ describe('the short lane', () => {
     expect([undefined, SHORT_LANE_START, -1, 0, 4].map(laneOf)).toEqual(['none', 'short', 'short', 'fast', 'fast']);
   });
 
-  it('a return alone: checks at +4 s and +12 s, then the session schedule (session end + grace)', () => {
+  it('a return alone: checks at +10 s and +35 s, then the session schedule (session end + grace)', () => {
     const start = pathRecheck({ ...entry }, T0, 60, 'short');
-    expect(start).toEqual({ dueAt: T0 + 4_000, rechecks: SHORT_LANE_START + 1 });
-    const second = nextRecheck({ ...entry, rechecks: start?.rechecks }, T0 + 4_000, 60);
-    expect(second).toEqual({ dueAt: T0 + 12_000, rechecks: SHORT_LANE_START + 2 });
-    const out = nextRecheck({ ...entry, rechecks: second.rechecks }, T0 + 12_000, 60);
+    expect(start).toEqual({ dueAt: T0 + 10_000, rechecks: SHORT_LANE_START + 1 });
+    const second = nextRecheck({ ...entry, rechecks: start?.rechecks }, T0 + 10_000, 60);
+    expect(second).toEqual({ dueAt: T0 + 35_000, rechecks: SHORT_LANE_START + 2 });
+    const out = nextRecheck({ ...entry, rechecks: second.rechecks }, T0 + 35_000, 60);
     expect(out).toEqual({ dueAt: T0 + 960_000, rechecks: undefined });
   });
 

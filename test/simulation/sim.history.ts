@@ -108,6 +108,9 @@ export type Extra =
   | (typeof ORDER_SITUATIONS)[number]
   | (typeof BEHAVIOURS)[number];
 
+/** The longest lag of verify behind a return the short lane's checks reach (settlement.evidence.ts: 10 s + 25 s). */
+const SHORT_LANE_REACH_MS = 35_000;
+
 /** Verify calls an abandoned checkout may cost while its session is open, whatever its returns (docs/confirmations.md). */
 export const UNPAID_BUDGET = 3;
 
@@ -184,6 +187,8 @@ interface RunState {
   askedAfterSettle: boolean;
   /** When a path first reached the plugin after the customer paid. */
   firstAskAt?: number;
+  /** When a webhook first reached the plugin once it was paid (the evidence of lag, settlement.evidence.ts). */
+  webhookAskAt?: number;
   /** `payment.mismatch` events emitted for it. */
   mismatches: number;
   /** The order's settling payment each `payment.duplicate` of it named. */
@@ -580,11 +585,12 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
 
   // A path that reached the plugin while the store was down could not be remembered by it: the
   // bound then is the sweep's (or the next path's).
-  const asked = (id: string, instance: Instance) => {
+  const asked = (id: string, instance: Instance, via: 'webhook' | 'return') => {
     if (world.storeUnreachableFrom(instance.index)) return;
     const s = state(id);
     s.askedAfterSettle = true;
     s.firstAskAt ??= time.now;
+    if (via === 'webhook') s.webhookAskAt ??= time.now;
   };
 
   // The webhook the service sends, retried on anything but 2xx (backoff 5 s, doubling, 6 tries).
@@ -593,7 +599,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     const retry = () => attempt < 6 && time.after(5_000 * 2 ** attempt, () => deliver(payment, attempt + 1));
     if (!instance || !payment.webhookUrl || (has('lossy') && random.chance(0.4))) return void retry();
     if (attempt === 0 && has('lossy') && random.chance(0.5)) return; // this webhook is never sent
-    if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id, instance);
+    if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id, instance, 'webhook');
     const url = new URL(payment.webhookUrl);
     const request = { query: {}, body: { payment_id: payment.id }, pathToken: url.pathname.split('/').pop() };
     if (otherAccount && more.chance(0.2))
@@ -647,7 +653,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const returnTo = (payment: ModelPayment, reloads: number) => {
     const instance = anyLive();
     if (!instance) return;
-    if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id, instance);
+    if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id, instance, 'return');
     note(payment.id, `return starts on #${instance.index}`);
     const verifiesBefore = world.ledger.verifies.get(payment.id) ?? 0;
     const startedAt = time.now;
@@ -1210,6 +1216,12 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     // A lag's bound that reaches past the session's end is reconciliation's (docs/confirmations.md):
     // the lane's next check would come after the end, so the entry is back on the session's schedule.
     if (s.askedAfterSettle && laneLag > 0 && deadline > payment.sessionEndsAt)
+      deadline = Math.max(deadline, sweepDeadline);
+    // Only returns told the plugin while verify lagged (every webhook lost, or it came after the final
+    // answer): the short lane reaches lags up to SHORT_LANE_REACH_MS; past it, reconciliation's bound
+    // (docs/confirmations.md: the plugin cannot tell this payment from an abandoned checkout).
+    const returnsOnly = s.webhookAskAt === undefined || s.webhookAskAt >= finalAt;
+    if (s.askedAfterSettle && returnsOnly && laneLag > SHORT_LANE_REACH_MS)
       deadline = Math.max(deadline, sweepDeadline);
     // FINDING (left to the engine's owners): an early webhook that finds the payment pending starts
     // its pending lane while the customer is still at the checkout; a later webhook or return that

@@ -401,6 +401,9 @@ export class ReconciliationScheduler {
       case 'verify-failed':
         run.checked++;
         // A failed check in the pending lane keeps it there: the lane backs off and ends with the session.
+        // In the short lane it is evidence of a failing service, not of an unpaid customer: the fast
+        // lane, as a path's failed verify earns (settlement.evidence.ts).
+        if (laneOf(entry.rechecks) === 'short') return this.#laneNext({ ...entry, rechecks: 0 }, now);
         if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
         return rescheduleUnsettled(this.#records, entry, now, {
           kind: 'unknown',
@@ -423,6 +426,8 @@ export class ReconciliationScheduler {
         // The outcome is known and recorded with its failure; only the handlers are run again
         // (soon while in the pending lane, then on the session's lanes).
         run.checked++;
+        // The outcome is known: the short lane's allowance is for unpaid customers, so the fast lane.
+        if (laneOf(entry.rechecks) === 'short') return this.#laneNext({ ...entry, rechecks: 0 }, now);
         if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
         return rescheduleUnsettled(this.#records, entry, now, {
           kind: 'known',

@@ -28,10 +28,12 @@ export const UNPAID_SLOTS = 2;
 
 /**
  * The short lane's waits, ms: after a return alone found a payment pending, it is checked again
- * after each of these in turn (at +4 s, then +12 s), each check taking one of the payment's
- * {@link UNPAID_SLOTS}; then it goes back to its session's schedule.
+ * after each of these in turn (at +10 s, then +35 s), each check taking one of the payment's
+ * {@link UNPAID_SLOTS}; then it goes back to its session's schedule. Spaced so that a paid payment
+ * whose verify lags the return by L ≤ 35 s is handled within max(30 s, 0.75 × L)'s reach (25 s
+ * at most after its final answer), the farthest two checks reach.
  */
-export const SHORT_LANE_WAITS_MS: readonly number[] = Object.freeze([4_000, 8_000]);
+export const SHORT_LANE_WAITS_MS: readonly number[] = Object.freeze([10_000, 25_000]);
 
 /** How long a payment's allowance is held when its session's end is not known, ms. */
 const UNKNOWN_SESSION_MS = 3_600_000;
