@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { OutcomeRecord } from '../core/store/index.js';
+import { laneOf } from '../core/settlement/index.js';
 import { DESK_RESULTS, type DeskResult } from './desk.actions.js';
 import { type DeskList, type DeskOverview, type DeskPayment, refundable } from './desk.data.js';
 
@@ -170,7 +171,7 @@ function timeline(p: DeskPayment): TimelineEntry[] {
       entries.push({ at: pending.sessionEndsAt, text: html`Checkout session ends` });
     entries.push({
       at: '',
-      text: html`In the reconciliation queue: ${pending.checks} check(s) so far${pending.rechecks === undefined ? '' : html`, ${pending.rechecks} recheck(s) in the pending lane`}`,
+      text: html`In the reconciliation queue: ${pending.checks} check(s) so far${laneText(pending.rechecks)}`,
     });
   }
   if (record !== undefined) {
@@ -237,4 +238,16 @@ function orderSettlement(p: DeskPayment, base: string): SafeHtml | '' {
 /** A page saying why a request was not served (401, 403, 404, 500). */
 export function messagePage(title: string, text: string, ctx?: Pick<DeskPageContext, 'base' | 'who'>): string {
   return page(title, ctx, html`<p>${text}</p>`);
+}
+
+// Where the queue entry is in the pending lane (settlement.evidence.ts), as a clause of the queue line.
+function laneText(rechecks: number | undefined): string {
+  switch (laneOf(rechecks)) {
+    case 'none':
+      return '';
+    case 'short':
+      return ', in the short lane (only a return found it pending)';
+    case 'fast':
+      return `, ${String(rechecks)} recheck(s) in the pending lane`;
+  }
 }

@@ -95,7 +95,24 @@ export const OWN_EXTRAS = ['transactional', 'commitcrashes', 'stalls', 'lostcomm
  *   never settles its order ("A pre-authorization of a paid order").
  */
 export const ORDER_SITUATIONS = ['superseded', 'holds'] as const;
-export type Extra = (typeof EXTRAS)[number] | (typeof OWN_EXTRAS)[number] | (typeof ORDER_SITUATIONS)[number];
+/**
+ * Customers' behaviours, drawn from a stream of their own (every history without them stays as it was):
+ * - `unpaid`: customers who walk away come back to the return page anyway, 2 to 5 times during the
+ *   session, on any instance, without paying (an abandoned checkout): each such payment costs at
+ *   most 3 verify calls while its session is open (docs/confirmations.md, "The call budget").
+ */
+export const BEHAVIOURS = ['unpaid'] as const;
+export type Extra =
+  | (typeof EXTRAS)[number]
+  | (typeof OWN_EXTRAS)[number]
+  | (typeof ORDER_SITUATIONS)[number]
+  | (typeof BEHAVIOURS)[number];
+
+/** The longest lag of verify behind a return the short lane's checks reach (settlement.evidence.ts: 10 s + 25 s). */
+const SHORT_LANE_REACH_MS = 35_000;
+
+/** Verify calls an abandoned checkout may cost while its session is open, whatever its returns (docs/confirmations.md). */
+export const UNPAID_BUDGET = 3;
 
 /** The events whose handlers run in the transaction of a transactional store (docs/exactly-once.md). */
 const TRANSACTIONAL_EVENTS: readonly PaymentEventName[] = [
@@ -170,6 +187,8 @@ interface RunState {
   askedAfterSettle: boolean;
   /** When a path first reached the plugin after the customer paid. */
   firstAskAt?: number;
+  /** When a webhook first reached the plugin once it was paid (the evidence of lag, settlement.evidence.ts). */
+  webhookAskAt?: number;
   /** `payment.mismatch` events emitted for it. */
   mismatches: number;
   /** The order's settling payment each `payment.duplicate` of it named. */
@@ -214,7 +233,10 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const sit = new Random(seed * 6_700_417 + 29);
   const situations = ORDER_SITUATIONS.filter(() => sit.chance(0.3));
   const situation = (s: (typeof ORDER_SITUATIONS)[number]) => situations.includes(s);
+  const unp = new Random(seed * 15_485_863 + 11);
+  const unpaidReturns = !real && unp.chance(0.3);
   const stressors: Array<Stressor | Extra> = [
+    ...(unpaidReturns ? (['unpaid'] as const) : []),
     ...drawn,
     ...extras,
     ...situations,
@@ -563,11 +585,12 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
 
   // A path that reached the plugin while the store was down could not be remembered by it: the
   // bound then is the sweep's (or the next path's).
-  const asked = (id: string, instance: Instance) => {
+  const asked = (id: string, instance: Instance, via: 'webhook' | 'return') => {
     if (world.storeUnreachableFrom(instance.index)) return;
     const s = state(id);
     s.askedAfterSettle = true;
     s.firstAskAt ??= time.now;
+    if (via === 'webhook') s.webhookAskAt ??= time.now;
   };
 
   // The webhook the service sends, retried on anything but 2xx (backoff 5 s, doubling, 6 tries).
@@ -576,7 +599,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     const retry = () => attempt < 6 && time.after(5_000 * 2 ** attempt, () => deliver(payment, attempt + 1));
     if (!instance || !payment.webhookUrl || (has('lossy') && random.chance(0.4))) return void retry();
     if (attempt === 0 && has('lossy') && random.chance(0.5)) return; // this webhook is never sent
-    if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id, instance);
+    if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id, instance, 'webhook');
     const url = new URL(payment.webhookUrl);
     const request = { query: {}, body: { payment_id: payment.id }, pathToken: url.pathname.split('/').pop() };
     if (otherAccount && more.chance(0.2))
@@ -630,7 +653,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const returnTo = (payment: ModelPayment, reloads: number) => {
     const instance = anyLive();
     if (!instance) return;
-    if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id, instance);
+    if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id, instance, 'return');
     note(payment.id, `return starts on #${instance.index}`);
     const verifiesBefore = world.ledger.verifies.get(payment.id) ?? 0;
     const startedAt = time.now;
@@ -670,6 +693,30 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
           callerErrors('reconcilePayment')(error);
         },
       );
+  };
+
+  // An abandoned checkout's customer back on the return page, 2 to 5 times in its session, on any
+  // instance; what it costs while the session is open is counted at its end.
+  const unpaidVerifies = new Map<string, number>();
+  const comeBackUnpaid = (payment: ModelPayment) => {
+    const room = payment.sessionEndsAt - time.now - 10_000;
+    if (room < 10_000) return;
+    for (let k = unp.int(2, 5); k > 0; k--)
+      time.after(unp.between(1_000, room), () => {
+        const up = live();
+        const instance = up.length > 0 ? unp.pick(up) : undefined;
+        if (!instance) return;
+        note(payment.id, `unpaid return on #${instance.index}`);
+        instance.client
+          .reconcilePayment(payment.id, {
+            expected: { amount: payment.amount, developerTrackingId: payment.trackingId },
+          })
+          .then((result) => {
+            if (result.outcome !== 'pending' && time.now < payment.sessionEndsAt)
+              violate(`the return page of unpaid ${payment.id} was told ${result.outcome}`);
+          }, callerErrors('reconcilePayment (unpaid)'));
+      });
+    time.at(payment.sessionEndsAt, () => unpaidVerifies.set(payment.id, world.ledger.verifies.get(payment.id) ?? 0));
   };
 
   // The orders: each generated on some instance, then paid (or not) by its customer; with `twice`,
@@ -720,7 +767,12 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
           time.after(more.between(1_000, 20_000), () => checkout(k, again, idempotencyKey, reorders - 1, payment.id));
           return;
         }
-        if (!random.chance(0.85)) return; // the customer walks away: EXPIRED at the session's end
+        if (!random.chance(0.85)) {
+          // The customer walks away: EXPIRED at the session's end; with `unpaid`, back on the return
+          // page a few times anyway.
+          if (unpaidReturns) comeBackUnpaid(payment);
+          return;
+        }
         payment.settleAt = time.now + random.between(3_000, sessionSecs * 600);
         payment.outcome = random.chance(0.85) ? 'SUCCESS' : 'FAILURE';
         if (random.chance(0.05)) {
@@ -1165,6 +1217,12 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     // the lane's next check would come after the end, so the entry is back on the session's schedule.
     if (s.askedAfterSettle && laneLag > 0 && deadline > payment.sessionEndsAt)
       deadline = Math.max(deadline, sweepDeadline);
+    // Only returns told the plugin while verify lagged (every webhook lost, or it came after the final
+    // answer): the short lane reaches lags up to SHORT_LANE_REACH_MS; past it, reconciliation's bound
+    // (docs/confirmations.md: the plugin cannot tell this payment from an abandoned checkout).
+    const returnsOnly = s.webhookAskAt === undefined || s.webhookAskAt >= finalAt;
+    if (s.askedAfterSettle && returnsOnly && laneLag > SHORT_LANE_REACH_MS)
+      deadline = Math.max(deadline, sweepDeadline);
     // FINDING (left to the engine's owners): an early webhook that finds the payment pending starts
     // its pending lane while the customer is still at the checkout; a later webhook or return that
     // finds it pending does not start the lane again, it waits for the lane's next check (up to
@@ -1229,9 +1287,19 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       crashes.length + interrupted.length + (edits.get(payment.id) ?? 0) + (world.db?.rollbacks.get(payment.id) ?? 0);
     if (finals > 1 + s.failures + interruptions)
       violate(`${payment.id}: the service's final answer was fetched ${finals} times`);
+    // An abandoned checkout its customer came back to is held to its own budget (below).
+    if (unpaidVerifies.has(payment.id)) continue;
     settled++;
     settledVerifies += world.ledger.verifies.get(payment.id) ?? 0;
   }
+  // Abandoned checkouts: a return alone earns its first look and a small allowance shared by the
+  // fleet, whatever the returns (settlement.evidence.ts). Faults and crashes (a failed verify earns
+  // the fast lane), store outages (nothing known: the strangers' budget) and early webhooks (a
+  // webhook's PENDING earns the fast lane) are stated apart.
+  if (!['faults', 'crashes', 'outage', 'partition', 'early', 'slowstore'].some((s) => stressors.includes(s as Extra)))
+    for (const [id, verifies] of unpaidVerifies)
+      if (verifies > UNPAID_BUDGET)
+        violate(`abandoned checkout ${id} cost ${verifies} verify calls in its session (budget ${UNPAID_BUDGET})`);
   let strangerVerifies = 0;
   for (const id of strangersSeen) {
     strangerVerifies += world.ledger.verifies.get(id) ?? 0;

@@ -114,7 +114,8 @@ export function composeEngine(
       ...ttls,
       registration: resolved.name,
       clock: shared,
-      recheckSoon: (paymentId, expected, notBeforeMs) => void rechecks.note(paymentId, expected, notBeforeMs),
+      recheckSoon: (paymentId, expected, notBeforeMs, evidence) =>
+        void rechecks.note(paymentId, expected, notBeforeMs, evidence),
       orders: orders,
     },
     store,
@@ -133,6 +134,7 @@ export function composeEngine(
     shared,
     orders,
     (id) => void rechecks.note(id, undefined),
+    resolved.reconciliation.graceSecs,
   );
   const webhooks = new WebhookProcessor(
     resolved.webhook,

@@ -18,6 +18,7 @@ export { VerifyBudget } from './settlement.budget.js';
 export type { OutcomeExpectation } from './settlement.decision.js';
 export { OrderScreen } from './settlement.duplicates.js';
 export { PendingRechecks } from './settlement.rechecks.js';
+export { laneOf } from './settlement.evidence.js';
 export { PaymentReconciler } from './settlement.reconciler.js';
 export type { SettleRequest, SettleResult, Settlements, TokenLookup } from './settlement.request.js';
 export { SettlementRunner } from './settlement.runner.js';

@@ -4,7 +4,8 @@ import type { PaymentsReconciliationOptions } from './reconciliation.options.js'
 import type { OutcomeRecord, PaymentsStore, PendingPayment } from '../store/index.js';
 import type { TelemetryHooks } from '../telemetry/index.js';
 import { type Clock, type ClockTimer, every, type SharedClock } from '../time/index.js';
-import { nextRecheck, type PendingRechecks } from './settlement.rechecks.js';
+import { leaveLane, nextRecheck, type PendingRechecks } from './settlement.rechecks.js';
+import { laneOf, UnpaidAllowance } from './settlement.evidence.js';
 import { ABANDONED_MARK, nextCheckAt, OVERDUE_MARK, pastFastLane } from './reconciliation.lanes.js';
 
 /** What the sweep's bookkeeping of an unsettled payment needs. */
@@ -208,7 +209,11 @@ export class ReconciliationScheduler {
         .catch(() => undefined);
     this.wakes = new SweepWakes(clock, wake);
     this.#records = { store, runner: outcomes, recordTtlMs, clock, options, logger };
+    this.#unpaid = new UnpaidAllowance(store.rateLimits, options.graceSecs);
   }
+
+  /** The allowance the short lane's checks spend (settlement.evidence.ts). */
+  readonly #unpaid: UnpaidAllowance;
 
   /** Starts the periodic runs (when enabled). The timer does not keep the process alive. */
   start(): void {
@@ -296,6 +301,14 @@ export class ReconciliationScheduler {
     // One verify at a time (the docs warn against bursts), not one handler at a time: once a
     // payment's handlers start, the next is verified (a slow handler holds back no other).
     for (const [index, entry] of due.entries()) {
+      // A short-lane check spends the payment's allowance, shared with its returns; none left: it
+      // goes back to its session's schedule unchecked.
+      if (laneOf(entry.rechecks) === 'short' && !(await this.#unpaid.take(entry.paymentId, entry, now))) {
+        await this.rechecks.schedule(entry, leaveLane(entry, now, this.options.graceSecs)).catch((error: unknown) => {
+          this.logger.error(`reconciliation: store unreachable while updating ${entry.paymentId}: ${describe(error)}`);
+        });
+        continue;
+      }
       let handlersStarted!: () => void;
       const started = new Promise<'handlers'>((resolve) => (handlersStarted = () => resolve('handlers')));
       const settling = this.outcomes.settle({
@@ -388,6 +401,9 @@ export class ReconciliationScheduler {
       case 'verify-failed':
         run.checked++;
         // A failed check in the pending lane keeps it there: the lane backs off and ends with the session.
+        // In the short lane it is evidence of a failing service, not of an unpaid customer: the fast
+        // lane, as a path's failed verify earns (settlement.evidence.ts).
+        if (laneOf(entry.rechecks) === 'short') return this.#laneNext({ ...entry, rechecks: 0 }, now);
         if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
         return rescheduleUnsettled(this.#records, entry, now, {
           kind: 'unknown',
@@ -410,6 +426,8 @@ export class ReconciliationScheduler {
         // The outcome is known and recorded with its failure; only the handlers are run again
         // (soon while in the pending lane, then on the session's lanes).
         run.checked++;
+        // The outcome is known: the short lane's allowance is for unpaid customers, so the fast lane.
+        if (laneOf(entry.rechecks) === 'short') return this.#laneNext({ ...entry, rechecks: 0 }, now);
         if (entry.rechecks !== undefined) return this.#laneNext(entry, now);
         return rescheduleUnsettled(this.#records, entry, now, {
           kind: 'known',

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, type PaymentsLogger } from '../common/index.js';
 import type { ClaimOutcome, OutcomeFinish, OutcomeSource, PaymentsStore } from '../store/index.js';
+import type { PathEvidence } from './settlement.evidence.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
 import { type AttemptRecord, finishAttempt, finishOf } from './settlement.commit.js';
 import { DEFAULT_HANDLER_TIMEOUT_MS, withinDeadline } from './settlement.deadline.js';
@@ -114,7 +115,12 @@ export interface SettlementRunnerOptions {
    * within seconds, not before `notBeforeMs` (a 429's Retry-After) (settlement.rechecks.ts).
    * Never awaited by the path.
    */
-  recheckSoon?: (paymentId: string, expected: OutcomeExpectation | undefined, notBeforeMs?: number) => void;
+  recheckSoon?: (
+    paymentId: string,
+    expected: OutcomeExpectation | undefined,
+    notBeforeMs?: number,
+    evidence?: PathEvidence,
+  ) => void;
   /** One confirmation per order (settlement.orders.ts); absent: every successful payment is confirmed. */
   orders?: OrderScreenPort;
 }
@@ -361,7 +367,8 @@ export class Attempt {
    * A webhook or a return that left the payment unsettled hands it to the plugin's re-checks (the
    * sweep's own checks schedule their next one themselves).
    */
-  recheckSoon(expected: OutcomeExpectation | undefined, notBeforeMs?: number): void {
-    if (this.source !== 'reconciliation') this.deps.options.recheckSoon?.(this.paymentId, expected, notBeforeMs);
+  recheckSoon(expected: OutcomeExpectation | undefined, notBeforeMs?: number, evidence?: PathEvidence): void {
+    if (this.source !== 'reconciliation')
+      this.deps.options.recheckSoon?.(this.paymentId, expected, notBeforeMs, evidence);
   }
 }

@@ -3,6 +3,7 @@ import { queueRecheck, type PaymentsStore, type PendingPayment } from '../store/
 import type { SharedClock } from '../time/index.js';
 import type { VerifiedPayment } from '../api/index.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
+import { laneOf, type PathEvidence, SHORT_LANE_START, SHORT_LANE_WAITS_MS } from './settlement.evidence.js';
 
 /**
  * The fixed waits of the pending lane, in ms: after a webhook or a return found a payment still
@@ -78,17 +79,35 @@ export function nextRecheck(
   graceSecs: number,
 ): RecheckPlan {
   const done = entry.rechecks ?? 0;
+  if (laneOf(entry.rechecks) === 'short') {
+    // The short lane (settlement.evidence.ts): its few waits, then back to the session's schedule.
+    const wait = SHORT_LANE_WAITS_MS[done - SHORT_LANE_START];
+    if (wait !== undefined) return { dueAt: now + wait, rechecks: done + 1 };
+    return leaveLane(entry, now, graceSecs);
+  }
   const fixed = RECHECK_WAITS_MS[done];
   if (fixed !== undefined) return { dueAt: now + fixed, rechecks: done + 1 };
-  const ends = Date.parse(entry.sessionEndsAt ?? '');
-  const regular = Number.isFinite(ends) ? ends + graceSecs * 1000 : now;
   const beyond = done - RECHECK_WAITS_MS.length;
   const wait = Math.min(
     RECHECK_MAX_WAIT_MS,
     FIXED_SPAN_MS * (RECHECK_BACKOFF - 1) * RECHECK_BACKOFF ** Math.min(beyond, 64),
   );
-  if (now + wait < regular) return { dueAt: now + wait, rechecks: done + 1 };
-  return { dueAt: Math.max(regular, now + 60_000), rechecks: undefined };
+  if (now + wait < sessionScheduleAt(entry, now, graceSecs)) return { dueAt: now + wait, rechecks: done + 1 };
+  return leaveLane(entry, now, graceSecs);
+}
+
+// When the session's schedule takes an entry: its session's end and grace, or now when not known.
+function sessionScheduleAt(entry: Pick<PendingPayment, 'sessionEndsAt'>, now: number, graceSecs: number): number {
+  const ends = Date.parse(entry.sessionEndsAt ?? '');
+  return Number.isFinite(ends) ? ends + graceSecs * 1000 : now;
+}
+
+/**
+ * An entry leaving the pending lane (pure): due `graceSecs` after its session ends, or a minute
+ * from now, whichever is later, as a new payment's entry is.
+ */
+export function leaveLane(entry: Pick<PendingPayment, 'sessionEndsAt'>, now: number, graceSecs: number): RecheckPlan {
+  return { dueAt: Math.max(sessionScheduleAt(entry, now, graceSecs), now + 60_000), rechecks: undefined };
 }
 
 /**
@@ -96,17 +115,42 @@ export function nextRecheck(
  * pending lane it starts the lane. In the lane the path's verify stands for the lane's latest check
  * made again now: the wait after it is that check's, not the next one, so that customers reloading
  * the return page do not push the lane on to its long waits (each wait stays within its share of
- * the time since the lane began, the bound docs/confirmations.md states).
+ * the time since the lane began, the bound docs/confirmations.md states). What the path's result
+ * earns (settlement.evidence.ts) says which lane: `fast` (default), the fast lane (from its start
+ * when the entry was in the short lane or none); `short`, the short lane when the entry is in no
+ * lane (undefined: a lane already running keeps its place); `none`, nothing (undefined).
  * @param entry the queue entry (its `rechecks`: the lane checks done so far)
  * @param now the shared clock's time, epoch ms
  * @param graceSecs `reconciliation.graceSecs`
+ * @param evidence what the path's result earns (default `fast`)
  */
 export function pathRecheck(
   entry: Pick<PendingPayment, 'rechecks' | 'sessionEndsAt' | 'createdAt'>,
   now: number,
   graceSecs: number,
-): RecheckPlan {
-  const done = entry.rechecks ?? 0;
+  evidence?: 'fast',
+): RecheckPlan;
+export function pathRecheck(
+  entry: Pick<PendingPayment, 'rechecks' | 'sessionEndsAt' | 'createdAt'>,
+  now: number,
+  graceSecs: number,
+  evidence: PathEvidence,
+): RecheckPlan | undefined;
+export function pathRecheck(
+  entry: Pick<PendingPayment, 'rechecks' | 'sessionEndsAt' | 'createdAt'>,
+  now: number,
+  graceSecs: number,
+  evidence: PathEvidence = 'fast',
+): RecheckPlan | undefined {
+  if (evidence === 'none') return undefined;
+  const lane = laneOf(entry.rechecks);
+  if (evidence === 'short') {
+    // A return alone found it pending: the short lane, once; a lane already running keeps its place.
+    if (lane !== 'none') return undefined;
+    return nextRecheck({ ...entry, rechecks: SHORT_LANE_START }, now, graceSecs);
+  }
+  // Evidence of lag (a webhook's PENDING, a failure): the fast lane, from its start when it was not in it.
+  const done = lane === 'fast' ? (entry.rechecks ?? 0) : 0;
   return nextRecheck({ ...entry, rechecks: Math.max(0, done - 1) }, now, graceSecs);
 }
 
@@ -159,8 +203,18 @@ export class PendingRechecks {
     private readonly sessionSecs?: number,
   ) {}
 
-  /** A webhook or a return left `paymentId` unsettled (pending, a handler failed, no answer): re-check it soon. */
-  async note(paymentId: string, expected: OutcomeExpectation | undefined, notBeforeMs = 0, attempt = 1): Promise<void> {
+  /**
+   * A webhook or a return left `paymentId` unsettled (pending, a handler failed, no answer): re-check it soon.
+   * @param evidence what the path's result earns ({@link PathEvidence}; default `fast`)
+   */
+  async note(
+    paymentId: string,
+    expected: OutcomeExpectation | undefined,
+    notBeforeMs = 0,
+    evidence: PathEvidence = 'fast',
+    attempt = 1,
+  ): Promise<void> {
+    if (evidence === 'none') return;
     try {
       if (!(await this.clock.sync())) throw new Error("the store's clock is out of reach");
       const now = this.clock.now();
@@ -173,7 +227,7 @@ export class PendingRechecks {
           const wait = lookAgainIn(attempt);
           if (wait !== undefined)
             this.clock.setTimeout(
-              () => void this.note(paymentId, expected, Math.max(0, notBeforeMs - wait), attempt + 1),
+              () => void this.note(paymentId, expected, Math.max(0, notBeforeMs - wait), evidence, attempt + 1),
               wait,
             );
           return;
@@ -184,7 +238,8 @@ export class PendingRechecks {
         if (this.sessionSecs !== undefined) entry.sessionEndsAt = new Date(now + this.sessionSecs * 1000).toISOString();
         if (expected.developerTrackingId !== undefined) entry.developerTrackingId = expected.developerTrackingId;
       }
-      const plan = pathRecheck(entry, now, this.graceSecs);
+      const plan = pathRecheck(entry, now, this.graceSecs, evidence);
+      if (plan === undefined) return;
       await this.schedule(entry, { ...plan, dueAt: Math.max(plan.dueAt, now + notBeforeMs) }, 'path');
     } catch (error) {
       // The store is away: try again from this instance's memory (for about two minutes), so that
@@ -192,7 +247,10 @@ export class PendingRechecks {
       if (attempt === 1)
         this.logger.warn(`could not queue ${paymentId} for an early re-check (trying again): ${describe(error)}`);
       if (attempt < NOTE_ATTEMPTS)
-        this.clock.setTimeout(() => void this.note(paymentId, expected, notBeforeMs, attempt + 1), NOTE_RETRY_MS);
+        this.clock.setTimeout(
+          () => void this.note(paymentId, expected, notBeforeMs, evidence, attempt + 1),
+          NOTE_RETRY_MS,
+        );
     }
   }
 

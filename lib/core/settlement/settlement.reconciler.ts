@@ -13,6 +13,8 @@ import { type PaymentsLogger, assertNever } from '../common/index.js';
 import type { OutcomeRecord, PendingPayment, PaymentsStore } from '../store/index.js';
 import { sleep, type SharedClock } from '../time/index.js';
 import { StrangerBudget } from './settlement.strangers.js';
+import { laneOf, pendingLaneOf, returnSpend, UnpaidAllowance } from './settlement.evidence.js';
+import type { PathEvidence } from './settlement.evidence.js';
 import { doneOutcomeOf, type OutcomeExpectation } from './settlement.decision.js';
 import type { Settlements } from './settlement.request.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
@@ -46,6 +48,8 @@ export class PaymentReconciler {
    *   another payment inside its transaction is settled again at once, as the duplicate it is
    * @param lookAgain asks the pending lane to look for a payment nothing is known of yet (a few store
    *   reads, no verify): a return that comes before a slow store took `generatePayment`'s write
+   * @param graceSecs `reconciliation.graceSecs` (default 60): how long past its session's end a
+   *   payment's allowance of returns lasts (settlement.evidence.ts)
    */
   constructor(
     private readonly store: PaymentsStore,
@@ -55,11 +59,14 @@ export class PaymentReconciler {
     private readonly clock: SharedClock,
     private readonly orders?: { takeLostRace(paymentId: string): boolean },
     private readonly lookAgain?: (paymentId: string) => void,
+    graceSecs = 60,
   ) {
     this.#strangers = new StrangerBudget(clock.local, store.rateLimits);
+    this.#unpaid = new UnpaidAllowance(store.rateLimits, graceSecs);
   }
 
   readonly #strangers: StrangerBudget;
+  readonly #unpaid: UnpaidAllowance;
 
   /** See `PaymentsOperations.reconcilePayment`; `paymentId` is already validated. */
   async reconcile(paymentId: string, options: ReconcileOptions = {}): Promise<ReconcileResult> {
@@ -95,7 +102,17 @@ export class PaymentReconciler {
           return assertNever(gate);
       }
     }
-    const request = { paymentId, source: options.source ?? 'return', expected };
+    const source = options.source ?? 'return';
+    // What a return may spend, by what is known of the payment (settlement.evidence.ts).
+    let pendingLane: PathEvidence | undefined;
+    if (!stranger && source === 'return') {
+      const spend = returnSpend({ lane: laneOf(pending?.rechecks), record: recent ?? undefined });
+      if (spend === 'allowance' && !(await this.#unpaid.take(paymentId, pending ?? undefined, this.clock.now())))
+        // Only returns found it pending, and its allowance is spent: what the record says, no verify.
+        return { paymentId, status: recent?.status ?? '', outcome: 'pending', handled: false };
+      pendingLane = pendingLaneOf(spend);
+    }
+    const request = { paymentId, source, expected, pendingLane };
     let result = await this.runner.settle(request);
     // A customer back from a second payment of a paid order is told so, not that handlers failed.
     if (result.kind === 'handlers-failed' && this.orders?.takeLostRace(paymentId))

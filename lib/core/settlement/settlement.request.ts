@@ -1,5 +1,6 @@
 import type { PaymentsError, VerifiedPayment } from '../api/index.js';
 import type { DuplicateRefund, OrderSettlement, OutcomeSource } from '../store/index.js';
+import type { PathEvidence } from './settlement.evidence.js';
 import type { HandledOutcome, OutcomeExpectation } from './settlement.decision.js';
 
 /*
@@ -79,6 +80,11 @@ export interface SettleRequest {
   expected?: OutcomeExpectation;
   /** A signed webhook's token: its binding is read in the claim's store round trip. */
   token?: TokenLookup;
+  /**
+   * What a PENDING answer earns (settlement.evidence.ts): the pending lane's fast checks (default),
+   * the short lane (a return alone found it pending), or nothing (a return within the payment's allowance).
+   */
+  pendingLane?: PathEvidence;
   /** Called once the payment is verified and its handlers are about to run (the sweep then verifies the next one). */
   onHandlers?: () => void;
   /** What watches the attempt's handlers (telemetry times them); default nothing. */

@@ -211,7 +211,7 @@ export class SettlementRunner implements Settlements {
       case 'pending':
         await attempt.finish('release', { verification, outcome: 'pending', handlers: 'none' });
         // The service's state may lag its own webhook: the plugin re-checks soon rather than at the session's end.
-        attempt.recheckSoon(queuedExpectation(attempt.expected, verification));
+        attempt.recheckSoon(queuedExpectation(attempt.expected, verification), 0, attempt.request.pendingLane);
         return { kind: 'pending', verification };
       case 'mismatch': {
         const problems = decision.problems.join('; ');
