@@ -3,6 +3,7 @@ import type { PaymentsClient } from '../core/client/index.js';
 import { describe, type PaymentsLogger } from '../core/common/index.js';
 import { DESK_RESULTS, type DeskAction, DeskActions, type DeskResult } from './desk.actions.js';
 import { DeskData } from './desk.data.js';
+import { DeskReviews } from './desk.reviews.js';
 import {
   type DeskAuthorization,
   isPrincipal,
@@ -130,7 +131,7 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cross-origin-resource-policy': 'same-origin',
 };
 
-const ACTIONS: ReadonlySet<string> = new Set<DeskAction>(['run-handlers', 'refund']);
+const ACTIONS: ReadonlySet<string> = new Set<DeskAction>(['run-handlers', 'refund', 'review']);
 
 /**
  * The desk itself, framework-free: routes a request that the host has authorized, reads the
@@ -161,8 +162,9 @@ export class PaymentsDeskEngine {
     this.#client = client;
     this.#options = resolveDeskOptions(options, randomBytes, defaultLogger);
     this.#tokens = new DeskFormTokens(this.#options.formKey, this.#options.formTtlMs);
-    this.#data = new DeskData(client, this.#options.listSize, this.#options.scanLimit);
-    this.#actions = new DeskActions(client, this.#options.logger);
+    const reviews = new DeskReviews(client, this.#options.reviewRetentionMs, now);
+    this.#data = new DeskData(client, this.#options.listSize, this.#options.scanLimit, reviews);
+    this.#actions = new DeskActions(client, this.#options.logger, reviews);
     this.#now = now;
   }
 
@@ -186,7 +188,7 @@ export class PaymentsDeskEngine {
       token: this.#tokens.issue(principal.id, this.#now()),
     };
     try {
-      return await this.#route(request, principal.id, ctx);
+      return await this.#route(request, principal, ctx);
     } catch (error) {
       this.#options.logger.warn(this.#clean(`desk: ${request.method} ${request.path} failed: ${describe(error)}`));
       return this.#page(
@@ -196,7 +198,7 @@ export class PaymentsDeskEngine {
     }
   }
 
-  async #route(request: DeskRequest, who: string, ctx: DeskPageContext): Promise<DeskResponse> {
+  async #route(request: DeskRequest, who: { id: string; name: string }, ctx: DeskPageContext): Promise<DeskResponse> {
     const segments = request.path.split('/').filter((s) => s !== '');
     let parts: string[];
     try {
@@ -225,7 +227,10 @@ export class PaymentsDeskEngine {
     if (!ACTIONS.has(action)) return this.#notFound(ctx);
     if (request.method !== 'POST') return this.#notAllowed(ctx);
     // A browser says where a form came from; another site's form is refused before its token is read.
-    if (request.header('sec-fetch-site') === 'cross-site' || !this.#tokens.check(request.form?._csrf, who, this.#now()))
+    if (
+      request.header('sec-fetch-site') === 'cross-site' ||
+      !this.#tokens.check(request.form?._csrf, who.id, this.#now())
+    )
       return this.#page(
         403,
         messagePage(

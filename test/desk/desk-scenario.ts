@@ -249,6 +249,33 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     expect(sandbox.requests.length).toBe(calls);
   });
 
+  it('marks a failing payment reviewed: it leaves its list for Reviewed, and is back after a new failure', async () => {
+    const h = harness();
+    const s = seeded();
+    const section = (body: string, id: string) =>
+      new RegExp(`<section id="${id}">(.*?)</section>`, 's').exec(body)?.[1] ?? '';
+    const token = formToken(await (await get(pay(s.stuck), 'alice')).text());
+    const answers = await Promise.all([1, 2].map(() => post(`${pay(s.stuck)}/review`, 'alice', { _csrf: token })));
+    expect(answers.map((r) => r.headers.get('location')?.replace(/.*done=/, '')).sort()).toEqual(
+      expect.arrayContaining(['reviewed']),
+    );
+    const overview = await (await get(h.desk, 'alice')).text();
+    expect(section(overview, 'failing')).not.toContain(s.stuck);
+    expect(section(overview, 'reviewed')).toContain(s.stuck);
+    expect(section(overview, 'reviewed')).toContain('Alice, <time>');
+    const page = await (await get(pay(s.stuck), 'bob')).text();
+    expect(page).toMatch(/Reviewed by Alice at <time>/);
+    expect(page).not.toContain('>Mark reviewed<');
+    // The handlers fail again (a new attempt): what it needs changed.
+    await h.client.reconcilePayment(s.stuck);
+    const back = await (await get(h.desk, 'alice')).text();
+    expect(section(back, 'failing')).toContain(s.stuck);
+    expect(section(back, 'reviewed')).not.toContain(s.stuck);
+    expect(await (await get(pay(s.stuck), 'bob')).text()).toContain(
+      'Reviewed earlier (it needs something else now) by Alice',
+    );
+  });
+
   it('runs the handlers of a stuck payment again once under a double submit, and logs who did it', async () => {
     const h = harness();
     const s = seeded();

@@ -2,6 +2,9 @@ import { describe, expect, it } from '@jest/globals';
 import { DeskFormTokens } from '../../lib/desk/desk.handler.js';
 import { escapeHtml, html } from '../../lib/desk/desk.views.js';
 import { cleanDeep, cleanText } from '../../lib/desk/desk.handler.js';
+import { needOf } from '../../lib/desk/desk.reviews.js';
+import { needsPerson } from '../../lib/desk/desk.data.js';
+import type { OutcomeRecord } from '../../lib/store/index.js';
 import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 
 describe('the desk’s HTML', () => {
@@ -70,5 +73,33 @@ describe('what a page may show', () => {
       d: true,
       e: undefined,
     });
+  });
+});
+
+describe('what a review is of', () => {
+  const base: OutcomeRecord = {
+    paymentId: 'p1',
+    outcome: 'confirmed',
+    status: 'SUCCESS',
+    source: 'webhook',
+    handlers: 'failed',
+    attempts: 2,
+    updatedAt: '2026-11-28T10:00:00.000Z',
+  };
+  it.each<[string, Partial<OutcomeRecord>, string | undefined]>([
+    ['handlers failing', {}, 'confirmed/failed/-/2'],
+    ['a new failure (one more attempt)', { attempts: 3 }, 'confirmed/failed/-/3'],
+    ['settled: nothing to review', { handlers: 'succeeded' }, undefined],
+    ['a mismatch', { outcome: 'mismatch', handlers: 'none' }, 'mismatch/none/-/2'],
+    ['a duplicate to refund', { outcome: 'duplicate', handlers: 'none' }, 'duplicate/none/-/2'],
+    [
+      'a duplicate whose refund failed',
+      { outcome: 'duplicate', handlers: 'none', refundState: 'failed' },
+      'duplicate/none/failed/2',
+    ],
+    ['a refunded duplicate', { outcome: 'duplicate', handlers: 'none', refundState: 'refunded' }, undefined],
+    ['a failed payment', { outcome: 'failed', handlers: 'none' }, undefined],
+  ])('%s', (_name, change, need) => {
+    expect(needOf({ ...base, ...change }, needsPerson)).toBe(need);
   });
 });
