@@ -2,6 +2,7 @@ import type { PaymentsClient } from '../core/client/index.js';
 import { describe, type PaymentsLogger } from '../core/common/index.js';
 import { refundOnce } from '../core/settlement/index.js';
 import { needsPerson, refundable } from './desk.data.js';
+import type { DeskHistory } from './desk.history.js';
 import type { DeskReviews } from './desk.reviews.js';
 
 /**
@@ -28,6 +29,16 @@ export const DESK_RESULTS = {
 /** The code of an action's result. */
 export type DeskResult = keyof typeof DESK_RESULTS;
 
+/** The results of an action that did something: the payment's page lists them, with who. */
+const DONE: ReadonlySet<DeskResult> = new Set<DeskResult>([
+  'handled',
+  'handlers-failed',
+  'refunded',
+  'refund-unknown',
+  'refund-failed',
+  'reviewed',
+]);
+
 /** The actions a person takes from the desk. */
 export type DeskAction = 'run-handlers' | 'refund' | 'review';
 
@@ -48,6 +59,7 @@ export class DeskActions {
     private readonly client: PaymentsClient,
     private readonly logger: PaymentsLogger,
     private readonly reviews: DeskReviews,
+    private readonly history: DeskHistory,
   ) {}
 
   /** Runs `action` on `paymentId` for `who` (a principal), once at a time per payment. */
@@ -61,8 +73,15 @@ export class DeskActions {
         : action === 'review'
           ? this.#review(paymentId, who)
           : this.#runHandlers(paymentId);
-    const started = work.then((result) => {
+    const started = work.then(async (result) => {
       this.#note(action, paymentId, who.id, result);
+      // An action that did nothing (a second click, nothing to do) is logged, not kept.
+      if (DONE.has(result))
+        await this.history.add(paymentId, action, who, result).catch((error: unknown) => {
+          this.logger.warn(
+            this.#line(`desk: the action of ${JSON.stringify(who.id)} was not kept: ${describe(error)}`),
+          );
+        });
       return result;
     });
     const tracked = started.finally(() => this.#running.delete(key));

@@ -10,6 +10,7 @@ import {
   type PendingPayment,
   type RefundRecord,
 } from '../core/store/index.js';
+import type { DeskActionEntry, DeskHistory } from './desk.history.js';
 import { type DeskReview, DeskReviews } from './desk.reviews.js';
 
 /** One list of the overview: the first records and how many there are (counted up to a bound). */
@@ -58,6 +59,8 @@ export interface DeskPayment {
   review?: DeskReview;
   /** Whether the review holds for what the payment needs now (it then is out of its list). */
   reviewHolds?: boolean;
+  /** What people did to it from the desk, with who, oldest first. */
+  actions: DeskActionEntry[];
 }
 
 /** Refund states a person must look at: the desk sends no more refund calls for them. */
@@ -106,6 +109,7 @@ export class DeskData {
     private readonly listSize: number,
     private readonly scanLimit: number,
     private readonly reviews: DeskReviews,
+    private readonly history: DeskHistory,
   ) {}
 
   /** The overview's lists, read concurrently; a payment reviewed for what it needs now is in `reviewed` only. */
@@ -156,20 +160,21 @@ export class DeskData {
   /** What the store knows of `paymentId`; `undefined` when it knows nothing. */
   async payment(paymentId: string): Promise<DeskPayment | undefined> {
     const store = this.client.store;
-    const [record, pending, refund, review] = await Promise.all([
+    const [record, pending, refund, review, actions] = await Promise.all([
       store.getOutcome(paymentId),
       store.findPending(paymentId),
       refundLedgerOf(store).findRefund(refundKey(this.client.name, paymentId)),
       this.reviews.find(paymentId),
+      this.history.list(paymentId),
     ]);
-    if (record === undefined && pending === undefined && refund === undefined) return undefined;
+    if (record === undefined && pending === undefined && refund === undefined && actions.length === 0) return undefined;
     const order = record?.developerTrackingId ?? pending?.developerTrackingId;
     const orderSettledBy =
       order === undefined
         ? undefined
         : await orderLedgerOf(store)?.findOrderSettlement(orderLedgerKey(this.client.name, order));
     const reviewHolds = record !== undefined && DeskReviews.holds(record, review, needsPerson);
-    return { paymentId, record, pending, refund, orderSettledBy, review, reviewHolds };
+    return { paymentId, record, pending, refund, orderSettledBy, review, reviewHolds, actions };
   }
 
   /**

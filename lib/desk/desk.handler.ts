@@ -3,6 +3,7 @@ import type { PaymentsClient } from '../core/client/index.js';
 import { describe, type PaymentsLogger } from '../core/common/index.js';
 import { DESK_RESULTS, type DeskAction, DeskActions, type DeskResult } from './desk.actions.js';
 import { DeskData } from './desk.data.js';
+import { DeskHistory } from './desk.history.js';
 import { DeskReviews } from './desk.reviews.js';
 import {
   type DeskAuthorization,
@@ -163,8 +164,9 @@ export class PaymentsDeskEngine {
     this.#options = resolveDeskOptions(options, randomBytes, defaultLogger);
     this.#tokens = new DeskFormTokens(this.#options.formKey, this.#options.formTtlMs);
     const reviews = new DeskReviews(client, this.#options.reviewRetentionMs, now);
-    this.#data = new DeskData(client, this.#options.listSize, this.#options.scanLimit, reviews);
-    this.#actions = new DeskActions(client, this.#options.logger, reviews);
+    const history = new DeskHistory(client, this.#options.reviewRetentionMs, now);
+    this.#data = new DeskData(client, this.#options.listSize, this.#options.scanLimit, reviews, history);
+    this.#actions = new DeskActions(client, this.#options.logger, reviews, history);
     this.#now = now;
   }
 

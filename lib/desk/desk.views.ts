@@ -168,6 +168,13 @@ export function searchPage(ctx: DeskPageContext, query: string, found: OutcomeRe
   );
 }
 
+/** How the timeline names an action taken from the desk. */
+const ACTION_NAMES: Readonly<Record<string, string>> = {
+  'run-handlers': 'Checked now and handlers run from the desk',
+  refund: 'Refund of the duplicate asked from the desk',
+  review: 'Marked reviewed',
+};
+
 interface TimelineEntry {
   at: string;
   text: SafeHtml;
@@ -210,6 +217,8 @@ function timeline(p: DeskPayment): TimelineEntry[] {
       text: html`Refunded by the service: refund ${record.refund.refundId}, ${record.refund.amount}, ${record.refund.status}`,
     });
   }
+  for (const a of p.actions)
+    entries.push({ at: a.at, text: html`${ACTION_NAMES[a.action] ?? a.action} by ${a.name}: ${a.result}` });
   return entries.sort((a, b) => (a.at === '' ? 1 : b.at === '' ? -1 : a.at.localeCompare(b.at)));
 }
 

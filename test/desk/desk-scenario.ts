@@ -265,6 +265,8 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     expect(section(overview, 'reviewed')).toContain('Alice, <time>');
     const page = await (await get(pay(s.stuck), 'bob')).text();
     expect(page).toMatch(/Reviewed by Alice at <time>/);
+    // Who did it, from the host's authorize or guard (its name), in the timeline; once.
+    expect(page.split('Marked reviewed by Alice: reviewed').length).toBe(2);
     expect(page).not.toContain('>Mark reviewed<');
     // The handlers fail again (a new attempt): what it needs changed.
     await h.client.reconcilePayment(s.stuck);
@@ -291,6 +293,7 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     expect(await h.client.getOutcome(s.stuck)).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded' });
     const after = await (await get(`${pay(s.stuck)}?done=handled`, 'alice')).text();
     expect(after).toContain('The handlers ran and succeeded');
+    expect(after.split('Checked now and handlers run from the desk by Alice: handled').length).toBe(2);
     expect(
       h.logs.some((l) => l.includes('"alice"') && l.includes('check and handlers run') && l.includes(s.stuck)),
     ).toBe(true);
@@ -312,6 +315,7 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     const page = await (await get(pay(s.duplicate), 'alice')).text();
     expect(page).toMatch(/Refunded by the service: refund /);
     expect(page).not.toContain('Refund this duplicate');
+    expect(page.split('Refund of the duplicate asked from the desk by Alice: refunded').length).toBe(2);
     expect(
       h.logs.some((l) => l.includes('"alice"') && l.includes('refund of the duplicate') && l.includes(s.duplicate)),
     ).toBe(true);
