@@ -1,4 +1,4 @@
-import { orderLedgerKey } from '../core/api/index.js';
+import { orderLedgerKey, type CardBinding } from '../core/api/index.js';
 import type { PaymentsClient } from '../core/client/index.js';
 import { isOverdueRecord, refundKey } from '../core/settlement/index.js';
 import {
@@ -175,6 +175,23 @@ export class DeskData {
         : await orderLedgerOf(store)?.findOrderSettlement(orderLedgerKey(this.client.name, order));
     const reviewHolds = record !== undefined && DeskReviews.holds(record, review, needsPerson);
     return { paymentId, record, pending, refund, orderSettledBy, review, reviewHolds, actions };
+  }
+
+  /** The payment a webhook token was issued for: one lookup of its binding by the token's nonce. */
+  async byToken(nonce: string): Promise<string | undefined> {
+    return (await this.client.store.findBinding(nonce))?.paymentId;
+  }
+
+  /**
+   * A customer's card bindings (one `listBindings` call to the service); `undefined` when the
+   * service did not answer.
+   */
+  async customer(clientId: string): Promise<CardBinding[] | undefined> {
+    try {
+      return await this.client.listBindings(clientId);
+    } catch {
+      return undefined;
+    }
   }
 
   /**

@@ -13,7 +13,15 @@ import {
   type ResolvedDeskOptions,
   resolveDeskOptions,
 } from './desk.options.js';
-import { DESK_CSP, type DeskPageContext, messagePage, overviewPage, paymentPage, searchPage } from './desk.views.js';
+import {
+  customerPage,
+  DESK_CSP,
+  type DeskPageContext,
+  messagePage,
+  overviewPage,
+  paymentPage,
+  searchPage,
+} from './desk.views.js';
 
 /**
  * The shape of a signed webhook token (`<nonce>.<expiry>.<amount>.<tracking hash>.<tag>.<HMAC>`,
@@ -23,6 +31,16 @@ import { DESK_CSP, type DeskPageContext, messagePage, overviewPage, paymentPage,
 const WEBHOOK_TOKEN =
   /[A-Za-z0-9_-]{4,}\.[0-9a-z]{1,13}\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{16,}/g;
 const PROBE_TOKEN = /probe\.[0-9a-z]{1,13}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/g;
+
+/**
+ * The nonce of a webhook token found in `query` (the token, or a webhook URL holding it), or the
+ * query itself when `nonceAlone` and it is shaped like one: the id the store binds the token by.
+ */
+export function tokenNonceOf(query: string, nonceAlone: boolean): string | undefined {
+  const token = new RegExp(WEBHOOK_TOKEN.source).exec(query)?.[0];
+  if (token !== undefined) return token.split('.')[0];
+  return nonceAlone && /^[A-Za-z0-9_-]{4,100}$/.test(query) ? query : undefined;
+}
 
 /** What replaces a token or a secret in a page. */
 export const CUT = '[redacted]';
@@ -248,6 +266,22 @@ export class PaymentsDeskEngine {
   async #search(request: DeskRequest, ctx: DeskPageContext): Promise<DeskResponse> {
     const query = (request.query.get('q') ?? '').trim().slice(0, 200);
     if (query === '') return this.#redirect(request.base || '/');
+    const by = request.query.get('by') ?? '';
+    if (by === 'customer')
+      return this.#page(200, customerPage(ctx, this.#clean(query), this.#cleaned(await this.#data.customer(query))));
+    const nonce = tokenNonceOf(query, by === 'token');
+    if (nonce !== undefined || by === 'token') {
+      const paymentId = nonce === undefined ? undefined : await this.#data.byToken(nonce);
+      if (paymentId !== undefined) return this.#redirect(`${request.base}/payments/${encodeURIComponent(paymentId)}`);
+      return this.#page(
+        200,
+        messagePage(
+          'Search',
+          'No payment found for this webhook token: its binding is kept as long as the token is valid (webhook.tokenTtlSecs), then expires.',
+          ctx,
+        ),
+      );
+    }
     if ((await this.#data.payment(query)) !== undefined)
       return this.#redirect(`${request.base}/payments/${encodeURIComponent(query)}`);
     return this.#page(200, searchPage(ctx, this.#clean(query), this.#cleaned(await this.#data.order(query))));

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { CardBinding } from '../core/api/index.js';
 import type { OutcomeRecord } from '../core/store/index.js';
 import { DESK_RESULTS, type DeskResult } from './desk.actions.js';
 import { type DeskList, type DeskOverview, type DeskPayment, needsPerson, refundable } from './desk.data.js';
@@ -91,7 +92,7 @@ export function page(title: string, ctx: Pick<DeskPageContext, 'base' | 'who'> |
     ctx === undefined
       ? ''
       : html`<header><a href="${ctx.base || '/'}">Payments desk</a>
-<form method="get" action="${ctx.base}/search" role="search"><label>Payment or order id <input name="q" required maxlength="200"></label> <button>Search</button></form>
+<form method="get" action="${ctx.base}/search" role="search"><label>Search <input name="q" required maxlength="200"></label> <label>by <select name="by"><option value="">payment or order id</option><option value="token">webhook token or URL</option><option value="customer">customer id (card bindings)</option></select></label> <button>Search</button></form>
 <span>Signed in as ${ctx.who}</span></header>`;
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
@@ -174,6 +175,24 @@ const ACTION_NAMES: Readonly<Record<string, string>> = {
   refund: 'Refund of the duplicate asked from the desk',
   review: 'Marked reviewed',
 };
+
+/** A customer's card bindings, as the service lists them. */
+export function customerPage(ctx: DeskPageContext, clientId: string, bindings: CardBinding[] | undefined): string {
+  return page(
+    'Search',
+    ctx,
+    html`<p>Card bindings of customer “${clientId}”:</p>${
+      bindings === undefined
+        ? html`<p class="warn">The service did not answer: try again in a moment.</p>`
+        : bindings.length === 0
+          ? html`<p>The service knows no card binding of this customer.</p>`
+          : html`<table><thead><tr><th>Binding</th><th>Customer</th><th>Card</th><th>Status</th><th>Created</th></tr></thead><tbody>${bindings.map(
+              (b) =>
+                html`<tr><td>${b.bindingId}</td><td>${b.clientId}</td><td>${b.cardBrand} ···· ${b.cardLastFour}</td><td>${b.status}</td><td>${b.createdAt}</td></tr>`,
+            )}</tbody></table>`
+    }`,
+  );
+}
 
 interface TimelineEntry {
   at: string;

@@ -209,12 +209,43 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     expect(byOrder).not.toContain(s.paid);
   });
 
+  it('finds a payment by its webhook token or webhook URL, and a customer’s card bindings, one lookup each', async () => {
+    const h = harness();
+    const s = seeded();
+    const search = (q: string, by = '') =>
+      get(`${h.desk}/search?q=${encodeURIComponent(q)}${by === '' ? '' : `&by=${by}`}`, 'alice');
+    const url = h.sandbox.getPayment(s.duplicate)!.webhook!;
+    for (const [q, by] of [
+      [s.tokens[3], ''],
+      [url, ''],
+      [s.tokens[3], 'token'],
+      [s.tokens[3].split('.')[0], 'token'],
+    ]) {
+      const res = await search(q, by);
+      expect([q, res.status, res.headers.get('location')]).toEqual([q, 303, `/desk/payments/${s.duplicate}`]);
+    }
+    const unknown = await (await search(`${s.tokens[3].slice(0, 4)}zzzz${s.tokens[3].slice(8)}`)).text();
+    expect(unknown).toContain('No payment found for this webhook token');
+    const customer = await (await search(`cust ${HOSTILE} ${SECRETS.webhookSecret}`, 'customer')).text();
+    expect(customer).toMatch(
+      /<td>[0-9a-f-]{36}<\/td><td>cust &lt;script&gt;.*\[redacted\]<\/td><td>[^<]+ ···· \d{4}<\/td><td>active<\/td>/s,
+    );
+    expect(await (await search('nobody-at-all', 'customer')).text()).toContain('knows no card binding');
+  });
+
   it('never shows a secret, a key or a webhook token, and escapes what customers and the service wrote', async () => {
     const s = seeded();
     const q = encodeURIComponent(`${HOSTILE} ${s.tokens[0]} ${SECRETS.privateKey}`);
+    const pasted = (by: string) => `${harness().desk}/search?q=${q}&by=${by}`;
+    const customer = encodeURIComponent(`cust ${HOSTILE} ${SECRETS.webhookSecret}`);
     const urls = [
       harness().desk,
       `${harness().desk}/search?q=${q}`,
+      pasted('token'),
+      pasted('customer'),
+      pasted(encodeURIComponent(`${SECRETS.webhookSecret} ${s.tokens[1]}`)),
+      `${harness().desk}/search?q=${customer}&by=customer`,
+      `${harness().desk}/search?q=${encodeURIComponent(SECRETS.privateKey)}&by=token`,
       ...[s.paid, s.failed, s.duplicate, s.stuck, s.overdue].map(pay),
     ];
     for (const url of urls) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { DeskFormTokens } from '../../lib/desk/desk.handler.js';
 import { escapeHtml, html } from '../../lib/desk/desk.views.js';
-import { cleanDeep, cleanText } from '../../lib/desk/desk.handler.js';
+import { cleanDeep, cleanText, tokenNonceOf } from '../../lib/desk/desk.handler.js';
 import { needOf } from '../../lib/desk/desk.reviews.js';
 import { needsPerson } from '../../lib/desk/desk.data.js';
 import type { OutcomeRecord } from '../../lib/store/index.js';
@@ -62,6 +62,16 @@ describe('what a page may show', () => {
     expect(cleanText('pay_0af106a68b107229ba2a5dfd 2026-11-28T01:02:57.354Z 12.500', secrets)).toBe(
       'pay_0af106a68b107229ba2a5dfd 2026-11-28T01:02:57.354Z 12.500',
     );
+  });
+
+  it('finds the nonce of a webhook token pasted alone or in its URL, and a nonce alone only when asked', () => {
+    const nonce = token.split('.')[0];
+    expect(tokenNonceOf(token, false)).toBe(nonce);
+    expect(tokenNonceOf(`https://shop.example/payments/webhook/${token}?x=1`, false)).toBe(nonce);
+    expect(tokenNonceOf(nonce, false)).toBeUndefined();
+    expect(tokenNonceOf(nonce, true)).toBe(nonce);
+    expect(tokenNonceOf('order 12', true)).toBeUndefined();
+    expect(tokenNonceOf('desk-review:a:b', true)).toBeUndefined();
   });
 
   it('cleans every string of a record, at any depth, and leaves other values', () => {
