@@ -4,6 +4,8 @@ import { escapeHtml, html } from '../../lib/desk/desk.views.js';
 import { cleanDeep, cleanText, tokenNonceOf } from '../../lib/desk/desk.handler.js';
 import { needOf } from '../../lib/desk/desk.reviews.js';
 import { needsPerson } from '../../lib/desk/desk.data.js';
+import { resolveDeskOptions } from '../../lib/desk/desk.options.js';
+import { quietLogger } from '../support/outcome-kit.js';
 import type { OutcomeRecord } from '../../lib/store/index.js';
 import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 
@@ -111,5 +113,16 @@ describe('what a review is of', () => {
     ['a failed payment', { outcome: 'failed', handlers: 'none' }, undefined],
   ])('%s', (_name, change, need) => {
     expect(needOf({ ...base, ...change }, needsPerson)).toBe(need);
+  });
+});
+
+describe('the review retention option', () => {
+  const random = (n: number) => Buffer.alloc(n, 1);
+  it('defaults to 30 days, takes seconds, and names a wrong value', () => {
+    expect(resolveDeskOptions({}, random, quietLogger()).reviewRetentionMs).toBe(30 * 24 * 3600 * 1000);
+    expect(resolveDeskOptions({ reviewRetentionSecs: 60 }, random, quietLogger()).reviewRetentionMs).toBe(60_000);
+    expect(() => resolveDeskOptions({ reviewRetentionSecs: 0 }, random, quietLogger())).toThrow(
+      'nestjs-payments desk: reviewRetentionSecs must be a positive integer',
+    );
   });
 });
