@@ -1,7 +1,9 @@
 import type { PaymentsClient } from '../core/client/index.js';
 import { describe, type PaymentsLogger } from '../core/common/index.js';
 import { refundOnce } from '../core/settlement/index.js';
-import { refundable } from './desk.data.js';
+import { needsPerson, refundable } from './desk.data.js';
+import type { DeskHistory } from './desk.history.js';
+import type { DeskReviews } from './desk.reviews.js';
 
 /**
  * What an action did, as the page after it tells (a fixed set: the redirect carries the code, never
@@ -19,13 +21,26 @@ export const DESK_RESULTS = {
   'refund-failed':
     'The refund was not made: see the refund record below; refund it by hand at the service if it must be.',
   'not-refundable': 'This payment is not a duplicate awaiting its refund: nothing was sent.',
+  reviewed: 'Marked reviewed: the payment leaves its list until what it needs changes (a new attempt, a new failure).',
+  'reviewed-earlier': 'Someone had marked it reviewed already, for what it needs now: nothing was recorded.',
+  'not-reviewable': 'This payment needs no person now: nothing was recorded.',
 } as const;
 
 /** The code of an action's result. */
 export type DeskResult = keyof typeof DESK_RESULTS;
 
+/** The results of an action that did something: the payment's page lists them, with who. */
+const DONE: ReadonlySet<DeskResult> = new Set<DeskResult>([
+  'handled',
+  'handlers-failed',
+  'refunded',
+  'refund-unknown',
+  'refund-failed',
+  'reviewed',
+]);
+
 /** The actions a person takes from the desk. */
-export type DeskAction = 'run-handlers' | 'refund';
+export type DeskAction = 'run-handlers' | 'refund' | 'review';
 
 /**
  * The desk's actions, each safe to send twice: the engine's own rules make the second a no-op
@@ -43,15 +58,30 @@ export class DeskActions {
   constructor(
     private readonly client: PaymentsClient,
     private readonly logger: PaymentsLogger,
+    private readonly reviews: DeskReviews,
+    private readonly history: DeskHistory,
   ) {}
 
-  /** Runs `action` on `paymentId` for `who` (a principal's id), once at a time per payment. */
-  run(action: DeskAction, paymentId: string, who: string): Promise<DeskResult> {
+  /** Runs `action` on `paymentId` for `who` (a principal), once at a time per payment. */
+  run(action: DeskAction, paymentId: string, who: { id: string; name: string }): Promise<DeskResult> {
     const key = `${action}\n${paymentId}`;
     const running = this.#running.get(key);
     if (running !== undefined) return running;
-    const started = (action === 'refund' ? this.#refund(paymentId) : this.#runHandlers(paymentId)).then((result) => {
-      this.#note(action, paymentId, who, result);
+    const work =
+      action === 'refund'
+        ? this.#refund(paymentId)
+        : action === 'review'
+          ? this.#review(paymentId, who)
+          : this.#runHandlers(paymentId);
+    const started = work.then(async (result) => {
+      this.#note(action, paymentId, who.id, result);
+      // An action that did nothing (a second click, nothing to do) is logged, not kept.
+      if (DONE.has(result))
+        await this.history.add(paymentId, action, who, result).catch((error: unknown) => {
+          this.logger.warn(
+            this.#line(`desk: the action of ${JSON.stringify(who.id)} was not kept: ${describe(error)}`),
+          );
+        });
       return result;
     });
     const tracked = started.finally(() => this.#running.delete(key));
@@ -92,8 +122,16 @@ export class DeskActions {
     }
   }
 
+  /** The review of a payment that needs a person, once per payment and need (across instances). */
+  async #review(paymentId: string, who: { id: string; name: string }): Promise<DeskResult> {
+    const record = await this.client.getOutcome(paymentId);
+    if (record === undefined) return 'not-reviewable';
+    return this.reviews.mark(record, needsPerson, who);
+  }
+
   #note(action: DeskAction, paymentId: string, who: string, result: DeskResult): void {
-    const what = action === 'refund' ? 'refund of the duplicate' : 'check and handlers run';
+    const what =
+      action === 'refund' ? 'refund of the duplicate' : action === 'review' ? 'review' : 'check and handlers run';
     this.logger.log(
       this.#line(
         `desk: ${JSON.stringify(who)} asked for the ${what} of payment ${JSON.stringify(paymentId)}: ${result}`,

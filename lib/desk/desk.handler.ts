@@ -3,6 +3,8 @@ import type { PaymentsClient } from '../core/client/index.js';
 import { describe, type PaymentsLogger } from '../core/common/index.js';
 import { DESK_RESULTS, type DeskAction, DeskActions, type DeskResult } from './desk.actions.js';
 import { DeskData } from './desk.data.js';
+import { DeskHistory } from './desk.history.js';
+import { DeskReviews } from './desk.reviews.js';
 import {
   type DeskAuthorization,
   isPrincipal,
@@ -11,7 +13,15 @@ import {
   type ResolvedDeskOptions,
   resolveDeskOptions,
 } from './desk.options.js';
-import { DESK_CSP, type DeskPageContext, messagePage, overviewPage, paymentPage, searchPage } from './desk.views.js';
+import {
+  customerPage,
+  DESK_CSP,
+  type DeskPageContext,
+  messagePage,
+  overviewPage,
+  paymentPage,
+  searchPage,
+} from './desk.views.js';
 
 /**
  * The shape of a signed webhook token (`<nonce>.<expiry>.<amount>.<tracking hash>.<tag>.<HMAC>`,
@@ -21,6 +31,16 @@ import { DESK_CSP, type DeskPageContext, messagePage, overviewPage, paymentPage,
 const WEBHOOK_TOKEN =
   /[A-Za-z0-9_-]{4,}\.[0-9a-z]{1,13}\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{16,}/g;
 const PROBE_TOKEN = /probe\.[0-9a-z]{1,13}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/g;
+
+/**
+ * The nonce of a webhook token found in `query` (the token, or a webhook URL holding it), or the
+ * query itself when `nonceAlone` and it is shaped like one: the id the store binds the token by.
+ */
+export function tokenNonceOf(query: string, nonceAlone: boolean): string | undefined {
+  const token = new RegExp(WEBHOOK_TOKEN.source).exec(query)?.[0];
+  if (token !== undefined) return token.split('.')[0];
+  return nonceAlone && /^[A-Za-z0-9_-]{4,100}$/.test(query) ? query : undefined;
+}
 
 /** What replaces a token or a secret in a page. */
 export const CUT = '[redacted]';
@@ -130,7 +150,7 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cross-origin-resource-policy': 'same-origin',
 };
 
-const ACTIONS: ReadonlySet<string> = new Set<DeskAction>(['run-handlers', 'refund']);
+const ACTIONS: ReadonlySet<string> = new Set<DeskAction>(['run-handlers', 'refund', 'review']);
 
 /**
  * The desk itself, framework-free: routes a request that the host has authorized, reads the
@@ -161,8 +181,10 @@ export class PaymentsDeskEngine {
     this.#client = client;
     this.#options = resolveDeskOptions(options, randomBytes, defaultLogger);
     this.#tokens = new DeskFormTokens(this.#options.formKey, this.#options.formTtlMs);
-    this.#data = new DeskData(client, this.#options.listSize, this.#options.scanLimit);
-    this.#actions = new DeskActions(client, this.#options.logger);
+    const reviews = new DeskReviews(client, this.#options.reviewRetentionMs, now);
+    const history = new DeskHistory(client, this.#options.reviewRetentionMs, now);
+    this.#data = new DeskData(client, this.#options.listSize, this.#options.scanLimit, reviews, history);
+    this.#actions = new DeskActions(client, this.#options.logger, reviews, history);
     this.#now = now;
   }
 
@@ -186,7 +208,7 @@ export class PaymentsDeskEngine {
       token: this.#tokens.issue(principal.id, this.#now()),
     };
     try {
-      return await this.#route(request, principal.id, ctx);
+      return await this.#route(request, principal, ctx);
     } catch (error) {
       this.#options.logger.warn(this.#clean(`desk: ${request.method} ${request.path} failed: ${describe(error)}`));
       return this.#page(
@@ -196,7 +218,7 @@ export class PaymentsDeskEngine {
     }
   }
 
-  async #route(request: DeskRequest, who: string, ctx: DeskPageContext): Promise<DeskResponse> {
+  async #route(request: DeskRequest, who: { id: string; name: string }, ctx: DeskPageContext): Promise<DeskResponse> {
     const segments = request.path.split('/').filter((s) => s !== '');
     let parts: string[];
     try {
@@ -225,7 +247,10 @@ export class PaymentsDeskEngine {
     if (!ACTIONS.has(action)) return this.#notFound(ctx);
     if (request.method !== 'POST') return this.#notAllowed(ctx);
     // A browser says where a form came from; another site's form is refused before its token is read.
-    if (request.header('sec-fetch-site') === 'cross-site' || !this.#tokens.check(request.form?._csrf, who, this.#now()))
+    if (
+      request.header('sec-fetch-site') === 'cross-site' ||
+      !this.#tokens.check(request.form?._csrf, who.id, this.#now())
+    )
       return this.#page(
         403,
         messagePage(
@@ -241,6 +266,22 @@ export class PaymentsDeskEngine {
   async #search(request: DeskRequest, ctx: DeskPageContext): Promise<DeskResponse> {
     const query = (request.query.get('q') ?? '').trim().slice(0, 200);
     if (query === '') return this.#redirect(request.base || '/');
+    const by = request.query.get('by') ?? '';
+    if (by === 'customer')
+      return this.#page(200, customerPage(ctx, this.#clean(query), this.#cleaned(await this.#data.customer(query))));
+    const nonce = tokenNonceOf(query, by === 'token');
+    if (nonce !== undefined || by === 'token') {
+      const paymentId = nonce === undefined ? undefined : await this.#data.byToken(nonce);
+      if (paymentId !== undefined) return this.#redirect(`${request.base}/payments/${encodeURIComponent(paymentId)}`);
+      return this.#page(
+        200,
+        messagePage(
+          'Search',
+          'No payment found for this webhook token: its binding is kept as long as the token is valid (webhook.tokenTtlSecs), then expires.',
+          ctx,
+        ),
+      );
+    }
     if ((await this.#data.payment(query)) !== undefined)
       return this.#redirect(`${request.base}/payments/${encodeURIComponent(query)}`);
     return this.#page(200, searchPage(ctx, this.#clean(query), this.#cleaned(await this.#data.order(query))));

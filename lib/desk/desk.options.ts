@@ -40,6 +40,11 @@ export interface PaymentsDeskBaseOptions {
    */
   scanLimit?: number;
   /**
+   * How long a "mark reviewed" is kept, in seconds (in the store, through its binding port). Past
+   * it, a payment that still needs a person is back in its list. Default 2592000 (30 days).
+   */
+  reviewRetentionSecs?: number;
+  /**
    * Where each action is written, with who did it (`log`) and what it failed on (`warn`).
    * Default for Express: one line on stdout per action; for Nest: Nest's `Logger` with context `PaymentsDesk`.
    */
@@ -68,9 +73,14 @@ export interface ResolvedDeskOptions {
   readonly listSize: number;
   /** See {@link PaymentsDeskBaseOptions.scanLimit}. */
   readonly scanLimit: number;
+  /** See {@link PaymentsDeskBaseOptions.reviewRetentionSecs}; in ms. */
+  readonly reviewRetentionMs: number;
   /** See {@link PaymentsDeskBaseOptions.logger}. */
   readonly logger: PaymentsLogger;
 }
+
+/** Reviews are kept 30 days by default. */
+const DEFAULT_REVIEW_RETENTION_SECS = 30 * 24 * 3600;
 
 /** Form tokens expire after two hours by default. */
 const DEFAULT_FORM_TTL_SECS = 7200;
@@ -99,6 +109,8 @@ export function resolveDeskOptions(
     formTtlMs: positiveInteger(options.formTtlSecs, 'formTtlSecs', DEFAULT_FORM_TTL_SECS) * 1000,
     listSize: positiveInteger(options.listSize, 'listSize', 20),
     scanLimit: positiveInteger(options.scanLimit, 'scanLimit', 5000),
+    reviewRetentionMs:
+      positiveInteger(options.reviewRetentionSecs, 'reviewRetentionSecs', DEFAULT_REVIEW_RETENTION_SECS) * 1000,
     logger: options.logger ?? defaultLogger,
   };
 }

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
+import type { CardBinding } from '../core/api/index.js';
 import type { OutcomeRecord } from '../core/store/index.js';
 import { laneOf } from '../core/settlement/index.js';
 import { DESK_RESULTS, type DeskResult } from './desk.actions.js';
-import { type DeskList, type DeskOverview, type DeskPayment, refundable } from './desk.data.js';
+import { type DeskList, type DeskOverview, type DeskPayment, needsPerson, refundable } from './desk.data.js';
 
 /**
  * HTML built by one rule: every value interpolated into a page is escaped, unless it is markup
@@ -92,7 +93,7 @@ export function page(title: string, ctx: Pick<DeskPageContext, 'base' | 'who'> |
     ctx === undefined
       ? ''
       : html`<header><a href="${ctx.base || '/'}">Payments desk</a>
-<form method="get" action="${ctx.base}/search" role="search"><label>Payment or order id <input name="q" required maxlength="200"></label> <button>Search</button></form>
+<form method="get" action="${ctx.base}/search" role="search"><label>Search <input name="q" required maxlength="200"></label> <label>by <select name="by"><option value="">payment or order id</option><option value="token">webhook token or URL</option><option value="customer">customer id (card bindings)</option></select></label> <button>Search</button></form>
 <span>Signed in as ${ctx.who}</span></header>`;
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
@@ -108,8 +109,13 @@ function actionForm(ctx: DeskPageContext, paymentId: string, action: string, lab
   return html`<form method="post" action="${paymentHref(ctx.base, paymentId)}/${action}"><input type="hidden" name="_csrf" value="${ctx.token}"><button>${label}</button></form>`;
 }
 
-function recordRows(ctx: DeskPageContext, items: OutcomeRecord[], action?: (r: OutcomeRecord) => HtmlValue): SafeHtml {
-  return html`<table><thead><tr><th>Payment</th><th>Order</th><th>Outcome</th><th>Handlers</th><th>Updated</th><th>Last error</th>${action ? html`<th>Action</th>` : ''}</tr></thead><tbody>${items.map(
+function recordRows(
+  ctx: DeskPageContext,
+  items: OutcomeRecord[],
+  action?: (r: OutcomeRecord) => HtmlValue,
+  actionTitle = 'Action',
+): SafeHtml {
+  return html`<table><thead><tr><th>Payment</th><th>Order</th><th>Outcome</th><th>Handlers</th><th>Updated</th><th>Last error</th>${action ? html`<th>${actionTitle}</th>` : ''}</tr></thead><tbody>${items.map(
     (r) =>
       html`<tr><td><a href="${paymentHref(ctx.base, r.paymentId)}">${r.paymentId}</a></td><td>${r.developerTrackingId ?? ''}</td><td>${r.outcome} (${r.status})</td><td>${r.handlers}, ${r.attempts} attempt(s)</td><td>${r.updatedAt}</td><td>${r.lastError ?? r.refundError ?? ''}</td>${action ? html`<td>${action(r)}</td>` : ''}</tr>`,
   )}</tbody></table>`;
@@ -122,25 +128,35 @@ function listSection(
   what: string,
   list: DeskList,
   action?: (r: OutcomeRecord) => HtmlValue,
+  actionTitle?: string,
 ): SafeHtml {
   const count = `${list.count}${list.more ? '+' : ''}`;
   return html`<section id="${id}"><h2>${title} <span class="count">(${count})</span></h2><p>${what}</p>${
-    list.items.length === 0 ? html`<p>None.</p>` : recordRows(ctx, list.items, action)
+    list.items.length === 0 ? html`<p>None.</p>` : recordRows(ctx, list.items, action, actionTitle)
   }</section>`;
 }
 
 /** The overview: what needs a person, with counts, and the latest outcomes. */
 export function overviewPage(ctx: DeskPageContext, data: DeskOverview): string {
-  const rerun = (r: OutcomeRecord) => actionForm(ctx, r.paymentId, 'run-handlers', 'Check now and run handlers again');
-  const refund = (r: OutcomeRecord) => actionForm(ctx, r.paymentId, 'refund', 'Refund this duplicate');
+  const review = (r: OutcomeRecord) => actionForm(ctx, r.paymentId, 'review', 'Mark reviewed');
+  const rerun = (r: OutcomeRecord) => [
+    actionForm(ctx, r.paymentId, 'run-handlers', 'Check now and run handlers again'),
+    review(r),
+  ];
+  const refund = (r: OutcomeRecord) => [actionForm(ctx, r.paymentId, 'refund', 'Refund this duplicate'), review(r)];
+  const reviewedBy = (r: OutcomeRecord) => {
+    const by = data.reviews[r.paymentId];
+    return by === undefined ? '' : html`${by.name}, <time>${by.at}</time>`;
+  };
   return page(
     'What needs a person',
     ctx,
     html`${listSection(ctx, 'failing', 'Handlers failing', 'Your handlers threw on the latest attempt: the payment is not settled. Fix the cause (the last error), then run them again.', data.failing, rerun)}
 ${listSection(ctx, 'overdue', 'Overdue payments', 'Their outcome is still unknown after the fast checks (the service did not answer, or kept saying pending): check now, or ask the service.', data.overdue, rerun)}
 ${listSection(ctx, 'duplicates', 'Duplicates to refund', 'A second charge of an order another payment had paid: refund it (sent at most once per payment).', data.duplicates, refund)}
-${listSection(ctx, 'mismatches', 'Mismatches', 'The service verified another amount, order or currency than the plugin sent: never confirmed. Look at the order and the service before anything else.', data.mismatches)}
-${listSection(ctx, 'refunds-failed', 'Refunds that failed', 'The refund of a duplicate was refused, never reached the service after 3 calls, or its answer was lost: check at the service and refund by hand if it must be.', data.refundsFailed)}
+${listSection(ctx, 'mismatches', 'Mismatches', 'The service verified another amount, order or currency than the plugin sent: never confirmed. Look at the order and the service before anything else.', data.mismatches, review)}
+${listSection(ctx, 'refunds-failed', 'Refunds that failed', 'The refund of a duplicate was refused, never reached the service after 3 calls, or its answer was lost: check at the service and refund by hand if it must be.', data.refundsFailed, review)}
+${listSection(ctx, 'reviewed', 'Reviewed', 'Payments of the lists above a person marked reviewed: each is back in its list when what it needs changes (a new attempt, a new failure).', data.reviewed, reviewedBy, 'Reviewed by')}
 <section id="latest"><h2>Latest outcomes</h2>${data.latest.length === 0 ? html`<p>None yet.</p>` : recordRows(ctx, data.latest)}</section>`,
   );
 }
@@ -151,6 +167,31 @@ export function searchPage(ctx: DeskPageContext, query: string, found: OutcomeRe
     'Search',
     ctx,
     html`<p>Payments of order or payment id “${query}”:</p>${found.length === 0 ? html`<p>No payment found. Records are kept for <code>outcomeRecordTtlSecs</code>; an order is found among the latest records only.</p>` : recordRows(ctx, found)}`,
+  );
+}
+
+/** How the timeline names an action taken from the desk. */
+const ACTION_NAMES: Readonly<Record<string, string>> = {
+  'run-handlers': 'Checked now and handlers run from the desk',
+  refund: 'Refund of the duplicate asked from the desk',
+  review: 'Marked reviewed',
+};
+
+/** A customer's card bindings, as the service lists them. */
+export function customerPage(ctx: DeskPageContext, clientId: string, bindings: CardBinding[] | undefined): string {
+  return page(
+    'Search',
+    ctx,
+    html`<p>Card bindings of customer “${clientId}”:</p>${
+      bindings === undefined
+        ? html`<p class="warn">The service did not answer: try again in a moment.</p>`
+        : bindings.length === 0
+          ? html`<p>The service knows no card binding of this customer.</p>`
+          : html`<table><thead><tr><th>Binding</th><th>Customer</th><th>Card</th><th>Status</th><th>Created</th></tr></thead><tbody>${bindings.map(
+              (b) =>
+                html`<tr><td>${b.bindingId}</td><td>${b.clientId}</td><td>${b.cardBrand} ···· ${b.cardLastFour}</td><td>${b.status}</td><td>${b.createdAt}</td></tr>`,
+            )}</tbody></table>`
+    }`,
   );
 }
 
@@ -196,6 +237,8 @@ function timeline(p: DeskPayment): TimelineEntry[] {
       text: html`Refunded by the service: refund ${record.refund.refundId}, ${record.refund.amount}, ${record.refund.status}`,
     });
   }
+  for (const a of p.actions)
+    entries.push({ at: a.at, text: html`${ACTION_NAMES[a.action] ?? a.action} by ${a.name}: ${a.result}` });
   return entries.sort((a, b) => (a.at === '' ? 1 : b.at === '' ? -1 : a.at.localeCompare(b.at)));
 }
 
@@ -212,10 +255,16 @@ export function paymentPage(ctx: DeskPageContext, p: DeskPayment, result: DeskRe
     actions.push(actionForm(ctx, p.paymentId, 'run-handlers', 'Check now and run handlers again'));
   if (record !== undefined && refundable(record))
     actions.push(actionForm(ctx, p.paymentId, 'refund', 'Refund this duplicate'));
+  if (record !== undefined && needsPerson(record) && p.reviewHolds !== true)
+    actions.push(actionForm(ctx, p.paymentId, 'review', 'Mark reviewed'));
+  const review =
+    p.review === undefined
+      ? ''
+      : html`<p class="note">${p.reviewHolds === true ? 'Reviewed' : 'Reviewed earlier (it needs something else now)'} by ${p.review.name} at <time>${p.review.at}</time>.</p>`;
   return page(
     `Payment ${p.paymentId}`,
     ctx,
-    html`${flash}
+    html`${flash}${review}
 <section><h2>Record</h2>${
       record === undefined
         ? html`<p>No outcome recorded yet.</p>`

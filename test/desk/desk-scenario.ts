@@ -209,12 +209,43 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     expect(byOrder).not.toContain(s.paid);
   });
 
+  it('finds a payment by its webhook token or webhook URL, and a customer’s card bindings, one lookup each', async () => {
+    const h = harness();
+    const s = seeded();
+    const search = (q: string, by = '') =>
+      get(`${h.desk}/search?q=${encodeURIComponent(q)}${by === '' ? '' : `&by=${by}`}`, 'alice');
+    const url = h.sandbox.getPayment(s.duplicate)!.webhook!;
+    for (const [q, by] of [
+      [s.tokens[3], ''],
+      [url, ''],
+      [s.tokens[3], 'token'],
+      [s.tokens[3].split('.')[0], 'token'],
+    ]) {
+      const res = await search(q, by);
+      expect([q, res.status, res.headers.get('location')]).toEqual([q, 303, `/desk/payments/${s.duplicate}`]);
+    }
+    const unknown = await (await search(`${s.tokens[3].slice(0, 4)}zzzz${s.tokens[3].slice(8)}`)).text();
+    expect(unknown).toContain('No payment found for this webhook token');
+    const customer = await (await search(`cust ${HOSTILE} ${SECRETS.webhookSecret}`, 'customer')).text();
+    expect(customer).toMatch(
+      /<td>[0-9a-f-]{36}<\/td><td>cust &lt;script&gt;.*\[redacted\]<\/td><td>[^<]+ ···· \d{4}<\/td><td>active<\/td>/s,
+    );
+    expect(await (await search('nobody-at-all', 'customer')).text()).toContain('knows no card binding');
+  });
+
   it('never shows a secret, a key or a webhook token, and escapes what customers and the service wrote', async () => {
     const s = seeded();
     const q = encodeURIComponent(`${HOSTILE} ${s.tokens[0]} ${SECRETS.privateKey}`);
+    const pasted = (by: string) => `${harness().desk}/search?q=${q}&by=${by}`;
+    const customer = encodeURIComponent(`cust ${HOSTILE} ${SECRETS.webhookSecret}`);
     const urls = [
       harness().desk,
       `${harness().desk}/search?q=${q}`,
+      pasted('token'),
+      pasted('customer'),
+      pasted(encodeURIComponent(`${SECRETS.webhookSecret} ${s.tokens[1]}`)),
+      `${harness().desk}/search?q=${customer}&by=customer`,
+      `${harness().desk}/search?q=${encodeURIComponent(SECRETS.privateKey)}&by=token`,
       ...[s.paid, s.failed, s.duplicate, s.stuck, s.overdue].map(pay),
     ];
     for (const url of urls) {
@@ -249,6 +280,35 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     expect(sandbox.requests.length).toBe(calls);
   });
 
+  it('marks a failing payment reviewed: it leaves its list for Reviewed, and is back after a new failure', async () => {
+    const h = harness();
+    const s = seeded();
+    const section = (body: string, id: string) =>
+      new RegExp(`<section id="${id}">(.*?)</section>`, 's').exec(body)?.[1] ?? '';
+    const token = formToken(await (await get(pay(s.stuck), 'alice')).text());
+    const answers = await Promise.all([1, 2].map(() => post(`${pay(s.stuck)}/review`, 'alice', { _csrf: token })));
+    expect(answers.map((r) => r.headers.get('location')?.replace(/.*done=/, '')).sort()).toEqual(
+      expect.arrayContaining(['reviewed']),
+    );
+    const overview = await (await get(h.desk, 'alice')).text();
+    expect(section(overview, 'failing')).not.toContain(s.stuck);
+    expect(section(overview, 'reviewed')).toContain(s.stuck);
+    expect(section(overview, 'reviewed')).toContain('Alice, <time>');
+    const page = await (await get(pay(s.stuck), 'bob')).text();
+    expect(page).toMatch(/Reviewed by Alice at <time>/);
+    // Who did it, from the host's authorize or guard (its name), in the timeline; once.
+    expect(page.split('Marked reviewed by Alice: reviewed').length).toBe(2);
+    expect(page).not.toContain('>Mark reviewed<');
+    // The handlers fail again (a new attempt): what it needs changed.
+    await h.client.reconcilePayment(s.stuck);
+    const back = await (await get(h.desk, 'alice')).text();
+    expect(section(back, 'failing')).toContain(s.stuck);
+    expect(section(back, 'reviewed')).not.toContain(s.stuck);
+    expect(await (await get(pay(s.stuck), 'bob')).text()).toContain(
+      'Reviewed earlier (it needs something else now) by Alice',
+    );
+  });
+
   it('runs the handlers of a stuck payment again once under a double submit, and logs who did it', async () => {
     const h = harness();
     const s = seeded();
@@ -264,6 +324,7 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     expect(await h.client.getOutcome(s.stuck)).toMatchObject({ outcome: 'confirmed', handlers: 'succeeded' });
     const after = await (await get(`${pay(s.stuck)}?done=handled`, 'alice')).text();
     expect(after).toContain('The handlers ran and succeeded');
+    expect(after.split('Checked now and handlers run from the desk by Alice: handled').length).toBe(2);
     expect(
       h.logs.some((l) => l.includes('"alice"') && l.includes('check and handlers run') && l.includes(s.stuck)),
     ).toBe(true);
@@ -285,6 +346,7 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     const page = await (await get(pay(s.duplicate), 'alice')).text();
     expect(page).toMatch(/Refunded by the service: refund /);
     expect(page).not.toContain('Refund this duplicate');
+    expect(page.split('Refund of the duplicate asked from the desk by Alice: refunded').length).toBe(2);
     expect(
       h.logs.some((l) => l.includes('"alice"') && l.includes('refund of the duplicate') && l.includes(s.duplicate)),
     ).toBe(true);

@@ -22,7 +22,7 @@ import { launchChromium } from '../support/browser.js';
 import { toPalettePng } from '../support/png-palette.js';
 import { quietLogger } from '../support/outcome-kit.js';
 import { CHROMIUM_PATH, chromiumAvailable, describeWithService } from '../support/services.js';
-import { confirmedHandler, SECRETS, seed, type DeskHarness, type Seeded } from './desk-scenario.js';
+import { confirmedHandler, HOSTILE, SECRETS, seed, type DeskHarness, type Seeded } from './desk-scenario.js';
 
 jest.setTimeout(90_000);
 const PORT = 29302;
@@ -172,6 +172,36 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
       await page.close();
     }
     expect(violations).toEqual([]);
+  });
+
+  it('marks an overdue payment reviewed once on a double click; the Reviewed list and its page say who', async () => {
+    const page = await open('');
+    await page.locator('#overdue').getByRole('button', { name: 'Mark reviewed' }).dblclick();
+    await settledOn(page, /\?done=/);
+    await expect(page.locator('[role="status"]').textContent()).resolves.toMatch(/^Marked reviewed|^Someone had/);
+    await expect(page.getByText(/Marked reviewed by .+: reviewed/).count()).resolves.toBe(1);
+    await expect(inaccessible(page)).resolves.toEqual([]);
+    await picture(page, 'payment-reviewed');
+    await page.close();
+    const overview = await open('');
+    await expect(overview.locator('#overdue h2').textContent()).resolves.toBe('Overdue payments (0)');
+    await expect(overview.locator('#reviewed h2').textContent()).resolves.toBe('Reviewed (1)');
+    await expect(inaccessible(overview)).resolves.toEqual([]);
+    await picture(overview, 'overview-reviewed');
+    await overview.close();
+    expect(violations).toEqual([]);
+  });
+
+  it('searches a customer’s card bindings from the header form', async () => {
+    const page = await open('');
+    await page.locator('input[name="q"]').fill(`cust ${HOSTILE} ${SECRETS.webhookSecret}`);
+    await page.locator('select[name="by"]').selectOption('customer');
+    await Promise.all([page.waitForURL('**/desk/search?**'), page.locator('header button').click()]);
+    await expect(page.locator('tbody tr').count()).resolves.toBe(1);
+    await expect(page.content()).resolves.not.toContain(SECRETS.webhookSecret);
+    await expect(inaccessible(page)).resolves.toEqual([]);
+    await picture(page, 'search-customer');
+    await page.close();
   });
 
   it('runs the handlers again once on a double click', async () => {

@@ -1,7 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { DeskFormTokens } from '../../lib/desk/desk.handler.js';
 import { escapeHtml, html } from '../../lib/desk/desk.views.js';
-import { cleanDeep, cleanText } from '../../lib/desk/desk.handler.js';
+import { cleanDeep, cleanText, tokenNonceOf } from '../../lib/desk/desk.handler.js';
+import { needOf } from '../../lib/desk/desk.reviews.js';
+import { needsPerson } from '../../lib/desk/desk.data.js';
+import { resolveDeskOptions } from '../../lib/desk/desk.options.js';
+import { quietLogger } from '../support/outcome-kit.js';
+import type { OutcomeRecord } from '../../lib/store/index.js';
 import { WebhookTokenSigner } from '../../lib/core/webhook/webhook.token.js';
 
 describe('the desk’s HTML', () => {
@@ -61,6 +66,16 @@ describe('what a page may show', () => {
     );
   });
 
+  it('finds the nonce of a webhook token pasted alone or in its URL, and a nonce alone only when asked', () => {
+    const nonce = token.split('.')[0];
+    expect(tokenNonceOf(token, false)).toBe(nonce);
+    expect(tokenNonceOf(`https://shop.example/payments/webhook/${token}?x=1`, false)).toBe(nonce);
+    expect(tokenNonceOf(nonce, false)).toBeUndefined();
+    expect(tokenNonceOf(nonce, true)).toBe(nonce);
+    expect(tokenNonceOf('order 12', true)).toBeUndefined();
+    expect(tokenNonceOf('desk-review:a:b', true)).toBeUndefined();
+  });
+
   it('cleans every string of a record, at any depth, and leaves other values', () => {
     expect(
       cleanDeep({ a: token, b: [1, { c: `x ${token}` }], d: true, e: undefined }, (t) => cleanText(t, secrets)),
@@ -70,5 +85,44 @@ describe('what a page may show', () => {
       d: true,
       e: undefined,
     });
+  });
+});
+
+describe('what a review is of', () => {
+  const base: OutcomeRecord = {
+    paymentId: 'p1',
+    outcome: 'confirmed',
+    status: 'SUCCESS',
+    source: 'webhook',
+    handlers: 'failed',
+    attempts: 2,
+    updatedAt: '2026-11-28T10:00:00.000Z',
+  };
+  it.each<[string, Partial<OutcomeRecord>, string | undefined]>([
+    ['handlers failing', {}, 'confirmed/failed/-/2'],
+    ['a new failure (one more attempt)', { attempts: 3 }, 'confirmed/failed/-/3'],
+    ['settled: nothing to review', { handlers: 'succeeded' }, undefined],
+    ['a mismatch', { outcome: 'mismatch', handlers: 'none' }, 'mismatch/none/-/2'],
+    ['a duplicate to refund', { outcome: 'duplicate', handlers: 'none' }, 'duplicate/none/-/2'],
+    [
+      'a duplicate whose refund failed',
+      { outcome: 'duplicate', handlers: 'none', refundState: 'failed' },
+      'duplicate/none/failed/2',
+    ],
+    ['a refunded duplicate', { outcome: 'duplicate', handlers: 'none', refundState: 'refunded' }, undefined],
+    ['a failed payment', { outcome: 'failed', handlers: 'none' }, undefined],
+  ])('%s', (_name, change, need) => {
+    expect(needOf({ ...base, ...change }, needsPerson)).toBe(need);
+  });
+});
+
+describe('the review retention option', () => {
+  const random = (n: number) => Buffer.alloc(n, 1);
+  it('defaults to 30 days, takes seconds, and names a wrong value', () => {
+    expect(resolveDeskOptions({}, random, quietLogger()).reviewRetentionMs).toBe(30 * 24 * 3600 * 1000);
+    expect(resolveDeskOptions({ reviewRetentionSecs: 60 }, random, quietLogger()).reviewRetentionMs).toBe(60_000);
+    expect(() => resolveDeskOptions({ reviewRetentionSecs: 0 }, random, quietLogger())).toThrow(
+      'nestjs-payments desk: reviewRetentionSecs must be a positive integer',
+    );
   });
 });
