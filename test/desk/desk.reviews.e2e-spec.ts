@@ -1,18 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import pg from 'pg';
 import { PaymentsDeskEngine, type DeskRequest } from '../../lib/desk/desk.handler.js';
 import { createPaymentsClient, type PaymentsClient } from '../../lib/express/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
 import type { OutcomeRecord, PaymentsStore } from '../../lib/store/index.js';
 import { quietLogger } from '../support/outcome-kit.js';
-import { describeWithService, postgresAvailable, redisAvailable } from '../support/services.js';
+import {
+  describeWithService,
+  POSTGRES_URL,
+  postgresAvailable,
+  REDIS_URL,
+  redisAvailable,
+} from '../support/services.js';
 
 // "Mark reviewed" under a double submit across two instances of the desk: two clients, each with
 // its own connection to one shared store (Redis, PostgreSQL), post the same review at once.
 
-const REDIS = process.env.DESK_REDIS_URL ?? 'redis://127.0.0.1:6379/4';
-const POSTGRES = process.env.DESK_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/desk_h';
 const FORM_KEY = 'desk-reviews-test-form-key-0123456789abcdef';
 const [redisUp, postgresUp] = await Promise.all([redisAvailable(), postgresAvailable()]);
 
@@ -49,11 +54,11 @@ function mismatch(paymentId: string, attempts: number): OutcomeRecord {
 }
 
 for (const [name, up, make] of [
-  ['Redis', redisUp, (prefix: string) => new RedisPaymentsStore(REDIS, { keyPrefix: `desk-h:${prefix}:` })],
+  ['Redis', redisUp, (prefix: string) => new RedisPaymentsStore(REDIS_URL, { keyPrefix: `desk-h:${prefix}:` })],
   [
     'PostgreSQL',
     postgresUp,
-    (prefix: string) => new PostgresPaymentsStore(POSTGRES, { tablePrefix: `desk_h_${prefix}_` }),
+    (prefix: string) => new PostgresPaymentsStore(POSTGRES_URL, { schema: `desk_reviews_${prefix}` }),
   ],
 ] as const) {
   describeWithService(up, `${name} is not reachable`)(`mark reviewed across two desks on one ${name} store`, () => {
@@ -70,6 +75,11 @@ for (const [name, up, make] of [
 
     afterAll(async () => {
       for (const client of clients ?? []) await client.close();
+      if (name === 'PostgreSQL') {
+        const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
+        await pool.query(`DROP SCHEMA IF EXISTS "desk_reviews_${prefix}" CASCADE`);
+        await pool.end();
+      }
     });
 
     it('records one review under a double submit, moves the payment to Reviewed, and brings it back when it needs something else', async () => {
