@@ -116,6 +116,7 @@ export function composeEngine(
       clock: shared,
       recheckSoon: (paymentId, expected, notBeforeMs) => void rechecks.note(paymentId, expected, notBeforeMs),
       orders: orders,
+      inbox: resolved.inbox,
     },
     store,
     verify,

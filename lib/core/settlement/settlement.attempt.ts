@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, type PaymentsLogger } from '../common/index.js';
-import type { ClaimOutcome, OutcomeFinish, OutcomeSource, PaymentsStore } from '../store/index.js';
+import type { ClaimOutcome, OutcomeFinish, OutcomeSource, PaymentsInbox, PaymentsStore } from '../store/index.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
 import { type AttemptRecord, finishAttempt, finishOf } from './settlement.commit.js';
 import { DEFAULT_HANDLER_TIMEOUT_MS, withinDeadline } from './settlement.deadline.js';
@@ -117,6 +117,11 @@ export interface SettlementRunnerOptions {
   recheckSoon?: (paymentId: string, expected: OutcomeExpectation | undefined, notBeforeMs?: number) => void;
   /** One confirmation per order (settlement.orders.ts); absent: every successful payment is confirmed. */
   orders?: OrderScreenPort;
+  /**
+   * The inbox in the host's database (docs/exactly-once.md): the handlers run in its transaction,
+   * with its done row. Default: none.
+   */
+  inbox?: PaymentsInbox;
 }
 
 /** The order screen as the runner sees it. */

@@ -13,6 +13,17 @@ export { isPaymentsStore, orderLedgerOf, STORE_METHODS } from './store.ports.js'
 export { refundLedgerOf } from './refund.claims.js';
 export type { OrderLedger, PaymentsStore, RateLimiter, RefundLedger } from './store.ports.js';
 export { isTransactional } from './store.transaction.js';
+export { commitPathOf, isPaymentsInbox } from './store.inbox.js';
+export type {
+  CommitPath,
+  CommitPathDecision,
+  InboxEntry,
+  InboxMark,
+  PaymentsInbox,
+  PaymentsInboxTransaction,
+} from './store.inbox.js';
+export { INBOX_TABLE, InboxTableMissingError, InboxTransactionEndedError, inboxDdl, sqlInbox } from './inbox.sql.js';
+export type { InboxDialect, SqlInboxOptions, SqlInboxTransaction } from './inbox.sql.js';
 export type {
   PaymentsTransaction,
   PaymentsTransactionScope,
