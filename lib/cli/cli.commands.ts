@@ -4,6 +4,7 @@
  */
 import { runSandboxCommand, SANDBOX_USAGE } from '../testing/sandbox.command.js';
 import { doctorCommand, DOCTOR_USAGE } from './cli.doctor.js';
+import { inboxDdlCommand, INBOX_DDL_USAGE } from './cli.inbox.js';
 import { CliUsageError, printable, processIo, type CliIo } from './cli.io.js';
 import { outcomesCommand, OUTCOMES_USAGE } from './cli.outcomes.js';
 import { isSandboxAction, sandboxActionCommand, SANDBOX_ACTION_USAGE } from './cli.sandbox.js';
@@ -19,6 +20,8 @@ Commands:
   doctor [--probe]    check the set-up of the PAYMENTS_* variables against the service
   verify <paymentId>  print the service's answer for one payment
   outcomes [--failed] list the outcome records of the app's store
+  inbox-ddl [--dialect mysql]
+                      print the inbox table's DDL (exactly-once in the app's database)
   help [command]      print this help, or a command's
 
 doctor, verify and outcomes read the PAYMENTS_* variables as the module does
@@ -48,6 +51,7 @@ const COMMANDS: Readonly<Record<string, { readonly run: Command; readonly usage:
   doctor: { run: doctorCommand, usage: DOCTOR_USAGE },
   verify: { run: verifyCommand, usage: VERIFY_USAGE },
   outcomes: { run: outcomesCommand, usage: OUTCOMES_USAGE },
+  'inbox-ddl': { run: inboxDdlCommand, usage: INBOX_DDL_USAGE },
 };
 
 /**

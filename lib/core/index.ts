@@ -110,6 +110,15 @@ export type {
   PaymentsTransactionWork,
   TransactionalPaymentsStore,
 } from './store/store.transaction.js';
+export {
+  INBOX_TABLE,
+  InboxTableMissingError,
+  InboxTransactionEndedError,
+  inboxDdl,
+  sqlInbox,
+} from './store/inbox.sql.js';
+export type { InboxDialect, SqlInboxOptions, SqlInboxTransaction } from './store/inbox.sql.js';
+export type { InboxEntry, InboxMark, PaymentsInbox, PaymentsInboxTransaction } from './store/store.inbox.js';
 export { MemoryPaymentsStore } from './store/memory.store.js';
 export type { MemoryPaymentsStoreOptions } from './store/memory.store.js';
 export { MemoryRateLimiter } from './store/memory.limiter.js';

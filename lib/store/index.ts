@@ -1,7 +1,8 @@
 /**
  * `nestjs-payments/store`: for authors of a custom store (and of tests that build one). The store
  * ports and their record types, the base class that composes the combined operations from the
- * basic ones, the transaction ports of an exactly-once store, the in-memory store, and the store
+ * basic ones, the transaction ports of an exactly-once store, the inbox in the host's database
+ * (`sqlInbox`, docs/exactly-once.md), the in-memory store, and the store
  * contract as a runnable suite for the author's own test runner. See docs/stores.md.
  */
 export {
@@ -12,6 +13,11 @@ export {
   isTransactional,
   MemoryPaymentsStore,
   MemoryRateLimiter,
+  INBOX_TABLE,
+  InboxTableMissingError,
+  InboxTransactionEndedError,
+  inboxDdl,
+  sqlInbox,
 } from '../core/index.js';
 export {
   OUTCOME_PAGE,
@@ -58,6 +64,13 @@ export type {
   PaymentsTransactionWork,
   TransactionalPaymentsStore,
   MemoryPaymentsStoreOptions,
+  InboxDialect,
+  InboxEntry,
+  InboxMark,
+  PaymentsInbox,
+  PaymentsInboxTransaction,
+  SqlInboxOptions,
+  SqlInboxTransaction,
   MemoryRateLimiterOptions,
   Clock,
   ClockTimer,

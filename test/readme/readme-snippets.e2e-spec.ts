@@ -514,6 +514,14 @@ const FRAGMENTS: Fragment[] = [
   { identity: 'markPaidWithDrizzle', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
   { identity: 'markPaidWithDrizzleOnPglite', reason: 'run by test/transactional/recipes.e2e-spec.ts (PGlite)' },
   { identity: 'markPaidInNestedTransaction', reason: 'run by test/transactional/recipes.e2e-spec.ts (PostgreSQL)' },
+  // The inbox recipes need a host database: test/inbox/recipes.e2e-spec.ts checks each is a file
+  // there word for word and runs it on PostgreSQL and MariaDB.
+  { identity: 'pgInbox, markPaidWithPg', reason: 'run by test/inbox/recipes.e2e-spec.ts (PostgreSQL)' },
+  { identity: 'mysqlInbox, markPaidWithMysql2', reason: 'run by test/inbox/recipes.e2e-spec.ts (MariaDB)' },
+  {
+    identity: 'ORDER_ENTITIES, typeormInbox, markPaidWithTypeorm',
+    reason: 'run by test/inbox/recipes.e2e-spec.ts (PostgreSQL and MariaDB)',
+  },
   // docs/vendure.md's configuration needs a Vendure server (Nest 11): test/platforms/vendure runs it as printed.
   { identity: 'nestjsPayments', reason: 'run by test/platforms/vendure (a real Vendure 3.7 server)' },
   {

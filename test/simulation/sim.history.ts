@@ -81,8 +81,12 @@ export const EXTRAS = [
  *   crash instances right after a statement of a transaction reached the database, lose a COMMIT's
  *   answer, or stall a process in the middle of a handler for longer than the claim's lease (a
  *   GC pause, a paused VM: the claim is lost meanwhile, and another attempt runs the handlers).
+ * - `inbox` (half the transactional histories, a stream of its own): the database is the host's
+ *   own, reached through the client's `inbox` option, and the store a plain one beside it: the
+ *   handlers' rows and the inbox row commit together, the store's done marker after them, so the
+ *   crashes after a COMMIT fall between the two (docs/exactly-once.md, "The inbox").
  */
-export const OWN_EXTRAS = ['transactional', 'commitcrashes', 'stalls', 'lostcommits'] as const;
+export const OWN_EXTRAS = ['transactional', 'commitcrashes', 'stalls', 'lostcommits', 'inbox'] as const;
 /**
  * Situations of the order rules, drawn from a stream of their own (so that every history without
  * them stays as it was):
@@ -230,6 +234,10 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     stalls: transactional && txr.chance(0.5),
     lostCommits: transactional && txr.chance(0.3),
   };
+  // Its own stream: every history without the transactional mode stays as it was.
+  const inboxMode = transactional && new Random(seed * 15_485_863 + 11).chance(0.5);
+  // The order settles in the store's transaction only when the store is transactional (not with the inbox).
+  const storeTx = transactional && !inboxMode;
   const sit = new Random(seed * 6_700_417 + 29);
   const situations = ORDER_SITUATIONS.filter(() => sit.chance(0.3));
   const situation = (s: (typeof ORDER_SITUATIONS)[number]) => situations.includes(s);
@@ -244,6 +252,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     ...(tx.crashes ? (['commitcrashes'] as const) : []),
     ...(tx.stalls ? (['stalls'] as const) : []),
     ...(tx.lostCommits ? (['lostcommits'] as const) : []),
+    ...(inboxMode ? (['inbox'] as const) : []),
   ];
   const has = (s: Stressor) => drawn.includes(s);
   const extra = (e: (typeof EXTRAS)[number]) => extras.includes(e);
@@ -296,6 +305,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
                 if (tx.crashes && txr.chance(0.02)) crash(instance, txr.between(1_000, 30_000));
               },
             },
+            inbox: inboxMode,
           }
         : {}),
     },
@@ -409,7 +419,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         );
     }
     // Paid: the order is settled (first one wins) before its handlers run; in a transaction, at its commit.
-    if (name === 'payment.confirmed' && model?.trackingId !== undefined && !transactional)
+    if (name === 'payment.confirmed' && model?.trackingId !== undefined && !storeTx)
       if (!orderSettledAt.has(model.trackingId)) orderSettledAt.set(model.trackingId, { paymentId: id, at: time.now });
     // Exclusion holds while the store answers: a lease cannot be renewed while the store is away,
     // so an outage long enough for the running one's lease to lapse is the documented exception. So
@@ -1199,7 +1209,14 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         record !== undefined && TRANSACTIONAL_EVENTS.includes(`payment.${record.outcome}` as PaymentEventName);
       if (done && handledOutcome && runs.length === 0)
         violate(`${payment.id}: marked done as ${record?.outcome}, and its handlers' rows never committed`);
-      if (runs.length > 0 && !done) violate(`${payment.id}: its handlers' rows committed without its done marker`);
+      // The inbox model: the rows commit with the inbox row, the store's done marker after them; a
+      // marker that never followed (its attempt lost the claim to a dead one, and nothing came back
+      // before the end) leaves the row as the one truth for "done": no run commits again (above).
+      const inboxRow = world.db.inbox.has(payment.id);
+      if (inboxMode && runs.length > 0 && !inboxRow)
+        violate(`${payment.id}: its handlers' rows committed without its inbox row`);
+      if (runs.length > 0 && !done && !(inboxMode && inboxRow))
+        violate(`${payment.id}: its handlers' rows committed without its done marker`);
       if (
         runs.length > 0 &&
         (afterCommits.get(payment.id) ?? 0) === 0 &&
@@ -1284,7 +1301,12 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     // Edited returns naming it verify it too when the store could not say they contradict its record.
     // A transaction rolled back (a crash, a lost claim, the order settled by another meanwhile) verifies again.
     const interruptions =
-      crashes.length + interrupted.length + (edits.get(payment.id) ?? 0) + (world.db?.rollbacks.get(payment.id) ?? 0);
+      crashes.length +
+      interrupted.length +
+      (edits.get(payment.id) ?? 0) +
+      (world.db?.rollbacks.get(payment.id) ?? 0) +
+      // The inbox model: a COMMIT whose answer was lost leaves the store's done marker to an attempt that verifies again.
+      (world.db?.unanswered.get(payment.id) ?? 0);
     if (finals > 1 + s.failures + interruptions)
       violate(`${payment.id}: the service's final answer was fetched ${finals} times`);
     // An abandoned checkout its customer came back to is held to its own budget (below).

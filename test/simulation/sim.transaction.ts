@@ -10,6 +10,10 @@ import type { OrderSettlement, OutcomeFinish } from '../../lib/core/store/store.
  * transaction), the database going down. A row a transaction wrote is locked until it ends: the
  * order's settlement (another transaction settling that order waits for it, as PostgreSQL's
  * `INSERT ... ON CONFLICT` does) and the payment's claim once its done marker is written.
+ *
+ * The inbox model uses the same database as the host's own, apart from the store: the handlers'
+ * rows and the inbox row commit together, and the store's done marker follows in a separate
+ * step, so a crash between the two leaves the row and not the marker.
  */
 
 /** What one handler run wrote through its transaction. */
@@ -37,6 +41,8 @@ export class SimTransaction {
   readonly rows: EffectRow[] = [];
   readonly orders: Array<{ orderKey: string; settlement: OrderSettlement; ttlMs: number }> = [];
   finish?: OutcomeFinish;
+  /** The inbox rows it inserted (the inbox model: payments whose handlers it runs). */
+  readonly inboxRows: string[] = [];
   /** Rows this transaction holds locked until it ends. */
   readonly locks = new Set<string>();
   /** Payments it touched (for the count of rollbacks). */
@@ -67,6 +73,10 @@ interface ClaimsTable {
 export class SimDatabase {
   /** Committed handler runs, per payment. */
   readonly committed = new Map<string, CommittedRun[]>();
+  /** The inbox's committed rows (the inbox model: the host's database, apart from the store). */
+  readonly inbox = new Set<string>();
+  /** Commits whose answer was lost, per payment they touched (the inbox model: the next attempt verifies again). */
+  readonly unanswered = new Map<string, number>();
   /** Transactions rolled back, per payment they touched. */
   readonly rollbacks = new Map<string, number>();
   /** Told of each committed run (the history's bookkeeping of handled payments). */
@@ -124,6 +134,22 @@ export class SimDatabase {
     return { ...settlement };
   }
 
+  /**
+   * The inbox row of a payment through the transaction, under its unique key: `exists` when a
+   * committed row holds the key; `locked` while another open transaction inserted it (wait for it
+   * to end, then ask again, as the unique index makes the insert wait).
+   */
+  insertInbox(tx: SimTransaction, paymentId: string): 'inserted' | 'exists' | { locked: SimTransaction } {
+    tx.payments.add(paymentId);
+    if (this.inbox.has(paymentId) || tx.inboxRows.includes(paymentId)) return 'exists';
+    const holder = this.lockedBy(`inbox:${paymentId}`);
+    if (holder && holder !== tx) return { locked: holder };
+    this.#lock(tx, `inbox:${paymentId}`);
+    tx.inboxRows.push(paymentId);
+    this.trace?.(paymentId, `#${tx.instance} inbox row inserted`);
+    return 'inserted';
+  }
+
   /** The done marker through the transaction: written when `finish.owner` still holds the claim. */
   finishOutcome(tx: SimTransaction, finish: OutcomeFinish): boolean {
     tx.payments.add(finish.record.paymentId);
@@ -145,6 +171,7 @@ export class SimDatabase {
   async commit(tx: SimTransaction): Promise<void> {
     if (tx.state !== 'open') throw new Error(`commit of a transaction ${tx.state}`);
     for (const o of tx.orders) await this.store.settleOrder(o.orderKey, o.settlement, o.ttlMs);
+    for (const id of tx.inboxRows) this.inbox.add(id);
     if (tx.finish) {
       // Its row is locked since the done marker was written: the claim is still this owner's.
       if ((await this.store.claim(tx.finish.eventKey, tx.finish.owner, 60_000)) !== 'claimed')
@@ -166,6 +193,11 @@ export class SimDatabase {
     }
     for (const id of tx.payments) this.trace?.(id, `#${tx.instance} COMMIT (${tx.rows.length} rows)`);
     this.#end(tx, 'committed');
+  }
+
+  /** Notes a commit whose answer was lost. */
+  lostAnswer(tx: SimTransaction): void {
+    for (const id of tx.payments) this.unanswered.set(id, (this.unanswered.get(id) ?? 0) + 1);
   }
 
   /** Discards what the transaction wrote (nothing when it already ended). */

@@ -10,6 +10,7 @@ import type {
   PaymentsTransactionScope,
   PaymentsTransactionWork,
 } from '../../lib/core/store/store.transaction.js';
+import type { PaymentsInbox, PaymentsInboxTransaction } from '../../lib/core/store/store.inbox.js';
 import type { OrderSettlement } from '../../lib/core/store/store.types.js';
 import { InstanceClock, type Random, type VirtualTime } from './sim.time.js';
 import { SimDatabase, type SimTransaction } from './sim.transaction.js';
@@ -80,6 +81,12 @@ export interface WorldFaults {
     /** Called after each statement of a transaction reached the database (the history may crash the instance there). */
     afterStatement?: (instance: Instance, statement: string) => void;
   };
+  /**
+   * The inbox model (with `transactional`): the database is the host's own, apart from the store,
+   * and reached through the client's `inbox` option; the store is a plain one. The two commit
+   * independently: the handlers' rows and the inbox row, then the store's done marker.
+   */
+  inbox?: boolean;
 }
 
 /** What the world counts and remembers for the checks. */
@@ -395,6 +402,7 @@ export class Instance {
         // The shop's slow handlers take up to 90 s: healthy runs, within their deadline.
         handlers: { timeoutMs: 120_000 },
         store: this.#storeProxy(),
+        ...(world.faults.inbox && world.db ? { inbox: this.#inbox(world.db) } : {}),
         logger,
         telemetry: false,
         clock: this.clock,
@@ -482,7 +490,7 @@ export class Instance {
     // one step each in every shipped store.
     if (typeof shared.openCheckout === 'function') proxy.openCheckout = call('openCheckout');
     if (typeof shared.closeCheckout === 'function') proxy.closeCheckout = call('closeCheckout');
-    if (world.db) this.#transactional(proxy, world.db, call);
+    if (world.db && !world.faults.inbox) this.#transactional(proxy, world.db, call);
     // The generated payment's queue write, one atomic step in every shipped store; with a slow
     // store it lands late, after a webhook that came meanwhile (the write is on its way: it lands
     // even if the instance dies).
@@ -544,13 +552,14 @@ export class Instance {
   }
 
   // One statement of an open transaction: it fails (and the transaction with it) when the store is out
-  // of reach, or the database restarted since the transaction began.
-  #statement<T>(tx: SimTransaction, statement: string, work: () => T | Promise<T>): Promise<T> {
+  // of reach, or the database restarted since the transaction began. The inbox model's database is
+  // the host's own (`host`): the store's outages are not its.
+  #statement<T>(tx: SimTransaction, statement: string, work: () => T | Promise<T>, host = false): Promise<T> {
     const world = this.world;
     return this.io(async () => {
-      if (world.storeUnreachableFrom(this.index))
+      if (!host && world.storeUnreachableFrom(this.index))
         throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:5432 (store down)'), { code: 'ECONNREFUSED' });
-      if (world.restartedSince(tx.beganAt)) world.db?.rollback(tx);
+      if (!host && world.restartedSince(tx.beganAt)) world.db?.rollback(tx);
       if (tx.state !== 'open') throw new Error('Connection terminated: the transaction was rolled back');
       world.faults.transactional?.beforeStatement?.(this, statement);
       if (!this.alive) throw new Error('the process died before sending it');
@@ -558,6 +567,71 @@ export class Instance {
       world.faults.transactional?.afterStatement?.(this, statement);
       return result;
     });
+  }
+
+  // The inbox model: the client's `inbox` over the host's database (the world's, apart from the store).
+  #inbox(db: SimDatabase): PaymentsInbox {
+    const world = this.world;
+    return {
+      transaction: async <T>(run: (tx: PaymentsInboxTransaction) => Promise<T>): Promise<T> => {
+        const tx = await this.io(() => {
+          const begun = db.begin(this.index);
+          // The server ends a dead client's transaction.
+          this.onCrash.push(() => db.rollback(begun));
+          world.faults.transactional?.afterStatement?.(this, 'BEGIN');
+          return begun;
+        });
+        const scope: PaymentsInboxTransaction = {
+          handle: {
+            client: tx,
+            query: <Row>(text: string, params?: unknown[]) =>
+              this.#statement(
+                tx,
+                'query',
+                () => {
+                  const [paymentId, name, startedAt] = (params ?? []) as [string, string, number];
+                  db.write(tx, { paymentId, name, startedAt });
+                  void text;
+                  return { rows: [] as Row[] };
+                },
+                true,
+              ),
+          },
+          markDone: async (entry) => {
+            for (;;) {
+              const mark = await this.#statement(tx, 'inbox', () => db.insertInbox(tx, entry.paymentId), true);
+              if (typeof mark === 'string') return mark;
+              await mark.locked.ended;
+            }
+          },
+          beforeCommit: async () => {
+            if (tx.state !== 'open') throw new Error('the host transaction ended under the handlers');
+          },
+        };
+        try {
+          const result = await run(scope);
+          await this.#statement(
+            tx,
+            'COMMIT',
+            async () => {
+              await db.commit(tx);
+              if (world.faults.transactional?.commitAnswerLost()) {
+                db.lostAnswer(tx);
+                throw Object.assign(new Error('Connection terminated unexpectedly (during COMMIT)'), {
+                  code: 'ECONNRESET',
+                });
+              }
+            },
+            true,
+          );
+          return result;
+        } catch (error) {
+          db.rollback(tx);
+          await this.io(() => undefined).catch(() => undefined);
+          throw error;
+        }
+      },
+    };
   }
 
   async #runInTransaction<T>(db: SimDatabase, work: PaymentsTransactionWork<T>): Promise<T> {

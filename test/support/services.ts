@@ -61,3 +61,12 @@ export async function postgresAvailable(): Promise<boolean> {
   const url = new URL(POSTGRES_URL);
   return canConnect(url.hostname || '127.0.0.1', Number(url.port || 5432));
 }
+
+/** MariaDB (or MySQL) connection string used by the tests (MARIADB_URL, default the local server's `test` database as root). */
+export const MARIADB_URL = process.env.MARIADB_URL ?? 'mysql://root@127.0.0.1:3306/test';
+
+/** Whether the MariaDB at MARIADB_URL accepts connections. */
+export async function mariadbAvailable(): Promise<boolean> {
+  const url = new URL(MARIADB_URL);
+  return canConnect(url.hostname || '127.0.0.1', Number(url.port || 3306));
+}

@@ -117,6 +117,7 @@ export function composeEngine(
       recheckSoon: (paymentId, expected, notBeforeMs, evidence) =>
         void rechecks.note(paymentId, expected, notBeforeMs, evidence),
       orders: orders,
+      inbox: resolved.inbox,
     },
     store,
     verify,

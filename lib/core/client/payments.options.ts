@@ -6,7 +6,7 @@ import {
 } from '../api/index.js';
 import { DEFAULT_HANDLER_TIMEOUT_MS, type PaymentsReconciliationOptions } from '../settlement/index.js';
 import type { PaymentsLogger } from '../common/index.js';
-import type { PaymentsStore } from '../store/index.js';
+import type { PaymentsInbox, PaymentsStore } from '../store/index.js';
 import type { Clock } from '../time/index.js';
 import type { ResolvedWebhookOptions } from '../webhook/index.js';
 
@@ -89,6 +89,14 @@ export interface PaymentsOptions extends PaymentFieldDefaults {
   outcomeRecordTtlSecs?: number;
   /** Where token bindings, claims, the reconciliation queue and the outcome record live. Default: a new `MemoryPaymentsStore`. */
   store?: PaymentsStore;
+  /**
+   * Exactly-once effects in the host's own database, whatever the store (docs/exactly-once.md):
+   * the handlers run in the host's transaction with a done row of the inbox, inserted before
+   * them under a unique key; the row, not the store, says whether an outcome's handlers ran.
+   * Build it with `sqlInbox()` from `nestjs-payments/store`. Not with a transactional store.
+   * Default: none (effectively once, or the transactional store's own transaction).
+   */
+  inbox?: PaymentsInbox;
   /** Where the plugin logs. Default: Nest's `Logger` in a Nest app, stderr (warnings and errors only) elsewhere. */
   logger?: PaymentsLogger;
   /** Name of this registration, when an app has several (several merchant accounts). Put on every event. Default: none. */
@@ -184,6 +192,7 @@ export interface ResolvedPaymentsOptions {
   readonly preAuthorizationFlag: PreAuthorizationFlag;
   readonly outcomeRecordTtlMs: number;
   readonly store?: PaymentsStore;
+  readonly inbox?: PaymentsInbox;
   readonly logger: PaymentsLogger;
   readonly name?: string;
   /** `orders`, defaults filled in. */

@@ -14,7 +14,7 @@ import {
   type PaymentsFieldError,
 } from '../api/index.js';
 import { defaultPaymentsLogger } from '../common/index.js';
-import { STORE_METHODS, isPaymentsStore } from '../store/index.js';
+import { STORE_METHODS, commitPathOf, isPaymentsInbox, isPaymentsStore, isTransactional } from '../store/index.js';
 import { telemetrySettings } from '../telemetry/index.js';
 import { SYSTEM_CLOCK } from '../time/index.js';
 import {
@@ -68,6 +68,12 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
       'store',
       `must implement PaymentsStore (${STORE_METHODS.join(', ')}, rateLimits); extend BasicPaymentsStore for a custom one`,
     );
+  if (o.inbox !== undefined && !isPaymentsInbox(o.inbox))
+    bad('inbox', 'must have transaction(run) (a PaymentsInbox: build one with sqlInbox() from nestjs-payments/store)');
+  else if (o.inbox !== undefined && isPaymentsStore(o.store)) {
+    const path = commitPathOf({ transactionalStore: isTransactional(o.store), inbox: true });
+    if (path.kind === 'refused') bad('inbox', path.reason);
+  }
   check('preAuthorizationFlag', o.preAuthorizationFlag, preAuthorizationFlag);
   check('outcomeRecordTtlSecs', o.outcomeRecordTtlSecs, positiveInteger);
   const clock = o.clock as Partial<Record<'now' | 'setTimeout' | 'clearTimeout', unknown>> | null | undefined;
@@ -142,6 +148,7 @@ export function resolvePaymentsOptions(options: PaymentsOptions | undefined): Re
     preAuthorizationFlag: opts.preAuthorizationFlag ?? DEFAULT_PRE_AUTHORIZATION_FLAG,
     outcomeRecordTtlMs: (opts.outcomeRecordTtlSecs ?? PAYMENTS_DEFAULTS.outcomeRecordTtlSecs) * 1000,
     store: opts.store,
+    inbox: opts.inbox,
     clock: opts.clock ?? SYSTEM_CLOCK,
     logger: opts.logger ?? defaultPaymentsLogger,
     name: opts.name,

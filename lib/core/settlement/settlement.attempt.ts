@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, type PaymentsLogger } from '../common/index.js';
-import type { ClaimOutcome, OutcomeFinish, OutcomeSource, PaymentsStore } from '../store/index.js';
+import type { ClaimOutcome, OutcomeFinish, OutcomeSource, PaymentsInbox, PaymentsStore } from '../store/index.js';
 import type { PathEvidence } from './settlement.evidence.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
 import { type AttemptRecord, finishAttempt, finishOf } from './settlement.commit.js';
@@ -123,6 +123,11 @@ export interface SettlementRunnerOptions {
   ) => void;
   /** One confirmation per order (settlement.orders.ts); absent: every successful payment is confirmed. */
   orders?: OrderScreenPort;
+  /**
+   * The inbox in the host's database (docs/exactly-once.md): the handlers run in its transaction,
+   * with its done row. Default: none.
+   */
+  inbox?: PaymentsInbox;
 }
 
 /** The order screen as the runner sees it. */

@@ -1,7 +1,11 @@
 import type { VerifiedPayment } from '../api/index.js';
-import { type PaymentsLogger, describe } from '../common/index.js';
+import { type PaymentsLogger, assertNever, describe } from '../common/index.js';
 import {
+  commitPathOf,
   isTransactional,
+  type InboxEntry,
+  type PaymentsInbox,
+  type TransactionalPaymentsStore,
   type DuplicateRefund,
   type DuplicateRefundState,
   type HandlerResult,
@@ -143,6 +147,8 @@ export interface CommittingAttempt {
   readonly paymentId: string;
   /** The claim's lease, in ms. */
   readonly leaseMs: number;
+  /** Who holds the claim: this attempt (it tells its inbox row from an earlier attempt's). */
+  readonly owner: string;
   /** Renews the claim while the handlers run; `lost`: a renewal found the claim taken; `lapsed`: its lease ran out at some point. */
   renew(): { stop(): Promise<void>; readonly lost: boolean; readonly lapsed: boolean };
   /** Runs the handlers up to their deadline: rejects past it (settlement.deadline.ts). */
@@ -151,81 +157,143 @@ export interface CommittingAttempt {
   finishOf(claim: 'done' | 'release', record: Omit<AttemptRecord, 'source'>): OutcomeFinish;
 }
 
-/** Where an attempt's handlers run: a transaction of the store's database, or none. */
+/** Where an attempt's handlers run and where its "done" is written (one per {@link CommitPath}). */
 interface HandlerScope {
   /** The transaction handed to the handlers. */
   transaction?: PaymentsTransaction;
   /** The scope holds the store's one connection: the claim is renewed inside it, not beside it. */
   holdsDatabase: boolean;
-  /** Writes the attempt's end: `marked`, `unmarked` (a plain store could not mark it), or `lost` (rolls the scope back). */
-  end(finish: OutcomeFinish): Promise<'marked' | 'unmarked' | 'lost'>;
+  /** Before the handlers: `done` when an earlier attempt's effects are committed (the handlers are skipped). */
+  open(): Promise<'open' | 'done'>;
+  /**
+   * After the handlers, inside the scope: `marked`, `unmarked` (a plain store could not mark it),
+   * `lost` (rolls the scope back), or `after` (the store's done marker follows the scope's commit).
+   */
+  seal(finish: OutcomeFinish): Promise<'marked' | 'unmarked' | 'lost' | 'after'>;
 }
 
-// Runs `work` in a transaction of a transactional store (its end commits with it), else as it is.
-function inScope(
-  store: PaymentsStore,
-  options: { leaseMs: number },
-  logger: PaymentsLogger,
-  work: (scope: HandlerScope) => Promise<void>,
-): Promise<void> {
-  if (isTransactional(store)) {
-    return store.runInTransaction((tx) =>
-      work({
-        transaction: tx.transaction,
-        holdsDatabase: tx.holdsDatabase,
-        end: async (finish) => ((await tx.finishOutcome(finish)) ? 'marked' : 'lost'),
-      }),
-    );
+/** The one set of inputs every commit path reads. */
+interface CommitSetup {
+  store: PaymentsStore;
+  inbox?: PaymentsInbox;
+  options: { leaseMs: number };
+  logger: PaymentsLogger;
+  /** The inbox row of this attempt. */
+  entry: () => InboxEntry;
+}
+
+// Runs `work` in the scope of the set-up's commit path: the store's transaction (its end commits
+// with it), the host's transaction with the inbox row, or none.
+function inScope(setup: CommitSetup, work: (scope: HandlerScope) => Promise<void>): Promise<void> {
+  const { store, inbox, options, logger } = setup;
+  const decision = commitPathOf({ transactionalStore: isTransactional(store), inbox: inbox !== undefined });
+  if (decision.kind === 'refused') return Promise.reject(new Error(`inbox ${decision.reason}`));
+  switch (decision.path) {
+    case 'store-transaction':
+      return (store as TransactionalPaymentsStore).runInTransaction((tx) =>
+        work({
+          transaction: tx.transaction,
+          holdsDatabase: tx.holdsDatabase,
+          open: async () => 'open',
+          seal: async (finish) => ((await tx.finishOutcome(finish)) ? 'marked' : 'lost'),
+        }),
+      );
+    case 'inbox':
+      return inbox!.transaction((tx) =>
+        work({
+          transaction: tx.handle,
+          holdsDatabase: false,
+          open: async () => ((await tx.markDone(setup.entry())) === 'inserted' ? 'open' : 'done'),
+          seal: async () => {
+            await tx.beforeCommit();
+            return 'after';
+          },
+        }),
+      );
+    case 'plain':
+      return work({
+        holdsDatabase: false,
+        open: async () => 'open',
+        seal: async (finish) => ((await finishAttempt(store, options, logger, finish)) ? 'marked' : 'unmarked'),
+      });
+    default:
+      return assertNever(decision.path);
   }
-  return work({
-    holdsDatabase: false,
-    end: async (finish) => ((await finishAttempt(store, options, logger, finish)) ? 'marked' : 'unmarked'),
-  });
 }
 
 /**
- * Runs an attempt's handlers while its claim is renewed, then writes its end: the one path of both
- * modes. With a transactional store, the handlers, the done marker and the outcome record are one
- * transaction (exactly-once effects): a claim lost meanwhile rolls it all back instead of committing
- * over its holder. With any other store the handlers' effects are theirs, and the done marker follows.
+ * Runs an attempt's handlers while its claim is renewed, then writes its end: the one path of every
+ * commit path ({@link commitPathOf}). With a transactional store, the handlers, the done marker and
+ * the outcome record are one transaction; with an inbox, the handlers and the inbox row are one
+ * transaction of the host's database (exactly-once effects either way): a claim lost meanwhile
+ * rolls it all back instead of committing over its holder, and an inbox row already there means
+ * the handlers ran: they are skipped and the store's bookkeeping is finished. With a plain store
+ * the handlers' effects are theirs, and the done marker follows.
  * @param run the attempt, the context its event hands the handlers (the transaction goes there), the
- *   handlers, and the record of a success
+ *   handlers, the record of a success, the event's name (for the inbox row) and the inbox, if any
  */
 export async function commitHandlers(run: {
   store: PaymentsStore;
+  inbox?: PaymentsInbox;
+  event: string;
   attempt: CommittingAttempt;
   context: HandlerContext;
   handle: () => Promise<void>;
   record: Omit<AttemptRecord, 'source'>;
   logger: PaymentsLogger;
+  clock: Clock;
 }): Promise<HandlersEnd> {
   const { attempt, context } = run;
-  let end: 'marked' | 'unmarked' | 'lost' | undefined;
+  let end: 'marked' | 'unmarked' | 'lost' | 'after' | undefined;
   // A renewal found the claim taken (a process stalled past its lease): the attempt that took it
   // owns the outcome now, so a failure here is no failure to record over its record.
   let claimLost = false;
   let lapsed = false;
+  const entry = (): InboxEntry => ({
+    paymentId: attempt.paymentId,
+    event: run.event,
+    orderId: run.record.verification.developerTrackingId,
+    handledAt: new Date(run.clock.now()),
+    attempt: attempt.owner,
+  });
+  const setup = { store: run.store, inbox: run.inbox, options: attempt, logger: run.logger, entry };
   try {
-    await inScope(run.store, attempt, run.logger, async (scope) => {
+    await inScope(setup, async (scope) => {
       // On PGlite the transaction holds the one connection: a renewal could only queue behind it,
       // and no other instance can take the claim meanwhile (the scope renews it inside).
       const renewal = scope.holdsDatabase ? undefined : attempt.renew();
-      context.transaction = scope.transaction;
       try {
-        // A handler that never returns must not keep the claim renewed (nor close() waiting) for ever.
-        await attempt.withinDeadline(run.handle);
+        // An earlier attempt's effects are committed: only its bookkeeping is left to finish.
+        if ((await scope.open()) === 'done') {
+          end = 'after';
+          return;
+        }
+        context.transaction = scope.transaction;
+        try {
+          // A handler that never returns must not keep the claim renewed (nor close() waiting) for ever.
+          await attempt.withinDeadline(run.handle);
+        } finally {
+          context.transaction = undefined;
+        }
       } finally {
-        context.transaction = undefined;
         await renewal?.stop();
         claimLost = scope.transaction !== undefined && renewal?.lost === true;
         lapsed = renewal?.lapsed === true;
       }
-      end = await scope.end(attempt.finishOf('done', run.record));
+      // Inside a transaction, a claim taken meanwhile rolls the handlers' writes back.
+      if (claimLost) end = 'lost';
+      else end = await scope.seal(attempt.finishOf('done', run.record));
       if (end === 'lost')
         throw new Error(`the claim on ${attempt.paymentId} was taken by another attempt while its handlers ran`);
     });
   } catch (error) {
     return end === 'lost' || claimLost ? { kind: 'lost' } : { kind: 'failed', error, lapsed };
+  }
+  if (end === 'after') {
+    // The host's transaction committed the effects and the inbox row: the store's done marker,
+    // queue removal and record follow. A failure here leaves the row as the one truth for "done".
+    const marked = await finishAttempt(run.store, attempt, run.logger, attempt.finishOf('done', run.record));
+    return { kind: 'committed', marked };
   }
   return { kind: 'committed', marked: end === 'marked' };
 }

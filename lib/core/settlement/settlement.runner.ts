@@ -269,7 +269,17 @@ export class SettlementRunner implements Settlements {
         await this.#handlers.run(name, event);
       });
     const record = { verification, outcome, handlers: 'succeeded' } as const;
-    const ended = await commitHandlers({ store: this.store, attempt, context, handle, record, logger: this.logger });
+    const ended = await commitHandlers({
+      store: this.store,
+      inbox: this.options.inbox,
+      event: name,
+      attempt,
+      context,
+      handle,
+      record,
+      logger: this.logger,
+      clock: this.options.clock,
+    });
     switch (ended.kind) {
       case 'committed':
         await runAfterCommit(context, attempt.paymentId, ended.marked, this.logger);
