@@ -130,7 +130,10 @@ export async function finishAttempt(
 
 /** How an attempt's handlers ended. */
 export type HandlersEnd =
-  /** Their effects are committed; `marked`: this attempt wrote the done marker (it runs the afterCommit callbacks). */
+  /**
+   * Their effects are committed; `marked`: this attempt runs the afterCommit callbacks (it wrote the
+   * done marker; with an inbox, it committed the host's transaction).
+   */
   | { kind: 'committed'; marked: boolean }
   /** Rolled back: another attempt took the claim meanwhile and runs the handlers (transactional stores). */
   | { kind: 'lost' }
@@ -292,8 +295,10 @@ export async function commitHandlers(run: {
   if (end === 'after') {
     // The host's transaction committed the effects and the inbox row: the store's done marker,
     // queue removal and record follow. A failure here leaves the row as the one truth for "done".
-    const marked = await finishAttempt(run.store, attempt, run.logger, attempt.finishOf('done', run.record));
-    return { kind: 'committed', marked };
+    await finishAttempt(run.store, attempt, run.logger, attempt.finishOf('done', run.record));
+    // No later attempt runs these handlers again (the row stops it), so the afterCommit callbacks
+    // they registered are this attempt's to run, whatever the store's bookkeeping did.
+    return { kind: 'committed', marked: true };
   }
   return { kind: 'committed', marked: end === 'marked' };
 }
