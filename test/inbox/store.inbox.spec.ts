@@ -4,7 +4,7 @@ import { createPaymentsClient } from '../../lib/express/index.js';
 import { PaymentsValidationError } from '../../lib/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { MemoryPaymentsStore, sqlInbox } from '../../lib/store/index.js';
-import { commitPathOf, type CommitPathDecision } from '../../lib/core/store/index.js';
+import { commitPathOf, type CommitPathDecision } from '../../lib/core/settlement/index.js';
 
 // The one rule of where an attempt's "done" lives (commitPathOf), and the client refusing the
 // set-up it refuses before any payment is taken.

@@ -14,7 +14,8 @@ import {
   type PaymentsFieldError,
 } from '../api/index.js';
 import { defaultPaymentsLogger } from '../common/index.js';
-import { STORE_METHODS, commitPathOf, isPaymentsInbox, isPaymentsStore, isTransactional } from '../store/index.js';
+import { STORE_METHODS, isPaymentsInbox, isPaymentsStore, isTransactional } from '../store/index.js';
+import { commitPathOf } from '../settlement/index.js';
 import { telemetrySettings } from '../telemetry/index.js';
 import { SYSTEM_CLOCK } from '../time/index.js';
 import {

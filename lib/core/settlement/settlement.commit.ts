@@ -1,7 +1,6 @@
 import type { VerifiedPayment } from '../api/index.js';
 import { type PaymentsLogger, assertNever, describe } from '../common/index.js';
 import {
-  commitPathOf,
   isTransactional,
   type InboxEntry,
   type PaymentsInbox,
@@ -18,6 +17,35 @@ import {
 } from '../store/index.js';
 import type { HandlerContext } from './payment.events.js';
 import type { Clock } from '../time/index.js';
+
+/**
+ * Where an attempt's handlers run and where its "done" lives:
+ * - `plain`: no transaction; the store's done marker follows the handlers (effectively once);
+ * - `store-transaction`: the store's own transaction (`PostgresPaymentsStore` with
+ *   `transactional: true`) holds the handlers' writes and the done marker;
+ * - `inbox`: the host's transaction holds the handlers' writes and the inbox row; the store's
+ *   done marker follows the commit, and a later attempt that finds the row only finishes that.
+ */
+export type CommitPath = 'plain' | 'store-transaction' | 'inbox';
+
+/** The commit path of a set-up, or why the set-up is refused. */
+export type CommitPathDecision = { kind: 'path'; path: CommitPath } | { kind: 'refused'; reason: string };
+
+/**
+ * The one rule of which commit path a client takes. An inbox together with a transactional store
+ * is refused: two sources of truth for "done" in two databases would each be half of it.
+ * @param setup whether the store is transactional and whether an inbox is configured
+ */
+export function commitPathOf(setup: { transactionalStore: boolean; inbox: boolean }): CommitPathDecision {
+  if (setup.inbox && setup.transactionalStore)
+    return {
+      kind: 'refused',
+      reason:
+        'cannot be used with a transactional store (PostgresPaymentsStore with transactional: true): choose one; with the inbox, the store keeps transactional: false',
+    };
+  if (setup.inbox) return { kind: 'path', path: 'inbox' };
+  return { kind: 'path', path: setup.transactionalStore ? 'store-transaction' : 'plain' };
+}
 
 /** What one attempt found, for its outcome record. */
 export interface AttemptRecord {

@@ -14,15 +14,8 @@ export { refundLedgerOf } from './refund.claims.js';
 export { checkoutLockKey, checkoutStepsOf, readStanding, type CheckoutSteps } from './checkout.claims.js';
 export type { OrderLedger, PaymentsStore, RateLimiter, RefundLedger } from './store.ports.js';
 export { isTransactional } from './store.transaction.js';
-export { commitPathOf, isPaymentsInbox } from './store.inbox.js';
-export type {
-  CommitPath,
-  CommitPathDecision,
-  InboxEntry,
-  InboxMark,
-  PaymentsInbox,
-  PaymentsInboxTransaction,
-} from './store.inbox.js';
+export { isPaymentsInbox } from './store.inbox.js';
+export type { InboxEntry, InboxMark, PaymentsInbox, PaymentsInboxTransaction } from './store.inbox.js';
 export { INBOX_TABLE, InboxTableMissingError, InboxTransactionEndedError, inboxDdl, sqlInbox } from './inbox.sql.js';
 export type { InboxDialect, SqlInboxOptions, SqlInboxTransaction } from './inbox.sql.js';
 export type {
