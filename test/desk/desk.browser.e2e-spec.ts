@@ -223,7 +223,12 @@ describeWithService(available, `chromium not installed at ${CHROMIUM_PATH}`)('th
     const page = await open(`/payments/${seeded.duplicate}`);
     await page.getByRole('button', { name: 'Refund this duplicate' }).dblclick();
     await settledOn(page, /\?done=/);
-    expect(refunds()).toBe(1);
+    // What the desk answered and logged comes with the count, so a failure says which result it was.
+    expect({ refunds: refunds(), at: page.url(), logs: harness.logs.filter((l) => /refund/.test(l)) }).toEqual({
+      refunds: 1,
+      at: expect.stringMatching(/\?done=refunded(-earlier)?$/),
+      logs: [expect.stringMatching(/refund of the duplicate .*: refunded$/)],
+    });
     await expect(page.locator('[role="status"]').textContent()).resolves.toMatch(/refunded/);
     await expect(page.getByText(/Refunded by the service: refund /).count()).resolves.toBe(1);
     await expect(inaccessible(page)).resolves.toEqual([]);

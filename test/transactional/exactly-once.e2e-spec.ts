@@ -208,8 +208,10 @@ describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
           b.client.runReconciliation(Date.now() + 3_600_000),
         ]);
         const deliveries = results.slice(0, 20) as Array<{ status: number }>;
-        // Every delivery was either the one that ran, found it busy (409: redelivered later), or done.
-        const unexpected = deliveries.map((d) => d.status).filter((status) => ![200, 409].includes(status));
+        // Every delivery was either the one that ran, found it busy (409: redelivered later), done, or
+        // told to come back (503: the payment verified moments ago, its verify budget spent for now:
+        // on a loaded machine 22 paths can spread past the moment the first answer covers).
+        const unexpected = deliveries.map((d) => d.status).filter((status) => ![200, 409, 503].includes(status));
         // On a failure, the instances' logs say why (the store or the verify call that failed).
         expect({ unexpected, logs: unexpected.length ? [...a.logs, ...b.logs] : [] }).toEqual({
           unexpected: [],
