@@ -19,7 +19,7 @@ import {
 } from '../support/services.js';
 import { hostDb, orderState, type HostDb } from '../inbox/support/hosts.js';
 
-// docs/exactly-once.md's "Nest with @nestjs-cls/transactional", run: the guide's ShopModule
+// docs/exactly-once.md's "Nest with @nestjs-cls/transactional", run: the guide's TransactionalShopModule
 // (recipes/inbox-nest-cls.ts, checked word for word first) in a real Nest app, a child process
 // (fixtures/cls-app.ts: nestjs-cls is CommonJS requiring Nest 12's ES modules, which Node loads
 // and Jest on Node 20 does not), with TypeORM through @nestjs-cls/transactional's TypeORM adapter
@@ -61,7 +61,7 @@ afterAll(async () => {
   if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
 });
 
-it('the guide’s ShopModule is a block of docs/exactly-once.md, word for word', () => {
+it('the guide’s TransactionalShopModule is a block of docs/exactly-once.md, word for word', () => {
   const blocks = new Map(docSnippets('exactly-once', readFileSync(GUIDE, 'utf8')) as Array<[string, string]>);
   expect(blocks.get('inbox-nest-cls.ts')).toBe(readFileSync(RECIPE, 'utf8'));
 });

@@ -523,7 +523,7 @@ const FRAGMENTS: Fragment[] = [
     reason: 'run by test/inbox/recipes.e2e-spec.ts (PostgreSQL and MariaDB)',
   },
   {
-    identity: 'ORDER_ENTITIES, OrdersService, ShopModule',
+    identity: 'SHOP_ENTITIES, PaidOrdersService, TransactionalShopModule',
     reason:
       'run by test/nest/cls-transactional.e2e-spec.ts in a Nest app of its own process (nestjs-cls is CommonJS, which Jest on Node 20 cannot load beside Nest 12), on PostgreSQL and MariaDB',
   },

@@ -28,11 +28,11 @@ const OrderEvent = new EntitySchema<{ id: number; orderId: string; kind: string 
 });
 
 /** The entities the handler writes: add them to the DataSource's `entities`. */
-export const ORDER_ENTITIES = [Order, OrderEvent];
+export const SHOP_ENTITIES = [Order, OrderEvent];
 
 /** A service of the app, written as any other: its writes go through the TransactionHost. */
 @Injectable()
-export class OrdersService {
+export class PaidOrdersService {
   constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   /** Both writes commit with the payment's inbox row, or neither does. */
@@ -48,10 +48,10 @@ export class OrdersService {
  * or a provider of your own), `dialect` its database's, `payments` the plugin's other options.
  */
 @Module({})
-export class ShopModule {
+export class TransactionalShopModule {
   static register(database: Type, dialect: 'postgres' | 'mysql', payments: PaymentsModuleOptions): DynamicModule {
     return {
-      module: ShopModule,
+      module: TransactionalShopModule,
       imports: [
         ClsModule.forRoot({
           global: true,
@@ -73,7 +73,7 @@ export class ShopModule {
           }),
         }),
       ],
-      providers: [OrdersService],
+      providers: [PaidOrdersService],
     };
   }
 }
