@@ -25,6 +25,7 @@ export {
   OnPaymentEvent,
   paymentsOptionsFromConfig,
   PAYMENTS_ENV,
+  transactionHostInbox,
 } from './nest/index.js';
 export type {
   PaymentsModuleOptions,
@@ -36,6 +37,7 @@ export type {
   PaymentEventHandlerOptions,
   PaymentsConfigSettings,
   PaymentsConfigReader,
+  TransactionHostInboxOptions,
 } from './nest/index.js';
 export {
   PaymentsClient,

@@ -30,5 +30,6 @@ export {
   InjectPaymentsClient,
 } from './payments.decorators.js';
 export type { PaymentEventHandlerOptions } from './payments.decorators.js';
+export { transactionHostInbox, type TransactionHostInboxOptions } from './inbox.transaction-host.js';
 export { paymentsOptionsFromConfig, PAYMENTS_ENV, type PaymentsConfigSettings } from './payments.config.js';
 export type { PaymentsConfigReader } from './payments.config.js';

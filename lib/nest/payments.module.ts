@@ -12,6 +12,7 @@ import { HttpAdapterHost, ModuleRef, ModulesContainer } from '@nestjs/core';
 import { EventEmitter2, EventEmitterModule, EventEmitterReadinessWatcher } from '@nestjs/event-emitter';
 import { PaymentsClient } from '../core/client/index.js';
 import { PaymentsValidationError } from '../core/api/index.js';
+import { inboxInModule } from './inbox.transaction-host.js';
 import { nestHandlerLookup } from './payments.events-bridge.js';
 import type {
   PaymentsModuleAsyncOptions,
@@ -231,9 +232,9 @@ export class PaymentsModule implements OnModuleInit {
       },
       {
         provide: clientToken,
-        useFactory: (options: PaymentsModuleOptions, resolved: RegistrationRoute) =>
-          createClient(options, name, resolved, logger),
-        inject: [optionsToken, REGISTRATION],
+        useFactory: (options: PaymentsModuleOptions, resolved: RegistrationRoute, moduleRef?: ModuleRef) =>
+          createClient(options, name, resolved, logger, moduleRef),
+        inject: [optionsToken, REGISTRATION, { token: ModuleRef, optional: true }],
       },
       {
         provide: serviceToken,
@@ -284,6 +285,7 @@ function createClient(
   name: string | undefined,
   route: RegistrationRoute,
   logger: Logger,
+  moduleRef: ModuleRef | undefined,
 ): PaymentsClient {
   if (options?.name !== undefined && options.name !== name) {
     throw new PaymentsValidationError(
@@ -303,6 +305,7 @@ function createClient(
   return new PaymentsClient({
     ...rest,
     webhook: { ...coreWebhook, path: route.path },
+    inbox: inboxInModule(rest.inbox, moduleRef),
     name,
     logger: options?.logger ?? logger,
   });

@@ -522,6 +522,11 @@ const FRAGMENTS: Fragment[] = [
     identity: 'ORDER_ENTITIES, typeormInbox, markPaidWithTypeorm',
     reason: 'run by test/inbox/recipes.e2e-spec.ts (PostgreSQL and MariaDB)',
   },
+  {
+    identity: 'SHOP_ENTITIES, PaidOrdersService, TransactionalShopModule',
+    reason:
+      'run by test/nest/cls-transactional.e2e-spec.ts in a Nest app of its own process (nestjs-cls is CommonJS, which Jest on Node 20 cannot load beside Nest 12), on PostgreSQL and MariaDB',
+  },
   // docs/vendure.md's configuration needs a Vendure server (Nest 11): test/platforms/vendure runs it as printed.
   { identity: 'nestjsPayments', reason: 'run by test/platforms/vendure (a real Vendure 3.7 server)' },
   {
