@@ -86,8 +86,8 @@ async function settled(store: FleetStore): Promise<void> {
     ...sandbox.options(),
     store:
       store === 'redis'
-        ? new RedisPaymentsStore(REDIS_URL, { keyPrefix: base.KEY_PREFIX })
-        : new PostgresPaymentsStore(POSTGRES_URL, { schema: base.PG_SCHEMA }),
+        ? new RedisPaymentsStore(REDIS_URL, { keyPrefix: `${fleet.run}:` })
+        : new PostgresPaymentsStore(POSTGRES_URL, { schema: fleet.run }),
     webhook: { publicUrl: 'http://127.0.0.1:9/hook', secret: SECRET },
     reconciliation: { enabled: false },
     logger: quietLogger(),
