@@ -146,9 +146,7 @@ export class World {
     maxBindings = 1_000,
   ) {
     const trueClock = (this.trueClock = new InstanceClock(time, 0, () => true));
-    // Small caps on every cache: a history holds a few payments (3 to 6 orders), and each cache
-    // allocates its cap up front (two more arrays of it once a TTL is set): the default caps of
-    // 100 000 cost tens of ms per history, more than its events.
+    // Small caps, never reached but by the bindings' with `evictions`: a history holds a few payments.
     this.store =
       store ??
       new MemoryPaymentsStore({
@@ -158,8 +156,6 @@ export class World {
         maxPending: 1_000,
         maxOutcomes: 1_000,
         maxRateLimits: 1_000,
-        maxOrders: 1_000,
-        maxRefunds: 1_000,
       });
     if (faults.transactional && !store)
       this.db = new SimDatabase(this.store as MemoryPaymentsStore, () => trueClock.now());
