@@ -146,7 +146,7 @@ export class World {
     maxBindings = 1_000,
   ) {
     const trueClock = (this.trueClock = new InstanceClock(time, 0, () => true));
-    // Small caps: a history holds a few payments, and each cache allocates its cap up front.
+    // Small caps, never reached but by the bindings' with `evictions`: a history holds a few payments.
     this.store =
       store ??
       new MemoryPaymentsStore({

@@ -24,11 +24,15 @@
 export const FRAGMENT = 8;
 
 const TABLE_BITS = 16;
+// Read once: the loops below run per character of every answer, and in a vm context (Jest's) each
+// lookup of a global such as `Math` is a slow call into the context's global object.
+const { imul } = Math;
+const { fromCharCode } = String;
 const HASH_BASE = 0x01000193;
 /** HASH_BASE to the power FRAGMENT, modulo 2^32: the weight of the character leaving the window. */
 const OUTGOING = (() => {
   let p = 1;
-  for (let i = 0; i < FRAGMENT; i++) p = Math.imul(p, HASH_BASE);
+  for (let i = 0; i < FRAGMENT; i++) p = imul(p, HASH_BASE);
   return p;
 })();
 
@@ -130,12 +134,6 @@ function normalise(text: string): number[] {
   return out;
 }
 
-function hashOf(codes: ArrayLike<number>, from: number): number {
-  let h = 0;
-  for (let k = 0; k < FRAGMENT; k++) h = (Math.imul(h, HASH_BASE) + codes[from + k]) | 0;
-  return h;
-}
-
 /**
  * The runs a secret can be echoed as: its characters, its hex (plain, `:`, `-`, a `0x` list with
  * or without commas), its character codes as a decimal list, and its base64 and base64url, and
@@ -182,10 +180,17 @@ export class FragmentIndex {
   constructor(sources: Iterable<string>) {
     for (const source of sources) {
       const codes = normalise(source);
-      for (let i = 0; i + FRAGMENT <= codes.length; i++) {
-        const h = hashOf(codes, i) >>> (32 - TABLE_BITS);
-        this.#table[h >>> 5] |= 1 << (h & 31);
-        this.#exact.add(String.fromCharCode(...codes.slice(i, i + FRAGMENT)));
+      // One code, one UTF-16 unit (fromCharCode keeps the low 16 bits), so each run is a slice of this.
+      let text = '';
+      for (const code of codes) text += fromCharCode(code);
+      // The rolling hash spans() computes, over each run in turn.
+      let h = 0;
+      for (let i = 0; i < codes.length; i++) {
+        h = (imul(h, HASH_BASE) + codes[i] - (i >= FRAGMENT ? imul(codes[i - FRAGMENT], OUTGOING) : 0)) | 0;
+        if (i + 1 < FRAGMENT) continue;
+        const bit = h >>> (32 - TABLE_BITS);
+        this.#table[bit >>> 5] |= 1 << (bit & 31);
+        this.#exact.add(text.slice(i + 1 - FRAGMENT, i + 1));
       }
     }
   }
@@ -220,7 +225,7 @@ export class FragmentIndex {
       if (code >= 0) {
         const slot = count & (FRAGMENT - 1);
         const leaving = count >= FRAGMENT ? codes[slot] : 0;
-        h = (Math.imul(h, HASH_BASE) + code - Math.imul(leaving, OUTGOING)) | 0;
+        h = (imul(h, HASH_BASE) + code - imul(leaving, OUTGOING)) | 0;
         codes[slot] = code;
         starts[slot] = i;
         count++;
@@ -242,7 +247,7 @@ export class FragmentIndex {
 
   #hit(ring: Int32Array, count: number): boolean {
     let run = '';
-    for (let k = 0; k < FRAGMENT; k++) run += String.fromCharCode(ring[(count + k) & (FRAGMENT - 1)]);
+    for (let k = 0; k < FRAGMENT; k++) run += fromCharCode(ring[(count + k) & (FRAGMENT - 1)]);
     return this.#exact.has(run);
   }
 }

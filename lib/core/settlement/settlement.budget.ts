@@ -1,4 +1,5 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { boundedCache } from '../common/index.js';
 import {
   PaymentsApiError,
   PaymentsConnectionError,
@@ -111,7 +112,7 @@ export class VerifyBudget {
     private readonly clock: () => number = () => Date.now(),
     private readonly webhookPendingMs: number = intervalMs,
   ) {
-    this.#recent = new LRUCache({ max: 10_000 });
+    this.#recent = boundedCache(10_000);
   }
 
   /** Before claiming a payment for a verify: undefined when it may be verified now, else why not. */

@@ -1,9 +1,9 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
 import { PaymentsApiError, type PaymentsError } from '../api/index.js';
 import { monotonicNow, type Clock } from '../time/index.js';
 import type { RateLimiter } from '../store/index.js';
 import type { SettleResult } from './settlement.request.js';
-import { assertNever } from '../common/index.js';
+import { assertNever, boundedCache } from '../common/index.js';
 
 /**
  * Verifies the return check may spend on payment ids this plugin knows nothing of (no queue entry,
@@ -81,8 +81,7 @@ export class StrangerBudget {
     private readonly fleet: RateLimiter,
   ) {
     this.#now = () => monotonicNow(clock);
-    this.#notFound = new LRUCache({
-      max: STRANGER_BUDGET.notFoundMax,
+    this.#notFound = boundedCache(STRANGER_BUDGET.notFoundMax, {
       ttl: STRANGER_BUDGET.notFoundMs,
       perf: { now: this.#now },
       ttlResolution: 0,

@@ -1,4 +1,5 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { boundedCache } from '../common/index.js';
 import { positiveMs } from './store.rules.js';
 import type { RateLimiter } from './store.ports.js';
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
@@ -28,8 +29,7 @@ export class MemoryRateLimiter implements RateLimiter {
   /** @param options its size cap; see {@link MemoryRateLimiterOptions} */
   constructor(options: MemoryRateLimiterOptions = {}) {
     const clock = options.clock ?? SYSTEM_CLOCK;
-    this.#slots = new LRUCache({
-      max: options.maxSlots ?? 100_000,
+    this.#slots = boundedCache(options.maxSlots ?? 100_000, {
       allowStale: false,
       perf: { now: () => clock.now() },
       ttlResolution: 0,

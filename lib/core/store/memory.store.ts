@@ -1,4 +1,5 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { boundedCache } from '../common/index.js';
 import {
   epochMs,
   positiveMs,
@@ -91,7 +92,7 @@ class DueQueue {
   private seq = 0;
 
   constructor(max: number, options: { perf: { now(): number }; ttlResolution: number }) {
-    this.entries = new LRUCache({ max, ...options });
+    this.entries = boundedCache(max, options);
   }
 
   /** Queues `queued` for its payment, replacing any entry of it. */
@@ -204,14 +205,14 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
     const perf = { now: () => this.clock.now() };
     const ttlResolution = 0;
     // No default TTL: every set() passes its own, checked by positiveMs().
-    this.bindings = new LRUCache({ max: options.maxBindings ?? 100_000, allowStale: false, perf, ttlResolution });
-    this.done = new LRUCache({ max: options.maxEvents ?? 100_000, allowStale: false, perf, ttlResolution });
+    this.bindings = boundedCache(options.maxBindings ?? 100_000, { allowStale: false, perf, ttlResolution });
+    this.done = boundedCache(options.maxEvents ?? 100_000, { allowStale: false, perf, ttlResolution });
     this.queue = new DueQueue(options.maxPending ?? 100_000, { perf, ttlResolution });
-    this.outcomes = new LRUCache({ max: options.maxOutcomes ?? 10_000, allowStale: false, perf, ttlResolution });
+    this.outcomes = boundedCache(options.maxOutcomes ?? 10_000, { allowStale: false, perf, ttlResolution });
     this.rateLimits = new MemoryRateLimiter({ maxSlots: options.maxRateLimits, clock: this.clock });
-    this.settlements = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf, ttlResolution });
-    this.checkouts = new LRUCache({ max: options.maxOrders ?? 100_000, allowStale: false, perf, ttlResolution });
-    this.refunds = new LRUCache({ max: options.maxRefunds ?? 100_000, allowStale: false, perf, ttlResolution });
+    this.settlements = boundedCache(options.maxOrders ?? 100_000, { allowStale: false, perf, ttlResolution });
+    this.checkouts = boundedCache(options.maxOrders ?? 100_000, { allowStale: false, perf, ttlResolution });
+    this.refunds = boundedCache(options.maxRefunds ?? 100_000, { allowStale: false, perf, ttlResolution });
   }
 
   /** @inheritdoc */
