@@ -28,7 +28,9 @@ export function generatePrismaRecipes() {
         env: { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: '/bin/false', PRISMA_HIDE_UPDATE_MESSAGE: '1' },
       });
     } catch (error) {
-      throw new Error(`prisma generate --schema ${file} failed:\n${error.stderr ?? ''}${error.stdout ?? ''}`, { cause: error });
+      throw new Error(`prisma generate --schema ${file} failed:\n${error.stderr ?? ''}${error.stdout ?? ''}`, {
+        cause: error,
+      });
     }
     writeFileSync(stamp, text);
     generated.push(file);
