@@ -20,8 +20,9 @@ Commands:
   doctor [--probe]    check the set-up of the PAYMENTS_* variables against the service
   verify <paymentId>  print the service's answer for one payment
   outcomes [--failed] list the outcome records of the app's store
-  inbox-ddl [--dialect mysql]
-                      print the inbox table's DDL (exactly-once in the app's database)
+  inbox-ddl [--dialect mysql] [--format typeorm|prisma|drizzle]
+                      print the inbox table's DDL, or an ORM's migration of it
+                      (exactly-once in the app's database)
   help [command]      print this help, or a command's
 
 doctor, verify and outcomes read the PAYMENTS_* variables as the module does

@@ -1,10 +1,12 @@
-/** `nestjs-payments inbox-ddl [--dialect postgres|mysql] [--table name]`: the inbox table's DDL. */
+/** `nestjs-payments inbox-ddl [--dialect postgres|mysql] [--table name] [--format ...]`: the inbox table's DDL, or an ORM's migration of it. */
 import { parseArgs } from 'node:util';
-import { INBOX_TABLE, inboxDdl, type InboxDialect } from '../core/index.js';
+import { INBOX_TABLE, type InboxDialect } from '../core/index.js';
 import { CliUsageError, type CliIo } from './cli.io.js';
+import { INBOX_FORMATS, inboxMigration, type InboxFormat } from './cli.migrations.js';
 
 /** Usage of `inbox-ddl`. */
 export const INBOX_DDL_USAGE = `Usage: nestjs-payments inbox-ddl [--dialect postgres|mysql] [--table name]
+                                [--format sql|typeorm|prisma|drizzle]
 
 Prints the CREATE TABLE of the inbox (docs/exactly-once.md): the table of the
 host's own database where the plugin notes, in the handlers' transaction, that
@@ -13,6 +15,10 @@ a payment's handlers ran. Run it in that database (a migration, or psql/mysql).
 Options:
   --dialect   postgres (default) or mysql (MySQL and MariaDB)
   --table     the table's name (default ${INBOX_TABLE}; give sqlInbox() the same)
+  --format    sql (default): the CREATE TABLE;
+              typeorm: a TypeORM migration class (save it in your migrations);
+              prisma: the model for schema.prisma and the SQL of its migration;
+              drizzle: the Drizzle table for your schema (drizzle-kit migrates it)
   -h, --help  print this help
 `;
 
@@ -33,6 +39,7 @@ export async function inboxDdlCommand(argv: readonly string[], io: CliIo): Promi
         help: { type: 'boolean', short: 'h' },
         dialect: { type: 'string', default: 'postgres' },
         table: { type: 'string', default: INBOX_TABLE },
+        format: { type: 'string', default: 'sql' },
       },
     });
   } catch (error) {
@@ -44,8 +51,11 @@ export async function inboxDdlCommand(argv: readonly string[], io: CliIo): Promi
   }
   const dialect = parsed.values.dialect as InboxDialect;
   if (!DIALECTS.includes(dialect)) throw new CliUsageError(`--dialect must be postgres or mysql, not ${dialect}`);
+  const format = parsed.values.format as InboxFormat;
+  if (!INBOX_FORMATS.includes(format))
+    throw new CliUsageError(`--format must be ${INBOX_FORMATS.join(', ')}, not ${format}`);
   try {
-    io.stdout.write(inboxDdl(dialect, parsed.values.table));
+    io.stdout.write(inboxMigration(format, dialect, parsed.values.table, io.clock.now()));
   } catch (error) {
     throw new CliUsageError((error as Error).message);
   }

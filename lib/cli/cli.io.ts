@@ -1,3 +1,5 @@
+import { SYSTEM_CLOCK, type Clock } from '../core/index.js';
+
 /** Where a command writes, and the environment it reads; the process's own by default, replaceable in tests. */
 export interface CliIo {
   /** Receives results (the doctor's lines, a payment, a list). */
@@ -11,11 +13,13 @@ export interface CliIo {
     once(event: 'SIGINT' | 'SIGTERM', listener: () => void): unknown;
     off(event: 'SIGINT' | 'SIGTERM', listener: () => void): unknown;
   };
+  /** The time (a migration's timestamp). */
+  readonly clock: Pick<Clock, 'now'>;
 }
 
 /** The running process's streams, environment and signals. */
 export function processIo(): CliIo {
-  return { stdout: process.stdout, stderr: process.stderr, env: process.env, signals: process };
+  return { stdout: process.stdout, stderr: process.stderr, env: process.env, signals: process, clock: SYSTEM_CLOCK };
 }
 
 /** A command line that cannot be run; its message says why. */

@@ -45,6 +45,7 @@ export type {
   PaymentsHandlersOptions,
 } from './client/payments.options.js';
 export type { PaymentsReconciliationOptions } from './settlement/reconciliation.options.js';
+export { SYSTEM_CLOCK } from './time/clock.port.js';
 export type { Clock, ClockTimer } from './time/clock.port.js';
 export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './api/payment.fields.js';
 export type {
@@ -111,13 +112,15 @@ export type {
   TransactionalPaymentsStore,
 } from './store/store.transaction.js';
 export {
+  INBOX_COLUMNS,
   INBOX_TABLE,
+  inboxColumnType,
   InboxTableMissingError,
   InboxTransactionEndedError,
   inboxDdl,
   sqlInbox,
 } from './store/inbox.sql.js';
-export type { InboxDialect, SqlInboxOptions, SqlInboxTransaction } from './store/inbox.sql.js';
+export type { InboxColumn, InboxDialect, SqlInboxOptions, SqlInboxTransaction } from './store/inbox.sql.js';
 export type { InboxEntry, InboxMark, PaymentsInbox, PaymentsInboxTransaction } from './store/store.inbox.js';
 export { MemoryPaymentsStore } from './store/memory.store.js';
 export type { MemoryPaymentsStoreOptions } from './store/memory.store.js';

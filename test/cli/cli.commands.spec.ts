@@ -11,6 +11,7 @@ class CapturedIo implements CliIo {
   out = '';
   err = '';
   readonly signals = new EventEmitter();
+  readonly clock = { now: () => Date.parse('2026-11-28T14:30:05.123Z') };
   readonly stdout = { write: (text: string) => (this.out += text) };
   readonly stderr = { write: (text: string) => (this.err += text) };
   constructor(readonly env: Record<string, string | undefined> = {}) {}

@@ -4,7 +4,12 @@ import path from 'node:path';
 import type { PoolClient } from 'pg';
 import type { PoolConnection } from 'mysql2/promise';
 import type { PaymentConfirmedEvent } from '../../lib/index.js';
-import { MemoryPaymentsStore, type OutcomeFinish, type PaymentsInbox } from '../../lib/store/index.js';
+import {
+  MemoryPaymentsStore,
+  type InboxDialect,
+  type OutcomeFinish,
+  type PaymentsInbox,
+} from '../../lib/store/index.js';
 import { createPaymentsClient, createWebhookRouter } from '../../lib/express/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 // @ts-expect-error a plain .mjs script without types: the docs' blocks are read as the extractor reads them
@@ -17,16 +22,40 @@ import {
   POSTGRES_URL,
   postgresAvailable,
 } from '../support/services.js';
+import knex from 'knex';
+import { Kysely, MysqlDialect, PostgresDialect } from 'kysely';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { drizzle as drizzleMysql } from 'drizzle-orm/mysql2';
+import { MikroORM as MikroPg } from '@mikro-orm/postgresql';
+import { MikroORM as MikroMariaDb } from '@mikro-orm/mariadb';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaMariaDb } from '@prisma/adapter-mariadb';
+import pg from 'pg';
+import mysql from 'mysql2';
+// @ts-expect-error a plain .mjs script without types
+import { generatePrismaRecipes } from '../../scripts/prisma-recipes.mjs';
 import { hostDb, orderState, type HostDb } from './support/hosts.js';
 import { markPaidWithMysql2, mysqlInbox } from './recipes/inbox-mysql2.js';
 import { markPaidWithPg, pgInbox } from './recipes/inbox-pg.js';
 import { markPaidWithTypeorm, ORDER_ENTITIES, typeormInbox } from './recipes/inbox-typeorm.js';
+import { knexInbox, markPaidWithKnex } from './recipes/inbox-knex.js';
+import { kyselyInbox, markPaidWithKysely, type ShopDatabase } from './recipes/inbox-kysely.js';
+import { drizzlePgInbox, markPaidWithDrizzlePg } from './recipes/inbox-drizzle-pg.js';
+import { drizzleMysqlInbox, markPaidWithDrizzleMysql } from './recipes/inbox-drizzle-mysql2.js';
+import { markPaidWithMikroOrm, MIKRO_ORDER_ENTITIES, mikroOrmInbox } from './recipes/inbox-mikro-orm.js';
 
 // The inbox recipes of docs/exactly-once.md, run: each file in recipes/ is a block of the guide,
 // word for word (checked first), and each is run against the sandbox on a real host database
-// (PostgreSQL, MariaDB) with the plugin's state in a memory store: a first attempt that fails
-// after the recipe wrote leaves nothing; the next writes once; a done marker the store lost after
-// the host's commit runs no handler again. Then the set-ups the inbox refuses.
+// (PostgreSQL, MariaDB: every recipe on each database its ORM or driver speaks) with the plugin's
+// state in a memory store: a first attempt that fails after the recipe wrote leaves nothing; the
+// next writes once; a done marker the store lost after the host's commit runs no handler again.
+// Then the set-ups the inbox refuses.
+
+// The Prisma recipe's clients (one per provider) are generated first: the recipe imports one.
+(generatePrismaRecipes as () => string[])();
+const { PrismaClient: PrismaPgClient } = await import('./generated/prisma/client.js');
+const { PrismaClient: PrismaMysqlClient } = await import('./generated/prisma-mysql/client.js');
+const { markPaidWithPrisma, prismaInbox } = await import('./recipes/inbox-prisma.js');
 
 const RECIPES = path.join(import.meta.dirname, 'recipes');
 const GUIDE = path.join(import.meta.dirname, '../../docs/exactly-once.md');
@@ -129,9 +158,140 @@ const failFirst = async (call: number) => {
 it('every inbox recipe file is a block of docs/exactly-once.md, word for word', () => {
   const blocks = new Map(docSnippets('exactly-once', readFileSync(GUIDE, 'utf8')) as Array<[string, string]>);
   const files = readdirSync(RECIPES).sort();
-  expect(files).toEqual(['inbox-mysql2.ts', 'inbox-pg.ts', 'inbox-typeorm.ts']);
+  expect(files).toEqual(RECIPE_FILES);
   for (const file of files) expect(blocks.get(file)).toBe(readFileSync(path.join(RECIPES, file), 'utf8'));
 });
+
+it("the Prisma recipe's schema is the guide's, and the MariaDB client's differs only by its provider and output", () => {
+  const guide = readFileSync(GUIDE, 'utf8');
+  const schema = (name: string) => readFileSync(path.join(import.meta.dirname, 'prisma', name), 'utf8');
+  expect([...guide.matchAll(/^```prisma\n([\s\S]*?)^```$/gm)].map((m) => m[1])).toEqual([schema('postgres.prisma')]);
+  expect(schema('mysql.prisma')).toBe(
+    schema('postgres.prisma')
+      .replace('"../generated/prisma"', '"../generated/prisma-mysql"')
+      .replace('provider = "postgresql"', 'provider = "mysql"'),
+  );
+});
+
+/** One recipe of the guide, on the host databases its ORM or driver speaks. */
+interface RecipeCase {
+  name: string;
+  file: string;
+  dialects: readonly InboxDialect[];
+  /** The recipe's inbox and handler on `db` (what it opens is closed with `db`). */
+  setup(db: HostDb): Promise<{ inbox: PaymentsInbox; recipe: Recipe }>;
+}
+
+/** The Prisma client of the database's provider, on its driver adapter. */
+function prismaOn(db: HostDb): InstanceType<typeof PrismaPgClient> {
+  if (db.dialect === 'postgres')
+    return new PrismaPgClient({ adapter: new PrismaPg({ connectionString: db.url }, { schema: db.location }) });
+  const url = new URL(db.url);
+  const adapter = new PrismaMariaDb({
+    host: url.hostname,
+    port: Number(url.port || 3306),
+    user: decodeURIComponent(url.username),
+    password: decodeURIComponent(url.password) || undefined,
+    database: url.pathname.slice(1),
+  });
+  // The recipe is typed with the PostgreSQL client; the MariaDB one has the same models.
+  return new PrismaMysqlClient({ adapter }) as unknown as InstanceType<typeof PrismaPgClient>;
+}
+
+const RECIPE_CASES: readonly RecipeCase[] = [
+  {
+    name: 'plain pg',
+    file: 'inbox-pg.ts',
+    dialects: ['postgres'],
+    setup: async (db) => ({ inbox: pgInbox(db.pgPool!), recipe: markPaidWithPg }),
+  },
+  {
+    name: 'mysql2',
+    file: 'inbox-mysql2.ts',
+    dialects: ['mysql'],
+    setup: async (db) => ({ inbox: mysqlInbox(db.mysqlPool!), recipe: markPaidWithMysql2 }),
+  },
+  {
+    name: 'TypeORM',
+    file: 'inbox-typeorm.ts',
+    dialects: ['postgres', 'mysql'],
+    setup: async (db) => ({ inbox: typeormInbox(await db.dataSource(ORDER_ENTITIES)), recipe: markPaidWithTypeorm }),
+  },
+  {
+    name: 'Prisma',
+    file: 'inbox-prisma.ts',
+    dialects: ['postgres', 'mysql'],
+    setup: async (db) => {
+      const prisma = prismaOn(db);
+      db.closeAtDrop(() => prisma.$disconnect());
+      return { inbox: prismaInbox(prisma, db.dialect), recipe: markPaidWithPrisma };
+    },
+  },
+  {
+    name: 'Knex',
+    file: 'inbox-knex.ts',
+    dialects: ['postgres', 'mysql'],
+    setup: async (db) => {
+      const instance = knex({ client: db.dialect === 'postgres' ? 'pg' : 'mysql2', connection: db.url });
+      db.closeAtDrop(() => instance.destroy());
+      return { inbox: knexInbox(instance), recipe: markPaidWithKnex };
+    },
+  },
+  {
+    name: 'Kysely',
+    file: 'inbox-kysely.ts',
+    dialects: ['postgres', 'mysql'],
+    setup: async (db) => {
+      const dialect =
+        db.dialect === 'postgres'
+          ? new PostgresDialect({ pool: new pg.Pool({ connectionString: db.url }) })
+          : new MysqlDialect({ pool: mysql.createPool(db.url) });
+      const instance = new Kysely<ShopDatabase>({ dialect });
+      db.closeAtDrop(() => instance.destroy());
+      return { inbox: kyselyInbox(instance, db.dialect), recipe: markPaidWithKysely };
+    },
+  },
+  {
+    name: 'Drizzle (node-postgres)',
+    file: 'inbox-drizzle-pg.ts',
+    dialects: ['postgres'],
+    setup: async (db) => {
+      const pool = new pg.Pool({ connectionString: db.url });
+      db.closeAtDrop(() => pool.end());
+      return { inbox: drizzlePgInbox(drizzlePg({ client: pool })), recipe: markPaidWithDrizzlePg };
+    },
+  },
+  {
+    name: 'Drizzle (mysql2)',
+    file: 'inbox-drizzle-mysql2.ts',
+    dialects: ['mysql'],
+    setup: async (db) => {
+      const pool = mysql.createPool(db.url);
+      db.closeAtDrop(() => pool.promise().end());
+      return { inbox: drizzleMysqlInbox(drizzleMysql({ client: pool })), recipe: markPaidWithDrizzleMysql };
+    },
+  },
+  {
+    name: 'MikroORM',
+    file: 'inbox-mikro-orm.ts',
+    dialects: ['postgres', 'mysql'],
+    setup: async (db) => {
+      const orm =
+        db.dialect === 'postgres'
+          ? await MikroPg.init({
+              clientUrl: db.url,
+              schema: db.location,
+              driverOptions: { connection: { options: `-c search_path=${db.location}` } },
+              entities: MIKRO_ORDER_ENTITIES,
+            })
+          : await MikroMariaDb.init({ clientUrl: db.url, entities: MIKRO_ORDER_ENTITIES });
+      db.closeAtDrop(() => orm.close());
+      return { inbox: mikroOrmInbox(orm.em, db.dialect), recipe: markPaidWithMikroOrm };
+    },
+  },
+];
+
+const RECIPE_FILES = RECIPE_CASES.map((r) => r.file).sort();
 
 /** The recipes' behaviour on one host database. */
 function recipeCases(
@@ -164,85 +324,66 @@ function recipeCases(
   });
 }
 
-describeWithService(pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`)('host database PostgreSQL', () => {
-  let db: HostDb;
-  beforeAll(async () => {
-    db = await hostDb('postgres');
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+/** Per host database: the plain driver's inbox and handler, and how a handler commits behind the inbox's back. */
+const HOSTS = {
+  postgres: {
+    label: 'PostgreSQL',
+    up: pgUp,
+    reason: `PostgreSQL not reachable at ${POSTGRES_URL}`,
+    plain: (db: HostDb) => ({ inbox: pgInbox(db.pgPool!), recipe: markPaidWithPg }),
+    commit: (client: unknown) => (client as PoolClient).query('COMMIT'),
+  },
+  mysql: {
+    label: 'MariaDB',
+    up: mariaUp,
+    reason: `MariaDB not reachable at ${MARIADB_URL}`,
+    plain: (db: HostDb) => ({ inbox: mysqlInbox(db.mysqlPool!), recipe: markPaidWithMysql2 }),
+    commit: (client: unknown) => (client as PoolConnection).commit(),
+  },
+} as const;
 
-  recipeCases(
-    'plain pg',
-    async (host) => ({ inbox: pgInbox(host.pgPool!), recipe: markPaidWithPg }),
-    () => db,
-  );
-  recipeCases(
-    'TypeORM',
-    async (host) => ({ inbox: typeormInbox(await host.dataSource(ORDER_ENTITIES)), recipe: markPaidWithTypeorm }),
-    () => db,
-  );
+const DIALECTS: readonly InboxDialect[] = ['postgres', 'mysql'];
 
-  it('a handler that commits the host’s transaction is refused: the attempt fails, nothing is marked done over it', async () => {
-    const run = await exercise(db, pgInbox(db.pgPool!), markPaidWithPg, {
-      after: async (call, event) => {
-        if (call === 1) await (event.transaction!.client as PoolClient).query('COMMIT');
-      },
-      deliveries: 2,
+describe.each(DIALECTS)('host database %s', (dialect) => {
+  const host = HOSTS[dialect];
+  describeWithService(host.up, host.reason)(host.label, () => {
+    let db: HostDb;
+    beforeAll(async () => {
+      db = await hostDb(dialect);
     });
-    expect(run.answers[0]).toBe(500);
-    expect(run.logs.join('\n')).toContain('committed or ended the host');
-    // What it committed on its own stays committed, the inbox row with it: the next attempt runs nothing.
-    expect({ answers: run.answers, states: run.states, calls: run.calls }).toEqual({
-      answers: [500, 200],
-      states: [PAID, PAID],
-      calls: 1,
+    afterAll(async () => {
+      await db?.drop();
     });
-  });
-});
 
-describeWithService(mariaUp, `MariaDB not reachable at ${MARIADB_URL}`)('host database MariaDB', () => {
-  let db: HostDb;
-  beforeAll(async () => {
-    db = await hostDb('mysql');
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+    for (const recipe of RECIPE_CASES.filter((r) => r.dialects.includes(dialect)))
+      recipeCases(
+        recipe.name,
+        (host) => recipe.setup(host),
+        () => db,
+      );
 
-  recipeCases(
-    'mysql2',
-    async (host) => ({ inbox: mysqlInbox(host.mysqlPool!), recipe: markPaidWithMysql2 }),
-    () => db,
-  );
-  recipeCases(
-    'TypeORM',
-    async (host) => ({ inbox: typeormInbox(await host.dataSource(ORDER_ENTITIES)), recipe: markPaidWithTypeorm }),
-    () => db,
-  );
-
-  it('a handler that commits the host’s transaction is refused: the attempt fails, nothing is marked done over it', async () => {
-    const run = await exercise(db, mysqlInbox(db.mysqlPool!), markPaidWithMysql2, {
-      after: async (call, event) => {
-        if (call === 1) await (event.transaction!.client as PoolConnection).commit();
-      },
-      deliveries: 2,
-    });
-    expect(run.logs.join('\n')).toContain('committed or ended the host');
-    expect({ answers: run.answers, states: run.states, calls: run.calls }).toEqual({
-      answers: [500, 200],
-      states: [PAID, PAID],
-      calls: 1,
+    it('a handler that commits the host’s transaction is refused: the attempt fails, nothing is marked done over it', async () => {
+      const { inbox, recipe } = host.plain(db);
+      const run = await exercise(db, inbox, recipe, {
+        after: async (call, event) => {
+          if (call === 1) await host.commit(event.transaction!.client);
+        },
+        deliveries: 2,
+      });
+      expect(run.logs.join('\n')).toContain('committed or ended the host');
+      // What it committed on its own stays committed, the inbox row with it: the next attempt runs nothing.
+      expect({ answers: run.answers, states: run.states, calls: run.calls }).toEqual({
+        answers: [500, 200],
+        states: [PAID, PAID],
+        calls: 1,
+      });
     });
   });
 });
 
-describe.each([
-  ['postgres', pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`],
-  ['mysql', mariaUp, `MariaDB not reachable at ${MARIADB_URL}`],
-] as const)('inbox table missing (%s)', (dialect, up, reason) => {
-  describeWithService(up, reason)('', () => {
+describe.each(DIALECTS)('inbox table missing (%s)', (dialect) => {
+  const host = HOSTS[dialect];
+  describeWithService(host.up, host.reason)('', () => {
     let db: HostDb;
     beforeAll(async () => {
       db = await hostDb(dialect, false);
@@ -252,8 +393,7 @@ describe.each([
     });
 
     it('the attempt fails with an error naming `nestjs-payments inbox-ddl`, runs no handler, and the payment settles once the table is there', async () => {
-      const inbox = dialect === 'postgres' ? pgInbox(db.pgPool!) : mysqlInbox(db.mysqlPool!);
-      const recipe = dialect === 'postgres' ? markPaidWithPg : markPaidWithMysql2;
+      const { inbox, recipe } = host.plain(db);
       const run = await exercise(db, inbox, recipe, {
         deliveries: 2,
         between: async (delivery) => {

@@ -527,6 +527,24 @@ const FRAGMENTS: Fragment[] = [
     reason:
       'run by test/nest/cls-transactional.e2e-spec.ts in a Nest app of its own process (nestjs-cls is CommonJS, which Jest on Node 20 cannot load beside Nest 12), on PostgreSQL and MariaDB',
   },
+  {
+    identity: 'prismaInbox, markPaidWithPrisma',
+    reason: 'run by test/inbox/recipes.e2e-spec.ts (PostgreSQL and MariaDB)',
+  },
+  { identity: 'knexInbox, markPaidWithKnex', reason: 'run by test/inbox/recipes.e2e-spec.ts (PostgreSQL and MariaDB)' },
+  {
+    identity: 'kyselyInbox, markPaidWithKysely',
+    reason: 'run by test/inbox/recipes.e2e-spec.ts (PostgreSQL and MariaDB)',
+  },
+  { identity: 'drizzlePgInbox, markPaidWithDrizzlePg', reason: 'run by test/inbox/recipes.e2e-spec.ts (PostgreSQL)' },
+  {
+    identity: 'drizzleMysqlInbox, markPaidWithDrizzleMysql',
+    reason: 'run by test/inbox/recipes.e2e-spec.ts (MariaDB)',
+  },
+  {
+    identity: 'MIKRO_ORDER_ENTITIES, mikroOrmInbox, markPaidWithMikroOrm',
+    reason: 'run by test/inbox/recipes.e2e-spec.ts (PostgreSQL and MariaDB)',
+  },
   // docs/vendure.md's configuration needs a Vendure server (Nest 11): test/platforms/vendure runs it as printed.
   { identity: 'nestjsPayments', reason: 'run by test/platforms/vendure (a real Vendure 3.7 server)' },
   {

@@ -137,6 +137,7 @@ describe('secrets echoed in part are cut out', () => {
           PAYMENTS_WEBHOOK_SECRET: WEBHOOK_SECRET,
         },
         signals: new EventEmitter(),
+        clock: { now: () => Date.now() },
         stdout: { write: (t: string) => (io.out += t) },
         stderr: { write: (t: string) => (io.err += t) },
       };

@@ -69,6 +69,48 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
 const OPEN_MARK = 'payments_inbox_open';
 
 /**
+ * One column of the inbox table, the one description its DDL, the inbox's statements and the
+ * ORMs' migrations (`nestjs-payments inbox-ddl --format`) are written from.
+ */
+export interface InboxColumn {
+  /** The column's SQL name. */
+  readonly name: string;
+  /** A string (PostgreSQL `text`, MySQL `varchar(length)`) or a point in time (with milliseconds). */
+  readonly kind: 'string' | 'timestamp';
+  /** MySQL's `varchar` length of a string column (PostgreSQL's `text` has none). */
+  readonly length?: number;
+  /** Whether the column may be NULL. */
+  readonly nullable: boolean;
+  /** Whether it is the primary key: the inbox's unique key. */
+  readonly primary: boolean;
+}
+
+/** The inbox table's columns, in order: the payment (the unique key), the event, the order, when it was handled, the attempt. */
+export const INBOX_COLUMNS: readonly InboxColumn[] = [
+  { name: 'payment_id', kind: 'string', length: 191, nullable: false, primary: true },
+  { name: 'event', kind: 'string', length: 64, nullable: false, primary: false },
+  { name: 'order_id', kind: 'string', length: 191, nullable: true, primary: false },
+  { name: 'handled_at', kind: 'timestamp', nullable: false, primary: false },
+  { name: 'attempt', kind: 'string', length: 64, nullable: false, primary: false },
+];
+
+/**
+ * A column's SQL type in a dialect.
+ * @param column the column
+ * @param dialect the host database's dialect
+ */
+export function inboxColumnType(column: InboxColumn, dialect: InboxDialect): string {
+  switch (dialect) {
+    case 'postgres':
+      return column.kind === 'string' ? 'text' : 'timestamptz';
+    case 'mysql':
+      return column.kind === 'string' ? `varchar(${column.length ?? 191})` : 'datetime(3)';
+    default:
+      return unknownDialect(dialect);
+  }
+}
+
+/**
  * The inbox table's DDL for a dialect: the payment as the unique key, the event, the order, when
  * it was handled and the attempt that inserted the row.
  * @param dialect the host database's dialect
@@ -76,28 +118,18 @@ const OPEN_MARK = 'payments_inbox_open';
  */
 export function inboxDdl(dialect: InboxDialect, table: string = INBOX_TABLE): string {
   checkTableName(table);
-  switch (dialect) {
-    case 'postgres':
-      return `CREATE TABLE IF NOT EXISTS ${table} (
-  payment_id text PRIMARY KEY,
-  event text NOT NULL,
-  order_id text,
-  handled_at timestamptz NOT NULL,
-  attempt text NOT NULL
-);
-`;
-    case 'mysql':
-      return `CREATE TABLE IF NOT EXISTS ${table} (
-  payment_id varchar(191) NOT NULL PRIMARY KEY,
-  event varchar(64) NOT NULL,
-  order_id varchar(191) NULL,
-  handled_at datetime(3) NOT NULL,
-  attempt varchar(64) NOT NULL
-) ENGINE=InnoDB;
-`;
-    default:
-      return unknownDialect(dialect);
-  }
+  const columns = INBOX_COLUMNS.map(
+    (column) => `  ${column.name} ${inboxColumnType(column, dialect)}${constraintsOf(column, dialect)}`,
+  );
+  const engine = dialect === 'mysql' ? ' ENGINE=InnoDB' : '';
+  return `CREATE TABLE IF NOT EXISTS ${table} (\n${columns.join(',\n')}\n)${engine};\n`;
+}
+
+// PostgreSQL's columns are nullable unless said otherwise (a primary key is NOT NULL by itself);
+// MySQL's are said either way.
+function constraintsOf(column: InboxColumn, dialect: InboxDialect): string {
+  if (dialect === 'postgres') return column.primary ? ' PRIMARY KEY' : column.nullable ? '' : ' NOT NULL';
+  return `${column.nullable ? ' NULL' : ' NOT NULL'}${column.primary ? ' PRIMARY KEY' : ''}`;
 }
 
 /**
@@ -169,7 +201,7 @@ export function sqlInbox(options: SqlInboxOptions): PaymentsInbox {
 // insert leaves an existing row as it is, and a locking read (the latest committed row, whatever
 // the isolation) says whose it is.
 function insertStatements(dialect: InboxDialect, table: string): { insert: string; check?: string } {
-  const columns = '(payment_id, event, order_id, handled_at, attempt)';
+  const columns = `(${INBOX_COLUMNS.map((column) => column.name).join(', ')})`;
   switch (dialect) {
     case 'postgres':
       return {

@@ -18,6 +18,8 @@ export interface HostDb {
   dialect: InboxDialect;
   /** Where it is: the PostgreSQL schema (on POSTGRES_URL), or the MariaDB URL of its database. */
   location: string;
+  /** A connection string that lands on it (PostgreSQL: POSTGRES_URL with its schema as the `search_path`). */
+  url: string;
   /** Runs a statement (placeholders of the dialect). */
   query: HostQuery;
   /** A `pg` Pool on it (postgres). */
@@ -26,6 +28,8 @@ export interface HostDb {
   mysqlPool?: mysql.Pool;
   /** A TypeORM DataSource on it, initialised on first use. */
   dataSource(entities: unknown[]): Promise<DataSource>;
+  /** Has {@link drop} call `close` first (an ORM's pool on it). */
+  closeAtDrop(close: () => Promise<unknown>): void;
   /** `$1` or `?`. */
   p(n: number): string;
   /** Creates the inbox table (again). */
@@ -52,15 +56,24 @@ const ORDERS_DDL: Record<InboxDialect, string[]> = {
 export async function hostDb(dialect: InboxDialect, withInbox = true): Promise<HostDb> {
   const name = `inbox_${process.pid}_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
   const sources: DataSource[] = [];
+  const closers: Array<() => Promise<unknown>> = [];
+  const closeAll = async () => {
+    for (const close of closers.splice(0)) await close();
+    for (const source of sources) if (source.isInitialized) await source.destroy();
+  };
   let db: HostDb;
   if (dialect === 'postgres') {
     const admin = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
     await admin.query(`CREATE SCHEMA ${name}`);
     await admin.end();
     const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 8, options: `-c search_path=${name}` });
+    const url = new URL(POSTGRES_URL);
+    url.searchParams.set('options', `-c search_path=${name}`);
     db = {
       dialect,
       location: name,
+      url: url.toString(),
+      closeAtDrop: (close) => void closers.push(close),
       pgPool: pool,
       query: async (sql, params) => (await pool.query(sql, params)).rows,
       p: (n) => `$${n}`,
@@ -77,7 +90,7 @@ export async function hostDb(dialect: InboxDialect, withInbox = true): Promise<H
       },
       createInbox: async () => void (await pool.query(inboxDdl('postgres'))),
       drop: async () => {
-        for (const source of sources) if (source.isInitialized) await source.destroy();
+        await closeAll();
         await pool.query(`DROP SCHEMA ${name} CASCADE`);
         await pool.end();
       },
@@ -92,6 +105,8 @@ export async function hostDb(dialect: InboxDialect, withInbox = true): Promise<H
     db = {
       dialect,
       location: url.toString(),
+      url: url.toString(),
+      closeAtDrop: (close) => void closers.push(close),
       mysqlPool: pool,
       query: async (sql, params) => (await pool.query(sql, params))[0] as Array<Record<string, unknown>>,
       p: () => '?',
@@ -102,7 +117,7 @@ export async function hostDb(dialect: InboxDialect, withInbox = true): Promise<H
       },
       createInbox: async () => void (await pool.query(inboxDdl('mysql'))),
       drop: async () => {
-        for (const source of sources) if (source.isInitialized) await source.destroy();
+        await closeAll();
         await pool.query(`DROP DATABASE ${name}`);
         await pool.end();
       },
