@@ -36,7 +36,7 @@ export type {
   PaymentsApiErrorDetails,
   PaymentsConnectionErrorDetails,
 } from './api/payments.errors.js';
-export { toMillimes, fromMillimes } from './api/money.util.js';
+export { toMillimes, fromMillimes } from './api/wire.values.js';
 export { PAYMENTS_DEFAULTS } from './client/payments.options.js';
 export type {
   PaymentsOptions,
