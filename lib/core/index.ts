@@ -45,7 +45,7 @@ export type {
   PaymentsHandlersOptions,
 } from './client/payments.options.js';
 export type { PaymentsReconciliationOptions } from './settlement/reconciliation.options.js';
-export type { Clock, ClockTimer } from './time/clock.port.js';
+export type { Clock, ClockTimer } from './time/time.clock.js';
 export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './api/payment.fields.js';
 export type {
   PaymentField,
