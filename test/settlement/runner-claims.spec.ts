@@ -5,8 +5,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import { outcomeKey, type SettleResult } from '../../lib/core/settlement/settlement.request.js';
-import { SettlementRunner } from '../../lib/core/settlement/settlement.runner.js';
-import { settleSummary } from '../../lib/core/settlement/settlement.traced.js';
+import { SettlementRunner, settleSummary } from '../../lib/core/settlement/settlement.runner.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { SharedClock, SYSTEM_CLOCK } from '../../lib/core/time/time.clock.js';
 
