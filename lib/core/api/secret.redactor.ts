@@ -47,7 +47,7 @@ export interface RedactedAnswer {
  * Authorization value's part from its colon on, in those encodings or in hex, octal, HTML numeric
  * entities, `0x` or character-code lists, base64 of the hex, spaced out or split by zero-width
  * characters) are found by a second pass over the text, which decodes as it reads
- * (`secret.fragments.ts`), and the span of the original text that spelled them is cut out too.
+ * (the fragment index, below), and the span of the original text that spelled them is cut out too.
  *
  * JSON escapes can spell any character (`\u0073k_…`), so no list of textual forms is complete for a
  * JSON body: when a body holds an escape other than `\/`, or a form was found, the parsed value is
