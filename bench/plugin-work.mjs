@@ -23,7 +23,7 @@ function time(name, fn, n = 100_000) {
 
 const fields = await load(NEW, 'api/payment.fields.js');
 const redactor = await load(NEW, 'api/secret.redactor.js');
-const parser = await load(NEW, 'api/response.parser.js');
+const wire = await load(NEW, 'api/wire.mapper.js');
 const rules = await load(NEW, 'api/payment.rules.js');
 const otel = await load(NEW, 'telemetry/telemetry.otel.js');
 const settings = await load(NEW, 'telemetry/telemetry.settings.js');
@@ -52,15 +52,14 @@ for (const [name, raw] of [
   ['verify', VERIFIED],
   ['generate', GENERATED],
 ]) {
-  time(`${name} answer: parse + secret scan (answer())`, () => current.answer(raw, parser.parseJson));
-  time(`${name} answer: parse only`, () => parser.parseJson(raw));
+  time(`${name} answer: parse + secret scan (answer())`, () => current.answer(raw, wire.parseJson));
+  time(`${name} answer: parse only`, () => wire.parseJson(raw));
 }
 time("the answer's link checked (httpUrl: class-validator's isURL)", () =>
   rules.httpUrl('https://checkout.example/shop/pay_abc_12'),
 );
-const mapper = await load(NEW, 'api/wire.mapper.js');
 time("the answer's link checked (isHttpLink: the common shape first)", () =>
-  mapper.isHttpLink('https://checkout.example/shop/pay_abc_12'),
+  wire.isHttpLink('https://checkout.example/shop/pay_abc_12'),
 );
 time('a deadline per attempt: AbortController + setTimeout + clearTimeout', () => {
   const deadline = new AbortController();
@@ -97,7 +96,7 @@ if (OLD) {
   const before = new oldRedactor.SecretRedactor(secrets.privateKey);
   const answer = (raw) => {
     const text = before.text(raw);
-    const parsed = parser.parseJson(raw);
+    const parsed = wire.parseJson(raw);
     if (parsed === undefined) return { body: text };
     const { value, changed } = before.json(parsed);
     return { body: changed ? JSON.stringify(value) : text, json: value };
@@ -127,7 +126,7 @@ async function operations(base, label) {
   const transport = {
     send: async (request) => {
       const raw = request.method === 'GET' ? VERIFIED : GENERATED.replaceAll('pay_x_1', `pay_x_${++n}`);
-      return { status: 200, ...scan.answer(raw, parser.parseJson) };
+      return { status: 200, ...scan.answer(raw, wire.parseJson) };
     },
   };
   const events = { emit: async () => undefined };

@@ -36,7 +36,7 @@ export type {
   PaymentsApiErrorDetails,
   PaymentsConnectionErrorDetails,
 } from './api/payments.errors.js';
-export { toMillimes, fromMillimes } from './api/money.util.js';
+export { toMillimes, fromMillimes } from './api/wire.values.js';
 export { PAYMENTS_DEFAULTS } from './client/payments.options.js';
 export type {
   PaymentsOptions,
@@ -45,8 +45,8 @@ export type {
   PaymentsHandlersOptions,
 } from './client/payments.options.js';
 export type { PaymentsReconciliationOptions } from './settlement/reconciliation.options.js';
-export { SYSTEM_CLOCK } from './time/clock.port.js';
-export type { Clock, ClockTimer } from './time/clock.port.js';
+export { SYSTEM_CLOCK } from './time/time.clock.js';
+export type { Clock, ClockTimer } from './time/time.clock.js';
 export { PAYMENT_FIELDS, DEFAULT_PRE_AUTHORIZATION_FLAG } from './api/payment.fields.js';
 export type {
   PaymentField,

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 // The sandbox runs with no package installed (test/testing/sandbox.cli.e2e-spec.ts): a barrel would
 // load the HTTP transport and axios, so it takes this dependency-free rule file directly.
 // eslint-disable-next-line no-restricted-imports -- see above
-import { fromMillimes } from '../core/api/money.util.js';
+import { fromMillimes } from '../core/api/wire.values.js';
 import { CHECKOUT_PATH } from './sandbox.state.js';
 import type { SandboxPayment, SandboxPaymentState } from './sandbox.types.js';
 

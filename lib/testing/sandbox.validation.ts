@@ -8,7 +8,7 @@
 // The sandbox runs with no package installed (test/testing/sandbox.cli.e2e-spec.ts): a barrel would
 // load the HTTP transport and axios, so it takes this dependency-free rule file directly.
 // eslint-disable-next-line no-restricted-imports -- see above
-import { identifier } from '../core/api/identifier.rule.js';
+import { identifier } from '../core/api/wire.values.js';
 import type { NewPayment } from './sandbox.state.js';
 import type { SandboxDestination, SandboxPreauthorizationInput } from './sandbox.types.js';
 

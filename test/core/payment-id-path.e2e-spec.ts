@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { pathSegmentId } from '../../lib/core/api/identifier.rule.js';
+import { pathSegmentId } from '../../lib/core/api/wire.values.js';
 import { PaymentsValidationError } from '../../lib/core/api/payments.errors.js';
 import { PaymentsClient } from '../../lib/core/client/payments.client.js';
 import { FakeService } from '../support/fake-service.js';

@@ -2,7 +2,7 @@
 // private key and the webhook secret, whole and in part, in every place an echo lands: none
 // survives, and what is cut is the encoded span itself (the text around it is kept).
 import { describe, expect, it } from '@jest/globals';
-import { parseJson } from '../../lib/core/api/response.parser.js';
+import { parseJson } from '../../lib/core/api/wire.mapper.js';
 import { REDACTED, SecretRedactor } from '../../lib/core/api/secret.redactor.js';
 
 const PRIVATE = 'sk_live_Q7rT2mZx9LpW4vKc8NbY';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { parseJson } from '../../lib/core/api/response.parser.js';
+import { parseJson } from '../../lib/core/api/wire.mapper.js';
 import { REDACTED, SecretRedactor } from '../../lib/core/api/secret.redactor.js';
 
 const PRIVATE = 'sk_test_0123456789abcdefXYZ';

@@ -5,7 +5,7 @@ import express from 'express';
 import { createPaymentsClient, createWebhookRouter } from '../../lib/express/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { DelegatingStore, quietLogger } from '../support/outcome-kit.js';
-import { SYSTEM_CLOCK, type Clock } from '../../lib/core/time/clock.port.js';
+import { SYSTEM_CLOCK, type Clock } from '../../lib/core/time/time.clock.js';
 
 // Issue 33 item 1: a created payment is never lost to a slow store. Once the service has created
 // the payment, generatePayment answers its link whatever the store does (slow: answering after

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createPaymentsClient, createWebhookRouter, type PaymentsClient } from '../../lib/express/index.js';
 import { MemoryPaymentsStore, type Clock, type ClaimOutcome } from '../../lib/store/index.js';
-import type { ClockTimer } from '../../lib/core/time/clock.port.js';
+import type { ClockTimer } from '../../lib/core/time/time.clock.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 
 /** A clock that moves only when told: timers fire in order as `advance` passes their time. */

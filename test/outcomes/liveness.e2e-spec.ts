@@ -6,7 +6,7 @@ import { createPaymentsClient, createWebhookRouter } from '../../lib/express/ind
 import { PaymentsError, PaymentsValidationError, type PaymentConfirmedEvent } from '../../lib/index.js';
 import { MemoryPaymentsStore, type Clock } from '../../lib/store/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
-import { SYSTEM_CLOCK } from '../../lib/core/time/clock.port.js';
+import { SYSTEM_CLOCK } from '../../lib/core/time/time.clock.js';
 
 // Issue 28's findings, with the real sandbox as the service:
 // 1. a webhook answered PENDING (the service's state lags its own webhook), then the payment

@@ -54,7 +54,7 @@ describe("core's layers (lint)", () => {
     const found = await findings(
       'settlement',
       [
-        "import { SharedClock } from '../time/shared.clock.js';",
+        "import { SharedClock } from '../time/time.clock.js';",
         "import { SYSTEM_CLOCK } from '../time/index.js';",
         "import { SETTLEMENT_WAITS } from './settlement.waits.js';",
         'export const all = [SharedClock, SYSTEM_CLOCK, SETTLEMENT_WAITS];',

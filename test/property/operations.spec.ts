@@ -423,7 +423,7 @@ describe('refundPayment, cancelPayment and listBindings with random ids', () => 
     fc.string({ unit: 'binary', maxLength: 50 }),
     fc.constantFrom('a'.repeat(257), 'a\nb', 'a\u0000b', 'x\ud800', '..', '%2e%2e'),
   );
-  // A payment id also goes into a request path (verify): it may not change it (identifier.rule.ts).
+  // A payment id also goes into a request path (verify): it may not change it (pathSegmentId, wire.values.ts).
   const isPaymentId = (v: unknown): v is string =>
     isIdentifier(v) && !/^\.+$/.test(v.trim()) && !/[/\\?#]/.test(v) && !/%[0-9a-f]{2}/i.test(v);
   const isValidId = isPaymentId;

@@ -13,7 +13,7 @@ import {
 } from '../../lib/core/settlement/settlement.evidence.js';
 import { nextRecheck, pathRecheck } from '../../lib/core/settlement/settlement.rechecks.js';
 import { MemoryRateLimiter } from '../../lib/core/store/memory.limiter.js';
-import { SYSTEM_CLOCK } from '../../lib/core/time/clock.port.js';
+import { SYSTEM_CLOCK } from '../../lib/core/time/time.clock.js';
 
 // Issue 39 item 3: the pending lane spends verify calls by evidence. An unpaid customer's returns
 // started the lane's ten fast checks each time (20 abandoned checkouts cost 149 verify calls).

@@ -5,11 +5,9 @@
 import { describe, expect, it } from '@jest/globals';
 import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import { outcomeKey, type SettleResult } from '../../lib/core/settlement/settlement.request.js';
-import { SettlementRunner } from '../../lib/core/settlement/settlement.runner.js';
-import { settleSummary } from '../../lib/core/settlement/settlement.traced.js';
+import { SettlementRunner, settleSummary } from '../../lib/core/settlement/settlement.runner.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
-import { SYSTEM_CLOCK } from '../../lib/core/time/clock.port.js';
-import { SharedClock } from '../../lib/core/time/shared.clock.js';
+import { SharedClock, SYSTEM_CLOCK } from '../../lib/core/time/time.clock.js';
 
 const quiet: PaymentsLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
 

@@ -1,5 +1,4 @@
-import { SYSTEM_CLOCK } from '../../lib/core/time/clock.port.js';
-import { SharedClock } from '../../lib/core/time/shared.clock.js';
+import { SharedClock, SYSTEM_CLOCK } from '../../lib/core/time/time.clock.js';
 /**
  * The settlement runner without HTTP: an in-memory store and a verify function the test answers.
  * It owns a payment's claim from claim to finish; these tests watch the claim, the verify calls,

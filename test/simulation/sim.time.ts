@@ -1,4 +1,4 @@
-import type { Clock, ClockTimer } from '../../lib/core/time/clock.port.js';
+import type { Clock, ClockTimer } from '../../lib/core/time/time.clock.js';
 
 /**
  * Virtual time for the engine's simulation: one queue of events ordered by time (then by the

@@ -22,7 +22,7 @@ afterAll(async () => {
   await sdk.shutdown();
 });
 
-// What a settle's result says to telemetry (the engine's own results are summarised by settlement.traced.ts).
+// What a settle's result says to telemetry (the engine's own results are summarised by settlement.runner.ts).
 const summary = (result: { kind: string; outcome?: string }) => ({
   result: result.kind,
   outcome: result.outcome,

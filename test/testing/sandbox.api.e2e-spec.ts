@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { identifier } from '../../lib/core/api/identifier.rule.js';
+import { identifier } from '../../lib/core/api/wire.values.js';
 import { PaymentsClient } from '../../lib/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { authHeader, generate, getApi, ISO_UTC, postJson, rawRequest } from './sandbox.helpers.js';

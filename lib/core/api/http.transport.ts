@@ -9,7 +9,7 @@ import axios, {
 } from 'axios';
 import { PaymentsConnectionError, type PaymentsOperation } from './payments.errors.js';
 import type { PaymentsLogger } from '../common/index.js';
-import { parseJson, type RawResponse } from './response.parser.js';
+import { parseJson, type RawResponse } from './wire.mapper.js';
 import { retryAfterSecs, type RetryPolicy } from './retry.policy.js';
 import { SecretRedactor } from './secret.redactor.js';
 import { SYSTEM_CLOCK, type Clock, type ClockTimer } from '../time/index.js';

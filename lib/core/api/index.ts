@@ -6,10 +6,7 @@
 export { cardDetailsOf } from './card.details.js';
 export type { CardDetails } from './card.details.js';
 export { HttpTransport } from './http.transport.js';
-export { pathSegmentId } from './identifier.rule.js';
-export { isJsonObject } from './json.util.js';
-export type { JsonObject } from './json.util.js';
-export { fromMillimes, normalizeMillimes } from './money.util.js';
+export { fromMillimes, normalizeMillimes, pathSegmentId } from './wire.values.js';
 // The per-order hook of Vendure's and Medusa's `paymentRequest` option, kept to the fields a platform may set.
 export { adjustedPaymentRequest } from './payment.adjust.js';
 export type { PaymentRequestAdjustments } from './payment.adjust.js';
@@ -63,7 +60,6 @@ export type {
   ReconcileResult,
   VerifiedPayment,
 } from './payments.types.js';
-export { interpretResponse } from './response.parser.js';
 export { RETRY_POLICY } from './retry.policy.js';
 export {
   fromBindingWire,
@@ -72,5 +68,8 @@ export {
   fromGeneratePaymentWire,
   fromRefundWire,
   fromVerifyWire,
+  interpretResponse,
+  isJsonObject,
   SERVICE_PATHS,
 } from './wire.mapper.js';
+export type { JsonObject } from './wire.mapper.js';

@@ -1,6 +1,6 @@
-import { normalizeMillimes } from './money.util.js';
+import { normalizeMillimes } from './wire.values.js';
 import { boolean, httpUrl, identifier, millimes, positiveInteger, type ValueRule } from './payment.rules.js';
-import { isJsonObject, type JsonObject } from './json.util.js';
+import { isJsonObject, type JsonObject } from './wire.mapper.js';
 import type { PaymentsFieldError } from './payments.errors.js';
 
 /**

@@ -1,10 +1,8 @@
 import { isURL } from 'class-validator';
-import { normalizeMillimes } from './money.util.js';
-import type { ValueRule } from './value.rule.js';
+import { normalizeMillimes, type ValueRule } from './wire.values.js';
 
-// The identifier rule has a file of its own (it needs no class-validator), so the sandbox can use it too.
-export { identifier, MAX_ID_LENGTH } from './identifier.rule.js';
-export type { ValueRule } from './value.rule.js';
+// The identifier rule is with the wire's values (it needs no class-validator), so the sandbox can use it too.
+export { identifier, MAX_ID_LENGTH, type ValueRule } from './wire.values.js';
 
 /** Longest URL accepted (browsers and proxies commonly cap at about 2 KiB). */
 export const MAX_URL_LENGTH = 2048;

@@ -21,12 +21,11 @@ export { PendingRechecks } from './settlement.rechecks.js';
 export { laneOf } from './settlement.evidence.js';
 export { PaymentReconciler } from './settlement.reconciler.js';
 export type { SettleRequest, SettleResult, Settlements, TokenLookup } from './settlement.request.js';
-export { SettlementRunner } from './settlement.runner.js';
-export { TracedSettlements } from './settlement.traced.js';
+export { SettlementRunner, TracedSettlements } from './settlement.runner.js';
 // The one rule of which commit path a client takes (the client refuses a bad set-up when it is built).
 export { commitPathOf } from './settlement.commit.js';
 export type { CommitPath, CommitPathDecision } from './settlement.commit.js';
-export { DEFAULT_HANDLER_TIMEOUT_MS } from './settlement.deadline.js';
+export { DEFAULT_HANDLER_TIMEOUT_MS } from './settlement.attempt.js';
 export { SETTLEMENT_WAITS } from './settlement.waits.js';
 // For the payments desk (lib/desk): the overdue test of a record and a payment's refund record key.
 export { isOverdueRecord } from './reconciliation.lanes.js';

@@ -182,7 +182,7 @@ export interface CommittingAttempt {
   readonly owner: string;
   /** Renews the claim while the handlers run; `lost`: a renewal found the claim taken; `lapsed`: its lease ran out at some point. */
   renew(): { stop(): Promise<void>; readonly lost: boolean; readonly lapsed: boolean };
-  /** Runs the handlers up to their deadline: rejects past it (settlement.deadline.ts). */
+  /** Runs the handlers up to their deadline: rejects past it (withinDeadline, settlement.attempt.ts). */
   withinDeadline(work: () => Promise<void>): Promise<void>;
   /** The attempt's end as the store writes it. */
   finishOf(claim: 'done' | 'release', record: Omit<AttemptRecord, 'source'>): OutcomeFinish;

@@ -99,7 +99,7 @@ export interface SettleObserver {
 
 /**
  * What owns the payments' claims: the settlement runner, or the runner wrapped by what observes it
- * (settlement.traced.ts). Nothing else claims.
+ * (TracedSettlements, in settlement.runner.ts). Nothing else claims.
  */
 export interface Settlements {
   /** Runs one settlement; never throws: every result is a {@link SettleResult}. */

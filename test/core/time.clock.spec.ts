@@ -1,14 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Clock, ClockTimer } from '../../lib/core/time/clock.port.js';
 import {
   CLOCK_STEP_TOLERANCE_MS,
   SHARED_CLOCK_RESYNC_MS,
   SharedClock,
   mustMeasure,
   offsetFrom,
+  type Clock,
   type ClockReading,
+  type ClockTimer,
   type OffsetBounds,
-} from '../../lib/core/time/shared.clock.js';
+} from '../../lib/core/time/time.clock.js';
 
 /** An instance's clock that an operator (NTP, a VM restore) can step; its timers are not used here. */
 class SteppingClock implements Clock {
