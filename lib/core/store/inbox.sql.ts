@@ -1,7 +1,7 @@
 import type { InboxEntry, InboxMark, PaymentsInbox, PaymentsInboxTransaction } from './store.inbox.js';
 
-/** The SQL dialects {@link sqlInbox} writes: PostgreSQL, or MySQL and MariaDB. */
-export type InboxDialect = 'postgres' | 'mysql';
+/** The SQL dialects {@link sqlInbox} writes: PostgreSQL, MySQL and MariaDB, or SQLite (3.24 or later, sql.js). */
+export type InboxDialect = 'postgres' | 'mysql' | 'sqlite';
 
 /** The inbox table's default name. */
 export const INBOX_TABLE = 'payments_inbox';
@@ -9,7 +9,7 @@ export const INBOX_TABLE = 'payments_inbox';
 /**
  * The host's open transaction as {@link sqlInbox} needs it, whatever the driver or ORM: one
  * statement at a time, in the transaction, with the dialect's own placeholders (`$1` on
- * PostgreSQL, `?` on MySQL/MariaDB).
+ * PostgreSQL, `?` on MySQL/MariaDB and SQLite).
  */
 export interface SqlInboxTransaction {
   /**
@@ -68,47 +68,72 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
 // The savepoint that marks the transaction the row was inserted in: COMMIT, ROLLBACK or END drop it.
 const OPEN_MARK = 'payments_inbox_open';
 
+/** What a column of the inbox holds: an id (a key), a short name, or a point in time. */
+export type InboxColumnKind = 'id' | 'name' | 'time';
+
+/** One column of the inbox table. */
+export interface InboxColumn {
+  /** Its SQL name. */
+  readonly name: string;
+  /** What it holds (its type in each dialect). */
+  readonly kind: InboxColumnKind;
+  /** Whether it is the table's key (the payment: one row per payment). */
+  readonly key?: boolean;
+  /** Whether it may be NULL. */
+  readonly nullable?: boolean;
+}
+
+/**
+ * The inbox table's columns, in order: the one description the DDL of every dialect and the
+ * platforms' own entities (Vendure's) are made from.
+ */
+export const INBOX_COLUMNS: readonly InboxColumn[] = [
+  { name: 'payment_id', kind: 'id', key: true },
+  { name: 'event', kind: 'name' },
+  { name: 'order_id', kind: 'id', nullable: true },
+  { name: 'handled_at', kind: 'time' },
+  { name: 'attempt', kind: 'name' },
+];
+
+/** The longest text of each kind: MySQL's keys are limited to 767 bytes (191 characters of utf8mb4). */
+export const INBOX_LENGTHS: Readonly<Record<Exclude<InboxColumnKind, 'time'>, number>> = { id: 191, name: 64 };
+
+const COLUMN_TYPES: Readonly<Record<InboxDialect, Readonly<Record<InboxColumnKind, string>>>> = {
+  postgres: { id: 'text', name: 'text', time: 'timestamptz' },
+  mysql: { id: `varchar(${INBOX_LENGTHS.id})`, name: `varchar(${INBOX_LENGTHS.name})`, time: 'datetime(3)' },
+  // SQLite keeps the time as ISO 8601 text (its date functions read it).
+  sqlite: { id: 'text', name: 'text', time: 'text' },
+};
+
 /**
  * The inbox table's DDL for a dialect: the payment as the unique key, the event, the order, when
- * it was handled and the attempt that inserted the row.
+ * it was handled and the attempt that inserted the row ({@link INBOX_COLUMNS}).
  * @param dialect the host database's dialect
  * @param table the table's name (default `payments_inbox`)
  */
 export function inboxDdl(dialect: InboxDialect, table: string = INBOX_TABLE): string {
   checkTableName(table);
-  switch (dialect) {
-    case 'postgres':
-      return `CREATE TABLE IF NOT EXISTS ${table} (
-  payment_id text PRIMARY KEY,
-  event text NOT NULL,
-  order_id text,
-  handled_at timestamptz NOT NULL,
-  attempt text NOT NULL
-);
-`;
-    case 'mysql':
-      return `CREATE TABLE IF NOT EXISTS ${table} (
-  payment_id varchar(191) NOT NULL PRIMARY KEY,
-  event varchar(64) NOT NULL,
-  order_id varchar(191) NULL,
-  handled_at datetime(3) NOT NULL,
-  attempt varchar(64) NOT NULL
-) ENGINE=InnoDB;
-`;
-    default:
-      return unknownDialect(dialect);
-  }
+  const types = COLUMN_TYPES[dialect] ?? unknownDialect(dialect as never);
+  const columns = INBOX_COLUMNS.map((column) => {
+    const nullable = column.nullable ? (dialect === 'mysql' ? ' NULL' : '') : ' NOT NULL';
+    const constraint = column.key ? (dialect === 'mysql' ? ' NOT NULL PRIMARY KEY' : ' PRIMARY KEY') : nullable;
+    return `  ${column.name} ${types[column.kind]}${constraint}`;
+  });
+  return `CREATE TABLE IF NOT EXISTS ${table} (\n${columns.join(',\n')}\n)${dialect === 'mysql' ? ' ENGINE=InnoDB' : ''};\n`;
 }
 
 /**
  * How a failed inbox statement reads: the table is missing (PostgreSQL's `42P01`, MySQL's
- * `ER_NO_SUCH_TABLE` / 1146, on the driver's error or on an ORM's wrapper of it), or anything else.
+ * `ER_NO_SUCH_TABLE` / 1146, SQLite's `no such table: ...`, on the driver's error or on an ORM's
+ * wrapper of it), or anything else.
  * @param error what the statement threw
  */
 export function inboxFailureOf(error: unknown): 'table-missing' | 'other' {
   for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
     const { code, errno } = e as { code?: unknown; errno?: unknown };
     if (code === '42P01' || code === 'ER_NO_SUCH_TABLE' || errno === 1146) return 'table-missing';
+    // SQLite's drivers give no code of their own for it (sql.js none at all): its message says it.
+    if (/^(SQLITE_ERROR: )?no such table: /.test(String((e as { message?: unknown }).message))) return 'table-missing';
     const next = e as { driverError?: unknown; cause?: unknown; originalError?: unknown };
     e = next.driverError ?? next.cause ?? next.originalError;
   }
@@ -139,7 +164,9 @@ export function sqlInbox(options: SqlInboxOptions): PaymentsInbox {
           },
           markDone: async (entry: InboxEntry): Promise<InboxMark> => {
             paymentId = entry.paymentId;
-            const params = [entry.paymentId, entry.event, entry.orderId ?? null, entry.handledAt, entry.attempt];
+            // SQLite binds no Date (sql.js refuses one): its time column is ISO 8601 text.
+            const handledAt = dialect === 'sqlite' ? entry.handledAt.toISOString() : entry.handledAt;
+            const params = [entry.paymentId, entry.event, entry.orderId ?? null, handledAt, entry.attempt];
             let rows: unknown[];
             try {
               rows = rowsOf(await tx.query(inserts.insert, params));
@@ -167,7 +194,7 @@ export function sqlInbox(options: SqlInboxOptions): PaymentsInbox {
 
 // PostgreSQL answers the insert itself (RETURNING): one statement. MySQL has no RETURNING: the
 // insert leaves an existing row as it is, and a locking read (the latest committed row, whatever
-// the isolation) says whose it is.
+// the isolation) says whose it is. SQLite likewise, its one writer making a plain read enough.
 function insertStatements(dialect: InboxDialect, table: string): { insert: string; check?: string } {
   const columns = '(payment_id, event, order_id, handled_at, attempt)';
   switch (dialect) {
@@ -179,6 +206,13 @@ function insertStatements(dialect: InboxDialect, table: string): { insert: strin
       return {
         insert: `INSERT INTO ${table} ${columns} VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE payment_id = payment_id`,
         check: `SELECT attempt FROM ${table} WHERE payment_id = ? FOR UPDATE`,
+      };
+    // SQLite writes one transaction at a time (the database's lock): after the insert, a plain read
+    // sees the row that holds the key. ON CONFLICT without RETURNING: SQLite 3.24 and later.
+    case 'sqlite':
+      return {
+        insert: `INSERT INTO ${table} ${columns} VALUES (?, ?, ?, ?, ?) ON CONFLICT (payment_id) DO NOTHING`,
+        check: `SELECT attempt FROM ${table} WHERE payment_id = ?`,
       };
     default:
       return unknownDialect(dialect);
@@ -207,5 +241,5 @@ function checkTableName(table: string): void {
 }
 
 function unknownDialect(dialect: never): never {
-  throw new TypeError(`sqlInbox: dialect must be 'postgres' or 'mysql', not ${JSON.stringify(dialect)}`);
+  throw new TypeError(`sqlInbox: dialect must be 'postgres', 'mysql' or 'sqlite', not ${JSON.stringify(dialect)}`);
 }
