@@ -21,8 +21,9 @@ const port = { sqljs: 28530, postgres: 28531, mariadb: 28532 }[db];
 
 /**
  * The plugin's store, with two faults a test turns on: the done marker fails once after the
- * handlers committed (a crash between Vendure's commit and the store's write), and every claim is
- * granted (two instances, each with a store of its own, both settle the same payment).
+ * handlers committed, and the claim is let go (a process that died between Vendure's commit and
+ * the store's write: its lease runs out, nothing was recorded), and every claim is granted (two
+ * instances, each with a store of its own, both settle the same payment).
  */
 class FaultyStore extends MemoryPaymentsStore {
   failNextDone = false;
@@ -30,6 +31,7 @@ class FaultyStore extends MemoryPaymentsStore {
   async finishOutcome(finish) {
     if (finish.claim === 'done' && this.failNextDone) {
       this.failNextDone = false;
+      await this.release(finish.eventKey, finish.owner);
       throw new Error('simulated: the process died after Vendure committed, before the done marker');
     }
     return super.finishOutcome(finish);
@@ -110,6 +112,30 @@ describe(`Vendure settles each payment exactly once (${db})`, () => {
       ['order-cancelled'],
     );
     assert.equal((await adminOrder(env.adminClient, cart.id)).payments.length, 0);
+  });
+
+  it("the inbox row is written in Vendure's transaction: a settlement that fails leaves neither it nor the Payment", async () => {
+    const cart = await cartWithShipping(env.shopClient);
+    const link = await paymentLink(env.shopClient);
+    const subscribers = env.server.app.get(TransactionalConnection).rawConnection.subscribers;
+    const failing = {
+      listenTo: () => Payment,
+      afterInsert: () => {
+        subscribers.splice(subscribers.indexOf(failing), 1);
+        throw new Error('simulated: Vendure failed after adding the Payment');
+      },
+    };
+    subscribers.push(failing);
+    // The webhook is answered 500: the service would deliver it again.
+    await env.sandbox.completePayment(link.paymentId, { requireDelivery: false });
+    assert.ok(!subscribers.includes(failing), 'the settlement failed once');
+    assert.deepEqual(await inboxRows(link.paymentId), [], 'the row rolled back with the Payment');
+    assert.equal((await adminOrder(env.adminClient, cart.id)).payments.length, 0);
+    await env.shopClient.query(RETURN, { id: link.paymentId });
+    const order = await adminOrder(env.adminClient, cart.id);
+    assert.equal(order.state, 'PaymentSettled');
+    assert.equal(order.payments.length, 1);
+    assert.equal((await inboxRows(link.paymentId)).length, 1);
   });
 
   it('two instances settle the same payment at once: one Payment, one transition', async () => {
