@@ -2,7 +2,7 @@ import type { PaymentMethod } from '@vendure/core';
 import { PaymentsClient, type PaymentsOptions } from '../core/client/index.js';
 import type { PaymentsLogger } from '../core/common/index.js';
 import type { HandlerLookup } from '../core/settlement/index.js';
-import { MemoryPaymentsStore, type PaymentsStore } from '../core/store/index.js';
+import { isTransactional, MemoryPaymentsStore, type PaymentsStore } from '../core/store/index.js';
 import { CREDENTIAL_ARGS, methodAccountOf, methodRegistration } from './vendure.credentials.js';
 
 /** What the accounts use of the plugin and of Vendure. */
@@ -144,10 +144,13 @@ export class VendureAccounts {
     const webhook = account.webhookSecret
       ? { ...options.webhook, secret: account.webhookSecret, previousSecrets: [] }
       : options.webhook;
+    // A transactional store's own transaction is its commit path: the core takes no inbox with it.
+    const { inbox, ...shared } = options;
     let client: PaymentsClient;
     try {
       client = new PaymentsClient({
-        ...options,
+        ...shared,
+        ...(inbox && !isTransactional(store) ? { inbox } : {}),
         publicKey: account.publicKey,
         privateKey: account.privateKey,
         ...(webhook ? { webhook } : {}),

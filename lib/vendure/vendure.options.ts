@@ -15,9 +15,10 @@ export const NESTJS_PAYMENTS_PLUGIN_OPTIONS = Symbol.for('nestjs-payments.vendur
 /**
  * Options of `NestjsPaymentsPlugin.init()`: the client's options (credentials, `baseUrl`, signed
  * webhooks, store, reconciliation...), plus what is Vendure's. `webhook.path` is fixed
- * (`nestjs-payments/webhook`); `webhook.publicUrl` must be the public URL of that route.
+ * (`nestjs-payments/webhook`); `webhook.publicUrl` must be the public URL of that route. The
+ * inbox is the plugin's own (a table of Vendure's database, written in the order's transaction).
  */
-export interface NestjsPaymentsPluginOptions extends Omit<PaymentsOptions, 'logger'> {
+export interface NestjsPaymentsPluginOptions extends Omit<PaymentsOptions, 'logger' | 'inbox'> {
   /**
    * Take pre-authorizations instead of payments: the amount is held, the Vendure payment is
    * `Authorized` (the order `PaymentAuthorized`), the Admin's settle captures it

@@ -5,6 +5,7 @@ import {
   NESTJS_PAYMENTS_WEBHOOK_PATH,
   type NestjsPaymentsPluginOptions,
 } from './vendure.options.js';
+import { NestjsPaymentsInboxEntry } from './vendure.inbox.js';
 import { NestjsPaymentsService } from './vendure.service.js';
 import { Controller, Get, Param, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
@@ -121,6 +122,8 @@ export class NestjsPaymentsWebhookController {
     NestjsPaymentsService,
   ],
   controllers: [NestjsPaymentsWebhookController],
+  // The inbox table (nestjs_payments_inbox): each settlement's row, in the order's transaction.
+  entities: [NestjsPaymentsInboxEntry],
   shopApiExtensions: { schema: SHOP_API_SCHEMA, resolvers: [NestjsPaymentsShopResolver] },
   configuration: (config) => {
     config.paymentOptions.paymentMethodHandlers.push(createNestjsPaymentsHandler());

@@ -23,9 +23,11 @@ import { adjustedPaymentRequest, type GeneratePaymentInput } from '../core/api/i
 import type { PaymentsClient } from '../core/client/index.js';
 import type { PaymentsLogger } from '../core/common/index.js';
 import { everyEventTo } from '../core/settlement/index.js';
+import { isTransactional } from '../core/store/index.js';
 import { VendureAccounts } from './vendure.accounts.js';
 import { methodAccountOf } from './vendure.credentials.js';
 import { trackingIdOf, type VerifiedState } from './vendure.decision.js';
+import { vendureInbox, vendureInboxPlanOf } from './vendure.inbox.js';
 import { memoryStoreWarning, plainVendureMessage } from './vendure.messages.js';
 import { amountOwed, SERVICE_CURRENCY, vendureToMillimes } from './vendure.money.js';
 import { isOrder, LOG_CONTEXT, VendureSettlement } from './vendure.settle.js';
@@ -84,8 +86,27 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
       paymentRequest: _paymentRequest,
       ...clientOptions
     } = options;
+    const requestContext = (channelToken?: string) =>
+      this.requestContextService.create({
+        apiType: 'admin',
+        channelOrToken: channelToken,
+        req: this.#requests.getStore(),
+      });
+    // Exactly-once settlements: each order's Payment and transition commit with the inbox row, in
+    // Vendure's own transaction (docs/vendure.md, "What happens once").
+    const plan = vendureInboxPlanOf({
+      dbType: configService.dbConnectionOptions.type,
+      transactionalStore: options.store !== undefined && isTransactional(options.store),
+    });
+    if (plan.kind === 'none')
+      Logger.warn(`nestjs-payments: settlements run without the inbox: ${plan.reason}`, LOG_CONTEXT);
+    const inbox = plan.kind === 'inbox' ? vendureInbox(connection, plan.dialect, () => requestContext()) : undefined;
     this.#accounts = new VendureAccounts({
-      options: { ...clientOptions, webhook: { ...clientOptions.webhook, path: NESTJS_PAYMENTS_WEBHOOK_PATH } },
+      options: {
+        ...clientOptions,
+        webhook: { ...clientOptions.webhook, path: NESTJS_PAYMENTS_WEBHOOK_PATH },
+        ...(inbox ? { inbox } : {}),
+      },
       logger: vendureLogger(),
       ...(storeForPaymentMethod ? { storeFor: storeForPaymentMethod } : {}),
       handlers: (methodCode) => everyEventTo((name, event) => this.#settlement.dispatch(name, event, methodCode)),
@@ -95,12 +116,7 @@ export class NestjsPaymentsService implements OnApplicationBootstrap, OnApplicat
     });
     this.#settlement = new VendureSettlement({
       orderService,
-      requestContext: (channelToken) =>
-        this.requestContextService.create({
-          apiType: 'admin',
-          channelOrToken: channelToken,
-          req: this.#requests.getStore(),
-        }),
+      requestContext,
       connection,
       eventBus,
       paymentMethod: (ctx, code, verified) => this.paymentMethod(ctx, code, verified),

@@ -20,6 +20,15 @@ import { NestjsPaymentsUnexpectedPaymentEvent } from './vendure.events.js';
 import { amountOwed, millimesToVendure } from './vendure.money.js';
 import type { VerifiedPaymentMetadata } from './vendure.types.js';
 
+/**
+ * The inbox's transaction the engine hands a settlement (`event.transaction.client`: the
+ * `RequestContext` of Vendure's `withTransaction`), or undefined without the inbox.
+ */
+function transactionOf(event: PaymentEvent): RequestContext | undefined {
+  const client = (event as Partial<PaymentOutcomeEvent>).transaction?.client;
+  return client instanceof RequestContext ? client : undefined;
+}
+
 /** The context the plugin's log lines carry. */
 export const LOG_CONTEXT = 'NestjsPaymentsPlugin';
 
@@ -74,7 +83,7 @@ export class VendureSettlement {
       case PaymentEvents.MISMATCH: {
         const outcome = event as PaymentOutcomeEvent;
         return this.report(
-          await this.adminContext(),
+          transactionOf(outcome) ?? (await this.adminContext()),
           'amount-mismatch',
           orderCodeOf(outcome.developerTrackingId),
           outcome,
@@ -111,57 +120,78 @@ export class VendureSettlement {
     return this.deps.requestContext(channelToken);
   }
 
-  /** The order of a tracking id, and a context of its own channel (where its payment method lives). */
+  /**
+   * The order of a tracking id, and a context of its own channel (where its payment method lives).
+   * @param tx the inbox's transaction, when the settlement runs in one: the lookup runs in it, and
+   *   the channel's context keeps it
+   */
   private async orderContext(
     code: string | undefined,
+    tx: RequestContext | undefined,
   ): Promise<{ lookup: RequestContext; found?: Order; ctx?: RequestContext }> {
-    const lookup = await this.adminContext();
+    const lookup = tx ?? (await this.adminContext());
     const found = code ? await this.deps.orderService.findOneByCode(lookup, code, ['channels']) : undefined;
     if (!found) return { lookup };
     const channel = found.channels?.find((c) => c.code !== '__default_channel__') ?? found.channels?.[0];
-    return { lookup, found, ctx: await this.adminContext(channel?.token) };
+    const ctx = await this.adminContext(channel?.token);
+    return { lookup, found, ctx: tx ? tx.copy(ctx.channel) : ctx };
   }
 
   private async reportDuplicate(event: PaymentDuplicateEvent): Promise<void> {
     const code = orderCodeOf(event.developerTrackingId);
-    const { lookup, found, ctx } = await this.orderContext(code);
+    const { lookup, found, ctx } = await this.orderContext(code, transactionOf(event));
     const refunded = event.refund
       ? `refunded (${event.refund.refundId}) by duplicates.refund`
       : `nothing was refunded${event.refundError ? ` (the refund was refused: ${event.refundError})` : ''}`;
     return this.report(ctx ?? lookup, 'order-already-paid', code, event, found?.state, refunded);
   }
 
-  /** Adds a verified payment to its order once, or reports it; throws (to be retried) only when Vendure failed. */
+  /**
+   * Adds a verified payment to its order once, or reports it; throws (to be retried) only when
+   * Vendure failed. In the inbox's transaction when the engine hands one (the Payment, the order's
+   * transition and the inbox row commit together: exactly once); else in a transaction of its own.
+   */
   private async settle(event: PaymentOutcomeEvent, verified: VerifiedState, methodCode?: string): Promise<void> {
     const code = orderCodeOf(event.developerTrackingId);
-    const { lookup, found, ctx } = await this.orderContext(code);
+    const inbox = transactionOf(event);
+    const { lookup, found, ctx } = await this.orderContext(code, inbox);
     if (!found || !code || !ctx) return this.report(lookup, 'order-not-found', code, event, undefined);
-    await this.deps.connection.withTransaction(ctx, async (tx) => {
-      const order = await this.deps.orderService.findOneByCode(tx, code, ['payments']);
-      const action = decideSettlement({
-        verified,
-        orderState: order?.state,
-        placed: Boolean(order?.orderPlacedAt),
-        recorded: Boolean(
-          order?.payments?.some(
-            (p) => p.transactionId === event.paymentId && p.state !== 'Error' && p.state !== 'Declined',
-          ),
+    const settleIn = (tx: RequestContext) => this.settleIn(tx, code, event, verified, methodCode);
+    if (inbox) return settleIn(ctx);
+    await this.deps.connection.withTransaction(ctx, settleIn);
+  }
+
+  private async settleIn(
+    tx: RequestContext,
+    code: string,
+    event: PaymentOutcomeEvent,
+    verified: VerifiedState,
+    methodCode: string | undefined,
+  ): Promise<void> {
+    const order = await this.deps.orderService.findOneByCode(tx, code, ['payments']);
+    const action = decideSettlement({
+      verified,
+      orderState: order?.state,
+      placed: Boolean(order?.orderPlacedAt),
+      recorded: Boolean(
+        order?.payments?.some(
+          (p) => p.transactionId === event.paymentId && p.state !== 'Error' && p.state !== 'Declined',
         ),
-      });
-      switch (action.kind) {
-        case 'nothing':
-          return;
-        case 'report':
-          return this.report(tx, action.reason, code, event, order?.state);
-        case 'add':
-          if (!order) return;
-          return this.add(tx, order, event, action.state, methodCode);
-        default: {
-          const unknown: never = action;
-          throw new Error(`nestjs-payments: unhandled action ${JSON.stringify(unknown)}`);
-        }
-      }
+      ),
     });
+    switch (action.kind) {
+      case 'nothing':
+        return;
+      case 'report':
+        return this.report(tx, action.reason, code, event, order?.state);
+      case 'add':
+        if (!order) return;
+        return this.add(tx, order, event, action.state, methodCode);
+      default: {
+        const unknown: never = action;
+        throw new Error(`nestjs-payments: unhandled action ${JSON.stringify(unknown)}`);
+      }
+    }
   }
 
   private async add(

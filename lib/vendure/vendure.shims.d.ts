@@ -25,6 +25,8 @@ declare module '@vendure/core' {
     readonly activeUserId: ID | undefined;
     readonly req: import('express').Request | undefined;
     translate(key: string, variables?: Record<string, string | number>): string;
+    /** A shallow copy (its transaction with it), re-scoped to `channel` when given. */
+    copy(channel?: Channel): RequestContext;
   }
   export class RequestContextService {
     create(config: {
@@ -117,12 +119,18 @@ declare module '@vendure/core' {
   }
   export class ConfigService {
     readonly entityOptions: { moneyStrategy?: { readonly precision?: number } };
+    readonly dbConnectionOptions: { readonly type?: string };
   }
   export class OrderStateMachine {
     transition(ctx: RequestContext, order: Order, state: string): Promise<{ finalize: () => Promise<unknown> }>;
   }
   export class TransactionalConnection {
     withTransaction<T>(ctx: RequestContext, work: (ctx: RequestContext) => Promise<T>): Promise<T>;
+    /** A TypeORM repository on the context's transaction, if it has one (the part the plugin uses). */
+    getRepository<T>(
+      ctx: RequestContext,
+      target: abstract new (...args: never[]) => T,
+    ): { query(sql: string, params?: unknown[]): Promise<unknown> };
     /** TypeORM's DataSource (the part the plugin uses). */
     readonly rawConnection: {
       getRepository<T>(type: abstract new (...args: never[]) => T): { find(): Promise<T[]> };
@@ -223,6 +231,7 @@ declare module '@vendure/core' {
     imports?: unknown[];
     providers?: unknown[];
     controllers?: unknown[];
+    entities?: Array<abstract new (...args: never[]) => unknown>;
     shopApiExtensions?: { schema: unknown; resolvers: unknown[] };
     configuration?: (config: RuntimeVendureConfig) => RuntimeVendureConfig | Promise<RuntimeVendureConfig>;
     compatibility?: string;

@@ -34,7 +34,7 @@ import pg from 'pg';
 import mysql from 'mysql2';
 // @ts-expect-error a plain .mjs script without types
 import { generatePrismaRecipes } from '../../scripts/prisma-recipes.mjs';
-import { hostDb, orderState, type HostDb } from './support/hosts.js';
+import { hostDb, orderState, type HostDb, type ServedDialect } from './support/hosts.js';
 import { markPaidWithMysql2, mysqlInbox } from './recipes/inbox-mysql2.js';
 import { markPaidWithPg, pgInbox } from './recipes/inbox-pg.js';
 import { markPaidWithTypeorm, ORDER_ENTITIES, typeormInbox } from './recipes/inbox-typeorm.js';
@@ -342,7 +342,7 @@ const HOSTS = {
   },
 } as const;
 
-const DIALECTS: readonly InboxDialect[] = ['postgres', 'mysql'];
+const DIALECTS: readonly ServedDialect[] = ['postgres', 'mysql'];
 
 describe.each(DIALECTS)('host database %s', (dialect) => {
   const host = HOSTS[dialect];

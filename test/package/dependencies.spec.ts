@@ -52,7 +52,8 @@ const LAYER_PACKAGES: Record<string, (name: string) => boolean> = {
   // The desk: Nest only in desk.nest.ts, loaded by PaymentsDeskModule.forRoot (Express apps install no Nest).
   desk: (n) => n.startsWith('@nestjs/'),
   // Vendure's packages (express for the webhook controller's types only).
-  vendure: (n) => n.startsWith('@nestjs/') || ['@vendure/core', 'graphql', 'express'].includes(n),
+  // (typeorm: the inbox's entity, declared with the TypeORM that @vendure/core brings, as Vendure's plugins do.)
+  vendure: (n) => n.startsWith('@nestjs/') || ['@vendure/core', 'graphql', 'express', 'typeorm'].includes(n),
   medusa: (n) => n === '@medusajs/framework',
   // The executable: ioredis and pg only through lib/redis and lib/postgres, loaded lazily.
   cli: () => false,

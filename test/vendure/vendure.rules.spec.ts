@@ -4,6 +4,7 @@ import { amountOwed, millimesToVendure, vendureToMillimes } from '../../lib/vend
 import { memoryStoreWarning, plainVendureMessage } from '../../lib/vendure/vendure.messages.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { methodAccountOf, methodRegistration } from '../../lib/vendure/vendure.credentials.js';
+import { inboxDialectOf, vendureInboxPlanOf } from '../../lib/vendure/vendure.inbox.js';
 import type { PaymentsStore } from '../../lib/core/store/index.js';
 import {
   decideSettlement,
@@ -236,5 +237,36 @@ describe("methodAccountOf: a payment method's own account, from its handler argu
     ['x'.repeat(80), `method-${'x'.repeat(57)}`],
   ])('the registration of method %s is %s', (code, name) => {
     expect(methodRegistration(code)).toBe(name);
+  });
+});
+
+describe('inboxDialectOf / vendureInboxPlanOf: where the plugin settles exactly once', () => {
+  it.each([
+    ['postgres', 'postgres'],
+    ['mysql', 'mysql'],
+    ['mariadb', 'mysql'],
+    ['aurora-mysql', 'mysql'],
+    ['sqljs', 'sqlite'],
+    ['sqlite', 'sqlite'],
+    ['better-sqlite3', 'sqlite'],
+    ['mssql', undefined],
+    ['oracle', undefined],
+    [undefined, undefined],
+  ])('%s: %s', (type, dialect) => {
+    expect(inboxDialectOf(type)).toBe(dialect);
+  });
+
+  it.each<[string, { dbType: string | undefined; transactionalStore: boolean }, string]>([
+    ['PostgreSQL, a plain store', { dbType: 'postgres', transactionalStore: false }, 'inbox:postgres'],
+    ['MariaDB', { dbType: 'mariadb', transactionalStore: false }, 'inbox:mysql'],
+    ['sql.js', { dbType: 'sqljs', transactionalStore: false }, 'inbox:sqlite'],
+    ['a transactional store', { dbType: 'postgres', transactionalStore: true }, 'none:transactional'],
+    ['a database the inbox does not write', { dbType: 'mssql', transactionalStore: false }, 'none:mssql'],
+  ])('%s', (_name, setup, expected) => {
+    const plan = vendureInboxPlanOf(setup);
+    const [kind, detail] = expected.split(':');
+    expect(plan.kind).toBe(kind);
+    if (plan.kind === 'inbox') expect(plan.dialect).toBe(detail);
+    else expect(plan.reason).toContain(detail);
   });
 });

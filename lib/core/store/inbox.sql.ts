@@ -1,7 +1,7 @@
 import type { InboxEntry, InboxMark, PaymentsInbox, PaymentsInboxTransaction } from './store.inbox.js';
 
-/** The SQL dialects {@link sqlInbox} writes: PostgreSQL, or MySQL and MariaDB. */
-export type InboxDialect = 'postgres' | 'mysql';
+/** The SQL dialects {@link sqlInbox} writes: PostgreSQL, MySQL and MariaDB, or SQLite (3.24 or later, sql.js). */
+export type InboxDialect = 'postgres' | 'mysql' | 'sqlite';
 
 /** The inbox table's default name. */
 export const INBOX_TABLE = 'payments_inbox';
@@ -9,7 +9,7 @@ export const INBOX_TABLE = 'payments_inbox';
 /**
  * The host's open transaction as {@link sqlInbox} needs it, whatever the driver or ORM: one
  * statement at a time, in the transaction, with the dialect's own placeholders (`$1` on
- * PostgreSQL, `?` on MySQL/MariaDB).
+ * PostgreSQL, `?` on MySQL/MariaDB and SQLite).
  */
 export interface SqlInboxTransaction {
   /**
@@ -105,6 +105,9 @@ export function inboxColumnType(column: InboxColumn, dialect: InboxDialect): str
       return column.kind === 'string' ? 'text' : 'timestamptz';
     case 'mysql':
       return column.kind === 'string' ? `varchar(${column.length ?? 191})` : 'datetime(3)';
+    case 'sqlite':
+      // SQLite keeps the time as ISO 8601 text (its date functions read it).
+      return 'text';
     default:
       return unknownDialect(dialect);
   }
@@ -112,7 +115,7 @@ export function inboxColumnType(column: InboxColumn, dialect: InboxDialect): str
 
 /**
  * The inbox table's DDL for a dialect: the payment as the unique key, the event, the order, when
- * it was handled and the attempt that inserted the row.
+ * it was handled and the attempt that inserted the row ({@link INBOX_COLUMNS}).
  * @param dialect the host database's dialect
  * @param table the table's name (default `payments_inbox`)
  */
@@ -125,22 +128,25 @@ export function inboxDdl(dialect: InboxDialect, table: string = INBOX_TABLE): st
   return `CREATE TABLE IF NOT EXISTS ${table} (\n${columns.join(',\n')}\n)${engine};\n`;
 }
 
-// PostgreSQL's columns are nullable unless said otherwise (a primary key is NOT NULL by itself);
-// MySQL's are said either way.
+// PostgreSQL's and SQLite's columns are nullable unless said otherwise (a primary key is NOT NULL
+// by itself); MySQL's are said either way.
 function constraintsOf(column: InboxColumn, dialect: InboxDialect): string {
-  if (dialect === 'postgres') return column.primary ? ' PRIMARY KEY' : column.nullable ? '' : ' NOT NULL';
+  if (dialect !== 'mysql') return column.primary ? ' PRIMARY KEY' : column.nullable ? '' : ' NOT NULL';
   return `${column.nullable ? ' NULL' : ' NOT NULL'}${column.primary ? ' PRIMARY KEY' : ''}`;
 }
 
 /**
  * How a failed inbox statement reads: the table is missing (PostgreSQL's `42P01`, MySQL's
- * `ER_NO_SUCH_TABLE` / 1146, on the driver's error or on an ORM's wrapper of it), or anything else.
+ * `ER_NO_SUCH_TABLE` / 1146, SQLite's `no such table: ...`, on the driver's error or on an ORM's
+ * wrapper of it), or anything else.
  * @param error what the statement threw
  */
 export function inboxFailureOf(error: unknown): 'table-missing' | 'other' {
   for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
     const { code, errno } = e as { code?: unknown; errno?: unknown };
     if (code === '42P01' || code === 'ER_NO_SUCH_TABLE' || errno === 1146) return 'table-missing';
+    // SQLite's drivers give no code of their own for it (sql.js none at all): its message says it.
+    if (/^(SQLITE_ERROR: )?no such table: /.test(String((e as { message?: unknown }).message))) return 'table-missing';
     const next = e as { driverError?: unknown; cause?: unknown; originalError?: unknown };
     e = next.driverError ?? next.cause ?? next.originalError;
   }
@@ -171,7 +177,9 @@ export function sqlInbox(options: SqlInboxOptions): PaymentsInbox {
           },
           markDone: async (entry: InboxEntry): Promise<InboxMark> => {
             paymentId = entry.paymentId;
-            const params = [entry.paymentId, entry.event, entry.orderId ?? null, entry.handledAt, entry.attempt];
+            // SQLite binds no Date (sql.js refuses one): its time column is ISO 8601 text.
+            const handledAt = dialect === 'sqlite' ? entry.handledAt.toISOString() : entry.handledAt;
+            const params = [entry.paymentId, entry.event, entry.orderId ?? null, handledAt, entry.attempt];
             let rows: unknown[];
             try {
               rows = rowsOf(await tx.query(inserts.insert, params));
@@ -199,7 +207,7 @@ export function sqlInbox(options: SqlInboxOptions): PaymentsInbox {
 
 // PostgreSQL answers the insert itself (RETURNING): one statement. MySQL has no RETURNING: the
 // insert leaves an existing row as it is, and a locking read (the latest committed row, whatever
-// the isolation) says whose it is.
+// the isolation) says whose it is. SQLite likewise, its one writer making a plain read enough.
 function insertStatements(dialect: InboxDialect, table: string): { insert: string; check?: string } {
   const columns = `(${INBOX_COLUMNS.map((column) => column.name).join(', ')})`;
   switch (dialect) {
@@ -211,6 +219,13 @@ function insertStatements(dialect: InboxDialect, table: string): { insert: strin
       return {
         insert: `INSERT INTO ${table} ${columns} VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE payment_id = payment_id`,
         check: `SELECT attempt FROM ${table} WHERE payment_id = ? FOR UPDATE`,
+      };
+    // SQLite writes one transaction at a time (the database's lock): after the insert, a plain read
+    // sees the row that holds the key. ON CONFLICT without RETURNING: SQLite 3.24 and later.
+    case 'sqlite':
+      return {
+        insert: `INSERT INTO ${table} ${columns} VALUES (?, ?, ?, ?, ?) ON CONFLICT (payment_id) DO NOTHING`,
+        check: `SELECT attempt FROM ${table} WHERE payment_id = ?`,
       };
     default:
       return unknownDialect(dialect);
@@ -239,5 +254,5 @@ function checkTableName(table: string): void {
 }
 
 function unknownDialect(dialect: never): never {
-  throw new TypeError(`sqlInbox: dialect must be 'postgres' or 'mysql', not ${JSON.stringify(dialect)}`);
+  throw new TypeError(`sqlInbox: dialect must be 'postgres', 'mysql' or 'sqlite', not ${JSON.stringify(dialect)}`);
 }

@@ -16,8 +16,15 @@ export type { OrderLedger, PaymentsStore, RateLimiter, RefundLedger } from './st
 export { isTransactional } from './store.transaction.js';
 export { isPaymentsInbox } from './store.inbox.js';
 export type { InboxEntry, InboxMark, PaymentsInbox, PaymentsInboxTransaction } from './store.inbox.js';
-export { INBOX_TABLE, InboxTableMissingError, InboxTransactionEndedError, inboxDdl, sqlInbox } from './inbox.sql.js';
-export type { InboxDialect, SqlInboxOptions, SqlInboxTransaction } from './inbox.sql.js';
+export {
+  INBOX_COLUMNS,
+  INBOX_TABLE,
+  InboxTableMissingError,
+  InboxTransactionEndedError,
+  inboxDdl,
+  sqlInbox,
+} from './inbox.sql.js';
+export type { InboxColumn, InboxDialect, SqlInboxOptions, SqlInboxTransaction } from './inbox.sql.js';
 export type {
   PaymentsTransaction,
   PaymentsTransactionScope,

@@ -15,7 +15,7 @@ export type HostQuery = (sql: string, params?: unknown[]) => Promise<Array<Recor
 
 /** A host database of one suite. */
 export interface HostDb {
-  dialect: InboxDialect;
+  dialect: ServedDialect;
   /** Where it is: the PostgreSQL schema (on POSTGRES_URL), or the MariaDB URL of its database. */
   location: string;
   /** A connection string that lands on it (PostgreSQL: POSTGRES_URL with its schema as the `search_path`). */
@@ -38,7 +38,10 @@ export interface HostDb {
   drop(): Promise<void>;
 }
 
-const ORDERS_DDL: Record<InboxDialect, string[]> = {
+/** The dialects with a test server (SQLite's inbox is run by the Vendure suite, on sql.js). */
+export type ServedDialect = Exclude<InboxDialect, 'sqlite'>;
+
+const ORDERS_DDL: Record<ServedDialect, string[]> = {
   postgres: [
     `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL DEFAULT 'pending', paid_runs integer NOT NULL DEFAULT 0)`,
     `CREATE TABLE order_events (id serial PRIMARY KEY, order_id text NOT NULL, kind text NOT NULL DEFAULT 'paid', pid integer)`,
@@ -53,7 +56,7 @@ const ORDERS_DDL: Record<InboxDialect, string[]> = {
  * A host database of its own on the test server of `dialect`.
  * @param withInbox whether the inbox table is created (default true)
  */
-export async function hostDb(dialect: InboxDialect, withInbox = true): Promise<HostDb> {
+export async function hostDb(dialect: ServedDialect, withInbox = true): Promise<HostDb> {
   const name = `inbox_${process.pid}_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
   const sources: DataSource[] = [];
   const closers: Array<() => Promise<unknown>> = [];

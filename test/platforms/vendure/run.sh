@@ -2,10 +2,11 @@
 # nestjs-payments/vendure on a real Vendure 3.7 (Nest 11): builds and packs the package, installs
 # the tarball with @vendure/core and @vendure/testing in a directory OUTSIDE the repo (Node looks
 # for packages in every parent directory: inside the repo, Vendure would pick up the repo's Nest 12
-# for whatever it lacks; see test/compat/run.sh), then runs test/*.test.mjs on sql.js and on
+# for whatever it lacks; see test/compat/run.sh), then runs test/*.test.mjs on sql.js, on
 # PostgreSQL on 127.0.0.1:5432 (Vendure's PostgresInitializer drops and creates its own database,
-# named after the file creating the environment; skipped with a line when no server answers,
-# unless CI is set). About 3 minutes: install 20-30 s, sql.js 60 s, PostgreSQL 90 s.
+# named after the file creating the environment) and on MariaDB on 127.0.0.1:3306 (root, no
+# password; a database per file and run, named with VENDURE_RUN_ID, dropped at the end). A
+# server that does not answer is skipped with a line, unless CI is set.
 # Settings: VENDURE_TARBALL=<path> uses that tarball instead of building one; VENDURE_DBS="sqljs"
 # runs one database only; VENDURE_TESTS=<name> runs test/<name>.test.mjs only.
 set -euo pipefail
@@ -24,7 +25,19 @@ while [ "$dir" != / ]; do
   dir="$(dirname "$dir")"
   [ -e "$dir/node_modules" ] && { echo "vendure: $dir/node_modules is above $DIR; set TMPDIR elsewhere" >&2; exit 1; }
 done
-trap 'rm -rf "$DIR"' EXIT
+export VENDURE_RUN_ID="r$$"
+# The run's MariaDB databases (e2e_<file>_<run id>), dropped with the folder.
+drop_mariadb() {
+  [ -d "$DIR/node_modules/mysql2" ] || return 0
+  (cd "$DIR" && node --input-type=module -e '
+    import mysql from "mysql2/promise";
+    const c = await mysql.createConnection({ host: "127.0.0.1", port: 3306, user: "root" });
+    const [rows] = await c.query("SHOW DATABASES LIKE ?", [`e2e\\_%\\_${process.env.VENDURE_RUN_ID}`]);
+    for (const row of rows) await c.query(`DROP DATABASE \`${Object.values(row)[0]}\``);
+    await c.end();
+  ' 2>/dev/null) || true
+}
+trap 'drop_mariadb; rm -rf "$DIR"' EXIT
 
 if [ -n "${VENDURE_TARBALL:-}" ]; then
   cp "$VENDURE_TARBALL" "$DIR/nestjs-payments.tgz"
@@ -41,13 +54,12 @@ t=$SECONDS
 echo "vendure: installed in $((SECONDS - t)) s ($(du -sm "$DIR/node_modules" | cut -f1) MB, $(ls "$DIR/node_modules" | wc -l) top-level packages)"
 
 status=0
-for db in ${VENDURE_DBS:-sqljs postgres}; do
-  if [ "$db" = postgres ]; then
-    if ! (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; then
-      [ -n "${CI:-}" ] && { echo "vendure: no PostgreSQL on 127.0.0.1:5432 (CI is set: failing)"; status=1; continue; }
-      echo "vendure: PostgreSQL tests skipped: no server on 127.0.0.1:5432"
-      continue
-    fi
+for db in ${VENDURE_DBS:-sqljs postgres mariadb}; do
+  case "$db" in postgres) server=PostgreSQL db_port=5432 ;; mariadb) server=MariaDB db_port=3306 ;; *) server="" ;; esac
+  if [ -n "$server" ] && ! (exec 3<>"/dev/tcp/127.0.0.1/$db_port") 2>/dev/null; then
+    [ -n "${CI:-}" ] && { echo "vendure: no $server on 127.0.0.1:$db_port (CI is set: failing)"; status=1; continue; }
+    echo "vendure: $server tests skipped: no server on 127.0.0.1:$db_port"
+    continue
   fi
   t=$SECONDS
   if (cd "$DIR" && VENDURE_DB="$db" node --test --test-concurrency=1 test/${VENDURE_TESTS:-*}.test.mjs >"$DIR/test-$db.log" 2>&1); then

@@ -10,6 +10,7 @@ import {
   registerInitializer,
   SqljsInitializer,
   PostgresInitializer,
+  MysqlInitializer,
   testConfig,
 } from '@vendure/testing';
 import { parse } from 'graphql';
@@ -17,6 +18,17 @@ import { PaymentsSandbox } from 'nestjs-payments/testing';
 import { NestjsPaymentsUnexpectedPaymentEvent } from 'nestjs-payments/vendure';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+/**
+ * Vendure's MySQL initializer, its database named after the test file and this run
+ * (VENDURE_RUN_ID, set by run.sh, which drops the run's databases at its end): runs beside it on
+ * the shared server never meet.
+ */
+class RunMariadbInitializer extends MysqlInitializer {
+  getDbNameFromFilename(filename) {
+    return `${super.getDbNameFromFilename(filename)}_${process.env.VENDURE_RUN_ID ?? process.pid}`.slice(0, 64);
+  }
+}
 export const gql = (text) => parse(text);
 
 /** A snippet of docs/vendure.md (copied beside the tests by run.sh): the block after `<!-- test: name -->`. */
@@ -64,7 +76,7 @@ async function guidePlugin(sandbox, port, proxyPort, baseUrl, pluginOptions, con
 }
 
 /**
- * Starts the environment. `db`: 'sqljs' or 'postgres'; `port`: Vendure's; `proxyPort`: the
+ * Starts the environment. `db`: 'sqljs', 'postgres' or 'mariadb'; `port`: Vendure's; `proxyPort`: the
  * webhooks' proxy (default port + 50); `logger`: Vendure's logger (default: errors only);
  * `plugins`: Vendure plugins to add after the guide's (e.g. Vendure's EmailPlugin); `config`: more
  * of Vendure's configuration, merged last; `secondAccount`: a second merchant account of the
@@ -126,6 +138,7 @@ export async function startEnvironment({
   // The population's jobs (the product image, the search index) may still write when its server
   // stops: sql.js then saves a malformed file. A second lets them finish on a busy machine.
   if (db === 'sqljs') registerInitializer('sqljs', new SqljsInitializer(path.join(HERE, '..', '__data__'), 1000));
+  else if (db === 'mariadb') registerInitializer('mariadb', new RunMariadbInitializer());
   else registerInitializer('postgres', new PostgresInitializer());
   const dbConnectionOptions =
     db === 'postgres'
@@ -139,7 +152,9 @@ export async function startEnvironment({
           schema: 'public',
           synchronize: true,
         }
-      : undefined;
+      : db === 'mariadb'
+        ? { type: 'mariadb', host: '127.0.0.1', port: 3306, username: 'root', password: '', synchronize: true }
+        : undefined;
   const base = mergeConfig(testConfig, {
     apiOptions: { port },
     // The products' images (fixtures/products.csv) are read from the fixtures.

@@ -48,12 +48,16 @@ describe(`Vendure as merchants run it (${db})`, () => {
       .flatMap((m) => [...m.providers.values()])
       .find((p) => p.name === 'NestjsPaymentsService' && p.instance);
     assert.ok(wrapper, "the plugin's service");
+    // Its dependencies as Nest injects them (after the options' token).
+    const deps = Reflect.getMetadata('design:paramtypes', wrapper.metatype)
+      .slice(1)
+      .map((type) => env.server.app.get(type, { strict: false }));
     const nodeEnv = process.env.NODE_ENV;
     let service;
     logger.warnings.length = 0;
     process.env.NODE_ENV = 'development';
     try {
-      service = new wrapper.metatype(NestjsPaymentsPlugin.options);
+      service = new wrapper.metatype(NestjsPaymentsPlugin.options, ...deps);
       await service.onApplicationShutdown();
       assert.deepEqual(
         logger.warnings.filter((w) => /in-memory store/.test(w)),
@@ -61,7 +65,7 @@ describe(`Vendure as merchants run it (${db})`, () => {
         'not outside production',
       );
       process.env.NODE_ENV = 'production';
-      service = new wrapper.metatype(NestjsPaymentsPlugin.options);
+      service = new wrapper.metatype(NestjsPaymentsPlugin.options, ...deps);
       await service.onApplicationShutdown();
     } finally {
       if (nodeEnv === undefined) delete process.env.NODE_ENV;
