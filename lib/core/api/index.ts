@@ -69,7 +69,7 @@ export {
   fromRefundWire,
   fromVerifyWire,
   interpretResponse,
-  isJsonObject,
   SERVICE_PATHS,
 } from './wire.mapper.js';
-export type { JsonObject } from './wire.mapper.js';
+export { isJsonObject } from './wire.values.js';
+export type { JsonObject } from './wire.values.js';

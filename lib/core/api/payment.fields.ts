@@ -1,6 +1,5 @@
-import { normalizeMillimes } from './wire.values.js';
+import { isJsonObject, normalizeMillimes, type JsonObject } from './wire.values.js';
 import { boolean, httpUrl, identifier, millimes, positiveInteger, type ValueRule } from './payment.rules.js';
-import { isJsonObject, type JsonObject } from './wire.mapper.js';
 import type { PaymentsFieldError } from './payments.errors.js';
 
 /**

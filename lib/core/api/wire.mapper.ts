@@ -14,6 +14,7 @@ import {
   type PaymentsOperation,
 } from './payments.errors.js';
 import { httpUrl, identifier, MAX_URL_LENGTH } from './payment.rules.js';
+import { isJsonObject, type JsonObject } from './wire.values.js';
 import type {
   CardBinding,
   GeneratedPayment,
@@ -22,14 +23,6 @@ import type {
   PaymentRefund,
   VerifiedPayment,
 } from './payments.types.js';
-
-/** A JSON object as parsed from a body. */
-export type JsonObject = Record<string, unknown>;
-
-/** Narrows an unknown parsed body to a plain JSON object. */
-export function isJsonObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** An answer of the service as the transport returns it: status, text, parsed JSON and what the service asked to wait. */
 export interface RawResponse {

@@ -6,6 +6,14 @@
  */
 import { PaymentsValidationError } from './payments.errors.js';
 
+/** A JSON object as parsed from a body. */
+export type JsonObject = Record<string, unknown>;
+
+/** Narrows an unknown parsed body to a plain JSON object. */
+export function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /**
  * The value rules of the plugin, each in one place: request fields (`payment.fields.ts`),
  * options (`payments.options.ts`) and the service's answers (`wire.mapper.ts`) all use these.
