@@ -115,7 +115,7 @@ export function inboxColumnType(column: InboxColumn, dialect: InboxDialect): str
 
 /**
  * The inbox table's DDL for a dialect: the payment as the unique key, the event, the order, when
- * it was handled and the attempt that inserted the row ({@link INBOX_COLUMNS}).
+ * it was handled and the attempt that inserted the row.
  * @param dialect the host database's dialect
  * @param table the table's name (default `payments_inbox`)
  */
