@@ -23,6 +23,9 @@ const TIMEOUTS = new Set(['ETIMEDOUT', 'ECONNABORTED']);
  * signal: the adapter only reads `aborted` and adds and removes one abort listener. An
  * AbortController per attempt is costly to construct and to collect (docs/performance.md).
  */
+
+/** The longest a kept-alive socket stays idle (below Node's and most servers' 5 s). */
+const IDLE_SOCKET_MS = 4_000;
 export class AttemptDeadline implements GenericAbortSignal {
   aborted = false;
   #listener: (() => void) | undefined;
@@ -178,9 +181,13 @@ export class HttpTransport {
     this.#maxRetries = options.maxRetries;
     this.#logger = options.logger;
     this.#timeoutMs = options.timeoutMs;
+    // An idle kept-alive socket is dropped a second before the timeout the server announces
+    // (`Keep-Alive: timeout=N`; Node's agent reads the hint only when it has a timeout of its own),
+    // and after IDLE_SOCKET_MS at most: a socket the server closed while the event loop was busy
+    // would take the next request and fail it (ECONNRESET), and a POST is never sent twice.
     this.#agents = {
-      http: new http.Agent({ keepAlive: true }),
-      https: new https.Agent({ keepAlive: true }),
+      http: new http.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS }),
+      https: new https.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS }),
     };
     const maxBytes = options.maxResponseBytes ?? 1024 * 1024;
     // axios is driven through its http adapter with one prebuilt config, each request's config an
