@@ -10,15 +10,16 @@ const Sequencer = require('@jest/test-sequencer').default;
 const LONG_FIRST = [
   'test/transactional/crash.e2e-spec.ts',
   'test/simulation/simulation.spec.ts',
+  // Builds the shop (tsc) that sandbox-restart, last here, then reuses.
+  'test/sample-app/crash.e2e-spec.ts',
   'test/package/telemetry-cjs.e2e-spec.ts',
   'test/simulation/simulation.stores.e2e-spec.ts',
   'test/faults/unpaid-fleet.e2e-spec.ts',
   'test/desk/desk.browser.e2e-spec.ts',
   'test/desk/desk.nest-browser.e2e-spec.ts',
-  'test/sample-app/crash.e2e-spec.ts',
   'test/faults/unpaid-returns.e2e-spec.ts',
-  'test/sample-app/sandbox-restart.e2e-spec.ts',
   'test/postgres/pglite-store.spec.ts',
+  'test/sample-app/sandbox-restart.e2e-spec.ts',
 ];
 
 class LongFirstSequencer extends Sequencer {
