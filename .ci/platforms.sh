@@ -9,13 +9,24 @@ VENDURE_TARBALL="$TARBALL" bash test/platforms/vendure/run.sh || vendure=$?
 # The compatibility matrix (it builds dist/ again, which Jest does not read).
 compat=0
 if [ -f test/compat/run.sh ]; then npm run test:compat || compat=$?; fi
+# Nothing writes dist/ from here on: .ci/run's quick benchmark, which reads it, may start.
+touch .ci/dist-built
+# The tarball as published (the compatibility matrix has just built dist/ again, and nothing
+# rebuilds it before this script ends): attw (types in node10, node16 CJS and ESM, bundler, for
+# every subpath), publint, npm publish --dry-run; no problem allowed. Beside Medusa's install.
+bash scripts/check-package.sh >.ci/check-package.log 2>&1 &
+check_package=$!
 # The Medusa provider on Medusa's own harness (module and application runners, PostgreSQL):
-# 2 to 3 min to install Medusa 2.21, about 5 min of tests. Its restart test starts whole Medusa
-# servers: with WAIT_FOR_JEST (set by .ci/run) its tests, not its install, wait for Jest's
-# timing-sensitive tests to end rather than take the cores from them (.ci/run marks the end with
-# .ci/jest-done).
+# 2 to 3 min to install Medusa 2.21, then its two test files side by side. Its restart test starts
+# whole Medusa servers: with WAIT_FOR_JEST (set by .ci/run) its tests, not its install, wait until
+# Jest is down to its last file rather than take the cores from its timing-sensitive tests
+# (.ci/run's tail reporter marks that moment with .ci/jest-tail).
 medusa=0
 wait_for=""
-if [ -n "${WAIT_FOR_JEST:-}" ]; then wait_for="$PWD/.ci/jest-done"; fi
+if [ -n "${WAIT_FOR_JEST:-}" ]; then wait_for="$PWD/.ci/jest-tail"; fi
 MEDUSA_TARBALL="$TARBALL" MEDUSA_WAIT_FOR="$wait_for" bash test/platforms/medusa/run.sh || medusa=$?
-exit $((vendure || medusa || compat))
+package=0
+wait "$check_package" || package=$?
+cat .ci/check-package.log
+[ "$package" -eq 0 ] || echo "check-package: failed (exit $package)"
+exit $((vendure || medusa || compat || package))

@@ -1,14 +1,25 @@
 // Jest's order with the long files first. Jest runs the files that took longest last time first,
-// but a fresh clone (CI) has no such record, and Jest then goes by file size: the simulation, a
-// short file that runs 2000 histories for two to four minutes, came last, and one worker ran it
-// alone while the other had nothing left. These go first whatever Jest remembers.
+// but a fresh clone (CI) has no such record, and Jest then goes by file size: short files that run
+// long came last (the simulation, 2000 histories in a few hundred bytes; the desk's browser files,
+// which hold one line each of a shared helper's; the CommonJS build's telemetry check; the fleets),
+// and one worker ran them alone while the other had nothing left. These go first whatever Jest
+// remembers, longest first (CI's two workers; waiting files paired with busy ones), so that the
+// many short files even out the two workers' ends.
 const Sequencer = require('@jest/test-sequencer').default;
 
 const LONG_FIRST = [
-  'test/simulation/simulation.spec.ts',
   'test/transactional/crash.e2e-spec.ts',
+  'test/simulation/simulation.spec.ts',
+  // Builds the shop (tsc) that sandbox-restart, last here, then reuses.
   'test/sample-app/crash.e2e-spec.ts',
+  'test/package/telemetry-cjs.e2e-spec.ts',
+  'test/simulation/simulation.stores.e2e-spec.ts',
+  'test/faults/unpaid-fleet.e2e-spec.ts',
+  'test/desk/desk.browser.e2e-spec.ts',
+  'test/desk/desk.nest-browser.e2e-spec.ts',
+  'test/faults/unpaid-returns.e2e-spec.ts',
   'test/postgres/pglite-store.spec.ts',
+  'test/sample-app/sandbox-restart.e2e-spec.ts',
 ];
 
 class LongFirstSequencer extends Sequencer {

@@ -101,7 +101,9 @@ test_started=$SECONDS
 export NODE_OPTIONS="--experimental-vm-modules${NODE_OPTIONS:+ $NODE_OPTIONS}"
 # Medusa's app runner turns SSL on for a database URL without "localhost" in it.
 export DB_HOST="${DB_HOST:-localhost}" DB_USERNAME="${DB_USERNAME:-postgres}" MEDUSA_DISABLE_TELEMETRY=true
-node node_modules/jest/bin/jest.js --runInBand --json --outputFile="$DEST/results.json" 2>&1 | tail -n 60
+# Its two files side by side (a database, a sandbox and ports of their own each; the module runner's
+# file takes no fixed port): a worker each.
+node node_modules/jest/bin/jest.js --maxWorkers=2 --json --outputFile="$DEST/results.json" 2>&1 | tail -n 60
 node -e '
   const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
   const peers = Number(process.argv[4]);

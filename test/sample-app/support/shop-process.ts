@@ -2,20 +2,20 @@
  * Runs the sample shop as a child process (`node .../sample-app/src/main.js`), for the crash
  * tests: real signals, a real restart on the same data.
  *
- * `buildShop()` compiles lib/ and sample-app/src/ with tsc once into test/sample-app/.work/build
- * (git-ignored), and makes `nestjs-payments` (and its subpaths) resolve to the compiled lib/ by
+ * `buildShop()` compiles lib/ and sample-app/src/ with tsc once into test/sample-app/.work/build-<digest>
+ * (git-ignored; reused while the sources are unchanged), and makes `nestjs-payments` (and its subpaths) resolve to the compiled lib/ by
  * a package.json plus a symlink in that folder's node_modules: no loader, no tsx, and the other
  * packages resolve from the repository's node_modules as usual.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const WORK = join(ROOT, 'test/sample-app/.work');
-const BUILD = join(WORK, 'build');
 
 let built: Promise<string> | undefined;
 
@@ -30,19 +30,43 @@ function run(command: string, args: string[], cwd: string): Promise<{ code: numb
   });
 }
 
-/** Compiles the shop once per test process; resolves to the path of its main.js. */
+/** A digest of what the build is made of (lib/, sample-app/src/, tsconfig.json): names, sizes, times. */
+async function inputsDigest(): Promise<string> {
+  const hash = createHash('sha256');
+  for (const folder of ['lib', 'sample-app/src']) {
+    const files = (await readdir(join(ROOT, folder), { recursive: true })).sort();
+    for (const file of files) {
+      const info = await stat(join(ROOT, folder, file));
+      if (info.isFile()) hash.update(`${folder}/${file} ${info.size} ${info.mtimeMs}\n`);
+    }
+  }
+  hash.update(await readFile(join(ROOT, 'tsconfig.json')));
+  return hash.digest('hex').slice(0, 16);
+}
+
+/**
+ * Compiles the shop once for its sources: each test file runs in a module registry of its own
+ * (and Jest's two workers in processes of their own), so the build is kept in a folder named by
+ * its inputs' digest and reused by the next file; it is built in a folder of this process's and
+ * renamed into place, so that a file never runs a half-written build or one another removes.
+ * Resolves to the path of its main.js.
+ */
 export function buildShop(): Promise<string> {
   built ??= (async () => {
-    await rm(BUILD, { recursive: true, force: true });
-    await mkdir(BUILD, { recursive: true });
-    const tsconfig = join(WORK, 'tsconfig.crash.json');
+    const build = join(WORK, `build-${await inputsDigest()}`);
+    const main = join(build, 'sample-app/src/main.js');
+    if (existsSync(main)) return main;
+    const draft = `${build}.${process.pid}`;
+    await rm(draft, { recursive: true, force: true });
+    await mkdir(draft, { recursive: true });
+    const tsconfig = join(WORK, `tsconfig.crash.${process.pid}.json`);
     await writeFile(
       tsconfig,
       JSON.stringify({
         extends: relative(WORK, join(ROOT, 'tsconfig.json')),
         compilerOptions: {
           rootDir: relative(WORK, ROOT),
-          outDir: 'build',
+          outDir: relative(WORK, draft),
           declaration: false,
           sourceMap: false,
           noEmitOnError: false,
@@ -56,22 +80,37 @@ export function buildShop(): Promise<string> {
       [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', tsconfig],
       ROOT,
     );
-    const main = join(BUILD, 'sample-app/src/main.js');
+    await rm(tsconfig, { force: true });
     // Type errors elsewhere (work in progress in lib/) do not stop the emit; a missing main.js does.
-    if (!existsSync(main)) throw new Error(`tsc did not build the shop:\n${output.slice(0, 4000)}`);
-    await writeFile(join(BUILD, 'package.json'), JSON.stringify({ type: 'module', private: true }));
+    if (!existsSync(join(draft, 'sample-app/src/main.js')))
+      throw new Error(`tsc did not build the shop:\n${output.slice(0, 4000)}`);
+    await writeFile(join(draft, 'package.json'), JSON.stringify({ type: 'module', private: true }));
     await writeFile(
-      join(BUILD, 'lib/package.json'),
+      join(draft, 'lib/package.json'),
       JSON.stringify({
         name: 'nestjs-payments',
         type: 'module',
         exports: { '.': './index.js', './*': './*/index.js' },
       }),
     );
-    await mkdir(join(BUILD, 'node_modules'), { recursive: true });
-    await symlink('../lib', join(BUILD, 'node_modules/nestjs-payments'), 'dir');
+    await mkdir(join(draft, 'node_modules'), { recursive: true });
+    await symlink('../lib', join(draft, 'node_modules/nestjs-payments'), 'dir');
     // The migrations, where database.js looks for them (../../drizzle from src/db).
-    await symlink(join(ROOT, 'sample-app/drizzle'), join(BUILD, 'sample-app/drizzle'), 'dir');
+    await symlink(join(ROOT, 'sample-app/drizzle'), join(draft, 'sample-app/drizzle'), 'dir');
+    try {
+      await rename(draft, build);
+    } catch (error) {
+      // Another worker put the same build in place first: use it.
+      await rm(draft, { recursive: true, force: true });
+      if (!existsSync(main)) throw error;
+    }
+    // Builds of other sources (lib/ changed since) an hour old are of no use any more (a younger one
+    // may still be running the shop of a file in the other worker).
+    for (const entry of await readdir(WORK)) {
+      const other = join(WORK, entry);
+      if (/^build(-[0-9a-f]{16}(\.\d+)?)?$/.test(entry) && other !== build)
+        if ((await stat(other)).mtimeMs < Date.now() - 3_600_000) await rm(other, { recursive: true, force: true });
+    }
     return main;
   })();
   return built;
