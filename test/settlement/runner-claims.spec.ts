@@ -13,7 +13,7 @@ const quiet: PaymentsLogger = { log: () => undefined, warn: () => undefined, err
 
 function runnerOn(store: MemoryPaymentsStore): SettlementRunner {
   const options = { leaseMs: 60_000, doneTtlMs: 60_000, recordTtlMs: 60_000, clock: new SharedClock(SYSTEM_CLOCK) };
-  return new SettlementRunner(options, store, () => Promise.reject(new Error('no verify here')), quiet);
+  return new SettlementRunner(options, store, { verify: () => Promise.reject(new Error('no verify here')) }, quiet);
 }
 
 describe('SettlementRunner.hold', () => {

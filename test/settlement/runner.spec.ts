@@ -57,7 +57,7 @@ function harness(
       clock: options.clock ?? new SharedClock(SYSTEM_CLOCK),
     },
     store,
-    (id) => (verifies.push(id), next()),
+    { verify: (id) => (verifies.push(id), next()) },
     logger,
   );
   runner.setHandlers(

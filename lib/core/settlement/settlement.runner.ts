@@ -1,4 +1,4 @@
-import { PaymentsError, type VerifiedPayment } from '../api/index.js';
+import { PaymentsError, type PaymentVerifier, type VerifiedPayment } from '../api/index.js';
 import { type PaymentsLogger, assertNever, describe } from '../common/index.js';
 import type { OutcomeSource, PaymentsStore } from '../store/index.js';
 import type { SettleSummary, TelemetryHooks } from '../telemetry/index.js';
@@ -52,14 +52,14 @@ export class SettlementRunner implements Settlements {
   /**
    * @param options leases and TTLs
    * @param store claims, bindings, the queue and the record
-   * @param verify reads a payment from the service
+   * @param verifier reads a payment from the service (`verify_payment`, the api layer's call)
    * @param logger where problems are reported
    * @param budget the verify budget webhooks and returns are held to (the sweep is not)
    */
   constructor(
     private readonly options: SettlementRunnerOptions,
     private readonly store: PaymentsStore,
-    private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
+    private readonly verifier: PaymentVerifier,
     private readonly logger: PaymentsLogger,
     private readonly budget: VerifyBudget = new VerifyBudget(),
   ) {
@@ -168,7 +168,7 @@ export class SettlementRunner implements Settlements {
   async #settleClaimed(attempt: Attempt): Promise<SettleResult> {
     let verification: VerifiedPayment;
     try {
-      verification = await this.verify(attempt.paymentId);
+      verification = await this.verifier.verify(attempt.paymentId);
     } catch (caught) {
       const error = caught instanceof PaymentsError ? caught : new PaymentsError(describe(caught), 'API_ERROR');
       const decision = decideFailure(error, attempt.expected);
