@@ -29,7 +29,7 @@ import { freePort } from '../faults/support/own-servers.js';
 const LIB = join(import.meta.dirname, '../../lib');
 
 /** The most lib files one paid webhook may run, from the route to the handler and back. */
-const WEBHOOK_FILES_CEILING = 35;
+const WEBHOOK_FILES_CEILING = 34;
 /** The most lib files one return check (`reconcilePayment`) of a paid payment may run. */
 const RETURN_FILES_CEILING = 30;
 /** The most lib files one reconciliation pass confirming one paid payment may run. */
@@ -94,7 +94,7 @@ function layerOf(file: string): number {
  * The files of a run that only a call back up could have entered: files of the core's top two
  * layers (client, webhook) other than the path's front door. The host and the front end enter the
  * core through `payments.client.ts`; a webhook then through the processor, whose own folder
- * (token, payload, answers, unbound tokens) it calls sideways.
+ * (token, payload, answers, registrations) it calls sideways.
  */
 function enteredFromBelow(files: string[], door: 'client' | 'webhook'): string[] {
   const settlement = CORE_LAYERS.indexOf('settlement');

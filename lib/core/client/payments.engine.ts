@@ -9,6 +9,7 @@ import {
   TracedSettlements,
   SETTLEMENT_WAITS,
   PendingRechecks,
+  UnboundTokens,
 } from '../settlement/index.js';
 import { orderLedgerOf, type PaymentsStore, isTransactional } from '../store/index.js';
 import { PaymentsTelemetry, NO_TELEMETRY, type TelemetryHooks } from '../telemetry/index.js';
@@ -120,6 +121,7 @@ export function composeEngine(
         void rechecks.note(paymentId, expected, notBeforeMs, evidence),
       orders: orders,
       inbox: resolved.inbox,
+      unbound: new UnboundTokens(store, resolved.webhook.unsignedIntervalSecs, resolved.logger, resolved.clock),
     },
     store,
     verifier,
@@ -146,7 +148,6 @@ export function composeEngine(
     settlements,
     resolved.logger,
     telemetry,
-    resolved.clock,
   );
   const reconciliation = new ReconciliationScheduler(
     resolved.reconciliation,

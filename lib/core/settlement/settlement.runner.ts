@@ -157,10 +157,10 @@ export class SettlementRunner implements Settlements {
     attempt.expected = claimed.expected;
     if (!unbound) return this.#settleClaimed(attempt);
 
-    const refused = await attempt.gate(unbound);
+    const refused = await attempt.gate(this.options.unbound, unbound);
     if (refused) return refused;
     const result = await this.#settleClaimed(attempt);
-    await unbound.settled(result);
+    await this.options.unbound.settled(paymentId, unbound, result);
     return result;
   }
 
