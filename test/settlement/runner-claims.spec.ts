@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
-import { outcomeKey, type SettleResult } from '../../lib/core/settlement/settlement.request.js';
+import type { SettleResult } from '../../lib/core/settlement/settlement.request.js';
+import { outcomeKey } from '../../lib/core/settlement/settlement.attempt.js';
 import { SettlementRunner, settleSummary } from '../../lib/core/settlement/settlement.runner.js';
 import { UnboundTokens } from '../../lib/core/settlement/settlement.unbound.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';

@@ -9,12 +9,8 @@ import { PaymentsRateLimitedError } from '../../lib/core/api/payments.errors.js'
 import type { VerifiedPayment } from '../../lib/core/api/payments.types.js';
 import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import type { PaymentEvent, PaymentEventName, PaymentOutcomeEvent } from '../../lib/core/settlement/payment.events.js';
-import {
-  outcomeKey,
-  type SettleResult,
-  type TokenLookup,
-  type UnboundTokenPolicy,
-} from '../../lib/core/settlement/settlement.request.js';
+import type { SettleResult, TokenLookup, UnboundTokenPolicy } from '../../lib/core/settlement/settlement.request.js';
+import { outcomeKey } from '../../lib/core/settlement/settlement.attempt.js';
 import { UnboundTokens } from '../../lib/core/settlement/settlement.unbound.js';
 import { SettlementRunner } from '../../lib/core/settlement/settlement.runner.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';

@@ -5,7 +5,6 @@ import type { PathEvidence } from './settlement.evidence.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
 import { type AttemptRecord, finishAttempt, finishOf } from './settlement.commit.js';
 import {
-  outcomeKey,
   type SettleObserver,
   type SettleRequest,
   type SettleResult,
@@ -87,6 +86,9 @@ export function renewWhileHandling(
     },
   };
 }
+
+/** The claim key of a payment's outcome: one per payment, shared by every path and instance. */
+export const outcomeKey = (paymentId: string): string => `outcome:${paymentId}`;
 
 /** Settings of the runner. */
 export interface SettlementRunnerOptions {

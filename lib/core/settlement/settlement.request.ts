@@ -119,6 +119,3 @@ export interface Settlements {
    */
   hold(paymentId: string, source: OutcomeSource, work: () => Promise<void>): Promise<'held' | 'done' | 'busy'>;
 }
-
-/** The claim key of a payment's outcome: one per payment, shared by every path and instance. */
-export const outcomeKey = (paymentId: string): string => `outcome:${paymentId}`;
