@@ -22,7 +22,7 @@ import {
 import { VerifyBudget } from './settlement.budget.js';
 import { queuedExpectation } from './settlement.rechecks.js';
 import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions } from './settlement.attempt.js';
-import { commitHandlers, runAfterCommit } from './settlement.commit.js';
+import { commitHandlers, commitPathFor, runAfterCommit, type CommitPathDecision } from './settlement.commit.js';
 import { orderScreenOf } from './settlement.orders.js';
 import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
 import { OUTCOME_EVENT_CLASSES, OutcomeHandlers, type HandlerLookup } from './outcome.handlers.js';
@@ -48,6 +48,8 @@ export class SettlementRunner implements Settlements {
   /** Settles in progress, so that drain() can wait for them. */
   readonly #inFlight = new Set<Promise<SettleResult>>();
   readonly #deps: AttemptDeps;
+  /** Where the handlers' writes and the done marker commit: fixed by the store and the inbox. */
+  readonly #commitPath: CommitPathDecision;
 
   /**
    * @param options leases and TTLs
@@ -64,6 +66,7 @@ export class SettlementRunner implements Settlements {
     private readonly budget: VerifyBudget = new VerifyBudget(),
   ) {
     this.#deps = { store, options, logger };
+    this.#commitPath = commitPathFor(store, options.inbox);
   }
 
   /** Sets the handlers' lookup (the Nest module's listeners, the Express router's callbacks...). */
@@ -273,6 +276,7 @@ export class SettlementRunner implements Settlements {
     const ended = await commitHandlers({
       store: this.store,
       inbox: this.options.inbox,
+      path: this.#commitPath,
       event: name,
       attempt,
       context,
