@@ -141,14 +141,7 @@ export function composeEngine(
     (id) => void rechecks.note(id, undefined),
     resolved.reconciliation.graceSecs,
   );
-  const webhooks = new WebhookProcessor(
-    resolved.webhook,
-    signer,
-    store,
-    settlements,
-    resolved.logger,
-    telemetry,
-  );
+  const webhooks = new WebhookProcessor(resolved.webhook, signer, store, settlements, resolved.logger, telemetry);
   const reconciliation = new ReconciliationScheduler(
     resolved.reconciliation,
     Math.max(resolved.webhook.leaseMs * 2, 60_000),
