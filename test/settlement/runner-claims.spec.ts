@@ -4,16 +4,24 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
-import { outcomeKey, type SettleResult } from '../../lib/core/settlement/settlement.request.js';
+import type { SettleResult } from '../../lib/core/settlement/settlement.request.js';
+import { outcomeKey } from '../../lib/core/settlement/settlement.attempt.js';
 import { SettlementRunner, settleSummary } from '../../lib/core/settlement/settlement.runner.js';
+import { UnboundTokens } from '../../lib/core/settlement/settlement.unbound.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { SharedClock, SYSTEM_CLOCK } from '../../lib/core/time/time.clock.js';
 
 const quiet: PaymentsLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
 
 function runnerOn(store: MemoryPaymentsStore): SettlementRunner {
-  const options = { leaseMs: 60_000, doneTtlMs: 60_000, recordTtlMs: 60_000, clock: new SharedClock(SYSTEM_CLOCK) };
-  return new SettlementRunner(options, store, () => Promise.reject(new Error('no verify here')), quiet);
+  const options = {
+    leaseMs: 60_000,
+    doneTtlMs: 60_000,
+    recordTtlMs: 60_000,
+    clock: new SharedClock(SYSTEM_CLOCK),
+    unbound: new UnboundTokens(store, 30, quiet),
+  };
+  return new SettlementRunner(options, store, { verify: () => Promise.reject(new Error('no verify here')) }, quiet);
 }
 
 describe('SettlementRunner.hold', () => {

@@ -9,7 +9,9 @@ import { PaymentsRateLimitedError } from '../../lib/core/api/payments.errors.js'
 import type { VerifiedPayment } from '../../lib/core/api/payments.types.js';
 import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import type { PaymentEvent, PaymentEventName, PaymentOutcomeEvent } from '../../lib/core/settlement/payment.events.js';
-import { outcomeKey, type SettleResult, type TokenLookup } from '../../lib/core/settlement/settlement.request.js';
+import type { SettleResult, TokenLookup, UnboundTokenPolicy } from '../../lib/core/settlement/settlement.request.js';
+import { outcomeKey } from '../../lib/core/settlement/settlement.attempt.js';
+import { UnboundTokens } from '../../lib/core/settlement/settlement.unbound.js';
 import { SettlementRunner } from '../../lib/core/settlement/settlement.runner.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
@@ -37,6 +39,7 @@ function harness(
     store?: PaymentsStore;
     handler?: (name: PaymentEventName, event: PaymentEvent) => Promise<void>;
     clock?: SharedClock;
+    unbound?: UnboundTokenPolicy;
   } = {},
 ): Harness {
   const store = options.store ?? new MemoryPaymentsStore();
@@ -55,9 +58,10 @@ function harness(
       doneTtlMs: 60_000,
       recordTtlMs: 60_000,
       clock: options.clock ?? new SharedClock(SYSTEM_CLOCK),
+      unbound: options.unbound ?? new UnboundTokens(store, 30, logger),
     },
     store,
-    (id) => (verifies.push(id), next()),
+    { verify: (id) => (verifies.push(id), next()) },
     logger,
   );
   runner.setHandlers(
@@ -185,17 +189,17 @@ describe('SettlementRunner', () => {
   });
 
   describe('by a webhook token', () => {
-    const token = (
+    const token: TokenLookup = {
+      id: 'nonce_1',
+      expected: { amount: '12500', origin: 'token', trackingMatches: () => true, identifiesPayment: true },
+      amount: '12500',
+      expiresAt: Date.now() + 60_000,
+    };
+    /** A policy for tokens without a binding that answers `admit` with `gate` and is told every result. */
+    const policy = (
       gate: () => Promise<number | undefined>,
       settled: (r: SettleResult) => Promise<void> = async () => undefined,
-    ): TokenLookup => ({
-      id: 'nonce_1',
-      unbound: {
-        expected: { amount: '12500', origin: 'token', trackingMatches: () => true, identifiesPayment: true },
-        gate,
-        settled,
-      },
-    });
+    ): UnboundTokenPolicy => ({ admit: gate, settled: (_paymentId, _token, r) => settled(r) });
 
     it('its binding says what to expect; the lookup and the claim are one step', async () => {
       const h = harness();
@@ -206,7 +210,7 @@ describe('SettlementRunner', () => {
       );
       h.answer('SUCCESS');
       // The binding (99000), not the token's fallback (12500), is what the answer is checked against.
-      expect(await settle(h, { token: token(async () => undefined) })).toMatchObject({ kind: 'mismatch' });
+      expect(await settle(h, { token })).toMatchObject({ kind: 'mismatch' });
     });
 
     it('a binding of another payment: foreign, nothing claimed, no verify', async () => {
@@ -217,7 +221,7 @@ describe('SettlementRunner', () => {
         60_000,
       );
       h.answer('SUCCESS');
-      expect(await settle(h, { token: token(async () => undefined) })).toEqual({
+      expect(await settle(h, { token })).toEqual({
         kind: 'foreign',
         problems: ['webhook token was issued for another payment'],
       });
@@ -226,15 +230,17 @@ describe('SettlementRunner', () => {
     });
 
     it('no binding: the gate runs after the claim; over the limit, rate-limited, released, no verify', async () => {
-      const h = harness();
-      h.answer('SUCCESS');
       const calls: string[] = [];
-      const result = await settle(h, {
-        token: token(async () => {
-          calls.push(`gate while claim is ${await h.store.claim(outcomeKey('pay_1'), 'probe', 1000)}`);
+      const store = new MemoryPaymentsStore();
+      const h = harness({
+        store,
+        unbound: policy(async () => {
+          calls.push(`gate while claim is ${await store.claim(outcomeKey('pay_1'), 'probe', 1000)}`);
           return 30;
         }),
       });
+      h.answer('SUCCESS');
+      const result = await settle(h, { token });
       expect(result).toEqual({ kind: 'rate-limited', retryAfterSecs: 30 });
       expect(calls).toEqual(['gate while claim is busy']);
       expect(h.verifies).toEqual([]);
@@ -242,19 +248,15 @@ describe('SettlementRunner', () => {
     });
 
     it('no binding, under the limit: verified against the token, then told the result', async () => {
-      const h = harness();
-      h.answer('SUCCESS');
       const told: string[] = [];
-      expect(
-        (
-          await settle(h, {
-            token: token(
-              async () => undefined,
-              async (r) => void told.push(r.kind),
-            ),
-          })
-        ).kind,
-      ).toBe('handled');
+      const h = harness({
+        unbound: policy(
+          async () => undefined,
+          async (r) => void told.push(r.kind),
+        ),
+      });
+      h.answer('SUCCESS');
+      expect((await settle(h, { token })).kind).toBe('handled');
       expect(told).toEqual(['handled']);
     });
   });

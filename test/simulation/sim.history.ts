@@ -6,7 +6,7 @@ import type {
   PaymentRefundedEvent,
 } from '../../lib/core/settlement/payment.events.js';
 import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
-import { outcomeKey } from '../../lib/core/settlement/settlement.request.js';
+import { outcomeKey } from '../../lib/core/settlement/settlement.attempt.js';
 import { checkoutKey, orderLedgerKey } from '../../lib/core/api/payments.checkout.js';
 import type { OrderLedger } from '../../lib/core/store/store.ports.js';
 import {

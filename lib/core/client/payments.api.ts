@@ -11,9 +11,12 @@ import type { ResolvedPaymentsOptions } from './payments.options.js';
 import { orderLedgerOf, type PaymentsStore } from '../store/index.js';
 import type { TelemetryHooks } from '../telemetry/index.js';
 import type { WebhookTokenSigner } from '../webhook/index.js';
-import { callService, checkId, unexpected } from './payments.call.js';
 import { PaymentGenerator } from './payments.generate.js';
 import {
+  callService,
+  checkId,
+  ServiceVerifier,
+  unexpected,
   type HttpTransport,
   normalizeMillimes,
   millimes,
@@ -37,7 +40,6 @@ import {
   fromCancellationWire,
   fromCaptureWire,
   fromRefundWire,
-  fromVerifyWire,
   isJsonObject,
   SERVICE_PATHS,
   type JsonObject,
@@ -93,23 +95,9 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   }
 
   /** @inheritdoc */
-  async verifyPayment(paymentId: string): Promise<VerifiedPayment> {
-    checkId(paymentId, 'paymentId', 'verifyPayment');
-    const json = await this.#call(
-      'verifyPayment',
-      'GET',
-      SERVICE_PATHS.verify + encodeURIComponent(paymentId),
-      undefined,
-      undefined,
-      isVerified,
-    );
-    const verified = fromVerifyWire(paymentId, json.result as JsonObject);
-    if (!verified)
-      throw unexpected(
-        'verifyPayment',
-        'the status or the amount is missing or malformed, or the tracking id or the type is malformed',
-      );
-    return verified;
+  verifyPayment(paymentId: string): Promise<VerifiedPayment> {
+    // The one verify every path shares (api/service.calls.ts): the settlement calls it directly.
+    return new ServiceVerifier(this.transport, this.telemetry).verify(paymentId);
   }
 
   /** @inheritdoc */
@@ -291,10 +279,6 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   ): Promise<JsonObject> {
     return callService(this.transport, this.telemetry, { operation, method, path, body, query }, isSuccess);
   }
-}
-
-function isVerified(json: JsonObject): boolean {
-  return json.success === true && isJsonObject(json.result);
 }
 
 function isFlatSuccess(json: JsonObject): boolean {

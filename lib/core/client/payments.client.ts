@@ -15,7 +15,7 @@ import type {
   VerifiedPayment,
 } from '../api/index.js';
 import type { PaymentsApi } from './payments.api.js';
-import { checkId } from './payments.call.js';
+import { checkId } from '../api/index.js';
 import type {
   HandlerLookup,
   ReconciliationScheduler,

@@ -1,5 +1,5 @@
 import type { AxiosAdapter } from 'axios';
-import { HttpTransport, RETRY_POLICY, type PaymentRefund, type VerifiedPayment } from '../api/index.js';
+import { HttpTransport, RETRY_POLICY, ServiceVerifier, type PaymentRefund } from '../api/index.js';
 import {
   ReconciliationScheduler,
   OrderScreen,
@@ -9,6 +9,7 @@ import {
   TracedSettlements,
   SETTLEMENT_WAITS,
   PendingRechecks,
+  UnboundTokens,
 } from '../settlement/index.js';
 import { orderLedgerOf, type PaymentsStore, isTransactional } from '../store/index.js';
 import { PaymentsTelemetry, NO_TELEMETRY, type TelemetryHooks } from '../telemetry/index.js';
@@ -82,13 +83,15 @@ export function composeEngine(
         store,
       })
     : NO_TELEMETRY;
-  const verify = (paymentId: string): Promise<VerifiedPayment> => api.verifyPayment(paymentId);
+  // Every path verifies through the api layer's call, downward: never through the client's operations.
+  const verifier = new ServiceVerifier(transport, telemetry);
   const ttls = { doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs };
   // The budget measures durations only: on monotonic time, so a stepped wall clock neither
   // stretches a 429's pause to the step's length nor ends it early.
   const budget = new VerifyBudget(
     SETTLEMENT_WAITS.verifyIntervalMs,
-    () => monotonicNow(resolved.clock),
+    // Bound, not wrapped: the budget reads the time layer's clock directly, no client code on a path.
+    monotonicNow.bind(undefined, resolved.clock),
     resolved.webhook.unsignedIntervalSecs * 1000,
   );
   const ledger = orderLedgerOf(store);
@@ -118,9 +121,10 @@ export function composeEngine(
         void rechecks.note(paymentId, expected, notBeforeMs, evidence),
       orders: orders,
       inbox: resolved.inbox,
+      unbound: new UnboundTokens(store, resolved.webhook.unsignedIntervalSecs, resolved.logger, resolved.clock),
     },
     store,
-    verify,
+    verifier,
     resolved.logger,
     budget,
   );
@@ -130,22 +134,14 @@ export function composeEngine(
   const returnCheck = new PaymentReconciler(
     store,
     settlements,
-    verify,
+    verifier,
     resolved.logger,
     shared,
     orders,
     (id) => void rechecks.note(id, undefined),
     resolved.reconciliation.graceSecs,
   );
-  const webhooks = new WebhookProcessor(
-    resolved.webhook,
-    signer,
-    store,
-    settlements,
-    resolved.logger,
-    telemetry,
-    resolved.clock,
-  );
+  const webhooks = new WebhookProcessor(resolved.webhook, signer, store, settlements, resolved.logger, telemetry);
   const reconciliation = new ReconciliationScheduler(
     resolved.reconciliation,
     Math.max(resolved.webhook.leaseMs * 2, 60_000),

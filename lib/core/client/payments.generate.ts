@@ -23,7 +23,7 @@ import {
   SERVICE_PATHS,
   type JsonObject,
 } from '../api/index.js';
-import { callService, checkId, unexpected } from './payments.call.js';
+import { callService, checkId, unexpected } from '../api/index.js';
 
 /** The largest epoch time in ms a Date can hold. */
 const MAX_DATE_MS = 8.64e15;

@@ -21,6 +21,7 @@ export { PendingRechecks } from './settlement.rechecks.js';
 export { laneOf } from './settlement.evidence.js';
 export { PaymentReconciler } from './settlement.reconciler.js';
 export type { SettleRequest, SettleResult, Settlements, TokenLookup } from './settlement.request.js';
+export { UnboundTokens } from './settlement.unbound.js';
 export { SettlementRunner, TracedSettlements } from './settlement.runner.js';
 // The one rule of which commit path a client takes (the client refuses a bad set-up when it is built).
 export { commitPathOf } from './settlement.commit.js';

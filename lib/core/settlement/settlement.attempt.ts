@@ -5,11 +5,11 @@ import type { PathEvidence } from './settlement.evidence.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
 import { type AttemptRecord, finishAttempt, finishOf } from './settlement.commit.js';
 import {
-  outcomeKey,
   type SettleObserver,
   type SettleRequest,
   type SettleResult,
   type TokenLookup,
+  type UnboundTokenPolicy,
 } from './settlement.request.js';
 import type { VerifiedPayment } from '../api/index.js';
 import { type Clock, type ClockTimer, every, monotonicNow, type SharedClock, SYSTEM_CLOCK } from '../time/index.js';
@@ -87,6 +87,9 @@ export function renewWhileHandling(
   };
 }
 
+/** The claim key of a payment's outcome: one per payment, shared by every path and instance. */
+export const outcomeKey = (paymentId: string): string => `outcome:${paymentId}`;
+
 /** Settings of the runner. */
 export interface SettlementRunnerOptions {
   /** How long one attempt may hold a payment's claim, in ms (renewed while handlers run). */
@@ -122,6 +125,11 @@ export interface SettlementRunnerOptions {
   ) => void;
   /** One confirmation per order (settlement.orders.ts); absent: every successful payment is confirmed. */
   orders?: OrderScreenPort;
+  /**
+   * What holds a signed token without a binding to its verify budget and re-binds it
+   * (settlement.unbound.ts's `UnboundTokens`, over `webhook.unsignedIntervalSecs`).
+   */
+  unbound: UnboundTokenPolicy;
   /**
    * The inbox in the host's database (docs/exactly-once.md): the handlers run in its transaction,
    * with its done row. Default: none.
@@ -166,8 +174,7 @@ export interface SupersededPayment {
 
 /** What claiming a payment found: the claim, and what to expect of the payment once it is held. */
 export type Claimed =
-  | { kind: 'foreign' }
-  | { kind: 'held'; claim: ClaimOutcome; expected?: OutcomeExpectation; unbound?: TokenLookup['unbound'] };
+  { kind: 'foreign' } | { kind: 'held'; claim: ClaimOutcome; expected?: OutcomeExpectation; unbound?: TokenLookup };
 
 const UNOBSERVED: SettleObserver = { handlers: (_name, run) => run() };
 
@@ -251,7 +258,7 @@ export class Attempt {
       }
       const claim = await store.claim(key, owner, options.leaseMs);
       return token
-        ? { kind: 'held', claim, expected: token.unbound.expected, unbound: token.unbound }
+        ? { kind: 'held', claim, expected: token.expected, unbound: token }
         : { kind: 'held', claim, expected: this.expected };
     } catch (error) {
       this.abandonClaim();
@@ -293,13 +300,15 @@ export class Attempt {
 
   /**
    * Holds a claimed payment of a signed token without a binding to that token's verify budget
-   * (webhook.unbound.ts): over it, or with the store away, the claim goes back.
+   * (settlement.unbound.ts): over it, or with the store away, the claim goes back.
+   * @param policy what holds tokens without a binding to their budget
+   * @param token the token the store had no binding of
    * @returns what to answer instead of verifying, or undefined to go on
    */
-  async gate(unbound: NonNullable<TokenLookup['unbound']>): Promise<SettleResult | undefined> {
+  async gate(policy: UnboundTokenPolicy, token: TokenLookup): Promise<SettleResult | undefined> {
     let waitSecs: number | undefined;
     try {
-      waitSecs = await unbound.gate();
+      waitSecs = await policy.admit(token);
     } catch (error) {
       await this.release();
       this.deps.logger.error(`${this.source}: store unreachable while rate-limiting a token: ${describe(error)}`);

@@ -47,6 +47,16 @@ export function commitPathOf(setup: { transactionalStore: boolean; inbox: boolea
   return { kind: 'path', path: setup.transactionalStore ? 'store-transaction' : 'plain' };
 }
 
+/**
+ * The commit path of a store and an inbox ({@link commitPathOf}). Both are fixed once built, so the
+ * runner decides it once, not per settle.
+ * @param store the runner's store (transactional or not)
+ * @param inbox the host's inbox, if configured
+ */
+export function commitPathFor(store: PaymentsStore, inbox: PaymentsInbox | undefined): CommitPathDecision {
+  return commitPathOf({ transactionalStore: isTransactional(store), inbox: inbox !== undefined });
+}
+
 /** What one attempt found, for its outcome record. */
 export interface AttemptRecord {
   /** What the service answered. */
@@ -207,6 +217,8 @@ interface HandlerScope {
 interface CommitSetup {
   store: PaymentsStore;
   inbox?: PaymentsInbox;
+  /** The set-up's commit path ({@link commitPathOf}), decided once for the runner's store and inbox. */
+  path: CommitPathDecision;
   options: { leaseMs: number };
   logger: PaymentsLogger;
   /** The inbox row of this attempt. */
@@ -216,8 +228,7 @@ interface CommitSetup {
 // Runs `work` in the scope of the set-up's commit path: the store's transaction (its end commits
 // with it), the host's transaction with the inbox row, or none.
 function inScope(setup: CommitSetup, work: (scope: HandlerScope) => Promise<void>): Promise<void> {
-  const { store, inbox, options, logger } = setup;
-  const decision = commitPathOf({ transactionalStore: isTransactional(store), inbox: inbox !== undefined });
+  const { store, inbox, options, logger, path: decision } = setup;
   if (decision.kind === 'refused') return Promise.reject(new Error(`inbox ${decision.reason}`));
   switch (decision.path) {
     case 'store-transaction':
@@ -266,6 +277,8 @@ function inScope(setup: CommitSetup, work: (scope: HandlerScope) => Promise<void
 export async function commitHandlers(run: {
   store: PaymentsStore;
   inbox?: PaymentsInbox;
+  /** The commit path of `store` and `inbox` ({@link commitPathOf}): fixed when they are, decided once. */
+  path: CommitPathDecision;
   event: string;
   attempt: CommittingAttempt;
   context: HandlerContext;
@@ -287,7 +300,7 @@ export async function commitHandlers(run: {
     handledAt: new Date(run.clock.now()),
     attempt: attempt.owner,
   });
-  const setup = { store: run.store, inbox: run.inbox, options: attempt, logger: run.logger, entry };
+  const setup = { store: run.store, inbox: run.inbox, path: run.path, options: attempt, logger: run.logger, entry };
   try {
     await inScope(setup, async (scope) => {
       // On PGlite the transaction holds the one connection: a renewal could only queue behind it,

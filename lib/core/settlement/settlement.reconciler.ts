@@ -7,7 +7,7 @@ import {
   type PaymentsFieldError,
   type ReconcileOptions,
   type ReconcileResult,
-  type VerifiedPayment,
+  type PaymentVerifier,
 } from '../api/index.js';
 import { type PaymentsLogger, assertNever } from '../common/index.js';
 import type { OutcomeRecord, PendingPayment, PaymentsStore } from '../store/index.js';
@@ -41,7 +41,7 @@ export class PaymentReconciler {
   /**
    * @param store the record and the queue (what was generated)
    * @param runner settles the payment
-   * @param verify reads a payment from the service (only for a done payment without a record)
+   * @param verifier reads a payment from the service (only for a done payment without a record)
    * @param logger where surprises are reported
    * @param clock the time shared with the other instances (the age of a pending record)
    * @param orders the order screen, when orders are kept: a confirmation that lost its order to
@@ -54,7 +54,7 @@ export class PaymentReconciler {
   constructor(
     private readonly store: PaymentsStore,
     private readonly runner: Settlements,
-    private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
+    private readonly verifier: PaymentVerifier,
     private readonly logger: PaymentsLogger,
     private readonly clock: SharedClock,
     private readonly orders?: { takeLostRace(paymentId: string): boolean },
@@ -244,7 +244,7 @@ export class PaymentReconciler {
     const record = await this.store.getOutcome(paymentId).catch(() => undefined);
     if (record) return answerOf(record, expected);
     // The record unread (the store away): a payment settled as a mismatch must not read "paid".
-    const verified = await this.verify(paymentId);
+    const verified = await this.verifier.verify(paymentId);
     return {
       paymentId,
       status: verified.status,

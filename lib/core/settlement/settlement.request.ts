@@ -59,15 +59,24 @@ export type SettleResult =
 export interface TokenLookup {
   /** The token's nonce, under which its binding is stored. */
   id: string;
-  /** What to do when the store has no binding of the token (a restart with the memory store, an eviction). */
-  unbound: {
-    /** What the token itself was signed for. */
-    expected: OutcomeExpectation;
-    /** Run once the payment is claimed, before the verify call: seconds to wait when over a rate limit, else undefined. */
-    gate(): Promise<number | undefined>;
-    /** Run with the result once the claim is finished (re-binding the token, freeing its rate-limit slot). */
-    settled(result: SettleResult): Promise<void>;
-  };
+  /** What the token itself was signed for: what to expect when the store has no binding of it. */
+  expected: OutcomeExpectation;
+  /** The amount in millimes the token was signed for (a re-made binding's). */
+  amount: string;
+  /** When the token expires, in ms since the epoch: a re-made binding lasts until then. */
+  expiresAt: number;
+}
+
+/**
+ * What the runner asks about a signed token whose binding the store no longer has (a restart with
+ * the memory store, an eviction): settlement.unbound.ts. The runner holds it; nothing is passed in
+ * with a request.
+ */
+export interface UnboundTokenPolicy {
+  /** Run once the payment is claimed, before the verify call: seconds to wait when over the token's limit, else undefined. */
+  admit(token: TokenLookup): Promise<number | undefined>;
+  /** Run with the result once the claim is finished (re-binding the token, freeing its rate-limit slot). */
+  settled(paymentId: string, token: TokenLookup, result: SettleResult): Promise<void>;
 }
 
 /** One settlement to run. */
@@ -110,6 +119,3 @@ export interface Settlements {
    */
   hold(paymentId: string, source: OutcomeSource, work: () => Promise<void>): Promise<'held' | 'done' | 'busy'>;
 }
-
-/** The claim key of a payment's outcome: one per payment, shared by every path and instance. */
-export const outcomeKey = (paymentId: string): string => `outcome:${paymentId}`;

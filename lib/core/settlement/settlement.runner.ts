@@ -1,4 +1,4 @@
-import { PaymentsError, type VerifiedPayment } from '../api/index.js';
+import { PaymentsError, type PaymentVerifier, type VerifiedPayment } from '../api/index.js';
 import { type PaymentsLogger, assertNever, describe } from '../common/index.js';
 import type { OutcomeSource, PaymentsStore } from '../store/index.js';
 import type { SettleSummary, TelemetryHooks } from '../telemetry/index.js';
@@ -22,7 +22,7 @@ import {
 import { VerifyBudget } from './settlement.budget.js';
 import { queuedExpectation } from './settlement.rechecks.js';
 import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions } from './settlement.attempt.js';
-import { commitHandlers, runAfterCommit } from './settlement.commit.js';
+import { commitHandlers, commitPathFor, runAfterCommit, type CommitPathDecision } from './settlement.commit.js';
 import { orderScreenOf } from './settlement.orders.js';
 import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
 import { OUTCOME_EVENT_CLASSES, OutcomeHandlers, type HandlerLookup } from './outcome.handlers.js';
@@ -48,22 +48,25 @@ export class SettlementRunner implements Settlements {
   /** Settles in progress, so that drain() can wait for them. */
   readonly #inFlight = new Set<Promise<SettleResult>>();
   readonly #deps: AttemptDeps;
+  /** Where the handlers' writes and the done marker commit: fixed by the store and the inbox. */
+  readonly #commitPath: CommitPathDecision;
 
   /**
    * @param options leases and TTLs
    * @param store claims, bindings, the queue and the record
-   * @param verify reads a payment from the service
+   * @param verifier reads a payment from the service (`verify_payment`, the api layer's call)
    * @param logger where problems are reported
    * @param budget the verify budget webhooks and returns are held to (the sweep is not)
    */
   constructor(
     private readonly options: SettlementRunnerOptions,
     private readonly store: PaymentsStore,
-    private readonly verify: (paymentId: string) => Promise<VerifiedPayment>,
+    private readonly verifier: PaymentVerifier,
     private readonly logger: PaymentsLogger,
     private readonly budget: VerifyBudget = new VerifyBudget(),
   ) {
     this.#deps = { store, options, logger };
+    this.#commitPath = commitPathFor(store, options.inbox);
   }
 
   /** Sets the handlers' lookup (the Nest module's listeners, the Express router's callbacks...). */
@@ -157,10 +160,10 @@ export class SettlementRunner implements Settlements {
     attempt.expected = claimed.expected;
     if (!unbound) return this.#settleClaimed(attempt);
 
-    const refused = await attempt.gate(unbound);
+    const refused = await attempt.gate(this.options.unbound, unbound);
     if (refused) return refused;
     const result = await this.#settleClaimed(attempt);
-    await unbound.settled(result);
+    await this.options.unbound.settled(paymentId, unbound, result);
     return result;
   }
 
@@ -168,7 +171,7 @@ export class SettlementRunner implements Settlements {
   async #settleClaimed(attempt: Attempt): Promise<SettleResult> {
     let verification: VerifiedPayment;
     try {
-      verification = await this.verify(attempt.paymentId);
+      verification = await this.verifier.verify(attempt.paymentId);
     } catch (caught) {
       const error = caught instanceof PaymentsError ? caught : new PaymentsError(describe(caught), 'API_ERROR');
       const decision = decideFailure(error, attempt.expected);
@@ -273,6 +276,7 @@ export class SettlementRunner implements Settlements {
     const ended = await commitHandlers({
       store: this.store,
       inbox: this.options.inbox,
+      path: this.#commitPath,
       event: name,
       attempt,
       context,

@@ -1,4 +1,3 @@
-import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
 import type { ResolvedWebhookOptions } from './webhook.options.js';
 import { type PaymentsLogger, describe } from '../common/index.js';
 import type { OutcomeExpectation, SettleRequest, Settlements, TokenLookup } from '../settlement/index.js';
@@ -8,7 +7,6 @@ import { answerFor, duplicate, refusal, unavailable, type WebhookAnswer } from '
 import { parseWebhook, type WebhookRequest } from './webhook.payload.js';
 import { tokenRegistrationVerdict, type RegistrationContext } from './webhook.registration.js';
 import { trackingHash, WebhookTokenSigner, type WebhookTokenClaims } from './webhook.token.js';
-import { UnboundTokens } from './webhook.unbound.js';
 
 /** A delivery that passed {@link WebhookProcessor.authenticate}: which payment, and how to settle it. */
 export interface AuthenticatedWebhook {
@@ -100,7 +98,6 @@ export class WebhookProcessor {
   // util.inspect, JSON.stringify and logs of this object (it is public as `client.webhooks`).
   readonly #options: ResolvedWebhookOptions;
   readonly #signer?: WebhookTokenSigner;
-  readonly #unbound: UnboundTokens;
   #inFlight = 0;
   #closing = false;
   #soleRegistration = true;
@@ -118,7 +115,6 @@ export class WebhookProcessor {
    * @param runner settles delivered payments
    * @param logger where failures are reported
    * @param telemetry what observes deliveries
-   * @param clock the engine's clock
    */
   constructor(
     options: ResolvedWebhookOptions,
@@ -127,11 +123,9 @@ export class WebhookProcessor {
     private readonly runner: Settlements,
     private readonly logger: PaymentsLogger,
     private readonly telemetry: TelemetryHooks = NO_TELEMETRY,
-    clock: Clock = SYSTEM_CLOCK,
   ) {
     this.#options = options;
     this.#signer = signer;
-    this.#unbound = new UnboundTokens(store, options.unsignedIntervalSecs, logger, clock);
   }
 
   /**
@@ -265,7 +259,7 @@ export class WebhookProcessor {
       identifiesPayment: claims.trackingHash !== '',
       origin: 'token',
     };
-    const token: TokenLookup = { id: claims.nonce, unbound: this.#unbound.lookup(auth.paymentId, claims, expected) };
+    const token: TokenLookup = { id: claims.nonce, expected, amount: claims.amount, expiresAt: claims.expiresAt };
     return { paymentId: auth.paymentId, source: 'webhook', token };
   }
 
@@ -349,7 +343,7 @@ export class WebhookProcessor {
         return { ok: false, answer: done ? duplicate() : refusal(404, 'unknown payment') };
       }
       const interval = this.#options.unsignedIntervalSecs;
-      if (!(await this.#unbound.limiter.take(`unsigned:${paymentId}`, interval * 1000))) {
+      if (!(await this.store.rateLimits.take(`unsigned:${paymentId}`, interval * 1000))) {
         return {
           ok: false,
           answer: refusal(429, 'too many deliveries for this payment', { 'Retry-After': String(interval) }),
