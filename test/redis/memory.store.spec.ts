@@ -134,7 +134,14 @@ describe('MemoryPaymentsStore on an injected clock', () => {
           owner: 'owner',
           claim: 'done',
           doneTtlMs: doneTtl,
-          record: { paymentId: `pay-${n}`, outcome: 'confirmed', source: 'webhook', updatedAt: '' },
+          record: {
+            paymentId: `pay-${n}`,
+            outcome: 'confirmed',
+            status: 'SUCCESS',
+            source: 'webhook',
+            handlers: 'succeeded',
+            updatedAt: '',
+          },
           attemptsAdded: 1,
           recordTtlMs: doneTtl,
         });
