@@ -175,7 +175,8 @@ class DueQueue {
 }
 
 /**
- * The default store: in this process's memory, bounded in size (LRU) and age (per-entry TTL).
+ * The default store: in this process's memory, bounded in size (LRU) and age (per-entry TTL;
+ * expired entries are swept out as it writes, so that it holds what the retention windows keep).
  *
  * Good for one instance and for tests. It forgets everything on restart (confirmations still
  * arrive: the signed webhook token carries what the plugin must check, and the service's verify
