@@ -8,6 +8,7 @@
 //   node bench/run.mjs --only=memory,budget  some parts only (client, memory, redis, pglite,
 //                                            postgres, budget, growth): prints the figures and writes
 //                                            bench/.work/partial.json, never RESULTS.md
+//   npm run bench -- --only growth           the growth part after a build (--only a,b as well as --only=a,b)
 //   GROWTH_SIZES=10000,100000 node bench/run.mjs --only=growth
 //                                            how cost grows with the store (default sizes
 //                                            10000,100000,1000000; GROWTH_STORES=memory,redis,postgres,
