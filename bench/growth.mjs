@@ -46,9 +46,13 @@ const gc = globalThis.gc ?? (() => undefined);
 const heapMiB = () => (gc(), gc(), process.memoryUsage().heapUsed / 2 ** 20);
 
 // ---------------------------------------------------------------- the counting proxy
-/** The store seen through a proxy that counts every method call (and the rate limiter's). */
+/**
+ * The store seen through a proxy that counts every method call (and the rate limiter's), and keeps
+ * the arguments of each method's last call (`last`).
+ */
 function counting(store) {
   const counts = new Map();
+  const last = new Map();
   const wrap = (target, prefix) =>
     new Proxy(target, {
       get(t, property) {
@@ -58,12 +62,13 @@ function counting(store) {
         const name = prefix + String(property);
         return (...a) => {
           counts.set(name, (counts.get(name) ?? 0) + 1);
+          last.set(name, a);
           return value.apply(t, a);
         };
       },
     });
   const total = () => [...counts.values()].reduce((s, n) => s + n, 0);
-  return { store: wrap(store, ''), counts, total };
+  return { store: wrap(store, ''), counts, last, total };
 }
 
 function clientOf(store, stubUrl, clock) {
@@ -224,6 +229,7 @@ async function keysWithoutTtl(redis) {
   for (let i = 0; i < 1000; i++) {
     const key = await redis.randomkey();
     if (key === null) break;
+    if (!key.startsWith('grw:')) continue; // another user's key, in a shared database
     sampled++;
     if ((await redis.pttl(key)) === -1) lasting.add(key);
   }
@@ -328,12 +334,20 @@ async function openStore(kind, redisUrl, postgresUrl, index) {
   };
 }
 
-/** Empties what the run writes in Redis (its own database index) or PostgreSQL (tables `grw_*`). */
+/**
+ * Deletes what the run writes: in Redis its keys (prefix `grw:`; never the whole database, which
+ * may be shared), in PostgreSQL its tables (`grw_*`).
+ */
 async function emptyAll(kind, redisUrl, postgresUrl) {
   if (kind === 'redis') {
     const { Redis } = await import('ioredis');
     const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-    await redis.flushdb();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', 'grw:*', 'COUNT', 10_000);
+      if (keys.length) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== '0');
     await redis.quit();
   } else if (kind === 'postgres') {
     const pg = await import('pg');
@@ -365,6 +379,25 @@ async function timed(count, call, counter, into) {
   into.rounds.push(median(round));
 }
 
+/**
+ * What the store's API reads of a payment (binding, queue entry, outcome record, order settlement),
+ * its ids, times and check count replaced by placeholders: the same text for a payment of the fill
+ * and one the plugin wrote, or the fill is not what the plugin leaves.
+ */
+async function readBack(store, tokenId, paymentId, tracking) {
+  const state = {
+    binding: await store.findBinding(tokenId),
+    pending: await store.findPending(paymentId),
+    outcome: await store.getOutcome(paymentId),
+    settlement: await store.findOrderSettlement(tracking),
+  };
+  return JSON.stringify(state, (_, v) => (v === undefined ? null : v))
+    .replaceAll(paymentId, '<payment>')
+    .replaceAll(tracking, '<order>')
+    .replace(ISO, '<time>')
+    .replace(/"checks":\d+/g, '"checks":"<n>"');
+}
+
 /** One store of the run, at one size, with its own client and counting proxy, and what it measured. */
 async function sizedStore(kind, stubUrl, redisUrl, postgresUrl, index, size) {
   const opened = await openStore(kind, redisUrl, postgresUrl, index);
@@ -391,6 +424,38 @@ async function sizedStore(kind, stubUrl, redisUrl, postgresUrl, index, size) {
         counter,
         got.generate,
       );
+    },
+    /**
+     * Fill payments read back through the store's API against payments the plugin wrote: an open
+     * one (generatePayment) and a done one (a paid webhook); 'same' or both texts. The fill's
+     * last payments of each kind: the memory store's caps have evicted its first ones at 100k.
+     */
+    async checkAgainstPlugin() {
+      const [open, done] = [1, 5].map((k) => Math.floor((size - 1 - k) / 10) * 10 + k);
+      const tracking = `grw-v-${index}`;
+      const { paymentId } = await client.generatePayment({ amount: '12500', developerTrackingId: tracking });
+      const [tokenId] = counter.last.get('saveBinding');
+      const { binding, entry, dueAt } = generated(own(), Date.now());
+      const { token, claims } = signer.issue('12500', binding.developerTrackingId, TOKEN_TTL);
+      await opened.store.saveBinding(claims.nonce, binding, TOKEN_TTL);
+      await opened.store.queueGenerated(entry, dueAt);
+      const answer = await client.webhooks.handle({
+        query: {},
+        body: { payment_id: binding.paymentId },
+        pathToken: token,
+      });
+      if (answer.status !== 200) throw new Error(`webhook answered ${answer.status}`);
+      const pairs = {
+        open: [
+          await readBack(opened.store, tokenId, paymentId, tracking),
+          await readBack(opened.store, fillToken(open), fillId(open), fillTracking(open)),
+        ],
+        done: [
+          await readBack(opened.store, claims.nonce, binding.paymentId, binding.developerTrackingId),
+          await readBack(opened.store, fillToken(done), fillId(done), fillTracking(done)),
+        ],
+      };
+      return Object.values(pairs).every(([plugin, fill]) => plugin === fill) ? 'same' : pairs;
     },
     async webhook(count) {
       // Tokens as generatePayment issues them, written as it writes them (not timed).
@@ -475,6 +540,11 @@ async function measure(kind, stubUrl, redisUrl, postgresUrl, sizesArg) {
       await s.opened.fill(0, size);
       s.fillSecs = (performance.now() - t0) / 1000;
       s.heapDeltaMiB = heapMiB() - heap0;
+      s.apiCheck = await s.checkAgainstPlugin();
+      if (s.apiCheck !== 'same')
+        process.stderr.write(
+          `growth: ${kind} ${size}: the fill differs from the plugin's writes: ${JSON.stringify(s.apiCheck)}\n`,
+        );
       // countPending: on PostgreSQL a count(*), a scan of the queue, kept out of the calls measured.
       s.pending = await s.opened.store.countPending();
       process.stderr.write(`growth: ${kind} ${size} filled in ${s.fillSecs.toFixed(1)} s\n`);
@@ -536,7 +606,8 @@ async function measure(kind, stubUrl, redisUrl, postgresUrl, sizesArg) {
       );
       rows.push(row);
     }
-    return { store: kind, rows, copyCheck, rounds: ROUNDS };
+    const apiCheck = stores.every((s) => s.apiCheck === 'same') ? 'same' : stores.map((s) => s.apiCheck);
+    return { store: kind, rows, copyCheck, apiCheck, rounds: ROUNDS };
   } finally {
     for (const s of stores) {
       await s.client.close();

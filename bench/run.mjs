@@ -8,6 +8,7 @@
 //   node bench/run.mjs --only=memory,budget  some parts only (client, memory, redis, pglite,
 //                                            postgres, budget, growth): prints the figures and writes
 //                                            bench/.work/partial.json, never RESULTS.md
+//   npm run bench -- --only growth           the growth part after a build (--only a,b as well as --only=a,b)
 //   GROWTH_SIZES=10000,100000 node bench/run.mjs --only=growth
 //                                            how cost grows with the store (default sizes
 //                                            10000,100000,1000000; GROWTH_STORES=memory,redis,postgres,
@@ -34,8 +35,11 @@ import { fmt, forkChild, machineFacts, median } from './common.mjs';
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const PARTS = ['client', 'memory', 'redis', 'pglite', 'postgres', 'budget', 'growth'];
-const onlyArg = process.argv.slice(2).find((a) => a.startsWith('--only='));
-const ONLY = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',')) : undefined;
+// --only=a,b or --only a,b (as `npm run bench -- --only growth` passes it).
+const argv = process.argv.slice(2);
+const onlyAt = argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
+const onlyValue = onlyAt < 0 ? undefined : argv[onlyAt] === '--only' ? (argv[onlyAt + 1] ?? '') : argv[onlyAt].slice(7);
+const ONLY = onlyValue === undefined ? undefined : new Set(onlyValue.split(','));
 for (const part of ONLY ?? [])
   if (!PARTS.includes(part)) throw new Error(`--only: unknown part '${part}' (parts: ${PARTS.join(', ')})`);
 // --quick (what CI runs after the tests, as a report): the client overhead and the memory store's
@@ -44,9 +48,10 @@ const QUICK_PARTS = new Set(['client', 'memory']);
 const wanted = (part) => (ONLY ? ONLY.has(part) : !QUICK || QUICK_PARTS.has(part));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-// The growth part empties its Redis database and drops its tables: its own database index and database.
+// The growth part deletes its Redis keys (prefix `grw:`, in a database index of its own) and works in
+// a PostgreSQL database of its own, created for the run when missing and then dropped.
 const GROWTH_REDIS_URL = process.env.GROWTH_REDIS_URL ?? 'redis://127.0.0.1:6379/7';
-const GROWTH_POSTGRES_URL = process.env.GROWTH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/growth';
+const GROWTH_POSTGRES_URL = process.env.GROWTH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/growth_bench';
 const GROWTH_SIZES = process.env.GROWTH_SIZES ?? '10000,100000,1000000';
 const GROWTH_STORES = (process.env.GROWTH_STORES ?? 'memory,redis,postgres').split(',');
 const GROWTH_RETENTION = Number(process.env.GROWTH_RETENTION ?? 300_000);
@@ -370,13 +375,19 @@ async function growth() {
         stores.push({ store: kind, skipped: `no ${kind} at ${url.replace(/\/\/[^@]*@/, '//')}` });
         continue;
       }
+      const created = kind === 'postgres' && (await growthDatabase('create'));
       const child = forkChild(
         './growth.mjs',
         ['measure', kind, stubUrl, GROWTH_REDIS_URL, GROWTH_POSTGRES_URL, GROWTH_SIZES],
         { execArgv: ['--expose-gc'], readyTimeoutMs: 3_600_000 },
       );
-      const measured = await child.next('result', 3_600_000);
-      await child.stop();
+      let measured;
+      try {
+        measured = await child.next('result', 3_600_000);
+        await child.stop();
+      } finally {
+        if (created) await growthDatabase('drop');
+      }
       delete measured.type;
       stores.push(measured);
     }
@@ -396,6 +407,33 @@ async function growth() {
     return result;
   } finally {
     await stub.stop();
+  }
+}
+
+/**
+ * Creates the growth part's PostgreSQL database when missing (true: created, the run drops it at
+ * the end), or drops it, through the server's `postgres` database.
+ */
+async function growthDatabase(action) {
+  const pg = await import('pg');
+  const url = new URL(GROWTH_POSTGRES_URL);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  if (!/^[a-z_][a-z0-9_]*$/.test(name) || ['postgres', 'test', 'template0', 'template1'].includes(name))
+    throw new Error(`GROWTH_POSTGRES_URL: the growth part needs a database of its own, not '${name}'`);
+  url.pathname = '/postgres';
+  const admin = new (pg.default ?? pg).Client({ connectionString: url.href });
+  await admin.connect();
+  try {
+    if (action === 'drop') {
+      await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+      return false;
+    }
+    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (rowCount) return false;
+    await admin.query(`CREATE DATABASE ${name}`);
+    return true;
+  } finally {
+    await admin.end();
   }
 }
 
@@ -437,7 +475,7 @@ function growthTable(g) {
     const [a, b] = growthEnds(x);
     const k = (n) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n));
     out.push(
-      `**${x.store}** (stored payments: ${sizes.map(k).join(', ')}${x.copyCheck ? `; rows copied from template payments: ${typeof x.copyCheck === 'string' ? x.copyCheck : '**differ**'}` : ''})`,
+      `**${x.store}** (stored payments: ${sizes.map(k).join(', ')}${x.copyCheck ? `; rows copied from template payments: ${typeof x.copyCheck === 'string' ? x.copyCheck : '**differ**'}` : ''}${x.apiCheck ? `; an open and a done payment of the fill read back through the store's API against ones the plugin wrote: ${x.apiCheck === 'same' ? 'same' : '**differ**'}` : ''})`,
       '',
       `| path | ${sizes.map((n) => `${k(n)}: p50 / p99 ms, round trips`).join(' | ')} | ${k(b.size)}/${k(a.size)}: p50, p99, round trips |`,
       `|---|${sizes.map(() => '---:').join('|')}|---:|`,
@@ -482,12 +520,18 @@ function growthTable(g) {
   return out.join('\n');
 }
 
-/** Whether the heap and the entries of the retention run stay flat in its second half (within 10%). */
+/**
+ * Whether the retention run's heap and entries stay flat (within 10%): the highest heap and entry count of the run's last third over those of its middle third: the
+ * store sweeps its expired entries every so many writes, so its size is a saw-tooth, flat when its
+ * peaks stop rising once the retention windows are full, growing when they keep rising.
+ */
 function retentionFlat(r) {
-  const half = r.samples.filter((s) => s.day >= r.days / 2);
-  if (half.length < 2) return undefined;
-  const spread = (key) => Math.max(...half.map((s) => s[key])) / Math.min(...half.map((s) => s[key]));
-  return { heap: spread('heapMiB'), entries: spread('entries') };
+  const third = (from, to) => r.samples.filter((s) => s.day > (r.days * from) / 3 && s.day <= (r.days * to) / 3);
+  const [middle, last] = [third(1, 2), third(2, 3)];
+  if (!middle.length || !last.length) return undefined;
+  const peak = (samples, key) => Math.max(...samples.map((s) => s[key]));
+  const rise = (key) => peak(last, key) / peak(middle, key);
+  return { heap: rise('heapMiB'), entries: rise('entries') };
 }
 
 // ---------------------------------------------------------------- report
@@ -723,7 +767,7 @@ function summaryRows(r) {
     if (flat)
       rows.push(
         targetRow(
-          `memory store, ${r.growth.retention.payments} payments over ${fmt(r.growth.retention.days)} simulated days, default retention: heap and entries over the second half, max ÷ min`,
+          `memory store, ${r.growth.retention.payments} payments over ${fmt(r.growth.retention.days)} simulated days, default retention: highest heap and entries of the last third ÷ of the middle third`,
           '≤ 1.1×',
           `${fmt(flat.heap, 2)}×, ${fmt(flat.entries, 2)}×`,
           flat.heap <= 1.1 && flat.entries <= 1.1,

@@ -112,6 +112,54 @@ describe('MemoryPaymentsStore on an injected clock', () => {
     return { clock, advance: (ms: number) => (now += ms) };
   };
 
+  it('holds entries in proportion to the retention window, not to the time served: expired ones are swept as it writes', async () => {
+    // A shop of 500 payments a day for 120 days, each leaving a 7-day binding and a 30-day done
+    // marker, order settlement and outcome record, under caps it never reaches: what is held must
+    // follow the windows (7 × 500 + 3 × 30 × 500), not the 120 days' 240 000 entries.
+    const DAY_MS = 86_400_000;
+    const PER_DAY = 500;
+    const { clock, advance } = manual();
+    const store = new MemoryPaymentsStore({ clock, maxOutcomes: 1_000_000 });
+    const bindingTtl = 7 * DAY_MS;
+    const doneTtl = 30 * DAY_MS;
+    let largest = 0;
+    for (let day = 0; day < 120; day++) {
+      for (let i = 0; i < PER_DAY; i++) {
+        const n = day * PER_DAY + i;
+        await store.saveBinding(`token-${n}`, { paymentId: `pay-${n}`, amount: '1000', createdAt: '' }, bindingTtl);
+        await store.claim(`outcome:pay-${n}`, 'owner', 60_000);
+        await store.settleOrder(`order-${n}`, { paymentId: `pay-${n}`, amount: '1000' }, doneTtl);
+        await store.finishOutcome({
+          eventKey: `outcome:pay-${n}`,
+          owner: 'owner',
+          claim: 'done',
+          doneTtlMs: doneTtl,
+          record: {
+            paymentId: `pay-${n}`,
+            outcome: 'confirmed',
+            status: 'SUCCESS',
+            source: 'webhook',
+            handlers: 'succeeded',
+            updatedAt: '',
+          },
+          attemptsAdded: 1,
+          recordTtlMs: doneTtl,
+        });
+      }
+      largest = Math.max(largest, store.size);
+      advance(DAY_MS);
+    }
+    const window = 7 * PER_DAY + 3 * 30 * PER_DAY;
+    // A sweep runs once as many writes as there were entries after the last one (up to two
+    // entries a write): at most three windows' worth between sweeps.
+    expect(largest).toBeLessThanOrEqual(3 * window);
+    expect(store.size).toBeLessThanOrEqual(3 * window);
+    // Live entries stay: the newest binding, an outcome record of 29 days ago.
+    await expect(store.findBinding('token-59999')).resolves.toMatchObject({ paymentId: 'pay-59999' });
+    await expect(store.getOutcome(`pay-${91 * PER_DAY}`)).resolves.toMatchObject({ outcome: 'confirmed' });
+    await store.close();
+  });
+
   it('sees a lease, a binding and a rate limit expire the moment its clock passes them, within one real millisecond', async () => {
     const { clock, advance } = manual();
     const store = new MemoryPaymentsStore({ clock });

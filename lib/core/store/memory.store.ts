@@ -57,6 +57,9 @@ export interface MemoryPaymentsStoreOptions {
   clock?: Clock;
 }
 
+/** Fewest writes between two sweeps of expired entries (a small store is not swept at every write). */
+const SWEEP_MIN_WRITES = 1024;
+
 interface Claim {
   owner: string;
   expiresAt: number;
@@ -172,7 +175,8 @@ class DueQueue {
 }
 
 /**
- * The default store: in this process's memory, bounded in size (LRU) and age (per-entry TTL).
+ * The default store: in this process's memory, bounded in size (LRU) and age (per-entry TTL;
+ * expired entries are swept out as it writes, so that it holds what the retention windows keep).
  *
  * Good for one instance and for tests. It forgets everything on restart (confirmations still
  * arrive: the signed webhook token carries what the plugin must check, and the service's verify
@@ -195,6 +199,11 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
   /** The webhook's rate limits, in this process (this store is one process's anyway). */
   readonly rateLimits: MemoryRateLimiter;
   private readonly clock: Clock;
+  // lru-cache drops an expired entry only when it is read or evicted by the cap: without sweeps a
+  // store would hold its caps' worth of entries whatever the retention windows, its size following
+  // the shop's age. A sweep visits every entry, so one runs after as many writes as there were
+  // entries after the last: amortised, a write pays for one entry's visit.
+  private writesToSweep = SWEEP_MIN_WRITES;
 
   /** @param options size caps and clock; see {@link MemoryPaymentsStoreOptions} */
   constructor(options: MemoryPaymentsStoreOptions = {}) {
@@ -215,6 +224,14 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
     this.refunds = boundedCache(options.maxRefunds ?? 100_000, { allowStale: false, perf, ttlResolution });
   }
 
+  /** Counts a write, and sweeps the expired entries out of every cache when their time has come. */
+  private wrote(): void {
+    if (--this.writesToSweep > 0) return;
+    for (const cache of [this.bindings, this.done, this.outcomes, this.settlements, this.checkouts, this.refunds])
+      cache.purgeStale();
+    this.writesToSweep = Math.max(SWEEP_MIN_WRITES, this.size);
+  }
+
   /** @inheritdoc */
   async findRefund(refundKey: string): Promise<RefundRecord | undefined> {
     const found = this.refunds.get(refundKey);
@@ -233,6 +250,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
     const held = this.refunds.get(refundKey);
     if (held?.owner !== expectedOwner) return { swapped: false, held: held && structuredClone(held) };
     this.refunds.set(refundKey, structuredClone(record), { ttl });
+    this.wrote();
     return { swapped: true, held: structuredClone(record) };
   }
 
@@ -243,6 +261,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
     const held = this.settlements.get(orderKey);
     if (held) return { ...held };
     this.settlements.set(orderKey, { paymentId: settlement.paymentId, amount: settlement.amount }, { ttl });
+    this.wrote();
     return { paymentId: settlement.paymentId, amount: settlement.amount };
   }
 
@@ -255,6 +274,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
   /** @inheritdoc */
   async saveCheckout(orderKey: string, checkout: OrderCheckout, ttlMs: number): Promise<void> {
     this.checkouts.set(orderKey, structuredClone(checkout), { ttl: positiveMs('MemoryPaymentsStore', ttlMs, 'ttlMs') });
+    this.wrote();
   }
 
   /** @inheritdoc */
@@ -284,7 +304,10 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
   /** The checkout saved (when given) and the lock released if `owner` holds it, with no await in between. */
   async closeCheckout(orderKey: string, owner: string, save?: CheckoutSave): Promise<void> {
     const ttl = save && positiveMs('MemoryPaymentsStore', save.ttlMs, 'ttlMs');
-    if (save) this.checkouts.set(orderKey, structuredClone(save.checkout), { ttl });
+    if (save) {
+      this.checkouts.set(orderKey, structuredClone(save.checkout), { ttl });
+      this.wrote();
+    }
     const lockKey = checkoutLockKey(orderKey);
     if (this.activeClaim(lockKey)?.owner === owner) this.claims.delete(lockKey);
   }
@@ -292,6 +315,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
   /** @inheritdoc */
   async saveBinding(tokenId: string, binding: PaymentBinding, ttlMs: number): Promise<void> {
     this.bindings.set(tokenId, { ...binding }, { ttl: positiveMs('MemoryPaymentsStore', ttlMs, 'ttlMs') });
+    this.wrote();
   }
 
   /** @inheritdoc */
@@ -346,6 +370,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
       { ...finish.record, attempts: previous + finish.attemptsAdded },
       { ttl: recordTtl },
     );
+    this.wrote();
     return held && finish.claim === 'done';
   }
 
@@ -355,6 +380,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
     if (this.activeClaim(eventKey)?.owner !== owner) return false;
     this.claims.delete(eventKey);
     this.done.set(eventKey, true, { ttl });
+    this.wrote();
     return true;
   }
 
@@ -408,6 +434,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
   /** @inheritdoc */
   async saveOutcome(record: OutcomeRecord, ttlMs: number): Promise<void> {
     this.outcomes.set(record.paymentId, { ...record }, { ttl: positiveMs('MemoryPaymentsStore', ttlMs, 'ttlMs') });
+    this.wrote();
   }
 
   /** @inheritdoc */
