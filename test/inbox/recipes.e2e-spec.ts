@@ -4,12 +4,7 @@ import path from 'node:path';
 import type { PoolClient } from 'pg';
 import type { PoolConnection } from 'mysql2/promise';
 import type { PaymentConfirmedEvent } from '../../lib/index.js';
-import {
-  MemoryPaymentsStore,
-  type InboxDialect,
-  type OutcomeFinish,
-  type PaymentsInbox,
-} from '../../lib/store/index.js';
+import { MemoryPaymentsStore, type OutcomeFinish, type PaymentsInbox } from '../../lib/store/index.js';
 import { createPaymentsClient, createWebhookRouter } from '../../lib/express/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 // @ts-expect-error a plain .mjs script without types: the docs' blocks are read as the extractor reads them
