@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
@@ -18,29 +18,39 @@ import {
 import { settle } from '../faults/support/guards.js';
 import { bundleFixture } from '../support/bundle.js';
 import { startFixtureProcess, type FixtureProcess } from '../support/fixture-process.js';
-import { hostDb, type HostDb } from './support/hosts.js';
+import { hostDb, type HostDb, type ServedDialect } from './support/hosts.js';
+import { RECIPE_CASES } from './support/recipe-cases.js';
+// @ts-expect-error a plain .mjs script without types
+import { generatePrismaRecipes } from '../../scripts/prisma-recipes.mjs';
 
-// Exactly-once effects with the inbox under real crashes: the app (a child process, plain Express)
-// keeps its orders in its own database (PostgreSQL or MariaDB) and the plugin's state in another
-// store (Redis, or PostgreSQL without `transactional`). Each life of the app pays one new order and
-// is sent the webhook of every order not done yet; the process SIGKILLs itself at one await between
-// the handler's first write and the plugin's bookkeeping: after the first write, after the second,
-// after the host's commit, inside the store's done marker call. Each round kills once at each. A
-// last life, never killed, is sent every webhook until each is answered. Then every order was
-// updated exactly once (one `paid_runs`, one event row, although the handler is not idempotent),
-// has one inbox row, and every payment is done in the store (its webhook is a duplicate).
+// Exactly-once effects with the inbox under real crashes, for every recipe of docs/exactly-once.md
+// (the guide's files, imported by the app) on each database it speaks, with the plugin's state in
+// Redis or in PostgreSQL (without `transactional`). The app (a child process, plain Express) keeps
+// its orders in its own database. Its first life settles one order untouched and counts the awaits
+// of that outcome from the handler's first write to the store's done marker (every round trip it
+// starts: test/inbox/fixtures/app.mjs). Then each round has one life per await: it pays one new
+// order, is sent its webhook, and SIGKILLs itself while awaiting that round trip. A last life,
+// never killed, is sent every webhook until each is answered (each first meets a dead life's claim,
+// busy until its lease ends). Then every order was written exactly once (one event row, although the recipes'
+// handlers are not idempotent), has one inbox row, and every payment is done in the store (its
+// webhook is a duplicate).
 //
-// INBOX_CRASH_ROUNDS (default 3) sets the rounds per combination of store and host database.
+// INBOX_CRASH_ROUNDS (default 1) sets the rounds per combination, or INBOX_CRASH_RUNS the killed
+// lives (rounds enough to reach it); INBOX_CRASH_ONLY (a substring of
+// a combination's title) runs only some; INBOX_CRASH_REPORT (a file) gets one JSON line of counts
+// per combination (scripts/inbox-crash-matrix.mjs runs the matrix and prints the table).
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const OUT_DIR = path.join(ROOT, 'node_modules/.cache/nestjs-payments-inbox-crash', String(process.pid));
-const BUNDLE = path.join(OUT_DIR, 'payments.mjs');
+const BUNDLE = path.join(OUT_DIR, 'entry.mjs');
 const FIXTURE = path.join(import.meta.dirname, 'fixtures/app.mjs');
 const SECRET = 'whsec_inbox_crash_0123456789abcdef';
 const LEASE_MS = 400;
-const ROUNDS = Number(process.env.INBOX_CRASH_ROUNDS ?? 3);
-/** The awaits the app kills itself at, in the order a settlement reaches them. */
-const KILL_POINTS = ['write1', 'write2', 'committed', 'finishing'] as const;
+const ROUNDS = Number(process.env.INBOX_CRASH_ROUNDS ?? 1);
+/** Killed lives per combination wanted instead of rounds: as many rounds as reach it. */
+const RUNS = process.env.INBOX_CRASH_RUNS ? Number(process.env.INBOX_CRASH_RUNS) : undefined;
+const ONLY = process.env.INBOX_CRASH_ONLY ?? '';
+const REPORT = process.env.INBOX_CRASH_REPORT;
 
 const [pgUp, mariaUp, redisUp] = await Promise.all([postgresAvailable(), mariadbAvailable(), redisAvailable()]);
 let sandbox: PaymentsSandbox;
@@ -53,8 +63,24 @@ interface Order {
 }
 
 interface AppState {
-  orders: Array<{ id: string; status: string; paid_runs: number; events: number }>;
+  orders: Array<{ id: string; status: string; events: number }>;
   inbox: Array<{ payment_id: string; order_id: string }>;
+  /** The awaits of the last outcome of its own the life settled untouched. */
+  awaits: number;
+}
+
+/** What one combination counted: lives killed, and the orders' effects. */
+interface CrashCounts {
+  lives: number;
+  kills: number;
+  awaits: number;
+  orders: number;
+  /** Orders with more than one event row, payments with more than one inbox row. */
+  duplicates: number;
+  /** Orders with no event row or not paid, payments with no inbox row. */
+  losses: number;
+  maxEventsPerOrder: number;
+  maxInboxRowsPerPayment: number;
 }
 
 const deliver = (app: FixtureProcess, order: Order) =>
@@ -63,14 +89,27 @@ const deliver = (app: FixtureProcess, order: Order) =>
     body: undefined,
   }));
 
-/** The whole scenario on one store and one host database. */
-async function crashLoop(env: Record<string, string>): Promise<number> {
-  const start = (killAt?: string) =>
+const createOrder = async (app: FixtureProcess): Promise<Order> => {
+  const [order] = (await (
+    await fetch(`${app.url}/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ count: 1 }),
+    })
+  ).json()) as Array<Omit<Order, 'token'>>;
+  await sandbox.completePayment(order.paymentId, { requireDelivery: false });
+  const webhook = sandbox.getPayment(order.paymentId)!.webhook!;
+  return { ...order, token: new URL(webhook).pathname.split('/').at(-1)! };
+};
+
+/** The whole scenario on one store, one host database and one recipe. */
+async function crashLoop(title: string, env: Record<string, string>): Promise<CrashCounts> {
+  const start = (killAt?: number) =>
     startFixtureProcess(
       FIXTURE,
       {
         ...env,
-        KILL_AT: killAt ?? '',
+        KILL_AT: killAt === undefined ? '' : String(killAt),
         BUNDLE,
         SERVICE_URL: sandbox.url,
         PUBLIC_KEY: sandbox.publicKey,
@@ -82,30 +121,35 @@ async function crashLoop(env: Record<string, string>): Promise<number> {
     );
   const orders: Order[] = [];
   const done = new Set<string>();
+
+  // The first life counts the awaits of an outcome of its own, untouched.
+  const first = await start();
+  let awaits: number;
+  try {
+    const order = await createOrder(first);
+    orders.push(order);
+    expect(await deliver(first, order)).toEqual({ status: 200, body: { received: true } });
+    done.add(order.paymentId);
+    awaits = ((await (await fetch(`${first.url}/state`)).json()) as AppState).awaits;
+  } finally {
+    first.child.kill('SIGTERM');
+    expect((await first.exited).code).toBe(0);
+  }
+  // At least the handler's two writes, the commit and the done marker.
+  expect(awaits).toBeGreaterThanOrEqual(4);
+
   let kills = 0;
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const point of KILL_POINTS) {
+  const rounds = RUNS === undefined ? ROUNDS : Math.ceil(RUNS / awaits);
+  for (let round = 0; round < rounds; round++) {
+    for (let point = 1; point <= awaits; point++) {
       const app = await start(point);
-      const created = (await (
-        await fetch(`${app.url}/orders`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ count: 1 }),
-        })
-      ).json()) as Array<Omit<Order, 'token'>>;
-      for (const order of created) {
-        await sandbox.completePayment(order.paymentId, { requireDelivery: false });
-        const webhook = sandbox.getPayment(order.paymentId)!.webhook!;
-        orders.push({ ...order, token: new URL(webhook).pathname.split('/').at(-1)! });
-      }
-      // The new order's webhook reaches the kill point; older ones may be busy (a dead life's claim) or done.
-      const newest = orders.at(-1)!;
-      for (const order of orders.filter((o) => !done.has(o.paymentId) && o !== newest))
-        void deliver(app, order).then((answer) => {
-          if (answer.status === 200) done.add(order.paymentId);
-        });
-      await deliver(app, newest);
-      expect(await app.exited).toEqual({ code: null, signal: 'SIGKILL' });
+      const newest = await createOrder(app);
+      orders.push(newest);
+      // Its webhook alone: the outcome meets the process as the first life's did, at the same awaits.
+      const answer = await deliver(app, newest);
+      // A life that answered lived through the await it was to die at: the count was not the outcome's.
+      const end = await Promise.race([app.exited, settle(10_000).then(() => ({ answer, stderr: app.stderr() }))]);
+      expect({ point, awaits, end }).toEqual({ point, awaits, end: { code: null, signal: 'SIGKILL' } });
       kills += 1;
     }
   }
@@ -118,25 +162,40 @@ async function crashLoop(env: Record<string, string>): Promise<number> {
       for (const [order, answer] of answers) if (answer.status === 200) done.add(order.paymentId);
       if (done.size < orders.length) await settle(LEASE_MS / 2);
     }
+    const state = (await (await fetch(`${last.url}/state`)).json()) as AppState;
+    const inboxRows = (paymentId: string) => state.inbox.filter((r) => r.payment_id === paymentId).length;
+    const counted = orders.map((o) => ({
+      events: state.orders.find((r) => r.id === o.orderId)?.events ?? 0,
+      paid: state.orders.find((r) => r.id === o.orderId)?.status === 'paid',
+      inbox: inboxRows(o.paymentId),
+    }));
+    const counts: CrashCounts = {
+      lives: rounds * awaits + 2,
+      kills,
+      awaits,
+      orders: orders.length,
+      duplicates: counted.filter((c) => c.events > 1 || c.inbox > 1).length,
+      losses: counted.filter((c) => c.events === 0 || !c.paid || c.inbox === 0).length,
+      maxEventsPerOrder: Math.max(...counted.map((c) => c.events)),
+      maxInboxRowsPerPayment: Math.max(...counted.map((c) => c.inbox)),
+    };
+    if (REPORT) appendFileSync(REPORT, `${JSON.stringify({ combination: title, ...counts })}\n`);
     expect(done.size).toBe(orders.length);
     // Each is now a duplicate: the store's done marker is there for every one.
     for (const order of orders)
       expect(await deliver(last, order)).toEqual({ status: 200, body: { received: true, duplicate: true } });
-    const state = (await (await fetch(`${last.url}/state`)).json()) as AppState;
     const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-    expect(state.orders).toEqual(
-      orders.map((o) => ({ id: o.orderId, status: 'paid', paid_runs: 1, events: 1 })).sort(byId),
-    );
+    expect(state.orders).toEqual(orders.map((o) => ({ id: o.orderId, status: 'paid', events: 1 })).sort(byId));
     expect(state.inbox).toEqual(
       orders
         .map((o) => ({ payment_id: o.paymentId, order_id: o.orderId }))
         .sort((a, b) => (a.payment_id < b.payment_id ? -1 : 1)),
     );
+    return counts;
   } finally {
     last.child.kill('SIGTERM');
     expect((await last.exited).code).toBe(0);
   }
-  return kills;
 }
 
 /** The plugin's state: a Redis key prefix (db 5) or a PostgreSQL schema of its own, dropped after. */
@@ -174,16 +233,42 @@ async function pluginStore(
 }
 
 /** The host's env for the fixture, on a host database of the suite's own. */
-function hostEnv(db: HostDb, name: string): Record<string, string> {
+function hostEnv(db: HostDb): Record<string, string> {
   return db.dialect === 'postgres'
-    ? { HOST: 'postgres', HOST_URL: POSTGRES_URL, HOST_SCHEMA: name }
-    : { HOST: 'mysql', HOST_URL: name };
+    ? { HOST: 'postgres', HOST_SERVER: POSTGRES_URL, HOST_NAME: db.location }
+    : { HOST: 'mysql', HOST_SERVER: MARIADB_URL, HOST_NAME: new URL(db.location).pathname.slice(1) };
 }
 
-describe(`SIGKILL at each await between an inbox handler's first write and the plugin's bookkeeping, ${ROUNDS} rounds of ${KILL_POINTS.length} kills per combination`, () => {
+const STORES = {
+  redis: { label: 'Redis', up: redisUp, reason: `Redis not reachable at ${REDIS_URL}` },
+  postgres: { label: 'PostgreSQL', up: pgUp, reason: `PostgreSQL not reachable at ${POSTGRES_URL}` },
+} as const;
+const HOSTS = {
+  postgres: { label: 'PostgreSQL', up: pgUp, reason: `PostgreSQL not reachable at ${POSTGRES_URL}` },
+  mysql: { label: 'MariaDB', up: mariaUp, reason: `MariaDB not reachable at ${MARIADB_URL}` },
+} as const;
+
+/** Every recipe on every database it speaks, with each store: the matrix. */
+const MATRIX = (['redis', 'postgres'] as const)
+  .flatMap((store) =>
+    RECIPE_CASES.flatMap((recipe) =>
+      recipe.dialects
+        .filter((d): d is ServedDialect => d !== 'sqlite')
+        .map((dialect) => ({
+          store,
+          dialect,
+          recipe,
+          title: `${recipe.name} on ${HOSTS[dialect].label}, plugin state in ${STORES[store].label}`,
+        })),
+    ),
+  )
+  .filter((c) => c.title.includes(ONLY));
+
+describe(`SIGKILL at each await between an inbox recipe's first write and the plugin's bookkeeping, ${ROUNDS} round(s) per combination`, () => {
   beforeAll(async () => {
     mkdirSync(OUT_DIR, { recursive: true });
-    bundleFixture(path.join(import.meta.dirname, 'fixtures/entry.ts'), BUNDLE);
+    (generatePrismaRecipes as () => string[])();
+    bundleFixture(path.join(import.meta.dirname, 'fixtures/entry.ts'), BUNDLE, true);
     sandbox = await PaymentsSandbox.start({ webhookAttempts: 1 });
   }, 60_000);
 
@@ -198,30 +283,24 @@ describe(`SIGKILL at each await between an inbox handler's first write and the p
     rmSync(OUT_DIR, { recursive: true, force: true });
   });
 
-  const cases = [
-    ['redis', 'postgres', redisUp && pgUp, `Redis (${REDIS_URL}) or PostgreSQL (${POSTGRES_URL}) not reachable`],
-    ['redis', 'mysql', redisUp && mariaUp, `Redis (${REDIS_URL}) or MariaDB (${MARIADB_URL}) not reachable`],
-    ['postgres', 'postgres', pgUp, `PostgreSQL not reachable at ${POSTGRES_URL}`],
-    ['postgres', 'mysql', pgUp && mariaUp, `PostgreSQL (${POSTGRES_URL}) or MariaDB (${MARIADB_URL}) not reachable`],
-  ] as const;
-  for (const [store, dialect, up, reason] of cases)
-    describeWithService(up, reason)(
-      `plugin state in ${store}, orders in ${dialect === 'mysql' ? 'MariaDB' : 'PostgreSQL'}`,
-      () => {
-        it(
-          'every order updated exactly once, one inbox row each, every payment done',
-          async () => {
-            const db = await hostDb(dialect);
-            const plugin = await pluginStore(store);
-            try {
-              expect(await crashLoop({ ...plugin.env, ...hostEnv(db, db.location) })).toBe(ROUNDS * KILL_POINTS.length);
-            } finally {
-              await db.drop();
-              await plugin.drop();
-            }
-          },
-          60_000 + ROUNDS * KILL_POINTS.length * 5_000,
-        );
-      },
-    );
+  for (const { store, dialect, recipe, title } of MATRIX) {
+    const up = STORES[store].up && HOSTS[dialect].up;
+    describeWithService(up, STORES[store].up ? HOSTS[dialect].reason : STORES[store].reason)(title, () => {
+      it(
+        'every order written exactly once, one inbox row each, every payment done',
+        async () => {
+          const db = await hostDb(dialect);
+          const plugin = await pluginStore(store);
+          try {
+            const counts = await crashLoop(title, { ...plugin.env, ...hostEnv(db), RECIPE: recipe.file });
+            expect(counts.kills).toBe(counts.lives - 2);
+          } finally {
+            await db.drop();
+            await plugin.drop();
+          }
+        },
+        60_000 + (RUNS ?? ROUNDS * 12) * 5_000,
+      );
+    });
+  }
 });

@@ -4,12 +4,7 @@ import path from 'node:path';
 import type { PoolClient } from 'pg';
 import type { PoolConnection } from 'mysql2/promise';
 import type { PaymentConfirmedEvent } from '../../lib/index.js';
-import {
-  MemoryPaymentsStore,
-  type InboxDialect,
-  type OutcomeFinish,
-  type PaymentsInbox,
-} from '../../lib/store/index.js';
+import { MemoryPaymentsStore, type OutcomeFinish, type PaymentsInbox } from '../../lib/store/index.js';
 import { createPaymentsClient, createWebhookRouter } from '../../lib/express/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 // @ts-expect-error a plain .mjs script without types: the docs' blocks are read as the extractor reads them
@@ -22,27 +17,12 @@ import {
   POSTGRES_URL,
   postgresAvailable,
 } from '../support/services.js';
-import knex from 'knex';
-import { Kysely, MysqlDialect, PostgresDialect } from 'kysely';
-import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
-import { drizzle as drizzleMysql } from 'drizzle-orm/mysql2';
-import { MikroORM as MikroPg } from '@mikro-orm/postgresql';
-import { MikroORM as MikroMariaDb } from '@mikro-orm/mariadb';
-import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaMariaDb } from '@prisma/adapter-mariadb';
-import pg from 'pg';
-import mysql from 'mysql2';
 // @ts-expect-error a plain .mjs script without types
 import { generatePrismaRecipes } from '../../scripts/prisma-recipes.mjs';
 import { hostDb, orderState, type HostDb, type ServedDialect } from './support/hosts.js';
+import { RECIPE_CASES, type Recipe } from './support/recipe-cases.js';
 import { markPaidWithMysql2, mysqlInbox } from './recipes/inbox-mysql2.js';
 import { markPaidWithPg, pgInbox } from './recipes/inbox-pg.js';
-import { markPaidWithTypeorm, ORDER_ENTITIES, typeormInbox } from './recipes/inbox-typeorm.js';
-import { knexInbox, markPaidWithKnex } from './recipes/inbox-knex.js';
-import { kyselyInbox, markPaidWithKysely, type ShopDatabase } from './recipes/inbox-kysely.js';
-import { drizzlePgInbox, markPaidWithDrizzlePg } from './recipes/inbox-drizzle-pg.js';
-import { drizzleMysqlInbox, markPaidWithDrizzleMysql } from './recipes/inbox-drizzle-mysql2.js';
-import { markPaidWithMikroOrm, MIKRO_ORDER_ENTITIES, mikroOrmInbox } from './recipes/inbox-mikro-orm.js';
 
 // The inbox recipes of docs/exactly-once.md, run: each file in recipes/ is a block of the guide,
 // word for word (checked first), and each is run against the sandbox on a real host database
@@ -53,9 +33,6 @@ import { markPaidWithMikroOrm, MIKRO_ORDER_ENTITIES, mikroOrmInbox } from './rec
 
 // The Prisma recipe's clients (one per provider) are generated first: the recipe imports one.
 (generatePrismaRecipes as () => string[])();
-const { PrismaClient: PrismaPgClient } = await import('./generated/prisma/client.js');
-const { PrismaClient: PrismaMysqlClient } = await import('./generated/prisma-mysql/client.js');
-const { markPaidWithPrisma, prismaInbox } = await import('./recipes/inbox-prisma.js');
 
 const RECIPES = path.join(import.meta.dirname, 'recipes');
 const GUIDE = path.join(import.meta.dirname, '../../docs/exactly-once.md');
@@ -85,8 +62,6 @@ class LosesFirstDone extends MemoryPaymentsStore {
     return super.finishOutcome(finish);
   }
 }
-
-type Recipe = (event: PaymentConfirmedEvent) => Promise<void>;
 
 /**
  * Pays an order and delivers its webhook `deliveries` times to a client with `inbox`, whose
@@ -172,124 +147,6 @@ it("the Prisma recipe's schema is the guide's, and the MariaDB client's differs 
       .replace('provider = "postgresql"', 'provider = "mysql"'),
   );
 });
-
-/** One recipe of the guide, on the host databases its ORM or driver speaks. */
-interface RecipeCase {
-  name: string;
-  file: string;
-  dialects: readonly InboxDialect[];
-  /** The recipe's inbox and handler on `db` (what it opens is closed with `db`). */
-  setup(db: HostDb): Promise<{ inbox: PaymentsInbox; recipe: Recipe }>;
-}
-
-/** The Prisma client of the database's provider, on its driver adapter. */
-function prismaOn(db: HostDb): InstanceType<typeof PrismaPgClient> {
-  if (db.dialect === 'postgres')
-    return new PrismaPgClient({ adapter: new PrismaPg({ connectionString: db.url }, { schema: db.location }) });
-  const url = new URL(db.url);
-  const adapter = new PrismaMariaDb({
-    host: url.hostname,
-    port: Number(url.port || 3306),
-    user: decodeURIComponent(url.username),
-    password: decodeURIComponent(url.password) || undefined,
-    database: url.pathname.slice(1),
-  });
-  // The recipe is typed with the PostgreSQL client; the MariaDB one has the same models.
-  return new PrismaMysqlClient({ adapter }) as unknown as InstanceType<typeof PrismaPgClient>;
-}
-
-const RECIPE_CASES: readonly RecipeCase[] = [
-  {
-    name: 'plain pg',
-    file: 'inbox-pg.ts',
-    dialects: ['postgres'],
-    setup: async (db) => ({ inbox: pgInbox(db.pgPool!), recipe: markPaidWithPg }),
-  },
-  {
-    name: 'mysql2',
-    file: 'inbox-mysql2.ts',
-    dialects: ['mysql'],
-    setup: async (db) => ({ inbox: mysqlInbox(db.mysqlPool!), recipe: markPaidWithMysql2 }),
-  },
-  {
-    name: 'TypeORM',
-    file: 'inbox-typeorm.ts',
-    dialects: ['postgres', 'mysql'],
-    setup: async (db) => ({ inbox: typeormInbox(await db.dataSource(ORDER_ENTITIES)), recipe: markPaidWithTypeorm }),
-  },
-  {
-    name: 'Prisma',
-    file: 'inbox-prisma.ts',
-    dialects: ['postgres', 'mysql'],
-    setup: async (db) => {
-      const prisma = prismaOn(db);
-      db.closeAtDrop(() => prisma.$disconnect());
-      return { inbox: prismaInbox(prisma, db.dialect), recipe: markPaidWithPrisma };
-    },
-  },
-  {
-    name: 'Knex',
-    file: 'inbox-knex.ts',
-    dialects: ['postgres', 'mysql'],
-    setup: async (db) => {
-      const instance = knex({ client: db.dialect === 'postgres' ? 'pg' : 'mysql2', connection: db.url });
-      db.closeAtDrop(() => instance.destroy());
-      return { inbox: knexInbox(instance), recipe: markPaidWithKnex };
-    },
-  },
-  {
-    name: 'Kysely',
-    file: 'inbox-kysely.ts',
-    dialects: ['postgres', 'mysql'],
-    setup: async (db) => {
-      const dialect =
-        db.dialect === 'postgres'
-          ? new PostgresDialect({ pool: new pg.Pool({ connectionString: db.url }) })
-          : new MysqlDialect({ pool: mysql.createPool(db.url) });
-      const instance = new Kysely<ShopDatabase>({ dialect });
-      db.closeAtDrop(() => instance.destroy());
-      return { inbox: kyselyInbox(instance, db.dialect), recipe: markPaidWithKysely };
-    },
-  },
-  {
-    name: 'Drizzle (node-postgres)',
-    file: 'inbox-drizzle-pg.ts',
-    dialects: ['postgres'],
-    setup: async (db) => {
-      const pool = new pg.Pool({ connectionString: db.url });
-      db.closeAtDrop(() => pool.end());
-      return { inbox: drizzlePgInbox(drizzlePg({ client: pool })), recipe: markPaidWithDrizzlePg };
-    },
-  },
-  {
-    name: 'Drizzle (mysql2)',
-    file: 'inbox-drizzle-mysql2.ts',
-    dialects: ['mysql'],
-    setup: async (db) => {
-      const pool = mysql.createPool(db.url);
-      db.closeAtDrop(() => pool.promise().end());
-      return { inbox: drizzleMysqlInbox(drizzleMysql({ client: pool })), recipe: markPaidWithDrizzleMysql };
-    },
-  },
-  {
-    name: 'MikroORM',
-    file: 'inbox-mikro-orm.ts',
-    dialects: ['postgres', 'mysql'],
-    setup: async (db) => {
-      const orm =
-        db.dialect === 'postgres'
-          ? await MikroPg.init({
-              clientUrl: db.url,
-              schema: db.location,
-              driverOptions: { connection: { options: `-c search_path=${db.location}` } },
-              entities: MIKRO_ORDER_ENTITIES,
-            })
-          : await MikroMariaDb.init({ clientUrl: db.url, entities: MIKRO_ORDER_ENTITIES });
-      db.closeAtDrop(() => orm.close());
-      return { inbox: mikroOrmInbox(orm.em, db.dialect), recipe: markPaidWithMikroOrm };
-    },
-  },
-];
 
 const RECIPE_FILES = RECIPE_CASES.map((r) => r.file).sort();
 

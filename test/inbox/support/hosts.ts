@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import { DataSource } from 'typeorm';
-import { inboxDdl, type InboxDialect } from '../../../lib/store/index.js';
+import { inboxDdl } from '../../../lib/store/index.js';
 import { MARIADB_URL, POSTGRES_URL } from '../../support/services.js';
+import { hostHandle, type HostHandle } from './host-handle.js';
+import type { ServedDialect } from './served-dialect.js';
 
 // The host's own database of the inbox tests: a PostgreSQL schema or a MariaDB database of its
 // own per suite, with the recipes' tables (`orders`, `order_events`, with the crash test's
@@ -14,22 +15,9 @@ import { MARIADB_URL, POSTGRES_URL } from '../../support/services.js';
 export type HostQuery = (sql: string, params?: unknown[]) => Promise<Array<Record<string, unknown>>>;
 
 /** A host database of one suite. */
-export interface HostDb {
-  dialect: ServedDialect;
-  /** Where it is: the PostgreSQL schema (on POSTGRES_URL), or the MariaDB URL of its database. */
-  location: string;
-  /** A connection string that lands on it (PostgreSQL: POSTGRES_URL with its schema as the `search_path`). */
-  url: string;
+export interface HostDb extends HostHandle {
   /** Runs a statement (placeholders of the dialect). */
   query: HostQuery;
-  /** A `pg` Pool on it (postgres). */
-  pgPool?: pg.Pool;
-  /** A `mysql2` pool on it (mysql). */
-  mysqlPool?: mysql.Pool;
-  /** A TypeORM DataSource on it, initialised on first use. */
-  dataSource(entities: unknown[]): Promise<DataSource>;
-  /** Has {@link drop} call `close` first (an ORM's pool on it). */
-  closeAtDrop(close: () => Promise<unknown>): void;
   /** `$1` or `?`. */
   p(n: number): string;
   /** Creates the inbox table (again). */
@@ -38,8 +26,7 @@ export interface HostDb {
   drop(): Promise<void>;
 }
 
-/** The dialects with a test server (SQLite's inbox is run by the Vendure suite, on sql.js). */
-export type ServedDialect = Exclude<InboxDialect, 'sqlite'>;
+export type { ServedDialect };
 
 const ORDERS_DDL: Record<ServedDialect, string[]> = {
   postgres: [
@@ -58,71 +45,41 @@ const ORDERS_DDL: Record<ServedDialect, string[]> = {
  */
 export async function hostDb(dialect: ServedDialect, withInbox = true): Promise<HostDb> {
   const name = `inbox_${process.pid}_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
-  const sources: DataSource[] = [];
-  const closers: Array<() => Promise<unknown>> = [];
-  const closeAll = async () => {
-    for (const close of closers.splice(0)) await close();
-    for (const source of sources) if (source.isInitialized) await source.destroy();
-  };
   let db: HostDb;
   if (dialect === 'postgres') {
     const admin = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
     await admin.query(`CREATE SCHEMA ${name}`);
     await admin.end();
-    const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 8, options: `-c search_path=${name}` });
-    const url = new URL(POSTGRES_URL);
-    url.searchParams.set('options', `-c search_path=${name}`);
+    const handle = hostHandle(dialect, POSTGRES_URL, name);
+    const pool = handle.pgPool!;
     db = {
-      dialect,
-      location: name,
-      url: url.toString(),
-      closeAtDrop: (close) => void closers.push(close),
-      pgPool: pool,
+      ...handle,
       query: async (sql, params) => (await pool.query(sql, params)).rows,
       p: (n) => `$${n}`,
-      dataSource: async (entities) => {
-        const source = new DataSource({
-          type: 'postgres',
-          url: POSTGRES_URL,
-          schema: name,
-          extra: { options: `-c search_path=${name}` },
-          entities: entities as never,
-        });
-        sources.push(source);
-        return source.initialize();
-      },
       createInbox: async () => void (await pool.query(inboxDdl('postgres'))),
       drop: async () => {
-        await closeAll();
-        await pool.query(`DROP SCHEMA ${name} CASCADE`);
-        await pool.end();
+        await handle.close();
+        const admin = new pg.Pool({ connectionString: POSTGRES_URL, max: 1 });
+        await admin.query(`DROP SCHEMA ${name} CASCADE`);
+        await admin.end();
       },
     };
   } else {
     const admin = await mysql.createConnection(MARIADB_URL);
     await admin.query(`CREATE DATABASE ${name}`);
     await admin.end();
-    const url = new URL(MARIADB_URL);
-    url.pathname = `/${name}`;
-    const pool = mysql.createPool({ uri: url.toString(), connectionLimit: 8 });
+    const handle = hostHandle(dialect, MARIADB_URL, name);
+    const pool = handle.mysqlPool!;
     db = {
-      dialect,
-      location: url.toString(),
-      url: url.toString(),
-      closeAtDrop: (close) => void closers.push(close),
-      mysqlPool: pool,
+      ...handle,
       query: async (sql, params) => (await pool.query(sql, params))[0] as Array<Record<string, unknown>>,
       p: () => '?',
-      dataSource: async (entities) => {
-        const source = new DataSource({ type: 'mariadb', url: url.toString(), entities: entities as never });
-        sources.push(source);
-        return source.initialize();
-      },
       createInbox: async () => void (await pool.query(inboxDdl('mysql'))),
       drop: async () => {
-        await closeAll();
-        await pool.query(`DROP DATABASE ${name}`);
-        await pool.end();
+        await handle.close();
+        const admin = await mysql.createConnection(MARIADB_URL);
+        await admin.query(`DROP DATABASE ${name}`);
+        await admin.end();
       },
     };
   }

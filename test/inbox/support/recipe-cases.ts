@@ -1,0 +1,164 @@
+import type { PaymentConfirmedEvent } from '../../../lib/index.js';
+import type { InboxDialect, PaymentsInbox } from '../../../lib/store/index.js';
+import type { HostHandle } from './host-handle.js';
+import type { ShopDatabase } from '../recipes/inbox-kysely.js';
+import pg from 'pg';
+import mysql from 'mysql2';
+
+// The inbox recipes of docs/exactly-once.md (test/inbox/recipes/, word for word), each set up on
+// a host database: one table for the recipes' suite and the crash test's child process. Each
+// case imports its recipe and its ORM when set up: a child process loads only the one it runs.
+
+/** A recipe's confirmation handler. */
+export type Recipe = (event: PaymentConfirmedEvent) => Promise<void>;
+
+/** One recipe of the guide, on the host databases its ORM or driver speaks. */
+export interface RecipeCase {
+  name: string;
+  file: string;
+  dialects: readonly InboxDialect[];
+  /** The recipe's inbox and handler on `db` (what it opens is closed with `db`). */
+  setup(db: HostHandle): Promise<{ inbox: PaymentsInbox; recipe: Recipe }>;
+}
+
+/**
+ * The Prisma client of the database's provider, on its driver adapter. The clients are generated
+ * by scripts/prisma-recipes.mjs (the suites run it first), hence imported late.
+ */
+async function prismaOn(db: HostHandle) {
+  const { PrismaClient: PrismaPgClient } = await import('../generated/prisma/client.js');
+  if (db.dialect === 'postgres') {
+    const { PrismaPg } = await import('@prisma/adapter-pg');
+    return new PrismaPgClient({ adapter: new PrismaPg({ connectionString: db.url }, { schema: db.location }) });
+  }
+  const { PrismaMariaDb } = await import('@prisma/adapter-mariadb');
+  const { PrismaClient: PrismaMysqlClient } = await import('../generated/prisma-mysql/client.js');
+  const url = new URL(db.url);
+  const adapter = new PrismaMariaDb({
+    host: url.hostname,
+    port: Number(url.port || 3306),
+    user: decodeURIComponent(url.username),
+    password: decodeURIComponent(url.password) || undefined,
+    database: url.pathname.slice(1),
+  });
+  // The recipe is typed with the PostgreSQL client; the MariaDB one has the same models.
+  return new PrismaMysqlClient({ adapter }) as unknown as InstanceType<typeof PrismaPgClient>;
+}
+
+/** Every recipe of the guide. */
+export const RECIPE_CASES: readonly RecipeCase[] = [
+  {
+    name: 'plain pg',
+    file: 'inbox-pg.ts',
+    dialects: ['postgres'],
+    setup: async (db) => {
+      const { markPaidWithPg, pgInbox } = await import('../recipes/inbox-pg.js');
+      return { inbox: pgInbox(db.pgPool!), recipe: markPaidWithPg };
+    },
+  },
+  {
+    name: 'mysql2',
+    file: 'inbox-mysql2.ts',
+    dialects: ['mysql'],
+    setup: async (db) => {
+      const { markPaidWithMysql2, mysqlInbox } = await import('../recipes/inbox-mysql2.js');
+      return { inbox: mysqlInbox(db.mysqlPool!), recipe: markPaidWithMysql2 };
+    },
+  },
+  {
+    name: 'TypeORM',
+    file: 'inbox-typeorm.ts',
+    dialects: ['postgres', 'mysql'],
+    setup: async (db) => {
+      const { markPaidWithTypeorm, ORDER_ENTITIES, typeormInbox } = await import('../recipes/inbox-typeorm.js');
+      return { inbox: typeormInbox(await db.dataSource(ORDER_ENTITIES)), recipe: markPaidWithTypeorm };
+    },
+  },
+  {
+    name: 'Prisma',
+    file: 'inbox-prisma.ts',
+    dialects: ['postgres', 'mysql'],
+    setup: async (db) => {
+      const prisma = await prismaOn(db);
+      const { markPaidWithPrisma, prismaInbox } = await import('../recipes/inbox-prisma.js');
+      db.closeAtDrop(() => prisma.$disconnect());
+      return { inbox: prismaInbox(prisma, db.dialect), recipe: markPaidWithPrisma };
+    },
+  },
+  {
+    name: 'Knex',
+    file: 'inbox-knex.ts',
+    dialects: ['postgres', 'mysql'],
+    setup: async (db) => {
+      const { default: knex } = await import('knex');
+      const { knexInbox, markPaidWithKnex } = await import('../recipes/inbox-knex.js');
+      const instance = knex({ client: db.dialect === 'postgres' ? 'pg' : 'mysql2', connection: db.url });
+      db.closeAtDrop(() => instance.destroy());
+      return { inbox: knexInbox(instance), recipe: markPaidWithKnex };
+    },
+  },
+  {
+    name: 'Kysely',
+    file: 'inbox-kysely.ts',
+    dialects: ['postgres', 'mysql'],
+    setup: async (db) => {
+      const { Kysely, MysqlDialect, PostgresDialect } = await import('kysely');
+      const { kyselyInbox, markPaidWithKysely } = await import('../recipes/inbox-kysely.js');
+      const dialect =
+        db.dialect === 'postgres'
+          ? new PostgresDialect({ pool: new pg.Pool({ connectionString: db.url }) })
+          : new MysqlDialect({ pool: mysql.createPool(db.url) });
+      const instance = new Kysely<ShopDatabase>({ dialect });
+      db.closeAtDrop(() => instance.destroy());
+      return { inbox: kyselyInbox(instance, db.dialect), recipe: markPaidWithKysely };
+    },
+  },
+  {
+    name: 'Drizzle (node-postgres)',
+    file: 'inbox-drizzle-pg.ts',
+    dialects: ['postgres'],
+    setup: async (db) => {
+      const { drizzle } = await import('drizzle-orm/node-postgres');
+      const { drizzlePgInbox, markPaidWithDrizzlePg } = await import('../recipes/inbox-drizzle-pg.js');
+      const pool = new pg.Pool({ connectionString: db.url });
+      db.closeAtDrop(() => pool.end());
+      return { inbox: drizzlePgInbox(drizzle({ client: pool })), recipe: markPaidWithDrizzlePg };
+    },
+  },
+  {
+    name: 'Drizzle (mysql2)',
+    file: 'inbox-drizzle-mysql2.ts',
+    dialects: ['mysql'],
+    setup: async (db) => {
+      const { drizzle } = await import('drizzle-orm/mysql2');
+      const { drizzleMysqlInbox, markPaidWithDrizzleMysql } = await import('../recipes/inbox-drizzle-mysql2.js');
+      const pool = mysql.createPool(db.url);
+      db.closeAtDrop(() => pool.promise().end());
+      return { inbox: drizzleMysqlInbox(drizzle({ client: pool })), recipe: markPaidWithDrizzleMysql };
+    },
+  },
+  {
+    name: 'MikroORM',
+    file: 'inbox-mikro-orm.ts',
+    dialects: ['postgres', 'mysql'],
+    setup: async (db) => {
+      const { markPaidWithMikroOrm, MIKRO_ORDER_ENTITIES, mikroOrmInbox } =
+        await import('../recipes/inbox-mikro-orm.js');
+      const orm =
+        db.dialect === 'postgres'
+          ? await (
+              await import('@mikro-orm/postgresql')
+            ).MikroORM.init({
+              clientUrl: db.url,
+              schema: db.location,
+              driverOptions: { connection: { options: `-c search_path=${db.location}` } },
+              entities: MIKRO_ORDER_ENTITIES,
+            })
+          : await (
+              await import('@mikro-orm/mariadb')
+            ).MikroORM.init({ clientUrl: db.url, entities: MIKRO_ORDER_ENTITIES });
+      db.closeAtDrop(() => orm.close());
+      return { inbox: mikroOrmInbox(orm.em, db.dialect), recipe: markPaidWithMikroOrm };
+    },
+  },
+];

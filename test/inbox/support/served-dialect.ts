@@ -1,0 +1,4 @@
+import type { InboxDialect } from '../../../lib/store/index.js';
+
+/** The dialects with a test server (SQLite's inbox is run by the Vendure suite, on sql.js). */
+export type ServedDialect = Exclude<InboxDialect, 'sqlite'>;
