@@ -30,6 +30,8 @@ import { MemoryRateLimiter } from './memory.limiter.js';
 import { mergeGenerated, mergeRecheck } from './pending.generated.js';
 import { checkoutLockKey } from './checkout.claims.js';
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
+import { MemoryStoryLog } from './memory.story.js';
+import type { StoryOptions } from './story.rules.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
 export interface MemoryPaymentsStoreOptions {
@@ -50,6 +52,11 @@ export interface MemoryPaymentsStoreOptions {
   maxOrders?: number;
   /** Most refund records kept (one per payment refunded); least recently used go first. Default 100 000. */
   maxRefunds?: number;
+  /**
+   * The payments' stories and the desk's tallies ({@link MemoryStoryLog}): their bounds and
+   * retention, or `false` to keep none. Default: the defaults of {@link StoryOptions}.
+   */
+  story?: StoryOptions | false;
   /**
    * The store's clock: leases and TTLs run on it, and {@link MemoryPaymentsStore.now} reads it.
    * Default: the system clock.
@@ -194,6 +201,8 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
   private readonly refunds: LRUCache<string, RefundRecord>;
   /** The webhook's rate limits, in this process (this store is one process's anyway). */
   readonly rateLimits: MemoryRateLimiter;
+  /** The payments' stories and the desk's tallies, in this process; absent with `story: false`. */
+  readonly story?: MemoryStoryLog;
   private readonly clock: Clock;
 
   /** @param options size caps and clock; see {@link MemoryPaymentsStoreOptions} */
@@ -213,6 +222,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
     this.settlements = boundedCache(options.maxOrders ?? 100_000, { allowStale: false, perf, ttlResolution });
     this.checkouts = boundedCache(options.maxOrders ?? 100_000, { allowStale: false, perf, ttlResolution });
     this.refunds = boundedCache(options.maxRefunds ?? 100_000, { allowStale: false, perf, ttlResolution });
+    if (options.story !== false) this.story = new MemoryStoryLog(options.story, this.clock, options.maxOutcomes);
   }
 
   /** @inheritdoc */
