@@ -3,6 +3,7 @@
 import { expect, it } from '@jest/globals';
 import type { PaymentsClient } from '../../lib/express/index.js';
 import type { PaymentsSandbox } from '../../lib/testing/index.js';
+import { storyLogOf } from '../../lib/store/index.js';
 
 /** The client's secrets: never in a page. */
 export const SECRETS = {
@@ -308,6 +309,10 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     expect(stuck).toContainEqual(
       expect.stringMatching(/^\w+ Handlers ran; error: Error: stock service down &lt;script&gt;.*key=\[redacted\].*: confirmed: failed$/),
     );
+    // Written without the secrets (the store holds the story as the client's redactor left it).
+    const kept = JSON.stringify(await storyLogOf(harness().client.store)?.entries(harness().client.name ?? '', s.stuck));
+    expect(kept).toContain('stock service down');
+    for (const secret of [SECRETS.privateKey, SECRETS.webhookSecret]) expect(kept).not.toContain(secret);
     // The overdue payment's story: the reconciliation's checks, each what the service said.
     expect(story(await rows(s.overdue))).toContain('reconciliation Verified with the service: PENDING');
   });

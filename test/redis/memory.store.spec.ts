@@ -6,7 +6,7 @@ import { describeStoreContract } from '../support/store-contract.js';
 describeStoreContract('MemoryPaymentsStore', async () => {
   const store = new MemoryPaymentsStore();
   return { store, cleanup: () => store.close() };
-});
+}, { story: true });
 
 describe('MemoryPaymentsStore bounds', () => {
   const DAY_MS = 86_400_000;
