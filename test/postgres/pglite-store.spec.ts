@@ -31,7 +31,7 @@ describeStoreContract('PostgresPaymentsStore on PGlite', async () => {
   // default 5 s bound, which is there for an unreachable server, not what the contract checks.
   const store = new PostgresPaymentsStore(shared, { operationTimeoutMs: 60_000 });
   return { store, cleanup: () => store.close() };
-});
+}, { story: true });
 
 describe('PostgresPaymentsStore on PGlite', () => {
   it('creates its tables with the default prefix in the search_path schema', async () => {
