@@ -55,7 +55,10 @@ export function chartSummary(buckets: readonly TallyBucket[]): ChartSummary {
     outcomes: [...outcomes]
       .map(([label, value]) => ({ label, value }))
       .sort((a, b) => b.value - a.value || a.label.localeCompare(b.label)),
-    histogram: slots.map((s) => ({ label: s.le === 'inf' ? 'longer' : `≤ ${durationText(Number(s.le))}`, value: s.count })),
+    histogram: slots.map((s) => ({
+      label: s.le === 'inf' ? 'longer' : `≤ ${durationText(Number(s.le))}`,
+      value: s.count,
+    })),
     p50: histogramPercentile(slots, 50),
     p99: histogramPercentile(slots, 99),
     verifyPerSettled: settled === 0 ? undefined : tallySum(buckets, TALLY.verifySettled) / settled,
@@ -79,7 +82,12 @@ export function durationText(ms: number | undefined): string {
  * (`role="img"`, `aria-labelledby`), and every bar's label and value as text, so the numbers read
  * without colour. Presentation attributes only (no `style`): the page's policy allows no inline style.
  */
-export function barChart(id: string, title: string, desc: string, bars: ReadonlyArray<{ label: string; value: number }>): SafeHtml {
+export function barChart(
+  id: string,
+  title: string,
+  desc: string,
+  bars: ReadonlyArray<{ label: string; value: number }>,
+): SafeHtml {
   const row = 24;
   const labelWidth = 150;
   const barWidth = 300;

@@ -272,7 +272,11 @@ function timeline(p: DeskPayment): TimelineEntry[] {
     });
   }
   for (const a of p.actions)
-    entries.push({ at: a.at, text: html`${ACTION_NAMES[a.action] ?? a.action} by ${a.name}: ${a.result}`, source: 'desk' });
+    entries.push({
+      at: a.at,
+      text: html`${ACTION_NAMES[a.action] ?? a.action} by ${a.name}: ${a.result}`,
+      source: 'desk',
+    });
   // A stable sort: entries of one instant keep the order they were written in.
   return entries.sort((a, b) => (a.at === '' ? (b.at === '' ? 0 : 1) : b.at === '' ? -1 : a.at.localeCompare(b.at)));
 }

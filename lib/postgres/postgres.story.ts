@@ -101,7 +101,8 @@ export class PostgresStoryLog implements PaymentStoryLog {
   async append(batch: StoryBatch): Promise<void> {
     if (batch.entries.length === 0 && batch.tallies.length === 0) return;
     const byPayment = new Map<string, StoryEntry[]>();
-    for (const entry of batch.entries) byPayment.set(entry.paymentId, [...(byPayment.get(entry.paymentId) ?? []), entry]);
+    for (const entry of batch.entries)
+      byPayment.set(entry.paymentId, [...(byPayment.get(entry.paymentId) ?? []), entry]);
     const stories = [...byPayment].map(([paymentId, added]) => ({
       paymentId,
       entries: keptEntries([], added, this.limits.maxEntries),

@@ -58,7 +58,10 @@ export class RedisStoryLog implements PaymentStoryLog {
     const pipeline = this.db.client.pipeline();
     for (const [paymentId, texts] of byPayment) {
       const key = `${base}entries:${paymentId}`;
-      pipeline.rpush(key, ...texts).ltrim(key, -maxEntries, -1).pexpire(key, retentionMs);
+      pipeline
+        .rpush(key, ...texts)
+        .ltrim(key, -maxEntries, -1)
+        .pexpire(key, retentionMs);
     }
     const buckets = new Set<number>();
     for (const tally of batch.tallies) {
@@ -83,7 +86,11 @@ export class RedisStoryLog implements PaymentStoryLog {
   async tallies(registration: string, from: number, to: number): Promise<TallyBucket[]> {
     const base = this.#base(registration);
     const buckets: number[] = [];
-    for (let b = bucketStart(from, this.limits.bucketMs); b <= to && buckets.length < MAX_BUCKETS_READ; b += this.limits.bucketMs)
+    for (
+      let b = bucketStart(from, this.limits.bucketMs);
+      b <= to && buckets.length < MAX_BUCKETS_READ;
+      b += this.limits.bucketMs
+    )
       buckets.push(b);
     if (buckets.length === 0) return [];
     const pipeline = this.db.client.pipeline();

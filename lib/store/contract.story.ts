@@ -89,7 +89,11 @@ export function describeStory(c: ContractContext): void {
           }),
         ),
       );
-      await log.append({ registration: `${registration}-other`, entries: [], tallies: [{ bucket: b0, name: 'settled', by: 5 }] });
+      await log.append({
+        registration: `${registration}-other`,
+        entries: [],
+        tallies: [{ bucket: b0, name: 'settled', by: 5 }],
+      });
       const all = await log.tallies(registration, b0, b2);
       const counts = Object.fromEntries(all.map((b) => [b.bucket, b.counts]));
       expect(counts[b0]).toEqual({ 'outcome.confirmed': 20 });

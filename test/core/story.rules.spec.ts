@@ -54,7 +54,9 @@ describe('story rules', () => {
   });
 
   const hist = (counts: Record<string, number>) =>
-    handlingHistogram([{ bucket: 0, counts: Object.fromEntries(Object.entries(counts).map(([k, v]) => [`handled.le.${k}`, v])) }]);
+    handlingHistogram([
+      { bucket: 0, counts: Object.fromEntries(Object.entries(counts).map(([k, v]) => [`handled.le.${k}`, v])) },
+    ]);
   it.each([
     [{}, 50, undefined],
     [{ 100: 1 }, 50, 100],
@@ -93,17 +95,48 @@ describe('story rules', () => {
 describe('what a settle tells the story', () => {
   const verification = { paymentId: 'p', status: 'SUCCESS', amount: '1000' };
   it.each([
-    [{ kind: 'handled', outcome: 'confirmed', verification }, ['verify SUCCESS', 'handlers confirmed: handled'], ['verify.settled', 'settled', 'outcome.confirmed'], true],
-    [{ kind: 'handled', outcome: 'failed', verification: { ...verification, status: 'FAILURE' } }, ['verify FAILURE', 'handlers failed: handled'], ['verify.settled', 'settled', 'outcome.failed'], false],
-    [{ kind: 'handlers-failed', outcome: 'confirmed', verification, error: 'boom' }, ['verify SUCCESS', 'handlers confirmed: failed'], ['verify.settled'], false],
-    [{ kind: 'pending', verification: { ...verification, status: 'PENDING' } }, ['verify PENDING'], ['verify.settled'], false],
-    [{ kind: 'mismatch', verification, problems: ['amount'] }, ['verify SUCCESS'], ['verify.settled', 'settled', 'outcome.mismatch'], false],
+    [
+      { kind: 'handled', outcome: 'confirmed', verification },
+      ['verify SUCCESS', 'handlers confirmed: handled'],
+      ['verify.settled', 'settled', 'outcome.confirmed'],
+      true,
+    ],
+    [
+      { kind: 'handled', outcome: 'failed', verification: { ...verification, status: 'FAILURE' } },
+      ['verify FAILURE', 'handlers failed: handled'],
+      ['verify.settled', 'settled', 'outcome.failed'],
+      false,
+    ],
+    [
+      { kind: 'handlers-failed', outcome: 'confirmed', verification, error: 'boom' },
+      ['verify SUCCESS', 'handlers confirmed: failed'],
+      ['verify.settled'],
+      false,
+    ],
+    [
+      { kind: 'pending', verification: { ...verification, status: 'PENDING' } },
+      ['verify PENDING'],
+      ['verify.settled'],
+      false,
+    ],
+    [
+      { kind: 'mismatch', verification, problems: ['amount'] },
+      ['verify SUCCESS'],
+      ['verify.settled', 'settled', 'outcome.mismatch'],
+      false,
+    ],
     [{ kind: 'foreign', problems: ['unknown'] }, ['verify unknown'], ['verify.stranger'], false],
     [{ kind: 'rate-limited', retryAfterSecs: 3 }, ['verify rate-limited 3 s'], [], false],
     [{ kind: 'busy' }, [], [], false],
     [{ kind: 'duplicate' }, [], [], false],
     [
-      { kind: 'order-duplicate', outcome: 'duplicate', verification, settledBy: { paymentId: 'first', amount: '1000' }, refund: { refundId: 'r1', amount: '1000', status: 'done', refundedAt: 't' } },
+      {
+        kind: 'order-duplicate',
+        outcome: 'duplicate',
+        verification,
+        settledBy: { paymentId: 'first', amount: '1000' },
+        refund: { refundId: 'r1', amount: '1000', status: 'done', refundedAt: 't' },
+      },
       ['verify SUCCESS', 'duplicate duplicate of first', 'refund refund r1, 1000, done'],
       ['verify.settled', 'settled', 'outcome.duplicate'],
       false,
@@ -119,8 +152,22 @@ describe('what a settle tells the story', () => {
 describe('the memory story log', () => {
   it('keeps the newest entries per payment and registration, and forgets them after the retention', async () => {
     let now = 1_000_000;
-    const log = new MemoryStoryLog({ maxEntries: 2, retentionSecs: 10, bucketSecs: 60 }, { now: () => now, setTimeout: () => ({}), clearTimeout: () => undefined } as never);
-    const entry = (paymentId: string, answer: string) => ({ paymentId, at: 't', instance: 'i', source: 'webhook', kind: 'verify' as const, answer });
+    const log = new MemoryStoryLog(
+      { maxEntries: 2, retentionSecs: 10, bucketSecs: 60 },
+      {
+        now: () => now,
+        setTimeout: () => ({}),
+        clearTimeout: () => undefined,
+      },
+    );
+    const entry = (paymentId: string, answer: string) => ({
+      paymentId,
+      at: 't',
+      instance: 'i',
+      source: 'webhook',
+      kind: 'verify' as const,
+      answer,
+    });
     await log.append({ registration: '', entries: [entry('p', '1'), entry('p', '2'), entry('q', 'x')], tallies: [] });
     await log.append({ registration: '', entries: [entry('p', '3')], tallies: [] });
     expect((await log.entries('', 'p')).map((e) => e.answer)).toEqual(['2', '3']);
@@ -151,8 +198,14 @@ describe('the charts', () => {
 
   it('sums the window’s buckets', () => {
     const buckets: TallyBucket[] = [
-      { bucket: 0, counts: { 'outcome.confirmed': 2, settled: 3, 'verify.settled': 4, 'handled.le.100': 2, 'webhook.refused': 1 } },
-      { bucket: 1, counts: { 'outcome.duplicate': 1, 'outcome.confirmed': 1, 'verify.stranger': 5, 'handled.le.inf': 1 } },
+      {
+        bucket: 0,
+        counts: { 'outcome.confirmed': 2, settled: 3, 'verify.settled': 4, 'handled.le.100': 2, 'webhook.refused': 1 },
+      },
+      {
+        bucket: 1,
+        counts: { 'outcome.duplicate': 1, 'outcome.confirmed': 1, 'verify.stranger': 5, 'handled.le.inf': 1 },
+      },
     ];
     const s = chartSummary(buckets);
     expect(s.outcomes).toEqual([

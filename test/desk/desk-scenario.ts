@@ -272,9 +272,9 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     const rows = async (id: string) => {
       const body = await (await get(pay(id), 'alice')).text();
       const table = /<table class="timeline">(.*?)<\/table>/s.exec(body)?.[1] ?? '';
-      return [...table.matchAll(/<tr><td>(.*?)<\/td><td>(.*?)<\/td><td>(.*?)<\/td><td>(.*?)<\/td><td>(.*?)<\/td><\/tr>/g)].map(
-        (m) => m.slice(1, 6),
-      );
+      return [
+        ...table.matchAll(/<tr><td>(.*?)<\/td><td>(.*?)<\/td><td>(.*?)<\/td><td>(.*?)<\/td><td>(.*?)<\/td><\/tr>/g),
+      ].map((m) => m.slice(1, 6));
     };
     const story = (r: string[][]) => r.filter((row) => row[4] !== '').map((row) => `${row[3]} ${row[1]}: ${row[2]}`);
     const paid = await rows(s.paid);
@@ -307,10 +307,14 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     const stuck = story(await rows(s.stuck));
     expect(stuck[0]).toBe('generate Created: 9900 millimes');
     expect(stuck).toContainEqual(
-      expect.stringMatching(/^\w+ Handlers ran; error: Error: stock service down &lt;script&gt;.*key=\[redacted\].*: confirmed: failed$/),
+      expect.stringMatching(
+        /^\w+ Handlers ran; error: Error: stock service down &lt;script&gt;.*key=\[redacted\].*: confirmed: failed$/,
+      ),
     );
     // Written without the secrets (the store holds the story as the client's redactor left it).
-    const kept = JSON.stringify(await storyLogOf(harness().client.store)?.entries(harness().client.name ?? '', s.stuck));
+    const kept = JSON.stringify(
+      await storyLogOf(harness().client.store)?.entries(harness().client.name ?? '', s.stuck),
+    );
     expect(kept).toContain('stock service down');
     for (const secret of [SECRETS.privateKey, SECRETS.webhookSecret]) expect(kept).not.toContain(secret);
     // The overdue payment's story: the reconciliation's checks, each what the service said.
@@ -336,7 +340,9 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     expect(body).not.toMatch(/<script|style=|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
     const week = await (await get(`${harness().desk}/charts?window=7d`, 'alice')).text();
     expect(week).toContain('over the last 7 days');
-    expect(await (await get(`${harness().desk}/charts?window=ever`, 'alice')).text()).toContain('over the last 24 hours');
+    expect(await (await get(`${harness().desk}/charts?window=ever`, 'alice')).text()).toContain(
+      'over the last 24 hours',
+    );
     expect((await post(`${harness().desk}/charts`, 'alice', {})).status).toBe(405);
   });
 

@@ -25,13 +25,17 @@ afterAll(async () => {
   await shared.close();
 });
 
-describeStoreContract('PostgresPaymentsStore on PGlite', async () => {
-  // PGlite answers one statement at a time, in this process: the contract's bursts (dozens of
-  // claims at once) queue behind each other, and on a loaded machine the queue can outlast the
-  // default 5 s bound, which is there for an unreachable server, not what the contract checks.
-  const store = new PostgresPaymentsStore(shared, { operationTimeoutMs: 60_000 });
-  return { store, cleanup: () => store.close() };
-}, { story: true });
+describeStoreContract(
+  'PostgresPaymentsStore on PGlite',
+  async () => {
+    // PGlite answers one statement at a time, in this process: the contract's bursts (dozens of
+    // claims at once) queue behind each other, and on a loaded machine the queue can outlast the
+    // default 5 s bound, which is there for an unreachable server, not what the contract checks.
+    const store = new PostgresPaymentsStore(shared, { operationTimeoutMs: 60_000 });
+    return { store, cleanup: () => store.close() };
+  },
+  { story: true },
+);
 
 describe('PostgresPaymentsStore on PGlite', () => {
   it('creates its tables with the default prefix in the search_path schema', async () => {

@@ -51,10 +51,14 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
       });
       afterAll(() => pool.end());
 
-      describeStoreContract('PostgresPaymentsStore (pg Pool)', async () => {
-        const store = new PostgresPaymentsStore(pool, { schema: RUN_SCHEMA, tablePrefix: 'pool_' });
-        return { store, cleanup: () => store.close() };
-      }, { story: true });
+      describeStoreContract(
+        'PostgresPaymentsStore (pg Pool)',
+        async () => {
+          const store = new PostgresPaymentsStore(pool, { schema: RUN_SCHEMA, tablePrefix: 'pool_' });
+          return { store, cleanup: () => store.close() };
+        },
+        { story: true },
+      );
     });
 
     // A wrapper with nothing but query(text, params): the statements go unnamed (preparedStatements

@@ -66,11 +66,16 @@ export function storyOfSettle(result: SettleResult): SettleStory {
         });
       else if (result.refundRetry !== undefined)
         entries.push({ kind: 'refund', answer: 'not sent yet', error: result.refundRetry });
-      if (result.error !== undefined) entries.push({ kind: 'handlers', answer: 'duplicate: failed', error: result.error });
+      if (result.error !== undefined)
+        entries.push({ kind: 'handlers', answer: 'duplicate: failed', error: result.error });
       return { entries, tallies: settled('duplicate'), paidHandled: false };
     }
     case 'pending':
-      return { entries: [{ kind: 'verify', answer: result.verification.status }], tallies: [VERIFY], paidHandled: false };
+      return {
+        entries: [{ kind: 'verify', answer: result.verification.status }],
+        tallies: [VERIFY],
+        paidHandled: false,
+      };
     case 'mismatch':
       return {
         entries: [{ kind: 'verify', answer: result.verification.status, error: result.problems.join('; ') }],
@@ -79,7 +84,9 @@ export function storyOfSettle(result: SettleResult): SettleStory {
       };
     case 'foreign':
       return {
-        entries: [{ kind: 'verify', answer: result.verification?.status ?? 'unknown', error: result.problems.join('; ') }],
+        entries: [
+          { kind: 'verify', answer: result.verification?.status ?? 'unknown', error: result.problems.join('; ') },
+        ],
         tallies: [{ name: TALLY.verifyStranger, by: 1 }],
         paidHandled: false,
       };
@@ -90,10 +97,16 @@ export function storyOfSettle(result: SettleResult): SettleStory {
         paidHandled: false,
       };
     case 'store-unavailable':
-      return { entries: [{ kind: 'verify', answer: 'store unavailable', error: result.error }], tallies: [], paidHandled: false };
+      return {
+        entries: [{ kind: 'verify', answer: 'store unavailable', error: result.error }],
+        tallies: [],
+        paidHandled: false,
+      };
     case 'deferred':
       return {
-        entries: [{ kind: 'verify', answer: `deferred ${String(result.retryAfterSecs)} s`, error: result.error?.message }],
+        entries: [
+          { kind: 'verify', answer: `deferred ${String(result.retryAfterSecs)} s`, error: result.error?.message },
+        ],
         tallies: [],
         paidHandled: false,
       };
@@ -189,7 +202,9 @@ export class StoryRecorder {
           (error: unknown) => {
             if (!this.#failing)
               this.options.logger.warn(
-                this.options.redact(`payments: the story of payments was not written (best-effort): ${describe(error)}`),
+                this.options.redact(
+                  `payments: the story of payments was not written (best-effort): ${describe(error)}`,
+                ),
               );
             this.#failing = true;
           },

@@ -5,15 +5,7 @@
  */
 
 /** What one entry of a payment's story tells. */
-export type StoryKind =
-  | 'created'
-  | 'webhook'
-  | 'verify'
-  | 'return'
-  | 'handlers'
-  | 'duplicate'
-  | 'refund'
-  | 'desk';
+export type StoryKind = 'created' | 'webhook' | 'verify' | 'return' | 'handlers' | 'duplicate' | 'refund' | 'desk';
 
 /** One entry of a payment's story. Every string in it was cut of the client's secrets before it was written. */
 export interface StoryEntry {
@@ -155,7 +147,10 @@ export function handlingHistogram(buckets: readonly TallyBucket[]): Array<{ le: 
  * The `p`-th percentile (0 < p <= 100) of a histogram, as the upper bound of the slot it falls in
  * (`Infinity` for the last slot); `undefined` when the histogram is empty.
  */
-export function histogramPercentile(histogram: ReadonlyArray<{ le: string; count: number }>, p: number): number | undefined {
+export function histogramPercentile(
+  histogram: ReadonlyArray<{ le: string; count: number }>,
+  p: number,
+): number | undefined {
   const total = histogram.reduce((sum, s) => sum + s.count, 0);
   if (total === 0) return undefined;
   const rank = Math.ceil((p / 100) * total);
