@@ -61,7 +61,7 @@ th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:t
 th{background:#f0f0f0}.count{font-weight:400;color:#555}.note{background:#eef6ee;border:1px solid #9c9;padding:.5rem}
 .warn{background:#fff4e5;border:1px solid #e0a040;padding:.5rem}button{cursor:pointer}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;background:#fff;padding:.5rem;border:1px solid #ddd}
-dt{font-weight:600}dd{margin:0;word-break:break-word}table.timeline td:first-child{white-space:nowrap}`;
+dt{font-weight:600}dd{margin:0;word-break:break-word}table.timeline td:first-child,table.timeline td:nth-child(n+4){white-space:nowrap;word-break:normal}`;
 
 /** The Content-Security-Policy of every page: nothing loads, only this stylesheet applies, forms post to the desk. */
 export const DESK_CSP = [

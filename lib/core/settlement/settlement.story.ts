@@ -266,7 +266,16 @@ export class StorySettlements implements Settlements {
     const source: OutcomeSource = request.source;
     if (source === 'return')
       this.story.note(request.paymentId, source, 'return', 'customer came back', undefined, started);
-    for (const entry of told.entries) this.story.note(request.paymentId, source, entry.kind, entry.answer, entry.error);
+    // The verify call is made as the settle starts; what follows it, as it ends.
+    for (const entry of told.entries)
+      this.story.note(
+        request.paymentId,
+        source,
+        entry.kind,
+        entry.answer,
+        entry.error,
+        entry.kind === 'verify' ? started : undefined,
+      );
     for (const tally of told.tallies) this.story.count(tally);
     if (told.paidHandled) this.story.count({ name: TALLY.handled(this.story.now() - started), by: 1 });
     return result;
