@@ -343,7 +343,6 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     expect(await (await get(`${harness().desk}/charts?window=ever`, 'alice')).text()).toContain(
       'over the last 24 hours',
     );
-    expect((await post(`${harness().desk}/charts`, 'alice', {})).status).toBe(405);
   });
 
   it('refuses an action without the form token, with another person’s token, or from another site', async () => {
