@@ -23,6 +23,7 @@ import {
   type RefundLedger,
   type RefundRecord,
   type RefundSwap,
+  type PaymentStoryLog,
 } from '../core/store/index.js';
 import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
@@ -120,8 +121,8 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger, Refund
   readonly #claimsInFlight = new ClaimsInFlight();
   readonly #orders: PostgresOrderLedger;
   readonly #refunds: PostgresRefundLedger;
-  /** The payments' stories and the desk's tallies (see {@link PostgresStoryLog}); absent with `story: false`. */
-  readonly story?: PostgresStoryLog;
+  /** The payments' stories and the desk's tallies (see docs/desk.md); absent with `story: false`. */
+  readonly story?: PaymentStoryLog;
 
   /** The webhook's rate limits: rows of `<prefix>rate_limits`, shared by every instance. */
   readonly rateLimits: RateLimiter;

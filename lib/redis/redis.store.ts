@@ -23,6 +23,7 @@ import {
   type RefundLedger,
   type RefundRecord,
   type RefundSwap,
+  type PaymentStoryLog,
 } from '../core/store/index.js';
 import { RedisConnection } from './redis.connection.js';
 import { RedisRateLimiter } from './redis.limiter.js';
@@ -176,8 +177,8 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger, RefundLed
   /** The webhook's rate limits: `SET NX PX` keys `<keyPrefix>rate:<key>`, shared by every instance. */
   readonly rateLimits: RateLimiter;
 
-  /** The payments' stories and the desk's tallies (see {@link RedisStoryLog}); absent with `story: false`. */
-  readonly story?: RedisStoryLog;
+  /** The payments' stories and the desk's tallies (see docs/desk.md); absent with `story: false`. */
+  readonly story?: PaymentStoryLog;
 
   /**
    * @param urlOrClient a Redis URL (`redis://[user:password@]host:port/db`, `rediss://` for TLS),

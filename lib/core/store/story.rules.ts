@@ -40,7 +40,12 @@ export interface StoryBatch {
   /** The entries, oldest first. */
   entries: StoryEntry[];
   /** The tallies, each with the epoch ms its time bucket starts at. */
-  tallies: Array<StoryTally & { bucket: number }>;
+  tallies: Array<
+    StoryTally & {
+      /** Epoch ms the tally's time bucket starts at. */
+      bucket: number;
+    }
+  >;
 }
 
 /** One time bucket's counters. */
@@ -72,7 +77,14 @@ export interface StoryLimits {
 }
 
 /** The defaults of {@link StoryOptions}. */
-export const STORY_DEFAULTS = { maxEntries: 50, retentionSecs: 30 * 24 * 3600, bucketSecs: 3600 } as const;
+export const STORY_DEFAULTS = {
+  /** Entries kept per payment. */
+  maxEntries: 50,
+  /** Thirty days. */
+  retentionSecs: 30 * 24 * 3600,
+  /** One hour. */
+  bucketSecs: 3600,
+} as const;
 
 function positiveInt(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback;
