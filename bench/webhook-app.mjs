@@ -34,6 +34,8 @@ const PREFIX = `bench_${process.pid}_`;
 const PUBLIC_KEY = 'pk_bench';
 const PRIVATE_KEY = 'sk_bench_private';
 
+// BENCH_STORY=off: the stores keep no story of payments (the desk's log), to compare ingest without it.
+const STORY = process.env.BENCH_STORY === 'off' ? { story: false } : {};
 let store;
 let cleanup = async () => {};
 // The baseline of the store's kind: what a hand-written handler does after its verify call to
@@ -46,7 +48,7 @@ if (storeKind === 'redis') {
   const { Redis } = await import('ioredis');
   const keyPrefix = `nestjs-payments-bench:${process.pid}:${Date.now()}:`;
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-  store = new RedisPaymentsStore(redis, { keyPrefix });
+  store = new RedisPaymentsStore(redis, { keyPrefix, ...STORY });
   // One write: the order marked paid, unless it already was (a repeated webhook).
   recordPaid = (orderId) => redis.set(`${keyPrefix}order:${orderId}`, 'paid', 'NX');
   cleanup = async () => {
@@ -76,7 +78,7 @@ if (storeKind === 'redis') {
       await db.end();
     };
   }
-  store = new PostgresPaymentsStore(db, { tablePrefix: PREFIX });
+  store = new PostgresPaymentsStore(db, { tablePrefix: PREFIX, ...STORY });
   const orders = `"${PREFIX}orders"`;
   await db.query(`CREATE TABLE ${orders} (id text PRIMARY KEY, status text NOT NULL, paid_at timestamptz)`);
   await db.query(
@@ -101,7 +103,7 @@ if (storeKind === 'redis') {
           }
         };
 } else {
-  store = new MemoryPaymentsStore();
+  store = new MemoryPaymentsStore(STORY);
 }
 
 let handled = 0;

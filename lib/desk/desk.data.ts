@@ -9,6 +9,8 @@ import {
   type OutcomeRecord,
   type PendingPayment,
   type RefundRecord,
+  type StoryEntry,
+  storyLogOf,
 } from '../core/store/index.js';
 import type { DeskActionEntry, DeskHistory } from './desk.history.js';
 import { type DeskReview, DeskReviews } from './desk.reviews.js';
@@ -61,6 +63,8 @@ export interface DeskPayment {
   reviewHolds?: boolean;
   /** What people did to it from the desk, with who, oldest first. */
   actions: DeskActionEntry[];
+  /** Its story as the store keeps it, oldest first; `undefined` when the store keeps no stories. */
+  story?: StoryEntry[];
 }
 
 /** Refund states a person must look at: the desk sends no more refund calls for them. */
@@ -160,21 +164,29 @@ export class DeskData {
   /** What the store knows of `paymentId`; `undefined` when it knows nothing. */
   async payment(paymentId: string): Promise<DeskPayment | undefined> {
     const store = this.client.store;
-    const [record, pending, refund, review, actions] = await Promise.all([
+    const [record, pending, refund, review, actions, story] = await Promise.all([
       store.getOutcome(paymentId),
       store.findPending(paymentId),
       refundLedgerOf(store).findRefund(refundKey(this.client.name, paymentId)),
       this.reviews.find(paymentId),
       this.history.list(paymentId),
+      storyLogOf(store)?.entries(this.client.name ?? '', paymentId),
     ]);
-    if (record === undefined && pending === undefined && refund === undefined && actions.length === 0) return undefined;
+    if (
+      record === undefined &&
+      pending === undefined &&
+      refund === undefined &&
+      actions.length === 0 &&
+      (story ?? []).length === 0
+    )
+      return undefined;
     const order = record?.developerTrackingId ?? pending?.developerTrackingId;
     const orderSettledBy =
       order === undefined
         ? undefined
         : await orderLedgerOf(store)?.findOrderSettlement(orderLedgerKey(this.client.name, order));
     const reviewHolds = record !== undefined && DeskReviews.holds(record, review, needsPerson);
-    return { paymentId, record, pending, refund, orderSettledBy, review, reviewHolds, actions };
+    return { paymentId, record, pending, refund, orderSettledBy, review, reviewHolds, actions, story };
   }
 
   /** The payment a webhook token was issued for: one lookup of its binding by the token's nonce. */

@@ -2,6 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { PaymentsClient } from '../core/client/index.js';
 import { describe, type PaymentsLogger } from '../core/common/index.js';
 import { DESK_RESULTS, type DeskAction, DeskActions, type DeskResult } from './desk.actions.js';
+import { chartsPage, chartWindow, readCharts } from './desk.charts.js';
 import { DeskData } from './desk.data.js';
 import { DeskHistory } from './desk.history.js';
 import { DeskReviews } from './desk.reviews.js';
@@ -232,6 +233,11 @@ export class PaymentsDeskEngine {
         ? this.#page(200, overviewPage(ctx, this.#cleaned(await this.#data.overview())))
         : this.#notAllowed(ctx);
     if (parts.length === 1 && parts[0] === 'search') return get ? this.#search(request, ctx) : this.#notAllowed(ctx);
+    if (parts.length === 1 && parts[0] === 'charts') {
+      if (!get) return this.#notAllowed(ctx);
+      const data = await readCharts(this.#client, chartWindow(request.query.get('window')), this.#now());
+      return this.#page(200, chartsPage(ctx, this.#cleaned(data)));
+    }
     if (parts[0] !== 'payments' || parts.length < 2 || parts.length > 3) return this.#notFound(ctx);
     const paymentId = parts[1];
     if (parts.length === 2) {

@@ -74,6 +74,12 @@ export function deskModule<R>(options: PaymentsDeskModuleOptions<R>): DynamicMod
       return this.#serve(request, response, 1);
     }
 
+    /** The charts of a window. */
+    @Get('charts')
+    charts(@Req() request: NestDeskRequest, @Res() response: unknown): Promise<void> {
+      return this.#serve(request, response, 1);
+    }
+
     /** One payment. */
     @Get('payments/:paymentId')
     payment(@Req() request: NestDeskRequest, @Res() response: unknown): Promise<void> {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CardBinding } from '../core/api/index.js';
-import type { OutcomeRecord } from '../core/store/index.js';
+import type { OutcomeRecord, StoryKind } from '../core/store/index.js';
 import { laneOf } from '../core/settlement/index.js';
 import { DESK_RESULTS, type DeskResult } from './desk.actions.js';
 import { type DeskList, type DeskOverview, type DeskPayment, needsPerson, refundable } from './desk.data.js';
@@ -61,7 +61,7 @@ th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:t
 th{background:#f0f0f0}.count{font-weight:400;color:#555}.note{background:#eef6ee;border:1px solid #9c9;padding:.5rem}
 .warn{background:#fff4e5;border:1px solid #e0a040;padding:.5rem}button{cursor:pointer}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;background:#fff;padding:.5rem;border:1px solid #ddd}
-dt{font-weight:600}dd{margin:0;word-break:break-word}ol.timeline li{margin:.3rem 0}`;
+dt{font-weight:600}dd{margin:0;word-break:break-word}table.timeline td:first-child,table.timeline td:nth-child(n+4){white-space:nowrap;word-break:normal}`;
 
 /** The Content-Security-Policy of every page: nothing loads, only this stylesheet applies, forms post to the desk. */
 export const DESK_CSP = [
@@ -92,7 +92,7 @@ export function page(title: string, ctx: Pick<DeskPageContext, 'base' | 'who'> |
   const nav =
     ctx === undefined
       ? ''
-      : html`<header><a href="${ctx.base || '/'}">Payments desk</a>
+      : html`<header><a href="${ctx.base || '/'}">Payments desk</a> <a href="${ctx.base}/charts">Charts</a>
 <form method="get" action="${ctx.base}/search" role="search"><label>Search <input name="q" required maxlength="200"></label> <label>by <select name="by"><option value="">payment or order id</option><option value="token">webhook token or URL</option><option value="customer">customer id (card bindings)</option></select></label> <button>Search</button></form>
 <span>Signed in as ${ctx.who}</span></header>`;
   return html`<!doctype html>
@@ -196,50 +196,103 @@ export function customerPage(ctx: DeskPageContext, clientId: string, bindings: C
 }
 
 interface TimelineEntry {
+  /** ISO 8601, or `''` for what holds now. */
   at: string;
+  /** What happened. */
   text: SafeHtml;
+  /** What it was answered (the story's entries). */
+  answer?: string;
+  /** The path that wrote it. */
+  source: string;
+  /** The app instance that wrote it (the story's entries). */
+  instance?: string;
 }
+
+/** How the timeline names a kind of story entry. */
+const STORY_NAMES: Readonly<Record<StoryKind, string>> = {
+  created: 'Created',
+  webhook: 'Webhook delivery answered',
+  verify: 'Verified with the service',
+  return: 'Return visit',
+  handlers: 'Handlers ran',
+  duplicate: 'Duplicate charge',
+  refund: 'Refund of the duplicate',
+  desk: 'Desk action',
+};
 
 function timeline(p: DeskPayment): TimelineEntry[] {
   const entries: TimelineEntry[] = [];
   const { record, pending, refund } = p;
+  for (const e of p.story ?? [])
+    entries.push({
+      at: e.at,
+      text: html`${STORY_NAMES[e.kind] ?? e.kind}${e.error === undefined ? '' : html`; error: ${e.error}`}`,
+      answer: e.answer,
+      source: e.source,
+      instance: e.instance,
+    });
   if (pending !== undefined) {
     entries.push({
       at: pending.createdAt,
       text: html`Generated: ${pending.amount} millimes${pending.developerTrackingId === undefined ? '' : html`, order ${pending.developerTrackingId}`}`,
+      source: 'queue',
     });
     if (pending.sessionEndsAt !== undefined)
-      entries.push({ at: pending.sessionEndsAt, text: html`Checkout session ends` });
+      entries.push({ at: pending.sessionEndsAt, text: html`Checkout session ends`, source: 'queue' });
     entries.push({
       at: '',
       text: html`In the reconciliation queue: ${pending.checks} check(s) so far${laneText(pending.rechecks)}`,
+      source: 'queue',
     });
   }
   if (record !== undefined) {
     entries.push({
       at: record.updatedAt,
       text: html`Latest attempt (${record.attempts} in all), by ${record.source}: the service said ${record.status}, outcome ${record.outcome}; handlers ${record.handlers}${record.lastError === undefined ? '' : html`; last error: ${record.lastError}`}`,
+      source: 'record',
     });
   }
   if (refund !== undefined) {
     entries.push({
       at: refund.updatedAt,
       text: html`Refund record: ${refund.state} after ${refund.tries} call(s)${refund.error === undefined ? '' : html`; ${refund.error}`}`,
+      source: 'refund record',
     });
     if (refund.refund !== undefined)
       entries.push({
         at: refund.refund.refundedAt,
         text: html`Refunded by the service: refund ${refund.refund.refundId}, ${refund.refund.amount}, ${refund.refund.status}`,
+        source: 'refund record',
       });
   } else if (record?.refund !== undefined) {
     entries.push({
       at: record.refund.refundedAt,
       text: html`Refunded by the service: refund ${record.refund.refundId}, ${record.refund.amount}, ${record.refund.status}`,
+      source: 'record',
     });
   }
   for (const a of p.actions)
-    entries.push({ at: a.at, text: html`${ACTION_NAMES[a.action] ?? a.action} by ${a.name}: ${a.result}` });
-  return entries.sort((a, b) => (a.at === '' ? 1 : b.at === '' ? -1 : a.at.localeCompare(b.at)));
+    entries.push({
+      at: a.at,
+      text: html`${ACTION_NAMES[a.action] ?? a.action} by ${a.name}: ${a.result}`,
+      source: 'desk',
+    });
+  // A stable sort: entries of one instant keep the order they were written in.
+  return entries.sort((a, b) => (a.at === '' ? (b.at === '' ? 0 : 1) : b.at === '' ? -1 : a.at.localeCompare(b.at)));
+}
+
+/** The timeline as a table: time, what, answer, source, instance. */
+function timelineTable(p: DeskPayment): SafeHtml {
+  const kept =
+    p.story === undefined
+      ? html`<p>This store keeps no story of payments: the timeline is built from its records.</p>`
+      : '';
+  return html`${kept}<table class="timeline"><thead><tr><th scope="col">Time</th><th scope="col">What</th><th scope="col">Answer</th><th scope="col">Source</th><th scope="col">Instance</th></tr></thead><tbody>${timeline(
+    p,
+  ).map(
+    (e) =>
+      html`<tr><td>${e.at === '' ? 'now' : html`<time>${e.at}</time>`}</td><td>${e.text}</td><td>${e.answer ?? ''}</td><td>${e.source}</td><td>${e.instance ?? ''}</td></tr>`,
+  )}</tbody></table>`;
 }
 
 function field(name: string, value: HtmlValue): SafeHtml {
@@ -271,7 +324,7 @@ export function paymentPage(ctx: DeskPageContext, p: DeskPayment, result: DeskRe
         : html`<dl>${field('Outcome', record.outcome)}${field('Service status', record.status)}${field('Amount (millimes)', record.amount)}${field('Order', record.developerTrackingId)}${field('Path of the latest attempt', record.source)}${field('Handlers', record.handlers)}${field('Attempts', record.attempts)}${field('Last error', record.lastError)}${field('Updated', record.updatedAt)}${field('Settled by (duplicate of)', record.settledBy === undefined ? undefined : html`<a href="${paymentHref(ctx.base, record.settledBy)}">${record.settledBy}</a>`)}${field('Refund state', record.refundState)}${field('Refund calls', record.refundTries)}${field('Refund error', record.refundError)}</dl>`
     }</section>
 ${orderSettlement(p, ctx.base)}
-<section><h2>Timeline</h2><ol class="timeline">${timeline(p).map((e) => html`<li>${e.at === '' ? html`now` : html`<time>${e.at}</time>`}: ${e.text}</li>`)}</ol></section>
+<section><h2>Timeline</h2>${timelineTable(p)}</section>
 <section><h2>Actions</h2>${actions.length === 0 ? html`<p>Nothing to do: the payment is settled.</p>` : actions}</section>`,
   );
 }

@@ -1,3 +1,4 @@
+import type { StoryOptions } from '../core/store/index.js';
 import type { PaymentsLogger } from '../core/common/index.js';
 
 /** What a `query()` answers: the rows (a `pg` result and a PGlite result both have them). */
@@ -34,6 +35,13 @@ export interface PostgresPaymentsStoreOptions {
    * schema is created if missing.
    */
   schema?: string;
+
+  /**
+   * The payments' stories and the desk's tallies (`PostgresStoryLog`, tables `<prefix>stories` and
+   * `<prefix>tallies`): their bounds and retention, or `false` to keep none. Default: the defaults
+   * of `StoryOptions` (50 entries a payment, 30 days, hourly buckets).
+   */
+  story?: StoryOptions | false;
 
   /**
    * Create the tables (`CREATE TABLE IF NOT EXISTS`) before the first operation, once per store.

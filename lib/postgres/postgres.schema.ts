@@ -19,6 +19,10 @@ export interface StoreTables {
   orders: string;
   /** Refund records, one per payment refunded: `<prefix>refunds`. */
   refunds: string;
+  /** The payments' stories, one row per payment: `<prefix>stories`. */
+  stories: string;
+  /** The desk's tallies, one row per bucket and counter: `<prefix>tallies`. */
+  tallies: string;
 }
 
 // Identifiers are validated by resolveTableNames (letters, digits, underscores) before they get
@@ -37,6 +41,8 @@ export function storeTables(names: ResolvedTableNames): StoreTables {
     rateLimits: qualify('rate_limits'),
     orders: qualify('orders'),
     refunds: qualify('refunds'),
+    stories: qualify('stories'),
+    tallies: qualify('tallies'),
   };
 }
 
@@ -104,6 +110,25 @@ function buildMigration(names: ResolvedTableNames): string {
   expires_at timestamptz NOT NULL
 );`,
     `CREATE INDEX IF NOT EXISTS ${index('refunds_expires_idx')} ON ${t.refunds} (expires_at);`,
+    // Added with the payments' stories and the desk's tallies (postgres.story.ts): created on an
+    // existing install as the tables above.
+    `CREATE TABLE IF NOT EXISTS ${t.stories} (
+  registration text COLLATE "C" NOT NULL,
+  payment_id text COLLATE "C" NOT NULL,
+  entries jsonb NOT NULL,
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (registration, payment_id)
+);`,
+    `CREATE INDEX IF NOT EXISTS ${index('stories_expires_idx')} ON ${t.stories} (expires_at);`,
+    `CREATE TABLE IF NOT EXISTS ${t.tallies} (
+  registration text COLLATE "C" NOT NULL,
+  bucket bigint NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  count bigint NOT NULL,
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (registration, bucket, name)
+);`,
+    `CREATE INDEX IF NOT EXISTS ${index('tallies_expires_idx')} ON ${t.tallies} (expires_at);`,
   ].join('\n');
 }
 

@@ -1,3 +1,4 @@
+import { PostgresStoryLog } from './postgres.story.js';
 import {
   type BindingClaim,
   type CheckoutOpen,
@@ -22,6 +23,7 @@ import {
   type RefundLedger,
   type RefundRecord,
   type RefundSwap,
+  type PaymentStoryLog,
 } from '../core/store/index.js';
 import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
@@ -119,6 +121,8 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger, Refund
   readonly #claimsInFlight = new ClaimsInFlight();
   readonly #orders: PostgresOrderLedger;
   readonly #refunds: PostgresRefundLedger;
+  /** The payments' stories and the desk's tallies (see docs/desk.md); absent with `story: false`. */
+  readonly story?: PaymentStoryLog;
 
   /** The webhook's rate limits: rows of `<prefix>rate_limits`, shared by every instance. */
   readonly rateLimits: RateLimiter;
@@ -139,6 +143,7 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger, Refund
     const tables = storeTables(resolveTableNames(options));
     this.#orders = new PostgresOrderLedger(this.#db, orderStatements(tables), this.#claimsInFlight);
     this.#refunds = new PostgresRefundLedger(this.#db, tables);
+    if (options.story !== false) this.story = new PostgresStoryLog(this.#db, tables, options.story);
   }
 
   /** @inheritdoc */

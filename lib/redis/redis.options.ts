@@ -1,3 +1,4 @@
+import type { StoryOptions } from '../core/store/index.js';
 import type { RedisOptions } from 'ioredis';
 import type { PaymentsLogger } from '../core/common/index.js';
 
@@ -15,6 +16,13 @@ export interface RedisPaymentsStoreOptions {
    * slot: correct, but all the load on one master.
    */
   keyPrefix?: string;
+
+  /**
+   * The payments' stories and the desk's tallies (`RedisStoryLog`, keys
+   * `<prefix>{story:<registration>}:...`): their bounds and retention, or `false` to keep none.
+   * Default: the defaults of `StoryOptions` (50 entries a payment, 30 days, hourly buckets).
+   */
+  story?: StoryOptions | false;
 
   /**
    * Longest time, in ms, one store operation may take before its promise rejects, whatever the

@@ -23,10 +23,12 @@ import {
   type RefundLedger,
   type RefundRecord,
   type RefundSwap,
+  type PaymentStoryLog,
 } from '../core/store/index.js';
 import { RedisConnection } from './redis.connection.js';
 import { RedisRateLimiter } from './redis.limiter.js';
-import type { RedisPaymentsStoreOptions } from './redis.options.js';
+import { DEFAULT_KEY_PREFIX, type RedisPaymentsStoreOptions } from './redis.options.js';
+import { RedisStoryLog } from './redis.story.js';
 import { RedisOrderLedger } from './redis.orders.js';
 import { RedisRefundLedger } from './redis.refunds.js';
 import { SCRIPT_NAMES } from './redis.scripts.js';
@@ -175,6 +177,9 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger, RefundLed
   /** The webhook's rate limits: `SET NX PX` keys `<keyPrefix>rate:<key>`, shared by every instance. */
   readonly rateLimits: RateLimiter;
 
+  /** The payments' stories and the desk's tallies (see docs/desk.md); absent with `story: false`. */
+  readonly story?: PaymentStoryLog;
+
   /**
    * @param urlOrClient a Redis URL (`redis://[user:password@]host:port/db`, `rediss://` for TLS),
    *   from which the store creates a client it owns and closes; or an ioredis client of the host,
@@ -187,6 +192,8 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger, RefundLed
     this.rateLimits = new RedisRateLimiter(this.#db);
     this.#orders = new RedisOrderLedger(this.#db);
     this.#refunds = new RedisRefundLedger(this.#db);
+    if (options.story !== false)
+      this.story = new RedisStoryLog(this.#db, options.keyPrefix ?? DEFAULT_KEY_PREFIX, options.story);
   }
 
   /** @inheritdoc */

@@ -73,4 +73,10 @@ export interface StoreContractOptions {
    * that hold the claim (tested for every store), as the core makes them.
    */
   atomicCombinedOperations?: boolean;
+  /**
+   * It keeps the payments' stories and the desk's tallies (a `story` property, see
+   * `PaymentStoryLog`): true makes the contract fail a store without one. Default: the story's
+   * tests run when the store has one, and pass a store that has none (it records nothing).
+   */
+  story?: boolean;
 }

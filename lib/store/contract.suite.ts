@@ -8,6 +8,7 @@ import { describeRateLimiterContract } from './contract.limits.js';
 import { describeOrders } from './contract.orders.js';
 import { describeRecords } from './contract.records.js';
 import { describeRefunds } from './contract.refunds.js';
+import { describeStory } from './contract.story.js';
 
 /**
  * Registers the behaviour every {@link PaymentsStore} must have as tests of the caller's runner
@@ -69,5 +70,6 @@ export function describeStoreContract(
     describeCheckoutSteps(context);
     describeRecords(context);
     describeRefunds(context);
+    describeStory(context);
   });
 }

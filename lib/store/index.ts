@@ -76,6 +76,26 @@ export type {
   ClockTimer,
 } from '../core/index.js';
 export { describeStoreContract } from './contract.suite.js';
+// The payments' stories and the desk's tallies: the port a store offers as `story`, its rules, the memory log.
+export {
+  bucketStart,
+  MemoryStoryLog,
+  STORY_DEFAULTS,
+  storyLimits,
+  storyLogOf,
+  TALLY,
+  HANDLING_BOUNDS_MS,
+} from '../core/store/index.js';
+export type {
+  PaymentStoryLog,
+  StoryBatch,
+  StoryEntry,
+  StoryKind,
+  StoryLimits,
+  StoryOptions,
+  StoryTally,
+  TallyBucket,
+} from '../core/store/index.js';
 export type {
   StoreContractHooks,
   ContractMatchers,

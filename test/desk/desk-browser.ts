@@ -142,6 +142,29 @@ export function browserSuite(host: DeskHost): void {
           expect(violations).toEqual([]);
         });
 
+      // The pages are the desk's own, whatever the host: audited on one.
+      if (host === 'express')
+        it('draws the charts as SVG under the policy, accessibly, from the header link', async () => {
+          const page = await open('');
+          await Promise.all([page.waitForURL('**/desk/charts'), page.getByRole('link', { name: 'Charts' }).click()]);
+          await expect(page.locator('h1').textContent()).resolves.toBe('Charts');
+          // Each chart an image with its name and description, its bars' labels and numbers as text.
+          await expect(page.getByRole('img', { name: 'Payments by outcome, the last 24 hours' }).count()).resolves.toBe(
+            1,
+          );
+          await expect(page.locator('#outcomes svg text', { hasText: 'confirmed' }).count()).resolves.toBe(1);
+          await expect(page.locator('#handling svg rect').count()).resolves.toBeGreaterThan(1);
+          await Promise.all([
+            page.waitForURL('**/desk/charts?window=7d'),
+            page.getByRole('link', { name: 'the last 7 days' }).click(),
+          ]);
+          await expect(page.locator('[aria-current="page"]').textContent()).resolves.toBe('the last 7 days');
+          expect(violations).toEqual([]);
+          await expect(inaccessible(page)).resolves.toEqual([]);
+          await picture(page, 'charts');
+          await page.close();
+        });
+
       it('marks an overdue payment reviewed once on a double click; the Reviewed list and its page say who', async () => {
         const page = await open('');
         await page.locator('#overdue').getByRole('button', { name: 'Mark reviewed' }).dblclick();

@@ -3,6 +3,7 @@
 import { expect, it } from '@jest/globals';
 import type { PaymentsClient } from '../../lib/express/index.js';
 import type { PaymentsSandbox } from '../../lib/testing/index.js';
+import { storyLogOf } from '../../lib/store/index.js';
 
 /** The client's secrets: never in a page. */
 export const SECRETS = {
@@ -247,6 +248,7 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
       `${harness().desk}/search?q=${customer}&by=customer`,
       `${harness().desk}/search?q=${encodeURIComponent(SECRETS.privateKey)}&by=token`,
       ...[s.paid, s.failed, s.duplicate, s.stuck, s.overdue].map(pay),
+      `${harness().desk}/charts`,
     ];
     for (const url of urls) {
       const body = await (await get(url, 'alice')).text();
@@ -262,6 +264,85 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
     expect(stuck).toContain('token=[redacted]');
     for (const line of harness().logs)
       for (const secret of [SECRETS.privateKey, SECRETS.webhookSecret]) expect(line).not.toContain(secret);
+  });
+
+  it('tells each payment’s story in order: created, verify and what the service said, handlers, webhook answers, a duplicate', async () => {
+    const s = seeded();
+    // The rows of the timeline's table: [time, what, answer, source, instance].
+    const rows = async (id: string) => {
+      const body = await (await get(pay(id), 'alice')).text();
+      const table = /<table class="timeline">(.*?)<\/table>/s.exec(body)?.[1] ?? '';
+      return [
+        ...table.matchAll(/<tr><td>(.*?)<\/td><td>(.*?)<\/td><td>(.*?)<\/td><td>(.*?)<\/td><td>(.*?)<\/td><\/tr>/g),
+      ].map((m) => m.slice(1, 6));
+    };
+    const story = (r: string[][]) => r.filter((row) => row[4] !== '').map((row) => `${row[3]} ${row[1]}: ${row[2]}`);
+    const paid = await rows(s.paid);
+    expect(story(paid)).toEqual([
+      'generate Created: 12500 millimes',
+      'webhook Verified with the service: SUCCESS',
+      'webhook Handlers ran: confirmed: handled',
+      'webhook Webhook delivery answered: 200 handled',
+    ]);
+    // Each story entry has its time and the instance that wrote it; the rows are in time order.
+    for (const row of paid.filter((r) => r[4] !== '')) {
+      expect(row[0]).toMatch(/^<time>\d{4}-\d\d-\d\dT/);
+      expect(row[4]).toMatch(/:\d+$/);
+    }
+    const times = paid.filter((r) => r[0] !== 'now').map((r) => r[0]);
+    expect([...times].sort()).toEqual(times);
+    expect(story(await rows(s.failed))).toEqual([
+      'generate Created: 3000 millimes',
+      'webhook Verified with the service: FAILURE',
+      'webhook Handlers ran: failed: handled',
+      'webhook Webhook delivery answered: 200 handled',
+    ]);
+    const duplicate = story(await rows(s.duplicate));
+    expect(duplicate.slice(0, 3)).toEqual([
+      'generate Created: 7000 millimes',
+      'webhook Verified with the service: SUCCESS',
+      `webhook Duplicate charge: duplicate of ${s.first}`,
+    ]);
+    expect(duplicate.at(-1)).toMatch(/^webhook Webhook delivery answered: 200 /);
+    const stuck = story(await rows(s.stuck));
+    expect(stuck[0]).toBe('generate Created: 9900 millimes');
+    expect(stuck).toContainEqual(
+      expect.stringMatching(
+        /^\w+ Handlers ran; error: Error: stock service down &lt;script&gt;.*key=\[redacted\].*: confirmed: failed$/,
+      ),
+    );
+    // Written without the secrets (the store holds the story as the client's redactor left it).
+    const kept = JSON.stringify(
+      await storyLogOf(harness().client.store)?.entries(harness().client.name ?? '', s.stuck),
+    );
+    expect(kept).toContain('stock service down');
+    for (const secret of [SECRETS.privateKey, SECRETS.webhookSecret]) expect(kept).not.toContain(secret);
+    // The overdue payment's story: the reconciliation's checks, each what the service said.
+    expect(story(await rows(s.overdue))).toContain('reconciliation Verified with the service: PENDING');
+  });
+
+  it('draws the charts of a window as SVG, from the tallies kept as outcomes happen', async () => {
+    const res = await get(`${harness().desk}/charts`, 'alice');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toMatch(/^default-src 'none'/);
+    const body = await res.text();
+    expect(body).toContain('over the last 24 hours');
+    const section = (id: string) => new RegExp(`<section id="${id}">(.*?)</section>`, 's').exec(body)?.[1] ?? '';
+    const outcomes = section('outcomes');
+    expect(outcomes).toMatch(/<svg [^>]*role="img" aria-labelledby="outcomes-title outcomes-desc"/);
+    expect(outcomes).toContain('<title id="outcomes-title">Payments by outcome, the last 24 hours</title>');
+    // paid and first confirmed, failed failed, one duplicate: the labels and values are text.
+    expect(outcomes).toMatch(/<desc id="outcomes-desc">[^<]*confirmed 2[^<]*<\/desc>/);
+    expect(outcomes).toMatch(/>duplicate<\/text>.*?>1<\/text>/);
+    expect(outcomes).toMatch(/>failed<\/text>.*?>1<\/text>/);
+    expect(section('handling')).toMatch(/Median \(p50\): \d[^;]*; p99: /);
+    expect(section('calls')).toMatch(/Verify calls per settled payment<\/dt><dd>\d+\.\d\d \(\d+ settled\)/);
+    expect(body).not.toMatch(/<script|style=|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
+    const week = await (await get(`${harness().desk}/charts?window=7d`, 'alice')).text();
+    expect(week).toContain('over the last 7 days');
+    expect(await (await get(`${harness().desk}/charts?window=ever`, 'alice')).text()).toContain(
+      'over the last 24 hours',
+    );
   });
 
   it('refuses an action without the form token, with another person’s token, or from another site', async () => {

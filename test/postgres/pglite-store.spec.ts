@@ -25,13 +25,17 @@ afterAll(async () => {
   await shared.close();
 });
 
-describeStoreContract('PostgresPaymentsStore on PGlite', async () => {
-  // PGlite answers one statement at a time, in this process: the contract's bursts (dozens of
-  // claims at once) queue behind each other, and on a loaded machine the queue can outlast the
-  // default 5 s bound, which is there for an unreachable server, not what the contract checks.
-  const store = new PostgresPaymentsStore(shared, { operationTimeoutMs: 60_000 });
-  return { store, cleanup: () => store.close() };
-});
+describeStoreContract(
+  'PostgresPaymentsStore on PGlite',
+  async () => {
+    // PGlite answers one statement at a time, in this process: the contract's bursts (dozens of
+    // claims at once) queue behind each other, and on a loaded machine the queue can outlast the
+    // default 5 s bound, which is there for an unreachable server, not what the contract checks.
+    const store = new PostgresPaymentsStore(shared, { operationTimeoutMs: 60_000 });
+    return { store, cleanup: () => store.close() };
+  },
+  { story: true },
+);
 
 describe('PostgresPaymentsStore on PGlite', () => {
   it('creates its tables with the default prefix in the search_path schema', async () => {
@@ -45,10 +49,12 @@ describe('PostgresPaymentsStore on PGlite', () => {
       );
       expect(DEFAULT_TABLE_PREFIX).toBe('payments_');
       expect(tables).toEqual(
-        ['bindings', 'events', 'orders', 'outcomes', 'pending', 'rate_limits', 'refunds'].map((t) => ({
-          table_schema: 'public',
-          table_name: `payments_${t}`,
-        })),
+        ['bindings', 'events', 'orders', 'outcomes', 'pending', 'rate_limits', 'refunds', 'stories', 'tallies'].map(
+          (t) => ({
+            table_schema: 'public',
+            table_name: `payments_${t}`,
+          }),
+        ),
       );
     } finally {
       await db.close();
@@ -71,7 +77,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
       ]);
       expect(
         await rows(db, `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'billing'`),
-      ).toEqual([{ n: 7 }]);
+      ).toEqual([{ n: 9 }]);
     } finally {
       await db.close();
     }
@@ -107,7 +113,8 @@ describe('PostgresPaymentsStore on PGlite', () => {
       });
       const [host, byStore] = [await catalog('by_host'), await catalog('by_store')];
       expect(host.columns.length).toBeGreaterThan(10);
-      expect(host.indexes).toHaveLength(16);
+      // 16, and the stories' and tallies' primary keys and expiry indexes.
+      expect(host.indexes).toHaveLength(20);
       expect(byStore).toEqual(host);
       // A store told not to create tables works on the host's.
       const store = new PostgresPaymentsStore(db, { schema: 'by_host', createTables: false });

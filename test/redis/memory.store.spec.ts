@@ -3,10 +3,14 @@ import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import type { PendingPayment } from '../../lib/core/store/store.types.js';
 import { describeStoreContract } from '../support/store-contract.js';
 
-describeStoreContract('MemoryPaymentsStore', async () => {
-  const store = new MemoryPaymentsStore();
-  return { store, cleanup: () => store.close() };
-});
+describeStoreContract(
+  'MemoryPaymentsStore',
+  async () => {
+    const store = new MemoryPaymentsStore();
+    return { store, cleanup: () => store.close() };
+  },
+  { story: true },
+);
 
 describe('MemoryPaymentsStore bounds', () => {
   const DAY_MS = 86_400_000;

@@ -43,11 +43,15 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
       await servers.stop();
     });
 
-    describeStoreContract('RedisPaymentsStore (ioredis Cluster)', async () => {
-      const cluster = clusterClient();
-      const store = new RedisPaymentsStore(cluster, { keyPrefix: prefix() });
-      return { store, cleanup: async () => cluster.disconnect() };
-    });
+    describeStoreContract(
+      'RedisPaymentsStore (ioredis Cluster)',
+      async () => {
+        const cluster = clusterClient();
+        const store = new RedisPaymentsStore(cluster, { keyPrefix: prefix() });
+        return { store, cleanup: async () => cluster.disconnect() };
+      },
+      { story: true },
+    );
 
     // Each order settlement and done marker followed by WAIT in one pipeline, which must reach the
     // master of the key's slot (on another node, the script would answer MOVED).

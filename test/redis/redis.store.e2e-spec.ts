@@ -95,10 +95,14 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
     }
   });
 
-  describeStoreContract('RedisPaymentsStore (URL)', async () => {
-    const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: prefix(), logger: recordingLogger() });
-    return { store, cleanup: () => store.close() };
-  });
+  describeStoreContract(
+    'RedisPaymentsStore (URL)',
+    async () => {
+      const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: prefix(), logger: recordingLogger() });
+      return { store, cleanup: () => store.close() };
+    },
+    { story: true },
+  );
 
   describeStoreContract('RedisPaymentsStore (client of the host)', async () => {
     const client = hostClient();

@@ -22,6 +22,7 @@ import type {
   ReconciliationRun,
   PaymentReconciler,
   SettlementRunner,
+  StoryRecorder,
 } from '../settlement/index.js';
 import {
   MemoryPaymentsStore,
@@ -68,6 +69,7 @@ export class PaymentsClient implements PaymentsOperations {
   readonly #returnCheck: PaymentReconciler;
   readonly #reconciliation: ReconciliationScheduler;
   readonly #telemetry: TelemetryHooks;
+  readonly #story: StoryRecorder | undefined;
   #closing?: Promise<void>;
   /** Bindings, claims, the reconciliation queue and the outcome record (the configured store, or an in-memory one). */
   readonly store: PaymentsStore;
@@ -93,6 +95,7 @@ export class PaymentsClient implements PaymentsOperations {
       reconciliation: this.#reconciliation,
       telemetry: this.#telemetry,
       webhooks: this.webhooks,
+      story: this.#story,
     } = composeEngine(resolved, this.store, seams));
   }
 
@@ -132,7 +135,13 @@ export class PaymentsClient implements PaymentsOperations {
 
   /** @inheritdoc */
   generatePayment(input: GeneratePaymentInput, options?: GenerateOptions): Promise<GeneratedPayment> {
-    return this.#api.generatePayment(input, options);
+    const generated = this.#api.generatePayment(input, options);
+    const story = this.#story;
+    if (story === undefined) return generated;
+    return generated.then((payment) => {
+      story.note(payment.paymentId, 'generate', 'created', `${input.amount} millimes`);
+      return payment;
+    });
   }
 
   /** @inheritdoc */
@@ -215,6 +224,8 @@ export class PaymentsClient implements PaymentsOperations {
     await this.#runner.drain();
     // Store writes of created payments still waiting: tried once more while the store is open.
     await this.#api.close();
+    // The stories noted so far, written while the store is open (best-effort: never throws).
+    await this.#story?.flush();
     this.#telemetry.close();
     this.#transport.close();
     if (storeUsers(this.store, -1) <= 0) await this.store.close?.();

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import type { AxiosAdapter } from 'axios';
 import { HttpTransport, RETRY_POLICY, ServiceVerifier, type PaymentRefund } from '../api/index.js';
 import {
@@ -10,8 +11,10 @@ import {
   SETTLEMENT_WAITS,
   PendingRechecks,
   UnboundTokens,
+  StoryRecorder,
+  StorySettlements,
 } from '../settlement/index.js';
-import { orderLedgerOf, type PaymentsStore, isTransactional } from '../store/index.js';
+import { orderLedgerOf, type PaymentsStore, isTransactional, storyLogOf } from '../store/index.js';
 import { PaymentsTelemetry, NO_TELEMETRY, type TelemetryHooks } from '../telemetry/index.js';
 import { WebhookProcessor, WebhookTokenSigner } from '../webhook/index.js';
 import { monotonicNow, SharedClock } from '../time/index.js';
@@ -34,6 +37,8 @@ export interface PaymentsEngine {
   telemetry: TelemetryHooks;
   /** The webhook engine. */
   webhooks: WebhookProcessor;
+  /** Notes the payments' stories, when the store keeps them (see settlement.story.ts). */
+  story?: StoryRecorder;
 }
 
 /**
@@ -129,7 +134,10 @@ export function composeEngine(
     budget,
   );
   // Telemetry wraps the runner from outside: every path settles through the wrapper.
-  const settlements = resolved.telemetry.enabled ? new TracedSettlements(runner, telemetry) : runner;
+  const traced = resolved.telemetry.enabled ? new TracedSettlements(runner, telemetry) : runner;
+  // The payments' stories, when the store keeps them: noted around every settle and webhook answer.
+  const story = storyRecorder(resolved, store, (text) => transport.redact(text));
+  const settlements = story ? new StorySettlements(traced, story) : traced;
   const api: PaymentsApi = new PaymentsApi(resolved, transport, store, signer, runner, telemetry, shared);
   const returnCheck = new PaymentReconciler(
     store,
@@ -141,7 +149,14 @@ export function composeEngine(
     (id) => void rechecks.note(id, undefined),
     resolved.reconciliation.graceSecs,
   );
-  const webhooks = new WebhookProcessor(resolved.webhook, signer, store, settlements, resolved.logger, telemetry);
+  const webhooks = new WebhookProcessor(
+    resolved.webhook,
+    signer,
+    store,
+    settlements,
+    resolved.logger,
+    story ? story.webhookHooks(telemetry) : telemetry,
+  );
   const reconciliation = new ReconciliationScheduler(
     resolved.reconciliation,
     Math.max(resolved.webhook.leaseMs * 2, 60_000),
@@ -153,5 +168,24 @@ export function composeEngine(
     shared,
     rechecks,
   );
-  return { transport, api, runner, returnCheck, reconciliation, telemetry, webhooks };
+  return { transport, api, runner, returnCheck, reconciliation, telemetry, webhooks, story };
+}
+
+// The recorder of the store's story log, or none when the store keeps no stories.
+function storyRecorder(
+  resolved: ResolvedPaymentsOptions,
+  store: PaymentsStore,
+  redact: (text: string) => string,
+): StoryRecorder | undefined {
+  const log = storyLogOf(store);
+  return (
+    log &&
+    new StoryRecorder(log, {
+      registration: resolved.name ?? '',
+      instance: `${hostname()}:${String(process.pid)}`,
+      clock: resolved.clock,
+      redact,
+      logger: resolved.logger,
+    })
+  );
 }

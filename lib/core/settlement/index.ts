@@ -31,3 +31,5 @@ export { SETTLEMENT_WAITS } from './settlement.waits.js';
 // For the payments desk (lib/desk): the overdue test of a record and a payment's refund record key.
 export { isOverdueRecord } from './reconciliation.lanes.js';
 export { refundKey } from './refund.sender.js';
+export { StoryRecorder, StorySettlements, storyOfSettle } from './settlement.story.js';
+export type { SettleStory, StoryRecorderOptions } from './settlement.story.js';

@@ -55,3 +55,30 @@ export type {
   RefundSwap,
   TransactionQuery,
 } from './store.types.js';
+// The payments' stories and the desk's tallies (story.rules.ts, story.ports.ts).
+export { MemoryStoryLog } from './memory.story.js';
+export { storyLogOf, type PaymentStoryLog } from './story.ports.js';
+export {
+  addTally,
+  bucketStart,
+  expired,
+  handlingHistogram,
+  handlingSlot,
+  histogramPercentile,
+  HANDLING_BOUNDS_MS,
+  keptEntries,
+  parseStoryEntry,
+  STORY_DEFAULTS,
+  storyLimits,
+  TALLY,
+  tallySum,
+} from './story.rules.js';
+export type {
+  StoryBatch,
+  StoryEntry,
+  StoryKind,
+  StoryLimits,
+  StoryOptions,
+  StoryTally,
+  TallyBucket,
+} from './story.rules.js';

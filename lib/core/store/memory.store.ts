@@ -30,6 +30,8 @@ import { MemoryRateLimiter } from './memory.limiter.js';
 import { mergeGenerated, mergeRecheck } from './pending.generated.js';
 import { checkoutLockKey } from './checkout.claims.js';
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
+import { MemoryStoryLog } from './memory.story.js';
+import type { StoryOptions } from './story.rules.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
 export interface MemoryPaymentsStoreOptions {
@@ -50,6 +52,11 @@ export interface MemoryPaymentsStoreOptions {
   maxOrders?: number;
   /** Most refund records kept (one per payment refunded); least recently used go first. Default 100 000. */
   maxRefunds?: number;
+  /**
+   * The payments' stories and the desk's tallies ({@link MemoryStoryLog}): their bounds and
+   * retention, or `false` to keep none. Default: the defaults of {@link StoryOptions}.
+   */
+  story?: StoryOptions | false;
   /**
    * The store's clock: leases and TTLs run on it, and {@link MemoryPaymentsStore.now} reads it.
    * Default: the system clock.
@@ -198,6 +205,8 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
   private readonly refunds: LRUCache<string, RefundRecord>;
   /** The webhook's rate limits, in this process (this store is one process's anyway). */
   readonly rateLimits: MemoryRateLimiter;
+  /** The payments' stories and the desk's tallies, in this process; absent with `story: false`. */
+  readonly story?: MemoryStoryLog;
   private readonly clock: Clock;
   // lru-cache drops an expired entry only when it is read or evicted by the cap: without sweeps a
   // store would hold its caps' worth of entries whatever the retention windows, its size following
@@ -222,6 +231,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
     this.settlements = boundedCache(options.maxOrders ?? 100_000, { allowStale: false, perf, ttlResolution });
     this.checkouts = boundedCache(options.maxOrders ?? 100_000, { allowStale: false, perf, ttlResolution });
     this.refunds = boundedCache(options.maxRefunds ?? 100_000, { allowStale: false, perf, ttlResolution });
+    if (options.story !== false) this.story = new MemoryStoryLog(options.story, this.clock, options.maxOutcomes);
   }
 
   /** Counts a write, and sweeps the expired entries out of every cache when their time has come. */

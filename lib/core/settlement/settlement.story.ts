@@ -1,0 +1,288 @@
+import { describe, type PaymentsLogger } from '../common/index.js';
+import {
+  bucketStart,
+  TALLY,
+  type OutcomeSource,
+  type PaymentStoryLog,
+  type StoryEntry,
+  type StoryKind,
+  type StoryTally,
+} from '../store/index.js';
+import type { TelemetryHooks, WebhookTrace } from '../telemetry/index.js';
+import type { Clock } from '../time/index.js';
+import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
+
+/** What one settle adds to a payment's story and to the tallies. */
+export interface SettleStory {
+  /** The story's entries, in order (kind, answer, error). */
+  entries: Array<Pick<StoryEntry, 'kind' | 'answer' | 'error'>>;
+  /** The tallies it adds (the handling time's slot is added by the recorder, which timed it). */
+  tallies: StoryTally[];
+  /** Whether the payment's handlers ran to the end of a paid outcome (its time is then charted). */
+  paidHandled: boolean;
+}
+
+const VERIFY: StoryTally = { name: TALLY.verifySettled, by: 1 };
+
+/**
+ * What a settle's result tells a payment's story, and which tallies it adds. Exhaustive: a new
+ * kind of result must say here what it tells, or the compiler refuses it. A settle that verified
+ * made one verify call (the runner verifies once per settle).
+ */
+export function storyOfSettle(result: SettleResult): SettleStory {
+  const settled = (outcome: string): StoryTally[] => [
+    VERIFY,
+    { name: TALLY.settled, by: 1 },
+    { name: TALLY.outcome(outcome), by: 1 },
+  ];
+  switch (result.kind) {
+    case 'handled':
+      return {
+        entries: [
+          { kind: 'verify', answer: result.verification.status },
+          { kind: 'handlers', answer: `${result.outcome}: handled` },
+        ],
+        tallies: settled(result.outcome),
+        paidHandled: result.outcome === 'confirmed',
+      };
+    case 'handlers-failed':
+      return {
+        entries: [
+          { kind: 'verify', answer: result.verification.status },
+          { kind: 'handlers', answer: `${result.outcome}: failed`, error: result.error },
+        ],
+        tallies: [VERIFY],
+        paidHandled: false,
+      };
+    case 'order-duplicate': {
+      const entries: SettleStory['entries'] = [
+        { kind: 'verify', answer: result.verification.status },
+        { kind: 'duplicate', answer: `duplicate of ${result.settledBy.paymentId}` },
+      ];
+      if (result.refund !== undefined)
+        entries.push({
+          kind: 'refund',
+          answer: `refund ${result.refund.refundId}, ${result.refund.amount}, ${result.refund.status}`,
+        });
+      else if (result.refundRetry !== undefined)
+        entries.push({ kind: 'refund', answer: 'not sent yet', error: result.refundRetry });
+      if (result.error !== undefined)
+        entries.push({ kind: 'handlers', answer: 'duplicate: failed', error: result.error });
+      return { entries, tallies: settled('duplicate'), paidHandled: false };
+    }
+    case 'pending':
+      return {
+        entries: [{ kind: 'verify', answer: result.verification.status }],
+        tallies: [VERIFY],
+        paidHandled: false,
+      };
+    case 'mismatch':
+      return {
+        entries: [{ kind: 'verify', answer: result.verification.status, error: result.problems.join('; ') }],
+        tallies: settled('mismatch'),
+        paidHandled: false,
+      };
+    case 'foreign':
+      return {
+        entries: [
+          { kind: 'verify', answer: result.verification?.status ?? 'unknown', error: result.problems.join('; ') },
+        ],
+        tallies: [{ name: TALLY.verifyStranger, by: 1 }],
+        paidHandled: false,
+      };
+    case 'verify-failed':
+      return {
+        entries: [{ kind: 'verify', answer: 'failed', error: `${result.error.code}: ${result.error.message}` }],
+        tallies: [VERIFY],
+        paidHandled: false,
+      };
+    case 'store-unavailable':
+      return {
+        entries: [{ kind: 'verify', answer: 'store unavailable', error: result.error }],
+        tallies: [],
+        paidHandled: false,
+      };
+    case 'deferred':
+      return {
+        entries: [
+          { kind: 'verify', answer: `deferred ${String(result.retryAfterSecs)} s`, error: result.error?.message },
+        ],
+        tallies: [],
+        paidHandled: false,
+      };
+    case 'rate-limited':
+      return {
+        entries: [{ kind: 'verify', answer: `rate-limited ${String(result.retryAfterSecs)} s` }],
+        tallies: [],
+        paidHandled: false,
+      };
+    case 'duplicate':
+    case 'busy':
+      return { entries: [], tallies: [], paidHandled: false };
+  }
+}
+
+/** What the recorder needs of the client. */
+export interface StoryRecorderOptions {
+  /** The registration's name (`''` for the unnamed one). */
+  registration: string;
+  /** This instance's name in the story (host name and process id). */
+  instance: string;
+  /** The engine's clock. */
+  clock: Clock;
+  /** Cuts the client's secrets out of a text: every string is written through it. */
+  redact: (text: string) => string;
+  /** Where a failed write is said (once per failure streak). */
+  logger: PaymentsLogger;
+}
+
+/**
+ * Notes what happens to payments and writes it to the store's {@link PaymentStoryLog}, batched: the
+ * notes of one turn of the event loop go in one write, started after the turn and never awaited by
+ * the path that noted them. Best-effort by design: the story is for people; a failed write loses
+ * lines and counts, never money-relevant state, and the paths that settle payments never wait for it.
+ */
+export class StoryRecorder {
+  #entries: StoryEntry[] = [];
+  #tallies: Array<StoryTally & { bucket: number }> = [];
+  #scheduled = false;
+  #failing = false;
+  #writing: Promise<void> = Promise.resolve();
+
+  /**
+   * @param log the store's story log
+   * @param options who writes, on which clock, through which redactor
+   */
+  constructor(
+    private readonly log: PaymentStoryLog,
+    private readonly options: StoryRecorderOptions,
+  ) {}
+
+  /** The clock's time now, epoch ms. */
+  now(): number {
+    return this.options.clock.now();
+  }
+
+  /** Notes an entry of `paymentId`'s story, at `at` (default now). */
+  note(paymentId: string, source: string, kind: StoryKind, answer: string, error?: string, at = this.now()): void {
+    const { redact, instance } = this.options;
+    const entry: StoryEntry = {
+      paymentId: redact(paymentId),
+      at: new Date(at).toISOString(),
+      instance,
+      source,
+      kind,
+      answer: redact(answer),
+    };
+    if (error !== undefined) entry.error = redact(error);
+    this.#entries.push(entry);
+    this.#schedule();
+  }
+
+  /** Counts `tally` in the bucket of `at` (default now). */
+  count(tally: StoryTally, at = this.now()): void {
+    this.#tallies.push({ ...tally, bucket: bucketStart(at, this.log.limits.bucketMs) });
+    this.#schedule();
+  }
+
+  /** Writes what is noted now, and waits for every write started so far. */
+  flush(): Promise<void> {
+    this.#scheduled = false;
+    const entries = this.#entries;
+    const tallies = this.#tallies;
+    this.#entries = [];
+    this.#tallies = [];
+    if (entries.length > 0 || tallies.length > 0) {
+      const batch = { registration: this.options.registration, entries, tallies };
+      this.#writing = this.#writing.then(() =>
+        this.log.append(batch).then(
+          () => {
+            this.#failing = false;
+          },
+          (error: unknown) => {
+            if (!this.#failing)
+              this.options.logger.warn(
+                this.options.redact(
+                  `payments: the story of payments was not written (best-effort): ${describe(error)}`,
+                ),
+              );
+            this.#failing = true;
+          },
+        ),
+      );
+    }
+    return this.#writing;
+  }
+
+  /** The webhook's telemetry, with each delivery's answer noted too. */
+  webhookHooks(inner: TelemetryHooks): TelemetryHooks {
+    return {
+      active: true,
+      call: (operation, method, template, run) => inner.call(operation, method, template, run),
+      settle: (paymentId, source, run, summary) => inner.settle(paymentId, source, run, summary),
+      reconciliation: (run) => inner.reconciliation(run),
+      close: () => inner.close(),
+      webhook: (route): WebhookTrace => {
+        const trace = inner.active ? inner.webhook(route) : undefined;
+        return {
+          within: (run) => (trace ? trace.within(run) : run()),
+          end: (status, result, paymentId) => {
+            trace?.end(status, result, paymentId);
+            if (paymentId !== undefined) this.note(paymentId, 'webhook', 'webhook', `${String(status)} ${result}`);
+            else if (result === 'rejected') this.count({ name: TALLY.refused, by: 1 });
+          },
+        };
+      },
+    };
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => void this.flush());
+  }
+}
+
+/**
+ * The settlements with each settle's story noted: what the service said, what the handlers did,
+ * a duplicate and its refund, and the time from the start of the attempt that found the payment
+ * paid to the end of its handlers (the charts' handling time).
+ */
+export class StorySettlements implements Settlements {
+  /**
+   * @param inner what settles
+   * @param story where the notes go
+   */
+  constructor(
+    private readonly inner: Settlements,
+    private readonly story: StoryRecorder,
+  ) {}
+
+  /** @inheritdoc */
+  async settle(request: SettleRequest): Promise<SettleResult> {
+    const started = this.story.now();
+    const result = await this.inner.settle(request);
+    const told = storyOfSettle(result);
+    const source: OutcomeSource = request.source;
+    if (source === 'return')
+      this.story.note(request.paymentId, source, 'return', 'customer came back', undefined, started);
+    // The verify call is made as the settle starts; what follows it, as it ends.
+    for (const entry of told.entries)
+      this.story.note(
+        request.paymentId,
+        source,
+        entry.kind,
+        entry.answer,
+        entry.error,
+        entry.kind === 'verify' ? started : undefined,
+      );
+    for (const tally of told.tallies) this.story.count(tally);
+    if (told.paidHandled) this.story.count({ name: TALLY.handled(this.story.now() - started), by: 1 });
+    return result;
+  }
+
+  /** @inheritdoc */
+  hold(paymentId: string, source: OutcomeSource, work: () => Promise<void>): Promise<'held' | 'done' | 'busy'> {
+    return this.inner.hold(paymentId, source, work);
+  }
+}

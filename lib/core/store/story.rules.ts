@@ -1,0 +1,199 @@
+/**
+ * The story of a payment (what happened to it, entry by entry, for the people who run the shop)
+ * and the tallies the desk's charts are drawn from: the records and the pure rules every store
+ * shares (bounds, retention, time buckets, the handling-time histogram and its percentiles).
+ */
+
+/** What one entry of a payment's story tells. */
+export type StoryKind = 'created' | 'webhook' | 'verify' | 'return' | 'handlers' | 'duplicate' | 'refund' | 'desk';
+
+/** One entry of a payment's story. Every string in it was cut of the client's secrets before it was written. */
+export interface StoryEntry {
+  /** The payment. */
+  paymentId: string;
+  /** ISO 8601 time of the entry (the engine's clock). */
+  at: string;
+  /** The app instance that wrote it (host name and process id). */
+  instance: string;
+  /** The path: `generate`, `webhook`, `return`, `reconciliation`, `desk`. */
+  source: string;
+  /** What happened. */
+  kind: StoryKind;
+  /** What it was answered, or what the service said (an HTTP status, a verify status, a result). */
+  answer: string;
+  /** The error, when it failed. */
+  error?: string;
+}
+
+/** How many of one name a time bucket counts, e.g. `{ name: 'outcome.confirmed', by: 1 }`. */
+export interface StoryTally {
+  /** The counter's name (see {@link TALLY} for the names the engine writes). */
+  name: string;
+  /** How much to add (a positive integer). */
+  by: number;
+}
+
+/** What the engine writes in one go: story entries and tallies, all of one registration. */
+export interface StoryBatch {
+  /** The registration's name (`''` for the unnamed one). */
+  registration: string;
+  /** The entries, oldest first. */
+  entries: StoryEntry[];
+  /** The tallies, each with the epoch ms its time bucket starts at. */
+  tallies: Array<
+    StoryTally & {
+      /** Epoch ms the tally's time bucket starts at. */
+      bucket: number;
+    }
+  >;
+}
+
+/** One time bucket's counters. */
+export interface TallyBucket {
+  /** Epoch ms the bucket starts at. */
+  bucket: number;
+  /** Counter name to count. */
+  counts: Record<string, number>;
+}
+
+/** How a store keeps stories and tallies. */
+export interface StoryOptions {
+  /** Entries kept per payment: the newest, the older dropped. Default 50. */
+  maxEntries?: number;
+  /** How long a story is kept after its latest entry, and a tally bucket after it ends, in seconds. Default 2592000 (30 days). */
+  retentionSecs?: number;
+  /** A tally bucket's length in seconds (the charts' resolution). Default 3600 (one hour). */
+  bucketSecs?: number;
+}
+
+/** {@link StoryOptions} checked, with defaults, in ms. */
+export interface StoryLimits {
+  /** See {@link StoryOptions.maxEntries}. */
+  readonly maxEntries: number;
+  /** See {@link StoryOptions.retentionSecs}; in ms. */
+  readonly retentionMs: number;
+  /** See {@link StoryOptions.bucketSecs}; in ms. */
+  readonly bucketMs: number;
+}
+
+/** The defaults of {@link StoryOptions}. */
+export const STORY_DEFAULTS = {
+  /** Entries kept per payment. */
+  maxEntries: 50,
+  /** Thirty days. */
+  retentionSecs: 30 * 24 * 3600,
+  /** One hour. */
+  bucketSecs: 3600,
+} as const;
+
+function positiveInt(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+    throw new TypeError(`story.${name} must be a positive integer`);
+  return value;
+}
+
+/**
+ * The limits of {@link StoryOptions}.
+ * @throws TypeError naming the option that is not a positive integer
+ */
+export function storyLimits(options: StoryOptions = {}): StoryLimits {
+  return {
+    maxEntries: positiveInt(options.maxEntries, 'maxEntries', STORY_DEFAULTS.maxEntries),
+    retentionMs: positiveInt(options.retentionSecs, 'retentionSecs', STORY_DEFAULTS.retentionSecs) * 1000,
+    bucketMs: positiveInt(options.bucketSecs, 'bucketSecs', STORY_DEFAULTS.bucketSecs) * 1000,
+  };
+}
+
+/** The start of the time bucket `at` falls in (epoch ms; buckets are aligned on the epoch). */
+export function bucketStart(at: number, bucketMs: number): number {
+  return Math.floor(at / bucketMs) * bucketMs;
+}
+
+/** The entries a story keeps after `added` are appended: the newest `max`. */
+export function keptEntries<T>(entries: readonly T[], added: readonly T[], max: number): T[] {
+  const all = [...entries, ...added];
+  return all.slice(Math.max(0, all.length - max));
+}
+
+/** Whether something last written at `writtenAt` is past its retention at `now`. */
+export function expired(writtenAt: number, retentionMs: number, now: number): boolean {
+  return now - writtenAt >= retentionMs;
+}
+
+/**
+ * The upper bounds, in ms, of the histogram of the time from paid to handled; the last slot
+ * (`le.inf`) takes what is longer.
+ */
+export const HANDLING_BOUNDS_MS = [50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 300_000, 900_000];
+
+/** The counter names the engine writes. */
+export const TALLY = {
+  /** A payment's outcome, once handled: `outcome.confirmed`, `outcome.duplicate`, ... */
+  outcome: (outcome: string): string => `outcome.${outcome}`,
+  /** A verify call made while settling a payment whose outcome was then handled. */
+  verifySettled: 'verify.settled',
+  /** Payments settled (handled, duplicates, mismatches): the denominator of {@link TALLY.verifySettled}. */
+  settled: 'settled',
+  /** A verify call spent on a stranger (a payment the plugin has no record of sending). */
+  verifyStranger: 'verify.stranger',
+  /** A webhook delivery refused (4xx) before it cost anything. */
+  refused: 'webhook.refused',
+  /** The histogram slot of a time from paid to handled: `handled.le.<bound>` or `handled.le.inf`. */
+  handled: (ms: number): string => `handled.le.${handlingSlot(ms)}`,
+} as const;
+
+/** The histogram slot's name of a duration: its upper bound in ms, or `inf`. */
+export function handlingSlot(ms: number): string {
+  const bound = HANDLING_BOUNDS_MS.find((b) => ms <= b);
+  return bound === undefined ? 'inf' : String(bound);
+}
+
+/** The histogram of handling times summed over `buckets`, in the order of {@link HANDLING_BOUNDS_MS} then `inf`. */
+export function handlingHistogram(buckets: readonly TallyBucket[]): Array<{ le: string; count: number }> {
+  const slots = [...HANDLING_BOUNDS_MS.map(String), 'inf'];
+  return slots.map((le) => ({ le, count: buckets.reduce((sum, b) => sum + (b.counts[`handled.le.${le}`] ?? 0), 0) }));
+}
+
+/**
+ * The `p`-th percentile (0 < p <= 100) of a histogram, as the upper bound of the slot it falls in
+ * (`Infinity` for the last slot); `undefined` when the histogram is empty.
+ */
+export function histogramPercentile(
+  histogram: ReadonlyArray<{ le: string; count: number }>,
+  p: number,
+): number | undefined {
+  const total = histogram.reduce((sum, s) => sum + s.count, 0);
+  if (total === 0) return undefined;
+  const rank = Math.ceil((p / 100) * total);
+  let seen = 0;
+  for (const slot of histogram) {
+    seen += slot.count;
+    if (seen >= rank) return slot.le === 'inf' ? Infinity : Number(slot.le);
+  }
+  return Infinity;
+}
+
+/** The sum of one counter over `buckets`. */
+export function tallySum(buckets: readonly TallyBucket[], name: string): number {
+  return buckets.reduce((sum, b) => sum + (b.counts[name] ?? 0), 0);
+}
+
+/** Adds `tally` to `counts` (in place). */
+export function addTally(counts: Record<string, number>, tally: StoryTally): void {
+  counts[tally.name] = (counts[tally.name] ?? 0) + tally.by;
+}
+
+/** A stored entry read back, or `undefined` when it is not one (a corrupt or foreign value). */
+export function parseStoryEntry(text: string): StoryEntry | undefined {
+  try {
+    const e = JSON.parse(text) as Record<string, unknown>;
+    if (typeof e !== 'object' || e === null) return undefined;
+    const strings = ['paymentId', 'at', 'instance', 'source', 'kind', 'answer'];
+    if (!strings.every((k) => typeof e[k] === 'string')) return undefined;
+    if (e.error !== undefined && typeof e.error !== 'string') return undefined;
+    return e as unknown as StoryEntry;
+  } catch {
+    return undefined;
+  }
+}
