@@ -39,6 +39,9 @@ import { generatePrismaRecipes } from '../../scripts/prisma-recipes.mjs';
 // lives (rounds enough to reach it); INBOX_CRASH_ONLY (a substring of
 // a combination's title) runs only some; INBOX_CRASH_REPORT (a file) gets one JSON line of counts
 // per combination (scripts/inbox-crash-matrix.mjs runs the matrix and prints the table).
+// The whole matrix runs when INBOX_CRASH_RUNS or INBOX_CRASH_ALL=1 is set; by default (the README's
+// test command) each recipe on each database runs with one of the two stores, in turn, so every
+// recipe, database and store is killed at every await in half the time.
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const OUT_DIR = path.join(ROOT, 'node_modules/.cache/nestjs-payments-inbox-crash', String(process.pid));
@@ -51,6 +54,7 @@ const ROUNDS = Number(process.env.INBOX_CRASH_ROUNDS ?? 1);
 const RUNS = process.env.INBOX_CRASH_RUNS ? Number(process.env.INBOX_CRASH_RUNS) : undefined;
 const ONLY = process.env.INBOX_CRASH_ONLY ?? '';
 const REPORT = process.env.INBOX_CRASH_REPORT;
+const ALL = RUNS !== undefined || process.env.INBOX_CRASH_ALL === '1';
 
 const [pgUp, mariaUp, redisUp] = await Promise.all([postgresAvailable(), mariadbAvailable(), redisAvailable()]);
 let sandbox: PaymentsSandbox;
@@ -73,6 +77,8 @@ interface AppState {
 interface CrashCounts {
   lives: number;
   kills: number;
+  /** Lives that had fewer round trips than their kill point, and answered. */
+  lived: number;
   awaits: number;
   orders: number;
   /** Orders with more than one event row, payments with more than one inbox row. */
@@ -139,6 +145,7 @@ async function crashLoop(title: string, env: Record<string, string>): Promise<Cr
   expect(awaits).toBeGreaterThanOrEqual(4);
 
   let kills = 0;
+  let lived = 0;
   const rounds = RUNS === undefined ? ROUNDS : Math.ceil(RUNS / awaits);
   for (let round = 0; round < rounds; round++) {
     for (let point = 1; point <= awaits; point++) {
@@ -147,8 +154,19 @@ async function crashLoop(title: string, env: Record<string, string>): Promise<Cr
       orders.push(newest);
       // Its webhook alone: the outcome meets the process as the first life's did, at the same awaits.
       const answer = await deliver(app, newest);
-      // A life that answered lived through the await it was to die at: the count was not the outcome's.
       const end = await Promise.race([app.exited, settle(10_000).then(() => ({ answer, stderr: app.stderr() }))]);
+      if ('answer' in end) {
+        // A life that answered had fewer round trips than the first (a driver's packets split by
+        // what its pool holds: Prisma on MariaDB): it may live only past its own last await.
+        const own = ((await (await fetch(`${app.url}/state`)).json()) as AppState).awaits;
+        app.child.kill('SIGKILL');
+        await app.exited;
+        expect({ point, awaits, own, end }).toEqual({ point, awaits, own: Math.min(own, point - 1), end });
+        expect(end.answer).toEqual({ status: 200, body: { received: true } });
+        done.add(newest.paymentId);
+        lived += 1;
+        continue;
+      }
       expect({ point, awaits, end }).toEqual({ point, awaits, end: { code: null, signal: 'SIGKILL' } });
       kills += 1;
     }
@@ -172,6 +190,7 @@ async function crashLoop(title: string, env: Record<string, string>): Promise<Cr
     const counts: CrashCounts = {
       lives: rounds * awaits + 2,
       kills,
+      lived,
       awaits,
       orders: orders.length,
       duplicates: counted.filter((c) => c.events > 1 || c.inbox > 1).length,
@@ -180,6 +199,7 @@ async function crashLoop(title: string, env: Record<string, string>): Promise<Cr
       maxInboxRowsPerPayment: Math.max(...counted.map((c) => c.inbox)),
     };
     if (REPORT) appendFileSync(REPORT, `${JSON.stringify({ combination: title, ...counts })}\n`);
+    expect(kills).toBeGreaterThan(lived);
     expect(done.size).toBe(orders.length);
     // Each is now a duplicate: the store's done marker is there for every one.
     for (const order of orders)
@@ -248,18 +268,18 @@ const HOSTS = {
   mysql: { label: 'MariaDB', up: mariaUp, reason: `MariaDB not reachable at ${MARIADB_URL}` },
 } as const;
 
-/** Every recipe on every database it speaks, with each store: the matrix. */
-const MATRIX = (['redis', 'postgres'] as const)
-  .flatMap((store) =>
-    RECIPE_CASES.flatMap((recipe) =>
-      recipe.dialects
-        .filter((d): d is ServedDialect => d !== 'sqlite')
-        .map((dialect) => ({
-          store,
-          dialect,
-          recipe,
-          title: `${recipe.name} on ${HOSTS[dialect].label}, plugin state in ${STORES[store].label}`,
-        })),
+/** Every recipe on every database it speaks, with each store (by default each store in turn): the matrix. */
+const MATRIX = RECIPE_CASES.flatMap((recipe) =>
+  recipe.dialects.filter((d): d is ServedDialect => d !== 'sqlite').map((dialect) => ({ recipe, dialect })),
+)
+  .flatMap(({ recipe, dialect }, i) =>
+    (ALL ? (['redis', 'postgres'] as const) : [i % 2 === 0 ? ('redis' as const) : ('postgres' as const)]).map(
+      (store) => ({
+        store,
+        dialect,
+        recipe,
+        title: `${recipe.name} on ${HOSTS[dialect].label}, plugin state in ${STORES[store].label}`,
+      }),
     ),
   )
   .filter((c) => c.title.includes(ONLY));

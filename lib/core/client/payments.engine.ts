@@ -136,7 +136,7 @@ export function composeEngine(
   // Telemetry wraps the runner from outside: every path settles through the wrapper.
   const traced = resolved.telemetry.enabled ? new TracedSettlements(runner, telemetry) : runner;
   // The payments' stories, when the store keeps them: noted around every settle and webhook answer.
-  const story = storyRecorder(resolved, store, (text) => transport.redact(text));
+  const story = storyRecorder(resolved, store, transport);
   const settlements = story ? new StorySettlements(traced, story) : traced;
   const api: PaymentsApi = new PaymentsApi(resolved, transport, store, signer, runner, telemetry, shared);
   const returnCheck = new PaymentReconciler(
@@ -175,7 +175,7 @@ export function composeEngine(
 function storyRecorder(
   resolved: ResolvedPaymentsOptions,
   store: PaymentsStore,
-  redact: (text: string) => string,
+  redactor: { redact(text: string): string },
 ): StoryRecorder | undefined {
   const log = storyLogOf(store);
   return (
@@ -184,7 +184,7 @@ function storyRecorder(
       registration: resolved.name ?? '',
       instance: `${hostname()}:${String(process.pid)}`,
       clock: resolved.clock,
-      redact,
+      redactor,
       logger: resolved.logger,
     })
   );

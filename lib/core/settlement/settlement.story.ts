@@ -130,8 +130,8 @@ export interface StoryRecorderOptions {
   instance: string;
   /** The engine's clock. */
   clock: Clock;
-  /** Cuts the client's secrets out of a text: every string is written through it. */
-  redact: (text: string) => string;
+  /** Cuts the client's secrets out of a text (the client's transport): every string is written through it. */
+  redactor: { redact(text: string): string };
   /** Where a failed write is said (once per failure streak). */
   logger: PaymentsLogger;
 }
@@ -165,16 +165,16 @@ export class StoryRecorder {
 
   /** Notes an entry of `paymentId`'s story, at `at` (default now). */
   note(paymentId: string, source: string, kind: StoryKind, answer: string, error?: string, at = this.now()): void {
-    const { redact, instance } = this.options;
+    const { redactor, instance } = this.options;
     const entry: StoryEntry = {
-      paymentId: redact(paymentId),
+      paymentId: redactor.redact(paymentId),
       at: new Date(at).toISOString(),
       instance,
       source,
       kind,
-      answer: redact(answer),
+      answer: redactor.redact(answer),
     };
-    if (error !== undefined) entry.error = redact(error);
+    if (error !== undefined) entry.error = redactor.redact(error);
     this.#entries.push(entry);
     this.#schedule();
   }
@@ -202,7 +202,7 @@ export class StoryRecorder {
           (error: unknown) => {
             if (!this.#failing)
               this.options.logger.warn(
-                this.options.redact(
+                this.options.redactor.redact(
                   `payments: the story of payments was not written (best-effort): ${describe(error)}`,
                 ),
               );
