@@ -38,10 +38,11 @@ export interface PostgresPaymentsStoreOptions {
 
   /**
    * The payments' stories and the desk's tallies (`PostgresStoryLog`, tables `<prefix>stories` and
-   * `<prefix>tallies`): their bounds and retention, or `false` to keep none. Default: the defaults
-   * of `StoryOptions` (50 entries a payment, 30 days, hourly buckets).
+   * `<prefix>tallies`), kept when set: `true` for the defaults of `StoryOptions` (50 entries a
+   * payment, 30 days, hourly buckets), or their bounds and retention. Default `false`: none kept
+   * (they cost a statement per turn of the event loop that notes some).
    */
-  story?: StoryOptions | false;
+  story?: StoryOptions | boolean;
 
   /**
    * Create the tables (`CREATE TABLE IF NOT EXISTS`) before the first operation, once per store.

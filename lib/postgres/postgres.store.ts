@@ -143,7 +143,8 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger, Refund
     const tables = storeTables(resolveTableNames(options));
     this.#orders = new PostgresOrderLedger(this.#db, orderStatements(tables), this.#claimsInFlight);
     this.#refunds = new PostgresRefundLedger(this.#db, tables);
-    if (options.story !== false) this.story = new PostgresStoryLog(this.#db, tables, options.story);
+    if (options.story !== undefined && options.story !== false)
+      this.story = new PostgresStoryLog(this.#db, tables, options.story === true ? {} : options.story);
   }
 
   /** @inheritdoc */

@@ -19,10 +19,11 @@ export interface RedisPaymentsStoreOptions {
 
   /**
    * The payments' stories and the desk's tallies (`RedisStoryLog`, keys
-   * `<prefix>{story:<registration>}:...`): their bounds and retention, or `false` to keep none.
-   * Default: the defaults of `StoryOptions` (50 entries a payment, 30 days, hourly buckets).
+   * `<prefix>{story:<registration>}:...`), kept when set: `true` for the defaults of
+   * `StoryOptions` (50 entries a payment, 30 days, hourly buckets), or their bounds and retention.
+   * Default `false`: none kept (they cost a pipeline per turn of the event loop that notes some).
    */
-  story?: StoryOptions | false;
+  story?: StoryOptions | boolean;
 
   /**
    * Longest time, in ms, one store operation may take before its promise rejects, whatever the

@@ -192,8 +192,12 @@ export class RedisPaymentsStore implements PaymentsStore, OrderLedger, RefundLed
     this.rateLimits = new RedisRateLimiter(this.#db);
     this.#orders = new RedisOrderLedger(this.#db);
     this.#refunds = new RedisRefundLedger(this.#db);
-    if (options.story !== false)
-      this.story = new RedisStoryLog(this.#db, options.keyPrefix ?? DEFAULT_KEY_PREFIX, options.story);
+    if (options.story !== undefined && options.story !== false)
+      this.story = new RedisStoryLog(
+        this.#db,
+        options.keyPrefix ?? DEFAULT_KEY_PREFIX,
+        options.story === true ? {} : options.story,
+      );
   }
 
   /** @inheritdoc */

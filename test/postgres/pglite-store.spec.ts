@@ -31,7 +31,7 @@ describeStoreContract(
     // PGlite answers one statement at a time, in this process: the contract's bursts (dozens of
     // claims at once) queue behind each other, and on a loaded machine the queue can outlast the
     // default 5 s bound, which is there for an unreachable server, not what the contract checks.
-    const store = new PostgresPaymentsStore(shared, { operationTimeoutMs: 60_000 });
+    const store = new PostgresPaymentsStore(shared, { operationTimeoutMs: 60_000, story: true });
     return { store, cleanup: () => store.close() };
   },
   { story: true },

@@ -54,7 +54,7 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
       describeStoreContract(
         'PostgresPaymentsStore (pg Pool)',
         async () => {
-          const store = new PostgresPaymentsStore(pool, { schema: RUN_SCHEMA, tablePrefix: 'pool_' });
+          const store = new PostgresPaymentsStore(pool, { schema: RUN_SCHEMA, tablePrefix: 'pool_', story: true });
           return { store, cleanup: () => store.close() };
         },
         { story: true },

@@ -37,7 +37,7 @@ import {
 } from '../../lib/index.js';
 import { createPaymentsClient } from '../../lib/express/index.js';
 import { getPaymentsClientToken } from '../../lib/nest/index.js';
-import { MemoryPaymentsStore } from '../../lib/store/index.js';
+import { MemoryPaymentsStore, storyLogOf } from '../../lib/store/index.js';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 import { PostgresPaymentsStore } from '../../lib/postgres/index.js';
 import { RedisPaymentsStore } from '../../lib/redis/index.js';
@@ -646,6 +646,33 @@ async function checkDesk(desk: string, paymentId: string): Promise<void> {
 }
 
 SCENARIOS.push(
+  {
+    name: "Payments desk: the PostgreSQL store's story option keeps 100 entries a payment for 7 days, in 15-minute buckets, and tells a paid payment's story",
+    uses: ['store'],
+    env: () => ({ DATABASE_URL: POSTGRES_URL }),
+    async run({ exports, sandbox }) {
+      const store = exports.store as PostgresPaymentsStore;
+      const log = storyLogOf(store);
+      expect(log?.limits).toEqual({ maxEntries: 100, retentionMs: 7 * 24 * 3600 * 1000, bucketMs: 900_000 });
+      const client = createPaymentsClient(sandbox.options({ store, reconciliation: { enabled: false } }));
+      try {
+        const { paymentId } = await client.generatePayment({ amount: '2700' });
+        await sandbox.completePayment(paymentId);
+        await client.reconcilePayment(paymentId);
+        // The story is written after the paths that note it, never awaited by them.
+        const told = ['created', 'verify', 'handlers', 'return'];
+        let kinds: string[] = [];
+        for (let i = 0; i < 50 && !told.every((k) => kinds.includes(k)); i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          kinds = (await log!.entries(client.name ?? '', paymentId)).map((e) => e.kind);
+        }
+        expect(kinds).toEqual(expect.arrayContaining(told));
+      } finally {
+        await client.close();
+        await store.close();
+      }
+    },
+  },
   {
     name: 'Payments desk (Nest): AdminModule serves the desk at /admin/payments behind PaymentsStaffGuard',
     uses: ['AdminModule', 'PaymentsStaffGuard'],

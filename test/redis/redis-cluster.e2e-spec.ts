@@ -47,7 +47,7 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
       'RedisPaymentsStore (ioredis Cluster)',
       async () => {
         const cluster = clusterClient();
-        const store = new RedisPaymentsStore(cluster, { keyPrefix: prefix() });
+        const store = new RedisPaymentsStore(cluster, { keyPrefix: prefix(), story: true });
         return { store, cleanup: async () => cluster.disconnect() };
       },
       { story: true },

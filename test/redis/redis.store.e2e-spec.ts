@@ -98,7 +98,7 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
   describeStoreContract(
     'RedisPaymentsStore (URL)',
     async () => {
-      const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: prefix(), logger: recordingLogger() });
+      const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: prefix(), logger: recordingLogger(), story: true });
       return { store, cleanup: () => store.close() };
     },
     { story: true },

@@ -54,9 +54,10 @@ export interface MemoryPaymentsStoreOptions {
   maxRefunds?: number;
   /**
    * The payments' stories and the desk's tallies ({@link MemoryStoryLog}): their bounds and
-   * retention, or `false` to keep none. Default: the defaults of {@link StoryOptions}.
+   * retention, `true` for the defaults of {@link StoryOptions}, or `false` to keep none. Default
+   * `true` (in this process, no round trip).
    */
-  story?: StoryOptions | false;
+  story?: StoryOptions | boolean;
   /**
    * The store's clock: leases and TTLs run on it, and {@link MemoryPaymentsStore.now} reads it.
    * Default: the system clock.
@@ -231,7 +232,8 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
     this.settlements = boundedCache(options.maxOrders ?? 100_000, { allowStale: false, perf, ttlResolution });
     this.checkouts = boundedCache(options.maxOrders ?? 100_000, { allowStale: false, perf, ttlResolution });
     this.refunds = boundedCache(options.maxRefunds ?? 100_000, { allowStale: false, perf, ttlResolution });
-    if (options.story !== false) this.story = new MemoryStoryLog(options.story, this.clock, options.maxOutcomes);
+    if (options.story !== false)
+      this.story = new MemoryStoryLog(options.story === true ? {} : options.story, this.clock, options.maxOutcomes);
   }
 
   /** Counts a write, and sweeps the expired entries out of every cache when their time has come. */
