@@ -24,7 +24,8 @@ const ORDERS = 100_000;
 const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 10 });
 const unnamed = new PostgresPaymentsStore(pool, { tablePrefix: PREFIX, preparedStatements: false });
 const sql = storeStatements(storeTables({ prefix: PREFIX, schema: undefined }));
-const orders = `"${PREFIX}orders"`;
+// Not `${PREFIX}orders`: that is the store's own order ledger (same prefix).
+const orders = `"${PREFIX}shop_orders"`;
 
 // Busy jiffies of the whole machine (/proc/stat: user, nice, system, irq, softirq).
 const machineBusy = () => {

@@ -81,7 +81,8 @@ if (storeKind === 'redis') {
     };
   }
   store = new PostgresPaymentsStore(db, { tablePrefix: PREFIX, ...STORY });
-  const orders = `"${PREFIX}orders"`;
+  // Not `${PREFIX}orders`: that is the store's own order ledger (same prefix).
+  const orders = `"${PREFIX}shop_orders"`;
   await db.query(`CREATE TABLE ${orders} (id text PRIMARY KEY, status text NOT NULL, paid_at timestamptz)`);
   await db.query(
     `INSERT INTO ${orders} (id, status) SELECT 'ord_' || n, 'unpaid' FROM generate_series(0, ${ORDERS - 1}) AS n`,

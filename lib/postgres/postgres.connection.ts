@@ -10,6 +10,7 @@ import type { PaymentsTransactionWork } from '../core/store/index.js';
 import { assertTransactional, runPostgresTransaction } from './postgres.transaction.js';
 import { isPgConnection, statementSender, type StatementSender } from './postgres.prepared.js';
 import { PgliteHold } from './postgres.pglite.js';
+import { isPgliteWire, pgliteStatementSender } from './postgres.wire.js';
 
 /**
  * Whether a database error means the database could not be reached or is going away (so that the
@@ -106,14 +107,18 @@ export class PostgresConnection {
     this.#cleanupEvery = resolved.cleanupEveryWrites;
     this.#logger = options.logger ?? defaultPaymentsLogger;
     this.transactional = resolved.transactional;
-    this.#sendStatement = statementSender(
-      resolved.preparedStatements ?? (this.#given === undefined || isPgConnection(this.#given)),
-      (error) =>
-        this.#logger.warn(
-          `PostgreSQL store: the database refused a named prepared statement (${error.message}): a pooler in transaction mode such as PgBouncer? ` +
-            'The store sends its statements unnamed from now on; set preparedStatements: false to start that way.',
-        ),
-    );
+    const pglite = this.#given !== undefined && isPgliteWire(this.#given);
+    this.#sendStatement =
+      pglite && resolved.preparedStatements !== false
+        ? pgliteStatementSender()
+        : statementSender(
+            resolved.preparedStatements ?? (this.#given === undefined || isPgConnection(this.#given)),
+            (error) =>
+              this.#logger.warn(
+                `PostgreSQL store: the database refused a named prepared statement (${error.message}): a pooler in transaction mode such as PgBouncer? ` +
+                  'The store sends its statements unnamed from now on; set preparedStatements: false to start that way.',
+              ),
+          );
     if (this.transactional && this.#given) assertTransactional(this.#given);
   }
 

@@ -79,8 +79,10 @@ export interface PostgresPaymentsStoreOptions {
    * parsed and planned once per connection instead of on every call: the store's statements cost
    * more to plan than to run (figures in docs/performance.md). Turn it off behind a pooler that does not keep prepared statements across
    * transactions (PgBouncer in transaction mode before 1.21, or without `max_prepared_statements`).
-   * Default: on for a `pg` Pool or Client and for the pool the store creates from a connection
-   * string; off for anything else (PGlite, wrappers), whose `query()` may not take a statement object.
+   * Default: on for a `pg` Pool or Client, for the pool the store creates from a connection
+   * string, and for a PGlite instance in this process (the statements are then sent through its
+   * wire protocol, `execProtocol()`); off for anything else (a PGlite worker, wrappers), whose
+   * `query()` may not take a statement object.
    */
   preparedStatements?: boolean;
 

@@ -253,6 +253,48 @@ describe('PostgresPaymentsStore on PGlite', () => {
     }
   });
 
+  it('sends its statements to PGlite as named prepared statements, each parsed once, unless preparedStatements: false', async () => {
+    const db = new PGlite();
+    const prepared = () =>
+      rows(db, `SELECT name FROM pg_prepared_statements WHERE name LIKE 'nestjs\\_payments\\_%' ORDER BY name`);
+    try {
+      // Bounded generously: a fresh PGlite starts slowly on a loaded machine.
+      const options = { operationTimeoutMs: LONG_MS };
+      const store = new PostgresPaymentsStore(db, options);
+      const claimed = () => store.findBindingAndClaim('t1', binding.paymentId, `outcome:${randomUUID()}`, 'o', LONG_MS);
+      await store.saveBinding('t1', binding, LONG_MS);
+      await expect(claimed()).resolves.toEqual({ binding, claim: 'claimed' });
+      const once = await prepared();
+      expect(once).toHaveLength(2);
+      await expect(claimed()).resolves.toEqual({ binding, claim: 'claimed' });
+      expect(await prepared()).toEqual(once);
+      await expect(store.findBinding('t1')).resolves.toEqual(binding);
+      expect(await prepared()).toHaveLength(3);
+      // A second store on the same instance and tables finds the names taken: the same statements.
+      const twin = new PostgresPaymentsStore(db, options);
+      await expect(twin.findBinding('t1')).resolves.toEqual(binding);
+      await expect(twin.claim('e', 'o', LONG_MS)).resolves.toBe('claimed');
+      await expect(twin.markDone('e', 'o', LONG_MS)).resolves.toBe(true);
+      expect(await prepared()).toHaveLength(5);
+      // A statement that fails leaves the session usable, and the next one runs.
+      const missing = new PostgresPaymentsStore(db, { ...options, tablePrefix: 'missing_', createTables: false });
+      await expect(missing.findBinding('t1')).rejects.toThrow(/refused the statement.*missing_bindings/);
+      await expect(twin.claim('e', 'x', LONG_MS)).resolves.toBe('done');
+
+      const plain = new PGlite();
+      try {
+        const unnamed = new PostgresPaymentsStore(plain, { ...options, preparedStatements: false });
+        await unnamed.saveBinding('t1', binding, LONG_MS);
+        await expect(unnamed.findBinding('t1')).resolves.toEqual(binding);
+        expect(await rows(plain, `SELECT name FROM pg_prepared_statements`)).toEqual([]);
+      } finally {
+        await plain.close();
+      }
+    } finally {
+      await db.close();
+    }
+  });
+
   it('leaves a PGlite passed in open after close(), and keeps working on it', async () => {
     const db = new PGlite();
     try {
