@@ -67,7 +67,7 @@ export function pgliteStatementSender(): StatementSender {
       name = `${PREFIX}${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
       names.set(text, name);
     }
-    const bind = bindMessage(name, params as WireValue[]);
+    const bind = bindMessage(name, params);
     const run = (withParse: boolean) =>
       wire._runExclusiveTransaction(() =>
         wire._runExclusiveQuery(() =>
