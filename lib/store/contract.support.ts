@@ -33,14 +33,16 @@ export const LONG_MS = 60_000;
  * that failed after SHORT_MS proves nothing (a loaded machine, a pooler in between: the thing may
  * rightly be gone), so it is run again with the fresh keys `run` makes, up to 5 times; a run that
  * failed within SHORT_MS fails the test at once.
+ *
+ * @param now the clock a run's age is read on, in ms (default `performance.now()`)
  */
-export async function whileFresh<T>(run: () => Promise<T>): Promise<T> {
+export async function whileFresh<T>(run: () => Promise<T>, now: () => number = () => performance.now()): Promise<T> {
   for (let tries = 1; ; tries++) {
-    const started = performance.now();
+    const started = now();
     try {
       return await run();
     } catch (error) {
-      if (performance.now() - started < SHORT_MS || tries >= 5) throw error;
+      if (now() - started < SHORT_MS || tries >= 5) throw error;
     }
   }
 }
