@@ -270,4 +270,19 @@ describe('the shared clock', () => {
     expect(measures()).toBe(2);
     expect(shared.offsetMs).toBe(42_000);
   });
+
+  it('says a measurement is due exactly when sync would measure (the paths skip its time limit otherwise)', async () => {
+    const { shared, pass, measures } = setup(-42_000);
+    const dues: boolean[] = [];
+    for (let k = 0; k < 8; k++) {
+      dues.push(shared.due);
+      const before = measures();
+      await shared.sync();
+      expect(measures() - before).toBe(dues[k] ? 1 : 0);
+      pass(SHARED_CLOCK_RESYNC_MS / 3);
+    }
+    // Never measured, then once a minute.
+    expect(dues).toEqual([true, false, false, true, false, false, true, false]);
+    expect(new SharedClock(setup(0).shared.local).due).toBe(false);
+  });
 });

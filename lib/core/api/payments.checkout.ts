@@ -177,7 +177,7 @@ export class CheckoutDesk {
     const release = () => void steps.close(orderKey, owner).catch(() => undefined);
     // The open payment's session end was stamped with the shared time: it is compared with the
     // shared time as measured now, never with an instance clock stepped since (or never measured).
-    const synced = bounded(this.clock.sync(), this.clock).catch(() => undefined);
+    const synced = this.clock.due ? bounded(this.clock.sync(), this.clock).catch(() => undefined) : undefined;
     const opening = await bounded(
       steps.open({ orderKey, owner, leaseMs: this.settings.leaseMs, cancellationPrefix }),
       this.clock,

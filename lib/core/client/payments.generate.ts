@@ -141,7 +141,7 @@ export class PaymentGenerator {
         'the payment id or the link is missing or malformed, or the tracking id is malformed',
       );
 
-    await bounded(this.clock.sync(), this.clock).catch(() => undefined);
+    if (this.clock.due) await bounded(this.clock.sync(), this.clock).catch(() => undefined);
     const mark = this.clock.mark();
     const createdAt = mark.at;
     const sessionSecs =

@@ -238,6 +238,15 @@ export class SharedClock implements Clock {
   }
 
   /**
+   * Whether {@link sync} would measure the offset now (it is older than
+   * {@link SHARED_CLOCK_RESYNC_MS}, never measured, or the instance's clock stepped): when not,
+   * sync answers at once, and a path need not put a time limit on it.
+   */
+  get due(): boolean {
+    return this.storeNow !== undefined && mustMeasure(this.#measuredAt, this.#latestWall, this.#reading());
+  }
+
+  /**
    * Measures the offset again when it is older than {@link SHARED_CLOCK_RESYNC_MS}. Never throws:
    * a store that does not answer keeps the last offset (the paths report the store's failure on
    * their own calls).
