@@ -81,6 +81,11 @@ export function describeOrders(c: ContractContext): void {
         };
         await ledger().saveCheckout(o, next, SHORT_MS);
         expect(await ledger().findCheckout(o)).toEqual(next);
+        // What was saved and what was found are the caller's own: changing them changes nothing stored.
+        const kept = structuredClone(next);
+        next.superseded.push('pay_changed_after_saving');
+        (await ledger().findCheckout(o))?.superseded?.push('pay_changed_after_reading');
+        expect(await ledger().findCheckout(o)).toEqual(kept);
         return o;
       });
       await sleep(PAST_SHORT_MS);

@@ -31,6 +31,7 @@ import { mergeGenerated, mergeRecheck } from './pending.generated.js';
 import { checkoutLockKey } from './checkout.claims.js';
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
 import { MemoryStoryLog } from './memory.story.js';
+import { copyCheckout } from './order.values.js';
 import type { StoryOptions } from './story.rules.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
@@ -508,13 +509,4 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
     }
     return claim;
   }
-}
-
-/**
- * A checkout's copy, so neither the caller nor the store sees the other's later changes: its
- * fields are strings but for one array, copied as such (generatePayment's path copies a checkout
- * twice, where structuredClone's generic walk costs more than the call's own work around it).
- */
-function copyCheckout(checkout: OrderCheckout): OrderCheckout {
-  return checkout.superseded ? { ...checkout, superseded: [...checkout.superseded] } : { ...checkout };
 }
