@@ -311,4 +311,34 @@ describe('the lib files each confirming path runs (Express)', () => {
     expect(paid).toContain(paymentId);
     expectPath(run, 'client', RECONCILIATION_FILES_CEILING, ['core/settlement/reconciliation.scheduler.ts']);
   });
+
+  it("a duplicate's automatic refund calls the service downward too: no client file entered from below", async () => {
+    const refunding = createPaymentsClient(sandbox.options({ duplicates: { refund: true } }));
+    const refunded: string[] = [];
+    createWebhookRouter({
+      client: refunding,
+      onPaymentConfirmed: () => undefined,
+      onPaymentRefunded: (event) => void refunded.push(`${event.paymentId} of ${event.duplicateOf}`),
+    });
+    try {
+      // Two checkouts of one order (each its own idempotency key): two payments, both paid.
+      const order = { amount: '12500', developerTrackingId: 'order-twice' };
+      const first = await refunding.generatePayment(order, { idempotencyKey: 'order-twice-tab-1' });
+      await sandbox.completePayment(first.paymentId);
+      expect(await refunding.reconcilePayment(first.paymentId)).toMatchObject({ outcome: 'confirmed' });
+      const second = await refunding.generatePayment(order, { idempotencyKey: 'order-twice-tab-2' });
+      await sandbox.completePayment(second.paymentId);
+      const run = await libRunOf(async () => {
+        expect(await refunding.reconcilePayment(second.paymentId)).toMatchObject({ outcome: 'duplicate' });
+      });
+      report("a duplicate's refund (Express)", run);
+      expect(sandbox.getPayment(second.paymentId)?.state).toBe('refunded');
+      expect(refunded).toEqual([`${second.paymentId} of ${first.paymentId}`]);
+      expect(run.files).toContain('core/settlement/settlement.duplicates.ts');
+      expect(run.runnerEntries).toBe(1);
+      expect(enteredFromBelow(run.files, 'client')).toEqual([]);
+    } finally {
+      await refunding.close();
+    }
+  });
 });

@@ -61,8 +61,8 @@ export type {
   VerifiedPayment,
 } from './payments.types.js';
 export { RETRY_POLICY } from './retry.policy.js';
-export { callService, checkId, ServiceVerifier, unexpected } from './service.calls.js';
-export type { CallObserver, PaymentVerifier, ServiceRequest } from './service.calls.js';
+export { callService, checkId, isFlatSuccess, ServiceRefunder, ServiceVerifier, unexpected } from './service.calls.js';
+export type { CallObserver, PaymentRefunder, PaymentVerifier, ServiceRequest } from './service.calls.js';
 export {
   fromBindingWire,
   fromCancellationWire,

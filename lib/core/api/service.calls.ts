@@ -1,7 +1,7 @@
 import type { HttpTransport } from './http.transport.js';
 import { PaymentsApiError, PaymentsValidationError, type PaymentsOperation } from './payments.errors.js';
-import type { VerifiedPayment } from './payments.types.js';
-import { fromVerifyWire, interpretResponse, SERVICE_PATHS } from './wire.mapper.js';
+import type { PaymentRefund, VerifiedPayment } from './payments.types.js';
+import { fromRefundWire, fromVerifyWire, interpretResponse, SERVICE_PATHS } from './wire.mapper.js';
 import { identifier, isJsonObject, pathSegmentId, type JsonObject } from './wire.values.js';
 
 /*
@@ -123,6 +123,46 @@ export class ServiceVerifier implements PaymentVerifier {
       );
     return verified;
   }
+}
+
+/** What a duplicate's automatic refund asks of the service: the refund, and nothing else (a port). */
+export interface PaymentRefunder {
+  /** Refunds the payment at the service; throws a `PaymentsError` when no usable answer came. */
+  refund(paymentId: string): Promise<PaymentRefund>;
+}
+
+/**
+ * `refund` over the transport: the client's `refundPayment` and the settlement's refund of a
+ * duplicate make the same call (each emits `payment.refunded` itself, naming what it knows).
+ */
+export class ServiceRefunder implements PaymentRefunder {
+  /**
+   * @param transport sends the request
+   * @param observer what observes the call (the telemetry)
+   */
+  constructor(
+    private readonly transport: HttpTransport,
+    private readonly observer: CallObserver,
+  ) {}
+
+  /** @inheritdoc */
+  async refund(paymentId: string): Promise<PaymentRefund> {
+    checkId(paymentId, 'paymentId', 'refundPayment');
+    const json = await callService(
+      this.transport,
+      this.observer,
+      { operation: 'refundPayment', method: 'POST', path: SERVICE_PATHS.refund, body: { payment_id: paymentId } },
+      isFlatSuccess,
+    );
+    const refund = fromRefundWire(json.result as JsonObject);
+    if (!refund) throw unexpected('refundPayment', 'no refund id, or the payment id is missing or malformed');
+    return refund;
+  }
+}
+
+/** A success of the operations that answer `{ status: 'success', result }` (refund, cancellation). */
+export function isFlatSuccess(json: JsonObject): boolean {
+  return json.status === 'success' && isJsonObject(json.result);
 }
 
 function isVerified(json: JsonObject): boolean {

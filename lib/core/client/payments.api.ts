@@ -15,7 +15,9 @@ import { PaymentGenerator } from './payments.generate.js';
 import {
   callService,
   checkId,
+  ServiceRefunder,
   ServiceVerifier,
+  isFlatSuccess,
   unexpected,
   type HttpTransport,
   normalizeMillimes,
@@ -39,7 +41,6 @@ import {
   fromBindingWire,
   fromCancellationWire,
   fromCaptureWire,
-  fromRefundWire,
   isJsonObject,
   SERVICE_PATHS,
   type JsonObject,
@@ -136,24 +137,10 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   }
 
   /** @inheritdoc */
-  /**
-   * @inheritdoc
-   * @param duplicateOf for the event: the payment that settled the order of this duplicate (default: from its record)
-   */
-  async refundPayment(paymentId: string, duplicateOf?: string): Promise<PaymentRefund> {
-    checkId(paymentId, 'paymentId', 'refundPayment');
-    const json = await this.#call(
-      'refundPayment',
-      'POST',
-      SERVICE_PATHS.refund,
-      { payment_id: paymentId },
-      undefined,
-      isFlatSuccess,
-    );
-    const refund = fromRefundWire(json.result as JsonObject);
-    if (!refund) throw unexpected('refundPayment', 'no refund id, or the payment id is missing or malformed');
-    const settledBy =
-      duplicateOf ?? (await noteDuplicateRefund(this.store, refund, this.options.outcomeRecordTtlMs, this.clock));
+  async refundPayment(paymentId: string): Promise<PaymentRefund> {
+    const refund = await new ServiceRefunder(this.transport, this.telemetry).refund(paymentId);
+    // A duplicate refunded by hand (the settlement refunds its own and names the order's payment itself).
+    const settledBy = await noteDuplicateRefund(this.store, refund, this.options.outcomeRecordTtlMs, this.clock);
     await this.events.emitOperation(
       PaymentEvents.REFUNDED,
       new PaymentRefundedEvent(
@@ -279,8 +266,4 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   ): Promise<JsonObject> {
     return callService(this.transport, this.telemetry, { operation, method, path, body, query }, isSuccess);
   }
-}
-
-function isFlatSuccess(json: JsonObject): boolean {
-  return json.status === 'success' && isJsonObject(json.result);
 }

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { AxiosAdapter } from 'axios';
-import { HttpTransport, RETRY_POLICY, ServiceVerifier, type PaymentRefund } from '../api/index.js';
+import { HttpTransport, RETRY_POLICY, ServiceRefunder, ServiceVerifier } from '../api/index.js';
 import {
   ReconciliationScheduler,
   OrderScreen,
@@ -109,7 +109,7 @@ export function composeEngine(
       transactional: isTransactional(store),
       ttls,
       refund: resolved.duplicates.refund,
-      refundPayment: (paymentId, duplicateOf): Promise<PaymentRefund> => api.refundPayment(paymentId, duplicateOf),
+      refunder: new ServiceRefunder(transport, telemetry),
       noteRefundFailure: (error) => budget.noteRefund(error),
       registration: resolved.name,
       logger: resolved.logger,

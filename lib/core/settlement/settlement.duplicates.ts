@@ -3,6 +3,7 @@ import {
   normalizeMillimes,
   orderLedgerKey,
   type PaymentRefund,
+  type PaymentRefunder,
   type VerifiedPayment,
 } from '../api/index.js';
 import { assertNever, describe, type PaymentsLogger } from '../common/index.js';
@@ -10,7 +11,12 @@ import type { OrderCheckout, OrderLedger, OrderSettlement, PaymentsStore, Refund
 import type { Clock } from '../time/index.js';
 import type { OutcomeHandlers } from './outcome.handlers.js';
 import { REFUND_RECORD_TTL_MS, type RefundSent, sendRefund } from './refund.sender.js';
-import { PaymentDuplicateEvent, PaymentEvents, type PaymentOutcomeEvent } from './payment.events.js';
+import {
+  PaymentDuplicateEvent,
+  PaymentEvents,
+  PaymentRefundedEvent,
+  type PaymentOutcomeEvent,
+} from './payment.events.js';
 import type { Attempt, OrderScreenPort, SupersededPayment } from './settlement.attempt.js';
 import { MAX_REFUND_TRIES, orderVerdict, refundPlan, type RefundSoFar } from './settlement.orders.js';
 import type { SettleResult } from './settlement.request.js';
@@ -118,8 +124,8 @@ export interface OrderScreenOptions {
   ttls: { doneTtlMs: number; recordTtlMs: number };
   /** `duplicates.refund`: refund every duplicate through the normal refund path, at most once. */
   refund: boolean;
-  /** Refunds a payment (the client's refundPayment, which emits `payment.refunded` naming the order's payment). */
-  refundPayment: (paymentId: string, duplicateOf: string) => Promise<PaymentRefund>;
+  /** Sends a duplicate's refund to the service (the screen then emits `payment.refunded`, naming the order's payment). */
+  refunder: PaymentRefunder;
   /**
    * Told of every failed refund call: the verify budget counts it as it counts a failed verify (a
    * 429 pauses every path, a service that gives no answer counts towards the circuit breaker).
@@ -260,7 +266,7 @@ export class OrderScreen implements OrderScreenPort {
     if (plan === 'call' || plan === 'unknown') {
       refund =
         plan === 'call'
-          ? await this.#refund(attempt, settledBy.paymentId, refund, save)
+          ? await this.#refund(attempt, settledBy.paymentId, refund, save, handlers)
           : { ...refund, refundState: 'unknown', error: STOPPED_BEFORE_ANSWER };
       this.#logRefund(source, paymentId, refund);
       // Recorded at once: a handler failing next must not make the next attempt refund again.
@@ -331,6 +337,7 @@ export class OrderScreen implements OrderScreenPort {
     settledBy: string,
     soFar: RefundTried,
     sending: (refund: RefundTried) => Promise<void>,
+    handlers: OutcomeHandlers,
   ): Promise<RefundTried> {
     const { store, ttls, registration, clock } = this.options;
     const { paymentId } = attempt;
@@ -338,7 +345,9 @@ export class OrderScreen implements OrderScreenPort {
     const call = async () => {
       const renewal = attempt.renew();
       try {
-        return await this.options.refundPayment(paymentId, settledBy);
+        const made = await this.options.refunder.refund(paymentId);
+        await this.#announceRefund(handlers, made, settledBy);
+        return made;
       } finally {
         await renewal.stop();
       }
@@ -358,6 +367,23 @@ export class OrderScreen implements OrderScreenPort {
     const { record } = sent;
     if (sent.kind === 'sent' && sent.made === undefined) this.options.noteRefundFailure?.(sent.error);
     return triedOf(sent.kind, record);
+  }
+
+  /** `payment.refunded` for a duplicate's refund, naming the payment that settled its order; a failing handler is only logged. */
+  async #announceRefund(handlers: OutcomeHandlers, made: PaymentRefund, settledBy: string): Promise<void> {
+    const event = new PaymentRefundedEvent(
+      made.paymentId,
+      made.refundId,
+      made.amount,
+      made.refundedAt,
+      this.options.registration,
+      settledBy,
+    );
+    try {
+      await handlers.tell(PaymentEvents.REFUNDED, event);
+    } catch (error) {
+      this.options.logger.error(`a ${PaymentEvents.REFUNDED} handler failed: ${describe(error)}`);
+    }
   }
 
   #logRefund(source: string, paymentId: string, tried: RefundTried): void {

@@ -1,8 +1,8 @@
 import type { OrderCheckout, OrderSettlement } from './store.types.js';
 
-// An order's values as the stores keep them. The Redis and PostgreSQL stores: JSON text, read back
-// and checked here, so that a value written by hand or by another version counts as absent rather
-// than as an order held by a payment nobody can name; the memory store: copies.
+// An order's values as the Redis and PostgreSQL stores keep them: JSON text, read back and checked
+// here, so that a value written by hand or by another version counts as absent rather than as an
+// order held by a payment nobody can name.
 
 function parseObject(raw: unknown): Record<string, unknown> | undefined {
   if (typeof raw !== 'string') return undefined;
@@ -43,13 +43,3 @@ export function parseOrderCheckout(raw: unknown): OrderCheckout | undefined {
 /** The text a store keeps for a settlement: only its own fields. */
 export const settlementText = (s: OrderSettlement): string =>
   JSON.stringify({ paymentId: s.paymentId, amount: s.amount });
-
-/**
- * A checkout's copy, as the memory store keeps and answers it, so that neither the caller nor the
- * store sees the other's later changes. Its fields are strings but for one array, copied as such:
- * generatePayment's path copies a checkout twice, and structuredClone's generic walk cost more
- * than the call's own work around it.
- */
-export function copyCheckout(checkout: OrderCheckout): OrderCheckout {
-  return checkout.superseded ? { ...checkout, superseded: [...checkout.superseded] } : { ...checkout };
-}
