@@ -1,4 +1,5 @@
 import type { PaymentsStore } from '../core/index.js';
+import type { StoryOptions } from '../core/store/index.js';
 
 /**
  * The matchers the store contract asserts with: a subset of Jest's and Vitest's, so either
@@ -79,4 +80,10 @@ export interface StoreContractOptions {
    * tests run when the store has one, and pass a store that has none (it records nothing).
    */
   story?: boolean;
+  /**
+   * Makes another store of the same kind that keeps stories with the given bounds: the retention
+   * test asks for `retentionSecs: 1` and waits for it to pass (about 1.5 s of real time). Default:
+   * none, and only the tallies' retention is checked (an old bucket needs no wait).
+   */
+  storyStore?: (story: StoryOptions) => Promise<StoreFixture>;
 }

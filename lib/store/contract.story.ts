@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PaymentsStore } from '../core/index.js';
 import { bucketStart, storyLogOf, type PaymentStoryLog, type StoryEntry } from '../core/store/index.js';
-import type { ContractContext } from './contract.support.js';
+import { sleep, type ContractContext } from './contract.support.js';
 
 /** The contract of the stories and tallies: what every store that keeps them (`store.story`) does. */
 export function describeStory(c: ContractContext): void {
@@ -102,6 +102,61 @@ export function describeStory(c: ContractContext): void {
       expect(all.map((b) => b.bucket)).toEqual([...all.map((b) => b.bucket)].sort((x, y) => x - y));
       expect((await log.tallies(registration, b1, b2)).map((b) => b.bucket)).toEqual([b2]);
       expect(await log.tallies(`${registration}-none`, b0, b2)).toEqual([]);
+    });
+
+    it('answers no tally of a bucket past the retention, and still those within it', async () => {
+      const log = logOf();
+      if (log === undefined) return;
+      const registration = `reg-${randomUUID()}`;
+      const { bucketMs, retentionMs } = log.limits;
+      const recent = bucketStart(Date.now(), bucketMs) - bucketMs;
+      // Ended more than the retention ago (with a margin for the clocks of the host and the server).
+      const old = bucketStart(Date.now() - retentionMs - 2 * bucketMs - 60_000, bucketMs);
+      await log.append({
+        registration,
+        entries: [],
+        tallies: [
+          { bucket: old, name: 'outcome.confirmed', by: 3 },
+          { bucket: recent, name: 'outcome.confirmed', by: 1 },
+        ],
+      });
+      expect(await log.tallies(registration, old, recent)).toEqual([
+        { bucket: recent, counts: { 'outcome.confirmed': 1 } },
+      ]);
+    });
+
+    it('forgets a story the retention after its last entry, and the tallies with it; a story written to again is kept', async () => {
+      if (c.options.storyStore === undefined) return;
+      const fixture = await c.options.storyStore({ retentionSecs: 2, bucketSecs: 1 });
+      try {
+        const log = storyLogOf(fixture.store);
+        expect(log?.limits).toMatchObject({ retentionMs: 2_000, bucketMs: 1_000 });
+        if (log === undefined) return;
+        const registration = `reg-${randomUUID()}`;
+        const [quiet, busy] = [`pay_${randomUUID()}`, `pay_${randomUUID()}`];
+        const bucket = bucketStart(Date.now(), log.limits.bucketMs);
+        await log.append({
+          registration,
+          entries: [entry(quiet, 'SUCCESS'), entry(busy, 'SUCCESS')],
+          tallies: [{ bucket, name: 'outcome.confirmed', by: 1 }],
+        });
+        const firstWritten = performance.now();
+        expect(await log.entries(registration, quiet)).toEqual([entry(quiet, 'SUCCESS')]);
+        await sleep(1_200);
+        const again = performance.now();
+        await log.append({ registration, entries: [entry(busy, '200 handled')], tallies: [] });
+        await sleep(firstWritten + 2_150 - performance.now());
+        expect(await log.entries(registration, quiet)).toEqual([]);
+        const busyNow = await log.entries(registration, busy);
+        // Proves "kept" only while the second write is younger than the retention (a stalled machine may pass it).
+        if (performance.now() < again + 1_900) expect(busyNow.map((e) => e.answer)).toEqual(['SUCCESS', '200 handled']);
+        // Past the second write's retention, and the bucket's end plus the retention.
+        await sleep(Math.max(again, bucket + 1_000 - Date.now() + performance.now()) + 2_150 - performance.now());
+        expect(await log.entries(registration, busy)).toEqual([]);
+        expect(await log.tallies(registration, bucket, bucket)).toEqual([]);
+      } finally {
+        await fixture.cleanup();
+      }
     });
   });
 }

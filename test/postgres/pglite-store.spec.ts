@@ -34,7 +34,13 @@ describeStoreContract(
     const store = new PostgresPaymentsStore(shared, { operationTimeoutMs: 60_000, story: true });
     return { store, cleanup: () => store.close() };
   },
-  { story: true },
+  {
+    story: true,
+    storyStore: async (story) => {
+      const store = new PostgresPaymentsStore(shared, { operationTimeoutMs: 60_000, story });
+      return { store, cleanup: () => store.close() };
+    },
+  },
 );
 
 describe('PostgresPaymentsStore on PGlite', () => {

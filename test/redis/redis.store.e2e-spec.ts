@@ -101,7 +101,13 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: prefix(), logger: recordingLogger(), story: true });
       return { store, cleanup: () => store.close() };
     },
-    { story: true },
+    {
+      story: true,
+      storyStore: async (story) => {
+        const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: prefix(), logger: recordingLogger(), story });
+        return { store, cleanup: () => store.close() };
+      },
+    },
   );
 
   describeStoreContract('RedisPaymentsStore (client of the host)', async () => {
