@@ -79,4 +79,11 @@ export interface StoreContractOptions {
    * tests run when the store has one, and pass a store that has none (it records nothing).
    */
   story?: boolean;
+
+  /**
+   * Makes a store whose story keeps `retentionSecs` (and counts in buckets of `bucketSecs`), for
+   * the retention tests, which wait for it to pass on the real clock (a few seconds). Default: none,
+   * and the retention tests pass at once.
+   */
+  storyRetention?: (limits: { retentionSecs: number; bucketSecs: number }) => Promise<StoreFixture>;
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { PaymentsStore } from '../core/index.js';
 import { bucketStart, storyLogOf, type PaymentStoryLog, type StoryEntry } from '../core/store/index.js';
-import type { ContractContext } from './contract.support.js';
+import type { StoreFixture } from './contract.hooks.js';
+import { sleep, type ContractContext } from './contract.support.js';
 
 /** The contract of the stories and tallies: what every store that keeps them (`store.story`) does. */
 export function describeStory(c: ContractContext): void {
@@ -102,6 +103,78 @@ export function describeStory(c: ContractContext): void {
       expect(all.map((b) => b.bucket)).toEqual([...all.map((b) => b.bucket)].sort((x, y) => x - y));
       expect((await log.tallies(registration, b1, b2)).map((b) => b.bucket)).toEqual([b2]);
       expect(await log.tallies(`${registration}-none`, b0, b2)).toEqual([]);
+    });
+  });
+
+  describe('story retention (what is older than retentionSecs is gone)', () => {
+    /**
+     * Runs `check` on a store of its own whose story keeps `retentionSecs`, or not at all when
+     * the suite gave no way to make one (see StoreContractOptions.storyRetention).
+     */
+    const withRetention = async (
+      retentionSecs: number,
+      check: (log: PaymentStoryLog, registration: string) => Promise<void>,
+    ): Promise<void> => {
+      const make = c.options.storyRetention;
+      if (make === undefined) return;
+      const fixture: StoreFixture = await make({ retentionSecs, bucketSecs: 1 });
+      try {
+        const log = storyLogOf(fixture.store);
+        expect(log).toBeDefined();
+        if (log === undefined) return;
+        expect(log.limits.retentionMs).toBe(retentionSecs * 1000);
+        const registration = `reg-${randomUUID()}`;
+        // A first read opens the connection and creates the tables (seconds for a fresh PGlite),
+        // so that the waits below start when the store can write, not before.
+        await log.entries(registration, 'warm-up');
+        await check(log, registration);
+      } finally {
+        await fixture.cleanup();
+      }
+    };
+
+    it('answers no entries of a story, and no tallies of a bucket, past their retention; a story written again then starts afresh', async () => {
+      await withRetention(2, async (log, registration) => {
+        const id = `pay_${randomUUID()}`;
+        const size = log.limits.bucketMs;
+        const current = bucketStart(Date.now(), size);
+        // Ended five buckets ago, three seconds past its retention: counting it again does not bring it back.
+        const ended = current - 5 * size;
+        await log.append({
+          registration,
+          entries: [entry(id, 'first')],
+          tallies: [
+            { bucket: ended, name: 'settled', by: 1 },
+            { bucket: current, name: 'settled', by: 1 },
+          ],
+        });
+        expect((await log.entries(registration, id)).map((e) => e.answer)).toEqual(['first']);
+        expect((await log.tallies(registration, ended, current + size)).map((b) => b.bucket)).toEqual([current]);
+
+        // The story's retention after its latest entry, the bucket's after its end (one bucket later).
+        await sleep(log.limits.retentionMs + size + 200);
+        expect(await log.entries(registration, id)).toEqual([]);
+        expect(await log.tallies(registration, ended, current + size)).toEqual([]);
+
+        await log.append({ registration, entries: [entry(id, 'again')], tallies: [] });
+        expect((await log.entries(registration, id)).map((e) => e.answer)).toEqual(['again']);
+      });
+    });
+
+    it('keeps a story written to again for a retention from its latest entry, then forgets it', async () => {
+      await withRetention(2, async (log, registration) => {
+        const id = `pay_${randomUUID()}`;
+        const other = `pay_${randomUUID()}`;
+        await log.append({ registration, entries: [entry(id, 'first'), entry(other, 'only')], tallies: [] });
+        await sleep(1200);
+        await log.append({ registration, entries: [entry(id, 'second')], tallies: [] });
+        // 2.4 s after the first write, 1.2 s after the second: past the first's retention only.
+        await sleep(1200);
+        expect((await log.entries(registration, id)).map((e) => e.answer)).toEqual(['first', 'second']);
+        expect(await log.entries(registration, other)).toEqual([]);
+        await sleep(1200);
+        expect(await log.entries(registration, id)).toEqual([]);
+      });
     });
   });
 }

@@ -57,7 +57,13 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
           const store = new PostgresPaymentsStore(pool, { schema: RUN_SCHEMA, tablePrefix: 'pool_', story: true });
           return { store, cleanup: () => store.close() };
         },
-        { story: true },
+        {
+          story: true,
+          storyRetention: async (story) => {
+            const store = new PostgresPaymentsStore(pool, { schema: RUN_SCHEMA, tablePrefix: 'pool_', story });
+            return { store, cleanup: () => store.close() };
+          },
+        },
       );
     });
 

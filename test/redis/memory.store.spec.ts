@@ -9,7 +9,13 @@ describeStoreContract(
     const store = new MemoryPaymentsStore();
     return { store, cleanup: () => store.close() };
   },
-  { story: true },
+  {
+    story: true,
+    storyRetention: async (story) => {
+      const store = new MemoryPaymentsStore({ story });
+      return { store, cleanup: () => store.close() };
+    },
+  },
 );
 
 describe('MemoryPaymentsStore bounds', () => {
