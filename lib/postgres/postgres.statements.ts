@@ -195,7 +195,7 @@ RETURNING 1 AS ok`,
 
     freeRateLimit: `DELETE FROM ${t.rateLimits} WHERE limit_key = $1::text`,
 
-    // One statement, six bounded deletes (data-modifying CTEs all run): the sweep that stands
+    // One statement, eight bounded deletes (data-modifying CTEs all run): the sweep that stands
     // in for a cron. The pending queue has no expiry: its entries leave by removePending.
     // A row picked while expired may be written again (a re-claim after a crash, a record or
     // binding saved over it) by another connection before the DELETE reaches it: SKIP LOCKED
@@ -226,8 +226,16 @@ RETURNING 1 AS ok`,
   DELETE FROM ${t.refunds} WHERE expires_at < statement_timestamp() AND refund_key IN (
     SELECT refund_key FROM ${t.refunds} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
   RETURNING 1
+), s AS (
+  DELETE FROM ${t.stories} WHERE expires_at < statement_timestamp() AND (registration, payment_id) IN (
+    SELECT registration, payment_id FROM ${t.stories} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
+  RETURNING 1
+), c AS (
+  DELETE FROM ${t.tallies} WHERE expires_at < statement_timestamp() AND (registration, bucket, name) IN (
+    SELECT registration, bucket, name FROM ${t.tallies} WHERE expires_at < statement_timestamp() LIMIT ${CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)
+  RETURNING 1
 )
-SELECT ((SELECT count(*) FROM b) + (SELECT count(*) FROM e) + (SELECT count(*) FROM o) + (SELECT count(*) FROM r) + (SELECT count(*) FROM d) + (SELECT count(*) FROM f))::text AS value`,
+SELECT ((SELECT count(*) FROM b) + (SELECT count(*) FROM e) + (SELECT count(*) FROM o) + (SELECT count(*) FROM r) + (SELECT count(*) FROM d) + (SELECT count(*) FROM f) + (SELECT count(*) FROM s) + (SELECT count(*) FROM c))::text AS value`,
 
     ping: 'SELECT 1 AS value',
 

@@ -14,9 +14,6 @@ import type { PostgresConnection } from './postgres.connection.js';
 import { valueOf } from './postgres.rows.js';
 import type { StoreTables } from './postgres.schema.js';
 
-/** Appends that go by between two sweeps of expired stories and tallies. */
-const SWEEP_EVERY = 200;
-
 const expiresIn = (param: string) => `statement_timestamp() + ${param}::double precision * interval '1 millisecond'`;
 
 /** The statements of the story log (values bound, table names quoted). */
@@ -27,8 +24,6 @@ export interface StoryStatements {
   entries: string;
   /** The live tallies of a range of buckets. */
   tallies: string;
-  /** Deletes the expired rows of both tables. */
-  sweep: string;
 }
 
 /** Builds the story log's statements for a set of tables. */
@@ -64,9 +59,6 @@ WHERE registration = $1::text AND payment_id = $2::text AND expires_at > stateme
     tallies: `SELECT bucket::text AS bucket, name, count::text AS count FROM ${t.tallies}
 WHERE registration = $1::text AND bucket BETWEEN $2::bigint AND $3::bigint AND expires_at > statement_timestamp()
 ORDER BY bucket, name`,
-    sweep: `WITH a AS (DELETE FROM ${t.stories} WHERE expires_at <= statement_timestamp() RETURNING 1),
-b AS (DELETE FROM ${t.tallies} WHERE expires_at <= statement_timestamp() RETURNING 1)
-SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b) AS value`,
   };
 }
 
@@ -75,13 +67,13 @@ SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b) AS value`,
  * its newest entries as a JSON array) and `<prefix>tallies` (one row per registration, bucket and
  * counter). A batch is one statement (one round trip), apart from the store's ingest statements:
  * the recorder sends it after the paths that noted it, never in their way. Expired rows are read as
- * none and swept every {@link SWEEP_EVERY} appends, in the background.
+ * none, and deleted by the store's cleanup with its other expired rows (an append counts as a write
+ * towards `cleanupEveryWrites`), which close() waits for.
  */
 export class PostgresStoryLog implements PaymentStoryLog {
   /** @inheritdoc */
   readonly limits: StoryLimits;
   readonly #sql: StoryStatements;
-  #appends = 0;
 
   /**
    * @param db the store's connection
@@ -116,8 +108,7 @@ export class PostgresStoryLog implements PaymentStoryLog {
       retentionMs,
       bucketMs,
     ]);
-    if (++this.#appends % SWEEP_EVERY === 0)
-      void this.db.query('sweepStories', this.#sql.sweep, []).catch(() => undefined);
+    this.db.countWrite();
   }
 
   /** @inheritdoc */

@@ -1,5 +1,4 @@
 import type { PaymentsStore } from '../core/index.js';
-import type { StoryOptions } from '../core/store/index.js';
 
 /**
  * The matchers the store contract asserts with: a subset of Jest's and Vitest's, so either
@@ -80,10 +79,11 @@ export interface StoreContractOptions {
    * tests run when the store has one, and pass a store that has none (it records nothing).
    */
   story?: boolean;
+
   /**
-   * Makes another store of the same kind that keeps stories with the given bounds: the retention
-   * test asks for `retentionSecs: 1` and waits for it to pass (about 1.5 s of real time). Default:
-   * none, and only the tallies' retention is checked (an old bucket needs no wait).
+   * Makes a store whose story keeps `retentionSecs` (and counts in buckets of `bucketSecs`), for
+   * the retention tests, which wait for it to pass on the real clock (a few seconds). Default: none,
+   * and the retention tests pass at once.
    */
-  storyStore?: (story: StoryOptions) => Promise<StoreFixture>;
+  storyRetention?: (limits: { retentionSecs: number; bucketSecs: number }) => Promise<StoreFixture>;
 }

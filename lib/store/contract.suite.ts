@@ -16,7 +16,8 @@ import { describeStory } from './contract.story.js';
  * {@link BasicPaymentsStore}'s), rate limits, the order ledger, the reconciliation queue, the
  * outcome records and the refund records, and the order's checkout steps. The plugin's own stores pass it; a custom store should too before it guards
  * real payments. Keys and owners are random per test, so the stores of one suite may share a
- * backend. Some tests wait for TTLs of 60 ms to pass, on the real clock.
+ * backend. Some tests wait for TTLs of 60 ms to pass, on the real clock (the story's retention
+ * tests, with `storyRetention`, for a few seconds).
  *
  * With Jest, `describe`, `it`, `beforeEach`, `afterEach` and `expect` as `@jest/globals` (or
  * Vitest) gives them:

@@ -36,7 +36,7 @@ describeStoreContract(
   },
   {
     story: true,
-    storyStore: async (story) => {
+    storyRetention: async (story) => {
       const store = new PostgresPaymentsStore(shared, { operationTimeoutMs: 60_000, story });
       return { store, cleanup: () => store.close() };
     },
@@ -157,6 +157,38 @@ describe('PostgresPaymentsStore on PGlite', () => {
     await store.rateLimits.free('other'); // write 2: sweep
     await store.close(); // waits for the sweep
     expect(await rows(shared, 'SELECT count(*)::int AS n FROM sweep_rl_rate_limits')).toEqual([{ n: 0 }]);
+  });
+
+  it('sweeps stories and tallies past their retention with the other expired rows, and keeps the live ones', async () => {
+    const store = new PostgresPaymentsStore(shared, {
+      tablePrefix: 'sweep_story_',
+      cleanupEveryWrites: 2,
+      story: { retentionSecs: 1, bucketSecs: 1 },
+    });
+    const log = store.story!;
+    const entry = (paymentId: string) => ({
+      paymentId,
+      at: '2030-01-01T00:00:00.000Z',
+      instance: 'host:1',
+      source: 'webhook',
+      kind: 'verify' as const,
+      answer: '200 handled',
+    });
+    const bucket = Math.floor(Date.now() / 1000) * 1000;
+    await log.append({ registration: '', entries: [entry('pay-old')], tallies: [{ bucket, name: 'settled', by: 1 }] });
+    // Past the story's retention, and past the bucket's end plus the retention.
+    await sleep(2200);
+    const fresh = Math.floor(Date.now() / 1000) * 1000;
+    await log.append({
+      registration: '',
+      entries: [entry('pay-new')],
+      tallies: [{ bucket: fresh, name: 'settled', by: 1 }],
+    });
+    await store.rateLimits.free('a'); // at least two writes since the first append: a sweep
+    await store.rateLimits.free('b');
+    await store.close(); // waits for the sweep
+    expect(await rows(shared, 'SELECT payment_id FROM sweep_story_stories')).toEqual([{ payment_id: 'pay-new' }]);
+    expect(await rows(shared, 'SELECT bucket::float8 AS bucket FROM sweep_story_tallies')).toEqual([{ bucket: fresh }]);
   });
 
   it("sweeps an order's settlement and checkout once expired", async () => {

@@ -7,7 +7,7 @@ import { PostgresPaymentsStore, paymentsStoreMigration } from '../../lib/postgre
 import { storeTables } from '../../lib/postgres/postgres.schema.js';
 import { storeStatements } from '../../lib/postgres/postgres.statements.js';
 import { POSTGRES_URL, describeWithService, postgresAvailable } from '../support/services.js';
-import { describeStoreContract } from '../support/store-contract.js';
+import { describeStoreContract, sleep } from '../support/store-contract.js';
 import { expectLateClaimReleased } from './late-claim.js';
 
 const available = await postgresAvailable();
@@ -59,7 +59,7 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
         },
         {
           story: true,
-          storyStore: async (story) => {
+          storyRetention: async (story) => {
             const store = new PostgresPaymentsStore(pool, { schema: RUN_SCHEMA, tablePrefix: 'pool_', story });
             return { store, cleanup: () => store.close() };
           },
@@ -129,6 +129,40 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
         } finally {
           await pool.end();
         }
+      });
+
+      it('deletes stories and tallies past their retention in its cleanup, from a pool it created too', async () => {
+        // A pool of its own, ended by close(): close() must wait for the sweep the last write started.
+        const store = new PostgresPaymentsStore(POSTGRES_URL, {
+          schema: RUN_SCHEMA,
+          tablePrefix: 'storyttl_',
+          cleanupEveryWrites: 2,
+          poolOptions: { max: 2 },
+          story: { retentionSecs: 1, bucketSecs: 1 },
+        });
+        const entry = (paymentId: string) => ({
+          paymentId,
+          at: '2030-01-01T00:00:00.000Z',
+          instance: 'host:1',
+          source: 'webhook',
+          kind: 'verify' as const,
+          answer: '200 handled',
+        });
+        const bucket = Math.floor(Date.now() / 1000) * 1000;
+        await store.story!.append({
+          registration: '',
+          entries: [entry('pay-old')],
+          tallies: [{ bucket, name: 'settled', by: 1 }],
+        });
+        await sleep(2200);
+        await store.story!.append({ registration: '', entries: [entry('pay-new')], tallies: [] });
+        await store.rateLimits.free('a');
+        await store.rateLimits.free('b');
+        await store.close();
+        const count = async (table: string) =>
+          (await admin.query(`SELECT count(*)::int AS n FROM "${RUN_SCHEMA}".storyttl_${table}`)).rows[0];
+        expect(await count('stories')).toEqual({ n: 1 });
+        expect(await count('tallies')).toEqual({ n: 0 });
       });
 
       it('pages through failed records on the partial index, even in a generic plan', async () => {

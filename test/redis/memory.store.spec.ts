@@ -11,7 +11,7 @@ describeStoreContract(
   },
   {
     story: true,
-    storyStore: async (story) => {
+    storyRetention: async (story) => {
       const store = new MemoryPaymentsStore({ story });
       return { store, cleanup: () => store.close() };
     },

@@ -103,7 +103,7 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
     },
     {
       story: true,
-      storyStore: async (story) => {
+      storyRetention: async (story) => {
         const store = new RedisPaymentsStore(REDIS_URL, { keyPrefix: prefix(), logger: recordingLogger(), story });
         return { store, cleanup: () => store.close() };
       },
@@ -580,6 +580,43 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       expect(ids).toHaveLength(40);
       expect(new Set(ids).size).toBe(40);
       await expect(b.takeDuePending(200, 100, LONG_MS)).resolves.toEqual([]);
+    });
+
+    it('gives a story and a tally bucket a TTL within the retention, so that Redis deletes them', async () => {
+      const keyPrefix = prefix();
+      const store = new RedisPaymentsStore(REDIS_URL, {
+        keyPrefix,
+        logger: recordingLogger(),
+        story: { retentionSecs: 2, bucketSecs: 1 },
+      });
+      try {
+        const bucket = Math.floor(Date.now() / 1000) * 1000;
+        await store.story!.append({
+          registration: 'r',
+          entries: [
+            {
+              paymentId: 'pay-1',
+              at: '2030-01-01T00:00:00.000Z',
+              instance: 'h:1',
+              source: 'webhook',
+              kind: 'verify',
+              answer: 'x',
+            },
+          ],
+          tallies: [{ bucket, name: 'settled', by: 1 }],
+        });
+        const [entries, tally] = [`${keyPrefix}{story:r}:entries:pay-1`, `${keyPrefix}{story:r}:tally:${bucket}`];
+        const [entriesTtl, tallyTtl] = [await admin.pttl(entries), await admin.pttl(tally)];
+        expect(entriesTtl).toBeGreaterThan(0);
+        expect(entriesTtl).toBeLessThanOrEqual(2000);
+        // Kept the retention after the bucket ends: at most one bucket more.
+        expect(tallyTtl).toBeGreaterThan(0);
+        expect(tallyTtl).toBeLessThanOrEqual(bucket + 1000 + 2000 - (Date.now() - 50));
+        await sleep(3200);
+        expect(await admin.exists(entries, tally)).toBe(0);
+      } finally {
+        await store.close();
+      }
     });
 
     it('writes a record under <prefix>outcome:<paymentId> with its TTL, indexed by update time', async () => {
