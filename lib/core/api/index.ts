@@ -61,7 +61,7 @@ export type {
   VerifiedPayment,
 } from './payments.types.js';
 export { RETRY_POLICY } from './retry.policy.js';
-export { callService, checkId, isFlatSuccess, ServiceRefunder, ServiceVerifier, unexpected } from './service.calls.js';
+export { callService, checkId, isFlatSuccess, ServiceCalls, unexpected } from './service.calls.js';
 export type { CallObserver, PaymentRefunder, PaymentVerifier, ServiceRequest } from './service.calls.js';
 export {
   fromBindingWire,

@@ -95,11 +95,22 @@ export interface PaymentVerifier {
   verify(paymentId: string): Promise<VerifiedPayment>;
 }
 
-/** `verify_payment` over the transport: the client's `verifyPayment` and every settlement path call it. */
-export class ServiceVerifier implements PaymentVerifier {
+/** What a duplicate's automatic refund asks of the service: the refund, and nothing else (a port). */
+export interface PaymentRefunder {
+  /** Refunds the payment at the service; throws a `PaymentsError` when no usable answer came. */
+  refund(paymentId: string): Promise<PaymentRefund>;
+}
+
+/**
+ * The settlement's calls to the service over the transport: `verify_payment`, which the client's
+ * `verifyPayment` and every settlement path share, and `refund`, which the client's
+ * `refundPayment` and the settlement's refund of a duplicate share (each emits `payment.refunded`
+ * itself, naming what it knows). One instance per registration.
+ */
+export class ServiceCalls implements PaymentVerifier, PaymentRefunder {
   /**
-   * @param transport sends the request
-   * @param observer what observes the call (the telemetry)
+   * @param transport sends the requests
+   * @param observer what observes the calls (the telemetry)
    */
   constructor(
     private readonly transport: HttpTransport,
@@ -123,27 +134,6 @@ export class ServiceVerifier implements PaymentVerifier {
       );
     return verified;
   }
-}
-
-/** What a duplicate's automatic refund asks of the service: the refund, and nothing else (a port). */
-export interface PaymentRefunder {
-  /** Refunds the payment at the service; throws a `PaymentsError` when no usable answer came. */
-  refund(paymentId: string): Promise<PaymentRefund>;
-}
-
-/**
- * `refund` over the transport: the client's `refundPayment` and the settlement's refund of a
- * duplicate make the same call (each emits `payment.refunded` itself, naming what it knows).
- */
-export class ServiceRefunder implements PaymentRefunder {
-  /**
-   * @param transport sends the request
-   * @param observer what observes the call (the telemetry)
-   */
-  constructor(
-    private readonly transport: HttpTransport,
-    private readonly observer: CallObserver,
-  ) {}
 
   /** @inheritdoc */
   async refund(paymentId: string): Promise<PaymentRefund> {

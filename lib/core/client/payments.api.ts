@@ -15,8 +15,7 @@ import { PaymentGenerator } from './payments.generate.js';
 import {
   callService,
   checkId,
-  ServiceRefunder,
-  ServiceVerifier,
+  type ServiceCalls,
   isFlatSuccess,
   unexpected,
   type HttpTransport,
@@ -67,6 +66,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   /**
    * @param options the resolved options (defaults of generatePayment, the webhook settings)
    * @param transport sends the requests
+   * @param calls verify and refund, the calls the settlement shares
    * @param store bindings and the reconciliation queue
    * @param signer issues webhook tokens (absent when no secret is configured)
    * @param events where capture, refund and cancellation events go
@@ -76,6 +76,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   constructor(
     private readonly options: ResolvedPaymentsOptions,
     private readonly transport: HttpTransport,
+    private readonly calls: ServiceCalls,
     private readonly store: PaymentsStore,
     private readonly signer: WebhookTokenSigner | undefined,
     private readonly events: OperationEvents,
@@ -98,7 +99,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
   /** @inheritdoc */
   verifyPayment(paymentId: string): Promise<VerifiedPayment> {
     // The one verify every path shares (api/service.calls.ts): the settlement calls it directly.
-    return new ServiceVerifier(this.transport, this.telemetry).verify(paymentId);
+    return this.calls.verify(paymentId);
   }
 
   /** @inheritdoc */
@@ -138,7 +139,7 @@ export class PaymentsApi implements Omit<PaymentsOperations, 'reconcilePayment'>
 
   /** @inheritdoc */
   async refundPayment(paymentId: string): Promise<PaymentRefund> {
-    const refund = await new ServiceRefunder(this.transport, this.telemetry).refund(paymentId);
+    const refund = await this.calls.refund(paymentId);
     // A duplicate refunded by hand (the settlement refunds its own and names the order's payment itself).
     const settledBy = await noteDuplicateRefund(this.store, refund, this.options.outcomeRecordTtlMs, this.clock);
     await this.events.emitOperation(

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { AxiosAdapter } from 'axios';
-import { HttpTransport, RETRY_POLICY, ServiceRefunder, ServiceVerifier } from '../api/index.js';
+import { HttpTransport, RETRY_POLICY, ServiceCalls } from '../api/index.js';
 import {
   ReconciliationScheduler,
   OrderScreen,
@@ -89,7 +89,7 @@ export function composeEngine(
       })
     : NO_TELEMETRY;
   // Every path verifies through the api layer's call, downward: never through the client's operations.
-  const verifier = new ServiceVerifier(transport, telemetry);
+  const calls = new ServiceCalls(transport, telemetry);
   const ttls = { doneTtlMs: resolved.webhook.doneTtlMs, recordTtlMs: resolved.outcomeRecordTtlMs };
   // The budget measures durations only: on monotonic time, so a stepped wall clock neither
   // stretches a 429's pause to the step's length nor ends it early.
@@ -109,7 +109,7 @@ export function composeEngine(
       transactional: isTransactional(store),
       ttls,
       refund: resolved.duplicates.refund,
-      refunder: new ServiceRefunder(transport, telemetry),
+      refunder: calls,
       noteRefundFailure: (error) => budget.noteRefund(error),
       registration: resolved.name,
       logger: resolved.logger,
@@ -129,7 +129,7 @@ export function composeEngine(
       unbound: new UnboundTokens(store, resolved.webhook.unsignedIntervalSecs, resolved.logger, resolved.clock),
     },
     store,
-    verifier,
+    calls,
     resolved.logger,
     budget,
   );
@@ -138,11 +138,11 @@ export function composeEngine(
   // The payments' stories, when the store keeps them: noted around every settle and webhook answer.
   const story = storyRecorder(resolved, store, transport);
   const settlements = story ? new StorySettlements(traced, story) : traced;
-  const api: PaymentsApi = new PaymentsApi(resolved, transport, store, signer, runner, telemetry, shared);
+  const api: PaymentsApi = new PaymentsApi(resolved, transport, calls, store, signer, runner, telemetry, shared);
   const returnCheck = new PaymentReconciler(
     store,
     settlements,
-    verifier,
+    calls,
     resolved.logger,
     shared,
     orders,
