@@ -3,14 +3,20 @@
 # each from its own install folder outside the repo. Run by .ci/run in the background.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# Seconds since .ci/run started (CI_STARTED), or since this script did.
+CI_STARTED="${CI_STARTED:-$(date +%s)}"
+stamp() { echo "platforms: $1 at $(($(date +%s) - CI_STARTED)) s"; }
 # nestjs-payments/vendure on a real Vendure 3.7 (sql.js and PostgreSQL): about 3 minutes.
+stamp "vendure"
 vendure=0
 VENDURE_TARBALL="$TARBALL" bash test/platforms/vendure/run.sh || vendure=$?
 # The compatibility matrix (it builds dist/ again, which Jest does not read).
+stamp "compatibility matrix"
 compat=0
 if [ -f test/compat/run.sh ]; then npm run test:compat || compat=$?; fi
 # Nothing writes dist/ from here on: .ci/run's quick benchmark, which reads it, may start.
 touch .ci/dist-built
+stamp "medusa and the package check"
 # The tarball as published (the compatibility matrix has just built dist/ again, and nothing
 # rebuilds it before this script ends): attw (types in node10, node16 CJS and ESM, bundler, for
 # every subpath), publint, npm publish --dry-run; no problem allowed. Beside Medusa's install.
@@ -25,8 +31,10 @@ medusa=0
 wait_for=""
 if [ -n "${WAIT_FOR_JEST:-}" ]; then wait_for="$PWD/.ci/jest-tail"; fi
 MEDUSA_TARBALL="$TARBALL" MEDUSA_WAIT_FOR="$wait_for" bash test/platforms/medusa/run.sh || medusa=$?
+stamp "medusa done"
 package=0
 wait "$check_package" || package=$?
 cat .ci/check-package.log
 [ "$package" -eq 0 ] || echo "check-package: failed (exit $package)"
+stamp "done"
 exit $((vendure || medusa || compat || package))
