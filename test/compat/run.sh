@@ -22,7 +22,8 @@
 # Settings (environment): COMPAT_ONLY="nest11-cjs types-nest12" runs only those entries (apps by
 # name, types-nest11 / types-nest12); COMPAT_RUN_TIMEOUT (s, default 60) bounds each app's run;
 # COMPAT_INSTALL_TIMEOUT (s, default 300) bounds each npm install; COMPAT_APPS_ROOT picks the
-# parent directory of the installs.
+# parent directory of the installs; COMPAT_TARBALL names a tarball already packed from this
+# checkout (CI's, packed once for every suite), installed instead of building and packing again.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -112,9 +113,17 @@ if [ ! -x node_modules/.bin/tsc ]; then
       { tail -n 30 "$LOGS/npm-install.log"; die "npm install failed (log: $LOGS/npm-install.log)"; }
   fi
 fi
-echo "compat: building and packing nestjs-payments"
-npm run build >"$LOGS/build.log" 2>&1 || { tail -n 40 "$LOGS/build.log"; die "npm run build failed (log: $LOGS/build.log)"; }
-npm pack --pack-destination "$WORK" >"$LOGS/pack.log" 2>&1 || { tail -n 40 "$LOGS/pack.log"; die "npm pack failed (log: $LOGS/pack.log)"; }
+if [ -n "${COMPAT_TARBALL:-}" ]; then
+  [ -f "$COMPAT_TARBALL" ] || die "COMPAT_TARBALL: no file at $COMPAT_TARBALL"
+  echo "compat: installing $(basename "$COMPAT_TARBALL") (COMPAT_TARBALL)"
+  cp "$COMPAT_TARBALL" "$WORK/"
+  FIRST="the tarball given"
+else
+  echo "compat: building and packing nestjs-payments"
+  npm run build >"$LOGS/build.log" 2>&1 || { tail -n 40 "$LOGS/build.log"; die "npm run build failed (log: $LOGS/build.log)"; }
+  npm pack --pack-destination "$WORK" >"$LOGS/pack.log" 2>&1 || { tail -n 40 "$LOGS/pack.log"; die "npm pack failed (log: $LOGS/pack.log)"; }
+  FIRST="build and pack first"
+fi
 shopt -s nullglob
 tarballs=("$WORK"/nestjs-payments-*.tgz)
 shopt -u nullglob
@@ -322,7 +331,7 @@ if [ -z "$ONLY" ]; then
 fi
 
 # --- summary ------------------------------------------------------------------------------------
-echo "compat: took $((SECONDS - STARTED)) s (${TIMES[*]/%/,} build and pack first); logs in test/compat/.work/logs"
+echo "compat: took $((SECONDS - STARTED)) s (${TIMES[*]/%/,} $FIRST); logs in test/compat/.work/logs"
 if [ "$FAILED" -eq 0 ]; then
   rm -rf "$APPS" "$WORK/apps"
 else
