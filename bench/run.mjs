@@ -20,7 +20,8 @@
 // @opentelemetry/api but no SDK, and with the SDK on; webhook ingest with verify_payment in the
 // path for the memory, Redis, PGlite and PostgreSQL stores, each against a bare route and against
 // the baseline of a hand-written handler (one verify_payment through a tuned axios instance), and
-// tracing on vs off (memory store, with and without HTTP server spans);
+// tracing on vs off (memory store, with and without HTTP server spans); the payments' stories kept
+// vs not (each store, paired: the memory store keeps them by default, the others do not);
 // verify calls per forged delivery; verify calls per settled payment with two instances on one
 // Redis receiving webhook + return + reconciliation for the same payments.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -175,7 +176,15 @@ async function ingest(storeKind, variants, stubUrl) {
   for (const variant of variants) {
     const child = forkChild(
       './webhook-app.mjs',
-      [storeKind, String(CFG.tokens[storeKind]), stubUrl, REDIS_URL, POSTGRES_URL, variant.tracing],
+      [
+        storeKind,
+        String(CFG.tokens[storeKind]),
+        stubUrl,
+        REDIS_URL,
+        POSTGRES_URL,
+        variant.tracing,
+        variant.story ?? '',
+      ],
       {
         readyTimeoutMs: 180_000,
       },
@@ -302,6 +311,7 @@ async function ingest(storeKind, variants, stubUrl) {
       store: storeKind,
       label: app.label,
       tracing: app.tracing,
+      story: app.story,
       bare: summary(app.bare),
       baseline: summary(app.baseline),
       record: app.recordBaseline ? summary(app.record) : undefined,
@@ -330,17 +340,26 @@ async function ingest(storeKind, variants, stubUrl) {
     out.push(x);
   }
   // Paired ratios between variants (webhook route): per repeat, then the median.
-  const ratio = (a, b) => {
-    const [x, y] = [apps.find((v) => v.tracing === a), apps.find((v) => v.tracing === b)];
-    if (!x || !y) return undefined;
-    return {
-      rps: median(y.webhook.map((w, k) => x.webhook[k].rps / w.rps)),
-      cpu: median(y.webhook.map((w, k) => x.webhook[k].cpu / w.cpu)),
-    };
-  };
+  const pair = (x, y) =>
+    x && y
+      ? {
+          rps: median(y.webhook.map((w, k) => x.webhook[k].rps / w.rps)),
+          cpu: median(y.webhook.map((w, k) => x.webhook[k].cpu / w.cpu)),
+        }
+      : undefined;
+  const plain = (tracing) => apps.find((v) => v.tracing === tracing && v.story === undefined);
+  const ratio = (a, b) => pair(plain(a), plain(b));
+  // Stories kept over not kept, whichever the store's default is.
+  const storyApp = (mode) =>
+    apps.find((v) => v.tracing === 'off' && (v.story ?? (storeKind === 'memory' ? 'on' : 'off')) === mode);
   return {
     list: out,
-    ratios: { onVsOff: ratio('on', 'off'), httpOnVsHttp: ratio('http-on', 'http'), httpVsOff: ratio('http', 'off') },
+    ratios: {
+      onVsOff: ratio('on', 'off'),
+      httpOnVsHttp: ratio('http-on', 'http'),
+      httpVsOff: ratio('http', 'off'),
+      storyOnVsOff: storyApp('on') !== storyApp('off') ? pair(storyApp('on'), storyApp('off')) : undefined,
+    },
   };
 }
 
@@ -628,7 +647,7 @@ function targetRow(figure, target, value, met) {
 }
 
 function summaryRows(r) {
-  const store = (kind) => r.ingest.find((x) => x.store === kind && x.tracing === 'off' && !x.skipped);
+  const store = (kind) => r.ingest.find((x) => x.store === kind && x.tracing === 'off' && !x.story && !x.skipped);
   const off = store('memory');
   const forged = off?.forged;
   const b = r.budget;
@@ -676,6 +695,16 @@ function summaryRows(r) {
         ),
       );
   }
+  for (const [kind, x] of Object.entries(r.storyRatios ?? {}))
+    if (x)
+      rows.push(
+        targetRow(
+          `webhook ingest (${kind} store), the payments' stories kept / not kept, paired median`,
+          '≥ 0.95×',
+          ratio(x),
+          x.rps >= 0.95,
+        ),
+      );
   const m = r.memoryRatios ?? {};
   if (m.onVsOff)
     rows.push(
@@ -921,6 +950,8 @@ async function main() {
   const { port } = await stub.next('ready');
   const stubUrl = `http://127.0.0.1:${port}`;
   const ingestResults = [];
+  /** Ingest with the payments' stories kept ÷ without, per store (paired median). */
+  const storyRatios = {};
   let memory;
   if (wanted('memory')) {
     memory = await ingest(
@@ -933,21 +964,33 @@ async function main() {
               { label: TRACING_ON, tracing: 'on' },
               { label: TRACING_HTTP, tracing: 'http' },
               { label: TRACING_HTTP_ON, tracing: 'http-on' },
+              // The memory store keeps the payments' stories by default: the same app without.
+              { label: `${TRACING_OFF}, story: false`, tracing: 'off', story: 'off' },
             ]),
       ],
       stubUrl,
     );
     ingestResults.push(...memory.list);
+    storyRatios.memory = memory.ratios.storyOnVsOff;
   }
-  const plain = [{ label: TRACING_OFF, tracing: 'off' }];
+  // Redis and PostgreSQL keep no stories by default: the same app with them, side by side.
+  const plain = [
+    { label: TRACING_OFF, tracing: 'off' },
+    ...(QUICK ? [] : [{ label: `${TRACING_OFF}, story: true`, tracing: 'off', story: 'on' }]),
+  ];
+  const ingestOf = async (kind) => {
+    const result = await ingest(kind, plain, stubUrl);
+    ingestResults.push(...result.list);
+    storyRatios[kind] = result.ratios.storyOnVsOff;
+  };
   const redisUp = await reachable(REDIS_URL, 6379);
   if (wanted('redis')) {
-    if (redisUp) ingestResults.push(...(await ingest('redis', plain, stubUrl)).list);
+    if (redisUp) await ingestOf('redis');
     else ingestResults.push({ store: 'redis', skipped: `no Redis at ${REDIS_URL}` });
   }
-  if (wanted('pglite')) ingestResults.push(...(await ingest('pglite', plain, stubUrl)).list);
+  if (wanted('pglite')) await ingestOf('pglite');
   if (wanted('postgres')) {
-    if (await reachable(POSTGRES_URL, 5432)) ingestResults.push(...(await ingest('postgres', plain, stubUrl)).list);
+    if (await reachable(POSTGRES_URL, 5432)) await ingestOf('postgres');
     else ingestResults.push({ store: 'postgres', skipped: `no PostgreSQL at ${POSTGRES_URL}` });
   }
   const growthResult = wanted('growth') ? await growth() : undefined;
@@ -977,6 +1020,7 @@ async function main() {
     client,
     ingest: ingestResults,
     memoryRatios: memory?.ratios,
+    storyRatios,
     budget,
     growth: growthResult,
     totalSeconds,

@@ -5,21 +5,22 @@
 // Express adapter. Pre-issues genuine signed tokens bound to distinct payments in its store (as
 // generatePayment does) and hands them to the load generator.
 //
-//   node webhook-app.mjs <memory|redis|pglite|postgres> <tokens> <stubUrl> <redisUrl> <postgresUrl> <off|on|http|http-on>
+//   node webhook-app.mjs <memory|redis|pglite|postgres> <tokens> <stubUrl> <redisUrl> <postgresUrl> <off|on|http|http-on> [story]
 //
 // The last argument, tracing: `off`, no SDK and `telemetry: false` (an app without
 // OpenTelemetry); `on`, the OpenTelemetry SDK with no-op exporters (tracing.mjs) registered
 // globally before the app starts, and the plugin's telemetry; `http`, the SDK and a SERVER span
 // around every request, active while the app handles it (what @opentelemetry/instrumentation-http
 // does in an instrumented app), but the plugin's `telemetry: false`; `http-on`, the same and the
-// plugin's telemetry.
+// plugin's telemetry. The optional last one, `on` or `off`, sets the store's `story` option (the
+// payments' stories and tallies the desk shows) over BENCH_STORY.
 import 'reflect-metadata';
 import http from 'node:http';
 import axios from 'axios';
 import { Body, Controller, HttpCode, Injectable, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 
-const [storeKind, countArg, stubUrl, redisUrl, postgresUrl, tracingArg] = process.argv.slice(2);
+const [storeKind, countArg, stubUrl, redisUrl, postgresUrl, tracingArg, storyArg] = process.argv.slice(2);
 const TRACING = tracingArg === 'on' || tracingArg === 'http-on';
 const HTTP_SPANS = tracingArg === 'http' || tracingArg === 'http-on';
 const sdk = tracingArg !== 'off' ? (await import('./tracing.mjs')).startTracing({ global: true }) : undefined;
@@ -36,8 +37,8 @@ const PRIVATE_KEY = 'sk_bench_private';
 
 // The stores as configured by default (the memory store keeps the payments' stories, Redis and
 // PostgreSQL do not); BENCH_STORY=off / on: none keeps them / all do, to compare ingest with and without.
-const STORY =
-  process.env.BENCH_STORY === 'off' ? { story: false } : process.env.BENCH_STORY === 'on' ? { story: true } : {};
+const storyMode = storyArg || process.env.BENCH_STORY;
+const STORY = storyMode === 'off' ? { story: false } : storyMode === 'on' ? { story: true } : {};
 let store;
 let cleanup = async () => {};
 // The baseline of the store's kind: what a hand-written handler does after its verify call to

@@ -121,6 +121,7 @@ export async function readCharts(client: PaymentsClient, window: string, now: nu
   if (log === undefined) return { window, registration };
   const to = bucketStart(now, log.limits.bucketMs);
   const from = bucketStart(now - CHART_WINDOWS[window].ms + 1, log.limits.bucketMs);
+  await client.flushStories();
   return { window, registration, buckets: await log.tallies(registration, from, to) };
 }
 

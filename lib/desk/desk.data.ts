@@ -164,6 +164,8 @@ export class DeskData {
   /** What the store knows of `paymentId`; `undefined` when it knows nothing. */
   async payment(paymentId: string): Promise<DeskPayment | undefined> {
     const store = this.client.store;
+    // This instance's notes not yet written are part of the story asked for.
+    await this.client.flushStories();
     const [record, pending, refund, review, actions, story] = await Promise.all([
       store.getOutcome(paymentId),
       store.findPending(paymentId),

@@ -110,6 +110,37 @@ return 1
 `;
 
 /**
+ * A batch of the payments' stories in one call (the keys share the registration's hash tag, so one
+ * slot in a Cluster). KEYS: the entries lists of N payments, then the tally hashes of the batch's
+ * buckets. ARGV[1] entries kept per payment, ARGV[2] the lists' retention ms, ARGV[3] N; then for
+ * each payment its count of entries and the entries (JSON); then for each tally hash its expiry
+ * (epoch ms), its count of counters and their (name, by) pairs.
+ */
+export const APPEND_STORY_LUA = `
+local keep = tonumber(ARGV[1])
+local n = tonumber(ARGV[3])
+local a = 4
+for i = 1, n do
+  local c = tonumber(ARGV[a])
+  redis.call('RPUSH', KEYS[i], unpack(ARGV, a + 1, a + c))
+  a = a + c + 1
+  redis.call('LTRIM', KEYS[i], -keep, -1)
+  redis.call('PEXPIRE', KEYS[i], ARGV[2])
+end
+for j = n + 1, #KEYS do
+  local at = ARGV[a]
+  local f = tonumber(ARGV[a + 1])
+  a = a + 2
+  for _ = 1, f do
+    redis.call('HINCRBY', KEYS[j], ARGV[a], ARGV[a + 1])
+    a = a + 2
+  end
+  redis.call('PEXPIREAT', KEYS[j], at)
+end
+return 1
+`;
+
+/**
  * Names under which the scripts are defined on the ioredis client (`defineCommand`). They are
  * namespaced because the client may belong to the host, which may define commands of its own;
  * defining them again (a second store on the same client) is harmless, the Lua is the same.
@@ -130,10 +161,14 @@ export const SCRIPT_NAMES = {
   listOutcomes: 'nestjsPaymentsListOutcomes',
   openCheckout: 'nestjsPaymentsOpenCheckout',
   closeCheckout: 'nestjsPaymentsCloseCheckout',
+  appendStory: 'nestjsPaymentsAppendStory',
 } as const;
 
-/** The scripts, in the shape `Redis#defineCommand` takes. */
-export const SCRIPTS: ReadonlyArray<{ name: string; lua: string; numberOfKeys: number }> = [
+/**
+ * The scripts, in the shape `Redis#defineCommand` takes (without `numberOfKeys`, the call passes
+ * the count of keys first).
+ */
+export const SCRIPTS: ReadonlyArray<{ name: string; lua: string; numberOfKeys?: number }> = [
   { name: SCRIPT_NAMES.claim, lua: CLAIM_LUA, numberOfKeys: 1 },
   { name: SCRIPT_NAMES.findBindingAndClaim, lua: FIND_BINDING_AND_CLAIM_LUA, numberOfKeys: 2 },
   { name: SCRIPT_NAMES.finishOutcome, lua: FINISH_OUTCOME_LUA, numberOfKeys: 6 },
@@ -149,6 +184,7 @@ export const SCRIPTS: ReadonlyArray<{ name: string; lua: string; numberOfKeys: n
   { name: SCRIPT_NAMES.listOutcomes, lua: LIST_OUTCOMES_LUA, numberOfKeys: 3 },
   { name: SCRIPT_NAMES.openCheckout, lua: OPEN_CHECKOUT_LUA, numberOfKeys: 2 },
   { name: SCRIPT_NAMES.closeCheckout, lua: CLOSE_CHECKOUT_LUA, numberOfKeys: 2 },
+  { name: SCRIPT_NAMES.appendStory, lua: APPEND_STORY_LUA },
 ];
 
 /**
@@ -264,6 +300,8 @@ export interface StoreScriptCommands {
     checkoutJson: string,
     ttlMs: number,
   ): Promise<unknown>;
+  /** Replies 1. `args`: the count of keys, the keys, then the arguments of {@link APPEND_STORY_LUA}. */
+  [SCRIPT_NAMES.appendStory](...args: Array<string | number>): Promise<unknown>;
   /** Replies `[lastScore, lastId, exhausted, ...(score, id, recordJson) of each match]`. */
   [SCRIPT_NAMES.listOutcomes](
     indexKey: string,

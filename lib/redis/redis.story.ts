@@ -10,6 +10,7 @@ import {
   type TallyBucket,
 } from '../core/store/index.js';
 import type { RedisConnection } from './redis.connection.js';
+import { SCRIPT_NAMES } from './redis.scripts.js';
 
 /** Most buckets read in one pipeline: a 30-day window of hourly buckets is 720. */
 const MAX_BUCKETS_READ = 10_000;
@@ -20,7 +21,7 @@ const MAX_BUCKETS_READ = 10_000;
  * too (a prefix with a hash tag of its own keeps every key in its slot, as for the other keys):
  * `...:entries:<paymentId>` (a list of JSON entries: RPUSH, LTRIM to the newest `maxEntries`,
  * PEXPIRE to the retention) and `...:tally:<bucket>` (a hash of counters: HINCRBY, PEXPIREAT to the
- * bucket's end plus the retention). The write is one round trip, apart from the store's ingest
+ * bucket's end plus the retention). A batch is one script call, apart from the store's ingest
  * scripts: the recorder sends it after the paths that noted it, never in their way.
  */
 export class RedisStoryLog implements PaymentStoryLog {
@@ -51,27 +52,28 @@ export class RedisStoryLog implements PaymentStoryLog {
     const { maxEntries, retentionMs, bucketMs } = this.limits;
     const byPayment = new Map<string, string[]>();
     for (const entry of batch.entries) {
-      const list = byPayment.get(entry.paymentId) ?? [];
-      list.push(JSON.stringify(entry));
-      byPayment.set(entry.paymentId, list);
+      const list = byPayment.get(entry.paymentId);
+      if (list === undefined) byPayment.set(entry.paymentId, [JSON.stringify(entry)]);
+      else list.push(JSON.stringify(entry));
     }
-    const pipeline = this.db.client.pipeline();
-    for (const [paymentId, texts] of byPayment) {
-      const key = `${base}entries:${paymentId}`;
-      pipeline
-        .rpush(key, ...texts)
-        .ltrim(key, -maxEntries, -1)
-        .pexpire(key, retentionMs);
-    }
-    const buckets = new Set<number>();
+    const byBucket = new Map<number, Array<string | number>>();
     for (const tally of batch.tallies) {
-      pipeline.hincrby(`${base}tally:${tally.bucket}`, tally.name, tally.by);
-      buckets.add(tally.bucket);
+      const counters = byBucket.get(tally.bucket);
+      if (counters === undefined) byBucket.set(tally.bucket, [tally.name, tally.by]);
+      else counters.push(tally.name, tally.by);
     }
-    for (const bucket of buckets) pipeline.pexpireat(`${base}tally:${bucket}`, bucket + bucketMs + retentionMs);
-    const replies = await this.db.run('appendStory', () => pipeline.exec());
-    const failed = replies?.find(([error]) => error !== null)?.[0];
-    if (failed) throw failed;
+    // One script call (APPEND_STORY_LUA): the keys, then what goes in each.
+    const keys: string[] = [];
+    const args: Array<string | number> = [maxEntries, retentionMs, byPayment.size];
+    for (const [paymentId, texts] of byPayment) {
+      keys.push(`${base}entries:${paymentId}`);
+      args.push(texts.length, ...texts);
+    }
+    for (const [bucket, counters] of byBucket) {
+      keys.push(`${base}tally:${bucket}`);
+      args.push(bucket + bucketMs + retentionMs, counters.length / 2, ...counters);
+    }
+    await this.db.run('appendStory', () => this.db.scripts[SCRIPT_NAMES.appendStory](keys.length, ...keys, ...args));
   }
 
   /** @inheritdoc */

@@ -197,6 +197,16 @@ export class PaymentsClient implements PaymentsOperations {
   }
 
   /**
+   * Writes the payments' stories this client has noted and not yet written (they go to the store
+   * in batches a few ms apart), so that a read that follows sees them: the payments desk calls it
+   * before it reads a story or the charts. Never throws.
+   * @internal
+   */
+  flushStories(): Promise<void> {
+    return this.#story?.flush() ?? Promise.resolve();
+  }
+
+  /**
    * A text with this client's private key and webhook secrets cut out (in every encoding the
    * service's answers are searched for), for a page that shows what the service or a customer
    * wrote: the payments desk.

@@ -137,15 +137,25 @@ export interface StoryRecorderOptions {
 }
 
 /**
+ * How long notes wait to be written together: a store write per batch, not per payment, and the
+ * tallies of a batch summed (one increment per counter and bucket). A person reading a story waits
+ * longer than this; the desk writes its own instance's notes before it reads.
+ */
+const STORY_BATCH_MS = 25;
+/** A batch this large is written at once, whatever its age (bounds a write's size and the memory). */
+const STORY_BATCH_MAX = 500;
+
+/**
  * Notes what happens to payments and writes it to the store's {@link PaymentStoryLog}, batched: the
- * notes of one turn of the event loop go in one write, started after the turn and never awaited by
- * the path that noted them. Best-effort by design: the story is for people; a failed write loses
- * lines and counts, never money-relevant state, and the paths that settle payments never wait for it.
+ * notes of {@link STORY_BATCH_MS} go in one write, never awaited by the path that noted them.
+ * Best-effort by design: the story is for people; a failed write loses lines and counts, never
+ * money-relevant state, and the paths that settle payments never wait for it.
  */
 export class StoryRecorder {
   #entries: StoryEntry[] = [];
-  #tallies: Array<StoryTally & { bucket: number }> = [];
-  #scheduled = false;
+  /** The batch's tallies summed, by bucket and name. */
+  #tallies = new Map<string, StoryTally & { bucket: number }>();
+  #timer: ReturnType<typeof setTimeout> | undefined;
   #failing = false;
   #writing: Promise<void> = Promise.resolve();
 
@@ -181,17 +191,22 @@ export class StoryRecorder {
 
   /** Counts `tally` in the bucket of `at` (default now). */
   count(tally: StoryTally, at = this.now()): void {
-    this.#tallies.push({ ...tally, bucket: bucketStart(at, this.log.limits.bucketMs) });
+    const bucket = bucketStart(at, this.log.limits.bucketMs);
+    const key = `${bucket}:${tally.name}`;
+    const summed = this.#tallies.get(key);
+    if (summed === undefined) this.#tallies.set(key, { name: tally.name, by: tally.by, bucket });
+    else summed.by += tally.by;
     this.#schedule();
   }
 
   /** Writes what is noted now, and waits for every write started so far. */
   flush(): Promise<void> {
-    this.#scheduled = false;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
     const entries = this.#entries;
-    const tallies = this.#tallies;
+    const tallies = [...this.#tallies.values()];
     this.#entries = [];
-    this.#tallies = [];
+    this.#tallies.clear();
     if (entries.length > 0 || tallies.length > 0) {
       const batch = { registration: this.options.registration, entries, tallies };
       this.#writing = this.#writing.then(() =>
@@ -237,9 +252,10 @@ export class StoryRecorder {
   }
 
   #schedule(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    setImmediate(() => void this.flush());
+    if (this.#entries.length + this.#tallies.size >= STORY_BATCH_MAX) void this.flush();
+    // Real time, not the engine's clock: a batching delay of the write, not a time the rules read
+    // (a test's stopped clock must not hold the notes back).
+    else this.#timer ??= setTimeout(() => void this.flush(), STORY_BATCH_MS);
   }
 }
 
