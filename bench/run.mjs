@@ -6,7 +6,7 @@
 //   node bench/run.mjs --quick               short run (client overhead, memory-store ingest; under 90 s
 //                                            with the build): prints the tables, never fails on a figure
 //   node bench/run.mjs --only=memory,budget  some parts only (client, memory, redis, pglite,
-//                                            postgres, budget, growth): prints the figures and writes
+//                                            postgres, inbox, budget, growth): prints the figures and writes
 //                                            bench/.work/partial.json, never RESULTS.md
 //   npm run bench -- --only growth           the growth part after a build (--only a,b as well as --only=a,b)
 //   GROWTH_SIZES=10000,100000 node bench/run.mjs --only=growth
@@ -35,7 +35,7 @@ import { fmt, forkChild, machineFacts, median } from './common.mjs';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
-const PARTS = ['client', 'memory', 'redis', 'pglite', 'postgres', 'budget', 'growth'];
+const PARTS = ['client', 'memory', 'redis', 'pglite', 'postgres', 'inbox', 'budget', 'growth'];
 // --only=a,b or --only a,b (as `npm run bench -- --only growth` passes it).
 const argv = process.argv.slice(2);
 const onlyAt = argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
@@ -361,6 +361,36 @@ async function ingest(storeKind, variants, stubUrl) {
       storyOnVsOff: storyApp('on') !== storyApp('off') ? pair(storyApp('on'), storyApp('off')) : undefined,
     },
   };
+}
+
+// ---------------------------------------------------------------- exactly-once: the inbox's cost
+/**
+ * bench/transactional.mjs in a child: ingest on PostgreSQL with the store's transactional mode, with
+ * the inbox (`sqlInbox`, a plain store) and with neither, and the statements each sends.
+ */
+async function inboxCost() {
+  if (!(await reachable(POSTGRES_URL, 5432))) return { skipped: `no PostgreSQL at ${POSTGRES_URL}` };
+  log('exactly-once: transactional store, inbox and neither (bench/transactional.mjs)');
+  const out = fileURLToPath(new URL('./.work/inbox.json', import.meta.url));
+  mkdirSync(new URL('./.work/', import.meta.url), { recursive: true });
+  execFileSync(process.execPath, [fileURLToPath(new URL('./transactional.mjs', import.meta.url))], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, POSTGRES_URL, BENCH_JSON_OUT: out },
+  });
+  return JSON.parse(readFileSync(out, 'utf8'));
+}
+
+function inboxTable(x) {
+  if (x.skipped) return `Skipped: ${x.skipped}.`;
+  const rows = [
+    '| mode | req/s | p50 ms | p99 ms | app CPU µs/request | statements per confirmation | of them in the handler’s transaction |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of x.rows)
+    rows.push(
+      `| ${r.mode} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.cpu)} | ${fmt(r.statements, 2)} | ${fmt(r.inTransaction, 2)} |`,
+    );
+  return rows.join('\n');
 }
 
 // ---------------------------------------------------------------- 3. verify budget, two instances
@@ -695,6 +725,18 @@ function summaryRows(r) {
         ),
       );
   }
+  const tx = r.inbox?.rows;
+  if (tx) {
+    const [, transactional, inbox] = tx;
+    rows.push(
+      targetRow(
+        "statements the inbox adds to the handler's transaction, beside the transactional store (PostgreSQL)",
+        '≤ 1',
+        `${fmt(inbox.inTransaction - transactional.inTransaction, 2)} (inbox ${fmt(inbox.inTransaction, 2)}, transactional ${fmt(transactional.inTransaction, 2)}, the handler's own write included)`,
+        inbox.inTransaction - transactional.inTransaction <= 1,
+      ),
+    );
+  }
   for (const [kind, x] of Object.entries(r.storyRatios ?? {}))
     if (x)
       rows.push(
@@ -916,6 +958,17 @@ Why at most one verify per payment: every path goes through one claim per paymen
 outcome record; reconciliation: leaves the entry for later) or done (no call). A verify can only be repeated when
 the claim is released without an outcome (the service failed, or still pending).
 
+## Exactly-once: the inbox beside the transactional store
+
+\`bench/transactional.mjs\` (part \`inbox\`): webhook ingest on the PostgreSQL server, one order row written by the
+confirmation handler, with the store's \`transactional: true\` (the handler's write and the done marker in one
+transaction), with the inbox (\`sqlInbox\` on the orders' pool and a plain store: the inbox row, the handler's write
+and a savepoint that proves the handler left the transaction open, then the store's bookkeeping), and with neither.
+Statements are counted at the driver, per confirmation; "in the handler's transaction" are those between its
+\`BEGIN\` and \`COMMIT\` (the handler's own write is one of them).
+
+${r.inbox ? inboxTable(r.inbox) : 'Not measured in this run.'}
+
 ## How cost grows with the store
 
 \`bench/growth.mjs\` (part \`growth\`): ${
@@ -993,6 +1046,7 @@ async function main() {
     if (await reachable(POSTGRES_URL, 5432)) await ingestOf('postgres');
     else ingestResults.push({ store: 'postgres', skipped: `no PostgreSQL at ${POSTGRES_URL}` });
   }
+  const inboxResult = wanted('inbox') ? await inboxCost() : undefined;
   const growthResult = wanted('growth') ? await growth() : undefined;
   const budget = wanted('budget')
     ? redisUp
@@ -1022,6 +1076,7 @@ async function main() {
     memoryRatios: memory?.ratios,
     storyRatios,
     budget,
+    inbox: inboxResult,
     growth: growthResult,
     totalSeconds,
   };

@@ -1,16 +1,20 @@
-// Webhook ingest on a PostgreSQL server with the store's transactional mode on against off
-// (exactly-once effects, docs/exactly-once.md). Both apps run the same confirmation handler, one
-// write of an order row: with the mode through `event.transaction` (one transaction with the
-// done marker: BEGIN, the write, finishOutcome, COMMIT on a client of its own), without it on the
-// pool (its own autocommit statement, then finishOutcome). Each app is plain Express +
-// createWebhookRouter in its own process; every request is a distinct genuine payment, verified
-// against the loopback stub of the service. Slices alternate between the two apps.
+// Webhook ingest on a PostgreSQL server in the three ways a handler's write can be tied to the
+// plugin's bookkeeping (docs/exactly-once.md). All apps run the same confirmation handler, one
+// write of an order row: `transactional: true`, through `event.transaction` (one transaction with
+// the done marker: BEGIN, the write, finishOutcome, COMMIT on a client of its own); the inbox
+// (`sqlInbox` on the same pool, a plain store: BEGIN, the inbox row, the write, COMMIT, then the
+// store's bookkeeping); and neither, on the pool (its own autocommit statement, then
+// finishOutcome). Each app is plain Express + createWebhookRouter in its own process; every request
+// is a distinct genuine payment, verified against the loopback stub of the service. Slices
+// alternate between the apps. Each app counts the statements it sends: all of them, and those
+// inside the handler's transaction (between its BEGIN and COMMIT), per confirmation.
 //
 //   node bench/transactional.mjs            (POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/test)
+//   node bench/run.mjs --only=inbox         the same, as a part of `npm run bench` (RESULTS.md's table)
 //
 // The package is bundled from lib/ by esbuild into bench/.work/ (no build needed). Prints a table.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -35,12 +39,12 @@ else await main();
 async function main() {
   mkdirSync(WORK, { recursive: true });
   const entry = path.join(WORK, 'entry.ts');
-  const { writeFileSync } = await import('node:fs');
   const lib = (p) => path.relative(WORK, path.join(ROOT, 'lib', p)).replaceAll(path.sep, '/');
   writeFileSync(
     entry,
     `export { createPaymentsClient, createWebhookRouter } from '${lib('express/index.js')}';\n` +
       `export { PostgresPaymentsStore } from '${lib('postgres/index.js')}';\n` +
+      `export { inboxDdl, sqlInbox } from '${lib('store/index.js')}';\n` +
       `export { WebhookTokenSigner } from '${lib('core/webhook/webhook.token.js')}';\n`,
   );
   execFileSync(
@@ -62,7 +66,7 @@ async function main() {
   const stubUrl = `http://127.0.0.1:${stubPort}`;
   const self = path.relative(BENCH_DIR, fileURLToPath(import.meta.url));
   const apps = [];
-  for (const mode of ['off', 'on']) {
+  for (const mode of ['off', 'on', 'inbox']) {
     const child = forkChild(`./${self}`, ['app', mode, stubUrl], { readyTimeoutMs: 180_000 });
     const { port, tokens } = await child.next('ready', 180_000);
     apps.push({ mode, child, port, tokens, next: 0, slices: [] });
@@ -91,6 +95,8 @@ async function main() {
       cpu: (m1.cpuUs - m0.cpuUs) / Math.max(1, m1.requests - m0.requests),
       handled: m1.handled - m0.handled,
       requests: m1.requests - m0.requests,
+      statements: (m1.statements - m0.statements) / Math.max(1, m1.handled - m0.handled),
+      inTransaction: (m1.inTransaction - m0.inTransaction) / Math.max(1, m1.handled - m0.handled),
     };
   };
   try {
@@ -103,11 +109,13 @@ async function main() {
       const check = await a.child.next('check');
       const s = a.slices;
       rows.push({
-        mode: a.mode === 'on' ? 'transactional: true' : 'transactional: false',
+        mode: { on: 'transactional: true', inbox: 'inbox (sqlInbox), plain store', off: 'neither' }[a.mode],
         rps: median(s.map((x) => x.rps)),
         p50: median(s.map((x) => x.p50)),
         p99: median(s.map((x) => x.p99)),
         cpu: median(s.map((x) => x.cpu)),
+        statements: median(s.map((x) => x.statements)),
+        inTransaction: median(s.map((x) => x.inTransaction)),
         non2xx: s.reduce((n, x) => n + x.non2xx, 0),
         check,
       });
@@ -117,16 +125,26 @@ async function main() {
       `\nWebhook ingest, PostgreSQL server (${CFG.repeats} x ${CFG.seconds} s slices, ${CFG.connections} connections, median of slices)`,
     );
     console.log(`${facts.cpu}, ${facts.cores} cores, Node ${facts.node}\n`);
-    console.log('| store mode | req/s | p50 ms | p99 ms | app CPU µs/req | non-2xx | orders written / outcomes done |');
-    console.log('|---|---|---|---|---|---|---|');
+    console.log(
+      '| mode | req/s | p50 ms | p99 ms | app CPU µs/req | statements per confirmation | of them in the handler’s transaction | non-2xx | orders written / outcomes done |',
+    );
+    console.log('|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) {
       console.log(
-        `| ${r.mode} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.cpu)} | ${r.non2xx} | ${r.check.orders} / ${r.check.done} |`,
+        `| ${r.mode} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.cpu)} | ${fmt(r.statements, 2)} | ${fmt(r.inTransaction, 2)} | ${r.non2xx} | ${r.check.orders} / ${r.check.done} |`,
       );
     }
-    const [off, on] = rows;
+    // For bench/run.mjs (part `inbox`): the rows as JSON.
+    if (process.env.BENCH_JSON_OUT) writeFileSync(process.env.BENCH_JSON_OUT, JSON.stringify({ config: CFG, rows }));
+    const [off, on, inbox] = rows;
     console.log(
-      `\ntransactional / plain: ${fmt((on.rps / off.rps) * 100, 1)} % of the throughput, ${fmt((on.cpu / off.cpu) * 100, 1)} % of the CPU per request`,
+      `\ntransactional / neither: ${fmt((on.rps / off.rps) * 100, 1)} % of the throughput, ${fmt((on.cpu / off.cpu) * 100, 1)} % of the CPU per request`,
+    );
+    console.log(
+      `inbox / neither: ${fmt((inbox.rps / off.rps) * 100, 1)} % of the throughput, ${fmt((inbox.cpu / off.cpu) * 100, 1)} % of the CPU per request; inbox / transactional: ${fmt((inbox.rps / on.rps) * 100, 1)} %`,
+    );
+    console.log(
+      `statements in the handler's transaction beyond the handler's own write: transactional ${fmt(on.inTransaction - 1, 2)}, inbox ${fmt(inbox.inTransaction - 1, 2)}`,
     );
   } finally {
     for (const a of apps) await a.child.stop();
@@ -154,14 +172,55 @@ function cannon({ port, makeRequest, seconds }) {
 async function app(mode, stubUrl) {
   const { default: express } = await import('express');
   const { default: pg } = await import('pg');
-  const { createPaymentsClient, createWebhookRouter, PostgresPaymentsStore, WebhookTokenSigner } = await import(BUNDLE);
+  const { createPaymentsClient, createWebhookRouter, PostgresPaymentsStore, WebhookTokenSigner, inboxDdl, sqlInbox } =
+    await import(BUNDLE);
   const prefix = `bench_tx_${process.pid}_`;
+  // Every statement this process sends, and those between a client's BEGIN and its COMMIT or ROLLBACK.
+  const counted = { statements: 0, inTransaction: 0 };
+  const open = new WeakSet();
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (config, ...rest) {
+    const text = (typeof config === 'string' ? config : (config?.text ?? '')).trim().toUpperCase();
+    counted.statements++;
+    // The store's transactional mode begins with `BEGIN ISOLATION LEVEL ...; SELECT ...` (one round trip).
+    if (text.startsWith('BEGIN')) open.add(this);
+    else if (text === 'COMMIT' || text === 'ROLLBACK') open.delete(this);
+    else if (open.has(this)) counted.inTransaction++;
+    return query.call(this, config, ...rest);
+  };
   // One pool for the orders and the store, as a host would have it.
   const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 10 });
   await pool.query(
-    `CREATE TABLE ${prefix}orders (payment_id text PRIMARY KEY, amount text NOT NULL, paid_at timestamptz NOT NULL DEFAULT now())`,
+    `CREATE TABLE ${prefix}shop_orders (payment_id text PRIMARY KEY, amount text NOT NULL, paid_at timestamptz NOT NULL DEFAULT now())`,
   );
   const store = new PostgresPaymentsStore(pool, { tablePrefix: prefix, transactional: mode === 'on' });
+  // The inbox as docs/exactly-once.md's plain pg recipe gives it, on the orders' pool.
+  const inboxTable = `${prefix}host_inbox`;
+  if (mode === 'inbox') await pool.query(inboxDdl('postgres', inboxTable));
+  const inbox =
+    mode === 'inbox'
+      ? sqlInbox({
+          dialect: 'postgres',
+          table: inboxTable,
+          transaction: async (run) => {
+            const tx = await pool.connect();
+            try {
+              await tx.query('BEGIN');
+              const result = await run({
+                client: tx,
+                query: async (sql, params) => (await tx.query(sql, params)).rows,
+              });
+              await tx.query('COMMIT');
+              return result;
+            } catch (error) {
+              await tx.query('ROLLBACK').catch(() => undefined);
+              throw error;
+            } finally {
+              tx.release();
+            }
+          },
+        })
+      : undefined;
   const client = createPaymentsClient({
     publicKey: 'pk_bench',
     privateKey: 'sk_bench_private',
@@ -172,8 +231,9 @@ async function app(mode, stubUrl) {
     reconciliation: { enabled: false },
     telemetry: false,
     store,
+    inbox,
   });
-  const insert = `INSERT INTO ${prefix}orders (payment_id, amount) VALUES ($1, $2)`;
+  const insert = `INSERT INTO ${prefix}shop_orders (payment_id, amount) VALUES ($1, $2)`;
   let handled = 0;
   const server = express();
   server.use(
@@ -182,7 +242,9 @@ async function app(mode, stubUrl) {
       client,
       onPaymentConfirmed: async (event) => {
         const params = [event.paymentId, event.amount];
-        await (event.transaction ? event.transaction.query(insert, params) : pool.query(insert, params));
+        if (event.transaction === undefined) await pool.query(insert, params);
+        else if (mode === 'inbox') await event.transaction.client.query(insert, params);
+        else await event.transaction.query(insert, params);
         handled++;
       },
     }),
@@ -210,10 +272,10 @@ async function app(mode, stubUrl) {
   process.on('message', async (message) => {
     if (message?.type === 'mark') {
       const cpu = process.cpuUsage();
-      process.send({ type: 'mark', cpuUs: cpu.user + cpu.system, requests, handled });
+      process.send({ type: 'mark', cpuUs: cpu.user + cpu.system, requests, handled, ...counted });
     }
     if (message?.type === 'check') {
-      const orders = await pool.query(`SELECT count(*)::int AS n FROM ${prefix}orders`);
+      const orders = await pool.query(`SELECT count(*)::int AS n FROM ${prefix}shop_orders`);
       const done = await pool.query(`SELECT count(*)::int AS n FROM ${prefix}events WHERE state = 'done'`);
       process.send({ type: 'check', orders: orders.rows[0].n, done: done.rows[0].n });
     }
