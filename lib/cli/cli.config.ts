@@ -52,7 +52,7 @@ function reader(env: Readonly<Record<string, string | undefined>>, only?: readon
   return { get: (key) => (only === undefined || only.includes(key) ? env[key] : undefined) };
 }
 
-// The CLI runs one-shot commands: no sweep, no telemetry, and its own logger.
+// The CLI runs one-shot commands: no reconciliation, no telemetry, and its own logger.
 function forCli(options: PaymentsModuleOptions, logger: PaymentsLogger): PaymentsOptions {
   const { webhook, ...rest } = options;
   const result: PaymentsOptions = { ...rest, reconciliation: { enabled: false }, telemetry: false, logger };

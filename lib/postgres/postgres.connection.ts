@@ -55,7 +55,7 @@ type PoolConstructor = new (config: Record<string, unknown>) => OwnedPool;
 /**
  * The database as the store's parts use it: the host's pool (or PGlite) or one created from a
  * connection string, the tables created before the first statement, every statement bounded in
- * time, and the lazy sweep of expired rows every `cleanupEveryWrites` writes.
+ * time, and the lazy cleanup of expired rows every `cleanupEveryWrites` writes.
  */
 export class PostgresConnection {
   // Private fields (not `private`) keep the connection string, whose password may be in it, and
@@ -158,11 +158,11 @@ export class PostgresConnection {
     return rows;
   }
 
-  /** Counts a write made otherwise than by {@link write}; every `cleanupEveryWrites` writes, starts the sweep. */
+  /** Counts a write made otherwise than by {@link write}; every `cleanupEveryWrites` writes, starts the cleanup. */
   countWrite(): void {
     this.#writes += 1;
     if (this.#writes % this.#cleanupEvery !== 0 || this.#cleaning || this.#closing) return;
-    // In the background: a write must not wait for the sweep. close() waits for it.
+    // In the background: a write must not wait for the cleanup. close() waits for it.
     this.#cleaning = this.query('cleanup', this.sql.cleanup, [])
       .then(
         () => undefined,

@@ -65,7 +65,7 @@ export interface PostgresPaymentsStoreOptions {
    * After how many writes the store deletes a batch of expired rows (bindings, claims, done
    * markers, outcome records, rate-limit slots, orders, refunds, stories and tallies past their
    * retention; a story's append counts as a write). Expired rows are ignored by reads and overwritten by writes
-   * anyway; the sweep only keeps the tables from growing, with no cron. Default 500.
+   * anyway; the cleanup only keeps the tables from growing, with no cron. Default 500.
    */
   cleanupEveryWrites?: number;
 

@@ -1,5 +1,5 @@
 // What the other folders of the core, and the plugin's folders outside it, may import from
-// settlement/ (the runner, the decision, the return path, the sweep, events and handlers, and the
+// settlement/ (the runner, the decision, the return path, reconciliation, events and handlers, and the
 // platforms' refund).
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
 // folders' imports of settlement/ to this file.

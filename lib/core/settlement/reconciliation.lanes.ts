@@ -24,7 +24,7 @@ export const ABANDONED_MARK = 'abandoned:';
  * for `maxChecks` checks. Then the slow lane: hourly while the payment is less than a day old,
  * daily after, the last check at the horizon (`horizonDays` after generation) itself. A fast-lane
  * wait never passes the end of the payment's session plus `graceSecs` (when the entry knows it):
- * the outcome is final then, and the sweep's bound counts from it (an entry that left the pending
+ * the outcome is final then, and reconciliation's bound counts from it (an entry that left the pending
  * lane before the session's end would otherwise wait out a doubled interval past it).
  * @param entry the queue entry as taken (its `checks` not yet counting this check)
  * @param now the time of this check, epoch ms

@@ -1,4 +1,4 @@
-// The sweep's options live beside the sweep, which reads them; the client's options take them in.
+// Reconciliation's options live beside it, which reads them; the client's options take them in.
 
 /** Reconciliation: re-checking payments whose outcome the plugin has not seen. */
 export interface PaymentsReconciliationOptions {

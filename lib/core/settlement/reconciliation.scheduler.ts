@@ -8,8 +8,8 @@ import { leaveLane, nextRecheck, type PendingRechecks } from './settlement.reche
 import { laneOf, UnpaidAllowance } from './settlement.evidence.js';
 import { ABANDONED_MARK, nextCheckAt, OVERDUE_MARK, pastFastLane } from './reconciliation.lanes.js';
 
-/** What the sweep's bookkeeping of an unsettled payment needs. */
-export interface SweepRecords {
+/** What reconciliation's bookkeeping of an unsettled payment needs. */
+export interface ReconciliationRecords {
   /** The queue and the record. */
   store: PaymentsStore;
   /** Whose claim the record is written under. */
@@ -18,7 +18,7 @@ export interface SweepRecords {
   recordTtlMs: number;
   /** The shared clock. */
   clock: Clock;
-  /** The sweep's options (its lanes, its horizon). */
+  /** Reconciliation's options (its lanes, its horizon). */
   options: Required<PaymentsReconciliationOptions>;
   /** Where a payment given up on is reported. */
   logger: PaymentsLogger;
@@ -34,12 +34,12 @@ export type Unsettled = { kind: 'unknown'; last: string } | { kind: 'known'; las
  * `done`: it was settled, and leaves the queue; `busy`: its settle writes).
  */
 export async function markOverdueRecord(
-  sweep: Pick<SweepRecords, 'store' | 'runner' | 'recordTtlMs' | 'clock'>,
+  records: Pick<ReconciliationRecords, 'store' | 'runner' | 'recordTtlMs' | 'clock'>,
   entry: PendingPayment,
   note: string,
 ): Promise<void> {
-  const { store, recordTtlMs, clock } = sweep;
-  const held = await sweep.runner.hold(entry.paymentId, 'reconciliation', async () => {
+  const { store, recordTtlMs, clock } = records;
+  const held = await records.runner.hold(entry.paymentId, 'reconciliation', async () => {
     const previous = await store.getOutcome(entry.paymentId);
     // A known outcome (handlers that failed, a mismatch) keeps its own record.
     if (previous && previous.outcome !== 'pending') return;
@@ -68,12 +68,12 @@ export async function markOverdueRecord(
  * overdue (`overdue:` / `abandoned:` notes, {@link markOverdueRecord}).
  */
 export async function rescheduleUnsettled(
-  sweep: SweepRecords,
+  records: ReconciliationRecords,
   taken: PendingPayment,
   now: number,
   why: Unsettled,
 ): Promise<void> {
-  const { store, options, logger } = sweep;
+  const { store, options, logger } = records;
   // Any other result leaves the pending lane: the session's lanes take it from here.
   const { rechecks: _lane, ...entry } = taken;
   const checks = entry.checks + 1;
@@ -85,7 +85,7 @@ export async function rescheduleUnsettled(
     );
     if (why.kind === 'unknown')
       await markOverdueRecord(
-        sweep,
+        records,
         entry,
         `${ABANDONED_MARK} outcome unknown after ${checks} checks; reconcile it by hand (last: ${why.last})`,
       );
@@ -99,7 +99,7 @@ export async function rescheduleUnsettled(
       );
     }
     await markOverdueRecord(
-      sweep,
+      records,
       entry,
       `${OVERDUE_MARK} outcome unknown after ${checks} checks; slow lane, next check at ${new Date(next).toISOString()} (last: ${why.last})`,
     );
@@ -173,7 +173,7 @@ export class ReconciliationScheduler {
   /** One-shot passes for the pending-lane checks this instance scheduled. */
   private readonly wakes: SweepWakes;
   /** What the bookkeeping of an unsettled payment's entry and record needs. */
-  readonly #records: SweepRecords;
+  readonly #records: ReconciliationRecords;
   private running?: Promise<void>;
   private complete?: Promise<ReconciliationRun>;
   /** Epoch ms before which passes take nothing: the service rate-limited verify. */
@@ -333,7 +333,7 @@ export class ReconciliationScheduler {
         );
         for (const back of rest) {
           try {
-            // One in the pending lane wakes this sweep when the pause ends (not at its next tick).
+            // One in the pending lane wakes this reconciliation when the pause ends (not at its next tick).
             if (back.rechecks !== undefined)
               await this.rechecks.schedule(back, { dueAt: this.pausedUntil, rechecks: back.rechecks });
             else await this.store.schedulePending(back, this.pausedUntil);
@@ -410,7 +410,7 @@ export class ReconciliationScheduler {
           last: `verify failed: ${result.error.message}`,
         });
       case 'deferred':
-        // The sweep is not held to the verify budget; should it ever be, nothing was checked.
+        // Reconciliation is not held to the verify budget; should it ever be, nothing was checked.
         return rescheduleUnsettled(this.#records, entry, now, {
           kind: 'unknown',
           last: `verify deferred for ${result.retryAfterSecs} s`,

@@ -378,7 +378,7 @@ export class Attempt {
 
   /**
    * A webhook or a return that left the payment unsettled hands it to the plugin's re-checks (the
-   * sweep's own checks schedule their next one themselves).
+   * reconciliation's own checks schedule their next one themselves).
    */
   recheckSoon(expected: OutcomeExpectation | undefined, notBeforeMs?: number, evidence?: PathEvidence): void {
     if (this.source !== 'reconciliation')

@@ -143,7 +143,7 @@ export class VerifyBudget {
       this.#breaker = breakerAfter(this.#breaker, true, now, this.intervalMs);
       this.#recent.delete(paymentId);
       // A return's PENDING is remembered in the outcome record, which every instance reads before
-      // verifying (settlement.reconciler.ts); a webhook's here. The sweep has its own schedule.
+      // verifying (settlement.reconciler.ts); a webhook's here. Reconciliation has its own schedule.
       if (decision.kind === 'pending' && source === 'webhook')
         this.#recent.set(`webhook:${paymentId}`, { since: now, until: now + this.webhookPendingMs, pending: true });
       else for (const path of SOURCES) this.#recent.delete(`${path}:${paymentId}`);

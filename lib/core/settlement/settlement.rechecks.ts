@@ -180,7 +180,7 @@ export function queuedExpectation(
 /**
  * Puts a payment a path found pending into the pending lane: its queue entry (re-made from what
  * the path expected when the store lost it) due after the lane's next wait, and this instance's
- * sweep woken then. Never throws: a store that fails here leaves the entry where it was (due at
+ * reconciliation woken then. Never throws: a store that fails here leaves the entry where it was (due at
  * the session's end), which is where it was before the lane existed.
  */
 export class PendingRechecks {
@@ -188,7 +188,7 @@ export class PendingRechecks {
    * @param store the queue
    * @param clock the shared clock (due times are read by every instance)
    * @param graceSecs `reconciliation.graceSecs`
-   * @param wake asks this instance's sweep to run in that many ms
+   * @param wake asks this instance's reconciliation to run in that many ms
    * @param logger where a store failure is reported
    * @param sessionSecs the session length of payments this instance generates by default: an entry
    *   a path makes bears the latest its session can end (created before now, it ends by now plus
@@ -257,10 +257,14 @@ export class PendingRechecks {
   /**
    * Writes a plan of {@link nextRecheck} for an entry and wakes reconciliation when it is due.
    * @param by `path`: a webhook or a return made the entry, maybe before `generatePayment`'s own
-   *   landed (merged with it, {@link queueRecheck}); `sweep` (default): reconciliation took it
+   *   landed (merged with it, {@link queueRecheck}); `reconciliation` (default): reconciliation took it
    *   from the queue, and replaces it
    */
-  async schedule(entry: PendingPayment, plan: RecheckPlan, by: 'path' | 'sweep' = 'sweep'): Promise<void> {
+  async schedule(
+    entry: PendingPayment,
+    plan: RecheckPlan,
+    by: 'path' | 'reconciliation' = 'reconciliation',
+  ): Promise<void> {
     const next: PendingPayment = { ...entry };
     if (plan.rechecks === undefined) delete next.rechecks;
     else next.rechecks = plan.rechecks;

@@ -6,7 +6,7 @@ import type { HandledOutcome, OutcomeExpectation } from './settlement.decision.j
 /*
  * What a path hands the settlement runner, and what it gets back. Every front end maps a
  * SettleResult exhaustively to its own answer: webhook.answer.ts (HTTP), settlement.reconciler.ts
- * (ReconcileResult), reconciliation.scheduler.ts (the sweep's bookkeeping).
+ * (ReconcileResult), reconciliation.scheduler.ts (reconciliation's bookkeeping).
  */
 
 /** What {@link SettlementRunner.settle} did. Every front end maps it exhaustively to its own answer. */
@@ -94,7 +94,7 @@ export interface SettleRequest {
    * the short lane (a return alone found it pending), or nothing (a return within the payment's allowance).
    */
   pendingLane?: PathEvidence;
-  /** Called once the payment is verified and its handlers are about to run (the sweep then verifies the next one). */
+  /** Called once the payment is verified and its handlers are about to run (reconciliation then verifies the next one). */
   onHandlers?: () => void;
   /** What watches the attempt's handlers (telemetry times them); default nothing. */
   observe?: SettleObserver;

@@ -56,7 +56,7 @@ export class SettlementRunner implements Settlements {
    * @param store claims, bindings, the queue and the record
    * @param verifier reads a payment from the service (`verify_payment`, the api layer's call)
    * @param logger where problems are reported
-   * @param budget the verify budget webhooks and returns are held to (the sweep is not)
+   * @param budget the verify budget webhooks and returns are held to (reconciliation is not)
    */
   constructor(
     private readonly options: SettlementRunnerOptions,
@@ -95,7 +95,7 @@ export class SettlementRunner implements Settlements {
 
   /**
    * Runs `work` while this runner holds the payment's claim, then releases it: bookkeeping that must
-   * not race a settle (the sweep's record of an overdue payment). Nothing runs when the payment is
+   * not race a settle (reconciliation's record of an overdue payment). Nothing runs when the payment is
    * done or busy.
    * @returns `held` once `work` ran; `done` or `busy` as the claim found the payment
    * @throws what the store threw while claiming, or what `work` threw (the claim is released)
@@ -319,7 +319,7 @@ export class SettlementRunner implements Settlements {
     return { kind: 'handlers-failed', outcome, verification, error: message };
   }
 
-  // Handlers that failed run again soon (the sweep's own checks schedule their next one themselves).
+  // Handlers that failed run again soon (reconciliation's own checks schedule their next one themselves).
   #recheckFailed(attempt: Attempt, { amount, developerTrackingId }: VerifiedPayment): void {
     attempt.recheckSoon({ amount, developerTrackingId, origin: 'binding' });
   }

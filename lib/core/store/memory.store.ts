@@ -65,7 +65,7 @@ export interface MemoryPaymentsStoreOptions {
   clock?: Clock;
 }
 
-/** Fewest writes between two sweeps of expired entries (a small store is not swept at every write). */
+/** Fewest writes between two cleanups of expired entries (a small store is not cleaned at every write). */
 const SWEEP_MIN_WRITES = 1024;
 
 interface Claim {
@@ -184,7 +184,7 @@ class DueQueue {
 
 /**
  * The default store: in this process's memory, bounded in size (LRU) and age (per-entry TTL;
- * expired entries are swept out as it writes, so that it holds what the retention windows keep).
+ * expired entries are dropped as it writes, so that it holds what the retention windows keep).
  *
  * Good for one instance and for tests. It forgets everything on restart (confirmations still
  * arrive: the signed webhook token carries what the plugin must check, and the service's verify
@@ -209,9 +209,9 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
   /** The payments' stories and the desk's tallies, in this process; absent with `story: false`. */
   readonly story?: MemoryStoryLog;
   private readonly clock: Clock;
-  // lru-cache drops an expired entry only when it is read or evicted by the cap: without sweeps a
+  // lru-cache drops an expired entry only when it is read or evicted by the cap: without cleanups a
   // store would hold its caps' worth of entries whatever the retention windows, its size following
-  // the shop's age. A sweep visits every entry, so one runs after as many writes as there were
+  // the shop's age. A cleanup visits every entry, so one runs after as many writes as there were
   // entries after the last: amortised, a write pays for one entry's visit.
   private writesToSweep = SWEEP_MIN_WRITES;
 
@@ -236,7 +236,7 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
       this.story = new MemoryStoryLog(options.story === true ? {} : options.story, this.clock, options.maxOutcomes);
   }
 
-  /** Counts a write, and sweeps the expired entries out of every cache when their time has come. */
+  /** Counts a write, and drops the expired entries of every cache when their time has come. */
   private wrote(): void {
     if (--this.writesToSweep > 0) return;
     for (const cache of [this.bindings, this.done, this.outcomes, this.settlements, this.checkouts, this.refunds])

@@ -8,7 +8,7 @@ export interface Clock {
   now(): number;
   /**
    * Calls `fn` once after `ms`. By default the timer does not keep the process alive: the
-   * engine's housekeeping (sweeps, wakes, lease renewals) must not hold open a process that has
+   * engine's housekeeping (reconciliation, wakes, lease renewals) must not hold open a process that has
    * nothing else to do.
    * @param keepAlive true for a wait some caller is awaiting (a retry's back-off, a poll): the
    *   process stays up until it ends, or a script awaiting a call would exit mid-call. Default false.
