@@ -6,6 +6,7 @@
 //
 //   node --expose-gc growth.mjs measure <memory|redis|postgres> <stubUrl> <redisUrl> <postgresUrl> <sizes>
 //   node --expose-gc growth.mjs retention <stubUrl> <payments>
+//   node growth.mjs desk <redis|postgres> <stubUrl> <redisUrl> <postgresUrl> <size>
 //
 // `measure`: for each size in turn the store is filled up to it (30% open: a binding and a queue
 // entry, as generatePayment leaves them; 70% done: a binding, the done marker, the order's
@@ -18,6 +19,10 @@
 // in flight on one connection, which ioredis pipelines); PostgreSQL by copying, in SQL, the rows
 // the store's methods wrote for one template payment (ids and times substituted), which fills
 // 1M payments in well under a minute where one statement per row would take many.
+//
+// `desk`: the payments desk (nestjs-payments/desk's Express handler) over a store filled to `size`
+// as for `measure`, plus 200 records in each of its lists (handlers failing, overdue, duplicates,
+// mismatches): the overview, a payment's page and the charts, timed over HTTP one at a time.
 //
 // `retention`: the memory store through the full engine on a test clock moved forward, `payments`
 // payments over simulated months (default retention, reconciliation passes every simulated
@@ -694,8 +699,108 @@ async function retention(stubUrl, paymentsArg) {
   return { payments: made, days, passes, samples, seconds: (performance.now() - t0) / 1000 };
 }
 
+// ---------------------------------------------------------------- the desk at size
+/** Of each list of what needs a person, this many records among the fill's (newest first, as a year's would be). */
+const NEEDS_PERSON = 200;
+const DESK_SAMPLES = Number(process.env.DESK_SAMPLES ?? 30);
+
+/** The records of the desk's lists: handlers failing, overdue, duplicates (refundable), mismatches. */
+function personRecords(now) {
+  const out = [];
+  for (let i = 0; i < NEEDS_PERSON; i++) {
+    const base = (kind) => ({
+      paymentId: `pay_desk_${kind}_${i}`,
+      amount: '12500',
+      source: 'webhook',
+      attempts: 1,
+      updatedAt: new Date(now - i * 60_000).toISOString(),
+      developerTrackingId: `desk-o-${kind}-${i}`,
+    });
+    out.push(
+      {
+        ...base('failing'),
+        outcome: 'confirmed',
+        status: 'SUCCESS',
+        handlers: 'failed',
+        lastError: 'the order was locked',
+      },
+      {
+        ...base('overdue'),
+        outcome: 'pending',
+        status: 'PENDING',
+        handlers: 'none',
+        lastError: 'overdue: outcome unknown',
+      },
+      {
+        ...base('duplicate'),
+        outcome: 'duplicate',
+        status: 'SUCCESS',
+        handlers: 'succeeded',
+        settledBy: `pay_grw_${i}`,
+      },
+      { ...base('mismatch'), outcome: 'mismatch', status: 'SUCCESS', handlers: 'none', lastError: 'amount differs' },
+    );
+  }
+  return out;
+}
+
+/**
+ * The payments desk over a store filled to `size` payments (the fill above) and the records of its
+ * lists: the overview, payment pages and the charts through the desk's Express handler on a
+ * loopback port, one request at a time, `DESK_SAMPLES` each after 3 warm-ups.
+ */
+async function desk(kind, stubUrl, redisUrl, postgresUrl, sizeArg) {
+  const size = Number(sizeArg);
+  const { createPaymentsDesk } = await import(`${dist}desk/index.js`);
+  const { default: express } = await import('express');
+  await emptyAll(kind, redisUrl, postgresUrl);
+  const opened = await openStore(kind, redisUrl, postgresUrl, 'desk');
+  const t0 = performance.now();
+  await opened.fill(0, size);
+  const now = Date.now();
+  for (const record of personRecords(now)) await opened.store.saveOutcome(record, RECORD_TTL);
+  const fillSeconds = (performance.now() - t0) / 1000;
+  const client = clientOf(opened.store, stubUrl);
+  const app = express();
+  app.use('/desk', createPaymentsDesk({ client, authorize: () => 'bench' }));
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const base = `http://127.0.0.1:${server.address().port}/desk`;
+  const get = async (path) => {
+    const started = performance.now();
+    const answer = await fetch(base + path);
+    const body = await answer.text();
+    if (answer.status !== 200) throw new Error(`desk ${path}: ${answer.status} ${body.slice(0, 200)}`);
+    return { ms: performance.now() - started, body };
+  };
+  const pages = {
+    overview: () => '/',
+    payment: (i) =>
+      `/payments/${encodeURIComponent(i % 2 ? fillId(3 + 10 * ((i * 7919) % (size / 10))) : `pay_desk_failing_${i % NEEDS_PERSON}`)}`,
+    charts: () => '/charts',
+  };
+  const figures = {};
+  for (const [name, path] of Object.entries(pages)) {
+    for (let i = 0; i < 3; i++) await get(path(i));
+    const ms = [];
+    for (let i = 0; i < DESK_SAMPLES; i++) ms.push((await get(path(i))).ms);
+    ms.sort((a, b) => a - b);
+    figures[name] = { p50: quantile(ms, 0.5), p99: quantile(ms, 0.99), max: ms.at(-1) };
+  }
+  // The overview read what the lists hold: each kind of record the fill added is on it.
+  const { body } = await get('/');
+  const listed = ['failing', 'overdue', 'duplicate', 'mismatch'].filter((k) => body.includes(`pay_desk_${k}_0`));
+  server.close();
+  await client.close();
+  const sizeNow = await opened.size();
+  await opened.close();
+  await emptyAll(kind, redisUrl, postgresUrl);
+  return { kind, size, fillSeconds, figures, listed, storeSize: sizeNow };
+}
+
 // ---------------------------------------------------------------- main
 const [mode, ...args] = process.argv.slice(2);
-const result = mode === 'retention' ? await retention(...args) : await measure(...args);
+const result =
+  mode === 'retention' ? await retention(...args) : mode === 'desk' ? await desk(...args) : await measure(...args);
 process.send({ type: 'result', ...result });
 process.on('message', (message) => message?.type === 'stop' && process.exit(0));

@@ -6,13 +6,16 @@
 //   node bench/run.mjs --quick               short run (client overhead, memory-store ingest; under 90 s
 //                                            with the build): prints the tables, never fails on a figure
 //   node bench/run.mjs --only=memory,budget  some parts only (client, memory, redis, pglite,
-//                                            postgres, inbox, budget, growth): prints the figures and writes
+//                                            postgres, inbox, budget, growth, desk): prints the figures and writes
 //                                            bench/.work/partial.json, never RESULTS.md
 //   npm run bench -- --only growth           the growth part after a build (--only a,b as well as --only=a,b)
 //   GROWTH_SIZES=10000,100000 node bench/run.mjs --only=growth
 //                                            how cost grows with the store (default sizes
 //                                            10000,100000,1000000; GROWTH_STORES=memory,redis,postgres,
 //                                            GROWTH_RETENTION=<payments> for the retention run, 0 skips it)
+//   DESK_SIZE=10000 node bench/run.mjs --only=desk
+//                                            the payments desk over Redis and PostgreSQL stores holding
+//                                            DESK_SIZE payments (default 1000000)
 //   node bench/run.mjs --report-only         rewrite RESULTS.md from the figures of the last full run
 //
 // What it measures, side by side in one run (ratios are only meaningful within a run on a shared
@@ -35,7 +38,7 @@ import { fmt, forkChild, machineFacts, median } from './common.mjs';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
-const PARTS = ['client', 'memory', 'redis', 'pglite', 'postgres', 'inbox', 'budget', 'growth'];
+const PARTS = ['client', 'memory', 'redis', 'pglite', 'postgres', 'inbox', 'budget', 'growth', 'desk'];
 // --only=a,b or --only a,b (as `npm run bench -- --only growth` passes it).
 const argv = process.argv.slice(2);
 const onlyAt = argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
@@ -393,6 +396,57 @@ function inboxTable(x) {
   return rows.join('\n');
 }
 
+// ---------------------------------------------------------------- the desk over a large store
+const DESK_SIZE = Number(process.env.DESK_SIZE ?? 1_000_000);
+
+/** growth.mjs's `desk` mode for Redis and PostgreSQL, each in its own process. */
+async function deskAtSize(stubUrl) {
+  const out = [];
+  for (const kind of ['redis', 'postgres']) {
+    const [url, port] = kind === 'redis' ? [GROWTH_REDIS_URL, 6379] : [GROWTH_POSTGRES_URL, 5432];
+    if (!(await reachable(url, port))) {
+      out.push({ kind, skipped: `no ${kind} at ${url}` });
+      continue;
+    }
+    const created = kind === 'postgres' && (await growthDatabase('create'));
+    log(`desk: ${kind} store filled to ${DESK_SIZE} payments`);
+    let result;
+    try {
+      const child = forkChild(
+        './growth.mjs',
+        ['desk', kind, stubUrl, GROWTH_REDIS_URL, GROWTH_POSTGRES_URL, String(DESK_SIZE)],
+        { readyTimeoutMs: 3_600_000 },
+      );
+      result = await child.next('result', 3_600_000);
+      await child.stop();
+    } finally {
+      if (created) await growthDatabase('drop');
+    }
+    delete result.type;
+    const f = result.figures;
+    log(
+      `  ${kind}: filled in ${fmt(result.fillSeconds)} s; overview p50 ${fmt(f.overview.p50, 1)} ms p99 ${fmt(f.overview.p99, 1)} ms; payment p50 ${fmt(f.payment.p50, 1)} ms p99 ${fmt(f.payment.p99, 1)} ms; charts p50 ${fmt(f.charts.p50, 1)} ms; lists shown: ${result.listed.join(', ')}`,
+    );
+    out.push(result);
+  }
+  return { size: DESK_SIZE, stores: out };
+}
+
+function deskTable(d) {
+  const rows = [
+    '| store | payments stored | overview p50 / p99 / max ms | payment page p50 / p99 / max ms | charts p50 / p99 / max ms | lists shown |',
+    '|---|---:|---:|---:|---:|---|',
+  ];
+  const ms = (x) => `${fmt(x.p50, 1)} / ${fmt(x.p99, 1)} / ${fmt(x.max, 1)}`;
+  for (const x of d.stores)
+    rows.push(
+      x.skipped
+        ? `| ${x.kind} | skipped: ${x.skipped} | | | | |`
+        : `| ${x.kind} | ${x.size} | ${ms(x.figures.overview)} | ${ms(x.figures.payment)} | ${ms(x.figures.charts)} | ${x.listed.join(', ')} |`,
+    );
+  return rows.join('\n');
+}
+
 // ---------------------------------------------------------------- 3. verify budget, two instances
 async function verifyBudget(stubUrl) {
   log(
@@ -725,6 +779,18 @@ function summaryRows(r) {
         ),
       );
   }
+  for (const x of r.desk?.stores ?? []) {
+    if (x.skipped) continue;
+    const f = x.figures;
+    rows.push(
+      targetRow(
+        `the desk, ${x.kind} store at ${x.size} payments: overview p99, payment page p99`,
+        '< 300 ms, < 100 ms',
+        `${fmt(f.overview.p99, 1)} ms, ${fmt(f.payment.p99, 1)} ms`,
+        f.overview.p99 < 300 && f.payment.p99 < 100,
+      ),
+    );
+  }
   const tx = r.inbox?.rows;
   if (tx) {
     const [, transactional, inbox] = tx;
@@ -969,6 +1035,15 @@ Statements are counted at the driver, per confirmation; "in the handler's transa
 
 ${r.inbox ? inboxTable(r.inbox) : 'Not measured in this run.'}
 
+## The desk over a large store
+
+\`bench/growth.mjs desk\` (part \`desk\`): the payments desk (\`createPaymentsDesk\` in an Express app on a loopback
+port) over a Redis and a PostgreSQL store filled as for the growth part, plus 200 records in each of its lists
+(handlers failing, overdue, duplicates, mismatches); the overview, a payment's page (done payments of the fill and
+failing ones, alternately) and the charts, one request at a time.
+
+${r.desk ? deskTable(r.desk) : 'Not measured in this run.'}
+
 ## How cost grows with the store
 
 \`bench/growth.mjs\` (part \`growth\`): ${
@@ -1047,6 +1122,7 @@ async function main() {
     else ingestResults.push({ store: 'postgres', skipped: `no PostgreSQL at ${POSTGRES_URL}` });
   }
   const inboxResult = wanted('inbox') ? await inboxCost() : undefined;
+  const deskResult = wanted('desk') ? await deskAtSize(stubUrl) : undefined;
   const growthResult = wanted('growth') ? await growth() : undefined;
   const budget = wanted('budget')
     ? redisUp
@@ -1077,6 +1153,7 @@ async function main() {
     storyRatios,
     budget,
     inbox: inboxResult,
+    desk: deskResult,
     growth: growthResult,
     totalSeconds,
   };
