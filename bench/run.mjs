@@ -15,7 +15,8 @@
 //                                            GROWTH_RETENTION=<payments> for the retention run, 0 skips it)
 //   DESK_SIZE=10000 node bench/run.mjs --only=desk
 //                                            the payments desk over Redis and PostgreSQL stores holding
-//                                            DESK_SIZE payments (default 1000000)
+//                                            DESK_SIZE payments (default 1000000; DESK_STORES=redis,postgres,
+//                                            DESK_SAMPLES=30 requests of each page)
 //   node bench/run.mjs --report-only         rewrite RESULTS.md from the figures of the last full run
 //
 // What it measures, side by side in one run (ratios are only meaningful within a run on a shared
@@ -398,11 +399,12 @@ function inboxTable(x) {
 
 // ---------------------------------------------------------------- the desk over a large store
 const DESK_SIZE = Number(process.env.DESK_SIZE ?? 1_000_000);
+const DESK_STORES = (process.env.DESK_STORES ?? 'redis,postgres').split(',');
 
 /** growth.mjs's `desk` mode for Redis and PostgreSQL, each in its own process. */
 async function deskAtSize(stubUrl) {
   const out = [];
-  for (const kind of ['redis', 'postgres']) {
+  for (const kind of DESK_STORES) {
     const [url, port] = kind === 'redis' ? [GROWTH_REDIS_URL, 6379] : [GROWTH_POSTGRES_URL, 5432];
     if (!(await reachable(url, port))) {
       out.push({ kind, skipped: `no ${kind} at ${url}` });

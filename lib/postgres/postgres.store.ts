@@ -42,7 +42,13 @@ export async function listOutcomePage(db: PostgresConnection, query: OutcomeQuer
   const limit = outcomePageLimit(query);
   const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
   // One row more than the page tells whether there is a next page.
-  const sql = query.handlers === 'failed' ? db.sql.listFailedOutcomes : db.sql.listOutcomes;
+  // The partial indexes: failed handlers, then an outcome other than confirmed, then all records.
+  const sql =
+    query.handlers === 'failed'
+      ? db.sql.listFailedOutcomes
+      : query.outcome !== undefined && query.outcome !== 'confirmed'
+        ? db.sql.listUnconfirmedOutcomes
+        : db.sql.listOutcomes;
   const rows = await db.query('listOutcomes', sql, [
     query.handlers ?? null,
     query.outcome ?? null,
