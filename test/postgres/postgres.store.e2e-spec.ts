@@ -165,45 +165,43 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
         expect(await count('tallies')).toEqual({ n: 0 });
       });
 
-      it('pages through failed records on the partial index, even in a generic plan', async () => {
-        const prefix = `failed_${randomUUID().slice(0, 8)}_`;
-        const store = new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA, tablePrefix: prefix });
-        await store.ping();
-        const { listFailedOutcomes } = storeStatements(storeTables({ schema: RUN_SCHEMA, prefix }));
+      /** The plan of one of the store's statements under `prefix`, generic: it cannot lean on the parameter values. */
+      async function genericPlan(
+        prefix: string,
+        statement: keyof ReturnType<typeof storeStatements>,
+        params: unknown[],
+      ): Promise<string> {
+        const sql = storeStatements(storeTables({ schema: RUN_SCHEMA, prefix }))[statement];
         const client = await admin.connect();
         try {
-          // A generic plan cannot lean on the parameter values; the literal filter must match the index's predicate.
           await client.query('BEGIN');
           await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
           await client.query('SET LOCAL enable_seqscan = off');
-          const plan = await client.query(`EXPLAIN ${listFailedOutcomes}`, ['failed', null, null, null, 51]);
-          expect(plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')).toContain(
-            `${prefix}outcomes_failed_idx`,
-          );
+          const plan = await client.query(`EXPLAIN ${sql}`, params);
+          return plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
         } finally {
           await client.query('ROLLBACK');
           client.release();
         }
+      }
+
+      it('pages through failed records on the partial index, even in a generic plan', async () => {
+        const prefix = `failed_${randomUUID().slice(0, 8)}_`;
+        const store = new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA, tablePrefix: prefix });
+        await store.ping();
+        // The literal filter must match the index's predicate.
+        expect(await genericPlan(prefix, 'listFailedOutcomes', ['failed', null, null, null, 51])).toContain(
+          `${prefix}outcomes_failed_idx`,
+        );
       });
 
       it('pages through the records of an outcome other than confirmed on their partial index, in a generic plan', async () => {
         const prefix = `unconf_${randomUUID().slice(0, 8)}_`;
         const store = new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA, tablePrefix: prefix });
         await store.ping();
-        const { listUnconfirmedOutcomes } = storeStatements(storeTables({ schema: RUN_SCHEMA, prefix }));
-        const client = await admin.connect();
-        try {
-          await client.query('BEGIN');
-          await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-          await client.query('SET LOCAL enable_seqscan = off');
-          const plan = await client.query(`EXPLAIN ${listUnconfirmedOutcomes}`, [null, 'duplicate', null, null, 51]);
-          expect(plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')).toContain(
-            `${prefix}outcomes_unconfirmed_idx`,
-          );
-        } finally {
-          await client.query('ROLLBACK');
-          client.release();
-        }
+        expect(await genericPlan(prefix, 'listUnconfirmedOutcomes', [null, 'duplicate', null, null, 51])).toContain(
+          `${prefix}outcomes_unconfirmed_idx`,
+        );
         // The store takes it for those outcomes, and the records come back as listOutcomes pages them.
         const at = (s: number) => new Date(Date.UTC(2026, 10, 29, 0, 0, s)).toISOString();
         const record = (id: string, outcome: OutcomeRecord['outcome'], s: number): OutcomeRecord => ({
