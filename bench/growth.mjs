@@ -25,6 +25,7 @@
 // windows are full, or something leaks.
 import { performance } from 'node:perf_hooks';
 import { median, quantile } from './common.mjs';
+import { deleteRedisKeys, dropTables, fillByMethods, ISO, templateSubstitution } from './seed.mjs';
 
 const dist = new URL('../dist/', import.meta.url).href;
 const { PaymentsClient } = await import(`${dist}index.js`);
@@ -146,19 +147,8 @@ async function writePayment(store, n, now) {
   });
 }
 
-/** Fills payments [from, to) through the store's methods, `inFlight` at a time. */
-async function fillByMethods(store, from, to, inFlight) {
-  const now = FILL_NOW;
-  let next = from;
-  const worker = async () => {
-    while (next < to) await writePayment(store, next++, now);
-  };
-  await Promise.all(Array.from({ length: inFlight }, worker));
-}
-
 // PostgreSQL: the rows of template payments written by the store's methods, copied in SQL.
 const TEMPLATE = { open: 900_000_000_001, done: 900_000_000_007 };
-const ISO = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g;
 
 /**
  * Copies the template payments' rows for payments [from, to): ids with the template's number
@@ -187,14 +177,8 @@ async function fillByCopy(pool, prefix, from, to) {
       const open = kind === 'open';
       const from = (table) => `FROM ${T(table)} t, generate_series(${lo}, ${hi}) AS n WHERE (n % 10 < 3) = ${open} AND`;
       const shift = `(${template % 100_000} - n % 100000) * interval '1 second'`;
-      const at = (iso) =>
-        `to_char(('${iso}'::timestamptz + ${shift}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
       // Ids first, then each of the template's times.
-      const sub = (expr) =>
-        templates[kind].reduce(
-          (e, iso) => `replace(${e}, '${iso}', ${at(iso)})`,
-          `replace(${expr}, '${template}', n::text)`,
-        );
+      const sub = templateSubstitution(template, templates[kind], shift);
       await pool.query(`INSERT INTO ${T('bindings')} (token_id, binding, expires_at)
 SELECT 'g' || lpad(n::text, 15, '0'), ${sub('t.binding::text')}::jsonb, t.expires_at
 ${from('bindings')} t.token_id = '${fillToken(template)}'`);
@@ -245,7 +229,7 @@ async function openStore(kind, redisUrl, postgresUrl, index) {
     const store = new MemoryPaymentsStore();
     return {
       store,
-      fill: (from, to) => fillByMethods(store, from, to, 1),
+      fill: (from, to) => fillByMethods(store, from, to, 1, writePayment, FILL_NOW),
       size: async () => ({ entries: store.size }),
       close: async () => {},
     };
@@ -262,7 +246,7 @@ async function openStore(kind, redisUrl, postgresUrl, index) {
       // The database holds every store of the run: what this one's fill added is its size.
       async fill(from, to) {
         const [keys0, used0] = [await redis.dbsize(), await usedMemory()];
-        await fillByMethods(store, from, to, 2000);
+        await fillByMethods(store, from, to, 2000, writePayment, FILL_NOW);
         filled = {
           keys: filled.keys + (await redis.dbsize()) - keys0,
           usedMiB: filled.usedMiB + ((await usedMemory()) - used0) / 2 ** 20,
@@ -339,24 +323,8 @@ async function openStore(kind, redisUrl, postgresUrl, index) {
  * may be shared), in PostgreSQL its tables (`grw_*`).
  */
 async function emptyAll(kind, redisUrl, postgresUrl) {
-  if (kind === 'redis') {
-    const { Redis } = await import('ioredis');
-    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', 'grw:*', 'COUNT', 10_000);
-      if (keys.length) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-    await redis.quit();
-  } else if (kind === 'postgres') {
-    const pg = await import('pg');
-    const client = new (pg.default ?? pg).Client({ connectionString: postgresUrl });
-    await client.connect();
-    const { rows } = await client.query(`SELECT tablename FROM pg_tables WHERE tablename LIKE 'grw\\_%'`);
-    for (const { tablename } of rows) await client.query(`DROP TABLE IF EXISTS "${tablename}" CASCADE`);
-    await client.end();
-  }
+  if (kind === 'redis') await deleteRedisKeys(redisUrl, 'grw:*');
+  else if (kind === 'postgres') await dropTables(postgresUrl, 'grw\\_%');
 }
 
 // ---------------------------------------------------------------- measure

@@ -6,13 +6,18 @@
 //   node bench/run.mjs --quick               short run (client overhead, memory-store ingest; under 90 s
 //                                            with the build): prints the tables, never fails on a figure
 //   node bench/run.mjs --only=memory,budget  some parts only (client, memory, redis, pglite,
-//                                            postgres, budget, growth): prints the figures and writes
+//                                            postgres, budget, growth, desk): prints the figures and writes
 //                                            bench/.work/partial.json, never RESULTS.md
 //   npm run bench -- --only growth           the growth part after a build (--only a,b as well as --only=a,b)
 //   GROWTH_SIZES=10000,100000 node bench/run.mjs --only=growth
 //                                            how cost grows with the store (default sizes
 //                                            10000,100000,1000000; GROWTH_STORES=memory,redis,postgres,
 //                                            GROWTH_RETENTION=<payments> for the retention run, 0 skips it)
+//   DESK_SIZE=10000 node bench/run.mjs --only=desk
+//                                            the desk's pages over HTTP with DESK_SIZE outcomes (default
+//                                            1000000) in Redis, then in PostgreSQL (DESK_STORES=redis,postgres):
+//                                            overview under 300 ms, a payment's page under 100 ms (p50);
+//                                            not part of --quick; a few minutes per store at 1M
 //   node bench/run.mjs --report-only         rewrite RESULTS.md from the figures of the last full run
 //
 // What it measures, side by side in one run (ratios are only meaningful within a run on a shared
@@ -31,10 +36,11 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { fmt, forkChild, machineFacts, median } from './common.mjs';
+import { benchDatabase } from './seed.mjs';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
-const PARTS = ['client', 'memory', 'redis', 'pglite', 'postgres', 'budget', 'growth'];
+const PARTS = ['client', 'memory', 'redis', 'pglite', 'postgres', 'budget', 'growth', 'desk'];
 // --only=a,b or --only a,b (as `npm run bench -- --only growth` passes it).
 const argv = process.argv.slice(2);
 const onlyAt = argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
@@ -55,6 +61,11 @@ const GROWTH_POSTGRES_URL = process.env.GROWTH_POSTGRES_URL ?? 'postgres://postg
 const GROWTH_SIZES = process.env.GROWTH_SIZES ?? '10000,100000,1000000';
 const GROWTH_STORES = (process.env.GROWTH_STORES ?? 'memory,redis,postgres').split(',');
 const GROWTH_RETENTION = Number(process.env.GROWTH_RETENTION ?? 300_000);
+// The desk part likewise: prefix `dsk:` in a database index of its own, database `desk_bench`.
+const DESK_REDIS_URL = process.env.DESK_REDIS_URL ?? 'redis://127.0.0.1:6379/8';
+const DESK_POSTGRES_URL = process.env.DESK_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/desk_bench';
+const DESK_SIZE = Number(process.env.DESK_SIZE ?? 1_000_000);
+const DESK_STORES = (process.env.DESK_STORES ?? 'redis,postgres').split(',');
 const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CFG = QUICK
   ? {
@@ -375,7 +386,8 @@ async function growth() {
         stores.push({ store: kind, skipped: `no ${kind} at ${url.replace(/\/\/[^@]*@/, '//')}` });
         continue;
       }
-      const created = kind === 'postgres' && (await growthDatabase('create'));
+      const created =
+        kind === 'postgres' && (await benchDatabase(GROWTH_POSTGRES_URL, 'create', 'GROWTH_POSTGRES_URL'));
       const child = forkChild(
         './growth.mjs',
         ['measure', kind, stubUrl, GROWTH_REDIS_URL, GROWTH_POSTGRES_URL, GROWTH_SIZES],
@@ -386,7 +398,7 @@ async function growth() {
         measured = await child.next('result', 3_600_000);
         await child.stop();
       } finally {
-        if (created) await growthDatabase('drop');
+        if (created) await benchDatabase(GROWTH_POSTGRES_URL, 'drop', 'GROWTH_POSTGRES_URL');
       }
       delete measured.type;
       stores.push(measured);
@@ -407,33 +419,6 @@ async function growth() {
     return result;
   } finally {
     await stub.stop();
-  }
-}
-
-/**
- * Creates the growth part's PostgreSQL database when missing (true: created, the run drops it at
- * the end), or drops it, through the server's `postgres` database.
- */
-async function growthDatabase(action) {
-  const pg = await import('pg');
-  const url = new URL(GROWTH_POSTGRES_URL);
-  const name = decodeURIComponent(url.pathname.slice(1));
-  if (!/^[a-z_][a-z0-9_]*$/.test(name) || ['postgres', 'test', 'template0', 'template1'].includes(name))
-    throw new Error(`GROWTH_POSTGRES_URL: the growth part needs a database of its own, not '${name}'`);
-  url.pathname = '/postgres';
-  const admin = new (pg.default ?? pg).Client({ connectionString: url.href });
-  await admin.connect();
-  try {
-    if (action === 'drop') {
-      await admin.query(`DROP DATABASE IF EXISTS ${name}`);
-      return false;
-    }
-    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (rowCount) return false;
-    await admin.query(`CREATE DATABASE ${name}`);
-    return true;
-  } finally {
-    await admin.end();
   }
 }
 
@@ -532,6 +517,76 @@ function retentionFlat(r) {
   const peak = (samples, key) => Math.max(...samples.map((s) => s[key]));
   const rise = (key) => peak(last, key) / peak(middle, key);
   return { heap: rise('heapMiB'), entries: rise('entries') };
+}
+
+// ---------------------------------------------------------------- 5. the desk at 1M outcomes
+/**
+ * desk.mjs for each store in turn (its own process; the next store is filled only once the
+ * previous one's keys or tables are gone), with DESK_SIZE outcome records.
+ */
+async function desk() {
+  log(`desk: the desk's pages over HTTP with ${DESK_SIZE} outcome records; ${DESK_STORES.join(', ')}`);
+  const stores = [];
+  for (const kind of DESK_STORES) {
+    const url = kind === 'redis' ? DESK_REDIS_URL : DESK_POSTGRES_URL;
+    if (!(await reachable(url, kind === 'redis' ? 6379 : 5432))) {
+      stores.push({ store: kind, skipped: `no ${kind} at ${url.replace(/\/\/[^@]*@/, '//')}` });
+      continue;
+    }
+    const created = kind === 'postgres' && (await benchDatabase(DESK_POSTGRES_URL, 'create', 'DESK_POSTGRES_URL'));
+    const child = forkChild('./desk.mjs', [kind, DESK_REDIS_URL, DESK_POSTGRES_URL, String(DESK_SIZE)], {
+      readyTimeoutMs: 3_600_000,
+    });
+    let measured;
+    try {
+      measured = await child.next('result', 3_600_000);
+      await child.stop();
+    } finally {
+      if (created) await benchDatabase(DESK_POSTGRES_URL, 'drop', 'DESK_POSTGRES_URL');
+    }
+    delete measured.type;
+    stores.push(measured);
+  }
+  const result = { size: DESK_SIZE, stores };
+  log(deskTable(result));
+  return result;
+}
+
+const DESK_PAGES = [
+  ['overview', 'overview (`GET /desk/`)'],
+  ['payment', "a payment's page (random payments, every other one with a story)"],
+  ['charts', 'charts, last 30 days'],
+];
+
+function deskTable(d) {
+  const out = [];
+  for (const x of d.stores) {
+    if (x.skipped) {
+      out.push(`${x.store}: skipped: ${x.skipped}`, '');
+      continue;
+    }
+    out.push(
+      `**${x.store}**, ${x.size} outcome records (filled in ${fmt(x.fillSecs, 1)} s; read back through the store's API against the engine's records: ${x.fillCheck === 'same' ? 'same' : '**differ**'}; ${x.stories} story entries)`,
+      '',
+      '| page | p50 ms | p99 ms | max ms | requests | size KiB | target (p50) | met |',
+      '|---|---:|---:|---:|---:|---:|---:|---|',
+    );
+    for (const [key, label] of DESK_PAGES) {
+      const p = x.pages[key];
+      const target = x.targets[key];
+      out.push(
+        `| ${label} | ${fmt(p.p50, 1)} | ${fmt(p.p99, 1)} | ${fmt(p.max, 1)} | ${p.requests} | ${fmt(p.kiB, 1)} | ${target ? `< ${target}` : ''} | ${target ? (p.p50 < target ? 'yes' : '**no**') : ''} |`,
+      );
+    }
+    out.push(
+      '',
+      `The overview's store reads, one at a time: ${Object.entries(x.reads)
+        .map(([k, v]) => `${k} ${fmt(v.ms, 1)} ms (${v.pages} page${v.pages === 1 ? '' : 's'}, ${v.records} records)`)
+        .join('; ')}.`,
+      '',
+    );
+  }
+  return out.join('\n');
 }
 
 // ---------------------------------------------------------------- report
@@ -774,6 +829,18 @@ function summaryRows(r) {
         ),
       );
   }
+  for (const x of r.desk?.stores ?? []) {
+    if (x.skipped) continue;
+    for (const key of ['overview', 'payment'])
+      rows.push(
+        targetRow(
+          `desk, ${x.store}, ${x.size} outcome records: ${key === 'overview' ? 'the overview' : "a payment's page"}, p50 (p99) over HTTP`,
+          `< ${x.targets[key]} ms`,
+          `${fmt(x.pages[key].p50, 1)} ms (${fmt(x.pages[key].p99, 1)} ms)`,
+          x.pages[key].p50 < x.targets[key],
+        ),
+      );
+  }
   const ingested = r.ingest.filter((x) => !x.skipped);
   if (ingested.length)
     rows.push(
@@ -897,6 +964,16 @@ ${growthTable(r.growth)}`
       : 'Not measured in this run.'
   }
 
+## The desk with a large store
+
+\`bench/desk.mjs\` (part \`desk\`): ${
+    r.desk
+      ? `each store filled with ${r.desk.size} outcome records (a month of a shop a year old: 70% confirmed, 27% expired, 3% failed, and per 10,000: 3 whose handlers fail, 3 overdue, 2 duplicates to refund, 1 whose refund was refused, 1 refunded, 3 mismatches; a story for 1 payment in 100, 30 days of hourly tallies), the desk mounted with \`createPaymentsDesk\` in an Express app on a loopback port, each page fetched one request at a time over one keep-alive connection after 3 unmeasured ones.
+
+${deskTable(r.desk)}`
+      : 'Not measured in this run.'
+  }
+
 ## Store round trips per confirmation
 
 Not timed here: the test suite counts them at each backend's wire (\`test/redis/round-trips.e2e-spec.ts\`), and
@@ -951,6 +1028,7 @@ async function main() {
     else ingestResults.push({ store: 'postgres', skipped: `no PostgreSQL at ${POSTGRES_URL}` });
   }
   const growthResult = wanted('growth') ? await growth() : undefined;
+  const deskResult = wanted('desk') ? await desk() : undefined;
   const budget = wanted('budget')
     ? redisUp
       ? await verifyBudget(stubUrl)
@@ -979,6 +1057,7 @@ async function main() {
     memoryRatios: memory?.ratios,
     budget,
     growth: growthResult,
+    desk: deskResult,
     totalSeconds,
   };
   mkdirSync(new URL('./.work/', import.meta.url), { recursive: true });
