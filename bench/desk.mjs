@@ -207,7 +207,7 @@ async function fillByCopy(store, pool, table, size) {
     const hi = Math.min(size, lo + step) - 1;
     for (const [k] of KINDS.entries()) {
       const t = templateOf(k);
-      const sub = templateSubstitution(t, times[k], `n * ${-SPACING_MS} * interval '1 millisecond'`);
+      const sub = templateSubstitution(t, times[k], `n * interval '${-SPACING_MS} milliseconds'`);
       const kind = `CASE ${KINDS.map((x, i) => `WHEN ${x.sql} THEN ${i}`).join(' ')} END`;
       await pool.query(`INSERT INTO ${table} (payment_id, outcome, handlers, updated_at, record, expires_at)
 SELECT ${sub('t.payment_id')}, t.outcome, t.handlers, ${sub('t.updated_at')}, ${sub('t.record::text')}::jsonb, t.expires_at

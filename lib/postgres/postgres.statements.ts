@@ -30,6 +30,7 @@ export interface StoreStatements {
   getOutcome: string;
   listOutcomes: string;
   listFailedOutcomes: string;
+  listOutcomesOf: string;
   takeRateLimit: string;
   freeRateLimit: string;
   cleanup: string;
@@ -181,6 +182,16 @@ LIMIT $5::integer`,
 WHERE handlers = 'failed' AND expires_at > statement_timestamp()
   AND ($1::text IS NULL OR $1::text = 'failed')
   AND ($2::text IS NULL OR outcome = $2::text)
+  AND ($3::text IS NULL OR updated_at < $3::text OR (updated_at = $3::text AND payment_id > $4::text))
+ORDER BY updated_at DESC, payment_id
+LIMIT $5::integer`,
+
+    // listOutcomes({ outcome }) of any outcome but 'confirmed', the desk's lists: the literal
+    // `outcome <> 'confirmed'` makes the partial index by outcome provably usable, in generic plans
+    // too, and `outcome = $2` its leading column; the parameters are those of listOutcomes.
+    listOutcomesOf: `SELECT record::text AS value, updated_at, payment_id FROM ${t.outcomes}
+WHERE outcome <> 'confirmed' AND outcome = $2::text AND expires_at > statement_timestamp()
+  AND ($1::text IS NULL OR handlers = $1::text)
   AND ($3::text IS NULL OR updated_at < $3::text OR (updated_at = $3::text AND payment_id > $4::text))
 ORDER BY updated_at DESC, payment_id
 LIMIT $5::integer`,

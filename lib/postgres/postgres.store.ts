@@ -42,7 +42,14 @@ export async function listOutcomePage(db: PostgresConnection, query: OutcomeQuer
   const limit = outcomePageLimit(query);
   const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
   // One row more than the page tells whether there is a next page.
-  const sql = query.handlers === 'failed' ? db.sql.listFailedOutcomes : db.sql.listOutcomes;
+  // Each on the index that holds its few rows among many: failed handlers, then an outcome other
+  // than confirmed, else the order of every record.
+  const sql =
+    query.handlers === 'failed'
+      ? db.sql.listFailedOutcomes
+      : query.outcome !== undefined && query.outcome !== 'confirmed'
+        ? db.sql.listOutcomesOf
+        : db.sql.listOutcomes;
   const rows = await db.query('listOutcomes', sql, [
     query.handlers ?? null,
     query.outcome ?? null,

@@ -119,8 +119,8 @@ describe('PostgresPaymentsStore on PGlite', () => {
       });
       const [host, byStore] = [await catalog('by_host'), await catalog('by_store')];
       expect(host.columns.length).toBeGreaterThan(10);
-      // 16, and the stories' and tallies' primary keys and expiry indexes.
-      expect(host.indexes).toHaveLength(20);
+      // 16, the outcomes' index by outcome, and the stories' and tallies' primary keys and expiry indexes.
+      expect(host.indexes).toHaveLength(21);
       expect(byStore).toEqual(host);
       // A store told not to create tables works on the host's.
       const store = new PostgresPaymentsStore(db, { schema: 'by_host', createTables: false });

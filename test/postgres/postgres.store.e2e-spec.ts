@@ -120,8 +120,8 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
           });
           const [auto, manual] = [await catalog('auto_'), await catalog('manual_')];
           expect(auto.columns.map((c) => c.table_name)).toContain('events');
-          // 16, and the stories' and tallies' primary keys and expiry indexes.
-          expect(auto.indexes).toHaveLength(20);
+          // 16, the outcomes' index by outcome, and the stories' and tallies' primary keys and expiry indexes.
+          expect(auto.indexes).toHaveLength(21);
           expect(auto).toEqual(manual);
           const { rows } = await admin.query(`SELECT owner FROM "${RUN_SCHEMA}".auto_events WHERE event_key = 'e'`);
           expect(rows).toEqual([{ owner: 'o' }]);
@@ -179,6 +179,26 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
           const plan = await client.query(`EXPLAIN ${listFailedOutcomes}`, ['failed', null, null, null, 51]);
           expect(plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')).toContain(
             `${prefix}outcomes_failed_idx`,
+          );
+        } finally {
+          await client.query('ROLLBACK');
+          client.release();
+        }
+      });
+
+      it("pages through one outcome's records on the partial index by outcome, even in a generic plan", async () => {
+        const prefix = `byoutcome_${randomUUID().slice(0, 8)}_`;
+        const store = new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA, tablePrefix: prefix });
+        await store.ping();
+        const { listOutcomesOf } = storeStatements(storeTables({ schema: RUN_SCHEMA, prefix }));
+        const client = await admin.connect();
+        try {
+          await client.query('BEGIN');
+          await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+          await client.query('SET LOCAL enable_seqscan = off');
+          const plan = await client.query(`EXPLAIN ${listOutcomesOf}`, [null, 'mismatch', null, null, 51]);
+          expect(plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')).toContain(
+            `${prefix}outcomes_outcome_idx`,
           );
         } finally {
           await client.query('ROLLBACK');
