@@ -580,6 +580,12 @@ function deskTable(d) {
     }
     out.push(
       '',
+      ...(x.upgrade
+        ? [
+            `After an upgrade (the filter indexes dropped, as an earlier version leaves the store), overviews one after the other: ${x.upgrade.overviews.map((t) => fmt(t)).join(', ')} ms (the first ones build the filter indexes, a step per filtered read), ${fmt(x.upgrade.seconds, 1)} s in all.`,
+            '',
+          ]
+        : []),
       `The overview's store reads, one at a time: ${Object.entries(x.reads)
         .map(([k, v]) => `${k} ${fmt(v.ms, 1)} ms (${v.pages} page${v.pages === 1 ? '' : 's'}, ${v.records} records)`)
         .join('; ')}.`,
