@@ -580,7 +580,13 @@ function deskTable(d) {
     }
     out.push(
       '',
-      ...(x.upgrade
+      ...(x.upgrade?.indexBuildMs !== undefined
+        ? [
+            `After an upgrade: the index by outcome (\`<prefix>outcomes_outcome_idx\`) built by the migration's statement in ${fmt(x.upgrade.indexBuildMs)} ms (writes to the outcomes table wait meanwhile).`,
+            '',
+          ]
+        : []),
+      ...(x.upgrade?.overviews
         ? [
             `After an upgrade (the filter indexes dropped, as an earlier version leaves the store), overviews one after the other: ${x.upgrade.overviews.map((t) => fmt(t)).join(', ')} ms (the first ones build the filter indexes, a step per filtered read), ${fmt(x.upgrade.seconds, 1)} s in all.`,
             '',
