@@ -62,7 +62,9 @@ const KINDS = [
   { name: 'confirmed', test: () => true, sql: 'true' },
 ];
 const kindOf = (n) => KINDS.findIndex((k) => k.test(n));
-const hasStory = (n) => n % 100 === 7;
+/** Payments with a story: 7, 107, 207, ... */
+const STORY_EVERY = 100;
+const STORY_FIRST = 7;
 
 /** The outcome record the engine leaves for payment n of the fill (see the header), of its kind and time. */
 function recordOf(n, kind = KINDS[kindOf(n)].name, at = updatedAt(n)) {
@@ -157,7 +159,7 @@ function storyOf(n) {
 /** The stories (1 payment in 100) and 30 days of hourly tallies, through the store's story log. */
 async function writeStories(store, size) {
   const stories = [];
-  for (let n = 7; n < size; n += 100) stories.push(...storyOf(n));
+  for (let n = STORY_FIRST; n < size; n += STORY_EVERY) stories.push(...storyOf(n));
   for (let i = 0; i < stories.length; i += 800)
     await store.story.append({ registration: '', entries: stories.slice(i, i + 800), tallies: [] });
   const hours = 30 * 24;
@@ -329,9 +331,9 @@ async function measurePages(port, size) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   let seed = 40;
   const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
-  const storied = Math.floor((size + 92) / 100); // payments 7, 107, 207, ... below size
+  const storied = Math.ceil((size - STORY_FIRST) / STORY_EVERY); // how many payments below size have one
   const paymentPath = (i) => {
-    const n = i % 2 ? Math.floor(random() * storied) * 100 + 7 : Math.floor(random() * size);
+    const n = i % 2 ? Math.floor(random() * storied) * STORY_EVERY + STORY_FIRST : Math.floor(random() * size);
     return `/desk/payments/${encodeURIComponent(fillId(n))}`;
   };
   const pages = {
