@@ -6,7 +6,6 @@
 //
 //   node --expose-gc growth.mjs measure <memory|redis|postgres> <stubUrl> <redisUrl> <postgresUrl> <sizes>
 //   node --expose-gc growth.mjs retention <stubUrl> <payments>
-//   node growth.mjs desk <redis|postgres> <stubUrl> <redisUrl> <postgresUrl> <size>
 //
 // `measure`: for each size in turn the store is filled up to it (30% open: a binding and a queue
 // entry, as generatePayment leaves them; 70% done: a binding, the done marker, the order's
@@ -20,16 +19,13 @@
 // the store's methods wrote for one template payment (ids and times substituted), which fills
 // 1M payments in well under a minute where one statement per row would take many.
 //
-// `desk`: the payments desk (nestjs-payments/desk's Express handler) over a store filled to `size`
-// as for `measure`, plus 200 records in each of its lists (handlers failing, overdue, duplicates,
-// mismatches): the overview, a payment's page and the charts, timed over HTTP one at a time.
-//
 // `retention`: the memory store through the full engine on a test clock moved forward, `payments`
 // payments over simulated months (default retention, reconciliation passes every simulated
 // minute), the store's entries and the heap read every simulated week: flat once the retention
 // windows are full, or something leaks.
 import { performance } from 'node:perf_hooks';
 import { median, quantile } from './common.mjs';
+import { deleteRedisKeys, dropTables, fillByMethods, ISO, templateSubstitution } from './seed.mjs';
 
 const dist = new URL('../dist/', import.meta.url).href;
 const { PaymentsClient } = await import(`${dist}index.js`);
@@ -151,19 +147,8 @@ async function writePayment(store, n, now) {
   });
 }
 
-/** Fills payments [from, to) through the store's methods, `inFlight` at a time. */
-async function fillByMethods(store, from, to, inFlight) {
-  const now = FILL_NOW;
-  let next = from;
-  const worker = async () => {
-    while (next < to) await writePayment(store, next++, now);
-  };
-  await Promise.all(Array.from({ length: inFlight }, worker));
-}
-
 // PostgreSQL: the rows of template payments written by the store's methods, copied in SQL.
 const TEMPLATE = { open: 900_000_000_001, done: 900_000_000_007 };
-const ISO = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g;
 
 /**
  * Copies the template payments' rows for payments [from, to): ids with the template's number
@@ -192,14 +177,8 @@ async function fillByCopy(pool, prefix, from, to) {
       const open = kind === 'open';
       const from = (table) => `FROM ${T(table)} t, generate_series(${lo}, ${hi}) AS n WHERE (n % 10 < 3) = ${open} AND`;
       const shift = `(${template % 100_000} - n % 100000) * interval '1 second'`;
-      const at = (iso) =>
-        `to_char(('${iso}'::timestamptz + ${shift}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
       // Ids first, then each of the template's times.
-      const sub = (expr) =>
-        templates[kind].reduce(
-          (e, iso) => `replace(${e}, '${iso}', ${at(iso)})`,
-          `replace(${expr}, '${template}', n::text)`,
-        );
+      const sub = templateSubstitution(template, templates[kind], shift);
       await pool.query(`INSERT INTO ${T('bindings')} (token_id, binding, expires_at)
 SELECT 'g' || lpad(n::text, 15, '0'), ${sub('t.binding::text')}::jsonb, t.expires_at
 ${from('bindings')} t.token_id = '${fillToken(template)}'`);
@@ -250,7 +229,7 @@ async function openStore(kind, redisUrl, postgresUrl, index) {
     const store = new MemoryPaymentsStore();
     return {
       store,
-      fill: (from, to) => fillByMethods(store, from, to, 1),
+      fill: (from, to) => fillByMethods(store, from, to, 1, writePayment, FILL_NOW),
       size: async () => ({ entries: store.size }),
       close: async () => {},
     };
@@ -267,7 +246,7 @@ async function openStore(kind, redisUrl, postgresUrl, index) {
       // The database holds every store of the run: what this one's fill added is its size.
       async fill(from, to) {
         const [keys0, used0] = [await redis.dbsize(), await usedMemory()];
-        await fillByMethods(store, from, to, 2000);
+        await fillByMethods(store, from, to, 2000, writePayment, FILL_NOW);
         filled = {
           keys: filled.keys + (await redis.dbsize()) - keys0,
           usedMiB: filled.usedMiB + ((await usedMemory()) - used0) / 2 ** 20,
@@ -344,24 +323,8 @@ async function openStore(kind, redisUrl, postgresUrl, index) {
  * may be shared), in PostgreSQL its tables (`grw_*`).
  */
 async function emptyAll(kind, redisUrl, postgresUrl) {
-  if (kind === 'redis') {
-    const { Redis } = await import('ioredis');
-    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', 'grw:*', 'COUNT', 10_000);
-      if (keys.length) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-    await redis.quit();
-  } else if (kind === 'postgres') {
-    const pg = await import('pg');
-    const client = new (pg.default ?? pg).Client({ connectionString: postgresUrl });
-    await client.connect();
-    const { rows } = await client.query(`SELECT tablename FROM pg_tables WHERE tablename LIKE 'grw\\_%'`);
-    for (const { tablename } of rows) await client.query(`DROP TABLE IF EXISTS "${tablename}" CASCADE`);
-    await client.end();
-  }
+  if (kind === 'redis') await deleteRedisKeys(redisUrl, 'grw:*');
+  else if (kind === 'postgres') await dropTables(postgresUrl, 'grw\\_%');
 }
 
 // ---------------------------------------------------------------- measure
@@ -699,108 +662,8 @@ async function retention(stubUrl, paymentsArg) {
   return { payments: made, days, passes, samples, seconds: (performance.now() - t0) / 1000 };
 }
 
-// ---------------------------------------------------------------- the desk at size
-/** Of each list of what needs a person, this many records among the fill's (newest first, as a year's would be). */
-const NEEDS_PERSON = 200;
-const DESK_SAMPLES = Number(process.env.DESK_SAMPLES ?? 30);
-
-/** The records of the desk's lists: handlers failing, overdue, duplicates (refundable), mismatches. */
-function personRecords(now) {
-  const out = [];
-  for (let i = 0; i < NEEDS_PERSON; i++) {
-    const base = (kind) => ({
-      paymentId: `pay_desk_${kind}_${i}`,
-      amount: '12500',
-      source: 'webhook',
-      attempts: 1,
-      updatedAt: new Date(now - i * 60_000).toISOString(),
-      developerTrackingId: `desk-o-${kind}-${i}`,
-    });
-    out.push(
-      {
-        ...base('failing'),
-        outcome: 'confirmed',
-        status: 'SUCCESS',
-        handlers: 'failed',
-        lastError: 'the order was locked',
-      },
-      {
-        ...base('overdue'),
-        outcome: 'pending',
-        status: 'PENDING',
-        handlers: 'none',
-        lastError: 'overdue: outcome unknown',
-      },
-      {
-        ...base('duplicate'),
-        outcome: 'duplicate',
-        status: 'SUCCESS',
-        handlers: 'succeeded',
-        settledBy: `pay_grw_${i}`,
-      },
-      { ...base('mismatch'), outcome: 'mismatch', status: 'SUCCESS', handlers: 'none', lastError: 'amount differs' },
-    );
-  }
-  return out;
-}
-
-/**
- * The payments desk over a store filled to `size` payments (the fill above) and the records of its
- * lists: the overview, payment pages and the charts through the desk's Express handler on a
- * loopback port, one request at a time, `DESK_SAMPLES` each after 3 warm-ups.
- */
-async function desk(kind, stubUrl, redisUrl, postgresUrl, sizeArg) {
-  const size = Number(sizeArg);
-  const { createPaymentsDesk } = await import(`${dist}desk/index.js`);
-  const { default: express } = await import('express');
-  await emptyAll(kind, redisUrl, postgresUrl);
-  const opened = await openStore(kind, redisUrl, postgresUrl, 'desk');
-  const t0 = performance.now();
-  await opened.fill(0, size);
-  const now = Date.now();
-  for (const record of personRecords(now)) await opened.store.saveOutcome(record, RECORD_TTL);
-  const fillSeconds = (performance.now() - t0) / 1000;
-  const client = clientOf(opened.store, stubUrl);
-  const app = express();
-  app.use('/desk', createPaymentsDesk({ client, authorize: () => 'bench' }));
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const base = `http://127.0.0.1:${server.address().port}/desk`;
-  const get = async (path) => {
-    const started = performance.now();
-    const answer = await fetch(base + path);
-    const body = await answer.text();
-    if (answer.status !== 200) throw new Error(`desk ${path}: ${answer.status} ${body.slice(0, 200)}`);
-    return { ms: performance.now() - started, body };
-  };
-  const pages = {
-    overview: () => '/',
-    payment: (i) =>
-      `/payments/${encodeURIComponent(i % 2 ? fillId(3 + 10 * ((i * 7919) % (size / 10))) : `pay_desk_failing_${i % NEEDS_PERSON}`)}`,
-    charts: () => '/charts',
-  };
-  const figures = {};
-  for (const [name, path] of Object.entries(pages)) {
-    for (let i = 0; i < 3; i++) await get(path(i));
-    const ms = [];
-    for (let i = 0; i < DESK_SAMPLES; i++) ms.push((await get(path(i))).ms);
-    ms.sort((a, b) => a - b);
-    figures[name] = { p50: quantile(ms, 0.5), p99: quantile(ms, 0.99), max: ms.at(-1) };
-  }
-  // The overview read what the lists hold: each kind of record the fill added is on it.
-  const { body } = await get('/');
-  const listed = ['failing', 'overdue', 'duplicate', 'mismatch'].filter((k) => body.includes(`pay_desk_${k}_0`));
-  server.close();
-  await client.close();
-  const sizeNow = await opened.size();
-  await opened.close();
-  await emptyAll(kind, redisUrl, postgresUrl);
-  return { kind, size, fillSeconds, figures, listed, storeSize: sizeNow };
-}
-
 // ---------------------------------------------------------------- main
 const [mode, ...args] = process.argv.slice(2);
-const result =
-  mode === 'retention' ? await retention(...args) : mode === 'desk' ? await desk(...args) : await measure(...args);
+const result = mode === 'retention' ? await retention(...args) : await measure(...args);
 process.send({ type: 'result', ...result });
 process.on('message', (message) => message?.type === 'stop' && process.exit(0));

@@ -14,9 +14,10 @@
 //                                            10000,100000,1000000; GROWTH_STORES=memory,redis,postgres,
 //                                            GROWTH_RETENTION=<payments> for the retention run, 0 skips it)
 //   DESK_SIZE=10000 node bench/run.mjs --only=desk
-//                                            the payments desk over Redis and PostgreSQL stores holding
-//                                            DESK_SIZE payments (default 1000000; DESK_STORES=redis,postgres,
-//                                            DESK_SAMPLES=30 requests of each page)
+//                                            the desk's pages over HTTP with DESK_SIZE outcomes (default
+//                                            1000000) in Redis, then in PostgreSQL (DESK_STORES=redis,postgres):
+//                                            overview under 300 ms, a payment's page under 100 ms (p50);
+//                                            not part of --quick; a few minutes per store at 1M
 //   node bench/run.mjs --report-only         rewrite RESULTS.md from the figures of the last full run
 //
 // What it measures, side by side in one run (ratios are only meaningful within a run on a shared
@@ -36,6 +37,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { fmt, forkChild, machineFacts, median } from './common.mjs';
+import { benchDatabase } from './seed.mjs';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
@@ -60,6 +62,11 @@ const GROWTH_POSTGRES_URL = process.env.GROWTH_POSTGRES_URL ?? 'postgres://postg
 const GROWTH_SIZES = process.env.GROWTH_SIZES ?? '10000,100000,1000000';
 const GROWTH_STORES = (process.env.GROWTH_STORES ?? 'memory,redis,postgres').split(',');
 const GROWTH_RETENTION = Number(process.env.GROWTH_RETENTION ?? 300_000);
+// The desk part likewise: prefix `dsk:` in a database index of its own, database `desk_bench`.
+const DESK_REDIS_URL = process.env.DESK_REDIS_URL ?? 'redis://127.0.0.1:6379/8';
+const DESK_POSTGRES_URL = process.env.DESK_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/desk_bench';
+const DESK_SIZE = Number(process.env.DESK_SIZE ?? 1_000_000);
+const DESK_STORES = (process.env.DESK_STORES ?? 'redis,postgres').split(',');
 const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CFG = QUICK
   ? {
@@ -397,58 +404,6 @@ function inboxTable(x) {
   return rows.join('\n');
 }
 
-// ---------------------------------------------------------------- the desk over a large store
-const DESK_SIZE = Number(process.env.DESK_SIZE ?? 1_000_000);
-const DESK_STORES = (process.env.DESK_STORES ?? 'redis,postgres').split(',');
-
-/** growth.mjs's `desk` mode for Redis and PostgreSQL, each in its own process. */
-async function deskAtSize(stubUrl) {
-  const out = [];
-  for (const kind of DESK_STORES) {
-    const [url, port] = kind === 'redis' ? [GROWTH_REDIS_URL, 6379] : [GROWTH_POSTGRES_URL, 5432];
-    if (!(await reachable(url, port))) {
-      out.push({ kind, skipped: `no ${kind} at ${url}` });
-      continue;
-    }
-    const created = kind === 'postgres' && (await growthDatabase('create'));
-    log(`desk: ${kind} store filled to ${DESK_SIZE} payments`);
-    let result;
-    try {
-      const child = forkChild(
-        './growth.mjs',
-        ['desk', kind, stubUrl, GROWTH_REDIS_URL, GROWTH_POSTGRES_URL, String(DESK_SIZE)],
-        { readyTimeoutMs: 3_600_000 },
-      );
-      result = await child.next('result', 3_600_000);
-      await child.stop();
-    } finally {
-      if (created) await growthDatabase('drop');
-    }
-    delete result.type;
-    const f = result.figures;
-    log(
-      `  ${kind}: filled in ${fmt(result.fillSeconds)} s; overview p50 ${fmt(f.overview.p50, 1)} ms p99 ${fmt(f.overview.p99, 1)} ms; payment p50 ${fmt(f.payment.p50, 1)} ms p99 ${fmt(f.payment.p99, 1)} ms; charts p50 ${fmt(f.charts.p50, 1)} ms; lists shown: ${result.listed.join(', ')}`,
-    );
-    out.push(result);
-  }
-  return { size: DESK_SIZE, stores: out };
-}
-
-function deskTable(d) {
-  const rows = [
-    '| store | payments stored | overview p50 / p99 / max ms | payment page p50 / p99 / max ms | charts p50 / p99 / max ms | lists shown |',
-    '|---|---:|---:|---:|---:|---|',
-  ];
-  const ms = (x) => `${fmt(x.p50, 1)} / ${fmt(x.p99, 1)} / ${fmt(x.max, 1)}`;
-  for (const x of d.stores)
-    rows.push(
-      x.skipped
-        ? `| ${x.kind} | skipped: ${x.skipped} | | | | |`
-        : `| ${x.kind} | ${x.size} | ${ms(x.figures.overview)} | ${ms(x.figures.payment)} | ${ms(x.figures.charts)} | ${x.listed.join(', ')} |`,
-    );
-  return rows.join('\n');
-}
-
 // ---------------------------------------------------------------- 3. verify budget, two instances
 async function verifyBudget(stubUrl) {
   log(
@@ -480,7 +435,8 @@ async function growth() {
         stores.push({ store: kind, skipped: `no ${kind} at ${url.replace(/\/\/[^@]*@/, '//')}` });
         continue;
       }
-      const created = kind === 'postgres' && (await growthDatabase('create'));
+      const created =
+        kind === 'postgres' && (await benchDatabase(GROWTH_POSTGRES_URL, 'create', 'GROWTH_POSTGRES_URL'));
       const child = forkChild(
         './growth.mjs',
         ['measure', kind, stubUrl, GROWTH_REDIS_URL, GROWTH_POSTGRES_URL, GROWTH_SIZES],
@@ -491,7 +447,7 @@ async function growth() {
         measured = await child.next('result', 3_600_000);
         await child.stop();
       } finally {
-        if (created) await growthDatabase('drop');
+        if (created) await benchDatabase(GROWTH_POSTGRES_URL, 'drop', 'GROWTH_POSTGRES_URL');
       }
       delete measured.type;
       stores.push(measured);
@@ -512,33 +468,6 @@ async function growth() {
     return result;
   } finally {
     await stub.stop();
-  }
-}
-
-/**
- * Creates the growth part's PostgreSQL database when missing (true: created, the run drops it at
- * the end), or drops it, through the server's `postgres` database.
- */
-async function growthDatabase(action) {
-  const pg = await import('pg');
-  const url = new URL(GROWTH_POSTGRES_URL);
-  const name = decodeURIComponent(url.pathname.slice(1));
-  if (!/^[a-z_][a-z0-9_]*$/.test(name) || ['postgres', 'test', 'template0', 'template1'].includes(name))
-    throw new Error(`GROWTH_POSTGRES_URL: the growth part needs a database of its own, not '${name}'`);
-  url.pathname = '/postgres';
-  const admin = new (pg.default ?? pg).Client({ connectionString: url.href });
-  await admin.connect();
-  try {
-    if (action === 'drop') {
-      await admin.query(`DROP DATABASE IF EXISTS ${name}`);
-      return false;
-    }
-    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (rowCount) return false;
-    await admin.query(`CREATE DATABASE ${name}`);
-    return true;
-  } finally {
-    await admin.end();
   }
 }
 
@@ -637,6 +566,88 @@ function retentionFlat(r) {
   const peak = (samples, key) => Math.max(...samples.map((s) => s[key]));
   const rise = (key) => peak(last, key) / peak(middle, key);
   return { heap: rise('heapMiB'), entries: rise('entries') };
+}
+
+// ---------------------------------------------------------------- 5. the desk at 1M outcomes
+/**
+ * desk.mjs for each store in turn (its own process; the next store is filled only once the
+ * previous one's keys or tables are gone), with DESK_SIZE outcome records.
+ */
+async function desk() {
+  log(`desk: the desk's pages over HTTP with ${DESK_SIZE} outcome records; ${DESK_STORES.join(', ')}`);
+  const stores = [];
+  for (const kind of DESK_STORES) {
+    const url = kind === 'redis' ? DESK_REDIS_URL : DESK_POSTGRES_URL;
+    if (!(await reachable(url, kind === 'redis' ? 6379 : 5432))) {
+      stores.push({ store: kind, skipped: `no ${kind} at ${url.replace(/\/\/[^@]*@/, '//')}` });
+      continue;
+    }
+    const created = kind === 'postgres' && (await benchDatabase(DESK_POSTGRES_URL, 'create', 'DESK_POSTGRES_URL'));
+    const child = forkChild('./desk.mjs', [kind, DESK_REDIS_URL, DESK_POSTGRES_URL, String(DESK_SIZE)], {
+      readyTimeoutMs: 3_600_000,
+    });
+    let measured;
+    try {
+      measured = await child.next('result', 3_600_000);
+      await child.stop();
+    } finally {
+      if (created) await benchDatabase(DESK_POSTGRES_URL, 'drop', 'DESK_POSTGRES_URL');
+    }
+    delete measured.type;
+    stores.push(measured);
+  }
+  const result = { size: DESK_SIZE, stores };
+  log(deskTable(result));
+  return result;
+}
+
+const DESK_PAGES = [
+  ['overview', 'overview (`GET /desk/`)'],
+  ['payment', "a payment's page (random payments, every other one with a story)"],
+  ['charts', 'charts, last 30 days'],
+];
+
+function deskTable(d) {
+  const out = [];
+  for (const x of d.stores) {
+    if (x.skipped) {
+      out.push(`${x.store}: skipped: ${x.skipped}`, '');
+      continue;
+    }
+    out.push(
+      `**${x.store}**, ${x.size} outcome records (filled in ${fmt(x.fillSecs, 1)} s; read back through the store's API against the engine's records: ${x.fillCheck === 'same' ? 'same' : '**differ**'}; ${x.stories} story entries)`,
+      '',
+      '| page | p50 ms | p99 ms | max ms | requests | size KiB | target (p50) | met |',
+      '|---|---:|---:|---:|---:|---:|---:|---|',
+    );
+    for (const [key, label] of DESK_PAGES) {
+      const p = x.pages[key];
+      const target = x.targets[key];
+      out.push(
+        `| ${label} | ${fmt(p.p50, 1)} | ${fmt(p.p99, 1)} | ${fmt(p.max, 1)} | ${p.requests} | ${fmt(p.kiB, 1)} | ${target ? `< ${target}` : ''} | ${target ? (p.p50 < target ? 'yes' : '**no**') : ''} |`,
+      );
+    }
+    out.push(
+      '',
+      ...(x.upgrade?.indexBuildMs !== undefined
+        ? [
+            `After an upgrade: the index by outcome (\`<prefix>outcomes_outcome_idx\`) built by the migration's statement in ${fmt(x.upgrade.indexBuildMs)} ms (writes to the outcomes table wait meanwhile).`,
+            '',
+          ]
+        : []),
+      ...(x.upgrade?.overviews
+        ? [
+            `After an upgrade (the filter indexes dropped, as an earlier version leaves the store), overviews one after the other: ${x.upgrade.overviews.map((t) => fmt(t)).join(', ')} ms (the first ones build the filter indexes, a step per filtered read), ${fmt(x.upgrade.seconds, 1)} s in all.`,
+            '',
+          ]
+        : []),
+      `The overview's store reads, one at a time: ${Object.entries(x.reads)
+        .map(([k, v]) => `${k} ${fmt(v.ms, 1)} ms (${v.pages} page${v.pages === 1 ? '' : 's'}, ${v.records} records)`)
+        .join('; ')}.`,
+      '',
+    );
+  }
+  return out.join('\n');
 }
 
 // ---------------------------------------------------------------- report
@@ -781,18 +792,6 @@ function summaryRows(r) {
         ),
       );
   }
-  for (const x of r.desk?.stores ?? []) {
-    if (x.skipped) continue;
-    const f = x.figures;
-    rows.push(
-      targetRow(
-        `the desk, ${x.kind} store at ${x.size} payments: overview p99, payment page p99`,
-        '< 300 ms, < 100 ms',
-        `${fmt(f.overview.p99, 1)} ms, ${fmt(f.payment.p99, 1)} ms`,
-        f.overview.p99 < 300 && f.payment.p99 < 100,
-      ),
-    );
-  }
   const tx = r.inbox?.rows;
   if (tx) {
     const [, transactional, inbox] = tx;
@@ -910,6 +909,18 @@ function summaryRows(r) {
           '≤ 1.1×',
           `${fmt(flat.heap, 2)}×, ${fmt(flat.entries, 2)}×`,
           flat.heap <= 1.1 && flat.entries <= 1.1,
+        ),
+      );
+  }
+  for (const x of r.desk?.stores ?? []) {
+    if (x.skipped) continue;
+    for (const key of ['overview', 'payment'])
+      rows.push(
+        targetRow(
+          `desk, ${x.store}, ${x.size} outcome records: ${key === 'overview' ? 'the overview' : "a payment's page"}, p50 (p99) over HTTP`,
+          `< ${x.targets[key]} ms`,
+          `${fmt(x.pages[key].p50, 1)} ms (${fmt(x.pages[key].p99, 1)} ms)`,
+          x.pages[key].p50 < x.targets[key],
         ),
       );
   }
@@ -1037,15 +1048,6 @@ Statements are counted at the driver, per confirmation; "in the handler's transa
 
 ${r.inbox ? inboxTable(r.inbox) : 'Not measured in this run.'}
 
-## The desk over a large store
-
-\`bench/growth.mjs desk\` (part \`desk\`): the payments desk (\`createPaymentsDesk\` in an Express app on a loopback
-port) over a Redis and a PostgreSQL store filled as for the growth part, plus 200 records in each of its lists
-(handlers failing, overdue, duplicates, mismatches); the overview, a payment's page (done payments of the fill and
-failing ones, alternately) and the charts, one request at a time.
-
-${r.desk ? deskTable(r.desk) : 'Not measured in this run.'}
-
 ## How cost grows with the store
 
 \`bench/growth.mjs\` (part \`growth\`): ${
@@ -1053,6 +1055,16 @@ ${r.desk ? deskTable(r.desk) : 'Not measured in this run.'}
       ? `each store filled to ${r.growth.sizes} payments (30% open: a binding and a queue entry as \`generatePayment\` leaves them; 70% done: binding, done marker, order settlement and outcome record as a confirmed webhook leaves them), every size's store side by side, measured in rounds (the stores in a rotated order each round, so that load from outside falls on every size alike): 300 calls of each path per size, one at a time, against the stub (\`--echo-tracking\`), and 18 reconciliation passes of 20 due payments. Round trips are store method calls, counted by a proxy around the store. The last column is the largest size over the smallest: p50 as the median of the per-round ratios, p99 and round trips over the whole run.
 
 ${growthTable(r.growth)}`
+      : 'Not measured in this run.'
+  }
+
+## The desk with a large store
+
+\`bench/desk.mjs\` (part \`desk\`): ${
+    r.desk
+      ? `each store filled with ${r.desk.size} outcome records (a month of a shop a year old: 70% confirmed, 27% expired, 3% failed, and per 10,000: 3 whose handlers fail, 3 overdue, 2 duplicates to refund, 1 whose refund was refused, 1 refunded, 3 mismatches; a story for 1 payment in 100, 30 days of hourly tallies), the desk mounted with \`createPaymentsDesk\` in an Express app on a loopback port, each page fetched one request at a time over one keep-alive connection after 3 unmeasured ones.
+
+${deskTable(r.desk)}`
       : 'Not measured in this run.'
   }
 
@@ -1124,8 +1136,8 @@ async function main() {
     else ingestResults.push({ store: 'postgres', skipped: `no PostgreSQL at ${POSTGRES_URL}` });
   }
   const inboxResult = wanted('inbox') ? await inboxCost() : undefined;
-  const deskResult = wanted('desk') ? await deskAtSize(stubUrl) : undefined;
   const growthResult = wanted('growth') ? await growth() : undefined;
+  const deskResult = wanted('desk') ? await desk() : undefined;
   const budget = wanted('budget')
     ? redisUp
       ? await verifyBudget(stubUrl)
@@ -1155,8 +1167,8 @@ async function main() {
     storyRatios,
     budget,
     inbox: inboxResult,
-    desk: deskResult,
     growth: growthResult,
+    desk: deskResult,
     totalSeconds,
   };
   mkdirSync(new URL('./.work/', import.meta.url), { recursive: true });

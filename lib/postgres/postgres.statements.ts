@@ -11,7 +11,7 @@ import type { StoreTables } from './postgres.schema.js';
  * epoch ms the caller passes (`takeDuePending(now, ...)`), as the store interface asks.
  */
 export interface StoreStatements {
-  // Each member is the SQL of the store method of the same name; `cleanup` is the lazy cleanup of expired rows.
+  // Each member is the SQL of the store method of the same name; `cleanup` is the lazy sweep.
   saveBinding: string;
   findBinding: string;
   claim: string;
@@ -30,7 +30,7 @@ export interface StoreStatements {
   getOutcome: string;
   listOutcomes: string;
   listFailedOutcomes: string;
-  listUnconfirmedOutcomes: string;
+  listOutcomesOf: string;
   takeRateLimit: string;
   freeRateLimit: string;
   cleanup: string;
@@ -186,10 +186,10 @@ WHERE handlers = 'failed' AND expires_at > statement_timestamp()
 ORDER BY updated_at DESC, payment_id
 LIMIT $5::integer`,
 
-    // listOutcomes({ outcome }) for an outcome other than confirmed (the desk's pending,
-    // duplicates, mismatches): the literal lets the partial index of unconfirmed records serve it
-    // in generic plans; $2 is then that outcome.
-    listUnconfirmedOutcomes: `SELECT record::text AS value, updated_at, payment_id FROM ${t.outcomes}
+    // listOutcomes({ outcome }) of any outcome but 'confirmed', the desk's lists: the literal
+    // `outcome <> 'confirmed'` makes the partial index by outcome provably usable, in generic plans
+    // too, and `outcome = $2` its leading column; the parameters are those of listOutcomes.
+    listOutcomesOf: `SELECT record::text AS value, updated_at, payment_id FROM ${t.outcomes}
 WHERE outcome <> 'confirmed' AND outcome = $2::text AND expires_at > statement_timestamp()
   AND ($1::text IS NULL OR handlers = $1::text)
   AND ($3::text IS NULL OR updated_at < $3::text OR (updated_at = $3::text AND payment_id > $4::text))
@@ -206,7 +206,7 @@ RETURNING 1 AS ok`,
 
     freeRateLimit: `DELETE FROM ${t.rateLimits} WHERE limit_key = $1::text`,
 
-    // One statement, eight bounded deletes (data-modifying CTEs all run): the cleanup that stands
+    // One statement, eight bounded deletes (data-modifying CTEs all run): the sweep that stands
     // in for a cron. The pending queue has no expiry: its entries leave by removePending.
     // A row picked while expired may be written again (a re-claim after a crash, a record or
     // binding saved over it) by another connection before the DELETE reaches it: SKIP LOCKED

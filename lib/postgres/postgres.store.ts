@@ -42,12 +42,13 @@ export async function listOutcomePage(db: PostgresConnection, query: OutcomeQuer
   const limit = outcomePageLimit(query);
   const after = query.cursor === undefined ? undefined : parseOutcomeCursor(query.cursor);
   // One row more than the page tells whether there is a next page.
-  // The partial indexes: failed handlers, then an outcome other than confirmed, then all records.
+  // Each on the index that holds its few rows among many: failed handlers, then an outcome other
+  // than confirmed, else the order of every record.
   const sql =
     query.handlers === 'failed'
       ? db.sql.listFailedOutcomes
       : query.outcome !== undefined && query.outcome !== 'confirmed'
-        ? db.sql.listUnconfirmedOutcomes
+        ? db.sql.listOutcomesOf
         : db.sql.listOutcomes;
   const rows = await db.query('listOutcomes', sql, [
     query.handlers ?? null,

@@ -15,14 +15,15 @@ import { SCRIPTS, type StoreScriptCommands } from './redis.scripts.js';
  * - `single` (a standalone Redis or a Sentinel-managed primary, or any prefix that carries a hash
  *   tag of its own): `<prefix>binding:<tokenId>`, `<prefix>event:<eventKey>`, `<prefix>rate:<key>`,
  *   `<prefix>pending:due`, `<prefix>pending:entries`, `<prefix>outcome:<paymentId>`,
- *   `<prefix>outcomes:index`, `<prefix>outcomes:expiry`. The names every earlier version wrote.
+ *   `<prefix>outcomes:index`, `<prefix>outcomes:expiry` (the names every earlier version wrote), and
+ *   the filter indexes under `<prefix>outcomes:by:`.
  * - `cluster` (a Redis Cluster client): each key carries a hash tag, so that a payment's claim
  *   lands on the slot of its own event key (`<prefix>event:{outcome:<paymentId>}`), bindings and
  *   rate slots on their own (`<prefix>binding:{<tokenId>}`, `<prefix>rate:{<key>}`): the webhook's
  *   hot path spreads over the masters. The queue and the record of outcomes, which scripts change
  *   together, share one slot: `<prefix>{shared}:pending:due`, `<prefix>{shared}:pending:entries`,
  *   `<prefix>{shared}:outcome:<paymentId>`, `<prefix>{shared}:outcomes:index`,
- *   `<prefix>{shared}:outcomes:expiry`.
+ *   `<prefix>{shared}:outcomes:expiry`, `<prefix>{shared}:outcomes:by:...`.
  *
  * No script of the cluster layout touches keys of two slots: a script whose keys are all `{shared}`
  * stays in that slot, and every other script touches a single key.
@@ -46,6 +47,11 @@ export interface StoreKeys {
   readonly outcomesIndex: string;
   /** The sorted set of the records' expiry times. */
   readonly outcomesExpiry: string;
+  /**
+   * The prefix of the filter indexes (redis.records.ts): `outcome:<outcome>` and
+   * `handlers:failed` sorted sets, and the `ready` and `backfill` marks of their build.
+   */
+  readonly outcomesBy: string;
   /** An order's settlement or open checkout (one key per script: its own hash tag in both layouts). */
   order(orderKey: string, what: 'settled' | 'checkout'): string;
   /**
@@ -86,6 +92,7 @@ export function storeKeys(prefix: string, cluster: boolean): StoreKeys {
       outcomePrefix: `${prefix}outcome:`,
       outcomesIndex: `${prefix}outcomes:index`,
       outcomesExpiry: `${prefix}outcomes:expiry`,
+      outcomesBy: `${prefix}outcomes:by:`,
       order: (orderKey, what) => `${prefix}{order:${orderKey}}:${what}`,
       orderLock: (orderKey) => `${prefix}event:checkout:${orderKey}`,
       refund: (refundKey) => `${prefix}{refund:${refundKey}}:record`,
@@ -102,6 +109,7 @@ export function storeKeys(prefix: string, cluster: boolean): StoreKeys {
     outcomePrefix: `${shared}outcome:`,
     outcomesIndex: `${shared}outcomes:index`,
     outcomesExpiry: `${shared}outcomes:expiry`,
+    outcomesBy: `${shared}outcomes:by:`,
     order: (orderKey, what) => `${prefix}{order:${orderKey}}:${what}`,
     orderLock: (orderKey) => `${prefix}{order:${orderKey}}:lock`,
     refund: (refundKey) => `${prefix}{refund:${refundKey}}:record`,

@@ -42,6 +42,7 @@ export async function finishInTwoSlots(
         k.outcomePrefix + record.paymentId,
         k.outcomesIndex,
         k.outcomesExpiry,
+        k.outcomesBy,
         finish.claim,
         JSON.stringify(record),
         recordPx,

@@ -49,6 +49,7 @@ export async function listOutcomePage(db: RedisConnection, query: OutcomeQuery):
       db.keys.outcomesIndex,
       db.keys.outcomePrefix,
       db.keys.outcomesExpiry,
+      db.keys.outcomesBy,
       after ? outcomeScore(after.updatedAt) : '-inf',
       after ? '1' : '0',
       after?.paymentId ?? '',
@@ -100,6 +101,7 @@ export async function finishOutcomeOn(db: RedisConnection, finish: OutcomeFinish
     db.keys.outcomePrefix + record.paymentId,
     db.keys.outcomesIndex,
     db.keys.outcomesExpiry,
+    db.keys.outcomesBy,
   ] as const;
   const args = [
     finish.owner,
@@ -133,6 +135,7 @@ export async function saveOutcomeOn(db: RedisConnection, record: OutcomeRecord, 
       db.keys.outcomePrefix + record.paymentId,
       db.keys.outcomesIndex,
       db.keys.outcomesExpiry,
+      db.keys.outcomesBy,
       JSON.stringify(record),
       px,
       outcomeScore(record.updatedAt),

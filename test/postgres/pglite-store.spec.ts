@@ -119,7 +119,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
       });
       const [host, byStore] = [await catalog('by_host'), await catalog('by_store')];
       expect(host.columns.length).toBeGreaterThan(10);
-      // 16, the stories' and tallies' primary keys and expiry indexes, and the unconfirmed records' partial index.
+      // 16, the outcomes' index by outcome, and the stories' and tallies' primary keys and expiry indexes.
       expect(host.indexes).toHaveLength(21);
       expect(byStore).toEqual(host);
       // A store told not to create tables works on the host's.

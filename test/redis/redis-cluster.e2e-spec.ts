@@ -95,8 +95,9 @@ describeWithService(installed, 'redis-server/redis-cli not installed (apt-get in
           );
           expect(perMaster.map((m) => m.events).every((n) => n > 0)).toBe(true);
           expect(perMaster.reduce((n, m) => n + m.events, 0)).toBe(60);
-          // 60 records, the due set, the entries hash, the order index and the expiry index.
-          expect(perMaster.map((m) => m.shared).sort((x, y) => x - y)).toEqual([0, 0, 64]);
+          // 60 records, the due set, the entries hash, the order index, the expiry index and the
+          // filter indexes' ready mark (confirmed records are in no filter index).
+          expect(perMaster.map((m) => m.shared).sort((x, y) => x - y)).toEqual([0, 0, 65]);
           expect(await store.listOutcomes({ limit: 100 })).toMatchObject({
             items: expect.arrayContaining([expect.objectContaining({ paymentId: 'pay_7' })]),
           });

@@ -17,6 +17,7 @@ const all = (prefix: string, cluster: boolean) => {
     k.outcomePrefix,
     k.outcomesIndex,
     k.outcomesExpiry,
+    k.outcomesBy,
   ];
 };
 
@@ -36,6 +37,7 @@ describe('storeKeys', () => {
         'np:outcome:',
         'np:outcomes:index',
         'np:outcomes:expiry',
+        'np:outcomes:by:',
       ],
     ],
     [
@@ -52,6 +54,7 @@ describe('storeKeys', () => {
         'np:{shared}:outcome:',
         'np:{shared}:outcomes:index',
         'np:{shared}:outcomes:expiry',
+        'np:{shared}:outcomes:by:',
       ],
     ],
     [
@@ -68,6 +71,7 @@ describe('storeKeys', () => {
         '{np}:outcome:',
         '{np}:outcomes:index',
         '{np}:outcomes:expiry',
+        '{np}:outcomes:by:',
       ],
     ],
     [
@@ -84,6 +88,7 @@ describe('storeKeys', () => {
         '{shared}:outcome:',
         '{shared}:outcomes:index',
         '{shared}:outcomes:expiry',
+        '{shared}:outcomes:by:',
       ],
     ],
   ])('%s', (_name, prefix, cluster, expected) => {

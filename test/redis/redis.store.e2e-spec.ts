@@ -646,6 +646,7 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
 
     it('bounds one listOutcomes call, and still pages through every match exactly once', async () => {
       const store = open();
+      // A filter without an index of its own (handlers 'none') reads the index of every record.
       // 1100 newer records that do not match, in front of 3 older ones that do.
       const noise = Array.from({ length: 1100 }, (_, i) =>
         outcome({ updatedAt: new Date(Date.UTC(2030, 0, 1) + i * 1000).toISOString() }),
@@ -653,21 +654,83 @@ describeWithService(available, `Redis not reachable at ${REDIS_URL}`)('RedisPaym
       for (let i = 0; i < noise.length; i += 100)
         await Promise.all(noise.slice(i, i + 100).map((r) => store.saveOutcome(r, LONG_MS)));
       const wanted = [0, 1, 2].map((i) =>
-        outcome({ handlers: 'failed', updatedAt: new Date(Date.UTC(2020, 0, 1) + i * 1000).toISOString() }),
+        outcome({ handlers: 'none', updatedAt: new Date(Date.UTC(2020, 0, 1) + i * 1000).toISOString() }),
       );
       for (const r of wanted) await store.saveOutcome(r, LONG_MS);
-      const first = await store.listOutcomes({ handlers: 'failed', limit: 10 });
+      const first = await store.listOutcomes({ handlers: 'none', limit: 10 });
       // The first call stopped at its scan budget, inside the noise: nothing yet, but a cursor.
       expect(first.items).toEqual([]);
       expect(first.nextCursor).toBeDefined();
       const seen: OutcomeRecord[] = [];
       let cursor = first.nextCursor;
       while (cursor !== undefined) {
-        const page = await store.listOutcomes({ handlers: 'failed', limit: 10, cursor });
+        const page = await store.listOutcomes({ handlers: 'none', limit: 10, cursor });
         seen.push(...page.items);
         cursor = page.nextCursor;
       }
       expect(seen.map((r) => r.paymentId)).toEqual([...wanted].reverse().map((r) => r.paymentId));
+    });
+
+    it('keeps a filter index per outcome but confirmed and one of failed handlers, moving a record as it changes', async () => {
+      const keyPrefix = prefix();
+      const store = open(keyPrefix);
+      const by = `${keyPrefix}outcomes:by:`;
+      const record = outcome({ outcome: 'pending', handlers: 'none', updatedAt: '2025-03-04T05:06:07.089Z' });
+      await store.saveOutcome(record, LONG_MS);
+      expect(Number(await admin.zscore(`${by}outcome:pending`, record.paymentId))).toBe(-Date.parse(record.updatedAt));
+      const failing = { ...record, outcome: 'confirmed' as const, handlers: 'failed' as const };
+      await store.saveOutcome(failing, LONG_MS);
+      expect(await admin.zscore(`${by}outcome:pending`, record.paymentId)).toBeNull();
+      expect(await admin.zscore(`${by}handlers:failed`, record.paymentId)).not.toBeNull();
+      expect(await admin.keys(`${by}outcome:*`)).toEqual([]);
+      await store.saveOutcome({ ...failing, handlers: 'succeeded' }, LONG_MS);
+      expect(await admin.zcard(`${by}handlers:failed`)).toBe(0);
+      // An expired record leaves its filter index with the others.
+      const gone = outcome({ outcome: 'mismatch', handlers: 'none' });
+      await store.saveOutcome(gone, 50);
+      expect(await admin.zcard(`${by}outcome:mismatch`)).toBe(1);
+      await sleep(150);
+      await store.saveOutcome(outcome(), LONG_MS);
+      expect(await admin.zcard(`${by}outcome:mismatch`)).toBe(0);
+    });
+
+    it('builds the filter indexes of records written before them, a step per filtered list, then reads them', async () => {
+      const keyPrefix = prefix();
+      const store = open(keyPrefix);
+      // 1500 records as an earlier version wrote them (record, index and expiry, no filter
+      // index): the 3 oldest are mismatches, beyond one call's scan budget of the index of every record.
+      const at = (i: number) => new Date(Date.UTC(2030, 0, 1) - i * 1000).toISOString();
+      const records = Array.from({ length: 1500 }, (_, i) =>
+        outcome(i >= 1497 ? { outcome: 'mismatch', handlers: 'none', updatedAt: at(i) } : { updatedAt: at(i) }),
+      );
+      const write = admin.pipeline();
+      for (const r of records) {
+        write.set(`${keyPrefix}outcome:${r.paymentId}`, JSON.stringify(r), 'PX', LONG_MS);
+        write.zadd(`${keyPrefix}outcomes:index`, -Date.parse(r.updatedAt), r.paymentId);
+        write.zadd(`${keyPrefix}outcomes:expiry`, Date.now() + LONG_MS, r.paymentId);
+      }
+      await write.exec();
+      const mismatches = records.slice(1497).map((r) => r.paymentId);
+      const listAll = async () => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await store.listOutcomes({ outcome: 'mismatch', limit: 10, cursor });
+          seen.push(...page.items.map((r) => r.paymentId));
+          cursor = page.nextCursor;
+        } while (cursor !== undefined);
+        return seen;
+      };
+      // While the build goes on, the index of every record is read: every match, once.
+      expect(await listAll()).toEqual(mismatches);
+      expect(await admin.exists(`${keyPrefix}outcomes:by:ready`)).toBe(1);
+      expect(await admin.zrange(`${keyPrefix}outcomes:by:outcome:mismatch`, '0', '-1')).toEqual(mismatches);
+      // Built: one call reads the 3 matches, past the 1497 records before them.
+      await expect(store.listOutcomes({ outcome: 'mismatch', limit: 10 })).resolves.toEqual({
+        items: records.slice(1497),
+      });
+      // A filter the records' outcome has no index for still reads the index of every record.
+      expect((await store.listOutcomes({ outcome: 'confirmed', limit: 5 })).items).toHaveLength(5);
     });
 
     it("works under a host client's own ioredis keyPrefix", async () => {
