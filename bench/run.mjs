@@ -1,6 +1,7 @@
 // `npm run bench`: builds, then runs every benchmark against loopback servers only and writes
-// bench/RESULTS.md (raw figures in bench/.work/last.json). About 5 minutes on 2 cores, and 10 to 20
-// more for the growth part (1M payments in each store; GROWTH_SIZES makes it smaller).
+// bench/RESULTS.md (raw figures in bench/.work/last.json). About 5 minutes on 2 cores, 10 to 20
+// more for the growth part (1M payments in each store; GROWTH_SIZES makes it smaller), and about 1
+// for the desk part (1M outcome records in each store; DESK_SIZE makes it smaller).
 //
 //   node bench/run.mjs                       full run
 //   node bench/run.mjs --quick               short run (client overhead, memory-store ingest; under 90 s
@@ -17,7 +18,8 @@
 //                                            the desk's pages over HTTP with DESK_SIZE outcomes (default
 //                                            1000000) in Redis, then in PostgreSQL (DESK_STORES=redis,postgres):
 //                                            overview under 300 ms, a payment's page under 100 ms (p50);
-//                                            not part of --quick; a few minutes per store at 1M
+//                                            not part of --quick; DESK_REQUESTS (30), DESK_WARMUPS (3),
+//                                            DESK_REDIS_URL (db 8, keys dsk:*), DESK_POSTGRES_URL (desk_bench)
 //   node bench/run.mjs --report-only         rewrite RESULTS.md from the figures of the last full run
 //
 // What it measures, side by side in one run (ratios are only meaningful within a run on a shared
@@ -28,7 +30,8 @@
 // tracing on vs off (memory store, with and without HTTP server spans); the payments' stories kept
 // vs not (each store, paired: the memory store keeps them by default, the others do not);
 // verify calls per forged delivery; verify calls per settled payment with two instances on one
-// Redis receiving webhook + return + reconciliation for the same payments.
+// Redis receiving webhook + return + reconciliation for the same payments; the payments desk's
+// pages over HTTP with 1M outcome records in Redis and in PostgreSQL.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
@@ -959,7 +962,7 @@ processes sharing these ${r.facts.cores} cores.
 
 ## Summary
 
-Each target of the issues (#12, #13, #20), computed from the figures below; "met" says whether this run reaches it.
+Each target of the issues (#12, #13, #20, #39, #40), computed from the figures below; "met" says whether this run reaches it.
 
 ${summaryRows(r)}
 
