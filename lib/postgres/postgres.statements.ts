@@ -11,7 +11,7 @@ import type { StoreTables } from './postgres.schema.js';
  * epoch ms the caller passes (`takeDuePending(now, ...)`), as the store interface asks.
  */
 export interface StoreStatements {
-  // Each member is the SQL of the store method of the same name; `cleanup` is the lazy sweep.
+  // Each member is the SQL of the store method of the same name; `cleanup` is the lazy cleanup of expired rows.
   saveBinding: string;
   findBinding: string;
   claim: string;
@@ -206,7 +206,7 @@ RETURNING 1 AS ok`,
 
     freeRateLimit: `DELETE FROM ${t.rateLimits} WHERE limit_key = $1::text`,
 
-    // One statement, eight bounded deletes (data-modifying CTEs all run): the sweep that stands
+    // One statement, eight bounded deletes (data-modifying CTEs all run): the cleanup that stands
     // in for a cron. The pending queue has no expiry: its entries leave by removePending.
     // A row picked while expired may be written again (a re-claim after a crash, a record or
     // binding saved over it) by another connection before the DELETE reaches it: SKIP LOCKED
