@@ -423,6 +423,27 @@ async function verifyBudget(stubUrl) {
   return result;
 }
 
+/**
+ * One store's measurement by a child process of its own: skipped when the server does not answer;
+ * on PostgreSQL in a database made for it (`envName` names the setting of its URL) and dropped
+ * after, whatever the child did. Its `result` message without its type.
+ */
+async function inStoreOfItsOwn(kind, redisUrl, postgresUrl, envName, start) {
+  const url = kind === 'redis' ? redisUrl : postgresUrl;
+  if (kind !== 'memory' && !(await reachable(url, kind === 'redis' ? 6379 : 5432)))
+    return { store: kind, skipped: `no ${kind} at ${url.replace(/\/\/[^@]*@/, '//')}` };
+  const created = kind === 'postgres' && (await benchDatabase(postgresUrl, 'create', envName));
+  try {
+    const child = start();
+    const measured = await child.next('result', 3_600_000);
+    await child.stop();
+    delete measured.type;
+    return measured;
+  } finally {
+    if (created) await benchDatabase(postgresUrl, 'drop', envName);
+  }
+}
+
 // ---------------------------------------------------------------- 4. growth with the store's size
 /** growth.mjs for each store (its own process), against a stub of its own in --echo-tracking mode. */
 async function growth() {
@@ -432,29 +453,15 @@ async function growth() {
   const stubUrl = `http://127.0.0.1:${port}`;
   const stores = [];
   try {
-    for (const kind of GROWTH_STORES) {
-      const url = kind === 'redis' ? GROWTH_REDIS_URL : GROWTH_POSTGRES_URL;
-      if (kind !== 'memory' && !(await reachable(url, kind === 'redis' ? 6379 : 5432))) {
-        stores.push({ store: kind, skipped: `no ${kind} at ${url.replace(/\/\/[^@]*@/, '//')}` });
-        continue;
-      }
-      const created =
-        kind === 'postgres' && (await benchDatabase(GROWTH_POSTGRES_URL, 'create', 'GROWTH_POSTGRES_URL'));
-      const child = forkChild(
-        './growth.mjs',
-        ['measure', kind, stubUrl, GROWTH_REDIS_URL, GROWTH_POSTGRES_URL, GROWTH_SIZES],
-        { execArgv: ['--expose-gc'], readyTimeoutMs: 3_600_000 },
+    for (const kind of GROWTH_STORES)
+      stores.push(
+        await inStoreOfItsOwn(kind, GROWTH_REDIS_URL, GROWTH_POSTGRES_URL, 'GROWTH_POSTGRES_URL', () =>
+          forkChild('./growth.mjs', ['measure', kind, stubUrl, GROWTH_REDIS_URL, GROWTH_POSTGRES_URL, GROWTH_SIZES], {
+            execArgv: ['--expose-gc'],
+            readyTimeoutMs: 3_600_000,
+          }),
+        ),
       );
-      let measured;
-      try {
-        measured = await child.next('result', 3_600_000);
-        await child.stop();
-      } finally {
-        if (created) await benchDatabase(GROWTH_POSTGRES_URL, 'drop', 'GROWTH_POSTGRES_URL');
-      }
-      delete measured.type;
-      stores.push(measured);
-    }
     let retention;
     if (GROWTH_RETENTION > 0) {
       log(`growth: retention, memory store, ${GROWTH_RETENTION} payments through the engine on a test clock`);
@@ -579,26 +586,14 @@ function retentionFlat(r) {
 async function desk() {
   log(`desk: the desk's pages over HTTP with ${DESK_SIZE} outcome records; ${DESK_STORES.join(', ')}`);
   const stores = [];
-  for (const kind of DESK_STORES) {
-    const url = kind === 'redis' ? DESK_REDIS_URL : DESK_POSTGRES_URL;
-    if (!(await reachable(url, kind === 'redis' ? 6379 : 5432))) {
-      stores.push({ store: kind, skipped: `no ${kind} at ${url.replace(/\/\/[^@]*@/, '//')}` });
-      continue;
-    }
-    const created = kind === 'postgres' && (await benchDatabase(DESK_POSTGRES_URL, 'create', 'DESK_POSTGRES_URL'));
-    const child = forkChild('./desk.mjs', [kind, DESK_REDIS_URL, DESK_POSTGRES_URL, String(DESK_SIZE)], {
-      readyTimeoutMs: 3_600_000,
-    });
-    let measured;
-    try {
-      measured = await child.next('result', 3_600_000);
-      await child.stop();
-    } finally {
-      if (created) await benchDatabase(DESK_POSTGRES_URL, 'drop', 'DESK_POSTGRES_URL');
-    }
-    delete measured.type;
-    stores.push(measured);
-  }
+  for (const kind of DESK_STORES)
+    stores.push(
+      await inStoreOfItsOwn(kind, DESK_REDIS_URL, DESK_POSTGRES_URL, 'DESK_POSTGRES_URL', () =>
+        forkChild('./desk.mjs', [kind, DESK_REDIS_URL, DESK_POSTGRES_URL, String(DESK_SIZE)], {
+          readyTimeoutMs: 3_600_000,
+        }),
+      ),
+    );
   const result = { size: DESK_SIZE, stores };
   log(deskTable(result));
   return result;

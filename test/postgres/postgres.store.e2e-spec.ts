@@ -165,45 +165,41 @@ describeWithService(available, `PostgreSQL not reachable at ${POSTGRES_URL}`)(
         expect(await count('tallies')).toEqual({ n: 0 });
       });
 
-      it('pages through failed records on the partial index, even in a generic plan', async () => {
-        const prefix = `failed_${randomUUID().slice(0, 8)}_`;
+      /**
+       * The plan PostgreSQL keeps for `statement` of a fresh store with tables `<kind>_<random>_`
+       * once it stops looking at parameter values (a generic plan), sequential scans ruled out.
+       */
+      async function genericPlan(
+        kind: string,
+        statement: 'listFailedOutcomes' | 'listOutcomesOf',
+        params: unknown[],
+      ): Promise<{ prefix: string; plan: string }> {
+        const prefix = `${kind}_${randomUUID().slice(0, 8)}_`;
         const store = new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA, tablePrefix: prefix });
         await store.ping();
-        const { listFailedOutcomes } = storeStatements(storeTables({ schema: RUN_SCHEMA, prefix }));
+        const sql = storeStatements(storeTables({ schema: RUN_SCHEMA, prefix }))[statement];
         const client = await admin.connect();
         try {
           // A generic plan cannot lean on the parameter values; the literal filter must match the index's predicate.
           await client.query('BEGIN');
           await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
           await client.query('SET LOCAL enable_seqscan = off');
-          const plan = await client.query(`EXPLAIN ${listFailedOutcomes}`, ['failed', null, null, null, 51]);
-          expect(plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')).toContain(
-            `${prefix}outcomes_failed_idx`,
-          );
+          const { rows } = await client.query(`EXPLAIN ${sql}`, params);
+          return { prefix, plan: rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n') };
         } finally {
           await client.query('ROLLBACK');
           client.release();
         }
+      }
+
+      it('pages through failed records on the partial index, even in a generic plan', async () => {
+        const { prefix, plan } = await genericPlan('failed', 'listFailedOutcomes', ['failed', null, null, null, 51]);
+        expect(plan).toContain(`${prefix}outcomes_failed_idx`);
       });
 
       it("pages through one outcome's records on the partial index by outcome, even in a generic plan", async () => {
-        const prefix = `byoutcome_${randomUUID().slice(0, 8)}_`;
-        const store = new PostgresPaymentsStore(admin, { schema: RUN_SCHEMA, tablePrefix: prefix });
-        await store.ping();
-        const { listOutcomesOf } = storeStatements(storeTables({ schema: RUN_SCHEMA, prefix }));
-        const client = await admin.connect();
-        try {
-          await client.query('BEGIN');
-          await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-          await client.query('SET LOCAL enable_seqscan = off');
-          const plan = await client.query(`EXPLAIN ${listOutcomesOf}`, [null, 'mismatch', null, null, 51]);
-          expect(plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')).toContain(
-            `${prefix}outcomes_outcome_idx`,
-          );
-        } finally {
-          await client.query('ROLLBACK');
-          client.release();
-        }
+        const { prefix, plan } = await genericPlan('byoutcome', 'listOutcomesOf', [null, 'mismatch', null, null, 51]);
+        expect(plan).toContain(`${prefix}outcomes_outcome_idx`);
       });
 
       it('lets many instances create the same tables at the same time', async () => {
