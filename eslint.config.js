@@ -27,6 +27,7 @@ const node = Object.fromEntries(
     'structuredClone',
     'performance',
     'AbortController',
+    'AbortSignal',
   ].map((name) => [name, 'readonly']),
 );
 

@@ -40,7 +40,7 @@ export function snippet(name) {
 }
 export const WEBHOOK_SECRET = 'vendure-test-webhook-secret-0123456789abcdef';
 
-const initialData = {
+export const initialData = {
   defaultLanguage: 'en',
   defaultZone: 'Africa',
   taxRates: [{ name: 'Standard Tax', percentage: 19 }],
@@ -56,8 +56,11 @@ const initialData = {
   collections: [],
 };
 
-/** The plugin exactly as the guide configures it, its environment variables pointing at the sandbox. */
-async function guidePlugin(sandbox, port, proxyPort, baseUrl, pluginOptions, configSnippet) {
+/**
+ * The plugin exactly as the guide configures it, its environment variables pointing at the sandbox
+ * (`sandbox`: its url and keys). `pluginOptions`: options set over the guide's, or a function of them.
+ */
+export async function guidePlugin(sandbox, port, proxyPort, baseUrl, pluginOptions, configSnippet = 'vendure-config') {
   Object.assign(process.env, {
     PAYMENTS_PUBLIC_KEY: sandbox.publicKey,
     PAYMENTS_PRIVATE_KEY: sandbox.privateKey,
@@ -72,7 +75,44 @@ async function guidePlugin(sandbox, port, proxyPort, baseUrl, pluginOptions, con
   writeFileSync(file, snippet(configSnippet));
   // The snippet's one export: the plugin as configured.
   const [plugin] = Object.values(await import(file));
+  if (typeof pluginOptions === 'function') return plugin.init(pluginOptions(plugin.options));
   return pluginOptions ? plugin.init({ ...plugin.options, ...pluginOptions }) : plugin;
+}
+
+/** The products' images (fixtures/products.csv) are read from the fixtures. */
+export const IMPORT_OPTIONS = { importAssetsDir: path.join(HERE, '..', 'fixtures') };
+
+/** What `TestServer.init()` fills a new database with. */
+export const POPULATION = {
+  initialData,
+  productsCsvPath: path.join(HERE, '..', 'fixtures', 'products.csv'),
+  customerCount: 1,
+};
+
+/**
+ * Registers Vendure's initializer of `db` ('sqljs', 'postgres' or 'mariadb'), which makes the
+ * database `TestServer.init()` populates; its connection options (undefined: testConfig's sql.js).
+ */
+export function testDatabase(db) {
+  // The population's jobs (the product image, the search index) may still write when its server
+  // stops: sql.js then saves a malformed file. A second lets them finish on a busy machine.
+  if (db === 'sqljs') registerInitializer('sqljs', new SqljsInitializer(path.join(HERE, '..', '__data__'), 1000));
+  else if (db === 'mariadb') registerInitializer('mariadb', new RunMariadbInitializer());
+  else registerInitializer('postgres', new PostgresInitializer());
+  if (db === 'postgres')
+    return {
+      type: 'postgres',
+      host: '127.0.0.1',
+      port: 5432,
+      username: 'postgres',
+      password: '',
+      database: process.env.VENDURE_PG_DATABASE ?? 'vendure_np_test',
+      schema: 'public',
+      synchronize: true,
+    };
+  if (db === 'mariadb')
+    return { type: 'mariadb', host: '127.0.0.1', port: 3306, username: 'root', password: '', synchronize: true };
+  return undefined;
 }
 
 /**
@@ -135,30 +175,10 @@ export async function startEnvironment({
     req.pipe(forward);
   });
   await new Promise((resolve) => proxyServer.listen(proxyPort, '127.0.0.1', resolve));
-  // The population's jobs (the product image, the search index) may still write when its server
-  // stops: sql.js then saves a malformed file. A second lets them finish on a busy machine.
-  if (db === 'sqljs') registerInitializer('sqljs', new SqljsInitializer(path.join(HERE, '..', '__data__'), 1000));
-  else if (db === 'mariadb') registerInitializer('mariadb', new RunMariadbInitializer());
-  else registerInitializer('postgres', new PostgresInitializer());
-  const dbConnectionOptions =
-    db === 'postgres'
-      ? {
-          type: 'postgres',
-          host: '127.0.0.1',
-          port: 5432,
-          username: 'postgres',
-          password: '',
-          database: process.env.VENDURE_PG_DATABASE ?? 'vendure_np_test',
-          schema: 'public',
-          synchronize: true,
-        }
-      : db === 'mariadb'
-        ? { type: 'mariadb', host: '127.0.0.1', port: 3306, username: 'root', password: '', synchronize: true }
-        : undefined;
+  const dbConnectionOptions = testDatabase(db);
   const base = mergeConfig(testConfig, {
     apiOptions: { port },
-    // The products' images (fixtures/products.csv) are read from the fixtures.
-    importExportOptions: { importAssetsDir: path.join(HERE, '..', 'fixtures') },
+    importExportOptions: IMPORT_OPTIONS,
     logger: logger ?? new DefaultLogger({ level: process.env.VENDURE_LOG ? LogLevel.Verbose : LogLevel.Error }),
     ...(dbConnectionOptions ? { dbConnectionOptions } : {}),
     plugins: [await guidePlugin(sandbox, port, proxyPort, serviceUrl, pluginOptions, configSnippet), ...plugins],
@@ -166,11 +186,7 @@ export async function startEnvironment({
   const config = mergeConfig(base, more);
   const { server, adminClient, shopClient } = createTestEnvironment(config);
   try {
-    await server.init({
-      initialData,
-      productsCsvPath: path.join(HERE, '..', 'fixtures', 'products.csv'),
-      customerCount: 1,
-    });
+    await server.init(POPULATION);
   } catch (error) {
     await sandbox.close();
     await second?.close();
