@@ -11,5 +11,5 @@
 import { jest } from '@jest/globals';
 import { browserSuite } from './desk-browser.js';
 
-jest.setTimeout(90_000);
+jest.setTimeout(180_000);
 browserSuite('express');

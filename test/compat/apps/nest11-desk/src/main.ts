@@ -164,7 +164,12 @@ interface Seeded {
   duplicateOrder: string;
 }
 
-async function seed(payments: PaymentsService, sandbox: PaymentsSandbox, shop: Shop, adapter: Adapter): Promise<Seeded> {
+async function seed(
+  payments: PaymentsService,
+  sandbox: PaymentsSandbox,
+  shop: Shop,
+  adapter: Adapter,
+): Promise<Seeded> {
   const paid = (await payments.generatePayment({ amount: '12500', developerTrackingId: `desk-paid-${adapter}` }))
     .paymentId;
   const settled = await sandbox.completePayment(paid);
@@ -410,7 +415,10 @@ async function run(adapter: Adapter, browser: Browser): Promise<string> {
 
     const search = await open(`${DESK}/search?q=${encodeURIComponent(s.duplicateOrder)}`);
     const found = (await search.locator('main').textContent()) ?? '';
-    assert.ok(found.includes(s.first) && found.includes(s.duplicate), "the search by order does not list its two payments");
+    assert.ok(
+      found.includes(s.first) && found.includes(s.duplicate),
+      'the search by order does not list its two payments',
+    );
     audit(search);
     await search.close();
 
@@ -423,9 +431,16 @@ async function run(adapter: Adapter, browser: Browser): Promise<string> {
     shop.failing.delete(s.stuckOrder);
     const stuck = await open(pay(s.stuck));
     await doubleClick(stuck, 'Check now and run handlers again', `${pay(s.stuck)}/run-handlers`);
-    assert.deepEqual(posts(`${pay(s.stuck)}/run-handlers`), ['0 303', '1 303'], 'the double click did not post to both instances');
+    assert.deepEqual(
+      posts(`${pay(s.stuck)}/run-handlers`),
+      ['0 303', '1 303'],
+      'the double click did not post to both instances',
+    );
     assert.equal(shop.handled.get(s.stuck), 1, 'the handlers did not run exactly once');
-    assert.match((await stuck.locator('[role="status"]').textContent()) ?? '', /^The handlers ran and succeeded|^Nothing ran/);
+    assert.match(
+      (await stuck.locator('[role="status"]').textContent()) ?? '',
+      /^The handlers ran and succeeded|^Nothing ran/,
+    );
     assert.equal(await stuck.getByText('Nothing to do: the payment is settled.').count(), 1);
     audit(stuck);
     await stuck.close();
@@ -434,12 +449,17 @@ async function run(adapter: Adapter, browser: Browser): Promise<string> {
     const refunds = () => sandbox.requests.filter((r) => r.path === '/api/v2/refund_payment').length;
     const duplicate = await open(pay(s.duplicate));
     await doubleClick(duplicate, 'Refund this duplicate', `${pay(s.duplicate)}/refund`);
-    assert.deepEqual(posts(`${pay(s.duplicate)}/refund`), ['0 303', '1 303'], 'the double click did not post to both instances');
+    assert.deepEqual(
+      posts(`${pay(s.duplicate)}/refund`),
+      ['0 303', '1 303'],
+      'the double click did not post to both instances',
+    );
     assert.equal(refunds(), 1, 'the service was not asked for exactly one refund');
     // The second post can arrive once the first one's refund is recorded: it is told "not a
     // duplicate awaiting its refund", and the page shows that answer.
     assert.match(duplicate.url(), /\?done=(refunded(-earlier)?|not-refundable)$/);
-    if (duplicate.url().endsWith('not-refundable')) await duplicate.goto(duplicate.url().replace(/not-refundable$/, 'refunded'));
+    if (duplicate.url().endsWith('not-refundable'))
+      await duplicate.goto(duplicate.url().replace(/not-refundable$/, 'refunded'));
     assert.match((await duplicate.locator('[role="status"]').textContent()) ?? '', /refunded/);
     assert.equal(await duplicate.getByText(/Refunded by the service: refund /).count(), 1);
     audit(duplicate);
