@@ -207,27 +207,21 @@ async function timeline(page: Page): Promise<string[]> {
   return rows.filter((cells) => cells.length === 5 && cells[4] !== '').map((c) => `${c[3]} ${c[1]}: ${c[2]}`);
 }
 
-/** The serious and critical violations axe-core finds on the page at `url`, as `<path> <impact> <rule>: <element>` lines. */
-async function axeBlocking(audits: BrowserContext, url: string): Promise<string[]> {
-  const page = await audits.newPage();
-  try {
-    await page.goto(url);
-    // Evaluated through the DevTools protocol, as the repo's test/support/accessibility.ts does:
-    // the desk's policy allows no script, and a <script> tag added to the page would be refused.
-    await page.evaluate(axe.source);
-    const found = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
-      r.violations.map((v) => ({ id: v.id, impact: String(v.impact), targets: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
-      id: string;
-      impact: string;
-      targets: string[];
-    }[];
-    const where = new URL(url);
-    return found
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .flatMap((v) => v.targets.map((t) => `${where.pathname}${where.search} ${v.impact} ${v.id}: ${t}`));
-  } finally {
-    await page.close();
-  }
+/** The serious and critical violations axe-core finds on the page `page` shows, as `<path> <impact> <rule>: <element>` lines. */
+async function axeBlocking(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol, as the repo's test/support/accessibility.ts does: the
+  // desk's policy allows no script, and a <script> tag added to the page would be refused.
+  await page.evaluate(axe.source);
+  const found = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+    r.violations.map((v) => ({ id: v.id, impact: String(v.impact), targets: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
+    id: string;
+    impact: string;
+    targets: string[];
+  }[];
+  const where = new URL(page.url());
+  return found
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .flatMap((v) => v.targets.map((t) => `${where.pathname}${where.search} ${v.impact} ${v.id}: ${t}`));
 }
 
 /** One adapter's run: two instances, the payments, then the desk in the browser. Returns what it checked. */
@@ -238,9 +232,9 @@ async function run(adapter: Adapter, browser: Browser): Promise<string> {
   const servers = [http.createServer(), http.createServer()];
   const apps: INestApplication[] = [];
   let balancer: Balancer | undefined;
-  // JavaScript off, as the desk needs none; axe runs in a second context with it on.
-  const context = await browser.newContext({ javaScriptEnabled: false, extraHTTPHeaders: { 'x-staff': 'support' } });
-  const audits = await browser.newContext({ extraHTTPHeaders: { 'x-staff': 'support' } });
+  // JavaScript on for axe-core alone (evaluated through the DevTools protocol): the desk's pages
+  // have no script, and their policy would refuse one.
+  const context = await browser.newContext({ extraHTTPHeaders: { 'x-staff': 'support' } });
   try {
     const instances = await Promise.all(servers.map(listen));
     // The actions' answers wait at the balancer for a second post: a double click on a slow link.
@@ -285,23 +279,26 @@ async function run(adapter: Adapter, browser: Browser): Promise<string> {
     const elsewhere: string[] = [];
     const violations: string[] = [];
     const inaccessible: string[] = [];
+    // One tab for the whole run, as a support person browses.
+    const page = await context.newPage();
+    page.on('request', (request) => {
+      if (!request.url().startsWith(url)) elsewhere.push(request.url());
+    });
+    page.on('console', (message) => {
+      if (/Content.Security.Policy|Refused to/i.test(message.text())) violations.push(message.text());
+    });
     const open = async (target: string): Promise<Page> => {
-      const page = await context.newPage();
-      page.on('request', (request) => {
-        if (!request.url().startsWith(url)) elsewhere.push(request.url());
-      });
-      page.on('console', (message) => {
-        if (/Content.Security.Policy|Refused to/i.test(message.text())) violations.push(message.text());
-      });
       const answer = await page.goto(url + target);
       assert.equal(answer?.status(), 200, `${target} answered ${answer?.status()}`);
       const csp = (await answer?.allHeaders())?.['content-security-policy'] ?? '';
       assert.match(csp, /^default-src 'none'/, `${target}'s Content-Security-Policy: ${csp || 'none'}`);
       return page;
     };
-    // Every page shown, audited at the end, a few at a time (each in a renderer of its own).
-    const shown: string[] = [];
-    const audit = (page: Page) => shown.push(page.url());
+    let audited = 0;
+    const audit = async (shown: Page) => {
+      inaccessible.push(...(await axeBlocking(shown)));
+      audited++;
+    };
     // A double click on a slow link: the first click's post has been acted on by one instance,
     // its answer still on its way (held by the balancer until the second post arrives), when the
     // second click posts the form again, to the other instance; the browser aborts the first
@@ -346,8 +343,7 @@ async function run(adapter: Adapter, browser: Browser): Promise<string> {
       const text = (await overview.locator(`#${section}`).textContent()) ?? '';
       assert.ok(text.includes(id), `the overview's ${section} list does not show ${id}`);
     }
-    audit(overview);
-    await overview.close();
+    await audit(overview);
 
     // Each payment's page tells its whole story, entry by entry, whichever instance wrote it.
     const stories: [string, string, (story: string[]) => void][] = [
@@ -409,8 +405,7 @@ async function run(adapter: Adapter, browser: Browser): Promise<string> {
         throw new Error(`the ${kind} payment's timeline: ${error instanceof Error ? error.message : String(error)}`);
       }
       assert.ok(!(await page.content()).includes(SECRET), `the ${kind} payment's page shows the webhook secret`);
-      audit(page);
-      await page.close();
+      await audit(page);
     }
 
     const search = await open(`${DESK}/search?q=${encodeURIComponent(s.duplicateOrder)}`);
@@ -419,13 +414,11 @@ async function run(adapter: Adapter, browser: Browser): Promise<string> {
       found.includes(s.first) && found.includes(s.duplicate),
       'the search by order does not list its two payments',
     );
-    audit(search);
-    await search.close();
+    await audit(search);
 
     const charts = await open(`${DESK}/charts`);
     assert.ok((await charts.locator('svg').count()) > 0, 'the charts page has no chart');
-    audit(charts);
-    await charts.close();
+    await audit(charts);
 
     // Check now and run handlers again, double-clicked: the stock service is back.
     shop.failing.delete(s.stuckOrder);
@@ -442,8 +435,7 @@ async function run(adapter: Adapter, browser: Browser): Promise<string> {
       /^The handlers ran and succeeded|^Nothing ran/,
     );
     assert.equal(await stuck.getByText('Nothing to do: the payment is settled.').count(), 1);
-    audit(stuck);
-    await stuck.close();
+    await audit(stuck);
 
     // Refund this duplicate, double-clicked.
     const refunds = () => sandbox.requests.filter((r) => r.path === '/api/v2/refund_payment').length;
@@ -462,20 +454,15 @@ async function run(adapter: Adapter, browser: Browser): Promise<string> {
       await duplicate.goto(duplicate.url().replace(/not-refundable$/, 'refunded'));
     assert.match((await duplicate.locator('[role="status"]').textContent()) ?? '', /refunded/);
     assert.equal(await duplicate.getByText(/Refunded by the service: refund /).count(), 1);
-    audit(duplicate);
-    await duplicate.close();
+    await audit(duplicate);
 
     assert.deepEqual(elsewhere, [], 'the desk loaded something from elsewhere');
     assert.deepEqual(violations, [], 'the browser reported Content-Security-Policy violations');
-    for (let i = 0; i < shown.length; i += 3)
-      for (const lines of await Promise.all(shown.slice(i, i + 3).map((page) => axeBlocking(audits, page))))
-        inaccessible.push(...lines);
-    assert.equal(shown.length, 9, 'not every page was audited');
+    assert.equal(audited, 9, 'not every page was audited');
     assert.deepEqual(inaccessible, [], 'axe-core found serious or critical accessibility violations');
     return adapter;
   } finally {
     await context.close();
-    await audits.close();
     for (const app of apps) await app.close();
     for (const server of servers)
       if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
