@@ -1,6 +1,7 @@
 import type { PaymentsClient } from '../core/client/index.js';
 import { describe, type PaymentsLogger } from '../core/common/index.js';
-import { refundOnce } from '../core/settlement/index.js';
+import { refundKey, refundOnce } from '../core/settlement/index.js';
+import { refundLedgerOf } from '../core/store/index.js';
 import { needsPerson, refundable } from './desk.data.js';
 import type { DeskHistory } from './desk.history.js';
 import type { DeskReviews } from './desk.reviews.js';
@@ -38,6 +39,11 @@ const DONE: ReadonlySet<DeskResult> = new Set<DeskResult>([
   'refund-failed',
   'reviewed',
 ]);
+
+/** Reads of a refund record found on its way (another instance sending it) before its answer is taken as lost. */
+const REFUND_WAIT_READS = 50;
+/** Ms between those reads: 50 of them last about a service call's default timeout (10 s). */
+const REFUND_WAIT_MS = 200;
 
 /** The actions a person takes from the desk. */
 export type DeskAction = 'run-handlers' | 'refund' | 'review';
@@ -112,7 +118,8 @@ export class DeskActions {
         { store: this.client.store, registration: this.client.name, refund: (id) => this.client.refundPayment(id) },
         paymentId,
       );
-      if (result.kind === 'unknown') return 'refund-unknown';
+      if (result.kind === 'unknown')
+        return (await this.#refundedMeanwhile(paymentId)) ? 'refunded-earlier' : 'refund-unknown';
       return result.earlier ? 'refunded-earlier' : 'refunded';
     } catch (error) {
       this.logger.warn(
@@ -120,6 +127,24 @@ export class DeskActions {
       );
       return 'refund-failed';
     }
+  }
+
+  /**
+   * Whether a refund found on its way ends refunded. Its record says `sending` while a call is out:
+   * a second click that reached another instance (the same instance joins the first's run) must
+   * not be told that the answer was lost. The record is read again until it leaves `sending`, for
+   * about as long as the call may take; one left `unknown`, still `sending` then, or unreadable,
+   * is not refunded as far as the desk knows.
+   */
+  async #refundedMeanwhile(paymentId: string): Promise<boolean> {
+    const ledger = refundLedgerOf(this.client.store);
+    const key = refundKey(this.client.name, paymentId);
+    for (let read = 0; read < REFUND_WAIT_READS; read++) {
+      const record = await ledger.findRefund(key).catch(() => undefined);
+      if (record?.state !== 'sending') return record?.state === 'refunded';
+      await new Promise((resolve) => setTimeout(resolve, REFUND_WAIT_MS));
+    }
+    return false;
   }
 
   /** The review of a payment that needs a person, once per payment and need (across instances). */

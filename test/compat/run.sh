@@ -20,7 +20,8 @@
 # The installs are kept when something failed (to look at), removed when all passed.
 #
 # Settings (environment): COMPAT_ONLY="nest11-cjs types-nest12" runs only those entries (apps by
-# name, types-nest11 / types-nest12); COMPAT_RUN_TIMEOUT (s, default 60) bounds each app's run;
+# name, types-nest11 / types-nest12); COMPAT_RUN_TIMEOUT (s, default 60) bounds each app's run (an
+# app that needs longer says so in its package.json: "compat": { "runTimeout": <s> }, the larger wins);
 # COMPAT_INSTALL_TIMEOUT (s, default 300) bounds each npm install; COMPAT_APPS_ROOT picks the
 # parent directory of the installs; COMPAT_TARBALL names a tarball already packed from this
 # checkout (CI's, packed once for every suite), installed instead of building and packing again.
@@ -217,8 +218,9 @@ run_app() {
     status=$?
     [ $status -eq 0 ] || { fail "$name" "$(why $status "build" "$BUILD_TIMEOUT")" "$log"; return; }
   fi
-  local out="$LOGS/$name.out"
-  (cd "$dir" && echo "\$ npm run --silent check" >>"$log" && timeout -k 5 "$RUN_TIMEOUT" npm run --silent check >"$out" 2>&1)
+  local out="$LOGS/$name.out" limit
+  limit="$(node -p 'Math.max(Number(process.argv[2]), require(process.argv[1]).compat?.runTimeout ?? 0)' "$dir/package.json" "$RUN_TIMEOUT")"
+  (cd "$dir" && echo "\$ npm run --silent check" >>"$log" && timeout -k 5 "$limit" npm run --silent check >"$out" 2>&1)
   status=$?
   cat "$out" >>"$log"
   local line
@@ -230,7 +232,7 @@ run_app() {
   elif [ $status -eq 0 ]; then
     fail "$name" "exited 0 without printing '$name: ok'" "$log"
   else
-    fail "$name" "$(why $status "the app" "$RUN_TIMEOUT")" "$log"
+    fail "$name" "$(why $status "the app" "$limit")" "$log"
   fi
 }
 

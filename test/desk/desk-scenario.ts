@@ -137,8 +137,13 @@ export function deskChecks(harness: () => DeskHarness, seeded: () => Seeded): vo
   it('answers 401 to a request not signed in and 403 to one not allowed, on every page and action, and runs nothing', async () => {
     const { desk, sandbox } = harness();
     const s = seeded();
-    const pages = [desk, `${desk}/search?q=${s.paid}`, pay(s.paid), pay('no-such-payment')];
-    const actions = [`${pay(s.stuck)}/run-handlers`, `${pay(s.duplicate)}/refund`];
+    const pages = [
+      desk,
+      `${desk}/search?q=${s.paid}`,
+      `${desk}/charts`,
+      ...[s.paid, s.failed, s.duplicate, s.stuck, s.overdue, 'no-such-payment'].map(pay),
+    ];
+    const actions = [`${pay(s.stuck)}/run-handlers`, `${pay(s.duplicate)}/refund`, `${pay(s.overdue)}/review`];
     const calls = sandbox.requests.length;
     for (const [user, status] of [
       [undefined, 401],
