@@ -135,6 +135,11 @@ function toRecorded(refund: PaymentRefund): DuplicateRefund {
   return { refundId: refund.refundId, amount: refund.amount, status: refund.status, refundedAt: refund.refundedAt };
 }
 
+/** How long a look at an earlier version's marker holds it at most, ms (its claim's lease). */
+const PROBE_LEASE_MS = 1_000;
+/** Looks again at a marker found busy, spread over a probe's lease, before it is read as an earlier call's. */
+const PROBE_LOOKS = 5;
+
 /** The owner of a record carried over from an earlier version's markers. */
 const LEGACY_OWNER = 'earlier-version';
 
@@ -168,7 +173,8 @@ async function carriedOver(
  * `refund:<paymentId>` with the refund in the payment's outcome record (a duplicate's). A marker
  * done is a refund answered; one held is a call whose answer was lost (or an earlier version's
  * instance still sending it): never sent again. A marker that is free is taken for an instant
- * (the claims port has no plain read) and given back at once.
+ * (the claims port has no plain read) and given back at once; one found busy is looked at again
+ * until a look's lease has passed, since another first refund's look holds it too.
  * @returns the record's state (and refund, error), or `undefined` when no marker is there
  */
 export async function legacyRefund(
@@ -177,9 +183,19 @@ export async function legacyRefund(
   paymentId: string,
 ): Promise<Pick<RefundRecord, 'state' | 'refund' | 'error'> | undefined> {
   const probe = `read-${randomUUID()}`;
-  const look = async (marker: string) => {
-    const claim = await store.claim(marker, probe, 1_000);
+  const lookOnce = async (marker: string) => {
+    const claim = await store.claim(marker, probe, PROBE_LEASE_MS);
     if (claim === 'claimed') await store.release(marker, probe);
+    return claim;
+  };
+  // A marker busy may be another first refund's look at it (held for an instant, at most its
+  // lease): only one still busy after that lease is an earlier version's call.
+  const look = async (marker: string) => {
+    let claim = await lookOnce(marker);
+    for (let again = 0; claim === 'busy' && again < PROBE_LOOKS; again++) {
+      await new Promise((resolve) => setTimeout(resolve, PROBE_LEASE_MS / PROBE_LOOKS + 50));
+      claim = await lookOnce(marker);
+    }
     return claim;
   };
   const lost = 'sent by an earlier version, its answer not recorded; never sent again';
