@@ -1,13 +1,14 @@
-import type { PaymentConfirmedEvent } from '../../../lib/index.js';
-import type { InboxDialect, PaymentsInbox } from '../../../lib/store/index.js';
+import type { PaymentConfirmedEvent } from 'nestjs-payments';
+import type { InboxDialect, PaymentsInbox } from 'nestjs-payments/store';
 import type { HostHandle } from './host-handle.js';
 import type { ShopDatabase } from '../recipes/inbox-kysely.js';
 import pg from 'pg';
 import mysql from 'mysql2';
 
 // The inbox recipes of docs/exactly-once.md (test/inbox/recipes/, word for word), each set up on
-// a host database: one table for the recipes' suite and the crash test's child process. Each
-// case imports its recipe and its ORM when set up: a child process loads only the one it runs.
+// a host database: one table for the recipes' suites (Express, Nest 12), the crash test's child
+// process and the Nest 11 compatibility app (which imports the package by name, as this file
+// does). Each case imports its recipe and its ORM when set up: a process loads only what it runs.
 
 /** A recipe's confirmation handler. */
 export type Recipe = (event: PaymentConfirmedEvent) => Promise<void>;
