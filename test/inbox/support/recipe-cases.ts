@@ -4,11 +4,19 @@ import type { HostHandle } from './host-handle.js';
 import type { ShopDatabase } from '../recipes/inbox-kysely.js';
 import pg from 'pg';
 import mysql from 'mysql2';
+// Imported here rather than when set up, as the recipes import them: in a CommonJS app (the Nest 11
+// compatibility app), import() would load their ES-module build beside the CommonJS one the recipe
+// requires, two copies whose types and classes differ. The other ORMs' ES-module entries wrap their
+// CommonJS build, or their handles are plain objects to the recipe.
+import { Kysely, MysqlDialect, PostgresDialect } from 'kysely';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { drizzle as drizzleMysql } from 'drizzle-orm/mysql2';
 
 // The inbox recipes of docs/exactly-once.md (test/inbox/recipes/, word for word), each set up on
 // a host database: one table for the recipes' suites (Express, Nest 12), the crash test's child
 // process and the Nest 11 compatibility app (which imports the package by name, as this file
-// does). Each case imports its recipe and its ORM when set up: a process loads only what it runs.
+// does). Each case imports its recipe and (but Kysely and Drizzle, above) its ORM when set up: a
+// process loads little more than what it runs.
 
 /** A recipe's confirmation handler. */
 export type Recipe = (event: PaymentConfirmedEvent) => Promise<void>;
@@ -103,7 +111,6 @@ export const RECIPE_CASES: readonly RecipeCase[] = [
     file: 'inbox-kysely.ts',
     dialects: ['postgres', 'mysql'],
     setup: async (db) => {
-      const { Kysely, MysqlDialect, PostgresDialect } = await import('kysely');
       const { kyselyInbox, markPaidWithKysely } = await import('../recipes/inbox-kysely.js');
       const dialect =
         db.dialect === 'postgres'
@@ -119,11 +126,10 @@ export const RECIPE_CASES: readonly RecipeCase[] = [
     file: 'inbox-drizzle-pg.ts',
     dialects: ['postgres'],
     setup: async (db) => {
-      const { drizzle } = await import('drizzle-orm/node-postgres');
       const { drizzlePgInbox, markPaidWithDrizzlePg } = await import('../recipes/inbox-drizzle-pg.js');
       const pool = new pg.Pool({ connectionString: db.url });
       db.closeAtDrop(() => pool.end());
-      return { inbox: drizzlePgInbox(drizzle({ client: pool })), recipe: markPaidWithDrizzlePg };
+      return { inbox: drizzlePgInbox(drizzlePg({ client: pool })), recipe: markPaidWithDrizzlePg };
     },
   },
   {
@@ -131,11 +137,10 @@ export const RECIPE_CASES: readonly RecipeCase[] = [
     file: 'inbox-drizzle-mysql2.ts',
     dialects: ['mysql'],
     setup: async (db) => {
-      const { drizzle } = await import('drizzle-orm/mysql2');
       const { drizzleMysqlInbox, markPaidWithDrizzleMysql } = await import('../recipes/inbox-drizzle-mysql2.js');
       const pool = mysql.createPool(db.url);
       db.closeAtDrop(() => pool.promise().end());
-      return { inbox: drizzleMysqlInbox(drizzle({ client: pool })), recipe: markPaidWithDrizzleMysql };
+      return { inbox: drizzleMysqlInbox(drizzleMysql({ client: pool })), recipe: markPaidWithDrizzleMysql };
     },
   },
   {

@@ -9,6 +9,7 @@
 // prints one line saying so and passes, except under CI (CI set), where it fails.
 import 'reflect-metadata';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { PaymentsSandbox } from 'nestjs-payments/testing';
@@ -38,18 +39,27 @@ function reachable(url: string, port: number): Promise<boolean> {
   });
 }
 
-/** The version of `name` this app installed (from its own node_modules). */
+/** The version of `name`, which must resolve from this app's own install (the packed package, the ORMs it pinned). */
 function installed(name: string): string {
-  const file = require.resolve(`${name}/package.json`);
-  assert.ok(file.startsWith(path.join(__dirname, '..', 'node_modules') + path.sep), `${name} resolved outside this app: ${file}`);
-  return (require(file) as { version: string }).version;
+  const own = path.join(__dirname, '..', 'node_modules');
+  const file = require.resolve(name);
+  assert.ok(file.startsWith(own + path.sep), `${name} resolved outside this app: ${file}`);
+  return (JSON.parse(readFileSync(path.join(own, name, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
 async function main(): Promise<number> {
   const nest = installed('@nestjs/core');
   assert.match(nest, /^11\./, `expected @nestjs/core 11, got ${nest}`);
   assert.equal(typeof module, 'object', 'not running as CommonJS');
-  for (const name of ['nestjs-payments', 'typeorm', '@prisma/client', 'knex', 'kysely', 'drizzle-orm', '@mikro-orm/core'])
+  for (const name of [
+    'nestjs-payments',
+    'typeorm',
+    '@prisma/client',
+    'knex',
+    'kysely',
+    'drizzle-orm',
+    '@mikro-orm/core',
+  ])
     installed(name);
 
   const missing: string[] = [];
