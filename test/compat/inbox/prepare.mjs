@@ -25,6 +25,8 @@ export const SUPPORT = [
   'host-handle.ts',
   'host-database.ts',
   'recipe-cases.ts',
+  'kysely-handle.ts',
+  'drizzle-handles.ts',
   'recipe-run.ts',
   'nest-front-end.ts',
 ];

@@ -1,22 +1,11 @@
 import type { PaymentConfirmedEvent } from 'nestjs-payments';
 import type { InboxDialect, PaymentsInbox } from 'nestjs-payments/store';
 import type { HostHandle } from './host-handle.js';
-import type { ShopDatabase } from '../recipes/inbox-kysely.js';
-import pg from 'pg';
-import mysql from 'mysql2';
-// Imported here rather than when set up, as the recipes import them: in a CommonJS app (the Nest 11
-// compatibility app), import() would load their ES-module build beside the CommonJS one the recipe
-// requires, two copies whose types and classes differ. The other ORMs' ES-module entries wrap their
-// CommonJS build, or their handles are plain objects to the recipe.
-import { Kysely, MysqlDialect, PostgresDialect } from 'kysely';
-import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
-import { drizzle as drizzleMysql } from 'drizzle-orm/mysql2';
 
 // The inbox recipes of docs/exactly-once.md (test/inbox/recipes/, word for word), each set up on
 // a host database: one table for the recipes' suites (Express, Nest 12), the crash test's child
 // process and the Nest 11 compatibility app (which imports the package by name, as this file
-// does). Each case imports its recipe and (but Kysely and Drizzle, above) its ORM when set up: a
-// process loads little more than what it runs.
+// does). Each case imports its recipe and its ORM when set up: a process loads only what it runs.
 
 /** A recipe's confirmation handler. */
 export type Recipe = (event: PaymentConfirmedEvent) => Promise<void>;
@@ -112,13 +101,8 @@ export const RECIPE_CASES: readonly RecipeCase[] = [
     dialects: ['postgres', 'mysql'],
     setup: async (db) => {
       const { kyselyInbox, markPaidWithKysely } = await import('../recipes/inbox-kysely.js');
-      const dialect =
-        db.dialect === 'postgres'
-          ? new PostgresDialect({ pool: new pg.Pool({ connectionString: db.url }) })
-          : new MysqlDialect({ pool: mysql.createPool(db.url) });
-      const instance = new Kysely<ShopDatabase>({ dialect });
-      db.closeAtDrop(() => instance.destroy());
-      return { inbox: kyselyInbox(instance, db.dialect), recipe: markPaidWithKysely };
+      const { kyselyOn } = await import('./kysely-handle.js');
+      return { inbox: kyselyInbox(kyselyOn(db), db.dialect), recipe: markPaidWithKysely };
     },
   },
   {
@@ -127,9 +111,8 @@ export const RECIPE_CASES: readonly RecipeCase[] = [
     dialects: ['postgres'],
     setup: async (db) => {
       const { drizzlePgInbox, markPaidWithDrizzlePg } = await import('../recipes/inbox-drizzle-pg.js');
-      const pool = new pg.Pool({ connectionString: db.url });
-      db.closeAtDrop(() => pool.end());
-      return { inbox: drizzlePgInbox(drizzlePg({ client: pool })), recipe: markPaidWithDrizzlePg };
+      const { drizzlePgOn } = await import('./drizzle-handles.js');
+      return { inbox: drizzlePgInbox(drizzlePgOn(db)), recipe: markPaidWithDrizzlePg };
     },
   },
   {
@@ -138,9 +121,8 @@ export const RECIPE_CASES: readonly RecipeCase[] = [
     dialects: ['mysql'],
     setup: async (db) => {
       const { drizzleMysqlInbox, markPaidWithDrizzleMysql } = await import('../recipes/inbox-drizzle-mysql2.js');
-      const pool = mysql.createPool(db.url);
-      db.closeAtDrop(() => pool.promise().end());
-      return { inbox: drizzleMysqlInbox(drizzleMysql({ client: pool })), recipe: markPaidWithDrizzleMysql };
+      const { drizzleMysqlOn } = await import('./drizzle-handles.js');
+      return { inbox: drizzleMysqlInbox(drizzleMysqlOn(db)), recipe: markPaidWithDrizzleMysql };
     },
   },
   {
