@@ -187,11 +187,16 @@ run_app() {
   # runner) get test/compat/shared/e2e/{src,test}/*.ts in their src/ and test/; the others (with
   # a src/ only) get test/compat/shared/*.ts in their src/, beside their own main.ts. Never over a
   # file of the app.
-  local pairs=() pair from to shared recipes
+  local pairs=() pair from to shared recipes prepare
   # Apps made by `nest new` (package.json "compat": { "recipes": [...] }) run the testing guide's
   # recipes instead, extracted from docs/testing.md now (never a copy kept in the app).
   recipes="$(node -p '(require(process.argv[1]).compat?.recipes ?? []).join(" ")' "$dir/package.json")"
-  if [ -n "$recipes" ]; then
+  # An app with its own preparation (package.json "compat": { "prepare": "<script under test/compat>" })
+  # gets what that script puts in it (nest11-inbox: the guide's inbox recipes), nothing shared.
+  prepare="$(node -p 'require(process.argv[1]).compat?.prepare ?? ""' "$dir/package.json")"
+  if [ -n "$prepare" ]; then
+    node "$HERE/$prepare" "$ROOT" "$dir" >>"$log" 2>&1 || { fail "$name" "$prepare failed" "$log"; return; }
+  elif [ -n "$recipes" ]; then
     # shellcheck disable=SC2086 # one word per recipe name
     node "$HERE/recipes.mjs" "$GUIDE" write "$dir" $recipes >>"$log" 2>&1 || { fail "$name" "cannot take its recipes ($recipes) from docs/testing.md" "$log"; return; }
     cp "$HERE/shared/recipes/compat-report.cjs" "$dir/"

@@ -141,6 +141,17 @@ const manifest = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf
   peerDependencies?: Record<string, string>;
   peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 };
+/** Whether `version` satisfies `range`, a `||` of caret ranges (`^0.3.0 || ^1.0.0`: the form of every peer range here). */
+function caretAdmits(range: string, version: string): boolean {
+  const [major, minor, patch] = version.split('.').map(Number);
+  return range.split('||').some((alternative) => {
+    const caret = /^\^(\d+)\.(\d+)(?:\.(\d+))?$/.exec(alternative.trim());
+    if (!caret) throw new Error(`peer range ${range}: not a caret range`);
+    const [lowMajor, lowMinor, lowPatch] = caret.slice(1).map((n) => Number(n ?? 0));
+    if (major !== lowMajor || (lowMajor === 0 && minor !== lowMinor)) return false;
+    return minor > lowMinor || (minor === lowMinor && patch >= lowPatch);
+  });
+}
 const typedoc = JSON.parse(await readFile(path.join(root, 'typedoc.json'), 'utf8')) as { entryPoints: string[] };
 /** lib/ folders that are internal layers, not package subpaths (docs/architecture.md, Layers). */
 const INTERNAL_LAYERS = ['core', 'nest'];
@@ -199,6 +210,17 @@ describe('package.json exports (one CommonJS build, ES-module re-exports: docs/m
     expect(
       (await readFile(path.join(root, 'lib/testing/sandbox.cli.ts'), 'utf8')).startsWith('#!/usr/bin/env node\n'),
     ).toBe(true);
+  });
+
+  it('admits, in each peer range, the version this repository installs and tests (else a host on it gets ERESOLVE)', async () => {
+    const lock = JSON.parse(await readFile(path.join(root, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version?: string }>;
+    };
+    const refused = Object.entries(manifest.peerDependencies ?? {}).flatMap(([name, range]) => {
+      const tested = lock.packages[`node_modules/${name}`]?.version;
+      return tested === undefined || caretAdmits(range, tested) ? [] : [`${name}@${tested} (peer range ${range})`];
+    });
+    expect(refused).toEqual([]);
   });
 
   it('needs class-validator everywhere; every other peer is optional (an Express app installs no Nest)', () => {

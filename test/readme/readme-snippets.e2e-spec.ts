@@ -545,6 +545,12 @@ const FRAGMENTS: Fragment[] = [
     identity: 'MIKRO_ORDER_ENTITIES, mikroOrmInbox, markPaidWithMikroOrm',
     reason: 'run by test/inbox/recipes.e2e-spec.ts (PostgreSQL and MariaDB)',
   },
+  // How a recipe is wired into an app: every recipe runs through them on its databases.
+  { identity: 'mountInboxPayments', reason: 'run by test/inbox/recipes.e2e-spec.ts (an Express app)' },
+  {
+    identity: 'PaidOrders, InboxPaymentsModule',
+    reason: 'run by test/inbox/recipes.nest.e2e-spec.ts (a Nest 12 app) and test/compat/apps/nest11-inbox (Nest 11)',
+  },
   // docs/vendure.md's configuration needs a Vendure server (Nest 11): test/platforms/vendure runs it as printed.
   { identity: 'nestjsPayments', reason: 'run by test/platforms/vendure (a real Vendure 3.7 server)' },
   {

@@ -1,13 +1,11 @@
-import type { PaymentConfirmedEvent } from '../../../lib/index.js';
-import type { InboxDialect, PaymentsInbox } from '../../../lib/store/index.js';
+import type { PaymentConfirmedEvent } from 'nestjs-payments';
+import type { InboxDialect, PaymentsInbox } from 'nestjs-payments/store';
 import type { HostHandle } from './host-handle.js';
-import type { ShopDatabase } from '../recipes/inbox-kysely.js';
-import pg from 'pg';
-import mysql from 'mysql2';
 
 // The inbox recipes of docs/exactly-once.md (test/inbox/recipes/, word for word), each set up on
-// a host database: one table for the recipes' suite and the crash test's child process. Each
-// case imports its recipe and its ORM when set up: a child process loads only the one it runs.
+// a host database: one table for the recipes' suites (Express, Nest 12), the crash test's child
+// process and the Nest 11 compatibility app (which imports the package by name, as this file
+// does). Each case imports its recipe and its ORM when set up: a process loads only what it runs.
 
 /** A recipe's confirmation handler. */
 export type Recipe = (event: PaymentConfirmedEvent) => Promise<void>;
@@ -102,15 +100,9 @@ export const RECIPE_CASES: readonly RecipeCase[] = [
     file: 'inbox-kysely.ts',
     dialects: ['postgres', 'mysql'],
     setup: async (db) => {
-      const { Kysely, MysqlDialect, PostgresDialect } = await import('kysely');
       const { kyselyInbox, markPaidWithKysely } = await import('../recipes/inbox-kysely.js');
-      const dialect =
-        db.dialect === 'postgres'
-          ? new PostgresDialect({ pool: new pg.Pool({ connectionString: db.url }) })
-          : new MysqlDialect({ pool: mysql.createPool(db.url) });
-      const instance = new Kysely<ShopDatabase>({ dialect });
-      db.closeAtDrop(() => instance.destroy());
-      return { inbox: kyselyInbox(instance, db.dialect), recipe: markPaidWithKysely };
+      const { kyselyOn } = await import('./kysely-handle.js');
+      return { inbox: kyselyInbox(kyselyOn(db), db.dialect), recipe: markPaidWithKysely };
     },
   },
   {
@@ -118,11 +110,9 @@ export const RECIPE_CASES: readonly RecipeCase[] = [
     file: 'inbox-drizzle-pg.ts',
     dialects: ['postgres'],
     setup: async (db) => {
-      const { drizzle } = await import('drizzle-orm/node-postgres');
       const { drizzlePgInbox, markPaidWithDrizzlePg } = await import('../recipes/inbox-drizzle-pg.js');
-      const pool = new pg.Pool({ connectionString: db.url });
-      db.closeAtDrop(() => pool.end());
-      return { inbox: drizzlePgInbox(drizzle({ client: pool })), recipe: markPaidWithDrizzlePg };
+      const { drizzlePgOn } = await import('./drizzle-handles.js');
+      return { inbox: drizzlePgInbox(drizzlePgOn(db)), recipe: markPaidWithDrizzlePg };
     },
   },
   {
@@ -130,11 +120,9 @@ export const RECIPE_CASES: readonly RecipeCase[] = [
     file: 'inbox-drizzle-mysql2.ts',
     dialects: ['mysql'],
     setup: async (db) => {
-      const { drizzle } = await import('drizzle-orm/mysql2');
       const { drizzleMysqlInbox, markPaidWithDrizzleMysql } = await import('../recipes/inbox-drizzle-mysql2.js');
-      const pool = mysql.createPool(db.url);
-      db.closeAtDrop(() => pool.promise().end());
-      return { inbox: drizzleMysqlInbox(drizzle({ client: pool })), recipe: markPaidWithDrizzleMysql };
+      const { drizzleMysqlOn } = await import('./drizzle-handles.js');
+      return { inbox: drizzleMysqlInbox(drizzleMysqlOn(db)), recipe: markPaidWithDrizzleMysql };
     },
   },
   {
