@@ -24,7 +24,10 @@ const [storeKind, countArg, stubUrl, redisUrl, postgresUrl, tracingArg, storyArg
 const TRACING = tracingArg === 'on' || tracingArg === 'http-on';
 const HTTP_SPANS = tracingArg === 'http' || tracingArg === 'http-on';
 const sdk = tracingArg !== 'off' ? (await import('./tracing.mjs')).startTracing({ global: true }) : undefined;
-const dist = new URL('../dist/', import.meta.url).href;
+// BENCH_DIST: another build to load (a copy of dist/ from before a change, measured beside this one).
+const dist = process.env.BENCH_DIST
+  ? new URL(`${process.env.BENCH_DIST.replace(/\/?$/, '/')}`, `file://${process.cwd()}/`).href
+  : new URL('../dist/', import.meta.url).href;
 const { OnPaymentConfirmed, PaymentsModule } = await import(`${dist}index.js`);
 const { MemoryPaymentsStore } = await import(`${dist}store/index.js`);
 const { WebhookTokenSigner } = await import(`${dist}core/webhook/webhook.token.js`);
@@ -39,6 +42,53 @@ const PRIVATE_KEY = 'sk_bench_private';
 // PostgreSQL do not); BENCH_STORY=off / on: none keeps them / all do, to compare ingest with and without.
 const storyMode = storyArg || process.env.BENCH_STORY;
 const STORY = storyMode === 'off' ? { story: false } : storyMode === 'on' ? { story: true } : {};
+// What goes to the database, counted at the driver (mark messages carry it): commands or
+// statements, and the writes to the socket, each a round trip unless pipelined.
+const wire = { commands: 0, trips: 0, byName: {} };
+const tally = (name) => {
+  wire.commands++;
+  wire.byName[name] = (wire.byName[name] ?? 0) + 1;
+};
+const statementName = (text) =>
+  String(text)
+    .replace(/\s+/g, ' ')
+    .replace(/"bench_[0-9]+_/g, '"')
+    .slice(0, 60);
+function countRedis(redis) {
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = (command, stream) => {
+    tally(command.name === 'evalsha' ? `evalsha ${String(command.args[0]).slice(0, 8)}` : command.name);
+    return send(command, stream);
+  };
+  redis.once('connect', () => {
+    const write = redis.stream.write.bind(redis.stream);
+    redis.stream.write = (...args) => (wire.trips++, write(...args));
+  });
+}
+function countPg(Client) {
+  const query = Client.prototype.query;
+  Client.prototype.query = function (config, ...rest) {
+    wire.trips++;
+    tally(statementName(typeof config === 'string' ? config : config?.text));
+    return query.call(this, config, ...rest);
+  };
+}
+function countPglite(db) {
+  // On a prototype of its own, not the instance: the store sends to an instance with a query()
+  // of its own as to a transaction's (postgres.wire.ts), which would change what is measured.
+  const own = Object.create(Object.getPrototypeOf(db));
+  const { execProtocol, query } = Object.getPrototypeOf(db);
+  own.execProtocol = function (message, ...rest) {
+    wire.trips++;
+    tally('execProtocol');
+    return execProtocol.call(this, message, ...rest);
+  };
+  own.query = function (text, ...rest) {
+    tally(statementName(text));
+    return query.call(this, text, ...rest);
+  };
+  Object.setPrototypeOf(db, own);
+}
 let store;
 let cleanup = async () => {};
 // The baseline of the store's kind: what a hand-written handler does after its verify call to
@@ -51,6 +101,7 @@ if (storeKind === 'redis') {
   const { Redis } = await import('ioredis');
   const keyPrefix = `nestjs-payments-bench:${process.pid}:${Date.now()}:`;
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  countRedis(redis);
   store = new RedisPaymentsStore(redis, { keyPrefix, ...STORY });
   // One write: the order marked paid, unless it already was (a repeated webhook).
   recordPaid = (orderId) => redis.set(`${keyPrefix}order:${orderId}`, 'paid', 'NX');
@@ -70,9 +121,11 @@ if (storeKind === 'redis') {
   if (storeKind === 'pglite') {
     const { PGlite } = await import('@electric-sql/pglite');
     db = new PGlite();
+    countPglite(db);
     cleanup = () => db.close();
   } else {
     const pg = await import('pg');
+    countPg((pg.default ?? pg).Client);
     db = new (pg.default ?? pg).Pool({ connectionString: postgresUrl, max: 10 });
     cleanup = async () => {
       // Own tables only (the prefix has this process' id), then the pool.
@@ -243,7 +296,7 @@ process.on('message', async (message) => {
   if (message?.type === 'handled') process.send({ type: 'handled', handled });
   if (message?.type === 'mark') {
     const cpu = process.cpuUsage();
-    process.send({ type: 'mark', cpuUs: cpu.user + cpu.system, requests, handled });
+    process.send({ type: 'mark', cpuUs: cpu.user + cpu.system, requests, handled, wire: structuredClone(wire) });
   }
   // A CPU profile of what happens between two messages (bench/profile-app.mjs), start-up left out.
   if (message?.type === 'profile-start') {
