@@ -21,6 +21,8 @@ const CONNECTIONS = 16;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const BEFORE = process.env.BENCH_BEFORE_DIST;
+// The apps count what they send at the driver (see webhook-app.mjs).
+process.env.BENCH_WIRE = '1';
 const TOKENS = { memory: 40_000, redis: 30_000, pglite: 8000, postgres: 15_000 };
 
 const stub = forkChild('./stub-server.mjs');

@@ -42,8 +42,11 @@ const PRIVATE_KEY = 'sk_bench_private';
 // PostgreSQL do not); BENCH_STORY=off / on: none keeps them / all do, to compare ingest with and without.
 const storyMode = storyArg || process.env.BENCH_STORY;
 const STORY = storyMode === 'off' ? { story: false } : storyMode === 'on' ? { story: true } : {};
-// What goes to the database, counted at the driver (mark messages carry it): commands or
-// statements, and the writes to the socket, each a round trip unless pipelined.
+// With BENCH_WIRE=1 (bench/ingest-wire.mjs), what goes to the database, counted at the driver
+// (mark messages carry it): commands or statements, and the round trips they take (Redis: writes
+// to the socket; pg: queries; PGlite: calls into the database). Off by default: the counting
+// costs CPU that bench/run.mjs would measure.
+const WIRE = process.env.BENCH_WIRE === '1';
 const wire = { commands: 0, trips: 0, byName: {} };
 const tally = (name) => {
   wire.commands++;
@@ -77,15 +80,35 @@ function countPglite(db) {
   // On a prototype of its own, not the instance: the store sends to an instance with a query()
   // of its own as to a transaction's (postgres.wire.ts), which would change what is measured.
   const own = Object.create(Object.getPrototypeOf(db));
-  const { execProtocol, query } = Object.getPrototypeOf(db);
+  const { execProtocol, query, transaction } = Object.getPrototypeOf(db);
   own.execProtocol = function (message, ...rest) {
     wire.trips++;
     tally('execProtocol');
     return execProtocol.call(this, message, ...rest);
   };
   own.query = function (text, ...rest) {
+    wire.trips++;
     tally(statementName(text));
     return query.call(this, text, ...rest);
+  };
+  // BEGIN and COMMIT are PGlite's own calls; the statements inside go through the transaction's query().
+  own.transaction = function (callback, ...rest) {
+    wire.trips += 2;
+    tally('BEGIN');
+    tally('COMMIT');
+    return transaction.call(
+      this,
+      (tx) =>
+        callback(
+          new Proxy(tx, {
+            get: (target, key) =>
+              key === 'query'
+                ? (text, ...args) => (wire.trips++, tally(statementName(text)), target.query(text, ...args))
+                : Reflect.get(target, key),
+          }),
+        ),
+      ...rest,
+    );
   };
   Object.setPrototypeOf(db, own);
 }
@@ -101,7 +124,7 @@ if (storeKind === 'redis') {
   const { Redis } = await import('ioredis');
   const keyPrefix = `nestjs-payments-bench:${process.pid}:${Date.now()}:`;
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-  countRedis(redis);
+  if (WIRE) countRedis(redis);
   store = new RedisPaymentsStore(redis, { keyPrefix, ...STORY });
   // One write: the order marked paid, unless it already was (a repeated webhook).
   recordPaid = (orderId) => redis.set(`${keyPrefix}order:${orderId}`, 'paid', 'NX');
@@ -121,11 +144,11 @@ if (storeKind === 'redis') {
   if (storeKind === 'pglite') {
     const { PGlite } = await import('@electric-sql/pglite');
     db = new PGlite();
-    countPglite(db);
+    if (WIRE) countPglite(db);
     cleanup = () => db.close();
   } else {
     const pg = await import('pg');
-    countPg((pg.default ?? pg).Client);
+    if (WIRE) countPg((pg.default ?? pg).Client);
     db = new (pg.default ?? pg).Pool({ connectionString: postgresUrl, max: 10 });
     cleanup = async () => {
       // Own tables only (the prefix has this process' id), then the pool.
