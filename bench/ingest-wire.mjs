@@ -30,17 +30,27 @@ const { port: stubPort } = await stub.next('ready');
 const stubUrl = `http://127.0.0.1:${stubPort}`;
 const body = (id) => JSON.stringify({ payment_id: id, status: 'completed' });
 
-// CPU jiffies (user + system) of processes, from /proc; in µs.
+// CPU jiffies (user + system) of each process, from /proc; in µs. A process gone is left out.
 const TICK_US = 1e6 / 100;
-const cpuOf = (pids) =>
-  pids.reduce((sum, pid) => {
+const cpuOf = (pids) => {
+  const out = new Map();
+  for (const pid of pids) {
     try {
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      return sum + (Number(fields[11]) + Number(fields[12])) * TICK_US;
+      out.set(pid, (Number(fields[11]) + Number(fields[12])) * TICK_US);
     } catch {
-      return sum;
+      // exited
     }
-  }, 0);
+  }
+  return out;
+};
+// CPU used between two readings by the processes alive at the second: a backend started meanwhile
+// counts whole, one that exited meanwhile is lost (the pool keeps its backends while loaded).
+const cpuBetween = (before, after) => {
+  let us = 0;
+  for (const [pid, end] of after) us += end - (before.get(pid) ?? 0);
+  return us;
+};
 
 // The database server's processes that serve the app: PostgreSQL's backends on this database
 // (the app's pool), Redis' one process.
@@ -112,14 +122,15 @@ async function startApp(kind, label, dist) {
 
 const mark = async (app) => (app.child.send({ type: 'mark' }), app.child.next('mark'));
 
-async function slice(app, route, seconds, pids) {
+async function slice(app, route, seconds, kind) {
   const { path, makeRequest } = app.routes[route];
   const m0 = await mark(app);
+  const pids = await serverPids(kind);
   const s0 = cpuOf(pids);
   const result = await load(app.port, path, makeRequest, seconds);
   await new Promise((resolve) => setTimeout(resolve, 100));
   const m1 = await mark(app);
-  const s1 = cpuOf(pids);
+  const s1 = cpuOf(new Set([...pids, ...(await serverPids(kind))]));
   const requests = Math.max(1, m1.requests - m0.requests);
   const byName = {};
   for (const [name, n] of Object.entries(m1.wire.byName)) {
@@ -130,7 +141,7 @@ async function slice(app, route, seconds, pids) {
     rps: result.requests.average,
     non2xx: result.non2xx + result.errors,
     appCpu: (m1.cpuUs - m0.cpuUs) / requests,
-    serverCpu: pids.length ? (s1 - s0) / requests : NaN,
+    serverCpu: kind === 'redis' || kind === 'postgres' ? cpuBetween(s0, s1) / requests : NaN,
     commands: (m1.wire.commands - m0.wire.commands) / requests,
     trips: (m1.wire.trips - m0.wire.trips) / requests,
     byName,
@@ -140,14 +151,11 @@ async function slice(app, route, seconds, pids) {
 for (const kind of kindsArg.split(',')) {
   const apps = [await startApp(kind, 'this build')];
   if (BEFORE) apps.push(await startApp(kind, 'before', BEFORE));
-  const pids = await serverPids(kind);
-  for (const app of apps) for (const route of Object.keys(app.routes)) await slice(app, route, 1, pids); // warm-up
-  // The pool's backends exist once it has been loaded.
-  const loadedPids = kind === 'postgres' ? await serverPids(kind) : pids;
+  for (const app of apps) for (const route of Object.keys(app.routes)) await slice(app, route, 1, kind); // warm-up
   for (let r = 0; r < REPEATS; r++) {
     for (const app of r % 2 ? [...apps].reverse() : apps) {
       for (const route of Object.keys(app.routes)) {
-        const s = await slice(app, route, SECONDS, loadedPids);
+        const s = await slice(app, route, SECONDS, kind);
         (app.slices[route] ??= []).push(s);
       }
     }
