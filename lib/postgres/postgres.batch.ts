@@ -4,6 +4,13 @@ import type { StoreTables } from './postgres.schema.js';
 /** Calls one batch carries at most: keeps its statement, and what waits on it, short. */
 export const MAX_BATCH = 64;
 
+/**
+ * Batches of one statement in flight at once: commits of a few connections overlap (a single one
+ * in flight made each call wait for the commit before it, which under load cost more throughput
+ * than the batches saved), and the rest of the pool is left to everything else.
+ */
+export const MAX_IN_FLIGHT = 4;
+
 /** One call waiting for its batch. */
 interface Queued<Call> {
   call: Call;
@@ -13,25 +20,28 @@ interface Queued<Call> {
 }
 
 /**
- * Group commit for one of the store's statements: a call made while a batch of the same statement
- * is on its way goes out with the next batch, as one statement, one round trip and one commit for
- * all its calls. With nothing in flight a call goes out at once, alone: batching adds no wait to a
- * store that is not busy, and under load it replaces a commit per call (the database's largest
- * cost per webhook: figures in docs/performance.md) by one per batch.
+ * Group commit for one of the store's statements: a call made while {@link MAX_IN_FLIGHT} batches
+ * of the same statement are on their way goes out with the next batch, as one statement, one round
+ * trip and one commit for all its calls. Below that a call goes out at once, alone: batching adds
+ * no wait to a store that is not busy, and under load it replaces a commit per call (the
+ * database's largest cost per webhook: figures in docs/performance.md) by one per batch.
  *
  * Each call keeps what it had alone: its row is written by the same rule, on one snapshot, and
  * its promise settles once the batch's statement committed (or failed: then every call of the
- * batch rejects, as each would have alone on an unreachable database). Calls that share a key
- * (the same event or payment) never share a batch, since one statement may write a row only once.
+ * batch rejects, as each would have alone on an unreachable database). A call that shares a key
+ * (the same event or payment) with a call in flight or in its batch waits for the next batch: one
+ * statement may write a row only once, and two batches in flight never wait for each other's rows.
  */
 export class StatementBatcher<Call> {
   #queue: Array<Queued<Call>> = [];
-  #sending = false;
+  #inFlight = 0;
+  /** The keys of the calls in flight. */
+  readonly #busy = new Set<string>();
 
   /**
    * @param send sends the calls as one statement (an async function: it rejects, never throws);
    *   resolves with the rows of each call, in order
-   * @param keysOf the rows a call writes: calls sharing one go in different batches
+   * @param keysOf the rows a call writes: calls sharing one are never in flight together
    */
   constructor(
     private readonly send: (calls: Call[]) => Promise<unknown[][]>,
@@ -47,28 +57,30 @@ export class StatementBatcher<Call> {
   }
 
   #next(): void {
-    if (this.#sending || this.#queue.length === 0) return;
-    const batch: Array<Queued<Call>> = [];
-    const rest: Array<Queued<Call>> = [];
-    const taken = new Set<string>();
-    for (const queued of this.#queue) {
-      if (batch.length < MAX_BATCH && queued.keys.every((key) => !taken.has(key))) {
-        for (const key of queued.keys) taken.add(key);
-        batch.push(queued);
-      } else rest.push(queued);
+    while (this.#inFlight < MAX_IN_FLIGHT && this.#queue.length > 0) {
+      const batch: Array<Queued<Call>> = [];
+      const rest: Array<Queued<Call>> = [];
+      for (const queued of this.#queue) {
+        if (batch.length < MAX_BATCH && queued.keys.every((key) => !this.#busy.has(key))) {
+          for (const key of queued.keys) this.#busy.add(key);
+          batch.push(queued);
+        } else rest.push(queued);
+      }
+      this.#queue = rest;
+      if (batch.length === 0) return;
+      this.#inFlight++;
+      const settle = () => {
+        this.#inFlight--;
+        for (const queued of batch) for (const key of queued.keys) this.#busy.delete(key);
+        this.#next();
+      };
+      this.send(batch.map((queued) => queued.call))
+        .then(
+          (rows) => batch.forEach((queued, k) => queued.resolve(rows[k] ?? [])),
+          (error: unknown) => batch.forEach((queued) => queued.reject(error)),
+        )
+        .finally(settle);
     }
-    this.#queue = rest;
-    this.#sending = true;
-    const settle = () => {
-      this.#sending = false;
-      this.#next();
-    };
-    this.send(batch.map((queued) => queued.call))
-      .then(
-        (rows) => batch.forEach((queued, k) => queued.resolve(rows[k] ?? [])),
-        (error: unknown) => batch.forEach((queued) => queued.reject(error)),
-      )
-      .finally(settle);
   }
 }
 

@@ -388,6 +388,18 @@ describe('PostgresPaymentsStore on PGlite', () => {
       await store.saveBinding('t1', binding, LONG_MS);
       await store.claim('e-done', 'o', LONG_MS);
       await store.markDone('e-done', 'o', LONG_MS);
+      // Each single statement parsed once before the count (a statement's first calls made at once
+      // would each carry its Parse: postgres.wire.ts).
+      await store.findBindingAndClaim('t1', binding.paymentId, 'e-warm', 'o', LONG_MS);
+      await store.finishOutcome({
+        eventKey: 'e-warm',
+        owner: 'o',
+        claim: 'done',
+        doneTtlMs: LONG_MS,
+        record: record('pay-warm'),
+        attemptsAdded: 1,
+        recordTtlMs: LONG_MS,
+      });
       // Calls into the database, counted on a prototype of the instance's own (an own `query`
       // would make the store send as to a transaction's connection).
       let calls = 0;
@@ -399,16 +411,20 @@ describe('PostgresPaymentsStore on PGlite', () => {
       };
       Object.setPrototypeOf(db, own);
 
+      // The first four go out at once, alone (as many as the batches in flight); the others wait.
+      const fillers = ['e-f1', 'e-f2', 'e-f3', 'e-f4'];
       const claims = await Promise.all([
+        ...fillers.map((key) => store.findBindingAndClaim('t1', binding.paymentId, key, 'o', LONG_MS)),
         store.findBindingAndClaim('t1', binding.paymentId, 'e-a', 'o', LONG_MS),
         store.findBindingAndClaim('t1', 'pay-other', 'e-b', 'o', LONG_MS),
         store.findBindingAndClaim('t-none', binding.paymentId, 'e-c', 'o', LONG_MS),
         store.findBindingAndClaim('t1', binding.paymentId, 'e-d', 'o', LONG_MS),
-        // The same event as the call before: never in the same batch, and then busy.
+        // The same event as the call before: never in flight with it, and then busy.
         store.findBindingAndClaim('t1', binding.paymentId, 'e-d', 'x', LONG_MS),
         store.findBindingAndClaim('t1', binding.paymentId, 'e-done', 'o', LONG_MS),
       ]);
       expect(claims).toEqual([
+        ...fillers.map(() => ({ binding, claim: 'claimed' })),
         { binding, claim: 'claimed' },
         { binding },
         { binding: undefined },
@@ -416,8 +432,8 @@ describe('PostgresPaymentsStore on PGlite', () => {
         { binding, claim: 'busy' },
         { binding, claim: 'done' },
       ]);
-      // The first alone, the next four together, the sixth (sharing e-d) after them.
-      expect(calls).toBe(3);
+      // Four alone, the next five together, the one sharing e-d after them.
+      expect(calls).toBe(6);
 
       await store.saveOutcome({ ...record('pay-f1'), attempts: 2 }, LONG_MS);
       await store.queueGenerated({ paymentId: 'pay-f1', amount: '12500', createdAt: binding.createdAt, checks: 0 }, 0);
@@ -433,6 +449,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
           recordTtlMs: LONG_MS,
         });
       const finished = await Promise.all([
+        ...fillers.map((key) => finish(key, 'o', 'done', `pay-${key}`)),
         finish('e-a', 'o', 'done', 'pay-f0'),
         finish('e-d', 'o', 'done', 'pay-f1'),
         finish('e-b', 'o', 'release', 'pay-f2'),
@@ -440,8 +457,8 @@ describe('PostgresPaymentsStore on PGlite', () => {
         // Another owner's claim: neither marked done nor released.
         finish('e-d', 'x', 'release', 'pay-f4'),
       ]);
-      expect(finished).toEqual([true, true, false, false, false]);
-      expect(calls).toBe(3);
+      expect(finished).toEqual([...fillers.map(() => true), true, true, false, false, false]);
+      expect(calls).toBe(6);
       await expect(store.claim('e-d', 'y', LONG_MS)).resolves.toBe('done');
       await expect(store.claim('e-a', 'y', LONG_MS)).resolves.toBe('done');
       await expect(store.getOutcome('pay-f1')).resolves.toMatchObject({ attempts: 3, outcome: 'confirmed' });
