@@ -102,7 +102,8 @@ const expiresIn = (ms: string) => `statement_timestamp() + ${ms} * interval '1 m
  * `finishOutcome` (postgres.statements.ts): the same rules, over the rows of one JSON parameter
  * (one string, which PGlite's named statements take as well as `pg` does), each row answered with
  * its number `n`. Rows are written in key order, so that two batches lock the rows they share in
- * the same order.
+ * the same order. Every row is found through its table's key (an index probe per row), as by the
+ * single statements, whatever the planner guesses of the JSON's size.
  */
 export function batchStatements(t: StoreTables): { findBindingAndClaim: string; finishOutcome: string } {
   return {
@@ -110,8 +111,12 @@ export function batchStatements(t: StoreTables): { findBindingAndClaim: string; 
   SELECT * FROM jsonb_to_recordset($1::text::jsonb)
     AS i(n integer, token_id text, event_key text, owner text, payment_id text, lease double precision)
 ), b AS (
+  -- LIMIT keeps each lookup a subquery of its own, an index probe per row: joined, the planner
+  -- expects a hundred rows of the JSON and scans every binding.
   SELECT i.n, i.event_key, i.owner, i.payment_id, i.lease, bd.binding
-  FROM i JOIN ${t.bindings} bd ON bd.token_id = i.token_id AND bd.expires_at > statement_timestamp()
+  FROM i CROSS JOIN LATERAL (
+    SELECT binding FROM ${t.bindings} WHERE token_id = i.token_id AND expires_at > statement_timestamp() LIMIT 1
+  ) bd
 ), c AS (
   INSERT INTO ${t.events} AS e (event_key, state, owner, expires_at)
   SELECT b.event_key, 'claimed', b.owner, ${expiresIn('b.lease')} FROM b
@@ -131,15 +136,17 @@ FROM i LEFT JOIN b ON b.n = i.n LEFT JOIN c ON c.event_key = i.event_key`,
          handlers text, updated_at text, record text, mode text, added integer, record_ttl double precision)
 ), marked AS (
   UPDATE ${t.events} AS e SET state = 'done', owner = NULL, expires_at = ${expiresIn('i.done_ttl')}
-  FROM i WHERE i.mode = 'done' AND e.event_key = i.event_key AND e.state = 'claimed' AND e.owner = i.owner
+  FROM i WHERE e.event_key = ANY (ARRAY(SELECT event_key FROM i WHERE mode = 'done'))
+    AND i.mode = 'done' AND e.event_key = i.event_key AND e.state = 'claimed' AND e.owner = i.owner
     AND e.expires_at > statement_timestamp()
   RETURNING e.event_key
 ), released AS (
   DELETE FROM ${t.events} AS e USING i
-  WHERE i.mode = 'release' AND e.event_key = i.event_key AND e.state = 'claimed' AND e.owner = i.owner
+  WHERE e.event_key = ANY (ARRAY(SELECT event_key FROM i WHERE mode = 'release'))
+    AND i.mode = 'release' AND e.event_key = i.event_key AND e.state = 'claimed' AND e.owner = i.owner
   RETURNING 1
 ), unqueued AS (
-  DELETE FROM ${t.pending} AS p USING i WHERE i.mode = 'done' AND p.payment_id = i.payment_id
+  DELETE FROM ${t.pending} WHERE payment_id = ANY (ARRAY(SELECT payment_id FROM i WHERE mode = 'done'))
   RETURNING 1
 ), saved AS (
   INSERT INTO ${t.outcomes} AS o (payment_id, outcome, handlers, updated_at, record, expires_at)
