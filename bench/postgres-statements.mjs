@@ -1,7 +1,6 @@
 // What a confirmation costs the PostgreSQL server, statement by statement, beside what a
 // hand-written handler's transaction costs: the store's two statements (findBindingAndClaim,
-// finishOutcome) sent unnamed and as named prepared statements, and through the store's methods
-// (which send the calls made while one of the same is in flight as one statement), against BEGIN / UPDATE of an
+// finishOutcome) sent unnamed and as named prepared statements, against BEGIN / UPDATE of an
 // order row / COMMIT, on one pg Pool of 10 at 16 in flight. Reports operations a second, this
 // process' CPU and the whole machine's CPU per operation (the server's backends included: on 2
 // shared cores that is what bounds a webhook's throughput).
@@ -24,7 +23,6 @@ const IN_FLIGHT = 16;
 const ORDERS = 100_000;
 const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 10 });
 const unnamed = new PostgresPaymentsStore(pool, { tablePrefix: PREFIX, preparedStatements: false });
-const store = new PostgresPaymentsStore(pool, { tablePrefix: PREFIX });
 const sql = storeStatements(storeTables({ prefix: PREFIX, schema: undefined }));
 // Not `${PREFIX}orders`: that is the store's own order ledger (same prefix).
 const orders = `"${PREFIX}shop_orders"`;
@@ -116,11 +114,6 @@ try {
     await measure('store, unnamed: findBindingAndClaim + finishOutcome', bind, async (id) => {
       await pool.query(sql.findBindingAndClaim, [`t_${id}`, `outcome:${id}`, 'o1', id, 30_000]);
       await pool.query(sql.finishOutcome, finishOutcomeParams(finish(id)));
-    });
-    // Through the store's methods: calls made while one of the same is in flight go out together.
-    await measure('store methods, batched while in flight: findBindingAndClaim + finishOutcome', bind, async (id) => {
-      await store.findBindingAndClaim(`t_${id}`, id, `outcome:${id}`, 'o1', 30_000);
-      if (!(await store.finishOutcome(finish(id)))) throw new Error(`${id} was not marked done`);
     });
     await measure('store, prepared: findBindingAndClaim + finishOutcome', bind, async (id) => {
       await pool.query({

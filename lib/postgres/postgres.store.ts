@@ -25,7 +25,6 @@ import {
   type RefundSwap,
   type PaymentStoryLog,
 } from '../core/store/index.js';
-import { webhookBatchers } from './postgres.batch.js';
 import { PostgresConnection } from './postgres.connection.js';
 import { PostgresRateLimiter } from './postgres.limiter.js';
 import { orderStatements, PostgresOrderLedger } from './postgres.orders.js';
@@ -129,8 +128,6 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger, Refund
   readonly #claimsInFlight = new ClaimsInFlight();
   readonly #orders: PostgresOrderLedger;
   readonly #refunds: PostgresRefundLedger;
-  /** A webhook's two statements, batched while one of the same is in flight (postgres.batch.ts); none when transactional. */
-  readonly #batches?: ReturnType<typeof webhookBatchers>;
   /** The payments' stories and the desk's tallies (see docs/desk.md); absent with `story: false`. */
   readonly story?: PaymentStoryLog;
 
@@ -153,9 +150,6 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger, Refund
     const tables = storeTables(resolveTableNames(options));
     this.#orders = new PostgresOrderLedger(this.#db, orderStatements(tables), this.#claimsInFlight);
     this.#refunds = new PostgresRefundLedger(this.#db, tables);
-    // Not in the transactional mode, whose handlers' transactions hold the rows of their events
-    // until they commit: a batch waiting for one such row would hold up every webhook in it.
-    if (!this.transactional) this.#batches = webhookBatchers(this.#db, tables);
     if (options.story !== undefined && options.story !== false)
       this.story = new PostgresStoryLog(this.#db, tables, options.story === true ? {} : options.story);
   }
@@ -243,15 +237,13 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger, Refund
     leaseMs: number,
   ): Promise<BindingClaim> {
     const lease = positiveMs('PostgresPaymentsStore', leaseMs, 'leaseMs');
-    const sent = this.#batches
-      ? this.#batches.claims.run({ tokenId, eventKey, owner, paymentId, leaseMs: lease })
-      : this.#db.send('findBindingAndClaim', this.#db.sql.findBindingAndClaim, [
-          tokenId,
-          eventKey,
-          owner,
-          paymentId,
-          lease,
-        ]);
+    const sent = this.#db.send('findBindingAndClaim', this.#db.sql.findBindingAndClaim, [
+      tokenId,
+      eventKey,
+      owner,
+      paymentId,
+      lease,
+    ]);
     this.#claimsInFlight.track(eventKey, owner, sent);
     const rows = await this.#db.bounded('findBindingAndClaim', sent);
     this.#db.countWrite();
@@ -270,13 +262,7 @@ export class PostgresPaymentsStore implements PaymentsStore, OrderLedger, Refund
 
   /** markDone (or release), removePending and saveOutcome with its attempts counted, in one statement (one round trip). */
   async finishOutcome(finish: OutcomeFinish): Promise<boolean> {
-    const params = finishOutcomeParams(finish);
-    if (!this.#batches) {
-      const rows = await this.#db.write('finishOutcome', this.#db.sql.finishOutcome, params);
-      return valueOf(rows[0]) === '1';
-    }
-    const rows = await this.#db.bounded('finishOutcome', this.#batches.finishes.run(params));
-    this.#db.countWrite();
+    const rows = await this.#db.write('finishOutcome', this.#db.sql.finishOutcome, finishOutcomeParams(finish));
     return valueOf(rows[0]) === '1';
   }
 

@@ -8,15 +8,6 @@ import { expectLateClaimReleased } from './late-claim.js';
 
 const LONG_MS = 60_000;
 const binding = { paymentId: 'pay-1', amount: '12500', createdAt: '2025-01-01T00:00:00.000Z' };
-const record = (paymentId: string) => ({
-  paymentId,
-  outcome: 'confirmed' as const,
-  status: 'SUCCESS',
-  source: 'webhook' as const,
-  handlers: 'succeeded' as const,
-  amount: '12500',
-  updatedAt: '2025-01-01T00:00:01.000Z',
-});
 
 /** Rows of a query, for looking at what the store wrote. */
 async function rows(db: PGlite, text: string, params: unknown[] = []): Promise<Array<Record<string, unknown>>> {
@@ -379,95 +370,6 @@ describe('PostgresPaymentsStore on PGlite', () => {
     const hung = { query: () => new Promise<{ rows: unknown[] }>(() => undefined) };
     const store = new PostgresPaymentsStore(hung, { operationTimeoutMs: 100 });
     await expect(store.claim('e', 'o', LONG_MS)).rejects.toThrow(/claim timed out after 100 ms/);
-  });
-
-  it('sends concurrent webhook claims and finishes together, one statement per batch, each answered as alone', async () => {
-    const db = new PGlite();
-    try {
-      const store = new PostgresPaymentsStore(db, { operationTimeoutMs: LONG_MS });
-      await store.saveBinding('t1', binding, LONG_MS);
-      await store.claim('e-done', 'o', LONG_MS);
-      await store.markDone('e-done', 'o', LONG_MS);
-      // Each single statement parsed once before the count (a statement's first calls made at once
-      // would each carry its Parse: postgres.wire.ts).
-      await store.findBindingAndClaim('t1', binding.paymentId, 'e-warm', 'o', LONG_MS);
-      await store.finishOutcome({
-        eventKey: 'e-warm',
-        owner: 'o',
-        claim: 'done',
-        doneTtlMs: LONG_MS,
-        record: record('pay-warm'),
-        attemptsAdded: 1,
-        recordTtlMs: LONG_MS,
-      });
-      // Calls into the database, counted on a prototype of the instance's own (an own `query`
-      // would make the store send as to a transaction's connection).
-      let calls = 0;
-      const proto = Object.getPrototypeOf(db) as { execProtocol: (...args: unknown[]) => unknown };
-      const own = Object.create(proto) as typeof proto;
-      own.execProtocol = function (this: unknown, ...args: unknown[]) {
-        calls++;
-        return proto.execProtocol.apply(this, args);
-      };
-      Object.setPrototypeOf(db, own);
-
-      // The first four go out at once, alone (as many as the batches in flight); the others wait.
-      const fillers = ['e-f1', 'e-f2', 'e-f3', 'e-f4'];
-      const claims = await Promise.all([
-        ...fillers.map((key) => store.findBindingAndClaim('t1', binding.paymentId, key, 'o', LONG_MS)),
-        store.findBindingAndClaim('t1', binding.paymentId, 'e-a', 'o', LONG_MS),
-        store.findBindingAndClaim('t1', 'pay-other', 'e-b', 'o', LONG_MS),
-        store.findBindingAndClaim('t-none', binding.paymentId, 'e-c', 'o', LONG_MS),
-        store.findBindingAndClaim('t1', binding.paymentId, 'e-d', 'o', LONG_MS),
-        // The same event as the call before: never in flight with it, and then busy.
-        store.findBindingAndClaim('t1', binding.paymentId, 'e-d', 'x', LONG_MS),
-        store.findBindingAndClaim('t1', binding.paymentId, 'e-done', 'o', LONG_MS),
-      ]);
-      expect(claims).toEqual([
-        ...fillers.map(() => ({ binding, claim: 'claimed' })),
-        { binding, claim: 'claimed' },
-        { binding },
-        { binding: undefined },
-        { binding, claim: 'claimed' },
-        { binding, claim: 'busy' },
-        { binding, claim: 'done' },
-      ]);
-      // Four alone, the next five together, the one sharing e-d after them.
-      expect(calls).toBe(6);
-
-      await store.saveOutcome({ ...record('pay-f1'), attempts: 2 }, LONG_MS);
-      await store.queueGenerated({ paymentId: 'pay-f1', amount: '12500', createdAt: binding.createdAt, checks: 0 }, 0);
-      calls = 0;
-      const finish = (eventKey: string, owner: string, claim: 'done' | 'release', paymentId: string) =>
-        store.finishOutcome({
-          eventKey,
-          owner,
-          claim,
-          doneTtlMs: LONG_MS,
-          record: record(paymentId),
-          attemptsAdded: 1,
-          recordTtlMs: LONG_MS,
-        });
-      const finished = await Promise.all([
-        ...fillers.map((key) => finish(key, 'o', 'done', `pay-${key}`)),
-        finish('e-a', 'o', 'done', 'pay-f0'),
-        finish('e-d', 'o', 'done', 'pay-f1'),
-        finish('e-b', 'o', 'release', 'pay-f2'),
-        finish('e-done', 'o', 'done', 'pay-f3'),
-        // Another owner's claim: neither marked done nor released.
-        finish('e-d', 'x', 'release', 'pay-f4'),
-      ]);
-      expect(finished).toEqual([...fillers.map(() => true), true, true, false, false, false]);
-      expect(calls).toBe(6);
-      await expect(store.claim('e-d', 'y', LONG_MS)).resolves.toBe('done');
-      await expect(store.claim('e-a', 'y', LONG_MS)).resolves.toBe('done');
-      await expect(store.getOutcome('pay-f1')).resolves.toMatchObject({ attempts: 3, outcome: 'confirmed' });
-      await expect(store.getOutcome('pay-f2')).resolves.toMatchObject({ attempts: 1 });
-      // Done: its queue entry is gone.
-      await expect(store.findPending('pay-f1')).resolves.toBeUndefined();
-    } finally {
-      await db.close();
-    }
   });
 
   it('frees a claim that commits after it timed out, once the caller releases it (#13.4)', async () => {
