@@ -24,7 +24,10 @@ const [storeKind, countArg, stubUrl, redisUrl, postgresUrl, tracingArg, storyArg
 const TRACING = tracingArg === 'on' || tracingArg === 'http-on';
 const HTTP_SPANS = tracingArg === 'http' || tracingArg === 'http-on';
 const sdk = tracingArg !== 'off' ? (await import('./tracing.mjs')).startTracing({ global: true }) : undefined;
-const dist = new URL('../dist/', import.meta.url).href;
+// BENCH_DIST: another build to load (a copy of dist/ from before a change, measured beside this one).
+const dist = process.env.BENCH_DIST
+  ? new URL(`${process.env.BENCH_DIST.replace(/\/?$/, '/')}`, `file://${process.cwd()}/`).href
+  : new URL('../dist/', import.meta.url).href;
 const { OnPaymentConfirmed, PaymentsModule } = await import(`${dist}index.js`);
 const { MemoryPaymentsStore } = await import(`${dist}store/index.js`);
 const { WebhookTokenSigner } = await import(`${dist}core/webhook/webhook.token.js`);
@@ -39,6 +42,76 @@ const PRIVATE_KEY = 'sk_bench_private';
 // PostgreSQL do not); BENCH_STORY=off / on: none keeps them / all do, to compare ingest with and without.
 const storyMode = storyArg || process.env.BENCH_STORY;
 const STORY = storyMode === 'off' ? { story: false } : storyMode === 'on' ? { story: true } : {};
+// With BENCH_WIRE=1 (bench/ingest-wire.mjs), what goes to the database, counted at the driver
+// (mark messages carry it): commands or statements, and the round trips they take (Redis: writes
+// to the socket; pg: queries; PGlite: calls into the database). Off by default: the counting
+// costs CPU that bench/run.mjs would measure.
+const WIRE = process.env.BENCH_WIRE === '1';
+const wire = { commands: 0, trips: 0, byName: {} };
+const tally = (name) => {
+  wire.commands++;
+  wire.byName[name] = (wire.byName[name] ?? 0) + 1;
+};
+const statementName = (text) =>
+  String(text)
+    .replace(/\s+/g, ' ')
+    .replace(/"bench_[0-9]+_/g, '"')
+    .slice(0, 60);
+function countRedis(redis) {
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = (command, stream) => {
+    tally(command.name === 'evalsha' ? `evalsha ${String(command.args[0]).slice(0, 8)}` : command.name);
+    return send(command, stream);
+  };
+  redis.once('connect', () => {
+    const write = redis.stream.write.bind(redis.stream);
+    redis.stream.write = (...args) => (wire.trips++, write(...args));
+  });
+}
+function countPg(Client) {
+  const query = Client.prototype.query;
+  Client.prototype.query = function (config, ...rest) {
+    wire.trips++;
+    tally(statementName(typeof config === 'string' ? config : config?.text));
+    return query.call(this, config, ...rest);
+  };
+}
+function countPglite(db) {
+  // On a prototype of its own, not the instance: the store sends to an instance with a query()
+  // of its own as to a transaction's (postgres.wire.ts), which would change what is measured.
+  const own = Object.create(Object.getPrototypeOf(db));
+  const { execProtocol, query, transaction } = Object.getPrototypeOf(db);
+  own.execProtocol = function (message, ...rest) {
+    wire.trips++;
+    tally('execProtocol');
+    return execProtocol.call(this, message, ...rest);
+  };
+  own.query = function (text, ...rest) {
+    wire.trips++;
+    tally(statementName(text));
+    return query.call(this, text, ...rest);
+  };
+  // BEGIN and COMMIT are PGlite's own calls; the statements inside go through the transaction's query().
+  own.transaction = function (callback, ...rest) {
+    wire.trips += 2;
+    tally('BEGIN');
+    tally('COMMIT');
+    return transaction.call(
+      this,
+      (tx) =>
+        callback(
+          new Proxy(tx, {
+            get: (target, key) =>
+              key === 'query'
+                ? (text, ...args) => (wire.trips++, tally(statementName(text)), target.query(text, ...args))
+                : Reflect.get(target, key),
+          }),
+        ),
+      ...rest,
+    );
+  };
+  Object.setPrototypeOf(db, own);
+}
 let store;
 let cleanup = async () => {};
 // The baseline of the store's kind: what a hand-written handler does after its verify call to
@@ -51,6 +124,7 @@ if (storeKind === 'redis') {
   const { Redis } = await import('ioredis');
   const keyPrefix = `nestjs-payments-bench:${process.pid}:${Date.now()}:`;
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  if (WIRE) countRedis(redis);
   store = new RedisPaymentsStore(redis, { keyPrefix, ...STORY });
   // One write: the order marked paid, unless it already was (a repeated webhook).
   recordPaid = (orderId) => redis.set(`${keyPrefix}order:${orderId}`, 'paid', 'NX');
@@ -70,9 +144,11 @@ if (storeKind === 'redis') {
   if (storeKind === 'pglite') {
     const { PGlite } = await import('@electric-sql/pglite');
     db = new PGlite();
+    if (WIRE) countPglite(db);
     cleanup = () => db.close();
   } else {
     const pg = await import('pg');
+    if (WIRE) countPg((pg.default ?? pg).Client);
     db = new (pg.default ?? pg).Pool({ connectionString: postgresUrl, max: 10 });
     cleanup = async () => {
       // Own tables only (the prefix has this process' id), then the pool.
@@ -243,7 +319,7 @@ process.on('message', async (message) => {
   if (message?.type === 'handled') process.send({ type: 'handled', handled });
   if (message?.type === 'mark') {
     const cpu = process.cpuUsage();
-    process.send({ type: 'mark', cpuUs: cpu.user + cpu.system, requests, handled });
+    process.send({ type: 'mark', cpuUs: cpu.user + cpu.system, requests, handled, wire: structuredClone(wire) });
   }
   // A CPU profile of what happens between two messages (bench/profile-app.mjs), start-up left out.
   if (message?.type === 'profile-start') {
