@@ -17,8 +17,18 @@ async function rows(db: PGlite, text: string, params: unknown[] = []): Promise<A
 // One in-memory database for the contract suite: keys are random per test, as on a shared server.
 let shared: PGlite;
 
-beforeAll(() => {
-  shared = new PGlite();
+/**
+ * A new in-memory database, started: its WebAssembly start (seconds on a loaded machine) is not
+ * the store's to wait for within its operation timeout.
+ */
+async function startedPGlite(): Promise<PGlite> {
+  const db = await startedPGlite();
+  await db.waitReady;
+  return db;
+}
+
+beforeAll(async () => {
+  shared = await startedPGlite();
 });
 
 afterAll(async () => {
@@ -45,7 +55,7 @@ describeStoreContract(
 
 describe('PostgresPaymentsStore on PGlite', () => {
   it('creates its tables with the default prefix in the search_path schema', async () => {
-    const db = new PGlite();
+    const db = await startedPGlite();
     try {
       const store = new PostgresPaymentsStore(db);
       await store.ping();
@@ -68,7 +78,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
   });
 
   it('honours tablePrefix and schema, and keeps stores with different names apart', async () => {
-    const db = new PGlite();
+    const db = await startedPGlite();
     try {
       const a = new PostgresPaymentsStore(db, { tablePrefix: 'shop_a_', schema: 'billing' });
       const b = new PostgresPaymentsStore(db, { tablePrefix: 'Shop_B_' });
@@ -90,7 +100,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
   });
 
   it('creates exactly what paymentsStoreMigration() returns, which hosts can run themselves', async () => {
-    const db = new PGlite();
+    const db = await startedPGlite();
     try {
       // The host's own migration in one schema, the store's automatic one in another.
       await db.exec(paymentsStoreMigration({ schema: 'by_host' }));
@@ -216,7 +226,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
   });
 
   it('with createTables: false fails clearly when the tables are missing', async () => {
-    const db = new PGlite();
+    const db = await startedPGlite();
     try {
       const store = new PostgresPaymentsStore(db, { createTables: false });
       await expect(store.claim('e', 'o', LONG_MS)).rejects.toThrow(/payments_events/);
@@ -256,7 +266,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
   });
 
   it('deletes expired rows every cleanupEveryWrites writes, and only expired ones', async () => {
-    const db = new PGlite();
+    const db = await startedPGlite();
     try {
       const store = new PostgresPaymentsStore(db, { cleanupEveryWrites: 3 });
       await store.saveBinding('short', binding, 500); // write 1
@@ -292,7 +302,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
   });
 
   it('sends its statements to PGlite as named prepared statements, each parsed once, unless preparedStatements: false', async () => {
-    const db = new PGlite();
+    const db = await startedPGlite();
     const prepared = () =>
       rows(db, `SELECT name FROM pg_prepared_statements WHERE name LIKE 'nestjs\\_payments\\_%' ORDER BY name`);
     try {
@@ -334,7 +344,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
   });
 
   it('leaves a PGlite passed in open after close(), and keeps working on it', async () => {
-    const db = new PGlite();
+    const db = await startedPGlite();
     try {
       const store = new PostgresPaymentsStore(db);
       await store.claim('e', 'o', LONG_MS);
@@ -359,7 +369,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
   });
 
   it('pings, and rejects ping once the database is gone', async () => {
-    const db = new PGlite();
+    const db = await startedPGlite();
     const store = new PostgresPaymentsStore(db);
     await expect(store.ping()).resolves.toBeUndefined();
     await db.close();
@@ -377,7 +387,7 @@ describe('PostgresPaymentsStore on PGlite', () => {
   });
 
   it('treats rows it did not write as absent rather than trusting them', async () => {
-    const db = new PGlite();
+    const db = await startedPGlite();
     try {
       const store = new PostgresPaymentsStore(db);
       await store.ping();
