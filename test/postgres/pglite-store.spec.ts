@@ -22,7 +22,7 @@ let shared: PGlite;
  * the store's to wait for within its operation timeout.
  */
 async function startedPGlite(): Promise<PGlite> {
-  const db = await startedPGlite();
+  const db = new PGlite();
   await db.waitReady;
   return db;
 }
