@@ -7,16 +7,10 @@ import type { PoolConnection } from 'mysql2/promise';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
 // @ts-expect-error a plain .mjs script without types: the docs' blocks are read as the extractor reads them
 import { docSnippets } from '../../scripts/readme-snippets.mjs';
-import {
-  describeWithService,
-  MARIADB_URL,
-  mariadbAvailable,
-  POSTGRES_URL,
-  postgresAvailable,
-} from '../support/services.js';
+import { describeWithService } from '../support/services.js';
 // @ts-expect-error a plain .mjs script without types
 import { generatePrismaRecipes } from '../../scripts/prisma-recipes.mjs';
-import { hostDb, type HostDb, type ServedDialect } from './support/hosts.js';
+import { hostDb, hostServers, type HostDb, type ServedDialect } from './support/hosts.js';
 import { RECIPE_CASES } from './support/recipe-cases.js';
 import { PAID, PENDING, RECIPE_CHECKS, runRecipe, type FrontEnd } from './support/recipe-run.js';
 import { mountInboxPayments } from './recipes/inbox-express.js';
@@ -39,8 +33,7 @@ import { markPaidWithPg, pgInbox } from './recipes/inbox-pg.js';
 const RECIPES = path.join(import.meta.dirname, 'recipes');
 const GUIDE = path.join(import.meta.dirname, '../../docs/exactly-once.md');
 
-const pgUp = await postgresAvailable();
-const mariaUp = await mariadbAvailable();
+const SERVERS = await hostServers();
 let sandbox: PaymentsSandbox;
 
 beforeAll(async () => {
@@ -88,16 +81,12 @@ const RECIPE_FILES = RECIPE_CASES.map((r) => r.file).sort();
 /** Per host database: the plain driver's inbox and handler, and how a handler commits behind the inbox's back. */
 const HOSTS = {
   postgres: {
-    label: 'PostgreSQL',
-    up: pgUp,
-    reason: `PostgreSQL not reachable at ${POSTGRES_URL}`,
+    ...SERVERS.postgres,
     plain: (db: HostDb) => ({ inbox: pgInbox(db.pgPool!), recipe: markPaidWithPg }),
     commit: (client: unknown) => (client as PoolClient).query('COMMIT'),
   },
   mysql: {
-    label: 'MariaDB',
-    up: mariaUp,
-    reason: `MariaDB not reachable at ${MARIADB_URL}`,
+    ...SERVERS.mysql,
     plain: (db: HostDb) => ({ inbox: mysqlInbox(db.mysqlPool!), recipe: markPaidWithMysql2 }),
     commit: (client: unknown) => (client as PoolConnection).commit(),
   },

@@ -1,15 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PaymentsSandbox } from '../../lib/testing/index.js';
-import {
-  describeWithService,
-  MARIADB_URL,
-  mariadbAvailable,
-  POSTGRES_URL,
-  postgresAvailable,
-} from '../support/services.js';
+import { describeWithService } from '../support/services.js';
 // @ts-expect-error a plain .mjs script without types
 import { generatePrismaRecipes } from '../../scripts/prisma-recipes.mjs';
-import { hostDb, type HostDb, type ServedDialect } from './support/hosts.js';
+import { hostDb, hostServers, type HostDb } from './support/hosts.js';
 import { nestFrontEnd } from './support/nest-front-end.js';
 import { RECIPE_CASES } from './support/recipe-cases.js';
 import { RECIPE_CHECKS } from './support/recipe-run.js';
@@ -23,8 +17,6 @@ import { RECIPE_CHECKS } from './support/recipe-run.js';
 // The Prisma recipe's clients (one per provider) are generated first: the recipe imports one.
 (generatePrismaRecipes as () => string[])();
 
-const pgUp = await postgresAvailable();
-const mariaUp = await mariadbAvailable();
 let sandbox: PaymentsSandbox;
 
 beforeAll(async () => {
@@ -35,10 +27,7 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
-const HOSTS: Record<ServedDialect, { label: string; up: boolean; reason: string }> = {
-  postgres: { label: 'PostgreSQL', up: pgUp, reason: `PostgreSQL not reachable at ${POSTGRES_URL}` },
-  mysql: { label: 'MariaDB', up: mariaUp, reason: `MariaDB not reachable at ${MARIADB_URL}` },
-};
+const HOSTS = await hostServers();
 
 describe.each(['postgres', 'mysql'] as const)('Nest 12 app, host database %s', (dialect) => {
   const host = HOSTS[dialect];

@@ -1,4 +1,4 @@
-import { MARIADB_URL, POSTGRES_URL } from '../../support/services.js';
+import { MARIADB_URL, mariadbAvailable, POSTGRES_URL, postgresAvailable } from '../../support/services.js';
 import { openHostDb, type HostDb } from './host-database.js';
 import type { ServedDialect } from './served-dialect.js';
 
@@ -14,4 +14,20 @@ export type { ServedDialect };
  */
 export function hostDb(dialect: ServedDialect, withInbox = true): Promise<HostDb> {
   return openHostDb(dialect, dialect === 'postgres' ? POSTGRES_URL : MARIADB_URL, withInbox);
+}
+
+/** A test server of the host's database: its name, whether it answers, and the skip reason when not. */
+export interface HostServer {
+  readonly label: string;
+  readonly up: boolean;
+  readonly reason: string;
+}
+
+/** The test servers of each host dialect, asked whether they answer (once per suite). */
+export async function hostServers(): Promise<Record<ServedDialect, HostServer>> {
+  const [pgUp, mariaUp] = await Promise.all([postgresAvailable(), mariadbAvailable()]);
+  return {
+    postgres: { label: 'PostgreSQL', up: pgUp, reason: `PostgreSQL not reachable at ${POSTGRES_URL}` },
+    mysql: { label: 'MariaDB', up: mariaUp, reason: `MariaDB not reachable at ${MARIADB_URL}` },
+  };
 }
