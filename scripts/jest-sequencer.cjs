@@ -8,6 +8,7 @@
 const Sequencer = require('@jest/test-sequencer').default;
 
 const LONG_FIRST = [
+  'test/inbox/crash.e2e-spec.ts',
   'test/transactional/crash.e2e-spec.ts',
   'test/simulation/simulation.spec.ts',
   // Builds the shop (tsc) that sandbox-restart, last here, then reuses.
