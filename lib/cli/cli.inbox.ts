@@ -1,19 +1,20 @@
-/** `nestjs-payments inbox-ddl [--dialect postgres|mysql] [--table name] [--format ...]`: the inbox table's DDL, or an ORM's migration of it. */
+/** `nestjs-payments inbox-ddl [--dialect postgres|mysql|sqlite] [--table name] [--format ...]`: the inbox table's DDL, or an ORM's migration of it. */
 import { parseArgs } from 'node:util';
 import { INBOX_TABLE, type InboxDialect } from '../core/index.js';
 import { CliUsageError, type CliIo } from './cli.io.js';
 import { INBOX_FORMATS, inboxMigration, type InboxFormat } from './cli.migrations.js';
 
 /** Usage of `inbox-ddl`. */
-export const INBOX_DDL_USAGE = `Usage: nestjs-payments inbox-ddl [--dialect postgres|mysql] [--table name]
-                                [--format sql|typeorm|prisma|drizzle]
+export const INBOX_DDL_USAGE = `Usage: nestjs-payments inbox-ddl [--dialect postgres|mysql|sqlite]
+                                [--table name] [--format sql|typeorm|prisma|drizzle]
 
 Prints the CREATE TABLE of the inbox (docs/exactly-once.md): the table of the
 host's own database where the plugin notes, in the handlers' transaction, that
 a payment's handlers ran. Run it in that database (a migration, or psql/mysql).
 
 Options:
-  --dialect   postgres (default) or mysql (MySQL and MariaDB)
+  --dialect   postgres (default), mysql (MySQL and MariaDB) or sqlite (the
+              time kept as ISO 8601 text, as sqlInbox writes it)
   --table     the table's name (default ${INBOX_TABLE}; give sqlInbox() the same)
   --format    sql (default): the CREATE TABLE;
               typeorm: a TypeORM migration class (save it in your migrations);
@@ -22,7 +23,7 @@ Options:
   -h, --help  print this help
 `;
 
-const DIALECTS: readonly InboxDialect[] = ['postgres', 'mysql'];
+const DIALECTS: readonly InboxDialect[] = ['postgres', 'mysql', 'sqlite'];
 
 /**
  * Runs `inbox-ddl` with its arguments (after the command name).
@@ -50,7 +51,8 @@ export async function inboxDdlCommand(argv: readonly string[], io: CliIo): Promi
     return 0;
   }
   const dialect = parsed.values.dialect as InboxDialect;
-  if (!DIALECTS.includes(dialect)) throw new CliUsageError(`--dialect must be postgres or mysql, not ${dialect}`);
+  if (!DIALECTS.includes(dialect))
+    throw new CliUsageError(`--dialect must be postgres, mysql or sqlite, not ${dialect}`);
   const format = parsed.values.format as InboxFormat;
   if (!INBOX_FORMATS.includes(format))
     throw new CliUsageError(`--format must be ${INBOX_FORMATS.join(', ')}, not ${format}`);

@@ -75,7 +75,9 @@ function prismaModel(dialect: InboxDialect, table: string, ddl: string, now: num
       ...(camel(column.name) === column.name ? [] : [`@map("${column.name}")`]),
       ...prismaNativeType(column, dialect),
     ];
-    const type = `${column.kind === 'string' ? 'String' : 'DateTime'}${column.nullable ? '?' : ''}`;
+    // SQLite keeps the time as ISO 8601 text (inboxColumnType): a String to Prisma.
+    const text = column.kind === 'string' || dialect === 'sqlite';
+    const type = `${text ? 'String' : 'DateTime'}${column.nullable ? '?' : ''}`;
     return [camel(column.name), type, attributes.join(' ')];
   });
   const widths = [0, 1].map((i) => Math.max(...fields.map((field) => field[i].length)));
@@ -99,6 +101,7 @@ ${ddl}`;
 // PostgreSQL's `text` is Prisma's String by default; the other types are said.
 function prismaNativeType(column: InboxColumn, dialect: InboxDialect): string[] {
   if (dialect === 'postgres') return column.kind === 'string' ? [] : ['@db.Timestamptz(6)'];
+  if (dialect === 'sqlite') return [];
   return column.kind === 'string' ? [`@db.VarChar(${column.length ?? 191})`] : ['@db.DateTime(3)'];
 }
 
@@ -108,9 +111,8 @@ function drizzleTable(dialect: InboxDialect, table: string): string {
     const chain = `${column.primary ? '.primaryKey()' : ''}${column.nullable || column.primary ? '' : '.notNull()'}`;
     return { builder, line: `  ${camel(column.name)}: ${call}${chain},` };
   });
-  const tableBuilder = dialect === 'postgres' ? 'pgTable' : 'mysqlTable';
+  const { tableBuilder, core } = DRIZZLE_CORES[dialect];
   const builders = [...new Set([tableBuilder, ...columns.map((c) => c.builder)])].sort();
-  const core = dialect === 'postgres' ? 'drizzle-orm/pg-core' : 'drizzle-orm/mysql-core';
   return `${importLine(`{ ${builders.join(', ')} }`, core)}
 
 /**
@@ -123,9 +125,17 @@ ${columns.map((c) => c.line).join('\n')}
 `;
 }
 
+/** Each dialect's Drizzle table builder and the module it comes from. */
+const DRIZZLE_CORES: Readonly<Record<InboxDialect, { tableBuilder: string; core: string }>> = {
+  postgres: { tableBuilder: 'pgTable', core: 'drizzle-orm/pg-core' },
+  mysql: { tableBuilder: 'mysqlTable', core: 'drizzle-orm/mysql-core' },
+  sqlite: { tableBuilder: 'sqliteTable', core: 'drizzle-orm/sqlite-core' },
+};
+
 // The column's Drizzle builder, and its call: the same SQL type as inboxColumnType's.
 function drizzleColumn(column: InboxColumn, dialect: InboxDialect): [string, string] {
   const type = inboxColumnType(column, dialect);
+  if (dialect === 'sqlite') return ['text', `text('${column.name}')`];
   if (dialect === 'postgres')
     return column.kind === 'string'
       ? ['text', `text('${column.name}')`]

@@ -22,6 +22,7 @@ describe('nestjs-payments inbox-ddl', () => {
     [['--dialect', 'postgres'], inboxDdl('postgres')],
     [['--dialect', 'mysql'], inboxDdl('mysql')],
     [['--dialect=mysql', '--table', 'shop_inbox'], inboxDdl('mysql', 'shop_inbox')],
+    [['--dialect', 'sqlite'], inboxDdl('sqlite')],
   ])('%j prints the DDL', async (args, ddl) => {
     const io = new CapturedIo();
     expect(await runCli(['inbox-ddl', ...args], io)).toBe(0);
@@ -30,7 +31,7 @@ describe('nestjs-payments inbox-ddl', () => {
   });
 
   it.each([
-    [['--dialect', 'oracle'], '--dialect must be postgres or mysql, not oracle'],
+    [['--dialect', 'oracle'], '--dialect must be postgres, mysql or sqlite, not oracle'],
     [['--table', 'a b'], 'plain SQL name'],
     [['--nope'], 'Unknown option'],
     [['--format', 'sequelize'], '--format must be sql, typeorm, prisma, drizzle, not sequelize'],
@@ -111,6 +112,16 @@ export class PaymentsInbox${NOW} implements MigrationInterface {
         '  attempt   String   @db.VarChar(64)',
       ],
     ],
+    [
+      'sqlite',
+      [
+        '  paymentId String  @id @map("payment_id")',
+        '  event     String',
+        '  orderId   String? @map("order_id")',
+        '  handledAt String  @map("handled_at")',
+        '  attempt   String',
+      ],
+    ],
   ] as const)('prisma (%s): the model, mapped to the table, then the SQL of its migration', async (dialect, fields) => {
     const out = await print('--format', 'prisma', '--dialect', dialect);
     expect(out).toContain(`model PaymentsInbox {\n${fields.join('\n')}\n\n  @@map("payments_inbox")\n}\n`);
@@ -145,6 +156,19 @@ export class PaymentsInbox${NOW} implements MigrationInterface {
         '});',
       ],
     ],
+    [
+      'sqlite',
+      "import { sqliteTable, text } from 'drizzle-orm/sqlite-core';",
+      [
+        "export const paymentsInbox = sqliteTable('payments_inbox', {",
+        "  paymentId: text('payment_id').primaryKey(),",
+        "  event: text('event').notNull(),",
+        "  orderId: text('order_id'),",
+        "  handledAt: text('handled_at').notNull(),",
+        "  attempt: text('attempt').notNull(),",
+        '});',
+      ],
+    ],
   ] as const)('drizzle (%s): the table of the same columns and types', async (dialect, imports, table) => {
     const out = await print('--format', 'drizzle', '--dialect', dialect);
     expect(out.startsWith(`${imports}\n`)).toBe(true);
@@ -152,7 +176,7 @@ export class PaymentsInbox${NOW} implements MigrationInterface {
   });
 
   it.each(['typeorm', 'prisma', 'drizzle'])('%s names every column of the inbox, in order', async (format) => {
-    for (const dialect of ['postgres', 'mysql']) {
+    for (const dialect of ['postgres', 'mysql', 'sqlite']) {
       const out = await print('--format', format, '--dialect', dialect);
       const at = INBOX_COLUMNS.map((column) => out.lastIndexOf(`${column.name}`));
       expect(at.every((i) => i > 0)).toBe(true);
