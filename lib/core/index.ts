@@ -141,7 +141,7 @@ export {
 } from './settlement/payment.events.js';
 export type { PaymentEventName, PaymentEvent, AfterCommitCallback } from './settlement/payment.events.js';
 export { WebhookProcessor } from './webhook/webhook.processor.js';
-export type { WebhookAnswer, WebhookAnswerBody } from './webhook/webhook.answer.js';
+export type { WebhookAnswer, WebhookAnswerBody } from './webhook/webhook.processor.js';
 export type {
   WebhookAuthentication,
   WebhookAccepted,

@@ -5,7 +5,7 @@ import type { HandledOutcome, OutcomeExpectation } from './settlement.decision.j
 
 /*
  * What a path hands the settlement runner, and what it gets back. Every front end maps a
- * SettleResult exhaustively to its own answer: webhook.answer.ts (HTTP), settlement.reconciler.ts
+ * SettleResult exhaustively to its own answer: webhook.processor.ts (HTTP), settlement.reconciler.ts
  * (ReconcileResult), reconciliation.scheduler.ts (reconciliation's bookkeeping).
  */
 
