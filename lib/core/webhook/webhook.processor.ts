@@ -11,8 +11,13 @@ import {
 import type { PaymentsStore } from '../store/index.js';
 import { NO_TELEMETRY, type TelemetryHooks, type WebhookTrace } from '../telemetry/index.js';
 import { parseWebhook, type WebhookRequest } from './webhook.payload.js';
-import { tokenRegistrationVerdict, type RegistrationContext } from './webhook.registration.js';
-import { trackingHash, WebhookTokenSigner, type WebhookTokenClaims } from './webhook.token.js';
+import {
+  tokenRegistrationVerdict,
+  trackingHash,
+  WebhookTokenSigner,
+  type RegistrationContext,
+  type WebhookTokenClaims,
+} from './webhook.token.js';
 
 /** The JSON body of a webhook answer. Never contains secrets or internal error details. */
 export interface WebhookAnswerBody {
