@@ -3,10 +3,20 @@
 // platforms' refund).
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
 // folders' imports of settlement/ to this file.
-export type { HandlerLookup } from './outcome.handlers.js';
-export { everyEventTo } from './outcome.handlers.js';
-export { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent } from './payment.events.js';
-export type { PaymentDuplicateEvent, PaymentEvent, PaymentEventName, PaymentOutcomeEvent } from './payment.events.js';
+export {
+  everyEventTo,
+  PaymentCancelledEvent,
+  PaymentCapturedEvent,
+  PaymentEvents,
+  PaymentRefundedEvent,
+} from './payment.events.js';
+export type {
+  HandlerLookup,
+  PaymentDuplicateEvent,
+  PaymentEvent,
+  PaymentEventName,
+  PaymentOutcomeEvent,
+} from './payment.events.js';
 export type { PaymentsReconciliationOptions } from './reconciliation.options.js';
 // One refund per payment however many platform calls ask for it (Vendure's and Medusa's refunds,
 // the desk's refund of a duplicate: the one a duplicate's automatic refund shares).

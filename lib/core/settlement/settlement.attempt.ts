@@ -13,8 +13,7 @@ import {
 } from './settlement.request.js';
 import type { VerifiedPayment } from '../api/index.js';
 import { type Clock, type ClockTimer, every, monotonicNow, type SharedClock, SYSTEM_CLOCK } from '../time/index.js';
-import type { OutcomeHandlers } from './outcome.handlers.js';
-import type { PaymentOutcomeEvent } from './payment.events.js';
+import type { OutcomeHandlers, PaymentOutcomeEvent } from './payment.events.js';
 
 /**
  * Keeps a claim alive while its handlers run. Handlers may outlast the lease (a slow email, a slow

@@ -3,9 +3,12 @@ import { type PaymentsLogger, assertNever, describe } from '../common/index.js';
 import type { OutcomeSource, PaymentsStore } from '../store/index.js';
 import type { SettleSummary, TelemetryHooks } from '../telemetry/index.js';
 import {
+  OUTCOME_EVENT_CLASSES,
+  OutcomeHandlers,
   PaymentMismatchEvent,
   PaymentEvents,
   type HandlerContext,
+  type HandlerLookup,
   type PaymentCancelledEvent,
   type PaymentCapturedEvent,
   type PaymentEventName,
@@ -25,7 +28,6 @@ import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions }
 import { commitHandlers, commitPathFor, runAfterCommit, type CommitPathDecision } from './settlement.commit.js';
 import { orderScreenOf } from './settlement.orders.js';
 import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
-import { OUTCOME_EVENT_CLASSES, OutcomeHandlers, type HandlerLookup } from './outcome.handlers.js';
 
 /** A verified payment whose outcome's handlers run. */
 interface Settling {
