@@ -62,7 +62,7 @@ const LIB = join(import.meta.dirname, '../../lib');
 /** The most lib files one paid webhook may run, from the route to the handler and back. */
 const WEBHOOK_FILES_CEILING = 28;
 /** The most lib files one return check (`reconcilePayment`) of a paid payment may run. */
-const RETURN_FILES_CEILING = 28;
+const RETURN_FILES_CEILING = 27;
 /** The most lib files one reconciliation pass confirming one paid payment may run. */
 const RECONCILIATION_FILES_CEILING = 27;
 

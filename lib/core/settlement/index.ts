@@ -24,14 +24,13 @@ export { refundOnce } from './refund.once.js';
 export type { RefundOnceResult } from './refund.once.js';
 export { ReconciliationScheduler } from './reconciliation.scheduler.js';
 export type { ReconciliationRun } from './reconciliation.scheduler.js';
-export { VerifyBudget } from './settlement.budget.js';
+export { UnboundTokens, VerifyBudget } from './settlement.gate.js';
 export type { OutcomeExpectation } from './settlement.decision.js';
 export { OrderScreen } from './settlement.duplicates.js';
 export { PendingRechecks } from './settlement.rechecks.js';
 export { laneOf } from './settlement.evidence.js';
 export { PaymentReconciler } from './settlement.reconciler.js';
 export type { SettleRequest, SettleResult, Settlements, TokenLookup } from './settlement.request.js';
-export { UnboundTokens } from './settlement.unbound.js';
 export { SettlementRunner, TracedSettlements } from './settlement.runner.js';
 // The one rule of which commit path a client takes (the client refuses a bad set-up when it is built).
 export { commitPathOf } from './settlement.commit.js';

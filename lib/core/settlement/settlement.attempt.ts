@@ -126,7 +126,7 @@ export interface SettlementRunnerOptions {
   orders?: OrderScreenPort;
   /**
    * What holds a signed token without a binding to its verify budget and re-binds it
-   * (settlement.unbound.ts's `UnboundTokens`, over `webhook.unsignedIntervalSecs`).
+   * (settlement.gate.ts's `UnboundTokens`, over `webhook.unsignedIntervalSecs`).
    */
   unbound: UnboundTokenPolicy;
   /**
@@ -299,7 +299,7 @@ export class Attempt {
 
   /**
    * Holds a claimed payment of a signed token without a binding to that token's verify budget
-   * (settlement.unbound.ts): over it, or with the store away, the claim goes back.
+   * (settlement.gate.ts): over it, or with the store away, the claim goes back.
    * @param policy what holds tokens without a binding to their budget
    * @param token the token the store had no binding of
    * @returns what to answer instead of verifying, or undefined to go on

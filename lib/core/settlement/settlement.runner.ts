@@ -22,7 +22,7 @@ import {
   type FailedDecision,
   type HandledOutcome,
 } from './settlement.decision.js';
-import { VerifyBudget } from './settlement.budget.js';
+import { VerifyBudget } from './settlement.gate.js';
 import { queuedExpectation } from './settlement.rechecks.js';
 import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions } from './settlement.attempt.js';
 import { commitHandlers, commitPathFor, runAfterCommit, type CommitPathDecision } from './settlement.commit.js';

@@ -1,6 +1,7 @@
 /**
- * The verify budget: the circuit breaker as a pure rule (table), then the budget a client holds
- * webhooks and returns to, on a compressed clock.
+ * The verify gate (settlement.gate.ts), its verify budget: the circuit breaker as a pure rule
+ * (table), then the budget a client holds webhooks and returns to, on a compressed clock. (The
+ * strangers' budget and the unbound-token policy run in test/faults and test/outcomes.)
  */
 import { describe, expect, it } from '@jest/globals';
 import {
@@ -15,7 +16,7 @@ import {
   CLOSED,
   VerifyBudget,
   type BreakerState,
-} from '../../lib/core/settlement/settlement.budget.js';
+} from '../../lib/core/settlement/settlement.gate.js';
 import type { Decision } from '../../lib/core/settlement/settlement.decision.js';
 
 const COOLDOWN = 10_000;
