@@ -1,16 +1,17 @@
 /*
  * The verify gate: every rule that decides whether a path may call `verify_payment` now, in one
  * place. Three budgets, each asked at the moment it can answer:
- * - the client's verify budget ({@link VerifyBudget}), before a webhook or a return claims a
- *   payment: what the service said moments ago, its 429 pause, the circuit breaker;
+ * - the client's verify budget ({@link VerifyBudget}, the {@link VerifyGate} port the runner
+ *   holds), before a webhook or a return claims a payment: what the service said moments ago, its
+ *   429 pause, the circuit breaker, decided by one pure function ({@link gateCheck});
  * - the strangers' budget ({@link StrangerBudget}), when the return check is asked about a payment
  *   id nothing is known of;
- * - the unbound-token policy ({@link UnboundTokens}, the port the runner holds), once a payment of
- *   a signed token the store has no binding of is claimed.
- * Their pure rules (the breaker, the token bucket, the fleet's slots) come with table tests
- * (test/settlement/settlement.gate.spec.ts). One concept, the question "may we call verify now?":
- * each budget keeps state of its own (a bounded memory, a bucket, the store's rate limits), so the
- * file is long, but split they were satellites of the runner and the return check.
+ * - the unbound-token policy ({@link UnboundTokens}, the `UnboundTokenPolicy` port the runner
+ *   holds), once a payment of a signed token the store has no binding of is claimed.
+ * The pure rules (gateCheck, the breaker, the token bucket, the fleet's slots) have table tests in
+ * test/settlement/settlement.gate.spec.ts. One concept, the question "may we call verify now?",
+ * kept in one file although each budget keeps state of its own (a bounded memory, a bucket, the
+ * store's rate limits): apart, each would be a satellite of the runner or the return check.
  */
 import type { LRUCache } from 'lru-cache';
 import {
@@ -99,16 +100,82 @@ export interface Deferral {
   rateLimited?: boolean;
 }
 
-interface Remembered {
+/** What the budget remembers of a payment's last verify. */
+export interface Remembered {
   /** When it was remembered: a clock now earlier than this was stepped back, and it is forgotten. */
   since: number;
+  /** Until when the payment is answered from this memory (epoch ms on the budget's clock). */
   until: number;
+  /** Whether the service said it is not settled yet (rather than failing). */
   pending: boolean;
+  /** The error the verify ended with, when it failed. */
   error?: PaymentsError;
 }
 
-/** One client's verify budget (see the file's comment). */
-export class VerifyBudget {
+/** What the budget knows when a path asks about one payment. */
+export interface GateState {
+  /** Its memory of the payment: for every path, then for the asking path (either may be absent). */
+  remembered: ReadonlyArray<Remembered | undefined>;
+  /** The 429 pause: from when, until when (epoch ms; `until` 0: none), and the error that began it. */
+  pause: { since: number; until: number; error?: PaymentsError };
+  /** The circuit breaker. */
+  breaker: BreakerState;
+  /** The error that opened the breaker. */
+  breakerError?: PaymentsError;
+}
+
+/**
+ * The one decision "may this path call verify on this payment now?" (pure): answered from the
+ * memory of the payment's last verify while it lasts, then from the 429 pause, then by the circuit
+ * breaker (which may let one probe through, and so has a state after).
+ * @param state what the budget knows (see {@link GateState})
+ * @param now the budget's time
+ * @param cooldownMs the breaker's cooldown (the budget's interval)
+ * @returns the deferral (undefined: verify now) and the breaker's state after
+ */
+export function gateCheck(
+  state: GateState,
+  now: number,
+  cooldownMs: number,
+): { deferral: Deferral | undefined; breaker: BreakerState } {
+  const remembered = state.remembered.find((r) => r !== undefined && r.since <= now && r.until > now);
+  if (remembered)
+    return {
+      deferral: { pending: remembered.pending, retryAfterSecs: secs(remembered.until - now), error: remembered.error },
+      breaker: state.breaker,
+    };
+  if (state.pause.since <= now && now < state.pause.until)
+    return {
+      deferral: {
+        pending: false,
+        retryAfterSecs: secs(state.pause.until - now),
+        error: state.pause.error,
+        rateLimited: true,
+      },
+      breaker: state.breaker,
+    };
+  const { allowed, state: breaker } = breakerAdmit(state.breaker, now, cooldownMs);
+  if (!allowed)
+    return {
+      deferral: { pending: false, retryAfterSecs: secs(breaker.openUntil - now), error: state.breakerError },
+      breaker,
+    };
+  return { deferral: undefined, breaker };
+}
+
+/**
+ * The verify gate as the settlement runner holds it: asked before a webhook or a return claims a
+ * payment (reconciliation is not held to it), and taught by every verify a path makes.
+ */
+export interface VerifyGate {
+  /** Before claiming a payment for a verify: undefined when it may be verified now, else why not. */
+  admit(paymentId: string, source: OutcomeSource): Deferral | undefined;
+  /** After a verify a path made: what its decision teaches the gate. */
+  note(paymentId: string, source: OutcomeSource, decision: Decision, error: PaymentsError | undefined): void;
+}
+
+/** One client's verify budget (see the file's comment): the {@link VerifyGate} the runner holds. */
+export class VerifyBudget implements VerifyGate {
   readonly #recent: LRUCache<string, Remembered>;
   #breaker: BreakerState = CLOSED;
   #breakerError?: PaymentsError;
@@ -133,23 +200,18 @@ export class VerifyBudget {
 
   /** Before claiming a payment for a verify: undefined when it may be verified now, else why not. */
   admit(paymentId: string, source: OutcomeSource): Deferral | undefined {
-    const now = this.clock();
-    const remembered = [this.#recent.get(paymentId), this.#recent.get(`${source}:${paymentId}`)].find(
-      (r) => r !== undefined && r.since <= now && r.until > now,
+    const { deferral, breaker } = gateCheck(
+      {
+        remembered: [this.#recent.get(paymentId), this.#recent.get(`${source}:${paymentId}`)],
+        pause: { since: this.#pausedSince, until: this.#pausedUntil, error: this.#pauseError },
+        breaker: this.#breaker,
+        breakerError: this.#breakerError,
+      },
+      this.clock(),
+      this.intervalMs,
     );
-    if (remembered)
-      return { pending: remembered.pending, retryAfterSecs: secs(remembered.until - now), error: remembered.error };
-    if (this.#pausedSince <= now && now < this.#pausedUntil)
-      return {
-        pending: false,
-        retryAfterSecs: secs(this.#pausedUntil - now),
-        error: this.#pauseError,
-        rateLimited: true,
-      };
-    const { allowed, state } = breakerAdmit(this.#breaker, now, this.intervalMs);
-    this.#breaker = state;
-    if (!allowed) return { pending: false, retryAfterSecs: secs(state.openUntil - now), error: this.#breakerError };
-    return undefined;
+    this.#breaker = breaker;
+    return deferral;
   }
 
   /** After a verify a path made: what its decision teaches the budget. */

@@ -22,7 +22,7 @@ import {
   type FailedDecision,
   type HandledOutcome,
 } from './settlement.decision.js';
-import { VerifyBudget } from './settlement.gate.js';
+import { VerifyBudget, type VerifyGate } from './settlement.gate.js';
 import { queuedExpectation } from './settlement.rechecks.js';
 import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions } from './settlement.attempt.js';
 import { commitHandlers, commitPathFor, runAfterCommit, type CommitPathDecision } from './settlement.commit.js';
@@ -65,7 +65,7 @@ export class SettlementRunner implements Settlements {
     private readonly store: PaymentsStore,
     private readonly verifier: PaymentVerifier,
     private readonly logger: PaymentsLogger,
-    private readonly budget: VerifyBudget = new VerifyBudget(),
+    private readonly budget: VerifyGate = new VerifyBudget(),
   ) {
     this.#deps = { store, options, logger };
     this.#commitPath = commitPathFor(store, options.inbox);
