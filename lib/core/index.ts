@@ -141,7 +141,7 @@ export {
 } from './settlement/payment.events.js';
 export type { PaymentEventName, PaymentEvent, AfterCommitCallback } from './settlement/payment.events.js';
 export { WebhookProcessor } from './webhook/webhook.processor.js';
-export type { WebhookAnswer, WebhookAnswerBody } from './webhook/webhook.answer.js';
+export type { WebhookAnswer, WebhookAnswerBody } from './webhook/webhook.processor.js';
 export type {
   WebhookAuthentication,
   WebhookAccepted,
@@ -149,8 +149,8 @@ export type {
   AuthenticatedWebhook,
 } from './webhook/webhook.processor.js';
 // What a front end registers with the core (`client.setHandlers`): a lookup of its handlers.
-export type { HandlerLookup, OutcomeHandler, AnyEventHandler } from './settlement/outcome.handlers.js';
-export { everyEventTo } from './settlement/outcome.handlers.js';
+export type { HandlerLookup, OutcomeHandler, AnyEventHandler } from './settlement/payment.events.js';
+export { everyEventTo } from './settlement/payment.events.js';
 // For the CLI's `verify`, which prints the service's answer cut of every secret of the variables.
 export { SecretRedactor } from './api/secret.redactor.js';
 export { countOverdueOutcomes } from './settlement/reconciliation.lanes.js';

@@ -2,7 +2,7 @@ import { Controller, Get, Inject, Logger, Post, Req, Res, UseGuards, type Dynami
 import { HttpAdapterHost, ModuleRef } from '@nestjs/core';
 import type { PaymentsClient } from '../core/client/index.js';
 import { getPaymentsClientToken } from '../nest/payments.tokens.js';
-import { FASTIFY_ROUTE_CONFIG_METADATA, WEBHOOK_ROUTE_FLAG } from '../nest/webhook.request.js';
+import { FASTIFY_ROUTE_CONFIG_METADATA, WEBHOOK_ROUTE_FLAG } from '../nest/webhook.controller.js';
 import { PaymentsDeskEngine, type DeskRequest } from './desk.handler.js';
 import type { PaymentsDeskModuleOptions } from './desk.module.js';
 import type { DeskAuthorization } from './desk.options.js';
@@ -121,7 +121,7 @@ export function deskModule<R>(options: PaymentsDeskModuleOptions<R>): DynamicMod
     }
   }
   // On Fastify, which parses no form by itself, the payments module's catch-all parser hands the
-  // flagged routes their raw body (webhook.request.ts): the actions' forms reach the desk that way,
+  // flagged routes their raw body (nest/webhook.controller.ts): the actions' forms reach the desk that way,
   // and the host's other routes keep their 415.
   // eslint-disable-next-line @typescript-eslint/unbound-method -- a metadata target, never called unbound
   const act = PaymentsDeskController.prototype.act;

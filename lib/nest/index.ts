@@ -15,9 +15,12 @@ export {
   getPaymentsOptionsToken,
 } from './payments.tokens.js';
 export { PaymentsService, getPaymentsServiceToken } from './payments.service.js';
-export { PaymentsWebhookController } from './webhook.controller.js';
-export { PaymentsWebhookGuard, PAYMENTS_WEBHOOK_AUTHENTICATION } from './webhook.guard.js';
-export type { PaymentsWebhookAuthentication } from './webhook.guard.js';
+export {
+  PaymentsWebhookController,
+  PaymentsWebhookGuard,
+  PAYMENTS_WEBHOOK_AUTHENTICATION,
+} from './webhook.controller.js';
+export type { PaymentsWebhookAuthentication } from './webhook.controller.js';
 export {
   OnPaymentConfirmed,
   OnPaymentFailed,

@@ -22,9 +22,12 @@ import type {
 } from './payments.module-options.js';
 import { getPaymentsServiceToken, PaymentsService } from './payments.service.js';
 import { getPaymentsClientToken, getPaymentsOptionsToken } from './payments.tokens.js';
-import { createWebhookController } from './webhook.controller.js';
-import { PaymentsWebhookGuard, registrationGuard } from './webhook.guard.js';
-import { acceptAnyBodyOnWebhookRoutes } from './webhook.request.js';
+import {
+  acceptAnyBodyOnWebhookRoutes,
+  createWebhookController,
+  PaymentsWebhookGuard,
+  registrationGuard,
+} from './webhook.controller.js';
 import {
   importersOf,
   refuseSharedRoutes,

@@ -1,5 +1,5 @@
 // test/README.md is where a maintainer finds the test of a lib file: a spec named after it
-// (`lib/core/api/retry.policy.ts` ↔ `retry.policy.spec.ts`), or the folder its table lists the
+// (`lib/core/api/http.transport.ts` ↔ `http.transport.spec.ts`), or the folder its table lists the
 // file under. This holds every lib file to one of the two, and the table to files that exist.
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -13,7 +13,7 @@ function filesUnder(dir: string): string[] {
   );
 }
 
-/** lib's files, as the table names them: `core/api/retry.policy`. */
+/** lib's files, as the table names them: `core/api/http.transport`. */
 const LIB = filesUnder(join(ROOT, 'lib'))
   .filter((file) => file.endsWith('.ts'))
   .map((file) => relative(join(ROOT, 'lib'), file).slice(0, -'.ts'.length));

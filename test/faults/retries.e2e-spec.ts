@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { PaymentsApiError, PaymentsClient, PaymentsConnectionError } from '../../lib/index.js';
 import type { PaymentsOptions } from '../../lib/express/index.js';
-import { backoff } from '../../lib/core/api/retry.policy.js';
+import { backoff } from '../../lib/core/api/http.transport.js';
 import { PATHS } from '../support/fake-service.js';
 import { collectUnhandledRejections, rejectionOf, settle } from './support/guards.js';
 import { behave, RawHttpServer } from './support/raw-server.js';

@@ -1,5 +1,5 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { runAllHandlers, type OutcomeHandler } from '../../lib/core/settlement/outcome.handlers.js';
+import { runAllHandlers, type OutcomeHandler } from '../../lib/core/settlement/payment.events.js';
 import { type PaymentOutcomeEvent, type PaymentsClient } from '../../lib/express/index.js';
 import { PaymentsError, PaymentsStoreUnavailableError, PaymentsValidationError } from '../../lib/index.js';
 import { MemoryPaymentsStore, type PaymentsStore } from '../../lib/store/index.js';

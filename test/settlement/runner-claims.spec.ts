@@ -7,7 +7,7 @@ import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import type { SettleResult } from '../../lib/core/settlement/settlement.request.js';
 import { outcomeKey } from '../../lib/core/settlement/settlement.attempt.js';
 import { SettlementRunner, settleSummary } from '../../lib/core/settlement/settlement.runner.js';
-import { UnboundTokens } from '../../lib/core/settlement/settlement.unbound.js';
+import { UnboundTokens } from '../../lib/core/settlement/settlement.gate.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import { SharedClock, SYSTEM_CLOCK } from '../../lib/core/time/time.clock.js';
 

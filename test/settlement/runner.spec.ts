@@ -11,7 +11,7 @@ import type { PaymentsLogger } from '../../lib/core/common/payments.logger.js';
 import type { PaymentEvent, PaymentEventName, PaymentOutcomeEvent } from '../../lib/core/settlement/payment.events.js';
 import type { SettleResult, TokenLookup, UnboundTokenPolicy } from '../../lib/core/settlement/settlement.request.js';
 import { outcomeKey } from '../../lib/core/settlement/settlement.attempt.js';
-import { UnboundTokens } from '../../lib/core/settlement/settlement.unbound.js';
+import { UnboundTokens } from '../../lib/core/settlement/settlement.gate.js';
 import { SettlementRunner } from '../../lib/core/settlement/settlement.runner.js';
 import { MemoryPaymentsStore } from '../../lib/core/store/memory.store.js';
 import type { PaymentsStore } from '../../lib/core/store/store.ports.js';

@@ -1,4 +1,4 @@
-import type { HandlerLookup } from '../../lib/core/settlement/outcome.handlers.js';
+import type { HandlerLookup } from '../../lib/core/settlement/payment.events.js';
 import {
   PaymentEvents,
   type PaymentEvent,

@@ -60,7 +60,7 @@ export type {
   ReconcileResult,
   VerifiedPayment,
 } from './payments.types.js';
-export { RETRY_POLICY } from './retry.policy.js';
+export { RETRY_POLICY } from './http.transport.js';
 export { callService, checkId, isFlatSuccess, ServiceCalls, unexpected } from './service.calls.js';
 export type { CallObserver, PaymentRefunder, PaymentVerifier, ServiceRequest } from './service.calls.js';
 export {

@@ -3,10 +3,20 @@
 // platforms' refund).
 // Internal, not public API: the package's names are in lib/core/index.ts. Lint keeps the other
 // folders' imports of settlement/ to this file.
-export type { HandlerLookup } from './outcome.handlers.js';
-export { everyEventTo } from './outcome.handlers.js';
-export { PaymentCancelledEvent, PaymentCapturedEvent, PaymentEvents, PaymentRefundedEvent } from './payment.events.js';
-export type { PaymentDuplicateEvent, PaymentEvent, PaymentEventName, PaymentOutcomeEvent } from './payment.events.js';
+export {
+  everyEventTo,
+  PaymentCancelledEvent,
+  PaymentCapturedEvent,
+  PaymentEvents,
+  PaymentRefundedEvent,
+} from './payment.events.js';
+export type {
+  HandlerLookup,
+  PaymentDuplicateEvent,
+  PaymentEvent,
+  PaymentEventName,
+  PaymentOutcomeEvent,
+} from './payment.events.js';
 export type { PaymentsReconciliationOptions } from './reconciliation.options.js';
 // One refund per payment however many platform calls ask for it (Vendure's and Medusa's refunds,
 // the desk's refund of a duplicate: the one a duplicate's automatic refund shares).
@@ -14,14 +24,13 @@ export { refundOnce } from './refund.once.js';
 export type { RefundOnceResult } from './refund.once.js';
 export { ReconciliationScheduler } from './reconciliation.scheduler.js';
 export type { ReconciliationRun } from './reconciliation.scheduler.js';
-export { VerifyBudget } from './settlement.budget.js';
+export { UnboundTokens, VerifyBudget } from './settlement.gate.js';
 export type { OutcomeExpectation } from './settlement.decision.js';
 export { OrderScreen } from './settlement.duplicates.js';
 export { PendingRechecks } from './settlement.rechecks.js';
 export { laneOf } from './settlement.evidence.js';
 export { PaymentReconciler } from './settlement.reconciler.js';
 export type { SettleRequest, SettleResult, Settlements, TokenLookup } from './settlement.request.js';
-export { UnboundTokens } from './settlement.unbound.js';
 export { SettlementRunner, TracedSettlements } from './settlement.runner.js';
 // The one rule of which commit path a client takes (the client refuses a bad set-up when it is built).
 export { commitPathOf } from './settlement.commit.js';

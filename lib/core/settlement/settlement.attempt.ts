@@ -13,8 +13,7 @@ import {
 } from './settlement.request.js';
 import type { VerifiedPayment } from '../api/index.js';
 import { type Clock, type ClockTimer, every, monotonicNow, type SharedClock, SYSTEM_CLOCK } from '../time/index.js';
-import type { OutcomeHandlers } from './outcome.handlers.js';
-import type { PaymentOutcomeEvent } from './payment.events.js';
+import type { OutcomeHandlers, PaymentOutcomeEvent } from './payment.events.js';
 
 /**
  * Keeps a claim alive while its handlers run. Handlers may outlast the lease (a slow email, a slow
@@ -127,7 +126,7 @@ export interface SettlementRunnerOptions {
   orders?: OrderScreenPort;
   /**
    * What holds a signed token without a binding to its verify budget and re-binds it
-   * (settlement.unbound.ts's `UnboundTokens`, over `webhook.unsignedIntervalSecs`).
+   * (settlement.gate.ts's `UnboundTokens`, over `webhook.unsignedIntervalSecs`).
    */
   unbound: UnboundTokenPolicy;
   /**
@@ -300,7 +299,7 @@ export class Attempt {
 
   /**
    * Holds a claimed payment of a signed token without a binding to that token's verify budget
-   * (settlement.unbound.ts): over it, or with the store away, the claim goes back.
+   * (settlement.gate.ts): over it, or with the store away, the claim goes back.
    * @param policy what holds tokens without a binding to their budget
    * @param token the token the store had no binding of
    * @returns what to answer instead of verifying, or undefined to go on

@@ -9,12 +9,12 @@ import {
 import { assertNever, describe, type PaymentsLogger } from '../common/index.js';
 import type { OrderCheckout, OrderLedger, OrderSettlement, PaymentsStore, RefundRecord } from '../store/index.js';
 import type { Clock } from '../time/index.js';
-import type { OutcomeHandlers } from './outcome.handlers.js';
 import { REFUND_RECORD_TTL_MS, type RefundSent, sendRefund } from './refund.sender.js';
 import {
   PaymentDuplicateEvent,
   PaymentEvents,
   PaymentRefundedEvent,
+  type OutcomeHandlers,
   type PaymentOutcomeEvent,
 } from './payment.events.js';
 import type { Attempt, OrderScreenPort, SupersededPayment } from './settlement.attempt.js';

@@ -12,7 +12,7 @@ import {
 import { type PaymentsLogger, assertNever } from '../common/index.js';
 import type { OutcomeRecord, PendingPayment, PaymentsStore } from '../store/index.js';
 import { sleep, type SharedClock } from '../time/index.js';
-import { StrangerBudget } from './settlement.strangers.js';
+import { StrangerBudget } from './settlement.gate.js';
 import { laneOf, pendingLaneOf, returnSpend, UnpaidAllowance } from './settlement.evidence.js';
 import type { PathEvidence } from './settlement.evidence.js';
 import { doneOutcomeOf, type OutcomeExpectation } from './settlement.decision.js';

@@ -5,7 +5,7 @@ import type { HandledOutcome, OutcomeExpectation } from './settlement.decision.j
 
 /*
  * What a path hands the settlement runner, and what it gets back. Every front end maps a
- * SettleResult exhaustively to its own answer: webhook.answer.ts (HTTP), settlement.reconciler.ts
+ * SettleResult exhaustively to its own answer: webhook.processor.ts (HTTP), settlement.reconciler.ts
  * (ReconcileResult), reconciliation.scheduler.ts (reconciliation's bookkeeping).
  */
 
@@ -69,8 +69,8 @@ export interface TokenLookup {
 
 /**
  * What the runner asks about a signed token whose binding the store no longer has (a restart with
- * the memory store, an eviction): settlement.unbound.ts. The runner holds it; nothing is passed in
- * with a request.
+ * the memory store, an eviction): `UnboundTokens` of the verify gate (settlement.gate.ts). The
+ * runner holds it; nothing is passed in with a request.
  */
 export interface UnboundTokenPolicy {
   /** Run once the payment is claimed, before the verify call: seconds to wait when over the token's limit, else undefined. */

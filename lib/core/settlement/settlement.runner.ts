@@ -3,9 +3,12 @@ import { type PaymentsLogger, assertNever, describe } from '../common/index.js';
 import type { OutcomeSource, PaymentsStore } from '../store/index.js';
 import type { SettleSummary, TelemetryHooks } from '../telemetry/index.js';
 import {
+  OUTCOME_EVENT_CLASSES,
+  OutcomeHandlers,
   PaymentMismatchEvent,
   PaymentEvents,
   type HandlerContext,
+  type HandlerLookup,
   type PaymentCancelledEvent,
   type PaymentCapturedEvent,
   type PaymentEventName,
@@ -19,13 +22,12 @@ import {
   type FailedDecision,
   type HandledOutcome,
 } from './settlement.decision.js';
-import { VerifyBudget } from './settlement.budget.js';
+import { VerifyBudget, type VerifyGate } from './settlement.gate.js';
 import { queuedExpectation } from './settlement.rechecks.js';
 import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions } from './settlement.attempt.js';
 import { commitHandlers, commitPathFor, runAfterCommit, type CommitPathDecision } from './settlement.commit.js';
 import { orderScreenOf } from './settlement.orders.js';
 import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
-import { OUTCOME_EVENT_CLASSES, OutcomeHandlers, type HandlerLookup } from './outcome.handlers.js';
 
 /** A verified payment whose outcome's handlers run. */
 interface Settling {
@@ -63,7 +65,7 @@ export class SettlementRunner implements Settlements {
     private readonly store: PaymentsStore,
     private readonly verifier: PaymentVerifier,
     private readonly logger: PaymentsLogger,
-    private readonly budget: VerifyBudget = new VerifyBudget(),
+    private readonly budget: VerifyGate = new VerifyBudget(),
   ) {
     this.#deps = { store, options, logger };
     this.#commitPath = commitPathFor(store, options.inbox);

@@ -1,6 +1,6 @@
 /**
  * Every wait of the settlement engine, in one place (the transport's own retry back-off is
- * `api/retry.policy.ts`). Webhook answers' `Retry-After`, the return page's patience and the
+ * `api/http.transport.ts`). Webhook answers' `Retry-After`, the return page's patience and the
  * reconciliation back-off all read these.
  */
 export const SETTLEMENT_WAITS = {

@@ -55,10 +55,10 @@ export type {
   RefundSwap,
   TransactionQuery,
 } from './store.types.js';
-// The payments' stories and the desk's tallies (story.rules.ts, story.ports.ts).
-export { MemoryStoryLog } from './memory.story.js';
-export { storyLogOf, type PaymentStoryLog } from './story.ports.js';
+// The payments' stories and the desk's tallies (story.log.ts).
 export {
+  MemoryStoryLog,
+  storyLogOf,
   addTally,
   bucketStart,
   expired,
@@ -72,8 +72,9 @@ export {
   storyLimits,
   TALLY,
   tallySum,
-} from './story.rules.js';
+} from './story.log.js';
 export type {
+  PaymentStoryLog,
   StoryBatch,
   StoryEntry,
   StoryKind,
@@ -81,4 +82,4 @@ export type {
   StoryOptions,
   StoryTally,
   TallyBucket,
-} from './story.rules.js';
+} from './story.log.js';

@@ -30,8 +30,7 @@ import { MemoryRateLimiter } from './memory.limiter.js';
 import { mergeGenerated, mergeRecheck } from './pending.generated.js';
 import { checkoutLockKey } from './checkout.claims.js';
 import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
-import { MemoryStoryLog } from './memory.story.js';
-import type { StoryOptions } from './story.rules.js';
+import { MemoryStoryLog, type StoryOptions } from './story.log.js';
 
 /** Options of {@link MemoryPaymentsStore}. */
 export interface MemoryPaymentsStoreOptions {

@@ -5,6 +5,6 @@
 export type { ResolvedWebhookOptions } from './webhook.options.js';
 export { WebhookProcessor } from './webhook.processor.js';
 export type { AuthenticatedWebhook, WebhookAccepted } from './webhook.processor.js';
-export type { WebhookAnswer } from './webhook.answer.js';
+export type { WebhookAnswer } from './webhook.processor.js';
 export type { WebhookRequest } from './webhook.payload.js';
 export { WebhookTokenSigner } from './webhook.token.js';

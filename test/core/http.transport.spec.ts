@@ -6,7 +6,7 @@ import {
   retryAfterSecs,
   retryDelay,
   type AttemptResult,
-} from '../../lib/core/api/retry.policy.js';
+} from '../../lib/core/api/http.transport.js';
 
 // The whole retry decision in one table: [method, what the attempt produced, retry?].
 const TABLE: Array<['GET' | 'POST', AttemptResult, boolean]> = [

@@ -1,8 +1,11 @@
 /**
  * The story of a payment (what happened to it, entry by entry, for the people who run the shop)
  * and the tallies the desk's charts are drawn from: the records and the pure rules every store
- * shares (bounds, retention, time buckets, the handling-time histogram and its percentiles).
+ * shares (bounds, retention, time buckets, the handling-time histogram and its percentiles), the
+ * port a store keeps them behind ({@link PaymentStoryLog}), and the in-memory store's log.
  */
+import { LRUCache } from 'lru-cache';
+import { SYSTEM_CLOCK, type Clock } from '../time/index.js';
 
 /** What one entry of a payment's story tells. */
 export type StoryKind = 'created' | 'webhook' | 'verify' | 'return' | 'handlers' | 'duplicate' | 'refund' | 'desk';
@@ -195,5 +198,117 @@ export function parseStoryEntry(text: string): StoryEntry | undefined {
     return e as unknown as StoryEntry;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Where a store keeps the stories of payments and the charts' tallies (the desk reads both). A
+ * store offers it as its `story` property; a store without one records nothing, and the desk says
+ * so. Written best-effort: the engine batches what it notes and writes it off the path that
+ * noted it, so a lost write loses a line of a story or a count, never money-relevant state.
+ */
+export interface PaymentStoryLog {
+  /** The limits the store applies (entries per payment, retention, bucket length). */
+  readonly limits: StoryLimits;
+
+  /**
+   * Appends `batch.entries` to their payments' stories (each story keeps its newest
+   * `limits.maxEntries`, and is kept `limits.retentionMs` after its latest entry), and adds
+   * `batch.tallies` to their buckets (kept `limits.retentionMs` after the bucket ends). One write
+   * in the shipped stores.
+   */
+  append(batch: StoryBatch): Promise<void>;
+
+  /** A payment's story, oldest first; empty when none is kept. */
+  entries(registration: string, paymentId: string): Promise<StoryEntry[]>;
+
+  /**
+   * The tallies of the buckets that start from `from` up to `to` (epoch ms, both included), oldest
+   * first; a bucket with nothing counted may be left out.
+   */
+  tallies(registration: string, from: number, to: number): Promise<TallyBucket[]>;
+}
+
+/** A store's {@link PaymentStoryLog}, or `undefined` when it keeps none. */
+export function storyLogOf(store: object): PaymentStoryLog | undefined {
+  const story = (store as { story?: unknown }).story;
+  if (typeof story !== 'object' || story === null) return undefined;
+  const s = story as Record<string, unknown>;
+  return typeof s.append === 'function' && typeof s.entries === 'function' && typeof s.tallies === 'function'
+    ? (story as PaymentStoryLog)
+    : undefined;
+}
+
+interface Kept<T> {
+  value: T;
+  writtenAt: number;
+}
+
+/**
+ * The {@link PaymentStoryLog} of `MemoryPaymentsStore`: stories and tally buckets in this process,
+ * in bounded maps (the least recently written go first past `maxStories`), retention on the store's clock.
+ */
+export class MemoryStoryLog implements PaymentStoryLog {
+  /** @inheritdoc */
+  readonly limits: StoryLimits;
+  readonly #stories: LRUCache<string, Kept<StoryEntry[]>>;
+  readonly #buckets = new Map<string, Kept<Record<string, number>>>();
+  readonly #clock: Clock;
+
+  /**
+   * @param options the bounds and retention
+   * @param clock the store's clock
+   * @param maxStories most payments whose story is kept. Default 10 000.
+   */
+  constructor(options: StoryOptions = {}, clock: Clock = SYSTEM_CLOCK, maxStories = 10_000) {
+    this.limits = storyLimits(options);
+    this.#stories = new LRUCache({ max: maxStories });
+    this.#clock = clock;
+  }
+
+  /** @inheritdoc */
+  async append(batch: StoryBatch): Promise<void> {
+    const now = this.#clock.now();
+    const byPayment = new Map<string, StoryEntry[]>();
+    for (const entry of batch.entries) {
+      const list = byPayment.get(entry.paymentId) ?? [];
+      list.push(entry);
+      byPayment.set(entry.paymentId, list);
+    }
+    for (const [paymentId, added] of byPayment) {
+      const key = `${batch.registration}\n${paymentId}`;
+      const held = this.#live(this.#stories.get(key), now) ?? [];
+      this.#stories.set(key, { value: keptEntries(held, added, this.limits.maxEntries), writtenAt: now });
+    }
+    for (const tally of batch.tallies) {
+      const key = `${batch.registration}\n${tally.bucket}`;
+      const held = this.#buckets.get(key);
+      const counts = held?.value ?? {};
+      addTally(counts, tally);
+      this.#buckets.set(key, { value: counts, writtenAt: tally.bucket + this.limits.bucketMs });
+    }
+    // Old buckets go as new ones come: at most one bucket per bucketMs and registration is live.
+    for (const [key, held] of this.#buckets)
+      if (expired(held.writtenAt, this.limits.retentionMs, now)) this.#buckets.delete(key);
+  }
+
+  /** @inheritdoc */
+  async entries(registration: string, paymentId: string): Promise<StoryEntry[]> {
+    return [...(this.#live(this.#stories.get(`${registration}\n${paymentId}`), this.#clock.now()) ?? [])];
+  }
+
+  /** @inheritdoc */
+  async tallies(registration: string, from: number, to: number): Promise<TallyBucket[]> {
+    const now = this.#clock.now();
+    const out: TallyBucket[] = [];
+    for (let bucket = bucketStart(from, this.limits.bucketMs); bucket <= to; bucket += this.limits.bucketMs) {
+      const held = this.#live(this.#buckets.get(`${registration}\n${bucket}`), now);
+      if (held !== undefined) out.push({ bucket, counts: { ...held } });
+    }
+    return out;
+  }
+
+  #live<T>(kept: Kept<T> | undefined, now: number): T | undefined {
+    return kept === undefined || expired(kept.writtenAt, this.limits.retentionMs, now) ? undefined : kept.value;
   }
 }

@@ -1,6 +1,7 @@
 /**
- * The verify budget: the circuit breaker as a pure rule (table), then the budget a client holds
- * webhooks and returns to, on a compressed clock.
+ * The verify gate (settlement.gate.ts), its verify budget: the circuit breaker as a pure rule
+ * (table), then the budget a client holds webhooks and returns to, on a compressed clock. (The
+ * strangers' budget and the unbound-token policy run in test/faults and test/outcomes.)
  */
 import { describe, expect, it } from '@jest/globals';
 import {
@@ -13,9 +14,12 @@ import {
   breakerAdmit,
   breakerAfter,
   CLOSED,
+  gateCheck,
   VerifyBudget,
   type BreakerState,
-} from '../../lib/core/settlement/settlement.budget.js';
+  type Deferral,
+  type GateState,
+} from '../../lib/core/settlement/settlement.gate.js';
 import type { Decision } from '../../lib/core/settlement/settlement.decision.js';
 
 const COOLDOWN = 10_000;
@@ -50,6 +54,78 @@ describe('breakerAdmit / breakerAfter (table)', () => {
     ],
   ])('%s', (_name, state, answered, after) => {
     expect(breakerAfter(state, answered, 1_000, COOLDOWN)).toEqual(after);
+  });
+});
+
+describe('gateCheck (table): may a path call verify on a payment now?', () => {
+  const failed = new PaymentsApiError('API_ERROR', { operation: 'verifyPayment', httpStatus: 503 });
+  const limited = new PaymentsRateLimitedError({ operation: 'verifyPayment', httpStatus: 429, retryAfterSecs: 20 });
+  const NOW = 100_000;
+  const state = (over: Partial<GateState> = {}): GateState => ({
+    remembered: [],
+    pause: { since: 0, until: 0 },
+    breaker: CLOSED,
+    ...over,
+  });
+  const opened: BreakerState = { failures: BREAKER_THRESHOLD, openUntil: NOW + 4_000 };
+  it.each<[string, GateState, Deferral | undefined, BreakerState]>([
+    ['nothing known: verify now', state(), undefined, CLOSED],
+    [
+      'a failed verify remembered: answered from memory',
+      state({ remembered: [{ since: NOW - 1_000, until: NOW + 9_000, pending: false, error: failed }] }),
+      { pending: false, retryAfterSecs: 9, error: failed },
+      CLOSED,
+    ],
+    [
+      "the asking path's PENDING remembered (second slot)",
+      state({ remembered: [undefined, { since: NOW, until: NOW + 10_000, pending: true }] }),
+      { pending: true, retryAfterSecs: 10, error: undefined },
+      CLOSED,
+    ],
+    [
+      'a memory past its time: forgotten',
+      state({ remembered: [{ since: NOW - 20_000, until: NOW, pending: true }] }),
+      undefined,
+      CLOSED,
+    ],
+    [
+      'a memory from before a clock stepped back: forgotten',
+      state({ remembered: [{ since: NOW + 5_000, until: NOW + 15_000, pending: true }] }),
+      undefined,
+      CLOSED,
+    ],
+    [
+      "within a 429's pause: deferred, rate-limited",
+      state({ pause: { since: NOW - 1_000, until: NOW + 19_500, error: limited } }),
+      { pending: false, retryAfterSecs: 20, error: limited, rateLimited: true },
+      CLOSED,
+    ],
+    [
+      'a pause begun after now (the clock stepped back): not paused',
+      state({ pause: { since: NOW + 1_000, until: NOW + 30_000 } }),
+      undefined,
+      CLOSED,
+    ],
+    [
+      'the breaker open: deferred with its error',
+      state({ breaker: opened, breakerError: failed }),
+      { pending: false, retryAfterSecs: 4, error: failed },
+      opened,
+    ],
+    [
+      'the breaker at its time: one probe, and open again for the cooldown',
+      state({ breaker: { failures: BREAKER_THRESHOLD, openUntil: NOW }, breakerError: failed }),
+      undefined,
+      { failures: BREAKER_THRESHOLD, openUntil: NOW + COOLDOWN },
+    ],
+    [
+      'memory first: a remembered payment leaves the breaker as it is',
+      state({ remembered: [{ since: NOW, until: NOW + 1_000, pending: true }], breaker: opened }),
+      { pending: true, retryAfterSecs: 1, error: undefined },
+      opened,
+    ],
+  ])('%s', (_name, given, deferral, breaker) => {
+    expect(gateCheck(given, NOW, COOLDOWN)).toEqual({ deferral, breaker });
   });
 });
 
