@@ -118,8 +118,13 @@ export const SESSION_SECS_CHOICES = [300, 600] as const;
 export class World {
   /** The store every instance shares: the memory store unless a history brings a real one. */
   readonly store: PaymentsStore;
-  /** The world's true time, which the store's clock (`store.now()`) reads. */
+  /**
+   * The store's clock (`store.now()`, its leases and TTLs): the world's true time, unless a history
+   * steps it ({@link World.stepStoreClock}).
+   */
   readonly trueClock: InstanceClock;
+  /** When the store's clock last stepped (virtual time); `-Infinity`: never. */
+  storeClockSteppedAt = Number.NEGATIVE_INFINITY;
   readonly payments = new Map<string, ModelPayment>();
   readonly ledger: Ledger = {
     verifies: new Map(),
@@ -159,6 +164,17 @@ export class World {
       });
     if (faults.transactional && !store)
       this.db = new SimDatabase(this.store as MemoryPaymentsStore, () => trueClock.now());
+  }
+
+  /**
+   * Steps the store's clock by `ms` (negative: back), as a failover to a replica whose clock is
+   * behind or an NTP correction of the database server would: what the store dated before reads as
+   * that much in the future, and its leases and TTLs last that much longer. The instances learn it
+   * when they next measure the store's clock (once a minute).
+   */
+  stepStoreClock(ms: number): void {
+    this.trueClock.stepMs += ms;
+    this.storeClockSteppedAt = this.time.now;
   }
 
   /** Whether the database went down since `since` (its restart ended every transaction open then). */
@@ -344,8 +360,12 @@ export class Instance {
   frozenUntil = 0;
   /** Whether it has read the store's clock (its shared time is then the store's, whatever its own clock does). */
   measured = false;
+  /** When (virtual time) the store last read its clock for it; `-Infinity`: never. */
+  storeClockReadAt = Number.NEGATIVE_INFINITY;
   /** When it last asked the service to verify each payment. */
   readonly verifiedAt = new Map<string, number>();
+  /** When it last asked the store for each rate-limit slot (a payment's allowance of returns, say). */
+  readonly rateLimitAskedAt = new Map<string, number>();
   readonly clock: InstanceClock;
   readonly client: PaymentsClient;
   /** Called when the instance dies (the checks close its open handler runs). */
@@ -471,10 +491,12 @@ export class Instance {
         });
     const limits = world.store.rateLimits;
     const rateLimits: RateLimiter = {
-      take: (key, windowMs) =>
-        this.io(() =>
+      take: (key, windowMs) => {
+        this.rateLimitAskedAt.set(key, world.time.now);
+        return this.io(() =>
           world.storeUnreachableFrom(this.index) ? Promise.reject(new Error('store down')) : limits.take(key, windowMs),
-        ),
+        );
+      },
       free: (key) =>
         this.io(() =>
           world.storeUnreachableFrom(this.index) ? Promise.reject(new Error('store down')) : limits.free(key),
@@ -508,9 +530,10 @@ export class Instance {
       this.io(() => {
         if (world.storeUnreachableFrom(this.index))
           throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
-        return world.trueClock.now();
-      }).then((now) => {
+        return { now: world.trueClock.now(), readAt: world.time.now };
+      }).then(({ now, readAt }) => {
         this.measured = true;
+        this.storeClockReadAt = Math.max(this.storeClockReadAt, readAt);
         return now;
       });
     return proxy as unknown as PaymentsStore;
