@@ -381,6 +381,15 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const answers: Array<{ paymentId: string; outcome: string; settledBy?: string; handled: boolean; at: number }> = [];
   /** Whether the instance read the store's clock since that clock last stepped (its shared time is the store's again). */
   const measuredSinceStoreStep = (instance: Instance) => instance.storeClockReadAt >= world.storeClockSteppedAt;
+  /**
+   * Whether a return that began at `since` went past the payment's record (the recency is judged
+   * before anything else): it asked for the payment's claim (found busy, another path holding it, it
+   * waits for that path's record) or for its allowance of returns (found spent, settlement.evidence.ts),
+   * and was then answered by the record whatever its date.
+   */
+  const wentPastTheRecord = (instance: Instance, paymentId: string, since: number) =>
+    (instance.claimAskedAt.get(outcomeKey(paymentId)) ?? Number.NEGATIVE_INFINITY) >= since ||
+    unpaidSlots(paymentId).some((slot) => (instance.rateLimitAskedAt.get(slot) ?? Number.NEGATIVE_INFINITY) >= since);
   /** How far the store's clock stepped back (`storeclock`), ms; 0: it did not. */
   let storeStepBackMs = 0;
   const trace: string[] = [];
@@ -727,11 +736,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
             !world.storeUnreachableFrom(instance.index) &&
             (world.ledger.verifies.get(payment.id) ?? 0) === verifiesBefore &&
             (instance.verifiedAt.get(payment.id) ?? Number.NEGATIVE_INFINITY) < startedAt - VERIFY_INTERVAL_MS &&
-            // A return that asked for the payment's allowance of returns and found it spent is answered
-            // by the record whatever its date (settlement.evidence.ts): no recency judged there.
-            !unpaidSlots(payment.id).some(
-              (slot) => (instance.rateLimitAskedAt.get(slot) ?? Number.NEGATIVE_INFINITY) >= startedAt,
-            )
+            !wentPastTheRecord(instance, payment.id, startedAt)
           )
             void world.store.getOutcome(payment.id).then((record) => {
               const ahead = record === undefined ? 0 : Date.parse(record.updatedAt) - world.trueClock.now();
@@ -1343,10 +1348,6 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       if (st.to >= finalAt - 2 * LEASE_MS && st.from <= (s.firstSuccessAt ?? horizon))
         deadline = Math.max(deadline, st.to + BOUNDS.crashMs);
     if (has('faults')) deadline += BOUNDS.faultsMs;
-    // A step back of the store's clock moves every due time the queue holds (the store's times) that
-    // much later: what reconciliation and the pending lane were to check comes that much later, at the
-    // next pass after it (the wake set for the old due time found nothing due).
-    if (storeStepBackMs > 0) deadline += storeStepBackMs + INTERVAL_MS;
     // Handled means its handlers finished: a slow shop's handler takes up to SLOW_HANDLER_MS itself.
     if (has('slow')) deadline += SLOW_HANDLER_MS;
     // In a transaction, a confirmation waits for another payment's of the same order to end (its row
@@ -1367,6 +1368,11 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     // lane: waits doubling from the interval).
     for (let k = 0; k < s.failures; k++)
       deadline += Math.min(3_600_000, INTERVAL_MS * 2 ** (k + 1)) + BOUNDS.perFailureMs;
+    // A step back of the store's clock moves every due time the queue holds (the store's times, and
+    // those instances write until they measure that clock again) that much later: whatever the bound
+    // above waits for comes that much later, at the next pass after it (the wake set for the old due
+    // time found nothing due).
+    if (storeStepBackMs > 0) deadline += storeStepBackMs + INTERVAL_MS;
     if (s.firstSuccessAt === undefined) {
       if (deadline <= horizon)
         violate(

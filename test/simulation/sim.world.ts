@@ -364,6 +364,8 @@ export class Instance {
   storeClockReadAt = Number.NEGATIVE_INFINITY;
   /** When it last asked the service to verify each payment. */
   readonly verifiedAt = new Map<string, number>();
+  /** When it last asked the store for each claim (by its event key). */
+  readonly claimAskedAt = new Map<string, number>();
   /** When it last asked the store for each rate-limit slot (a payment's allowance of returns, say). */
   readonly rateLimitAskedAt = new Map<string, number>();
   readonly clock: InstanceClock;
@@ -483,12 +485,14 @@ export class Instance {
     const shared = world.store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     const call =
       (name: string) =>
-      (...args: unknown[]): Promise<unknown> =>
-        this.io(() => {
+      (...args: unknown[]): Promise<unknown> => {
+        if (name === 'claim') this.claimAskedAt.set(String(args[0]), world.time.now);
+        return this.io(() => {
           if (world.storeUnreachableFrom(this.index))
             throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
           return shared[name](...args);
         });
+      };
     const limits = world.store.rateLimits;
     const rateLimits: RateLimiter = {
       take: (key, windowMs) => {
