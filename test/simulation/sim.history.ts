@@ -1056,14 +1056,23 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   // before: its first read (the record) comes before the store writes the outcome, its second (the
   // queue entry) after, so that nothing it read contradicts its expectation, and its claim finds
   // the payment done.
+  // Their customers reach a front instance of the app (the return page only: no handlers registered,
+  // so no reconciliation of its own), its I/O drawn from a stream of its own: the history's other
+  // draws stay as they were.
+  const front = editRace
+    ? new Instance(7, world, 0, {
+        sessionSecs,
+        dispatch: async (_i, name) => void violate(`${name} ran on the front instance, which registered no handlers`),
+        jitter: new Random(seed * 64 + 62),
+        latencies: new Random(seed * 49_979_687 + 307),
+        handlers: false,
+      })
+    : undefined;
   const editAsItEnds = (target: ModelPayment, endsInMs: number) => {
     const others = [...paid.values()].filter((p) => p.trackingId !== target.trackingId);
-    if (others.length === 0 || !raceDraws.chance(0.5)) return;
+    if (!front || others.length === 0 || !raceDraws.chance(0.5)) return;
     const own = raceDraws.pick(others);
-    time.after(Math.max(0, endsInMs - raceDraws.between(0.5, 15)), () => {
-      const up = live();
-      if (up.length > 0) editedReturn(target, own, raceDraws.pick(up), true);
-    });
+    time.after(Math.max(0, endsInMs - raceDraws.between(0.5, 15)), () => editedReturn(target, own, front, true));
   };
 
   // Strangers typing ids into the return page: a small pool that comes back, and fresh ones.

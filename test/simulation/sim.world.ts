@@ -372,6 +372,7 @@ export class Instance {
   readonly client: PaymentsClient;
   /** Called when the instance dies (the checks close its open handler runs). */
   onCrash: Array<() => void> = [];
+  readonly #latencies: Random;
 
   constructor(
     readonly index: number,
@@ -391,8 +392,16 @@ export class Instance {
       refundDuplicates?: boolean;
       /** Where the operations' events go (a duplicate's refund). */
       operations?: (instance: Instance, name: PaymentEventName, event: PaymentEvent) => Promise<void>;
+      /**
+       * The stream its I/O latencies are drawn from; default the world's. An instance a situation
+       * adds draws from its own, so that the history's other draws stay as they were.
+       */
+      latencies?: Random;
+      /** false: no handlers registered (a front instance serving the return page only), so no reconciliation. */
+      handlers?: boolean;
     },
   ) {
+    this.#latencies = options.latencies ?? world.random;
     this.clock = new InstanceClock(
       world.time,
       skewMs,
@@ -432,6 +441,7 @@ export class Instance {
       { adapter: this.#adapter(), random: () => options.jitter.next() },
     );
     const operations = options.operations;
+    if (options.handlers === false) return;
     const OPERATIONS: PaymentEventName[] = [PaymentEvents.CAPTURED, PaymentEvents.REFUNDED, PaymentEvents.CANCELLED];
     this.client.setHandlers({
       handlersOf: (name) =>
@@ -453,7 +463,7 @@ export class Instance {
    * a latency. A dead instance never resumes: its awaits hang for ever, wherever they are; one that
    * dies between the op and its answer has changed the world without knowing it.
    */
-  io<T>(work: () => T | Promise<T>, latency = (): number => this.world.random.between(1, 25)): Promise<T> {
+  io<T>(work: () => T | Promise<T>, latency = (): number => this.#latencies.between(1, 25)): Promise<T> {
     return new Promise<T>((resolve, reject) =>
       this.#awake(() => {
         let outcome: Promise<T>;
@@ -710,7 +720,7 @@ export class Instance {
         signal?.addEventListener?.('abort', () =>
           reject(Object.assign(new Error('timeout of the attempt'), { code: 'ECONNABORTED' })),
         );
-        const latency = (): number => this.world.random.between(40, 600);
+        const latency = (): number => this.#latencies.between(40, 600);
         const url = String(config.url ?? '');
         if (config.method === 'GET' && url.startsWith('/api/v2/verify_payment/'))
           this.verifiedAt.set(decodeURIComponent(url.slice('/api/v2/verify_payment/'.length)), this.world.time.now);
