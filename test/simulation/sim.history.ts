@@ -109,7 +109,7 @@ export const ORDER_SITUATIONS = ['superseded', 'holds'] as const;
 export const BEHAVIOURS = ['unpaid'] as const;
 /**
  * Situations of the return page, drawn from a stream of their own (every history without them stays as it was):
- * - `storeclock` (histories whose verify lags by minutes, over the memory store, not transactional):
+ * - `storeclock` (histories whose verify lags by minutes, over the memory store, neither transactional nor lossy):
  *   the store's clock steps back by minutes (a failover to a replica whose clock is behind, an NTP
  *   correction of the database server) while a paid payment's verify lags: its pending record,
  *   written before, is then dated in the future, and its customer reloads the return page once the
