@@ -7,6 +7,7 @@ import type {
 } from '../../lib/core/settlement/payment.events.js';
 import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 import { outcomeKey } from '../../lib/core/settlement/settlement.attempt.js';
+import { unpaidSlots } from '../../lib/core/settlement/settlement.evidence.js';
 import { checkoutKey, orderLedgerKey } from '../../lib/core/api/payments.checkout.js';
 import type { OrderLedger } from '../../lib/core/store/store.ports.js';
 import {
@@ -106,11 +107,26 @@ export const ORDER_SITUATIONS = ['superseded', 'holds'] as const;
  *   most 3 verify calls while its session is open (docs/confirmations.md, "The call budget").
  */
 export const BEHAVIOURS = ['unpaid'] as const;
+/**
+ * Situations of the return page, drawn from a stream of their own (every history without them stays as it was):
+ * - `storeclock` (histories whose verify lags by minutes, over the memory store, neither transactional nor lossy):
+ *   the store's clock steps back by minutes (a failover to a replica whose clock is behind, an NTP
+ *   correction of the database server) while a paid payment's verify lags: its pending record,
+ *   written before, is then dated in the future, and its customer reloads the return page once the
+ *   instances measured the store's clock again. A pending record dated in the future is not
+ *   "recent" (docs/confirmations.md, "One notion of time"): no return page answered `pending` by it.
+ * - `editrace`: a customer edits the return URL to name a payment just as another path finishes it,
+ *   so that the return's two reads straddle the store's write of its outcome (the record not there
+ *   yet, the queue entry gone already): the return answers from the record, which it checks again
+ *   (docs/confirmations.md, "The return page cannot be fooled after the fact").
+ */
+export const RETURN_SITUATIONS = ['storeclock', 'editrace'] as const;
 export type Extra =
   | (typeof EXTRAS)[number]
   | (typeof OWN_EXTRAS)[number]
   | (typeof ORDER_SITUATIONS)[number]
-  | (typeof BEHAVIOURS)[number];
+  | (typeof BEHAVIOURS)[number]
+  | (typeof RETURN_SITUATIONS)[number];
 
 /** The longest lag of verify behind a return the short lane's checks reach (settlement.evidence.ts: 10 s + 25 s). */
 const SHORT_LANE_REACH_MS = 35_000;
@@ -153,6 +169,8 @@ const LEASE_MS = 60_000;
 const RECORD_RETRY_SLACK_MS = 10_000;
 /** The longest a slow shop's handler runs (the `slow` stressor). */
 const SLOW_HANDLER_MS = 90_000;
+/** The least lag of verify behind a payment that `storeclock` steps the store's clock during (its customer comes back up to 2 min after paying). */
+const STORE_STEP_MIN_LAG_MS = 150_000;
 /** The verify budget's interval per payment and instance (SETTLEMENT_WAITS.verifyIntervalMs). */
 const VERIFY_INTERVAL_MS = 10_000;
 /** `handlers.timeoutMs` of the instances (sim.world.ts). */
@@ -243,6 +261,14 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const situation = (s: (typeof ORDER_SITUATIONS)[number]) => situations.includes(s);
   const unp = new Random(seed * 15_485_863 + 11);
   const unpaidReturns = !real && unp.chance(0.3);
+  const ret = new Random(seed * 49_979_687 + 13);
+  const [stepDrawn, raceDrawn] = [ret.chance(0.5), ret.chance(0.25)];
+  // (Over lossy deliveries the lagging payment's redeliveries may be lost; the step is for a return page.)
+  const storeClock = !real && !transactional && drawn.includes('longlag') && !drawn.includes('lossy') && stepDrawn;
+  const editRace = !real && raceDrawn;
+  // Each situation's own draws, apart from every other stream.
+  const stepDraws = new Random(seed * 49_979_687 + 101);
+  const raceDraws = new Random(seed * 49_979_687 + 211);
   const stressors: Array<Stressor | Extra> = [
     ...(unpaidReturns ? (['unpaid'] as const) : []),
     ...drawn,
@@ -253,6 +279,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     ...(tx.stalls ? (['stalls'] as const) : []),
     ...(tx.lostCommits ? (['lostcommits'] as const) : []),
     ...(inboxMode ? (['inbox'] as const) : []),
+    ...(storeClock ? (['storeclock'] as const) : []),
+    ...(editRace ? (['editrace'] as const) : []),
   ];
   const has = (s: Stressor) => drawn.includes(s);
   const extra = (e: (typeof EXTRAS)[number]) => extras.includes(e);
@@ -351,6 +379,19 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     time.after(restartAfterMs, () => start(victim.index));
   };
   const answers: Array<{ paymentId: string; outcome: string; settledBy?: string; handled: boolean; at: number }> = [];
+  /** Whether the instance read the store's clock since that clock last stepped (its shared time is the store's again). */
+  const measuredSinceStoreStep = (instance: Instance) => instance.storeClockReadAt >= world.storeClockSteppedAt;
+  /**
+   * Whether a return that began at `since` went past the payment's record (the recency is judged
+   * before anything else): it asked for the payment's claim (found busy, another path holding it, it
+   * waits for that path's record) or for its allowance of returns (found spent, settlement.evidence.ts),
+   * and was then answered by the record whatever its date.
+   */
+  const wentPastTheRecord = (instance: Instance, paymentId: string, since: number) =>
+    (instance.claimAskedAt.get(outcomeKey(paymentId)) ?? Number.NEGATIVE_INFINITY) >= since ||
+    unpaidSlots(paymentId).some((slot) => (instance.rateLimitAskedAt.get(slot) ?? Number.NEGATIVE_INFINITY) >= since);
+  /** How far the store's clock stepped back (`storeclock`), ms; 0: it did not. */
+  let storeStepBackMs = 0;
   const trace: string[] = [];
   const note = (id: string, what: string) =>
     process.env.SIM_DEBUG === id && trace.push(`${((time.now - T0) / 1000).toFixed(1)}s ${what}`);
@@ -437,8 +478,9 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     // it writes are the store's, whatever its own clock did since (a step, back or forward).
     const lateBy = outcome.occurredAt.getTime() - world.trueClock.now();
     // (A history that stalls processes is left out: a measurement whose round trip a freeze spoiled is
-    // discarded by the engine, while the model saw the store answer; seeds 320 and 1270.)
-    const measured = instance.measured && stalls.length === 0;
+    // discarded by the engine, while the model saw the store answer; seeds 320 and 1270. Measured
+    // means since the store's clock last stepped: until then the instance cannot know the step.)
+    const measured = instance.measured && stalls.length === 0 && measuredSinceStoreStep(instance);
     if (measured && (lateBy > 5_000 || lateBy < -5_000 - (transactional ? HANDLERS_TIMEOUT_MS : 0)))
       violate(`${name} of ${id} dated ${lateBy / 1000}s off the store's clock on #${instance.index}`);
     const transaction = outcome.transaction;
@@ -463,6 +505,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         await transaction.query('UPDATE orders SET status = $2 WHERE id = $1', [id, name, startedAt]);
       const duration =
         has('slow') && random.chance(0.3) ? random.between(1_000, SLOW_HANDLER_MS) : random.between(0, 200);
+      if (editRace && model) editAsItEnds(model, duration);
       // A process stalled mid-handler for longer than the claim's lease: another attempt takes the claim.
       if (inTransaction && tx.stalls && txr.chance(0.15)) {
         instance.frozenUntil = time.now + txr.between(70_000, 180_000);
@@ -574,7 +617,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const count = random.int(2, 3);
   for (let i = 0; i < count; i++) start(i);
   const live = () => instances.filter((i) => i.alive);
-  const anyLive = () => (live().length > 0 ? random.pick(live()) : undefined);
+  const anyLive = (draws = random) => (live().length > 0 ? draws.pick(live()) : undefined);
   // Another merchant account of the app, with its own store: its route must refuse this one's tokens
   // (421), even though both share the webhook secret; its handlers must never run for them.
   const otherAccount = extra('accounts')
@@ -659,9 +702,10 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     );
   };
 
-  // The customer back on the return page: reloads while it says "processing".
-  const returnTo = (payment: ModelPayment, reloads: number) => {
-    const instance = anyLive();
+  // The customer back on the return page: reloads while it says "processing". (`draws`: a situation's
+  // own stream, so that its customers leave the history's other draws as they were.)
+  const returnTo = (payment: ModelPayment, reloads: number, draws = random) => {
+    const instance = anyLive(draws);
     if (!instance) return;
     if (payment.settleAt !== undefined && time.now >= payment.settleAt) asked(payment.id, instance, 'return');
     note(payment.id, `return starts on #${instance.index}`);
@@ -680,23 +724,27 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
             handled: result.handled,
             at: time.now,
           });
-          // A pending record dated in the future is not recent: it cannot answer the return page alone.
+          // A pending record dated in the future is not recent: it cannot answer the return page alone
+          // (docs/confirmations.md, "One notion of time"). The future is the store's clock's, as the
+          // instance knows it once it measured that clock since it last stepped.
           if (
             !real &&
             result.outcome === 'pending' &&
+            measuredSinceStoreStep(instance) &&
             !has('faults') &&
             !extra('refunds') &&
             !world.storeUnreachableFrom(instance.index) &&
             (world.ledger.verifies.get(payment.id) ?? 0) === verifiesBefore &&
-            (instance.verifiedAt.get(payment.id) ?? Number.NEGATIVE_INFINITY) < startedAt - VERIFY_INTERVAL_MS
+            (instance.verifiedAt.get(payment.id) ?? Number.NEGATIVE_INFINITY) < startedAt - VERIFY_INTERVAL_MS &&
+            !wentPastTheRecord(instance, payment.id, startedAt)
           )
             void world.store.getOutcome(payment.id).then((record) => {
               const ahead = record === undefined ? 0 : Date.parse(record.updatedAt) - world.trueClock.now();
               if (record?.outcome === 'pending' && ahead > 3_000)
                 violate(`the return page of ${payment.id} was told pending by a record dated ${ahead / 1000}s ahead`);
             });
-          if (result.outcome === 'pending' && reloads > 0 && random.chance(0.8))
-            time.after(random.between(5_000, 20_000), () => returnTo(payment, reloads - 1));
+          if (result.outcome === 'pending' && reloads > 0 && draws.chance(0.8))
+            time.after(draws.between(5_000, 20_000), () => returnTo(payment, reloads - 1, draws));
         },
         (error: unknown) => {
           note(payment.id, `return failed: ${String(error)}`);
@@ -818,6 +866,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
           payment.settleAt = time.now + own.between(500, 4_000);
           payment.lagMs = own.between(2_000, 8_000);
         }
+        if (storeClock && storeStepBackMs === 0 && payment.lagMs > STORE_STEP_MIN_LAG_MS)
+          stepStoreClockWhileLagging(payment);
         note(
           payment.id,
           `will settle at ${((payment.settleAt - T0) / 1000).toFixed(1)}s, final at ${((payment.settleAt + payment.lagMs - T0) / 1000).toFixed(1)}s (${payment.outcome})`,
@@ -900,6 +950,21 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       }, callerErrors('generatePayment (pre-authorization)'));
   };
 
+  // `storeclock`: the store's clock steps back by minutes while this paid payment's verify lags (its
+  // webhook or its customer's return has found it pending by then, and its pending lane rewrote the
+  // record since, dated by the store's clock before the step); its customer reloads the return page
+  // once every instance must have measured the store's clock again (a measurement is at most a minute
+  // old when a path reads the shared time), while the verify still lags.
+  const stepStoreClockWhileLagging = (payment: ModelPayment) => {
+    storeStepBackMs = stepDraws.between(120_000, 600_000);
+    const at = (payment.settleAt ?? time.now) + stepDraws.between(10_000, 30_000);
+    time.at(at, () => {
+      note(payment.id, `the store's clock steps back ${storeStepBackMs / 1000}s`);
+      world.stepStoreClock(-storeStepBackMs);
+    });
+    time.at(at + stepDraws.between(61_000, 90_000), () => returnTo(payment, 2, stepDraws));
+  };
+
   const orders = random.int(3, 6);
   const paid = new Map<number, ModelPayment>();
   for (let k = 0; k < orders; k++) {
@@ -954,6 +1019,28 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   // runs nothing; never that payment's outcome.
   const edits = new Map<string, number>();
   const earlyAt = new Map<string, number>();
+  // The return page cannot be fooled after the fact (docs/confirmations.md): `own`'s expectation on
+  // `target`'s return is refused, or at most a mismatch that records and runs nothing; never that
+  // payment's outcome, also when another path handles it while the return runs (`asItEnds`).
+  const editedReturn = (target: ModelPayment, own: ModelPayment, instance: Instance, asItEnds: boolean) => {
+    edits.set(target.id, (edits.get(target.id) ?? 0) + 1);
+    instance.client
+      .reconcilePayment(target.id, { expected: { amount: own.amount, developerTrackingId: own.trackingId } })
+      .then(
+        (result) => {
+          leakCheck('a return answer', safeJson(result), violate);
+          if (result.outcome !== 'mismatch' && result.outcome !== 'pending')
+            violate(
+              `an edited return (${target.id} for ${String(own.trackingId)}) answered ${result.outcome}${asItEnds ? `, ${target.id} handled as it ran (its record not checked against the return's expectation)` : ''}`,
+            );
+        },
+        (error: unknown) => {
+          if (!(error instanceof PaymentsValidationError) && !world.storeUnreachableFrom(instance.index))
+            callerErrors('reconcilePayment (edited)')(error);
+          else leakCheck('reconcilePayment (edited) error', String(error), violate);
+        },
+      );
+  };
   if (extra('edits'))
     for (let k = more.int(2, 6); k > 0; k--)
       time.at(T0 + more.between(10_000, sessionSecs * 1000 + 120_000), () => {
@@ -963,22 +1050,30 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         const target = more.pick(mine.filter((p) => p.trackingId !== own.trackingId));
         const instance = anyLive();
         if (!target || !instance) return;
-        edits.set(target.id, (edits.get(target.id) ?? 0) + 1);
-        instance.client
-          .reconcilePayment(target.id, { expected: { amount: own.amount, developerTrackingId: own.trackingId } })
-          .then(
-            (result) => {
-              leakCheck('a return answer', safeJson(result), violate);
-              if (result.outcome !== 'mismatch' && result.outcome !== 'pending')
-                violate(`an edited return (${target.id} for ${String(own.trackingId)}) answered ${result.outcome}`);
-            },
-            (error: unknown) => {
-              if (!(error instanceof PaymentsValidationError) && !world.storeUnreachableFrom(instance.index))
-                callerErrors('reconcilePayment (edited)')(error);
-              else leakCheck('reconcilePayment (edited) error', String(error), violate);
-            },
-          );
+        editedReturn(target, own, instance, false);
       });
+  // `editrace`: an edited return to a payment whose handlers end in `endsInMs`, started a few ms
+  // before: its first read (the record) comes before the store writes the outcome, its second (the
+  // queue entry) after, so that nothing it read contradicts its expectation, and its claim finds
+  // the payment done.
+  // Their customers reach a front instance of the app (the return page only: no handlers registered,
+  // so no reconciliation of its own), its I/O drawn from a stream of its own: the history's other
+  // draws stay as they were.
+  const front = editRace
+    ? new Instance(7, world, 0, {
+        sessionSecs,
+        dispatch: async (_i, name) => void violate(`${name} ran on the front instance, which registered no handlers`),
+        jitter: new Random(seed * 64 + 62),
+        latencies: new Random(seed * 49_979_687 + 307),
+        handlers: false,
+      })
+    : undefined;
+  const editAsItEnds = (target: ModelPayment, endsInMs: number) => {
+    const others = [...paid.values()].filter((p) => p.trackingId !== target.trackingId);
+    if (!front || others.length === 0 || !raceDraws.chance(0.5)) return;
+    const own = raceDraws.pick(others);
+    time.after(Math.max(0, endsInMs - raceDraws.between(0.5, 15)), () => editedReturn(target, own, front, true));
+  };
 
   // Strangers typing ids into the return page: a small pool that comes back, and fresh ones.
   const strangerIds = Array.from({ length: 8 }, (_, i) => `pay_x${seed % 1000}_${i}`);
@@ -1282,6 +1377,11 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     // lane: waits doubling from the interval).
     for (let k = 0; k < s.failures; k++)
       deadline += Math.min(3_600_000, INTERVAL_MS * 2 ** (k + 1)) + BOUNDS.perFailureMs;
+    // A step back of the store's clock moves every due time the queue holds (the store's times, and
+    // those instances write until they measure that clock again) that much later: whatever the bound
+    // above waits for comes that much later, at the next pass after it (the wake set for the old due
+    // time found nothing due).
+    if (storeStepBackMs > 0) deadline += storeStepBackMs + INTERVAL_MS;
     if (s.firstSuccessAt === undefined) {
       if (deadline <= horizon)
         violate(
@@ -1338,7 +1438,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   for (const line of world.ledger.logs) leakCheck('a log line', line, violate);
   if (process.env.SIM_DEBUG)
     trace.push(
-      `store down: ${storeDown.map(([a, b]) => `${(a - T0) / 1000}-${(b - T0) / 1000}s`).join(' ')}; crashes: ${crashes.map((c) => `#${c.instance.index}@${(c.at - T0) / 1000}s`).join(' ')}; session ${sessionSecs}s`,
+      `store down: ${storeDown.map(([a, b]) => `${(a - T0) / 1000}-${(b - T0) / 1000}s`).join(' ')}; crashes: ${crashes.map((c) => `#${c.instance.index}@${(c.at - T0) / 1000}s`).join(' ')}; session ${sessionSecs}s${storeStepBackMs > 0 ? `; the store's clock stepped back ${storeStepBackMs / 1000}s at ${(world.storeClockSteppedAt - T0) / 1000}s` : ''}`,
     );
   if (process.env.SIM_DEBUG)
     process.stdout.write(

@@ -118,8 +118,13 @@ export const SESSION_SECS_CHOICES = [300, 600] as const;
 export class World {
   /** The store every instance shares: the memory store unless a history brings a real one. */
   readonly store: PaymentsStore;
-  /** The world's true time, which the store's clock (`store.now()`) reads. */
+  /**
+   * The store's clock (`store.now()`, its leases and TTLs): the world's true time, unless a history
+   * steps it ({@link World.stepStoreClock}).
+   */
   readonly trueClock: InstanceClock;
+  /** When the store's clock last stepped (virtual time); `-Infinity`: never. */
+  storeClockSteppedAt = Number.NEGATIVE_INFINITY;
   readonly payments = new Map<string, ModelPayment>();
   readonly ledger: Ledger = {
     verifies: new Map(),
@@ -159,6 +164,17 @@ export class World {
       });
     if (faults.transactional && !store)
       this.db = new SimDatabase(this.store as MemoryPaymentsStore, () => trueClock.now());
+  }
+
+  /**
+   * Steps the store's clock by `ms` (negative: back), as a failover to a replica whose clock is
+   * behind or an NTP correction of the database server would: what the store dated before reads as
+   * that much in the future, and its leases and TTLs last that much longer. The instances learn it
+   * when they next measure the store's clock (once a minute).
+   */
+  stepStoreClock(ms: number): void {
+    this.trueClock.stepMs += ms;
+    this.storeClockSteppedAt = this.time.now;
   }
 
   /** Whether the database went down since `since` (its restart ended every transaction open then). */
@@ -344,12 +360,19 @@ export class Instance {
   frozenUntil = 0;
   /** Whether it has read the store's clock (its shared time is then the store's, whatever its own clock does). */
   measured = false;
+  /** When (virtual time) the store last read its clock for it; `-Infinity`: never. */
+  storeClockReadAt = Number.NEGATIVE_INFINITY;
   /** When it last asked the service to verify each payment. */
   readonly verifiedAt = new Map<string, number>();
+  /** When it last asked the store for each claim (by its event key). */
+  readonly claimAskedAt = new Map<string, number>();
+  /** When it last asked the store for each rate-limit slot (a payment's allowance of returns, say). */
+  readonly rateLimitAskedAt = new Map<string, number>();
   readonly clock: InstanceClock;
   readonly client: PaymentsClient;
   /** Called when the instance dies (the checks close its open handler runs). */
   onCrash: Array<() => void> = [];
+  readonly #latencies: Random;
 
   constructor(
     readonly index: number,
@@ -369,8 +392,16 @@ export class Instance {
       refundDuplicates?: boolean;
       /** Where the operations' events go (a duplicate's refund). */
       operations?: (instance: Instance, name: PaymentEventName, event: PaymentEvent) => Promise<void>;
+      /**
+       * The stream its I/O latencies are drawn from; default the world's. An instance a situation
+       * adds draws from its own, so that the history's other draws stay as they were.
+       */
+      latencies?: Random;
+      /** false: no handlers registered (a front instance serving the return page only), so no reconciliation. */
+      handlers?: boolean;
     },
   ) {
+    this.#latencies = options.latencies ?? world.random;
     this.clock = new InstanceClock(
       world.time,
       skewMs,
@@ -410,6 +441,7 @@ export class Instance {
       { adapter: this.#adapter(), random: () => options.jitter.next() },
     );
     const operations = options.operations;
+    if (options.handlers === false) return;
     const OPERATIONS: PaymentEventName[] = [PaymentEvents.CAPTURED, PaymentEvents.REFUNDED, PaymentEvents.CANCELLED];
     this.client.setHandlers({
       handlersOf: (name) =>
@@ -431,7 +463,7 @@ export class Instance {
    * a latency. A dead instance never resumes: its awaits hang for ever, wherever they are; one that
    * dies between the op and its answer has changed the world without knowing it.
    */
-  io<T>(work: () => T | Promise<T>, latency = (): number => this.world.random.between(1, 25)): Promise<T> {
+  io<T>(work: () => T | Promise<T>, latency = (): number => this.#latencies.between(1, 25)): Promise<T> {
     return new Promise<T>((resolve, reject) =>
       this.#awake(() => {
         let outcome: Promise<T>;
@@ -463,18 +495,22 @@ export class Instance {
     const shared = world.store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     const call =
       (name: string) =>
-      (...args: unknown[]): Promise<unknown> =>
-        this.io(() => {
+      (...args: unknown[]): Promise<unknown> => {
+        if (name === 'claim') this.claimAskedAt.set(String(args[0]), world.time.now);
+        return this.io(() => {
           if (world.storeUnreachableFrom(this.index))
             throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
           return shared[name](...args);
         });
+      };
     const limits = world.store.rateLimits;
     const rateLimits: RateLimiter = {
-      take: (key, windowMs) =>
-        this.io(() =>
+      take: (key, windowMs) => {
+        this.rateLimitAskedAt.set(key, world.time.now);
+        return this.io(() =>
           world.storeUnreachableFrom(this.index) ? Promise.reject(new Error('store down')) : limits.take(key, windowMs),
-        ),
+        );
+      },
       free: (key) =>
         this.io(() =>
           world.storeUnreachableFrom(this.index) ? Promise.reject(new Error('store down')) : limits.free(key),
@@ -508,9 +544,10 @@ export class Instance {
       this.io(() => {
         if (world.storeUnreachableFrom(this.index))
           throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
-        return world.trueClock.now();
-      }).then((now) => {
+        return { now: world.trueClock.now(), readAt: world.time.now };
+      }).then(({ now, readAt }) => {
         this.measured = true;
+        this.storeClockReadAt = Math.max(this.storeClockReadAt, readAt);
         return now;
       });
     return proxy as unknown as PaymentsStore;
@@ -683,7 +720,7 @@ export class Instance {
         signal?.addEventListener?.('abort', () =>
           reject(Object.assign(new Error('timeout of the attempt'), { code: 'ECONNABORTED' })),
         );
-        const latency = (): number => this.world.random.between(40, 600);
+        const latency = (): number => this.#latencies.between(40, 600);
         const url = String(config.url ?? '');
         if (config.method === 'GET' && url.startsWith('/api/v2/verify_payment/'))
           this.verifiedAt.set(decodeURIComponent(url.slice('/api/v2/verify_payment/'.length)), this.world.time.now);
