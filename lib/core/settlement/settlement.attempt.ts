@@ -332,19 +332,14 @@ export class Attempt {
    * Ends the attempt: marked done or released, with its outcome record (settlement.commit.ts).
    * @returns whether the claim was marked done
    */
-  finish(claim: 'done' | 'release', record: Omit<AttemptRecord, 'source'>): Promise<boolean> {
+  finish(claim: 'done' | 'release', record: AttemptRecord): Promise<boolean> {
     const { store, options, logger } = this.deps;
-    return finishAttempt(
-      store,
-      options,
-      logger,
-      finishOf(options, this.key, this.owner, claim, { ...record, source: this.source }),
-    );
+    return finishAttempt(store, options, logger, finishOf(options, this.key, this.owner, claim, this.source, record));
   }
 
   /** The attempt's end as the store writes it, for a commit that writes it itself. */
-  finishOf(claim: 'done' | 'release', record: Omit<AttemptRecord, 'source'>): OutcomeFinish {
-    return finishOf(this.deps.options, this.key, this.owner, claim, { ...record, source: this.source });
+  finishOf(claim: 'done' | 'release', record: AttemptRecord): OutcomeFinish {
+    return finishOf(this.deps.options, this.key, this.owner, claim, this.source, record);
   }
 
   /** Renews the claim every third of the lease while handlers run (`renewWhileHandling`, above). */
