@@ -28,11 +28,6 @@ const dist = process.env.BENCH_DIST
   ? pathToFileURL(`${process.env.BENCH_DIST.replace(/\/?$/, '/')}`).href
   : new URL('../dist/', import.meta.url).href;
 
-const { PaymentsClient } = await import(`${dist}core/client/payments.client.js`);
-const { MemoryPaymentsStore } = await import(`${dist}core/store/memory.store.js`);
-const { WebhookTokenSigner } = await import(`${dist}core/webhook/webhook.token.js`);
-const { createWebhookRouter } = await import(`${dist}express/index.js`);
-
 const SECRET = 'bench-webhook-secret-0123456789abcdef-0123';
 const TTL_MS = 3_600_000;
 const VERIFIED =
@@ -47,39 +42,54 @@ const adapter = (config) =>
     setImmediate(resolve, { data: VERIFIED, status: 200, statusText: 'OK', headers: {}, config, request: {} });
   });
 
-// BENCH_STORY=off: a store that keeps no stories (to see what they cost).
-const store = new MemoryPaymentsStore(process.env.BENCH_STORY === 'off' ? { story: false } : {});
-const client = new PaymentsClient(
-  {
-    publicKey: 'pk_bench',
-    privateKey: 'sk_bench_private',
-    baseUrl: 'http://127.0.0.1:1',
-    webhook: { publicUrl: 'http://127.0.0.1/payments/webhook', secret: SECRET },
-    reconciliation: { enabled: false },
-    telemetry: false,
-    store,
-  },
-  { adapter },
-);
 let handled = 0;
-createWebhookRouter({
-  client,
-  onPaymentConfirmed: () => {
-    handled++;
-  },
-});
+// A client of a build over its own memory store (BENCH_STORY=off: a store that keeps no stories,
+// to see what they cost), its handlers registered by the Express router.
+async function pluginOf(base) {
+  const { PaymentsClient } = await import(`${base}core/client/payments.client.js`);
+  const { MemoryPaymentsStore } = await import(`${base}core/store/memory.store.js`);
+  const { createWebhookRouter } = await import(`${base}express/index.js`);
+  const store = new MemoryPaymentsStore(process.env.BENCH_STORY === 'off' ? { story: false } : {});
+  const client = new PaymentsClient(
+    {
+      publicKey: 'pk_bench',
+      privateKey: 'sk_bench_private',
+      baseUrl: 'http://127.0.0.1:1',
+      webhook: { publicUrl: 'http://127.0.0.1/payments/webhook', secret: SECRET },
+      reconciliation: { enabled: false },
+      telemetry: false,
+      store,
+    },
+    { adapter },
+  );
+  createWebhookRouter({
+    client,
+    onPaymentConfirmed: () => {
+      handled++;
+    },
+  });
+  return { client, store, handle: (request) => client.webhooks.handle(request) };
+}
+const { WebhookTokenSigner } = await import(`${dist}core/webhook/webhook.token.js`);
+const current = await pluginOf(dist);
+// BENCH_BEFORE_DIST: another build's dist/ (in a folder whose node_modules resolve), measured in
+// the same process, its rounds alternating with this build's.
+const before = process.env.BENCH_BEFORE_DIST
+  ? await pluginOf(pathToFileURL(`${process.env.BENCH_BEFORE_DIST.replace(/\/?$/, '/')}`).href)
+  : undefined;
+const { store } = current;
 
 // Genuine tokens bound to distinct payments, as generatePayment leaves them; made before a round's
 // measurement starts.
 const signer = new WebhookTokenSigner(SECRET);
 let paymentNo = 0;
-async function webhooks(n) {
+async function webhooks(n, into = store) {
   const createdAt = new Date().toISOString();
   const out = [];
   for (let i = 0; i < n; i++) {
     const { token, claims } = signer.issue('12500', undefined, TTL_MS);
     const paymentId = `pay_bench_${paymentNo++}`;
-    await store.saveBinding(claims.nonce, { paymentId, amount: '12500', createdAt }, TTL_MS);
+    await into.saveBinding(claims.nonce, { paymentId, amount: '12500', createdAt }, TTL_MS);
     const body = { payment_id: paymentId, status: 'completed' };
     out.push({ query: {}, body, contentLength: String(JSON.stringify(body).length), pathToken: token });
   }
@@ -113,8 +123,6 @@ async function handWritten(request) {
   return { status: 200, body: { received: true } };
 }
 
-const plugin = (request) => client.webhooks.handle(request);
-
 // CPU µs per webhook of one round: every request through `handle`, IN_FLIGHT at a time; the
 // story's batched write that follows (25 ms later at most) is inside the measurement.
 async function round(handle, requests) {
@@ -135,20 +143,22 @@ async function round(handle, requests) {
 }
 
 const sides = [
-  ['plugin', plugin],
+  ['plugin', current.handle, current.store],
+  ...(before ? [['before', before.handle, before.store]] : []),
   ['baseline', handWritten],
   ['setup', undefined],
 ].filter(([name]) => (ONLY === undefined ? name !== 'setup' : ONLY === name));
 const results = Object.fromEntries(sides.map(([name]) => [name, []]));
 // A first round of each, not counted: the code is optimised by then.
 for (let r = -1; r < ROUNDS; r++) {
-  for (const [name, handle] of sides) {
-    const requests = await webhooks(PER_ROUND);
+  for (const [name, handle, into] of sides) {
+    const requests = await webhooks(PER_ROUND, into);
     const cpu = handle ? await round(handle, requests) : 0;
     if (r >= 0) results[name].push(cpu);
   }
 }
-await client.close();
+await current.client.close();
+await before?.client.close();
 
 const min = (values) => Math.min(...values);
 const fmt = (values) => `min ${min(values).toFixed(1)} µs (rounds: ${values.map((v) => v.toFixed(1)).join(', ')})`;
@@ -160,4 +170,6 @@ if (results.plugin && results.baseline) {
   const [p, b] = [min(results.plugin), min(results.baseline)];
   console.log(`  plugin - baseline: ${(p - b).toFixed(1)} µs; baseline ÷ plugin: ${(b / p).toFixed(2)}×`);
 }
+if (results.before && results.plugin)
+  console.log(`  this build ÷ before: ${(min(results.plugin) / min(results.before)).toFixed(3)}`);
 console.log(`  verify calls: ${verifies}`);
