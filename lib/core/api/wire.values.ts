@@ -38,6 +38,9 @@ export const identifier: ValueRule = (value) => {
   return undefined;
 };
 
+/** Letters, digits, `_` and `-`, at most {@link MAX_ID_LENGTH}: an id every rule below accepts. */
+const PLAIN_ID = /^[A-Za-z0-9_-]{1,256}$/;
+
 /**
  * A payment id, which goes into the path of the verify request: an {@link identifier} that cannot
  * change which path is requested. Encoding keeps `/`, `?` and `#` inside the segment, but `.` and
@@ -46,6 +49,8 @@ export const identifier: ValueRule = (value) => {
  * backslash into one. No id the service assigns looks like that.
  */
 export const pathSegmentId: ValueRule = (value) => {
+  // The common shape first (every id the service assigns): none of the rules below can refuse it.
+  if (typeof value === 'string' && PLAIN_ID.test(value)) return undefined;
   const problem = identifier(value);
   if (problem) return problem;
   const id = value as string;

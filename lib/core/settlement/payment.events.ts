@@ -329,6 +329,17 @@ export type AnyEventHandler = { handle(event: PaymentEvent): unknown }['handle']
  * once. Rejects with an AggregateError of the failures, once all have settled.
  */
 export async function runAllHandlers(handlers: readonly AnyEventHandler[], event: PaymentEvent): Promise<void> {
+  // One handler (the common case) is all of them: the same result without Promise.allSettled's machinery.
+  if (handlers.length === 1) {
+    let failure: { reason: unknown } | undefined;
+    try {
+      await handlers[0](event);
+    } catch (reason) {
+      failure = { reason };
+    }
+    if (failure) throw new AggregateError([failure.reason], `1 of 1 ${event.constructor.name} handler(s) failed`);
+    return;
+  }
   const results = await Promise.allSettled(handlers.map(async (handler) => handler(event)));
   const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
   if (failures.length > 0)
@@ -405,7 +416,8 @@ export class OutcomeHandlers {
 async function runFrom(lookup: HandlerLookup, name: PaymentEventName, event: PaymentEvent): Promise<void> {
   // An outcome settled before the front end registered its handlers must not find "no handler"
   // only because they are not registered yet.
-  await lookup.ready?.();
+  const ready = lookup.ready?.();
+  if (ready !== undefined) await ready;
   const handlers = lookup.handlersOf(name);
   if (handlers.length === 0 && name === PaymentEvents.CONFIRMED)
     throw new Error(`no ${PaymentEvents.CONFIRMED} handler is registered${lookup.hint ?? ''}`);

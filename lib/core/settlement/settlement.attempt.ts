@@ -12,7 +12,7 @@ import {
   type UnboundTokenPolicy,
 } from './settlement.request.js';
 import type { VerifiedPayment } from '../api/index.js';
-import { type Clock, type ClockTimer, every, monotonicNow, type SharedClock, SYSTEM_CLOCK } from '../time/index.js';
+import { type Clock, every, monotonicNow, type SharedClock, SYSTEM_CLOCK } from '../time/index.js';
 import type { OutcomeHandlers, PaymentOutcomeEvent } from './payment.events.js';
 
 /**
@@ -331,19 +331,14 @@ export class Attempt {
    * Ends the attempt: marked done or released, with its outcome record (settlement.commit.ts).
    * @returns whether the claim was marked done
    */
-  finish(claim: 'done' | 'release', record: Omit<AttemptRecord, 'source'>): Promise<boolean> {
+  finish(claim: 'done' | 'release', record: AttemptRecord): Promise<boolean> {
     const { store, options, logger } = this.deps;
-    return finishAttempt(
-      store,
-      options,
-      logger,
-      finishOf(options, this.key, this.owner, claim, { ...record, source: this.source }),
-    );
+    return finishAttempt(store, options, logger, finishOf(options, this.key, this.owner, claim, this.source, record));
   }
 
   /** The attempt's end as the store writes it, for a commit that writes it itself. */
-  finishOf(claim: 'done' | 'release', record: Omit<AttemptRecord, 'source'>): OutcomeFinish {
-    return finishOf(this.deps.options, this.key, this.owner, claim, { ...record, source: this.source });
+  finishOf(claim: 'done' | 'release', record: AttemptRecord): OutcomeFinish {
+    return finishOf(this.deps.options, this.key, this.owner, claim, this.source, record);
   }
 
   /** Renews the claim every third of the lease while handlers run (`renewWhileHandling`, above). */
@@ -418,27 +413,37 @@ export function withinDeadline(
   run: { paymentId: string; timeoutMs: number; clock: Clock; logger: PaymentsLogger },
 ): Promise<void> {
   const { paymentId, timeoutMs, clock, logger } = run;
-  let timer: ClockTimer | undefined;
-  let late = false;
   const running = work();
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = clock.setTimeout(() => {
+  // One promise settled by whichever comes first (no race, no finally: promises on every settle).
+  return new Promise<void>((resolve, reject) => {
+    let late = false;
+    const timer = clock.setTimeout(() => {
       late = true;
       const error = new HandlerDeadlineError(paymentId, timeoutMs);
       logger.error(`${error.message}: abandoned, the claim released; the payment is checked again later`);
       reject(error);
     }, timeoutMs);
+    running.then(
+      () => {
+        if (late)
+          logger.warn(`the abandoned handlers of ${paymentId} finished after their deadline of ${timeoutMs} ms`);
+        else {
+          clock.clearTimeout(timer);
+          resolve();
+        }
+      },
+      (error: unknown) => {
+        if (late)
+          logger.error(
+            `the abandoned handlers of ${paymentId} failed after their deadline of ${timeoutMs} ms: ${describe(error)}`,
+          );
+        else {
+          clock.clearTimeout(timer);
+          // The handlers' own rejection, passed on as it came (whatever they threw).
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+          reject(error);
+        }
+      },
+    );
   });
-  running.then(
-    () => {
-      if (late) logger.warn(`the abandoned handlers of ${paymentId} finished after their deadline of ${timeoutMs} ms`);
-    },
-    (error: unknown) => {
-      if (late)
-        logger.error(
-          `the abandoned handlers of ${paymentId} failed after their deadline of ${timeoutMs} ms: ${describe(error)}`,
-        );
-    },
-  );
-  return Promise.race([running, deadline]).finally(() => clock.clearTimeout(timer));
 }

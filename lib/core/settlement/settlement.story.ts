@@ -144,6 +144,8 @@ export interface StoryRecorderOptions {
 const STORY_BATCH_MS = 25;
 /** A batch this large is written at once, whatever its age (bounds a write's size and the memory). */
 const STORY_BATCH_MAX = 500;
+/** Most texts the recorder remembers as clean (ids of the payments in flight, the answers). */
+const CLEAN_TEXTS_MAX = 1024;
 
 /**
  * Notes what happens to payments and writes it to the store's {@link PaymentStoryLog}, batched: the
@@ -158,6 +160,16 @@ export class StoryRecorder {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #failing = false;
   #writing: Promise<void> = Promise.resolve();
+  /**
+   * Texts the redactor left as they were: one settle notes its payment's id three times and the
+   * same few answers over and over, and a redaction is a scan for the secrets' forms and runs. The
+   * redactor is a pure function of the text, so a text found clean is not scanned again (one it
+   * changed is never kept). Cleared once it holds {@link CLEAN_TEXTS_MAX} texts.
+   */
+  readonly #clean = new Set<string>();
+  /** The last time written as an ISO string, and that string (notes of one ms share it). */
+  #isoAt = Number.NaN;
+  #iso = '';
 
   /**
    * @param log the store's story log
@@ -175,18 +187,36 @@ export class StoryRecorder {
 
   /** Notes an entry of `paymentId`'s story, at `at` (default now). */
   note(paymentId: string, source: string, kind: StoryKind, answer: string, error?: string, at = this.now()): void {
-    const { redactor, instance } = this.options;
     const entry: StoryEntry = {
-      paymentId: redactor.redact(paymentId),
-      at: new Date(at).toISOString(),
-      instance,
+      paymentId: this.#redact(paymentId),
+      at: this.#isoOf(at),
+      instance: this.options.instance,
       source,
       kind,
-      answer: redactor.redact(answer),
+      answer: this.#redact(answer),
     };
-    if (error !== undefined) entry.error = redactor.redact(error);
+    if (error !== undefined) entry.error = this.options.redactor.redact(error);
     this.#entries.push(entry);
     this.#schedule();
+  }
+
+  // Ids and answers are short and repeat; an error is free text, redacted as it comes.
+  #redact(text: string): string {
+    if (this.#clean.has(text)) return text;
+    const redacted = this.options.redactor.redact(text);
+    if (redacted === text) {
+      if (this.#clean.size >= CLEAN_TEXTS_MAX) this.#clean.clear();
+      this.#clean.add(text);
+    }
+    return redacted;
+  }
+
+  #isoOf(at: number): string {
+    if (at !== this.#isoAt) {
+      this.#iso = new Date(at).toISOString();
+      this.#isoAt = at;
+    }
+    return this.#iso;
   }
 
   /** Counts `tally` in the bucket of `at` (default now). */

@@ -376,11 +376,11 @@ export class MemoryPaymentsStore implements PaymentsStore, OrderLedger, RefundLe
       this.queue.entries.delete(finish.record.paymentId);
     }
     const previous = this.outcomes.get(finish.record.paymentId)?.attempts ?? 0;
-    this.outcomes.set(
-      finish.record.paymentId,
-      { ...finish.record, attempts: previous + finish.attemptsAdded },
-      { ttl: recordTtl },
-    );
+    // Copied, then counted: a spread with a property added (`{ ...record, attempts }`) takes V8 a
+    // slow path, on every settle.
+    const record = Object.assign({}, finish.record) as OutcomeRecord;
+    record.attempts = previous + finish.attemptsAdded;
+    this.outcomes.set(finish.record.paymentId, record, { ttl: recordTtl });
     this.wrote();
     return held && finish.claim === 'done';
   }

@@ -206,6 +206,10 @@ export class WebhookProcessor {
   #misrouted = 0;
   #drained?: () => void;
   #draining?: Promise<void>;
+  /** How an accepted delivery is settled: by this processor (one function, not one per delivery). */
+  readonly #settleAccepted: Settle = (auth, trace) => this.#settle(auth, trace);
+  /** The route's templates as spans name them (the token never reaches an attribute). */
+  readonly #routes: { plain: string; token: string };
 
   /**
    * Built by `PaymentsClient` (its `webhooks`); not meant to be constructed elsewhere.
@@ -227,6 +231,7 @@ export class WebhookProcessor {
   ) {
     this.#options = options;
     this.#signer = signer;
+    this.#routes = { plain: `/${options.path}`, token: `/${options.path}/:token` };
   }
 
   /**
@@ -234,13 +239,12 @@ export class WebhookProcessor {
    * touches no store either. Never throws.
    */
   async authenticate(request: WebhookRequest): Promise<WebhookAuthentication> {
-    const settle: Settle = (auth, trace) => this.#settle(auth, trace);
+    const settle = this.#settleAccepted;
     if (!this.telemetry.active) {
       const checked = await this.#check(request);
       return checked.ok ? new AcceptedDelivery(checked, undefined, settle) : checked;
     }
-    // The route is a template: the token never reaches an attribute.
-    const trace = this.telemetry.webhook(`/${this.#options.path}${request.pathToken === undefined ? '' : '/:token'}`);
+    const trace = this.telemetry.webhook(request.pathToken === undefined ? this.#routes.plain : this.#routes.token);
     const checked = await trace.within(() => this.#check(request));
     if (!checked.ok) {
       trace.end(
@@ -269,7 +273,7 @@ export class WebhookProcessor {
   }
 
   async #settle(auth: AuthenticatedWebhook, carried: WebhookTrace | undefined): Promise<WebhookAnswer> {
-    const trace = carried ?? (this.telemetry.active ? this.telemetry.webhook(`/${this.#options.path}`) : undefined);
+    const trace = carried ?? (this.telemetry.active ? this.telemetry.webhook(this.#routes.plain) : undefined);
     if (this.#closing) {
       trace?.end(503, 'shutting-down');
       return unavailable(undefined, 'shutting down');
