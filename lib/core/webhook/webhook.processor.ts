@@ -192,7 +192,7 @@ class AcceptedDelivery implements WebhookAccepted {
  * a hint that a payment may have settled. {@link authenticate} checks it without the store or the
  * service (size, body, signed token: a forged one costs nothing); {@link deliver} hands it to the
  * settlement runner, which owns the payment's claim from then on, and maps the runner's result to
- * the HTTP answer ({@link answerFor}).
+ * the HTTP answer (`answerFor`, below).
  */
 export class WebhookProcessor {
   // A private field (not `private`): the options hold the webhook secret, which must stay out of
