@@ -1,6 +1,9 @@
 /*
  * The verify gate: every rule that decides whether a path may call `verify_payment` now, in one
- * place. Three budgets, each asked at the moment it can answer:
+ * place. One pure decision ({@link verifyGate}) answers it at each stage a path asks (before the
+ * runner's claim, for a token without a binding, for an unsigned delivery, for a return), with the
+ * facts that place reads; the places map its answers exhaustively. Three budgets feed it, each
+ * asked at the moment it can answer:
  * - the client's verify budget ({@link VerifyBudget}, the {@link VerifyGate} port the runner
  *   holds), before a webhook or a return claims a payment: what the service said moments ago, its
  *   429 pause, the circuit breaker, decided by one pure function ({@link gateCheck});
@@ -8,8 +11,10 @@
  *   id nothing is known of;
  * - the unbound-token policy ({@link UnboundTokens}, the `UnboundTokenPolicy` port the runner
  *   holds), once a payment of a signed token the store has no binding of is claimed.
- * The pure rules (gateCheck, the breaker, the token bucket, the fleet's slots) have table tests in
- * test/settlement/settlement.gate.spec.ts. One concept, the question "may we call verify now?",
+ * Two more budgets are spent by the places that hold them when the decision asks: the unpaid
+ * allowance of returns (settlement.evidence.ts) and an unsigned delivery's slot (the webhook
+ * processor's). The pure rules (verifyGate, gateCheck, the breaker, the token bucket, the fleet's
+ * slots) have table tests in test/settlement/settlement.gate.spec.ts. One concept, the question "may we call verify now?",
  * kept in one file although each budget keeps state of its own (a bounded memory, a bucket, the
  * store's rate limits): apart, each would be a satellite of the runner or the return check.
  */
