@@ -443,7 +443,7 @@ export class WebhookProcessor {
     try {
       const pending = await this.store.findPending(paymentId);
       const interval = this.#options.unsignedIntervalSecs;
-      let ask: UnsignedAsk = { stage: 'unsigned', intervalSecs: interval, queued: pending !== undefined };
+      let ask: UnsignedAsk = { stage: 'unsigned', intervalSecs: interval, queued: Boolean(pending) };
       for (;;) {
         const gate = verifyGate(ask);
         switch (gate.kind) {
