@@ -1,7 +1,8 @@
 /**
- * The verify gate (settlement.gate.ts), its verify budget: the circuit breaker as a pure rule
- * (table), then the budget a client holds webhooks and returns to, on a compressed clock. (The
- * strangers' budget and the unbound-token policy run in test/faults and test/outcomes.)
+ * The verify gate (settlement.gate.ts): the circuit breaker and the verify budget's check as pure
+ * rules (tables), the one decision of every stage that asks it (verifyGate: a row per rule), then
+ * the budget a client holds webhooks and returns to, on a compressed clock. (The strangers' budget
+ * and the unbound-token policy run in test/faults and test/outcomes.)
  */
 import { describe, expect, it } from '@jest/globals';
 import {
@@ -19,7 +20,19 @@ import {
   type BreakerState,
   type Deferral,
   type GateState,
+  isRecent,
+  verifyGate,
+  type ClaimAsk,
+  type ClaimVerdict,
+  type ReturnAsk,
+  type ReturnVerdict,
+  type StrangerGate,
+  type UnboundAsk,
+  type UnboundVerdict,
+  type UnsignedAsk,
+  type UnsignedVerdict,
 } from '../../lib/core/settlement/settlement.gate.js';
+import type { OutcomeRecord, PendingPayment } from '../../lib/core/store/index.js';
 import type { Decision } from '../../lib/core/settlement/settlement.decision.js';
 
 const COOLDOWN = 10_000;
@@ -126,6 +139,204 @@ describe('gateCheck (table): may a path call verify on a payment now?', () => {
     ],
   ])('%s', (_name, given, deferral, breaker) => {
     expect(gateCheck(given, NOW, COOLDOWN)).toEqual({ deferral, breaker });
+  });
+});
+
+describe('verifyGate (table): may this path call verify now, and if not what does it answer?', () => {
+  const failed = new PaymentsApiError('API_ERROR', { operation: 'verifyPayment', httpStatus: 503 });
+  const missing = new PaymentsApiError('NOT_FOUND', { operation: 'verifyPayment', httpStatus: 404 });
+  const NOW = Date.parse('2026-01-01T00:00:00Z');
+  const at = (ms: number) => new Date(NOW + ms).toISOString();
+
+  describe('claim: the runner, before it claims a payment', () => {
+    const never = () => {
+      throw new Error('the verify budget was asked');
+    };
+    const paused: Deferral = { pending: false, retryAfterSecs: 7, error: failed, rateLimited: true };
+    const remembered: Deferral = { pending: true, retryAfterSecs: 10 };
+    it.each<[string, ClaimAsk, ClaimVerdict]>([
+      [
+        'reconciliation: not held to the budget (never asked)',
+        { stage: 'claim', path: 'reconciliation', budget: never },
+        { kind: 'verify' },
+      ],
+      [
+        'a webhook the budget admits: verify',
+        { stage: 'claim', path: 'webhook', budget: () => undefined },
+        { kind: 'verify' },
+      ],
+      [
+        'a return the budget admits: verify',
+        { stage: 'claim', path: 'return', budget: () => undefined },
+        { kind: 'verify' },
+      ],
+      [
+        "a webhook's PENDING remembered: deferred, no re-check (the next delivery or the lane checks it)",
+        { stage: 'claim', path: 'webhook', budget: () => remembered },
+        { kind: 'deferred', deferral: remembered },
+      ],
+      [
+        'the service failing or rate-limiting: deferred, a queued payment re-checked when the pause ends',
+        { stage: 'claim', path: 'return', budget: () => paused },
+        { kind: 'deferred', deferral: paused, recheckInMs: 7_000 },
+      ],
+    ])('%s', (_name, ask, verdict) => {
+      expect(verifyGate(ask)).toEqual(verdict);
+    });
+  });
+
+  describe('unbound: a signed token the store has no binding of, once its payment is claimed', () => {
+    it.each<[string, UnboundAsk, UnboundVerdict]>([
+      ["within the token's limit: verify", { stage: 'unbound', policy: { waitSecs: undefined } }, { kind: 'verify' }],
+      [
+        "over the token's limit: rate-limited for the policy's wait",
+        { stage: 'unbound', policy: { waitSecs: 30 } },
+        { kind: 'rate-limited', retryAfterSecs: 30 },
+      ],
+      ['the store away: store-unavailable', { stage: 'unbound', policy: 'unreachable' }, { kind: 'store-unavailable' }],
+    ])('%s', (_name, ask, verdict) => {
+      expect(verifyGate(ask)).toEqual(verdict);
+    });
+  });
+
+  describe('unsigned: a delivery without a token, before the runner', () => {
+    const ask = (over: Partial<UnsignedAsk>): UnsignedAsk => ({
+      stage: 'unsigned',
+      intervalSecs: 30,
+      queued: true,
+      ...over,
+    });
+    it.each<[string, UnsignedAsk, UnsignedVerdict]>([
+      ['not queued: its record is read', ask({ queued: false }), { kind: 'ask', what: 'record' }],
+      ['not queued, recorded: a done payment (duplicate)', ask({ queued: false, recorded: true }), { kind: 'done' }],
+      ['not queued, nothing recorded: unknown (404)', ask({ queued: false, recorded: false }), { kind: 'unknown' }],
+      ["queued: the payment's slot of the interval is taken", ask({}), { kind: 'ask', what: 'slot' }],
+      ['queued, slot taken: verify', ask({ slot: true }), { kind: 'verify' }],
+      [
+        'queued, slot taken already: rate-limited for the interval',
+        ask({ slot: false }),
+        { kind: 'rate-limited', retryAfterSecs: 30 },
+      ],
+    ])('%s', (_name, given, verdict) => {
+      expect(verifyGate(given)).toEqual(verdict);
+    });
+  });
+
+  describe('return: the return check, before the runner', () => {
+    const record = (over: Partial<OutcomeRecord>): OutcomeRecord =>
+      ({
+        paymentId: 'p',
+        status: 'PENDING',
+        outcome: 'pending',
+        source: 'return',
+        updatedAt: at(-20_000),
+        ...over,
+      }) as OutcomeRecord;
+    const entry = (rechecks?: number): PendingPayment =>
+      ({ paymentId: 'p', amount: '1000', rechecks }) as PendingPayment;
+    const known = (r: OutcomeRecord | undefined | null, e: PendingPayment | undefined | null) => ({
+      record: r,
+      entry: e,
+      now: NOW,
+    });
+    const ask = (over: Partial<ReturnAsk>): ReturnAsk => ({ stage: 'return', path: 'return', ...over });
+    const strangers = (gate: StrangerGate) => ask({ known: known(undefined, undefined), strangers: gate });
+    it.each<[string, ReturnAsk, ReturnVerdict]>([
+      [
+        'a 404 remembered: not found (before any store read)',
+        ask({ notFound: missing }),
+        { kind: 'not-found', error: missing },
+      ],
+      ['nothing read yet: the record and the queue entry are read', ask({}), { kind: 'ask', what: 'records' }],
+      [
+        'a recent pending record: pending with its status, no verify',
+        ask({ known: known(record({ updatedAt: at(-1_000) }), entry()) }),
+        { kind: 'pending', status: 'PENDING', lookAgain: false },
+      ],
+      [
+        'a pending record dated in the future (a clock ahead): not recent, the allowance is asked for',
+        ask({ known: known(record({ updatedAt: at(60_000) }), entry()) }),
+        { kind: 'ask', what: 'allowance' },
+      ],
+      [
+        "nothing known of it: the strangers' budget is asked",
+        ask({ known: known(undefined, undefined) }),
+        { kind: 'ask', what: 'strangers' },
+      ],
+      [
+        'a stranger the service said 404 for meanwhile: not found',
+        strangers({ kind: 'not-found', error: missing }),
+        { kind: 'not-found', error: missing },
+      ],
+      [
+        'a stranger over budget: pending, and the lane looks for it',
+        strangers({ kind: 'over-budget' }),
+        { kind: 'pending', status: '', lookAgain: true },
+      ],
+      ['a stranger within budget: verify', strangers({ kind: 'allowed' }), { kind: 'verify' }],
+      [
+        'the store away (null): not a stranger, first look',
+        ask({ known: known(null, null) }),
+        { kind: 'verify', pendingLane: 'short' },
+      ],
+      [
+        'queued, no lane: first look, a PENDING starts the short lane',
+        ask({ known: known(undefined, entry()) }),
+        { kind: 'verify', pendingLane: 'short' },
+      ],
+      [
+        'in the fast lane: verify, a PENDING keeps it',
+        ask({ known: known(undefined, entry(2)) }),
+        { kind: 'verify', pendingLane: 'fast' },
+      ],
+      [
+        'a webhook found it pending: the fast lane',
+        ask({ known: known(record({ source: 'webhook' }), entry()) }),
+        { kind: 'verify', pendingLane: 'fast' },
+      ],
+      [
+        'only returns found it pending: a slot of the allowance is asked for',
+        ask({ known: known(record({}), entry()) }),
+        { kind: 'ask', what: 'allowance' },
+      ],
+      [
+        'in the short lane: a slot of the allowance is asked for',
+        ask({ known: known(undefined, entry(-3)) }),
+        { kind: 'ask', what: 'allowance' },
+      ],
+      [
+        "the allowance spent: pending with the record's status, no verify",
+        ask({ known: known(record({}), entry()), allowance: false }),
+        { kind: 'pending', status: 'PENDING', lookAgain: false },
+      ],
+      [
+        'the allowance spent, no record: pending with no status',
+        ask({ known: known(undefined, entry(-2)), allowance: false }),
+        { kind: 'pending', status: '', lookAgain: false },
+      ],
+      [
+        'a slot of the allowance taken: verify, a PENDING earns no lane',
+        ask({ known: known(record({}), entry()), allowance: true }),
+        { kind: 'verify', pendingLane: 'none' },
+      ],
+      [
+        'another path through reconcilePayment: no allowance asked, no lane',
+        ask({ path: 'reconciliation', known: known(record({}), entry(-3)) }),
+        { kind: 'verify' },
+      ],
+    ])('%s', (_name, given, verdict) => {
+      expect(verifyGate(given)).toEqual(verdict);
+    });
+
+    it.each<[string, number, boolean]>([
+      ['written just now', 0, true],
+      ['written within the interval', -9_000, true],
+      ['written an interval ago', -10_000, false],
+      ['dated a little ahead (clock jitter)', 1_500, true],
+      ['dated further ahead', 2_000, false],
+    ])('isRecent: %s', (_name, offset, recent) => {
+      expect(isRecent(at(offset), NOW, 10_000)).toBe(recent);
+    });
   });
 });
 

@@ -24,7 +24,9 @@ export { refundOnce } from './refund.once.js';
 export type { RefundOnceResult } from './refund.once.js';
 export { ReconciliationScheduler } from './reconciliation.scheduler.js';
 export type { ReconciliationRun } from './reconciliation.scheduler.js';
-export { UnboundTokens, VerifyBudget } from './settlement.gate.js';
+// The verify gate: the webhook processor asks it about unsigned deliveries.
+export { UnboundTokens, VerifyBudget, verifyGate } from './settlement.gate.js';
+export type { UnsignedAsk } from './settlement.gate.js';
 export type { OutcomeExpectation } from './settlement.decision.js';
 export { OrderScreen } from './settlement.duplicates.js';
 export { PendingRechecks } from './settlement.rechecks.js';

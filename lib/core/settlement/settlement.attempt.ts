@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { describe, type PaymentsLogger } from '../common/index.js';
+import { assertNever, describe, type PaymentsLogger } from '../common/index.js';
 import type { ClaimOutcome, OutcomeFinish, OutcomeSource, PaymentsInbox, PaymentsStore } from '../store/index.js';
 import type { PathEvidence } from './settlement.evidence.js';
 import type { OutcomeExpectation } from './settlement.decision.js';
 import { type AttemptRecord, finishAttempt, finishOf } from './settlement.commit.js';
+import { verifyGate, type UnboundAsk } from './settlement.gate.js';
 import {
   type SettleObserver,
   type SettleRequest,
@@ -305,17 +306,28 @@ export class Attempt {
    * @returns what to answer instead of verifying, or undefined to go on
    */
   async gate(policy: UnboundTokenPolicy, token: TokenLookup): Promise<SettleResult | undefined> {
-    let waitSecs: number | undefined;
+    let answer: UnboundAsk['policy'];
+    let failure: unknown;
     try {
-      waitSecs = await policy.admit(token);
+      answer = { waitSecs: await policy.admit(token) };
     } catch (error) {
-      await this.release();
-      this.deps.logger.error(`${this.source}: store unreachable while rate-limiting a token: ${describe(error)}`);
-      return { kind: 'store-unavailable', error: describe(error) };
+      answer = 'unreachable';
+      failure = error;
     }
-    if (waitSecs === undefined) return undefined;
-    await this.release();
-    return { kind: 'rate-limited', retryAfterSecs: waitSecs };
+    const gate = verifyGate({ stage: 'unbound', policy: answer });
+    switch (gate.kind) {
+      case 'verify':
+        return undefined;
+      case 'rate-limited':
+        await this.release();
+        return { kind: 'rate-limited', retryAfterSecs: gate.retryAfterSecs };
+      case 'store-unavailable':
+        await this.release();
+        this.deps.logger.error(`${this.source}: store unreachable while rate-limiting a token: ${describe(failure)}`);
+        return { kind: 'store-unavailable', error: describe(failure) };
+      default:
+        return assertNever(gate);
+    }
   }
 
   /**

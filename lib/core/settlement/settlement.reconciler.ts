@@ -12,25 +12,12 @@ import {
 import { type PaymentsLogger, assertNever } from '../common/index.js';
 import type { OutcomeRecord, PendingPayment, PaymentsStore } from '../store/index.js';
 import { sleep, type SharedClock } from '../time/index.js';
-import { StrangerBudget } from './settlement.gate.js';
-import { laneOf, pendingLaneOf, returnSpend, UnpaidAllowance } from './settlement.evidence.js';
+import { StrangerBudget, verifyGate, type ReturnAsk } from './settlement.gate.js';
+import { UnpaidAllowance } from './settlement.evidence.js';
 import type { PathEvidence } from './settlement.evidence.js';
 import { doneOutcomeOf, type OutcomeExpectation } from './settlement.decision.js';
 import type { Settlements } from './settlement.request.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
-
-/**
- * Whether a record written at `updatedAt` is younger than `windowMs` at `now`, bounded on both
- * sides: a time in the future (beyond a little clock jitter) is not recent, so a record written by
- * a clock that ran ahead cannot freeze the return pages of the others.
- */
-export function isRecent(updatedAt: string, now: number, windowMs: number): boolean {
-  const age = now - Date.parse(updatedAt);
-  return age > -RECENT_JITTER_MS && age < windowMs;
-}
-
-/** How far in the future a record's time may be and still count as written just now. */
-const RECENT_JITTER_MS = 2_000;
 
 /**
  * `reconcilePayment`: the return check (a customer back on `success_link`), and any host that asks
@@ -70,47 +57,37 @@ export class PaymentReconciler {
 
   /** See `PaymentsOperations.reconcilePayment`; `paymentId` is already validated. */
   async reconcile(paymentId: string, options: ReconcileOptions = {}): Promise<ReconcileResult> {
-    const notFound = this.#strangers.notFound(paymentId);
-    if (notFound) throw notFound;
-    await this.clock.sync();
-    // `null`: the store did not answer (then nothing is known, and the runner reports the store).
-    const recent = await this.store.getOutcome(paymentId).catch(() => null);
-    const pending = await this.store.findPending(paymentId).catch(() => null);
-    // Checked on every answer, a done payment's included: an edited return URL never reads "paid".
-    const expected = this.#expectationFor(paymentId, options, pending ?? undefined, recent ?? undefined);
-    if (
-      recent?.outcome === 'pending' &&
-      isRecent(recent.updatedAt, this.clock.now(), SETTLEMENT_WAITS.verifyIntervalMs)
-    ) {
-      return { paymentId, status: recent.status, outcome: 'pending', handled: false };
-    }
-    const stranger = recent === undefined && pending === undefined;
-    if (stranger) {
-      const gate = await this.#strangers.admit(paymentId);
+    const source = options.source ?? 'return';
+    let ask: ReturnAsk = { stage: 'return', path: source, notFound: this.#strangers.notFound(paymentId) };
+    let expected: OutcomeExpectation | undefined;
+    let pendingLane: PathEvidence | undefined;
+    // The verify gate decides (settlement.gate.ts); what it asks for is read or spent here.
+    for (let asking = true; asking;) {
+      const gate = verifyGate(ask);
       switch (gate.kind) {
+        case 'ask':
+          ask = await this.#answer(gate.what, ask, paymentId);
+          // Checked on every answer, a done payment's included: an edited return URL never reads "paid".
+          if (gate.what === 'records' && ask.known)
+            expected = this.#expectationFor(
+              paymentId,
+              options,
+              ask.known.entry ?? undefined,
+              ask.known.record ?? undefined,
+            );
+          break;
         case 'not-found':
           throw gate.error;
-        case 'over-budget':
-          // Nothing known of it, and no verify left for unknown ids now: not settled, as far as anyone
-          // can tell. It may be a payment whose record a slow store has not taken yet: the lane looks
-          // for it a few times (store reads only) and checks it once it is known.
-          this.lookAgain?.(paymentId);
-          return { paymentId, status: '', outcome: 'pending', handled: false };
-        case 'allowed':
+        case 'pending':
+          if (gate.lookAgain) this.lookAgain?.(paymentId);
+          return { paymentId, status: gate.status, outcome: 'pending', handled: false };
+        case 'verify':
+          pendingLane = gate.pendingLane;
+          asking = false;
           break;
         default:
           return assertNever(gate);
       }
-    }
-    const source = options.source ?? 'return';
-    // What a return may spend, by what is known of the payment (settlement.evidence.ts).
-    let pendingLane: PathEvidence | undefined;
-    if (!stranger && source === 'return') {
-      const spend = returnSpend({ lane: laneOf(pending?.rechecks), record: recent ?? undefined });
-      if (spend === 'allowance' && !(await this.#unpaid.take(paymentId, pending ?? undefined, this.clock.now())))
-        // Only returns found it pending, and its allowance is spent: what the record says, no verify.
-        return { paymentId, status: recent?.status ?? '', outcome: 'pending', handled: false };
-      pendingLane = pendingLaneOf(spend);
     }
     const request = { paymentId, source, expected, pendingLane };
     let result = await this.runner.settle(request);
@@ -182,6 +159,29 @@ export class PaymentReconciler {
         };
       default:
         return assertNever(result);
+    }
+  }
+
+  // What the verify gate asked for: the store's record and queue entry (`null`: the store did not
+  // answer), the strangers' budget (an id nothing is known of), or a slot of the unpaid allowance.
+  async #answer(what: 'records' | 'strangers' | 'allowance', ask: ReturnAsk, paymentId: string): Promise<ReturnAsk> {
+    switch (what) {
+      case 'records': {
+        await this.clock.sync();
+        // `null`: the store did not answer (then nothing is known, and the runner reports the store).
+        const record = await this.store.getOutcome(paymentId).catch(() => null);
+        const queued = await this.store.findPending(paymentId).catch(() => null);
+        return { ...ask, known: { record, entry: queued, now: this.clock.now() } };
+      }
+      case 'strangers':
+        return { ...ask, strangers: await this.#strangers.admit(paymentId) };
+      case 'allowance':
+        return {
+          ...ask,
+          allowance: await this.#unpaid.take(paymentId, ask.known?.entry ?? undefined, this.clock.now()),
+        };
+      default:
+        return assertNever(what);
     }
   }
 

@@ -22,7 +22,7 @@ import {
   type FailedDecision,
   type HandledOutcome,
 } from './settlement.decision.js';
-import { VerifyBudget, type VerifyGate } from './settlement.gate.js';
+import { verifyGate, VerifyBudget, type VerifyGate } from './settlement.gate.js';
 import { queuedExpectation } from './settlement.rechecks.js';
 import { Attempt, type AttemptDeps, type Claimed, type SettlementRunnerOptions } from './settlement.attempt.js';
 import { commitHandlers, commitPathFor, runAfterCommit, type CommitPathDecision } from './settlement.commit.js';
@@ -128,11 +128,13 @@ export class SettlementRunner implements Settlements {
 
   async #run(attempt: Attempt): Promise<SettleResult> {
     const { paymentId, source } = attempt;
-    if (source !== 'reconciliation') {
-      const deferral = this.budget.admit(paymentId, source);
-      if (deferral) {
-        // Paused (the service failing or rate-limiting): a queued payment is re-checked when it ends.
-        if (!deferral.pending) attempt.recheckSoon(undefined, deferral.retryAfterSecs * 1000);
+    const gate = verifyGate({ stage: 'claim', path: source, budget: () => this.budget.admit(paymentId, source) });
+    switch (gate.kind) {
+      case 'verify':
+        break;
+      case 'deferred': {
+        const { deferral, recheckInMs } = gate;
+        if (recheckInMs !== undefined) attempt.recheckSoon(undefined, recheckInMs);
         return {
           kind: 'deferred',
           pending: deferral.pending,
@@ -140,6 +142,8 @@ export class SettlementRunner implements Settlements {
           error: deferral.error,
         };
       }
+      default:
+        return assertNever(gate);
     }
     // Every path dates what it writes on the shared time: a webhook to an instance that has not
     // measured it yet would date its records with its own clock (an hour ahead freezes the others' return pages).

@@ -2,6 +2,8 @@ import type { ResolvedWebhookOptions } from './webhook.options.js';
 import { assertNever, type PaymentsLogger, describe } from '../common/index.js';
 import {
   SETTLEMENT_WAITS,
+  verifyGate,
+  type UnsignedAsk,
   type OutcomeExpectation,
   type SettleRequest,
   type SettleResult,
@@ -440,25 +442,44 @@ export class WebhookProcessor {
   // Deliveries without a token (a URL set in the service's dashboard) are verify-backed: only
   // payments this plugin generated (queued for reconciliation) are checked, at most once per
   // `unsignedIntervalSecs` each, so a stranger cannot spend the merchant's verify budget.
+  // The verify gate decides (settlement.gate.ts); what it asks for is read or spent here.
   async #unsigned(paymentId: string): Promise<Checked> {
     try {
       const pending = await this.store.findPending(paymentId);
-      if (!pending) {
-        const done = await this.store.getOutcome(paymentId);
-        return { ok: false, answer: done ? duplicate() : refusal(404, 'unknown payment') };
-      }
       const interval = this.#options.unsignedIntervalSecs;
-      if (!(await this.store.rateLimits.take(`unsigned:${paymentId}`, interval * 1000))) {
-        return {
-          ok: false,
-          answer: refusal(429, 'too many deliveries for this payment', { 'Retry-After': String(interval) }),
-        };
+      let ask: UnsignedAsk = { stage: 'unsigned', intervalSecs: interval, queued: Boolean(pending) };
+      for (;;) {
+        const gate = verifyGate(ask);
+        switch (gate.kind) {
+          case 'ask':
+            ask =
+              gate.what === 'record'
+                ? { ...ask, recorded: Boolean(await this.store.getOutcome(paymentId)) }
+                : { ...ask, slot: await this.store.rateLimits.take(`unsigned:${paymentId}`, interval * 1000) };
+            break;
+          case 'done':
+            return { ok: false, answer: duplicate() };
+          case 'unknown':
+            return { ok: false, answer: refusal(404, 'unknown payment') };
+          case 'rate-limited':
+            return {
+              ok: false,
+              answer: refusal(429, 'too many deliveries for this payment', {
+                'Retry-After': String(gate.retryAfterSecs),
+              }),
+            };
+          case 'verify':
+            // The gate lets only a queued payment through; this says so to the compiler.
+            if (!pending) return { ok: false, answer: refusal(404, 'unknown payment') };
+            return {
+              ok: true,
+              paymentId,
+              expected: { amount: pending.amount, developerTrackingId: pending.developerTrackingId, origin: 'binding' },
+            };
+          default:
+            return assertNever(gate);
+        }
       }
-      return {
-        ok: true,
-        paymentId,
-        expected: { amount: pending.amount, developerTrackingId: pending.developerTrackingId, origin: 'binding' },
-      };
     } catch (error) {
       this.logger.error(`webhook: store unreachable for an unsigned delivery: ${describe(error)}`);
       return { ok: false, answer: unavailable() };
