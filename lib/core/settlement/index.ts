@@ -27,6 +27,7 @@ export type { ReconciliationRun } from './reconciliation.scheduler.js';
 export { UnboundTokens, VerifyBudget } from './settlement.gate.js';
 export type { OutcomeExpectation } from './settlement.decision.js';
 export { OrderScreen } from './settlement.duplicates.js';
+export { checkoutKey, orderLedgerKey } from './settlement.orders.js';
 export { PendingRechecks } from './settlement.rechecks.js';
 export { laneOf } from './settlement.evidence.js';
 export { PaymentReconciler } from './settlement.reconciler.js';
