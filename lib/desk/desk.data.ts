@@ -1,6 +1,6 @@
-import { orderLedgerKey, type CardBinding } from '../core/api/index.js';
+import type { CardBinding } from '../core/api/index.js';
 import type { PaymentsClient } from '../core/client/index.js';
-import { isOverdueRecord, refundKey } from '../core/settlement/index.js';
+import { isOverdueRecord, orderLedgerKey, refundKey } from '../core/settlement/index.js';
 import {
   orderLedgerOf,
   refundLedgerOf,

@@ -75,9 +75,10 @@ export async function webhookBody(request: WebhookHttpRequest, limit: number): P
  * What the core's webhook processor reads of a request (its body read at most to the client's
  * limit): the guard and the controller hand it to `client.webhooks.authenticate()` (token, size,
  * body, payment id; no call to the service, and for a signed delivery no store access either).
+ * @param maxBodyBytes the client's `webhookMaxBodyBytes`, read once when the guard or controller is built
  */
-export async function webhookRequestOf(client: PaymentsClient, request: WebhookHttpRequest): Promise<WebhookRequest> {
-  const body = await webhookBody(request, client.webhookMaxBodyBytes);
+export async function webhookRequestOf(maxBodyBytes: number, request: WebhookHttpRequest): Promise<WebhookRequest> {
+  const body = await webhookBody(request, maxBodyBytes);
   const token = request.params?.token;
   return {
     query: request.query,
@@ -197,6 +198,9 @@ export function attachedAuthentication(
  */
 @Injectable()
 export class PaymentsWebhookGuard implements CanActivate {
+  // Read once: a delivery then goes from the guard to the webhook processor without entering the client.
+  readonly #maxBodyBytes: number;
+
   /**
    * @param client the registration's client (the default registration's unless subclassed)
    * @param adapterHost to set `Retry-After` on refusals; absent in application contexts
@@ -204,13 +208,15 @@ export class PaymentsWebhookGuard implements CanActivate {
   constructor(
     @Inject(PAYMENTS_CLIENT) protected readonly client: PaymentsClient,
     @Optional() @Inject(HttpAdapterHost) protected readonly adapterHost?: HttpAdapterHost,
-  ) {}
+  ) {
+    this.#maxBodyBytes = client.webhookMaxBodyBytes;
+  }
 
   /** @inheritdoc */
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
     const request = http.getRequest<WebhookHttpRequest>();
-    const auth = await this.client.webhooks.authenticate(await webhookRequestOf(this.client, request));
+    const auth = await this.client.webhooks.authenticate(await webhookRequestOf(this.#maxBodyBytes, request));
     if (!auth.ok) {
       setHeaders(this.adapterHost, http.getResponse(), auth.answer);
       throw new HttpException(auth.answer.body, auth.answer.status);
@@ -271,6 +277,9 @@ export function registrationGuard(clientToken: string | symbol, name: string): T
  * apps in one process) never share route metadata.
  */
 export abstract class PaymentsWebhookController {
+  // Read once, as the guard does.
+  readonly #maxBodyBytes: number;
+
   /**
    * @param client the registration's client
    * @param adapterHost replies on Express and Fastify alike
@@ -278,7 +287,9 @@ export abstract class PaymentsWebhookController {
   constructor(
     protected readonly client: PaymentsClient,
     protected readonly adapterHost: HttpAdapterHost,
-  ) {}
+  ) {
+    this.#maxBodyBytes = client.webhookMaxBodyBytes;
+  }
 
   /** Settles one delivery; the guard has normally authenticated it already. @internal */
   protected async receive(request: WebhookHttpRequest, response: unknown): Promise<void> {
@@ -286,7 +297,7 @@ export abstract class PaymentsWebhookController {
     if (!auth) {
       // No result of this registration's guard (overridden in a test, or re-routed by the host):
       // authenticate here, with the same rules.
-      const result = await this.client.webhooks.authenticate(await webhookRequestOf(this.client, request));
+      const result = await this.client.webhooks.authenticate(await webhookRequestOf(this.#maxBodyBytes, request));
       if (!result.ok) {
         setHeaders(this.adapterHost, response, result.answer);
         throw new HttpException(result.answer.body, result.answer.status);

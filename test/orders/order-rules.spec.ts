@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { CHECKOUT_RULES, checkoutKey, mayReuse, planCheckout } from '../../lib/core/api/payments.checkout.js';
+import { CHECKOUT_RULES, mayReuse, planCheckout } from '../../lib/core/api/payments.checkout.js';
 import { cancellationKey } from '../../lib/core/api/payments.cancellations.js';
-import { orderLedgerKey } from '../../lib/core/api/payments.checkout.js';
+import { checkoutKey, orderLedgerKey } from '../../lib/core/settlement/settlement.orders.js';
 import {
   PaymentsApiError,
   PaymentsConnectionError,

@@ -8,7 +8,7 @@ import type {
 import type { PaymentsStore } from '../../lib/core/store/store.ports.js';
 import { outcomeKey } from '../../lib/core/settlement/settlement.attempt.js';
 import { unpaidSlots } from '../../lib/core/settlement/settlement.evidence.js';
-import { checkoutKey, orderLedgerKey } from '../../lib/core/api/payments.checkout.js';
+import { checkoutKey, orderLedgerKey } from '../../lib/core/settlement/settlement.orders.js';
 import type { OrderLedger } from '../../lib/core/store/store.ports.js';
 import {
   Instance,

@@ -31,7 +31,7 @@ export {
   positiveInteger,
 } from './payment.rules.js';
 export type { ValueRule } from './payment.rules.js';
-export { bounded, CheckoutDesk, checkoutKey, orderLedgerKey } from './payments.checkout.js';
+export { bounded, CheckoutDesk } from './payments.checkout.js';
 export type { CheckoutTicket } from './payments.checkout.js';
 export { captureRefusal, noteDuplicateRefund } from './payments.duplicates.js';
 // isCancelled: Vendure's cancelPayment finds a release an earlier call made, and sends none again.

@@ -243,24 +243,6 @@ export class CheckoutDesk {
   }
 }
 
-/** The order key of a request: its idempotency key, else its tracking id, else none. */
-export function checkoutKey(
-  idempotencyKey: string | undefined,
-  trackingId: string | undefined,
-  registration?: string,
-): string | undefined {
-  // Each merchant account (registration) has its own orders: another account's open payment is
-  // another service's, and its link would be no payment at this one.
-  const account = registration === undefined ? '' : `${registration}/`;
-  if (idempotencyKey !== undefined) return `${account}key:${idempotencyKey}`;
-  return trackingId === undefined ? undefined : `${account}order:${trackingId}`;
-}
-
-/** The order ledger's key of an order's settlement: the tracking id, per registration (merchant account). */
-export function orderLedgerKey(registration: string | undefined, trackingId: string): string {
-  return registration === undefined ? trackingId : `${registration}/${trackingId}`;
-}
-
 /** `promise`, or a rejection once `ms` of `clock`'s time have passed without its answer (a slow store is done without). */
 export function bounded<T>(promise: Promise<T>, clock: Clock, ms: number = CHECKOUT_RULES.lookupMs): Promise<T> {
   let timer: ReturnType<Clock['setTimeout']> | undefined;

@@ -6,6 +6,7 @@ import {
   PaymentEvents,
   PaymentRefundedEvent,
   type PaymentEventName,
+  orderLedgerKey,
 } from '../settlement/index.js';
 import type { ResolvedPaymentsOptions } from './payments.options.js';
 import { orderLedgerOf, type PaymentsStore } from '../store/index.js';
@@ -24,7 +25,6 @@ import {
   noteDuplicateRefund,
   noteCancellation,
   captureRefusal,
-  orderLedgerKey,
   bounded,
   PaymentsValidationError,
   type PaymentsOperation,

@@ -10,7 +10,6 @@ import {
   toPaymentWire,
   bounded,
   CheckoutDesk,
-  checkoutKey,
   type CheckoutTicket,
   PaymentsValidationError,
   lateEntry,
@@ -24,6 +23,7 @@ import {
   type JsonObject,
 } from '../api/index.js';
 import { callService, checkId, unexpected } from '../api/index.js';
+import { checkoutKey } from '../settlement/index.js';
 
 /** The largest epoch time in ms a Date can hold. */
 const MAX_DATE_MS = 8.64e15;

@@ -29,6 +29,7 @@ export { UnboundTokens, VerifyBudget, verifyGate } from './settlement.gate.js';
 export type { UnsignedAsk } from './settlement.gate.js';
 export type { OutcomeExpectation } from './settlement.decision.js';
 export { OrderScreen } from './settlement.duplicates.js';
+export { checkoutKey, orderLedgerKey } from './settlement.orders.js';
 export { PendingRechecks } from './settlement.rechecks.js';
 export { laneOf } from './settlement.evidence.js';
 export { PaymentReconciler } from './settlement.reconciler.js';

@@ -1,14 +1,8 @@
-import {
-  checkoutKey,
-  normalizeMillimes,
-  orderLedgerKey,
-  type PaymentRefund,
-  type PaymentRefunder,
-  type VerifiedPayment,
-} from '../api/index.js';
+import { normalizeMillimes, type PaymentRefund, type PaymentRefunder, type VerifiedPayment } from '../api/index.js';
 import { assertNever, describe, type PaymentsLogger } from '../common/index.js';
 import type { OrderCheckout, OrderLedger, OrderSettlement, PaymentsStore, RefundRecord } from '../store/index.js';
 import type { Clock } from '../time/index.js';
+import { checkoutKey, orderLedgerKey } from './settlement.orders.js';
 import { REFUND_RECORD_TTL_MS, type RefundSent, sendRefund } from './refund.sender.js';
 import {
   PaymentDuplicateEvent,

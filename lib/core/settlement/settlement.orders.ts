@@ -12,8 +12,28 @@ import type { HandledOutcome } from './settlement.decision.js';
  * One order, one charge: the rules, as pure functions (table-tested in
  * test/settlement/orders.spec.ts). An order is a payment's tracking id; the first successful
  * payment the plugin confirms settles it, and every later successful one is a duplicate. The
- * order screen (settlement.duplicates.ts) carries them out against the store.
+ * order screen (settlement.duplicates.ts) carries them out against the store. The keys an order's
+ * records are kept under (its checkout, its settlement) are named here too, once for every reader:
+ * the checkout desk that opens the order, the order screen that settles it, the desk's pages.
  */
+
+/** The order key of a request: its idempotency key, else its tracking id, else none. */
+export function checkoutKey(
+  idempotencyKey: string | undefined,
+  trackingId: string | undefined,
+  registration?: string,
+): string | undefined {
+  // Each merchant account (registration) has its own orders: another account's open payment is
+  // another service's, and its link would be no payment at this one.
+  const account = registration === undefined ? '' : `${registration}/`;
+  if (idempotencyKey !== undefined) return `${account}key:${idempotencyKey}`;
+  return trackingId === undefined ? undefined : `${account}order:${trackingId}`;
+}
+
+/** The order ledger's key of an order's settlement: the tracking id, per registration (merchant account). */
+export function orderLedgerKey(registration: string | undefined, trackingId: string): string {
+  return registration === undefined ? trackingId : `${registration}/${trackingId}`;
+}
 
 /**
  * How the order screen treats a payment of each handled outcome before its handlers run.
