@@ -786,6 +786,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const reuses: Array<{ first: string; again: string; at: number }> = [];
   /** Payments whose generatePayment answered (the instance did not die before its record). */
   const answered = new Set<string>();
+  /** Payments opened with an `idempotencyKey` (another tab): their own checkout, which the order's never lists. */
+  const ownCheckout = new Set<string>();
   const checkout = (
     k: number,
     amount: string,
@@ -802,6 +804,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       .then((generated) => {
         leakCheck('a generate answer', safeJson(generated), violate);
         answered.add(generated.paymentId);
+        if (idempotencyKey !== undefined) ownCheckout.add(generated.paymentId);
         const payment = world.payments.get(generated.paymentId);
         if (!payment)
           return violate(`generatePayment answered ${generated.paymentId}, which the service never created`);
@@ -991,6 +994,19 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       ledger.findOrderSettlement(orderLedgerKey(undefined, order)),
     ]).then(
       ([checkout, settled]) => {
+        // A payment the order's checkout does not know (one opened with its own key, which the
+        // order's checkout never lists) is refunded automatically only when its amount is the
+        // settling payment's (a double charge): any other may be a changed cart's payment
+        // (docs/confirmations.md, "Two tabs, the cart changed").
+        if (
+          settled &&
+          settled.paymentId !== payment.id &&
+          ownCheckout.has(payment.id) &&
+          Number(settled.amount) !== Number(payment.reportedAmount)
+        )
+          violate(
+            `${payment.id} (${payment.reportedAmount}), which the checkout of ${order} does not know, refunded: ${settled.paymentId} (${settled.amount}) paid the order`,
+          );
         if (!checkout || !settled || checkout.paymentId !== payment.id || settled.paymentId === payment.id) return;
         const otherCart =
           (checkout.superseded ?? []).includes(settled.paymentId) || Number(settled.amount) !== Number(checkout.amount);
