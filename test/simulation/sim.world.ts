@@ -360,6 +360,12 @@ export class Instance {
   frozenUntil = 0;
   /** Whether it has read the store's clock (its shared time is then the store's, whatever its own clock does). */
   measured = false;
+  /**
+   * Answers of the store's clock that come back late once it measured that clock (a congested
+   * return path): the store read its clock at once, so the round trip's middle is off by half the
+   * delay while the earlier measurement's offset still fits (docs/confirmations.md, "One notion of time").
+   */
+  slowClockAnswers?: { draws: Random; chance: number; minMs: number; maxMs: number };
   /** When (virtual time) the store last read its clock for it; `-Infinity`: never. */
   storeClockReadAt = Number.NEGATIVE_INFINITY;
   /** When it last asked the service to verify each payment. */
@@ -540,16 +546,27 @@ export class Instance {
     }
     // The store's clock is the world's true time, whichever store it is: a real server's own clock
     // runs on real time, which a history on virtual time does not follow.
-    proxy.now = () =>
-      this.io(() => {
-        if (world.storeUnreachableFrom(this.index))
-          throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
-        return { now: world.trueClock.now(), readAt: world.time.now };
-      }).then(({ now, readAt }) => {
+    const lateBy = (): number | undefined => {
+      const slow = this.slowClockAnswers;
+      return slow && this.measured && slow.draws.chance(slow.chance)
+        ? slow.draws.between(slow.minMs, slow.maxMs)
+        : undefined;
+    };
+    proxy.now = () => {
+      const late = lateBy();
+      return this.io(
+        () => {
+          if (world.storeUnreachableFrom(this.index))
+            throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
+          return { now: world.trueClock.now(), readAt: world.time.now };
+        },
+        late === undefined ? undefined : () => late,
+      ).then(({ now, readAt }) => {
         this.measured = true;
         this.storeClockReadAt = Math.max(this.storeClockReadAt, readAt);
         return now;
       });
+    };
     return proxy as unknown as PaymentsStore;
   }
 
