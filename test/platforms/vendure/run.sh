@@ -53,12 +53,6 @@ t=$SECONDS
 (cd "$DIR" && npm install --no-audit --no-fund --prefer-offline >"$DIR/install.log" 2>&1) || { tail -n 30 "$DIR/install.log"; exit 1; }
 echo "vendure: installed in $((SECONDS - t)) s ($(du -sm "$DIR/node_modules" | cut -f1) MB, $(ls "$DIR/node_modules" | wc -l) top-level packages)"
 
-# Seconds per test file, from the TAP output (a file's line `ok N - <path>` and its duration_ms).
-per_file() {
-  awk '/^(not )?ok [0-9]+ - .*\.test\.mjs/ { n = $0; sub(/.*\//, "", n); sub(/\.test\.mjs.*/, "", n); want = 1; next }
-       want && /duration_ms:/ { printf "%s%s %ds", sep, n, $2 / 1000; sep = ", "; want = 0 }' "$1"
-}
-
 status=0
 for db in ${VENDURE_DBS:-sqljs postgres mariadb}; do
   case "$db" in postgres) server=PostgreSQL db_port=5432 ;; mariadb) server=MariaDB db_port=3306 ;; *) server="" ;; esac
@@ -78,7 +72,7 @@ for db in ${VENDURE_DBS:-sqljs postgres mariadb}; do
   fi
   # shellcheck disable=SC2086 # the list is words of file names
   if (cd "$DIR" && VENDURE_DB="$db" node --test --test-concurrency=1 $files >"$DIR/test-$db.log" 2>&1); then
-    echo "vendure ($db): $(grep -E '^# pass' "$DIR/test-$db.log" | cut -c3-) in $((SECONDS - t)) s ($(per_file "$DIR/test-$db.log"))"
+    echo "vendure ($db): $(grep -E '^# pass' "$DIR/test-$db.log" | cut -c3-) in $((SECONDS - t)) s"
   else
     status=1
     echo "vendure ($db): FAIL"
