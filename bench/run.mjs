@@ -755,14 +755,19 @@ function summaryRows(r) {
         .map((v) => (v ? `${fmt(v.ratio, 2)}× / ${v.cpuOver >= 0 ? '+' : ''}${fmt(v.cpuOver)} µs` : 'not measured'))
         .join(', ');
     const met = (list, test) => (list.every(Boolean) ? list.every(test) : undefined);
-    for (const operation of ['generatePayment', 'verifyPayment']) {
+    // #39: generatePayment, each call paying a new order (the one-charge desk's work included), at
+    // least as fast as the tuned axios call it replaces; verifyPayment keeps #12's target.
+    for (const [operation, min] of [
+      ['generatePayment', 1],
+      ['verifyPayment', 0.95],
+    ]) {
       const list = vs(operation, 'plugin');
       rows.push(
         targetRow(
           `PaymentsClient.${operation} ÷ tuned axios, CPU over it; c=1, c=32`,
-          '≥ 0.95×, ≤ +25 µs',
+          `≥ ${min.toFixed(2)}×, ≤ +25 µs`,
           show(list),
-          met(list, (v) => v.ratio >= 0.95 && v.cpuOver <= 25),
+          met(list, (v) => v.ratio >= min && v.cpuOver <= 25),
         ),
       );
     }
@@ -835,13 +840,14 @@ function summaryRows(r) {
     rows.push(
       targetRow('the SDK and HTTP server spans alone (plugin telemetry off) / neither', '', ratio(m.httpVsOff)),
     );
-  // #20: each store against the baseline of its kind, what a merchant would otherwise write: the
-  // verify call, then the payment recorded in the same kind of database.
+  // #20, raised by #39 to 0.9× on every store: each store against the baseline of its kind, what a
+  // merchant would otherwise write: the verify call, then the payment recorded in the same kind of
+  // database.
   const KIND = {
-    memory: { name: 'memory', baseline: 'verify baseline', min: 0.85 },
-    redis: { name: 'Redis', baseline: 'verify + one Redis write', min: 0.8 },
-    postgres: { name: 'PostgreSQL server', baseline: 'verify + one transaction updating an order row', min: 0.7 },
-    pglite: { name: 'PGlite', baseline: 'verify + one PGlite transaction updating an order row', min: 0.5 },
+    memory: { name: 'memory', baseline: 'verify baseline', min: 0.9 },
+    redis: { name: 'Redis', baseline: 'verify + one Redis write', min: 0.9 },
+    postgres: { name: 'PostgreSQL server', baseline: 'verify + one transaction updating an order row', min: 0.9 },
+    pglite: { name: 'PGlite', baseline: 'verify + one PGlite transaction updating an order row', min: 0.9 },
   };
   for (const kind of ['memory', 'redis', 'pglite', 'postgres']) {
     const x = store(kind);
