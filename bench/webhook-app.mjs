@@ -119,6 +119,11 @@ let cleanup = async () => {};
 // `ord_<n>`, n < ORDERS, updated in turn, so that no two requests in flight wait for one row.
 const ORDERS = 20_000;
 let recordPaid;
+// The guarded baseline of the store's kind: what a hand-written handler must add to be as safe as
+// the store against a redelivery racing the first delivery on another instance (the webhook's
+// promise of one handler run per payment): a claim on the payment, written where every instance
+// sees it before the verify call (see `claimPayment` below), then `recordPaid` as above.
+let claimPayment;
 if (storeKind === 'redis') {
   const { RedisPaymentsStore } = await import(`${dist}redis/index.js`);
   const { Redis } = await import('ioredis');
@@ -128,6 +133,9 @@ if (storeKind === 'redis') {
   store = new RedisPaymentsStore(redis, { keyPrefix, ...STORY });
   // One write: the order marked paid, unless it already was (a repeated webhook).
   recordPaid = (orderId) => redis.set(`${keyPrefix}order:${orderId}`, 'paid', 'NX');
+  // One write: the payment claimed for 30 s unless another instance holds it.
+  claimPayment = async (paymentId) =>
+    (await redis.set(`${keyPrefix}claim:${paymentId}`, String(process.pid), 'PX', 30_000, 'NX')) === 'OK';
   cleanup = async () => {
     // Leave nothing behind in the shared Redis.
     let cursor = '0';
@@ -164,6 +172,14 @@ if (storeKind === 'redis') {
   await db.query(
     `INSERT INTO ${orders} (id, status) SELECT 'ord_' || n, 'unpaid' FROM generate_series(0, ${ORDERS - 1}) AS n`,
   );
+  const claims = `"${PREFIX}shop_claims"`;
+  await db.query(`CREATE TABLE ${claims} (payment_id text PRIMARY KEY, until timestamptz NOT NULL)`);
+  // One statement in a transaction of its own (committed before the verify call, as the claim must
+  // be): the payment claimed for 30 s unless a live claim holds it.
+  const CLAIM =
+    `INSERT INTO ${claims} (payment_id, until) VALUES ($1, now() + interval '30 seconds') ` +
+    `ON CONFLICT (payment_id) DO UPDATE SET until = excluded.until WHERE ${claims}.until < now() RETURNING 1`;
+  claimPayment = async (paymentId) => (await db.query(CLAIM, [paymentId])).rows.length === 1;
   // One transaction on one connection, as an order service writes it: the order marked paid.
   const UPDATE = `UPDATE ${orders} SET status = 'paid', paid_at = now() WHERE id = $1`;
   recordPaid =
@@ -249,6 +265,25 @@ Post()(RecordBaselineController.prototype, 'record', recordDescriptor);
 HttpCode(200)(RecordBaselineController.prototype, 'record', recordDescriptor);
 Body()(RecordBaselineController.prototype, 'record', 0);
 
+// The guarded baseline (Redis, PGlite, PostgreSQL): the payment claimed, the verify call, then the
+// order recorded as the baseline of the store's kind records it. A claim held elsewhere answers
+// 200 without a verify call, as the store's webhook route answers a delivery already in hand.
+class GuardedBaselineController {
+  async guarded(body) {
+    const id = String(body?.payment_id);
+    if (!(await claimPayment(id))) return { received: true };
+    const { data } = await verifier.get(`/api/v2/verify_payment/${encodeURIComponent(id)}`);
+    if (data?.success !== true || data.result?.status !== 'SUCCESS') throw new Error('unexpected verify answer');
+    await recordPaid(`ord_${Number(id.slice(id.lastIndexOf('_') + 1)) % ORDERS}`);
+    return { received: true };
+  }
+}
+Controller('guarded-baseline')(GuardedBaselineController);
+const guardedDescriptor = Object.getOwnPropertyDescriptor(GuardedBaselineController.prototype, 'guarded');
+Post()(GuardedBaselineController.prototype, 'guarded', guardedDescriptor);
+HttpCode(200)(GuardedBaselineController.prototype, 'guarded', guardedDescriptor);
+Body()(GuardedBaselineController.prototype, 'guarded', 0);
+
 class BenchModule {}
 Module({
   imports: [
@@ -263,7 +298,7 @@ Module({
     }),
   ],
   controllers: recordPaid
-    ? [BareController, VerifyBaselineController, RecordBaselineController]
+    ? [BareController, VerifyBaselineController, RecordBaselineController, GuardedBaselineController]
     : [BareController, VerifyBaselineController],
   providers: [Handler],
 })(BenchModule);
