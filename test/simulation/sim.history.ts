@@ -411,6 +411,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const crashes: Array<{ instance: Instance; at: number }> = [];
   // The instance that generated each payment (its background write of a record dies with it).
   const generatedOn = new Map<string, number>();
+  /** Which instance's write of each payment's queue entry (generatePayment's) the store took first, and when. */
+  const recordedOn = new Map<string, { instance: Instance; at: number }>();
   /** Processes stalled (a GC pause, a paused VM) while they ran handlers: [from, to). */
   const stalls: Array<{ instance: Instance; from: number; to: number }> = [];
   /** Whether the `lapse` situation froze a process already (once a history). */
@@ -1176,6 +1178,9 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   };
   world.onStoreCall = (instance, name, args) => {
     if (name === 'takeDuePending') takeCheck(instance, Number(args[0]));
+    const entry = args[0] as { paymentId?: string } | undefined;
+    if (name === 'queueGenerated' && entry?.paymentId !== undefined && !recordedOn.has(entry.paymentId))
+      recordedOn.set(entry.paymentId, { instance, at: time.now });
   };
   const editAsItEnds = (target: ModelPayment, endsInMs: number) => {
     const others = [...paid.values()].filter((p) => p.trackingId !== target.trackingId);
@@ -1480,6 +1485,15 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     for (const st of stalls)
       if (st.to >= finalAt - 2 * LEASE_MS && st.from <= (s.firstSuccessAt ?? horizon))
         deadline = Math.max(deadline, st.to + BOUNDS.crashMs);
+    // A process frozen while generatePayment's answer was on its way reads the time it dates the
+    // session by when it resumes: the session's end it records, and reconciliation's bound, come
+    // that much later (as the table's frozen instance, counted from when it resumes; seed 4659).
+    const recorded = recordedOn.get(payment.id);
+    if (
+      recorded &&
+      stalls.some((st) => st.instance === recorded.instance && st.from < recorded.at && st.to > payment.createdAt)
+    )
+      deadline = Math.max(deadline, sweepDeadline + recorded.at - payment.createdAt);
     if (has('faults')) deadline += BOUNDS.faultsMs;
     // Handled means its handlers finished: a slow shop's handler takes up to SLOW_HANDLER_MS itself.
     if (has('slow')) deadline += SLOW_HANDLER_MS;
