@@ -3,6 +3,7 @@ import {
   CLOCK_STEP_TOLERANCE_MS,
   SHARED_CLOCK_RESYNC_MS,
   SharedClock,
+  monotonicNow,
   mustMeasure,
   offsetFrom,
   type Clock,
@@ -237,6 +238,23 @@ describe('the shared clock', () => {
       expect(shared.now()).toBe(storeTime);
     },
   );
+
+  it('counts durations on the instance’s monotonic time: a measurement after the store’s clock stepped back does not move them', async () => {
+    let storeTime = STORE_START;
+    const local = new MonotonicSteppingClock(STORE_START);
+    const shared = new SharedClock(local, async () => storeTime);
+    await shared.sync();
+    const since = monotonicNow(shared);
+    // The store fails over to a replica whose clock is 5 min behind; a resync interval later, measured again.
+    storeTime -= 300_000;
+    storeTime += R;
+    local.wall += R;
+    local.monotonic += R;
+    await shared.sync();
+    expect(shared.now()).toBe(storeTime);
+    // A claim's lease counted since then (settlement.attempt.ts) has run R, not R less the step.
+    expect(monotonicNow(shared) - since).toBe(R);
+  });
 
   it('knows the shared time once it reached the store’s clock, and keeps knowing it while the store is away', async () => {
     let down = true;

@@ -22,13 +22,24 @@ beforeAll(async () => {
 });
 afterAll(() => sandbox.close());
 
-/** A memory store whose clock does not answer while `clockDown` (its other calls do: it just came back). */
-function storeWithClock(): { store: PaymentsStore; raw: MemoryPaymentsStore; setClockDown(down: boolean): void } {
+/**
+ * A memory store whose clock does not answer while `clockDown` (its other calls do: it just came
+ * back); after `refusals` readings refused, it answers again.
+ */
+function storeWithClock(refusals = Number.POSITIVE_INFINITY): {
+  store: PaymentsStore;
+  raw: MemoryPaymentsStore;
+  setClockDown(down: boolean): void;
+} {
   const raw = new MemoryPaymentsStore();
   let clockDown = true;
+  const refuse = () => {
+    if (--refusals <= 0) clockDown = false;
+    return Promise.reject(new Error('store down'));
+  };
   const store = new Proxy(raw, {
     get(target, key, receiver) {
-      if (key === 'now') return () => (clockDown ? Promise.reject(new Error('store down')) : target.now());
+      if (key === 'now') return () => (clockDown ? refuse() : target.now());
       const value = Reflect.get(target, key, receiver) as unknown;
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
@@ -73,6 +84,31 @@ describe("an instance that never reached the store's clock", () => {
       // The entry is still due when it was: not taken, not moved.
       expect(await raw.takeDuePending(dueAt - MINUTE_MS, 10, MINUTE_MS)).toEqual([]);
       expect((await raw.takeDuePending(dueAt + MINUTE_MS, 10, MINUTE_MS)).map((e) => e.paymentId)).toEqual([paymentId]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  // Found by the simulation (seed 2487): generatePayment read its times on its own clock (the
+  // store's clock out of reach), the store came back before the first write, and the entry was
+  // written as it was, due an hour late: nothing reconciled the payment within the stated bound.
+  it('records a payment generated before its clock reached the store’s on the store’s time, the store back by its first write', async () => {
+    const { store, raw } = storeWithClock(2);
+    const clock = new AheadClock();
+    clock.ahead(HOUR_MS);
+    const client = createPaymentsClient({
+      ...sandbox.options(),
+      store,
+      clock,
+      logger: quietLogger([]),
+      reconciliation: { enabled: false },
+    });
+    try {
+      const before = Date.now();
+      const { paymentId } = await client.generatePayment({ amount: '12500', developerTrackingId: 'order-unsynced' });
+      const entry = await raw.findPending(paymentId);
+      expect(entry).toBeDefined();
+      expect(Math.abs(Date.parse(entry?.createdAt ?? '') - before)).toBeLessThan(MINUTE_MS);
     } finally {
       await client.close();
     }

@@ -305,6 +305,21 @@ describe('verifyGate (table): may this path call verify now, and if not what doe
         { kind: 'ask', what: 'allowance' },
       ],
       [
+        "in the short lane, its latest check's record younger than the lane's longest wait: pending from the record, the slot left to the lane's next check",
+        ask({ known: known(record({ source: 'reconciliation', updatedAt: at(-23_000) }), entry(-2)) }),
+        { kind: 'pending', status: 'PENDING', lookAgain: false },
+      ],
+      [
+        "in the short lane, its record older than the lane's longest wait (its check overdue): a slot of the allowance is asked for",
+        ask({ known: known(record({ source: 'reconciliation', updatedAt: at(-31_000) }), entry(-2)) }),
+        { kind: 'ask', what: 'allowance' },
+      ],
+      [
+        'in the short lane, its record dated in the future (a clock ahead): a slot of the allowance is asked for',
+        ask({ known: known(record({ updatedAt: at(60_000) }), entry(-2)) }),
+        { kind: 'ask', what: 'allowance' },
+      ],
+      [
         "the allowance spent: pending with the record's status, no verify",
         ask({ known: known(record({}), entry()), allowance: false }),
         { kind: 'pending', status: 'PENDING', lookAgain: false },

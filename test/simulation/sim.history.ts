@@ -127,15 +127,32 @@ export const RETURN_SITUATIONS = ['storeclock', 'editrace'] as const;
  *   12 to 30 s late (a congested return path; the store read its clock at once): the earlier
  *   measurement's offset, which the round trip still allows, is kept, so the times the instance
  *   writes stay the store's (docs/confirmations.md, "One notion of time").
+ * - `unsynced` (not over a real store): a reconciliation worker (no traffic of its own) starts with
+ *   its clock minutes to an hour ahead while the store is out of its reach; its path to the store
+ *   comes back just after its first pass failed to read the store's clock, before the pass would
+ *   take the queue. A pass on a clock that never reached the store's takes nothing: no pass takes the
+ *   queue ahead of the store's clock (docs/confirmations.md, "One notion of time": an instance an
+ *   hour ahead cannot make the others check an hour early).
  */
-export const TIME_SITUATIONS = ['slowclock'] as const;
+export const TIME_SITUATIONS = ['slowclock', 'unsynced'] as const;
+/**
+ * Situations of the claim's lease, drawn from a stream of their own (every history without them stays as it was):
+ * - `lapse` (neither transactional nor over a real store): a process is frozen mid-handler for
+ *   longer than the claim's lease (a long GC pause, a suspended VM), and its handler throws once it
+ *   resumes; meanwhile another path may take the lapsed claim and settle the payment. The frozen
+ *   attempt then only gives the claim back: the record stays what the attempt that took the claim
+ *   wrote, never a failure recorded by an attempt that no longer held it (docs/confirmations.md,
+ *   "Delivery is effectively-once").
+ */
+export const LEASE_SITUATIONS = ['lapse'] as const;
 export type Extra =
   | (typeof EXTRAS)[number]
   | (typeof OWN_EXTRAS)[number]
   | (typeof ORDER_SITUATIONS)[number]
   | (typeof BEHAVIOURS)[number]
   | (typeof RETURN_SITUATIONS)[number]
-  | (typeof TIME_SITUATIONS)[number];
+  | (typeof TIME_SITUATIONS)[number]
+  | (typeof LEASE_SITUATIONS)[number];
 
 /** The longest lag of verify behind a return the short lane's checks reach (settlement.evidence.ts: 10 s + 25 s). */
 const SHORT_LANE_REACH_MS = 35_000;
@@ -212,6 +229,8 @@ interface RunState {
   activeSince?: number;
   successes: number;
   failures: number;
+  /** When each run that failed (its handler threw) began. */
+  failedSince: number[];
   firstSuccessAt?: number;
   names: string[];
   lastSuccess?: { instance: Instance; at: number; since?: number };
@@ -284,6 +303,11 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   // histories whose verify lags by minutes, which the latency percentiles leave out already: a
   // late answer delays whatever waits on the shared time.)
   const slowClock = clk.chance(0.5) && !real && drawn.includes('longlag') && !drawn.includes('steps') && !storeClock;
+  // `lapse` and `unsynced`, each from a stream of its own.
+  const lapses = new Random(seed * 49_979_687 + 503);
+  const lapse = !real && !transactional && lapses.chance(0.2);
+  const uns = new Random(seed * 49_979_687 + 601);
+  const unsynced = !real && uns.chance(0.15);
   const stressors: Array<Stressor | Extra> = [
     ...(unpaidReturns ? (['unpaid'] as const) : []),
     ...drawn,
@@ -297,6 +321,8 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     ...(storeClock ? (['storeclock'] as const) : []),
     ...(editRace ? (['editrace'] as const) : []),
     ...(slowClock ? (['slowclock'] as const) : []),
+    ...(unsynced ? (['unsynced'] as const) : []),
+    ...(lapse ? (['lapse'] as const) : []),
   ];
   const has = (s: Stressor) => drawn.includes(s);
   const extra = (e: (typeof EXTRAS)[number]) => extras.includes(e);
@@ -372,6 +398,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
           active: 0,
           successes: 0,
           failures: 0,
+          failedSince: [],
           names: [],
           askedAfterSettle: false,
           mismatches: 0,
@@ -384,8 +411,12 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
   const crashes: Array<{ instance: Instance; at: number }> = [];
   // The instance that generated each payment (its background write of a record dies with it).
   const generatedOn = new Map<string, number>();
+  /** Which instance's write of each payment's queue entry (generatePayment's) the store took first, and when. */
+  const recordedOn = new Map<string, { instance: Instance; at: number }>();
   /** Processes stalled (a GC pause, a paused VM) while they ran handlers: [from, to). */
   const stalls: Array<{ instance: Instance; from: number; to: number }> = [];
+  /** Whether the `lapse` situation froze a process already (once a history). */
+  let lapseDone = false;
   let lostCommitAnswers = 0;
   /** afterCommit callbacks run, per payment. */
   const afterCommits = new Map<string, number>();
@@ -515,6 +546,7 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
       s.active--;
     };
     instance.onCrash.push(close);
+    let frozen = false;
     try {
       // The shop's rows, written through the transaction: the order's status, then its history.
       if (inTransaction && transaction)
@@ -529,6 +561,13 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         // For the bounds, a crash (its claim lapses, then a redelivery or the sweep comes).
         crashes.push({ instance, at: time.now });
       }
+      // `lapse`: the same freeze outside a transaction, the handler throwing once the process resumes.
+      if (lapse && !inTransaction && !lapseDone && lapses.chance(0.3)) {
+        lapseDone = frozen = true;
+        instance.frozenUntil = time.now + lapses.between(70_000, 180_000);
+        stalls.push({ instance, from: time.now, to: instance.frozenUntil });
+        crashes.push({ instance, at: time.now });
+      }
       await instance.io(
         () => undefined,
         () => duration,
@@ -538,8 +577,9 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     } finally {
       close();
     }
-    if (has('failing') && random.chance(0.25)) {
+    if (frozen || (has('failing') && random.chance(0.25))) {
       s.failures++;
+      s.failedSince.push(startedAt);
       throw new Error('the shop database is busy (simulated)');
     }
     if (inTransaction) {
@@ -1101,6 +1141,47 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         handlers: false,
       })
     : undefined;
+  // `unsynced`: a reconciliation worker (no traffic of its own: its passes are its first reads of the
+  // store's clock), its clock 5 to 60 min ahead, started while the store is out of its reach; its path
+  // to the store comes back 1 ms after its first timed pass failed to read the store's clock, before
+  // that pass would take the queue. Its draws and I/O from streams of their own.
+  if (unsynced) {
+    const from = T0 + uns.between(0, sessionSecs * 1000);
+    const skew = uns.between(300_000, 3_600_000);
+    time.at(from, () => {
+      const cut = { index: 8, from, to: Number.POSITIVE_INFINITY };
+      partitions.push(cut);
+      const worker = new Instance(8, world, skew, {
+        sessionSecs,
+        dispatch,
+        jitter: new Random(seed * 64 + 61),
+        latencies: new Random(seed * 49_979_687 + 607),
+        operations,
+      });
+      worker.onClockUnreachable = () => {
+        if (time.now >= from + INTERVAL_MS - 1_000 && cut.to === Number.POSITIVE_INFINITY) cut.to = time.now + 1;
+      };
+    });
+  }
+  // One notion of time (docs/confirmations.md): a pass takes what is due by the store's clock (a
+  // wake's lead of a second ahead, and its offset's error), and an instance whose clock never
+  // reached the store's takes nothing, whatever its own clock says. (An instance that measured the
+  // store's clock before it stepped back is ahead by the step until it measures it again; in a
+  // history that stalls processes a measurement's round trip may span a freeze, which allows the
+  // offset of before the step: as for the events' dates above.)
+  const takeCheck = (instance: Instance, until: number) => {
+    const ahead = until - world.trueClock.now();
+    if (ahead > 5_000 && !(instance.measured && (stalls.length > 0 || !measuredSinceStoreStep(instance))))
+      violate(
+        `a reconciliation pass on #${instance.index} took the queue ${ahead / 1000}s ahead of the store's clock${instance.measured ? '' : " (its clock never reached the store's)"}: One notion of time`,
+      );
+  };
+  world.onStoreCall = (instance, name, args) => {
+    if (name === 'takeDuePending') takeCheck(instance, Number(args[0]));
+    const entry = args[0] as { paymentId?: string } | undefined;
+    if (name === 'queueGenerated' && entry?.paymentId !== undefined && !recordedOn.has(entry.paymentId))
+      recordedOn.set(entry.paymentId, { instance, at: time.now });
+  };
   const editAsItEnds = (target: ModelPayment, endsInMs: number) => {
     const others = [...paid.values()].filter((p) => p.trackingId !== target.trackingId);
     if (!front || others.length === 0 || !raceDraws.chance(0.5)) return;
@@ -1312,6 +1393,21 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
         violate(`${payment.id}: recorded ${record.amount} for ${String(record.developerTrackingId)}`);
       if (record.handlers === 'succeeded' && s.successes === 0)
         violate(`${payment.id}: recorded its handlers succeeded; they never did`);
+      // Delivery is effectively-once (docs/confirmations.md): an attempt frozen past its lease whose
+      // handlers then fail only gives the claim back. A failure recorded after the handlers succeeded
+      // is a later run's, which began once they had; one that began before was the lapsed attempt's.
+      // (In a transaction, success is the commit, which a run may reach and not know: its answer
+      // lost, a crash at it; the transactional checks are at the commit, above.)
+      const succeeded = s.lastSuccess?.at;
+      if (
+        !transactional &&
+        record.handlers === 'failed' &&
+        succeeded !== undefined &&
+        !s.failedSince.some((at) => at >= succeeded)
+      )
+        violate(
+          `${payment.id}: recorded its handlers failed after they succeeded, by a run that began before (its claim had lapsed; Delivery is effectively-once)`,
+        );
     }
     // Refunds of duplicates: one call per duplicate, never sent again (the modelled service refunds
     // as often as asked), each told once; a refund whose answer was lost is recorded unknown.
@@ -1389,6 +1485,15 @@ export async function runHistory(seed: number, real?: RealStoreSetup): Promise<H
     for (const st of stalls)
       if (st.to >= finalAt - 2 * LEASE_MS && st.from <= (s.firstSuccessAt ?? horizon))
         deadline = Math.max(deadline, st.to + BOUNDS.crashMs);
+    // A process frozen while generatePayment's answer was on its way reads the time it dates the
+    // session by when it resumes: the session's end it records, and reconciliation's bound, come
+    // that much later (as the table's frozen instance, counted from when it resumes; seed 4659).
+    const recorded = recordedOn.get(payment.id);
+    if (
+      recorded &&
+      stalls.some((st) => st.instance === recorded.instance && st.from < recorded.at && st.to > payment.createdAt)
+    )
+      deadline = Math.max(deadline, sweepDeadline + recorded.at - payment.createdAt);
     if (has('faults')) deadline += BOUNDS.faultsMs;
     // Handled means its handlers finished: a slow shop's handler takes up to SLOW_HANDLER_MS itself.
     if (has('slow')) deadline += SLOW_HANDLER_MS;

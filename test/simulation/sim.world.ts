@@ -138,6 +138,8 @@ export class World {
   onCreated?: (payment: ModelPayment) => void;
   /** Told of each refund the service is asked for a paid payment, as the call arrives. */
   onRefund?: (payment: ModelPayment) => void;
+  /** Told of each store call an instance makes, as the store applies it (the store reachable). */
+  onStoreCall?: (instance: Instance, name: string, args: unknown[]) => void;
   /** The transactional mode's database (the store and the shop's tables), when the history runs it. */
   readonly db?: SimDatabase;
   #ids = 0;
@@ -366,6 +368,8 @@ export class Instance {
    * delay while the earlier measurement's offset still fits (docs/confirmations.md, "One notion of time").
    */
   slowClockAnswers?: { draws: Random; chance: number; minMs: number; maxMs: number };
+  /** Called when a reading of the store's clock finds the store out of reach (the `unsynced` situation ends its outage then). */
+  onClockUnreachable?: () => void;
   /** When (virtual time) the store last read its clock for it; `-Infinity`: never. */
   storeClockReadAt = Number.NEGATIVE_INFINITY;
   /** When it last asked the service to verify each payment. */
@@ -506,6 +510,7 @@ export class Instance {
         return this.io(() => {
           if (world.storeUnreachableFrom(this.index))
             throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
+          world.onStoreCall?.(this, name, args);
           return shared[name](...args);
         });
       };
@@ -556,8 +561,10 @@ export class Instance {
       const late = lateBy();
       return this.io(
         () => {
-          if (world.storeUnreachableFrom(this.index))
+          if (world.storeUnreachableFrom(this.index)) {
+            this.onClockUnreachable?.();
             throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:6379 (store down)'), { code: 'ECONNREFUSED' });
+          }
           return { now: world.trueClock.now(), readAt: world.time.now };
         },
         late === undefined ? undefined : () => late,

@@ -142,6 +142,10 @@ export class PaymentGenerator {
       );
 
     if (this.clock.due) await bounded(this.clock.sync(), this.clock).catch(() => undefined);
+    // Times read on a clock that never reached the store's are this instance's own, maybe an hour
+    // off: written as a late write's are, moved by what the clock learns by then (the store may
+    // answer the writes already, its clock having been out of reach a moment ago).
+    const unsynced = !this.clock.known;
     const mark = this.clock.mark();
     const createdAt = mark.at;
     const sessionSecs =
@@ -164,7 +168,7 @@ export class PaymentGenerator {
       async (late) => {
         const saveBinding = () =>
           issued && this.store.saveBinding(issued.claims.nonce, binding, this.options.webhook.tokenTtlMs);
-        if (!late) {
+        if (!late && !unsynced) {
           // Independent writes, made together (one round trip's wait, not three in a row).
           await Promise.all([
             saveBinding(),

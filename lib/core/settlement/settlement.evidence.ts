@@ -16,8 +16,9 @@ import type { OutcomeRecord, PendingPayment, RateLimiter } from '../store/index.
  * - a return and nothing else (an unpaid customer's, or a paid one whose webhooks were all lost)
  *   earns a small allowance shared by every instance: its first look, then {@link UNPAID_SLOTS}
  *   more verifies for the whole session, spent by the short lane's checks
- *   ({@link SHORT_LANE_WAITS_MS}) or by later returns, whichever come first. Past it, returns are
- *   answered from the record and the payment waits for reconciliation at its session's end.
+ *   ({@link SHORT_LANE_WAITS_MS}) or by later returns, whichever come first; while the lane's next
+ *   check is due ({@link SHORT_LANE_HOLD_MS}) a return leaves its slot to it. Past the allowance,
+ *   returns are answered from the record and the payment waits for reconciliation at its session's end.
  *
  * So a payment nobody paid costs at most `1 + UNPAID_SLOTS` verifies while its session is open,
  * whatever the returns and instances (docs/confirmations.md, "The call budget").
@@ -34,6 +35,14 @@ export const UNPAID_SLOTS = 2;
  * at most after its final answer), the farthest two checks reach.
  */
 export const SHORT_LANE_WAITS_MS: readonly number[] = Object.freeze([10_000, 25_000]);
+
+/**
+ * How long after the record its latest check (or the first look) wrote the short lane's next check
+ * is due at the latest, ms: the lane's longest wait, and a few seconds of a pass's delay. The lane's
+ * checks hold the allowance (a slot each, as many slots as checks): a return meanwhile answers from
+ * the record, or it would spend the slot of the lane's last check, and with it the lane's reach.
+ */
+export const SHORT_LANE_HOLD_MS = Math.max(...SHORT_LANE_WAITS_MS) + 5_000;
 
 /** How long a payment's allowance is held when its session's end is not known, ms. */
 const UNKNOWN_SESSION_MS = 3_600_000;

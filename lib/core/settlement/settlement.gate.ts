@@ -36,7 +36,7 @@ import type {
 } from '../store/index.js';
 import { monotonicNow, SYSTEM_CLOCK, type Clock } from '../time/index.js';
 import type { Decision } from './settlement.decision.js';
-import { laneOf, pendingLaneOf, returnSpend, type PathEvidence } from './settlement.evidence.js';
+import { laneOf, pendingLaneOf, returnSpend, SHORT_LANE_HOLD_MS, type PathEvidence } from './settlement.evidence.js';
 import type { SettleResult, TokenLookup, UnboundTokenPolicy } from './settlement.request.js';
 import { SETTLEMENT_WAITS } from './settlement.waits.js';
 
@@ -361,6 +361,14 @@ function returnVerdict(ask: ReturnAsk): ReturnVerdict {
   // What a return may spend, by what is known of the payment (settlement.evidence.ts).
   const spend = returnSpend({ lane: laneOf(entry?.rechecks), record: record ?? undefined });
   if (spend === 'allowance') {
+    // The short lane's next check is due: its slot is left to it (an older record: the check is
+    // overdue, no pass took it, and the return spends a slot).
+    if (
+      laneOf(entry?.rechecks) === 'short' &&
+      record?.outcome === 'pending' &&
+      isRecent(record.updatedAt, now, SHORT_LANE_HOLD_MS)
+    )
+      return { kind: 'pending', status: record.status, lookAgain: false };
     if (ask.allowance === undefined) return { kind: 'ask', what: 'allowance' };
     // Only returns found it pending, and its allowance is spent: what the record says, no verify.
     if (!ask.allowance) return { kind: 'pending', status: record?.status ?? '', lookAgain: false };

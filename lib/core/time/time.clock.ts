@@ -177,7 +177,16 @@ export class SharedClock implements Clock {
   constructor(
     readonly local: Clock,
     private readonly storeNow?: () => Promise<number>,
-  ) {}
+  ) {
+    if (local.elapsed) this.elapsed = () => local.elapsed?.() ?? local.now();
+  }
+
+  /**
+   * The instance's own monotonic time, when its clock has one: durations counted on the shared
+   * clock (a claim's lease) are not moved by a new measurement of the offset, which jumps with the
+   * store's clock (a failover to a replica whose clock is behind).
+   */
+  readonly elapsed?: () => number;
 
   /**
    * The shared time. Once measured on a clock with monotonic time, it is the measurement's store
