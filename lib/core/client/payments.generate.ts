@@ -36,6 +36,8 @@ const MAX_DATE_MS = 8.64e15;
 export class PaymentGenerator {
   readonly #checkouts: CheckoutDesk;
   readonly #recorder: PaymentRecorder;
+  /** The signed webhook URL of a token (`webhook.publicUrl` parsed once); absent without a signer. */
+  readonly #webhookUrl: ((token: string) => string) | undefined;
 
   /**
    * @param options the resolved options (defaults of generatePayment, the webhook settings)
@@ -60,6 +62,8 @@ export class PaymentGenerator {
       clock,
     );
     this.#recorder = new PaymentRecorder(options.logger, clock.local);
+    // A signer is made only with a public URL (the resolver's `webhook.enabled`).
+    this.#webhookUrl = signer && WebhookTokenSigner.urlMaker(options.webhook.publicUrl as string);
   }
 
   /** Lets the store writes of created payments finish (each tried once more, then reported). */
@@ -117,7 +121,7 @@ export class PaymentGenerator {
     const fallback = issued
       ? {
           ...defaults,
-          webhook: WebhookTokenSigner.urlWithToken(this.options.webhook.publicUrl as string, issued.token),
+          webhook: (this.#webhookUrl as (token: string) => string)(issued.token),
         }
       : defaults;
 
