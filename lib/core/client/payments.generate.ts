@@ -93,14 +93,21 @@ export class PaymentGenerator {
     if (idempotencyKey !== undefined) checkId(idempotencyKey, 'idempotencyKey', 'generatePayment');
     // One payment per checkout: the order's open payment answers a repeated request (payments.checkout.ts).
     const orderKey = checkoutKey(idempotencyKey, trackingId, this.options.name);
-    const fingerprint =
-      orderKey === undefined ? '' : JSON.stringify(toPaymentWire(own, this.options.preAuthorizationFlag, defaults));
-    const desk = await this.#checkouts.begin(
-      orderKey === undefined ? undefined : { orderKey, amount, fingerprint, developerTrackingId: trackingId },
-    );
+    // The fingerprint is the body as sent without the plugin's webhook token: the body itself when
+    // no token is added (built and serialised once).
+    const order =
+      orderKey === undefined
+        ? undefined
+        : {
+            orderKey,
+            amount,
+            fingerprint: JSON.stringify(toPaymentWire(own, this.options.preAuthorizationFlag, defaults)),
+            developerTrackingId: trackingId,
+          };
+    const desk = await this.#checkouts.begin(order);
     if ('reuse' in desk) return desk.reuse;
     try {
-      return await this.#create(own, amount, trackingId, desk.ticket);
+      return await this.#create(own, amount, trackingId, desk.ticket, order?.fingerprint);
     } catch (error) {
       desk.ticket?.abandon();
       throw error;
@@ -112,6 +119,7 @@ export class PaymentGenerator {
     amount: string,
     trackingId: string | undefined,
     ticket: CheckoutTicket | undefined,
+    unsigned: string | undefined,
   ): Promise<GeneratedPayment> {
     const defaults = this.options.defaults;
     const issued =
@@ -134,7 +142,9 @@ export class PaymentGenerator {
         operation: 'generatePayment',
         method: 'POST',
         path: SERVICE_PATHS.generate,
-        body: toPaymentWire(own, this.options.preAuthorizationFlag, fallback),
+        // Without a token the body is the order's fingerprint, serialised already.
+        body:
+          issued || unsigned === undefined ? toPaymentWire(own, this.options.preAuthorizationFlag, fallback) : unsigned,
       },
       isGenerated,
     );
