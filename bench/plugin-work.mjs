@@ -121,6 +121,7 @@ async function operations(base, label) {
   const { MemoryPaymentsStore } = await load(base, 'store/memory.store.js');
   const { WebhookTokenSigner } = await load(base, 'webhook/webhook.token.js');
   const { NO_TELEMETRY } = await load(base, 'telemetry/telemetry.hooks.js');
+  const { ServiceCalls } = await load(base, 'api/service.calls.js');
   const scan = new redactor.SecretRedactor(secrets);
   let n = 0;
   const transport = {
@@ -143,7 +144,8 @@ async function operations(base, label) {
     const signer = signed ? new WebhookTokenSigner(secrets.webhookSecret) : undefined;
     const store = new MemoryPaymentsStore();
     const clock = new SharedClock(SYSTEM_CLOCK, () => store.now());
-    const api = new PaymentsApi(options, transport, store, signer, events, NO_TELEMETRY, clock);
+    const calls = new ServiceCalls(transport, NO_TELEMETRY);
+    const api = new PaymentsApi(options, transport, calls, store, signer, events, NO_TELEMETRY, clock);
     // A new order per call, as a shop's: a repeated order would answer its open payment (one
     // charge per order) and time a lookup, not a payment's creation.
     let orders = 0;

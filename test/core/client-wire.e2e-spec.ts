@@ -316,6 +316,16 @@ describe('the wire of the operations the public docs add (docs/service-facts.md 
       });
     });
 
+    it("sends an order's body as its fingerprint reads it: the JSON of the wire body, in the table's order", async () => {
+      fake.reply(SERVICE_PATHS.generate, { status: 200, body: generateAnswer('pay_g3') });
+      await client.generatePayment({ developerTrackingId: 'order-7', sessionTimeoutSecs: 600, amount: 1500 });
+      expect(last().headers['content-type']).toBe('application/json');
+      expect(last().body).toBe(
+        `{"amount":"1500","success_link":"${LINKS.successLink}","fail_link":"${LINKS.failLink}",` +
+          '"developer_tracking_id":"order-7","session_timeout_secs":600}',
+      );
+    });
+
     it('uses the configured name of the pre-authorization flag', async () => {
       const other = new PaymentsClient({
         publicKey: 'pk',

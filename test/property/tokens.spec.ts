@@ -115,6 +115,22 @@ describe('webhook tokens', () => {
     );
   });
 
+  it("urlMaker, the public URL parsed once, builds urlWithToken's URL for every token", () => {
+    const anyUrl = fc.oneof(
+      publicUrl,
+      fc.webUrl({ validSchemes: ['http', 'https'], withQueryParameters: true, withFragments: true }),
+      fc.constantFrom('https://shop.example/hook#', 'https://shop.example/a/%2e%2E/b?#x', 'https://u:p@shop.example/h'),
+    );
+    fc.assert(
+      fc.property(anyUrl, amount, tracking, (url, a, t) => {
+        const make = WebhookTokenSigner.urlMaker(url);
+        for (const token of [signer.issue(a, t, 60_000).token, signer.issue(a, undefined, 1).token])
+          expect(make(token)).toBe(WebhookTokenSigner.urlWithToken(url, token));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
   it('nonces are unique across many tokens', () => {
     const seen = new Set<string>();
     for (let i = 0; i < 20_000; i++) {

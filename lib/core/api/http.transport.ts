@@ -219,7 +219,8 @@ export interface TransportRequest {
   operation: PaymentsOperation;
   method: 'GET' | 'POST';
   path: string;
-  body?: object;
+  /** The JSON body, or its text when the caller serialised it already (sent as it is); none for a GET. */
+  body?: object | string;
   query?: Record<string, string>;
 }
 
@@ -324,7 +325,8 @@ export class HttpTransport {
    */
   async send(request: TransportRequest, stats?: { attempts: number }): Promise<RawResponse> {
     const headers = this.#headers[request.method];
-    const data = request.body === undefined ? undefined : JSON.stringify(request.body);
+    const body = request.body;
+    const data = body === undefined || typeof body === 'string' ? body : JSON.stringify(body);
 
     for (let attempt = 1; ; attempt++) {
       if (this.#lifetime.signal.aborted) throw this.#closedError(request, attempt - 1);

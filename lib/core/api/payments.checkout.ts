@@ -210,7 +210,7 @@ export class CheckoutDesk {
       if (lock === 'claimed') release();
       return { ticket: undefined };
     }
-    await synced;
+    if (synced) await synced;
     const plan = planCheckout(found, request, this.clock.now(), standing);
     if (plan.kind === 'reuse') {
       if (lock === 'claimed') release();
@@ -245,9 +245,19 @@ export class CheckoutDesk {
 
 /** `promise`, or a rejection once `ms` of `clock`'s time have passed without its answer (a slow store is done without). */
 export function bounded<T>(promise: Promise<T>, clock: Clock, ms: number = CHECKOUT_RULES.lookupMs): Promise<T> {
-  let timer: ReturnType<Clock['setTimeout']> | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = clock.setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms, true);
+  // One promise settled by whichever comes first (a race and a `finally` made three more per lookup).
+  return new Promise<T>((resolve, reject) => {
+    const timer = clock.setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms, true);
+    promise.then(
+      (value) => {
+        clock.clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clock.clearTimeout(timer);
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the promise's own rejection, passed on as it is
+        reject(error);
+      },
+    );
   });
-  return Promise.race([promise, timeout]).finally(() => clock.clearTimeout(timer));
 }

@@ -1,6 +1,6 @@
 import { type PaymentsLogger, describe } from '../common/index.js';
 import type { PaymentBinding, PendingPayment } from '../store/index.js';
-import { monotonicNow, type Clock, type ClockTimer, type SharedClock, type SharedMark } from '../time/index.js';
+import { monotonicNow, type Clock, type SharedClock, type SharedMark } from '../time/index.js';
 
 /** How the writes of a created payment are waited for and retried. */
 export const RECORDER_WAITS = {
@@ -45,16 +45,26 @@ export class PaymentRecorder {
    *   meanwhile (see {@link lateEntry})
    * @param giveUpAfterMs how long from now a failing write is tried again
    */
-  async record(paymentId: string, write: (late: boolean) => Promise<void>, giveUpAfterMs: number): Promise<void> {
+  record(paymentId: string, write: (late: boolean) => Promise<void>, giveUpAfterMs: number): Promise<void> {
     const task = this.#keepTrying(paymentId, write, this.#monotonic() + giveUpAfterMs);
     this.#inFlight.add(task);
-    void task.finally(() => this.#inFlight.delete(task));
-    let timer: ClockTimer | undefined;
-    await Promise.race([
-      task,
-      new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, RECORDER_WAITS.answerWithinMs, true))),
-    ]);
-    this.clock.clearTimeout(timer);
+    // One promise for the wait, settled by the writes or the timer (a race and a `finally` made more).
+    return new Promise<void>((resolve, reject) => {
+      const timer = this.clock.setTimeout(resolve, RECORDER_WAITS.answerWithinMs, true);
+      task.then(
+        () => {
+          this.#inFlight.delete(task);
+          this.clock.clearTimeout(timer);
+          resolve();
+        },
+        (error: unknown) => {
+          this.#inFlight.delete(task);
+          this.clock.clearTimeout(timer);
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the writes' own rejection, passed on as it is
+          reject(error);
+        },
+      );
+    });
   }
 
   /** How many payments still wait for their store writes. */

@@ -37,8 +37,8 @@ export interface ServiceRequest {
   method: 'GET' | 'POST';
   /** The path under the base URL (a payment id already encoded into it for verify). */
   path: string;
-  /** The JSON body; none for a GET. */
-  body?: object;
+  /** The JSON body, or its text when the caller serialised it already (sent as it is); none for a GET. */
+  body?: object | string;
   /** The query parameters; none when absent. */
   query?: Record<string, string>;
 }

@@ -247,6 +247,25 @@ export class WebhookTokenSigner {
     return url.toString();
   }
 
+  /**
+   * {@link WebhookTokenSigner.urlWithToken} for one `publicUrl`, parsed once rather than per
+   * payment: the URL as `urlWithToken` builds it around a token, then each token put in its place.
+   * A token only holds characters a URL path keeps as they are and is never a dot segment, so the
+   * rest of the URL does not depend on it; a public URL for which two probes disagree (none known)
+   * is built by `urlWithToken` every time.
+   * @param publicUrl the webhook's public URL
+   */
+  static urlMaker(publicUrl: string): (token: string) => string {
+    const one = WebhookTokenSigner.urlWithToken(publicUrl, 'a');
+    const two = WebhookTokenSigner.urlWithToken(publicUrl, 'bb');
+    let at = 0;
+    while (at < one.length && one[at] === two[at]) at++;
+    const head = one.slice(0, at);
+    const tail = one.slice(at + 1);
+    if (two !== `${head}bb${tail}`) return (token) => WebhookTokenSigner.urlWithToken(publicUrl, token);
+    return (token) => head + token + tail;
+  }
+
   #nonce(): string {
     if (this.#used + 12 > this.#pool.length) {
       this.#pool = randomBytes(12 * 512);
