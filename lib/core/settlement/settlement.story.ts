@@ -315,17 +315,7 @@ export class StoryRecorder {
       settle: (paymentId, source, run, summary) => inner.settle(paymentId, source, run, summary),
       reconciliation: (run) => inner.reconciliation(run),
       close: () => inner.close(),
-      webhook: (route): WebhookTrace => {
-        const trace = inner.active ? inner.webhook(route) : undefined;
-        return {
-          within: (run) => (trace ? trace.within(run) : run()),
-          end: (status, result, paymentId) => {
-            trace?.end(status, result, paymentId);
-            if (paymentId !== undefined) this.note(paymentId, 'webhook', 'webhook', `${String(status)} ${result}`);
-            else if (result === 'rejected') this.count({ name: TALLY.refused, by: 1 });
-          },
-        };
-      },
+      webhook: (route): WebhookTrace => new StoryWebhookTrace(this, inner.active ? inner.webhook(route) : undefined),
     };
   }
 
@@ -336,6 +326,30 @@ export class StoryRecorder {
     else this.#timer ??= setTimeout(() => void this.flush(), STORY_BATCH_MS);
   }
 }
+
+/** A delivery's trace with its answer noted: one object per delivery, no closures. */
+class StoryWebhookTrace implements WebhookTrace {
+  /**
+   * @param story where the answer is noted
+   * @param trace the telemetry's own trace of the delivery, when telemetry is on
+   */
+  constructor(
+    private readonly story: StoryRecorder,
+    private readonly trace: WebhookTrace | undefined,
+  ) {}
+
+  within<T>(run: () => Promise<T>): Promise<T> {
+    return this.trace ? this.trace.within(run) : run();
+  }
+
+  end(status: number, result: string, paymentId?: string): void {
+    this.trace?.end(status, result, paymentId);
+    if (paymentId !== undefined) this.story.note(paymentId, 'webhook', 'webhook', `${String(status)} ${result}`);
+    else if (result === 'rejected') this.story.count(REFUSED);
+  }
+}
+
+const REFUSED: StoryTally = Object.freeze({ name: TALLY.refused, by: 1 });
 
 /**
  * The settlements with each settle's story noted: what the service said, what the handlers did,
