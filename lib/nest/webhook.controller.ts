@@ -248,7 +248,10 @@ function endIfNotDelivered(response: unknown, auth: PaymentsWebhookAuthenticatio
 
 /** Copies an answer's extra headers (Retry-After) onto a response of whichever adapter. */
 export function setHeaders(adapterHost: HttpAdapterHost | undefined, response: unknown, answer: WebhookAnswer): void {
-  for (const [name, value] of Object.entries(answer.headers ?? {})) {
+  const headers = answer.headers;
+  // Most answers (every 200) carry none: no object and no entries list for them.
+  if (headers === undefined) return;
+  for (const [name, value] of Object.entries(headers)) {
     adapterHost?.httpAdapter?.setHeader(response, name, value);
   }
 }
