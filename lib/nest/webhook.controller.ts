@@ -47,9 +47,8 @@ export interface WebhookHttpRequest {
  * next. Nest-Fastify bodies were parsed by Fastify (see {@link acceptAnyBodyOnWebhookRoutes}).
  */
 export async function webhookBody(request: WebhookHttpRequest, limit: number): Promise<unknown> {
-  const stream = request as unknown as IncomingMessage & { _body?: boolean };
-  const unread = typeof stream.pipe === 'function' && stream.readable && !stream.readableEnded && !stream._body;
-  if (!unread) return request.body;
+  if (!bodyUnread(request)) return request.body;
+  const stream = request as unknown as IncomingMessage;
   const text = await new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -77,8 +76,23 @@ export async function webhookBody(request: WebhookHttpRequest, limit: number): P
  * body, payment id; no call to the service, and for a signed delivery no store access either).
  * @param maxBodyBytes the client's `webhookMaxBodyBytes`, read once when the guard or controller is built
  */
-export async function webhookRequestOf(maxBodyBytes: number, request: WebhookHttpRequest): Promise<WebhookRequest> {
-  const body = await webhookBody(request, maxBodyBytes);
+export function webhookRequestOf(
+  maxBodyBytes: number,
+  request: WebhookHttpRequest,
+): WebhookRequest | Promise<WebhookRequest> {
+  // A body the host's parser read (JSON, forms: nearly every delivery) is there already: no promise for it.
+  return bodyUnread(request)
+    ? webhookBody(request, maxBodyBytes).then((body) => requestWithBody(request, body))
+    : requestWithBody(request, request.body);
+}
+
+/** Whether the request's body is still in its stream (no parser of the host read it). */
+function bodyUnread(request: WebhookHttpRequest): boolean {
+  const stream = request as unknown as IncomingMessage & { _body?: boolean };
+  return typeof stream.pipe === 'function' && stream.readable && !stream.readableEnded && !stream._body;
+}
+
+function requestWithBody(request: WebhookHttpRequest, body: unknown): WebhookRequest {
   const token = request.params?.token;
   return {
     query: request.query,
@@ -216,7 +230,8 @@ export class PaymentsWebhookGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
     const request = http.getRequest<WebhookHttpRequest>();
-    const auth = await this.client.webhooks.authenticate(await webhookRequestOf(this.#maxBodyBytes, request));
+    const read = webhookRequestOf(this.#maxBodyBytes, request);
+    const auth = await this.client.webhooks.authenticate(read instanceof Promise ? await read : read);
     if (!auth.ok) {
       setHeaders(this.adapterHost, http.getResponse(), auth.answer);
       throw new HttpException(auth.answer.body, auth.answer.status);
@@ -242,13 +257,17 @@ export class PaymentsWebhookGuard implements CanActivate {
 function endIfNotDelivered(response: unknown, auth: PaymentsWebhookAuthentication): void {
   // Express hands the Node response itself, Fastify a reply wrapping it.
   const raw = ((response as { raw?: unknown } | undefined)?.raw ?? response) as Partial<ServerResponse> | undefined;
-  if (typeof raw?.once !== 'function') return;
-  raw.once('close', () => void auth.abandon(raw.statusCode ?? 0));
+  if (typeof raw?.on !== 'function') return;
+  // `on`, not `once`: a response closes once, and its listeners go with it (no wrapper to bind and remove).
+  raw.on('close', () => void auth.abandon(raw.statusCode ?? 0));
 }
 
 /** Copies an answer's extra headers (Retry-After) onto a response of whichever adapter. */
 export function setHeaders(adapterHost: HttpAdapterHost | undefined, response: unknown, answer: WebhookAnswer): void {
-  for (const [name, value] of Object.entries(answer.headers ?? {})) {
+  const headers = answer.headers;
+  // Most answers (every 200) carry none: no object and no entries list for them.
+  if (headers === undefined) return;
+  for (const [name, value] of Object.entries(headers)) {
     adapterHost?.httpAdapter?.setHeader(response, name, value);
   }
 }
@@ -297,7 +316,8 @@ export abstract class PaymentsWebhookController {
     if (!auth) {
       // No result of this registration's guard (overridden in a test, or re-routed by the host):
       // authenticate here, with the same rules.
-      const result = await this.client.webhooks.authenticate(await webhookRequestOf(this.#maxBodyBytes, request));
+      const read = webhookRequestOf(this.#maxBodyBytes, request);
+      const result = await this.client.webhooks.authenticate(read instanceof Promise ? await read : read);
       if (!result.ok) {
         setHeaders(this.adapterHost, response, result.answer);
         throw new HttpException(result.answer.body, result.answer.status);

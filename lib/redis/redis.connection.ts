@@ -184,9 +184,12 @@ export class RedisConnection {
       return Promise.reject(new Error(`RedisPaymentsStore: ${operation} called after close()`));
     }
     const pending = send();
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+    // One promise settled by whichever comes first, the answer or the timer: no race, no chain of
+    // then/catch/finally (promises and turns on every store call).
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        settled = true;
         const error = new Error(
           `RedisPaymentsStore: ${operation} timed out after ${this.#timeoutMs} ms (is Redis reachable?)`,
         );
@@ -194,25 +197,40 @@ export class RedisConnection {
       }, this.#timeoutMs);
       // A pending store call must never be what keeps the process alive.
       timer.unref();
+      pending.then(
+        (value) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          try {
+            this.#checkReplicationOnce();
+          } catch (error) {
+            // Passed on as it came (with the connection's code when it has none), as a throw would be.
+            // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+            reject(this.#withDownCode(error));
+            return;
+          }
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          // The client's own rejection, passed on as it came (with the connection's code when it has none).
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+          reject(this.#withDownCode(error));
+        },
+      );
     });
-    return Promise.race([pending, timeout])
-      .then((value) => {
-        this.#checkReplicationOnce();
-        return value;
-      })
-      .catch((error: unknown) => {
-        // ioredis gives up with an error of its own that says nothing of why (no `code`): the
-        // cause of the outage is the connection's, and an operator (or a health check) wants it.
-        if (
-          this.#downCode !== undefined &&
-          error instanceof Error &&
-          (error as { code?: unknown }).code === undefined
-        ) {
-          Object.assign(error, { code: this.#downCode });
-        }
-        throw error;
-      })
-      .finally(() => clearTimeout(timer));
+  }
+
+  // ioredis gives up with an error of its own that says nothing of why (no `code`): the cause of
+  // the outage is the connection's, and an operator (or a health check) wants it.
+  #withDownCode(error: unknown): unknown {
+    if (this.#downCode !== undefined && error instanceof Error && (error as { code?: unknown }).code === undefined) {
+      Object.assign(error, { code: this.#downCode });
+    }
+    return error;
   }
 
   // Once the client has answered (a cluster then knows its masters), in the background: the

@@ -92,7 +92,7 @@ export async function listOutcomePage(db: RedisConnection, query: OutcomeQuery):
 export async function finishOutcomeOn(db: RedisConnection, finish: OutcomeFinish): Promise<boolean> {
   const donePx = positiveMs('RedisPaymentsStore', finish.doneTtlMs, 'doneTtlMs');
   const recordPx = positiveMs('RedisPaymentsStore', finish.recordTtlMs, 'recordTtlMs');
-  const { attempts: _ignored, ...record } = finish.record as OutcomeRecord;
+  const record = withoutAttempts(finish.record);
   if (db.keys.layout === 'cluster') return finishInTwoSlots(db, finish, record, donePx, recordPx);
   const keys = [
     db.keys.event(finish.eventKey),
@@ -125,6 +125,14 @@ export async function finishOutcomeOn(db: RedisConnection, finish: OutcomeFinish
       : await db.run('finishOutcome', () => db.scripts[SCRIPT_NAMES.finishOutcome](...keys, ...args));
   // A host's client with `stringNumbers: true` answers '1' instead of 1.
   return Number(reply) === 1;
+}
+
+// The script counts the attempts: a record handed in with a count of its own (typed without one,
+// so only from untyped code) is written without it. Read only, never changed: no copy otherwise.
+function withoutAttempts(given: Omit<OutcomeRecord, 'attempts'>): Omit<OutcomeRecord, 'attempts'> {
+  if (!Object.hasOwn(given, 'attempts')) return given;
+  const { attempts: _ignored, ...record } = given as OutcomeRecord;
+  return record;
 }
 
 /** `RedisPaymentsStore.saveOutcome`: the record with its TTL, indexed, in one script. */

@@ -79,4 +79,45 @@ describe('StoryRecorder', () => {
     await sleep(80);
     expect(log.batches).toHaveLength(2);
   });
+
+  it('dates each note as toISOString does, whatever the note before it', async () => {
+    const log = recordingLog();
+    const story = recorder(log);
+    const second = Date.UTC(2026, 10, 28, 10, 20, 30);
+    // Same second (each ms width), the next second, back again, the epoch, the last four-digit
+    // year, past it (a six-digit year), before the epoch, and a fraction of a ms.
+    const times = [
+      second,
+      second + 7,
+      second + 42,
+      second + 999,
+      second + 1000,
+      second + 5,
+      second + 5,
+      0,
+      999,
+      253_402_300_799_999,
+      253_402_300_800_000,
+      -1,
+      -1500,
+      second + 12.75,
+    ];
+    for (const at of times) story.note('pay_1', 'webhook', 'verify', 'PAID', undefined, at);
+    await story.flush();
+    expect(log.batches.flatMap((b) => b.entries.map((e) => e.at))).toEqual(
+      times.map((at) => new Date(at).toISOString()),
+    );
+  });
+
+  it('writes at once a batch whose tallies over several buckets reach the bound', async () => {
+    const log = recordingLog();
+    const story = recorder(log);
+    const at = Date.UTC(2026, 10, 28, 10, 0, 0);
+    for (let i = 0; i < 250; i++) {
+      story.count({ name: `a.${i}`, by: 1 }, at);
+      story.count({ name: `a.${i}`, by: 1 }, at + 3_600_000);
+    }
+    await turn();
+    expect(log.batches.map((b) => b.tallies.length)).toEqual([500]);
+  });
 });

@@ -13,7 +13,7 @@ import {
   type UnboundTokenPolicy,
 } from './settlement.request.js';
 import type { VerifiedPayment } from '../api/index.js';
-import { type Clock, every, monotonicNow, type SharedClock, SYSTEM_CLOCK } from '../time/index.js';
+import { type Clock, type ClockTimer, monotonicNow, type SharedClock, SYSTEM_CLOCK } from '../time/index.js';
 import type { OutcomeHandlers, PaymentOutcomeEvent } from './payment.events.js';
 
 /**
@@ -43,48 +43,85 @@ export function renewWhileHandling(
   clock: Clock = SYSTEM_CLOCK,
   heldSince: number = monotonicNow(clock),
 ): { stop(): Promise<void>; readonly lost: boolean; readonly lapsed: boolean } {
-  let renewing: Promise<void> | undefined;
-  let lost = false;
-  let lapsed = false;
-  let heldAt = heldSince;
-  const held = (at: number) => {
-    if (at - heldAt > leaseMs) lapsed = true;
-    heldAt = at;
+  return new ClaimRenewal(store, key, owner, leaseMs, paymentId, logger, clock, heldSince);
+}
+
+/**
+ * {@link renewWhileHandling}'s renewals: one object and one timer function per claim held (every
+ * settle that runs handlers holds one, and nearly all of them end before the first renewal).
+ */
+class ClaimRenewal {
+  #renewing: Promise<void> | undefined;
+  #lost = false;
+  #lapsed = false;
+  #heldAt: number;
+  #stopped = false;
+  #timer: ClockTimer | undefined;
+  readonly #period: number;
+  // Re-armed before each renewal, as `every` does: a slow renewal does not delay the next tick.
+  readonly #tick = (): void => {
+    if (this.#stopped) return;
+    this.#arm();
+    if (this.#lost || this.#renewing) return;
+    this.#renewing = this.#renew().finally(() => (this.#renewing = undefined));
   };
-  const renew = async () => {
-    const sent = monotonicNow(clock);
+
+  constructor(
+    private readonly store: Pick<PaymentsStore, 'claim'>,
+    private readonly key: string,
+    private readonly owner: string,
+    private readonly leaseMs: number,
+    private readonly paymentId: string,
+    private readonly logger: PaymentsLogger,
+    private readonly clock: Clock,
+    heldSince: number,
+  ) {
+    this.#heldAt = heldSince;
+    // A running handler keeps the process alive, not its renewals (the clock's timers are unref'd).
+    this.#period = Math.max(1, Math.floor(leaseMs / 3));
+    this.#arm();
+  }
+
+  get lost(): boolean {
+    return this.#lost;
+  }
+
+  get lapsed(): boolean {
+    return this.#lapsed;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.clock.clearTimeout(this.#timer);
+    await this.#renewing;
+    this.#held(monotonicNow(this.clock));
+  }
+
+  #arm(): void {
+    this.#timer = this.clock.setTimeout(this.#tick, this.#period);
+  }
+
+  #held(at: number): void {
+    if (at - this.#heldAt > this.leaseMs) this.#lapsed = true;
+    this.#heldAt = at;
+  }
+
+  async #renew(): Promise<void> {
+    const sent = monotonicNow(this.clock);
     try {
-      const claim = await store.claim(key, owner, leaseMs);
-      if (claim === 'claimed') held(sent);
-      if (claim !== 'claimed' && !lost) {
-        lost = true;
-        logger.error(
-          `the claim on ${paymentId} was lost while its handlers ran (${claim}: its lease of ${leaseMs} ms expired before a renewal); another delivery may run them concurrently`,
+      const claim = await this.store.claim(this.key, this.owner, this.leaseMs);
+      if (claim === 'claimed') this.#held(sent);
+      if (claim !== 'claimed' && !this.#lost) {
+        this.#lost = true;
+        this.logger.error(
+          `the claim on ${this.paymentId} was lost while its handlers ran (${claim}: its lease of ${this.leaseMs} ms expired before a renewal); another delivery may run them concurrently`,
         );
       }
     } catch (error) {
       // Tried again at the next tick; the lease still runs meanwhile.
-      logger.warn(`could not renew the claim on ${paymentId} while its handlers run: ${describe(error)}`);
+      this.logger.warn(`could not renew the claim on ${this.paymentId} while its handlers run: ${describe(error)}`);
     }
-  };
-  // A running handler keeps the process alive, not its renewals (the clock's timers are unref'd).
-  const stopTimer = every(clock, Math.max(1, Math.floor(leaseMs / 3)), () => {
-    if (lost || renewing) return;
-    renewing = renew().finally(() => (renewing = undefined));
-  });
-  return {
-    get lost() {
-      return lost;
-    },
-    get lapsed() {
-      return lapsed;
-    },
-    stop: async () => {
-      stopTimer();
-      await renewing;
-      held(monotonicNow(clock));
-    },
-  };
+  }
 }
 
 /** The claim key of a payment's outcome: one per payment, shared by every path and instance. */

@@ -415,7 +415,7 @@ export class VerifyBudget implements VerifyGate {
   admit(paymentId: string, source: OutcomeSource): Deferral | undefined {
     const { deferral, breaker } = gateCheck(
       {
-        remembered: [this.#recent.get(paymentId), this.#recent.get(`${source}:${paymentId}`)],
+        remembered: this.#remembered(paymentId, source),
         pause: { since: this.#pausedSince, until: this.#pausedUntil, error: this.#pauseError },
         breaker: this.#breaker,
         breakerError: this.#breakerError,
@@ -427,11 +427,20 @@ export class VerifyBudget implements VerifyGate {
     return deferral;
   }
 
+  // What is remembered of a payment, and of it on this path; an empty memory (a service that
+  // answers) is read without building the path's key.
+  #remembered(paymentId: string, source: OutcomeSource): ReadonlyArray<Remembered | undefined> {
+    const recent = this.#recent;
+    return recent.size === 0 ? NOTHING_REMEMBERED : [recent.get(paymentId), recent.get(`${source}:${paymentId}`)];
+  }
+
   /** After a verify a path made: what its decision teaches the budget. */
   note(paymentId: string, source: OutcomeSource, decision: Decision, error: PaymentsError | undefined): void {
     const now = this.clock();
     if (decision.kind !== 'unverified') {
       this.#breaker = breakerAfter(this.#breaker, true, now, this.intervalMs);
+      // Nothing remembered (a service that answers): nothing to forget, no key to build.
+      if (this.#recent.size === 0 && !(decision.kind === 'pending' && source === 'webhook')) return;
       this.#recent.delete(paymentId);
       // A return's PENDING is remembered in the outcome record, which every instance reads before
       // verifying (settlement.reconciler.ts); a webhook's here. Reconciliation has its own schedule.
@@ -482,6 +491,9 @@ export class VerifyBudget implements VerifyGate {
 }
 
 const SOURCES: readonly OutcomeSource[] = ['webhook', 'return', 'reconciliation'];
+
+/** What an empty memory of recent verifies holds for any payment. */
+const NOTHING_REMEMBERED: ReadonlyArray<Remembered | undefined> = Object.freeze([undefined, undefined]);
 
 const secs = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
 

@@ -4,12 +4,14 @@ import {
   TALLY,
   type OutcomeSource,
   type PaymentStoryLog,
+  type StoryBatch,
   type StoryEntry,
   type StoryKind,
   type StoryTally,
 } from '../store/index.js';
 import type { TelemetryHooks, WebhookTrace } from '../telemetry/index.js';
 import type { Clock } from '../time/index.js';
+import type { FinalOutcome } from './settlement.decision.js';
 import type { SettleRequest, SettleResult, Settlements } from './settlement.request.js';
 
 /** What one settle adds to a payment's story and to the tallies. */
@@ -17,12 +19,37 @@ export interface SettleStory {
   /** The story's entries, in order (kind, answer, error). */
   entries: Array<Pick<StoryEntry, 'kind' | 'answer' | 'error'>>;
   /** The tallies it adds (the handling time's slot is added by the recorder, which timed it). */
-  tallies: StoryTally[];
+  tallies: readonly StoryTally[];
   /** Whether the payment's handlers ran to the end of a paid outcome (its time is then charted). */
   paidHandled: boolean;
 }
 
-const VERIFY: StoryTally = { name: TALLY.verifySettled, by: 1 };
+const VERIFY: StoryTally = Object.freeze({ name: TALLY.verifySettled, by: 1 });
+
+/** The outcomes a settled payment is counted under. */
+type SettledOutcome = FinalOutcome;
+
+// Built once: a settle's tallies are the same few values for every payment of an outcome, and
+// nothing downstream changes them (the recorder sums them into its own records).
+const SETTLED: Readonly<Record<SettledOutcome, readonly StoryTally[]>> = Object.freeze({
+  confirmed: settledTallies('confirmed'),
+  failed: settledTallies('failed'),
+  expired: settledTallies('expired'),
+  authorized: settledTallies('authorized'),
+  mismatch: settledTallies('mismatch'),
+  duplicate: settledTallies('duplicate'),
+});
+const ONLY_VERIFY: readonly StoryTally[] = Object.freeze([VERIFY]);
+const NO_TALLIES: readonly StoryTally[] = Object.freeze([]);
+const STRANGER: readonly StoryTally[] = Object.freeze([Object.freeze({ name: TALLY.verifyStranger, by: 1 })]);
+
+function settledTallies(outcome: SettledOutcome): readonly StoryTally[] {
+  return Object.freeze([
+    VERIFY,
+    Object.freeze({ name: TALLY.settled, by: 1 }),
+    Object.freeze({ name: TALLY.outcome(outcome), by: 1 }),
+  ]);
+}
 
 /**
  * What a settle's result tells a payment's story, and which tallies it adds. Exhaustive: a new
@@ -30,11 +57,6 @@ const VERIFY: StoryTally = { name: TALLY.verifySettled, by: 1 };
  * made one verify call (the runner verifies once per settle).
  */
 export function storyOfSettle(result: SettleResult): SettleStory {
-  const settled = (outcome: string): StoryTally[] => [
-    VERIFY,
-    { name: TALLY.settled, by: 1 },
-    { name: TALLY.outcome(outcome), by: 1 },
-  ];
   switch (result.kind) {
     case 'handled':
       return {
@@ -42,7 +64,7 @@ export function storyOfSettle(result: SettleResult): SettleStory {
           { kind: 'verify', answer: result.verification.status },
           { kind: 'handlers', answer: `${result.outcome}: handled` },
         ],
-        tallies: settled(result.outcome),
+        tallies: SETTLED[result.outcome],
         paidHandled: result.outcome === 'confirmed',
       };
     case 'handlers-failed':
@@ -51,7 +73,7 @@ export function storyOfSettle(result: SettleResult): SettleStory {
           { kind: 'verify', answer: result.verification.status },
           { kind: 'handlers', answer: `${result.outcome}: failed`, error: result.error },
         ],
-        tallies: [VERIFY],
+        tallies: ONLY_VERIFY,
         paidHandled: false,
       };
     case 'order-duplicate': {
@@ -68,18 +90,18 @@ export function storyOfSettle(result: SettleResult): SettleStory {
         entries.push({ kind: 'refund', answer: 'not sent yet', error: result.refundRetry });
       if (result.error !== undefined)
         entries.push({ kind: 'handlers', answer: 'duplicate: failed', error: result.error });
-      return { entries, tallies: settled('duplicate'), paidHandled: false };
+      return { entries, tallies: SETTLED.duplicate, paidHandled: false };
     }
     case 'pending':
       return {
         entries: [{ kind: 'verify', answer: result.verification.status }],
-        tallies: [VERIFY],
+        tallies: ONLY_VERIFY,
         paidHandled: false,
       };
     case 'mismatch':
       return {
         entries: [{ kind: 'verify', answer: result.verification.status, error: result.problems.join('; ') }],
-        tallies: settled('mismatch'),
+        tallies: SETTLED.mismatch,
         paidHandled: false,
       };
     case 'foreign':
@@ -87,19 +109,19 @@ export function storyOfSettle(result: SettleResult): SettleStory {
         entries: [
           { kind: 'verify', answer: result.verification?.status ?? 'unknown', error: result.problems.join('; ') },
         ],
-        tallies: [{ name: TALLY.verifyStranger, by: 1 }],
+        tallies: STRANGER,
         paidHandled: false,
       };
     case 'verify-failed':
       return {
         entries: [{ kind: 'verify', answer: 'failed', error: `${result.error.code}: ${result.error.message}` }],
-        tallies: [VERIFY],
+        tallies: ONLY_VERIFY,
         paidHandled: false,
       };
     case 'store-unavailable':
       return {
         entries: [{ kind: 'verify', answer: 'store unavailable', error: result.error }],
-        tallies: [],
+        tallies: NO_TALLIES,
         paidHandled: false,
       };
     case 'deferred':
@@ -107,18 +129,18 @@ export function storyOfSettle(result: SettleResult): SettleStory {
         entries: [
           { kind: 'verify', answer: `deferred ${String(result.retryAfterSecs)} s`, error: result.error?.message },
         ],
-        tallies: [],
+        tallies: NO_TALLIES,
         paidHandled: false,
       };
     case 'rate-limited':
       return {
         entries: [{ kind: 'verify', answer: `rate-limited ${String(result.retryAfterSecs)} s` }],
-        tallies: [],
+        tallies: NO_TALLIES,
         paidHandled: false,
       };
     case 'duplicate':
     case 'busy':
-      return { entries: [], tallies: [], paidHandled: false };
+      return { entries: [], tallies: NO_TALLIES, paidHandled: false };
   }
 }
 
@@ -146,6 +168,8 @@ const STORY_BATCH_MS = 25;
 const STORY_BATCH_MAX = 500;
 /** Most texts the recorder remembers as clean (ids of the payments in flight, the answers). */
 const CLEAN_TEXTS_MAX = 1024;
+/** 10000-01-01T00:00:00Z: from then on toISOString writes a six-digit year with its sign. */
+const ISO_FOUR_DIGIT_YEARS_END = 253_402_300_800_000;
 
 /**
  * Notes what happens to payments and writes it to the store's {@link PaymentStoryLog}, batched: the
@@ -155,8 +179,13 @@ const CLEAN_TEXTS_MAX = 1024;
  */
 export class StoryRecorder {
   #entries: StoryEntry[] = [];
-  /** The batch's tallies summed, by bucket and name. */
-  #tallies = new Map<string, StoryTally & { bucket: number }>();
+  /**
+   * The batch's tallies summed, by bucket then name (a batch's tallies nearly always share one
+   * bucket: no key is built per count).
+   */
+  readonly #tallies = new Map<number, Map<string, StoryTally & { bucket: number }>>();
+  /** How many tallies the batch holds (over every bucket). */
+  #tallyCount = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #failing = false;
   #writing: Promise<void> = Promise.resolve();
@@ -170,6 +199,9 @@ export class StoryRecorder {
   /** The last time written as an ISO string, and that string (notes of one ms share it). */
   #isoAt = Number.NaN;
   #iso = '';
+  /** The start of the second last formatted, and its ISO string up to the milliseconds (`…T10:20:30.`). */
+  #secondAt = Number.NaN;
+  #secondIso = '';
 
   /**
    * @param log the store's story log
@@ -211,21 +243,35 @@ export class StoryRecorder {
     return redacted;
   }
 
+  // Notes come in bursts of one second: its date and time are formatted once, and each ms only
+  // adds its three digits (what toISOString writes, for the years 0 to 9999 it writes as four digits).
   #isoOf(at: number): string {
-    if (at !== this.#isoAt) {
+    if (at === this.#isoAt) return this.#iso;
+    if (!(Number.isInteger(at) && at >= 0 && at < ISO_FOUR_DIGIT_YEARS_END)) {
       this.#iso = new Date(at).toISOString();
-      this.#isoAt = at;
+    } else {
+      const ms = at % 1000;
+      const second = at - ms;
+      if (second !== this.#secondAt) {
+        this.#secondIso = new Date(second).toISOString().slice(0, 20);
+        this.#secondAt = second;
+      }
+      this.#iso = this.#secondIso + (ms < 10 ? '00' : ms < 100 ? '0' : '') + String(ms) + 'Z';
     }
+    this.#isoAt = at;
     return this.#iso;
   }
 
   /** Counts `tally` in the bucket of `at` (default now). */
   count(tally: StoryTally, at = this.now()): void {
     const bucket = bucketStart(at, this.log.limits.bucketMs);
-    const key = `${bucket}:${tally.name}`;
-    const summed = this.#tallies.get(key);
-    if (summed === undefined) this.#tallies.set(key, { name: tally.name, by: tally.by, bucket });
-    else summed.by += tally.by;
+    let byName = this.#tallies.get(bucket);
+    if (byName === undefined) this.#tallies.set(bucket, (byName = new Map<string, StoryTally & { bucket: number }>()));
+    const summed = byName.get(tally.name);
+    if (summed === undefined) {
+      byName.set(tally.name, { name: tally.name, by: tally.by, bucket });
+      this.#tallyCount++;
+    } else summed.by += tally.by;
     this.#schedule();
   }
 
@@ -234,9 +280,11 @@ export class StoryRecorder {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     const entries = this.#entries;
-    const tallies = [...this.#tallies.values()];
+    const tallies: StoryBatch['tallies'] = [];
+    for (const byName of this.#tallies.values()) for (const summed of byName.values()) tallies.push(summed);
     this.#entries = [];
     this.#tallies.clear();
+    this.#tallyCount = 0;
     if (entries.length > 0 || tallies.length > 0) {
       const batch = { registration: this.options.registration, entries, tallies };
       this.#writing = this.#writing.then(() =>
@@ -267,27 +315,41 @@ export class StoryRecorder {
       settle: (paymentId, source, run, summary) => inner.settle(paymentId, source, run, summary),
       reconciliation: (run) => inner.reconciliation(run),
       close: () => inner.close(),
-      webhook: (route): WebhookTrace => {
-        const trace = inner.active ? inner.webhook(route) : undefined;
-        return {
-          within: (run) => (trace ? trace.within(run) : run()),
-          end: (status, result, paymentId) => {
-            trace?.end(status, result, paymentId);
-            if (paymentId !== undefined) this.note(paymentId, 'webhook', 'webhook', `${String(status)} ${result}`);
-            else if (result === 'rejected') this.count({ name: TALLY.refused, by: 1 });
-          },
-        };
-      },
+      webhook: (route): WebhookTrace => new StoryWebhookTrace(this, inner.active ? inner.webhook(route) : undefined),
     };
   }
 
   #schedule(): void {
-    if (this.#entries.length + this.#tallies.size >= STORY_BATCH_MAX) void this.flush();
+    if (this.#entries.length + this.#tallyCount >= STORY_BATCH_MAX) void this.flush();
     // Real time, not the engine's clock: a batching delay of the write, not a time the rules read
     // (a test's stopped clock must not hold the notes back).
     else this.#timer ??= setTimeout(() => void this.flush(), STORY_BATCH_MS);
   }
 }
+
+/** A delivery's trace with its answer noted: one object per delivery, no closures. */
+class StoryWebhookTrace implements WebhookTrace {
+  /**
+   * @param story where the answer is noted
+   * @param trace the telemetry's own trace of the delivery, when telemetry is on
+   */
+  constructor(
+    private readonly story: StoryRecorder,
+    private readonly trace: WebhookTrace | undefined,
+  ) {}
+
+  within<T>(run: () => Promise<T>): Promise<T> {
+    return this.trace ? this.trace.within(run) : run();
+  }
+
+  end(status: number, result: string, paymentId?: string): void {
+    this.trace?.end(status, result, paymentId);
+    if (paymentId !== undefined) this.story.note(paymentId, 'webhook', 'webhook', `${String(status)} ${result}`);
+    else if (result === 'rejected') this.story.count(REFUSED);
+  }
+}
+
+const REFUSED: StoryTally = Object.freeze({ name: TALLY.refused, by: 1 });
 
 /**
  * The settlements with each settle's story noted: what the service said, what the handlers did,

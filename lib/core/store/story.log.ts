@@ -143,13 +143,25 @@ export const TALLY = {
   /** A webhook delivery refused (4xx) before it cost anything. */
   refused: 'webhook.refused',
   /** The histogram slot of a time from paid to handled: `handled.le.<bound>` or `handled.le.inf`. */
-  handled: (ms: number): string => `handled.le.${handlingSlot(ms)}`,
+  handled: (ms: number): string => HANDLED_NAMES[handlingSlotIndex(ms)],
 } as const;
+
+/** The index in {@link HANDLING_BOUNDS_MS} of a duration's slot; their count for the `inf` slot. */
+function handlingSlotIndex(ms: number): number {
+  let i = 0;
+  while (i < HANDLING_BOUNDS_MS.length && !(ms <= HANDLING_BOUNDS_MS[i])) i++;
+  return i;
+}
+
+/** The counter names of the slots, by {@link handlingSlotIndex}: one string per slot, not one per payment handled. */
+const HANDLED_NAMES: readonly string[] = Object.freeze(
+  [...HANDLING_BOUNDS_MS.map(String), 'inf'].map((slot) => `handled.le.${slot}`),
+);
 
 /** The histogram slot's name of a duration: its upper bound in ms, or `inf`. */
 export function handlingSlot(ms: number): string {
-  const bound = HANDLING_BOUNDS_MS.find((b) => ms <= b);
-  return bound === undefined ? 'inf' : String(bound);
+  const i = handlingSlotIndex(ms);
+  return i < HANDLING_BOUNDS_MS.length ? String(HANDLING_BOUNDS_MS[i]) : 'inf';
 }
 
 /** The histogram of handling times summed over `buckets`, in the order of {@link HANDLING_BOUNDS_MS} then `inf`. */
@@ -271,14 +283,17 @@ export class MemoryStoryLog implements PaymentStoryLog {
     const now = this.#clock.now();
     const byPayment = new Map<string, StoryEntry[]>();
     for (const entry of batch.entries) {
-      const list = byPayment.get(entry.paymentId) ?? [];
-      list.push(entry);
-      byPayment.set(entry.paymentId, list);
+      const list = byPayment.get(entry.paymentId);
+      if (list === undefined) byPayment.set(entry.paymentId, [entry]);
+      else list.push(entry);
     }
+    const max = this.limits.maxEntries;
     for (const [paymentId, added] of byPayment) {
       const key = `${batch.registration}\n${paymentId}`;
-      const held = this.#live(this.#stories.get(key), now) ?? [];
-      this.#stories.set(key, { value: keptEntries(held, added, this.limits.maxEntries), writtenAt: now });
+      const held = this.#live(this.#stories.get(key), now);
+      // A new story within its bound keeps the batch's own list (made here, shared with no one).
+      const value = held === undefined && added.length <= max ? added : keptEntries(held ?? [], added, max);
+      this.#stories.set(key, { value, writtenAt: now });
     }
     for (const tally of batch.tallies) {
       const key = `${batch.registration}\n${tally.bucket}`;

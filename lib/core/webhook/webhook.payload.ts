@@ -46,8 +46,15 @@ export const MAX_BODY_DEPTH = 32;
 
 const TOO_DEEP = `body nested deeper than ${MAX_BODY_DEPTH} levels`;
 
-/** Characters that end a path token: none of them can be in one (`[A-Za-z0-9._-]`). */
-const PATH_TOKEN_END = /[&;]/;
+/**
+ * Where a path segment's parameters start: its first `&` or `;` (characters that end a path token:
+ * none of them can be in one, `[A-Za-z0-9._-]`), or -1.
+ */
+function firstParamSeparator(segment: string): number {
+  const amp = segment.indexOf('&');
+  const semi = segment.indexOf(';');
+  return amp < 0 ? semi : semi < 0 ? amp : Math.min(amp, semi);
+}
 
 /**
  * Parses a webhook request: its token (path segment, else the `webhook_token` query parameter)
@@ -89,7 +96,7 @@ export function parseWebhook(request: WebhookRequest, maxBodyBytes: number): Par
  */
 function splitPathToken(segment: string | undefined): { token?: string; params: Array<[string, string]> } {
   if (segment === undefined) return { params: [] };
-  const end = segment.search(PATH_TOKEN_END);
+  const end = firstParamSeparator(segment);
   if (end < 0) return { token: segment, params: [] };
   const params = [...new URLSearchParams(segment.slice(end + 1).replace(/;/g, '&'))].filter(([k]) => k !== '');
   return { token: end === 0 ? undefined : segment.slice(0, end), params };
