@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type PaymentsLogger, describe } from '../common/index.js';
-import { sleep, type Clock, type SharedClock } from '../time/index.js';
+import { sleep, within, type Clock, type SharedClock } from '../time/index.js';
 import {
   checkoutStepsOf,
   orderLedgerOf,
@@ -245,19 +245,13 @@ export class CheckoutDesk {
 
 /** `promise`, or a rejection once `ms` of `clock`'s time have passed without its answer (a slow store is done without). */
 export function bounded<T>(promise: Promise<T>, clock: Clock, ms: number = CHECKOUT_RULES.lookupMs): Promise<T> {
-  // One promise settled by whichever comes first (a race and a `finally` made three more per lookup).
-  return new Promise<T>((resolve, reject) => {
-    const timer = clock.setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms, true);
-    promise.then(
-      (value) => {
-        clock.clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clock.clearTimeout(timer);
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the promise's own rejection, passed on as it is
-        reject(error);
-      },
-    );
-  });
+  return within(
+    promise,
+    clock,
+    ms,
+    () => {
+      throw new Error(`no answer within ${ms} ms`);
+    },
+    { keepAlive: true },
+  );
 }

@@ -1,6 +1,6 @@
 import { type PaymentsLogger, describe } from '../common/index.js';
 import type { PaymentBinding, PendingPayment } from '../store/index.js';
-import { monotonicNow, type Clock, type SharedClock, type SharedMark } from '../time/index.js';
+import { monotonicNow, within, type Clock, type SharedClock, type SharedMark } from '../time/index.js';
 
 /** How the writes of a created payment are waited for and retried. */
 export const RECORDER_WAITS = {
@@ -48,22 +48,10 @@ export class PaymentRecorder {
   record(paymentId: string, write: (late: boolean) => Promise<void>, giveUpAfterMs: number): Promise<void> {
     const task = this.#keepTrying(paymentId, write, this.#monotonic() + giveUpAfterMs);
     this.#inFlight.add(task);
-    // One promise for the wait, settled by the writes or the timer (a race and a `finally` made more).
-    return new Promise<void>((resolve, reject) => {
-      const timer = this.clock.setTimeout(resolve, RECORDER_WAITS.answerWithinMs, true);
-      task.then(
-        () => {
-          this.#inFlight.delete(task);
-          this.clock.clearTimeout(timer);
-          resolve();
-        },
-        (error: unknown) => {
-          this.#inFlight.delete(task);
-          this.clock.clearTimeout(timer);
-          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the writes' own rejection, passed on as it is
-          reject(error);
-        },
-      );
+    // Answered once the writes are made or after answerWithinMs, whichever comes first.
+    return within(task, this.clock, RECORDER_WAITS.answerWithinMs, () => undefined, {
+      keepAlive: true,
+      ended: () => this.#inFlight.delete(task),
     });
   }
 

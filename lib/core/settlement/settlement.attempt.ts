@@ -13,7 +13,7 @@ import {
   type UnboundTokenPolicy,
 } from './settlement.request.js';
 import type { VerifiedPayment } from '../api/index.js';
-import { type Clock, type ClockTimer, monotonicNow, type SharedClock, SYSTEM_CLOCK } from '../time/index.js';
+import { type Clock, type ClockTimer, monotonicNow, type SharedClock, SYSTEM_CLOCK, within } from '../time/index.js';
 import type { OutcomeHandlers, PaymentOutcomeEvent } from './payment.events.js';
 
 /**
@@ -462,37 +462,24 @@ export function withinDeadline(
   run: { paymentId: string; timeoutMs: number; clock: Clock; logger: PaymentsLogger },
 ): Promise<void> {
   const { paymentId, timeoutMs, clock, logger } = run;
-  const running = work();
-  // One promise settled by whichever comes first (no race, no finally: promises on every settle).
-  return new Promise<void>((resolve, reject) => {
-    let late = false;
-    const timer = clock.setTimeout(() => {
-      late = true;
+  return within(
+    work(),
+    clock,
+    timeoutMs,
+    () => {
       const error = new HandlerDeadlineError(paymentId, timeoutMs);
       logger.error(`${error.message}: abandoned, the claim released; the payment is checked again later`);
-      reject(error);
-    }, timeoutMs);
-    running.then(
-      () => {
-        if (late)
-          logger.warn(`the abandoned handlers of ${paymentId} finished after their deadline of ${timeoutMs} ms`);
-        else {
-          clock.clearTimeout(timer);
-          resolve();
-        }
-      },
-      (error: unknown) => {
-        if (late)
+      throw error;
+    },
+    {
+      ended: (failed, error, late) => {
+        if (!late) return;
+        if (failed)
           logger.error(
             `the abandoned handlers of ${paymentId} failed after their deadline of ${timeoutMs} ms: ${describe(error)}`,
           );
-        else {
-          clock.clearTimeout(timer);
-          // The handlers' own rejection, passed on as it came (whatever they threw).
-          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-          reject(error);
-        }
+        else logger.warn(`the abandoned handlers of ${paymentId} finished after their deadline of ${timeoutMs} ms`);
       },
-    );
-  });
+    },
+  );
 }

@@ -59,6 +59,58 @@ export function sleep(clock: Clock, ms: number): Promise<void> {
 }
 
 /**
+ * `promise`'s outcome when it comes within `ms` of `clock`'s time, else `timedOut()`'s (its value,
+ * or its throw as the rejection): one promise settled by whichever comes first. These waits are on
+ * every payment's path, where a race with a timer's promise and a `finally` cost three more
+ * promises and their turns.
+ * @param options.keepAlive whether the timer keeps the process up meanwhile (default false)
+ * @param options.ended hears how `promise` ended, and whether the timer had come first (it is
+ *   abandoned then, not cancelled: JavaScript cannot)
+ */
+export function within<T>(
+  promise: Promise<T>,
+  clock: Clock,
+  ms: number,
+  timedOut: () => T,
+  options: { keepAlive?: boolean; ended?: (failed: boolean, error: unknown, late: boolean) => void } = {},
+): Promise<T> {
+  const { keepAlive = false, ended } = options;
+  return new Promise<T>((resolve, reject) => {
+    let late = false;
+    const timer = clock.setTimeout(
+      () => {
+        late = true;
+        try {
+          resolve(timedOut());
+        } catch (error) {
+          // `timedOut`'s own throw is the rejection, as it threw it.
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+          reject(error);
+        }
+      },
+      ms,
+      keepAlive,
+    );
+    promise.then(
+      (value) => {
+        ended?.(false, undefined, late);
+        if (late) return;
+        clock.clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        ended?.(true, error, late);
+        if (late) return;
+        clock.clearTimeout(timer);
+        // The promise's own rejection, passed on as it came.
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
  * Calls `fn` every `ms` of `clock`'s time until the returned function is called. Each call is
  * scheduled after the previous one was started (not awaited): a slow `fn` does not pile up
  * timers.
